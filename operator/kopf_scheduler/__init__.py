@@ -1,0 +1,11 @@
+"""kopf-scheduler: a Kubernetes scheduler written as a Kopf operator.
+
+Layers (see README "Architecture"):
+  core/       the pure scheduling algorithm, cache and queue; no I/O
+  sim/        offline simulation over YAML snapshots; uses core only
+  cluster/    the local control plane (etcd + kube-apiserver) used by tests and the demo
+  telemetry/  Prometheus metrics
+  kube/       the Kopf operator: the only package that talks to Kubernetes
+"""
+
+__version__ = "0.1.0"
