@@ -1,0 +1,53 @@
+"""The `kopf-scheduler` command.
+
+Each subcommand lives in its own module, imported only when that subcommand
+runs (so `kopf-scheduler cluster up` never imports Kopf). To add one, add a
+line to SUBCOMMANDS; its module defines ``add_parser(subparsers, name, help)``
+that registers an argparse parser with ``set_defaults(func=callable)``, where
+``func(args)`` returns the exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from . import __version__
+
+__all__ = ["SUBCOMMANDS", "Subcommand", "main"]
+
+
+class Subcommand(NamedTuple):
+    module: str  # imported lazily, only when this subcommand is chosen
+    add_parser: str  # name of the function in `module` that registers the parser
+    help: str
+
+
+SUBCOMMANDS: dict[str, Subcommand] = {
+    "cluster": Subcommand("kopf_scheduler.cluster.cli", "add_parser", "the local control plane (etcd + kube-apiserver)"),
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse `argv` (default: sys.argv[1:]), run the chosen subcommand, return its exit status."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    parser = argparse.ArgumentParser(
+        prog="kopf-scheduler", description="A Kubernetes scheduler written in Python as a Kopf operator."
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    chosen = next((a for a in args_list if not a.startswith("-")), None)
+    for name, sub in SUBCOMMANDS.items():
+        if name == chosen:
+            getattr(importlib.import_module(sub.module), sub.add_parser)(subparsers, name, sub.help)
+        else:  # listed in --help without importing its module
+            subparsers.add_parser(name, help=sub.help)
+    args = parser.parse_args(args_list)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,986 @@
+"""The Kubernetes objects the scheduler reads, as frozen dataclasses parsed once from API bodies.
+
+``parse_pod(body)``, ``parse_node(body)`` ... take the plain dicts that the API
+server returns (or that a YAML file holds) and return immutable objects with
+only the fields the scheduler needs, with quantities already parsed. A
+malformed body raises ``ObjectError`` naming the field path; callers at the
+edge (the operator, the simulator) turn that into an event or a message and
+carry on. Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Final, Iterable, Mapping
+
+from .resources import (
+    ZERO_RESOURCES,
+    QuantityError,
+    Resources,
+    pod_requests,
+    to_units,
+    with_defaults,
+)
+
+EMPTY_LABELS: Final[Mapping[str, str]] = {}
+
+# Taint effects and well-known keys.
+NO_SCHEDULE: Final = "NoSchedule"
+PREFER_NO_SCHEDULE: Final = "PreferNoSchedule"
+NO_EXECUTE: Final = "NoExecute"
+TAINT_NODE_UNSCHEDULABLE: Final = "node.kubernetes.io/unschedulable"
+
+LABEL_HOSTNAME: Final = "kubernetes.io/hostname"
+LABEL_ZONE: Final = "topology.kubernetes.io/zone"
+LABEL_REGION: Final = "topology.kubernetes.io/region"
+LABEL_ZONE_BETA: Final = "failure-domain.beta.kubernetes.io/zone"
+LABEL_REGION_BETA: Final = "failure-domain.beta.kubernetes.io/region"
+
+ANNOTATION_PREFER_AVOID_PODS: Final = "scheduler.alpha.kubernetes.io/preferAvoidPods"
+
+
+class ObjectError(ValueError):
+    """An API body the scheduler cannot read; the message names the field."""
+
+
+# --------------------------------------------------------------------------- selectors
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelectorRequirement:
+    key: str
+    operator: str  # In, NotIn, Exists, DoesNotExist
+    values: frozenset[str] = frozenset()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        op = self.operator
+        if op == "In":
+            return self.key in labels and labels[self.key] in self.values
+        if op == "NotIn":
+            return self.key not in labels or labels[self.key] not in self.values
+        if op == "Exists":
+            return self.key in labels
+        if op == "DoesNotExist":
+            return self.key not in labels
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelector:
+    """``metav1.LabelSelector``. An empty selector matches everything; ``None`` (absent) nothing."""
+
+    match_labels: Mapping[str, str] = field(default_factory=lambda: EMPTY_LABELS)
+    match_expressions: tuple[LabelSelectorRequirement, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        for k, v in self.match_labels.items():
+            if labels.get(k) != v:
+                return False
+        for req in self.match_expressions:
+            if not req.matches(labels):
+                return False
+        return True
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.match_labels and not self.match_expressions
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSelectorRequirement:
+    key: str
+    operator: str  # In, NotIn, Exists, DoesNotExist, Gt, Lt
+    values: tuple[str, ...] = ()
+
+    def matches(self, value: str | None) -> bool:
+        """Whether a label (or field) value satisfies this requirement; ``None`` means absent."""
+        op = self.operator
+        if op == "In":
+            return value is not None and value in self.values
+        if op == "NotIn":
+            return value is None or value not in self.values
+        if op == "Exists":
+            return value is not None
+        if op == "DoesNotExist":
+            return value is None
+        if op in ("Gt", "Lt"):
+            if value is None or len(self.values) != 1:
+                return False
+            try:
+                have, want = int(value), int(self.values[0])
+            except ValueError:
+                return False
+            return have > want if op == "Gt" else have < want
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSelectorTerm:
+    """Expressions are ANDed. A term with no expressions and no fields matches no node."""
+
+    match_expressions: tuple[NodeSelectorRequirement, ...] = ()
+    match_fields: tuple[NodeSelectorRequirement, ...] = ()
+
+    def matches(self, node: "Node") -> bool:
+        if not self.match_expressions and not self.match_fields:
+            return False
+        labels = node.labels
+        for req in self.match_expressions:
+            if not req.matches(labels.get(req.key)):
+                return False
+        for req in self.match_fields:
+            if req.key != "metadata.name" or not req.matches(node.name):
+                return False
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class PreferredSchedulingTerm:
+    weight: int
+    preference: NodeSelectorTerm
+
+
+@dataclass(frozen=True, slots=True)
+class NodeAffinity:
+    #: ``None`` when ``requiredDuringSchedulingIgnoredDuringExecution`` is absent; terms are ORed.
+    required: tuple[NodeSelectorTerm, ...] | None = None
+    preferred: tuple[PreferredSchedulingTerm, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PodAffinityTerm:
+    label_selector: LabelSelector | None
+    topology_key: str
+    namespaces: frozenset[str] = frozenset()
+    namespace_selector: LabelSelector | None = None
+
+    def selects(self, pod: "Pod", owner_namespace: str, namespace_labels: Mapping[str, str] | None = None) -> bool:
+        """Whether ``pod`` is selected by this term, which belongs to a pod in ``owner_namespace``.
+
+        Namespaces: the listed ones, plus those matched by the namespace selector;
+        neither given means the owner's namespace (upstream ``GetNamespacesFromPodAffinityTerm``).
+        """
+        if self.label_selector is None or not self.label_selector.matches(pod.labels):
+            return False
+        if not self.namespaces and self.namespace_selector is None:
+            return pod.namespace == owner_namespace
+        if pod.namespace in self.namespaces:
+            return True
+        if self.namespace_selector is not None:
+            if self.namespace_selector.is_empty:
+                return True
+            return namespace_labels is not None and self.namespace_selector.matches(namespace_labels)
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class WeightedPodAffinityTerm:
+    weight: int
+    term: PodAffinityTerm
+
+
+@dataclass(frozen=True, slots=True)
+class PodAffinity:
+    required: tuple[PodAffinityTerm, ...] = ()
+    preferred: tuple[WeightedPodAffinityTerm, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Affinity:
+    node_affinity: NodeAffinity | None = None
+    pod_affinity: PodAffinity | None = None
+    pod_anti_affinity: PodAffinity | None = None
+
+
+# --------------------------------------------------------------------------- taints
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str = ""
+    effect: str = NO_SCHEDULE
+
+    def __str__(self) -> str:
+        return f"{{{self.key}: {self.value}}}" if self.value else f"{{{self.key}: }}"
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    key: str = ""
+    operator: str = "Equal"  # Equal or Exists
+    value: str = ""
+    effect: str = ""  # empty tolerates every effect
+    toleration_seconds: int | None = None
+
+    def tolerates(self, taint: Taint) -> bool:
+        """Upstream ``Toleration.ToleratesTaint``."""
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.key and self.key != taint.key:
+            return False
+        if self.operator == "Exists":
+            return True
+        if self.operator in ("Equal", ""):
+            return self.value == taint.value
+        return False
+
+
+def tolerates_all(tolerations: Iterable[Toleration], taint: Taint) -> bool:
+    """Whether any toleration tolerates ``taint``."""
+    return any(t.tolerates(taint) for t in tolerations)
+
+
+# --------------------------------------------------------------------------- containers, volumes
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerPort:
+    host_port: int
+    container_port: int = 0
+    protocol: str = "TCP"
+    host_ip: str = "0.0.0.0"
+
+
+@dataclass(frozen=True, slots=True)
+class Container:
+    name: str
+    image: str = ""
+    requests: Resources = ZERO_RESOURCES
+    limits: Resources = ZERO_RESOURCES
+    #: requests with the scoring defaults (100m cpu, 200Mi memory) for absent keys
+    non_zero_requests: Resources = ZERO_RESOURCES
+    ports: tuple[ContainerPort, ...] = ()
+    restartable: bool = False  # an init container with restartPolicy: Always (a sidecar)
+
+
+@dataclass(frozen=True, slots=True)
+class Volume:
+    """One pod volume; ``kind`` names its source (``persistentVolumeClaim``, ``gcePersistentDisk``...).
+
+    ``ident`` is the identity conflicts are checked on (PD name, EBS volume id,
+    iSCSI IQN, RBD pool/image, claim name, CSI driver/handle).
+    """
+
+    name: str
+    kind: str
+    ident: str = ""
+    read_only: bool = False
+    #: RBD monitors (a conflict needs a shared monitor)
+    monitors: frozenset[str] = frozenset()
+    #: CSI driver name for ephemeral CSI volumes
+    driver: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerReference:
+    kind: str
+    name: str
+    uid: str
+    controller: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TopologySpreadConstraint:
+    max_skew: int
+    topology_key: str
+    when_unsatisfiable: str  # DoNotSchedule | ScheduleAnyway
+    label_selector: LabelSelector | None = None
+    min_domains: int | None = None
+    match_label_keys: tuple[str, ...] = ()
+
+
+# --------------------------------------------------------------------------- pods
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Pod:
+    """A pod as the scheduler sees it. Identity is ``uid``; equality is identity of object."""
+
+    namespace: str
+    name: str
+    uid: str
+    labels: Mapping[str, str] = field(default_factory=lambda: EMPTY_LABELS)
+    annotations: Mapping[str, str] = field(default_factory=lambda: EMPTY_LABELS)
+    scheduler_name: str = "default-scheduler"
+    node_name: str = ""
+    phase: str = "Pending"
+    priority: int = 0
+    deleting: bool = False
+    resource_version: str = ""
+    owner_references: tuple[OwnerReference, ...] = ()
+    containers: tuple[Container, ...] = ()
+    init_containers: tuple[Container, ...] = ()
+    overhead: Resources = ZERO_RESOURCES
+    node_selector: Mapping[str, str] = field(default_factory=lambda: EMPTY_LABELS)
+    affinity: Affinity | None = None
+    tolerations: tuple[Toleration, ...] = ()
+    volumes: tuple[Volume, ...] = ()
+    topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
+    scheduling_gates: tuple[str, ...] = ()
+    nominated_node_name: str = ""
+    #: the effective request (``PodRequests``): what filters compare against allocatable
+    requests: Resources = ZERO_RESOURCES
+    #: the request with scoring defaults for absent cpu/memory: what scorers use
+    non_zero_requests: Resources = ZERO_RESOURCES
+    #: init-container-max rule applied to limits (ResourceLimitsPriority)
+    limits: Resources = ZERO_RESOURCES
+    host_ports: tuple[ContainerPort, ...] = ()
+
+    @property
+    def key(self) -> str:
+        """``namespace/name``, the way events and messages name a pod."""
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.phase in ("Succeeded", "Failed")
+
+    @property
+    def controller_ref(self) -> OwnerReference | None:
+        for ref in self.owner_references:
+            if ref.controller:
+                return ref
+        return None
+
+    @property
+    def has_required_anti_affinity(self) -> bool:
+        a = self.affinity
+        return a is not None and a.pod_anti_affinity is not None and bool(a.pod_anti_affinity.required)
+
+    @property
+    def has_pod_affinity(self) -> bool:
+        """Any pod affinity or anti-affinity term, required or preferred."""
+        a = self.affinity
+        return a is not None and (
+            (a.pod_affinity is not None and bool(a.pod_affinity.required or a.pod_affinity.preferred))
+            or (a.pod_anti_affinity is not None and bool(a.pod_anti_affinity.required or a.pod_anti_affinity.preferred))
+        )
+
+    @property
+    def is_best_effort(self) -> bool:
+        """QoS BestEffort: no container (regular or init) requests or limits cpu or memory."""
+        for c in self.containers + self.init_containers:
+            for r in (c.requests, c.limits):
+                if r.milli_cpu or r.memory:
+                    return False
+        return True
+
+    def with_node(self, node_name: str) -> "Pod":
+        """A copy bound to ``node_name`` (what ``assume`` stores)."""
+        return _replace(self, node_name=node_name)
+
+    def __repr__(self) -> str:
+        return f"Pod({self.key}{' on ' + self.node_name if self.node_name else ''})"
+
+
+def _replace(obj: Any, **changes: Any) -> Any:
+    import dataclasses
+
+    return dataclasses.replace(obj, **changes)
+
+
+# --------------------------------------------------------------------------- nodes
+
+
+@dataclass(frozen=True, slots=True)
+class ImageState:
+    names: tuple[str, ...]
+    size_bytes: int
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Node:
+    name: str
+    uid: str = ""
+    labels: Mapping[str, str] = field(default_factory=lambda: EMPTY_LABELS)
+    annotations: Mapping[str, str] = field(default_factory=lambda: EMPTY_LABELS)
+    taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False
+    #: condition type -> status ("True" / "False" / "Unknown")
+    conditions: Mapping[str, str] = field(default_factory=lambda: EMPTY_LABELS)
+    allocatable: Resources = ZERO_RESOURCES
+    allowed_pod_number: int = 0
+    capacity: Resources = ZERO_RESOURCES
+    images: tuple[ImageState, ...] = ()
+    resource_version: str = ""
+
+    def __repr__(self) -> str:
+        return f"Node({self.name})"
+
+
+def zone_key(labels: Mapping[str, str]) -> str:
+    """Region and zone of a node as one key (upstream ``utilnode.GetZoneKey``); "" when unlabelled."""
+    region = labels.get(LABEL_REGION) or labels.get(LABEL_REGION_BETA) or ""
+    zone = labels.get(LABEL_ZONE) or labels.get(LABEL_ZONE_BETA) or ""
+    if not region and not zone:
+        return ""
+    return f"{region}:\x00:{zone}"
+
+
+# --------------------------------------------------------------------------- storage, workloads
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class PersistentVolume:
+    name: str
+    kind: str = ""  # source type: gcePersistentDisk, awsElasticBlockStore, azureDisk, csi, ...
+    ident: str = ""  # PD name / EBS id / disk name / CSI volume handle
+    driver: str = ""  # CSI driver
+    labels: Mapping[str, str] = field(default_factory=lambda: EMPTY_LABELS)
+    storage_class: str = ""
+    capacity: int = 0
+    access_modes: tuple[str, ...] = ()
+    claim_ref: str = ""  # "ns/name" when bound or pre-bound
+    node_affinity: tuple[NodeSelectorTerm, ...] | None = None
+    phase: str = "Available"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class PersistentVolumeClaim:
+    namespace: str
+    name: str
+    volume_name: str = ""
+    storage_class: str | None = None
+    access_modes: tuple[str, ...] = ()
+    request: int = 0
+    phase: str = "Pending"
+    selector: LabelSelector | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class StorageClass:
+    name: str
+    provisioner: str = ""
+    volume_binding_mode: str = "Immediate"  # or WaitForFirstConsumer
+    allowed_topologies: tuple[NodeSelectorTerm, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Service:
+    namespace: str
+    name: str
+    selector: Mapping[str, str] = field(default_factory=lambda: EMPTY_LABELS)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Controller:
+    """A ReplicationController, ReplicaSet or StatefulSet: what selector spreading needs of it."""
+
+    kind: str
+    namespace: str
+    name: str
+    uid: str = ""
+    selector: LabelSelector | None = None
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class PodDisruptionBudget:
+    namespace: str
+    name: str
+    selector: LabelSelector | None = None
+    disruptions_allowed: int = 0
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class CSINode:
+    """Per-node CSI attach limits (``storage.k8s.io/v1`` CSINode): driver -> allocatable count."""
+
+    name: str
+    limits: Mapping[str, int] = field(default_factory=dict)
+
+
+# =========================================================================== parsing
+
+
+def _map(body: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
+    value = body.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ObjectError(f"{where}.{key}: expected an object, got {type(value).__name__}")
+    return value
+
+
+def _list(body: Mapping[str, Any], key: str, where: str) -> list[Any]:
+    value = body.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ObjectError(f"{where}.{key}: expected a list, got {type(value).__name__}")
+    return value
+
+
+def _str_map(body: Mapping[str, Any], key: str, where: str) -> Mapping[str, str]:
+    raw = _map(body, key, where)
+    if not raw:
+        return EMPTY_LABELS
+    return {str(k): "" if v is None else str(v) for k, v in raw.items()}
+
+
+def _int(value: Any, where: str, default: int = 0) -> int:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise ObjectError(f"{where}: expected an integer, got {value!r}")
+    try:
+        return int(value)
+    except ValueError:
+        raise ObjectError(f"{where}: expected an integer, got {value!r}") from None
+
+
+def _resources(raw: Any, where: str) -> Resources:
+    if raw is not None and not isinstance(raw, Mapping):
+        raise ObjectError(f"{where}: expected a mapping of resource names to quantities")
+    try:
+        return Resources.from_mapping(raw, where=where)
+    except QuantityError as exc:
+        raise ObjectError(str(exc)) from None
+
+
+def parse_label_selector(raw: Any, where: str) -> LabelSelector | None:
+    """``None`` for an absent selector (matches nothing); an empty dict matches everything."""
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise ObjectError(f"{where}: expected a label selector object")
+    exprs = []
+    for i, e in enumerate(_list(raw, "matchExpressions", where)):
+        w = f"{where}.matchExpressions[{i}]"
+        if not isinstance(e, Mapping) or "key" not in e:
+            raise ObjectError(f"{w}: expected {{key, operator, values}}")
+        op = str(e.get("operator", ""))
+        if op not in ("In", "NotIn", "Exists", "DoesNotExist"):
+            raise ObjectError(f"{w}.operator: {op!r} is not a valid label selector operator")
+        exprs.append(LabelSelectorRequirement(str(e["key"]), op, frozenset(str(v) for v in _list(e, "values", w))))
+    return LabelSelector(_str_map(raw, "matchLabels", where), tuple(exprs))
+
+
+def _node_selector_requirements(raw: list[Any], where: str) -> tuple[NodeSelectorRequirement, ...]:
+    out = []
+    for i, e in enumerate(raw):
+        w = f"{where}[{i}]"
+        if not isinstance(e, Mapping) or "key" not in e:
+            raise ObjectError(f"{w}: expected {{key, operator, values}}")
+        op = str(e.get("operator", ""))
+        if op not in ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"):
+            raise ObjectError(f"{w}.operator: {op!r} is not a valid node selector operator")
+        out.append(NodeSelectorRequirement(str(e["key"]), op, tuple(str(v) for v in _list(e, "values", w))))
+    return tuple(out)
+
+
+def parse_node_selector_term(raw: Any, where: str) -> NodeSelectorTerm:
+    if not isinstance(raw, Mapping):
+        raise ObjectError(f"{where}: expected a node selector term")
+    return NodeSelectorTerm(
+        _node_selector_requirements(_list(raw, "matchExpressions", where), f"{where}.matchExpressions"),
+        _node_selector_requirements(_list(raw, "matchFields", where), f"{where}.matchFields"),
+    )
+
+
+def _pod_affinity_term(raw: Any, where: str) -> PodAffinityTerm:
+    if not isinstance(raw, Mapping):
+        raise ObjectError(f"{where}: expected a pod affinity term")
+    ns_sel = raw.get("namespaceSelector")
+    return PodAffinityTerm(
+        label_selector=parse_label_selector(raw.get("labelSelector"), f"{where}.labelSelector"),
+        topology_key=str(raw.get("topologyKey") or ""),
+        namespaces=frozenset(str(n) for n in _list(raw, "namespaces", where)),
+        namespace_selector=parse_label_selector(ns_sel, f"{where}.namespaceSelector") if ns_sel is not None else None,
+    )
+
+
+def _pod_affinity(raw: Any, where: str) -> PodAffinity | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise ObjectError(f"{where}: expected an object")
+    req_key = "requiredDuringSchedulingIgnoredDuringExecution"
+    pref_key = "preferredDuringSchedulingIgnoredDuringExecution"
+    required = tuple(_pod_affinity_term(t, f"{where}.{req_key}[{i}]") for i, t in enumerate(_list(raw, req_key, where)))
+    preferred = []
+    for i, t in enumerate(_list(raw, pref_key, where)):
+        w = f"{where}.{pref_key}[{i}]"
+        if not isinstance(t, Mapping):
+            raise ObjectError(f"{w}: expected {{weight, podAffinityTerm}}")
+        preferred.append(
+            WeightedPodAffinityTerm(_int(t.get("weight"), f"{w}.weight"), _pod_affinity_term(t.get("podAffinityTerm"), f"{w}.podAffinityTerm"))
+        )
+    return PodAffinity(required, tuple(preferred))
+
+
+def parse_affinity(raw: Any, where: str = "spec.affinity") -> Affinity | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise ObjectError(f"{where}: expected an object")
+    node_aff = None
+    na = raw.get("nodeAffinity")
+    if na is not None:
+        if not isinstance(na, Mapping):
+            raise ObjectError(f"{where}.nodeAffinity: expected an object")
+        w = f"{where}.nodeAffinity"
+        req_key = "requiredDuringSchedulingIgnoredDuringExecution"
+        required: tuple[NodeSelectorTerm, ...] | None = None
+        if na.get(req_key) is not None:
+            req = _map(na, req_key, w)
+            required = tuple(
+                parse_node_selector_term(t, f"{w}.{req_key}.nodeSelectorTerms[{i}]")
+                for i, t in enumerate(_list(req, "nodeSelectorTerms", f"{w}.{req_key}"))
+            )
+        pref_key = "preferredDuringSchedulingIgnoredDuringExecution"
+        preferred = []
+        for i, t in enumerate(_list(na, pref_key, w)):
+            pw = f"{w}.{pref_key}[{i}]"
+            if not isinstance(t, Mapping):
+                raise ObjectError(f"{pw}: expected {{weight, preference}}")
+            preferred.append(
+                PreferredSchedulingTerm(_int(t.get("weight"), f"{pw}.weight"), parse_node_selector_term(t.get("preference") or {}, f"{pw}.preference"))
+            )
+        node_aff = NodeAffinity(required, tuple(preferred))
+    return Affinity(
+        node_aff,
+        _pod_affinity(raw.get("podAffinity"), f"{where}.podAffinity"),
+        _pod_affinity(raw.get("podAntiAffinity"), f"{where}.podAntiAffinity"),
+    )
+
+
+def _container(raw: Any, where: str, *, init: bool) -> Container:
+    if not isinstance(raw, Mapping):
+        raise ObjectError(f"{where}: expected a container object")
+    res = _map(raw, "resources", where)
+    raw_requests = res.get("requests")
+    raw_limits = res.get("limits")
+    requests = _resources(raw_requests, f"{where}.resources.requests")
+    limits = _resources(raw_limits, f"{where}.resources.limits")
+    # Kubernetes defaults requests to limits when only limits are given.
+    if raw_limits and isinstance(raw_limits, Mapping):
+        missing = {k: v for k, v in raw_limits.items() if not raw_requests or k not in raw_requests}
+        if missing:
+            merged = dict(raw_requests or {})
+            merged.update(missing)
+            raw_requests = merged
+            requests = _resources(merged, f"{where}.resources.requests")
+    ports = []
+    for i, p in enumerate(_list(raw, "ports", where)):
+        w = f"{where}.ports[{i}]"
+        if not isinstance(p, Mapping):
+            raise ObjectError(f"{w}: expected a port object")
+        host_port = _int(p.get("hostPort"), f"{w}.hostPort")
+        if host_port <= 0:
+            continue
+        ports.append(
+            ContainerPort(
+                host_port=host_port,
+                container_port=_int(p.get("containerPort"), f"{w}.containerPort"),
+                protocol=str(p.get("protocol") or "TCP"),
+                host_ip=str(p.get("hostIP") or "0.0.0.0"),
+            )
+        )
+    return Container(
+        name=str(raw.get("name") or ""),
+        image=str(raw.get("image") or ""),
+        requests=requests,
+        limits=limits,
+        non_zero_requests=with_defaults(requests, raw_requests if isinstance(raw_requests, Mapping) else None),
+        ports=tuple(ports),
+        restartable=init and raw.get("restartPolicy") == "Always",
+    )
+
+
+_VOLUME_IDENT: Final = {
+    "gcePersistentDisk": "pdName",
+    "awsElasticBlockStore": "volumeID",
+    "azureDisk": "diskName",
+    "iscsi": "iqn",
+    "persistentVolumeClaim": "claimName",
+    "cinder": "volumeID",
+}
+
+
+def _volume(raw: Any, where: str) -> Volume:
+    if not isinstance(raw, Mapping):
+        raise ObjectError(f"{where}: expected a volume object")
+    name = str(raw.get("name") or "")
+    for kind, value in raw.items():
+        if kind == "name" or not isinstance(value, Mapping):
+            continue
+        read_only = bool(value.get("readOnly", False))
+        if kind == "rbd":
+            ident = f"{value.get('pool') or 'rbd'}/{value.get('image') or ''}"
+            return Volume(name, kind, ident, read_only, frozenset(str(m) for m in value.get("monitors") or ()))
+        if kind == "iscsi":
+            return Volume(name, kind, str(value.get("iqn") or ""), read_only)
+        if kind == "csi":
+            return Volume(name, kind, str(value.get("volumeHandle") or ""), read_only, driver=str(value.get("driver") or ""))
+        if kind == "ephemeral":
+            # A generic ephemeral volume is backed by a PVC named <pod>-<volume>.
+            return Volume(name, kind, name, read_only)
+        key = _VOLUME_IDENT.get(kind)
+        return Volume(name, kind, str(value.get(key) or "") if key else "", read_only)
+    return Volume(name, "emptyDir")
+
+
+def parse_pod(body: Mapping[str, Any]) -> Pod:
+    """A Pod from its API body; raises ``ObjectError`` naming the bad field."""
+    if not isinstance(body, Mapping):
+        raise ObjectError("pod: expected an object")
+    meta = _map(body, "metadata", "pod")
+    spec = _map(body, "spec", "pod")
+    status = _map(body, "status", "pod")
+    name = str(meta.get("name") or "")
+    namespace = str(meta.get("namespace") or "default")
+    where = f"pod {namespace}/{name}: spec"
+    containers = tuple(_container(c, f"{where}.containers[{i}]", init=False) for i, c in enumerate(_list(spec, "containers", where)))
+    init = tuple(_container(c, f"{where}.initContainers[{i}]", init=True) for i, c in enumerate(_list(spec, "initContainers", where)))
+    overhead = _resources(spec.get("overhead"), f"{where}.overhead")
+    requests = pod_requests((c.requests for c in containers), ((c.requests, c.restartable) for c in init), overhead)
+    non_zero = pod_requests((c.non_zero_requests for c in containers), ((c.non_zero_requests, c.restartable) for c in init), overhead)
+    limits = pod_requests((c.limits for c in containers), ((c.limits, c.restartable) for c in init), overhead)
+    tolerations = []
+    for i, t in enumerate(_list(spec, "tolerations", where)):
+        w = f"{where}.tolerations[{i}]"
+        if not isinstance(t, Mapping):
+            raise ObjectError(f"{w}: expected a toleration object")
+        secs = t.get("tolerationSeconds")
+        tolerations.append(
+            Toleration(
+                key=str(t.get("key") or ""),
+                operator=str(t.get("operator") or "Equal"),
+                value=str(t.get("value") or ""),
+                effect=str(t.get("effect") or ""),
+                toleration_seconds=None if secs is None else _int(secs, f"{w}.tolerationSeconds"),
+            )
+        )
+    owners = tuple(
+        OwnerReference(str(o.get("kind") or ""), str(o.get("name") or ""), str(o.get("uid") or ""), bool(o.get("controller", False)))
+        for o in _list(meta, "ownerReferences", f"pod {namespace}/{name}: metadata")
+        if isinstance(o, Mapping)
+    )
+    spread = []
+    for i, c in enumerate(_list(spec, "topologySpreadConstraints", where)):
+        w = f"{where}.topologySpreadConstraints[{i}]"
+        if not isinstance(c, Mapping):
+            raise ObjectError(f"{w}: expected an object")
+        spread.append(
+            TopologySpreadConstraint(
+                max_skew=_int(c.get("maxSkew"), f"{w}.maxSkew", 1),
+                topology_key=str(c.get("topologyKey") or ""),
+                when_unsatisfiable=str(c.get("whenUnsatisfiable") or "DoNotSchedule"),
+                label_selector=parse_label_selector(c.get("labelSelector"), f"{w}.labelSelector"),
+                min_domains=None if c.get("minDomains") is None else _int(c.get("minDomains"), f"{w}.minDomains"),
+                match_label_keys=tuple(str(k) for k in _list(c, "matchLabelKeys", w)),
+            )
+        )
+    priority = spec.get("priority")
+    return Pod(
+        namespace=namespace,
+        name=name,
+        uid=str(meta.get("uid") or f"{namespace}/{name}"),
+        labels=_str_map(meta, "labels", "metadata"),
+        annotations=_str_map(meta, "annotations", "metadata"),
+        scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
+        node_name=str(spec.get("nodeName") or ""),
+        phase=str(status.get("phase") or "Pending"),
+        priority=_int(priority, f"{where}.priority") if priority is not None else 0,
+        deleting=meta.get("deletionTimestamp") is not None,
+        resource_version=str(meta.get("resourceVersion") or ""),
+        owner_references=owners,
+        containers=containers,
+        init_containers=init,
+        overhead=overhead,
+        node_selector=_str_map(spec, "nodeSelector", where),
+        affinity=parse_affinity(spec.get("affinity"), f"{where}.affinity"),
+        tolerations=tuple(tolerations),
+        volumes=tuple(_volume(v, f"{where}.volumes[{i}]") for i, v in enumerate(_list(spec, "volumes", where))),
+        topology_spread_constraints=tuple(spread),
+        scheduling_gates=tuple(str(g.get("name")) for g in _list(spec, "schedulingGates", where) if isinstance(g, Mapping)),
+        nominated_node_name=str(status.get("nominatedNodeName") or ""),
+        requests=requests,
+        non_zero_requests=non_zero,
+        limits=limits,
+        host_ports=tuple(p for c in containers for p in c.ports),
+    )
+
+
+def parse_node(body: Mapping[str, Any]) -> Node:
+    """A Node from its API body; raises ``ObjectError`` naming the bad field."""
+    if not isinstance(body, Mapping):
+        raise ObjectError("node: expected an object")
+    meta = _map(body, "metadata", "node")
+    spec = _map(body, "spec", "node")
+    status = _map(body, "status", "node")
+    name = str(meta.get("name") or "")
+    where = f"node {name}"
+    taints = []
+    for i, t in enumerate(_list(spec, "taints", f"{where}: spec")):
+        if not isinstance(t, Mapping) or not t.get("key"):
+            raise ObjectError(f"{where}: spec.taints[{i}]: expected {{key, value, effect}}")
+        taints.append(Taint(str(t["key"]), str(t.get("value") or ""), str(t.get("effect") or NO_SCHEDULE)))
+    conditions = {}
+    for c in _list(status, "conditions", f"{where}: status"):
+        if isinstance(c, Mapping) and c.get("type"):
+            conditions[str(c["type"])] = str(c.get("status") or "Unknown")
+    raw_alloc = status.get("allocatable")
+    raw_cap = status.get("capacity")
+    if raw_alloc is None:
+        raw_alloc = raw_cap
+    allocatable = _resources(raw_alloc, f"{where}: status.allocatable")
+    capacity = _resources(raw_cap, f"{where}: status.capacity")
+    pods = 0
+    if isinstance(raw_alloc, Mapping) and raw_alloc.get("pods") is not None:
+        try:
+            pods = to_units(raw_alloc["pods"])
+        except QuantityError as exc:
+            raise ObjectError(f"{where}: status.allocatable.pods: {exc}") from None
+    images = []
+    for i, img in enumerate(_list(status, "images", f"{where}: status")):
+        if isinstance(img, Mapping):
+            images.append(
+                ImageState(tuple(str(n) for n in img.get("names") or ()), _int(img.get("sizeBytes"), f"{where}: status.images[{i}].sizeBytes"))
+            )
+    return Node(
+        name=name,
+        uid=str(meta.get("uid") or name),
+        labels=_str_map(meta, "labels", "metadata"),
+        annotations=_str_map(meta, "annotations", "metadata"),
+        taints=tuple(taints),
+        unschedulable=bool(spec.get("unschedulable", False)),
+        conditions=conditions,
+        allocatable=allocatable,
+        allowed_pod_number=pods,
+        capacity=capacity,
+        images=tuple(images),
+        resource_version=str(meta.get("resourceVersion") or ""),
+    )
+
+
+def parse_persistent_volume(body: Mapping[str, Any]) -> PersistentVolume:
+    meta = _map(body, "metadata", "pv")
+    spec = _map(body, "spec", "pv")
+    name = str(meta.get("name") or "")
+    where = f"persistentvolume {name}: spec"
+    kind = ident = driver = ""
+    for k, value in spec.items():
+        if k in _VOLUME_IDENT and isinstance(value, Mapping):
+            kind, ident = k, str(value.get(_VOLUME_IDENT[k]) or "")
+        elif k == "csi" and isinstance(value, Mapping):
+            kind, ident, driver = "csi", str(value.get("volumeHandle") or ""), str(value.get("driver") or "")
+        elif k in ("hostPath", "local", "nfs") and not kind:
+            kind = k
+    claim = _map(spec, "claimRef", where)
+    affinity = None
+    na = _map(spec, "nodeAffinity", where)
+    if na.get("required") is not None:
+        req = _map(na, "required", f"{where}.nodeAffinity")
+        affinity = tuple(
+            parse_node_selector_term(t, f"{where}.nodeAffinity.required.nodeSelectorTerms[{i}]")
+            for i, t in enumerate(_list(req, "nodeSelectorTerms", where))
+        )
+    cap = _map(spec, "capacity", where)
+    try:
+        capacity = to_units(cap["storage"]) if cap.get("storage") is not None else 0
+    except QuantityError as exc:
+        raise ObjectError(f"{where}.capacity.storage: {exc}") from None
+    return PersistentVolume(
+        name=name,
+        kind=kind,
+        ident=ident,
+        driver=driver,
+        labels=_str_map(meta, "labels", "metadata"),
+        storage_class=str(spec.get("storageClassName") or ""),
+        capacity=capacity,
+        access_modes=tuple(str(m) for m in _list(spec, "accessModes", where)),
+        claim_ref=f"{claim.get('namespace', '')}/{claim.get('name', '')}" if claim.get("name") else "",
+        node_affinity=affinity,
+        phase=str(_map(body, "status", "pv").get("phase") or "Available"),
+    )
+
+
+def parse_persistent_volume_claim(body: Mapping[str, Any]) -> PersistentVolumeClaim:
+    meta = _map(body, "metadata", "pvc")
+    spec = _map(body, "spec", "pvc")
+    ns, name = str(meta.get("namespace") or "default"), str(meta.get("name") or "")
+    where = f"persistentvolumeclaim {ns}/{name}: spec"
+    req = _map(_map(spec, "resources", where), "requests", where)
+    try:
+        request = to_units(req["storage"]) if req.get("storage") is not None else 0
+    except QuantityError as exc:
+        raise ObjectError(f"{where}.resources.requests.storage: {exc}") from None
+    sc = spec.get("storageClassName")
+    return PersistentVolumeClaim(
+        namespace=ns,
+        name=name,
+        volume_name=str(spec.get("volumeName") or ""),
+        storage_class=None if sc is None else str(sc),
+        access_modes=tuple(str(m) for m in _list(spec, "accessModes", where)),
+        request=request,
+        phase=str(_map(body, "status", "pvc").get("phase") or "Pending"),
+        selector=parse_label_selector(spec.get("selector"), f"{where}.selector"),
+    )
+
+
+def parse_storage_class(body: Mapping[str, Any]) -> StorageClass:
+    meta = _map(body, "metadata", "storageclass")
+    name = str(meta.get("name") or "")
+    topologies = []
+    for i, t in enumerate(_list(body, "allowedTopologies", f"storageclass {name}")):
+        if isinstance(t, Mapping):
+            exprs = tuple(
+                NodeSelectorRequirement(str(e.get("key")), "In", tuple(str(v) for v in e.get("values") or ()))
+                for e in t.get("matchLabelExpressions") or ()
+                if isinstance(e, Mapping)
+            )
+            topologies.append(NodeSelectorTerm(exprs))
+    return StorageClass(
+        name=name,
+        provisioner=str(body.get("provisioner") or ""),
+        volume_binding_mode=str(body.get("volumeBindingMode") or "Immediate"),
+        allowed_topologies=tuple(topologies),
+    )
+
+
+def parse_service(body: Mapping[str, Any]) -> Service:
+    meta = _map(body, "metadata", "service")
+    spec = _map(body, "spec", "service")
+    return Service(str(meta.get("namespace") or "default"), str(meta.get("name") or ""), _str_map(spec, "selector", "service spec"))
+
+
+def parse_controller(body: Mapping[str, Any]) -> Controller:
+    """ReplicationController (map selector), ReplicaSet / StatefulSet (label selector)."""
+    kind = str(body.get("kind") or "")
+    meta = _map(body, "metadata", kind or "controller")
+    spec = _map(body, "spec", kind or "controller")
+    ns, name = str(meta.get("namespace") or "default"), str(meta.get("name") or "")
+    raw = spec.get("selector")
+    if kind == "ReplicationController":
+        sel = LabelSelector(_str_map(spec, "selector", f"{kind} {ns}/{name}: spec")) if raw else None
+    else:
+        sel = parse_label_selector(raw, f"{kind} {ns}/{name}: spec.selector")
+    return Controller(kind, ns, name, str(meta.get("uid") or ""), sel)
+
+
+def parse_pod_disruption_budget(body: Mapping[str, Any]) -> PodDisruptionBudget:
+    meta = _map(body, "metadata", "pdb")
+    spec = _map(body, "spec", "pdb")
+    status = _map(body, "status", "pdb")
+    ns, name = str(meta.get("namespace") or "default"), str(meta.get("name") or "")
+    return PodDisruptionBudget(
+        ns,
+        name,
+        parse_label_selector(spec.get("selector"), f"pdb {ns}/{name}: spec.selector"),
+        _int(status.get("disruptionsAllowed"), f"pdb {ns}/{name}: status.disruptionsAllowed"),
+    )
+
+
+def parse_csi_node(body: Mapping[str, Any]) -> CSINode:
+    meta = _map(body, "metadata", "csinode")
+    limits = {}
+    for d in _list(_map(body, "spec", "csinode"), "drivers", "csinode spec"):
+        if isinstance(d, Mapping) and isinstance(d.get("allocatable"), Mapping) and d["allocatable"].get("count") is not None:
+            limits[str(d.get("name"))] = int(d["allocatable"]["count"])
+    return CSINode(str(meta.get("name") or ""), limits)

@@ -1,0 +1,265 @@
+"""The per-cycle view of the cluster: NodeInfo clones in node-tree order, plus node arrays.
+
+Upstream ``pkg/scheduler/backend/cache/snapshot.go``. The scheduling loop owns
+one ``Snapshot`` and asks the cache to bring it up to date before each cycle
+(``SchedulerCache.update_snapshot``); only NodeInfos whose generation moved are
+re-cloned, and only their rows of the ``NodeTable`` are rewritten. Between two
+updates nothing mutates it, so plugins may read it freely during a cycle.
+
+``NodeTable`` keeps, per node position, the numbers vectorised plugins need
+(allocatable, requested, non-zero requested, pod counts) as numpy arrays, and
+builds derived columns (one label key's values, distinct taint sets, a scalar
+resource) on first use, dropping them when the nodes they came from change.
+
+``ClusterObjects`` holds the non-node objects some plugins consult (services,
+controllers, volumes, namespaces); the cache keeps it and the snapshot shares it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Mapping
+
+import numpy as np
+import numpy.typing as npt
+
+from .nodeinfo import NodeInfo
+from .objects import (
+    CSINode,
+    Controller,
+    Node,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    Pod,
+    PodDisruptionBudget,
+    Service,
+    StorageClass,
+    Taint,
+)
+
+IntArray = npt.NDArray[np.int64]
+
+
+@dataclass(slots=True)
+class ClusterObjects:
+    """What plugins consult beside nodes and pods, keyed as the API names them."""
+
+    services: dict[str, Service] = field(default_factory=dict)  # ns/name
+    controllers: dict[str, Controller] = field(default_factory=dict)  # kind/ns/name
+    persistent_volumes: dict[str, PersistentVolume] = field(default_factory=dict)  # name
+    persistent_volume_claims: dict[str, PersistentVolumeClaim] = field(default_factory=dict)  # ns/name
+    storage_classes: dict[str, StorageClass] = field(default_factory=dict)  # name
+    csi_nodes: dict[str, CSINode] = field(default_factory=dict)  # node name
+    pod_disruption_budgets: dict[str, PodDisruptionBudget] = field(default_factory=dict)  # ns/name
+    namespace_labels: dict[str, Mapping[str, str]] = field(default_factory=dict)  # ns
+    #: bumped on every change, so per-pod caches keyed on it stay valid until something changes
+    generation: int = 0
+
+    def services_of(self, pod: Pod) -> list[Service]:
+        """Services in the pod's namespace whose (non-empty) selector matches the pod."""
+        out = []
+        for svc in self.services.values():
+            if svc.namespace == pod.namespace and svc.selector and all(pod.labels.get(k) == v for k, v in svc.selector.items()):
+                out.append(svc)
+        return out
+
+    def controllers_of(self, pod: Pod, kinds: Iterable[str] = ("ReplicationController", "ReplicaSet", "StatefulSet")) -> list[Controller]:
+        """Controllers of the given kinds in the pod's namespace whose selector matches the pod."""
+        wanted = set(kinds)
+        return [
+            c
+            for c in self.controllers.values()
+            if c.kind in wanted
+            and c.namespace == pod.namespace
+            and c.selector is not None
+            and not c.selector.is_empty
+            and c.selector.matches(pod.labels)
+        ]
+
+
+class NodeTable:
+    """Node arrays in snapshot order; rows are rewritten in place when a node changes."""
+
+    __slots__ = (
+        "names",
+        "position",
+        "alloc_cpu",
+        "alloc_mem",
+        "alloc_eph",
+        "alloc_pods",
+        "req_cpu",
+        "req_mem",
+        "req_eph",
+        "pod_count",
+        "nz_cpu",
+        "nz_mem",
+        "has_node",
+        "_infos",
+        "_derived",
+    )
+
+    def __init__(self, infos: list[NodeInfo]) -> None:
+        n = len(infos)
+        self._infos = infos
+        self.names = [i.name for i in infos]
+        self.position = {name: k for k, name in enumerate(self.names)}
+        z = lambda: np.zeros(n, dtype=np.int64)  # noqa: E731
+        self.alloc_cpu, self.alloc_mem, self.alloc_eph, self.alloc_pods = z(), z(), z(), z()
+        self.req_cpu, self.req_mem, self.req_eph, self.pod_count = z(), z(), z(), z()
+        self.nz_cpu, self.nz_mem = z(), z()
+        self.has_node = np.zeros(n, dtype=np.bool_)
+        self._derived: dict[object, object] = {}
+        for k, info in enumerate(infos):
+            self._write_row(k, info)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def _write_row(self, k: int, info: NodeInfo) -> None:
+        node = info.node
+        if node is not None:
+            a = node.allocatable
+            self.alloc_cpu[k], self.alloc_mem[k], self.alloc_eph[k] = a.milli_cpu, a.memory, a.ephemeral_storage
+            self.alloc_pods[k] = node.allowed_pod_number
+            self.has_node[k] = True
+        r = info.requested
+        self.req_cpu[k], self.req_mem[k], self.req_eph[k] = r.milli_cpu, r.memory, r.ephemeral_storage
+        self.pod_count[k] = len(info.pods)
+        nz = info.non_zero_requested
+        self.nz_cpu[k], self.nz_mem[k] = nz.milli_cpu, nz.memory
+
+    def update_row(self, k: int, info: NodeInfo, *, node_changed: bool) -> None:
+        """Rewrite one node's row after its NodeInfo changed; drop derived columns it feeds."""
+        self._infos[k] = info
+        self._write_row(k, info)
+        if node_changed:
+            self._derived.clear()
+        else:
+            # Pod changes only affect the per-pod derived columns (scalar requests).
+            for key in [key for key in self._derived if isinstance(key, tuple) and key[0] == "scalar_req"]:
+                del self._derived[key]
+
+    def info(self, k: int) -> NodeInfo:
+        return self._infos[k]
+
+    # ---- derived columns, built on first use
+
+    def derived(self, key: object, build: Callable[[list[NodeInfo]], object]) -> object:
+        """A cached column computed from the NodeInfos; plugins name their own keys."""
+        try:
+            return self._derived[key]
+        except KeyError:
+            value = self._derived[key] = build(self._infos)
+            return value
+
+    def label_column(self, key: str) -> tuple[npt.NDArray[np.int32], dict[str, int]]:
+        """Per node, the id of its value for label ``key`` (-1 when absent), and the value -> id vocabulary."""
+
+        def build(infos: list[NodeInfo]) -> tuple[npt.NDArray[np.int32], dict[str, int]]:
+            vocab: dict[str, int] = {}
+            ids = np.full(len(infos), -1, dtype=np.int32)
+            for k, info in enumerate(infos):
+                if info.node is not None:
+                    v = info.node.labels.get(key)
+                    if v is not None:
+                        ids[k] = vocab.setdefault(v, len(vocab))
+            return ids, vocab
+
+        return self.derived(("label", key), build)  # type: ignore[return-value]
+
+    def taint_sets(self) -> tuple[npt.NDArray[np.int32], list[tuple[Taint, ...]]]:
+        """Per node, the id of its distinct taint tuple, and the tuples themselves (id 0 is no taints)."""
+
+        def build(infos: list[NodeInfo]) -> tuple[npt.NDArray[np.int32], list[tuple[Taint, ...]]]:
+            sets: list[tuple[Taint, ...]] = [()]
+            ids_of: dict[tuple[Taint, ...], int] = {(): 0}
+            ids = np.zeros(len(infos), dtype=np.int32)
+            for k, info in enumerate(infos):
+                taints = info.node.taints if info.node is not None else ()
+                if taints:
+                    if taints not in ids_of:
+                        ids_of[taints] = len(sets)
+                        sets.append(taints)
+                    ids[k] = ids_of[taints]
+            return ids, sets
+
+        return self.derived("taints", build)  # type: ignore[return-value]
+
+    def scalar_allocatable(self, name: str) -> IntArray:
+        def build(infos: list[NodeInfo]) -> IntArray:
+            return np.array([i.allocatable.scalar.get(name, 0) for i in infos], dtype=np.int64)
+
+        return self.derived(("scalar_alloc", name), build)  # type: ignore[return-value]
+
+    def scalar_requested(self, name: str) -> IntArray:
+        def build(infos: list[NodeInfo]) -> IntArray:
+            return np.array([i.requested.scalar.get(name, 0) for i in infos], dtype=np.int64)
+
+        return self.derived(("scalar_req", name), build)  # type: ignore[return-value]
+
+
+class Snapshot:
+    """NodeInfo clones in node-tree order (zones interleaved), a NodeTable, and the cluster objects."""
+
+    __slots__ = ("node_infos", "by_name", "table", "objects", "generation", "_affinity_lists")
+
+    def __init__(self, objects: ClusterObjects | None = None) -> None:
+        self.node_infos: list[NodeInfo] = []
+        self.by_name: dict[str, NodeInfo] = {}
+        self.table = NodeTable([])
+        self.objects = objects if objects is not None else ClusterObjects()
+        #: the highest NodeInfo generation this snapshot has seen
+        self.generation = 0
+        self._affinity_lists: tuple[list[NodeInfo], list[NodeInfo]] | None = None
+
+    @classmethod
+    def of(cls, infos: Iterable[NodeInfo], objects: ClusterObjects | None = None) -> "Snapshot":
+        """A snapshot straight from NodeInfos (tests, preemption what-ifs); order as given."""
+        snap = cls(objects)
+        snap.replace_all([i for i in infos if i.node is not None])
+        return snap
+
+    def replace_all(self, infos: list[NodeInfo]) -> None:
+        self.node_infos = infos
+        self.by_name = {i.name: i for i in infos}
+        self.table = NodeTable(list(infos))
+        self.generation = max((i.generation for i in infos), default=self.generation)
+        self._affinity_lists = None
+
+    def replace_one(self, k: int, info: NodeInfo, *, node_changed: bool) -> None:
+        old = self.node_infos[k]
+        self.node_infos[k] = info
+        self.by_name[info.name] = info
+        self.table.update_row(k, info, node_changed=node_changed)
+        if old.pods_with_affinity or info.pods_with_affinity:
+            self._affinity_lists = None
+
+    def __len__(self) -> int:
+        return len(self.node_infos)
+
+    def get(self, node_name: str) -> NodeInfo | None:
+        return self.by_name.get(node_name)
+
+    def nodes(self) -> list[Node]:
+        return [i.node for i in self.node_infos if i.node is not None]
+
+    def _lists(self) -> tuple[list[NodeInfo], list[NodeInfo]]:
+        if self._affinity_lists is None:
+            self._affinity_lists = (
+                [i for i in self.node_infos if i.pods_with_affinity],
+                [i for i in self.node_infos if i.pods_with_required_anti_affinity],
+            )
+        return self._affinity_lists
+
+    @property
+    def have_pods_with_affinity(self) -> list[NodeInfo]:
+        """NodeInfos holding at least one pod with a pod (anti-)affinity term."""
+        return self._lists()[0]
+
+    @property
+    def have_pods_with_required_anti_affinity(self) -> list[NodeInfo]:
+        return self._lists()[1]
+
+    def all_pods(self) -> Iterable[Pod]:
+        for info in self.node_infos:
+            yield from info.pods.values()
