@@ -1,0 +1,325 @@
+"""The generic scheduling algorithm: pre-filter -> filter -> pre-score -> score -> normalise -> select_host.
+
+Follows today's upstream ``pkg/scheduler/schedule_one.go``:
+
+- Nodes are visited in snapshot order starting at ``next_start_node_index``
+  (which rotates by the number of nodes processed), and the search stops once
+  ``num_feasible_nodes_to_find`` feasible nodes are found (adaptive
+  percentageOfNodesToScore: all nodes below 100; else ``50 - N/125`` percent,
+  at least 5 %, at least 100 nodes). With no score plugins one node suffices.
+- A node's status is that of the first filter that rejects it, unless
+  ``always_check_all_predicates`` collects every rejection.
+- A pod nominated to a node (``status.nominatedNodeName``) tries that node first.
+- Exactly one feasible node is chosen without scoring.
+- Ties at the top score are broken uniformly at random with the caller's RNG.
+- A plugin that raises becomes an ERROR status naming it; the attempt fails
+  with that error and the caller carries on.
+
+Each filter and score plugin may offer a vectorised form over the snapshot's
+``NodeTable``; when present it is used instead of the per-node loop, with the
+per-node form called only to explain the nodes that failed.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from .diagnosis import NO_NODES_AVAILABLE, Diagnosis, NodeScore
+from .framework import Code, CycleState, Status
+from .nodeinfo import NodeInfo
+from .objects import Pod
+from .profile import Profile
+from .snapshot import Snapshot
+
+MIN_FEASIBLE_NODES_TO_FIND: Final = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND: Final = 5
+
+
+def num_feasible_nodes_to_find(num_all_nodes: int, percentage: int = 0) -> int:
+    """Upstream ``numFeasibleNodesToFind``: how many feasible nodes to look for before scoring."""
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
+        return num_all_nodes
+    if percentage <= 0:
+        percentage = max(50 - num_all_nodes // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
+    if percentage >= 100:
+        return num_all_nodes
+    return max(num_all_nodes * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+@dataclass(slots=True)
+class ScheduleResult:
+    """The outcome of one attempt. Exactly one of: ``node`` set; unschedulable (``diagnosis``); ``error``."""
+
+    node: str | None
+    diagnosis: Diagnosis
+    evaluated_nodes: int = 0
+    feasible_nodes: int = 0
+    error: str | None = None
+    #: filled when ``explain=True``: every scored node's total and parts
+    scores: list[NodeScore] = field(default_factory=list)
+
+    @property
+    def unschedulable(self) -> bool:
+        return self.node is None and self.error is None
+
+    @property
+    def message(self) -> str:
+        """What a user reads: the bind target, the FitError text, or the error."""
+        if self.node is not None:
+            return f"scheduled to {self.node}"
+        return self.error if self.error is not None else self.diagnosis.message()
+
+
+class GenericScheduler:
+    """Runs one Profile. Holds only the rotating start index between pods (upstream ``nextStartNodeIndex``)."""
+
+    def __init__(self, profile: Profile) -> None:
+        self.profile = profile
+        self.next_start_node_index = 0
+        self._filters = list(profile.filters)
+        self._scorers = list(profile.scorers)
+        self._vector_filters = [hasattr(p, "filter_nodes") for p in self._filters]
+        self._vector_scorers = [hasattr(p, "score_nodes") for p, _ in self._scorers]
+
+    # ------------------------------------------------------------------ entry point
+
+    def schedule(self, pod: Pod, snapshot: Snapshot, *, rng: random.Random, explain: bool = False) -> ScheduleResult:
+        n = len(snapshot)
+        diagnosis = Diagnosis(num_all_nodes=n)
+        if n == 0:
+            return ScheduleResult(None, diagnosis, error=NO_NODES_AVAILABLE)
+        state = CycleState()
+
+        active, failure = self._run_pre_filters(state, pod, snapshot, diagnosis)
+        if failure is not None:
+            return failure
+
+        feasible: list[int] | None = None
+        if pod.nominated_node_name:
+            feasible = self._evaluate_nominated(state, pod, snapshot, active)
+        evaluated = 0
+        if not feasible:
+            want = num_feasible_nodes_to_find(n, self.profile.percentage_of_nodes_to_score)
+            if not self._scorers and not self.profile.extenders:
+                want = 1
+            feasible, evaluated, err = self._find_feasible(state, pod, snapshot, active, want, diagnosis)
+            if err is not None:
+                return ScheduleResult(None, diagnosis, evaluated_nodes=evaluated, error=err)
+            self.next_start_node_index = (self.next_start_node_index + evaluated) % n
+        else:
+            evaluated = 1
+
+        if not feasible:
+            return ScheduleResult(None, diagnosis, evaluated_nodes=evaluated)
+        if len(feasible) == 1 and not explain:
+            return ScheduleResult(snapshot.node_infos[feasible[0]].name, diagnosis, evaluated_nodes=evaluated, feasible_nodes=1)
+
+        totals, parts, err = self._prioritize(state, pod, snapshot, feasible, explain)
+        if err is not None:
+            return ScheduleResult(None, diagnosis, evaluated_nodes=evaluated, feasible_nodes=len(feasible), error=err)
+        chosen = select_host(totals, rng)
+        result = ScheduleResult(
+            snapshot.node_infos[feasible[chosen]].name, diagnosis, evaluated_nodes=evaluated, feasible_nodes=len(feasible)
+        )
+        if explain:
+            result.scores = [
+                NodeScore(snapshot.node_infos[k].name, int(totals[i]), tuple(p[i] for p in parts)) for i, k in enumerate(feasible)
+            ]
+        return result
+
+    # ------------------------------------------------------------------ filtering
+
+    def _run_pre_filters(
+        self, state: CycleState, pod: Pod, snapshot: Snapshot, diagnosis: Diagnosis
+    ) -> tuple[list[int], ScheduleResult | None]:
+        """Indices of the filters to run for this pod, or a finished result when a pre-filter rejects."""
+        active: list[int] = []
+        for j, plugin in enumerate(self._filters):
+            pre = getattr(plugin, "pre_filter", None)
+            if pre is not None:
+                status = _call(plugin, pre, state, pod, snapshot)
+                if status.code is Code.SKIP:
+                    continue
+                if status.code is Code.ERROR:
+                    return active, ScheduleResult(None, diagnosis, error=f"running PreFilter plugin {plugin.name!r}: {status.message}")
+                if not status.is_success:
+                    diagnosis.pre_filter_msg = status.message
+                    diagnosis.unschedulable_plugins.add(plugin.name)
+                    return active, ScheduleResult(None, diagnosis)
+            active.append(j)
+        return active, None
+
+    def _evaluate_nominated(self, state: CycleState, pod: Pod, snapshot: Snapshot, active: list[int]) -> list[int] | None:
+        info = snapshot.get(pod.nominated_node_name)
+        if info is None:
+            return None
+        for j in active:
+            plugin = self._filters[j]
+            if not _call(plugin, plugin.filter, state, pod, info).is_success:
+                return None
+        return [snapshot.table.position[info.name]]
+
+    def _find_feasible(
+        self, state: CycleState, pod: Pod, snapshot: Snapshot, active: list[int], want: int, diagnosis: Diagnosis
+    ) -> tuple[list[int], int, str | None]:
+        """The first ``want`` feasible node positions in rotated order, nodes processed, and an error if any."""
+        n = len(snapshot)
+        start = self.next_start_node_index % n
+        order = np.roll(np.arange(n, dtype=np.intp), -start)
+        if not active:
+            return order[:want].tolist(), min(want, n), None
+        check_all = self.profile.always_check_all_predicates
+        if not check_all and all(self._vector_filters[j] for j in active):
+            return self._find_feasible_vector(state, pod, snapshot, active, want, diagnosis, order)
+        return self._find_feasible_scalar(state, pod, snapshot, active, want, diagnosis, order, check_all)
+
+    def _find_feasible_vector(
+        self,
+        state: CycleState,
+        pod: Pod,
+        snapshot: Snapshot,
+        active: list[int],
+        want: int,
+        diagnosis: Diagnosis,
+        order: npt.NDArray[np.intp],
+    ) -> tuple[list[int], int, str | None]:
+        n = len(order)
+        table = snapshot.table
+        alive = order
+        rejected: list[tuple[int, npt.NDArray[np.intp]]] = []  # (filter index, positions it rejected)
+        for j in active:
+            plugin = self._filters[j]
+            try:
+                mask = plugin.filter_nodes(state, pod, table, alive)
+            except Exception as exc:  # a plugin bug must not take the scheduler down
+                return [], n, f"running Filter plugin {plugin.name!r}: {type(exc).__name__}: {exc}"
+            if not mask.all():
+                rejected.append((j, alive[~mask]))
+                alive = alive[mask]
+            if alive.size == 0:
+                break
+        # Rank in visiting order tells how far the sequential search would have gone.
+        start = int(order[0])
+        if alive.size > want:
+            alive = alive[:want]
+            processed = int((alive[-1] - start) % n) + 1
+        else:
+            processed = n
+        for j, positions in rejected:
+            plugin = self._filters[j]
+            if processed < n:
+                positions = positions[((positions - start) % n) < processed]
+            for k in positions.tolist():
+                info = snapshot.node_infos[k]
+                status = _call(plugin, plugin.filter, state, pod, info)
+                if status.is_success:  # the two forms disagree: trust the vector, but say so
+                    status = Status(Code.UNSCHEDULABLE, (f"rejected by {plugin.name}",), plugin.name)
+                if status.code is Code.ERROR:
+                    return [], processed, f"running Filter plugin {plugin.name!r}: {status.message}"
+                diagnosis.node_to_status[info.name] = status
+                diagnosis.unschedulable_plugins.add(plugin.name)
+        return alive.tolist(), processed, None
+
+    def _find_feasible_scalar(
+        self,
+        state: CycleState,
+        pod: Pod,
+        snapshot: Snapshot,
+        active: list[int],
+        want: int,
+        diagnosis: Diagnosis,
+        order: npt.NDArray[np.intp],
+        check_all: bool,
+    ) -> tuple[list[int], int, str | None]:
+        infos = snapshot.node_infos
+        plugins = [self._filters[j] for j in active]
+        feasible: list[int] = []
+        processed = 0
+        for k in order.tolist():
+            processed += 1
+            info = infos[k]
+            failed: Status | None = None
+            for plugin in plugins:
+                status = _call(plugin, plugin.filter, state, pod, info)
+                if status.is_success:
+                    continue
+                if status.code is Code.ERROR:
+                    return [], processed, f"running Filter plugin {plugin.name!r}: {status.message}"
+                diagnosis.unschedulable_plugins.add(plugin.name)
+                if failed is None:
+                    failed = status
+                    if not check_all:
+                        break
+                else:
+                    failed = Status(max(failed.code, status.code), failed.reasons + status.reasons, failed.plugin)
+            if failed is None:
+                feasible.append(k)
+                if len(feasible) >= want:
+                    break
+            else:
+                diagnosis.node_to_status[info.name] = failed
+        return feasible, processed, None
+
+    # ------------------------------------------------------------------ scoring
+
+    def _prioritize(
+        self, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: list[int], explain: bool
+    ) -> tuple[npt.NDArray[np.int64], list[list[tuple[str, int, int]]], str | None]:
+        m = len(feasible)
+        totals = np.zeros(m, dtype=np.int64)
+        parts: list[list[tuple[str, int, int]]] = []
+        if not self._scorers:
+            totals += 1  # upstream: with no score plugins every node scores 1
+            return totals, parts, None
+        index = np.asarray(feasible, dtype=np.intp)
+        infos: list[NodeInfo] | None = None
+        for s, (plugin, weight) in enumerate(self._scorers):
+            pre = getattr(plugin, "pre_score", None)
+            if pre is not None:
+                if infos is None:
+                    infos = [snapshot.node_infos[k] for k in feasible]
+                status = _call(plugin, pre, state, pod, infos, snapshot)
+                if status.code is Code.SKIP:
+                    continue
+                if not status.is_success:
+                    return totals, parts, f"running PreScore plugin {plugin.name!r}: {status.message}"
+            try:
+                if self._vector_scorers[s]:
+                    raw = np.asarray(plugin.score_nodes(state, pod, snapshot.table, index), dtype=np.int64)
+                else:
+                    if infos is None:
+                        infos = [snapshot.node_infos[k] for k in feasible]
+                    raw = np.fromiter((plugin.score(state, pod, info) for info in infos), dtype=np.int64, count=m)
+                normalize = getattr(plugin, "normalize_scores", None)
+                scores = normalize(state, pod, raw) if normalize is not None else raw
+            except Exception as exc:
+                return totals, parts, f"running Score plugin {plugin.name!r}: {type(exc).__name__}: {exc}"
+            totals += scores * weight
+            if explain:
+                parts.append([(plugin.name, int(v), weight) for v in scores.tolist()])
+        return totals, parts, None
+
+
+def select_host(totals: npt.NDArray[np.int64], rng: random.Random) -> int:
+    """Index of the highest total; ties broken uniformly at random (upstream reservoir sampling)."""
+    top = totals.max()
+    ties = np.flatnonzero(totals == top)
+    if ties.size == 1:
+        return int(ties[0])
+    return int(ties[rng.randrange(ties.size)])
+
+
+def _call(plugin: Any, method: Any, *args: Any) -> Status:
+    """Run one plugin method; stamp its name; turn an exception into an ERROR status."""
+    try:
+        status = method(*args)
+    except Exception as exc:  # a strange pod must never crash the loop
+        return Status(Code.ERROR, (f"{type(exc).__name__}: {exc}",), plugin.name)
+    if status is None:
+        return Status(Code.SUCCESS, (), plugin.name)
+    return status.with_plugin(plugin.name)
