@@ -1,0 +1,565 @@
+"""InterPodAffinity: required pod (anti-)affinity as a filter, preferred terms as a score.
+
+Follows today's upstream ``pkg/scheduler/framework/plugins/interpodaffinity/``
+(``filtering.go``, ``scoring.go``, ``plugin.go``):
+
+- PreFilter counts, per topology pair (key, value), the existing pods whose
+  required anti-affinity terms select the incoming pod; the existing pods that
+  match *all* the incoming pod's required affinity terms; and those matching
+  each of its required anti-affinity terms. It returns SKIP when the pod has no
+  required terms and no existing pod's anti-affinity selects it.
+- Filter checks, in upstream's order: affinity (UnschedulableAndUnresolvable),
+  the pod's anti-affinity, then existing pods' anti-affinity (both Unschedulable).
+  A pod whose affinity terms match no pod anywhere passes on a node carrying all
+  the topology keys if it matches its own terms (the first pod of a group).
+- Score sums, per topology pair, the incoming pod's preferred terms against
+  existing pods and the existing pods' required affinity (``hardPodAffinityWeight``),
+  preferred affinity and preferred anti-affinity terms against the incoming pod;
+  NormalizeScore maps min..max over the feasible nodes onto 0..100.
+
+Speed: upstream walks every pod of the cluster for every incoming pod. We keep,
+per plugin instance, an index synchronised with the snapshot by NodeInfo
+generation: existing pods grouped by (namespace, labels), with per-node counts
+and per-topology-key value counts, and the distinct (anti-)affinity terms of
+existing pods with their topology value counts. Matching is then done once per
+distinct label set or term, and the filter is a few dict lookups per node (or
+a boolean lookup table over ``NodeTable.label_column`` in ``filter_nodes``).
+
+Limits: there are no PreFilter AddPod/RemovePod extensions yet, so nominated
+pods and preemption what-ifs must call ``fits`` on a snapshot that already
+reflects them. Namespace selectors read ``snapshot.objects.namespace_labels``
+(an unknown namespace has no labels, so only an empty selector matches it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import compress
+from operator import ne
+from typing import Any, Final, Iterator, Mapping
+
+import numpy as np
+import numpy.typing as npt
+
+from .. import framework
+from ..framework import MAX_NODE_SCORE, CycleState, Status
+from ..nodeinfo import NodeInfo
+from ..objects import LabelSelector, Pod, PodAffinityTerm
+from ..snapshot import NodeTable, Snapshot
+from . import PluginArgsError
+
+NAME: Final = "InterPodAffinity"
+#: v1.9 Policy names: the predicate and the priority.
+FILTER_ALIAS: Final = "MatchInterPodAffinity"
+SCORE_ALIAS: Final = "InterPodAffinityPriority"
+
+ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH: Final = "node(s) didn't satisfy existing pods anti-affinity rules"
+ERR_REASON_AFFINITY_RULES_NOT_MATCH: Final = "node(s) didn't match pod affinity rules"
+ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH: Final = "node(s) didn't match pod anti-affinity rules"
+
+DEFAULT_HARD_POD_AFFINITY_WEIGHT: Final = 1
+MIN_HARD_POD_AFFINITY_WEIGHT: Final = 0
+MAX_HARD_POD_AFFINITY_WEIGHT: Final = 100
+
+# Kinds of terms carried by existing pods.
+_REQUIRED_ANTI: Final = 0
+_REQUIRED_AFFINITY: Final = 1
+_PREFERRED_AFFINITY: Final = 2
+_PREFERRED_ANTI: Final = 3
+
+#: topology value -> count (only positive counts are stored)
+Values = dict[str, int]
+#: topology key -> values with a positive count
+PairSet = dict[str, Values]
+
+
+# --------------------------------------------------------------------------- the index
+
+
+def _selector_key(sel: LabelSelector | None) -> object:
+    if sel is None:
+        return None
+    return (tuple(sorted(sel.match_labels.items())), sel.match_expressions)
+
+
+def _term_key(term: PodAffinityTerm) -> object:
+    return (term.topology_key, _selector_key(term.label_selector), term.namespaces, _selector_key(term.namespace_selector))
+
+
+def _terms_of(pod: Pod) -> Iterator[tuple[int, int, PodAffinityTerm]]:
+    """(kind, weight, term) for every pod (anti-)affinity term of an existing pod."""
+    a = pod.affinity
+    if a is None:
+        return
+    if a.pod_anti_affinity is not None:
+        for t in a.pod_anti_affinity.required:
+            yield _REQUIRED_ANTI, 0, t
+        for w in a.pod_anti_affinity.preferred:
+            yield _PREFERRED_ANTI, w.weight, w.term
+    if a.pod_affinity is not None:
+        for t in a.pod_affinity.required:
+            yield _REQUIRED_AFFINITY, 0, t
+        for w in a.pod_affinity.preferred:
+            yield _PREFERRED_AFFINITY, w.weight, w.term
+
+
+class _Group:
+    """Existing pods sharing a namespace and a label set."""
+
+    __slots__ = ("probe", "per_node", "topo")
+
+    def __init__(self, probe: Pod) -> None:
+        self.probe = probe  # any one of them: matching reads only namespace and labels
+        self.per_node: dict[str, int] = {}
+        self.topo: dict[str, Values] = {}  # topology key -> value -> pods, built on first use
+
+
+class _ExistingTerm:
+    """One distinct term carried by existing pods, and where those pods are."""
+
+    __slots__ = ("term", "owner_namespace", "weight", "values")
+
+    def __init__(self, term: PodAffinityTerm, owner_namespace: str, weight: int) -> None:
+        self.term = term
+        self.owner_namespace = owner_namespace
+        self.weight = weight
+        self.values: Values = {}  # value of term.topology_key -> pods carrying the term there
+
+
+@dataclass(slots=True)
+class _NodeEntry:
+    generation: int
+    node: object
+    labels: Mapping[str, str]
+    groups: dict[object, int]
+    terms: list[tuple[int, object, str]]  # (kind, term signature, topology value)
+
+
+def _add(values: Values, key: str, n: int) -> None:
+    left = values.get(key, 0) + n
+    if left > 0:
+        values[key] = left
+    else:
+        values.pop(key, None)
+
+
+class _Index:
+    """Existing pods of one snapshot, kept in step with it by NodeInfo generation."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, _NodeEntry] = {}
+        self.groups: dict[object, _Group] = {}
+        self.terms: tuple[dict[object, _ExistingTerm], ...] = ({}, {}, {}, {})
+        self._snap: Snapshot | None = None
+        self._gens: list[int] = []
+
+    def sync(self, snap: Snapshot) -> None:
+        """Catch up with ``snap``: re-index only the nodes whose NodeInfo generation moved."""
+        infos = snap.node_infos
+        gens = [i.generation for i in infos]
+        if snap is self._snap and len(gens) == len(self._gens):
+            moved = list(compress(range(len(gens)), map(ne, gens, self._gens)))
+            if not moved:
+                return
+            for k in moved:
+                self._refresh(infos[k])
+            self._gens = gens
+            return
+        nodes = self.nodes
+        current = 0
+        for info in infos:
+            if info.node is not None:
+                current += 1
+                self._refresh(info)
+        if current != len(nodes):
+            live = {i.name for i in infos if i.node is not None}
+            for name in [n for n in nodes if n not in live]:
+                self._remove(name, nodes.pop(name))
+        self._snap, self._gens = snap, gens
+
+    def _refresh(self, info: NodeInfo) -> None:
+        node = info.node
+        name = info.name
+        entry = self.nodes.get(name)
+        if entry is not None:
+            if entry.generation == info.generation and entry.node is node:
+                return
+            self._remove(name, self.nodes.pop(name))
+        if node is not None:
+            self._insert(info)
+
+    def _insert(self, info: NodeInfo) -> None:
+        name = info.name
+        labels = info.node.labels  # type: ignore[union-attr]
+        counts: dict[object, int] = {}
+        probes: dict[object, Pod] = {}
+        for pod in info.pods.values():
+            gk = (pod.namespace, tuple(sorted(pod.labels.items())))
+            if gk in counts:
+                counts[gk] += 1
+            else:
+                counts[gk] = 1
+                probes[gk] = pod
+        for gk, n in counts.items():
+            group = self.groups.get(gk)
+            if group is None:
+                group = self.groups[gk] = _Group(probes[gk])
+            group.per_node[name] = n
+            for key, values in group.topo.items():
+                v = labels.get(key)
+                if v is not None:
+                    _add(values, v, n)
+        contributions: list[tuple[int, object, str]] = []
+        for uid in info.pods_with_affinity:
+            pod = info.pods[uid]
+            for kind, weight, term in _terms_of(pod):
+                v = labels.get(term.topology_key)
+                if v is None:
+                    continue
+                sig = (weight, pod.namespace, _term_key(term))
+                table = self.terms[kind]
+                et = table.get(sig)
+                if et is None:
+                    et = table[sig] = _ExistingTerm(term, pod.namespace, weight)
+                _add(et.values, v, 1)
+                contributions.append((kind, sig, v))
+        self.nodes[name] = _NodeEntry(info.generation, info.node, labels, counts, contributions)
+
+    def _remove(self, name: str, entry: _NodeEntry) -> None:
+        labels = entry.labels
+        for gk, n in entry.groups.items():
+            group = self.groups[gk]
+            del group.per_node[name]
+            if not group.per_node:
+                del self.groups[gk]
+                continue
+            for key, values in group.topo.items():
+                v = labels.get(key)
+                if v is not None:
+                    _add(values, v, -n)
+        for kind, sig, v in entry.terms:
+            table = self.terms[kind]
+            et = table[sig]
+            _add(et.values, v, -1)
+            if not et.values:
+                del table[sig]
+
+    def topology(self, group: _Group, key: str) -> Values:
+        """Value -> number of the group's pods on nodes with that value of ``key``."""
+        values = group.topo.get(key)
+        if values is None:
+            values = group.topo[key] = {}
+            nodes = self.nodes
+            for name, n in group.per_node.items():
+                v = nodes[name].labels.get(key)
+                if v is not None:
+                    values[v] = values.get(v, 0) + n
+        return values
+
+
+def _union(parts: list[Values]) -> Values:
+    """One value dict for a key; shares the index's dict when there is only one (read-only use)."""
+    if len(parts) == 1:
+        return parts[0]
+    out: Values = {}
+    for p in parts:
+        for v, n in p.items():
+            out[v] = out.get(v, 0) + n
+    return out
+
+
+def _pair_set(parts: dict[str, list[Values]]) -> PairSet:
+    return {key: _union(vs) for key, vs in parts.items() if any(vs)}
+
+
+# --------------------------------------------------------------------------- cycle state
+
+
+@dataclass(frozen=True, slots=True)
+class _FilterState:
+    #: topology keys of the pod's required affinity terms, in order
+    affinity_keys: tuple[str, ...]
+    affinity: PairSet
+    #: no existing pod matches the affinity terms, and the pod matches its own terms
+    first_of_group: bool
+    anti_affinity_keys: tuple[str, ...]
+    anti_affinity: PairSet
+    existing_anti_affinity: PairSet
+
+
+_SKIPPED: Final = object()
+
+
+# --------------------------------------------------------------------------- the plugin
+
+
+class InterPodAffinity:
+    """Filter, score and normalise on pod (anti-)affinity; see the module docstring."""
+
+    def __init__(self, args: Mapping[str, Any] | None = None, *, name: str | None = None) -> None:
+        self.name = name or NAME
+        args = dict(args or {})
+        weight = args.pop("hardPodAffinityWeight", DEFAULT_HARD_POD_AFFINITY_WEIGHT)
+        if isinstance(weight, bool) or not isinstance(weight, int):
+            raise PluginArgsError("hardPodAffinityWeight", "must be an integer")
+        if not MIN_HARD_POD_AFFINITY_WEIGHT <= weight <= MAX_HARD_POD_AFFINITY_WEIGHT:
+            raise PluginArgsError(
+                "hardPodAffinityWeight", f"not in valid range [{MIN_HARD_POD_AFFINITY_WEIGHT}-{MAX_HARD_POD_AFFINITY_WEIGHT}]"
+            )
+        ignore = args.pop("ignorePreferredTermsOfExistingPods", False)
+        if not isinstance(ignore, bool):
+            raise PluginArgsError("ignorePreferredTermsOfExistingPods", "must be a boolean")
+        for key in args:
+            raise PluginArgsError(key, "unknown field")
+        self.hard_pod_affinity_weight: int = weight
+        self.ignore_preferred_terms_of_existing_pods: bool = ignore
+        self._filter_key = f"PreFilter{self.name}"
+        self._score_key = f"PreScore{self.name}"
+        self._index = _Index()
+
+    # ------------------------------------------------------------------ filter
+
+    def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
+        a = pod.affinity
+        req_aff = a.pod_affinity.required if a is not None and a.pod_affinity is not None else ()
+        req_anti = a.pod_anti_affinity.required if a is not None and a.pod_anti_affinity is not None else ()
+        if not req_aff and not req_anti and not snapshot.have_pods_with_required_anti_affinity:
+            state.write(self._filter_key, _SKIPPED)
+            return framework.SKIP
+        s = self.filter_state(pod, snapshot)
+        if not req_aff and not req_anti and not s.existing_anti_affinity:
+            state.write(self._filter_key, _SKIPPED)
+            return framework.SKIP
+        state.write(self._filter_key, s)
+        return framework.SUCCESS
+
+    def filter_state(self, pod: Pod, snapshot: Snapshot) -> _FilterState:
+        """The three topology pair counts of upstream's preFilterState, as value sets per key."""
+        idx = self._index
+        idx.sync(snapshot)
+        ns_labels = snapshot.objects.namespace_labels
+        own_labels = ns_labels.get(pod.namespace)
+        a = pod.affinity
+        req_aff = a.pod_affinity.required if a is not None and a.pod_affinity is not None else ()
+        req_anti = a.pod_anti_affinity.required if a is not None and a.pod_anti_affinity is not None else ()
+
+        existing: dict[str, list[Values]] = {}
+        for et in idx.terms[_REQUIRED_ANTI].values():
+            if et.term.selects(pod, et.owner_namespace, own_labels):
+                existing.setdefault(et.term.topology_key, []).append(et.values)
+
+        affinity: dict[str, list[Values]] = {}
+        anti: dict[str, list[Values]] = {}
+        if req_aff or req_anti:
+            for group in idx.groups.values():
+                probe = group.probe
+                probe_labels = ns_labels.get(probe.namespace)
+                if req_aff and all(t.selects(probe, pod.namespace, probe_labels) for t in req_aff):
+                    for t in req_aff:
+                        affinity.setdefault(t.topology_key, []).append(idx.topology(group, t.topology_key))
+                for t in req_anti:
+                    if t.selects(probe, pod.namespace, probe_labels):
+                        anti.setdefault(t.topology_key, []).append(idx.topology(group, t.topology_key))
+        affinity_set = _pair_set(affinity)
+        first = not affinity_set and bool(req_aff) and all(t.selects(pod, pod.namespace, own_labels) for t in req_aff)
+        return _FilterState(
+            affinity_keys=tuple(t.topology_key for t in req_aff),
+            affinity=affinity_set,
+            first_of_group=first,
+            anti_affinity_keys=tuple(t.topology_key for t in req_anti),
+            anti_affinity=_pair_set(anti),
+            existing_anti_affinity=_pair_set(existing),
+        )
+
+    def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
+        s = state.read(self._filter_key)
+        if s is _SKIPPED:
+            return framework.SUCCESS
+        if not isinstance(s, _FilterState):
+            return framework.error(f"reading {self._filter_key!r} from cycle state: not found")
+        if node.node is None:
+            return framework.error("node not found")
+        return check(s, node.node.labels)
+
+    def filter_nodes(
+        self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]
+    ) -> npt.NDArray[np.bool_]:
+        s = state.read(self._filter_key)
+        ok = np.ones(index.size, dtype=np.bool_)
+        if s is _SKIPPED or not isinstance(s, _FilterState):
+            if s is not _SKIPPED:
+                raise LookupError(f"reading {self._filter_key!r} from cycle state: not found")
+            return ok
+        if s.affinity_keys:
+            present = np.ones(index.size, dtype=np.bool_)
+            exist = np.ones(index.size, dtype=np.bool_)
+            for key in s.affinity_keys:
+                ids = table.label_column(key)[0][index]
+                present &= ids >= 0
+                exist &= _hits(table, key, s.affinity.get(key), ids)
+            ok = present & (exist | s.first_of_group)
+        if s.anti_affinity:
+            for key in s.anti_affinity_keys:
+                ids = table.label_column(key)[0][index]
+                ok &= ~_hits(table, key, s.anti_affinity.get(key), ids)
+        for key, values in s.existing_anti_affinity.items():
+            ids = table.label_column(key)[0][index]
+            ok &= ~_hits(table, key, values, ids)
+        return ok
+
+    # ------------------------------------------------------------------ score
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo], snapshot: Snapshot) -> Status:
+        if not nodes:
+            return framework.SKIP
+        a = pod.affinity
+        pref_aff = a.pod_affinity.preferred if a is not None and a.pod_affinity is not None else ()
+        pref_anti = a.pod_anti_affinity.preferred if a is not None and a.pod_anti_affinity is not None else ()
+        has_constraints = bool(pref_aff or pref_anti)
+        if not has_constraints and (self.ignore_preferred_terms_of_existing_pods or not snapshot.have_pods_with_affinity):
+            return framework.SKIP
+        scores = self.topology_scores(pod, snapshot)
+        # Upstream skips when no pair was scored; a map whose entries are all 0 also scores
+        # every node 0, and a constant score normalises to 0 everywhere: the same result.
+        if not scores:
+            return framework.SKIP
+        state.write(self._score_key, scores)
+        return framework.SUCCESS
+
+    def topology_scores(self, pod: Pod, snapshot: Snapshot) -> dict[str, dict[str, int]]:
+        """Topology key -> value -> summed weight (upstream's preScoreState.topologyScore), zeros dropped."""
+        idx = self._index
+        idx.sync(snapshot)
+        ns_labels = snapshot.objects.namespace_labels
+        a = pod.affinity
+        pref_aff = a.pod_affinity.preferred if a is not None and a.pod_affinity is not None else ()
+        pref_anti = a.pod_anti_affinity.preferred if a is not None and a.pod_anti_affinity is not None else ()
+        out: dict[str, dict[str, int]] = {}
+
+        def add(key: str, values: Values, weight: int) -> None:
+            target = out.setdefault(key, {})
+            for v, n in values.items():
+                target[v] = target.get(v, 0) + n * weight
+
+        if pref_aff or pref_anti:
+            for group in idx.groups.values():
+                probe = group.probe
+                probe_labels = ns_labels.get(probe.namespace)
+                for w in pref_aff:
+                    if w.term.selects(probe, pod.namespace, probe_labels):
+                        add(w.term.topology_key, idx.topology(group, w.term.topology_key), w.weight)
+                for w in pref_anti:
+                    if w.term.selects(probe, pod.namespace, probe_labels):
+                        add(w.term.topology_key, idx.topology(group, w.term.topology_key), -w.weight)
+        own_labels = ns_labels.get(pod.namespace)
+        kinds: list[tuple[int, int]] = [(_PREFERRED_AFFINITY, 1), (_PREFERRED_ANTI, -1)]
+        if self.hard_pod_affinity_weight > 0:
+            kinds.append((_REQUIRED_AFFINITY, 1))
+        for kind, sign in kinds:
+            for et in idx.terms[kind].values():
+                if et.term.selects(pod, et.owner_namespace, own_labels):
+                    weight = self.hard_pod_affinity_weight if kind == _REQUIRED_AFFINITY else et.weight
+                    add(et.term.topology_key, et.values, sign * weight)
+        for key in list(out):
+            values = {v: n for v, n in out[key].items() if n != 0}
+            if values:
+                out[key] = values
+            else:
+                del out[key]
+        return out
+
+    def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
+        scores: dict[str, dict[str, int]] = state.read(self._score_key) or {}
+        if node.node is None:
+            return 0
+        labels = node.node.labels
+        total = 0
+        for key, values in scores.items():
+            v = labels.get(key)
+            if v is not None:
+                total += values.get(v, 0)
+        return total
+
+    def score_nodes(
+        self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]
+    ) -> npt.NDArray[np.int64]:
+        scores: dict[str, dict[str, int]] = state.read(self._score_key) or {}
+        total = np.zeros(index.size, dtype=np.int64)
+        for key, values in scores.items():
+            ids, vocab = table.label_column(key)
+            lut = np.zeros(len(vocab) + 1, dtype=np.int64)
+            for v, n in values.items():
+                i = vocab.get(v)
+                if i is not None:
+                    lut[i + 1] = n
+            total += lut[ids[index] + 1]
+        return total
+
+    def normalize_scores(self, state: CycleState, pod: Pod, scores: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        if scores.size == 0 or not state.read(self._score_key):
+            return scores
+        return normalize(scores)
+
+
+# --------------------------------------------------------------------------- pure helpers
+
+
+def check(s: _FilterState, labels: Mapping[str, str]) -> Status:
+    """Upstream Filter on one node's labels: affinity, then anti-affinity, then existing pods' anti-affinity."""
+    if s.affinity_keys:
+        exist = True
+        for key in s.affinity_keys:
+            v = labels.get(key)
+            if v is None:  # every topology key of the terms must be on the node
+                return framework.unresolvable(ERR_REASON_AFFINITY_RULES_NOT_MATCH)
+            values = s.affinity.get(key)
+            if values is None or v not in values:
+                exist = False
+        if not exist and not s.first_of_group:
+            return framework.unresolvable(ERR_REASON_AFFINITY_RULES_NOT_MATCH)
+    if s.anti_affinity:
+        for key in s.anti_affinity_keys:
+            v = labels.get(key)
+            if v is not None:
+                values = s.anti_affinity.get(key)
+                if values is not None and v in values:
+                    return framework.unschedulable(ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH)
+    for key, values in s.existing_anti_affinity.items():
+        v = labels.get(key)
+        if v is not None and v in values:
+            return framework.unschedulable(ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH)
+    return framework.SUCCESS
+
+
+def fits(pod: Pod, node: NodeInfo, snapshot: Snapshot) -> Status:
+    """Whether ``pod`` passes InterPodAffinity on ``node`` against the pods of ``snapshot`` (for preemption, tests)."""
+    plugin = InterPodAffinity()
+    state = CycleState()
+    status = plugin.pre_filter(state, pod, snapshot)
+    if status.is_skip:
+        return framework.SUCCESS
+    return plugin.filter(state, pod, node)
+
+
+def normalize(scores: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Upstream NormalizeScore: ``100 * (s - min) / (max - min)`` truncated; all 0 when max == min."""
+    lo, hi = int(scores.min()), int(scores.max())
+    diff = hi - lo
+    if diff <= 0:
+        return np.zeros(scores.size, dtype=np.int64)
+    out = float(MAX_NODE_SCORE) * ((scores - lo).astype(np.float64) / float(diff))
+    return out.astype(np.int64)
+
+
+def _hits(table: NodeTable, key: str, values: Values | None, ids: npt.NDArray[np.int32]) -> npt.NDArray[np.bool_]:
+    """Per node of ``ids`` (label value ids of ``key``), whether its value is among ``values``."""
+    if not values:
+        return np.zeros(ids.size, dtype=np.bool_)
+    vocab = table.label_column(key)[1]
+    lut = np.zeros(len(vocab) + 1, dtype=np.bool_)
+    if len(values) <= len(vocab):
+        pos = [vocab[v] + 1 for v in values if v in vocab]
+    else:
+        pos = [i + 1 for v, i in vocab.items() if v in values]
+    lut[pos] = True
+    return lut[ids + 1]
