@@ -56,7 +56,6 @@ class SchedulerCache:
         self.objects = ClusterObjects()
         #: bumped when the set of nodes (not their contents) changes
         self._node_set_version = 0
-        self._snapshot_node_set_version = -1
 
     # ------------------------------------------------------------------ nodes
 
@@ -199,9 +198,9 @@ class SchedulerCache:
     def update_snapshot(self, snap: Snapshot) -> None:
         """Bring ``snap`` up to date, re-cloning only NodeInfos whose generation moved."""
         snap.objects = self.objects
-        if self._snapshot_node_set_version != self._node_set_version or len(snap) == 0 and self._nodes:
+        if snap.node_set_version != self._node_set_version or len(snap) == 0 and self._nodes:
             snap.replace_all([self._nodes[name].clone() for name in self._tree_order()])
-            self._snapshot_node_set_version = self._node_set_version
+            snap.node_set_version = self._node_set_version
             return
         since = snap.generation
         top = since

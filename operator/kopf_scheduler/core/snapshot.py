@@ -201,7 +201,7 @@ class NodeTable:
 class Snapshot:
     """NodeInfo clones in node-tree order (zones interleaved), a NodeTable, and the cluster objects."""
 
-    __slots__ = ("node_infos", "by_name", "table", "objects", "generation", "_affinity_lists")
+    __slots__ = ("node_infos", "by_name", "table", "objects", "generation", "node_set_version", "_affinity_lists")
 
     def __init__(self, objects: ClusterObjects | None = None) -> None:
         self.node_infos: list[NodeInfo] = []
@@ -210,6 +210,8 @@ class Snapshot:
         self.objects = objects if objects is not None else ClusterObjects()
         #: the highest NodeInfo generation this snapshot has seen
         self.generation = 0
+        #: the cache's node-set version this snapshot was last rebuilt at (-1: never)
+        self.node_set_version = -1
         self._affinity_lists: tuple[list[NodeInfo], list[NodeInfo]] | None = None
 
     @classmethod
