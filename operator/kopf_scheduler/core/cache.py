@@ -65,9 +65,9 @@ class SchedulerCache:
             self._nodes[node.name] = NodeInfo(node)
             self._node_set_version += 1
         else:
-            was_placeholder = info.node is None
+            was_placeholder, old_zone = info.node is None, _zone_of(info.node)
             info.set_node(node)
-            if was_placeholder or _zone_of(info.node) != _zone_of(node):
+            if was_placeholder or old_zone != _zone_of(node):
                 self._node_set_version += 1
 
     def update_node(self, node: Node) -> None:
