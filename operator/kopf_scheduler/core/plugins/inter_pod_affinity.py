@@ -200,10 +200,10 @@ class _Index:
             else:
                 counts[gk] = 1
                 probes[gk] = pod
-        for gk, n in counts.items():
-            group = self.groups.get(gk)
+        for key_of_group, n in counts.items():
+            group = self.groups.get(key_of_group)
             if group is None:
-                group = self.groups[gk] = _Group(probes[gk])
+                group = self.groups[key_of_group] = _Group(probes[key_of_group])
             group.per_node[name] = n
             for key, values in group.topo.items():
                 v = labels.get(key)
@@ -316,6 +316,7 @@ class InterPodAffinity:
         self._filter_key = f"PreFilter{self.name}"
         self._score_key = f"PreScore{self.name}"
         self._index = _Index()
+        self._statuses = tuple(st.with_plugin(self.name) for st in _STATUSES)
 
     # ------------------------------------------------------------------ filter
 
@@ -372,14 +373,16 @@ class InterPodAffinity:
         )
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
-        s = state.read(self._filter_key)
+        # Called once per rejected node to explain it, so kept lean: statuses come pre-stamped.
+        s = state.data.get(self._filter_key)
         if s is _SKIPPED:
-            return framework.SUCCESS
-        if not isinstance(s, _FilterState):
+            return self._statuses[_PASS]
+        if s.__class__ is not _FilterState:
             return framework.error(f"reading {self._filter_key!r} from cycle state: not found")
-        if node.node is None:
+        n = node.node
+        if n is None:
             return framework.error("node not found")
-        return check(s, node.node.labels)
+        return self._statuses[_verdict(s, n.labels)]
 
     def filter_nodes(
         self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]
@@ -504,31 +507,48 @@ class InterPodAffinity:
 # --------------------------------------------------------------------------- pure helpers
 
 
-def check(s: _FilterState, labels: Mapping[str, str]) -> Status:
+_PASS: Final = 0
+_AFFINITY_FAIL: Final = 1
+_ANTI_AFFINITY_FAIL: Final = 2
+_EXISTING_FAIL: Final = 3
+_STATUSES: Final = (
+    framework.SUCCESS,
+    framework.unresolvable(ERR_REASON_AFFINITY_RULES_NOT_MATCH),
+    framework.unschedulable(ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH),
+    framework.unschedulable(ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH),
+)
+
+
+def _verdict(s: _FilterState, labels: Mapping[str, str]) -> int:
     """Upstream Filter on one node's labels: affinity, then anti-affinity, then existing pods' anti-affinity."""
     if s.affinity_keys:
         exist = True
         for key in s.affinity_keys:
             v = labels.get(key)
             if v is None:  # every topology key of the terms must be on the node
-                return framework.unresolvable(ERR_REASON_AFFINITY_RULES_NOT_MATCH)
+                return _AFFINITY_FAIL
             values = s.affinity.get(key)
             if values is None or v not in values:
                 exist = False
         if not exist and not s.first_of_group:
-            return framework.unresolvable(ERR_REASON_AFFINITY_RULES_NOT_MATCH)
+            return _AFFINITY_FAIL
     if s.anti_affinity:
         for key in s.anti_affinity_keys:
             v = labels.get(key)
             if v is not None:
                 values = s.anti_affinity.get(key)
                 if values is not None and v in values:
-                    return framework.unschedulable(ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH)
+                    return _ANTI_AFFINITY_FAIL
     for key, values in s.existing_anti_affinity.items():
         v = labels.get(key)
         if v is not None and v in values:
-            return framework.unschedulable(ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH)
-    return framework.SUCCESS
+            return _EXISTING_FAIL
+    return _PASS
+
+
+def check(s: _FilterState, labels: Mapping[str, str]) -> Status:
+    """The filter's Status for a node with ``labels``, given the pre-filter state ``s``."""
+    return _STATUSES[_verdict(s, labels)]
 
 
 def fits(pod: Pod, node: NodeInfo, snapshot: Snapshot) -> Status:
