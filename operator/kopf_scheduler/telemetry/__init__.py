@@ -1,0 +1,1 @@
+"""Prometheus metrics and the health/metrics HTTP server; no kopf, no Kubernetes client."""
