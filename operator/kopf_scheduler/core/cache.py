@@ -120,6 +120,8 @@ class SchedulerCache:
 
     def assume(self, pod: Pod, node_name: str) -> Pod:
         """Place ``pod`` on ``node_name`` before the bind; returns the pod as stored (with nodeName)."""
+        if not node_name:
+            raise CacheError(f"assume: no node given for pod {pod.key}")
         if pod.uid in self._pods:
             raise CacheError(f"pod {pod.key} is already in the cache ({self._pods[pod.uid].state.value}); cannot assume it")
         placed = pod if pod.node_name == node_name else pod.with_node(node_name)
@@ -162,6 +164,8 @@ class SchedulerCache:
         e = self._pods.get(new.uid)
         if e is None:
             raise CacheError(f"update_pod: pod {new.key} is not in the cache")
+        if not new.node_name:
+            raise CacheError(f"update_pod: pod {new.key} is not bound to a node")
         if e.state is not PodState.ADDED:
             # An update for an assumed pod confirms it like an add does.
             self.add_pod(new)
