@@ -1,0 +1,277 @@
+"""NodeResourcesFit: does the node have room for the pod's requests, and how full would it be.
+
+Follows upstream ``pkg/scheduler/framework/plugins/noderesources/fit.go`` (v1.37):
+
+- Filter (``fitsRequest``): the pod count first ("Too many pods"), then, only when the pod requests
+  anything, cpu, memory, ephemeral-storage and each requested scalar resource against
+  ``allocatable - requested``; every shortfall is reported as ``Insufficient <name>``. Extended
+  resources named in ``ignoredResources``, or whose domain prefix is in ``ignoredResourceGroups``,
+  are not checked. The status is Unschedulable, or UnschedulableAndUnresolvable when some request
+  alone exceeds the node's allocatable (no preemption can help there), as upstream.
+- Score: the ``scoringStrategy`` (LeastAllocated by default, MostAllocated, RequestedToCapacityRatio)
+  over the configured resources, with non-zero (defaulted) cpu/memory requests; see ``core/scoring``.
+
+Legacy names mapped here by the registry: PodFitsResources (filter), LeastRequestedPriority,
+MostRequestedPriority, RequestedToCapacityRatioPriority (score, with the matching strategy).
+
+Limits: no DRA extended resources, no pod-level resources, no in-place resize status resources.
+Neither pre-filter nor pre-score skips: the pod count always matters, and the score varies by node.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, Mapping
+
+import numpy as np
+import numpy.typing as npt
+
+from .. import scoring
+from ..framework import SUCCESS, CycleState, Status, unresolvable, unschedulable
+from ..resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Resources
+from . import PluginArgsError
+
+if TYPE_CHECKING:
+    from ..nodeinfo import NodeInfo
+    from ..objects import Pod
+    from ..snapshot import NodeTable, Snapshot
+
+NAME: Final = "NodeResourcesFit"
+
+REASON_TOO_MANY_PODS: Final = "Too many pods"
+REASON_INSUFFICIENT_CPU: Final = "Insufficient cpu"
+REASON_INSUFFICIENT_MEMORY: Final = "Insufficient memory"
+REASON_INSUFFICIENT_EPHEMERAL_STORAGE: Final = "Insufficient ephemeral-storage"
+#: the reason for any other resource: ``INSUFFICIENT_FORMAT.format(name)``
+INSUFFICIENT_FORMAT: Final = "Insufficient {}"
+
+_PRE_FILTER_KEY: Final = "PreFilter" + NAME
+_PRE_SCORE_KEY: Final = "PreScore" + NAME
+_ARG_KEYS: Final = frozenset({"ignoredResources", "ignoredResourceGroups", "scoringStrategy"})
+_STRATEGY_KEYS: Final = frozenset({"type", "resources", "requestedToCapacityRatio"})
+
+
+@dataclass(frozen=True, slots=True)
+class InsufficientResource:
+    """One shortfall (upstream ``InsufficientResource``)."""
+
+    name: str
+    reason: str
+    requested: int
+    used: int
+    capacity: int
+    #: the request alone exceeds the node's allocatable: preempting pods cannot make room
+    unresolvable: bool = False
+
+
+def is_extended_resource(name: str) -> bool:
+    """Upstream ``IsExtendedResourceName``: domain-prefixed, outside ``kubernetes.io``, not ``requests.*``."""
+    return "/" in name and "kubernetes.io/" not in name and not name.startswith("requests.")
+
+
+def insufficient_resources(
+    request: Resources,
+    node_info: "NodeInfo",
+    ignored_resources: frozenset[str] = frozenset(),
+    ignored_groups: frozenset[str] = frozenset(),
+) -> list[InsufficientResource]:
+    """Upstream ``fitsRequest``: every way ``request`` does not fit on ``node_info``, in check order."""
+    out: list[InsufficientResource] = []
+    allowed = node_info.allowed_pod_number
+    count = len(node_info.pods)
+    if count + 1 > allowed:
+        out.append(InsufficientResource(PODS, REASON_TOO_MANY_PODS, 1, count, allowed))
+    if not (request.milli_cpu or request.memory or request.ephemeral_storage or request.scalar):
+        return out
+    alloc = node_info.allocatable
+    used = node_info.requested
+    for name, reason, want, have, cap in (
+        (CPU, REASON_INSUFFICIENT_CPU, request.milli_cpu, used.milli_cpu, alloc.milli_cpu),
+        (MEMORY, REASON_INSUFFICIENT_MEMORY, request.memory, used.memory, alloc.memory),
+        (EPHEMERAL_STORAGE, REASON_INSUFFICIENT_EPHEMERAL_STORAGE, request.ephemeral_storage, used.ephemeral_storage, alloc.ephemeral_storage),
+    ):
+        if want > 0 and want > cap - have:
+            out.append(InsufficientResource(name, reason, want, have, cap, want > cap))
+    for name, want in request.scalar.items():
+        if want == 0:
+            continue
+        if is_extended_resource(name) and (name in ignored_resources or name.split("/", 1)[0] in ignored_groups):
+            continue
+        cap = alloc.scalar.get(name, 0)
+        have = used.scalar.get(name, 0)
+        if want > cap - have:
+            out.append(InsufficientResource(name, INSUFFICIENT_FORMAT.format(name), want, have, cap, want > cap))
+    return out
+
+
+def fits(pod: "Pod", node_info: "NodeInfo") -> list[str]:
+    """Names of the resources (``pods`` included) the node lacks for ``pod``; empty when it fits.
+
+    Like upstream ``Fits``: no ignored resources. For preemption and tests.
+    """
+    return [r.name for r in insufficient_resources(pod.requests, node_info)]
+
+
+def _status_of(shortfalls: list[InsufficientResource]) -> Status:
+    reasons = tuple(r.reason for r in shortfalls)
+    if any(r.unresolvable for r in shortfalls):
+        return unresolvable(*reasons)
+    return unschedulable(*reasons)
+
+
+@dataclass(frozen=True, slots=True)
+class ScoringStrategy:
+    type: str
+    resources: tuple[scoring.ResourceSpec, ...]
+    shape: scoring.Shape = ()
+
+
+def parse_args(args: Mapping[str, Any] | None) -> tuple[frozenset[str], frozenset[str], ScoringStrategy]:
+    """Validated ``NodeResourcesFitArgs``: (ignoredResources, ignoredResourceGroups, strategy)."""
+    args = args or {}
+    if not isinstance(args, Mapping):
+        raise PluginArgsError("", "NodeResourcesFit arguments must be a mapping")
+    unknown = set(args) - _ARG_KEYS
+    if unknown:
+        raise PluginArgsError(sorted(unknown)[0], "unknown field")
+
+    def names(key: str) -> frozenset[str]:
+        raw = args.get(key) or []
+        if not isinstance(raw, (list, tuple)) or not all(isinstance(x, str) and x for x in raw):
+            raise PluginArgsError(key, "must be a list of non-empty strings")
+        return frozenset(raw)
+
+    ignored = names("ignoredResources")
+    groups = names("ignoredResourceGroups")
+    for i, g in enumerate(args.get("ignoredResourceGroups") or []):
+        if "/" in g:
+            raise PluginArgsError(f"ignoredResourceGroups[{i}]", "resource group name can't contain '/'")
+
+    raw = args.get("scoringStrategy")
+    if raw is None:
+        return ignored, groups, ScoringStrategy(scoring.LEAST_ALLOCATED, scoring.DEFAULT_RESOURCES)
+    if not isinstance(raw, Mapping):
+        raise PluginArgsError("scoringStrategy", "must be a mapping")
+    unknown = set(raw) - _STRATEGY_KEYS
+    if unknown:
+        raise PluginArgsError(f"scoringStrategy.{sorted(unknown)[0]}", "unknown field")
+    kind = raw.get("type", scoring.LEAST_ALLOCATED)
+    if kind not in scoring.STRATEGY_TYPES:
+        raise PluginArgsError("scoringStrategy.type", f"unsupported value {kind!r}: supported {', '.join(scoring.STRATEGY_TYPES)}")
+    resources = scoring.parse_resource_specs(raw.get("resources"), "scoringStrategy.resources")
+    shape: scoring.Shape = ()
+    if kind == scoring.REQUESTED_TO_CAPACITY_RATIO:
+        rtcr = raw.get("requestedToCapacityRatio")
+        if not isinstance(rtcr, Mapping):
+            raise PluginArgsError("scoringStrategy.requestedToCapacityRatio", "required for type RequestedToCapacityRatio")
+        unknown = set(rtcr) - {"shape"}
+        if unknown:
+            raise PluginArgsError(f"scoringStrategy.requestedToCapacityRatio.{sorted(unknown)[0]}", "unknown field")
+        shape = scoring.parse_shape(rtcr.get("shape"), "scoringStrategy.requestedToCapacityRatio.shape")
+    return ignored, groups, ScoringStrategy(kind, resources, shape)
+
+
+class NodeResourcesFit:
+    """Filter on requests vs allocatable; score by the configured allocation strategy."""
+
+    def __init__(self, args: Mapping[str, Any] | None = None, *, name: str | None = None) -> None:
+        self.name = name or NAME
+        self.ignored_resources, self.ignored_resource_groups, self.strategy = parse_args(args)
+        self._weights = tuple(s.weight for s in self.strategy.resources)
+        self._shape_table = scoring.shape_table(self.strategy.shape) if self.strategy.shape else None
+        self._default_cpu_mem = self.strategy.resources == scoring.DEFAULT_RESOURCES
+
+    # ------------------------------------------------------------------ filter
+
+    def pre_filter(self, state: CycleState, pod: "Pod", snapshot: "Snapshot") -> Status:
+        state.write(_PRE_FILTER_KEY, pod.requests)
+        return SUCCESS
+
+    def _request(self, state: CycleState, pod: "Pod") -> Resources:
+        r = state.read(_PRE_FILTER_KEY)
+        return r if r is not None else pod.requests
+
+    def filter(self, state: CycleState, pod: "Pod", node: "NodeInfo") -> Status:
+        shortfalls = insufficient_resources(
+            self._request(state, pod), node, self.ignored_resources, self.ignored_resource_groups
+        )
+        return _status_of(shortfalls) if shortfalls else SUCCESS
+
+    def filter_nodes(
+        self, state: CycleState, pod: "Pod", table: "NodeTable", index: npt.NDArray[np.intp]
+    ) -> npt.NDArray[np.bool_]:
+        r = self._request(state, pod)
+        # Work on whole columns and gather once: cheaper than gathering every column first.
+        ok = table.pod_count < table.alloc_pods
+        if r.milli_cpu or r.memory or r.ephemeral_storage or r.scalar:
+            if r.milli_cpu > 0:
+                ok &= table.req_cpu <= table.alloc_cpu - r.milli_cpu
+            if r.memory > 0:
+                ok &= table.req_mem <= table.alloc_mem - r.memory
+            if r.ephemeral_storage > 0:
+                ok &= table.req_eph <= table.alloc_eph - r.ephemeral_storage
+            for name, want in r.scalar.items():
+                if want == 0:
+                    continue
+                if is_extended_resource(name) and (
+                    name in self.ignored_resources or name.split("/", 1)[0] in self.ignored_resource_groups
+                ):
+                    continue
+                ok &= table.scalar_requested(name) <= table.scalar_allocatable(name) - want
+        return ok[index]
+
+    # ------------------------------------------------------------------ score
+
+    def pre_score(self, state: CycleState, pod: "Pod", nodes: "list[NodeInfo]", snapshot: "Snapshot") -> Status:
+        # No SKIP: upstream never skips, and the score differs between nodes for any pod.
+        state.write(_PRE_SCORE_KEY, scoring.pod_request_list(pod, self.strategy.resources, use_requested=False))
+        return SUCCESS
+
+    def _pod_requests(self, state: CycleState, pod: "Pod") -> tuple[int, ...]:
+        r = state.read(_PRE_SCORE_KEY)
+        return r if r is not None else scoring.pod_request_list(pod, self.strategy.resources, use_requested=False)
+
+    def score(self, state: CycleState, pod: "Pod", node: "NodeInfo") -> int:
+        requested, allocatable = scoring.node_vectors(
+            self.strategy.resources, self._pod_requests(state, pod), node, use_requested=False
+        )
+        kind = self.strategy.type
+        if kind == scoring.LEAST_ALLOCATED:
+            return scoring.least_allocated(requested, allocatable, self._weights)
+        if kind == scoring.MOST_ALLOCATED:
+            return scoring.most_allocated(requested, allocatable, self._weights)
+        return scoring.requested_to_capacity_ratio(requested, allocatable, self._weights, self.strategy.shape)
+
+    def score_nodes(
+        self, state: CycleState, pod: "Pod", table: "NodeTable", index: npt.NDArray[np.intp]
+    ) -> npt.NDArray[np.int64]:
+        pod_requests = self._pod_requests(state, pod)
+        kind = self.strategy.type
+        if self._default_cpu_mem and kind == scoring.LEAST_ALLOCATED:
+            return self._least_cpu_mem(pod_requests, table, index)
+        requested, allocatable = scoring.table_vectors(
+            self.strategy.resources, pod_requests, table, index, use_requested=False
+        )
+        if kind == scoring.LEAST_ALLOCATED:
+            return scoring.least_allocated_nodes(requested, allocatable, self._weights)
+        if kind == scoring.MOST_ALLOCATED:
+            return scoring.most_allocated_nodes(requested, allocatable, self._weights)
+        assert self._shape_table is not None
+        return scoring.requested_to_capacity_ratio_nodes(requested, allocatable, self._weights, self._shape_table)
+
+    @staticmethod
+    def _least_cpu_mem(
+        pod_requests: tuple[int, ...], table: "NodeTable", index: npt.NDArray[np.intp]
+    ) -> npt.NDArray[np.int64]:
+        """The default profile's case (cpu + memory, weight 1 each), without building (R, N) arrays."""
+        total = np.zeros(len(index), dtype=np.int64)
+        weight_sum = np.zeros(len(index), dtype=np.int64)
+        for alloc_col, used_col, p in ((table.alloc_cpu, table.nz_cpu, pod_requests[0]), (table.alloc_mem, table.nz_mem, pod_requests[1])):
+            a = alloc_col[index]
+            req = used_col[index] + p
+            valid = a > 0
+            free = a - req
+            s = np.where(free >= 0, free * scoring.MAX_NODE_SCORE // np.where(valid, a, 1), 0)
+            total += np.where(valid, s, 0)
+            weight_sum += valid
+        return np.where(weight_sum > 0, total // np.maximum(weight_sum, 1), 0)

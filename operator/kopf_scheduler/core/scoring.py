@@ -1,0 +1,408 @@
+"""Shared resource-scoring math: the allocation scorers behind NodeResourcesFit and BalancedAllocation.
+
+Follows upstream ``pkg/scheduler/framework/plugins/noderesources/{least_allocated,most_allocated,
+requested_to_capacity_ratio,balanced_allocation,resource_allocation}.go`` and
+``plugins/helper/shape_score.go`` (v1.37). Every scorer takes, per configured resource, the
+*requested* amount (what the node would hold with the pod on it) and the node's *allocatable*
+amount, in resource order. A resource whose allocatable is 0 takes no part (upstream fills such
+entries with zeros and skips them), which is also how a plugin says "pod does not request this
+extended resource".
+
+Two forms of each scorer: a scalar one over sequences (the reference) and a numpy one over
+``(R, N)`` int64 arrays (``R`` resources by ``N`` nodes) that returns one int64 score per node.
+They agree exactly, including Go's truncating integer division and float64 rounding.
+
+Also here: the argument shapes the resource plugins share (``ResourceSpec``, the utilization shape)
+and their validation, raising ``PluginArgsError`` with the upstream field paths.
+
+Limits: no DRA-backed extended resources; values are assumed to fit int64 after ``* 100``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, Mapping, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from .framework import MAX_NODE_SCORE
+from .plugins import PluginArgsError
+from .resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar_resource
+
+if TYPE_CHECKING:
+    from .nodeinfo import NodeInfo
+    from .objects import Pod
+    from .snapshot import NodeTable
+
+IntArray = npt.NDArray[np.int64]
+
+#: shape scores in the arguments are 0..10 (upstream ``config.MaxCustomPriorityScore``)
+MAX_CUSTOM_PRIORITY_SCORE: Final = 10
+MAX_UTILIZATION: Final = 100
+MIN_WEIGHT: Final = 1
+MAX_WEIGHT: Final = 100
+
+LEAST_ALLOCATED: Final = "LeastAllocated"
+MOST_ALLOCATED: Final = "MostAllocated"
+REQUESTED_TO_CAPACITY_RATIO: Final = "RequestedToCapacityRatio"
+STRATEGY_TYPES: Final = (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO)
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceSpec:
+    name: str
+    weight: int = 1
+
+
+DEFAULT_RESOURCES: Final = (ResourceSpec(CPU, 1), ResourceSpec(MEMORY, 1))
+
+#: a broken-linear shape: (utilization 0..100, score 0..MAX_NODE_SCORE) points, utilization increasing
+Shape = tuple[tuple[int, int], ...]
+
+
+# ----------------------------------------------------------------------------- arguments
+
+
+def _int_field(value: Any, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise PluginArgsError(field, f"must be an integer, not {value!r}")
+    return value
+
+
+def parse_resource_specs(
+    raw: Any,
+    field: str,
+    *,
+    weight_must_be_one: bool = False,
+    reject_duplicates: bool = False,
+) -> tuple[ResourceSpec, ...]:
+    """``[{name, weight}]`` -> specs. Empty or absent means cpu + memory, weight 1 (upstream defaults).
+
+    A missing weight defaults to 1. NodeResourcesFit accepts weights 1..100; BalancedAllocation
+    (``weight_must_be_one``) only 1, and rejects a resource named twice.
+    """
+    if raw is None or (isinstance(raw, (list, tuple)) and not raw):
+        return DEFAULT_RESOURCES
+    if not isinstance(raw, (list, tuple)):
+        raise PluginArgsError(field, "must be a list of {name, weight}")
+    specs: list[ResourceSpec] = []
+    seen: set[str] = set()
+    for i, item in enumerate(raw):
+        where = f"{field}[{i}]"
+        if not isinstance(item, Mapping):
+            raise PluginArgsError(where, "must be a mapping with name and weight")
+        unknown = set(item) - {"name", "weight"}
+        if unknown:
+            raise PluginArgsError(f"{where}.{sorted(unknown)[0]}", "unknown field")
+        name = item.get("name")
+        if not isinstance(name, str) or not name:
+            raise PluginArgsError(f"{where}.name", "must be a non-empty string")
+        weight = _int_field(item.get("weight", 1), f"{where}.weight")
+        if weight_must_be_one:
+            if weight != 1:
+                raise PluginArgsError(f"{where}.weight", "must be 1")
+        elif not MIN_WEIGHT <= weight <= MAX_WEIGHT:
+            raise PluginArgsError(f"{where}.weight", f"resource weight of {name} not in valid range (0, {MAX_WEIGHT}]")
+        if reject_duplicates and name in seen:
+            raise PluginArgsError(f"{where}.name", f"duplicate resource {name!r}")
+        seen.add(name)
+        specs.append(ResourceSpec(name, weight))
+    return tuple(specs)
+
+
+def parse_shape(raw: Any, field: str) -> Shape:
+    """``[{utilization, score}]`` with utilization strictly increasing in 0..100 and score in 0..10.
+
+    Scores are scaled by ``MAX_NODE_SCORE / MAX_CUSTOM_PRIORITY_SCORE`` (10) as upstream does.
+    """
+    if not isinstance(raw, (list, tuple)) or not raw:
+        raise PluginArgsError(field, "at least one point must be specified")
+    points: list[tuple[int, int]] = []
+    for i, item in enumerate(raw):
+        where = f"{field}[{i}]"
+        if not isinstance(item, Mapping):
+            raise PluginArgsError(where, "must be a mapping with utilization and score")
+        unknown = set(item) - {"utilization", "score"}
+        if unknown:
+            raise PluginArgsError(f"{where}.{sorted(unknown)[0]}", "unknown field")
+        u = _int_field(item.get("utilization", 0), f"{where}.utilization")
+        s = _int_field(item.get("score", 0), f"{where}.score")
+        if i > 0 and u <= points[-1][0]:
+            raise PluginArgsError(f"{where}.utilization", "utilization values must be sorted in increasing order")
+        if not 0 <= u <= MAX_UTILIZATION:
+            raise PluginArgsError(f"{where}.utilization", f"not in valid range [0, {MAX_UTILIZATION}]")
+        if not 0 <= s <= MAX_CUSTOM_PRIORITY_SCORE:
+            raise PluginArgsError(f"{where}.score", f"not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]")
+        points.append((u, s))
+    factor = MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE
+    return tuple((u, s * factor) for u, s in points)
+
+
+# ----------------------------------------------------------------------------- scalar forms
+
+
+def _go_div(a: int, b: int) -> int:
+    """Go's integer division: truncates toward zero (Python's ``//`` floors)."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q
+
+
+def least_requested_score(requested: int, capacity: int) -> int:
+    if capacity == 0 or requested > capacity:
+        return 0
+    return (capacity - requested) * MAX_NODE_SCORE // capacity
+
+
+def most_requested_score(requested: int, capacity: int) -> int:
+    if capacity == 0:
+        return 0
+    # requested may exceed capacity because request-less pods count with defaults: clamp
+    return min(requested, capacity) * MAX_NODE_SCORE // capacity
+
+
+def least_allocated(requested: Sequence[int], allocatable: Sequence[int], weights: Sequence[int]) -> int:
+    """Weighted mean (integer division) of the free share x 100 over resources with allocatable > 0."""
+    total = weight_sum = 0
+    for req, alloc, w in zip(requested, allocatable, weights):
+        if alloc == 0:
+            continue
+        total += least_requested_score(req, alloc) * w
+        weight_sum += w
+    return total // weight_sum if weight_sum else 0
+
+
+def most_allocated(requested: Sequence[int], allocatable: Sequence[int], weights: Sequence[int]) -> int:
+    """Weighted mean (integer division) of the used share x 100 (clamped at 100)."""
+    total = weight_sum = 0
+    for req, alloc, w in zip(requested, allocatable, weights):
+        if alloc == 0:
+            continue
+        total += most_requested_score(req, alloc) * w
+        weight_sum += w
+    return total // weight_sum if weight_sum else 0
+
+
+def broken_linear(shape: Shape, p: int) -> int:
+    """The piecewise-linear function through ``shape``; flat before the first and after the last point."""
+    for i, (u, s) in enumerate(shape):
+        if p <= u:
+            if i == 0:
+                return s
+            u0, s0 = shape[i - 1]
+            return s0 + _go_div((s - s0) * (p - u0), u - u0)
+    return shape[-1][1]
+
+
+def utilization(requested: int, capacity: int) -> int:
+    """Percent used, 0..100; 100 when over capacity (capacity > 0 assumed)."""
+    if requested > capacity:
+        return MAX_UTILIZATION
+    return requested * MAX_UTILIZATION // capacity
+
+
+def requested_to_capacity_ratio(
+    requested: Sequence[int], allocatable: Sequence[int], weights: Sequence[int], shape: Shape
+) -> int:
+    """Weighted mean of ``shape(utilization)``, counting only resources that score > 0, rounded half up."""
+    total = weight_sum = 0
+    for req, alloc, w in zip(requested, allocatable, weights):
+        if alloc == 0:
+            continue
+        s = broken_linear(shape, utilization(req, alloc))
+        if s > 0:
+            total += s * w
+            weight_sum += w
+    if weight_sum == 0:
+        return 0
+    return (2 * total + weight_sum) // (2 * weight_sum)  # math.Round of a non-negative ratio
+
+
+def balanced_allocation(requested: Sequence[int], allocatable: Sequence[int]) -> int:
+    """``int((1 - std) * 100)`` of the requested/allocatable fractions (each capped at 1).
+
+    Two fractions: std = |f0 - f1| / 2; more: the population standard deviation; fewer: 0.
+    """
+    fractions: list[float] = []
+    total = 0.0
+    for req, alloc in zip(requested, allocatable):
+        if alloc == 0:
+            continue
+        f = float(req) / float(alloc)
+        if f > 1:
+            f = 1.0
+        total += f
+        fractions.append(f)
+    std = 0.0
+    if len(fractions) == 2:
+        std = abs((fractions[0] - fractions[1]) / 2)
+    elif len(fractions) > 2:
+        mean = total / len(fractions)
+        acc = 0.0
+        for f in fractions:
+            acc = acc + (f - mean) * (f - mean)
+        std = math.sqrt(acc / len(fractions))
+    return int((1 - std) * float(MAX_NODE_SCORE))
+
+
+# ----------------------------------------------------------------------------- numpy forms
+#
+# ``requested`` and ``allocatable`` are (R, N) int64 arrays; ``weights`` has R entries.
+
+
+def _weighted_mean_floor(scores: IntArray, valid: npt.NDArray[np.bool_], weights: Sequence[int]) -> IntArray:
+    w = np.asarray(weights, dtype=np.int64)[:, None]
+    total = (np.where(valid, scores, 0) * w).sum(axis=0)
+    weight_sum = (valid * w).sum(axis=0)
+    return np.where(weight_sum > 0, total // np.maximum(weight_sum, 1), 0).astype(np.int64)
+
+
+def least_allocated_nodes(requested: IntArray, allocatable: IntArray, weights: Sequence[int]) -> IntArray:
+    valid = allocatable > 0
+    safe = np.where(valid, allocatable, 1)
+    per = np.where(requested <= allocatable, (allocatable - requested) * MAX_NODE_SCORE // safe, 0)
+    return _weighted_mean_floor(per, valid, weights)
+
+
+def most_allocated_nodes(requested: IntArray, allocatable: IntArray, weights: Sequence[int]) -> IntArray:
+    valid = allocatable > 0
+    safe = np.where(valid, allocatable, 1)
+    per = np.minimum(requested, allocatable) * MAX_NODE_SCORE // safe
+    return _weighted_mean_floor(per, valid, weights)
+
+
+def shape_table(shape: Shape) -> IntArray:
+    """``broken_linear(shape, p)`` for every utilization p in 0..100 (the vector form looks it up)."""
+    return np.array([broken_linear(shape, p) for p in range(MAX_UTILIZATION + 1)], dtype=np.int64)
+
+
+def requested_to_capacity_ratio_nodes(
+    requested: IntArray, allocatable: IntArray, weights: Sequence[int], table: IntArray
+) -> IntArray:
+    """``table`` is ``shape_table(shape)``."""
+    valid = allocatable > 0
+    safe = np.where(valid, allocatable, 1)
+    util = np.where(requested > allocatable, MAX_UTILIZATION, requested * MAX_UTILIZATION // safe)
+    util = np.clip(util, 0, MAX_UTILIZATION)
+    per = table[util]
+    counted = valid & (per > 0)
+    w = np.asarray(weights, dtype=np.int64)[:, None]
+    total = (np.where(counted, per, 0) * w).sum(axis=0)
+    weight_sum = (counted * w).sum(axis=0)
+    return np.where(weight_sum > 0, (2 * total + weight_sum) // np.maximum(2 * weight_sum, 1), 0).astype(np.int64)
+
+
+def balanced_allocation_nodes(requested: IntArray, allocatable: IntArray) -> IntArray:
+    """Float arithmetic in the same order as the scalar form, so the truncated results agree."""
+    valid = allocatable > 0
+    frac = np.where(valid, requested.astype(np.float64) / np.where(valid, allocatable, 1).astype(np.float64), 0.0)
+    frac = np.minimum(frac, 1.0)
+    count = valid.sum(axis=0)
+    r = requested.shape[0]
+    n = requested.shape[1] if requested.ndim == 2 else 0
+    total = np.zeros(n, dtype=np.float64)
+    for i in range(r):  # sequential sums, as the scalar loop adds
+        total = total + frac[i]
+    mean = total / np.maximum(count, 1)
+    acc = np.zeros(n, dtype=np.float64)
+    for i in range(r):
+        d = frac[i] - mean
+        acc = acc + np.where(valid[i], d * d, 0.0)
+    std = np.where(count > 2, np.sqrt(acc / np.maximum(count, 1)), 0.0)
+    if r >= 2:
+        # exactly two valid fractions: |f_first - f_second| / 2, taking them in resource order
+        first = np.argmax(valid, axis=0)
+        rest = valid.copy()
+        rest[first, np.arange(n)] = False
+        second = np.argmax(rest, axis=0)
+        cols = np.arange(n)
+        pair = np.abs((frac[first, cols] - frac[second, cols]) / 2)
+        std = np.where(count == 2, pair, std)
+    return ((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64)
+
+
+# ----------------------------------------------------------------------------- inputs
+#
+# What upstream ``resource_allocation.go`` gathers per resource: cpu and memory from the non-zero
+# sums (or the real ones when ``use_requested``), ephemeral-storage and scalar resources from the
+# real sums. A scalar resource the pod does not request, or a name the node does not report,
+# becomes (0, 0) and so takes no part.
+
+
+def pod_request_list(pod: "Pod", specs: Sequence[ResourceSpec], *, use_requested: bool) -> tuple[int, ...]:
+    """The pod's request for each spec: non-zero (defaulted) cpu/memory unless ``use_requested``."""
+    nz = pod.requests if use_requested else pod.non_zero_requests
+    out = []
+    for spec in specs:
+        if spec.name == CPU:
+            out.append(nz.milli_cpu)
+        elif spec.name == MEMORY:
+            out.append(nz.memory)
+        else:
+            out.append(pod.requests.get(spec.name))
+    return tuple(out)
+
+
+def _takes_part(name: str, pod_request: int) -> bool:
+    if name in (CPU, MEMORY, EPHEMERAL_STORAGE):
+        return True
+    return pod_request != 0 and is_scalar_resource(name)
+
+
+def node_vectors(
+    specs: Sequence[ResourceSpec], pod_requests: Sequence[int], info: "NodeInfo", *, use_requested: bool
+) -> tuple[list[int], list[int]]:
+    """(requested-with-pod, allocatable) for one node, in spec order."""
+    alloc = info.allocatable
+    nz = info.requested if use_requested else info.non_zero_requested
+    real = info.requested
+    requested: list[int] = []
+    allocatable: list[int] = []
+    for spec, p in zip(specs, pod_requests):
+        name = spec.name
+        a = r = 0
+        if _takes_part(name, p):
+            if name == CPU:
+                a, r = alloc.milli_cpu, nz.milli_cpu + p
+            elif name == MEMORY:
+                a, r = alloc.memory, nz.memory + p
+            elif name == EPHEMERAL_STORAGE:
+                a, r = alloc.ephemeral_storage, real.ephemeral_storage + p
+            elif name in alloc.scalar:
+                a, r = alloc.scalar[name], real.scalar.get(name, 0) + p
+        if a == 0:
+            r = 0
+        requested.append(r)
+        allocatable.append(a)
+    return requested, allocatable
+
+
+def table_vectors(
+    specs: Sequence[ResourceSpec],
+    pod_requests: Sequence[int],
+    table: "NodeTable",
+    index: npt.NDArray[np.intp],
+    *,
+    use_requested: bool,
+) -> tuple[IntArray, IntArray]:
+    """(requested-with-pod, allocatable) as (R, len(index)) arrays; the vector form of ``node_vectors``."""
+    m = len(index)
+    requested = np.zeros((len(specs), m), dtype=np.int64)
+    allocatable = np.zeros((len(specs), m), dtype=np.int64)
+    for i, (spec, p) in enumerate(zip(specs, pod_requests)):
+        name = spec.name
+        if not _takes_part(name, p):
+            continue
+        if name == CPU:
+            a, used = table.alloc_cpu, (table.req_cpu if use_requested else table.nz_cpu)
+        elif name == MEMORY:
+            a, used = table.alloc_mem, (table.req_mem if use_requested else table.nz_mem)
+        elif name == EPHEMERAL_STORAGE:
+            a, used = table.alloc_eph, table.req_eph
+        else:
+            a, used = table.scalar_allocatable(name), table.scalar_requested(name)
+        a_i = a[index]
+        allocatable[i] = a_i
+        requested[i] = np.where(a_i > 0, used[index] + p, 0)
+    return requested, allocatable
