@@ -1,0 +1,605 @@
+"""SchedulingQueue: the pending pods, in the order the scheduler should try them.
+
+Upstream ``pkg/scheduler/backend/queue/scheduling_queue.go`` (``PriorityQueue``),
+without QueueingHints. Pending pods live in exactly one of:
+
+- ``active``: a heap ordered by the QueueSort rule (``less``; by default
+  PrioritySort: higher ``Pod.priority`` first, then the earlier enqueue time);
+- ``backoff``: pods waiting out their backoff, ordered by expiry; backoff is
+  ``initial * 2**(attempts - 1)`` capped at ``max`` (1 s / 10 s by default),
+  counted from the last failure;
+- ``unschedulable``: pods whose last attempt failed and which wait for a
+  cluster event (``move_all_to_active_or_backoff``, ``assigned_pod_added``), an
+  update of their own spec, or the leftover timeout (5 min by default);
+- ``gated``: pods with scheduling gates; never popped until an update clears them.
+
+A popped pod is *in flight* until ``add_unschedulable``, ``add_backoff`` or
+``done``. Updates and deletes that arrive meanwhile are remembered and applied
+when the attempt ends: the requeued info carries the latest pod; a pod deleted
+in flight is dropped. A move request (cluster event) during the attempt sends
+the failed pod to backoff instead of the unschedulable pool, tracked with
+upstream's ``scheduling_cycle`` / ``move_request_cycle`` counters.
+
+Pure: time is always an argument (``now`` in seconds, any monotonic origin);
+nothing here sleeps, reads a clock or starts a thread. The loop asks
+``next_ready_at(now)`` when to wake.
+
+Limits: no QueueingHints or per-plugin event filtering (every move request moves
+every unschedulable pod); pods are keyed by uid; the queue does not look at
+``node_name`` (the caller deletes a pod from the queue once it is bound).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import heapq
+import itertools
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable, Final, Iterable, Mapping
+
+from .objects import Pod
+
+DEFAULT_POD_INITIAL_BACKOFF_SECONDS: Final = 1.0
+DEFAULT_POD_MAX_BACKOFF_SECONDS: Final = 10.0
+#: upstream ``DefaultPodMaxInUnschedulablePodsDuration``
+DEFAULT_POD_MAX_IN_UNSCHEDULABLE_SECONDS: Final = 300.0
+
+# Sub-queue names, as in the ``scheduler_pending_pods{queue}`` metric.
+ACTIVE: Final = "active"
+BACKOFF: Final = "backoff"
+UNSCHEDULABLE: Final = "unschedulable"
+GATED: Final = "gated"
+
+# Event labels of ``scheduler_queue_incoming_pods_total{queue,event}`` raised by the queue itself.
+EVENT_POD_ADD: Final = "PodAdd"
+EVENT_POD_UPDATE: Final = "PodUpdate"
+EVENT_SCHEDULE_ATTEMPT_FAILURE: Final = "ScheduleAttemptFailure"
+EVENT_BACKOFF_COMPLETE: Final = "BackoffComplete"
+EVENT_UNSCHEDULABLE_TIMEOUT: Final = "UnschedulableTimeout"
+EVENT_ASSIGNED_POD_ADD: Final = "AssignedPodAdd"
+EVENT_ASSIGNED_POD_UPDATE: Final = "AssignedPodUpdate"
+
+#: Pod fields whose change never makes a pod schedulable (status and bookkeeping).
+_IGNORED_FIELDS: Final = frozenset({"resource_version", "phase", "nominated_node_name"})
+_COMPARED_FIELDS: Final = tuple(f.name for f in dataclasses.fields(Pod) if f.name not in _IGNORED_FIELDS)
+
+
+@dataclass(slots=True, eq=False)
+class QueuedPodInfo:
+    """A pending pod and its queueing history (upstream ``framework.QueuedPodInfo``)."""
+
+    pod: Pod
+    #: enqueue time, the QueueSort tie-breaker: set on add, refreshed when the pod
+    #: comes back after a failed attempt (so a retried pod queues behind newer ones)
+    timestamp: float
+    #: when the queue first saw the pod (never changes)
+    added_at: float
+    #: scheduling attempts so far (incremented by ``pop``)
+    attempts: int = 0
+    #: plugins that rejected the pod in its last attempt
+    unschedulable_plugins: frozenset[str] = frozenset()
+    #: when the last attempt failed; the backoff counts from here
+    last_failure_at: float | None = None
+    #: when the pod first became poppable (not gated): the start of the SLI latency
+    initial_attempt_timestamp: float | None = None
+
+    @property
+    def uid(self) -> str:
+        return self.pod.uid
+
+
+LessFunc = Callable[[QueuedPodInfo, QueuedPodInfo], bool]
+
+
+def priority_sort_less(a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+    """PrioritySort: higher priority first, then the earlier enqueue time."""
+    if a.pod.priority != b.pod.priority:
+        return a.pod.priority > b.pod.priority
+    return a.timestamp < b.timestamp
+
+
+def is_pod_updated(old: Pod | None, new: Pod) -> bool:
+    """Whether ``new`` differs from ``old`` in anything but status and resourceVersion.
+
+    Upstream ``isPodUpdated``: only such an update can make an unschedulable pod schedulable.
+    """
+    if old is None:
+        return True
+    if old is new:
+        return False
+    return any(getattr(old, f) != getattr(new, f) for f in _COMPARED_FIELDS)
+
+
+def required_affinity_terms_select(waiting: Pod, assigned: Pod, namespace_labels: Mapping[str, str] | None = None) -> bool:
+    """Whether any required pod-affinity term of ``waiting`` selects ``assigned``."""
+    a = waiting.affinity
+    if a is None or a.pod_affinity is None:
+        return False
+    return any(t.selects(assigned, waiting.namespace, namespace_labels) for t in a.pod_affinity.required)
+
+
+def _has_required_affinity(pod: Pod) -> bool:
+    a = pod.affinity
+    return a is not None and a.pod_affinity is not None and bool(a.pod_affinity.required)
+
+
+class _ActiveItem:
+    """A heap entry for the active queue; ordering delegates to the queue's ``less``."""
+
+    __slots__ = ("info", "seq", "less")
+
+    def __init__(self, info: QueuedPodInfo, seq: int, less: LessFunc) -> None:
+        self.info, self.seq, self.less = info, seq, less
+
+    def __lt__(self, other: "_ActiveItem") -> bool:
+        if self.less(self.info, other.info):
+            return True
+        if self.less(other.info, self.info):
+            return False
+        return self.seq < other.seq  # equal under ``less``: first pushed first
+
+
+@dataclass(slots=True)
+class _Flight:
+    """A popped pod whose attempt has not finished yet."""
+
+    info: QueuedPodInfo
+    cycle: int
+    latest: Pod | None = None  # the newest version seen while in flight
+    deleted: bool = False
+    moved: bool = False  # something that may make it schedulable happened during the attempt
+
+
+@dataclass(slots=True)
+class _Nominator:
+    """Pods nominated to nodes by preemption (upstream ``nominator``), keyed by uid."""
+
+    by_node: dict[str, dict[str, Pod]] = field(default_factory=dict)
+    node_of: dict[str, str] = field(default_factory=dict)
+
+    def add(self, pod: Pod, node_name: str = "") -> None:
+        self.delete(pod.uid)
+        node = node_name or pod.nominated_node_name
+        if not node:
+            return
+        self.node_of[pod.uid] = node
+        self.by_node.setdefault(node, {})[pod.uid] = pod
+
+    def update(self, old: Pod | None, new: Pod) -> None:
+        # An update without a nominatedNodeName on either side keeps an in-memory
+        # nomination (the status write may not have reached the watch yet).
+        keep = ""
+        if (old is None or not old.nominated_node_name) and not new.nominated_node_name:
+            keep = self.node_of.get(new.uid, "")
+        self.add(new, keep)
+
+    def delete(self, uid: str) -> None:
+        node = self.node_of.pop(uid, None)
+        if node is None:
+            return
+        pods = self.by_node[node]
+        del pods[uid]
+        if not pods:
+            del self.by_node[node]
+
+
+class SchedulingQueue:
+    """Active heap, backoff heap, unschedulable pool and gated pods; see the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        less: LessFunc = priority_sort_less,
+        pod_initial_backoff: float = DEFAULT_POD_INITIAL_BACKOFF_SECONDS,
+        pod_max_backoff: float = DEFAULT_POD_MAX_BACKOFF_SECONDS,
+        pod_max_in_unschedulable: float = DEFAULT_POD_MAX_IN_UNSCHEDULABLE_SECONDS,
+    ) -> None:
+        if pod_initial_backoff < 0 or pod_max_backoff < pod_initial_backoff:
+            raise ValueError("backoff: need 0 <= pod_initial_backoff <= pod_max_backoff")
+        self.less = less
+        self.pod_initial_backoff = pod_initial_backoff
+        self.pod_max_backoff = pod_max_backoff
+        self.pod_max_in_unschedulable = pod_max_in_unschedulable
+        #: incremented by every ``pop`` (upstream ``schedulingCycle``)
+        self.scheduling_cycle = 0
+        #: the scheduling cycle at the last move request (upstream ``moveRequestCycle``)
+        self.move_request_cycle = -1
+        #: pods entering each sub-queue, by (queue, event): ``scheduler_queue_incoming_pods_total``
+        self.incoming: Counter[tuple[str, str]] = Counter()
+
+        self._active: dict[str, QueuedPodInfo] = {}
+        self._backoff: dict[str, QueuedPodInfo] = {}
+        self._unschedulable: dict[str, QueuedPodInfo] = {}
+        self._gated: dict[str, QueuedPodInfo] = {}
+        self._in_flight: dict[str, _Flight] = {}
+        #: unschedulable pods with required pod-affinity terms (what ``assigned_pod_added`` scans)
+        self._with_affinity: set[str] = set()
+        self._nominator = _Nominator()
+        # Heaps with lazy deletion: an entry is live while its seq is the pod's current seq
+        # and the pod is still in that sub-queue.
+        self._seq = itertools.count()
+        self._current: dict[str, int] = {}
+        self._active_heap: list[_ActiveItem] = []
+        self._backoff_heap: list[tuple[float, int, str]] = []
+        self._leftover_heap: list[tuple[float, int, str]] = []
+
+    # ------------------------------------------------------------------ inspection
+
+    def __len__(self) -> int:
+        return len(self._active) + len(self._backoff) + len(self._unschedulable) + len(self._gated)
+
+    def __contains__(self, pod: object) -> bool:
+        """Whether a pod (or uid) is pending in one of the sub-queues (in-flight pods are not)."""
+        uid = pod.uid if isinstance(pod, Pod) else pod
+        if not isinstance(uid, str):
+            return False
+        return uid in self._active or uid in self._backoff or uid in self._unschedulable or uid in self._gated
+
+    def pending_counts(self) -> dict[str, int]:
+        return {
+            ACTIVE: len(self._active),
+            BACKOFF: len(self._backoff),
+            UNSCHEDULABLE: len(self._unschedulable),
+            GATED: len(self._gated),
+        }
+
+    def where(self, pod: Pod | str) -> str | None:
+        """The sub-queue holding the pod, ``"in_flight"``, or ``None`` when the queue does not know it."""
+        uid = pod.uid if isinstance(pod, Pod) else pod
+        for name, sub in ((ACTIVE, self._active), (BACKOFF, self._backoff), (UNSCHEDULABLE, self._unschedulable), (GATED, self._gated)):
+            if uid in sub:
+                return name
+        return "in_flight" if uid in self._in_flight else None
+
+    def get(self, pod: Pod | str) -> QueuedPodInfo | None:
+        uid = pod.uid if isinstance(pod, Pod) else pod
+        for sub in (self._active, self._backoff, self._unschedulable, self._gated):
+            if uid in sub:
+                return sub[uid]
+        f = self._in_flight.get(uid)
+        return f.info if f is not None else None
+
+    def in_flight_count(self) -> int:
+        return len(self._in_flight)
+
+    def pending_pods(self) -> list[Pod]:
+        """Every pending pod (debugging, cache dumps); not in any particular order."""
+        return [i.pod for sub in (self._active, self._backoff, self._unschedulable, self._gated) for i in sub.values()]
+
+    def unschedulable_plugin_counts(self) -> Counter[str]:
+        """Pods in the unschedulable pool per rejecting plugin (``scheduler_unschedulable_pods``)."""
+        c: Counter[str] = Counter()
+        for info in self._unschedulable.values():
+            c.update(info.unschedulable_plugins)
+        return c
+
+    def backoff_duration(self, info: QueuedPodInfo) -> float:
+        """``initial * 2**(attempts-1)`` capped at the max; no backoff before the first attempt."""
+        if info.attempts <= 0:
+            return 0.0
+        duration = self.pod_initial_backoff
+        for _ in range(1, info.attempts):
+            duration *= 2
+            if duration >= self.pod_max_backoff:
+                return self.pod_max_backoff
+        return min(duration, self.pod_max_backoff)
+
+    def backoff_expiry(self, info: QueuedPodInfo) -> float:
+        base = info.last_failure_at if info.last_failure_at is not None else info.timestamp
+        return base + self.backoff_duration(info)
+
+    def is_backing_off(self, info: QueuedPodInfo, now: float) -> bool:
+        return self.backoff_expiry(info) > now
+
+    def next_ready_at(self, now: float) -> float | None:
+        """When the loop should call ``pop`` next: ``now`` if a pod is ready, else the earliest
+        backoff expiry or unschedulable-leftover deadline; ``None`` when nothing will become ready
+        by time alone (empty, or only gated / unschedulable-forever pods)."""
+        if self._active:
+            return now
+        best: float | None = None
+        top = self._peek(self._backoff_heap, self._backoff)
+        if top is not None:
+            best = top
+        top = self._peek(self._leftover_heap, self._unschedulable)
+        if top is not None and (best is None or top < best):
+            best = top
+        if best is None:
+            return None
+        return max(best, now)
+
+    def nominated_pods_for_node(self, node_name: str) -> list[Pod]:
+        return list(self._nominator.by_node.get(node_name, {}).values())
+
+    def nominated_node_of(self, pod: Pod | str) -> str | None:
+        uid = pod.uid if isinstance(pod, Pod) else pod
+        return self._nominator.node_of.get(uid)
+
+    # ------------------------------------------------------------------ informer events
+
+    def add(self, pod: Pod, now: float) -> None:
+        """A new pending pod: active, or gated when it has scheduling gates."""
+        if pod.uid in self or pod.uid in self._in_flight:
+            self.update(None, pod, now)
+            return
+        info = QueuedPodInfo(pod, timestamp=now, added_at=now)
+        if pod.scheduling_gates:
+            self._gated[pod.uid] = info
+            self.incoming[(GATED, EVENT_POD_ADD)] += 1
+        else:
+            info.initial_attempt_timestamp = now
+            self._push_active(info)
+            self.incoming[(ACTIVE, EVENT_POD_ADD)] += 1
+        self._nominator.add(pod)
+
+    def update(self, old: Pod | None, new: Pod, now: float) -> None:
+        """A pending pod changed. Updated in place; an unschedulable pod whose spec changed and a
+        gated pod whose gates are gone move to active (or backoff while still backing off); an
+        unknown pod is added as new (upstream ``Update``)."""
+        uid = new.uid
+        flight = self._in_flight.get(uid)
+        if flight is not None:
+            if flight.deleted:
+                return
+            before = flight.latest if flight.latest is not None else flight.info.pod
+            if is_pod_updated(before if old is None else old, new):
+                flight.moved = True
+            flight.latest = new
+            self._nominator.update(old, new)
+            return
+        if uid in self._active:
+            info = self._active[uid]
+            info.pod = new
+            self._push_active(info)  # the sort key may have changed
+        elif uid in self._backoff:
+            self._backoff[uid].pod = new  # expiry does not depend on the pod
+        elif uid in self._unschedulable:
+            info = self._unschedulable[uid]
+            spec_changed = is_pod_updated(info.pod if old is None else old, new)
+            info.pod = new
+            if spec_changed:
+                self._remove_unschedulable(uid)
+                self._to_active_or_backoff(info, now, EVENT_POD_UPDATE)
+        elif uid in self._gated:
+            info = self._gated[uid]
+            info.pod = new
+            if not new.scheduling_gates:
+                del self._gated[uid]
+                self._to_active_or_backoff(info, now, EVENT_POD_UPDATE)
+        else:
+            self.add(new, now)
+            return
+        self._nominator.update(old, new)
+
+    def delete(self, pod: Pod) -> None:
+        """The pod is gone (deleted, or bound by someone): drop it from wherever it is."""
+        uid = pod.uid
+        self._nominator.delete(uid)
+        flight = self._in_flight.get(uid)
+        if flight is not None:
+            flight.deleted = True
+            return
+        self._active.pop(uid, None)
+        self._backoff.pop(uid, None)
+        self._gated.pop(uid, None)
+        self._remove_unschedulable(uid)
+        self._current.pop(uid, None)
+        self._compact()
+
+    # ------------------------------------------------------------------ the scheduling loop
+
+    def pop(self, now: float) -> QueuedPodInfo | None:
+        """The next pod to schedule, or ``None``. Moves due backoff and leftover pods first."""
+        self.flush_backoff_completed(now)
+        self.flush_unschedulable_leftover(now)
+        heap = self._active_heap
+        while heap:
+            item = heapq.heappop(heap)
+            uid = item.info.uid
+            if self._current.get(uid) != item.seq or uid not in self._active:
+                continue
+            info = self._active.pop(uid)
+            del self._current[uid]
+            info.attempts += 1
+            self.scheduling_cycle += 1
+            self._in_flight[uid] = _Flight(info, self.scheduling_cycle)
+            return info
+        return None
+
+    def add_unschedulable(self, info: QueuedPodInfo, now: float, *, plugins: Iterable[str] = ()) -> bool:
+        """The attempt failed (filters rejected the pod). The pod waits in the unschedulable pool,
+        or in backoff when a move request arrived during the attempt. Returns whether it was queued
+        (False: deleted meanwhile, or already pending)."""
+        target = self._finish_attempt(info, now, plugins)
+        if target is None:
+            return False
+        info, flight = target
+        cycle = flight.cycle if flight is not None else self.scheduling_cycle
+        if self.move_request_cycle >= cycle or (flight is not None and flight.moved):
+            self._push_backoff(info)
+            self.incoming[(BACKOFF, EVENT_SCHEDULE_ATTEMPT_FAILURE)] += 1
+        else:
+            self._add_unschedulable_pool(info)
+            self.incoming[(UNSCHEDULABLE, EVENT_SCHEDULE_ATTEMPT_FAILURE)] += 1
+        self._nominator.add(info.pod, self._nominator.node_of.get(info.uid, ""))
+        return True
+
+    def add_backoff(self, info: QueuedPodInfo, now: float) -> bool:
+        """The attempt ended in an error (bind failure, plugin error): retry after the backoff."""
+        target = self._finish_attempt(info, now, ())
+        if target is None:
+            return False
+        info, _ = target
+        self._push_backoff(info)
+        self.incoming[(BACKOFF, EVENT_SCHEDULE_ATTEMPT_FAILURE)] += 1
+        self._nominator.add(info.pod, self._nominator.node_of.get(info.uid, ""))
+        return True
+
+    def done(self, pod: Pod | str) -> None:
+        """The attempt finished and the pod leaves the queue (it was bound, or given up on).
+
+        Updates remembered while in flight are discarded: the watch delivers the bound pod to the
+        cache. A no-op when the pod is not in flight (e.g. ``add_unschedulable`` already ended it).
+        """
+        uid = pod.uid if isinstance(pod, Pod) else pod
+        if self._in_flight.pop(uid, None) is not None:
+            self._nominator.delete(uid)
+
+    # ------------------------------------------------------------------ moves
+
+    def move_all_to_active_or_backoff(self, event: str, now: float) -> int:
+        """A cluster event that may make unschedulable pods schedulable (node added/updated, pod
+        deleted, PV/PVC/Service change...). Returns how many pods moved."""
+        infos = list(self._unschedulable.values())
+        for info in infos:
+            self._remove_unschedulable(info.uid)
+            self._to_active_or_backoff(info, now, event)
+        self.move_request_cycle = self.scheduling_cycle
+        return len(infos)
+
+    def assigned_pod_added(self, pod: Pod, now: float, *, namespace_labels: Mapping[str, str] | None = None) -> int:
+        """A pod was bound: unschedulable pods with a required pod-affinity term selecting it move.
+
+        In-flight pods whose terms select it count the event as a move request. ``namespace_labels``
+        are the labels of ``pod``'s namespace, for terms with a namespace selector.
+        """
+        return self._move_affinity_matches(pod, now, EVENT_ASSIGNED_POD_ADD, namespace_labels)
+
+    def assigned_pod_updated(self, pod: Pod, now: float, *, namespace_labels: Mapping[str, str] | None = None) -> int:
+        """A bound pod changed (labels): as ``assigned_pod_added``."""
+        return self._move_affinity_matches(pod, now, EVENT_ASSIGNED_POD_UPDATE, namespace_labels)
+
+    def flush_unschedulable_leftover(self, now: float) -> int:
+        """Pods that stayed in the pool for ``pod_max_in_unschedulable`` seconds or more move back."""
+        moved = 0
+        while self._leftover_heap:  # re-read: moving a pod may compact the heaps
+            deadline, seq, uid = self._leftover_heap[0]
+            if self._current.get(uid) != seq or uid not in self._unschedulable:
+                heapq.heappop(self._leftover_heap)
+                continue
+            if deadline > now:
+                break
+            heapq.heappop(self._leftover_heap)
+            info = self._unschedulable[uid]
+            self._remove_unschedulable(uid)
+            self._to_active_or_backoff(info, now, EVENT_UNSCHEDULABLE_TIMEOUT)
+            moved += 1
+        return moved
+
+    def flush_backoff_completed(self, now: float) -> int:
+        """Pods whose backoff expired (expiry <= now) move to active."""
+        moved = 0
+        while self._backoff_heap:  # re-read: moving a pod may compact the heaps
+            expiry, seq, uid = self._backoff_heap[0]
+            if self._current.get(uid) != seq or uid not in self._backoff:
+                heapq.heappop(self._backoff_heap)
+                continue
+            if expiry > now:
+                break
+            heapq.heappop(self._backoff_heap)
+            info = self._backoff.pop(uid)
+            self._push_active(info)
+            self.incoming[(ACTIVE, EVENT_BACKOFF_COMPLETE)] += 1
+            moved += 1
+        return moved
+
+    def add_nominated_pod(self, pod: Pod, node_name: str) -> None:
+        """Preemption chose ``node_name`` for ``pod`` (before the status write reaches the watch)."""
+        self._nominator.add(pod, node_name)
+
+    def delete_nominated_pod(self, pod: Pod | str) -> None:
+        self._nominator.delete(pod.uid if isinstance(pod, Pod) else pod)
+
+    # ------------------------------------------------------------------ internals
+
+    def _finish_attempt(self, info: QueuedPodInfo, now: float, plugins: Iterable[str]) -> tuple[QueuedPodInfo, _Flight | None] | None:
+        uid = info.uid
+        flight = self._in_flight.pop(uid, None)
+        if flight is not None:
+            if flight.deleted:
+                return None
+            if flight.latest is not None:
+                info.pod = flight.latest
+        if uid in self:
+            return None
+        info.timestamp = now
+        info.last_failure_at = now
+        info.unschedulable_plugins = frozenset(plugins)
+        return info, flight
+
+    def _move_affinity_matches(self, pod: Pod, now: float, event: str, namespace_labels: Mapping[str, str] | None) -> int:
+        for flight in self._in_flight.values():
+            waiting = flight.latest if flight.latest is not None else flight.info.pod
+            if required_affinity_terms_select(waiting, pod, namespace_labels):
+                flight.moved = True
+        matched = [
+            self._unschedulable[uid]
+            for uid in self._with_affinity
+            if required_affinity_terms_select(self._unschedulable[uid].pod, pod, namespace_labels)
+        ]
+        for info in matched:
+            self._remove_unschedulable(info.uid)
+            self._to_active_or_backoff(info, now, event)
+        return len(matched)
+
+    def _to_active_or_backoff(self, info: QueuedPodInfo, now: float, event: str) -> None:
+        if self.is_backing_off(info, now):
+            self._push_backoff(info)
+            self.incoming[(BACKOFF, event)] += 1
+        else:
+            self._push_active(info)
+            self.incoming[(ACTIVE, event)] += 1
+        if info.initial_attempt_timestamp is None:
+            info.initial_attempt_timestamp = now
+
+    def _next_seq(self, uid: str) -> int:
+        seq = self._current[uid] = next(self._seq)
+        return seq
+
+    def _push_active(self, info: QueuedPodInfo) -> None:
+        self._active[info.uid] = info
+        heapq.heappush(self._active_heap, _ActiveItem(info, self._next_seq(info.uid), self.less))
+        self._compact()
+
+    def _push_backoff(self, info: QueuedPodInfo) -> None:
+        self._backoff[info.uid] = info
+        heapq.heappush(self._backoff_heap, (self.backoff_expiry(info), self._next_seq(info.uid), info.uid))
+        self._compact()
+
+    def _add_unschedulable_pool(self, info: QueuedPodInfo) -> None:
+        self._unschedulable[info.uid] = info
+        if _has_required_affinity(info.pod):
+            self._with_affinity.add(info.uid)
+        deadline = info.timestamp + self.pod_max_in_unschedulable
+        heapq.heappush(self._leftover_heap, (deadline, self._next_seq(info.uid), info.uid))
+        self._compact()
+
+    def _remove_unschedulable(self, uid: str) -> None:
+        if self._unschedulable.pop(uid, None) is not None:
+            self._with_affinity.discard(uid)
+
+    def _peek(self, heap: list[tuple[float, int, str]], live: dict[str, QueuedPodInfo]) -> float | None:
+        """The first live key of a lazily deleted heap, dropping stale tops on the way."""
+        cur = self._current
+        while heap:
+            key, seq, uid = heap[0]
+            if cur.get(uid) == seq and uid in live:
+                return key
+            heapq.heappop(heap)
+        return None
+
+    def _compact(self) -> None:
+        """Rebuild a heap when its stale entries outnumber the live ones (bounded memory)."""
+        cur = self._current
+        heap = self._active_heap
+        if len(heap) > 64 and len(heap) > 2 * len(self._active):
+            live = [it for it in heap if cur.get(it.info.uid) == it.seq and it.info.uid in self._active]
+            heapq.heapify(live)
+            self._active_heap = live
+        for name, sub in (("_backoff_heap", self._backoff), ("_leftover_heap", self._unschedulable)):
+            entries: list[tuple[float, int, str]] = getattr(self, name)
+            if len(entries) > 64 and len(entries) > 2 * len(sub):
+                kept = [e for e in entries if cur.get(e[2]) == e[1] and e[2] in sub]
+                heapq.heapify(kept)
+                setattr(self, name, kept)
