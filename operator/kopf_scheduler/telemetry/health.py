@@ -1,0 +1,95 @@
+"""The probe and scrape endpoints: /healthz, /readyz, /metrics over plain HTTP (aiohttp).
+
+- `/healthz` answers 200 whenever the event loop runs this handler: a wedged loop cannot answer,
+  which is exactly what the liveness probe should catch.
+- `/readyz` answers 200 once the app says its caches are synced, 503 before. With leader
+  election on, a synced standby is ready too (its body says "standby"): readiness gates rollouts
+  and Service endpoints, not leadership, and a 2-replica Deployment whose standby were never ready
+  could not roll.
+- `/metrics` is the Prometheus text of the given SchedulerMetrics.
+
+Plain HTTP, like kube-scheduler's old insecure port; put it behind a NetworkPolicy if needed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from aiohttp import web
+
+from .metrics import SchedulerMetrics
+
+__all__ = ["HealthServer", "ReadyCheck", "start_health_server", "stop_health_server"]
+
+ReadyCheck = Callable[[], tuple[bool, str]]
+"""Returns (ready, detail); must be cheap and must not block (it runs on the event loop)."""
+
+
+@dataclass(frozen=True, slots=True)
+class HealthServer:
+    """A running server: `port` is the bound port (useful when asked for port 0)."""
+
+    runner: web.AppRunner
+    host: str
+    port: int
+
+    async def stop(self) -> None:
+        """Close the listener and finish in-flight requests."""
+        await self.runner.cleanup()
+
+
+def _app(ready_check: ReadyCheck, metrics: SchedulerMetrics, leading: Callable[[], bool] | None) -> web.Application:
+    async def healthz(_: web.Request) -> web.Response:
+        return web.Response(text="ok\n")
+
+    async def readyz(_: web.Request) -> web.Response:
+        try:
+            ready, detail = ready_check()
+        except Exception as exc:  # a buggy check must read as "not ready", not crash the probe
+            ready, detail = False, f"ready check failed: {exc!r}"
+        role = "" if leading is None else (" (leading)" if leading() else " (standby)")
+        text = f"{'ok' if ready else 'not ready'}: {detail}{role}\n"
+        return web.Response(status=200 if ready else 503, text=text)
+
+    async def metrics_page(_: web.Request) -> web.Response:
+        return web.Response(body=metrics.render(), headers={"Content-Type": metrics.content_type})
+
+    app = web.Application()
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    app.router.add_get("/metrics", metrics_page)
+    return app
+
+
+async def start_health_server(
+    host: str,
+    port: int,
+    *,
+    ready_check: ReadyCheck,
+    metrics: SchedulerMetrics,
+    leading: Callable[[], bool] | None = None,
+) -> HealthServer:
+    """Serve the endpoints on host:port (port 0 picks a free one) until `stop()`.
+
+    Pass `leading` (e.g. `lambda: elector.is_leader`) when leader election is on.
+    """
+    runner = web.AppRunner(_app(ready_check, metrics, leading), access_log=None, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    try:
+        await site.start()
+    except BaseException:
+        await runner.cleanup()
+        raise
+    bound = port
+    for address in runner.addresses:
+        if isinstance(address, tuple) and len(address) >= 2:
+            bound = int(address[1])
+            break
+    return HealthServer(runner, host, bound)
+
+
+async def stop_health_server(server: HealthServer) -> None:
+    """Same as `server.stop()`."""
+    await server.stop()
