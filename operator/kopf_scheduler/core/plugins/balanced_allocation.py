@@ -1,0 +1,83 @@
+"""NodeResourcesBalancedAllocation: prefer nodes whose resource fractions stay close to each other.
+
+Follows upstream ``pkg/scheduler/framework/plugins/noderesources/balanced_allocation.go`` (v1.37):
+score = ``int((1 - std) * 100)`` of the per-resource fractions requested/allocatable (each capped at
+1) with the pod added, over the configured ``resources`` (default cpu and memory, weight 1; weights
+must be 1). Upstream sets ``useRequested``: the *real* requests are used, not the non-zero defaults,
+for the pod and for the node sums alike. Resources with allocatable 0, and scalar resources the pod
+does not request, take no part.
+
+PreScore returns SKIP when the pod requests none of the configured resources (upstream's
+best-effort skip, kubernetes#129138); the score plugin then contributes nothing for that pod.
+
+Limits: no DRA-backed extended resources. No NormalizeScore (upstream has none).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final, Mapping
+
+import numpy as np
+import numpy.typing as npt
+
+from .. import scoring
+from ..framework import SKIP, SUCCESS, CycleState, Status
+from . import PluginArgsError
+
+if TYPE_CHECKING:
+    from ..nodeinfo import NodeInfo
+    from ..objects import Pod
+    from ..snapshot import NodeTable, Snapshot
+
+NAME: Final = "NodeResourcesBalancedAllocation"
+
+_PRE_SCORE_KEY: Final = "PreScore" + NAME
+
+
+class NodeResourcesBalancedAllocation:
+    """Score by how balanced the node's resource use would be with the pod on it."""
+
+    def __init__(self, args: Mapping[str, Any] | None = None, *, name: str | None = None) -> None:
+        self.name = name or NAME
+        args = args or {}
+        if not isinstance(args, Mapping):
+            raise PluginArgsError("", "NodeResourcesBalancedAllocation arguments must be a mapping")
+        unknown = set(args) - {"resources"}
+        if unknown:
+            raise PluginArgsError(sorted(unknown)[0], "unknown field")
+        self.resources = scoring.parse_resource_specs(
+            args.get("resources"), "resources", weight_must_be_one=True, reject_duplicates=True
+        )
+
+    def _pod_requests(self, pod: "Pod") -> tuple[int, ...]:
+        return scoring.pod_request_list(pod, self.resources, use_requested=True)
+
+    def pre_score(self, state: CycleState, pod: "Pod", nodes: "list[NodeInfo]", snapshot: "Snapshot") -> Status:
+        requests = self._pod_requests(pod)
+        if not any(requests):
+            # Upstream skips best-effort pods so they do not all pile onto one node.
+            return SKIP
+        state.write(_PRE_SCORE_KEY, requests)
+        return SUCCESS
+
+    def _requests(self, state: CycleState, pod: "Pod") -> tuple[int, ...] | None:
+        r = state.read(_PRE_SCORE_KEY)
+        if r is None:
+            r = self._pod_requests(pod)
+        return r if any(r) else None
+
+    def score(self, state: CycleState, pod: "Pod", node: "NodeInfo") -> int:
+        requests = self._requests(state, pod)
+        if requests is None:
+            return 0
+        requested, allocatable = scoring.node_vectors(self.resources, requests, node, use_requested=True)
+        return scoring.balanced_allocation(requested, allocatable)
+
+    def score_nodes(
+        self, state: CycleState, pod: "Pod", table: "NodeTable", index: npt.NDArray[np.intp]
+    ) -> npt.NDArray[np.int64]:
+        requests = self._requests(state, pod)
+        if requests is None:
+            return np.zeros(len(index), dtype=np.int64)
+        requested, allocatable = scoring.table_vectors(self.resources, requests, table, index, use_requested=True)
+        return scoring.balanced_allocation_nodes(requested, allocatable)
