@@ -1,0 +1,379 @@
+"""NodeAffinity: nodeSelector and required node affinity as a filter, preferred terms as a score.
+
+Follows today's upstream ``pkg/scheduler/framework/plugins/nodeaffinity/node_affinity.go`` with
+the matching rules of ``component-helpers/scheduling/corev1/nodeaffinity`` (v1.9:
+``MatchNodeSelector`` and ``NodeAffinityPriority``):
+
+- Filter: every ``spec.nodeSelector`` pair must be a node label; if required node affinity is
+  set, at least one of its terms must match (expressions and fields of a term are ANDed; a term
+  with neither matches nothing; an empty term list matches no node). A failure is
+  UnschedulableAndUnresolvable. The optional ``addedAffinity`` argument (scheduler-enforced
+  affinity) is checked first, with its own reason.
+- PreFilter returns SKIP when the pod has neither a nodeSelector nor required node affinity and
+  there is no added required affinity, as upstream. When every required term pins node names
+  (``matchFields metadata.name In``) and those sets are all empty, it rejects the pod with
+  "pod affinity terms conflict" as upstream. (Upstream also narrows the nodes to visit to those
+  names; we reach the same verdicts by filtering, only the "0/N" histogram counts those nodes under
+  this plugin's reason instead of "didn't satisfy plugin(s)".)
+- Score: the sum of the weights of the matching preferred terms (pod's and added), terms of weight
+  0 or without requirements ignored; DefaultNormalizeScore. PreScore returns SKIP when there is no
+  such term, as upstream.
+
+Vector forms evaluate each requirement once per distinct label value (``NodeTable.label_column``)
+and index the result by node position. Limits: a requirement upstream rejects as malformed (In /
+NotIn without values, Gt / Lt with a non-integer) is evaluated by ``objects`` semantics instead of
+failing its term; the API server rejects such pods anyway. ``addedAffinity`` is validated here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Mapping
+
+import numpy as np
+import numpy.typing as npt
+
+from .. import framework
+from ..framework import CycleState, Status
+from ..nodeinfo import NodeInfo
+from ..objects import (
+    Node,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    ObjectError,
+    Pod,
+    PreferredSchedulingTerm,
+    parse_affinity,
+)
+from . import PluginArgsError
+
+if TYPE_CHECKING:
+    from ..snapshot import NodeTable, Snapshot
+
+NAME: Final = "NodeAffinity"
+#: v1.9 Policy names: the predicate and the priority.
+FILTER_ALIAS: Final = "MatchNodeSelector"
+SCORE_ALIAS: Final = "NodeAffinityPriority"
+
+ERR_REASON_POD: Final = "node(s) didn't match Pod's node affinity/selector"
+ERR_REASON_ENFORCED: Final = "node(s) didn't match scheduler-enforced node affinity"
+ERR_REASON_CONFLICT: Final = "pod affinity terms conflict"
+
+OBJECT_NAME_FIELD: Final = "metadata.name"
+_REQUIRED: Final = "requiredDuringSchedulingIgnoredDuringExecution"
+_PREFERRED: Final = "preferredDuringSchedulingIgnoredDuringExecution"
+_LABEL_OPERATORS: Final = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+
+BoolArray = npt.NDArray[np.bool_]
+IntArray = npt.NDArray[np.int64]
+
+
+# --------------------------------------------------------------------------- per-node matching
+
+
+def _term_matches(term: NodeSelectorTerm, node: Node) -> bool:
+    return term.matches(node)
+
+
+def matches_required(terms: tuple[NodeSelectorTerm, ...] | None, node: Node) -> bool:
+    """Required node affinity: ``None`` (absent) matches; otherwise any term must match."""
+    if terms is None:
+        return True
+    return any(_term_matches(t, node) for t in terms)
+
+
+def matches_selector(selector: Mapping[str, str], node: Node) -> bool:
+    labels = node.labels
+    return all(labels.get(k) == v for k, v in selector.items())
+
+
+def effective_preferred(terms: tuple[PreferredSchedulingTerm, ...]) -> tuple[PreferredSchedulingTerm, ...]:
+    """Upstream ``NewPreferredSchedulingTerms``: weight-0 and requirement-less terms never count."""
+    return tuple(t for t in terms if t.weight != 0 and (t.preference.match_expressions or t.preference.match_fields))
+
+
+def preferred_score(terms: tuple[PreferredSchedulingTerm, ...], node: Node) -> int:
+    return sum(t.weight for t in terms if _term_matches(t.preference, node))
+
+
+def _pod_required(pod: Pod) -> tuple[NodeSelectorTerm, ...] | None:
+    a = pod.affinity
+    if a is None or a.node_affinity is None:
+        return None
+    return a.node_affinity.required
+
+
+def _pod_preferred(pod: Pod) -> tuple[PreferredSchedulingTerm, ...]:
+    a = pod.affinity
+    if a is None or a.node_affinity is None:
+        return ()
+    return effective_preferred(a.node_affinity.preferred)
+
+
+def fits(pod: Pod, node_info: NodeInfo, *, added: tuple[NodeSelectorTerm, ...] | None = None) -> Status:
+    """The filter's verdict for one node (``added``: the plugin's added required terms)."""
+    node = node_info.node
+    if added is not None and (node is None or not matches_required(added, node)):
+        return framework.unresolvable(ERR_REASON_ENFORCED)
+    if node is None or not matches_selector(pod.node_selector, node) or not matches_required(_pod_required(pod), node):
+        return framework.unresolvable(ERR_REASON_POD)
+    return framework.SUCCESS
+
+
+def pinned_node_names(terms: tuple[NodeSelectorTerm, ...]) -> set[str] | None:
+    """Upstream PreFilter's node-name narrowing: the union over terms of the intersection of their
+    ``metadata.name In`` values, or ``None`` when some term does not pin names (any node may match)."""
+    names: set[str] = set()
+    for term in terms:
+        pinned: set[str] | None = None
+        for req in term.match_fields:
+            if req.key == OBJECT_NAME_FIELD and req.operator == "In":
+                pinned = set(req.values) if pinned is None else pinned & set(req.values)
+        if pinned is None:
+            return None
+        names |= pinned
+    return names
+
+
+# --------------------------------------------------------------------------- vector matching
+
+
+def _requirement_mask(req: NodeSelectorRequirement, table: "NodeTable", index: npt.NDArray[np.intp]) -> BoolArray:
+    ids, vocab = table.label_column(req.key)
+    # lut[0] is "label absent", lut[v + 1] the value with id v
+    op = req.operator
+    if op == "In" or op == "NotIn":
+        lut = np.zeros(len(vocab) + 1, dtype=np.bool_)
+        for v in req.values:
+            vid = vocab.get(v)
+            if vid is not None:
+                lut[vid + 1] = True
+        if op == "NotIn":
+            lut = ~lut
+    elif op == "Exists":
+        lut = np.ones(len(vocab) + 1, dtype=np.bool_)
+        lut[0] = False
+    elif op == "DoesNotExist":
+        lut = np.zeros(len(vocab) + 1, dtype=np.bool_)
+        lut[0] = True
+    else:
+        lut = np.zeros(len(vocab) + 1, dtype=np.bool_)
+        lut[0] = req.matches(None)
+        for value, vid in vocab.items():
+            lut[vid + 1] = req.matches(value)
+    return lut[ids[index] + 1]
+
+
+def _field_mask(req: NodeSelectorRequirement, table: "NodeTable", index: npt.NDArray[np.intp]) -> BoolArray:
+    if req.key != OBJECT_NAME_FIELD:
+        return np.zeros(len(index), dtype=np.bool_)
+    if req.operator in ("In", "NotIn"):
+        positions = [k for k in (table.position.get(v) for v in req.values) if k is not None]
+        hit = np.isin(index, np.asarray(positions, dtype=np.intp)) if positions else np.zeros(len(index), dtype=np.bool_)
+        return hit if req.operator == "In" else ~hit
+    names = table.names
+    return np.fromiter((req.matches(names[k]) for k in index.tolist()), dtype=np.bool_, count=len(index))
+
+
+def term_mask(term: NodeSelectorTerm, table: "NodeTable", index: npt.NDArray[np.intp]) -> BoolArray:
+    if not term.match_expressions and not term.match_fields:
+        return np.zeros(len(index), dtype=np.bool_)
+    mask = np.ones(len(index), dtype=np.bool_)
+    for req in term.match_expressions:
+        mask &= _requirement_mask(req, table, index)
+    for req in term.match_fields:
+        mask &= _field_mask(req, table, index)
+    return mask
+
+
+def required_mask(terms: tuple[NodeSelectorTerm, ...] | None, table: "NodeTable", index: npt.NDArray[np.intp]) -> BoolArray:
+    if terms is None:
+        return np.ones(len(index), dtype=np.bool_)
+    mask = np.zeros(len(index), dtype=np.bool_)
+    for t in terms:
+        mask |= term_mask(t, table, index)
+    return mask
+
+
+def selector_mask(selector: Mapping[str, str], table: "NodeTable", index: npt.NDArray[np.intp]) -> BoolArray:
+    mask = np.ones(len(index), dtype=np.bool_)
+    for key, value in selector.items():
+        ids, vocab = table.label_column(key)
+        vid = vocab.get(value)
+        if vid is None:
+            return np.zeros(len(index), dtype=np.bool_)
+        mask &= ids[index] == vid
+    return mask
+
+
+# --------------------------------------------------------------------------- arguments
+
+
+def _validate_requirements(raw: Any, where: str, *, fields: bool) -> None:
+    if raw is None:
+        return
+    if not isinstance(raw, list):
+        raise PluginArgsError(where, "must be a list")
+    for i, req in enumerate(raw):
+        w = f"{where}[{i}]"
+        if not isinstance(req, Mapping):
+            raise PluginArgsError(w, "must be an object with key, operator and values")
+        key, op, values = req.get("key"), req.get("operator"), req.get("values") or []
+        if not isinstance(key, str) or not key:
+            raise PluginArgsError(f"{w}.key", "must be a non-empty string")
+        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+            raise PluginArgsError(f"{w}.values", "must be a list of strings")
+        if fields:
+            if key != OBJECT_NAME_FIELD:
+                raise PluginArgsError(f"{w}.key", f"not a valid field selector key: only {OBJECT_NAME_FIELD} is supported")
+            if op not in ("In", "NotIn"):
+                raise PluginArgsError(f"{w}.operator", f"{op!r}: must be In or NotIn for a field selector")
+            if len(values) != 1:
+                raise PluginArgsError(f"{w}.values", "must have exactly one value for a field selector")
+            continue
+        if op not in _LABEL_OPERATORS:
+            raise PluginArgsError(f"{w}.operator", f"{op!r}: not a valid node selector operator")
+        if op in ("In", "NotIn") and not values:
+            raise PluginArgsError(f"{w}.values", f"must be specified when operator is {op}")
+        if op in ("Exists", "DoesNotExist") and values:
+            raise PluginArgsError(f"{w}.values", f"may not be specified when operator is {op}")
+        if op in ("Gt", "Lt"):
+            if len(values) != 1:
+                raise PluginArgsError(f"{w}.values", f"must have exactly one value when operator is {op}")
+            try:
+                int(values[0])
+            except ValueError:
+                raise PluginArgsError(f"{w}.values[0]", f"{values[0]!r}: must be an integer") from None
+
+
+def _validate_term(raw: Any, where: str) -> None:
+    if not isinstance(raw, Mapping):
+        raise PluginArgsError(where, "must be a node selector term")
+    for key in raw:
+        if key not in ("matchExpressions", "matchFields"):
+            raise PluginArgsError(f"{where}.{key}", "unknown field")
+    _validate_requirements(raw.get("matchExpressions"), f"{where}.matchExpressions", fields=False)
+    _validate_requirements(raw.get("matchFields"), f"{where}.matchFields", fields=True)
+
+
+def parse_added_affinity(raw: Any) -> tuple[tuple[NodeSelectorTerm, ...] | None, tuple[PreferredSchedulingTerm, ...]]:
+    """``addedAffinity`` (a NodeAffinity object) -> (required terms or None, preferred terms)."""
+    where = "addedAffinity"
+    if raw is None:
+        return None, ()
+    if not isinstance(raw, Mapping):
+        raise PluginArgsError(where, "must be a node affinity object")
+    for key in raw:
+        if key not in (_REQUIRED, _PREFERRED):
+            raise PluginArgsError(f"{where}.{key}", "unknown field")
+    req = raw.get(_REQUIRED)
+    if req is not None:
+        w = f"{where}.{_REQUIRED}"
+        if not isinstance(req, Mapping):
+            raise PluginArgsError(w, "must be a node selector object")
+        terms = req.get("nodeSelectorTerms")
+        if not isinstance(terms, list) or not terms:
+            raise PluginArgsError(f"{w}.nodeSelectorTerms", "must have at least one node selector term")
+        for i, t in enumerate(terms):
+            _validate_term(t, f"{w}.nodeSelectorTerms[{i}]")
+    prefs = raw.get(_PREFERRED)
+    if prefs is not None:
+        w = f"{where}.{_PREFERRED}"
+        if not isinstance(prefs, list):
+            raise PluginArgsError(w, "must be a list")
+        for i, p in enumerate(prefs):
+            pw = f"{w}[{i}]"
+            if not isinstance(p, Mapping):
+                raise PluginArgsError(pw, "must be an object with weight and preference")
+            weight = p.get("weight")
+            if isinstance(weight, bool) or not isinstance(weight, int) or not 1 <= weight <= 100:
+                raise PluginArgsError(f"{pw}.weight", f"{weight!r}: must be in the range 1-100")
+            _validate_term(p.get("preference", {}), f"{pw}.preference")
+    try:
+        affinity = parse_affinity({"nodeAffinity": dict(raw)}, where)
+    except ObjectError as exc:  # pragma: no cover - the checks above come first
+        raise PluginArgsError(where, str(exc)) from None
+    assert affinity is not None and affinity.node_affinity is not None
+    return affinity.node_affinity.required, effective_preferred(affinity.node_affinity.preferred)
+
+
+# --------------------------------------------------------------------------- the plugin
+
+
+@dataclass(frozen=True, slots=True)
+class _FilterState:
+    selector: Mapping[str, str]
+    required: tuple[NodeSelectorTerm, ...] | None
+
+
+class NodeAffinity:
+    NAME: ClassVar[str] = NAME
+
+    def __init__(self, args: Mapping[str, Any] | None = None, *, name: str | None = None) -> None:
+        args = args or {}
+        if not isinstance(args, Mapping):
+            raise PluginArgsError("", "arguments must be an object")
+        for key in args:
+            if key != "addedAffinity":
+                raise PluginArgsError(str(key), "unknown field (NodeAffinity takes addedAffinity)")
+        self.name = name or NAME
+        self.added_required, self.added_preferred = parse_added_affinity(args.get("addedAffinity"))
+        self._filter_key = f"PreFilter{self.name}"
+        self._score_key = f"PreScore{self.name}"
+
+    # ---- filter
+
+    def pre_filter(self, state: CycleState, pod: Pod, snapshot: "Snapshot") -> Status:
+        required = _pod_required(pod)
+        if required is None and self.added_required is None and not pod.node_selector:
+            return framework.SKIP
+        state.write(self._filter_key, _FilterState(pod.node_selector, required))
+        if required:
+            names = pinned_node_names(required)
+            if names is not None and not names:
+                return framework.unresolvable(ERR_REASON_CONFLICT)
+        return framework.SUCCESS
+
+    def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
+        return fits(pod, node, added=self.added_required)
+
+    def filter_nodes(self, state: CycleState, pod: Pod, table: "NodeTable", index: npt.NDArray[np.intp]) -> BoolArray:
+        s = state.read(self._filter_key)
+        if s is None:
+            s = _FilterState(pod.node_selector, _pod_required(pod))
+        mask = table.has_node[index].copy()
+        if self.added_required is not None:
+            mask &= required_mask(self.added_required, table, index)
+        if s.selector:
+            mask &= selector_mask(s.selector, table, index)
+        if s.required is not None:
+            mask &= required_mask(s.required, table, index)
+        return mask
+
+    # ---- score
+
+    def _preferred(self, state: CycleState, pod: Pod) -> tuple[PreferredSchedulingTerm, ...]:
+        terms = state.read(self._score_key)
+        return terms if terms is not None else self.added_preferred + _pod_preferred(pod)
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo], snapshot: "Snapshot") -> Status:
+        terms = self.added_preferred + _pod_preferred(pod)
+        if not terms:
+            return framework.SKIP  # every node would score 0
+        state.write(self._score_key, terms)
+        return framework.SUCCESS
+
+    def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
+        if node.node is None:
+            return 0
+        return preferred_score(self._preferred(state, pod), node.node)
+
+    def score_nodes(self, state: CycleState, pod: Pod, table: "NodeTable", index: npt.NDArray[np.intp]) -> IntArray:
+        out = np.zeros(len(index), dtype=np.int64)
+        for t in self._preferred(state, pod):
+            out += t.weight * term_mask(t.preference, table, index)
+        out[~table.has_node[index]] = 0
+        return out
+
+    def normalize_scores(self, state: CycleState, pod: Pod, scores: IntArray) -> IntArray:
+        return framework.default_normalize(scores)

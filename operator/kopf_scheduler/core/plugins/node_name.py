@@ -1,0 +1,61 @@
+"""NodeName: a pod that names its node (``spec.nodeName``) fits only that node.
+
+Follows today's upstream ``pkg/scheduler/framework/plugins/nodename/node_name.go`` (v1.9: the
+``HostName`` predicate, also registered as ``PodFitsHost``): the pod fits when its nodeName is
+empty or equals the node's name; otherwise the node is UnschedulableAndUnresolvable.
+
+Upstream has no PreFilter. Ours returns SKIP for a pod without nodeName, which is exactly
+"every node passes". ``filter_nodes`` compares node positions, not strings.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Mapping
+
+import numpy as np
+import numpy.typing as npt
+
+from .. import framework
+from ..framework import CycleState, Status
+from ..nodeinfo import NodeInfo
+from ..objects import Pod
+from . import PluginArgsError
+
+if TYPE_CHECKING:
+    from ..snapshot import NodeTable, Snapshot
+
+NAME: Final = "NodeName"
+#: v1.9 Policy names of the same check.
+FILTER_ALIASES: Final = ("HostName", "PodFitsHost")
+
+ERR_REASON: Final = "node(s) didn't match the requested node name"
+
+
+def fits(pod: Pod, node_info: NodeInfo) -> Status:
+    """Upstream ``Fits`` as a Status."""
+    if not pod.node_name or pod.node_name == node_info.name:
+        return framework.SUCCESS
+    return framework.unresolvable(ERR_REASON)
+
+
+class NodeName:
+    NAME: ClassVar[str] = NAME
+
+    def __init__(self, args: Mapping[str, Any] | None = None, *, name: str | None = None) -> None:
+        for key in args or {}:
+            raise PluginArgsError(str(key), "NodeName takes no arguments")
+        self.name = name or NAME
+
+    def pre_filter(self, state: CycleState, pod: Pod, snapshot: "Snapshot") -> Status:
+        return framework.SUCCESS if pod.node_name else framework.SKIP
+
+    def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
+        return fits(pod, node)
+
+    def filter_nodes(self, state: CycleState, pod: Pod, table: "NodeTable", index: npt.NDArray[np.intp]) -> npt.NDArray[np.bool_]:
+        if not pod.node_name:
+            return np.ones(len(index), dtype=np.bool_)
+        k = table.position.get(pod.node_name)
+        if k is None:
+            return np.zeros(len(index), dtype=np.bool_)
+        return np.asarray(index == k, dtype=np.bool_)

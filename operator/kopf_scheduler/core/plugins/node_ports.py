@@ -1,0 +1,98 @@
+"""NodePorts: the pod's host ports must be free on the node.
+
+Follows today's upstream ``pkg/scheduler/framework/plugins/nodeports/node_ports.go`` and the
+conflict rule of ``HostPortInfo.CheckConflict`` (v1.9: ``PodFitsHostPorts``, alias
+``PodFitsPorts``). A wanted port is (protocol, host IP, port) from the regular containers with a
+hostPort > 0 (``Pod.host_ports``); an empty protocol means TCP and an empty IP 0.0.0.0. It
+conflicts with a port in use on the node when protocol and port are equal and either IP is
+0.0.0.0 or both IPs are equal. Ports of the incoming pod are not checked against each other.
+A conflict is Unschedulable (preemption can free the port).
+
+PreFilter returns SKIP when the pod wants no host port, as upstream does. ``filter_nodes`` is a
+loop over the nodes' port maps (these change with every bound pod, so there is no cached
+column); it exists so that a pod with host ports still takes the vectorised path for the other
+filters.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Iterable, Mapping
+
+import numpy as np
+import numpy.typing as npt
+
+from .. import framework
+from ..framework import CycleState, Status
+from ..nodeinfo import NodeInfo, PortKey
+from ..objects import Pod
+from . import PluginArgsError
+
+if TYPE_CHECKING:
+    from ..snapshot import NodeTable, Snapshot
+
+NAME: Final = "NodePorts"
+#: v1.9 Policy names of the same check.
+FILTER_ALIASES: Final = ("PodFitsHostPorts", "PodFitsPorts")
+
+ERR_REASON: Final = "node(s) didn't have free ports for the requested pod ports"
+
+DEFAULT_PROTOCOL: Final = "TCP"
+WILDCARD_IP: Final = "0.0.0.0"
+
+
+def wanted_ports(pod: Pod) -> tuple[PortKey, ...]:
+    """The pod's host ports as (protocol, host IP, port), defaults applied, hostPort 0 dropped."""
+    return tuple(
+        (p.protocol or DEFAULT_PROTOCOL, p.host_ip or WILDCARD_IP, p.host_port) for p in pod.host_ports if p.host_port > 0
+    )
+
+
+def conflicts(want: PortKey, used: Mapping[PortKey, int]) -> bool:
+    """Upstream ``HostPortInfo.CheckConflict`` for one wanted port against the ports in use."""
+    protocol, ip, port = want
+    if ip == WILDCARD_IP:
+        return any(p == port and proto == protocol for proto, _, p in used)
+    return (protocol, ip, port) in used or (protocol, WILDCARD_IP, port) in used
+
+
+def fits_ports(wanted: Iterable[PortKey], node_info: NodeInfo) -> bool:
+    used = node_info.used_ports
+    if not used:
+        return True
+    return not any(conflicts(w, used) for w in wanted)
+
+
+def fits(pod: Pod, node_info: NodeInfo) -> Status:
+    """The filter's verdict for one node, without cycle state."""
+    return framework.SUCCESS if fits_ports(wanted_ports(pod), node_info) else framework.unschedulable(ERR_REASON)
+
+
+class NodePorts:
+    NAME: ClassVar[str] = NAME
+
+    def __init__(self, args: Mapping[str, Any] | None = None, *, name: str | None = None) -> None:
+        for key in args or {}:
+            raise PluginArgsError(str(key), "NodePorts takes no arguments")
+        self.name = name or NAME
+        self._key = f"PreFilter{self.name}"
+
+    def _wanted(self, state: CycleState, pod: Pod) -> tuple[PortKey, ...]:
+        wanted = state.read(self._key)
+        return wanted if wanted is not None else wanted_ports(pod)
+
+    def pre_filter(self, state: CycleState, pod: Pod, snapshot: "Snapshot") -> Status:
+        wanted = wanted_ports(pod)
+        if not wanted:
+            return framework.SKIP
+        state.write(self._key, wanted)
+        return framework.SUCCESS
+
+    def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
+        return framework.SUCCESS if fits_ports(self._wanted(state, pod), node) else framework.unschedulable(ERR_REASON)
+
+    def filter_nodes(self, state: CycleState, pod: Pod, table: "NodeTable", index: npt.NDArray[np.intp]) -> npt.NDArray[np.bool_]:
+        wanted = self._wanted(state, pod)
+        if not wanted:
+            return np.ones(len(index), dtype=np.bool_)
+        info = table.info
+        return np.fromiter((fits_ports(wanted, info(k)) for k in index.tolist()), dtype=np.bool_, count=len(index))

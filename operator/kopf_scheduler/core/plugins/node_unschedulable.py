@@ -1,0 +1,90 @@
+"""NodeUnschedulable: a cordoned node (``spec.unschedulable``) takes only pods that tolerate it.
+
+Follows today's upstream ``pkg/scheduler/framework/plugins/nodeunschedulable/node_unschedulable.go``:
+a node with ``spec.unschedulable: true`` rejects the pod (UnschedulableAndUnresolvable) unless
+one of its tolerations tolerates the taint ``node.kubernetes.io/unschedulable:NoSchedule`` (the
+taint the node lifecycle controller puts on cordoned nodes). A NodeInfo without its Node gives
+"node(s) had unknown conditions".
+
+Upstream has no PreFilter; ours returns SKIP when the pod tolerates the taint or when no node of
+the snapshot is cordoned, both of which mean every node passes. ``filter_nodes`` reads one cached
+column (cordoned or node-less, per node position).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Mapping
+
+import numpy as np
+import numpy.typing as npt
+
+from .. import framework
+from ..framework import CycleState, Status
+from ..nodeinfo import NodeInfo
+from ..objects import NO_SCHEDULE, TAINT_NODE_UNSCHEDULABLE, Pod, Taint, tolerates_all
+from . import PluginArgsError
+
+if TYPE_CHECKING:
+    from ..snapshot import NodeTable, Snapshot
+
+NAME: Final = "NodeUnschedulable"
+#: v1.10+ name of the same check in v1.9 Policy files.
+FILTER_ALIAS: Final = "CheckNodeUnschedulable"
+
+ERR_REASON_UNSCHEDULABLE: Final = "node(s) were unschedulable"
+ERR_REASON_UNKNOWN_CONDITION: Final = "node(s) had unknown conditions"
+
+UNSCHEDULABLE_TAINT: Final = Taint(TAINT_NODE_UNSCHEDULABLE, "", NO_SCHEDULE)
+
+_COLUMN: Final = ("NodeUnschedulable", "blocked")
+
+
+def tolerates_unschedulable(pod: Pod) -> bool:
+    """Whether the pod tolerates ``node.kubernetes.io/unschedulable:NoSchedule``."""
+    return tolerates_all(pod.tolerations, UNSCHEDULABLE_TAINT)
+
+
+def fits(pod: Pod, node_info: NodeInfo) -> Status:
+    """The filter's verdict for one node, without cycle state."""
+    node = node_info.node
+    if node is None:
+        return framework.unresolvable(ERR_REASON_UNKNOWN_CONDITION)
+    if node.unschedulable and not tolerates_unschedulable(pod):
+        return framework.unresolvable(ERR_REASON_UNSCHEDULABLE)
+    return framework.SUCCESS
+
+
+def _blocked_column(table: "NodeTable") -> tuple[npt.NDArray[np.bool_], bool]:
+    """Per node position: cordoned or without a Node object; and whether any node is."""
+
+    def build(infos: list[NodeInfo]) -> tuple[npt.NDArray[np.bool_], bool]:
+        col = np.fromiter((i.node is None or i.node.unschedulable for i in infos), dtype=np.bool_, count=len(infos))
+        return col, bool(col.any())
+
+    return table.derived(_COLUMN, build)  # type: ignore[return-value]
+
+
+class NodeUnschedulable:
+    NAME: ClassVar[str] = NAME
+
+    def __init__(self, args: Mapping[str, Any] | None = None, *, name: str | None = None) -> None:
+        for key in args or {}:
+            raise PluginArgsError(str(key), "NodeUnschedulable takes no arguments")
+        self.name = name or NAME
+
+    def pre_filter(self, state: CycleState, pod: Pod, snapshot: "Snapshot") -> Status:
+        # SKIP is exact here: a tolerating pod passes every node, and so does any pod when no
+        # node is cordoned (node-less NodeInfos count as blocked, so they are never skipped over).
+        if tolerates_unschedulable(pod) or not _blocked_column(snapshot.table)[1]:
+            return framework.SKIP
+        return framework.SUCCESS
+
+    def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
+        return fits(pod, node)
+
+    def filter_nodes(self, state: CycleState, pod: Pod, table: "NodeTable", index: npt.NDArray[np.intp]) -> npt.NDArray[np.bool_]:
+        if tolerates_unschedulable(pod):
+            # a tolerating pod still cannot go to a NodeInfo without its Node
+            return np.array(table.has_node[index], dtype=np.bool_)
+        blocked, _ = _blocked_column(table)
+        return ~blocked[index]

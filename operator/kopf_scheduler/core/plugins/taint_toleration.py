@@ -1,0 +1,152 @@
+"""TaintToleration: NoSchedule / NoExecute taints must be tolerated; untolerated PreferNoSchedule
+taints lower the score.
+
+Follows today's upstream ``pkg/scheduler/framework/plugins/tainttoleration/taint_toleration.go``
+(v1.9: ``PodToleratesNodeTaints`` and ``TaintTolerationPriority``):
+
+- Filter: the first node taint (in the node's order) with effect NoSchedule or NoExecute that no
+  toleration tolerates rejects the node, UnschedulableAndUnresolvable, with the reason
+  ``node(s) had untolerated taint {<key>: <value>}``.
+- Score: the number of PreferNoSchedule taints not tolerated by the pod's tolerations whose effect
+  is empty or PreferNoSchedule; NormalizeScore is DefaultNormalizeScore reversed (fewest wins).
+
+Upstream has neither PreFilter nor a skipping PreScore. Ours skip where the outcome is provably
+the same: PreFilter when every distinct taint set of the snapshot passes (every node passes), and
+PreScore when no taint set holds an untolerated PreferNoSchedule taint (every node would score
+0, i.e. 100 after the reversed normalisation: a constant that cannot change the ranking).
+
+Vector forms evaluate the pod's tolerations once per distinct taint tuple
+(``NodeTable.taint_sets``) and map the result onto node positions.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Iterable, Mapping
+
+import numpy as np
+import numpy.typing as npt
+
+from .. import framework
+from ..framework import CycleState, Status
+from ..nodeinfo import NodeInfo
+from ..objects import NO_EXECUTE, NO_SCHEDULE, PREFER_NO_SCHEDULE, Pod, Taint, Toleration, tolerates_all
+from . import PluginArgsError
+
+if TYPE_CHECKING:
+    from ..snapshot import NodeTable, Snapshot
+
+NAME: Final = "TaintToleration"
+#: v1.9 Policy names: the predicate and the priority.
+FILTER_ALIAS: Final = "PodToleratesNodeTaints"
+SCORE_ALIAS: Final = "TaintTolerationPriority"
+
+#: ``ERR_REASON_UNTOLERATED.format(key=..., value=...)``; upstream ``fmt.Sprintf("... {%s: %s}")``.
+ERR_REASON_UNTOLERATED: Final = "node(s) had untolerated taint {{{key}: {value}}}"
+#: upstream ``ErrReasonNotMatch`` (the v1.10+ text of v1.9's PodToleratesNodeTaints); kept for reference.
+ERR_REASON_NOT_MATCH: Final = "node(s) had taints that the pod didn't tolerate"
+
+_FILTER_EFFECTS: Final = frozenset((NO_SCHEDULE, NO_EXECUTE))
+
+BoolArray = npt.NDArray[np.bool_]
+IntArray = npt.NDArray[np.int64]
+
+
+def untolerated_reason(taint: Taint) -> str:
+    return ERR_REASON_UNTOLERATED.format(key=taint.key, value=taint.value)
+
+
+def find_untolerated(taints: Iterable[Taint], tolerations: tuple[Toleration, ...]) -> Taint | None:
+    """Upstream ``FindMatchingUntoleratedTaint`` with ``DoNotScheduleTaintsFilterFunc``."""
+    for taint in taints:
+        if taint.effect in _FILTER_EFFECTS and not tolerates_all(tolerations, taint):
+            return taint
+    return None
+
+
+def prefer_no_schedule_tolerations(tolerations: Iterable[Toleration]) -> tuple[Toleration, ...]:
+    """Tolerations that can tolerate a PreferNoSchedule taint (effect empty or PreferNoSchedule)."""
+    return tuple(t for t in tolerations if not t.effect or t.effect == PREFER_NO_SCHEDULE)
+
+
+def count_intolerable_prefer_no_schedule(taints: Iterable[Taint], tolerations: tuple[Toleration, ...]) -> int:
+    """Upstream ``countIntolerableTaintsPreferNoSchedule`` (``tolerations`` already narrowed)."""
+    return sum(1 for t in taints if t.effect == PREFER_NO_SCHEDULE and not tolerates_all(tolerations, t))
+
+
+def fits(pod: Pod, node_info: NodeInfo) -> Status:
+    """The filter's verdict for one node, without cycle state."""
+    node = node_info.node
+    if node is None:
+        return framework.unresolvable(ERR_REASON_NOT_MATCH)
+    taint = find_untolerated(node.taints, pod.tolerations)
+    return framework.SUCCESS if taint is None else framework.unresolvable(untolerated_reason(taint))
+
+
+class TaintToleration:
+    NAME: ClassVar[str] = NAME
+
+    def __init__(self, args: Mapping[str, Any] | None = None, *, name: str | None = None) -> None:
+        for key in args or {}:
+            raise PluginArgsError(str(key), "TaintToleration takes no arguments")
+        self.name = name or NAME
+        self._filter_key = f"PreFilter{self.name}"
+        self._score_key = f"PreScore{self.name}"
+
+    # ---- filter
+
+    @staticmethod
+    def _filter_lut(pod: Pod, table: "NodeTable") -> BoolArray:
+        """Per distinct taint tuple: does the pod pass it."""
+        _, sets = table.taint_sets()
+        tol = pod.tolerations
+        return np.fromiter((find_untolerated(s, tol) is None for s in sets), dtype=np.bool_, count=len(sets))
+
+    def pre_filter(self, state: CycleState, pod: Pod, snapshot: "Snapshot") -> Status:
+        table = snapshot.table
+        lut = self._filter_lut(pod, table)
+        if lut.all() and table.has_node.all():
+            return framework.SKIP
+        state.write(self._filter_key, (table, lut))
+        return framework.SUCCESS
+
+    def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
+        return fits(pod, node)
+
+    def filter_nodes(self, state: CycleState, pod: Pod, table: "NodeTable", index: npt.NDArray[np.intp]) -> BoolArray:
+        cached = state.read(self._filter_key)
+        lut = cached[1] if cached is not None and cached[0] is table else self._filter_lut(pod, table)
+        ids, _ = table.taint_sets()
+        return lut[ids[index]] & table.has_node[index]
+
+    # ---- score
+
+    @staticmethod
+    def _score_lut(pod: Pod, table: "NodeTable") -> IntArray:
+        _, sets = table.taint_sets()
+        tol = prefer_no_schedule_tolerations(pod.tolerations)
+        return np.fromiter((count_intolerable_prefer_no_schedule(s, tol) for s in sets), dtype=np.int64, count=len(sets))
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo], snapshot: "Snapshot") -> Status:
+        table = snapshot.table
+        lut = self._score_lut(pod, table)
+        if not lut.any():
+            # every node counts 0 -> all 100 after the reversed normalisation: a constant
+            return framework.SKIP
+        state.write(self._score_key, (table, lut, prefer_no_schedule_tolerations(pod.tolerations)))
+        return framework.SUCCESS
+
+    def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
+        if node.node is None:
+            return 0
+        cached = state.read(self._score_key)
+        tol = cached[2] if cached is not None else prefer_no_schedule_tolerations(pod.tolerations)
+        return count_intolerable_prefer_no_schedule(node.node.taints, tol)
+
+    def score_nodes(self, state: CycleState, pod: Pod, table: "NodeTable", index: npt.NDArray[np.intp]) -> IntArray:
+        cached = state.read(self._score_key)
+        lut = cached[1] if cached is not None and cached[0] is table else self._score_lut(pod, table)
+        ids, _ = table.taint_sets()
+        return np.asarray(lut[ids[index]], dtype=np.int64)
+
+    def normalize_scores(self, state: CycleState, pod: Pod, scores: IntArray) -> IntArray:
+        return framework.default_normalize(scores, reverse=True)
