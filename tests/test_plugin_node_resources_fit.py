@@ -279,7 +279,7 @@ def _request(draw: st.DrawFn, top: int) -> dict[str, str]:
     return out
 
 
-def _pod_of(req: dict[str, str], with_limits: bool = False) -> Pod:
+def _pod_of(req: dict[str, str]) -> Pod:
     b = make_pod("p").container()
     if req:
         b = b.req(**req)
@@ -300,6 +300,8 @@ def _cluster(draw: st.DrawFn) -> tuple[list[NodeInfo], Pod]:
 
 _STRATEGIES = [
     {},
+    _strategy("MostAllocated", [{"name": "memory", "weight": 1}, {"name": "cpu", "weight": 3}]),
+    _strategy("LeastAllocated", [{"name": "memory", "weight": 7}, {"name": "cpu", "weight": 2}]),
     {"ignoredResources": [EXT_A]},
     {"ignoredResourceGroups": ["example.com"]},
     _strategy("MostAllocated", [{"name": "cpu", "weight": 3}, {"name": "memory", "weight": 1}, {"name": EXT_A, "weight": 2}]),

@@ -22,6 +22,7 @@ import numpy.typing as npt
 
 from .. import scoring
 from ..framework import SKIP, SUCCESS, CycleState, Status
+from ..resources import CPU, MEMORY
 from . import PluginArgsError
 
 if TYPE_CHECKING:
@@ -48,6 +49,7 @@ class NodeResourcesBalancedAllocation:
         self.resources = scoring.parse_resource_specs(
             args.get("resources"), "resources", weight_must_be_one=True, reject_duplicates=True
         )
+        self._cpu_mem = {r.name for r in self.resources} == {CPU, MEMORY} and len(self.resources) == 2
 
     def _pod_requests(self, pod: "Pod") -> tuple[int, ...]:
         return scoring.pod_request_list(pod, self.resources, use_requested=True)
@@ -79,5 +81,11 @@ class NodeResourcesBalancedAllocation:
         requests = self._requests(state, pod)
         if requests is None:
             return np.zeros(len(index), dtype=np.int64)
+        if self._cpu_mem:
+            # |f_cpu - f_mem| is symmetric, so the resource order does not matter here
+            r = pod.requests
+            req2, alloc2, positive = scoring.cpu_mem_inputs(table, index, r.milli_cpu, r.memory, use_requested=True)
+            if positive:
+                return scoring.balanced_allocation_positive(req2, alloc2)
         requested, allocatable = scoring.table_vectors(self.resources, requests, table, index, use_requested=True)
         return scoring.balanced_allocation_nodes(requested, allocatable)

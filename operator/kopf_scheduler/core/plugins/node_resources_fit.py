@@ -179,7 +179,11 @@ class NodeResourcesFit:
         self.ignored_resources, self.ignored_resource_groups, self.strategy = parse_args(args)
         self._weights = tuple(s.weight for s in self.strategy.resources)
         self._shape_table = scoring.shape_table(self.strategy.shape) if self.strategy.shape else None
-        self._default_cpu_mem = self.strategy.resources == scoring.DEFAULT_RESOURCES
+        # (cpu weight, memory weight) when the strategy scores exactly cpu and memory: the fast path
+        by_name = {r.name: r.weight for r in self.strategy.resources}
+        self._cpu_mem_weights: tuple[int, int] | None = None
+        if len(self.strategy.resources) == 2 and set(by_name) == {CPU, MEMORY}:
+            self._cpu_mem_weights = (by_name[CPU], by_name[MEMORY])
 
     # ------------------------------------------------------------------ filter
 
@@ -247,8 +251,15 @@ class NodeResourcesFit:
     ) -> npt.NDArray[np.int64]:
         pod_requests = self._pod_requests(state, pod)
         kind = self.strategy.type
-        if self._default_cpu_mem and kind == scoring.LEAST_ALLOCATED:
-            return self._least_cpu_mem(pod_requests, table, index)
+        if self._cpu_mem_weights is not None and kind != scoring.REQUESTED_TO_CAPACITY_RATIO:
+            nz = pod.non_zero_requests
+            requested, allocatable, positive = scoring.cpu_mem_inputs(
+                table, index, nz.milli_cpu, nz.memory, use_requested=False
+            )
+            if positive:
+                if kind == scoring.LEAST_ALLOCATED:
+                    return scoring.least_allocated_positive(requested, allocatable, self._cpu_mem_weights)
+                return scoring.most_allocated_positive(requested, allocatable, self._cpu_mem_weights)
         requested, allocatable = scoring.table_vectors(
             self.strategy.resources, pod_requests, table, index, use_requested=False
         )
@@ -258,20 +269,3 @@ class NodeResourcesFit:
             return scoring.most_allocated_nodes(requested, allocatable, self._weights)
         assert self._shape_table is not None
         return scoring.requested_to_capacity_ratio_nodes(requested, allocatable, self._weights, self._shape_table)
-
-    @staticmethod
-    def _least_cpu_mem(
-        pod_requests: tuple[int, ...], table: "NodeTable", index: npt.NDArray[np.intp]
-    ) -> npt.NDArray[np.int64]:
-        """The default profile's case (cpu + memory, weight 1 each), without building (R, N) arrays."""
-        total = np.zeros(len(index), dtype=np.int64)
-        weight_sum = np.zeros(len(index), dtype=np.int64)
-        for alloc_col, used_col, p in ((table.alloc_cpu, table.nz_cpu, pod_requests[0]), (table.alloc_mem, table.nz_mem, pod_requests[1])):
-            a = alloc_col[index]
-            req = used_col[index] + p
-            valid = a > 0
-            free = a - req
-            s = np.where(free >= 0, free * scoring.MAX_NODE_SCORE // np.where(valid, a, 1), 0)
-            total += np.where(valid, s, 0)
-            weight_sum += valid
-        return np.where(weight_sum > 0, total // np.maximum(weight_sum, 1), 0)
