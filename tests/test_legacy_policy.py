@@ -124,6 +124,19 @@ def test_import_errors(fakes: None, doc: dict[str, Any], path: str, message: str
     assert import_errors(doc)[path] == message
 
 
+def test_requested_to_capacity_ratio_arguments_become_the_crd_key(fakes: None) -> None:
+    shape = [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]
+    doc = {"kind": "Policy", "priorities": [{"name": "Ratio", "weight": 2, "argument": {"requestedToCapacityRatioArguments": {"shape": shape}}}]}
+    spec = imported(doc)
+    assert spec["priorities"] == [{"name": "Ratio", "weight": 2, "argument": {"requestedToCapacityRatio": {"shape": shape}}}]
+
+
+def test_requested_to_capacity_ratio_errors_use_the_policy_key(fakes: None) -> None:
+    shape = [{"utilization": 0, "score": policy_fakes.BAD}]
+    doc = {"kind": "Policy", "priorities": [{"name": "Ratio", "weight": 2, "argument": {"requestedToCapacityRatioArguments": {"shape": shape}}}]}
+    assert import_errors(doc) == {"priorities[0].argument.requestedToCapacityRatioArguments.shape[0].score": "is BAD"}
+
+
 def test_not_json_or_yaml() -> None:
     errs = import_errors("{ not: [valid")
     assert list(errs) == [""] and "not valid JSON or YAML" in errs[""]
@@ -148,3 +161,26 @@ def test_format_duration_ns(ns: int, text: str) -> None:
 def test_openshift_fixture_with_real_plugins() -> None:
     spec = imported(FIXTURE.read_text())
     assert isinstance(validate_policy(spec), Profile)
+
+
+# ----------------------------------------------------------------------------- the shipped examples
+
+POLICIES = Path(__file__).parents[1] / "deploy" / "policies"
+
+
+@pytest.mark.parametrize("path", sorted(p.name for p in POLICIES.glob("*.yaml") if p.name != "kustomization.yaml"))
+def test_example_policies_validate(fakes: None, path: str) -> None:
+    manifest = yaml.safe_load((POLICIES / path).read_text())
+    assert isinstance(validate_policy(manifest["spec"]), Profile)
+
+
+def test_legacy_imported_example_is_the_import_of_its_policy_file(fakes: None) -> None:
+    text = (POLICIES / "legacy-imported.yaml").read_text()
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.rstrip().endswith("was:")) + 2
+    end = next(i for i in range(start, len(lines)) if lines[i].strip() == "#")
+    original = "\n".join(line[1:] for line in lines[start:end])
+    manifest = yaml.safe_load(text)
+    spec = imported(original, scheduler_name=manifest["spec"]["schedulerName"])
+    assert spec == manifest["spec"]
+    assert to_manifest(spec, name=manifest["metadata"]["name"]) == manifest

@@ -265,7 +265,7 @@ def test_label_preference_priority(fakes: None) -> None:
 
 def test_requested_to_capacity_ratio_argument(fakes: None) -> None:
     shape = [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]
-    p = ok(S(priorities=[{"name": "MyRatio", "weight": 2, "argument": {"requestedToCapacityRatioArguments": {"shape": shape}}}]))
+    p = ok(S(priorities=[{"name": "MyRatio", "weight": 2, "argument": {"requestedToCapacityRatio": {"shape": shape}}}]))
     plugin, weight = p.scorers[0]
     assert plugin.name == "RequestedToCapacityRatio" and weight == 2
     assert plugin.args["scoringStrategy"]["type"] == "RequestedToCapacityRatio"
@@ -286,6 +286,41 @@ def test_bad_predicate_arguments(fakes: None, argument: Any, path: str, fragment
     assert fragment in errs[path], errs
 
 
+@pytest.mark.parametrize(
+    "name,where",
+    [
+        pytest.param("LeastRequestedPriority", ("scoringStrategy", "resources"), id="least"),
+        pytest.param("MostRequestedPriority", ("scoringStrategy", "resources"), id="most"),
+        pytest.param("NodeResourcesFit", ("scoringStrategy", "resources"), id="fit"),
+        pytest.param("BalancedResourceAllocation", ("resources",), id="balanced"),
+        pytest.param("NodeResourcesBalancedAllocation", ("resources",), id="balanced modern"),
+    ],
+)
+def test_resources_argument_of_resource_priorities(fakes: None, name: str, where: tuple[str, ...]) -> None:
+    resources = [{"name": "cpu", "weight": 2}, {"name": "example.com/gpu", "weight": 5}]
+    p = ok(S(priorities=[{"name": name, "weight": 1, "argument": {"resources": resources}}]))
+    args: Any = p.scorers[0][0].args
+    for key in where:
+        args = args[key]
+    assert args == resources
+    assert p.spec["priorities"][0]["argument"] == {"resources": resources}
+
+
+def test_resources_argument_keeps_the_strategy(fakes: None) -> None:
+    p = ok(S(priorities=[{"name": "MostRequestedPriority", "weight": 1, "argument": {"resources": [{"name": "cpu", "weight": 1}]}}]))
+    assert p.scorers[0][0].args["scoringStrategy"] == {"type": "MostAllocated", "resources": [{"name": "cpu", "weight": 1}]}
+
+
+def test_resources_argument_error_path(fakes: None) -> None:
+    spec = S(priorities=[{"name": "LeastRequestedPriority", "weight": 1, "argument": {"resources": [{"name": policy_fakes.BAD}]}}])
+    assert errors(spec) == {"spec.priorities[0].argument.resources[0].name": "is BAD"}
+
+
+def test_resources_argument_not_for_other_priorities(fakes: None) -> None:
+    errs = errors(S(priorities=[{"name": "ImageLocalityPriority", "weight": 1, "argument": {"resources": []}}]))
+    assert errs["spec.priorities[0].argument"].startswith("ImageLocalityPriority takes no argument")
+
+
 def test_legacy_name_takes_no_argument(fakes: None) -> None:
     errs = errors(S(predicates=[{"name": "PodFitsResources", "argument": {"foo": 1}}]))
     assert errs["spec.predicates[0].argument"].startswith("PodFitsResources takes no argument")
@@ -303,8 +338,8 @@ def test_modern_plugin_args_errors_map_to_field_paths(fakes: None) -> None:
 
 def test_rtcr_args_errors_map_back_to_the_policy_argument(fakes: None) -> None:
     shape = [{"utilization": 0, "score": 0}, {"utilization": 100, "score": policy_fakes.BAD}]
-    spec = S(priorities=[{"name": "Ratio", "weight": 1, "argument": {"requestedToCapacityRatioArguments": {"shape": shape}}}])
-    assert errors(spec) == {"spec.priorities[0].argument.requestedToCapacityRatioArguments.shape[1].score": "is BAD"}
+    spec = S(priorities=[{"name": "Ratio", "weight": 1, "argument": {"requestedToCapacityRatio": {"shape": shape}}}])
+    assert errors(spec) == {"spec.priorities[0].argument.requestedToCapacityRatio.shape[1].score": "is BAD"}
 
 
 def test_modern_plugin_args_are_shared_between_filter_and_score(fakes: None) -> None:
@@ -323,7 +358,7 @@ def test_conflicting_args_for_one_plugin(fakes: None) -> None:
     "value,error",
     [
         pytest.param(10, None, id="10"),
-        pytest.param(0, None, id="0 allowed (modern)"),
+        pytest.param(0, None, id="0 means unset"),
         pytest.param(100, None, id="100"),
         pytest.param(101, "must be an integer from 0 to 100, got 101", id="101"),
         pytest.param(-1, "must be an integer from 0 to 100, got -1", id="negative"),
@@ -337,7 +372,8 @@ def test_hard_pod_affinity_symmetric_weight(fakes: None, value: int, error: str 
         return
     p = ok(spec)
     (plugin, _), = p.scorers
-    assert plugin.args == {"hardPodAffinityWeight": value}
+    # 0 is "unset" (v1.9 and the CRD): the plugin's default applies
+    assert plugin.args == ({"hardPodAffinityWeight": value} if value else {})
 
 
 def test_hard_pod_affinity_weight_rejected_by_plugin_points_at_spec_field(fakes: None) -> None:
@@ -359,6 +395,8 @@ def test_hard_pod_affinity_weight_rejected_by_plugin_points_at_spec_field(fakes:
         pytest.param("podInitialBackoffSeconds", 0, "must be a positive number of seconds, got 0", id="backoff 0"),
         pytest.param("podMaxBackoffSeconds", 0.5, "must be at least podInitialBackoffSeconds (1.0)", id="max < initial"),
         pytest.param("predicates", {}, "must be a list", id="predicates not list"),
+        pytest.param("parallelism", 0, "must be an integer from 1 to 1024, got 0", id="parallelism"),
+        pytest.param("schedulerName", "My_Scheduler", "invalid scheduler name 'My_Scheduler': a DNS-1123 subdomain (lower-case letters, digits, '-' and '.')", id="bad scheduler name"),
     ],
 )
 def test_bad_scalar_fields(fakes: None, field: str, value: Any, message: str) -> None:
@@ -447,7 +485,7 @@ def test_argument_style_names_build_with_real_plugins() -> None:
                     {"name": "HasSSD", "argument": {"labelsPresence": {"labels": ["ssd"], "presence": True}}}],
         priorities=[{"name": "Zone", "weight": 2, "argument": {"serviceAntiAffinity": {"label": "zone"}}},
                     {"name": "PreferSSD", "weight": 1, "argument": {"labelPreference": {"label": "ssd", "presence": True}}},
-                    {"name": "Ratio", "weight": 1, "argument": {"requestedToCapacityRatioArguments": {
+                    {"name": "Ratio", "weight": 1, "argument": {"requestedToCapacityRatio": {
                         "shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}],
                         "resources": [{"name": "cpu", "weight": 1}]}}}],
     ))  # fmt: skip
@@ -465,3 +503,47 @@ def test_real_plugin_args_errors_surface_as_field_errors() -> None:
     assert list(errs) == ["spec.priorities[0].argument.hardPodAffinityWeight"]
     spec = S(priorities=[{"name": "Zone", "weight": 1, "argument": {"serviceAntiAffinity": {"label": ""}}}])
     assert list(errors(spec)) == ["spec.priorities[0].argument.serviceAntiAffinity.label"]
+
+
+def test_real_rtcr_shape_error_maps_to_the_policy_argument() -> None:
+    shape = [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 11}]  # scores are 0..10
+    spec = S(priorities=[{"name": "Ratio", "weight": 1, "argument": {"requestedToCapacityRatio": {"shape": shape}}}])
+    assert list(errors(spec)) == ["spec.priorities[0].argument.requestedToCapacityRatio.shape[1].score"]
+
+
+def test_real_resources_argument_error_path() -> None:
+    spec = S(predicates=[{"name": "NodeName"}],
+             priorities=[{"name": "NodeResourcesBalancedAllocation", "argument": {"resources": [{"name": "cpu", "weight": 0}]}}])  # fmt: skip
+    assert [e.path.startswith("spec.priorities[0].argument.resources[0]") for e in validate_policy(spec)] == [True]  # type: ignore[union-attr]
+
+
+def test_real_modern_args_error_path() -> None:
+    spec = S(predicates=[{"name": "NodeName"}], priorities=[{"name": "NodeResourcesFit", "argument": {"scoringStrategy": {"type": "Least"}}}])
+    assert list(errors(spec)) == ["spec.priorities[0].argument.scoringStrategy.type"]
+
+
+# ----------------------------------------------------------------------------- agreement with the CRD
+
+
+def _crd_spec_schema() -> dict[str, Any]:
+    import pathlib
+
+    import yaml
+
+    crd = yaml.safe_load((pathlib.Path(__file__).parents[1] / "crds" / "schedulingpolicy.yaml").read_text())
+    return crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]  # type: ignore[no-any-return]
+
+
+def test_spec_fields_match_the_crd() -> None:
+    from kopf_scheduler.core import policy
+
+    schema = _crd_spec_schema()
+    assert set(schema["properties"]) == set(policy.SPEC_KEYS)
+    ext = schema["properties"]["extenders"]["items"]["properties"]
+    assert set(ext) == set(policy.EXTENDER_KEYS)
+    assert set(ext["tlsConfig"]["properties"]) == set(policy.TLS_KEYS)
+    pred_args = schema["properties"]["predicates"]["items"]["properties"]["argument"]["properties"]
+    assert set(pred_args) == set(registry.ARGUMENT_PREDICATES)
+    prio_args = schema["properties"]["priorities"]["items"]["properties"]["argument"]["properties"]
+    assert set(prio_args) == set(registry.ARGUMENT_PRIORITIES) | {"resources"}
+    assert schema["properties"]["priorities"]["items"]["properties"]["weight"]["maximum"] == registry.MAX_WEIGHT

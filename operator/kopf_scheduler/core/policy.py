@@ -28,14 +28,19 @@ Rules (decisions marked *):
 - ``argument``: for v1.9 names, exactly one of the v1.9 argument keys (predicates:
   ``serviceAffinity {labels}``, ``labelsPresence {labels, presence}``; priorities:
   ``serviceAntiAffinity {label}``, ``labelPreference {label, presence}``,
-  ``requestedToCapacityRatioArguments {shape, resources}``), under a user-chosen name; for modern
+  ``requestedToCapacityRatio {shape, resources}``), under a user-chosen name; for modern
   plugin names, the plugin's own arguments (e.g. NodeResourcesFit ``scoringStrategy``). Plugin
   argument errors (``PluginArgsError``) are reported at their field path in the spec.
-- ``hardPodAffinitySymmetricWeight`` 0..100 becomes InterPodAffinity's ``hardPodAffinityWeight``.
+- ``hardPodAffinitySymmetricWeight`` 1..100 becomes InterPodAffinity's ``hardPodAffinityWeight``; 0 means
+  unset (the plugin's default, 1), as in v1.9 and the CRD.
+- ``argument.resources`` on a resource priority (Least/MostRequested, RequestedToCapacityRatio,
+  BalancedResourceAllocation and their plugin names) chooses the resources and their weights.
+- ``parallelism`` (1..1024) is validated and kept in the normalised spec; Profile has no field for it.
 - ``percentageOfNodesToScore`` 0..100 (0 = adaptive); backoffs > 0 seconds, max >= initial.
 - Extenders: ``urlPrefix`` required; a ``prioritizeVerb`` needs ``weight`` > 0 (default 1); at most
   one extender may have a ``bindVerb``; ``httpTimeout`` is a duration ("5s", "1m30s", "500ms") or a
   number of seconds.
+- ``schedulerName`` must be a DNS-1123 subdomain (as the CRD's pattern).
 - *Names are matched case-insensitively and written back in their canonical spelling.
 
 Pure: no I/O. Plugin modules are imported lazily when a profile is built.
@@ -59,6 +64,9 @@ from .profile import (
 #: v1.9 api/validation: predicate / priority names.
 NAME_PATTERN: Final = re.compile(r"^[a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])$")
 MAX_HARD_POD_AFFINITY_WEIGHT: Final = 100
+MAX_PARALLELISM: Final = 1024
+#: DNS-1123 subdomain, as the CRD's schedulerName pattern
+SCHEDULER_NAME_PATTERN: Final = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 DEFAULT_EXTENDER_TIMEOUT_SECONDS: Final = 5.0
 
 SPEC_KEYS: Final = (
@@ -72,6 +80,7 @@ SPEC_KEYS: Final = (
     "percentageOfNodesToScore",
     "podInitialBackoffSeconds",
     "podMaxBackoffSeconds",
+    "parallelism",
 )
 PREDICATE_KEYS: Final = ("name", "argument")
 PRIORITY_KEYS: Final = ("name", "weight", "argument")
@@ -169,6 +178,17 @@ class _Instance:
     plugin: Any = None
 
 
+@dataclass(frozen=True, slots=True)
+class _Built:
+    """One valid predicates[] / priorities[] item: canonical name, normalised entry, plugin requests."""
+
+    name: str
+    normal: dict[str, Any]
+    requests: list[_Request]
+    weight: int
+    legacy: bool
+
+
 def _map_field(instance: _Instance, plugin_field: str) -> str:
     best: tuple[int, str] | None = None
     for req in instance.requests:
@@ -224,10 +244,8 @@ def _check_name(item: Any, path: str, allowed: Sequence[str], errors: list[Field
     return name
 
 
-def _predicate_requests(
-    item: Any, path: str, order: int, errors: list[FieldError]
-) -> tuple[str, dict[str, Any], list[_Request], bool] | None:
-    """(canonical name, normalised entry, requests, is_legacy) for one predicates[] item."""
+def _predicate_requests(item: Any, path: str, order: int, errors: list[FieldError]) -> _Built | None:
+    """One predicates[] item, or None after reporting what is wrong with it."""
     name = _check_name(item, path, PREDICATE_KEYS, errors)
     if name is None:
         return None
@@ -245,21 +263,21 @@ def _predicate_requests(
             ref = registry.PluginRef(kind.target, kind.fixed_name or name, body, kind.slot)
             req = _Request(ref, path, (("", f"{path}.argument.{kind.key}"),), order)
             canonical = name
-            return canonical, {"name": canonical, "argument": {kind.key: body}}, [req], True
+            return _Built(canonical, {"name": canonical, "argument": {kind.key: body}}, [req], 0, True)
         if entry is None:
             errors.append(_unknown_predicate(name, path))
             return None
         if not entry.takes_args:
-            errors.append(FieldError(f"{path}.argument", f"{entry.name} takes no argument (v1.9 arguments: {', '.join(registry.ARGUMENT_PREDICATES)})"))
+            errors.append(FieldError(f"{path}.argument", f"{entry.name} takes no argument (v1.9 arguments, under a name of your own: {', '.join(registry.ARGUMENT_PREDICATES)})"))
             return None
         (ref,) = entry.filters
         ref = registry.PluginRef(ref.target, ref.name, {**ref.args, **argument}, ref.slot)
-        return entry.name, {"name": entry.name, "argument": dict(argument)}, [_Request(ref, path, (("", f"{path}.argument"),), order)], False
+        return _Built(entry.name, {"name": entry.name, "argument": dict(argument)}, [_Request(ref, path, (("", f"{path}.argument"),), order)], 0, False)
     if entry is None:
         errors.append(_unknown_predicate(name, path))
         return None
     reqs = [_Request(ref, path, (), order) for ref in entry.filters]
-    return entry.name, {"name": entry.name}, reqs, entry.legacy
+    return _Built(entry.name, {"name": entry.name}, reqs, 0, entry.legacy)
 
 
 def _unknown_predicate(name: str, path: str) -> FieldError:
@@ -283,14 +301,12 @@ def _unknown_priority(name: str, path: str) -> FieldError:
     return FieldError(
         f"{path}.name",
         f"unknown priority {name!r} (a custom priority needs argument.serviceAntiAffinity, argument.labelPreference "
-        "or argument.requestedToCapacityRatioArguments)",
+        "or argument.requestedToCapacityRatio)",
     )
 
 
-def _priority_request(
-    item: Any, path: str, order: int, errors: list[FieldError]
-) -> tuple[str, dict[str, Any], _Request, int, bool] | None:
-    """(canonical name, normalised entry, request, weight, is_legacy) for one priorities[] item."""
+def _priority_request(item: Any, path: str, order: int, errors: list[FieldError]) -> _Built | None:
+    """One priorities[] item (one request), or None after reporting what is wrong with it."""
     name = _check_name(item, path, PRIORITY_KEYS, errors)
     if name is None:
         return None
@@ -299,16 +315,24 @@ def _priority_request(
         errors.append(FieldError(f"{path}.argument", "must be an object"))
         return None
     entry = registry.lookup_priority(name)
-    result: tuple[str, dict[str, Any], _Request, int, bool] | None = None
+    result: _Built | None = None
     default_weight = entry.weight if entry is not None else 1
-    if argument:
+    if argument and entry is not None and entry.resources_arg and set(argument) == {"resources"}:
+        assert entry.scorer is not None
+        ref = entry.scorer
+        args = registry.with_resources(ref.args, entry.resources_arg, argument["resources"])
+        ref = registry.PluginRef(ref.target, ref.name, args, "")
+        fmap = ((entry.resources_arg, f"{path}.argument.resources"), ("", f"{path}.argument"))
+        normal_arg = {"resources": argument["resources"]}
+        result = _Built(entry.name, {"name": entry.name, "argument": normal_arg}, [_Request(ref, path, fmap, order)], default_weight, entry.legacy)
+    elif argument:
         kind = _argument_style(argument, registry.ARGUMENT_PRIORITIES, path, errors)
         if kind is False:
             return None
         if isinstance(kind, registry.ArgumentKind):
             body = dict(argument[kind.key])
             canonical = name
-            if kind.key == "requestedToCapacityRatioArguments":
+            if kind.key == "requestedToCapacityRatio":
                 args = registry.rtcr_args(body)
                 fmap = tuple((p, f"{path}.argument.{kind.key}.{s}") for p, s in registry.RTCR_FIELD_MAP)
                 fmap += (("", f"{path}.argument.{kind.key}"),)
@@ -316,32 +340,32 @@ def _priority_request(
                 args = body
                 fmap = (("", f"{path}.argument.{kind.key}"),)
             ref = registry.PluginRef(kind.target, kind.fixed_name or name, args, "")
-            result = (canonical, {"name": canonical, "argument": {kind.key: body}}, _Request(ref, path, fmap, order), default_weight, True)
+            result = _Built(canonical, {"name": canonical, "argument": {kind.key: body}}, [_Request(ref, path, fmap, order)], default_weight, True)
         elif entry is None:
             errors.append(_unknown_priority(name, path))
             return None
         elif not entry.takes_args:
-            errors.append(FieldError(f"{path}.argument", f"{entry.name} takes no argument (v1.9 arguments: {', '.join(registry.ARGUMENT_PRIORITIES)})"))
+            what = "takes only argument.resources" if entry.resources_arg else "takes no argument"
+            errors.append(FieldError(f"{path}.argument", f"{entry.name} {what} (v1.9 arguments, under a name of your own: {', '.join(registry.ARGUMENT_PRIORITIES)})"))
             return None
         else:
             assert entry.scorer is not None
             ref = registry.PluginRef(entry.scorer.target, entry.scorer.name, {**entry.scorer.args, **argument}, "")
-            result = (entry.name, {"name": entry.name, "argument": dict(argument)}, _Request(ref, path, (("", f"{path}.argument"),), order), default_weight, False)
+            result = _Built(entry.name, {"name": entry.name, "argument": dict(argument)}, [_Request(ref, path, (("", f"{path}.argument"),), order)], default_weight, False)
     else:
         if entry is None:
             errors.append(_unknown_priority(name, path))
             return None
         assert entry.scorer is not None
-        result = (entry.name, {"name": entry.name}, _Request(entry.scorer, path, (), order), default_weight, entry.legacy)
+        result = _Built(entry.name, {"name": entry.name}, [_Request(entry.scorer, path, (), order)], default_weight, entry.legacy)
     weight = item.get("weight", None)
     if weight is None:
-        weight = result[3]
+        weight = result.weight
     elif not _is_int(weight) or not registry.MIN_WEIGHT <= weight <= registry.MAX_WEIGHT:
         errors.append(FieldError(f"{path}.weight", f"must be an integer from {registry.MIN_WEIGHT} to {registry.MAX_WEIGHT}, got {weight!r}"))
         return None
-    canonical, normal, req, _, legacy = result
-    normal = {"name": normal["name"], "weight": weight, **({"argument": normal["argument"]} if "argument" in normal else {})}
-    return canonical, normal, req, weight, legacy
+    normal = {"name": result.name, "weight": weight, **({"argument": result.normal["argument"]} if "argument" in result.normal else {})}
+    return _Built(result.name, normal, result.requests, weight, result.legacy)
 
 
 # ----------------------------------------------------------------------------- extenders
@@ -467,6 +491,8 @@ def validate_policy(spec: Mapping[str, Any], *, source: str = "") -> Profile | l
     if not isinstance(scheduler_name, str) or not scheduler_name.strip():
         errors.append(FieldError("spec.schedulerName", "required: the name pods select with spec.schedulerName"))
         scheduler_name = ""
+    elif len(scheduler_name) > 253 or not SCHEDULER_NAME_PATTERN.match(scheduler_name):
+        errors.append(FieldError("spec.schedulerName", f"invalid scheduler name {scheduler_name!r}: a DNS-1123 subdomain (lower-case letters, digits, '-' and '.')"))
     normal["schedulerName"] = scheduler_name
 
     provider_name = spec.get("algorithmProvider")
@@ -520,24 +546,25 @@ def validate_policy(spec: Mapping[str, Any], *, source: str = "") -> Profile | l
                 order += 1
                 if built is None:
                     continue
-                canonical = built[0]
+                canonical = built.name
                 if canonical.lower() in seen:
                     errors.append(FieldError(f"{path}.name", f"duplicate {key[:-1]} {canonical!r} (also at {seen[canonical.lower()]})"))
                     continue
                 seen[canonical.lower()] = path
-                out.append(built[1])
+                out.append(built.normal)
                 names_seen += 1
+                modern_only = modern_only and not built.legacy
                 if key == "predicates":
-                    filter_requests.extend(built[2])  # type: ignore[arg-type]
-                    modern_only = modern_only and not built[3]
+                    filter_requests.extend(built.requests)
                 else:
-                    score_requests.append((built[2], built[3], canonical))  # type: ignore[arg-type]
-                    modern_only = modern_only and not built[4]
+                    score_requests.extend((req, built.weight, canonical) for req in built.requests)
             normal[key] = out
         legacy_style = names_seen == 0 or not modern_only
 
     # -- scalar settings
     hard_weight = spec.get("hardPodAffinitySymmetricWeight")
+    if hard_weight == 0 and _is_int(hard_weight):
+        hard_weight = None  # 0 = unset: the plugin default (1), as v1.9 and the CRD say
     if hard_weight is not None:
         if not _is_int(hard_weight) or not 0 <= hard_weight <= MAX_HARD_POD_AFFINITY_WEIGHT:
             errors.append(FieldError("spec.hardPodAffinitySymmetricWeight", f"must be an integer from 0 to {MAX_HARD_POD_AFFINITY_WEIGHT}, got {hard_weight!r}"))
@@ -564,6 +591,14 @@ def validate_policy(spec: Mapping[str, Any], *, source: str = "") -> Profile | l
         normal[key] = value
     if backoff["podMaxBackoffSeconds"] < backoff["podInitialBackoffSeconds"] and not any(e.path.endswith("BackoffSeconds") for e in errors):
         errors.append(FieldError("spec.podMaxBackoffSeconds", f"must be at least podInitialBackoffSeconds ({normal['podInitialBackoffSeconds']})"))
+
+    parallelism = spec.get("parallelism")
+    if parallelism is not None:
+        # carried in the normalised spec for the runtime; the core algorithm is single-threaded
+        if not _is_int(parallelism) or not 1 <= parallelism <= MAX_PARALLELISM:
+            errors.append(FieldError("spec.parallelism", f"must be an integer from 1 to {MAX_PARALLELISM}, got {parallelism!r}"))
+        else:
+            normal["parallelism"] = parallelism
 
     extenders, normal_extenders = _extenders(spec.get("extenders"), errors)
     if "extenders" in spec:
@@ -614,7 +649,7 @@ def validate_policy(spec: Mapping[str, Any], *, source: str = "") -> Profile | l
         if inst is None:
             continue
         if id(inst) in scored:
-            errors.append(FieldError(req.path if req.path != "spec.algorithmProvider" else req.path, f"{pname} configures the same scorer as {owner[id(inst)]}; list it once"))
+            errors.append(FieldError(req.path, f"{pname} configures the same scorer as {owner[id(inst)]}; list it once"))
             continue
         scored[id(inst)] = (inst, weight)
         owner[id(inst)] = pname
@@ -624,7 +659,7 @@ def validate_policy(spec: Mapping[str, Any], *, source: str = "") -> Profile | l
                 inst.args.setdefault("hardPodAffinityWeight", hard_weight)
                 if inst.args["hardPodAffinityWeight"] != hard_weight:
                     errors.append(FieldError("spec.hardPodAffinitySymmetricWeight", "conflicts with the InterPodAffinity argument hardPodAffinityWeight"))
-                inst.requests.append(_Request(inst.ref, "spec", (("hardPodAffinityWeight", "spec.hardPodAffinitySymmetricWeight"),)))
+                inst.requests.append(_Request(inst.ref, "spec", (("hardPodAffinityWeight", "spec.hardPodAffinitySymmetricWeight"),), order))
     if errors:
         return errors
 

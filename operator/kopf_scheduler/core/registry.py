@@ -152,6 +152,9 @@ class Entry:
     takes_args: bool = False
     #: another name this one is an alias of (for documentation and tests)
     alias_of: str = ""
+    #: where an ``argument.resources`` list goes in the plugin's args ("" = not accepted); the
+    #: SchedulingPolicy CRD lets resource-based priorities choose their resources and weights
+    resources_arg: str = ""
 
 
 def _f(target: str, slot: str, *, name: str | None = None, args: Mapping[str, Any] | None = None) -> PluginRef:
@@ -192,8 +195,20 @@ _MOST = _s(NODE_RESOURCES_FIT, name="NodeResourcesMostAllocated", args=_resource
 _RTCR_NAME: Final = "RequestedToCapacityRatio"
 
 
+def with_resources(args: Mapping[str, Any], where: str, resources: Any) -> dict[str, Any]:
+    """``args`` with ``resources`` placed at the dotted path ``where`` (copying what it changes)."""
+    out = dict(args)
+    head, _, rest = where.partition(".")
+    if rest:
+        inner = out.get(head)
+        out[head] = with_resources(inner if isinstance(inner, Mapping) else {}, rest, resources)
+    else:
+        out[head] = resources
+    return out
+
+
 def rtcr_args(argument: Mapping[str, Any]) -> dict[str, Any]:
-    """v1.9-era ``requestedToCapacityRatioArguments {shape, resources}`` -> NodeResourcesFit args."""
+    """``requestedToCapacityRatio {shape, resources}`` (v1.9-era Policy: ``...Arguments``) -> NodeResourcesFit args."""
     strategy: dict[str, Any] = {"type": "RequestedToCapacityRatio"}
     if "resources" in argument:
         strategy["resources"] = argument["resources"]
@@ -217,12 +232,15 @@ def _modern_pred(name: str, ref: PluginRef) -> Entry:
     return Entry(name, filters=(ref,), legacy=False, takes_args=True)
 
 
-def _prio(name: str, ref: PluginRef, weight: int = 1, *, alias_of: str = "") -> Entry:
-    return Entry(name, scorer=ref, weight=weight, legacy=True, alias_of=alias_of)
+def _prio(name: str, ref: PluginRef, weight: int = 1, *, alias_of: str = "", resources_arg: str = "") -> Entry:
+    return Entry(name, scorer=ref, weight=weight, legacy=True, alias_of=alias_of, resources_arg=resources_arg)
 
 
-def _modern_prio(name: str, ref: PluginRef, weight: int = 1) -> Entry:
-    return Entry(name, scorer=ref, weight=weight, legacy=False, takes_args=True)
+def _modern_prio(name: str, ref: PluginRef, weight: int = 1, *, resources_arg: str = "") -> Entry:
+    return Entry(name, scorer=ref, weight=weight, legacy=False, takes_args=True, resources_arg=resources_arg)
+
+
+_STRATEGY_RESOURCES: Final = "scoringStrategy.resources"
 
 
 _PREDICATE_LIST: Final = (
@@ -270,10 +288,10 @@ _PREDICATE_LIST: Final = (
 
 _PRIORITY_LIST: Final = (
     # v1.9 Policy priorities, default weights as v1.9 factory/defaults
-    _prio("LeastRequestedPriority", _LEAST),
-    _prio("MostRequestedPriority", _MOST),
-    _prio("RequestedToCapacityRatioPriority", _RTCR),
-    _prio("BalancedResourceAllocation", _s(BALANCED_ALLOCATION)),
+    _prio("LeastRequestedPriority", _LEAST, resources_arg=_STRATEGY_RESOURCES),
+    _prio("MostRequestedPriority", _MOST, resources_arg=_STRATEGY_RESOURCES),
+    _prio("RequestedToCapacityRatioPriority", _RTCR, resources_arg=_STRATEGY_RESOURCES),
+    _prio("BalancedResourceAllocation", _s(BALANCED_ALLOCATION), resources_arg="resources"),
     _prio("SelectorSpreadPriority", _s(SELECTOR_SPREAD)),
     _prio("ServiceSpreadingPriority", _s(SELECTOR_SPREAD, name="ServiceSpreading", args={"servicesOnly": True})),
     _prio("InterPodAffinityPriority", _s(INTER_POD_AFFINITY)),
@@ -284,8 +302,8 @@ _PRIORITY_LIST: Final = (
     _prio("EqualPriority", _s(EQUAL_PRIORITY)),
     _prio("ResourceLimitsPriority", _s(RESOURCE_LIMITS)),
     # modern plugin names (score side); weight 1 unless given (the Policy weight, not v1.37's profile weights)
-    _modern_prio("NodeResourcesFit", _s(NODE_RESOURCES_FIT)),
-    _modern_prio("NodeResourcesBalancedAllocation", _s(BALANCED_ALLOCATION)),
+    _modern_prio("NodeResourcesFit", _s(NODE_RESOURCES_FIT), resources_arg=_STRATEGY_RESOURCES),
+    _modern_prio("NodeResourcesBalancedAllocation", _s(BALANCED_ALLOCATION), resources_arg="resources"),
     _modern_prio("NodeAffinity", _s(NODE_AFFINITY)),
     _modern_prio("TaintToleration", _s(TAINT_TOLERATION)),
     _modern_prio("InterPodAffinity", _s(INTER_POD_AFFINITY)),
@@ -306,7 +324,7 @@ MODERN_NAMES: Final[frozenset[str]] = frozenset(e.name for e in (*_PREDICATE_LIS
 _PRED_BY_LOWER: Final = {k.lower(): v for k, v in PREDICATES.items()}
 _PRIO_BY_LOWER: Final = {k.lower(): v for k, v in PRIORITIES.items()}
 
-#: A ``requestedToCapacityRatioArguments`` argument builds the plugin ``RequestedToCapacityRatio``
+#: A ``requestedToCapacityRatio`` argument builds the plugin ``RequestedToCapacityRatio``
 #: whatever the policy entry is called (upstream kubernetes#83472 did the same).
 RTCR_PRIORITY: Final = "RequestedToCapacityRatioPriority"
 
@@ -334,8 +352,9 @@ ARGUMENT_PREDICATES: Final[Mapping[str, ArgumentKind]] = {
 ARGUMENT_PRIORITIES: Final[Mapping[str, ArgumentKind]] = {
     "serviceAntiAffinity": ArgumentKind("serviceAntiAffinity", SERVICE_ANTI_AFFINITY, "", ("label",)),
     "labelPreference": ArgumentKind("labelPreference", NODE_LABEL_PRIORITY, "", ("label", "presence")),
-    "requestedToCapacityRatioArguments": ArgumentKind(
-        "requestedToCapacityRatioArguments", NODE_RESOURCES_FIT, "", ("shape", "resources"), fixed_name=_RTCR_NAME
+    # the v1.9-era Policy key was requestedToCapacityRatioArguments; legacy.py renames it
+    "requestedToCapacityRatio": ArgumentKind(
+        "requestedToCapacityRatio", NODE_RESOURCES_FIT, "", ("shape", "resources"), fixed_name=_RTCR_NAME
     ),
 }
 
