@@ -124,14 +124,14 @@ def test_import_errors(fakes: None, doc: dict[str, Any], path: str, message: str
     assert import_errors(doc)[path] == message
 
 
-def test_requested_to_capacity_ratio_arguments_become_the_crd_key(fakes: None) -> None:
+def test_requested_to_capacity_ratio_arguments(fakes: None) -> None:
     shape = [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]
     doc = {"kind": "Policy", "priorities": [{"name": "Ratio", "weight": 2, "argument": {"requestedToCapacityRatioArguments": {"shape": shape}}}]}
     spec = imported(doc)
-    assert spec["priorities"] == [{"name": "Ratio", "weight": 2, "argument": {"requestedToCapacityRatio": {"shape": shape}}}]
+    assert spec["priorities"] == [{"name": "Ratio", "weight": 2, "argument": {"requestedToCapacityRatioArguments": {"shape": shape}}}]
 
 
-def test_requested_to_capacity_ratio_errors_use_the_policy_key(fakes: None) -> None:
+def test_requested_to_capacity_ratio_error_paths(fakes: None) -> None:
     shape = [{"utilization": 0, "score": policy_fakes.BAD}]
     doc = {"kind": "Policy", "priorities": [{"name": "Ratio", "weight": 2, "argument": {"requestedToCapacityRatioArguments": {"shape": shape}}}]}
     assert import_errors(doc) == {"priorities[0].argument.requestedToCapacityRatioArguments.shape[0].score": "is BAD"}

@@ -265,7 +265,7 @@ def test_label_preference_priority(fakes: None) -> None:
 
 def test_requested_to_capacity_ratio_argument(fakes: None) -> None:
     shape = [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]
-    p = ok(S(priorities=[{"name": "MyRatio", "weight": 2, "argument": {"requestedToCapacityRatio": {"shape": shape}}}]))
+    p = ok(S(priorities=[{"name": "MyRatio", "weight": 2, "argument": {"requestedToCapacityRatioArguments": {"shape": shape}}}]))
     plugin, weight = p.scorers[0]
     assert plugin.name == "RequestedToCapacityRatio" and weight == 2
     assert plugin.args["scoringStrategy"]["type"] == "RequestedToCapacityRatio"
@@ -338,8 +338,8 @@ def test_modern_plugin_args_errors_map_to_field_paths(fakes: None) -> None:
 
 def test_rtcr_args_errors_map_back_to_the_policy_argument(fakes: None) -> None:
     shape = [{"utilization": 0, "score": 0}, {"utilization": 100, "score": policy_fakes.BAD}]
-    spec = S(priorities=[{"name": "Ratio", "weight": 1, "argument": {"requestedToCapacityRatio": {"shape": shape}}}])
-    assert errors(spec) == {"spec.priorities[0].argument.requestedToCapacityRatio.shape[1].score": "is BAD"}
+    spec = S(priorities=[{"name": "Ratio", "weight": 1, "argument": {"requestedToCapacityRatioArguments": {"shape": shape}}}])
+    assert errors(spec) == {"spec.priorities[0].argument.requestedToCapacityRatioArguments.shape[1].score": "is BAD"}
 
 
 def test_modern_plugin_args_are_shared_between_filter_and_score(fakes: None) -> None:
@@ -485,7 +485,7 @@ def test_argument_style_names_build_with_real_plugins() -> None:
                     {"name": "HasSSD", "argument": {"labelsPresence": {"labels": ["ssd"], "presence": True}}}],
         priorities=[{"name": "Zone", "weight": 2, "argument": {"serviceAntiAffinity": {"label": "zone"}}},
                     {"name": "PreferSSD", "weight": 1, "argument": {"labelPreference": {"label": "ssd", "presence": True}}},
-                    {"name": "Ratio", "weight": 1, "argument": {"requestedToCapacityRatio": {
+                    {"name": "Ratio", "weight": 1, "argument": {"requestedToCapacityRatioArguments": {
                         "shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}],
                         "resources": [{"name": "cpu", "weight": 1}]}}}],
     ))  # fmt: skip
@@ -507,8 +507,8 @@ def test_real_plugin_args_errors_surface_as_field_errors() -> None:
 
 def test_real_rtcr_shape_error_maps_to_the_policy_argument() -> None:
     shape = [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 11}]  # scores are 0..10
-    spec = S(priorities=[{"name": "Ratio", "weight": 1, "argument": {"requestedToCapacityRatio": {"shape": shape}}}])
-    assert list(errors(spec)) == ["spec.priorities[0].argument.requestedToCapacityRatio.shape[1].score"]
+    spec = S(priorities=[{"name": "Ratio", "weight": 1, "argument": {"requestedToCapacityRatioArguments": {"shape": shape}}}])
+    assert list(errors(spec)) == ["spec.priorities[0].argument.requestedToCapacityRatioArguments.shape[1].score"]
 
 
 def test_real_resources_argument_error_path() -> None:
@@ -547,3 +547,30 @@ def test_spec_fields_match_the_crd() -> None:
     prio_args = schema["properties"]["priorities"]["items"]["properties"]["argument"]["properties"]
     assert set(prio_args) == set(registry.ARGUMENT_PRIORITIES) | {"resources"}
     assert schema["properties"]["priorities"]["items"]["properties"]["weight"]["maximum"] == registry.MAX_WEIGHT
+
+
+# ----------------------------------------------------------------------------- end to end with the algorithm
+
+
+@pytest.mark.parametrize(
+    "provider,expected",
+    [
+        # n-busy already requests 3 of its 4 cpus; LeastRequested prefers the idle node, MostRequested the busy one
+        pytest.param("DefaultProvider", "n-idle", id="spread"),
+        pytest.param("ClusterAutoscalerProvider", "n-busy", id="bin-pack"),
+    ],
+)
+def test_provider_profiles_schedule(provider: str, expected: str) -> None:
+    import random
+
+    from builders import make_node, make_pod, node_info
+    from kopf_scheduler.core.algorithm import GenericScheduler
+    from kopf_scheduler.core.snapshot import Snapshot
+
+    profile = ok(S(algorithmProvider=provider))
+    busy = make_node("n-busy").capacity(cpu="4", memory="8Gi", pods="110").obj()
+    idle = make_node("n-idle").capacity(cpu="4", memory="8Gi", pods="110").obj()
+    tainted = make_node("n-tainted").capacity(cpu="4", memory="8Gi", pods="110").taint("dedicated", "x").obj()
+    snap = Snapshot.of([node_info(busy, make_pod("old").req(cpu="3", memory="1Gi").node("n-busy").obj()), node_info(idle), node_info(tainted)])
+    result = GenericScheduler(profile).schedule(make_pod("p").req(cpu="500m", memory="1Gi").obj(), snap, rng=random.Random(0))
+    assert result.node == expected, result

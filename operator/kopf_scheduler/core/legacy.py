@@ -100,8 +100,7 @@ def _argument(value: Any, kinds: Mapping[str, Sequence[str]], path: str, errors:
                         _canonical(p, keys, f"{path}.{key}.{sub}[{i}].", errors) if isinstance(p, Mapping) else p
                         for i, p in enumerate(_list(inner[sub], f"{path}.{key}.{sub}", errors))
                     ]
-        # the SchedulingPolicy CRD calls it requestedToCapacityRatio
-        out["requestedToCapacityRatio" if key == "requestedToCapacityRatioArguments" else key] = inner
+        out[key] = inner
     return out
 
 
@@ -210,14 +209,8 @@ def import_policy(
     if validate:
         result = validate_policy(spec)
         if isinstance(result, list):
-            return [FieldError(prefix + _policy_path(e.path), e.message) for e in result]
+            return [FieldError(prefix + e.path.removeprefix("spec.").removeprefix("spec"), e.message) for e in result]
     return spec
-
-
-def _policy_path(spec_path: str) -> str:
-    """A validate_policy path (``spec.priorities[0].argument.requestedToCapacityRatio``) as written in the Policy."""
-    path = spec_path.removeprefix("spec.").removeprefix("spec")
-    return path.replace(".argument.requestedToCapacityRatio", ".argument.requestedToCapacityRatioArguments")
 
 
 def to_manifest(spec: Mapping[str, Any], *, name: str, namespace: str | None = None) -> dict[str, Any]:

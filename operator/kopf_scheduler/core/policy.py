@@ -28,7 +28,7 @@ Rules (decisions marked *):
 - ``argument``: for v1.9 names, exactly one of the v1.9 argument keys (predicates:
   ``serviceAffinity {labels}``, ``labelsPresence {labels, presence}``; priorities:
   ``serviceAntiAffinity {label}``, ``labelPreference {label, presence}``,
-  ``requestedToCapacityRatio {shape, resources}``), under a user-chosen name; for modern
+  ``requestedToCapacityRatioArguments {shape, resources}``), under a user-chosen name; for modern
   plugin names, the plugin's own arguments (e.g. NodeResourcesFit ``scoringStrategy``). Plugin
   argument errors (``PluginArgsError``) are reported at their field path in the spec.
 - ``hardPodAffinitySymmetricWeight`` 1..100 becomes InterPodAffinity's ``hardPodAffinityWeight``; 0 means
@@ -190,16 +190,17 @@ class _Built:
 
 
 def _map_field(instance: _Instance, plugin_field: str) -> str:
+    """The spec path of a plugin-args field: via the longest matching prefix of any contributing entry."""
     best: tuple[int, str] | None = None
     for req in instance.requests:
         for prefix, spec_prefix in req.field_map:
-            if plugin_field == prefix or plugin_field.startswith(prefix + ".") or plugin_field.startswith(prefix + "[") or prefix == "":
-                rest = plugin_field[len(prefix):]
-                if prefix == "" and rest and not rest.startswith(("[", ".")):
-                    rest = "." + rest
-                candidate = spec_prefix + rest
-                if best is None or len(prefix) > best[0]:
-                    best = (len(prefix), candidate)
+            if prefix and not (plugin_field == prefix or plugin_field.startswith((prefix + ".", prefix + "["))):
+                continue
+            rest = plugin_field[len(prefix):]
+            if rest and rest[0] not in ".[":
+                rest = "." + rest
+            if best is None or len(prefix) > best[0]:
+                best = (len(prefix), spec_prefix + rest)
     if best is not None:
         return best[1]
     first = instance.requests[0].path
@@ -301,7 +302,7 @@ def _unknown_priority(name: str, path: str) -> FieldError:
     return FieldError(
         f"{path}.name",
         f"unknown priority {name!r} (a custom priority needs argument.serviceAntiAffinity, argument.labelPreference "
-        "or argument.requestedToCapacityRatio)",
+        "or argument.requestedToCapacityRatioArguments)",
     )
 
 
@@ -322,7 +323,7 @@ def _priority_request(item: Any, path: str, order: int, errors: list[FieldError]
         ref = entry.scorer
         args = registry.with_resources(ref.args, entry.resources_arg, argument["resources"])
         ref = registry.PluginRef(ref.target, ref.name, args, "")
-        fmap = ((entry.resources_arg, f"{path}.argument.resources"), ("", f"{path}.argument"))
+        fmap: tuple[tuple[str, str], ...] = ((entry.resources_arg, f"{path}.argument.resources"), ("", f"{path}.argument"))
         normal_arg = {"resources": argument["resources"]}
         result = _Built(entry.name, {"name": entry.name, "argument": normal_arg}, [_Request(ref, path, fmap, order)], default_weight, entry.legacy)
     elif argument:
@@ -332,7 +333,7 @@ def _priority_request(item: Any, path: str, order: int, errors: list[FieldError]
         if isinstance(kind, registry.ArgumentKind):
             body = dict(argument[kind.key])
             canonical = name
-            if kind.key == "requestedToCapacityRatio":
+            if kind.key == "requestedToCapacityRatioArguments":
                 args = registry.rtcr_args(body)
                 fmap = tuple((p, f"{path}.argument.{kind.key}.{s}") for p, s in registry.RTCR_FIELD_MAP)
                 fmap += (("", f"{path}.argument.{kind.key}"),)

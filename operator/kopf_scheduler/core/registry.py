@@ -208,7 +208,7 @@ def with_resources(args: Mapping[str, Any], where: str, resources: Any) -> dict[
 
 
 def rtcr_args(argument: Mapping[str, Any]) -> dict[str, Any]:
-    """``requestedToCapacityRatio {shape, resources}`` (v1.9-era Policy: ``...Arguments``) -> NodeResourcesFit args."""
+    """Policy ``requestedToCapacityRatioArguments {shape, resources}`` -> NodeResourcesFit args."""
     strategy: dict[str, Any] = {"type": "RequestedToCapacityRatio"}
     if "resources" in argument:
         strategy["resources"] = argument["resources"]
@@ -324,7 +324,7 @@ MODERN_NAMES: Final[frozenset[str]] = frozenset(e.name for e in (*_PREDICATE_LIS
 _PRED_BY_LOWER: Final = {k.lower(): v for k, v in PREDICATES.items()}
 _PRIO_BY_LOWER: Final = {k.lower(): v for k, v in PRIORITIES.items()}
 
-#: A ``requestedToCapacityRatio`` argument builds the plugin ``RequestedToCapacityRatio``
+#: A ``requestedToCapacityRatioArguments`` argument builds the plugin ``RequestedToCapacityRatio``
 #: whatever the policy entry is called (upstream kubernetes#83472 did the same).
 RTCR_PRIORITY: Final = "RequestedToCapacityRatioPriority"
 
@@ -352,9 +352,8 @@ ARGUMENT_PREDICATES: Final[Mapping[str, ArgumentKind]] = {
 ARGUMENT_PRIORITIES: Final[Mapping[str, ArgumentKind]] = {
     "serviceAntiAffinity": ArgumentKind("serviceAntiAffinity", SERVICE_ANTI_AFFINITY, "", ("label",)),
     "labelPreference": ArgumentKind("labelPreference", NODE_LABEL_PRIORITY, "", ("label", "presence")),
-    # the v1.9-era Policy key was requestedToCapacityRatioArguments; legacy.py renames it
-    "requestedToCapacityRatio": ArgumentKind(
-        "requestedToCapacityRatio", NODE_RESOURCES_FIT, "", ("shape", "resources"), fixed_name=_RTCR_NAME
+    "requestedToCapacityRatioArguments": ArgumentKind(
+        "requestedToCapacityRatioArguments", NODE_RESOURCES_FIT, "", ("shape", "resources"), fixed_name=_RTCR_NAME
     ),
 }
 
