@@ -1,0 +1,217 @@
+"""VolumeRestrictions: disk conflicts with pods already on the node, and ReadWriteOncePod claims.
+
+Follows today's upstream ``pkg/scheduler/framework/plugins/volumerestrictions/volume_restrictions.go``
+(v1.9: ``NoDiskConflict``). Two checks:
+
+- **Disk conflicts** (per node). A volume of the incoming pod conflicts with a volume of a pod on
+  the node when both are of the same source and name the same disk:
+  GCE PD with the same ``pdName`` unless both mounts are read-only; AWS EBS with the same
+  ``volumeID`` even when both are read-only; iSCSI with the same IQN unless both are read-only;
+  RBD with at least one shared monitor and the same pool and image unless both are read-only.
+  Other sources never conflict. Reason "node(s) had no available disk", Unschedulable.
+- **ReadWriteOncePod** (cluster-wide, as upstream). Every ``persistentVolumeClaim`` volume's claim
+  must exist (else UnschedulableAndUnresolvable ``persistentvolumeclaim "<name>" not found``, from
+  PreFilter); a claim with the ``ReadWriteOncePod`` access mode that a scheduled pod anywhere in the
+  snapshot already uses (``NodeInfo.pvc_ref_counts``) makes every node Unschedulable with the
+  reason below. Generic ephemeral volumes are not part of this check, as upstream.
+
+PreFilter returns SKIP for a pod without volumes, and (as upstream) when it has no disk of the
+four sources and no in-use ReadWriteOncePod claim. ``filter_nodes`` loops over the nodes (pods
+come and go, so there is nothing to cache); it exists so a pod with such volumes still takes the
+vectorised path for the other filters.
+
+Limits: upstream's PreFilter AddPod/RemovePod (preemption what-ifs adjusting the RWOP count) have
+no extension point here; ``fits(pod, node_info, snapshot)`` recounts with ``node_info`` standing in
+for its node, which is what preemption needs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Iterable, Mapping
+
+import numpy as np
+import numpy.typing as npt
+
+from .. import framework
+from ..framework import CycleState, Status
+from ..nodeinfo import NodeInfo
+from ..objects import PersistentVolumeClaim, Pod, Volume
+from . import PluginArgsError
+
+if TYPE_CHECKING:
+    from ..snapshot import NodeTable, Snapshot
+
+NAME: Final = "VolumeRestrictions"
+#: v1.9 Policy name of the disk-conflict check.
+FILTER_ALIASES: Final = ("NoDiskConflict",)
+
+ERR_REASON_DISK_CONFLICT: Final = "node(s) had no available disk"
+ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT: Final = (
+    "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
+)
+
+READ_WRITE_ONCE_POD: Final = "ReadWriteOncePod"
+
+GCE_PD: Final = "gcePersistentDisk"
+AWS_EBS: Final = "awsElasticBlockStore"
+ISCSI: Final = "iscsi"
+RBD: Final = "rbd"
+PVC: Final = "persistentVolumeClaim"
+#: the volume sources whose disks can conflict
+CONFLICT_KINDS: Final = frozenset({GCE_PD, AWS_EBS, ISCSI, RBD})
+
+
+def claim_not_found(name: str) -> str:
+    """The API's NotFound text for a claim, as upstream passes it on."""
+    return f'persistentvolumeclaim "{name}" not found'
+
+
+def volume_conflict(v: Volume, other: Volume) -> bool:
+    """Whether ``v`` (incoming) and ``other`` (on the node) name the same disk in a way that conflicts."""
+    kind = v.kind
+    if kind != other.kind or v.ident != other.ident:
+        return False
+    if kind == AWS_EBS:
+        return True
+    if kind == GCE_PD or kind == ISCSI:
+        return not (v.read_only and other.read_only)
+    if kind == RBD:
+        # ident is "pool/image"; the image must also be reachable through a shared monitor
+        return not v.monitors.isdisjoint(other.monitors) and not (v.read_only and other.read_only)
+    return False
+
+
+def conflict_volumes(pod: Pod) -> tuple[Volume, ...]:
+    """The pod's volumes that can conflict with another pod's (the four disk sources)."""
+    return tuple(v for v in pod.volumes if v.kind in CONFLICT_KINDS)
+
+
+def has_disk_conflict(volumes: Iterable[Volume], node_info: NodeInfo) -> bool:
+    """Whether any of ``volumes`` conflicts with a volume of a pod on the node."""
+    wanted = tuple(volumes)
+    if not wanted:
+        return False
+    for existing in node_info.pods.values():
+        others = existing.volumes
+        if not others:
+            continue
+        for v in wanted:
+            for other in others:
+                if volume_conflict(v, other):
+                    return True
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class PreFilterState:
+    """What Filter needs: the disk volumes to check and how many RWOP claims are already in use."""
+
+    volumes: tuple[Volume, ...]
+    #: the pod's ReadWriteOncePod claim names
+    rwop_claims: frozenset[str]
+    conflicting_pvc_ref_count: int
+
+
+def read_write_once_pod_claims(pod: Pod, claims: Mapping[str, PersistentVolumeClaim]) -> frozenset[str] | Status:
+    """The pod's claim names with the ReadWriteOncePod mode, or the unresolvable status of a missing claim."""
+    out = set()
+    for v in pod.volumes:
+        if v.kind != PVC:
+            continue
+        pvc = claims.get(f"{pod.namespace}/{v.ident}")
+        if pvc is None:
+            return framework.unresolvable(claim_not_found(v.ident))
+        if READ_WRITE_ONCE_POD in pvc.access_modes:
+            out.add(pvc.name)
+    return frozenset(out)
+
+
+def _claim_in_use(key: str, infos: Iterable[NodeInfo], stand_in: NodeInfo | None) -> bool:
+    if stand_in is not None and key in stand_in.pvc_ref_counts:
+        return True
+    skip = stand_in.name if stand_in is not None else None
+    return any(key in info.pvc_ref_counts for info in infos if info.name != skip)
+
+
+def conflicting_ref_count(
+    pod: Pod, rwop_claims: Iterable[str], snapshot: "Snapshot", *, stand_in: NodeInfo | None = None
+) -> int:
+    """How many of the pod's RWOP claims a scheduled pod already uses (upstream ``IsPVCUsedByPods``).
+
+    ``stand_in`` replaces the snapshot's NodeInfo of the same name (a preemption what-if).
+    """
+    return sum(1 for c in rwop_claims if _claim_in_use(f"{pod.namespace}/{c}", snapshot.node_infos, stand_in))
+
+
+def _state_for(pod: Pod, snapshot: "Snapshot", stand_in: NodeInfo | None = None) -> PreFilterState | Status:
+    """The PreFilter outcome: SKIP, a rejection, or the state Filter reads."""
+    if not pod.volumes:
+        return framework.SKIP
+    volumes = conflict_volumes(pod)
+    has_claims = any(v.kind == PVC for v in pod.volumes)
+    if not volumes and not has_claims:
+        return framework.SKIP
+    rwop = read_write_once_pod_claims(pod, snapshot.objects.persistent_volume_claims)
+    if isinstance(rwop, Status):
+        return rwop
+    count = conflicting_ref_count(pod, rwop, snapshot, stand_in=stand_in) if rwop else 0
+    if not volumes and count == 0:
+        return framework.SKIP
+    return PreFilterState(volumes, rwop, count)
+
+
+def check(s: PreFilterState, node_info: NodeInfo) -> Status:
+    """The filter's verdict for one node given the pre-filter state."""
+    if has_disk_conflict(s.volumes, node_info):
+        return framework.unschedulable(ERR_REASON_DISK_CONFLICT)
+    if s.conflicting_pvc_ref_count > 0:
+        return framework.unschedulable(ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT)
+    return framework.SUCCESS
+
+
+def fits(pod: Pod, node_info: NodeInfo, snapshot: "Snapshot") -> Status:
+    """The plugin's verdict for ``pod`` on ``node_info`` (which may be a what-if copy of a snapshot node)."""
+    s = _state_for(pod, snapshot, node_info)
+    if isinstance(s, Status):
+        return framework.SUCCESS if s.is_skip else s
+    return check(s, node_info)
+
+
+class VolumeRestrictions:
+    NAME: ClassVar[str] = NAME
+
+    def __init__(self, args: Mapping[str, Any] | None = None, *, name: str | None = None) -> None:
+        for key in args or {}:
+            raise PluginArgsError(str(key), "VolumeRestrictions takes no arguments")
+        self.name = name or NAME
+        self._key = f"PreFilter{self.name}"
+
+    def pre_filter(self, state: CycleState, pod: Pod, snapshot: "Snapshot") -> Status:
+        s = _state_for(pod, snapshot)
+        if isinstance(s, Status):
+            return s
+        state.write(self._key, s)
+        return framework.SUCCESS
+
+    def _state(self, state: CycleState) -> PreFilterState:
+        s = state.read(self._key)
+        if not isinstance(s, PreFilterState):
+            raise LookupError(f"cannot read {self._key!r} from cycle state")
+        return s
+
+    def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
+        s = state.read(self._key)
+        if not isinstance(s, PreFilterState):
+            if has_disk_conflict(conflict_volumes(pod), node):
+                return framework.unschedulable(ERR_REASON_DISK_CONFLICT)
+            return framework.error(f"cannot read {self._key!r} from cycle state")
+        return check(s, node)
+
+    def filter_nodes(self, state: CycleState, pod: Pod, table: "NodeTable", index: npt.NDArray[np.intp]) -> npt.NDArray[np.bool_]:
+        s = self._state(state)
+        if s.conflicting_pvc_ref_count > 0:
+            return np.zeros(len(index), dtype=np.bool_)
+        info = table.info
+        volumes = s.volumes
+        return np.fromiter((not has_disk_conflict(volumes, info(k)) for k in index.tolist()), dtype=np.bool_, count=len(index))
