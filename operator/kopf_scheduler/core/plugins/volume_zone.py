@@ -1,0 +1,196 @@
+"""VolumeZone: the zone/region labels of the pod's bound PersistentVolumes must match the node's.
+
+Follows today's upstream ``pkg/scheduler/framework/plugins/volumezone/volume_zone.go`` (v1.9:
+``NoVolumeZoneConflict``). Only ``persistentVolumeClaim`` volumes are looked at (not inline or
+generic ephemeral volumes, as upstream).
+
+PreFilter resolves each claim to its PersistentVolume and collects the PV's topology labels
+(``failure-domain.beta.kubernetes.io/zone|region`` and ``topology.kubernetes.io/zone|region``); a
+value may list several zones separated by ``__`` (a value with an empty element is ignored, as
+upstream ignores a label it cannot parse). Unbound claims of a ``WaitForFirstConsumer`` storage
+class are skipped. Everything else that is missing is UnschedulableAndUnresolvable, with
+upstream's texts: a claim with no name ("PersistentVolumeClaim had no name"), a missing claim
+(``persistentvolumeclaim "<name>" not found``), an unbound claim without a class ("PersistentVolumeClaim
+had no pv name and storageClass name"), a missing class (``storageclass.storage.k8s.io "<name>" not
+found``), an unbound claim of an Immediate class ("PersistentVolume had no name") and a missing PV
+(``persistentvolume "<name>" not found``). With no topology labels to check, PreFilter returns SKIP.
+
+Filter: a node with none of the four labels passes (single-zone clusters); otherwise for each
+collected label the node's value of that key (for a beta key, the GA key when the beta one is
+absent) must be in the PV's set, else UnschedulableAndUnresolvable "node(s) had no available
+volume zone". ``filter_nodes`` loops over the nodes with a per-call cache by label values.
+
+Limits: a claim's class is ``spec.storageClassName`` only; the objects do not keep the deprecated
+``volume.beta.kubernetes.io/storage-class`` annotation that upstream reads first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Mapping
+
+import numpy as np
+import numpy.typing as npt
+
+from .. import framework
+from ..framework import CycleState, Status
+from ..nodeinfo import NodeInfo
+from ..objects import LABEL_REGION, LABEL_REGION_BETA, LABEL_ZONE, LABEL_ZONE_BETA, Node, Pod
+from . import PluginArgsError
+
+if TYPE_CHECKING:
+    from ..snapshot import ClusterObjects, NodeTable, Snapshot
+
+NAME: Final = "VolumeZone"
+#: v1.9 Policy name of the same check.
+FILTER_ALIASES: Final = ("NoVolumeZoneConflict",)
+
+ERR_REASON_CONFLICT: Final = "node(s) had no available volume zone"
+ERR_CLAIM_NO_NAME: Final = "PersistentVolumeClaim had no name"
+ERR_CLAIM_NO_PV_NO_CLASS: Final = "PersistentVolumeClaim had no pv name and storageClass name"
+ERR_PV_NO_NAME: Final = "PersistentVolume had no name"
+
+WAIT_FOR_FIRST_CONSUMER: Final = "WaitForFirstConsumer"
+#: separator of several zones in one PV label value (upstream ``LabelMultiZoneDelimiter``)
+MULTI_ZONE_DELIMITER: Final = "__"
+
+#: the PV labels checked, in upstream's order
+TOPOLOGY_LABELS: Final = (LABEL_ZONE_BETA, LABEL_REGION_BETA, LABEL_ZONE, LABEL_REGION)
+_TO_GA: Final = {LABEL_ZONE_BETA: LABEL_ZONE, LABEL_REGION_BETA: LABEL_REGION}
+
+
+def not_found(resource: str, name: str) -> str:
+    """The API's NotFound text (``<resource>[.<group>] "<name>" not found``)."""
+    return f'{resource} "{name}" not found'
+
+
+def zones_of(value: str) -> frozenset[str] | None:
+    """A PV label value as a set of zones; ``None`` when an element is empty (upstream ignores the label)."""
+    out = set()
+    for part in value.split(MULTI_ZONE_DELIMITER):
+        zone = part.strip()
+        if not zone:
+            return None
+        out.add(zone)
+    return frozenset(out)
+
+
+@dataclass(frozen=True, slots=True)
+class PVTopology:
+    pv_name: str
+    key: str
+    values: frozenset[str]
+
+
+def pv_topologies(pod: Pod, objects: "ClusterObjects") -> tuple[PVTopology, ...] | Status:
+    """The topology labels of the PVs behind the pod's claims, or the status of what is missing."""
+    out: list[PVTopology] = []
+    claims = objects.persistent_volume_claims
+    for v in pod.volumes:
+        if v.kind != "persistentVolumeClaim":
+            continue
+        if not v.ident:
+            return framework.unresolvable(ERR_CLAIM_NO_NAME)
+        pvc = claims.get(f"{pod.namespace}/{v.ident}")
+        if pvc is None:
+            return framework.unresolvable(not_found("persistentvolumeclaim", v.ident))
+        pv_name = pvc.volume_name
+        if not pv_name:
+            class_name = pvc.storage_class or ""
+            if not class_name:
+                return framework.unresolvable(ERR_CLAIM_NO_PV_NO_CLASS)
+            sc = objects.storage_classes.get(class_name)
+            if sc is None:
+                return framework.unresolvable(not_found("storageclass.storage.k8s.io", class_name))
+            if sc.volume_binding_mode == WAIT_FOR_FIRST_CONSUMER:
+                continue
+            return framework.unresolvable(ERR_PV_NO_NAME)
+        pv = objects.persistent_volumes.get(pv_name)
+        if pv is None:
+            return framework.unresolvable(not_found("persistentvolume", pv_name))
+        for key in TOPOLOGY_LABELS:
+            value = pv.labels.get(key)
+            if value is None:
+                continue
+            zones = zones_of(value)
+            if zones is not None:
+                out.append(PVTopology(pv.name, key, zones))
+    return tuple(out)
+
+
+def check(topologies: tuple[PVTopology, ...], node: Node | None) -> Status:
+    """The filter's verdict for a node given the PVs' topology labels."""
+    if node is None:
+        return framework.error("node not found")
+    labels = node.labels
+    if not any(key in labels for key in TOPOLOGY_LABELS):
+        return framework.SUCCESS  # a node without topology labels takes any volume
+    for t in topologies:
+        value = labels.get(t.key)
+        if value is None and t.key in _TO_GA:
+            value = labels.get(_TO_GA[t.key])
+        if value is None or value not in t.values:
+            return framework.unresolvable(ERR_REASON_CONFLICT)
+    return framework.SUCCESS
+
+
+def fits(pod: Pod, node_info: NodeInfo, objects: "ClusterObjects") -> Status:
+    """The plugin's verdict for ``pod`` on ``node_info`` (PreFilter and Filter together)."""
+    if not pod.volumes:
+        return framework.SUCCESS
+    topologies = pv_topologies(pod, objects)
+    if isinstance(topologies, Status):
+        return topologies
+    return check(topologies, node_info.node)
+
+
+class VolumeZone:
+    NAME: ClassVar[str] = NAME
+
+    def __init__(self, args: Mapping[str, Any] | None = None, *, name: str | None = None) -> None:
+        for key in args or {}:
+            raise PluginArgsError(str(key), "VolumeZone takes no arguments")
+        self.name = name or NAME
+        self._key = f"PreFilter{self.name}"
+
+    def pre_filter(self, state: CycleState, pod: Pod, snapshot: "Snapshot") -> Status:
+        if not pod.volumes:
+            return framework.SKIP
+        topologies = pv_topologies(pod, snapshot.objects)
+        if isinstance(topologies, Status):
+            return topologies
+        if not topologies:
+            return framework.SKIP
+        state.write(self._key, topologies)
+        return framework.SUCCESS
+
+    def _topologies(self, state: CycleState) -> tuple[PVTopology, ...]:
+        s = state.read(self._key)
+        if not isinstance(s, tuple):
+            raise LookupError(f"reading {self._key!r} from cycle state: not found")
+        return s
+
+    def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
+        if not pod.volumes:
+            return framework.SUCCESS
+        s = state.read(self._key)
+        if not isinstance(s, tuple):
+            return framework.error(f"reading {self._key!r} from cycle state: not found")
+        return check(s, node.node)
+
+    def filter_nodes(self, state: CycleState, pod: Pod, table: "NodeTable", index: npt.NDArray[np.intp]) -> npt.NDArray[np.bool_]:
+        topologies = self._topologies(state)
+        out = np.empty(len(index), dtype=np.bool_)
+        seen: dict[tuple[str | None, ...], bool] = {}
+        for i, k in enumerate(index.tolist()):
+            node = table.info(k).node
+            if node is None:
+                out[i] = False
+                continue
+            labels = node.labels
+            values = tuple(labels.get(key) for key in TOPOLOGY_LABELS)
+            verdict = seen.get(values)
+            if verdict is None:
+                verdict = seen[values] = check(topologies, node).is_success
+            out[i] = verdict
+        return out
