@@ -1,0 +1,341 @@
+"""VolumeBinding: the pod's claims must be bound to PVs the node can reach, or be bindable there.
+
+Follows today's upstream ``pkg/scheduler/framework/plugins/volumebinding/volume_binding.go`` and
+the static checks of its ``binder.go`` (``GetPodVolumeClaims``, ``FindPodVolumes``,
+``checkBoundClaims``, ``findMatchingVolumes``, ``checkVolumeProvisions``) and of
+``component-helpers/storage/volume`` (``FindMatchingVolume``, ``CheckNodeAffinity``); v1.9:
+``CheckVolumeBinding``.
+
+PreFilter (SKIP for a pod with no ``persistentVolumeClaim`` and no generic ephemeral volume, as
+upstream): every claim must exist (UnschedulableAndUnresolvable ``persistentvolumeclaim "<name>" not
+found``, or for an ephemeral volume ``waiting for ephemeral volume controller to create the
+persistentvolumeclaim "<pod>-<volume>"``) and not be Lost. Claims are then bound, unbound with
+delayed binding (a ``WaitForFirstConsumer`` class, no ``volumeName``), or unbound immediate
+(anything else, including claims pre-bound to a PV but not yet bound), which fails the pod with
+UnschedulableAndUnresolvable "pod has unbound immediate PersistentVolumeClaims".
+
+Filter, per node, collecting upstream's reasons in upstream's order (UnschedulableAndUnresolvable):
+
+- each bound claim's PV must exist ("node(s) unavailable due to one or more pvc(s) bound to
+  non-existent pv(s)") and its required node affinity must match the node's labels
+  ("node(s) had volume node affinity conflict");
+- delayed claims, smallest request first, each take the smallest PV of their class that is
+  pre-bound to them, or else is Available, not claimed by another claim, not chosen for an
+  earlier claim, large enough, has every access mode the claim asks for, matches the claim's
+  selector and whose node affinity matches the node. Claims left over must be provisionable: a
+  class with a provisioner other than ``kubernetes.io/no-provisioner`` whose ``allowedTopologies``
+  (none = anywhere) match the node. Otherwise "node(s) didn't find available persistent volumes
+  to bind".
+
+Static checks only: nothing is assumed or bound (no Reserve/PreBind; another pod of the same
+cycle may be offered the same PV), no CSIStorageCapacity check ("node(s) did not have enough
+free storage" never occurs), no volume-capacity Score (behind an alpha gate upstream), and the
+PreFilterResult node narrowing upstream computes for local PVs is not produced (the same nodes
+fail Filter instead). ``filter_nodes`` loops over the nodes.
+
+Limits of the objects: "bound" means ``volumeName`` set and phase Bound (upstream: the
+``pv.kubernetes.io/bind-completed`` annotation); the selected-node annotation, claim deletion,
+claim/PV UIDs in ``claimRef``, volume modes, volume attributes classes and the beta storage-class
+annotation are not kept, so those checks are not made.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Iterable, Mapping
+
+import numpy as np
+import numpy.typing as npt
+
+from .. import framework
+from ..framework import CycleState, Status
+from ..nodeinfo import NodeInfo
+from ..objects import NodeSelectorTerm, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass
+from . import PluginArgsError
+
+if TYPE_CHECKING:
+    from ..snapshot import ClusterObjects, NodeTable, Snapshot
+
+NAME: Final = "VolumeBinding"
+#: v1.9 Policy name of the same check.
+FILTER_ALIASES: Final = ("CheckVolumeBinding",)
+
+ERR_REASON_BIND_CONFLICT: Final = "node(s) didn't find available persistent volumes to bind"
+ERR_REASON_NODE_CONFLICT: Final = "node(s) had volume node affinity conflict"
+ERR_REASON_NOT_ENOUGH_SPACE: Final = "node(s) did not have enough free storage"
+ERR_REASON_PV_NOT_EXIST: Final = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
+ERR_REASON_UNBOUND_IMMEDIATE: Final = "pod has unbound immediate PersistentVolumeClaims"
+
+WAIT_FOR_FIRST_CONSUMER: Final = "WaitForFirstConsumer"
+NOT_SUPPORTED_PROVISIONER: Final = "kubernetes.io/no-provisioner"
+PHASE_BOUND: Final = "Bound"
+PHASE_LOST: Final = "Lost"
+PV_AVAILABLE: Final = "Available"
+
+DEFAULT_BIND_TIMEOUT_SECONDS: Final = 600
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def claim_not_found(name: str) -> str:
+    return f'persistentvolumeclaim "{name}" not found'
+
+
+def _term_matches_labels(term: NodeSelectorTerm, labels: Mapping[str, str]) -> bool:
+    """A node selector term against a node known only by its labels (upstream builds such a node)."""
+    if not term.match_expressions and not term.match_fields:
+        return False
+    for req in term.match_expressions:
+        if not req.matches(labels.get(req.key)):
+            return False
+    for req in term.match_fields:
+        if not req.matches("" if req.key == "metadata.name" else None):
+            return False
+    return True
+
+
+def pv_node_affinity_matches(pv: PersistentVolume, labels: Mapping[str, str]) -> bool:
+    """Upstream ``CheckNodeAffinity``: no required affinity matches everything; terms are ORed."""
+    terms = pv.node_affinity
+    if terms is None:
+        return True
+    return any(_term_matches_labels(t, labels) for t in terms)
+
+
+def topology_matches(sc: StorageClass, labels: Mapping[str, str]) -> bool:
+    """Upstream ``MatchTopologySelectorTerms``: no terms match everything; an empty term matches nothing."""
+    terms = sc.allowed_topologies
+    if not terms:
+        return True
+    return any(_term_matches_labels(t, labels) for t in terms)
+
+
+def claim_class(pvc: PersistentVolumeClaim) -> str:
+    return pvc.storage_class or ""
+
+
+def is_fully_bound(pvc: PersistentVolumeClaim) -> bool:
+    return bool(pvc.volume_name) and pvc.phase == PHASE_BOUND
+
+
+def is_delay_binding(pvc: PersistentVolumeClaim, objects: "ClusterObjects") -> bool:
+    """Upstream ``IsDelayBindingMode``: a class that exists and says WaitForFirstConsumer."""
+    name = claim_class(pvc)
+    if not name:
+        return False
+    sc = objects.storage_classes.get(name)
+    return sc is not None and sc.volume_binding_mode == WAIT_FOR_FIRST_CONSUMER
+
+
+def bound_to_claim(pv: PersistentVolume, pvc: PersistentVolumeClaim) -> bool:
+    return pv.claim_ref == pvc.key
+
+
+def access_modes_satisfied(pvc: PersistentVolumeClaim, pv: PersistentVolume) -> bool:
+    modes = pv.access_modes
+    return all(m in modes for m in pvc.access_modes)
+
+
+def find_matching_volume(
+    pvc: PersistentVolumeClaim, pvs: Iterable[PersistentVolume], labels: Mapping[str, str], excluded: set[str]
+) -> PersistentVolume | None:
+    """Upstream ``FindMatchingVolume`` on the scheduler path (a node given, delayed binding)."""
+    best: PersistentVolume | None = None
+    wanted_class = claim_class(pvc)
+    selector = pvc.selector
+    for pv in pvs:
+        if pv.name in excluded:
+            continue
+        if pv.claim_ref and not bound_to_claim(pv, pvc):
+            continue
+        if pv.capacity < pvc.request:
+            continue
+        affinity_ok = pv_node_affinity_matches(pv, labels)
+        if bound_to_claim(pv, pvc):
+            # pre-bound to this claim: it is this PV or nothing
+            return pv if affinity_ok else None
+        if pv.phase != PV_AVAILABLE:
+            continue
+        if selector is not None and not selector.matches(pv.labels):
+            continue
+        if pv.storage_class != wanted_class or not affinity_ok:
+            continue
+        if not access_modes_satisfied(pvc, pv):
+            continue
+        if best is None or pv.capacity < best.capacity:
+            best = pv
+    return best
+
+
+# --------------------------------------------------------------------------- state
+
+
+@dataclass(frozen=True, slots=True)
+class PodVolumeClaims:
+    bound: tuple[PersistentVolumeClaim, ...]
+    #: unbound claims of WaitForFirstConsumer classes, smallest request first (stable)
+    delayed: tuple[PersistentVolumeClaim, ...]
+    #: class name -> the PVs of that class, for the delayed claims
+    pvs_by_class: Mapping[str, tuple[PersistentVolume, ...]]
+    objects: "ClusterObjects"
+
+
+def pod_volume_claims(pod: Pod, objects: "ClusterObjects") -> PodVolumeClaims | Status:
+    """PreFilter: SKIP, a rejection, or the pod's claims sorted into bound and delayed."""
+    claims = objects.persistent_volume_claims
+    found: list[PersistentVolumeClaim] = []
+    for v in pod.volumes:
+        if v.kind == "persistentVolumeClaim":
+            name, ephemeral = v.ident, False
+        elif v.kind == "ephemeral":
+            name, ephemeral = f"{pod.name}-{v.name}", True
+        else:
+            continue
+        pvc = claims.get(f"{pod.namespace}/{name}")
+        if pvc is None:
+            if ephemeral:
+                return framework.unresolvable(f'waiting for ephemeral volume controller to create the persistentvolumeclaim "{name}"')
+            return framework.unresolvable(claim_not_found(name))
+        if pvc.phase == PHASE_LOST:
+            return framework.unresolvable(
+                f'persistentvolumeclaim "{pvc.name}" bound to non-existent persistentvolume "{pvc.volume_name}"'
+            )
+        found.append(pvc)
+    if not found:
+        return framework.SKIP
+    bound: list[PersistentVolumeClaim] = []
+    delayed: list[PersistentVolumeClaim] = []
+    immediate = False
+    for pvc in found:
+        if is_fully_bound(pvc):
+            bound.append(pvc)
+        elif not pvc.volume_name and is_delay_binding(pvc, objects):
+            delayed.append(pvc)
+        else:
+            immediate = True
+    if immediate:
+        return framework.unresolvable(ERR_REASON_UNBOUND_IMMEDIATE)
+    pvs_by_class: dict[str, tuple[PersistentVolume, ...]] = {}
+    if delayed:
+        classes = {claim_class(c) for c in delayed}
+        grouped: dict[str, list[PersistentVolume]] = {c: [] for c in classes}
+        for pv in objects.persistent_volumes.values():
+            group = grouped.get(pv.storage_class)
+            if group is not None:
+                group.append(pv)
+        pvs_by_class = {c: tuple(g) for c, g in grouped.items()}
+        delayed.sort(key=lambda c: c.request)
+    return PodVolumeClaims(tuple(bound), tuple(delayed), pvs_by_class, objects)
+
+
+def find_pod_volumes(claims: PodVolumeClaims, labels: Mapping[str, str]) -> Status:
+    """Upstream ``FindPodVolumes`` without storage capacity: the verdict for a node with ``labels``."""
+    objects = claims.objects
+    bound_ok = pvs_found = unbound_ok = True
+    for pvc in claims.bound:
+        pv = objects.persistent_volumes.get(pvc.volume_name)
+        if pv is None:
+            pvs_found = False
+            break
+        if not pv_node_affinity_matches(pv, labels):
+            bound_ok = False
+            break
+    if claims.delayed:
+        chosen: set[str] = set()
+        leftover: list[PersistentVolumeClaim] = []
+        for pvc in claims.delayed:
+            pv = find_matching_volume(pvc, claims.pvs_by_class.get(claim_class(pvc), ()), labels, chosen)
+            if pv is None:
+                leftover.append(pvc)
+            else:
+                chosen.add(pv.name)
+        # Claims without a PV pass if they can all be provisioned (this overrides the match result).
+        if leftover:
+            for pvc in leftover:
+                name = claim_class(pvc)
+                if not name:
+                    return framework.error(f'no class for claim "{pvc.key}"')
+                sc = objects.storage_classes.get(name)
+                if sc is None:
+                    return framework.error(f'failed to find storage class "{name}"')
+                if not sc.provisioner or sc.provisioner == NOT_SUPPORTED_PROVISIONER or not topology_matches(sc, labels):
+                    unbound_ok = False
+                    break
+    reasons = []
+    if not bound_ok:
+        reasons.append(ERR_REASON_NODE_CONFLICT)
+    if not unbound_ok:
+        reasons.append(ERR_REASON_BIND_CONFLICT)
+    if not pvs_found:
+        reasons.append(ERR_REASON_PV_NOT_EXIST)
+    return framework.unresolvable(*reasons) if reasons else framework.SUCCESS
+
+
+def fits(pod: Pod, node_info: NodeInfo, objects: "ClusterObjects") -> Status:
+    """VolumeBinding's verdict for ``pod`` on ``node_info`` (PreFilter and Filter together)."""
+    claims = pod_volume_claims(pod, objects)
+    if isinstance(claims, Status):
+        return framework.SUCCESS if claims.is_skip else claims
+    if node_info.node is None:
+        return framework.error("node not found")
+    return find_pod_volumes(claims, node_info.node.labels)
+
+
+# --------------------------------------------------------------------------- plugin
+
+
+class VolumeBinding:
+    NAME: ClassVar[str] = NAME
+
+    def __init__(self, args: Mapping[str, Any] | None = None, *, name: str | None = None) -> None:
+        args = dict(args or {})
+        timeout = args.pop("bindTimeoutSeconds", DEFAULT_BIND_TIMEOUT_SECONDS)
+        if isinstance(timeout, bool) or not isinstance(timeout, int):
+            raise PluginArgsError("bindTimeoutSeconds", "must be an integer")
+        if timeout < 0:
+            raise PluginArgsError("bindTimeoutSeconds", "invalid BindTimeoutSeconds, should not be a negative value")
+        shape = args.pop("shape", None)
+        if shape is not None and not isinstance(shape, list):
+            raise PluginArgsError("shape", "must be a list of {utilization, score} points")
+        for key in args:
+            raise PluginArgsError(str(key), "unknown field")
+        #: kept for the binder in the operator; the static checks here do not wait for anything
+        self.bind_timeout_seconds: int = timeout
+        self.name = name or NAME
+        self._key = self.name
+
+    def pre_filter(self, state: CycleState, pod: Pod, snapshot: "Snapshot") -> Status:
+        if not pod.volumes:
+            return framework.SKIP
+        claims = pod_volume_claims(pod, snapshot.objects)
+        if isinstance(claims, Status):
+            return claims
+        state.write(self._key, claims)
+        return framework.SUCCESS
+
+    def _claims(self, state: CycleState) -> PodVolumeClaims:
+        s = state.read(self._key)
+        if not isinstance(s, PodVolumeClaims):
+            raise LookupError(f"reading {self._key!r} from cycle state: not found")
+        return s
+
+    def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
+        s = state.read(self._key)
+        if not isinstance(s, PodVolumeClaims):
+            return framework.error(f"reading {self._key!r} from cycle state: not found")
+        if node.node is None:
+            return framework.error("node not found")
+        return find_pod_volumes(s, node.node.labels)
+
+    def filter_nodes(self, state: CycleState, pod: Pod, table: "NodeTable", index: npt.NDArray[np.intp]) -> npt.NDArray[np.bool_]:
+        claims = self._claims(state)
+        info = table.info
+        return np.fromiter(
+            (_node_verdict(claims, info(k)) for k in index.tolist()), dtype=np.bool_, count=len(index)
+        )
+
+
+def _node_verdict(claims: PodVolumeClaims, node_info: NodeInfo) -> bool:
+    node = node_info.node
+    return node is not None and find_pod_volumes(claims, node.labels).is_success
