@@ -109,7 +109,7 @@ def _leaf(
     out: CertPair,
     subject: x509.Name,
     *,
-    usage: ExtendedKeyUsageOID,
+    usage: x509.ObjectIdentifier,
     sans: x509.SubjectAlternativeName | None = None,
 ) -> CertPair:
     ca_cert, ca_key = _load_ca(ca)

@@ -40,12 +40,6 @@ def add_parser(subparsers: Any, name: str, help: str) -> None:
     commands.add_parser("build", help="build (or find cached) etcd, kube-apiserver, kube-scheduler, kubectl").set_defaults(
         func=_build
     )
-    parser.set_defaults(func=_guarded)
-
-
-def _guarded(args: argparse.Namespace) -> int:
-    """Not called: each subcommand sets its own func. Kept so `cluster` alone errors through argparse."""
-    return 2
 
 
 def _fail(exc: Exception) -> int:

@@ -467,11 +467,26 @@ class ControlPlane:
             f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
             f"--enable-admission-plugins={','.join(ENABLED_ADMISSION_PLUGINS)}",
             f"--disable-admission-plugins={','.join(DISABLED_ADMISSION_PLUGINS)}",
+            # The lease endpoint reconciler refuses loopback addresses, and nothing here
+            # reaches the apiserver through the `kubernetes` Service anyway.
+            "--endpoint-reconciler-type=none",
             "--profiling=false",
             *self.extra_apiserver_args,
         ]
         popen = self._spawn("kube-apiserver", argv, log, port)
         self._wait_until("kube-apiserver", popen, log, self._readyz, self.ready_timeout)
+
+    def binary(self, name: str) -> Path:
+        """Path of one of the control-plane binaries this cluster runs (etcd, kubectl, ...)."""
+        recorded = self._read_state().get("bin_dir")
+        return Path(recorded or self.bin_dir or ensure_binaries()) / name
+
+    def kubectl(self, *args: str, check: bool = True, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
+        """Run our pinned kubectl (never whatever `kubectl` is on PATH) as admin; capture output."""
+        return subprocess.run(
+            [str(self.binary("kubectl")), f"--kubeconfig={self.kubeconfig}", *args],
+            capture_output=True, text=True, check=check, timeout=timeout,
+        )
 
     # ----------------------------------------------------------------- talking to the apiserver
 
@@ -581,7 +596,6 @@ class ControlPlane:
         """
         if name in self.pids():
             raise ControlPlaneError(f"{name} is already running (pid {self.pids()[name]})")
-        bin_dir = Path(self._read_state().get("bin_dir") or self.bin_dir or ensure_binaries())
         pair = certs.issue_client_cert(
             certs.CertPair(self.ca_cert, self.pki_dir / "ca.key"), self.pki_dir, name, "system:kube-scheduler"
         )
@@ -596,7 +610,7 @@ class ControlPlane:
         log = self.workdir / f"{name}.log"
         log.unlink(missing_ok=True)
         argv = [
-            str(bin_dir / "kube-scheduler"),
+            str(self.binary("kube-scheduler")),
             f"--kubeconfig={kubeconfig}",
             f"--authentication-kubeconfig={kubeconfig}",
             f"--authorization-kubeconfig={kubeconfig}",
