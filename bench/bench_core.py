@@ -1,0 +1,111 @@
+"""Core throughput benchmark: the simulation path, one process, no API server.
+
+    python bench/bench_core.py                       # both workloads, defaults below
+    python bench/bench_core.py --workload basic --nodes 5000 --pods 10000
+    python bench/bench_core.py --workload anti-affinity --nodes 1000 --pods 1000
+    python bench/bench_core.py --profile out.prof    # also write a cProfile
+
+Workloads follow upstream scheduler_perf templates: node-default (4 cpu, 32Gi,
+110 pods), pod-default (100m / 500Mi requests and limits) and
+pod-with-pod-anti-affinity (required anti-affinity on kubernetes.io/hostname
+against the pods' own labels). Policy: DefaultProvider (the v1.9 set).
+Prints pods/s; the goals are >= 2000 pods/s (basic, 5000 nodes) and >= 300
+pods/s (anti-affinity, 1000 nodes). A figure, not a pass/fail test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "operator"))
+
+from kopf_scheduler.core.cache import SchedulerCache  # noqa: E402
+from kopf_scheduler.core.objects import parse_node, parse_pod  # noqa: E402
+from kopf_scheduler.core.policy import default_profile  # noqa: E402
+from kopf_scheduler.sim.simulator import Simulation  # noqa: E402
+
+ZONES = ("zone-a", "zone-b", "zone-c")
+
+
+def node_body(i: int) -> dict:
+    name = f"node-{i}"
+    return {
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": ZONES[i % 3]}},
+        "status": {
+            "allocatable": {"cpu": "4", "memory": "32Gi", "pods": "110"},
+            "capacity": {"cpu": "4", "memory": "32Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+def basic_pod(i: int) -> dict:
+    res = {"cpu": "100m", "memory": "500Mi"}
+    return {
+        "kind": "Pod",
+        "metadata": {"name": f"pod-{i}", "namespace": "bench", "uid": f"uid-{i}"},
+        "spec": {
+            "schedulerName": "kopf-scheduler",
+            "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10", "ports": [{"containerPort": 80}], "resources": {"requests": res, "limits": res}}],
+        },
+    }
+
+
+def anti_affinity_pod(i: int) -> dict:
+    body = basic_pod(i)
+    body["metadata"]["labels"] = {"color": "green"}
+    body["spec"]["affinity"] = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"color": "green"}}, "topologyKey": "kubernetes.io/hostname"}
+            ]
+        }
+    }
+    return body
+
+
+def run(workload: str, nodes: int, pods: int, seed: int, profile_path: str | None) -> float:
+    cache = SchedulerCache()
+    for i in range(nodes):
+        cache.add_node(parse_node(node_body(i)))
+    make = basic_pod if workload == "basic" else anti_affinity_pod
+    pending = [parse_pod(make(i)) for i in range(pods)]
+    sim = Simulation(cache, default_profile("kopf-scheduler"), seed=seed)
+    prof = cProfile.Profile() if profile_path else None
+    if prof:
+        prof.enable()
+    start = time.perf_counter()
+    result = sim.run(pending)
+    seconds = time.perf_counter() - start
+    if prof:
+        prof.disable()
+        prof.dump_stats(profile_path)
+        pstats.Stats(prof).sort_stats("cumulative").print_stats(25)
+    rate = pods / seconds
+    print(f"{workload}: {nodes} nodes, {pods} pods: {result.scheduled} scheduled in {seconds:.2f}s = {rate:.0f} pods/s")
+    return rate
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--workload", choices=("basic", "anti-affinity", "all"), default="all")
+    ap.add_argument("--nodes", type=int)
+    ap.add_argument("--pods", type=int)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--profile", help="write a cProfile to this file and print the top entries")
+    args = ap.parse_args()
+    if args.workload in ("basic", "all"):
+        run("basic", args.nodes or 5000, args.pods or 10000, args.seed, args.profile)
+    if args.workload in ("anti-affinity", "all"):
+        run("anti-affinity", args.nodes or 1000, args.pods or 1000, args.seed, args.profile)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,5 @@
+"""Offline simulation: schedule pods against a cluster described in YAML, with the core only.
+
+``kopf-scheduler simulate --cluster CLUSTER.yaml --pods PODS.yaml [--policy P.yaml]``
+needs no API server; it also proves the core does no I/O of its own.
+"""
