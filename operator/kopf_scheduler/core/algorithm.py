@@ -23,6 +23,7 @@ per-node form called only to explain the nodes that failed.
 from __future__ import annotations
 
 import random
+from operator import itemgetter
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -170,7 +171,9 @@ class GenericScheduler:
         """The first ``want`` feasible node positions in rotated order, nodes processed, and an error if any."""
         n = len(snapshot)
         start = self.next_start_node_index % n
-        order = np.roll(np.arange(n, dtype=np.intp), -start)
+        order = np.arange(start, start + n, dtype=np.intp)
+        if start:
+            order[n - start :] -= n
         if not active:
             return order[:want].tolist(), min(want, n), None
         check_all = self.profile.always_check_all_predicates
@@ -282,7 +285,7 @@ class GenericScheduler:
             pre = getattr(plugin, "pre_score", None)
             if pre is not None:
                 if infos is None:
-                    infos = [snapshot.node_infos[k] for k in feasible]
+                    infos = _pick(snapshot.node_infos, feasible)
                 status = _call(plugin, pre, state, pod, infos, snapshot)
                 if status.code is Code.SKIP:
                     continue
@@ -293,7 +296,7 @@ class GenericScheduler:
                     raw = np.asarray(plugin.score_nodes(state, pod, snapshot.table, index), dtype=np.int64)
                 else:
                     if infos is None:
-                        infos = [snapshot.node_infos[k] for k in feasible]
+                        infos = _pick(snapshot.node_infos, feasible)
                     raw = np.fromiter((plugin.score(state, pod, info) for info in infos), dtype=np.int64, count=m)
                 normalize = getattr(plugin, "normalize_scores", None)
                 scores = normalize(state, pod, raw) if normalize is not None else raw
@@ -312,6 +315,10 @@ def select_host(totals: npt.NDArray[np.int64], rng: random.Random) -> int:
     if ties.size == 1:
         return int(ties[0])
     return int(ties[rng.randrange(ties.size)])
+
+
+def _pick(items: list[NodeInfo], positions: list[int]) -> list[NodeInfo]:
+    return list(itemgetter(*positions)(items)) if len(positions) > 1 else [items[k] for k in positions]
 
 
 def _call(plugin: Any, method: Any, *args: Any) -> Status:

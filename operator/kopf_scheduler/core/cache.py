@@ -20,6 +20,7 @@ argument (``now`` in seconds, any monotonic origin); the cache never reads a clo
 from __future__ import annotations
 
 import enum
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Final, Iterable
 
@@ -56,6 +57,9 @@ class SchedulerCache:
         self.objects = ClusterObjects()
         #: bumped when the set of nodes (not their contents) changes
         self._node_set_version = 0
+        #: node names, least recently changed first (upstream keeps a generation-ordered list
+        #: for the same reason: a snapshot update visits only what changed since the last one)
+        self._recent: OrderedDict[str, None] = OrderedDict()
 
     # ------------------------------------------------------------------ nodes
 
@@ -69,6 +73,7 @@ class SchedulerCache:
             info.set_node(node)
             if was_placeholder or old_zone != _zone_of(node):
                 self._node_set_version += 1
+        self._touch(node.name)
 
     def update_node(self, node: Node) -> None:
         old = self._nodes.get(node.name)
@@ -85,8 +90,10 @@ class SchedulerCache:
         if info.pods:
             info.node = None
             info.generation = next_generation()
+            self._touch(name)
         else:
             del self._nodes[name]
+            self._recent.pop(name, None)
         self._node_set_version += 1
 
     def node_names(self) -> list[str]:
@@ -208,12 +215,18 @@ class SchedulerCache:
             return
         since = snap.generation
         top = since
-        for k, old in enumerate(snap.node_infos):
-            info = self._nodes.get(old.name)
-            if info is None or info.generation <= since:
+        position = snap.table.position
+        for name in reversed(self._recent):
+            info = self._nodes.get(name)
+            if info is None:
                 continue
+            if info.generation <= since:
+                break  # everything older was already in the snapshot
             top = max(top, info.generation)
-            snap.replace_one(k, info.clone(), node_changed=info.node is not old.node)
+            k = position.get(name)
+            if k is not None:
+                old = snap.node_infos[k]
+                snap.replace_one(k, info.clone(), node_changed=info.node is not old.node)
         snap.generation = top
 
     def _tree_order(self) -> list[str]:
@@ -234,10 +247,16 @@ class SchedulerCache:
     # ------------------------------------------------------------------ helpers
 
     def _node_info_for(self, name: str) -> NodeInfo:
+        """The NodeInfo a pod is about to be added to; marked as changed."""
         info = self._nodes.get(name)
         if info is None:
             info = self._nodes[name] = NodeInfo(None)
+        self._touch(name)
         return info
+
+    def _touch(self, name: str) -> None:
+        self._recent[name] = None
+        self._recent.move_to_end(name)
 
     def _remove_from_node(self, pod: Pod) -> None:
         info = self._nodes.get(pod.node_name)
@@ -246,6 +265,9 @@ class SchedulerCache:
         info.remove_pod(pod)
         if info.node is None and not info.pods:
             del self._nodes[pod.node_name]
+            self._recent.pop(pod.node_name, None)
+        else:
+            self._touch(pod.node_name)
 
 
 
