@@ -39,7 +39,7 @@ def load_policy(path: str | Path | None, *, scheduler_name: str = DEFAULT_SCHEDU
     if kind == "SchedulingPolicy":
         spec = raw.get("spec") or {}
     elif kind in ("Policy", "ConfigMap") or "predicates" in raw or "priorities" in raw:
-        converted = legacy.import_legacy_policy(raw, scheduler_name=scheduler_name)
+        converted = legacy.import_policy(raw, scheduler_name=scheduler_name)
         if isinstance(converted, list):
             raise PolicyFileError(f"{p}: not a valid v1.9 Policy:\n" + "\n".join(f"  {e.path}: {e.message}" for e in converted))
         spec = converted
