@@ -329,4 +329,5 @@ def _call(plugin: Any, method: Any, *args: Any) -> Status:
         return Status(Code.ERROR, (f"{type(exc).__name__}: {exc}",), plugin.name)
     if status is None:
         return Status(Code.SUCCESS, (), plugin.name)
-    return status.with_plugin(plugin.name)
+    stamped: Status = status.with_plugin(plugin.name)
+    return stamped

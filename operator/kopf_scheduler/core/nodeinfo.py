@@ -86,8 +86,8 @@ class NodeInfo:
             self.pods_with_required_anti_affinity.add(pod.uid)
         for v in pod.volumes:
             if v.kind == "persistentVolumeClaim":
-                key = f"{pod.namespace}/{v.ident}"
-                self.pvc_ref_counts[key] = self.pvc_ref_counts.get(key, 0) + 1
+                claim = f"{pod.namespace}/{v.ident}"
+                self.pvc_ref_counts[claim] = self.pvc_ref_counts.get(claim, 0) + 1
         self.generation = next_generation()
 
     def remove_pod(self, pod: Pod) -> bool:
@@ -108,12 +108,12 @@ class NodeInfo:
         self.pods_with_required_anti_affinity.discard(old.uid)
         for v in old.volumes:
             if v.kind == "persistentVolumeClaim":
-                key = f"{old.namespace}/{v.ident}"
-                left = self.pvc_ref_counts.get(key, 0) - 1
+                claim = f"{old.namespace}/{v.ident}"
+                left = self.pvc_ref_counts.get(claim, 0) - 1
                 if left > 0:
-                    self.pvc_ref_counts[key] = left
+                    self.pvc_ref_counts[claim] = left
                 else:
-                    self.pvc_ref_counts.pop(key, None)
+                    self.pvc_ref_counts.pop(claim, None)
         self.generation = next_generation()
         return True
 

@@ -103,7 +103,10 @@ class NodeTable:
         self._infos = infos
         self.names = [i.name for i in infos]
         self.position = {name: k for k, name in enumerate(self.names)}
-        z = lambda: np.zeros(n, dtype=np.int64)  # noqa: E731
+
+        def z() -> IntArray:
+            return np.zeros(n, dtype=np.int64)
+
         self.alloc_cpu, self.alloc_mem, self.alloc_eph, self.alloc_pods = z(), z(), z(), z()
         self.req_cpu, self.req_mem, self.req_eph, self.pod_count = z(), z(), z(), z()
         self.nz_cpu, self.nz_mem = z(), z()

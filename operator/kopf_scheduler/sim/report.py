@@ -25,7 +25,7 @@ def _table(rows: Iterable[tuple[str, ...]], header: tuple[str, ...]) -> list[str
 
 
 def utilization_rows(cache: SchedulerCache) -> list[tuple[str, ...]]:
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for name in sorted(cache.node_names()):
         info = cache.get_node_info(name)
         assert info is not None
