@@ -10,6 +10,7 @@ carry on. Nothing here does I/O.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Final, Iterable, Mapping
 
@@ -368,16 +369,10 @@ class Pod:
 
     def with_node(self, node_name: str) -> "Pod":
         """A copy bound to ``node_name`` (what ``assume`` stores)."""
-        return _replace(self, node_name=node_name)
+        return dataclasses.replace(self, node_name=node_name)
 
     def __repr__(self) -> str:
         return f"Pod({self.key}{' on ' + self.node_name if self.node_name else ''})"
-
-
-def _replace(obj: Any, **changes: Any) -> Any:
-    import dataclasses
-
-    return dataclasses.replace(obj, **changes)
 
 
 # --------------------------------------------------------------------------- nodes
