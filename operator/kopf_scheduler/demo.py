@@ -1,0 +1,436 @@
+"""``kopf-scheduler demo``: a local control plane, simulated nodes and a mixed workload, scheduled live.
+
+1. builds the control-plane binaries if needed and starts etcd + kube-apiserver in ``--workdir``;
+2. installs the CRDs from crds/ and the example policy deploy/policies/default-provider.yaml;
+3. creates ``--nodes`` Node objects over three zones (4/8/16 CPUs, a few GPU nodes tainted
+   ``dedicated=gpu:NoSchedule``, one cordoned);
+4. starts the operator as ``python -m kopf_scheduler.cli run --kubeconfig K --metrics-port P``,
+   logging to WORKDIR/operator.log;
+5. submits ``--pods`` mixed pods (``schedulerName: kopf-scheduler``) in namespace ``demo``,
+   about 5% of them unschedulable on purpose;
+6. prints progress every second until every pod is bound or has a FailedScheduling event;
+7. prints a summary and stops everything (unless ``--keep``).
+
+Exit status 0 when every schedulable pod was placed (and no impossible one was), else 1.
+
+For development against another scheduler, $KOPF_SCHEDULER_DEMO_OPERATOR replaces the
+``python -m kopf_scheduler.cli run`` prefix (split like a shell would); ``--kubeconfig K
+--metrics-port P`` are still appended.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .cluster import BuildError, ControlPlane, ControlPlaneError, ensure_binaries, free_port
+from .cluster.build import controlplane_dir
+from .demo_workload import (
+    KIND_LABEL,
+    UNSCHEDULABLE_KINDS,
+    DemoNode,
+    demo_nodes,
+    demo_pods,
+    node_manifest,
+    node_status,
+    parse_quantity,
+    pod_requests,
+)
+
+__all__ = ["add_parser", "run"]
+
+DEFAULT_WORKDIR = Path(".work/demo")
+SCHEDULER_NAME = "kopf-scheduler"
+CRD_NAME = "schedulingpolicies.scheduling.kopf.dev"
+ENV_OPERATOR = "KOPF_SCHEDULER_DEMO_OPERATOR"
+_SETTLE_SECONDS = 10.0  # all pods decided but some schedulable one not bound: wait this long for progress
+
+
+def add_parser(subparsers: Any, name: str, help: str) -> None:
+    parser = subparsers.add_parser(
+        name, help=help, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--nodes", type=int, default=30, help="simulated nodes (default: 30)")
+    parser.add_argument("--pods", type=int, default=300, help="pods to submit (default: 300)")
+    parser.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for scheduling (default: 180)")
+    parser.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR, help=f"state and logs (default: {DEFAULT_WORKDIR})")
+    parser.add_argument("--namespace", default="demo", help="namespace of the demo pods (default: demo)")
+    parser.add_argument("--seed", type=int, default=1, help="seed of the workload mix (default: 1)")
+    parser.add_argument("--keep", action="store_true", help="leave the control plane and operator running at the end")
+    parser.set_defaults(func=run)
+
+
+def _say(msg: str = "") -> None:
+    print(msg, flush=True)
+
+
+class DemoError(RuntimeError):
+    pass
+
+
+# --------------------------------------------------------------------------- setup steps
+
+
+def _repo_root() -> Path:
+    return controlplane_dir().parent.parent  # tools/controlplane -> repository
+
+
+def _kubectl(cp: ControlPlane, *args: str, timeout: float = 60.0) -> str:
+    proc = cp.kubectl(*args, check=False, timeout=timeout)
+    if proc.returncode != 0:
+        raise DemoError(f"kubectl {' '.join(args)} failed ({proc.returncode}): {proc.stderr.strip() or proc.stdout.strip()}")
+    return proc.stdout
+
+
+def _install_crds_and_policy(cp: ControlPlane) -> None:
+    root = _repo_root()
+    _kubectl(cp, "apply", "-k", str(root / "crds"))
+    _kubectl(cp, "wait", "--for=condition=Established", f"crd/{CRD_NAME}", "--timeout=60s", timeout=70)
+    _kubectl(cp, "apply", "-f", str(root / "deploy" / "policies" / "default-provider.yaml"))
+
+
+def _create_nodes(api: Any, nodes: list[DemoNode]) -> None:
+    from kubernetes import client
+
+    core: Any = client.CoreV1Api(api)  # fed plain dicts, which the client accepts
+
+    def one(item: tuple[int, DemoNode]) -> None:
+        i, node = item
+        core.create_node(node_manifest(node))
+        core.patch_node_status(node.name, node_status(node, i))
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(one, enumerate(nodes)))
+
+
+def _start_operator(kubeconfig: Path, metrics_port: int, log: Path, keep: bool) -> subprocess.Popen[bytes]:
+    prefix = shlex.split(os.environ[ENV_OPERATOR]) if os.environ.get(ENV_OPERATOR) else [
+        sys.executable, "-m", "kopf_scheduler.cli", "run"
+    ]
+    argv = [*prefix, "--kubeconfig", str(kubeconfig), "--metrics-port", str(metrics_port)]
+    with log.open("ab") as out:
+        out.write(f"# demo: {shlex.join(argv)}\n".encode())
+        out.flush()
+        return subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+            start_new_session=True,  # Ctrl-C reaches the demo only; the demo stops the operator in order
+        )
+
+
+def _stop_operator(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(15)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(5)
+    except ProcessLookupError:
+        proc.wait(5)
+
+
+def _log_tail(path: Path, lines: int = 25) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except FileNotFoundError:
+        return f"({path} does not exist)"
+
+
+def _create_pods(api: Any, namespace: str, pods: list[dict[str, Any]]) -> float:
+    """Create the pods with a thread pool; return the monotonic time just before the first create."""
+    from kubernetes import client
+
+    core: Any = client.CoreV1Api(api)  # fed plain dicts, which the client accepts
+    errors: list[str] = []
+
+    def one(body: dict[str, Any]) -> None:
+        try:
+            resp = core.create_namespaced_pod(namespace, body, _preload_content=False)
+            resp.data  # read the body before the connection goes back to the pool  # noqa: B018
+            resp.release_conn()
+        except Exception as exc:  # report, keep creating the others
+            errors.append(f"{body['metadata']['name']}: {exc}")
+
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        list(pool.map(one, pods))
+    if errors:
+        raise DemoError(f"{len(errors)} pods could not be created, e.g. {errors[0]}")
+    return started
+
+
+# --------------------------------------------------------------------------- observing
+
+
+@dataclass
+class Observation:
+    pods: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> pod JSON
+    bound_at: dict[str, float] = field(default_factory=dict)  # name -> monotonic time first seen bound
+    failed: dict[str, str] = field(default_factory=dict)  # name -> latest FailedScheduling message
+
+    def node_of(self, name: str) -> str | None:
+        return (self.pods.get(name, {}).get("spec") or {}).get("nodeName")
+
+    def pending_undecided(self) -> list[str]:
+        return [n for n in self.pods if not self.node_of(n) and n not in self.failed]
+
+
+def _list_json(method: Any, *args: Any, **kwargs: Any) -> Any:
+    """Call a kubernetes-client list method and decode the raw JSON (much faster than its models)."""
+    resp = method(*args, _preload_content=False, **kwargs)
+    try:
+        return json.loads(resp.data)
+    finally:
+        resp.release_conn()
+
+
+def _observe(api: Any, namespace: str, obs: Observation) -> None:
+    from kubernetes import client
+
+    core: Any = client.CoreV1Api(api)  # fed plain dicts, which the client accepts
+    now = time.monotonic()
+    listing = _list_json(core.list_namespaced_pod, namespace)
+    for pod in listing.get("items", []):
+        name = pod["metadata"]["name"]
+        obs.pods[name] = pod
+        if (pod.get("spec") or {}).get("nodeName") and name not in obs.bound_at:
+            obs.bound_at[name] = now
+    events = _list_json(core.list_namespaced_event, namespace, field_selector="reason=FailedScheduling")
+    latest: dict[str, tuple[str, str]] = {}
+    for ev in events.get("items", []):
+        obj = ev.get("involvedObject") or {}
+        if obj.get("kind") != "Pod":
+            continue
+        stamp = ev.get("lastTimestamp") or ev.get("eventTime") or ev["metadata"].get("creationTimestamp") or ""
+        if obj.get("name") not in latest or stamp >= latest[obj["name"]][0]:
+            latest[obj["name"]] = (stamp, ev.get("message") or ev.get("note") or "")
+    obs.failed = {n: msg for n, (_, msg) in latest.items() if n in obs.pods and not obs.node_of(n)}
+
+
+def _kind(pod: dict[str, Any]) -> str:
+    return str((pod["metadata"].get("labels") or {}).get(KIND_LABEL, "?"))
+
+
+def _wait_for_scheduling(
+    api: Any, namespace: str, expected: int, timeout: float, operator: subprocess.Popen[bytes], log: Path
+) -> Observation:
+    obs = Observation()
+    deadline = time.monotonic() + timeout
+    next_line = time.monotonic()
+    last_progress, last_bound = time.monotonic(), -1
+    while True:
+        _observe(api, namespace, obs)
+        now = time.monotonic()
+        bound = len(obs.bound_at)
+        if bound != last_bound:
+            last_bound, last_progress = bound, now
+        undecided = obs.pending_undecided()
+        if now >= next_line:
+            _say(f"  [{now - deadline + timeout:5.1f}s] bound {bound:4d} / pending {len(undecided):4d} / "
+                 f"unschedulable (FailedScheduling) {len(obs.failed):4d}   of {len(obs.pods)}")
+            next_line += 1.0
+        if operator.poll() is not None:
+            raise DemoError(f"the operator exited with status {operator.returncode}; end of {log}:\n{_log_tail(log)}")
+        if len(obs.pods) >= expected and not undecided:
+            wrongly_failed = [n for n in obs.failed if _kind(obs.pods[n]) not in UNSCHEDULABLE_KINDS]
+            if not wrongly_failed or now - last_progress > _SETTLE_SECONDS:
+                return obs
+        if now > deadline:
+            _say(f"  timed out after {timeout:.0f}s")
+            return obs
+        time.sleep(0.2)
+
+
+# --------------------------------------------------------------------------- summary
+
+
+def _fmt_mem(b: float) -> str:
+    return f"{b / 2**30:.1f}Gi"
+
+
+def _summary(
+    obs: Observation, nodes: list[DemoNode], node_objs: dict[str, dict[str, Any]], first_create: float,
+    cp: ControlPlane, namespace: str, log: Path, metrics_url: str, kept: bool, metrics_saved: bool,
+) -> int:
+    total = len(obs.pods)
+    placed = sorted(n for n in obs.pods if obs.node_of(n))
+    unplaced = sorted(n for n in obs.pods if not obs.node_of(n))
+    missed = [n for n in unplaced if _kind(obs.pods[n]) not in UNSCHEDULABLE_KINDS]
+    impossible_placed = [n for n in placed if _kind(obs.pods[n]) in UNSCHEDULABLE_KINDS]
+
+    _say()
+    _say("=" * 78)
+    _say(f"placed {len(placed)} / unschedulable {len(unplaced)} (of {total} pods)")
+    if obs.bound_at:
+        span = max(obs.bound_at.values()) - first_create
+        _say(f"throughput: {len(placed) / span if span > 0 else float('inf'):.1f} pods/s "
+             f"({len(placed)} binds in {span:.1f}s from first create to last bind)")
+    else:
+        _say("throughput: no pod was bound")
+
+    if unplaced:
+        _say()
+        _say("unschedulable, by reason (FailedScheduling events):")
+        groups: dict[str, list[str]] = collections.defaultdict(list)
+        for n in unplaced:
+            groups[obs.failed.get(n, "(no FailedScheduling event yet: still pending)")].append(n)
+        for msg, names in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+            shown = ", ".join(names[:4]) + (f", ... (+{len(names) - 4})" if len(names) > 4 else "")
+            _say(f"  {len(names):4d} x {msg}")
+            _say(f"         {shown}")
+
+    per_node: dict[str, list[dict[str, Any]]] = collections.defaultdict(list)
+    for n in placed:
+        per_node[obs.node_of(n) or ""].append(obs.pods[n])
+    _say()
+    _say(f"{'node':<14} {'zone':<7} {'pods':>4}  {'cpu req/alloc':>16}  {'memory req/alloc':>20}  note")
+    for node in nodes:
+        alloc = (node_objs.get(node.name, {}).get("status") or {}).get("allocatable") or {}
+        cpu_alloc = parse_quantity(alloc.get("cpu", node.cpu))
+        mem_alloc = parse_quantity(alloc.get("memory", f"{node.memory_gi}Gi"), memory=True)
+        cpu = sum(pod_requests(p)[0] for p in per_node[node.name])
+        mem = sum(pod_requests(p)[1] for p in per_node[node.name])
+        cpu_s = f"{cpu:.2f}/{cpu_alloc:g} {100 * cpu / cpu_alloc:3.0f}%" if cpu_alloc else "-"
+        mem_s = f"{_fmt_mem(mem)}/{_fmt_mem(mem_alloc)} {100 * mem / mem_alloc:3.0f}%" if mem_alloc else "-"
+        _say(f"{node.name:<14} {node.zone:<7} {len(per_node[node.name]):>4}  {cpu_s:>16}  {mem_s:>20}  {node.note}")
+    strays = sorted(set(per_node) - {n.name for n in nodes})
+    for s in strays:
+        _say(f"{s:<14} {'?':<7} {len(per_node[s]):>4}  (not a demo node)")
+
+    zone_of = {n.name: n.zone for n in nodes}
+    per_zone = collections.Counter(zone_of.get(obs.node_of(n) or "", "?") for n in placed)
+    per_kind = collections.Counter(_kind(obs.pods[n]) for n in placed)
+    all_kinds = collections.Counter(_kind(p) for p in obs.pods.values())
+    _say()
+    _say("per zone: " + ", ".join(f"{z} {per_zone[z]}" for z in sorted(per_zone)))
+    _say("per kind (placed/submitted): " + ", ".join(f"{k} {per_kind[k]}/{all_kinds[k]}" for k in sorted(all_kinds)))
+
+    kubectl = f"{cp.binary('kubectl')} --kubeconfig {cp.kubeconfig}"
+    _say()
+    _say("where to look:" + ("" if kept else "  (the cluster is stopped now; rerun with --keep to explore it live)"))
+    _say(f"  events:       {kubectl} get events -n {namespace} --field-selector reason=FailedScheduling")
+    _say(f"  placements:   {kubectl} get pods -n {namespace} -o wide")
+    _say(f"  operator log: {log}")
+    saved_note = f"  (scraped at the end into {log.parent / 'metrics.txt'})" if metrics_saved else "  (was not reachable)"
+    _say(f"  metrics:      {metrics_url}" + saved_note)
+
+    ok = not missed and not impossible_placed and total > 0
+    if missed:
+        _say(f"FAILED: {len(missed)} schedulable pods were not placed, e.g. {', '.join(missed[:5])}")
+    if impossible_placed:
+        _say(f"FAILED: {len(impossible_placed)} impossible pods were placed, e.g. {', '.join(impossible_placed[:5])}")
+    if ok:
+        _say("OK: every schedulable pod was placed")
+    return 0 if ok else 1
+
+
+def _save_metrics(url: str, path: Path) -> bool:
+    """Keep a scrape of the operator's metrics (the operator is stopped with the cluster)."""
+    path.unlink(missing_ok=True)
+    try:
+        with urllib.request.urlopen(url, timeout=3) as resp:
+            path.write_bytes(resp.read())
+        return True
+    except OSError:
+        return False
+
+
+# --------------------------------------------------------------------------- main
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.nodes < 1 or args.pods < 1:
+        print("error: --nodes and --pods must be at least 1", file=sys.stderr)
+        return 2
+    workdir = Path(args.workdir).expanduser().resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+    log = workdir / "operator.log"
+    log.unlink(missing_ok=True)
+    started = time.monotonic()
+
+    try:
+        _say("[1/6] control-plane binaries (builds once; 15-30 min when the cache is cold)")
+        bin_dir = ensure_binaries()
+        cp = ControlPlane(workdir, bin_dir=bin_dir, die_with_parent=not args.keep)
+        cp.up()
+    except (BuildError, ControlPlaneError) as exc:
+        if "already running" in str(exc):
+            exc = ControlPlaneError(f"{exc} (`kopf-scheduler cluster down --workdir {workdir}`)")
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+    operator: subprocess.Popen[bytes] | None = None
+    api: Any = None
+    try:
+        from kubernetes import client, config
+
+        _say(f"      control plane at {cp.server} ({time.monotonic() - started:.1f}s), workdir {workdir}")
+        configuration = client.Configuration()
+        config.load_kube_config(config_file=str(cp.kubeconfig), client_configuration=configuration)  # type: ignore[no-untyped-call]
+        configuration.connection_pool_maxsize = 32  # the pod-creating thread pool
+        api = client.ApiClient(configuration)
+
+        _say("[2/6] CRDs and policy deploy/policies/default-provider.yaml")
+        _install_crds_and_policy(cp)
+
+        nodes = demo_nodes(args.nodes)
+        n_gpu, n_cordoned = sum(n.gpu for n in nodes), sum(n.cordoned for n in nodes)
+        _say(f"[3/6] {len(nodes)} nodes over 3 zones ({n_gpu} GPU-tainted, {n_cordoned} cordoned)")
+        _create_nodes(api, nodes)
+
+        metrics_port = free_port()
+        metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
+        _say(f"[4/6] operator (log {log}, metrics {metrics_url})")
+        operator = _start_operator(cp.kubeconfig, metrics_port, log, args.keep)
+
+        pods = demo_pods(args.pods, nodes, SCHEDULER_NAME, seed=args.seed)
+        core: Any = client.CoreV1Api(api)
+        core.create_namespace({"metadata": {"name": args.namespace}})
+        mix = collections.Counter(_kind(p) for p in pods)
+        _say(f"[5/6] {len(pods)} pods in namespace {args.namespace}: "
+             + ", ".join(f"{k} {mix[k]}" for k in sorted(mix)))
+        first_create = _create_pods(api, args.namespace, pods)
+        _say(f"      created in {time.monotonic() - first_create:.1f}s")
+
+        _say(f"[6/6] scheduling (timeout {args.timeout:.0f}s)")
+        obs = _wait_for_scheduling(api, args.namespace, len(pods), args.timeout, operator, log)
+        node_objs = {
+            n["metadata"]["name"]: n for n in _list_json(client.CoreV1Api(api).list_node).get("items", [])
+        }
+        saved = _save_metrics(metrics_url, workdir / "metrics.txt")
+        return _summary(obs, nodes, node_objs, first_create, cp, args.namespace, log, metrics_url, args.keep, saved)
+    except KeyboardInterrupt:
+        _say("\ninterrupted")
+        return 130
+    except DemoError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        if api is not None:
+            api.close()
+        if args.keep:
+            _say(f"\n--keep: control plane left running in {workdir} "
+                 f"(stop: kopf-scheduler cluster down --workdir {workdir}"
+                 + (f"; operator pid {operator.pid}: kill {operator.pid})" if operator and operator.poll() is None else ")"))
+        else:
+            if operator is not None:
+                _stop_operator(operator)
+            try:
+                cp.down()
+            except ControlPlaneError as exc:
+                print(f"warning: stopping the control plane: {exc}", file=sys.stderr)

@@ -1,0 +1,49 @@
+"""`kopf-scheduler demo` end to end: its own control plane, the operator, 6 nodes and 30 pods.
+
+Runs the command as a subprocess; the demo starts its own control plane on free ports in
+a temporary workdir (beside the session's cluster, which this test does not use).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [
+    pytest.mark.cluster,
+    pytest.mark.skipif(
+        importlib.util.find_spec("kopf_scheduler.kube.cli") is None,
+        reason="`kopf-scheduler run` (kopf_scheduler.kube.cli) does not exist yet; the demo starts it",
+    ),
+    pytest.mark.timeout(180),
+]
+
+
+def test_demo_places_every_schedulable_pod(tmp_path: Path) -> None:
+    workdir = tmp_path / "demo"
+    proc = subprocess.run(
+        [sys.executable, "-m", "kopf_scheduler.cli", "demo", "--nodes", "6", "--pods", "30",
+         "--timeout", "120", "--workdir", str(workdir)],
+        capture_output=True, text=True, timeout=150,
+    )
+    out = proc.stdout
+    assert proc.returncode == 0, f"exit {proc.returncode}\n{out}\n{proc.stderr}\n--- operator.log tail:\n" + "\n".join(
+        (workdir / "operator.log").read_text(errors="replace").splitlines()[-40:]
+        if (workdir / "operator.log").exists() else ["(none)"]
+    )
+    placed = re.search(r"^placed (\d+) / unschedulable (\d+) \(of 30 pods\)$", out, re.M)
+    assert placed, out
+    assert int(placed.group(1)) + int(placed.group(2)) == 30
+    assert int(placed.group(2)) >= 1, "the demo submits a few impossible pods on purpose"
+    assert re.search(r"^throughput: [\d.]+ pods/s", out, re.M), out
+    assert "unschedulable, by reason (FailedScheduling events):" in out
+    assert re.search(r"^demo-node-00 +zone-a", out, re.M), out
+    assert "per zone: " in out and "where to look:" in out
+    assert str(workdir / "operator.log") in out
+    assert "OK: every schedulable pod was placed" in out
+    assert not (workdir / "state.json").exists(), "the demo must stop its control plane"
