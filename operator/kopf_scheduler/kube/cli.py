@@ -1,0 +1,132 @@
+"""``kopf-scheduler run``: the production entry; runs Kopf programmatically with our own registry.
+
+    kopf-scheduler run [--kubeconfig F] [--leader-elect] [--lease-namespace NS]
+                       [--lease-duration 15 --renew-deadline 10 --retry-period 2]
+                       [--policy NAME ...] [--metrics-port 10259] [--verbose]
+
+Kopf runs standalone (no Kopf peering) and cluster-wide. With ``--leader-elect`` every replica
+watches and keeps its cache and queues warm, but only the holder of the Lease (``kopf-scheduler``,
+or ``kopf-scheduler-<policy>`` for a ``--policy`` shard) runs the scheduling loops; when the
+term ends the loops pause and the replica stands as a candidate again. The health server serves
+/healthz, /readyz and /metrics (port 0 turns it off).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+from typing import Any
+
+__all__ = ["add_parser", "run"]
+
+logger = logging.getLogger(__name__)
+
+
+def add_parser(subparsers: Any, name: str, help: str) -> argparse.ArgumentParser:
+    p: argparse.ArgumentParser = subparsers.add_parser(name, help=help, description=__doc__.split("\n\n")[0])
+    p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
+    p.add_argument("--leader-elect", action="store_true", help="elect one active replica through a Lease")
+    p.add_argument("--lease-namespace", default=os.environ.get("POD_NAMESPACE") or "kube-system")
+    p.add_argument("--lease-duration", type=int, default=15, help="seconds (default 15)")
+    p.add_argument("--renew-deadline", type=float, default=10.0, help="seconds (default 10)")
+    p.add_argument("--retry-period", type=float, default=2.0, help="seconds (default 2)")
+    p.add_argument("--policy", action="append", default=[], metavar="NAME", help="serve only this SchedulingPolicy (repeatable)")
+    p.add_argument("--metrics-port", type=int, default=10259, help="health and metrics port (default 10259, 0 = off)")
+    p.add_argument("--verbose", action="store_true")
+    p.set_defaults(func=run)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    import kopf
+
+    kopf.configure(verbose=args.verbose)
+    if args.kubeconfig:
+        os.environ["KUBECONFIG"] = os.path.abspath(args.kubeconfig)
+    try:
+        asyncio.run(_serve(args))
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+async def _serve(args: argparse.Namespace) -> None:
+    import kopf
+
+    from ..telemetry.health import start_health_server
+    from . import handlers
+    from .app import Api, App
+    from .leader import LeaderElectionConfig, LeaderElector, PykubeLeaseClient, default_identity
+
+    identity = default_identity()
+    app = App(Api.from_kubeconfig(args.kubeconfig), identity=identity, leader_election=args.leader_elect)
+    registry = kopf.OperatorRegistry()
+    policies = frozenset(args.policy) if args.policy else None
+    handlers.register(registry, policies=policies)
+    settings = kopf.OperatorSettings()
+    handlers.configure(settings)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+
+    background: list[asyncio.Task[Any]] = []
+    elector: LeaderElector | None = None
+    if args.leader_elect:
+        import pykube
+
+        lease_name = "kopf-scheduler" + ("-" + "-".join(sorted(policies)) if policies else "")
+        config = LeaderElectionConfig(
+            lease_name=lease_name,
+            lease_namespace=args.lease_namespace,
+            identity=identity,
+            lease_duration=args.lease_duration,
+            renew_deadline=args.renew_deadline,
+            retry_period=args.retry_period,
+        )
+        api = pykube.HTTPClient(pykube.KubeConfig.from_env() if not args.kubeconfig else pykube.KubeConfig.from_file(args.kubeconfig))
+        elector = LeaderElector(config, PykubeLeaseClient(api, name=lease_name, namespace=args.lease_namespace))
+        background.append(asyncio.create_task(_elect(app, elector)))
+
+    health = None
+    if args.metrics_port:
+        health = await start_health_server(
+            "0.0.0.0", args.metrics_port, ready_check=app.ready, metrics=app.metrics,
+            leading=(lambda: elector.is_leader) if elector is not None else None,
+        )
+        logger.info("health and metrics on port %d", health.port)
+    operator = asyncio.create_task(
+        kopf.operator(
+            registry=registry, settings=settings, memo=kopf.Memo(app=app),
+            standalone=True, clusterwide=True, stop_flag=stop,
+        )
+    )
+    try:
+        await operator
+    finally:
+        for task in background:
+            task.cancel()
+        await asyncio.gather(*background, return_exceptions=True)
+        if health is not None:
+            await health.stop()
+        await app.api.close()
+
+
+async def _elect(app: Any, elector: Any) -> None:
+    """Stand as a candidate forever: lead while elected, pause the loops between terms."""
+
+    async def started() -> None:
+        logger.info("%s: leading; the scheduling loops run", elector.identity)
+        app.leading.set()
+        app.wake()
+        await asyncio.Event().wait()
+
+    async def stopped() -> None:
+        logger.info("%s: not leading; the scheduling loops pause", elector.identity)
+        app.leading.clear()
+
+    while True:
+        await elector.run(started, stopped)

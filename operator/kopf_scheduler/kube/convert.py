@@ -1,0 +1,142 @@
+"""Raw API bodies -> core objects: the only reader of raw dicts in ``kube/``.
+
+Every function takes a body as Kopf (or the API) delivers it and returns a frozen core object or
+a small tuple of plain values. Parse errors surface as ``core.objects.ObjectError`` (the message
+names the field); anything else a strange body makes a parser raise is re-raised as
+``ObjectError`` too, so callers have exactly one exception to handle and a pod never crashes
+the operator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, TypeVar
+
+from ..core import objects
+from ..core.objects import ObjectError, Pod
+
+__all__ = [
+    "ObjectError",
+    "PolicyMeta",
+    "namespace_labels",
+    "object_key",
+    "policy_meta",
+    "pod",
+    "pod_ref",
+    "node",
+    "parse_other",
+    "OTHER_KINDS",
+]
+
+T = TypeVar("T")
+
+
+def _safe(parse: Callable[[Mapping[str, Any]], T], body: Mapping[str, Any], what: str) -> T:
+    try:
+        return parse(body)
+    except ObjectError:
+        raise
+    except Exception as exc:  # a parser bug or a body of the wrong shape: report, never crash
+        raise ObjectError(f"{what}: cannot read: {exc!r}") from exc
+
+
+def _meta(body: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = body.get("metadata") if isinstance(body, Mapping) else None
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def pod(body: Mapping[str, Any]) -> Pod:
+    return _safe(objects.parse_pod, body, "pod")
+
+
+def node(body: Mapping[str, Any]) -> objects.Node:
+    return _safe(objects.parse_node, body, "node")
+
+
+def pod_ref(body: Mapping[str, Any]) -> tuple[str, str, str]:
+    """(namespace, name, uid) of a pod body, for events about pods that cannot be parsed."""
+    meta = _meta(body)
+    return str(meta.get("namespace") or "default"), str(meta.get("name") or ""), str(meta.get("uid") or "")
+
+
+def node_name(body: Mapping[str, Any]) -> str:
+    return str(_meta(body).get("name") or "")
+
+
+#: kind -> (parser, ClusterObjects attribute, whether the key includes the namespace)
+OTHER_KINDS: Final[dict[str, tuple[Callable[[Mapping[str, Any]], Any], str, bool]]] = {
+    "Service": (objects.parse_service, "services", True),
+    "ReplicationController": (objects.parse_controller, "controllers", True),
+    "ReplicaSet": (objects.parse_controller, "controllers", True),
+    "StatefulSet": (objects.parse_controller, "controllers", True),
+    "PersistentVolume": (objects.parse_persistent_volume, "persistent_volumes", False),
+    "PersistentVolumeClaim": (objects.parse_persistent_volume_claim, "persistent_volume_claims", True),
+    "StorageClass": (objects.parse_storage_class, "storage_classes", False),
+    "PodDisruptionBudget": (objects.parse_pod_disruption_budget, "pod_disruption_budgets", True),
+    "CSINode": (objects.parse_csi_node, "csi_nodes", False),
+}
+
+
+def object_key(kind: str, body: Mapping[str, Any]) -> str:
+    """The ClusterObjects key of a body: ``name``, ``ns/name``, or ``Kind/ns/name`` for controllers."""
+    meta = _meta(body)
+    name = str(meta.get("name") or "")
+    _, attr, namespaced = OTHER_KINDS[kind]
+    if not namespaced:
+        return name
+    ns = str(meta.get("namespace") or "default")
+    return f"{kind}/{ns}/{name}" if attr == "controllers" else f"{ns}/{name}"
+
+
+def parse_other(kind: str, body: Mapping[str, Any]) -> Any:
+    parse, _, _ = OTHER_KINDS[kind]
+    if kind in ("ReplicationController", "ReplicaSet", "StatefulSet") and not body.get("kind"):
+        body = {**body, "kind": kind}
+    return _safe(parse, body, kind)
+
+
+def namespace_labels(body: Mapping[str, Any]) -> tuple[str, Mapping[str, str]]:
+    meta = _meta(body)
+    labels = meta.get("labels")
+    clean = {str(k): str(v) for k, v in labels.items()} if isinstance(labels, Mapping) else {}
+    return str(meta.get("name") or ""), clean
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyMeta:
+    """What the operator needs of a SchedulingPolicy besides its spec."""
+
+    name: str
+    generation: int
+    created: str  # RFC3339 creationTimestamp: sorts chronologically as text
+    uid: str
+    scheduler_name: str
+    spec: Mapping[str, Any]
+
+
+def policy_meta(body: Mapping[str, Any]) -> PolicyMeta:
+    meta = _meta(body)
+    spec = body.get("spec") if isinstance(body.get("spec"), Mapping) else {}
+    assert isinstance(spec, Mapping)
+    try:
+        generation = int(meta.get("generation") or 0)
+    except (TypeError, ValueError):
+        generation = 0
+    return PolicyMeta(
+        name=str(meta.get("name") or ""),
+        generation=generation,
+        created=str(meta.get("creationTimestamp") or ""),
+        uid=str(meta.get("uid") or ""),
+        scheduler_name=str(spec.get("schedulerName") or ""),
+        spec=_plain(spec),
+    )
+
+
+def _plain(value: Any) -> Any:
+    """Kopf bodies are views; the policy validator gets plain dicts and lists."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value

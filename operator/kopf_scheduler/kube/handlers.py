@@ -1,0 +1,303 @@
+"""Kopf handlers: watch events into the cache and queues; SchedulingPolicy lifecycle; the loop daemon.
+
+``register(registry)`` adds every handler to a Kopf registry (the CLI builds its own; the
+``kopf run -m kopf_scheduler.kube.main`` entry uses the default one). Nothing registers at import.
+
+Watch handlers are ``@kopf.on.event``: they write nothing onto the watched objects. All are
+``async def`` and O(1) (apart from a move of unschedulable pods, which upstream does too), so
+Kopf does not hop them through its thread pool. A body the core cannot parse is logged, gets a
+Warning event when it is a pending pod of ours, and is skipped.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any, Final
+
+import kopf
+
+from ..core.cache import CacheError, PodState
+from ..core.objects import Pod
+from . import convert, events, loop
+from .app import POLICY_GROUP, POLICY_PLURAL, POLICY_VERSION, Api, App
+from .leader import default_identity
+
+__all__ = ["WATCHED", "configure", "register", "register_lifecycle"]
+
+logger = logging.getLogger(__name__)
+
+#: (group, version, plural, kind) of everything the predicates and priorities read
+WATCHED: Final = (
+    ("", "v1", "services", "Service"),
+    ("", "v1", "replicationcontrollers", "ReplicationController"),
+    ("apps", "v1", "replicasets", "ReplicaSet"),
+    ("apps", "v1", "statefulsets", "StatefulSet"),
+    ("", "v1", "persistentvolumes", "PersistentVolume"),
+    ("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim"),
+    ("storage.k8s.io", "v1", "storageclasses", "StorageClass"),
+    ("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget"),
+    ("storage.k8s.io", "v1", "csinodes", "CSINode"),
+)
+
+
+def _app(memo: Any) -> App:
+    app = memo.get("app") if isinstance(memo, Mapping) else getattr(memo, "app", None)
+    if not isinstance(app, App):
+        raise kopf.PermanentError("the operator memo holds no App (startup did not run)")
+    return app
+
+
+# --------------------------------------------------------------------------- pods
+
+
+def _remove_pending(app: App, pod: Pod) -> None:
+    bucket = app.pending.get(pod.scheduler_name)
+    if bucket is not None and bucket.pop(pod.uid, None) is not None:
+        state = app.states.get(pod.scheduler_name)
+        if state is not None:
+            state.queue.delete(pod)
+
+
+def _forget_pod(app: App, uid: str) -> None:
+    app.conditions_written.pop(uid, None)
+
+
+async def on_pod_event(event: Mapping[str, Any], memo: Any, **_: Any) -> None:
+    app = _app(memo)
+    body = event.get("object")
+    if not isinstance(body, Mapping):
+        return
+    deleted = event.get("type") == "DELETED"
+    try:
+        pod = convert.pod(body)
+    except convert.ObjectError as exc:
+        await _bad_pod(app, body, str(exc))
+        return
+    now = app.now()
+    cached = app.cache.get_pod(pod.uid)
+    if deleted or (pod.node_name and pod.is_terminal):
+        _remove_pending(app, pod)
+        if cached is not None and app.cache.state_of(pod) is PodState.ADDED:
+            app.cache.remove_pod(cached)
+            app.move_all("AssignedPodDelete")
+        if deleted:
+            _forget_pod(app, pod.uid)
+        return
+    if pod.node_name:
+        _remove_pending(app, pod)  # bound (by us or anyone): leaves the queues
+        try:
+            if cached is None:
+                app.cache.add_pod(pod)
+                for state in app.states.values():
+                    state.queue.assigned_pod_added(pod, now, namespace_labels=app.cache.objects.namespace_labels.get(pod.namespace))
+            elif app.cache.state_of(pod) is PodState.ADDED:
+                app.cache.update_pod(cached, pod)
+            else:
+                app.cache.add_pod(pod)  # confirms our assumption
+        except CacheError as exc:
+            logger.warning("cache: %s", exc)
+        _forget_pod(app, pod.uid)
+        return
+    if cached is not None and app.cache.state_of(pod) is PodState.ADDED:  # unbound again? drop it
+        app.cache.remove_pod(cached)
+    bucket = app.pending.setdefault(pod.scheduler_name, {})
+    old = bucket.get(pod.uid)
+    if pod.deleting:
+        _remove_pending(app, pod)
+        return
+    bucket[pod.uid] = pod
+    state = app.states.get(pod.scheduler_name)
+    if state is not None:
+        if old is None:
+            state.queue.add(pod, now)
+        else:
+            state.queue.update(old, pod, now)
+        state.wakeup.set()
+
+
+async def _bad_pod(app: App, body: Mapping[str, Any], problem: str) -> None:
+    ns, name, uid = convert.pod_ref(body)
+    logger.warning("skipping pod %s/%s: %s", ns, name, problem)
+    spec = body.get("spec")
+    scheduler = spec.get("schedulerName") if isinstance(spec, Mapping) else None
+    unbound = not (isinstance(spec, Mapping) and spec.get("nodeName"))
+    if unbound and isinstance(scheduler, str) and scheduler in app.states and app.leading.is_set() and name and uid:
+        app.spawn(events.failed_scheduling(app, namespace=ns, name=name, uid=uid, message=f"cannot read the pod: {problem}"))
+
+
+# --------------------------------------------------------------------------- nodes and the rest
+
+
+async def on_node_event(event: Mapping[str, Any], memo: Any, **_: Any) -> None:
+    app = _app(memo)
+    body = event.get("object")
+    if not isinstance(body, Mapping):
+        return
+    if event.get("type") == "DELETED":
+        name = convert.node_name(body)
+        if app.cache.get_node_info(name) is not None:
+            try:
+                app.cache.remove_node(name)
+            except CacheError as exc:
+                logger.warning("cache: %s", exc)
+        return
+    try:
+        node = convert.node(body)
+    except convert.ObjectError as exc:
+        logger.warning("skipping node %s: %s", convert.node_name(body), exc)
+        return
+    info = app.cache.get_node_info(node.name)
+    if info is None or info.node is None:
+        app.cache.add_node(node)
+        app.move_all("NodeAdd")
+    else:
+        app.cache.update_node(node)
+        app.move_all("NodeUpdate")
+
+
+def _other_handler(kind: str) -> Any:
+    _, attr, _ = convert.OTHER_KINDS[kind]
+
+    async def on_object_event(event: Mapping[str, Any], memo: Any, **_: Any) -> None:
+        app = _app(memo)
+        body = event.get("object")
+        if not isinstance(body, Mapping):
+            return
+        store: dict[str, Any] = getattr(app.cache.objects, attr)
+        key = convert.object_key(kind, body)
+        if event.get("type") == "DELETED":
+            store.pop(key, None)
+        else:
+            try:
+                store[key] = convert.parse_other(kind, body)
+            except convert.ObjectError as exc:
+                logger.warning("skipping %s %s: %s", kind, key, exc)
+                return
+        app.cache.objects.generation += 1
+        app.move_all(f"{kind}Change")
+
+    on_object_event.__name__ = on_object_event.__qualname__ = f"on_{kind.lower()}_event"
+    return on_object_event
+
+
+async def on_namespace_event(event: Mapping[str, Any], memo: Any, **_: Any) -> None:
+    app = _app(memo)
+    body = event.get("object")
+    if not isinstance(body, Mapping):
+        return
+    name, labels = convert.namespace_labels(body)
+    if event.get("type") == "DELETED":
+        app.cache.objects.namespace_labels.pop(name, None)
+    elif app.cache.objects.namespace_labels.get(name) != labels:
+        app.cache.objects.namespace_labels[name] = labels
+        app.cache.objects.generation += 1
+        app.move_all("NamespaceChange")
+
+
+# --------------------------------------------------------------------------- SchedulingPolicy
+
+
+async def _write_statuses(app: App, statuses: Mapping[str, Mapping[str, Any]]) -> None:
+    for name, status in statuses.items():
+        await app.write_policy_status(name, status)
+
+
+async def on_policy(body: Mapping[str, Any], memo: Any, **_: Any) -> None:
+    """Create, update and resume: validate, accept or reject (keeping the last good profile)."""
+    app = _app(memo)
+    meta = convert.policy_meta(body)
+    await _write_statuses(app, app.reconcile_policy(meta))
+
+
+async def on_policy_delete(body: Mapping[str, Any], memo: Any, **_: Any) -> None:
+    """Stop serving its schedulerName (pods stay Pending), or hand the name to the next claimant."""
+    app = _app(memo)
+    await _write_statuses(app, app.delete_policy(convert.policy_meta(body).name))
+
+
+async def policy_daemon(body: Mapping[str, Any], memo: Any, stopped: Any, **_: Any) -> None:
+    app = _app(memo)
+    name = convert.policy_meta(body).name
+    if name not in app.policies:  # the daemon may start before the resume handler ran
+        await _write_statuses(app, app.reconcile_policy(convert.policy_meta(body)))
+    await loop.run(app, name, stopped)
+
+
+# --------------------------------------------------------------------------- operator lifecycle
+
+PREFIX: Final = "scheduling.kopf.dev"
+
+
+def configure(settings: kopf.OperatorSettings) -> None:
+    """Settings, chosen so Kopf writes nothing onto pods and costs little per event:
+    - posting of Kopf's own k8s events off (our events are written by kube/events.py);
+    - progress and diff-base storage in annotations only (they land only on SchedulingPolicies:
+      pods and nodes have only ``on.event`` handlers, which store nothing);
+    - our own finalizer name on SchedulingPolicies (daemons need one to stop before deletion);
+    - watch requests with a server-side timeout, so a stuck connection is renewed.
+    """
+    settings.posting.enabled = False
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=PREFIX)
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix=PREFIX, key="last-handled-configuration")
+    settings.persistence.finalizer = f"{PREFIX}/kopf-scheduler"
+    settings.watching.server_timeout = 300
+    settings.watching.client_timeout = 330
+    settings.watching.connect_timeout = 10
+    settings.networking.request_timeout = 30
+    settings.execution.max_workers = 4  # every handler is async; the pool only runs the login
+
+
+async def startup(settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
+    configure(settings)
+    app = memo.get("app") if hasattr(memo, "get") else None
+    if not isinstance(app, App):
+        memo["app"] = app = App(Api.from_kubeconfig(None), identity=default_identity())
+    app.started = True
+    logger.info("kopf-scheduler %s started", app.identity)
+
+
+async def cleanup(memo: Any, **_: Any) -> None:
+    app = memo.get("app") if hasattr(memo, "get") else None
+    if isinstance(app, App):
+        await app.api.close()
+
+
+def login(**kwargs: Any) -> Any:
+    """Credentials from $KUBECONFIG (the CLI sets it from --kubeconfig), else in-cluster."""
+    return kopf.login_with_kubeconfig(**kwargs) or kopf.login_with_service_account(**kwargs)
+
+
+def register_lifecycle(registry: kopf.OperatorRegistry) -> None:
+    """Startup (settings, the App unless the caller put one in the memo), cleanup, login."""
+    kopf.on.startup(registry=registry, id="kopf-scheduler-startup")(startup)
+    kopf.on.cleanup(registry=registry, id="kopf-scheduler-cleanup")(cleanup)
+    kopf.on.login(registry=registry, id="kopf-scheduler-login")(login)
+
+
+
+# --------------------------------------------------------------------------- registration
+
+
+def register(registry: kopf.OperatorRegistry, *, policies: frozenset[str] | None = None) -> None:
+    """Register the watch, policy and daemon handlers; `policies` limits the shard to those names."""
+    register_lifecycle(registry)
+
+    def ours(name: str, **_: Any) -> bool:
+        return policies is None or name in policies
+
+    kopf.on.event("v1", "pods", registry=registry, id="pods")(on_pod_event)
+    kopf.on.event("v1", "nodes", registry=registry, id="nodes")(on_node_event)
+    kopf.on.event("v1", "namespaces", registry=registry, id="namespaces")(on_namespace_event)
+    for group, version, plural, kind in WATCHED:
+        fn = _other_handler(kind)
+        if group:
+            kopf.on.event(group, version, plural, registry=registry, id=plural)(fn)
+        else:
+            kopf.on.event(version, plural, registry=registry, id=plural)(fn)
+    gvp = (POLICY_GROUP, POLICY_VERSION, POLICY_PLURAL)
+    kopf.on.create(*gvp, registry=registry, id="policy", when=ours)(on_policy)
+    kopf.on.update(*gvp, registry=registry, id="policy", when=ours)(on_policy)
+    kopf.on.resume(*gvp, registry=registry, id="policy", when=ours)(on_policy)
+    kopf.on.delete(*gvp, registry=registry, id="policy-delete", optional=True, when=ours)(on_policy_delete)
+    kopf.daemon(*gvp, registry=registry, id="loop", cancellation_timeout=5.0, when=ours)(policy_daemon)
