@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import ctypes
 import json
 import os
 import shlex
@@ -115,6 +116,11 @@ def _create_nodes(api: Any, nodes: list[DemoNode]) -> None:
         list(pool.map(one, enumerate(nodes)))
 
 
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """Have Linux SIGKILL the operator when the demo's thread that started it dies."""
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+
+
 def _start_operator(kubeconfig: Path, metrics_port: int, log: Path, keep: bool) -> subprocess.Popen[bytes]:
     prefix = shlex.split(os.environ[ENV_OPERATOR]) if os.environ.get(ENV_OPERATOR) else [
         sys.executable, "-m", "kopf_scheduler.cli", "run"
@@ -126,6 +132,7 @@ def _start_operator(kubeconfig: Path, metrics_port: int, log: Path, keep: bool) 
         return subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
             start_new_session=True,  # Ctrl-C reaches the demo only; the demo stops the operator in order
+            preexec_fn=None if keep else _die_with_parent,  # a killed demo leaves no operator behind
         )
 
 
@@ -351,10 +358,17 @@ def _save_metrics(url: str, path: Path) -> bool:
 # --------------------------------------------------------------------------- main
 
 
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def run(args: argparse.Namespace) -> int:
     if args.nodes < 1 or args.pods < 1:
         print("error: --nodes and --pods must be at least 1", file=sys.stderr)
         return 2
+    # `kill` (SIGTERM) cleans up like Ctrl-C does; ignored SIGINT (background job) is restored.
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     workdir = Path(args.workdir).expanduser().resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     log = workdir / "operator.log"
