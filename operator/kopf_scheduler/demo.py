@@ -30,6 +30,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -147,6 +148,27 @@ def _stop_operator(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(5)
     except ProcessLookupError:
         proc.wait(5)
+
+
+def _wait_operator_ready(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: float) -> str:
+    """Poll the operator's /readyz until 200 (caches synced); return how it went, for the progress line.
+
+    Pods are submitted afterwards, so pods/s measures scheduling, not the operator's start-up.
+    """
+    started = time.monotonic()
+    detail = "no answer"
+    while time.monotonic() - started < timeout:
+        if proc.poll() is not None:
+            raise DemoError(f"the operator exited with status {proc.returncode}; end of {log}:\n{_log_tail(log)}")
+        try:
+            with urllib.request.urlopen(url, timeout=1) as resp:
+                return f"ready after {time.monotonic() - started:.1f}s: {resp.read().decode(errors='replace').strip()}"
+        except urllib.error.HTTPError as exc:  # 503: not ready yet
+            detail = exc.read().decode(errors="replace").strip() or str(exc)
+        except OSError:
+            pass
+        time.sleep(0.2)
+    return f"not ready after {timeout:.0f}s ({detail}); submitting anyway"
 
 
 def _log_tail(path: Path, lines: int = 25) -> str:
@@ -411,6 +433,7 @@ def run(args: argparse.Namespace) -> int:
         metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
         _say(f"[4/6] operator (log {log}, metrics {metrics_url})")
         operator = _start_operator(cp.kubeconfig, metrics_port, log, args.keep)
+        _say("      " + _wait_operator_ready(f"http://127.0.0.1:{metrics_port}/readyz", operator, log, 30.0))
 
         pods = demo_pods(args.pods, nodes, SCHEDULER_NAME, seed=args.seed)
         core: Any = client.CoreV1Api(api)
