@@ -6,7 +6,6 @@ a temporary workdir (beside the session's cluster, which this test does not use)
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import subprocess
 import sys
@@ -16,10 +15,6 @@ import pytest
 
 pytestmark = [
     pytest.mark.cluster,
-    pytest.mark.skipif(
-        importlib.util.find_spec("kopf_scheduler.kube.cli") is None,
-        reason="`kopf-scheduler run` (kopf_scheduler.kube.cli) does not exist yet; the demo starts it",
-    ),
     pytest.mark.timeout(180),
 ]
 

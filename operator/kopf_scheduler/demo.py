@@ -150,19 +150,28 @@ def _stop_operator(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(5)
 
 
-def _wait_operator_ready(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: float) -> str:
-    """Poll the operator's /readyz until 200 (caches synced); return how it went, for the progress line.
+def _wait_operator_ready(
+    url: str, proc: subprocess.Popen[bytes], log: Path, timeout: float, nodes: int, nodes_grace: float = 10.0
+) -> str:
+    """Poll the operator's /readyz until 200; return how it went, for the progress line.
 
     Pods are submitted afterwards, so pods/s measures scheduling, not the operator's start-up.
+    /readyz may say ok while its node cache still fills ("ok: ..., 28 nodes"), so for up to
+    `nodes_grace` seconds more it also waits for the text to count all `nodes` (best effort).
     """
     started = time.monotonic()
     detail = "no answer"
+    ready_at: float | None = None
     while time.monotonic() - started < timeout:
         if proc.poll() is not None:
             raise DemoError(f"the operator exited with status {proc.returncode}; end of {log}:\n{_log_tail(log)}")
         try:
             with urllib.request.urlopen(url, timeout=1) as resp:
-                return f"ready after {time.monotonic() - started:.1f}s: {resp.read().decode(errors='replace').strip()}"
+                detail = resp.read().decode(errors="replace").strip()
+            now = time.monotonic()
+            ready_at = now if ready_at is None else ready_at
+            if f" {nodes} nodes" in detail or now - ready_at > nodes_grace:
+                return f"ready after {now - started:.1f}s: {detail}"
         except urllib.error.HTTPError as exc:  # 503: not ready yet
             detail = exc.read().decode(errors="replace").strip() or str(exc)
         except OSError:
@@ -433,7 +442,8 @@ def run(args: argparse.Namespace) -> int:
         metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
         _say(f"[4/6] operator (log {log}, metrics {metrics_url})")
         operator = _start_operator(cp.kubeconfig, metrics_port, log, args.keep)
-        _say("      " + _wait_operator_ready(f"http://127.0.0.1:{metrics_port}/readyz", operator, log, 30.0))
+        _say("      " + _wait_operator_ready(
+            f"http://127.0.0.1:{metrics_port}/readyz", operator, log, 30.0, len(nodes)))
 
         pods = demo_pods(args.pods, nodes, SCHEDULER_NAME, seed=args.seed)
         core: Any = client.CoreV1Api(api)
