@@ -76,7 +76,7 @@ async def _serve(args: argparse.Namespace) -> None:
     background: list[asyncio.Task[Any]] = []
     elector: LeaderElector | None = None
     if args.leader_elect:
-        import pykube
+        import pykube  # type: ignore[import-untyped]
 
         lease_name = "kopf-scheduler" + ("-" + "-".join(sorted(policies)) if policies else "")
         config = LeaderElectionConfig(

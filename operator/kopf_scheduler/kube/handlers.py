@@ -107,13 +107,13 @@ async def on_pod_event(event: Mapping[str, Any], memo: Any, **_: Any) -> None:
         _remove_pending(app, pod)
         return
     bucket[pod.uid] = pod
-    state = app.states.get(pod.scheduler_name)
-    if state is not None:
+    served = app.states.get(pod.scheduler_name)
+    if served is not None:
         if old is None:
-            state.queue.add(pod, now)
+            served.queue.add(pod, now)
         else:
-            state.queue.update(old, pod, now)
-        state.wakeup.set()
+            served.queue.update(old, pod, now)
+        served.wakeup.set()
 
 
 async def _bad_pod(app: App, body: Mapping[str, Any], problem: str) -> None:

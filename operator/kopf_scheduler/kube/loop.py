@@ -2,7 +2,7 @@
 
 Wait until the queue says a pod is ready (``next_ready_at``) or a handler wakes us; pop; skip
 pods being deleted or already assumed; bring the snapshot up to date; run the algorithm. On a
-fit, assume the pod and spawn its bind (at most ``BIND_CONCURRENCY`` in flight, so the next pod
+fit, assume the pod and spawn its bind (at most ``app.BIND_CONCURRENCY`` in flight, so the next pod
 is scheduled while binds are on the wire). On a FitError, park it as unschedulable, record a
 FailedScheduling event (rate-limited, see events.py) and set PodScheduled=False/Unschedulable
 through pods/status when the message changed. On an error, back off and record an event.
@@ -17,6 +17,7 @@ import asyncio
 import logging
 from typing import Any, Final
 
+from ..core.algorithm import ScheduleResult
 from ..core.cache import CacheError
 from ..core.diagnosis import truncate_message
 from ..core.queueing import QueuedPodInfo
@@ -97,12 +98,13 @@ async def schedule_one(app: App, state: PolicyState, info: QueuedPodInfo) -> Non
         state.snapshot = app.cache.snapshot()
     else:
         app.cache.update_snapshot(state.snapshot)
+    result: ScheduleResult | None
+    error: str | None
     try:
         result = state.scheduler.schedule(pod, state.snapshot, rng=state.rng)
     except Exception as exc:  # the runtime catches plugin errors; this is a last resort
         logger.exception("the algorithm failed on %s", pod.key)
-        result = None
-        error = f"internal error: {exc!r}"
+        result, error = None, f"internal error: {exc!r}"
     else:
         error = result.error
     done = app.now()
