@@ -17,7 +17,7 @@ import os
 import random
 import ssl
 import time
-from collections.abc import Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Final
@@ -175,6 +175,8 @@ class App:
         self.started = False
         self.bound_total = 0
         self._tasks: set[asyncio.Task[Any]] = set()
+        #: awaited by Kopf's cleanup activity, before the API session closes
+        self.on_shutdown: list[Callable[[], Awaitable[None]]] = []
 
     @staticmethod
     def now() -> float:

@@ -17,7 +17,6 @@ import argparse
 import asyncio
 import logging
 import os
-import signal
 from typing import Any
 
 __all__ = ["add_parser", "run"]
@@ -68,12 +67,24 @@ async def _serve(args: argparse.Namespace) -> None:
     handlers.register(registry, policies=policies)
     settings = kopf.OperatorSettings()
     handlers.configure(settings)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-
     background: list[asyncio.Task[Any]] = []
+    health: Any = None
+
+    async def shutdown() -> None:
+        """Kopf's cleanup runs this: pause the loops, leave the Lease (a standby takes over at
+        once), stop the health server. Our tasks must end inside Kopf's cleanup: Kopf waits 5 s
+        for any task still running after it, then cancels it, which would cut the release short."""
+        nonlocal health
+        app.leading.clear()
+        for task in background:
+            task.cancel()
+        await asyncio.gather(*background, return_exceptions=True)
+        background.clear()
+        if health is not None:
+            server, health = health, None
+            await server.stop()
+
+    app.on_shutdown.append(shutdown)
     elector: LeaderElector | None = None
     if args.leader_elect:
         import pykube  # type: ignore[import-untyped]
@@ -91,27 +102,22 @@ async def _serve(args: argparse.Namespace) -> None:
         elector = LeaderElector(config, PykubeLeaseClient(api, name=lease_name, namespace=args.lease_namespace))
         background.append(asyncio.create_task(_elect(app, elector)))
 
-    health = None
     if args.metrics_port:
         health = await start_health_server(
             "0.0.0.0", args.metrics_port, ready_check=app.ready, metrics=app.metrics,
             leading=(lambda: elector.is_leader) if elector is not None else None,
         )
         logger.info("health and metrics on port %d", health.port)
-    operator = asyncio.create_task(
+    operator = asyncio.ensure_future(
         kopf.operator(
             registry=registry, settings=settings, memo=kopf.Memo(app=app),
-            standalone=True, clusterwide=True, stop_flag=stop,
+            standalone=True, clusterwide=True,
         )
     )
     try:
         await operator
     finally:
-        for task in background:
-            task.cancel()
-        await asyncio.gather(*background, return_exceptions=True)
-        if health is not None:
-            await health.stop()
+        await shutdown()  # a no-op after Kopf's cleanup ran it
         await app.api.close()
 
 

@@ -260,6 +260,9 @@ async def startup(settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
 async def cleanup(memo: Any, **_: Any) -> None:
     app = memo.get("app") if hasattr(memo, "get") else None
     if isinstance(app, App):
+        app.leading.clear()
+        for hook in app.on_shutdown:
+            await hook()
         await app.api.close()
 
 
