@@ -382,7 +382,7 @@ def test_pod_deleted_while_queued_is_not_bound(operator: Operator, api: client.A
 
 
 def test_two_replicas_with_leader_election_bind_once_and_fail_over(
-    sa_kubeconfig: Path, api: client.ApiClient, custom: client.CustomObjectsApi, namespace: str, group: Group,
+    operator: Operator, sa_kubeconfig: Path, api: client.ApiClient, custom: client.CustomObjectsApi, namespace: str, group: Group,
     tmp_path: Path,
 ) -> None:
     core = client.CoreV1Api(api)
@@ -410,6 +410,10 @@ def test_two_replicas_with_leader_election_bind_once_and_fail_over(
         assert sorted(e.involved_object.name for e in scheduled) == sorted(names)  # exactly once each
         assert {e.reporting_instance for e in scheduled} == {first.identity()}
         assert "started leading" not in second.text()
+        # Shards leave each other's policies alone (no finalizer tug of war over e2e-basic)
+        rv = custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, BASIC)["metadata"]["resourceVersion"]
+        time.sleep(1.5)
+        assert custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, BASIC)["metadata"]["resourceVersion"] == rv
 
         started = time.monotonic()
         first.stop(signal.SIGKILL)  # no release: the standby waits out the lease

@@ -66,7 +66,8 @@ async def _serve(args: argparse.Namespace) -> None:
     policies = frozenset(args.policy) if args.policy else None
     handlers.register(registry, policies=policies)
     settings = kopf.OperatorSettings()
-    handlers.configure(settings)
+    shard = "-".join(sorted(policies)) if policies else ""
+    handlers.configure(settings, shard=shard)
     background: list[asyncio.Task[Any]] = []
     health: Any = None
 
@@ -89,7 +90,7 @@ async def _serve(args: argparse.Namespace) -> None:
     if args.leader_elect:
         import pykube  # type: ignore[import-untyped]
 
-        lease_name = "kopf-scheduler" + ("-" + "-".join(sorted(policies)) if policies else "")
+        lease_name = handlers.shard_name(shard)
         config = LeaderElectionConfig(
             lease_name=lease_name,
             lease_namespace=args.lease_namespace,

@@ -11,6 +11,7 @@ Warning event when it is a pending pod of ours, and is skipped.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Mapping
 from typing import Any, Final
@@ -229,18 +230,20 @@ async def policy_daemon(body: Mapping[str, Any], memo: Any, stopped: Any, **_: A
 PREFIX: Final = "scheduling.kopf.dev"
 
 
-def configure(settings: kopf.OperatorSettings) -> None:
+def configure(settings: kopf.OperatorSettings, *, shard: str = "") -> None:
     """Settings, chosen so Kopf writes nothing onto pods and costs little per event:
     - posting of Kopf's own k8s events off (our events are written by kube/events.py);
     - progress and diff-base storage in annotations only (they land only on SchedulingPolicies:
       pods and nodes have only ``on.event`` handlers, which store nothing);
-    - our own finalizer name on SchedulingPolicies (daemons need one to stop before deletion);
+    - our own finalizer name on SchedulingPolicies (daemons need one to stop before deletion),
+      one per ``--policy`` shard: Kopf removes its finalizer from every object none of its
+      handlers match, so shards sharing one name would strip each other's in a loop;
     - watch requests with a server-side timeout, so a stuck connection is renewed.
     """
     settings.posting.enabled = False
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=PREFIX)
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix=PREFIX, key="last-handled-configuration")
-    settings.persistence.finalizer = f"{PREFIX}/kopf-scheduler"
+    settings.persistence.finalizer = f"{PREFIX}/{shard_name(shard)}"
     settings.watching.server_timeout = 300
     settings.watching.client_timeout = 330
     settings.watching.connect_timeout = 10
@@ -248,8 +251,17 @@ def configure(settings: kopf.OperatorSettings) -> None:
     settings.execution.max_workers = 4  # every handler is async; the pool only runs the login
 
 
+def shard_name(shard: str) -> str:
+    """``kopf-scheduler`` or ``kopf-scheduler-<shard>``, within the 63 characters of a name part."""
+    name = f"kopf-scheduler-{shard}" if shard else "kopf-scheduler"
+    if len(name) > 63:
+        name = "kopf-scheduler-" + hashlib.sha1(shard.encode()).hexdigest()[:16]
+    return name
+
+
 async def startup(settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
-    configure(settings)
+    if not settings.persistence.finalizer.startswith(PREFIX):  # not configured by the CLI
+        configure(settings)
     app = memo.get("app") if hasattr(memo, "get") else None
     if not isinstance(app, App):
         memo["app"] = app = App(Api.from_kubeconfig(None), identity=default_identity())
