@@ -124,7 +124,7 @@ def main() -> int:
             rates["upstream"] = measure(core, "default-scheduler", args.pods, start_upstream, args.timeout)
             print(f"upstream kube-scheduler: {rates['upstream']:.0f} pods/s", flush=True)
         if args.only in (None, "ours"):
-            cp.kubectl("apply", "-f", str(ROOT / "crds"))
+            cp.kubectl("apply", "-f", str(ROOT / "crds" / "schedulingpolicy.yaml"))
             cp.kubectl("wait", "--for=condition=Established", "crd/schedulingpolicies.scheduling.kopf.dev", "--timeout=30s")
             cp.kubectl("apply", "-f", str(ROOT / "deploy" / "policies" / "default-provider.yaml"))
 
