@@ -245,15 +245,26 @@ def _check_name(item: Any, path: str, allowed: Sequence[str], errors: list[Field
     return name
 
 
-def _predicate_requests(item: Any, path: str, order: int, errors: list[FieldError]) -> _Built | None:
-    """One predicates[] item, or None after reporting what is wrong with it."""
-    name = _check_name(item, path, PREDICATE_KEYS, errors)
+def _name_and_argument(
+    item: Any, path: str, keys: Sequence[str], errors: list[FieldError]
+) -> tuple[str, Mapping[str, Any] | None] | None:
+    """The checked name and argument object of one predicates[] / priorities[] item, or None after reporting."""
+    name = _check_name(item, path, keys, errors)
     if name is None:
         return None
     argument = item.get("argument")
     if argument is not None and not isinstance(argument, Mapping):
         errors.append(FieldError(f"{path}.argument", "must be an object"))
         return None
+    return name, argument
+
+
+def _predicate_requests(item: Any, path: str, order: int, errors: list[FieldError]) -> _Built | None:
+    """One predicates[] item, or None after reporting what is wrong with it."""
+    checked = _name_and_argument(item, path, PREDICATE_KEYS, errors)
+    if checked is None:
+        return None
+    name, argument = checked
     entry = registry.lookup_predicate(name)
     if argument:
         kind = _argument_style(argument, registry.ARGUMENT_PREDICATES, path, errors)
@@ -308,13 +319,10 @@ def _unknown_priority(name: str, path: str) -> FieldError:
 
 def _priority_request(item: Any, path: str, order: int, errors: list[FieldError]) -> _Built | None:
     """One priorities[] item (one request), or None after reporting what is wrong with it."""
-    name = _check_name(item, path, PRIORITY_KEYS, errors)
-    if name is None:
+    checked = _name_and_argument(item, path, PRIORITY_KEYS, errors)
+    if checked is None:
         return None
-    argument = item.get("argument")
-    if argument is not None and not isinstance(argument, Mapping):
-        errors.append(FieldError(f"{path}.argument", "must be an object"))
-        return None
+    name, argument = checked
     entry = registry.lookup_priority(name)
     result: _Built | None = None
     default_weight = entry.weight if entry is not None else 1
