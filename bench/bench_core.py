@@ -24,10 +24,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "operator"))
 
-from kopf_scheduler.core.cache import SchedulerCache  # noqa: E402
-from kopf_scheduler.core.objects import parse_node, parse_pod  # noqa: E402
-from kopf_scheduler.core.policy import default_profile  # noqa: E402
-from kopf_scheduler.sim.simulator import Simulation  # noqa: E402
+from kopf_scheduler.core.cache import SchedulerCache
+from kopf_scheduler.core.objects import parse_node, parse_pod
+from kopf_scheduler.core.policy import default_profile
+from kopf_scheduler.sim.simulator import Simulation
 
 ZONES = ("zone-a", "zone-b", "zone-c")
 

@@ -22,11 +22,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "operator"))
 
-from kopf_scheduler.core.cache import SchedulerCache  # noqa: E402
-from kopf_scheduler.core.framework import CycleState  # noqa: E402
-from kopf_scheduler.core.objects import parse_node, parse_pod  # noqa: E402
-from kopf_scheduler.core.plugins.inter_pod_affinity import InterPodAffinity  # noqa: E402
-from kopf_scheduler.core.snapshot import Snapshot  # noqa: E402
+from kopf_scheduler.core.cache import SchedulerCache
+from kopf_scheduler.core.framework import CycleState
+from kopf_scheduler.core.objects import parse_node, parse_pod
+from kopf_scheduler.core.plugins.inter_pod_affinity import InterPodAffinity
+from kopf_scheduler.core.snapshot import Snapshot
 
 ZONES = ("zone-a", "zone-b", "zone-c")
 

@@ -95,7 +95,7 @@ def node_status(node: DemoNode, index: int) -> dict[str, Any]:
     resources = {"cpu": str(node.cpu), "memory": f"{node.memory_gi}Gi", "pods": "110", "ephemeral-storage": "100Gi"}
     if node.gpu:
         resources[GPU_RESOURCE] = str(GPUS_PER_NODE)
-    now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    now = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     conditions = {"Ready": "True", "MemoryPressure": "False", "DiskPressure": "False", "PIDPressure": "False"}
     return {
         "status": {

@@ -23,8 +23,8 @@ per-node form called only to explain the nodes that failed.
 from __future__ import annotations
 
 import random
-from operator import itemgetter
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any, Final
 
 import numpy as np

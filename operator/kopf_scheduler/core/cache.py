@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import enum
 from collections import OrderedDict
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Final, Iterable
+from typing import Final
 
 from .nodeinfo import NodeInfo, next_generation
 from .objects import Node, Pod, zone_key

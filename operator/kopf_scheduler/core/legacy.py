@@ -20,10 +20,11 @@ Pure: parsing text is the only work done; no files are read.
 from __future__ import annotations
 
 import json
-from typing import Any, Final, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
 
-from .policy import EXTENDER_KEYS, MANAGED_RESOURCE_KEYS, TLS_KEYS, FieldError, validate_policy
 from . import registry
+from .policy import EXTENDER_KEYS, MANAGED_RESOURCE_KEYS, TLS_KEYS, FieldError, validate_policy
 
 SCHEDULING_POLICY_API_VERSION: Final = "scheduling.kopf.dev/v1alpha1"
 SCHEDULING_POLICY_KIND: Final = "SchedulingPolicy"
@@ -143,7 +144,7 @@ def _parse(doc: Mapping[str, Any] | str | bytes) -> tuple[Any, list[FieldError]]
     except ValueError:
         pass
     try:
-        import yaml  # type: ignore[import-untyped]  # PyYAML: only needed for YAML text
+        import yaml  # PyYAML: only needed for YAML text
 
         return yaml.safe_load(doc), []
     except Exception as exc:  # yaml.YAMLError and friends: report, don't raise

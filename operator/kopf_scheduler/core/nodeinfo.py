@@ -15,8 +15,9 @@ deleted while pods remain): then ``node`` is ``None`` and no pod is placed on it
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Final, Iterator
+from typing import Final
 
 from .objects import Node, Pod
 from .resources import ZERO_RESOURCES, Resources

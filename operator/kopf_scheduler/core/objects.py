@@ -11,8 +11,9 @@ carry on. Nothing here does I/O.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, Iterable, Mapping
+from typing import Any, Final
 
 from .resources import (
     ZERO_RESOURCES,
@@ -923,7 +924,7 @@ def parse_storage_class(body: Mapping[str, Any]) -> StorageClass:
     meta = _map(body, "metadata", "storageclass")
     name = str(meta.get("name") or "")
     topologies = []
-    for i, t in enumerate(_list(body, "allowedTopologies", f"storageclass {name}")):
+    for _i, t in enumerate(_list(body, "allowedTopologies", f"storageclass {name}")):
         if isinstance(t, Mapping):
             exprs = tuple(
                 NodeSelectorRequirement(str(e.get("key")), "In", tuple(str(v) for v in e.get("values") or ()))

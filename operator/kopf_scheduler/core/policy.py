@@ -49,8 +49,9 @@ Pure: no I/O. Plugin modules are imported lazily when a profile is built.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Mapping, Sequence
+from typing import Any, Final
 
 from . import registry
 from .plugins import PluginArgsError

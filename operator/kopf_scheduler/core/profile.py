@@ -9,8 +9,9 @@ separately.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, Mapping
+from typing import Any, Final
 
 DEFAULT_POD_INITIAL_BACKOFF_SECONDS: Final = 1.0
 DEFAULT_POD_MAX_BACKOFF_SECONDS: Final = 10.0

@@ -35,8 +35,9 @@ import dataclasses
 import heapq
 import itertools
 from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Callable, Final, Iterable, Mapping
+from typing import Final
 
 from .objects import Pod
 

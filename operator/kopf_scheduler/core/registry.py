@@ -33,8 +33,9 @@ from __future__ import annotations
 
 import difflib
 import importlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, Mapping
+from typing import Any, Final
 
 PLUGIN_PACKAGE: Final = "kopf_scheduler.core.plugins"
 

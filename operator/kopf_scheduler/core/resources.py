@@ -14,9 +14,10 @@ the larger of the two, plus the pod overhead.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Final, Iterable, Mapping
+from typing import Any, Final
 
 CPU: Final = "cpu"
 MEMORY: Final = "memory"

@@ -17,16 +17,16 @@ controllers, volumes, namespaces); the cache keeps it and the snapshot shares it
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Mapping
 
 import numpy as np
 import numpy.typing as npt
 
 from .nodeinfo import NodeInfo
 from .objects import (
-    CSINode,
     Controller,
+    CSINode,
     Node,
     PersistentVolume,
     PersistentVolumeClaim,

@@ -19,7 +19,7 @@ import ssl
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Final
 
 import aiohttp
@@ -51,12 +51,12 @@ POLICY_PLURAL: Final = "schedulingpolicies"
 
 def rfc3339(moment: datetime | None = None) -> str:
     """metav1.Time: RFC3339 in UTC, whole seconds."""
-    return (moment or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return (moment or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def rfc3339_micro(moment: datetime | None = None) -> str:
     """metav1.MicroTime: RFC3339 in UTC with exactly six fractional digits (even when they are 0)."""
-    return (moment or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return (moment or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class Api:
@@ -115,7 +115,7 @@ class Api:
                 except ValueError:
                     decoded = text
                 return resp.status, decoded
-        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             return 0, f"{type(exc).__name__}: {exc}"
 
     async def close(self) -> None:

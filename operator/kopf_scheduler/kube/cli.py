@@ -88,7 +88,7 @@ async def _serve(args: argparse.Namespace) -> None:
     app.on_shutdown.append(shutdown)
     elector: LeaderElector | None = None
     if args.leader_elect:
-        import pykube  # type: ignore[import-untyped]
+        import pykube
 
         lease_name = handlers.shard_name(shard)
         config = LeaderElectionConfig(

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Final
 
 from ..core.diagnosis import truncate_message
@@ -33,7 +33,7 @@ ACTION_BINDING: Final = "Binding"
 async def record(
     app: App, *, namespace: str, name: str, uid: str, type_: str, reason: str, action: str, message: str
 ) -> None:
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     body = {
         "apiVersion": "v1",
         "kind": "Event",

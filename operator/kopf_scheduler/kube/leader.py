@@ -33,7 +33,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Final, Protocol
 
 __all__ = [
@@ -125,14 +125,14 @@ class StoredLease:
 
 def format_microtime(moment: datetime) -> str:
     """Render a metav1.MicroTime: UTC, always six fractional digits, `Z` suffix."""
-    return moment.astimezone(timezone.utc).strftime(_MICROTIME_FORMAT)
+    return moment.astimezone(UTC).strftime(_MICROTIME_FORMAT)
 
 
 def parse_microtime(text: str | None) -> datetime | None:
     """Parse an RFC 3339 time as the API server writes it (MicroTime or Time); None stays None."""
     if not text:
         return None
-    return datetime.fromisoformat(text).astimezone(timezone.utc)
+    return datetime.fromisoformat(text).astimezone(UTC)
 
 
 def stored_lease_from_body(body: Mapping[str, Any]) -> StoredLease:
@@ -369,7 +369,7 @@ class SystemClock:
         return time.monotonic()
 
     def now(self) -> datetime:
-        return datetime.now(timezone.utc)
+        return datetime.now(UTC)
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)

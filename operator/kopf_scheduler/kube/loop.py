@@ -74,7 +74,7 @@ async def _sleep_until(app: App, state: PolicyState | None, timeout: float) -> N
     state.wakeup.clear()
     try:
         await asyncio.wait_for(state.wakeup.wait(), timeout=max(timeout, 0.001))
-    except asyncio.TimeoutError:
+    except TimeoutError:
         pass
 
 

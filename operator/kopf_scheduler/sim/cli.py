@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import yaml
 

@@ -6,9 +6,10 @@ ignored, so a ``kubectl get -o yaml`` dump can be fed in as it is.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any
 
 import yaml
 

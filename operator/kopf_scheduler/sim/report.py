@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Iterable
+from collections.abc import Iterable
 
 from ..core.cache import SchedulerCache
 from ..core.resources import format_quantity

@@ -15,7 +15,8 @@ Limits: no DRA-backed extended resources. No NormalizeScore (upstream has none).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 import numpy.typing as npt

@@ -12,7 +12,8 @@ No PreScore: skipping would change nothing but the explanation, and ``score_node
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import numpy as np
 import numpy.typing as npt

@@ -21,7 +21,8 @@ scores 0, a constant). ``score_nodes`` uses a cached index image name -> (node p
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import numpy as np
 import numpy.typing as npt

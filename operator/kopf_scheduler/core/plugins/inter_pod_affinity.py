@@ -33,10 +33,11 @@ reflects them. Namespace selectors read ``snapshot.objects.namespace_labels``
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from itertools import compress
 from operator import ne
-from typing import Any, Final, Iterator, Mapping
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt

@@ -10,7 +10,8 @@ Upstream has no PreFilter. Ours returns SKIP for a pod without nodeName, which i
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import numpy as np
 import numpy.typing as npt

@@ -17,7 +17,8 @@ zeroes the annotated nodes that list the controller (a cached column of parsed a
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import numpy as np
 import numpy.typing as npt

@@ -13,7 +13,8 @@ column (cordoned or node-less, per node position).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import numpy as np
 import numpy.typing as npt

@@ -14,7 +14,8 @@ a constant that cannot change the ranking.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 import numpy.typing as npt

@@ -27,9 +27,10 @@ once per distinct label set.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from itertools import compress
 from operator import ne
-from typing import Any, Final, Mapping
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt

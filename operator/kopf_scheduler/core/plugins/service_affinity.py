@@ -28,7 +28,8 @@ affinity label is configured (every node scores 0).
 
 from __future__ import annotations
 
-from typing import Any, Final, Mapping
+from collections.abc import Mapping
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
