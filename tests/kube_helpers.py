@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as _dt
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -34,7 +34,7 @@ ZONE_LABEL = "topology.kubernetes.io/zone"
 
 
 def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def wait_for(predicate: Callable[[], T], timeout: float = 30.0, interval: float = 0.1, message: str = "") -> T:

@@ -6,7 +6,8 @@ modules; a plugin raises ``PluginArgsError`` at the path of the first value equa
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from kopf_scheduler.core import registry
 from kopf_scheduler.core.plugins import PluginArgsError

@@ -6,7 +6,9 @@
 #
 # Idempotent: when every binary is present and the stamp matches go.mod+go.sum,
 # it prints the bin folder and exits at once. Prints the bin folder on stdout;
-# progress goes to stderr.
+# progress goes to stderr. Concurrent callers take turns on a lock file in the
+# cache folder: the second waits for the first build, finds its binaries and
+# returns, instead of deleting the first one's partial output.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -16,10 +18,25 @@ bin="$cache_root/controlplane-$k8s_version/bin"
 stamp_file="$bin/.stamp"
 binaries=(etcd kube-apiserver kube-scheduler kubectl)
 
-stamp=$(cat "$here/go.mod" "$here/go.sum" | sha256sum | cut -c1-16)
-have_all=1
-for b in "${binaries[@]}"; do [[ -x "$bin/$b" ]] || have_all=0; done
-if ((have_all)) && [[ -f $stamp_file && $(cat "$stamp_file") == "$stamp" ]]; then
+# comments in go.mod do not change what is built
+stamp=$( (grep -v "^//" "$here/go.mod"; cat "$here/go.sum") | sha256sum | cut -c1-16)
+built() {
+  local b
+  for b in "${binaries[@]}"; do [[ -x "$bin/$b" ]] || return 1; done
+  [[ -f $stamp_file && $(cat "$stamp_file") == "$stamp" ]]
+}
+if built; then
+  echo "$bin"
+  exit 0
+fi
+
+mkdir -p "$bin"
+exec 9>"$bin/.lock"
+if ! flock -n 9; then
+  echo "another build of the control plane is running; waiting for it" >&2
+  flock 9
+fi
+if built; then  # the build we waited for made them
   echo "$bin"
   exit 0
 fi
@@ -30,7 +47,6 @@ if ! command -v go >/dev/null 2>&1; then
   exit 2
 fi
 
-mkdir -p "$bin"
 minor=${k8s_version#v1.}; minor=${minor%%.*}
 ldflags="-s -w \
  -X k8s.io/component-base/version.gitVersion=$k8s_version \

@@ -1,8 +1,9 @@
 // Builds the pinned Kubernetes control plane used by kopf-scheduler's tests,
 // demo and benchmarks. k8s.io/kubernetes is consumed as a library: every
 // staging module it replaces with a local path is pinned here to its
-// published tag instead. Regenerate the replace block with
-// tools/controlplane/sync-replaces.py after changing the release.
+// published tag instead. After changing the release, rewrite the replace
+// block so that every k8s.io/* staging module (the ones k8s.io/kubernetes's
+// own go.mod replaces with ./staging/...) points at v0.<minor>.<patch>.
 
 module github.com/kopf-scheduler/kopf-scheduler/tools/controlplane
 

@@ -1,0 +1,203 @@
+"""The local control plane is a real Kubernetes API: smoke tests of everything the project relies on."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kube_helpers import FakeKubelet, create_nodes, delete_all_nodes, make_pod_body, wait_for
+from kubernetes import client
+
+from kopf_scheduler.cluster import ControlPlane, GoNotFoundError, PortInUseError, ensure_binaries
+from kopf_scheduler.cluster.controlplane import _proc_start_time
+
+pytestmark = pytest.mark.cluster
+
+OPERATOR_DIR = Path(__file__).resolve().parents[2] / "operator"
+
+
+@pytest.fixture
+def nodes(api: client.ApiClient) -> Iterator[list[str]]:
+    """Two Ready nodes in two zones, removed afterwards (nodes are cluster-wide)."""
+    names = create_nodes(api, 2, zones=["zone-a", "zone-b"], name_prefix=f"smoke-{uuid.uuid4().hex[:4]}-")
+    try:
+        yield names
+    finally:
+        delete_all_nodes(api)
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """Run `kopf-scheduler ARGS` in a fresh interpreter (as a user would) and capture its output."""
+    environ = dict(os.environ if env is None else env)
+    environ["PYTHONPATH"] = str(OPERATOR_DIR)
+    return subprocess.run(
+        [sys.executable, "-m", "kopf_scheduler.cli", *args], env=environ, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def test_readyz_via_our_kubectl(control_plane: ControlPlane) -> None:
+    assert control_plane.kubectl("get", "--raw", "/readyz").stdout.strip() == "ok"
+    version = json.loads(control_plane.kubectl("version", "-o", "json").stdout)
+    assert version["serverVersion"]["gitVersion"] == "v1.37.2"
+
+
+def test_nodes_are_created_ready(api: client.ApiClient, nodes: list[str]) -> None:
+    core = client.CoreV1Api(api)
+    for name, zone in zip(nodes, ["zone-a", "zone-b"]):
+        node = core.read_node(name)
+        assert node.metadata.labels["topology.kubernetes.io/zone"] == zone
+        assert node.status.allocatable == {"cpu": "4", "memory": "32Gi", "pods": "110", "ephemeral-storage": "100Gi"}
+        assert {c.type: c.status for c in node.status.conditions}["Ready"] == "True"
+        assert not node.spec.taints  # TaintNodesByCondition is off: no not-ready taint that nobody would lift
+
+
+def test_bind_pod_with_custom_scheduler_name(api: client.ApiClient, namespace: str, nodes: list[str]) -> None:
+    core = client.CoreV1Api(api)
+    core.create_namespaced_pod(namespace, make_pod_body("p", scheduler_name="kopf-scheduler-smoke"))
+    assert core.read_namespaced_pod("p", namespace).spec.node_name is None
+
+    with FakeKubelet(api, namespace=namespace) as kubelet:
+        body = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p"},
+                "target": {"apiVersion": "v1", "kind": "Node", "name": nodes[1]}}
+        # _preload_content=False: the client cannot deserialize the Status that binding returns.
+        response = core.create_namespaced_pod_binding("p", namespace, body, _preload_content=False)
+        assert response.status == 201
+        assert core.read_namespaced_pod("p", namespace).spec.node_name == nodes[1]
+        wait_for(lambda: core.read_namespaced_pod("p", namespace).status.phase == "Running", timeout=10)
+        assert kubelet.started == {f"{namespace}/p"}
+        assert not kubelet.errors
+
+
+def test_upstream_kube_scheduler_schedules_default_pods(
+    control_plane: ControlPlane, api: client.ApiClient, namespace: str, nodes: list[str]
+) -> None:
+    core = client.CoreV1Api(api)
+    control_plane.start_kube_scheduler(name="kube-scheduler-smoke")
+    try:
+        core.create_namespaced_pod(namespace, make_pod_body("web"))
+        node = wait_for(lambda: core.read_namespaced_pod("web", namespace).spec.node_name, timeout=30)
+        assert node in nodes
+        assert core.read_namespaced_pod("web", namespace).spec.scheduler_name == "default-scheduler"
+    finally:
+        control_plane.stop_process("kube-scheduler-smoke")
+    assert "kube-scheduler-smoke" not in control_plane.pids()
+
+
+def test_crd_is_served(control_plane: ControlPlane, api: client.ApiClient, namespace: str, tmp_path: Path) -> None:
+    group = f"smoke{uuid.uuid4().hex[:6]}.kopf-scheduler.dev"
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"widgets.{group}"},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+            "versions": [{
+                "name": "v1", "served": True, "storage": True,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {
+                    "type": "object", "properties": {"size": {"type": "integer"}}}}}},
+            }],
+        },
+    }
+    manifest = tmp_path / "crd.json"
+    manifest.write_text(json.dumps(crd))
+    control_plane.kubectl("apply", "-f", str(manifest))
+    try:
+        control_plane.kubectl("wait", "--for=condition=Established", f"crd/widgets.{group}", "--timeout=30s")
+        objects = client.CustomObjectsApi(api)
+        body = {"apiVersion": f"{group}/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"size": 3}}
+        # Discovery can lag Established by a moment.
+        wait_for(lambda: _try_create(objects, group, namespace, body), timeout=15)
+        got = objects.get_namespaced_custom_object(group, "v1", namespace, "widgets", "w")
+        assert got["spec"] == {"size": 3}
+        assert "w" in control_plane.kubectl("get", "widgets", "-n", namespace, "-o", "name").stdout
+    finally:
+        control_plane.kubectl("delete", "-f", str(manifest), "--wait=false")
+
+
+def _try_create(objects: client.CustomObjectsApi, group: str, namespace: str, body: dict[str, object]) -> bool:
+    try:
+        objects.create_namespaced_custom_object(group, "v1", namespace, "widgets", body)
+    except client.ApiException as exc:
+        if exc.status == 404:
+            return False
+        raise
+    return True
+
+
+def test_service_account_token_kubeconfig(control_plane: ControlPlane, namespace: str) -> None:
+    path = control_plane.service_account_kubeconfig(namespace, "robot")
+    whoami = json.loads(control_plane.kubectl("--kubeconfig", str(path), "auth", "whoami", "-o", "json").stdout)
+    assert whoami["status"]["userInfo"]["username"] == f"system:serviceaccount:{namespace}:robot"
+    denied = control_plane.kubectl("--kubeconfig", str(path), "get", "nodes", check=False)
+    assert denied.returncode != 0 and "forbidden" in denied.stderr.lower()  # RBAC is on
+
+
+def test_cli_up_down_round_trip_leaves_no_process(tmp_path: Path) -> None:
+    workdir = tmp_path / "cluster"
+    try:
+        up = run_cli("cluster", "up", "--workdir", str(workdir), "--timeout", "60")
+        assert up.returncode == 0, up.stderr
+        assert up.stdout.strip() == f"KUBECONFIG={workdir / 'kubeconfig'}"
+        state = json.loads((workdir / "state.json").read_text())
+        procs = {name: (rec["pid"], rec["start_time"]) for name, rec in state["processes"].items()}
+        assert set(procs) == {"etcd", "kube-apiserver"}
+        assert all(_proc_start_time(pid) == start for pid, start in procs.values())  # alive after `up` returned
+
+        status = run_cli("cluster", "status", "--workdir", str(workdir))
+        assert status.returncode == 0 and "ready: True" in status.stdout, status.stdout + status.stderr
+
+        down = run_cli("cluster", "down", "--workdir", str(workdir))
+        assert down.returncode == 0, down.stderr
+        # Gone means no /proc entry or a zombie awaiting its (re)parent's reaping: either way it is no process.
+        for name, (pid, _) in procs.items():
+            assert _proc_start_time(pid) is None, f"{name} (pid {pid}) survived `cluster down`"
+        assert not (workdir / "state.json").exists()
+        assert run_cli("cluster", "status", "--workdir", str(workdir)).returncode == 1
+    finally:
+        ControlPlane(workdir).down()  # whatever happened above, leave nothing running
+
+
+def test_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen()
+        port = squatter.getsockname()[1]
+
+        cp = ControlPlane(tmp_path / "cp", apiserver_port=port)
+        with pytest.raises(PortInUseError, match=f"127.0.0.1:{port} is already in use"):
+            cp.up()
+        assert cp.pids() == {}
+
+        cli = run_cli("cluster", "up", "--workdir", str(tmp_path / "cli"), "--port", str(port))
+        assert cli.returncode == 1
+        assert f"127.0.0.1:{port} is already in use" in cli.stderr
+
+
+def _path_without_go(farm: Path) -> str:
+    """A PATH holding only the tools build.sh needs before it looks for Go."""
+    farm.mkdir()
+    for tool in ("bash", "dirname", "awk", "cat", "sha256sum", "cut", "mkdir"):
+        found = shutil.which(tool)
+        assert found, tool
+        (farm / tool).symlink_to(found)
+    return str(farm)
+
+
+def test_missing_go_is_a_clear_error(tmp_path: Path) -> None:
+    env = {"PATH": _path_without_go(tmp_path / "bin"), "HOME": str(tmp_path)}
+    with pytest.raises(GoNotFoundError, match="Go is not installed"):
+        ensure_binaries(tmp_path / "cache", env=env, echo=False)
+
+    cli = run_cli("cluster", "build", env={**env, "KOPF_SCHEDULER_CACHE": str(tmp_path / "cli-cache")})
+    assert cli.returncode == 1
+    assert "error: cannot build the control plane: Go is not installed" in cli.stderr

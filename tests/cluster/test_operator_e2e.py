@@ -1,0 +1,435 @@
+"""The operator end to end: `kopf-scheduler run` as a subprocess against the real control plane.
+
+The operator runs with the deploy/ ServiceAccount's token (deploy/rbac.yaml applied for real), so
+a missing permission fails here. One operator process serves the policies of most tests (a
+`--policy` shard, so it leaves the leader-election test's policy to its own replicas); every test
+makes its own namespace and its own nodes, labelled with a per-test group that its pods select,
+so tests never see each other's nodes. The operator's log goes to a file; its tail is printed
+when a test fails.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+from kube_helpers import create_nodes, make_pod_body, wait_for
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from kopf_scheduler.cluster import ControlPlane
+
+pytestmark = pytest.mark.cluster
+
+T = TypeVar("T")
+
+ROOT = Path(__file__).resolve().parents[2]
+GROUP, VERSION, PLURAL = "scheduling.kopf.dev", "v1alpha1", "schedulingpolicies"
+GROUP_LABEL = "e2e.kopf.dev/group"
+SHARD = ("e2e-basic", "e2e-edit", "e2e-dup-a", "e2e-dup-b")
+BASIC = "e2e-basic"  # policy and schedulerName served from the module's start
+
+
+# --------------------------------------------------------------------------- operator processes
+
+
+class Operator:
+    """One `kopf-scheduler run` subprocess, its log in a file."""
+
+    def __init__(self, log: Path, args: Sequence[str], kubeconfig: Path) -> None:
+        self.log = log
+        self.args = list(args)
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "operator"), os.environ.get("PYTHONPATH", "")])}
+        self._file = open(log, "wb")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "kopf_scheduler.cli", "run", "--kubeconfig", str(kubeconfig), "--metrics-port", "0", "--verbose", *args],
+            stdout=self._file, stderr=subprocess.STDOUT, env=env, cwd=ROOT,
+        )
+
+    def text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def tail(self, lines: int = 60) -> str:
+        return "\n".join(self.text().splitlines()[-lines:])
+
+    def identity(self) -> str:
+        """The process's leader-election identity, from its 'attempting to acquire' log line."""
+        for line in self.text().splitlines():
+            if "attempting to acquire lease" in line:
+                return line.rsplit("] ", 1)[1].split(":", 1)[0].strip()
+        return ""
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        self._file.close()
+
+
+@pytest.fixture(scope="module")
+def sa_kubeconfig(control_plane: ControlPlane) -> Path:
+    control_plane.kubectl("apply", "-f", str(ROOT / "crds" / "schedulingpolicy.yaml"))
+    control_plane.kubectl("wait", "--for=condition=Established", f"crd/{PLURAL}.{GROUP}", "--timeout=30s")
+    control_plane.kubectl("apply", "-f", str(ROOT / "deploy" / "namespace.yaml"))
+    control_plane.kubectl("apply", "-f", str(ROOT / "deploy" / "rbac.yaml"))
+    return control_plane.service_account_kubeconfig("kopf-scheduler", "kopf-scheduler")
+
+
+@pytest.fixture(scope="module")
+def custom(api: client.ApiClient) -> client.CustomObjectsApi:
+    return client.CustomObjectsApi(api)
+
+
+@pytest.fixture(scope="module")
+def operator(sa_kubeconfig: Path, custom: client.CustomObjectsApi, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Operator]:
+    args = [a for name in SHARD for a in ("--policy", name)]
+    op = Operator(tmp_path_factory.mktemp("operator") / "operator.log", args, sa_kubeconfig)
+    try:
+        create_policy(custom, BASIC, {"schedulerName": BASIC, "algorithmProvider": "DefaultProvider"})
+        wait_accepted(custom, BASIC, op)
+        yield op
+    finally:
+        for name in SHARD:
+            delete_policy(custom, name)
+        op.stop()
+
+
+_running: list[Operator] = []
+
+
+@pytest.fixture(autouse=True)
+def _print_operator_logs_on_failure(request: pytest.FixtureRequest) -> Iterator[None]:
+    failed_before = request.session.testsfailed
+    yield
+    if request.session.testsfailed > failed_before:
+        reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+        for op in _running:
+            text = f"\n--- operator log tail ({op.log}) ---\n{op.tail(80)}\n"
+            if reporter is not None:
+                reporter.write_line(text)
+            else:
+                print(text, file=sys.stderr)
+
+
+@pytest.fixture(autouse=True)
+def _track(operator: Operator) -> Iterator[None]:
+    _running.append(operator)
+    yield
+    _running.remove(operator)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def wait(op_or_none: Operator | None, predicate: Callable[[], T], timeout: float = 20.0, message: str = "") -> T:
+    try:
+        return wait_for(predicate, timeout=timeout, interval=0.2, message=message)
+    except TimeoutError as exc:
+        tail = f"\n--- operator log tail ---\n{op_or_none.tail()}" if op_or_none is not None else ""
+        raise AssertionError(f"{exc}{tail}") from None
+
+
+def create_policy(custom: client.CustomObjectsApi, name: str, spec: Mapping[str, Any]) -> None:
+    body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "SchedulingPolicy", "metadata": {"name": name}, "spec": dict(spec)}
+    custom.create_cluster_custom_object(GROUP, VERSION, PLURAL, body)
+
+
+def replace_spec(custom: client.CustomObjectsApi, name: str, spec: Mapping[str, Any]) -> int:
+    obj = custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, name)
+    obj["spec"] = dict(spec)
+    return int(custom.replace_cluster_custom_object(GROUP, VERSION, PLURAL, name, obj)["metadata"]["generation"])
+
+
+def delete_policy(custom: client.CustomObjectsApi, name: str, timeout: float = 15.0) -> None:
+    """Delete; if the finalizer is still there after `timeout` (no operator left), drop it."""
+    try:
+        custom.delete_cluster_custom_object(GROUP, VERSION, PLURAL, name)
+    except ApiException as exc:
+        if exc.status == 404:
+            return
+        raise
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, name)
+        except ApiException as exc:
+            if exc.status == 404:
+                return
+            raise
+        time.sleep(0.2)
+    try:
+        custom.patch_cluster_custom_object(GROUP, VERSION, PLURAL, name, {"metadata": {"finalizers": None}})
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+
+
+def accepted(custom: client.CustomObjectsApi, name: str) -> dict[str, Any] | None:
+    obj = custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, name)
+    for cond in (obj.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "Accepted":
+            return {**cond, "_status": obj.get("status") or {}, "_generation": obj["metadata"]["generation"]}
+    return None
+
+
+def wait_accepted(custom: client.CustomObjectsApi, name: str, op: Operator | None, *, generation: int = 1, status: str = "True") -> dict[str, Any]:
+    def check() -> dict[str, Any] | None:
+        c = accepted(custom, name)
+        ok = c is not None and c["status"] == status and c["_status"].get("observedGeneration") == generation
+        return c if ok else None
+
+    return wait(op, check, message=f"policy {name} Accepted={status} at generation {generation}")
+
+
+class Group:
+    """Nodes of one test: unique names and a label its pods select; deleted afterwards."""
+
+    def __init__(self, api: client.ApiClient) -> None:
+        self.api = api
+        self.id = uuid.uuid4().hex[:6]
+        self.names: list[str] = []
+
+    def nodes(self, n: int = 1, *, labels: Mapping[str, str] | None = None, **kwargs: Any) -> list[str]:
+        prefix = f"e2e-{self.id}-{len(self.names)}-"
+        names = create_nodes(self.api, n, labels={GROUP_LABEL: self.id, **(labels or {})}, name_prefix=prefix, **kwargs)
+        self.names += names
+        return names
+
+    def pod(self, name: str, scheduler: str | None = BASIC, *, node_selector: Mapping[str, str] | None = None, **kwargs: Any) -> dict[str, Any]:
+        return make_pod_body(name, scheduler_name=scheduler, node_selector={GROUP_LABEL: self.id, **(node_selector or {})}, **kwargs)
+
+    def cleanup(self) -> None:
+        core = client.CoreV1Api(self.api)
+        for name in self.names:
+            try:
+                core.delete_node(name)
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
+
+
+@pytest.fixture
+def group(api: client.ApiClient) -> Iterator[Group]:
+    g = Group(api)
+    try:
+        yield g
+    finally:
+        g.cleanup()
+
+
+def node_of(core: client.CoreV1Api, namespace: str, name: str) -> str | None:
+    return core.read_namespaced_pod(name, namespace).spec.node_name
+
+
+def events_of(core: client.CoreV1Api, namespace: str, reason: str, pod: str | None = None) -> list[Any]:
+    items = core.list_namespaced_event(namespace).items
+    return [e for e in items if e.reason == reason and (pod is None or e.involved_object.name == pod)]
+
+
+# --------------------------------------------------------------------------- tests
+
+
+def test_binds_respecting_selector_taints_and_resources(
+    operator: Operator, api: client.ApiClient, namespace: str, group: Group
+) -> None:
+    core = client.CoreV1Api(api)
+    (ssd,) = group.nodes(labels={"disk": "ssd"})
+    (dedicated,) = group.nodes(
+        labels={"role": "dedicated"}, taints=[{"key": "dedicated", "value": "x", "effect": "NoSchedule"}]
+    )
+    (small,) = group.nodes(cpu="1")
+    toleration = {"key": "dedicated", "operator": "Equal", "value": "x", "effect": "NoSchedule"}
+    core.create_namespaced_pod(namespace, group.pod("wants-ssd", node_selector={"disk": "ssd"}))
+    core.create_namespaced_pod(namespace, group.pod("tolerates", node_selector={"role": "dedicated"}, tolerations=[toleration]))
+    core.create_namespaced_pod(namespace, group.pod("big", cpu="3"))
+    for i in range(6):
+        core.create_namespaced_pod(namespace, group.pod(f"plain-{i}"))
+    core.create_namespaced_pod(namespace, group.pod("not-ours", scheduler=None))
+
+    ours = ["wants-ssd", "tolerates", "big", *(f"plain-{i}" for i in range(6))]
+    placed = wait(operator, lambda: (p := {n: node_of(core, namespace, n) for n in ours}) and all(p.values()) and p, message="all bound")
+    assert placed["wants-ssd"] == ssd
+    assert placed["tolerates"] == dedicated
+    assert placed["big"] == ssd  # 3 cpu: too big for `small`, `dedicated` is tainted
+    assert all(placed[f"plain-{i}"] in (ssd, small) for i in range(6)), placed
+    scheduled = wait(operator, lambda: len(e := events_of(core, namespace, "Scheduled")) >= len(ours) and e)
+    assert sorted(e.involved_object.name for e in scheduled) == sorted(ours)
+    event = next(e for e in scheduled if e.involved_object.name == "big")
+    assert event.message == f"Successfully assigned {namespace}/big to {ssd}"
+    assert event.reporting_component == "kopf-scheduler"
+    assert event.involved_object.uid == core.read_namespaced_pod("big", namespace).metadata.uid
+    # default-scheduler's pod is left alone: not bound, no event, no condition written by us
+    time.sleep(1.0)
+    other = core.read_namespaced_pod("not-ours", namespace)
+    assert other.spec.node_name is None
+    assert not [e for e in core.list_namespaced_event(namespace).items if e.involved_object.name == "not-ours"]
+    assert not [c for c in other.status.conditions or [] if c.type == "PodScheduled"]
+    assert not (other.metadata.annotations or {}), "the operator must write nothing onto pods"
+
+
+def test_impossible_pod_gets_failed_scheduling_and_condition(
+    operator: Operator, api: client.ApiClient, namespace: str, group: Group
+) -> None:
+    core = client.CoreV1Api(api)
+    group.nodes(2)
+    core.create_namespaced_pod(namespace, group.pod("huge", cpu="64"))
+    (event,) = wait(operator, lambda: events_of(core, namespace, "FailedScheduling", "huge"), message="FailedScheduling")
+    assert event.type == "Warning"
+    assert "Insufficient cpu" in event.message, event.message
+    assert event.reporting_component == "kopf-scheduler" and event.action == "Scheduling"
+
+    def condition() -> Any:
+        pod = core.read_namespaced_pod("huge", namespace)
+        return next((c for c in pod.status.conditions or [] if c.type == "PodScheduled"), None)
+
+    cond = wait(operator, condition, message="PodScheduled condition")
+    assert (cond.status, cond.reason) == ("False", "Unschedulable")
+    assert "Insufficient cpu" in cond.message
+    assert node_of(core, namespace, "huge") is None
+
+
+def test_live_policy_edits_change_the_next_decision_and_invalid_edits_are_rejected(
+    operator: Operator, api: client.ApiClient, custom: client.CustomObjectsApi, namespace: str, group: Group
+) -> None:
+    core = client.CoreV1Api(api)
+    busy, idle = group.nodes(2)
+    least = {
+        "schedulerName": "e2e-edit",
+        "predicates": [{"name": "GeneralPredicates"}, {"name": "PodToleratesNodeTaints"}],
+        "priorities": [{"name": "LeastRequestedPriority", "weight": 1}],
+    }
+    create_policy(custom, "e2e-edit", least)
+    wait_accepted(custom, "e2e-edit", operator)
+    preload = group.pod("preload", scheduler=None, cpu="2", memory="8Gi")
+    preload["spec"]["nodeName"] = busy
+    core.create_namespaced_pod(namespace, preload)
+    time.sleep(1.0)  # let the watch deliver the preloaded pod to the cache
+
+    core.create_namespaced_pod(namespace, group.pod("spread", scheduler="e2e-edit"))
+    assert wait(operator, lambda: node_of(core, namespace, "spread")) == idle  # LeastRequested: the emptier node
+
+    most = {**least, "priorities": [{"name": "MostRequestedPriority", "weight": 1}]}
+    gen = replace_spec(custom, "e2e-edit", most)
+    status = wait_accepted(custom, "e2e-edit", operator, generation=gen)
+    assert status["_status"]["activeGeneration"] == gen
+    core.create_namespaced_pod(namespace, group.pod("packed", scheduler="e2e-edit"))
+    assert wait(operator, lambda: node_of(core, namespace, "packed")) == busy  # MostRequested: the busier node
+
+    broken = {**most, "priorities": [{"name": "MostRequestedPriority", "weight": 1}, {"name": "NoSuchPriority"}]}
+    bad_gen = replace_spec(custom, "e2e-edit", broken)
+    rejected = wait_accepted(custom, "e2e-edit", operator, generation=bad_gen, status="False")
+    assert rejected["reason"] == "Invalid"
+    assert "spec.priorities[1]" in rejected["message"], rejected["message"]
+    assert rejected["_status"]["activeGeneration"] == gen  # the last good profile stays in force
+    core.create_namespaced_pod(namespace, group.pod("still-packed", scheduler="e2e-edit"))
+    assert wait(operator, lambda: node_of(core, namespace, "still-packed")) == busy
+
+
+def test_same_scheduler_name_older_policy_wins_and_delete_stops_scheduling(
+    operator: Operator, api: client.ApiClient, custom: client.CustomObjectsApi, namespace: str, group: Group
+) -> None:
+    core = client.CoreV1Api(api)
+    group.nodes(1)
+    spec = {"schedulerName": "e2e-dup", "algorithmProvider": "DefaultProvider"}
+    create_policy(custom, "e2e-dup-a", spec)
+    wait_accepted(custom, "e2e-dup-a", operator)
+    time.sleep(1.1)  # creationTimestamp has whole seconds
+    create_policy(custom, "e2e-dup-b", spec)
+    conflict = wait_accepted(custom, "e2e-dup-b", operator, status="False")
+    assert conflict["reason"] == "Conflict" and "e2e-dup-a" in conflict["message"]
+    assert accepted(custom, "e2e-dup-a")["status"] == "True"  # type: ignore[index]
+
+    core.create_namespaced_pod(namespace, group.pod("first", scheduler="e2e-dup"))
+    wait(operator, lambda: node_of(core, namespace, "first"), message="bound by e2e-dup-a")
+
+    delete_policy(custom, "e2e-dup-a")  # the newer claimant takes the name over
+    wait_accepted(custom, "e2e-dup-b", operator)
+    core.create_namespaced_pod(namespace, group.pod("second", scheduler="e2e-dup"))
+    wait(operator, lambda: node_of(core, namespace, "second"), message="bound by e2e-dup-b")
+
+    delete_policy(custom, "e2e-dup-b")  # nobody serves e2e-dup now: pods stay Pending
+    core.create_namespaced_pod(namespace, group.pod("orphan", scheduler="e2e-dup"))
+    time.sleep(2.0)
+    assert node_of(core, namespace, "orphan") is None
+    assert not events_of(core, namespace, "FailedScheduling", "orphan")
+
+
+def test_pod_deleted_while_queued_is_not_bound(operator: Operator, api: client.ApiClient, namespace: str, group: Group) -> None:
+    core = client.CoreV1Api(api)
+    group.nodes(1, cpu="1")
+    core.create_namespaced_pod(namespace, group.pod("doomed", cpu="8"))
+    wait(operator, lambda: events_of(core, namespace, "FailedScheduling", "doomed"), message="doomed is unschedulable")
+    core.delete_namespaced_pod("doomed", namespace, grace_period_seconds=0)
+    wait(operator, lambda: not [p for p in core.list_namespaced_pod(namespace).items if p.metadata.name == "doomed"])
+    group.nodes(1, cpu="16")  # a node that would fit: moves unschedulable pods back to active
+    core.create_namespaced_pod(namespace, group.pod("witness", cpu="8"))  # proves the loop ran after the node came
+    wait(operator, lambda: node_of(core, namespace, "witness"), message="witness bound")
+    bound = [e.involved_object.name for e in events_of(core, namespace, "Scheduled")]
+    assert bound == ["witness"]
+    assert "Traceback" not in operator.text()
+
+
+def test_two_replicas_with_leader_election_bind_once_and_fail_over(
+    operator: Operator, sa_kubeconfig: Path, api: client.ApiClient, custom: client.CustomObjectsApi, namespace: str, group: Group,
+    tmp_path: Path,
+) -> None:
+    core = client.CoreV1Api(api)
+    group.nodes(3)
+    flags = [
+        "--leader-elect", "--lease-namespace", "kopf-scheduler", "--policy", "e2e-ha",
+        "--lease-duration", "4", "--renew-deadline", "3", "--retry-period", "1",
+    ]
+    first = Operator(tmp_path / "replica-1.log", flags, sa_kubeconfig)
+    _running.append(first)
+    second: Operator | None = None
+    try:
+        create_policy(custom, "e2e-ha", {"schedulerName": "e2e-ha", "algorithmProvider": "DefaultProvider"})
+        wait_accepted(custom, "e2e-ha", first)
+        wait(first, lambda: "started leading" in first.text(), message="first replica leads")
+        second = Operator(tmp_path / "replica-2.log", flags, sa_kubeconfig)
+        _running.append(second)
+        wait(second, second.identity, message="second replica stands as a candidate")
+
+        names = [f"ha-{i}" for i in range(10)]
+        for n in names:
+            core.create_namespaced_pod(namespace, group.pod(n, scheduler="e2e-ha"))
+        wait(first, lambda: all(node_of(core, namespace, n) for n in names), message="all bound")
+        scheduled = wait(first, lambda: len(e := events_of(core, namespace, "Scheduled")) >= len(names) and e)
+        assert sorted(e.involved_object.name for e in scheduled) == sorted(names)  # exactly once each
+        assert {e.reporting_instance for e in scheduled} == {first.identity()}
+        assert "started leading" not in second.text()
+        # Shards leave each other's policies alone (no finalizer tug of war over e2e-basic)
+        rv = custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, BASIC)["metadata"]["resourceVersion"]
+        time.sleep(1.5)
+        assert custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, BASIC)["metadata"]["resourceVersion"] == rv
+
+        started = time.monotonic()
+        first.stop(signal.SIGKILL)  # no release: the standby waits out the lease
+        later = [f"after-{i}" for i in range(5)]
+        for n in later:
+            core.create_namespaced_pod(namespace, group.pod(n, scheduler="e2e-ha"))
+        wait(second, lambda: all(node_of(core, namespace, n) for n in later), timeout=20, message="standby took over")
+        took = time.monotonic() - started
+        assert took < 4 + 3 + 4, f"failover took {took:.1f}s"
+        events = [e for e in events_of(core, namespace, "Scheduled") if e.involved_object.name in later]
+        wait(second, lambda: len([e for e in events_of(core, namespace, "Scheduled") if e.involved_object.name in later]) == len(later))
+        events = [e for e in events_of(core, namespace, "Scheduled") if e.involved_object.name in later]
+        assert {e.reporting_instance for e in events} == {second.identity()}
+    finally:
+        delete_policy(custom, "e2e-ha")
+        for op in (first, second):
+            if op is not None:
+                op.stop()
+                _running.remove(op)

@@ -1,0 +1,165 @@
+"""NodeResourcesBalancedAllocation: upstream balanced_allocation_test.go tables, the best-effort
+SKIP, args, and the vector form against the per-node form."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from builders import make_node, make_pod, node_info
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kopf_scheduler.core.framework import Code, CycleState
+from kopf_scheduler.core.nodeinfo import NodeInfo
+from kopf_scheduler.core.objects import Node, Pod
+from kopf_scheduler.core.plugins import PluginArgsError
+from kopf_scheduler.core.plugins.balanced_allocation import NAME, NodeResourcesBalancedAllocation
+from kopf_scheduler.core.snapshot import Snapshot
+
+GPU = "nvidia.com/gpu"
+WITH_GPU = {"resources": [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}, {"name": GPU, "weight": 1}]}
+
+
+def cpu_only() -> Pod:
+    return make_pod("cpu-only").req(cpu="1000m", memory="0").container(cpu="2000m", memory="0").obj()
+
+
+def cpu_and_memory() -> Pod:
+    return make_pod("cpu-mem").req(cpu="1000m", memory="2000").container(cpu="2000m", memory="3000").obj()
+
+
+def cpu_memory_gpu() -> Pod:
+    return make_pod("cpu-mem-gpu").req(cpu="3000m", memory="5000", **{GPU: "3"}).obj()
+
+
+def n(name: str, cpu_milli: int, memory: int, **extra: str) -> Node:
+    return make_node(name).capacity(cpu=f"{cpu_milli}m", memory=str(memory), pods="32", **extra).obj()
+
+
+def run(plugin: NodeResourcesBalancedAllocation, p: Pod, infos: list[NodeInfo]) -> list[int]:
+    snap = Snapshot.of(infos)
+    state = CycleState()
+    status = plugin.pre_score(state, p, infos, snap)
+    assert status.is_success
+    per_node = [plugin.score(state, p, i) for i in infos]
+    assert plugin.score_nodes(state, p, snap.table, np.arange(len(infos), dtype=np.intp)).tolist() == per_node
+    return per_node
+
+
+CASES = [
+    # n1: cpu 3000/4000 = 0.75, mem 5000/10000 = 0.5 -> std 0.125 -> 87;  n2: 0.5, 0.5 -> 100
+    pytest.param(cpu_and_memory(), [(n("n1", 4000, 10000), []), (n("n2", 6000, 10000), [])], {}, [87, 100], id="nothing scheduled, differently sized nodes"),
+    # n1 holds cpu-only: cpu 6000/10000 = 0.6, mem 5000/20000 = 0.25 -> std 0.175 -> 82
+    # n2 holds cpu+mem: cpu 0.6, mem 10000/20000 = 0.5 -> std 0.05 -> 95
+    pytest.param(
+        cpu_and_memory(), [(n("n1", 10000, 20000), [cpu_only()]), (n("n2", 10000, 20000), [cpu_and_memory()])], {}, [82, 95],
+        id="pods scheduled with resources",
+    ),
+    # n2 memory 10000/50000 = 0.2 -> std 0.2 -> 80
+    pytest.param(
+        cpu_and_memory(), [(n("n1", 10000, 20000), [cpu_only()]), (n("n2", 10000, 50000), [cpu_and_memory()])], {}, [82, 80],
+        id="pods scheduled, differently sized nodes",
+    ),
+    # n1: cpu 6000/6000 = 1, mem 0 -> std 0.5 -> 50;  n2: cpu 1, mem 0.5 -> std 0.25 -> 75
+    pytest.param(
+        cpu_only(), [(n("n1", 6000, 10000), [cpu_only()]), (n("n2", 6000, 10000), [cpu_and_memory()])], {}, [50, 75],
+        id="requested resources at node capacity",
+    ),
+    # over capacity caps at 1: cpu 9000/6000 -> 1, mem 0 -> std 0.5 -> 50
+    pytest.param(cpu_only(), [(n("n1", 6000, 10000), [cpu_only(), cpu_only()])], {}, [50], id="fraction capped at one"),
+    # three resources. n1 holds cpu+mem+gpu(3): cpu 3000/3500 = 0.857, mem 5000/40000 = 0.125, gpu 4/8 = 0.5
+    #   mean 0.494 -> std 0.2990 -> 70
+    # n2 holds cpu+mem: 0.857, 0.125, gpu 1/8 = 0.125 -> mean 0.369 -> std 0.345 -> 65
+    pytest.param(
+        make_pod("gpu").req(memory="0", **{GPU: "1"}).obj(),
+        [(n("n1", 3500, 40000, **{GPU: "8"}), [cpu_memory_gpu()]), (n("n2", 3500, 40000, **{GPU: "8"}), [cpu_and_memory()])],
+        WITH_GPU, [70, 65], id="include scalar resource",
+    ),
+    # the pod does not request the gpu: it takes no part -> cpu 0.857, mem 0.125 -> std 0.366 -> 63 on both
+    pytest.param(
+        cpu_and_memory(), [(n("n1", 3500, 40000, **{GPU: "8"}), []), (n("n2", 3500, 40000), [])], WITH_GPU, [63, 63],
+        id="scalar resource not requested is skipped",
+    ),
+    # real requests, not the 100m/200Mi defaults: a container asking only memory has cpu 0.
+    # cpu 0/1000 = 0, mem 500/1000 = 0.5 -> std 0.25 -> 75
+    pytest.param(make_pod("m").req(memory="500").obj(), [(n("n1", 1000, 1000), [])], {}, [75], id="real requests not non-zero defaults"),
+]
+
+
+@pytest.mark.parametrize("p, nodes, args, want", CASES)
+def test_score(p: Pod, nodes: list[tuple[Node, list[Pod]]], args: dict[str, Any], want: list[int]) -> None:
+    infos = [node_info(nd, *pods) for nd, pods in nodes]
+    assert run(NodeResourcesBalancedAllocation(args), p, infos) == want
+
+
+@pytest.mark.parametrize(
+    "p",
+    [
+        pytest.param(make_pod("be").obj(), id="no containers"),
+        pytest.param(make_pod("be").container().obj(), id="container without requests"),
+        pytest.param(make_pod("be").req(**{GPU: "1"}).obj(), id="only an unconfigured resource"),
+    ],
+)
+def test_pre_score_skips_best_effort(p: Pod) -> None:
+    infos = [node_info(n("n1", 4000, 10000))]
+    assert NodeResourcesBalancedAllocation().pre_score(CycleState(), p, infos, Snapshot.of(infos)).code is Code.SKIP
+
+
+def test_score_without_pre_score_matches() -> None:
+    infos = [node_info(n("n1", 10000, 20000), cpu_only())]
+    assert NodeResourcesBalancedAllocation().score(CycleState(), cpu_and_memory(), infos[0]) == 82
+
+
+@pytest.mark.parametrize(
+    "args, field",
+    [
+        pytest.param({"resources": [{"name": "cpu", "weight": 2}]}, "resources[0].weight", id="weight must be 1"),
+        pytest.param({"resources": [{"name": "cpu"}, {"name": "cpu"}]}, "resources[1].name", id="duplicate"),
+        pytest.param({"nope": True}, "nope", id="unknown field"),
+    ],
+)
+def test_args_rejected(args: dict[str, Any], field: str) -> None:
+    with pytest.raises(PluginArgsError) as exc:
+        NodeResourcesBalancedAllocation(args)
+    assert exc.value.field == field
+
+
+def test_name() -> None:
+    assert NodeResourcesBalancedAllocation().name == NAME == "NodeResourcesBalancedAllocation"
+    assert NodeResourcesBalancedAllocation(name="BalancedResourceAllocation").name == "BalancedResourceAllocation"
+
+
+@st.composite
+def _cluster(draw: st.DrawFn) -> tuple[list[NodeInfo], Pod]:
+    def req(top: int) -> dict[str, str]:
+        out = {}
+        for r in ("cpu", "memory", "ephemeral_storage", GPU):
+            if draw(st.booleans()):
+                v = draw(st.integers(min_value=0, max_value=top))
+                out[r] = f"{v}m" if r == "cpu" else str(v)
+        return out
+
+    infos = []
+    for k in range(draw(st.integers(min_value=1, max_value=5))):
+        raw = {r: str(draw(st.integers(min_value=0, max_value=30))) for r in ("memory", "ephemeral_storage", GPU)}
+        nd = make_node(f"n{k}").capacity(cpu=f"{draw(st.integers(min_value=0, max_value=30))}m", pods="10", **raw).obj()
+        pods = [make_pod(f"e{i}").container().req(**req(12)).obj() for i in range(draw(st.integers(min_value=0, max_value=3)))]
+        infos.append(node_info(nd, *pods))
+    return infos, make_pod("p").container().req(**req(20)).obj()
+
+
+_ARGS = [{}, WITH_GPU, {"resources": [{"name": "cpu"}, {"name": "ephemeral-storage"}, {"name": GPU}, {"name": "memory"}]}]
+
+
+@settings(max_examples=60, deadline=None)
+@given(_cluster(), st.sampled_from(_ARGS))
+def test_vector_form_agrees(cluster: tuple[list[NodeInfo], Pod], args: dict[str, Any]) -> None:
+    infos, p = cluster
+    plugin = NodeResourcesBalancedAllocation(args)
+    snap = Snapshot.of(infos)
+    state = CycleState()
+    plugin.pre_score(state, p, infos, snap)
+    index = np.arange(len(infos), dtype=np.intp)[::-1].copy()
+    assert plugin.score_nodes(state, p, snap.table, index).tolist() == [plugin.score(state, p, infos[k]) for k in index]

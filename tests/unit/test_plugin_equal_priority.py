@@ -1,0 +1,27 @@
+"""EqualPriority: 1 for every node, per node and vectorised."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from builders import make_node, make_pod, node_info
+
+from kopf_scheduler.core.framework import CycleState
+from kopf_scheduler.core.plugins import PluginArgsError
+from kopf_scheduler.core.plugins.equal_priority import NAME, EqualPriority
+from kopf_scheduler.core.snapshot import Snapshot
+
+
+def test_every_node_scores_one():
+    infos = [node_info(make_node(f"n{i}").obj()) for i in range(4)]
+    snap = Snapshot.of(infos)
+    plugin = EqualPriority()
+    pod = make_pod().obj()
+    assert [plugin.score(CycleState(), pod, i) for i in infos] == [1, 1, 1, 1]
+    assert plugin.score_nodes(CycleState(), pod, snap.table, np.array([3, 1], dtype=np.intp)).tolist() == [1, 1]
+
+
+def test_names_and_args():
+    assert EqualPriority().name == NAME == "EqualPriority"
+    with pytest.raises(PluginArgsError):
+        EqualPriority({"x": 1})

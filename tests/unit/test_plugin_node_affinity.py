@@ -1,0 +1,273 @@
+"""NodeAffinity: nodeSelector, required and preferred node affinity, addedAffinity, vector agreement."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from builders import make_node, make_pod, node_info
+
+from kopf_scheduler.core.framework import Code, CycleState
+from kopf_scheduler.core.plugins import PluginArgsError
+from kopf_scheduler.core.plugins.node_affinity import (
+    ERR_REASON_CONFLICT,
+    ERR_REASON_ENFORCED,
+    ERR_REASON_POD,
+    FILTER_ALIAS,
+    NAME,
+    SCORE_ALIAS,
+    NodeAffinity,
+    fits,
+)
+from kopf_scheduler.core.snapshot import Snapshot
+
+
+def expr(key, op, *values):
+    e = {"key": key, "operator": op}
+    if values:
+        e["values"] = list(values)
+    return e
+
+
+def term(*exprs, fields=()):
+    t = {"matchExpressions": list(exprs)}
+    if fields:
+        t["matchFields"] = list(fields)
+    return t
+
+
+NODE = make_node("n1").label(zone="a", disk="ssd", cores="8").obj()
+
+
+@pytest.mark.parametrize(
+    "pod, fit",
+    [
+        pytest.param(make_pod().obj(), True, id="nothing asked"),
+        pytest.param(make_pod().node_selector(zone="a").obj(), True, id="selector matches"),
+        pytest.param(make_pod().node_selector(zone="a", disk="hdd").obj(), False, id="selector value differs"),
+        pytest.param(make_pod().node_selector(gpu="yes").obj(), False, id="selector key missing"),
+        pytest.param(make_pod().required_node_terms(term(expr("zone", "In", "a", "b"))).obj(), True, id="In"),
+        pytest.param(make_pod().required_node_terms(term(expr("zone", "In", "b"))).obj(), False, id="In, other value"),
+        pytest.param(make_pod().required_node_terms(term(expr("zone", "NotIn", "b"))).obj(), True, id="NotIn"),
+        pytest.param(make_pod().required_node_terms(term(expr("gpu", "NotIn", "x"))).obj(), True, id="NotIn, label absent"),
+        pytest.param(make_pod().required_node_terms(term(expr("disk", "Exists"))).obj(), True, id="Exists"),
+        pytest.param(make_pod().required_node_terms(term(expr("disk", "DoesNotExist"))).obj(), False, id="DoesNotExist"),
+        pytest.param(make_pod().required_node_terms(term(expr("cores", "Gt", "4"))).obj(), True, id="Gt"),
+        pytest.param(make_pod().required_node_terms(term(expr("cores", "Lt", "4"))).obj(), False, id="Lt"),
+        pytest.param(make_pod().required_node_terms(term(expr("zone", "Gt", "4"))).obj(), False, id="Gt on a non-integer label"),
+        pytest.param(
+            make_pod().required_node_terms(term(expr("zone", "In", "a"), expr("disk", "In", "hdd"))).obj(), False, id="expressions are ANDed"
+        ),
+        pytest.param(
+            make_pod().required_node_terms(term(expr("zone", "In", "b")), term(expr("disk", "In", "ssd"))).obj(), True, id="terms are ORed"
+        ),
+        pytest.param(make_pod().required_node_terms().obj(), False, id="empty term list matches nothing"),
+        pytest.param(make_pod().required_node_terms(term()).obj(), False, id="empty term matches nothing"),
+        pytest.param(
+            make_pod().node_selector(zone="b").required_node_terms(term(expr("zone", "Exists"))).obj(), False, id="selector and affinity both apply"
+        ),
+        pytest.param(make_pod().required_node_terms(term(fields=[expr("metadata.name", "In", "n1")])).obj(), True, id="matchFields name"),
+        pytest.param(make_pod().required_node_terms(term(fields=[expr("metadata.name", "In", "n2")])).obj(), False, id="matchFields other name"),
+        pytest.param(make_pod().required_node_terms(term(fields=[expr("metadata.name", "NotIn", "n2")])).obj(), True, id="matchFields NotIn"),
+        pytest.param(make_pod().preferred_node_term(5, expr("zone", "In", "b")).obj(), True, id="preferred terms never filter"),
+    ],
+)
+def test_filter(pod, fit):
+    status = NodeAffinity().filter(CycleState(), pod, node_info(NODE))
+    if fit:
+        assert status.is_success
+    else:
+        assert status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+        assert status.reasons == (ERR_REASON_POD,) == ("node(s) didn't match Pod's node affinity/selector",)
+    assert fits(pod, node_info(NODE)) == status
+
+
+@pytest.mark.parametrize(
+    "pod, skip",
+    [
+        pytest.param(make_pod().obj(), True, id="plain pod"),
+        pytest.param(make_pod().preferred_node_term(1, expr("zone", "In", "a")).obj(), True, id="preferred only"),
+        pytest.param(make_pod().node_selector(zone="a").obj(), False, id="selector"),
+        pytest.param(make_pod().required_node_terms(term(expr("zone", "In", "a"))).obj(), False, id="required"),
+    ],
+)
+def test_pre_filter_skip(pod, skip):
+    snap = Snapshot.of([node_info(NODE)])
+    assert NodeAffinity().pre_filter(CycleState(), pod, snap).is_skip is skip
+
+
+def test_pre_filter_skip_never_with_added_affinity():
+    plugin = NodeAffinity({"addedAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term(expr("zone", "Exists"))]}}})
+    assert plugin.pre_filter(CycleState(), make_pod().obj(), Snapshot.of([node_info(NODE)])).is_success
+
+
+def test_pre_filter_conflicting_node_names():
+    # each term pins names, the intersections are empty: no node can match
+    pod = make_pod().required_node_terms(
+        term(fields=[expr("metadata.name", "In", "n1"), expr("metadata.name", "In", "n2")]),
+        term(fields=[expr("metadata.name", "In", "n3"), expr("metadata.name", "In", "n4")]),
+    ).obj()
+    status = NodeAffinity().pre_filter(CycleState(), pod, Snapshot.of([node_info(NODE)]))
+    assert status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE and status.reasons == (ERR_REASON_CONFLICT,)
+    # one term without a name pin: any node may match, no conflict
+    pod = make_pod().required_node_terms(term(fields=[expr("metadata.name", "In", "n9")]), term(expr("zone", "Exists"))).obj()
+    assert NodeAffinity().pre_filter(CycleState(), pod, Snapshot.of([node_info(NODE)])).is_success
+
+
+def test_added_affinity_is_checked_first():
+    plugin = NodeAffinity({"addedAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term(expr("zone", "In", "b"))]}}})
+    pod = make_pod().node_selector(gpu="yes").obj()
+    status = plugin.filter(CycleState(), pod, node_info(NODE))
+    assert status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    assert status.reasons == (ERR_REASON_ENFORCED,) == ("node(s) didn't match scheduler-enforced node affinity",)
+    ok = NodeAffinity({"addedAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term(expr("zone", "In", "a"))]}}})
+    assert ok.filter(CycleState(), pod, node_info(NODE)).reasons == (ERR_REASON_POD,)
+
+
+@pytest.mark.parametrize(
+    "args, field",
+    [
+        pytest.param({"foo": 1}, "foo", id="unknown top-level field"),
+        pytest.param({"addedAffinity": []}, "addedAffinity", id="not an object"),
+        pytest.param({"addedAffinity": {"bogus": 1}}, "addedAffinity.bogus", id="unknown affinity field"),
+        pytest.param(
+            {"addedAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}},
+            "addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms",
+            id="no terms",
+        ),
+        pytest.param(
+            {"addedAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term(expr("k", "Near", "x"))]}}},
+            "addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].operator",
+            id="bad operator",
+        ),
+        pytest.param(
+            {"addedAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term(expr("k", "In"))]}}},
+            "addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].values",
+            id="In without values",
+        ),
+        pytest.param(
+            {"addedAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term(expr("k", "Gt", "x"))]}}},
+            "addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].values[0]",
+            id="Gt not an integer",
+        ),
+        pytest.param(
+            {"addedAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term(fields=[expr("spec.x", "In", "a")])]}}},
+            "addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchFields[0].key",
+            id="unsupported field key",
+        ),
+        pytest.param(
+            {"addedAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 0, "preference": term(expr("k", "Exists"))}]}},
+            "addedAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight",
+            id="weight out of range",
+        ),
+    ],
+)
+def test_bad_args(args, field):
+    with pytest.raises(PluginArgsError) as exc:
+        NodeAffinity(args)
+    assert exc.value.field == field
+
+
+def test_names():
+    assert NodeAffinity().name == NAME == "NodeAffinity"
+    assert (FILTER_ALIAS, SCORE_ALIAS) == ("MatchNodeSelector", "NodeAffinityPriority")
+    assert NodeAffinity(name="MatchNodeSelector").name == "MatchNodeSelector"
+
+
+def score_all(plugin, pod, nodes):
+    infos = [node_info(n) for n in nodes]
+    snap = Snapshot.of(infos)
+    state = CycleState()
+    pre = plugin.pre_score(state, pod, infos, snap)
+    if pre.is_skip:
+        return None
+    raw = np.array([plugin.score(state, pod, i) for i in infos], dtype=np.int64)
+    vec = plugin.score_nodes(state, pod, snap.table, np.arange(len(infos), dtype=np.intp))
+    assert vec.tolist() == raw.tolist()
+    return raw.tolist(), plugin.normalize_scores(state, pod, raw.copy()).tolist()
+
+
+def test_score_weights_and_normalisation():
+    nodes = [
+        make_node("a").obj(),  # 0
+        make_node("b").label(zone="z1").obj(),  # 2
+        make_node("c").label(zone="z1", disk="ssd").obj(),  # 2 + 3 = 5
+        make_node("d").label(disk="ssd").obj(),  # 3
+    ]
+    pod = make_pod().preferred_node_term(2, expr("zone", "In", "z1")).preferred_node_term(3, expr("disk", "Exists")).obj()
+    raw, normalized = score_all(NodeAffinity(), pod, nodes)
+    assert raw == [0, 2, 5, 3]
+    # 100 * s // max: 0, 200//5 = 40, 100, 300//5 = 60
+    assert normalized == [0, 40, 100, 60]
+
+
+def test_score_ignores_weight_zero_and_empty_terms_and_adds_added_preferences():
+    added = {"addedAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 4, "preference": term(expr("disk", "Exists"))}]}}
+    pod = make_pod().preferred_node_term(0, expr("zone", "Exists")).preferred_node_term(7).obj()
+    nodes = [make_node("a").label(zone="z", disk="x").obj(), make_node("b").label(zone="z").obj()]
+    assert score_all(NodeAffinity(), pod, nodes) is None  # nothing effective: SKIP
+    raw, normalized = score_all(NodeAffinity(added), pod, nodes)
+    assert raw == [4, 0] and normalized == [100, 0]
+
+
+def test_all_zero_scores_stay_zero():
+    pod = make_pod().preferred_node_term(2, expr("zone", "In", "nowhere")).obj()
+    raw, normalized = score_all(NodeAffinity(), pod, [make_node("a").obj(), make_node("b").obj()])
+    assert raw == [0, 0] and normalized == [0, 0]
+
+
+# ----------------------------------------------------------------------------- vector vs per node
+
+_KEYS = ["zone", "disk", "rack", "cores"]
+_VALUES = {"zone": ["a", "b", "c"], "disk": ["ssd", "hdd"], "rack": ["r1", "r2", "r3", "r4"], "cores": ["2", "4", "8", "16"]}
+
+
+def _random_expr(rng):
+    key = rng.choice(_KEYS)
+    op = rng.choice(["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"])
+    if op in ("Exists", "DoesNotExist"):
+        return expr(key, op)
+    if op in ("Gt", "Lt"):
+        return expr(key, op, rng.choice(["3", "8"]))
+    return expr(key, op, *rng.sample(_VALUES[key], rng.randint(1, 2)))
+
+
+def _random_term(rng, n_nodes):
+    fields = []
+    if rng.random() < 0.2:
+        fields = [expr("metadata.name", rng.choice(["In", "NotIn"]), f"n{rng.randrange(n_nodes)}")]
+    return term(*[_random_expr(rng) for _ in range(rng.randint(0 if fields else 1, 2))], fields=fields)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_vector_agrees_with_per_node(seed):
+    rng = random.Random(seed)
+    n = 40
+    nodes = []
+    for i in range(n):
+        labels = {k: rng.choice(_VALUES[k]) for k in _KEYS if rng.random() < 0.7}
+        nodes.append(make_node(f"n{i}").labels(labels).obj())
+    infos = [node_info(x) for x in nodes]
+    snap = Snapshot.of(infos)
+    added = None
+    if rng.random() < 0.3:
+        added = {"addedAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [_random_term(rng, n)]}}}
+    plugin = NodeAffinity(added)
+    for _ in range(10):
+        b = make_pod()
+        if rng.random() < 0.5:
+            b.node_selector_map({k: rng.choice(_VALUES[k]) for k in rng.sample(_KEYS, rng.randint(1, 2))})
+        if rng.random() < 0.7:
+            b.required_node_terms(*[_random_term(rng, n) for _ in range(rng.randint(1, 3))])
+        for _ in range(rng.randint(0, 3)):
+            b.preferred_node_term(rng.randint(1, 100), *[_random_expr(rng) for _ in range(rng.randint(1, 2))])
+        pod = b.obj()
+        index = np.array(rng.sample(range(n), 30), dtype=np.intp)
+        state = CycleState()
+        if not plugin.pre_filter(state, pod, snap).is_skip:
+            got = plugin.filter_nodes(state, pod, snap.table, index)
+            assert got.tolist() == [plugin.filter(state, pod, snap.node_infos[k]).is_success for k in index.tolist()]
+        if not plugin.pre_score(state, pod, infos, snap).is_skip:
+            got_s = plugin.score_nodes(state, pod, snap.table, index)
+            assert got_s.tolist() == [plugin.score(state, pod, snap.node_infos[k]) for k in index.tolist()]

@@ -1,0 +1,577 @@
+"""validate_policy: SchedulingPolicy spec -> Profile or field errors.
+
+Most tests use fake plugins (tests/policy_fakes.py) so they check the policy logic alone; the
+``real plugins`` tests at the end build every name with the real plugin modules.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import policy_fakes
+import pytest
+
+from kopf_scheduler.core import registry
+from kopf_scheduler.core.policy import FieldError, default_profile, parse_duration, validate_policy
+from kopf_scheduler.core.profile import ExtenderConfig, Profile
+
+
+@pytest.fixture
+def fakes(monkeypatch: pytest.MonkeyPatch) -> None:
+    policy_fakes.install(monkeypatch)
+
+
+def ok(spec: dict[str, Any]) -> Profile:
+    result = validate_policy(spec)
+    assert isinstance(result, Profile), result
+    return result
+
+
+def errors(spec: dict[str, Any]) -> dict[str, str]:
+    result = validate_policy(spec)
+    assert isinstance(result, list), result
+    assert all(isinstance(e, FieldError) for e in result)
+    return {e.path: e.message for e in result}
+
+
+def S(**kw: Any) -> dict[str, Any]:
+    return {"schedulerName": "s", **kw}
+
+
+# ----------------------------------------------------------------------------- providers
+
+
+def test_default_provider_profile(fakes: None) -> None:
+    p = ok(S(algorithmProvider="DefaultProvider"))
+    assert p.filter_names == [
+        "CheckNodeCondition", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
+        "VolumeRestrictions", "EBSLimits", "GCEPDLimits", "AzureDiskLimits", "VolumeBinding", "VolumeZone",
+        "CheckNodeMemoryPressure", "CheckNodeDiskPressure", "InterPodAffinity",
+    ]  # fmt: skip
+    assert sorted(p.score_names) == sorted([
+        ("SelectorSpread", 1), ("InterPodAffinity", 1), ("NodeResourcesLeastAllocated", 1),
+        ("NodeResourcesBalancedAllocation", 1), ("NodePreferAvoidPods", 10000), ("NodeAffinity", 1),
+        ("TaintToleration", 1),
+    ])  # fmt: skip
+    assert p.source == "DefaultProvider"
+    assert p.spec["algorithmProvider"] == "DefaultProvider"
+
+
+def test_filter_and_score_of_one_plugin_share_an_instance(fakes: None) -> None:
+    p = ok(S(algorithmProvider="DefaultProvider"))
+    filters = {f.name: f for f in p.filters}
+    scorers = {s.name: s for s, _ in p.scorers}
+    for name in ("NodeAffinity", "TaintToleration", "InterPodAffinity"):
+        assert filters[name] is scorers[name]
+    # LeastRequestedPriority is its own NodeResourcesFit instance with the LeastAllocated strategy
+    assert scorers["NodeResourcesLeastAllocated"] is not filters["NodeResourcesFit"]
+    assert scorers["NodeResourcesLeastAllocated"].args["scoringStrategy"]["type"] == "LeastAllocated"
+
+
+def test_cluster_autoscaler_provider(fakes: None) -> None:
+    p = ok(S(algorithmProvider="ClusterAutoscalerProvider"))
+    names = dict(p.score_names)
+    assert "NodeResourcesMostAllocated" in names and "NodeResourcesLeastAllocated" not in names
+
+
+def test_nothing_given_means_default_provider(fakes: None) -> None:
+    p = ok(S())
+    assert p.source == "DefaultProvider"
+    assert len(p.filters) == 15
+
+
+def test_provider_and_lists_together_is_an_error(fakes: None) -> None:
+    assert "both" in errors(S(algorithmProvider="DefaultProvider", predicates=[]))["spec.algorithmProvider"]
+
+
+def test_unknown_provider_suggests(fakes: None) -> None:
+    assert "did you mean 'DefaultProvider'?" in errors(S(algorithmProvider="DefaultProvder"))["spec.algorithmProvider"]
+
+
+def test_default_profile(fakes: None) -> None:
+    p = default_profile("my-scheduler")
+    assert p.scheduler_name == "my-scheduler" and p.filter_names[0] == "CheckNodeCondition"
+
+
+# ----------------------------------------------------------------------------- v1.9 list rules
+
+
+def test_empty_predicates_means_only_mandatory(fakes: None) -> None:
+    p = ok(S(predicates=[], priorities=[{"name": "LeastRequestedPriority", "weight": 1}]))
+    assert p.filter_names == ["CheckNodeCondition"]
+
+
+def test_missing_predicates_with_priorities_means_only_mandatory(fakes: None) -> None:
+    p = ok(S(priorities=[{"name": "EqualPriority", "weight": 1}]))
+    assert p.filter_names == ["CheckNodeCondition"]
+
+
+def test_empty_priorities_means_equal_priority(fakes: None) -> None:
+    p = ok(S(predicates=[{"name": "PodFitsResources"}], priorities=[]))
+    assert p.score_names == [("EqualPriority", 1)]
+    assert p.filter_names == ["CheckNodeCondition", "NodeResourcesFit"]
+
+
+def test_empty_priorities_with_extenders_leaves_scoring_to_them(fakes: None) -> None:
+    p = ok(S(predicates=[], extenders=[{"urlPrefix": "http://x", "prioritizeVerb": "p", "weight": 2}]))
+    assert p.score_names == []
+
+
+def test_modern_names_only_get_no_mandatory_filter_and_no_equal_priority(fakes: None) -> None:
+    p = ok(S(predicates=[{"name": "NodeResourcesFit"}, {"name": "NodeName"}], priorities=[]))
+    assert p.filter_names == ["NodeName", "NodeResourcesFit"]
+    assert p.score_names == []
+
+
+def test_one_legacy_name_makes_check_node_condition_mandatory(fakes: None) -> None:
+    p = ok(S(predicates=[{"name": "NodeResourcesFit"}], priorities=[{"name": "TaintTolerationPriority"}]))
+    assert p.filter_names == ["CheckNodeCondition", "NodeResourcesFit"]
+
+
+# ----------------------------------------------------------------------------- order and de-duplication
+
+
+def test_filters_run_in_canonical_order_whatever_the_listing(fakes: None) -> None:
+    listed = ["MatchInterPodAffinity", "CheckNodeDiskPressure", "NoVolumeZoneConflict", "PodFitsResources",
+              "PodToleratesNodeTaints", "HostName", "CheckNodeUnschedulable"]  # fmt: skip
+    p = ok(S(predicates=[{"name": n} for n in listed]))
+    assert p.filter_names == ["CheckNodeCondition", "NodeUnschedulable", "NodeName", "TaintToleration",
+                              "NodeResourcesFit", "VolumeZone", "CheckNodeDiskPressure", "InterPodAffinity"]  # fmt: skip
+    reversed_ = ok(S(predicates=[{"name": n} for n in reversed(listed)]))
+    assert reversed_.filter_names == p.filter_names
+
+
+@pytest.mark.parametrize(
+    "names,expected",
+    [
+        pytest.param(["GeneralPredicates", "PodFitsResources"], ["NodeName", "NodeAffinity", "NodePorts", "NodeResourcesFit"], id="general + resources"),
+        pytest.param(["PodFitsPorts", "PodFitsHostPorts"], ["NodePorts"], id="ports aliases"),
+        pytest.param(["HostName", "PodFitsHost", "NodeName"], ["NodeName"], id="hostname aliases"),
+        pytest.param(["MatchNodeSelector", "GeneralPredicates"], ["NodeName", "NodeAffinity", "NodePorts", "NodeResourcesFit"], id="selector + general"),
+    ],
+)
+def test_identical_filters_are_deduplicated(fakes: None, names: list[str], expected: list[str]) -> None:
+    p = ok(S(predicates=[{"name": n} for n in names]))
+    got = [n for n in p.filter_names if n != "CheckNodeCondition"]
+    # canonical order: NodeName, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit
+    assert got == sorted(expected, key=registry.FILTER_ORDER.index)
+
+
+def test_same_name_twice_is_an_error(fakes: None) -> None:
+    errs = errors(S(predicates=[{"name": "PodFitsResources"}, {"name": "podfitsresources"}]))
+    assert "duplicate predicate 'PodFitsResources' (also at spec.predicates[0])" == errs["spec.predicates[1].name"]
+
+
+def test_two_names_for_one_scorer_is_an_error(fakes: None) -> None:
+    errs = errors(S(priorities=[{"name": "NodeAffinityPriority", "weight": 1}, {"name": "NodeAffinity", "weight": 3}]))
+    assert "same scorer" in errs["spec.priorities[1]"]
+
+
+# ----------------------------------------------------------------------------- names
+
+
+@pytest.mark.parametrize(
+    "section,name,message",
+    [
+        pytest.param("predicates", "PodFitResources", "unknown predicate 'PodFitResources'; did you mean 'PodFitsResources'?", id="pred typo"),
+        pytest.param("priorities", "LeastRequestPriority", "unknown priority 'LeastRequestPriority'; did you mean 'LeastRequestedPriority'?", id="prio typo"),
+        pytest.param("predicates", "LeastRequestedPriority", "'LeastRequestedPriority' is a priority, not a predicate; list it under spec.priorities", id="wrong list"),
+        pytest.param("priorities", "GeneralPredicates", "'GeneralPredicates' is a predicate, not a priority; list it under spec.predicates", id="wrong list 2"),
+        pytest.param("predicates", "Qqqqqq", "unknown predicate 'Qqqqqq' (a custom predicate needs argument.serviceAffinity or argument.labelsPresence)", id="no hint"),
+    ],
+)
+def test_unknown_names(fakes: None, section: str, name: str, message: str) -> None:
+    assert errors(S(**{section: [{"name": "EqualPriority"} if section == "priorities" else {"name": "HostName"}, {"name": name}]}))[
+        f"spec.{section}[1].name"
+    ] == message
+
+
+@pytest.mark.parametrize("name", ["podfitsresources", "PODFITSRESOURCES", "podFitsResources"])
+def test_mixed_case_names_are_accepted_and_normalised(fakes: None, name: str) -> None:
+    p = ok(S(predicates=[{"name": name}]))
+    assert p.spec["predicates"] == [{"name": "PodFitsResources"}]
+    assert "NodeResourcesFit" in p.filter_names
+
+
+@pytest.mark.parametrize("name", ["x", "-abc", "abc-", "a b", "a_b"])
+def test_invalid_name_format(fakes: None, name: str) -> None:
+    assert "invalid name" in errors(S(predicates=[{"name": name}]))["spec.predicates[0].name"]
+
+
+def test_missing_name(fakes: None) -> None:
+    assert errors(S(predicates=[{}]))["spec.predicates[0].name"].startswith("required")
+
+
+# ----------------------------------------------------------------------------- weights
+
+
+@pytest.mark.parametrize(
+    "weight,message",
+    [
+        pytest.param(0, "must be an integer from 1 to 1000000, got 0", id="zero"),
+        pytest.param(-1, "must be an integer from 1 to 1000000, got -1", id="negative"),
+        pytest.param(1_000_001, "must be an integer from 1 to 1000000, got 1000001", id="too big"),
+        pytest.param(1.5, "must be an integer from 1 to 1000000, got 1.5", id="float"),
+        pytest.param(True, "must be an integer from 1 to 1000000, got True", id="bool"),
+    ],
+)
+def test_bad_weights(fakes: None, weight: Any, message: str) -> None:
+    spec = S(priorities=[{"name": "EqualPriority", "weight": 1}, {"name": "ImageLocalityPriority", "weight": weight}])
+    assert errors(spec) == {"spec.priorities[1].weight": message}
+
+
+def test_missing_weight_is_the_default_weight(fakes: None) -> None:
+    p = ok(S(priorities=[{"name": "NodePreferAvoidPodsPriority"}, {"name": "ImageLocality"}]))
+    assert sorted(p.score_names) == [("ImageLocality", 1), ("NodePreferAvoidPods", 10000)]
+    assert p.spec["priorities"][0] == {"name": "NodePreferAvoidPodsPriority", "weight": 10000}
+
+
+# ----------------------------------------------------------------------------- argument-style names
+
+
+def test_labels_presence_predicate(fakes: None) -> None:
+    p = ok(S(predicates=[{"name": "RequireSSD", "argument": {"labelsPresence": {"labels": ["ssd"], "presence": True}}},
+                         {"name": "HostName"}]))  # fmt: skip
+    assert p.filter_names == ["CheckNodeCondition", "NodeName", "RequireSSD"]
+    f = p.filters[2]
+    assert f.target == registry.NODE_LABEL_PRESENCE and f.args == {"labels": ["ssd"], "presence": True}
+
+
+def test_service_affinity_predicate_and_anti_affinity_priority(fakes: None) -> None:
+    p = ok(S(
+        predicates=[{"name": "Region", "argument": {"serviceAffinity": {"labels": ["region"]}}}],
+        priorities=[{"name": "Zone", "weight": 2, "argument": {"serviceAntiAffinity": {"label": "zone"}}}],
+    ))  # fmt: skip
+    assert p.filter_names == ["CheckNodeCondition", "Region"]
+    assert p.score_names == [("Zone", 2)]
+    assert p.filters[1].target == registry.SERVICE_AFFINITY and p.filters[1].args == {"labels": ["region"]}
+    assert p.scorers[0][0].args == {"label": "zone"}
+
+
+def test_same_user_name_for_service_affinity_filter_and_score_shares_one_plugin(fakes: None) -> None:
+    p = ok(S(
+        predicates=[{"name": "Zone", "argument": {"serviceAffinity": {"labels": ["zone"]}}}],
+        priorities=[{"name": "Zone", "weight": 1, "argument": {"serviceAntiAffinity": {"label": "zone"}}}],
+    ))  # fmt: skip
+    assert p.filters[1] is p.scorers[0][0]
+    assert p.filters[1].args == {"labels": ["zone"], "label": "zone"}
+
+
+def test_label_preference_priority(fakes: None) -> None:
+    p = ok(S(priorities=[{"name": "PreferInfra", "weight": 3, "argument": {"labelPreference": {"label": "infra", "presence": False}}}]))
+    plugin, weight = p.scorers[0]
+    assert (plugin.name, weight, plugin.target, plugin.args) == ("PreferInfra", 3, registry.NODE_LABEL_PRIORITY, {"label": "infra", "presence": False})
+
+
+def test_requested_to_capacity_ratio_argument(fakes: None) -> None:
+    shape = [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]
+    p = ok(S(priorities=[{"name": "MyRatio", "weight": 2, "argument": {"requestedToCapacityRatioArguments": {"shape": shape}}}]))
+    plugin, weight = p.scorers[0]
+    assert plugin.name == "RequestedToCapacityRatio" and weight == 2
+    assert plugin.args["scoringStrategy"]["type"] == "RequestedToCapacityRatio"
+    assert plugin.args["scoringStrategy"]["requestedToCapacityRatio"] == {"shape": shape}
+
+
+@pytest.mark.parametrize(
+    "argument,path,fragment",
+    [
+        pytest.param({"labelsPresence": {"labels": ["a"]}, "serviceAffinity": {"labels": ["b"]}}, "spec.predicates[0].argument", "exactly one of", id="two kinds"),
+        pytest.param({"labelsPresence": {"labels": ["a"], "presense": True}}, "spec.predicates[0].argument.labelsPresence.presense", "did you mean 'presence'?", id="typo field"),
+        pytest.param({"labelsPresence": ["a"]}, "spec.predicates[0].argument.labelsPresence", "must be an object", id="not object"),
+        pytest.param({"labelsPresence": {"labels": policy_fakes.BAD}}, "spec.predicates[0].argument.labelsPresence.labels", "is BAD", id="plugin rejects"),
+    ],
+)
+def test_bad_predicate_arguments(fakes: None, argument: Any, path: str, fragment: str) -> None:
+    errs = errors(S(predicates=[{"name": "Custom", "argument": argument}]))
+    assert fragment in errs[path], errs
+
+
+@pytest.mark.parametrize(
+    "name,where",
+    [
+        pytest.param("LeastRequestedPriority", ("scoringStrategy", "resources"), id="least"),
+        pytest.param("MostRequestedPriority", ("scoringStrategy", "resources"), id="most"),
+        pytest.param("NodeResourcesFit", ("scoringStrategy", "resources"), id="fit"),
+        pytest.param("BalancedResourceAllocation", ("resources",), id="balanced"),
+        pytest.param("NodeResourcesBalancedAllocation", ("resources",), id="balanced modern"),
+    ],
+)
+def test_resources_argument_of_resource_priorities(fakes: None, name: str, where: tuple[str, ...]) -> None:
+    resources = [{"name": "cpu", "weight": 2}, {"name": "example.com/gpu", "weight": 5}]
+    p = ok(S(priorities=[{"name": name, "weight": 1, "argument": {"resources": resources}}]))
+    args: Any = p.scorers[0][0].args
+    for key in where:
+        args = args[key]
+    assert args == resources
+    assert p.spec["priorities"][0]["argument"] == {"resources": resources}
+
+
+def test_resources_argument_keeps_the_strategy(fakes: None) -> None:
+    p = ok(S(priorities=[{"name": "MostRequestedPriority", "weight": 1, "argument": {"resources": [{"name": "cpu", "weight": 1}]}}]))
+    assert p.scorers[0][0].args["scoringStrategy"] == {"type": "MostAllocated", "resources": [{"name": "cpu", "weight": 1}]}
+
+
+def test_resources_argument_error_path(fakes: None) -> None:
+    spec = S(priorities=[{"name": "LeastRequestedPriority", "weight": 1, "argument": {"resources": [{"name": policy_fakes.BAD}]}}])
+    assert errors(spec) == {"spec.priorities[0].argument.resources[0].name": "is BAD"}
+
+
+def test_resources_argument_not_for_other_priorities(fakes: None) -> None:
+    errs = errors(S(priorities=[{"name": "ImageLocalityPriority", "weight": 1, "argument": {"resources": []}}]))
+    assert errs["spec.priorities[0].argument"].startswith("ImageLocalityPriority takes no argument")
+
+
+def test_legacy_name_takes_no_argument(fakes: None) -> None:
+    errs = errors(S(predicates=[{"name": "PodFitsResources", "argument": {"foo": 1}}]))
+    assert errs["spec.predicates[0].argument"].startswith("PodFitsResources takes no argument")
+
+
+# ----------------------------------------------------------------------------- plugin args -> field paths
+
+
+def test_modern_plugin_args_errors_map_to_field_paths(fakes: None) -> None:
+    spec = S(priorities=[{"name": "EqualPriority"},
+                         {"name": "NodeResourcesFit", "weight": 1,
+                          "argument": {"scoringStrategy": {"type": "MostAllocated", "resources": [{"name": "cpu", "weight": policy_fakes.BAD}]}}}])  # fmt: skip
+    assert errors(spec) == {"spec.priorities[1].argument.scoringStrategy.resources[0].weight": "is BAD"}
+
+
+def test_rtcr_args_errors_map_back_to_the_policy_argument(fakes: None) -> None:
+    shape = [{"utilization": 0, "score": 0}, {"utilization": 100, "score": policy_fakes.BAD}]
+    spec = S(priorities=[{"name": "Ratio", "weight": 1, "argument": {"requestedToCapacityRatioArguments": {"shape": shape}}}])
+    assert errors(spec) == {"spec.priorities[0].argument.requestedToCapacityRatioArguments.shape[1].score": "is BAD"}
+
+
+def test_modern_plugin_args_are_shared_between_filter_and_score(fakes: None) -> None:
+    args = {"scoringStrategy": {"type": "MostAllocated"}}
+    p = ok(S(predicates=[{"name": "NodeResourcesFit"}], priorities=[{"name": "NodeResourcesFit", "weight": 1, "argument": args}]))
+    assert p.filters[0] is p.scorers[0][0] and p.filters[0].args == args
+
+
+def test_conflicting_args_for_one_plugin(fakes: None) -> None:
+    errs = errors(S(predicates=[{"name": "NodeResourcesFit", "argument": {"scoringStrategy": {"type": "LeastAllocated"}}}],
+                    priorities=[{"name": "NodeResourcesFit", "weight": 1, "argument": {"scoringStrategy": {"type": "MostAllocated"}}}]))  # fmt: skip
+    assert "conflicting arguments" in errs["spec.priorities[0].argument"]
+
+
+@pytest.mark.parametrize(
+    "value,error",
+    [
+        pytest.param(10, None, id="10"),
+        pytest.param(0, None, id="0 means unset"),
+        pytest.param(100, None, id="100"),
+        pytest.param(101, "must be an integer from 0 to 100, got 101", id="101"),
+        pytest.param(-1, "must be an integer from 0 to 100, got -1", id="negative"),
+    ],
+)
+def test_hard_pod_affinity_symmetric_weight(fakes: None, value: int, error: str | None) -> None:
+    spec = S(predicates=[{"name": "MatchInterPodAffinity"}], priorities=[{"name": "InterPodAffinityPriority", "weight": 1}],
+             hardPodAffinitySymmetricWeight=value)  # fmt: skip
+    if error:
+        assert errors(spec) == {"spec.hardPodAffinitySymmetricWeight": error}
+        return
+    p = ok(spec)
+    (plugin, _), = p.scorers
+    # 0 is "unset" (v1.9 and the CRD): the plugin's default applies
+    assert plugin.args == ({"hardPodAffinityWeight": value} if value else {})
+
+
+def test_hard_pod_affinity_weight_rejected_by_plugin_points_at_spec_field(fakes: None) -> None:
+    # the fake rejects "BAD"; a real plugin would reject an out-of-range value the same way
+    spec = S(priorities=[{"name": "InterPodAffinity", "weight": 1, "argument": {"hardPodAffinityWeight": policy_fakes.BAD}}])
+    assert errors(spec) == {"spec.priorities[0].argument.hardPodAffinityWeight": "is BAD"}
+
+
+# ----------------------------------------------------------------------------- scalar settings
+
+
+@pytest.mark.parametrize(
+    "field,value,message",
+    [
+        pytest.param("schedulerName", "", "required: the name pods select with spec.schedulerName", id="empty name"),
+        pytest.param("percentageOfNodesToScore", 101, "must be an integer from 0 (adaptive) to 100, got 101", id="pct>100"),
+        pytest.param("percentageOfNodesToScore", -1, "must be an integer from 0 (adaptive) to 100, got -1", id="pct<0"),
+        pytest.param("alwaysCheckAllPredicates", "yes", "must be a boolean", id="bool"),
+        pytest.param("podInitialBackoffSeconds", 0, "must be a positive number of seconds, got 0", id="backoff 0"),
+        pytest.param("podMaxBackoffSeconds", 0.5, "must be at least podInitialBackoffSeconds (1.0)", id="max < initial"),
+        pytest.param("predicates", {}, "must be a list", id="predicates not list"),
+        pytest.param("parallelism", 0, "must be an integer from 1 to 1024, got 0", id="parallelism"),
+        pytest.param("schedulerName", "My_Scheduler", "invalid scheduler name 'My_Scheduler': a DNS-1123 subdomain (lower-case letters, digits, '-' and '.')", id="bad scheduler name"),
+    ],
+)
+def test_bad_scalar_fields(fakes: None, field: str, value: Any, message: str) -> None:
+    assert errors(S(**{field: value})) == {f"spec.{field}": message}
+
+
+def test_missing_scheduler_name(fakes: None) -> None:
+    assert "spec.schedulerName" in errors({"algorithmProvider": "DefaultProvider"})
+
+
+def test_unknown_top_level_field_suggests(fakes: None) -> None:
+    assert errors(S(percentageOfNodeToScore=50)) == {"spec.percentageOfNodeToScore": "unknown field; did you mean 'percentageOfNodesToScore'?"}
+
+
+def test_scalar_settings_reach_the_profile(fakes: None) -> None:
+    p = ok(S(algorithmProvider="DefaultProvider", alwaysCheckAllPredicates=True, percentageOfNodesToScore=30,
+             podInitialBackoffSeconds=2, podMaxBackoffSeconds=20))  # fmt: skip
+    assert (p.always_check_all_predicates, p.percentage_of_nodes_to_score) == (True, 30)
+    assert (p.pod_initial_backoff_seconds, p.pod_max_backoff_seconds) == (2.0, 20.0)
+    assert p.spec["podMaxBackoffSeconds"] == 20
+
+
+def test_every_error_is_reported_at_once(fakes: None) -> None:
+    errs = errors({"predicates": [{"name": "Nope"}], "priorities": [{"name": "EqualPriority", "weight": 0}], "percentageOfNodesToScore": 200})
+    assert set(errs) == {"spec.schedulerName", "spec.predicates[0].name", "spec.priorities[0].weight", "spec.percentageOfNodesToScore"}
+
+
+# ----------------------------------------------------------------------------- extenders
+
+
+def test_extender_config(fakes: None) -> None:
+    p = ok(S(algorithmProvider="DefaultProvider", extenders=[
+        {"urlPrefix": "https://ext/api", "filterVerb": "filter", "prioritizeVerb": "prioritize", "weight": 3,
+         "bindVerb": "bind", "enableHttps": True, "httpTimeout": "1m30s", "nodeCacheCapable": True, "ignorable": True,
+         "managedResources": [{"name": "example.com/gpu", "ignoredByScheduler": True}]},
+    ]))  # fmt: skip
+    assert p.extenders == (
+        ExtenderConfig(url_prefix="https://ext/api", filter_verb="filter", prioritize_verb="prioritize", bind_verb="bind",
+                       weight=3, enable_https=True, http_timeout_seconds=90.0, node_cache_capable=True, ignorable=True,
+                       managed_resources=("example.com/gpu",)),
+    )  # fmt: skip
+    assert p.spec["extenders"][0]["httpTimeout"] == "90s"
+
+
+@pytest.mark.parametrize(
+    "extenders,path,message",
+    [
+        pytest.param([{"filterVerb": "f"}], "spec.extenders[0].urlPrefix", "required: a non-empty URL", id="no url"),
+        pytest.param([{"urlPrefix": "u", "prioritizeVerb": "p", "weight": 0}], "spec.extenders[0].weight", "an extender with a prioritizeVerb needs a positive weight", id="weight 0"),
+        pytest.param([{"urlPrefix": "a", "bindVerb": "b"}, {"urlPrefix": "c", "bindVerb": "b"}], "spec.extenders[1].bindVerb", "only one extender may bind; spec.extenders[0] already has a bindVerb", id="two binders"),
+        pytest.param([{"urlPrefix": "u", "httpTimeout": "5 sec"}], "spec.extenders[0].httpTimeout", "must be a positive duration such as \"5s\" or a number of seconds, got '5 sec'", id="bad timeout"),
+        pytest.param([{"urlPrefix": "u", "urlprefx": "v"}], "spec.extenders[0].urlprefx", "unknown field; did you mean 'urlPrefix'?", id="unknown key"),
+        pytest.param([{"urlPrefix": "u", "enableHttps": "true"}], "spec.extenders[0].enableHttps", "must be a boolean", id="bool"),
+    ],
+)
+def test_bad_extenders(fakes: None, extenders: Any, path: str, message: str) -> None:
+    assert errors(S(algorithmProvider="DefaultProvider", extenders=extenders))[path] == message
+
+
+@pytest.mark.parametrize(
+    "text,seconds",
+    [("5s", 5.0), ("1m30s", 90.0), ("250ms", 0.25), ("1h", 3600.0), ("1.5s", 1.5), (3, 3.0), ("", None), ("5", None), ("s", None)],
+)
+def test_parse_duration(text: Any, seconds: float | None) -> None:
+    assert parse_duration(text) == seconds
+
+
+# ----------------------------------------------------------------------------- real plugins
+
+
+@pytest.mark.parametrize("name", sorted(registry.PREDICATES))
+def test_every_predicate_builds_with_real_plugins(name: str) -> None:
+    p = ok(S(predicates=[{"name": name}]))
+    assert p.filters
+
+
+@pytest.mark.parametrize("name", sorted(registry.PRIORITIES))
+def test_every_priority_builds_with_real_plugins(name: str) -> None:
+    p = ok(S(priorities=[{"name": name, "weight": 2}]))
+    assert [w for _, w in p.scorers] == [2]
+
+
+def test_argument_style_names_build_with_real_plugins() -> None:
+    ok(S(
+        predicates=[{"name": "Region", "argument": {"serviceAffinity": {"labels": ["region"]}}},
+                    {"name": "HasSSD", "argument": {"labelsPresence": {"labels": ["ssd"], "presence": True}}}],
+        priorities=[{"name": "Zone", "weight": 2, "argument": {"serviceAntiAffinity": {"label": "zone"}}},
+                    {"name": "PreferSSD", "weight": 1, "argument": {"labelPreference": {"label": "ssd", "presence": True}}},
+                    {"name": "Ratio", "weight": 1, "argument": {"requestedToCapacityRatioArguments": {
+                        "shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}],
+                        "resources": [{"name": "cpu", "weight": 1}]}}}],
+    ))  # fmt: skip
+
+
+def test_default_profile_builds_with_real_plugins() -> None:
+    p = default_profile()
+    assert p.filter_names[0] == "CheckNodeCondition"
+    assert ("NodePreferAvoidPods", 10000) in p.score_names
+
+
+def test_real_plugin_args_errors_surface_as_field_errors() -> None:
+    spec = S(priorities=[{"name": "InterPodAffinity", "weight": 1, "argument": {"hardPodAffinityWeight": "x"}}])
+    errs = errors(spec)
+    assert list(errs) == ["spec.priorities[0].argument.hardPodAffinityWeight"]
+    spec = S(priorities=[{"name": "Zone", "weight": 1, "argument": {"serviceAntiAffinity": {"label": ""}}}])
+    assert list(errors(spec)) == ["spec.priorities[0].argument.serviceAntiAffinity.label"]
+
+
+def test_real_rtcr_shape_error_maps_to_the_policy_argument() -> None:
+    shape = [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 11}]  # scores are 0..10
+    spec = S(priorities=[{"name": "Ratio", "weight": 1, "argument": {"requestedToCapacityRatioArguments": {"shape": shape}}}])
+    assert list(errors(spec)) == ["spec.priorities[0].argument.requestedToCapacityRatioArguments.shape[1].score"]
+
+
+def test_real_resources_argument_error_path() -> None:
+    spec = S(predicates=[{"name": "NodeName"}],
+             priorities=[{"name": "NodeResourcesBalancedAllocation", "argument": {"resources": [{"name": "cpu", "weight": 0}]}}])  # fmt: skip
+    assert [e.path.startswith("spec.priorities[0].argument.resources[0]") for e in validate_policy(spec)] == [True]  # type: ignore[union-attr]
+
+
+def test_real_modern_args_error_path() -> None:
+    spec = S(predicates=[{"name": "NodeName"}], priorities=[{"name": "NodeResourcesFit", "argument": {"scoringStrategy": {"type": "Least"}}}])
+    assert list(errors(spec)) == ["spec.priorities[0].argument.scoringStrategy.type"]
+
+
+# ----------------------------------------------------------------------------- agreement with the CRD
+
+
+def _crd_spec_schema() -> dict[str, Any]:
+    import pathlib
+
+    import yaml
+
+    crd = yaml.safe_load((pathlib.Path(__file__).parents[2] / "crds" / "schedulingpolicy.yaml").read_text())
+    return crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]  # type: ignore[no-any-return]
+
+
+def test_spec_fields_match_the_crd() -> None:
+    from kopf_scheduler.core import policy
+
+    schema = _crd_spec_schema()
+    assert set(schema["properties"]) == set(policy.SPEC_KEYS)
+    ext = schema["properties"]["extenders"]["items"]["properties"]
+    assert set(ext) == set(policy.EXTENDER_KEYS)
+    assert set(ext["tlsConfig"]["properties"]) == set(policy.TLS_KEYS)
+    pred_args = schema["properties"]["predicates"]["items"]["properties"]["argument"]["properties"]
+    assert set(pred_args) == set(registry.ARGUMENT_PREDICATES)
+    prio_args = schema["properties"]["priorities"]["items"]["properties"]["argument"]["properties"]
+    assert set(prio_args) == set(registry.ARGUMENT_PRIORITIES) | {"resources"}
+    assert schema["properties"]["priorities"]["items"]["properties"]["weight"]["maximum"] == registry.MAX_WEIGHT
+
+
+# ----------------------------------------------------------------------------- end to end with the algorithm
+
+
+@pytest.mark.parametrize(
+    "provider,expected",
+    [
+        # n-busy already requests 3 of its 4 cpus; LeastRequested prefers the idle node, MostRequested the busy one
+        pytest.param("DefaultProvider", "n-idle", id="spread"),
+        pytest.param("ClusterAutoscalerProvider", "n-busy", id="bin-pack"),
+    ],
+)
+def test_provider_profiles_schedule(provider: str, expected: str) -> None:
+    import random
+
+    from builders import make_node, make_pod, node_info
+
+    from kopf_scheduler.core.algorithm import GenericScheduler
+    from kopf_scheduler.core.snapshot import Snapshot
+
+    profile = ok(S(algorithmProvider=provider))
+    busy = make_node("n-busy").capacity(cpu="4", memory="8Gi", pods="110").obj()
+    idle = make_node("n-idle").capacity(cpu="4", memory="8Gi", pods="110").obj()
+    tainted = make_node("n-tainted").capacity(cpu="4", memory="8Gi", pods="110").taint("dedicated", "x").obj()
+    snap = Snapshot.of([node_info(busy, make_pod("old").req(cpu="3", memory="1Gi").node("n-busy").obj()), node_info(idle), node_info(tainted)])
+    result = GenericScheduler(profile).schedule(make_pod("p").req(cpu="500m", memory="1Gi").obj(), snap, rng=random.Random(0))
+    assert result.node == expected, result

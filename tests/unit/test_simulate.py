@@ -1,0 +1,134 @@
+"""The offline simulator on YAML fixtures: placements, messages, policies, determinism, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kopf_scheduler.cli import main
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "operator" / "kopf_scheduler" / "sim" / "examples"
+LEGACY = Path(__file__).resolve().parent / "fixtures" / "legacy" / "openshift-scheduler.json"
+
+
+def simulate(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    rc = main(["simulate", *args])
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def placements(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, dict[str, object]]:
+    rc, out, err = simulate(capsys, *args, "--output", "json")
+    assert rc == 0, err
+    return {p["pod"]: p for p in json.loads(out)["placements"]}
+
+
+def test_readme_example(capsys: pytest.CaptureFixture[str]) -> None:
+    got = placements(capsys, "--cluster", str(EXAMPLES / "cluster.yaml"), "--pods", str(EXAMPLES / "pods.yaml"))
+    assert got["default/needs-ssd"]["node"] == "node-a"  # the only ssd node
+    assert got["default/trainer"]["node"] == "node-c"  # the only node with the gpu, tainted for it
+    # node-a has 1 cpu free after db-0; node-b 2 cpu: web-1 goes to the least allocated one
+    assert got["default/web-1"]["node"] in ("node-b", "node-c")
+    assert got["default/too-big"] == {
+        "pod": "default/too-big",
+        "node": None,
+        "message": "0/3 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, 2 Insufficient cpu.",
+    }
+
+
+def test_table_output_has_utilisation(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, _ = simulate(capsys, "--cluster", str(EXAMPLES / "cluster.yaml"), "--pods", str(EXAMPLES / "pods.yaml"))
+    assert rc == 0
+    assert "CPU REQUESTED" in out and "3/4 pods scheduled, 1 unschedulable" in out
+
+
+def write(tmp_path: Path, name: str, docs: list[dict]) -> str:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump_all(docs))
+    return str(path)
+
+
+def node(name: str, cpu: str = "4", **labels: str) -> dict:
+    return {
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **labels}},
+        "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"}, "conditions": [{"type": "Ready", "status": "True"}]},
+    }
+
+
+def pod(name: str, cpu: str = "1", **spec: object) -> dict:
+    return {
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "ns"},
+        "spec": {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}], **spec},
+    }
+
+
+def test_each_placement_counts_for_the_next(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cluster = write(tmp_path, "c.yaml", [node("a", cpu="2"), node("b", cpu="2")])
+    pods = write(tmp_path, "p.yaml", [pod(f"p{i}") for i in range(5)])
+    got = placements(capsys, "--cluster", cluster, "--pods", pods)
+    nodes = [got[f"ns/p{i}"]["node"] for i in range(5)]
+    assert sorted(n for n in nodes if n) == ["a", "a", "b", "b"]
+    assert got["ns/p4"]["message"] == "0/2 nodes are available: 2 Insufficient cpu."
+
+
+def test_bin_packing_policy_fills_one_node_first(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cluster = write(tmp_path, "c.yaml", [node("a", cpu="8"), node("b", cpu="8")])
+    pods = write(tmp_path, "p.yaml", [pod(f"p{i}") for i in range(4)])
+    policy = write(
+        tmp_path,
+        "policy.yaml",
+        [{"apiVersion": "scheduling.kopf.dev/v1alpha1", "kind": "SchedulingPolicy", "metadata": {"name": "pack"},
+          "spec": {"schedulerName": "kopf-scheduler", "predicates": [{"name": "PodFitsResources"}],
+                   "priorities": [{"name": "MostRequestedPriority", "weight": 1}]}}],
+    )
+    got = placements(capsys, "--cluster", cluster, "--pods", pods, "--policy", policy)
+    assert len({got[f"ns/p{i}"]["node"] for i in range(4)}) == 1
+
+
+def test_legacy_policy_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cluster = write(tmp_path, "c.yaml", [node("a", region="r1", zone="z1"), node("b", region="r1", zone="z2")])
+    pods = write(tmp_path, "p.yaml", [pod("p0")])
+    got = placements(capsys, "--cluster", cluster, "--pods", pods, "--policy", str(LEGACY))
+    assert got["ns/p0"]["node"] in ("a", "b")
+
+
+def test_same_seed_same_placements(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cluster = write(tmp_path, "c.yaml", [node(f"n{i}") for i in range(10)])
+    pods = write(tmp_path, "p.yaml", [pod(f"p{i}", cpu="100m") for i in range(20)])
+    first = placements(capsys, "--cluster", cluster, "--pods", pods, "--seed", "3")
+    again = placements(capsys, "--cluster", cluster, "--pods", pods, "--seed", "3")
+    assert first == again
+
+
+def test_kind_list_and_bound_pods(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bound = pod("running", cpu="3", nodeName="a")
+    cluster = write(tmp_path, "c.yaml", [{"kind": "List", "items": [node("a"), node("b"), bound, {"kind": "ConfigMap"}]}])
+    pods = write(tmp_path, "p.yaml", [pod("p0", cpu="2")])
+    assert placements(capsys, "--cluster", cluster, "--pods", pods)["ns/p0"]["node"] == "b"
+
+
+@pytest.mark.parametrize(
+    "docs, needle",
+    [
+        pytest.param([pod("bad", cpu="lots")], "spec.containers[0].resources.requests.cpu", id="bad quantity names the field"),
+        pytest.param([node("a")], "expected Pod", id="a node in the pods file"),
+    ],
+)
+def test_bad_input_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str], docs: list[dict], needle: str) -> None:
+    cluster = write(tmp_path, "c.yaml", [node("a")])
+    pods = write(tmp_path, "p.yaml", docs)
+    rc, _, err = simulate(capsys, "--cluster", cluster, "--pods", pods)
+    assert rc == 2 and needle in err
+
+
+def test_invalid_policy_names_the_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cluster = write(tmp_path, "c.yaml", [node("a")])
+    pods = write(tmp_path, "p.yaml", [pod("p")])
+    policy = write(tmp_path, "policy.yaml", [{"kind": "SchedulingPolicy", "spec": {"schedulerName": "x", "priorities": [{"name": "LeastRequestedPrority", "weight": 1}]}}])
+    rc, _, err = simulate(capsys, "--cluster", cluster, "--pods", pods, "--policy", policy)
+    assert rc == 2 and "spec.priorities[0].name" in err and "LeastRequestedPriority" in err
