@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kopf_scheduler.core import registry
-from kopf_scheduler.core.plugins import PluginArgsError
+from kopf_scheduler.core.arguments import PluginArgsError
 
 BAD = "BAD"
 

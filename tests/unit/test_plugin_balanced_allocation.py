@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from kopf_scheduler.core.framework import Code, CycleState
 from kopf_scheduler.core.nodeinfo import NodeInfo
 from kopf_scheduler.core.objects import Node, Pod
-from kopf_scheduler.core.plugins import PluginArgsError
-from kopf_scheduler.core.plugins.balanced_allocation import NAME, NodeResourcesBalancedAllocation
+from kopf_scheduler.core.arguments import PluginArgsError
+from kopf_scheduler.core.plugins.balanced_allocation import NodeResourcesBalancedAllocation
 from kopf_scheduler.core.snapshot import Snapshot
 
 GPU = "nvidia.com/gpu"
@@ -91,7 +91,7 @@ CASES = [
 @pytest.mark.parametrize("p, nodes, args, want", CASES)
 def test_score(p: Pod, nodes: list[tuple[Node, list[Pod]]], args: dict[str, Any], want: list[int]) -> None:
     infos = [node_info(nd, *pods) for nd, pods in nodes]
-    assert run(NodeResourcesBalancedAllocation(args), p, infos) == want
+    assert run(NodeResourcesBalancedAllocation.new(args), p, infos) == want
 
 
 @pytest.mark.parametrize(
@@ -122,12 +122,12 @@ def test_score_without_pre_score_matches() -> None:
 )
 def test_args_rejected(args: dict[str, Any], field: str) -> None:
     with pytest.raises(PluginArgsError) as exc:
-        NodeResourcesBalancedAllocation(args)
+        NodeResourcesBalancedAllocation.new(args)
     assert exc.value.field == field
 
 
 def test_name() -> None:
-    assert NodeResourcesBalancedAllocation().name == NAME == "NodeResourcesBalancedAllocation"
+    assert NodeResourcesBalancedAllocation().name == NodeResourcesBalancedAllocation.NAME == "NodeResourcesBalancedAllocation"
     assert NodeResourcesBalancedAllocation(name="BalancedResourceAllocation").name == "BalancedResourceAllocation"
 
 
@@ -157,7 +157,7 @@ _ARGS = [{}, WITH_GPU, {"resources": [{"name": "cpu"}, {"name": "ephemeral-stora
 @given(_cluster(), st.sampled_from(_ARGS))
 def test_vector_form_agrees(cluster: tuple[list[NodeInfo], Pod], args: dict[str, Any]) -> None:
     infos, p = cluster
-    plugin = NodeResourcesBalancedAllocation(args)
+    plugin = NodeResourcesBalancedAllocation.new(args)
     snap = Snapshot.of(infos)
     state = CycleState()
     plugin.pre_score(state, p, infos, snap)

@@ -7,7 +7,7 @@ import pytest
 from builders import make_node, make_pod, node_info
 
 from kopf_scheduler.core.framework import CycleState
-from kopf_scheduler.core.plugins import PluginArgsError
+from kopf_scheduler.core.arguments import PluginArgsError
 from kopf_scheduler.core.plugins.equal_priority import NAME, EqualPriority
 from kopf_scheduler.core.snapshot import Snapshot
 

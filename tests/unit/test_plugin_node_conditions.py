@@ -10,7 +10,7 @@ from builders import make_node, make_pod, node_info
 
 from kopf_scheduler.core.framework import Code, CycleState
 from kopf_scheduler.core.nodeinfo import NodeInfo
-from kopf_scheduler.core.plugins import PluginArgsError
+from kopf_scheduler.core.arguments import PluginArgsError
 from kopf_scheduler.core.plugins.node_conditions import (
     ERR_REASON_DISK_PRESSURE,
     ERR_REASON_MEMORY_PRESSURE,

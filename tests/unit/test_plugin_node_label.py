@@ -9,7 +9,7 @@ import pytest
 from builders import make_node, make_pod, node_info
 
 from kopf_scheduler.core.framework import Code, CycleState
-from kopf_scheduler.core.plugins import PluginArgsError
+from kopf_scheduler.core.arguments import PluginArgsError
 from kopf_scheduler.core.plugins.node_label import ERR_REASON_PRESENCE_VIOLATED, CheckNodeLabelPresence, NodeLabelPriority
 from kopf_scheduler.core.snapshot import Snapshot
 

@@ -7,8 +7,8 @@ import pytest
 from builders import make_node, make_pod, node_info
 
 from kopf_scheduler.core.framework import Code, CycleState
-from kopf_scheduler.core.plugins import PluginArgsError
-from kopf_scheduler.core.plugins.node_name import ERR_REASON, NAME, NodeName, fits
+from kopf_scheduler.core.arguments import PluginArgsError
+from kopf_scheduler.core.plugins.node_name import ERR_REASON, NodeName, fits
 from kopf_scheduler.core.snapshot import Snapshot
 
 
@@ -50,7 +50,7 @@ def test_vector_agrees_with_filter(node_name):
 
 
 def test_args_and_name():
-    assert NodeName().name == NAME == "NodeName"
-    assert NodeName(None, name="HostName").name == "HostName"
-    with pytest.raises(PluginArgsError):
-        NodeName({"x": 1})
+    assert NodeName().name == NodeName.NAME == "NodeName"
+    assert NodeName(name="HostName").name == "HostName"
+    with pytest.raises(PluginArgsError, match="x: unknown field: this plugin takes no arguments"):
+        NodeName.new({"x": 1})

@@ -9,7 +9,7 @@ import pytest
 from builders import make_node, make_pod, node_info
 
 from kopf_scheduler.core.framework import CycleState
-from kopf_scheduler.core.plugins import PluginArgsError
+from kopf_scheduler.core.arguments import PluginArgsError
 from kopf_scheduler.core.plugins.node_prefer_avoid_pods import NAME, SCORE_ALIAS, NodePreferAvoidPods, parse_avoid_pods
 from kopf_scheduler.core.snapshot import Snapshot
 

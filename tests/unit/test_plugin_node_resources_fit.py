@@ -15,9 +15,8 @@ from hypothesis import strategies as st
 from kopf_scheduler.core.framework import Code, CycleState
 from kopf_scheduler.core.nodeinfo import NodeInfo
 from kopf_scheduler.core.objects import Node, Pod
-from kopf_scheduler.core.plugins import PluginArgsError
+from kopf_scheduler.core.arguments import PluginArgsError
 from kopf_scheduler.core.plugins.node_resources_fit import (
-    NAME,
     REASON_INSUFFICIENT_CPU,
     REASON_INSUFFICIENT_EPHEMERAL_STORAGE,
     REASON_INSUFFICIENT_MEMORY,
@@ -91,7 +90,7 @@ FILTER_CASES = [
 def test_filter(p: Pod, existing: list[Pod], args: dict[str, Any], code: Code, reasons: tuple[str, ...]) -> None:
     n = node(ephemeral_storage="20", **{EXT_A: "5", HUGE_A: "5", KUBE_EXT: "0"})
     info = node_info(n, *existing)
-    status = run_filter(NodeResourcesFit(args), p, info)
+    status = run_filter(NodeResourcesFit.new(args), p, info)
     assert (status.code, status.reasons) == (code, reasons)
 
 
@@ -128,7 +127,7 @@ def test_fits_helper_names_resources() -> None:
 
 
 def test_name_and_override() -> None:
-    assert NodeResourcesFit().name == NAME == "NodeResourcesFit"
+    assert NodeResourcesFit().name == NodeResourcesFit.NAME == "NodeResourcesFit"
     assert NodeResourcesFit(name="PodFitsResources").name == "PodFitsResources"
 
 
@@ -190,10 +189,10 @@ def _strategy(kind: str, resources: list[dict[str, Any]] | None = None, shape: l
 
 def test_score_least_allocated_weights_and_extended() -> None:
     # cpu 25 * 1 + mem 50 * 2 = 125 / 3 = 41;  n2: 50 + 100 = 150 / 3 = 50
-    plugin = NodeResourcesFit(_strategy("LeastAllocated", [{"name": "memory", "weight": 2}, {"name": "cpu", "weight": 1}]))
+    plugin = NodeResourcesFit.new(_strategy("LeastAllocated", [{"name": "memory", "weight": 2}, {"name": "cpu", "weight": 1}]))
     infos = [node_info(n("n1", "4", "10000")), node_info(n("n2", "6", "10000"))]
     assert scores(plugin, pod(cpu="3", memory="5000"), infos) == [41, 50]
-    ext = NodeResourcesFit(_strategy("LeastAllocated", [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}, {"name": EXT_A, "weight": 1}]))
+    ext = NodeResourcesFit.new(_strategy("LeastAllocated", [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}, {"name": EXT_A, "weight": 1}]))
     infos = [node_info(n("n1", "6", "10000", **{EXT_A: "4"})), node_info(n("n2", "6", "10000", **{EXT_A: "10"}))]
     # pod without the extended resource: it is bypassed -> (50 + 50) / 2 = 50 on both
     assert scores(ext, pod(cpu="3", memory="5000"), infos) == [50, 50]
@@ -216,17 +215,17 @@ MOST_CASES = [
 @pytest.mark.parametrize("p, nodes, existing, want", MOST_CASES)
 def test_score_most_allocated(p: Pod, nodes: list[Node], existing: list[list[Pod]], want: list[int]) -> None:
     infos = [node_info(nd, *ex) for nd, ex in zip(nodes, existing)]
-    assert scores(NodeResourcesFit({"scoringStrategy": {"type": "MostAllocated"}}), p, infos) == want
+    assert scores(NodeResourcesFit.new({"scoringStrategy": {"type": "MostAllocated"}}), p, infos) == want
 
 
 def test_score_requested_to_capacity_ratio() -> None:
     # shape 0 -> 0, 100 -> 10 (x10: 100): utilization cpu 75, mem 50 -> round(62.5) = 63
-    plugin = NodeResourcesFit(_strategy("RequestedToCapacityRatio", shape=[{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]))
+    plugin = NodeResourcesFit.new(_strategy("RequestedToCapacityRatio", shape=[{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]))
     infos = [node_info(n("n1", "4", "10000")), node_info(n("n2", "6", "10000"))]
     # n2: cpu 50, mem 50 -> 50
     assert scores(plugin, pod(cpu="3", memory="5000"), infos) == [63, 50]
     # least-like shape: n1 cpu 25 mem 50 -> round(37.5) = 38; n2 50 50 -> 50
-    least = NodeResourcesFit(_strategy("RequestedToCapacityRatio", shape=[{"utilization": 0, "score": 10}, {"utilization": 100, "score": 0}]))
+    least = NodeResourcesFit.new(_strategy("RequestedToCapacityRatio", shape=[{"utilization": 0, "score": 10}, {"utilization": 100, "score": 0}]))
     assert scores(least, pod(cpu="3", memory="5000"), infos) == [38, 50]
 
 
@@ -253,12 +252,12 @@ def test_score_requested_to_capacity_ratio() -> None:
 )
 def test_args_rejected(args: dict[str, Any], field: str) -> None:
     with pytest.raises(PluginArgsError) as exc:
-        NodeResourcesFit(args)
+        NodeResourcesFit.new(args)
     assert exc.value.field == field
 
 
 def test_args_defaults() -> None:
-    plugin = NodeResourcesFit({"scoringStrategy": {"type": "MostAllocated"}})
+    plugin = NodeResourcesFit.new({"scoringStrategy": {"type": "MostAllocated"}})
     assert plugin.strategy.type == "MostAllocated"
     assert [(r.name, r.weight) for r in plugin.strategy.resources] == [("cpu", 1), ("memory", 1)]
     assert NodeResourcesFit().strategy.type == "LeastAllocated"
@@ -318,7 +317,7 @@ _STRATEGIES = [
 @given(_cluster(), st.sampled_from(_STRATEGIES))
 def test_vector_forms_agree(cluster: tuple[list[NodeInfo], Pod], args: dict[str, Any]) -> None:
     infos, p = cluster
-    plugin = NodeResourcesFit(args)
+    plugin = NodeResourcesFit.new(args)
     snap = Snapshot.of(infos)
     state = CycleState()
     plugin.pre_filter(state, p, snap)

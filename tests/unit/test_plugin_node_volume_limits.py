@@ -16,7 +16,7 @@ from kopf_scheduler.core.objects import (
     parse_persistent_volume_claim,
     parse_storage_class,
 )
-from kopf_scheduler.core.plugins import PluginArgsError
+from kopf_scheduler.core.arguments import PluginArgsError
 from kopf_scheduler.core.plugins.node_volume_limits import (
     AZURE_DISK_ALIASES,
     EBS_ALIASES,

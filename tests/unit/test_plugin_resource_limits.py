@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from kopf_scheduler.core.framework import Code, CycleState
 from kopf_scheduler.core.nodeinfo import NodeInfo
 from kopf_scheduler.core.objects import Node, Pod
-from kopf_scheduler.core.plugins import PluginArgsError
+from kopf_scheduler.core.arguments import PluginArgsError
 from kopf_scheduler.core.plugins.resource_limits import LEGACY_NAME, NAME, NodeResourceLimits, limits_score
 from kopf_scheduler.core.snapshot import Snapshot
 

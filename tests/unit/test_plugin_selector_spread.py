@@ -11,7 +11,7 @@ from builders import make_node, make_pod, node_info
 
 from kopf_scheduler.core.framework import Code, CycleState
 from kopf_scheduler.core.objects import Controller, LabelSelector, Pod, Service
-from kopf_scheduler.core.plugins import PluginArgsError
+from kopf_scheduler.core.arguments import PluginArgsError
 from kopf_scheduler.core.plugins.selector_spread import (
     NAME,
     SERVICE_SPREADING_NAME,

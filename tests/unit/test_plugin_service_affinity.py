@@ -10,7 +10,7 @@ from builders import make_node, make_pod, node_info
 
 from kopf_scheduler.core.framework import Code, CycleState
 from kopf_scheduler.core.objects import Pod, Service
-from kopf_scheduler.core.plugins import PluginArgsError
+from kopf_scheduler.core.arguments import PluginArgsError
 from kopf_scheduler.core.plugins.service_affinity import ERR_REASON, NAME, ServiceAffinity, fits, normalize
 from kopf_scheduler.core.snapshot import ClusterObjects, Snapshot
 

@@ -9,8 +9,8 @@ import pytest
 from builders import make_node, make_pod, node_info
 
 from kopf_scheduler.core.framework import Code, CycleState
-from kopf_scheduler.core.plugins import PluginArgsError
-from kopf_scheduler.core.plugins.taint_toleration import FILTER_ALIAS, NAME, SCORE_ALIAS, TaintToleration, fits
+from kopf_scheduler.core.arguments import PluginArgsError
+from kopf_scheduler.core.plugins.taint_toleration import TaintToleration, fits
 from kopf_scheduler.core.snapshot import Snapshot
 
 
@@ -122,10 +122,9 @@ def test_pre_score_skips_without_prefer_no_schedule_taints():
 
 
 def test_names_and_args():
-    assert TaintToleration().name == NAME == "TaintToleration"
-    assert (FILTER_ALIAS, SCORE_ALIAS) == ("PodToleratesNodeTaints", "TaintTolerationPriority")
+    assert TaintToleration().name == TaintToleration.NAME == "TaintToleration"
     with pytest.raises(PluginArgsError):
-        TaintToleration({"x": 1})
+        TaintToleration.new({"x": 1})
 
 
 _TAINTS = [(k, v, e) for k in ("a", "b", "c") for v in ("", "1") for e in ("NoSchedule", "NoExecute", "PreferNoSchedule")]

@@ -2,13 +2,32 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kopf_scheduler.core import scoring
-from kopf_scheduler.core.plugins import PluginArgsError
+from kopf_scheduler.core.arguments import PluginArgsError, parse_args
+
+
+def _shape(raw: object) -> scoring.Shape:
+    """A shape as a policy gives it, parsed and scaled as NodeResourcesFit does."""
+    return parse_args(scoring.RequestedToCapacityRatioParam, {"shape": raw}).scaled
+
+
+@dataclass(frozen=True)
+class _Resources:
+    r: tuple[scoring.ResourceSpec, ...] = ()
+
+    def __post_init__(self) -> None:
+        scoring.check_resources(self.r, "r")
+
+
+def _resources(raw: object) -> tuple[scoring.ResourceSpec, ...]:
+    return parse_args(_Resources, {"r": raw}).r or scoring.DEFAULT_RESOURCES
 
 
 @pytest.mark.parametrize(
@@ -45,8 +64,8 @@ def test_most_allocated(requested: list[int], allocatable: list[int], weights: l
     assert scoring.most_allocated(requested, allocatable, weights) == want
 
 
-MOST_SHAPE = scoring.parse_shape([{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}], "shape")
-LEAST_SHAPE = scoring.parse_shape([{"utilization": 0, "score": 10}, {"utilization": 100, "score": 0}], "shape")
+MOST_SHAPE = _shape([{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}])
+LEAST_SHAPE = _shape([{"utilization": 0, "score": 10}, {"utilization": 100, "score": 0}])
 
 
 def test_parse_shape_scales_scores_to_100() -> None:
@@ -119,7 +138,7 @@ def test_balanced_allocation(requested: list[int], allocatable: list[int], want:
 )
 def test_parse_shape_rejects(raw: object, field: str) -> None:
     with pytest.raises(PluginArgsError) as exc:
-        scoring.parse_shape(raw, "shape")
+        _shape(raw)
     assert exc.value.field == field
 
 
@@ -134,13 +153,13 @@ def test_parse_shape_rejects(raw: object, field: str) -> None:
 )
 def test_parse_resource_specs_rejects(raw: object, field: str) -> None:
     with pytest.raises(PluginArgsError) as exc:
-        scoring.parse_resource_specs(raw, "r")
+        _resources(raw)
     assert exc.value.field == field
 
 
 def test_parse_resource_specs_defaults() -> None:
-    assert scoring.parse_resource_specs(None, "r") == scoring.DEFAULT_RESOURCES
-    assert scoring.parse_resource_specs([{"name": "x.com/gpu"}], "r") == (scoring.ResourceSpec("x.com/gpu", 1),)
+    assert _resources([]) == scoring.DEFAULT_RESOURCES
+    assert _resources([{"name": "x.com/gpu"}]) == (scoring.ResourceSpec("x.com/gpu", 1),)
 
 
 # ----------------------------------------------------------------------------- vector == scalar
@@ -178,7 +197,7 @@ def test_vector_least_most_agree(m: tuple[np.ndarray, np.ndarray, list[int]]) ->
 def _shapes(draw: st.DrawFn) -> scoring.Shape:
     us = sorted(draw(st.sets(st.integers(min_value=0, max_value=100), min_size=1, max_size=5)))
     raw = [{"utilization": u, "score": draw(st.integers(min_value=0, max_value=10))} for u in us]
-    return scoring.parse_shape(raw, "shape")
+    return _shape(raw)
 
 
 @settings(max_examples=150, deadline=None)

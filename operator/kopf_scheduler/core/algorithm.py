@@ -15,9 +15,10 @@ Follows today's upstream ``pkg/scheduler/schedule_one.go``:
 - A plugin that raises becomes an ERROR status naming it; the attempt fails
   with that error and the caller carries on.
 
-Each filter and score plugin may offer a vectorised form over the snapshot's
-``NodeTable``; when present it is used instead of the per-node loop, with the
-per-node form called only to explain the nodes that failed.
+A filter or score plugin may also be a ``VectorFilter`` / ``VectorScore`` (a form over the
+snapshot's ``NodeTable``); when every active filter is, the vector forms replace the per-node
+loop, with the per-node form called only to explain the nodes that failed. Which plugin runs at
+which point is decided with ``isinstance`` once per profile (``GenericScheduler.__init__``).
 """
 
 from __future__ import annotations
@@ -31,7 +32,18 @@ import numpy as np
 import numpy.typing as npt
 
 from .diagnosis import NO_NODES_AVAILABLE, Diagnosis, NodeScore
-from .framework import Code, CycleState, Status
+from .framework import (
+    Code,
+    CycleState,
+    FilterPlugin,
+    NormalizeScorePlugin,
+    Plugin,
+    PreFilterPlugin,
+    PreScorePlugin,
+    Status,
+    VectorFilter,
+    VectorScore,
+)
 from .nodeinfo import NodeInfo
 from .objects import Pod
 from .profile import Profile
@@ -82,10 +94,9 @@ class GenericScheduler:
     def __init__(self, profile: Profile) -> None:
         self.profile = profile
         self.next_start_node_index = 0
-        self._filters = list(profile.filters)
+        self._filters: list[FilterPlugin] = list(profile.filters)
         self._scorers = list(profile.scorers)
-        self._vector_filters = [hasattr(p, "filter_nodes") for p in self._filters]
-        self._vector_scorers = [hasattr(p, "score_nodes") for p, _ in self._scorers]
+        self._vector_filters = [isinstance(p, VectorFilter) for p in self._filters]
 
     # ------------------------------------------------------------------ entry point
 
@@ -141,9 +152,8 @@ class GenericScheduler:
         """Indices of the filters to run for this pod, or a finished result when a pre-filter rejects."""
         active: list[int] = []
         for j, plugin in enumerate(self._filters):
-            pre = getattr(plugin, "pre_filter", None)
-            if pre is not None:
-                status = _call(plugin, pre, state, pod, snapshot)
+            if isinstance(plugin, PreFilterPlugin):
+                status = _call(plugin, plugin.pre_filter, state, pod, snapshot)
                 if status.code is Code.SKIP:
                     continue
                 if status.code is Code.ERROR:
@@ -197,6 +207,7 @@ class GenericScheduler:
         rejected: list[tuple[int, npt.NDArray[np.intp]]] = []  # (filter index, positions it rejected)
         for j in active:
             plugin = self._filters[j]
+            assert isinstance(plugin, VectorFilter)
             try:
                 mask = plugin.filter_nodes(state, pod, table, alive)
             except Exception as exc:  # a plugin bug must not take the scheduler down
@@ -281,25 +292,23 @@ class GenericScheduler:
             return totals, parts, None
         index = np.asarray(feasible, dtype=np.intp)
         infos: list[NodeInfo] | None = None
-        for s, (plugin, weight) in enumerate(self._scorers):
-            pre = getattr(plugin, "pre_score", None)
-            if pre is not None:
+        for plugin, weight in self._scorers:
+            if isinstance(plugin, PreScorePlugin):
                 if infos is None:
                     infos = _pick(snapshot.node_infos, feasible)
-                status = _call(plugin, pre, state, pod, infos, snapshot)
+                status = _call(plugin, plugin.pre_score, state, pod, infos, snapshot)
                 if status.code is Code.SKIP:
                     continue
                 if not status.is_success:
                     return totals, parts, f"running PreScore plugin {plugin.name!r}: {status.message}"
             try:
-                if self._vector_scorers[s]:
+                if isinstance(plugin, VectorScore):
                     raw = np.asarray(plugin.score_nodes(state, pod, snapshot.table, index), dtype=np.int64)
                 else:
                     if infos is None:
                         infos = _pick(snapshot.node_infos, feasible)
                     raw = np.fromiter((plugin.score(state, pod, info) for info in infos), dtype=np.int64, count=m)
-                normalize = getattr(plugin, "normalize_scores", None)
-                scores = normalize(state, pod, raw) if normalize is not None else raw
+                scores = plugin.normalize_scores(state, pod, raw) if isinstance(plugin, NormalizeScorePlugin) else raw
             except Exception as exc:
                 return totals, parts, f"running Score plugin {plugin.name!r}: {type(exc).__name__}: {exc}"
             totals += scores * weight
@@ -321,7 +330,7 @@ def _pick(items: list[NodeInfo], positions: list[int]) -> list[NodeInfo]:
     return list(itemgetter(*positions)(items)) if len(positions) > 1 else [items[k] for k in positions]
 
 
-def _call(plugin: Any, method: Any, *args: Any) -> Status:
+def _call(plugin: Plugin, method: Any, *args: Any) -> Status:
     """Run one plugin method; stamp its name; turn an exception into an ERROR status."""
     try:
         status = method(*args)

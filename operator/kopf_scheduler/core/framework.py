@@ -1,39 +1,86 @@
-"""The plugin framework: statuses, cycle state and the extension points plugins implement.
+"""The plugin framework: statuses, typed cycle state, and the extension points plugins subclass.
 
 Mirrors upstream ``pkg/scheduler/framework/interface.go`` in our own shape:
 
-- ``Status`` is a value: a ``Code``, the reasons a user reads, and the plugin
-  that produced it (stamped by the runtime, not by the plugin).
-- A plugin is a plain object with a ``name`` and any of the methods below. The
-  algorithm discovers extension points with ``hasattr``; nothing registers by
-  import side effect (the one list of plugins is ``registry.py``).
-- Two shapes per point: the reference per-node method (``filter``, ``score``)
-  that states the semantics, and an optional vectorised one over the snapshot's
-  ``NodeTable`` (``filter_nodes``, ``score_nodes``) that must agree with it and
-  exists because a Python loop over thousands of nodes per pod is too slow.
-  Tests check the two against each other.
+- ``Status`` is a value: a ``Code``, the reasons a user reads, and the plugin that produced it
+  (stamped by the runtime, not by the plugin).
+- A plugin is a subclass of ``Plugin`` and of every extension point it implements
+  (``FilterPlugin``, ``ScorePlugin``...). The runtime dispatches with ``isinstance``, once per
+  profile, never per pod. ``NAME`` is the registered name (written once, on the class); an
+  instance may carry another ``name`` when a policy configures the class twice.
+- Arguments are a frozen dataclass per plugin (``Plugin.Args``), parsed and validated by
+  ``core/arguments.py``; errors name the field path.
+- Cycle state is typed: a plugin creates ``StateKey[T]`` objects and reads back exactly ``T``.
+- Two shapes per point where speed matters: the reference per-node method (``filter``, ``score``)
+  that states the semantics, and an optional vectorised capability over the snapshot's
+  ``NodeTable`` (``VectorFilter.filter_nodes``, ``VectorScore.score_nodes``) that must agree with
+  it and exists because a Python loop over thousands of nodes per pod is too slow. Tests check
+  the two against each other.
+- ``PreBindPlugin`` and ``BindPlugin`` are the only asynchronous points: they run at the edge
+  (kube/binding.py) with an ``ApiClient``, after the pure decision. Nothing here does I/O.
 
 Scores are integers in ``0..MAX_NODE_SCORE`` after normalisation.
 """
 
 from __future__ import annotations
 
+import abc
 import enum
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, Protocol, Self, TypeVar
+
+from .arguments import NoArgs, PluginArgsError, parse_args
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+    from .diagnosis import Diagnosis
     from .nodeinfo import NodeInfo
     from .objects import Pod
     from .snapshot import NodeTable, Snapshot
+
+__all__ = [
+    "MAX_NODE_SCORE",
+    "MIN_NODE_SCORE",
+    "SKIP",
+    "SUCCESS",
+    "ApiClient",
+    "BindPlugin",
+    "Code",
+    "CycleState",
+    "FilterPlugin",
+    "NormalizeScorePlugin",
+    "PermitPlugin",
+    "PermitResult",
+    "Plugin",
+    "PluginArgsError",
+    "PostFilterPlugin",
+    "PostFilterResult",
+    "PreBindPlugin",
+    "PreFilterExtensions",
+    "PreFilterPlugin",
+    "PreScorePlugin",
+    "QueueSortPlugin",
+    "ReservePlugin",
+    "ScorePlugin",
+    "StateKey",
+    "Status",
+    "VectorFilter",
+    "VectorScore",
+    "default_normalize",
+    "error",
+    "unresolvable",
+    "unschedulable",
+]
 
 MAX_NODE_SCORE: Final = 100
 MIN_NODE_SCORE: Final = 0
 #: Extender scores are 0..10 and scaled by MAX_NODE_SCORE / MAX_EXTENDER_PRIORITY.
 MAX_EXTENDER_PRIORITY: Final = 10
+
+T = TypeVar("T")
 
 
 class Code(enum.IntEnum):
@@ -72,7 +119,7 @@ class Status:
     def message(self) -> str:
         return ", ".join(self.reasons)
 
-    def with_plugin(self, plugin: str) -> "Status":
+    def with_plugin(self, plugin: str) -> Status:
         return self if self.plugin == plugin else Status(self.code, self.reasons, plugin)
 
     def __str__(self) -> str:
@@ -96,81 +143,210 @@ def error(message: str) -> Status:
     return Status(Code.ERROR, (message,))
 
 
-@dataclass(slots=True)
-class CycleState:
-    """Per-pod scratch space shared by one plugin's pre_filter and filter (or pre_score and score).
+# --------------------------------------------------------------------------- cycle state
 
-    Keys are plugin names by convention; ``skip_filter`` / ``skip_score`` hold
-    the plugins whose pre-step returned SKIP for this pod.
+
+class StateKey(Generic[T]):
+    """A typed key into ``CycleState``. Plugins make one per instance (``StateKey[Foo](f"PreFilter{self.name}")``).
+
+    Keys compare by identity, so two instances of one class never read each other's entries.
     """
 
-    data: dict[str, Any] = field(default_factory=dict)
-    skip_filter: set[str] = field(default_factory=set)
-    skip_score: set[str] = field(default_factory=set)
+    __slots__ = ("label",)
 
-    def read(self, key: str) -> Any:
-        return self.data.get(key)
+    def __init__(self, label: str) -> None:
+        self.label = label
 
-    def write(self, key: str, value: Any) -> None:
-        self.data[key] = value
+    def __repr__(self) -> str:
+        return f"StateKey({self.label!r})"
 
 
-class Plugin(Protocol):
-    name: str
+class CycleState:
+    """Per-pod scratch space shared by a plugin's pre-step and its per-node step.
+
+    Values should be immutable: ``clone`` (used by preemption's what-ifs) copies the mapping, not
+    the values, so a ``PreFilterExtensions`` hook replaces its entry instead of mutating it.
+    ``skip_filter`` / ``skip_score`` hold the names of plugins whose pre-step returned SKIP.
+    """
+
+    __slots__ = ("_data", "skip_filter", "skip_score")
+
+    def __init__(self) -> None:
+        self._data: dict[StateKey[Any], Any] = {}
+        self.skip_filter: set[str] = set()
+        self.skip_score: set[str] = set()
+
+    def read(self, key: StateKey[T]) -> T | None:
+        value: T | None = self._data.get(key)
+        return value
+
+    def write(self, key: StateKey[T], value: T) -> None:
+        self._data[key] = value
+
+    def clone(self) -> CycleState:
+        out = CycleState()
+        out._data = dict(self._data)
+        out.skip_filter = set(self.skip_filter)
+        out.skip_score = set(self.skip_score)
+        return out
 
 
-@runtime_checkable
-class PreFilterPlugin(Plugin, Protocol):
-    def pre_filter(self, state: CycleState, pod: "Pod", snapshot: "Snapshot") -> Status:
-        """Compute per-pod data; SKIP disables this plugin's filter for the pod; a rejection fails every node."""
+# --------------------------------------------------------------------------- plugins
 
 
-@runtime_checkable
-class FilterPlugin(Plugin, Protocol):
-    def filter(self, state: CycleState, pod: "Pod", node: "NodeInfo") -> Status: ...
+class Plugin(abc.ABC):  # noqa: B024 - abstract by intent: only its extension points are instantiable
+    """Every plugin subclasses this and at least one extension point below.
+
+    ``NAME`` is the name policies use; ``Args`` the frozen dataclass of its arguments (``NoArgs``
+    when it takes none). A subclass with arguments takes them as its first parameter:
+    ``def __init__(self, args: FooArgs = FooArgs(), *, name: str | None = None)``. ``new`` builds a
+    plugin from raw policy arguments, which is what the policy builder and tests of raw input use.
+    """
+
+    NAME: ClassVar[str]
+    Args: ClassVar[type[Any]] = NoArgs
+
+    def __init__(self, args: Any = None, *, name: str | None = None) -> None:
+        if args is not None and not isinstance(args, self.Args):
+            raise TypeError(f"{type(self).__name__} takes {self.Args.__name__}, not {type(args).__name__}")
+        self.name: str = name or self.NAME
+        #: the parsed arguments (an instance of ``Args``)
+        self.args: Any = args if args is not None else self.Args()
+
+    @classmethod
+    def new(cls, raw: Mapping[str, Any] | None = None, *, name: str | None = None) -> Self:
+        """Parse ``raw`` into ``cls.Args`` (``PluginArgsError`` names the field) and build the plugin."""
+        return cls(parse_args(cls.Args, raw), name=name)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})" if self.name != self.NAME else f"{type(self).__name__}()"
 
 
-@runtime_checkable
-class VectorFilterPlugin(Plugin, Protocol):
-    def filter_nodes(self, state: CycleState, pod: "Pod", table: "NodeTable", index: "npt.NDArray[np.intp]") -> "npt.NDArray[np.bool_]":
-        """The feasibility of the nodes ``index`` (positions in the table), equal to ``filter(...).is_success``."""
+class PreFilterPlugin(Plugin):
+    @abc.abstractmethod
+    def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
+        """Compute per-pod data. SKIP disables this plugin's filter for the pod; a rejection fails every node."""
 
 
-@runtime_checkable
-class PreScorePlugin(Plugin, Protocol):
-    def pre_score(self, state: CycleState, pod: "Pod", nodes: "list[NodeInfo]", snapshot: "Snapshot") -> Status:
+class PreFilterExtensions(PreFilterPlugin):
+    """Keep pre-filter state right when a what-if adds or removes pods (preemption, nominated pods).
+
+    Upstream ``PreFilterExtensions.AddPod / RemovePod``: called on a cloned ``CycleState`` after
+    ``pre_filter``, with the NodeInfo the pod is added to or removed from. Replace state entries;
+    never mutate them (the original cycle still reads them).
+    """
+
+    @abc.abstractmethod
+    def add_pod(self, state: CycleState, pod: Pod, added: Pod, node: NodeInfo) -> Status: ...
+
+    @abc.abstractmethod
+    def remove_pod(self, state: CycleState, pod: Pod, removed: Pod, node: NodeInfo) -> Status: ...
+
+
+class FilterPlugin(Plugin):
+    @abc.abstractmethod
+    def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
+        """Whether ``pod`` fits ``node``; a rejection names the reason users read."""
+
+
+class VectorFilter(FilterPlugin):
+    """Optional capability: ``filter`` over many nodes at once, equal to ``filter(...).is_success`` per node."""
+
+    @abc.abstractmethod
+    def filter_nodes(self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]) -> npt.NDArray[np.bool_]:
+        """The feasibility of the nodes ``index`` (positions in the table)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PostFilterResult:
+    """What a PostFilter plugin (preemption) decided: a nominated node and the pods to evict for it."""
+
+    status: Status
+    nominated_node: str = ""
+    victims: tuple[Pod, ...] = ()
+
+
+class PostFilterPlugin(Plugin):
+    @abc.abstractmethod
+    def post_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot, diagnosis: Diagnosis) -> PostFilterResult:
+        """Called when no node fits; may make room (upstream DefaultPreemption)."""
+
+
+class PreScorePlugin(Plugin):
+    @abc.abstractmethod
+    def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo], snapshot: Snapshot) -> Status:
         """SKIP disables this plugin's score for the pod (every node scores 0 for it)."""
 
 
-@runtime_checkable
-class ScorePlugin(Plugin, Protocol):
-    def score(self, state: CycleState, pod: "Pod", node: "NodeInfo") -> int: ...
+class ScorePlugin(Plugin):
+    #: the weight a policy gets when it names the plugin without one
+    DEFAULT_WEIGHT: ClassVar[int] = 1
+
+    @abc.abstractmethod
+    def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
+        """A raw score for one feasible node (normalised afterwards when ``NormalizeScorePlugin``)."""
 
 
-@runtime_checkable
-class VectorScorePlugin(Plugin, Protocol):
-    def score_nodes(self, state: CycleState, pod: "Pod", table: "NodeTable", index: "npt.NDArray[np.intp]") -> "npt.NDArray[np.int64]": ...
+class VectorScore(ScorePlugin):
+    """Optional capability: ``score`` over many nodes at once, equal to it per node."""
+
+    @abc.abstractmethod
+    def score_nodes(self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]) -> npt.NDArray[np.int64]: ...
 
 
-@runtime_checkable
-class NormalizeScorePlugin(Plugin, Protocol):
-    def normalize_scores(self, state: CycleState, pod: "Pod", scores: "npt.NDArray[np.int64]") -> "npt.NDArray[np.int64]":
+class NormalizeScorePlugin(ScorePlugin):
+    @abc.abstractmethod
+    def normalize_scores(self, state: CycleState, pod: Pod, scores: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         """Map raw scores of the feasible nodes onto 0..MAX_NODE_SCORE (may work in place)."""
 
 
-@runtime_checkable
-class ReservePlugin(Plugin, Protocol):
-    def reserve(self, state: CycleState, pod: "Pod", node_name: str) -> Status: ...
+class ReservePlugin(Plugin):
+    @abc.abstractmethod
+    def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status: ...
 
-    def unreserve(self, state: CycleState, pod: "Pod", node_name: str) -> None: ...
-
-
-@runtime_checkable
-class QueueSortPlugin(Plugin, Protocol):
-    def less(self, a: "Pod", b: "Pod") -> bool: ...
+    @abc.abstractmethod
+    def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None: ...
 
 
-def default_normalize(scores: "npt.NDArray[np.int64]", *, reverse: bool = False) -> "npt.NDArray[np.int64]":
+@dataclass(frozen=True, slots=True)
+class PermitResult:
+    """SUCCESS, a rejection, or WAIT up to ``timeout`` seconds for another plugin to allow the pod."""
+
+    status: Status = SUCCESS
+    timeout: float = 0.0
+
+
+class PermitPlugin(Plugin):
+    @abc.abstractmethod
+    def permit(self, state: CycleState, pod: Pod, node_name: str) -> PermitResult: ...
+
+
+class ApiClient(Protocol):
+    """What the edge hands to PreBind and Bind plugins: JSON requests to the API server.
+
+    Never raises for HTTP errors: returns (status code, decoded body); 0 on a transport failure.
+    """
+
+    async def request(self, method: str, path: str, body: Any = None, *, content_type: str = "application/json") -> tuple[int, Any]: ...
+
+
+class PreBindPlugin(Plugin):
+    @abc.abstractmethod
+    async def pre_bind(self, state: CycleState, pod: Pod, node_name: str, client: ApiClient) -> Status: ...
+
+
+class BindPlugin(Plugin):
+    @abc.abstractmethod
+    async def bind(self, state: CycleState, pod: Pod, node_name: str, client: ApiClient) -> Status:
+        """SKIP hands the pod to the next bind plugin; SUCCESS means bound; anything else fails the bind."""
+
+
+class QueueSortPlugin(Plugin):
+    @abc.abstractmethod
+    def less(self, a: Pod, b: Pod) -> bool: ...
+
+
+def default_normalize(scores: npt.NDArray[np.int64], *, reverse: bool = False) -> npt.NDArray[np.int64]:
     """Upstream ``helper.DefaultNormalizeScore``: scale to 0..100 by the maximum; optionally reversed.
 
     All-zero scores stay 0, or become 100 each when reversed.

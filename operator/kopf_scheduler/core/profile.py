@@ -1,10 +1,10 @@
 """Profile: a validated, ready-to-run scheduling configuration for one scheduler name.
 
-A ``SchedulingPolicy`` (``core/policy.py``) is validated into a Profile; the
-algorithm (``core/algorithm.py``) only ever reads Profiles. Plugins are live
-instances: one plugin class may appear twice (e.g. NodeResourcesFit as the
-filter and again as a MostAllocated scorer), because each entry is configured
-separately.
+A ``SchedulingPolicy`` (``core/policy.py``) is validated into a Profile; the algorithm
+(``core/algorithm.py``) only ever reads Profiles. Plugins are live instances: one plugin class may
+appear twice (e.g. NodeResourcesFit as the filter and again as a MostAllocated scorer), because each
+entry is configured separately. The lists per extension point are computed once here, with
+``isinstance``, so nothing per pod asks a plugin what it can do.
 """
 
 from __future__ import annotations
@@ -13,34 +13,37 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from .extenders import ExtenderConfig
+from .framework import (
+    BindPlugin,
+    FilterPlugin,
+    PermitPlugin,
+    Plugin,
+    PostFilterPlugin,
+    PreBindPlugin,
+    PreFilterPlugin,
+    PreScorePlugin,
+    ReservePlugin,
+    ScorePlugin,
+)
+
+__all__ = ["Profile"]
+
 DEFAULT_POD_INITIAL_BACKOFF_SECONDS: Final = 1.0
 DEFAULT_POD_MAX_BACKOFF_SECONDS: Final = 10.0
-DEFAULT_HARD_POD_AFFINITY_WEIGHT: Final = 1
-
-
-@dataclass(frozen=True, slots=True)
-class ExtenderConfig:
-    """An HTTP extender (v1.9 Policy ``extenders``); the operator calls it, the core only carries it."""
-
-    url_prefix: str
-    filter_verb: str = ""
-    prioritize_verb: str = ""
-    bind_verb: str = ""
-    weight: int = 1
-    enable_https: bool = False
-    http_timeout_seconds: float = 5.0
-    node_cache_capable: bool = False
-    ignorable: bool = False
-    managed_resources: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class Profile:
     scheduler_name: str
     #: filter plugins in evaluation order (the first failing one decides a node's status)
-    filters: tuple[Any, ...] = ()
+    filters: tuple[FilterPlugin, ...] = ()
     #: (score plugin, weight)
-    scorers: tuple[tuple[Any, int], ...] = ()
+    scorers: tuple[tuple[ScorePlugin, int], ...] = ()
+    #: called in order when no node fits (preemption)
+    post_filters: tuple[PostFilterPlugin, ...] = ()
+    #: reserve, permit, pre-bind and bind run in this order for every plugin of the profile that has them
+    plugins: tuple[Plugin, ...] = ()
     always_check_all_predicates: bool = False
     #: 0 means adaptive (upstream's default); otherwise 1..100
     percentage_of_nodes_to_score: int = 0
@@ -59,3 +62,29 @@ class Profile:
     @property
     def score_names(self) -> list[tuple[str, int]]:
         return [(p.name, w) for p, w in self.scorers]
+
+    # ---- extension points, in profile order
+
+    @property
+    def pre_filters(self) -> list[PreFilterPlugin]:
+        return [p for p in self.filters if isinstance(p, PreFilterPlugin)]
+
+    @property
+    def pre_scorers(self) -> list[PreScorePlugin]:
+        return [p for p, _ in self.scorers if isinstance(p, PreScorePlugin)]
+
+    @property
+    def reservers(self) -> list[ReservePlugin]:
+        return [p for p in self.plugins if isinstance(p, ReservePlugin)]
+
+    @property
+    def permitters(self) -> list[PermitPlugin]:
+        return [p for p in self.plugins if isinstance(p, PermitPlugin)]
+
+    @property
+    def pre_binders(self) -> list[PreBindPlugin]:
+        return [p for p in self.plugins if isinstance(p, PreBindPlugin)]
+
+    @property
+    def binders(self) -> list[BindPlugin]:
+        return [p for p in self.plugins if isinstance(p, BindPlugin)]

@@ -1,43 +1,70 @@
-"""The one list of scheduling names: every v1.9 predicate / priority and every plugin name -> implementation.
+"""The one list of scheduling names: every plugin class, every v1.9 predicate / priority name, the providers.
 
-Reference: upstream ``pkg/scheduler/framework/plugins/legacy_registry.go`` (v1.19-v1.22), which
-turned a v1.9 Policy name into framework plugins + arguments + weight, and the v1.9
-``algorithmprovider/defaults/defaults.go`` for the two algorithm providers.
+Reference: upstream ``pkg/scheduler/framework/plugins/registry.go`` (plugin name -> factory) and, for
+the v1.9 names, ``pkg/scheduler/framework/plugins/legacy_registry.go`` (v1.19-v1.22), which turned
+a Policy name into framework plugins + arguments + weight; v1.9 ``algorithmprovider/defaults``
+for the two providers.
 
 Shape:
 
-- ``PREDICATES`` and ``PRIORITIES`` map a canonical name to an ``Entry``. A predicate entry lists the
-  filter plugins it enables (``GeneralPredicates`` enables four); a priority entry names one score
-  plugin and its default weight. Modern plugin names appear in both tables when the plugin has both
-  a filter and a score (NodeAffinity, TaintToleration, InterPodAffinity, NodeResourcesFit...).
-- Plugins are referenced as ``"module:Class"`` strings under ``kopf_scheduler.core.plugins`` and
-  imported lazily (``resolve``), so this module imports before every plugin module exists.
-- Names are matched case-insensitively (``lookup``) and normalised to the canonical spelling; v1.9
-  was case-sensitive, but a case slip is never a different plugin, so we accept it.
-- ``FILTER_ORDER`` is the canonical evaluation order of filters, whatever order a policy lists them.
-- Argument-style v1.9 names (any user-chosen name with ``argument.labelsPresence`` etc.) are not in
-  the tables; ``ARGUMENT_PREDICATES`` / ``ARGUMENT_PRIORITIES`` say which plugin each argument key
-  builds and how its fields map onto the plugin's arguments.
-
-Instance naming (decision): a plugin instance is named by its class's ``NAME`` (the modern plugin
-name), except (a) argument-style v1.9 entries, named by the user (as in v1.9), and (b) the legacy
-resource priorities that upstream v1.19-1.22 ran as their own plugins: LeastRequestedPriority ->
-``NodeResourcesLeastAllocated``, MostRequestedPriority -> ``NodeResourcesMostAllocated``,
-RequestedToCapacityRatioPriority -> ``RequestedToCapacityRatio`` (all NodeResourcesFit with a
-scoring strategy). Entries resolving to the same (class, name) share one instance, so
-GeneralPredicates + PodFitsResources build one NodeResourcesFit filter, and MatchInterPodAffinity +
-InterPodAffinityPriority one InterPodAffinity plugin.
+- ``IN_TREE`` lists the plugin classes by symbol; each carries its ``NAME`` (written once, on the
+  class). A ``Registry`` maps names to classes; ``Registry.in_tree()`` holds ours, and
+  ``kopf_scheduler.entry_points`` adds the out-of-tree plugins installed through the
+  ``kopf_scheduler.plugins`` entry-point group (discovery is I/O, so it happens at the edge).
+- A plugin name listed in a policy's ``predicates`` enables the class's filter (it must be a
+  ``FilterPlugin``), in ``priorities`` its score (a ``ScorePlugin``), with the policy's weight or the
+  class's ``DEFAULT_WEIGHT``. No table is needed for those names.
+- ``LEGACY_PREDICATES`` / ``LEGACY_PRIORITIES`` map each v1.9 name to the plugin instances it
+  enables (``GeneralPredicates`` enables four) and, for priorities, a default weight.
+- Instance naming (decision): an instance is named by its class's ``NAME`` except (a) argument-style
+  v1.9 entries, named by the user (as in v1.9), and (b) the legacy resource priorities that upstream
+  v1.19-1.22 ran as plugins of their own: LeastRequestedPriority -> ``NodeResourcesLeastAllocated``,
+  MostRequestedPriority -> ``NodeResourcesMostAllocated``, RequestedToCapacityRatioPriority ->
+  ``RequestedToCapacityRatio`` (all NodeResourcesFit with a scoring strategy). Entries resolving to
+  the same (class, name) share one instance, so GeneralPredicates + PodFitsResources build one
+  NodeResourcesFit filter, and MatchInterPodAffinity + InterPodAffinityPriority one InterPodAffinity.
+- Names are matched case-insensitively and normalised to the canonical spelling; v1.9 was
+  case-sensitive, but a case slip is never a different plugin, so we accept it.
+- ``FILTER_ORDER`` is the evaluation order of the in-tree filters, whatever order a policy lists
+  them; out-of-tree filters follow, in the policy's order.
+- Argument-style v1.9 names (any user-chosen name with ``argument.labelsPresence`` etc.) are in
+  ``ARGUMENT_PREDICATES`` / ``ARGUMENT_PRIORITIES``: which plugin each argument key builds and how
+  its fields translate into the plugin's arguments.
 """
 
 from __future__ import annotations
 
-import difflib
-import importlib
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-PLUGIN_PACKAGE: Final = "kopf_scheduler.core.plugins"
+from .framework import FilterPlugin, Plugin, ScorePlugin
+from .plugins.balanced_allocation import NodeResourcesBalancedAllocation
+from .plugins.equal_priority import EqualPriority
+from .plugins.image_locality import ImageLocality
+from .plugins.inter_pod_affinity import InterPodAffinity
+from .plugins.node_affinity import NodeAffinity
+from .plugins.node_conditions import (
+    CheckNodeCondition,
+    CheckNodeDiskPressure,
+    CheckNodeMemoryPressure,
+    CheckNodePIDPressure,
+    PodToleratesNodeNoExecuteTaints,
+)
+from .plugins.node_label import NodeLabel
+from .plugins.node_name import NodeName
+from .plugins.node_ports import NodePorts
+from .plugins.node_prefer_avoid_pods import NodePreferAvoidPods
+from .plugins.node_resources_fit import NodeResourcesFit
+from .plugins.node_unschedulable import NodeUnschedulable
+from .plugins.node_volume_limits import AzureDiskLimits, EBSLimits, GCEPDLimits, NodeVolumeLimits
+from .plugins.resource_limits import NodeResourceLimits
+from .plugins.selector_spread import SelectorSpread
+from .plugins.service_affinity import ServiceAffinity
+from .plugins.taint_toleration import TaintToleration
+from .plugins.volume_binding import VolumeBinding
+from .plugins.volume_restrictions import VolumeRestrictions
+from .plugins.volume_zone import VolumeZone
 
 #: v1.9 weights must be > 0; the upper bound is ours (v1.9: MaxInt/10). With scores <= 100 and a few
 #: dozen scorers, 10^6 keeps every total far inside int64 while allowing NodePreferAvoidPods' 10000.
@@ -47,78 +74,76 @@ MAX_WEIGHT: Final = 1_000_000
 DEFAULT_PROVIDER: Final = "DefaultProvider"
 CLUSTER_AUTOSCALER_PROVIDER: Final = "ClusterAutoscalerProvider"
 
-# ----------------------------------------------------------------------------- plugin targets
+#: The plugins that ship with kopf-scheduler, by symbol.
+IN_TREE: Final[tuple[type[Plugin], ...]] = (
+    NodeResourcesFit,
+    NodeResourcesBalancedAllocation,
+    NodeResourceLimits,
+    NodeUnschedulable,
+    NodeName,
+    NodePorts,
+    NodeAffinity,
+    TaintToleration,
+    CheckNodeCondition,
+    CheckNodeMemoryPressure,
+    CheckNodeDiskPressure,
+    CheckNodePIDPressure,
+    PodToleratesNodeNoExecuteTaints,
+    NodeLabel,
+    NodePreferAvoidPods,
+    ImageLocality,
+    EqualPriority,
+    InterPodAffinity,
+    SelectorSpread,
+    ServiceAffinity,
+    VolumeRestrictions,
+    VolumeZone,
+    NodeVolumeLimits,
+    EBSLimits,
+    GCEPDLimits,
+    AzureDiskLimits,
+    VolumeBinding,
+)
 
-NODE_RESOURCES_FIT: Final = "node_resources_fit:NodeResourcesFit"
-BALANCED_ALLOCATION: Final = "balanced_allocation:NodeResourcesBalancedAllocation"
-RESOURCE_LIMITS: Final = "resource_limits:NodeResourceLimits"
-NODE_UNSCHEDULABLE: Final = "node_unschedulable:NodeUnschedulable"
-NODE_NAME: Final = "node_name:NodeName"
-NODE_PORTS: Final = "node_ports:NodePorts"
-NODE_AFFINITY: Final = "node_affinity:NodeAffinity"
-TAINT_TOLERATION: Final = "taint_toleration:TaintToleration"
-CHECK_NODE_CONDITION: Final = "node_conditions:CheckNodeCondition"
-CHECK_NODE_MEMORY_PRESSURE: Final = "node_conditions:CheckNodeMemoryPressure"
-CHECK_NODE_DISK_PRESSURE: Final = "node_conditions:CheckNodeDiskPressure"
-CHECK_NODE_PID_PRESSURE: Final = "node_conditions:CheckNodePIDPressure"
-NO_EXECUTE_TAINTS: Final = "node_conditions:PodToleratesNodeNoExecuteTaints"
-NODE_LABEL_PRESENCE: Final = "node_label:CheckNodeLabelPresence"
-NODE_LABEL_PRIORITY: Final = "node_label:NodeLabelPriority"
-NODE_PREFER_AVOID_PODS: Final = "node_prefer_avoid_pods:NodePreferAvoidPods"
-IMAGE_LOCALITY: Final = "image_locality:ImageLocality"
-EQUAL_PRIORITY: Final = "equal_priority:EqualPriority"
-INTER_POD_AFFINITY: Final = "inter_pod_affinity:InterPodAffinity"
-SELECTOR_SPREAD: Final = "selector_spread:SelectorSpread"
-SERVICE_AFFINITY: Final = "service_affinity:ServiceAffinity"
-SERVICE_ANTI_AFFINITY: Final = "service_affinity:ServiceAffinity"  # one class: filter + score
-VOLUME_RESTRICTIONS: Final = "volume_restrictions:VolumeRestrictions"
-VOLUME_ZONE: Final = "volume_zone:VolumeZone"
-NODE_VOLUME_LIMITS: Final = "node_volume_limits:NodeVolumeLimits"
-EBS_LIMITS: Final = "node_volume_limits:EBSLimits"
-GCEPD_LIMITS: Final = "node_volume_limits:GCEPDLimits"
-AZURE_DISK_LIMITS: Final = "node_volume_limits:AzureDiskLimits"
-VOLUME_BINDING: Final = "volume_binding:VolumeBinding"
-
-#: Canonical filter order (a filter's "slot"; the first rejection decides a node's status).
+#: Evaluation order of the in-tree filters (the first rejection decides a node's status).
 #: Decision: upstream v1.37's default MultiPoint order for the plugins that still exist
 #: (NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit,
 #: VolumeRestrictions, EBS/GCEPD limits, NodeVolumeLimits, AzureDisk limits, VolumeBinding,
 #: VolumeZone, InterPodAffinity), because that peer is what our diagnoses are compared with; the
 #: v1.9-only filters sit where the ordered legacy evaluation (legacy_registry.go predicateOrdering)
 #: put them relative to those: CheckNodeCondition first; NoExecute taints right after
-#: TaintToleration; CheckNodeLabelPresence and ServiceAffinity after VolumeRestrictions, before the
-#: volume limits; memory/PID/disk pressure after VolumeZone, before InterPodAffinity (the
-#: most expensive filter stays last). The legacy order differs in putting NodePorts before
-#: NodeAffinity before NodeResourcesFit and TaintToleration after VolumeRestrictions.
-FILTER_ORDER: Final[tuple[str, ...]] = (
-    "CheckNodeCondition",
-    "NodeUnschedulable",
-    "NodeName",
-    "TaintToleration",
-    "PodToleratesNodeNoExecuteTaints",
-    "NodeAffinity",
-    "NodePorts",
-    "NodeResourcesFit",
-    "VolumeRestrictions",
-    "CheckNodeLabelPresence",
-    "ServiceAffinity",
-    "EBSLimits",
-    "GCEPDLimits",
-    "NodeVolumeLimits",
-    "AzureDiskLimits",
-    "VolumeBinding",
-    "VolumeZone",
-    "CheckNodeMemoryPressure",
-    "CheckNodePIDPressure",
-    "CheckNodeDiskPressure",
-    "InterPodAffinity",
+#: TaintToleration; NodeLabel and ServiceAffinity after VolumeRestrictions, before the volume
+#: limits; memory/PID/disk pressure after VolumeZone, before InterPodAffinity (the most expensive
+#: filter stays last). Out-of-tree filters run after all of these.
+FILTER_ORDER: Final[tuple[type[FilterPlugin], ...]] = (
+    CheckNodeCondition,
+    NodeUnschedulable,
+    NodeName,
+    TaintToleration,
+    PodToleratesNodeNoExecuteTaints,
+    NodeAffinity,
+    NodePorts,
+    NodeResourcesFit,
+    VolumeRestrictions,
+    NodeLabel,
+    ServiceAffinity,
+    EBSLimits,
+    GCEPDLimits,
+    NodeVolumeLimits,
+    AzureDiskLimits,
+    VolumeBinding,
+    VolumeZone,
+    CheckNodeMemoryPressure,
+    CheckNodePIDPressure,
+    CheckNodeDiskPressure,
+    InterPodAffinity,
 )
-_SLOT_RANK: Final = {slot: i for i, slot in enumerate(FILTER_ORDER)}
+_FILTER_RANK: Final[Mapping[type[Plugin], int]] = {cls: i for i, cls in enumerate(FILTER_ORDER)}
 
 
-def filter_rank(slot: str) -> int:
-    """Position of a filter slot in ``FILTER_ORDER`` (unknown slots sort last, stably)."""
-    return _SLOT_RANK.get(slot, len(FILTER_ORDER))
+def filter_rank(cls: type[Plugin]) -> int:
+    """Position of a filter class in ``FILTER_ORDER`` (out-of-tree classes sort last, stably)."""
+    return _FILTER_RANK.get(cls, len(FILTER_ORDER))
 
 
 # ----------------------------------------------------------------------------- entries
@@ -126,74 +151,124 @@ def filter_rank(slot: str) -> int:
 
 @dataclass(frozen=True, slots=True)
 class PluginRef:
-    """One plugin instance to build: class, instance name (None = class NAME), fixed args, filter slot."""
+    """One plugin instance to build: class, instance name (None = the class's NAME), fixed raw args."""
 
-    target: str
+    cls: type[Plugin]
     name: str | None = None
     args: Mapping[str, Any] = field(default_factory=dict)
-    slot: str = ""
 
     @property
-    def key(self) -> tuple[str, str | None]:
+    def key(self) -> tuple[type[Plugin], str]:
         """Entries with the same key share one live instance."""
-        return (self.target, self.name)
+        return (self.cls, self.name or self.cls.NAME)
+
+    @property
+    def instance_name(self) -> str:
+        return self.name or self.cls.NAME
 
 
 @dataclass(frozen=True, slots=True)
-class Entry:
-    """A registered predicate (``filters``) or priority (``scorer`` + ``weight``) name."""
+class LegacyPredicate:
+    """A v1.9 predicate name and the filter plugins it enables."""
 
     name: str
-    filters: tuple[PluginRef, ...] = ()
-    scorer: PluginRef | None = None
-    weight: int = 1
-    #: True for v1.9 Policy names, False for modern plugin names
-    legacy: bool = True
-    #: modern names pass ``argument`` to the plugin as its args; legacy names take none
-    takes_args: bool = False
-    #: another name this one is an alias of (for documentation and tests)
+    filters: tuple[PluginRef, ...]
+    #: another v1.9 name this one is an alias of (for documentation and tests)
     alias_of: str = ""
-    #: where an ``argument.resources`` list goes in the plugin's args ("" = not accepted); the
-    #: SchedulingPolicy CRD lets resource-based priorities choose their resources and weights
-    resources_arg: str = ""
 
 
-def _f(target: str, slot: str, *, name: str | None = None, args: Mapping[str, Any] | None = None) -> PluginRef:
-    return PluginRef(target, name, dict(args or {}), slot)
+@dataclass(frozen=True, slots=True)
+class LegacyPriority:
+    """A v1.9 priority name, the score plugin it enables and its default weight."""
 
-
-def _s(target: str, *, name: str | None = None, args: Mapping[str, Any] | None = None) -> PluginRef:
-    return PluginRef(target, name, dict(args or {}), "")
-
-
-_FIT = _f(NODE_RESOURCES_FIT, "NodeResourcesFit")
-_NAME = _f(NODE_NAME, "NodeName")
-_PORTS = _f(NODE_PORTS, "NodePorts")
-_AFFINITY = _f(NODE_AFFINITY, "NodeAffinity")
-_UNSCHED = _f(NODE_UNSCHEDULABLE, "NodeUnschedulable")
-_TAINTS = _f(TAINT_TOLERATION, "TaintToleration")
-_IPA = _f(INTER_POD_AFFINITY, "InterPodAffinity")
-_RESTRICTIONS = _f(VOLUME_RESTRICTIONS, "VolumeRestrictions")
-_ZONE = _f(VOLUME_ZONE, "VolumeZone")
-_BINDING = _f(VOLUME_BINDING, "VolumeBinding")
-_EBS = _f(EBS_LIMITS, "EBSLimits")
-_GCEPD = _f(GCEPD_LIMITS, "GCEPDLimits")
-_AZURE = _f(AZURE_DISK_LIMITS, "AzureDiskLimits")
-_CSI = _f(NODE_VOLUME_LIMITS, "NodeVolumeLimits")
-_CONDITION = _f(CHECK_NODE_CONDITION, "CheckNodeCondition")
-_MEMORY = _f(CHECK_NODE_MEMORY_PRESSURE, "CheckNodeMemoryPressure")
-_DISK = _f(CHECK_NODE_DISK_PRESSURE, "CheckNodeDiskPressure")
-_PID = _f(CHECK_NODE_PID_PRESSURE, "CheckNodePIDPressure")
-_NO_EXECUTE = _f(NO_EXECUTE_TAINTS, "PodToleratesNodeNoExecuteTaints")
+    name: str
+    scorer: PluginRef
+    weight: int = 1
+    alias_of: str = ""
 
 
 def _resources_strategy(kind: str) -> dict[str, Any]:
     return {"scoringStrategy": {"type": kind, "resources": [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]}}
 
 
-_LEAST = _s(NODE_RESOURCES_FIT, name="NodeResourcesLeastAllocated", args=_resources_strategy("LeastAllocated"))
-_MOST = _s(NODE_RESOURCES_FIT, name="NodeResourcesMostAllocated", args=_resources_strategy("MostAllocated"))
-_RTCR_NAME: Final = "RequestedToCapacityRatio"
+def rtcr_args(argument: Mapping[str, Any]) -> dict[str, Any]:
+    """Policy ``requestedToCapacityRatioArguments {shape, resources}`` -> NodeResourcesFit args."""
+    strategy: dict[str, Any] = {"type": "RequestedToCapacityRatio"}
+    strategy["resources"] = argument.get("resources", [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}])
+    strategy["requestedToCapacityRatio"] = {"shape": argument.get("shape", [])}
+    return {"scoringStrategy": strategy}
+
+
+#: upstream v1.15+ default shape when RequestedToCapacityRatioPriority has no argument (least-requested-like)
+DEFAULT_RTCR_SHAPE: Final = ({"utilization": 0, "score": 10}, {"utilization": 100, "score": 0})
+RTCR_NAME: Final = "RequestedToCapacityRatio"
+
+_FIT = PluginRef(NodeResourcesFit)
+_NAME = PluginRef(NodeName)
+_PORTS = PluginRef(NodePorts)
+_AFFINITY = PluginRef(NodeAffinity)
+_LEAST = PluginRef(NodeResourcesFit, "NodeResourcesLeastAllocated", _resources_strategy("LeastAllocated"))
+_MOST = PluginRef(NodeResourcesFit, "NodeResourcesMostAllocated", _resources_strategy("MostAllocated"))
+_RTCR = PluginRef(NodeResourcesFit, RTCR_NAME, rtcr_args({"shape": [dict(p) for p in DEFAULT_RTCR_SHAPE]}))
+
+_LEGACY_PREDICATE_LIST: Final = (
+    LegacyPredicate("PodFitsResources", (_FIT,)),
+    LegacyPredicate("HostName", (_NAME,)),
+    LegacyPredicate("PodFitsHost", (_NAME,), alias_of="HostName"),
+    LegacyPredicate("PodFitsHostPorts", (_PORTS,)),
+    LegacyPredicate("PodFitsPorts", (_PORTS,), alias_of="PodFitsHostPorts"),
+    LegacyPredicate("MatchNodeSelector", (_AFFINITY,)),
+    LegacyPredicate("GeneralPredicates", (_FIT, _NAME, _PORTS, _AFFINITY)),
+    LegacyPredicate("NoDiskConflict", (PluginRef(VolumeRestrictions),)),
+    LegacyPredicate("NoVolumeZoneConflict", (PluginRef(VolumeZone),)),
+    LegacyPredicate("MaxEBSVolumeCount", (PluginRef(EBSLimits),)),
+    LegacyPredicate("MaxGCEPDVolumeCount", (PluginRef(GCEPDLimits),)),
+    LegacyPredicate("MaxAzureDiskVolumeCount", (PluginRef(AzureDiskLimits),)),
+    LegacyPredicate("MaxCSIVolumeCountPred", (PluginRef(NodeVolumeLimits),)),
+    LegacyPredicate("MatchInterPodAffinity", (PluginRef(InterPodAffinity),)),
+    LegacyPredicate("PodToleratesNodeTaints", (PluginRef(TaintToleration),)),
+    LegacyPredicate("CheckNodeUnschedulable", (PluginRef(NodeUnschedulable),)),
+    LegacyPredicate("CheckVolumeBinding", (PluginRef(VolumeBinding),)),
+)
+
+_LEGACY_PRIORITY_LIST: Final = (
+    LegacyPriority("LeastRequestedPriority", _LEAST),
+    LegacyPriority("MostRequestedPriority", _MOST),
+    LegacyPriority("RequestedToCapacityRatioPriority", _RTCR),
+    LegacyPriority("BalancedResourceAllocation", PluginRef(NodeResourcesBalancedAllocation)),
+    LegacyPriority("SelectorSpreadPriority", PluginRef(SelectorSpread)),
+    LegacyPriority("ServiceSpreadingPriority", PluginRef(SelectorSpread, "ServiceSpreading", {"servicesOnly": True})),
+    LegacyPriority("InterPodAffinityPriority", PluginRef(InterPodAffinity)),
+    LegacyPriority("NodeAffinityPriority", PluginRef(NodeAffinity)),
+    LegacyPriority("TaintTolerationPriority", PluginRef(TaintToleration)),
+    LegacyPriority("NodePreferAvoidPodsPriority", PluginRef(NodePreferAvoidPods), NodePreferAvoidPods.DEFAULT_WEIGHT),
+    LegacyPriority("ImageLocalityPriority", PluginRef(ImageLocality)),
+    LegacyPriority("ResourceLimitsPriority", PluginRef(NodeResourceLimits)),
+)
+
+#: v1.9 predicate / priority names that are not also plugin names (those resolve through the registry).
+LEGACY_PREDICATES: Final[Mapping[str, LegacyPredicate]] = {e.name: e for e in _LEGACY_PREDICATE_LIST}
+LEGACY_PRIORITIES: Final[Mapping[str, LegacyPriority]] = {e.name: e for e in _LEGACY_PRIORITY_LIST}
+
+#: Plugins whose NAME is itself a v1.9 predicate or priority name: listing them makes a policy
+#: v1.9-style (mandatory predicates, EqualPriority when no priority is given) like the names above.
+V19_PLUGIN_NAMES: Final = frozenset(
+    cls.NAME
+    for cls in (CheckNodeCondition, CheckNodeMemoryPressure, CheckNodeDiskPressure, CheckNodePIDPressure, PodToleratesNodeNoExecuteTaints, EqualPriority)
+)
+
+
+def is_v19_name(name: str) -> bool:
+    """Whether ``name`` (canonical spelling) belongs to the v1.9 Policy vocabulary."""
+    return name in LEGACY_PREDICATES or name in LEGACY_PRIORITIES or name in V19_PLUGIN_NAMES
+
+
+#: Where ``argument.resources`` goes in a resource plugin's arguments: the SchedulingPolicy CRD lets
+#: resource-based priorities (v1.9 names and plugin names) choose their resources and weights.
+RESOURCES_ARGUMENT: Final[Mapping[type[Plugin], str]] = {
+    NodeResourcesFit: "scoringStrategy.resources",
+    NodeResourcesBalancedAllocation: "resources",
+}
 
 
 def with_resources(args: Mapping[str, Any], where: str, resources: Any) -> dict[str, Any]:
@@ -208,162 +283,56 @@ def with_resources(args: Mapping[str, Any], where: str, resources: Any) -> dict[
     return out
 
 
-def rtcr_args(argument: Mapping[str, Any]) -> dict[str, Any]:
-    """Policy ``requestedToCapacityRatioArguments {shape, resources}`` -> NodeResourcesFit args."""
-    strategy: dict[str, Any] = {"type": "RequestedToCapacityRatio"}
-    if "resources" in argument:
-        strategy["resources"] = argument["resources"]
-    else:
-        strategy["resources"] = [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]
-    strategy["requestedToCapacityRatio"] = {"shape": argument.get("shape", [])}
-    return {"scoringStrategy": strategy}
-
-
-
-#: upstream v1.15+ default shape when RequestedToCapacityRatioPriority has no argument (least-requested-like)
-DEFAULT_RTCR_SHAPE: Final = ({"utilization": 0, "score": 10}, {"utilization": 100, "score": 0})
-_RTCR = _s(NODE_RESOURCES_FIT, name="RequestedToCapacityRatio", args=rtcr_args({"shape": [dict(p) for p in DEFAULT_RTCR_SHAPE]}))
-
-
-def _pred(name: str, *filters: PluginRef, alias_of: str = "") -> Entry:
-    return Entry(name, filters=filters, legacy=True, alias_of=alias_of)
-
-
-def _modern_pred(name: str, ref: PluginRef) -> Entry:
-    return Entry(name, filters=(ref,), legacy=False, takes_args=True)
-
-
-def _prio(name: str, ref: PluginRef, weight: int = 1, *, alias_of: str = "", resources_arg: str = "") -> Entry:
-    return Entry(name, scorer=ref, weight=weight, legacy=True, alias_of=alias_of, resources_arg=resources_arg)
-
-
-def _modern_prio(name: str, ref: PluginRef, weight: int = 1, *, resources_arg: str = "") -> Entry:
-    return Entry(name, scorer=ref, weight=weight, legacy=False, takes_args=True, resources_arg=resources_arg)
-
-
-_STRATEGY_RESOURCES: Final = "scoringStrategy.resources"
-
-
-_PREDICATE_LIST: Final = (
-    # v1.9 Policy predicates
-    _pred("PodFitsResources", _FIT),
-    _pred("HostName", _NAME),
-    _pred("PodFitsHost", _NAME, alias_of="HostName"),
-    _pred("PodFitsHostPorts", _PORTS),
-    _pred("PodFitsPorts", _PORTS, alias_of="PodFitsHostPorts"),
-    _pred("MatchNodeSelector", _AFFINITY),
-    _pred("GeneralPredicates", _FIT, _NAME, _PORTS, _AFFINITY),
-    _pred("NoDiskConflict", _RESTRICTIONS),
-    _pred("NoVolumeZoneConflict", _ZONE),
-    _pred("MaxEBSVolumeCount", _EBS),
-    _pred("MaxGCEPDVolumeCount", _GCEPD),
-    _pred("MaxAzureDiskVolumeCount", _AZURE),
-    _pred("MaxCSIVolumeCountPred", _CSI),
-    _pred("MatchInterPodAffinity", _IPA),
-    _pred("PodToleratesNodeTaints", _TAINTS),
-    _pred("PodToleratesNodeNoExecuteTaints", _NO_EXECUTE),
-    _pred("CheckNodeMemoryPressure", _MEMORY),
-    _pred("CheckNodeDiskPressure", _DISK),
-    _pred("CheckNodePIDPressure", _PID),
-    _pred("CheckNodeCondition", _CONDITION),
-    _pred("CheckNodeUnschedulable", _UNSCHED),
-    _pred("CheckVolumeBinding", _BINDING),
-    # modern plugin names (filter side)
-    _modern_pred("NodeUnschedulable", _UNSCHED),
-    _modern_pred("NodeName", _NAME),
-    _modern_pred("NodePorts", _PORTS),
-    _modern_pred("NodeAffinity", _AFFINITY),
-    _modern_pred("NodeResourcesFit", _FIT),
-    _modern_pred("TaintToleration", _TAINTS),
-    _modern_pred("InterPodAffinity", _IPA),
-    _modern_pred("VolumeRestrictions", _RESTRICTIONS),
-    _modern_pred("VolumeZone", _ZONE),
-    _modern_pred("NodeVolumeLimits", _CSI),
-    _modern_pred("EBSLimits", _EBS),
-    _modern_pred("GCEPDLimits", _GCEPD),
-    _modern_pred("AzureDiskLimits", _AZURE),
-    _modern_pred("VolumeBinding", _BINDING),
-    _modern_pred("NodeLabel", _f(NODE_LABEL_PRESENCE, "CheckNodeLabelPresence")),
-    _modern_pred("ServiceAffinity", _f(SERVICE_AFFINITY, "ServiceAffinity")),
-)
-
-_PRIORITY_LIST: Final = (
-    # v1.9 Policy priorities, default weights as v1.9 factory/defaults
-    _prio("LeastRequestedPriority", _LEAST, resources_arg=_STRATEGY_RESOURCES),
-    _prio("MostRequestedPriority", _MOST, resources_arg=_STRATEGY_RESOURCES),
-    _prio("RequestedToCapacityRatioPriority", _RTCR, resources_arg=_STRATEGY_RESOURCES),
-    _prio("BalancedResourceAllocation", _s(BALANCED_ALLOCATION), resources_arg="resources"),
-    _prio("SelectorSpreadPriority", _s(SELECTOR_SPREAD)),
-    _prio("ServiceSpreadingPriority", _s(SELECTOR_SPREAD, name="ServiceSpreading", args={"servicesOnly": True})),
-    _prio("InterPodAffinityPriority", _s(INTER_POD_AFFINITY)),
-    _prio("NodeAffinityPriority", _s(NODE_AFFINITY)),
-    _prio("TaintTolerationPriority", _s(TAINT_TOLERATION)),
-    _prio("NodePreferAvoidPodsPriority", _s(NODE_PREFER_AVOID_PODS), 10000),
-    _prio("ImageLocalityPriority", _s(IMAGE_LOCALITY)),
-    _prio("EqualPriority", _s(EQUAL_PRIORITY)),
-    _prio("ResourceLimitsPriority", _s(RESOURCE_LIMITS)),
-    # modern plugin names (score side); weight 1 unless given (the Policy weight, not v1.37's profile weights)
-    _modern_prio("NodeResourcesFit", _s(NODE_RESOURCES_FIT), resources_arg=_STRATEGY_RESOURCES),
-    _modern_prio("NodeResourcesBalancedAllocation", _s(BALANCED_ALLOCATION), resources_arg="resources"),
-    _modern_prio("NodeAffinity", _s(NODE_AFFINITY)),
-    _modern_prio("TaintToleration", _s(TAINT_TOLERATION)),
-    _modern_prio("InterPodAffinity", _s(INTER_POD_AFFINITY)),
-    _modern_prio("ImageLocality", _s(IMAGE_LOCALITY)),
-    _modern_prio("SelectorSpread", _s(SELECTOR_SPREAD)),
-    _modern_prio("NodePreferAvoidPods", _s(NODE_PREFER_AVOID_PODS), 10000),
-    _modern_prio("NodeResourceLimits", _s(RESOURCE_LIMITS)),
-    _modern_prio("NodeLabel", _s(NODE_LABEL_PRIORITY)),
-    _modern_prio("ServiceAffinity", _s(SERVICE_ANTI_AFFINITY)),
-)
-
-PREDICATES: Final[Mapping[str, Entry]] = {e.name: e for e in _PREDICATE_LIST}
-PRIORITIES: Final[Mapping[str, Entry]] = {e.name: e for e in _PRIORITY_LIST}
-
-#: Every modern plugin name (either table); a policy naming only these is "modern-style".
-MODERN_NAMES: Final[frozenset[str]] = frozenset(e.name for e in (*_PREDICATE_LIST, *_PRIORITY_LIST) if not e.legacy)
-
-_PRED_BY_LOWER: Final = {k.lower(): v for k, v in PREDICATES.items()}
-_PRIO_BY_LOWER: Final = {k.lower(): v for k, v in PRIORITIES.items()}
-
-#: A ``requestedToCapacityRatioArguments`` argument builds the plugin ``RequestedToCapacityRatio``
-#: whatever the policy entry is called (upstream kubernetes#83472 did the same).
-RTCR_PRIORITY: Final = "RequestedToCapacityRatioPriority"
-
-
 # ----------------------------------------------------------------------------- argument-style names
 
 
 @dataclass(frozen=True, slots=True)
 class ArgumentKind:
-    """A v1.9 argument key (``labelsPresence`` ...): the plugin it builds and its fields."""
+    """A v1.9 argument key (``labelsPresence`` ...): the plugin it builds and how its fields translate."""
 
     key: str
-    target: str
-    slot: str
-    #: fields of the argument object -> plugin argument names (same names in our plugins)
+    cls: type[Plugin]
+    #: the fields the v1.9 argument object may have
     fields: tuple[str, ...]
+    #: v1.9 argument object -> the plugin's raw arguments
+    translate: Callable[[Mapping[str, Any]], dict[str, Any]]
+    #: (plugin argument path prefix, v1.9 field) pairs, to report plugin errors at the v1.9 field
+    field_map: tuple[tuple[str, str], ...]
     #: instance name; None = the policy entry's own name (v1.9: user-chosen)
     fixed_name: str | None = None
 
 
+def _labels_presence(a: Mapping[str, Any]) -> dict[str, Any]:
+    return {"presentLabels" if a.get("presence") else "absentLabels": a.get("labels", [])}
+
+
+def _label_preference(a: Mapping[str, Any]) -> dict[str, Any]:
+    return {"presentLabelsPreference" if a.get("presence") else "absentLabelsPreference": [a.get("label")]}
+
+
 ARGUMENT_PREDICATES: Final[Mapping[str, ArgumentKind]] = {
-    "serviceAffinity": ArgumentKind("serviceAffinity", SERVICE_AFFINITY, "ServiceAffinity", ("labels",)),
-    "labelsPresence": ArgumentKind("labelsPresence", NODE_LABEL_PRESENCE, "CheckNodeLabelPresence", ("labels", "presence")),
-}
-ARGUMENT_PRIORITIES: Final[Mapping[str, ArgumentKind]] = {
-    "serviceAntiAffinity": ArgumentKind("serviceAntiAffinity", SERVICE_ANTI_AFFINITY, "", ("label",)),
-    "labelPreference": ArgumentKind("labelPreference", NODE_LABEL_PRIORITY, "", ("label", "presence")),
-    "requestedToCapacityRatioArguments": ArgumentKind(
-        "requestedToCapacityRatioArguments", NODE_RESOURCES_FIT, "", ("shape", "resources"), fixed_name=_RTCR_NAME
+    "serviceAffinity": ArgumentKind(
+        "serviceAffinity", ServiceAffinity, ("labels",), lambda a: {"affinityLabels": a.get("labels", [])}, (("affinityLabels", "labels"),)
+    ),
+    "labelsPresence": ArgumentKind(
+        "labelsPresence", NodeLabel, ("labels", "presence"), _labels_presence, (("presentLabels", "labels"), ("absentLabels", "labels"))
     ),
 }
-
-
-#: where a NodeResourcesFit error field from ``rtcr_args`` comes from in the policy argument
-RTCR_FIELD_MAP: Final = (
-    ("scoringStrategy.requestedToCapacityRatio.shape", "shape"),
-    ("scoringStrategy.resources", "resources"),
-)
+ARGUMENT_PRIORITIES: Final[Mapping[str, ArgumentKind]] = {
+    "serviceAntiAffinity": ArgumentKind(
+        "serviceAntiAffinity", ServiceAffinity, ("label",), lambda a: {"antiAffinityLabelsPreference": [a.get("label")]},
+        (("antiAffinityLabelsPreference[0]", "label"), ("antiAffinityLabelsPreference", "label")),
+    ),
+    "labelPreference": ArgumentKind(
+        "labelPreference", NodeLabel, ("label", "presence"), _label_preference,
+        (("presentLabelsPreference[0]", "label"), ("absentLabelsPreference[0]", "label")),
+    ),
+    "requestedToCapacityRatioArguments": ArgumentKind(
+        "requestedToCapacityRatioArguments", NodeResourcesFit, ("shape", "resources"), rtcr_args,
+        (("scoringStrategy.requestedToCapacityRatio.shape", "shape"), ("scoringStrategy.resources", "resources")),
+        fixed_name=RTCR_NAME,
+    ),
+}
 
 
 # ----------------------------------------------------------------------------- providers
@@ -414,20 +383,7 @@ PROVIDERS: Final[Mapping[str, Provider]] = {
 #: profiles and to policies that use any v1.9 name (or no names at all: v1.9's "no predicates"),
 #: not to policies written only with modern plugin names (upstream's modern profiles have no
 #: mandatory filter, and node conditions reach them as taints).
-MANDATORY_PREDICATES: Final = ("CheckNodeCondition",)
-
-
-# ----------------------------------------------------------------------------- look-ups
-
-
-def lookup_predicate(name: str) -> Entry | None:
-    """The predicate entry for ``name`` (case-insensitive), or None."""
-    return _PRED_BY_LOWER.get(name.lower())
-
-
-def lookup_priority(name: str) -> Entry | None:
-    """The priority entry for ``name`` (case-insensitive), or None."""
-    return _PRIO_BY_LOWER.get(name.lower())
+MANDATORY_PREDICATES: Final = (CheckNodeCondition.NAME,)
 
 
 def lookup_provider(name: str) -> Provider | None:
@@ -437,44 +393,111 @@ def lookup_provider(name: str) -> Provider | None:
     return None
 
 
-def all_names() -> list[str]:
-    """Every registered predicate, priority and provider name (sorted, unique)."""
-    return sorted({*PREDICATES, *PRIORITIES, *PROVIDERS})
+# ----------------------------------------------------------------------------- the registry
 
 
-def suggest(name: str, candidates: "list[str] | tuple[str, ...] | None" = None) -> str | None:
-    """The closest registered name to a misspelled ``name`` (difflib, case-insensitive), or None."""
-    pool = list(candidates) if candidates is not None else all_names()
-    if not name or not pool:
-        return None
-    lowered = {c.lower(): c for c in pool}
-    match = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.6)
-    if match:
-        return lowered[match[0]]
-    # a name missing its "Priority"/"Pred" suffix or prefix, e.g. "NodeAffinityPrio"
-    for low, original in lowered.items():
-        if len(name) >= 6 and (low.startswith(name.lower()) or name.lower().startswith(low)):
-            return original
-    return None
+@dataclass(frozen=True, slots=True)
+class Registry:
+    """Plugin name -> class, with where each came from; the v1.9 tables are shared by every registry.
+
+    ``origins`` says "built-in" or the entry point a plugin was loaded from; ``problems`` lists
+    out-of-tree plugins that could not be loaded (reported when a policy names them).
+    """
+
+    plugins: Mapping[str, type[Plugin]]
+    origins: Mapping[str, str] = field(default_factory=dict)
+    problems: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def in_tree(cls) -> Registry:
+        return _IN_TREE
+
+    def extended(self, extra: Iterable[tuple[type[Plugin], str]], problems: Mapping[str, str] | None = None) -> Registry:
+        """This registry plus out-of-tree ``(class, origin)`` pairs; a clashing name is a problem, not a plugin."""
+        plugins = dict(self.plugins)
+        origins = dict(self.origins)
+        found = dict(self.problems)
+        found.update(problems or {})
+        for plugin, origin in extra:
+            name = getattr(plugin, "NAME", None)
+            if not isinstance(plugin, type) or not issubclass(plugin, Plugin) or not isinstance(name, str) or not name:
+                found[str(name or origin)] = f"{origin}: not a kopf_scheduler.framework.Plugin subclass with a NAME"
+                continue
+            clash = _find(plugins, name) or _find(LEGACY_PREDICATES, name) or _find(LEGACY_PRIORITIES, name)
+            if clash is not None:
+                found[name] = f"{origin}: the name {name!r} is already taken by {origins.get(clash, 'a v1.9 name')}"
+                continue
+            plugins[name] = plugin
+            origins[name] = origin
+        return Registry(plugins, origins, found)
+
+    # ---- look-ups, case-insensitive
+
+    def plugin(self, name: str) -> type[Plugin] | None:
+        key = _find(self.plugins, name)
+        return self.plugins[key] if key is not None else None
+
+    def filter_plugin(self, name: str) -> type[Plugin] | None:
+        cls = self.plugin(name)
+        return cls if cls is not None and issubclass(cls, FilterPlugin) else None
+
+    def score_plugin(self, name: str) -> type[Plugin] | None:
+        cls = self.plugin(name)
+        return cls if cls is not None and issubclass(cls, ScorePlugin) else None
+
+    def problem(self, name: str) -> str | None:
+        key = _find(self.problems, name)
+        return self.problems[key] if key is not None else None
+
+    def filter_names(self) -> list[str]:
+        return sorted(n for n, c in self.plugins.items() if issubclass(c, FilterPlugin))
+
+    def score_names(self) -> list[str]:
+        return sorted(n for n, c in self.plugins.items() if issubclass(c, ScorePlugin))
+
+    def out_of_tree(self) -> list[str]:
+        return sorted(n for n, o in self.origins.items() if o != BUILT_IN)
+
+    def predicate_names(self) -> list[str]:
+        """Every name a policy may list under ``predicates``."""
+        return sorted({*LEGACY_PREDICATES, *MANDATORY_PREDICATES, *self.filter_names()})
+
+    def priority_names(self) -> list[str]:
+        """Every name a policy may list under ``priorities``."""
+        return sorted({*LEGACY_PRIORITIES, *self.score_names()})
 
 
-def resolve(target: str) -> type:
-    """Import ``"module:Class"`` from the plugins package (raises ImportError / AttributeError)."""
-    module_name, _, class_name = target.partition(":")
-    module = importlib.import_module(f"{PLUGIN_PACKAGE}.{module_name}")
-    cls = getattr(module, class_name)
-    if not isinstance(cls, type):
-        raise TypeError(f"{target} is not a class")
-    return cls
+BUILT_IN: Final = "built-in"
 
 
-def all_targets() -> list[str]:
-    """Every ``module:Class`` the registry refers to (for the resolution test)."""
-    refs: set[str] = set()
-    for e in (*_PREDICATE_LIST, *_PRIORITY_LIST):
-        refs.update(r.target for r in e.filters)
-        if e.scorer is not None:
-            refs.add(e.scorer.target)
-    for kind in (*ARGUMENT_PREDICATES.values(), *ARGUMENT_PRIORITIES.values()):
-        refs.add(kind.target)
-    return sorted(refs)
+def _find(table: Mapping[str, Any], name: str) -> str | None:
+    if name in table:
+        return name
+    low = name.lower()
+    return next((k for k in table if k.lower() == low), None)
+
+
+def _check_in_tree() -> Registry:
+    plugins: dict[str, type[Plugin]] = {}
+    for cls in IN_TREE:
+        if cls.NAME in plugins:
+            raise RuntimeError(f"two in-tree plugins are named {cls.NAME!r}")
+        plugins[cls.NAME] = cls
+    for entry in _LEGACY_PREDICATE_LIST:
+        if entry.name in plugins:
+            raise RuntimeError(f"v1.9 predicate {entry.name!r} is also a plugin name")
+    return Registry(plugins, dict.fromkeys(plugins, BUILT_IN))
+
+
+_IN_TREE: Final = _check_in_tree()
+
+
+def lookup_legacy_predicate(name: str) -> LegacyPredicate | None:
+    key = _find(LEGACY_PREDICATES, name)
+    return LEGACY_PREDICATES[key] if key is not None else None
+
+
+def lookup_legacy_priority(name: str) -> LegacyPriority | None:
+    key = _find(LEGACY_PRIORITIES, name)
+    return LEGACY_PRIORITIES[key] if key is not None else None
+

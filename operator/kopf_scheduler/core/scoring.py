@@ -12,7 +12,7 @@ Two forms of each scorer: a scalar one over sequences (the reference) and a nump
 ``(R, N)`` int64 arrays (``R`` resources by ``N`` nodes) that returns one int64 score per node.
 They agree exactly, including Go's truncating integer division and float64 rounding.
 
-Also here: the argument shapes the resource plugins share (``ResourceSpec``, the utilization shape)
+Also here: the argument types the resource plugins share (``ResourceSpec``, the utilization shape)
 and their validation, raising ``PluginArgsError`` with the upstream field paths.
 
 Limits: no DRA-backed extended resources; values are assumed to fit int64 after ``* 100``.
@@ -29,7 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .framework import MAX_NODE_SCORE
-from .plugins import PluginArgsError
+from .arguments import PluginArgsError
 from .resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar_resource
 
 if TYPE_CHECKING:
@@ -53,92 +53,69 @@ STRATEGY_TYPES: Final = (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_
 
 @dataclass(frozen=True, slots=True)
 class ResourceSpec:
+    """One resource a scorer looks at, and its weight (upstream ``config.ResourceSpec``)."""
+
     name: str
     weight: int = 1
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise PluginArgsError("name", "must be a non-empty string")
 
 
 DEFAULT_RESOURCES: Final = (ResourceSpec(CPU, 1), ResourceSpec(MEMORY, 1))
 
+
+def check_resources(resources: tuple[ResourceSpec, ...], field: str, *, weight_must_be_one: bool = False, reject_duplicates: bool = False) -> None:
+    """Upstream ``validateResources``: weights 1..100 (BalancedAllocation: exactly 1, no resource twice)."""
+    seen: set[str] = set()
+    for i, spec in enumerate(resources):
+        where = f"{field}[{i}]"
+        if weight_must_be_one:
+            if spec.weight != 1:
+                raise PluginArgsError(f"{where}.weight", "must be 1")
+        elif not MIN_WEIGHT <= spec.weight <= MAX_WEIGHT:
+            raise PluginArgsError(f"{where}.weight", f"resource weight of {spec.name} not in valid range (0, {MAX_WEIGHT}]")
+        if reject_duplicates and spec.name in seen:
+            raise PluginArgsError(f"{where}.name", f"duplicate resource {spec.name!r}")
+        seen.add(spec.name)
+
+
+@dataclass(frozen=True, slots=True)
+class UtilizationShapePoint:
+    """One point of a RequestedToCapacityRatio shape: utilization 0..100 -> score 0..10."""
+
+    utilization: int = 0
+    score: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class RequestedToCapacityRatioParam:
+    """Upstream ``RequestedToCapacityRatioParam``: a broken-linear shape, utilization strictly increasing."""
+
+    shape: tuple[UtilizationShapePoint, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.shape:
+            raise PluginArgsError("shape", "at least one point must be specified")
+        for i, point in enumerate(self.shape):
+            where = f"shape[{i}]"
+            if i > 0 and point.utilization <= self.shape[i - 1].utilization:
+                raise PluginArgsError(f"{where}.utilization", "utilization values must be sorted in increasing order")
+            if not 0 <= point.utilization <= MAX_UTILIZATION:
+                raise PluginArgsError(f"{where}.utilization", f"not in valid range [0, {MAX_UTILIZATION}]")
+            if not 0 <= point.score <= MAX_CUSTOM_PRIORITY_SCORE:
+                raise PluginArgsError(f"{where}.score", f"not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]")
+
+    @property
+    def scaled(self) -> Shape:
+        """(utilization, score) points with scores scaled to 0..MAX_NODE_SCORE, as upstream scores them."""
+        factor = MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE
+        return tuple((p.utilization, p.score * factor) for p in self.shape)
+
+
 #: a broken-linear shape: (utilization 0..100, score 0..MAX_NODE_SCORE) points, utilization increasing
 Shape = tuple[tuple[int, int], ...]
-
-
-# ----------------------------------------------------------------------------- arguments
-
-
-def _int_field(value: Any, field: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise PluginArgsError(field, f"must be an integer, not {value!r}")
-    return value
-
-
-def parse_resource_specs(
-    raw: Any,
-    field: str,
-    *,
-    weight_must_be_one: bool = False,
-    reject_duplicates: bool = False,
-) -> tuple[ResourceSpec, ...]:
-    """``[{name, weight}]`` -> specs. Empty or absent means cpu + memory, weight 1 (upstream defaults).
-
-    A missing weight defaults to 1. NodeResourcesFit accepts weights 1..100; BalancedAllocation
-    (``weight_must_be_one``) only 1, and rejects a resource named twice.
-    """
-    if raw is None or (isinstance(raw, (list, tuple)) and not raw):
-        return DEFAULT_RESOURCES
-    if not isinstance(raw, (list, tuple)):
-        raise PluginArgsError(field, "must be a list of {name, weight}")
-    specs: list[ResourceSpec] = []
-    seen: set[str] = set()
-    for i, item in enumerate(raw):
-        where = f"{field}[{i}]"
-        if not isinstance(item, Mapping):
-            raise PluginArgsError(where, "must be a mapping with name and weight")
-        unknown = set(item) - {"name", "weight"}
-        if unknown:
-            raise PluginArgsError(f"{where}.{sorted(unknown)[0]}", "unknown field")
-        name = item.get("name")
-        if not isinstance(name, str) or not name:
-            raise PluginArgsError(f"{where}.name", "must be a non-empty string")
-        weight = _int_field(item.get("weight", 1), f"{where}.weight")
-        if weight_must_be_one:
-            if weight != 1:
-                raise PluginArgsError(f"{where}.weight", "must be 1")
-        elif not MIN_WEIGHT <= weight <= MAX_WEIGHT:
-            raise PluginArgsError(f"{where}.weight", f"resource weight of {name} not in valid range (0, {MAX_WEIGHT}]")
-        if reject_duplicates and name in seen:
-            raise PluginArgsError(f"{where}.name", f"duplicate resource {name!r}")
-        seen.add(name)
-        specs.append(ResourceSpec(name, weight))
-    return tuple(specs)
-
-
-def parse_shape(raw: Any, field: str) -> Shape:
-    """``[{utilization, score}]`` with utilization strictly increasing in 0..100 and score in 0..10.
-
-    Scores are scaled by ``MAX_NODE_SCORE / MAX_CUSTOM_PRIORITY_SCORE`` (10) as upstream does.
-    """
-    if not isinstance(raw, (list, tuple)) or not raw:
-        raise PluginArgsError(field, "at least one point must be specified")
-    points: list[tuple[int, int]] = []
-    for i, item in enumerate(raw):
-        where = f"{field}[{i}]"
-        if not isinstance(item, Mapping):
-            raise PluginArgsError(where, "must be a mapping with utilization and score")
-        unknown = set(item) - {"utilization", "score"}
-        if unknown:
-            raise PluginArgsError(f"{where}.{sorted(unknown)[0]}", "unknown field")
-        u = _int_field(item.get("utilization", 0), f"{where}.utilization")
-        s = _int_field(item.get("score", 0), f"{where}.score")
-        if i > 0 and u <= points[-1][0]:
-            raise PluginArgsError(f"{where}.utilization", "utilization values must be sorted in increasing order")
-        if not 0 <= u <= MAX_UTILIZATION:
-            raise PluginArgsError(f"{where}.utilization", f"not in valid range [0, {MAX_UTILIZATION}]")
-        if not 0 <= s <= MAX_CUSTOM_PRIORITY_SCORE:
-            raise PluginArgsError(f"{where}.score", f"not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]")
-        points.append((u, s))
-    factor = MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE
-    return tuple((u, s * factor) for u, s in points)
 
 
 # ----------------------------------------------------------------------------- scalar forms

@@ -15,61 +15,65 @@ Limits: no DRA-backed extended resources. No NormalizeScore (upstream has none).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
 from .. import scoring
-from ..framework import SKIP, SUCCESS, CycleState, Status
+from ..framework import SKIP, SUCCESS, CycleState, PreScorePlugin, StateKey, Status, VectorScore
 from ..resources import CPU, MEMORY
-from . import PluginArgsError
 
 if TYPE_CHECKING:
     from ..nodeinfo import NodeInfo
     from ..objects import Pod
     from ..snapshot import NodeTable, Snapshot
 
-NAME: Final = "NodeResourcesBalancedAllocation"
 
-_PRE_SCORE_KEY: Final = "PreScore" + NAME
+@dataclass(frozen=True, slots=True)
+class BalancedAllocationArgs:
+    """Upstream ``NodeResourcesBalancedAllocationArgs``: the resources, each with weight 1."""
+
+    #: an empty list means the default, cpu and memory
+    resources: tuple[scoring.ResourceSpec, ...] = scoring.DEFAULT_RESOURCES
+
+    def __post_init__(self) -> None:
+        if not self.resources:
+            object.__setattr__(self, "resources", scoring.DEFAULT_RESOURCES)
+        scoring.check_resources(self.resources, "resources", weight_must_be_one=True, reject_duplicates=True)
 
 
-class NodeResourcesBalancedAllocation:
+class NodeResourcesBalancedAllocation(PreScorePlugin, VectorScore):
     """Score by how balanced the node's resource use would be with the pod on it."""
 
-    def __init__(self, args: Mapping[str, Any] | None = None, *, name: str | None = None) -> None:
-        self.name = name or NAME
-        args = args or {}
-        if not isinstance(args, Mapping):
-            raise PluginArgsError("", "NodeResourcesBalancedAllocation arguments must be a mapping")
-        unknown = set(args) - {"resources"}
-        if unknown:
-            raise PluginArgsError(sorted(unknown)[0], "unknown field")
-        self.resources = scoring.parse_resource_specs(
-            args.get("resources"), "resources", weight_must_be_one=True, reject_duplicates=True
-        )
-        self._cpu_mem = {r.name for r in self.resources} == {CPU, MEMORY} and len(self.resources) == 2
+    NAME = "NodeResourcesBalancedAllocation"
+    Args = BalancedAllocationArgs
 
-    def _pod_requests(self, pod: "Pod") -> tuple[int, ...]:
+    def __init__(self, args: BalancedAllocationArgs | None = None, *, name: str | None = None) -> None:
+        super().__init__(args, name=name)
+        self.resources: tuple[scoring.ResourceSpec, ...] = self.args.resources
+        self._cpu_mem = {r.name for r in self.resources} == {CPU, MEMORY} and len(self.resources) == 2
+        self._key = StateKey[tuple[int, ...]](f"PreScore{self.name}")
+
+    def _pod_requests(self, pod: Pod) -> tuple[int, ...]:
         return scoring.pod_request_list(pod, self.resources, use_requested=True)
 
-    def pre_score(self, state: CycleState, pod: "Pod", nodes: "list[NodeInfo]", snapshot: "Snapshot") -> Status:
+    def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo], snapshot: Snapshot) -> Status:
         requests = self._pod_requests(pod)
         if not any(requests):
             # Upstream skips best-effort pods so they do not all pile onto one node.
             return SKIP
-        state.write(_PRE_SCORE_KEY, requests)
+        state.write(self._key, requests)
         return SUCCESS
 
-    def _requests(self, state: CycleState, pod: "Pod") -> tuple[int, ...] | None:
-        r = state.read(_PRE_SCORE_KEY)
+    def _requests(self, state: CycleState, pod: Pod) -> tuple[int, ...] | None:
+        r = state.read(self._key)
         if r is None:
             r = self._pod_requests(pod)
         return r if any(r) else None
 
-    def score(self, state: CycleState, pod: "Pod", node: "NodeInfo") -> int:
+    def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
         requests = self._requests(state, pod)
         if requests is None:
             return 0
@@ -77,7 +81,7 @@ class NodeResourcesBalancedAllocation:
         return scoring.balanced_allocation(requested, allocatable)
 
     def score_nodes(
-        self, state: CycleState, pod: "Pod", table: "NodeTable", index: npt.NDArray[np.intp]
+        self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]
     ) -> npt.NDArray[np.int64]:
         requests = self._requests(state, pod)
         if requests is None:

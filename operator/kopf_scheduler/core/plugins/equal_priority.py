@@ -21,7 +21,7 @@ import numpy.typing as npt
 from ..framework import CycleState
 from ..nodeinfo import NodeInfo
 from ..objects import Pod
-from . import PluginArgsError
+from ..arguments import PluginArgsError
 
 if TYPE_CHECKING:
     from ..snapshot import NodeTable

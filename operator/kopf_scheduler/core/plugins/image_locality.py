@@ -31,7 +31,7 @@ from .. import framework
 from ..framework import MAX_NODE_SCORE, CycleState, Status
 from ..nodeinfo import NodeInfo
 from ..objects import Node, Pod
-from . import PluginArgsError
+from ..arguments import PluginArgsError
 
 if TYPE_CHECKING:
     from ..snapshot import NodeTable, Snapshot

@@ -47,7 +47,7 @@ from ..framework import MAX_NODE_SCORE, CycleState, Status
 from ..nodeinfo import NodeInfo
 from ..objects import LabelSelector, Pod, PodAffinityTerm
 from ..snapshot import NodeTable, Snapshot
-from . import PluginArgsError
+from ..arguments import PluginArgsError
 
 NAME: Final = "InterPodAffinity"
 #: v1.9 Policy names: the predicate and the priority.

@@ -46,7 +46,7 @@ from ..objects import (
     PreferredSchedulingTerm,
     parse_affinity,
 )
-from . import PluginArgsError
+from ..arguments import PluginArgsError
 
 if TYPE_CHECKING:
     from ..snapshot import NodeTable, Snapshot

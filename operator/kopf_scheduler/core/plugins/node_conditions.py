@@ -32,7 +32,7 @@ from .. import framework
 from ..framework import CycleState, Status
 from ..nodeinfo import NodeInfo
 from ..objects import NO_EXECUTE, Node, Pod, Taint, Toleration, tolerates_all
-from . import PluginArgsError
+from ..arguments import PluginArgsError
 
 if TYPE_CHECKING:
     from ..snapshot import NodeTable, Snapshot

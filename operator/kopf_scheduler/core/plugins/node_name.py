@@ -10,24 +10,18 @@ Upstream has no PreFilter. Ours returns SKIP for a pod without nodeName, which i
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Final
+from typing import TYPE_CHECKING, Final
 
 import numpy as np
 import numpy.typing as npt
 
 from .. import framework
-from ..framework import CycleState, Status
+from ..framework import CycleState, PreFilterPlugin, Status, VectorFilter
 from ..nodeinfo import NodeInfo
 from ..objects import Pod
-from . import PluginArgsError
 
 if TYPE_CHECKING:
     from ..snapshot import NodeTable, Snapshot
-
-NAME: Final = "NodeName"
-#: v1.9 Policy names of the same check.
-FILTER_ALIASES: Final = ("HostName", "PodFitsHost")
 
 ERR_REASON: Final = "node(s) didn't match the requested node name"
 
@@ -39,13 +33,8 @@ def fits(pod: Pod, node_info: NodeInfo) -> Status:
     return framework.unresolvable(ERR_REASON)
 
 
-class NodeName:
-    NAME: ClassVar[str] = NAME
-
-    def __init__(self, args: Mapping[str, Any] | None = None, *, name: str | None = None) -> None:
-        for key in args or {}:
-            raise PluginArgsError(str(key), "NodeName takes no arguments")
-        self.name = name or NAME
+class NodeName(PreFilterPlugin, VectorFilter):
+    NAME = "NodeName"
 
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: "Snapshot") -> Status:
         return framework.SUCCESS if pod.node_name else framework.SKIP

@@ -27,7 +27,7 @@ from .. import framework
 from ..framework import MAX_NODE_SCORE, CycleState, Status
 from ..nodeinfo import NodeInfo
 from ..objects import ANNOTATION_PREFER_AVOID_PODS, Node, Pod
-from . import PluginArgsError
+from ..arguments import PluginArgsError
 
 if TYPE_CHECKING:
     from ..snapshot import NodeTable, Snapshot

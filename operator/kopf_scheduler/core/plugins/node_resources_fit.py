@@ -20,24 +20,32 @@ Neither pre-filter nor pre-score skips: the pod count always matters, and the sc
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final, Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from .. import scoring
-from ..framework import SUCCESS, CycleState, Status, unresolvable, unschedulable
+from ..arguments import PluginArgsError
+from ..framework import (
+    SUCCESS,
+    CycleState,
+    PreFilterPlugin,
+    PreScorePlugin,
+    StateKey,
+    Status,
+    VectorFilter,
+    VectorScore,
+    unresolvable,
+    unschedulable,
+)
 from ..resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Resources
-from . import PluginArgsError
 
 if TYPE_CHECKING:
     from ..nodeinfo import NodeInfo
     from ..objects import Pod
     from ..snapshot import NodeTable, Snapshot
-
-NAME: Final = "NodeResourcesFit"
 
 REASON_TOO_MANY_PODS: Final = "Too many pods"
 REASON_INSUFFICIENT_CPU: Final = "Insufficient cpu"
@@ -45,11 +53,6 @@ REASON_INSUFFICIENT_MEMORY: Final = "Insufficient memory"
 REASON_INSUFFICIENT_EPHEMERAL_STORAGE: Final = "Insufficient ephemeral-storage"
 #: the reason for any other resource: ``INSUFFICIENT_FORMAT.format(name)``
 INSUFFICIENT_FORMAT: Final = "Insufficient {}"
-
-_PRE_FILTER_KEY: Final = "PreFilter" + NAME
-_PRE_SCORE_KEY: Final = "PreScore" + NAME
-_ARG_KEYS: Final = frozenset({"ignoredResources", "ignoredResourceGroups", "scoringStrategy"})
-_STRATEGY_KEYS: Final = frozenset({"type", "resources", "requestedToCapacityRatio"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +75,7 @@ def is_extended_resource(name: str) -> bool:
 
 def insufficient_resources(
     request: Resources,
-    node_info: "NodeInfo",
+    node_info: NodeInfo,
     ignored_resources: frozenset[str] = frozenset(),
     ignored_groups: frozenset[str] = frozenset(),
 ) -> list[InsufficientResource]:
@@ -105,7 +108,7 @@ def insufficient_resources(
     return out
 
 
-def fits(pod: "Pod", node_info: "NodeInfo") -> list[str]:
+def fits(pod: Pod, node_info: NodeInfo) -> list[str]:
     """Names of the resources (``pods`` included) the node lacks for ``pod``; empty when it fits.
 
     Like upstream ``Fits``: no ignored resources. For preemption and tests.
@@ -122,88 +125,83 @@ def _status_of(shortfalls: list[InsufficientResource]) -> Status:
 
 @dataclass(frozen=True, slots=True)
 class ScoringStrategy:
-    type: str
-    resources: tuple[scoring.ResourceSpec, ...]
-    shape: scoring.Shape = ()
+    """Upstream ``ScoringStrategy``: how NodeResourcesFit scores, over which resources."""
+
+    type: Literal["LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"] = "LeastAllocated"
+    #: an empty list means the default, cpu and memory with weight 1
+    resources: tuple[scoring.ResourceSpec, ...] = scoring.DEFAULT_RESOURCES
+    requested_to_capacity_ratio: scoring.RequestedToCapacityRatioParam | None = None
+
+    def __post_init__(self) -> None:
+        if not self.resources:
+            object.__setattr__(self, "resources", scoring.DEFAULT_RESOURCES)
+        scoring.check_resources(self.resources, "resources")
+        if self.type == scoring.REQUESTED_TO_CAPACITY_RATIO and self.requested_to_capacity_ratio is None:
+            raise PluginArgsError("requestedToCapacityRatio", "required for type RequestedToCapacityRatio")
 
 
-def parse_args(args: Mapping[str, Any] | None) -> tuple[frozenset[str], frozenset[str], ScoringStrategy]:
-    """Validated ``NodeResourcesFitArgs``: (ignoredResources, ignoredResourceGroups, strategy)."""
-    args = args or {}
-    if not isinstance(args, Mapping):
-        raise PluginArgsError("", "NodeResourcesFit arguments must be a mapping")
-    unknown = set(args) - _ARG_KEYS
-    if unknown:
-        raise PluginArgsError(sorted(unknown)[0], "unknown field")
+@dataclass(frozen=True, slots=True)
+class NodeResourcesFitArgs:
+    """Upstream ``NodeResourcesFitArgs``."""
 
-    def names(key: str) -> frozenset[str]:
-        raw = args.get(key) or []
-        if not isinstance(raw, (list, tuple)) or not all(isinstance(x, str) and x for x in raw):
-            raise PluginArgsError(key, "must be a list of non-empty strings")
-        return frozenset(raw)
+    #: extended resources the filter does not check
+    ignored_resources: tuple[str, ...] = ()
+    #: extended-resource domains (the part before "/") the filter does not check
+    ignored_resource_groups: tuple[str, ...] = ()
+    scoring_strategy: ScoringStrategy = ScoringStrategy()
 
-    ignored = names("ignoredResources")
-    groups = names("ignoredResourceGroups")
-    for i, g in enumerate(args.get("ignoredResourceGroups") or []):
-        if "/" in g:
-            raise PluginArgsError(f"ignoredResourceGroups[{i}]", "resource group name can't contain '/'")
-
-    raw = args.get("scoringStrategy")
-    if raw is None:
-        return ignored, groups, ScoringStrategy(scoring.LEAST_ALLOCATED, scoring.DEFAULT_RESOURCES)
-    if not isinstance(raw, Mapping):
-        raise PluginArgsError("scoringStrategy", "must be a mapping")
-    unknown = set(raw) - _STRATEGY_KEYS
-    if unknown:
-        raise PluginArgsError(f"scoringStrategy.{sorted(unknown)[0]}", "unknown field")
-    kind = raw.get("type", scoring.LEAST_ALLOCATED)
-    if kind not in scoring.STRATEGY_TYPES:
-        raise PluginArgsError("scoringStrategy.type", f"unsupported value {kind!r}: supported {', '.join(scoring.STRATEGY_TYPES)}")
-    resources = scoring.parse_resource_specs(raw.get("resources"), "scoringStrategy.resources")
-    shape: scoring.Shape = ()
-    if kind == scoring.REQUESTED_TO_CAPACITY_RATIO:
-        rtcr = raw.get("requestedToCapacityRatio")
-        if not isinstance(rtcr, Mapping):
-            raise PluginArgsError("scoringStrategy.requestedToCapacityRatio", "required for type RequestedToCapacityRatio")
-        unknown = set(rtcr) - {"shape"}
-        if unknown:
-            raise PluginArgsError(f"scoringStrategy.requestedToCapacityRatio.{sorted(unknown)[0]}", "unknown field")
-        shape = scoring.parse_shape(rtcr.get("shape"), "scoringStrategy.requestedToCapacityRatio.shape")
-    return ignored, groups, ScoringStrategy(kind, resources, shape)
+    def __post_init__(self) -> None:
+        for i, group in enumerate(self.ignored_resource_groups):
+            if "/" in group:
+                raise PluginArgsError(f"ignoredResourceGroups[{i}]", "resource group name can't contain '/'")
+        for key, names in (("ignoredResources", self.ignored_resources), ("ignoredResourceGroups", self.ignored_resource_groups)):
+            for i, name in enumerate(names):
+                if not name:
+                    raise PluginArgsError(f"{key}[{i}]", "must be a non-empty string")
 
 
-class NodeResourcesFit:
+class NodeResourcesFit(PreFilterPlugin, VectorFilter, PreScorePlugin, VectorScore):
     """Filter on requests vs allocatable; score by the configured allocation strategy."""
 
-    def __init__(self, args: Mapping[str, Any] | None = None, *, name: str | None = None) -> None:
-        self.name = name or NAME
-        self.ignored_resources, self.ignored_resource_groups, self.strategy = parse_args(args)
+    NAME = "NodeResourcesFit"
+    Args = NodeResourcesFitArgs
+
+    def __init__(self, args: NodeResourcesFitArgs | None = None, *, name: str | None = None) -> None:
+        super().__init__(args, name=name)
+        self.args: NodeResourcesFitArgs
+        self.ignored_resources = frozenset(self.args.ignored_resources)
+        self.ignored_resource_groups = frozenset(self.args.ignored_resource_groups)
+        self.strategy = self.args.scoring_strategy
         self._weights = tuple(s.weight for s in self.strategy.resources)
-        self._shape_table = scoring.shape_table(self.strategy.shape) if self.strategy.shape else None
+        rtcr = self.strategy.requested_to_capacity_ratio
+        self._shape: scoring.Shape = rtcr.scaled if rtcr is not None else ()
+        self._shape_table = scoring.shape_table(self._shape) if self._shape else None
         # (cpu weight, memory weight) when the strategy scores exactly cpu and memory: the fast path
         by_name = {r.name: r.weight for r in self.strategy.resources}
         self._cpu_mem_weights: tuple[int, int] | None = None
         if len(self.strategy.resources) == 2 and set(by_name) == {CPU, MEMORY}:
             self._cpu_mem_weights = (by_name[CPU], by_name[MEMORY])
+        self._filter_key = StateKey[Resources](f"PreFilter{self.name}")
+        self._score_key = StateKey[tuple[int, ...]](f"PreScore{self.name}")
 
     # ------------------------------------------------------------------ filter
 
-    def pre_filter(self, state: CycleState, pod: "Pod", snapshot: "Snapshot") -> Status:
-        state.write(_PRE_FILTER_KEY, pod.requests)
+    def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
+        state.write(self._filter_key, pod.requests)
         return SUCCESS
 
-    def _request(self, state: CycleState, pod: "Pod") -> Resources:
-        r = state.read(_PRE_FILTER_KEY)
+    def _request(self, state: CycleState, pod: Pod) -> Resources:
+        r = state.read(self._filter_key)
         return r if r is not None else pod.requests
 
-    def filter(self, state: CycleState, pod: "Pod", node: "NodeInfo") -> Status:
+    def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
         shortfalls = insufficient_resources(
             self._request(state, pod), node, self.ignored_resources, self.ignored_resource_groups
         )
         return _status_of(shortfalls) if shortfalls else SUCCESS
 
     def filter_nodes(
-        self, state: CycleState, pod: "Pod", table: "NodeTable", index: npt.NDArray[np.intp]
+        self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]
     ) -> npt.NDArray[np.bool_]:
         r = self._request(state, pod)
         # Work on whole columns and gather once: cheaper than gathering every column first.
@@ -227,16 +225,16 @@ class NodeResourcesFit:
 
     # ------------------------------------------------------------------ score
 
-    def pre_score(self, state: CycleState, pod: "Pod", nodes: "list[NodeInfo]", snapshot: "Snapshot") -> Status:
+    def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo], snapshot: Snapshot) -> Status:
         # No SKIP: upstream never skips, and the score differs between nodes for any pod.
-        state.write(_PRE_SCORE_KEY, scoring.pod_request_list(pod, self.strategy.resources, use_requested=False))
+        state.write(self._score_key, scoring.pod_request_list(pod, self.strategy.resources, use_requested=False))
         return SUCCESS
 
-    def _pod_requests(self, state: CycleState, pod: "Pod") -> tuple[int, ...]:
-        r = state.read(_PRE_SCORE_KEY)
+    def _pod_requests(self, state: CycleState, pod: Pod) -> tuple[int, ...]:
+        r = state.read(self._score_key)
         return r if r is not None else scoring.pod_request_list(pod, self.strategy.resources, use_requested=False)
 
-    def score(self, state: CycleState, pod: "Pod", node: "NodeInfo") -> int:
+    def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
         requested, allocatable = scoring.node_vectors(
             self.strategy.resources, self._pod_requests(state, pod), node, use_requested=False
         )
@@ -245,10 +243,10 @@ class NodeResourcesFit:
             return scoring.least_allocated(requested, allocatable, self._weights)
         if kind == scoring.MOST_ALLOCATED:
             return scoring.most_allocated(requested, allocatable, self._weights)
-        return scoring.requested_to_capacity_ratio(requested, allocatable, self._weights, self.strategy.shape)
+        return scoring.requested_to_capacity_ratio(requested, allocatable, self._weights, self._shape)
 
     def score_nodes(
-        self, state: CycleState, pod: "Pod", table: "NodeTable", index: npt.NDArray[np.intp]
+        self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]
     ) -> npt.NDArray[np.int64]:
         pod_requests = self._pod_requests(state, pod)
         kind = self.strategy.type

@@ -23,7 +23,7 @@ from .. import framework
 from ..framework import CycleState, Status
 from ..nodeinfo import NodeInfo
 from ..objects import NO_SCHEDULE, TAINT_NODE_UNSCHEDULABLE, Pod, Taint, tolerates_all
-from . import PluginArgsError
+from ..arguments import PluginArgsError
 
 if TYPE_CHECKING:
     from ..snapshot import NodeTable, Snapshot

@@ -49,7 +49,7 @@ from .. import framework
 from ..framework import CycleState, Status
 from ..nodeinfo import NodeInfo
 from ..objects import Pod, Volume
-from . import PluginArgsError
+from ..arguments import PluginArgsError
 
 if TYPE_CHECKING:
     from ..snapshot import ClusterObjects, NodeTable, Snapshot

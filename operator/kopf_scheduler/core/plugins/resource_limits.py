@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..framework import SKIP, SUCCESS, CycleState, Status
-from . import PluginArgsError
+from ..arguments import PluginArgsError
 
 if TYPE_CHECKING:
     from ..nodeinfo import NodeInfo

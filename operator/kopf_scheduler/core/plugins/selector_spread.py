@@ -40,7 +40,7 @@ from ..framework import MAX_NODE_SCORE, CycleState, Status
 from ..nodeinfo import NodeInfo
 from ..objects import LabelSelector, Pod, zone_key
 from ..snapshot import NodeTable, Snapshot
-from . import PluginArgsError
+from ..arguments import PluginArgsError
 
 NAME: Final = "SelectorSpread"
 #: v1.9 Policy name of the same priority.

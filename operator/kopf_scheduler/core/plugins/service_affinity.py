@@ -39,7 +39,7 @@ from ..framework import MAX_NODE_SCORE, CycleState, Status
 from ..nodeinfo import NodeInfo
 from ..objects import Pod
 from ..snapshot import NodeTable, Snapshot
-from . import PluginArgsError
+from ..arguments import PluginArgsError
 
 NAME: Final = "ServiceAffinity"
 ERR_REASON: Final = "node(s) didn't match service affinity"

@@ -21,25 +21,30 @@ Vector forms evaluate the pod's tolerations once per distinct taint tuple
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Final
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
 
 import numpy as np
 import numpy.typing as npt
 
 from .. import framework
-from ..framework import CycleState, Status
+from ..arguments import NoArgs
+from ..framework import (
+    CycleState,
+    NormalizeScorePlugin,
+    PreFilterPlugin,
+    PreScorePlugin,
+    StateKey,
+    Status,
+    VectorFilter,
+    VectorScore,
+)
 from ..nodeinfo import NodeInfo
 from ..objects import NO_EXECUTE, NO_SCHEDULE, PREFER_NO_SCHEDULE, Pod, Taint, Toleration, tolerates_all
-from . import PluginArgsError
 
 if TYPE_CHECKING:
     from ..snapshot import NodeTable, Snapshot
-
-NAME: Final = "TaintToleration"
-#: v1.9 Policy names: the predicate and the priority.
-FILTER_ALIAS: Final = "PodToleratesNodeTaints"
-SCORE_ALIAS: Final = "TaintTolerationPriority"
 
 #: ``ERR_REASON_UNTOLERATED.format(key=..., value=...)``; upstream ``fmt.Sprintf("... {%s: %s}")``.
 ERR_REASON_UNTOLERATED: Final = "node(s) had untolerated taint {{{key}: {value}}}"
@@ -83,69 +88,85 @@ def fits(pod: Pod, node_info: NodeInfo) -> Status:
     return framework.SUCCESS if taint is None else framework.unresolvable(untolerated_reason(taint))
 
 
-class TaintToleration:
-    NAME: ClassVar[str] = NAME
+@dataclass(frozen=True, slots=True)
+class _FilterState:
+    """Per distinct taint tuple of ``table``: does the pod pass it."""
 
-    def __init__(self, args: Mapping[str, Any] | None = None, *, name: str | None = None) -> None:
-        for key in args or {}:
-            raise PluginArgsError(str(key), "TaintToleration takes no arguments")
-        self.name = name or NAME
-        self._filter_key = f"PreFilter{self.name}"
-        self._score_key = f"PreScore{self.name}"
+    table: NodeTable
+    passes: BoolArray
+
+
+@dataclass(frozen=True, slots=True)
+class _ScoreState:
+    """Per distinct taint tuple of ``table``: the untolerated PreferNoSchedule count."""
+
+    table: NodeTable
+    counts: IntArray
+    tolerations: tuple[Toleration, ...]
+
+
+class TaintToleration(PreFilterPlugin, VectorFilter, PreScorePlugin, VectorScore, NormalizeScorePlugin):
+    NAME = "TaintToleration"
+
+    def __init__(self, args: NoArgs | None = None, *, name: str | None = None) -> None:
+        super().__init__(args, name=name)
+        self._filter_key = StateKey[_FilterState](f"PreFilter{self.name}")
+        self._score_key = StateKey[_ScoreState](f"PreScore{self.name}")
 
     # ---- filter
 
     @staticmethod
-    def _filter_lut(pod: Pod, table: "NodeTable") -> BoolArray:
+    def _filter_lut(pod: Pod, table: NodeTable) -> BoolArray:
         """Per distinct taint tuple: does the pod pass it."""
         _, sets = table.taint_sets()
         tol = pod.tolerations
         return np.fromiter((find_untolerated(s, tol) is None for s in sets), dtype=np.bool_, count=len(sets))
 
-    def pre_filter(self, state: CycleState, pod: Pod, snapshot: "Snapshot") -> Status:
+    def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
         table = snapshot.table
         lut = self._filter_lut(pod, table)
         if lut.all() and table.has_node.all():
             return framework.SKIP
-        state.write(self._filter_key, (table, lut))
+        state.write(self._filter_key, _FilterState(table, lut))
         return framework.SUCCESS
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
         return fits(pod, node)
 
-    def filter_nodes(self, state: CycleState, pod: Pod, table: "NodeTable", index: npt.NDArray[np.intp]) -> BoolArray:
+    def filter_nodes(self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]) -> BoolArray:
         cached = state.read(self._filter_key)
-        lut = cached[1] if cached is not None and cached[0] is table else self._filter_lut(pod, table)
+        lut = cached.passes if cached is not None and cached.table is table else self._filter_lut(pod, table)
         ids, _ = table.taint_sets()
-        return lut[ids[index]] & table.has_node[index]
+        result: BoolArray = lut[ids[index]] & table.has_node[index]
+        return result
 
     # ---- score
 
     @staticmethod
-    def _score_lut(pod: Pod, table: "NodeTable") -> IntArray:
+    def _score_lut(pod: Pod, table: NodeTable) -> IntArray:
         _, sets = table.taint_sets()
         tol = prefer_no_schedule_tolerations(pod.tolerations)
         return np.fromiter((count_intolerable_prefer_no_schedule(s, tol) for s in sets), dtype=np.int64, count=len(sets))
 
-    def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo], snapshot: "Snapshot") -> Status:
+    def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo], snapshot: Snapshot) -> Status:
         table = snapshot.table
         lut = self._score_lut(pod, table)
         if not lut.any():
             # every node counts 0 -> all 100 after the reversed normalisation: a constant
             return framework.SKIP
-        state.write(self._score_key, (table, lut, prefer_no_schedule_tolerations(pod.tolerations)))
+        state.write(self._score_key, _ScoreState(table, lut, prefer_no_schedule_tolerations(pod.tolerations)))
         return framework.SUCCESS
 
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
         if node.node is None:
             return 0
         cached = state.read(self._score_key)
-        tol = cached[2] if cached is not None else prefer_no_schedule_tolerations(pod.tolerations)
+        tol = cached.tolerations if cached is not None else prefer_no_schedule_tolerations(pod.tolerations)
         return count_intolerable_prefer_no_schedule(node.node.taints, tol)
 
-    def score_nodes(self, state: CycleState, pod: Pod, table: "NodeTable", index: npt.NDArray[np.intp]) -> IntArray:
+    def score_nodes(self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]) -> IntArray:
         cached = state.read(self._score_key)
-        lut = cached[1] if cached is not None and cached[0] is table else self._score_lut(pod, table)
+        lut = cached.counts if cached is not None and cached.table is table else self._score_lut(pod, table)
         ids, _ = table.taint_sets()
         return np.asarray(lut[ids[index]], dtype=np.int64)
 

@@ -52,7 +52,7 @@ from .. import framework
 from ..framework import CycleState, Status
 from ..nodeinfo import NodeInfo
 from ..objects import NodeSelectorTerm, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass
-from . import PluginArgsError
+from ..arguments import PluginArgsError
 
 if TYPE_CHECKING:
     from ..snapshot import ClusterObjects, NodeTable, Snapshot

@@ -38,7 +38,7 @@ from .. import framework
 from ..framework import CycleState, Status
 from ..nodeinfo import NodeInfo
 from ..objects import PersistentVolumeClaim, Pod, Volume
-from . import PluginArgsError
+from ..arguments import PluginArgsError
 
 if TYPE_CHECKING:
     from ..snapshot import NodeTable, Snapshot

@@ -37,7 +37,7 @@ from .. import framework
 from ..framework import CycleState, Status
 from ..nodeinfo import NodeInfo
 from ..objects import LABEL_REGION, LABEL_REGION_BETA, LABEL_ZONE, LABEL_ZONE_BETA, Node, Pod
-from . import PluginArgsError
+from ..arguments import PluginArgsError
 
 if TYPE_CHECKING:
     from ..snapshot import ClusterObjects, NodeTable, Snapshot
