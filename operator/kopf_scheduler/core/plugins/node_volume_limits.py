@@ -21,8 +21,8 @@ unique volume IDs of one type (EBS ``volumeID``, GCE ``pdName``, Azure ``diskNam
 pod's inline volumes and the PVs bound to its claims; a claim that is missing, unbound or bound to
 a missing PV counts as one volume keyed by the claim. Fails when ``existing + new-not-on-node >
 maxVolumes`` (``EBSLimitsArgs`` / ``GCEPDLimitsArgs`` / ``AzureDiskLimitsArgs``, defaults 39 / 16 /
-16). ``KUBE_MAX_PD_VOLS`` is not read here: the caller passes its value as the ``maxVolumes``
-argument (a positive integer).
+16). v1.9's ``KUBE_MAX_PD_VOLS`` environment override is not read (the core reads no
+environment): a policy lists the plugin by name (``EBSLimits``...) with ``argument: {maxVolumes: N}``.
 
 All four return SKIP from PreFilter when the pod brings no volume that would count (no volumes,
 no claims, or claims that resolve to nothing countable), which is exactly when Filter would pass
