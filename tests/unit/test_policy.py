@@ -331,6 +331,7 @@ def test_requested_to_capacity_ratio_argument() -> None:
         pytest.param({"labelsPresence": {"labels": ["a"], "presense": True}}, "spec.predicates[0].argument.labelsPresence.presense", "did you mean 'presence'?", id="typo field"),
         pytest.param({"labelsPresence": ["a"]}, "spec.predicates[0].argument.labelsPresence", "must be an object", id="not object"),
         pytest.param({"labelsPresence": {"labels": "ssd"}}, "spec.predicates[0].argument.labelsPresence.labels", "must be a list", id="plugin rejects"),
+        pytest.param({"labelsPresence": {"labels": ["ssd"], "presence": "yes"}}, "spec.predicates[0].argument.labelsPresence.presence", "must be a boolean, not 'yes'", id="presence not a boolean"),
     ],
 )
 def test_bad_predicate_arguments(argument: Any, path: str, fragment: str) -> None:
