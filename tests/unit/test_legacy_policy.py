@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import policy_fakes
 import pytest
 import yaml
 
@@ -15,11 +14,6 @@ from kopf_scheduler.core.policy import FieldError, validate_policy
 from kopf_scheduler.core.profile import Profile
 
 FIXTURE = Path(__file__).parent / "fixtures" / "legacy" / "openshift-scheduler.json"
-
-
-@pytest.fixture
-def fakes(monkeypatch: pytest.MonkeyPatch) -> None:
-    policy_fakes.install(monkeypatch)
 
 
 def imported(doc: Any, **kw: Any) -> dict[str, Any]:
@@ -35,7 +29,7 @@ def import_errors(doc: Any) -> dict[str, str]:
     return {e.path: e.message for e in result}
 
 
-def test_openshift_scheduler_json(fakes: None) -> None:
+def test_openshift_scheduler_json() -> None:
     spec = imported(FIXTURE.read_text(), scheduler_name="openshift")
     assert spec["schedulerName"] == "openshift"
     assert spec["predicates"][-1] == {"name": "Region", "argument": {"serviceAffinity": {"labels": ["region"]}}}
@@ -56,7 +50,7 @@ def test_openshift_scheduler_json(fakes: None) -> None:
     assert ipa.args["hardPodAffinityWeight"] == 10
 
 
-def test_round_trip_spec_is_stable(fakes: None) -> None:
+def test_round_trip_spec_is_stable() -> None:
     """import -> manifest -> YAML -> spec -> validate gives the same profile; normalised specs are fixed points."""
     spec = imported(json.loads(FIXTURE.read_text()))
     manifest = to_manifest(spec, name="openshift")
@@ -69,22 +63,22 @@ def test_round_trip_spec_is_stable(fakes: None) -> None:
     assert isinstance(c, Profile) and c.spec == a.spec
 
 
-def test_configmap_wrapper(fakes: None) -> None:
+def test_configmap_wrapper() -> None:
     cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "scheduler-policy", "namespace": "kube-system"},
           "data": {"policy.cfg": FIXTURE.read_text()}}  # fmt: skip
     assert imported(cm) == imported(FIXTURE.read_text())
 
 
-def test_configmap_errors_point_inside_policy_cfg(fakes: None) -> None:
+def test_configmap_errors_point_inside_policy_cfg() -> None:
     cm = {"kind": "ConfigMap", "data": {"policy.cfg": json.dumps({"kind": "Policy", "predicates": [{"name": "PodFitResources"}]})}}
     assert import_errors(cm) == {"data[policy.cfg].predicates[0].name": "unknown predicate 'PodFitResources'; did you mean 'PodFitsResources'?"}
 
 
-def test_configmap_without_policy_cfg(fakes: None) -> None:
+def test_configmap_without_policy_cfg() -> None:
     assert import_errors({"kind": "ConfigMap", "data": {"other": "x"}}) == {"data": "the ConfigMap has no 'policy.cfg' key"}
 
 
-def test_yaml_text(fakes: None) -> None:
+def test_yaml_text() -> None:
     text = "kind: Policy\napiVersion: v1\npredicates:\n- name: PodFitsResources\npriorities:\n- name: LeastRequestedPriority\n  weight: 2\n"
     assert imported(text) == {"schedulerName": "default-scheduler", "predicates": [{"name": "PodFitsResources"}],
                               "priorities": [{"name": "LeastRequestedPriority", "weight": 2}]}  # fmt: skip
@@ -102,7 +96,7 @@ def test_yaml_text(fakes: None) -> None:
         pytest.param({"urlPrefix": "u", "tlsConfig": {"Insecure": True}}, {"urlPrefix": "u", "tlsConfig": {"insecure": True}}, id="tls"),
     ],
 )
-def test_extender_keys(fakes: None, extender: dict[str, Any], expected: dict[str, Any]) -> None:
+def test_extender_keys(extender: dict[str, Any], expected: dict[str, Any]) -> None:
     spec = imported({"kind": "Policy", "apiVersion": "v1", "predicates": [], "extenders": [extender]})
     assert spec["extenders"] == [expected]
 
@@ -120,21 +114,21 @@ def test_extender_keys(fakes: None, extender: dict[str, Any], expected: dict[str
         pytest.param({"kind": "Policy", "predicates": [{"name": "Custom1"}]}, "predicates[0].name", "unknown predicate 'Custom1' (a custom predicate needs argument.serviceAffinity or argument.labelsPresence)", id="custom without argument"),
     ],
 )
-def test_import_errors(fakes: None, doc: dict[str, Any], path: str, message: str) -> None:
+def test_import_errors(doc: dict[str, Any], path: str, message: str) -> None:
     assert import_errors(doc)[path] == message
 
 
-def test_requested_to_capacity_ratio_arguments(fakes: None) -> None:
+def test_requested_to_capacity_ratio_arguments() -> None:
     shape = [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]
     doc = {"kind": "Policy", "priorities": [{"name": "Ratio", "weight": 2, "argument": {"requestedToCapacityRatioArguments": {"shape": shape}}}]}
     spec = imported(doc)
     assert spec["priorities"] == [{"name": "Ratio", "weight": 2, "argument": {"requestedToCapacityRatioArguments": {"shape": shape}}}]
 
 
-def test_requested_to_capacity_ratio_error_paths(fakes: None) -> None:
-    shape = [{"utilization": 0, "score": policy_fakes.BAD}]
+def test_requested_to_capacity_ratio_error_paths() -> None:
+    shape = [{"utilization": 0, "score": 11}]
     doc = {"kind": "Policy", "priorities": [{"name": "Ratio", "weight": 2, "argument": {"requestedToCapacityRatioArguments": {"shape": shape}}}]}
-    assert import_errors(doc) == {"priorities[0].argument.requestedToCapacityRatioArguments.shape[0].score": "is BAD"}
+    assert import_errors(doc) == {"priorities[0].argument.requestedToCapacityRatioArguments.shape[0].score": "not in valid range [0, 10]"}
 
 
 def test_not_json_or_yaml() -> None:
@@ -142,12 +136,12 @@ def test_not_json_or_yaml() -> None:
     assert list(errs) == [""] and "not valid JSON or YAML" in errs[""]
 
 
-def test_zero_hard_pod_affinity_weight_means_unset(fakes: None) -> None:
+def test_zero_hard_pod_affinity_weight_means_unset() -> None:
     spec = imported({"kind": "Policy", "hardPodAffinitySymmetricWeight": 0})
     assert "hardPodAffinitySymmetricWeight" not in spec
 
 
-def test_policy_without_lists_uses_default_provider(fakes: None) -> None:
+def test_policy_without_lists_uses_default_provider() -> None:
     spec = imported({"kind": "Policy", "apiVersion": "v1"})
     p = validate_policy(spec)
     assert isinstance(p, Profile) and p.source == "DefaultProvider"
@@ -169,12 +163,12 @@ POLICIES = Path(__file__).parents[2] / "deploy" / "policies"
 
 
 @pytest.mark.parametrize("path", sorted(p.name for p in POLICIES.glob("*.yaml") if p.name != "kustomization.yaml"))
-def test_example_policies_validate(fakes: None, path: str) -> None:
+def test_example_policies_validate(path: str) -> None:
     manifest = yaml.safe_load((POLICIES / path).read_text())
     assert isinstance(validate_policy(manifest["spec"]), Profile)
 
 
-def test_legacy_imported_example_is_the_import_of_its_policy_file(fakes: None) -> None:
+def test_legacy_imported_example_is_the_import_of_its_policy_file() -> None:
     text = (POLICIES / "legacy-imported.yaml").read_text()
     lines = text.splitlines()
     start = next(i for i, line in enumerate(lines) if line.rstrip().endswith("was:")) + 2

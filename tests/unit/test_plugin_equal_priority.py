@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from builders import make_node, make_pod, node_info
 
-from kopf_scheduler.core.framework import CycleState
 from kopf_scheduler.core.arguments import PluginArgsError
-from kopf_scheduler.core.plugins.equal_priority import NAME, EqualPriority
+from kopf_scheduler.core.framework import CycleState, VectorScore
+from kopf_scheduler.core.plugins.equal_priority import EqualPriority
 from kopf_scheduler.core.snapshot import Snapshot
 
 
@@ -22,6 +22,8 @@ def test_every_node_scores_one():
 
 
 def test_names_and_args():
-    assert EqualPriority().name == NAME == "EqualPriority"
-    with pytest.raises(PluginArgsError):
-        EqualPriority({"x": 1})
+    assert EqualPriority().name == EqualPriority.NAME == "EqualPriority"
+    assert EqualPriority.DEFAULT_WEIGHT == 1
+    assert issubclass(EqualPriority, VectorScore)  # the algorithm takes the vector path
+    with pytest.raises(PluginArgsError, match="x: unknown field: this plugin takes no arguments"):
+        EqualPriority.new({"x": 1})

@@ -8,14 +8,12 @@ import numpy as np
 import pytest
 from builders import make_node, make_pod, node_info
 
+from kopf_scheduler.core.arguments import PluginArgsError
 from kopf_scheduler.core.framework import CycleState
 from kopf_scheduler.core.objects import parse_pod
-from kopf_scheduler.core.arguments import PluginArgsError
 from kopf_scheduler.core.plugins.image_locality import (
     MAX_CONTAINER_THRESHOLD,
     MIN_THRESHOLD,
-    NAME,
-    SCORE_ALIAS,
     ImageLocality,
     calculate_priority,
     normalized_image_name,
@@ -100,11 +98,11 @@ def test_same_image_twice_counts_twice():
 
 
 def test_names_and_args():
-    assert ImageLocality().name == NAME == "ImageLocality"
-    assert SCORE_ALIAS == "ImageLocalityPriority"
+    assert ImageLocality().name == ImageLocality.NAME == "ImageLocality"
+    assert ImageLocality(name="ImageLocalityPriority").name == "ImageLocalityPriority"
     assert (MIN_THRESHOLD, MAX_CONTAINER_THRESHOLD) == (23 * Mi, 1000 * Mi)
-    with pytest.raises(PluginArgsError):
-        ImageLocality({"x": 1})
+    with pytest.raises(PluginArgsError, match="x: unknown field: this plugin takes no arguments"):
+        ImageLocality.new({"x": 1})
 
 
 @pytest.mark.parametrize("seed", range(5))

@@ -8,16 +8,14 @@ import numpy as np
 import pytest
 from builders import make_node, make_pod, node_info
 
-from kopf_scheduler.core.framework import Code, CycleState
 from kopf_scheduler.core.arguments import PluginArgsError
+from kopf_scheduler.core.framework import Code, CycleState
 from kopf_scheduler.core.plugins.node_affinity import (
     ERR_REASON_CONFLICT,
     ERR_REASON_ENFORCED,
     ERR_REASON_POD,
-    FILTER_ALIAS,
-    NAME,
-    SCORE_ALIAS,
     NodeAffinity,
+    NodeAffinityArgs,
     fits,
 )
 from kopf_scheduler.core.snapshot import Snapshot
@@ -98,7 +96,7 @@ def test_pre_filter_skip(pod, skip):
 
 
 def test_pre_filter_skip_never_with_added_affinity():
-    plugin = NodeAffinity({"addedAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term(expr("zone", "Exists"))]}}})
+    plugin = NodeAffinity.new({"addedAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term(expr("zone", "Exists"))]}}})
     assert plugin.pre_filter(CycleState(), make_pod().obj(), Snapshot.of([node_info(NODE)])).is_success
 
 
@@ -116,12 +114,12 @@ def test_pre_filter_conflicting_node_names():
 
 
 def test_added_affinity_is_checked_first():
-    plugin = NodeAffinity({"addedAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term(expr("zone", "In", "b"))]}}})
+    plugin = NodeAffinity.new({"addedAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term(expr("zone", "In", "b"))]}}})
     pod = make_pod().node_selector(gpu="yes").obj()
     status = plugin.filter(CycleState(), pod, node_info(NODE))
     assert status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
     assert status.reasons == (ERR_REASON_ENFORCED,) == ("node(s) didn't match scheduler-enforced node affinity",)
-    ok = NodeAffinity({"addedAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term(expr("zone", "In", "a"))]}}})
+    ok = NodeAffinity.new({"addedAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term(expr("zone", "In", "a"))]}}})
     assert ok.filter(CycleState(), pod, node_info(NODE)).reasons == (ERR_REASON_POD,)
 
 
@@ -165,13 +163,25 @@ def test_added_affinity_is_checked_first():
 )
 def test_bad_args(args, field):
     with pytest.raises(PluginArgsError) as exc:
-        NodeAffinity(args)
+        NodeAffinity.new(args)
     assert exc.value.field == field
 
 
+def test_typed_args_are_validated_and_parsed():
+    added = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term(expr("zone", "In", "a"))]}}
+    args = NodeAffinityArgs(added_affinity=added)
+    assert args == NodeAffinity.new({"addedAffinity": added}).args
+    assert args.added_required is not None and [t.match_expressions[0].key for t in args.added_required] == ["zone"]
+    assert args.added_preferred == ()
+    assert NodeAffinity(args).filter(CycleState(), make_pod().obj(), node_info(NODE)).is_success
+    assert NodeAffinityArgs().added_required is None  # no added affinity: every node matches
+    with pytest.raises(PluginArgsError) as exc:
+        NodeAffinityArgs(added_affinity={"bogus": 1})
+    assert exc.value.field == "addedAffinity.bogus"
+
+
 def test_names():
-    assert NodeAffinity().name == NAME == "NodeAffinity"
-    assert (FILTER_ALIAS, SCORE_ALIAS) == ("MatchNodeSelector", "NodeAffinityPriority")
+    assert NodeAffinity().name == NodeAffinity.NAME == "NodeAffinity"
     assert NodeAffinity(name="MatchNodeSelector").name == "MatchNodeSelector"
 
 
@@ -207,7 +217,7 @@ def test_score_ignores_weight_zero_and_empty_terms_and_adds_added_preferences():
     pod = make_pod().preferred_node_term(0, expr("zone", "Exists")).preferred_node_term(7).obj()
     nodes = [make_node("a").label(zone="z", disk="x").obj(), make_node("b").label(zone="z").obj()]
     assert score_all(NodeAffinity(), pod, nodes) is None  # nothing effective: SKIP
-    raw, normalized = score_all(NodeAffinity(added), pod, nodes)
+    raw, normalized = score_all(NodeAffinity.new(added), pod, nodes)
     assert raw == [4, 0] and normalized == [100, 0]
 
 
@@ -253,7 +263,7 @@ def test_vector_agrees_with_per_node(seed):
     added = None
     if rng.random() < 0.3:
         added = {"addedAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [_random_term(rng, n)]}}}
-    plugin = NodeAffinity(added)
+    plugin = NodeAffinity.new(added)
     for _ in range(10):
         b = make_pod()
         if rng.random() < 0.5:

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from builders import make_node, make_pod, node_info
 
+from kopf_scheduler.core.arguments import PluginArgsError
 from kopf_scheduler.core.framework import Code, CycleState
 from kopf_scheduler.core.nodeinfo import NodeInfo
-from kopf_scheduler.core.arguments import PluginArgsError
 from kopf_scheduler.core.plugins.node_conditions import (
     ERR_REASON_DISK_PRESSURE,
     ERR_REASON_MEMORY_PRESSURE,
@@ -153,8 +153,11 @@ def test_check_node_condition_skips_on_a_healthy_cluster():
     assert CheckNodeCondition().pre_filter(CycleState(), make_pod().obj(), sick).is_success
 
 
+PLUGINS = (CheckNodeCondition, CheckNodeMemoryPressure, CheckNodeDiskPressure, CheckNodePIDPressure, PodToleratesNodeNoExecuteTaints)
+
+
 def test_names_and_args():
-    assert [c().name for c in (CheckNodeCondition, CheckNodeMemoryPressure, CheckNodeDiskPressure, CheckNodePIDPressure, PodToleratesNodeNoExecuteTaints)] == [
+    assert [c.NAME for c in PLUGINS] == [c().name for c in PLUGINS] == [
         "CheckNodeCondition",
         "CheckNodeMemoryPressure",
         "CheckNodeDiskPressure",
@@ -162,8 +165,9 @@ def test_names_and_args():
         "PodToleratesNodeNoExecuteTaints",
     ]
     assert CheckNodeCondition(name="mine").name == "mine"
-    with pytest.raises(PluginArgsError):
-        CheckNodeDiskPressure({"x": 1})
+    for cls in PLUGINS:
+        with pytest.raises(PluginArgsError, match="x: unknown field: this plugin takes no arguments"):
+            cls.new({"x": 1})
 
 
 @pytest.mark.parametrize("seed", range(5))

@@ -1,4 +1,9 @@
-"""NodeLabel: v1.9 labelsPresence / labelPreference and the framework argument shape; vector agreement."""
+"""NodeLabel: presence filter, preference score, NodeLabelArgs validation, SKIPs, vector agreement.
+
+The v1.9 rows use the arguments core/registry.py translates ``labelsPresence`` / ``labelPreference`` into:
+``{labels, presence: true}`` -> ``presentLabels``, ``presence: false`` (or absent) -> ``absentLabels``;
+``{label, presence}`` -> a one-item ``presentLabelsPreference`` / ``absentLabelsPreference``.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +13,10 @@ import numpy as np
 import pytest
 from builders import make_node, make_pod, node_info
 
-from kopf_scheduler.core.framework import Code, CycleState
 from kopf_scheduler.core.arguments import PluginArgsError
-from kopf_scheduler.core.plugins.node_label import ERR_REASON_PRESENCE_VIOLATED, CheckNodeLabelPresence, NodeLabelPriority
+from kopf_scheduler.core.framework import Code, CycleState
+from kopf_scheduler.core.nodeinfo import NodeInfo
+from kopf_scheduler.core.plugins.node_label import ERR_REASON_PRESENCE_VIOLATED, NodeLabel, NodeLabelArgs
 from kopf_scheduler.core.snapshot import Snapshot
 
 NODE = make_node("n1").label(zone="a", retiring="2026-01-01").obj()
@@ -19,11 +25,11 @@ NODE = make_node("n1").label(zone="a", retiring="2026-01-01").obj()
 @pytest.mark.parametrize(
     "args, fit",
     [
-        pytest.param({"labels": ["zone"], "presence": True}, True, id="v1.9 present"),
-        pytest.param({"labels": ["zone", "gpu"], "presence": True}, False, id="v1.9 one missing"),
-        pytest.param({"labels": ["retiring"], "presence": False}, False, id="v1.9 must be absent"),
-        pytest.param({"labels": ["gpu"]}, True, id="v1.9 presence defaults to false"),
-        pytest.param({"labels": [], "presence": True}, True, id="v1.9 nothing listed"),
+        pytest.param({"presentLabels": ["zone"]}, True, id="v1.9 present"),
+        pytest.param({"presentLabels": ["zone", "gpu"]}, False, id="v1.9 one missing"),
+        pytest.param({"absentLabels": ["retiring"]}, False, id="v1.9 must be absent"),
+        pytest.param({"absentLabels": ["gpu"]}, True, id="v1.9 presence defaults to false"),
+        pytest.param({"presentLabels": []}, True, id="v1.9 nothing listed"),
         pytest.param({"presentLabels": ["zone"], "absentLabels": ["gpu"]}, True, id="framework both satisfied"),
         pytest.param({"presentLabels": ["zone"], "absentLabels": ["retiring"]}, False, id="framework absent violated"),
         pytest.param({"presentLabels": ["zone"], "presentLabelsPreference": ["gpu"]}, True, id="framework, score keys ignored by the filter"),
@@ -31,7 +37,7 @@ NODE = make_node("n1").label(zone="a", retiring="2026-01-01").obj()
     ],
 )
 def test_presence(args, fit):
-    status = CheckNodeLabelPresence(args).filter(CycleState(), make_pod().obj(), node_info(NODE))
+    status = NodeLabel.new(args).filter(CycleState(), make_pod().obj(), node_info(NODE))
     if fit:
         assert status.is_success
     else:
@@ -39,13 +45,18 @@ def test_presence(args, fit):
         assert status.reasons == (ERR_REASON_PRESENCE_VIOLATED,) == ("node(s) didn't have the requested labels",)
 
 
+def test_node_less_info_fails_the_filter():
+    status = NodeLabel(NodeLabelArgs(absent_labels=("gpu",))).filter(CycleState(), make_pod().obj(), NodeInfo(None))
+    assert status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE and status.reasons == (ERR_REASON_PRESENCE_VIOLATED,)
+
+
 @pytest.mark.parametrize(
     "args, score",
     [
-        pytest.param({"label": "zone", "presence": True}, 100, id="v1.9 present and wanted"),
-        pytest.param({"label": "zone", "presence": False}, 0, id="v1.9 present, unwanted"),
-        pytest.param({"label": "gpu", "presence": False}, 100, id="v1.9 absent, unwanted"),
-        pytest.param({"label": "gpu", "presence": True}, 0, id="v1.9 absent, wanted"),
+        pytest.param({"presentLabelsPreference": ["zone"]}, 100, id="v1.9 present and wanted"),
+        pytest.param({"absentLabelsPreference": ["zone"]}, 0, id="v1.9 present, unwanted"),
+        pytest.param({"absentLabelsPreference": ["gpu"]}, 100, id="v1.9 absent, unwanted"),
+        pytest.param({"presentLabelsPreference": ["gpu"]}, 0, id="v1.9 absent, wanted"),
         # 2 of 3 satisfied: 200 // 3 = 66
         pytest.param({"presentLabelsPreference": ["zone", "gpu"], "absentLabelsPreference": ["ssd"]}, 66, id="framework average"),
         pytest.param({"presentLabelsPreference": ["zone"], "absentLabelsPreference": ["retiring"]}, 50, id="framework half"),
@@ -53,45 +64,71 @@ def test_presence(args, fit):
     ],
 )
 def test_preference(args, score):
-    assert NodeLabelPriority(args).score(CycleState(), make_pod().obj(), node_info(NODE)) == score
+    assert NodeLabel.new(args).score(CycleState(), make_pod().obj(), node_info(NODE)) == score
+
+
+CONFLICT = "detecting at least one label (e.g., 'a') that exist in both the present['b', 'a'] and absent['a'] label list"
 
 
 @pytest.mark.parametrize(
-    "cls, args, field",
+    "args, field, message",
     [
-        pytest.param(CheckNodeLabelPresence, {"labels": "zone"}, "labels", id="labels not a list"),
-        pytest.param(CheckNodeLabelPresence, {"labels": ["a"], "presence": "yes"}, "presence", id="presence not a bool"),
-        pytest.param(CheckNodeLabelPresence, {"labels": ["a"], "presentLabels": ["b"]}, "presentLabels", id="shapes mixed"),
-        pytest.param(CheckNodeLabelPresence, {"presentLabels": ["a"], "absentLabels": ["a"]}, "presentLabels", id="present and absent"),
-        pytest.param(CheckNodeLabelPresence, {"presentLabelsPreference": ["a"], "absentLabelsPreference": ["a"]}, "presentLabelsPreference", id="score pair checked too"),
-        pytest.param(CheckNodeLabelPresence, {"bogus": 1}, "bogus", id="unknown field"),
-        pytest.param(NodeLabelPriority, {"presence": True}, "label", id="label missing"),
-        pytest.param(NodeLabelPriority, {"label": 3, "presence": True}, "label", id="label not a string"),
-        pytest.param(NodeLabelPriority, {"label": "a", "labels": ["b"]}, "labels", id="v1.9 shape, unknown field"),
+        pytest.param({"presentLabels": "zone"}, "presentLabels", "must be a list, not a string", id="labels not a list"),
+        pytest.param({"absentLabelsPreference": [None]}, "absentLabelsPreference[0]", "must be a string, not null", id="v1.9 label missing"),
+        pytest.param({"presentLabelsPreference": [3]}, "presentLabelsPreference[0]", "must be a string, not a number", id="label not a string"),
+        pytest.param({"presentLabels": ["b", "a"], "absentLabels": ["a"]}, "presentLabels", CONFLICT, id="present and absent"),
+        pytest.param({"presentLabelsPreference": ["b", "a"], "absentLabelsPreference": ["a"]}, "presentLabelsPreference", CONFLICT, id="score pair checked too"),
+        pytest.param({"labels": ["a"], "presence": True}, "labels", "unknown field", id="v1.9 shape is the registry's, not the plugin's"),
+        pytest.param({"bogus": 1}, "bogus", "unknown field", id="unknown field"),
     ],
 )
-def test_bad_args(cls, args, field):
+def test_bad_args(args, field, message):
     with pytest.raises(PluginArgsError) as exc:
-        cls(args)
+        NodeLabel.new(args)
+    assert exc.value.field == field
+    assert exc.value.message.startswith(message)
+
+
+@pytest.mark.parametrize(
+    "pairs, field",
+    [
+        pytest.param({"present_labels": ("a",), "absent_labels": ("a",)}, "presentLabels", id="filter pair"),
+        pytest.param({"present_labels_preference": ("a",), "absent_labels_preference": ("a",)}, "presentLabelsPreference", id="score pair"),
+    ],
+)
+def test_typed_args_are_validated(pairs, field):
+    with pytest.raises(PluginArgsError) as exc:
+        NodeLabelArgs(**pairs)
     assert exc.value.field == field
 
 
+def test_a_label_may_be_in_both_pairs():
+    # required present by the filter, preferred absent by the score: no conflict within either pair
+    args = NodeLabelArgs(present_labels=("a",), absent_labels_preference=("a",))
+    assert NodeLabel.new({"presentLabels": ["a"], "absentLabelsPreference": ["a"]}).args == args
+
+
 def test_names():
-    assert CheckNodeLabelPresence().name == "CheckNodeLabelPresence"
-    assert NodeLabelPriority({"label": "a"}).name == "NodeLabelPriority"
-    assert CheckNodeLabelPresence({"labels": ["a"]}, name="zoned").name == "zoned"
+    assert NodeLabel().name == NodeLabel.NAME == "NodeLabel"
+    assert NodeLabel.new({"presentLabels": ["a"]}, name="zoned").name == "zoned"
+    assert NodeLabel.new({"presentLabels": ["a"]}).args == NodeLabelArgs(present_labels=("a",))
 
 
 def test_pre_steps_skip_when_nothing_can_differ():
     snap = Snapshot.of([node_info(make_node("a").label(zone="1").obj()), node_info(make_node("b").label(zone="2").obj())])
     pod = make_pod().obj()
-    assert CheckNodeLabelPresence().pre_filter(CycleState(), pod, snap).is_skip
-    assert CheckNodeLabelPresence({"labels": ["zone"], "presence": True}).pre_filter(CycleState(), pod, snap).is_skip  # all pass
-    assert CheckNodeLabelPresence({"labels": ["gpu"], "presence": True}).pre_filter(CycleState(), pod, snap).is_success
-    assert NodeLabelPriority({"label": "zone", "presence": True}).pre_score(CycleState(), pod, snap.node_infos, snap).is_skip  # 100 everywhere
-    assert NodeLabelPriority({"presentLabels": ["zone"]}).pre_score(CycleState(), pod, snap.node_infos, snap).is_skip
+    assert NodeLabel().pre_filter(CycleState(), pod, snap).is_skip
+    assert NodeLabel.new({"presentLabels": ["zone"]}).pre_filter(CycleState(), pod, snap).is_skip  # all pass
+    assert NodeLabel.new({"presentLabels": ["gpu"]}).pre_filter(CycleState(), pod, snap).is_success
+    assert NodeLabel.new({"presentLabelsPreference": ["zone"]}).pre_score(CycleState(), pod, snap.node_infos, snap).is_skip  # 100 everywhere
+    assert NodeLabel.new({"presentLabels": ["zone"]}).pre_score(CycleState(), pod, snap.node_infos, snap).is_skip
     mixed = Snapshot.of([node_info(make_node("a").label(gpu="1").obj()), node_info(make_node("b").obj())])
-    assert NodeLabelPriority({"label": "gpu", "presence": True}).pre_score(CycleState(), pod, mixed.node_infos, mixed).is_success
+    assert NodeLabel.new({"presentLabelsPreference": ["gpu"]}).pre_score(CycleState(), pod, mixed.node_infos, mixed).is_success
+    # each pre-step reads only its own pair: a filter-only instance skips the score, and back
+    assert NodeLabel.new({"presentLabels": ["gpu"]}).pre_score(CycleState(), pod, mixed.node_infos, mixed).is_skip
+    assert NodeLabel.new({"presentLabelsPreference": ["gpu"]}).pre_filter(CycleState(), pod, mixed).is_skip
+    both = NodeLabel.new({"presentLabels": ["gpu"], "presentLabelsPreference": ["gpu"]})
+    assert both.pre_filter(CycleState(), pod, mixed).is_success and both.pre_score(CycleState(), pod, mixed.node_infos, mixed).is_success
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -103,10 +140,11 @@ def test_vector_agrees_with_per_node(seed):
     for _ in range(5):
         present = rng.sample(keys, rng.randint(0, 2))
         absent = rng.sample([k for k in keys if k not in present], rng.randint(0, 2))
-        f = CheckNodeLabelPresence({"presentLabels": present, "absentLabels": absent})
-        s = NodeLabelPriority({"presentLabelsPreference": present, "absentLabelsPreference": absent})
+        plugin = NodeLabel(NodeLabelArgs(tuple(present), tuple(absent), tuple(absent), tuple(present)))
         index = np.array(rng.sample(range(30), 20), dtype=np.intp)
-        assert f.filter_nodes(CycleState(), pod, snap.table, index).tolist() == [
-            f.filter(CycleState(), pod, snap.node_infos[k]).is_success for k in index.tolist()
+        assert plugin.filter_nodes(CycleState(), pod, snap.table, index).tolist() == [
+            plugin.filter(CycleState(), pod, snap.node_infos[k]).is_success for k in index.tolist()
         ]
-        assert s.score_nodes(CycleState(), pod, snap.table, index).tolist() == [s.score(CycleState(), pod, snap.node_infos[k]) for k in index.tolist()]
+        assert plugin.score_nodes(CycleState(), pod, snap.table, index).tolist() == [
+            plugin.score(CycleState(), pod, snap.node_infos[k]) for k in index.tolist()
+        ]

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from builders import make_node, make_pod, node_info
 
-from kopf_scheduler.core.framework import Code, CycleState
 from kopf_scheduler.core.arguments import PluginArgsError
-from kopf_scheduler.core.plugins.node_ports import ERR_REASON, FILTER_ALIASES, NAME, NodePorts, conflicts, fits
+from kopf_scheduler.core.framework import Code, CycleState
+from kopf_scheduler.core.plugins.node_ports import ERR_REASON, NodePorts, conflicts, fits
 from kopf_scheduler.core.snapshot import Snapshot
 
 # A port is (protocol, hostIP, port); "" hostIP means the 0.0.0.0 default.
@@ -74,11 +74,10 @@ def test_conflicts_helper():
 
 
 def test_args_and_name():
-    assert NodePorts().name == NAME == "NodePorts"
-    assert FILTER_ALIASES == ("PodFitsHostPorts", "PodFitsPorts")
+    assert NodePorts().name == NodePorts.NAME == "NodePorts"
     assert NodePorts(name="PodFitsPorts").name == "PodFitsPorts"
-    with pytest.raises(PluginArgsError):
-        NodePorts({"ports": []})
+    with pytest.raises(PluginArgsError, match="ports: unknown field: this plugin takes no arguments"):
+        NodePorts.new({"ports": []})
 
 
 @pytest.mark.parametrize("seed", range(5))

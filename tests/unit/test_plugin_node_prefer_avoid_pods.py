@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from builders import make_node, make_pod, node_info
 
-from kopf_scheduler.core.framework import CycleState
 from kopf_scheduler.core.arguments import PluginArgsError
-from kopf_scheduler.core.plugins.node_prefer_avoid_pods import NAME, SCORE_ALIAS, NodePreferAvoidPods, parse_avoid_pods
+from kopf_scheduler.core.framework import CycleState
+from kopf_scheduler.core.plugins.node_prefer_avoid_pods import NodePreferAvoidPods, parse_avoid_pods
 from kopf_scheduler.core.snapshot import Snapshot
 
 KEY = "scheduler.alpha.kubernetes.io/preferAvoidPods"
@@ -90,7 +90,7 @@ def test_vector_over_many_nodes():
 
 
 def test_names_and_args():
-    assert NodePreferAvoidPods().name == NAME == "NodePreferAvoidPods"
-    assert SCORE_ALIAS == "NodePreferAvoidPodsPriority"
-    with pytest.raises(PluginArgsError):
-        NodePreferAvoidPods({"x": 1})
+    assert NodePreferAvoidPods().name == NodePreferAvoidPods.NAME == "NodePreferAvoidPods"
+    assert NodePreferAvoidPods.DEFAULT_WEIGHT == 10000  # v1.9 DefaultProvider's weight
+    with pytest.raises(PluginArgsError, match="x: unknown field: this plugin takes no arguments"):
+        NodePreferAvoidPods.new({"x": 1})

@@ -8,13 +8,12 @@ import numpy as np
 import pytest
 from builders import make_node, make_pod, node_info
 
+from kopf_scheduler.core.arguments import PluginArgsError
 from kopf_scheduler.core.framework import Code, CycleState
 from kopf_scheduler.core.nodeinfo import NodeInfo
-from kopf_scheduler.core.arguments import PluginArgsError
 from kopf_scheduler.core.plugins.node_unschedulable import (
     ERR_REASON_UNKNOWN_CONDITION,
     ERR_REASON_UNSCHEDULABLE,
-    NAME,
     NodeUnschedulable,
     fits,
 )
@@ -76,10 +75,10 @@ def test_pre_filter_skip(cordoned, tolerate, skip):
 
 
 def test_args_and_name():
-    assert NodeUnschedulable().name == NAME == "NodeUnschedulable"
+    assert NodeUnschedulable().name == NodeUnschedulable.NAME == "NodeUnschedulable"
     assert NodeUnschedulable(name="CheckNodeUnschedulable").name == "CheckNodeUnschedulable"
     with pytest.raises(PluginArgsError) as exc:
-        NodeUnschedulable({"foo": 1})
+        NodeUnschedulable.new({"foo": 1})
     assert exc.value.field == "foo"
 
 

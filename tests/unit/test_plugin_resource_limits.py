@@ -9,11 +9,11 @@ from builders import make_node, make_pod, node_info
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kopf_scheduler.core.arguments import PluginArgsError
 from kopf_scheduler.core.framework import Code, CycleState
 from kopf_scheduler.core.nodeinfo import NodeInfo
 from kopf_scheduler.core.objects import Node, Pod
-from kopf_scheduler.core.arguments import PluginArgsError
-from kopf_scheduler.core.plugins.resource_limits import LEGACY_NAME, NAME, NodeResourceLimits, limits_score
+from kopf_scheduler.core.plugins.resource_limits import NodeResourceLimits, limits_score
 from kopf_scheduler.core.snapshot import Snapshot
 
 
@@ -88,10 +88,10 @@ def test_pre_score_skips_pods_without_cpu_or_memory_limits(p: Pod) -> None:
 
 
 def test_names_and_args() -> None:
-    assert NodeResourceLimits().name == NAME == "NodeResourceLimits"
-    assert NodeResourceLimits(name=LEGACY_NAME).name == "ResourceLimitsPriority"
-    with pytest.raises(PluginArgsError):
-        NodeResourceLimits({"x": 1})
+    assert NodeResourceLimits().name == NodeResourceLimits.NAME == "NodeResourceLimits"
+    assert NodeResourceLimits(name="ResourceLimitsPriority").name == "ResourceLimitsPriority"
+    with pytest.raises(PluginArgsError, match="x: unknown field: this plugin takes no arguments"):
+        NodeResourceLimits.new({"x": 1})
 
 
 @settings(max_examples=80, deadline=None)

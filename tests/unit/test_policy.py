@@ -1,34 +1,34 @@
 """validate_policy: SchedulingPolicy spec -> Profile or field errors.
 
-Most tests use fake plugins (tests/policy_fakes.py) so they check the policy logic alone; the
-``real plugins`` tests at the end build every name with the real plugin modules.
+Profiles are built with the real in-tree plugins (cheap to construct); tests of out-of-tree names
+pass a registry extended with a test plugin, as the operator passes the installed one.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import policy_fakes
 import pytest
 
-from kopf_scheduler.core import registry
+from kopf_scheduler.core import extenders, registry
+from kopf_scheduler.core.extenders import ExtenderConfig
+from kopf_scheduler.core.framework import CycleState, FilterPlugin, ScorePlugin, Status
+from kopf_scheduler.core.plugins.node_label import NodeLabel
+from kopf_scheduler.core.plugins.node_resources_fit import NodeResourcesFit
+from kopf_scheduler.core.plugins.service_affinity import ServiceAffinity
 from kopf_scheduler.core.policy import FieldError, default_profile, parse_duration, validate_policy
-from kopf_scheduler.core.profile import ExtenderConfig, Profile
+from kopf_scheduler.core.profile import Profile
+from kopf_scheduler.core.registry import Registry
 
 
-@pytest.fixture
-def fakes(monkeypatch: pytest.MonkeyPatch) -> None:
-    policy_fakes.install(monkeypatch)
-
-
-def ok(spec: dict[str, Any]) -> Profile:
-    result = validate_policy(spec)
+def ok(spec: dict[str, Any], registry: Registry | None = None) -> Profile:
+    result = validate_policy(spec, registry=registry)
     assert isinstance(result, Profile), result
     return result
 
 
-def errors(spec: dict[str, Any]) -> dict[str, str]:
-    result = validate_policy(spec)
+def errors(spec: dict[str, Any], registry: Registry | None = None) -> dict[str, str]:
+    result = validate_policy(spec, registry=registry)
     assert isinstance(result, list), result
     assert all(isinstance(e, FieldError) for e in result)
     return {e.path: e.message for e in result}
@@ -41,7 +41,7 @@ def S(**kw: Any) -> dict[str, Any]:
 # ----------------------------------------------------------------------------- providers
 
 
-def test_default_provider_profile(fakes: None) -> None:
+def test_default_provider_profile() -> None:
     p = ok(S(algorithmProvider="DefaultProvider"))
     assert p.filter_names == [
         "CheckNodeCondition", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
@@ -57,7 +57,7 @@ def test_default_provider_profile(fakes: None) -> None:
     assert p.spec["algorithmProvider"] == "DefaultProvider"
 
 
-def test_filter_and_score_of_one_plugin_share_an_instance(fakes: None) -> None:
+def test_filter_and_score_of_one_plugin_share_an_instance() -> None:
     p = ok(S(algorithmProvider="DefaultProvider"))
     filters = {f.name: f for f in p.filters}
     scorers = {s.name: s for s, _ in p.scorers}
@@ -65,30 +65,30 @@ def test_filter_and_score_of_one_plugin_share_an_instance(fakes: None) -> None:
         assert filters[name] is scorers[name]
     # LeastRequestedPriority is its own NodeResourcesFit instance with the LeastAllocated strategy
     assert scorers["NodeResourcesLeastAllocated"] is not filters["NodeResourcesFit"]
-    assert scorers["NodeResourcesLeastAllocated"].args["scoringStrategy"]["type"] == "LeastAllocated"
+    assert scorers["NodeResourcesLeastAllocated"].args.scoring_strategy.type == "LeastAllocated"
 
 
-def test_cluster_autoscaler_provider(fakes: None) -> None:
+def test_cluster_autoscaler_provider() -> None:
     p = ok(S(algorithmProvider="ClusterAutoscalerProvider"))
     names = dict(p.score_names)
     assert "NodeResourcesMostAllocated" in names and "NodeResourcesLeastAllocated" not in names
 
 
-def test_nothing_given_means_default_provider(fakes: None) -> None:
+def test_nothing_given_means_default_provider() -> None:
     p = ok(S())
     assert p.source == "DefaultProvider"
     assert len(p.filters) == 15
 
 
-def test_provider_and_lists_together_is_an_error(fakes: None) -> None:
+def test_provider_and_lists_together_is_an_error() -> None:
     assert "both" in errors(S(algorithmProvider="DefaultProvider", predicates=[]))["spec.algorithmProvider"]
 
 
-def test_unknown_provider_suggests(fakes: None) -> None:
+def test_unknown_provider_suggests() -> None:
     assert "did you mean 'DefaultProvider'?" in errors(S(algorithmProvider="DefaultProvder"))["spec.algorithmProvider"]
 
 
-def test_default_profile(fakes: None) -> None:
+def test_default_profile() -> None:
     p = default_profile("my-scheduler")
     assert p.scheduler_name == "my-scheduler" and p.filter_names[0] == "CheckNodeCondition"
 
@@ -96,34 +96,34 @@ def test_default_profile(fakes: None) -> None:
 # ----------------------------------------------------------------------------- v1.9 list rules
 
 
-def test_empty_predicates_means_only_mandatory(fakes: None) -> None:
+def test_empty_predicates_means_only_mandatory() -> None:
     p = ok(S(predicates=[], priorities=[{"name": "LeastRequestedPriority", "weight": 1}]))
     assert p.filter_names == ["CheckNodeCondition"]
 
 
-def test_missing_predicates_with_priorities_means_only_mandatory(fakes: None) -> None:
+def test_missing_predicates_with_priorities_means_only_mandatory() -> None:
     p = ok(S(priorities=[{"name": "EqualPriority", "weight": 1}]))
     assert p.filter_names == ["CheckNodeCondition"]
 
 
-def test_empty_priorities_means_equal_priority(fakes: None) -> None:
+def test_empty_priorities_means_equal_priority() -> None:
     p = ok(S(predicates=[{"name": "PodFitsResources"}], priorities=[]))
     assert p.score_names == [("EqualPriority", 1)]
     assert p.filter_names == ["CheckNodeCondition", "NodeResourcesFit"]
 
 
-def test_empty_priorities_with_extenders_leaves_scoring_to_them(fakes: None) -> None:
+def test_empty_priorities_with_extenders_leaves_scoring_to_them() -> None:
     p = ok(S(predicates=[], extenders=[{"urlPrefix": "http://x", "prioritizeVerb": "p", "weight": 2}]))
     assert p.score_names == []
 
 
-def test_modern_names_only_get_no_mandatory_filter_and_no_equal_priority(fakes: None) -> None:
+def test_modern_names_only_get_no_mandatory_filter_and_no_equal_priority() -> None:
     p = ok(S(predicates=[{"name": "NodeResourcesFit"}, {"name": "NodeName"}], priorities=[]))
     assert p.filter_names == ["NodeName", "NodeResourcesFit"]
     assert p.score_names == []
 
 
-def test_one_legacy_name_makes_check_node_condition_mandatory(fakes: None) -> None:
+def test_one_legacy_name_makes_check_node_condition_mandatory() -> None:
     p = ok(S(predicates=[{"name": "NodeResourcesFit"}], priorities=[{"name": "TaintTolerationPriority"}]))
     assert p.filter_names == ["CheckNodeCondition", "NodeResourcesFit"]
 
@@ -131,7 +131,7 @@ def test_one_legacy_name_makes_check_node_condition_mandatory(fakes: None) -> No
 # ----------------------------------------------------------------------------- order and de-duplication
 
 
-def test_filters_run_in_canonical_order_whatever_the_listing(fakes: None) -> None:
+def test_filters_run_in_canonical_order_whatever_the_listing() -> None:
     listed = ["MatchInterPodAffinity", "CheckNodeDiskPressure", "NoVolumeZoneConflict", "PodFitsResources",
               "PodToleratesNodeTaints", "HostName", "CheckNodeUnschedulable"]  # fmt: skip
     p = ok(S(predicates=[{"name": n} for n in listed]))
@@ -150,19 +150,19 @@ def test_filters_run_in_canonical_order_whatever_the_listing(fakes: None) -> Non
         pytest.param(["MatchNodeSelector", "GeneralPredicates"], ["NodeName", "NodeAffinity", "NodePorts", "NodeResourcesFit"], id="selector + general"),
     ],
 )
-def test_identical_filters_are_deduplicated(fakes: None, names: list[str], expected: list[str]) -> None:
+def test_identical_filters_are_deduplicated(names: list[str], expected: list[str]) -> None:
     p = ok(S(predicates=[{"name": n} for n in names]))
     got = [n for n in p.filter_names if n != "CheckNodeCondition"]
     # canonical order: NodeName, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit
-    assert got == sorted(expected, key=registry.FILTER_ORDER.index)
+    assert got == sorted(expected, key=[cls.NAME for cls in registry.FILTER_ORDER].index)
 
 
-def test_same_name_twice_is_an_error(fakes: None) -> None:
+def test_same_name_twice_is_an_error() -> None:
     errs = errors(S(predicates=[{"name": "PodFitsResources"}, {"name": "podfitsresources"}]))
     assert "duplicate predicate 'PodFitsResources' (also at spec.predicates[0])" == errs["spec.predicates[1].name"]
 
 
-def test_two_names_for_one_scorer_is_an_error(fakes: None) -> None:
+def test_two_names_for_one_scorer_is_an_error() -> None:
     errs = errors(S(priorities=[{"name": "NodeAffinityPriority", "weight": 1}, {"name": "NodeAffinity", "weight": 3}]))
     assert "same scorer" in errs["spec.priorities[1]"]
 
@@ -177,28 +177,77 @@ def test_two_names_for_one_scorer_is_an_error(fakes: None) -> None:
         pytest.param("priorities", "LeastRequestPriority", "unknown priority 'LeastRequestPriority'; did you mean 'LeastRequestedPriority'?", id="prio typo"),
         pytest.param("predicates", "LeastRequestedPriority", "'LeastRequestedPriority' is a priority, not a predicate; list it under spec.priorities", id="wrong list"),
         pytest.param("priorities", "GeneralPredicates", "'GeneralPredicates' is a predicate, not a priority; list it under spec.predicates", id="wrong list 2"),
-        pytest.param("predicates", "Qqqqqq", "unknown predicate 'Qqqqqq' (a custom predicate needs argument.serviceAffinity or argument.labelsPresence)", id="no hint"),
+        pytest.param("predicates", "NodeResourcesBalancedAllocation", "'NodeResourcesBalancedAllocation' is a score plugin, not a predicate; list it under spec.priorities", id="scorer as predicate"),
     ],
 )
-def test_unknown_names(fakes: None, section: str, name: str, message: str) -> None:
+def test_unknown_names(section: str, name: str, message: str) -> None:
     assert errors(S(**{section: [{"name": "EqualPriority"} if section == "priorities" else {"name": "HostName"}, {"name": name}]}))[
         f"spec.{section}[1].name"
     ] == message
 
 
+def test_a_name_nothing_installed_has_lists_the_installed_plugins() -> None:
+    message = errors(S(predicates=[{"name": "Qqqqqq"}]))["spec.predicates[0].name"]
+    assert message.startswith("unknown predicate 'Qqqqqq': no plugin of that name is installed (out-of-tree plugins installed: none; built-in: ")
+    assert "NodeResourcesFit" in message and "argument.serviceAffinity or argument.labelsPresence" in message
+    with_cheap = Registry.in_tree().extended([(_Cheap, "pkg:Cheap")])
+    message = errors(S(priorities=[{"name": "Qqqqqq"}]), with_cheap)["spec.priorities[0].name"]
+    assert "out-of-tree plugins installed: Cheap;" in message
+
+
+def test_a_plugin_that_failed_to_load_is_named_with_its_problem() -> None:
+    broken = Registry.in_tree().extended([], {"Broken": "pkg:Broken: cannot be imported: ImportError: no"})
+    assert errors(S(predicates=[{"name": "Broken"}]), broken) == {
+        "spec.predicates[0].name": "plugin 'Broken' is installed but cannot be used: pkg:Broken: cannot be imported: ImportError: no"
+    }
+
+
+# ----------------------------------------------------------------------------- out-of-tree plugins
+
+
+class _Cheap(ScorePlugin, FilterPlugin):
+    """A test plugin with a filter and a score, as an out-of-tree package would ship it."""
+
+    NAME = "Cheap"
+    DEFAULT_WEIGHT = 3
+
+    def filter(self, state: CycleState, pod: Any, node: Any) -> Status:
+        return Status()
+
+    def score(self, state: CycleState, pod: Any, node: Any) -> int:
+        return 0
+
+
+def test_out_of_tree_names_resolve_through_the_registry_passed_in() -> None:
+    with_cheap = Registry.in_tree().extended([(_Cheap, "pkg:Cheap")])
+    p = ok(S(predicates=[{"name": "NodeName"}, {"name": "cheap"}], priorities=[{"name": "Cheap"}]), with_cheap)
+    assert p.filter_names == ["NodeName", "Cheap"]  # out-of-tree filters run after the in-tree ones
+    assert p.score_names == [("Cheap", 3)]  # the class's DEFAULT_WEIGHT
+    assert p.filters[1] is p.scorers[0][0]
+    assert p.spec["predicates"][1] == {"name": "Cheap"}
+    assert "Cheap" in errors(S(predicates=[{"name": "Cheap"}]))["spec.predicates[0].name"]  # in-tree only: unknown
+
+
+def test_out_of_tree_plugin_without_arguments_rejects_some() -> None:
+    with_cheap = Registry.in_tree().extended([(_Cheap, "pkg:Cheap")])
+    assert errors(S(priorities=[{"name": "Cheap", "argument": {"x": 1}}]), with_cheap) == {
+        "spec.priorities[0].argument.x": "unknown field: this plugin takes no arguments"
+    }
+
+
 @pytest.mark.parametrize("name", ["podfitsresources", "PODFITSRESOURCES", "podFitsResources"])
-def test_mixed_case_names_are_accepted_and_normalised(fakes: None, name: str) -> None:
+def test_mixed_case_names_are_accepted_and_normalised(name: str) -> None:
     p = ok(S(predicates=[{"name": name}]))
     assert p.spec["predicates"] == [{"name": "PodFitsResources"}]
     assert "NodeResourcesFit" in p.filter_names
 
 
 @pytest.mark.parametrize("name", ["x", "-abc", "abc-", "a b", "a_b"])
-def test_invalid_name_format(fakes: None, name: str) -> None:
+def test_invalid_name_format(name: str) -> None:
     assert "invalid name" in errors(S(predicates=[{"name": name}]))["spec.predicates[0].name"]
 
 
-def test_missing_name(fakes: None) -> None:
+def test_missing_name() -> None:
     assert errors(S(predicates=[{}]))["spec.predicates[0].name"].startswith("required")
 
 
@@ -215,12 +264,12 @@ def test_missing_name(fakes: None) -> None:
         pytest.param(True, "must be an integer from 1 to 1000000, got True", id="bool"),
     ],
 )
-def test_bad_weights(fakes: None, weight: Any, message: str) -> None:
+def test_bad_weights(weight: Any, message: str) -> None:
     spec = S(priorities=[{"name": "EqualPriority", "weight": 1}, {"name": "ImageLocalityPriority", "weight": weight}])
     assert errors(spec) == {"spec.priorities[1].weight": message}
 
 
-def test_missing_weight_is_the_default_weight(fakes: None) -> None:
+def test_missing_weight_is_the_default_weight() -> None:
     p = ok(S(priorities=[{"name": "NodePreferAvoidPodsPriority"}, {"name": "ImageLocality"}]))
     assert sorted(p.score_names) == [("ImageLocality", 1), ("NodePreferAvoidPods", 10000)]
     assert p.spec["priorities"][0] == {"name": "NodePreferAvoidPodsPriority", "weight": 10000}
@@ -229,47 +278,50 @@ def test_missing_weight_is_the_default_weight(fakes: None) -> None:
 # ----------------------------------------------------------------------------- argument-style names
 
 
-def test_labels_presence_predicate(fakes: None) -> None:
+def test_labels_presence_predicate() -> None:
     p = ok(S(predicates=[{"name": "RequireSSD", "argument": {"labelsPresence": {"labels": ["ssd"], "presence": True}}},
                          {"name": "HostName"}]))  # fmt: skip
     assert p.filter_names == ["CheckNodeCondition", "NodeName", "RequireSSD"]
     f = p.filters[2]
-    assert f.target == registry.NODE_LABEL_PRESENCE and f.args == {"labels": ["ssd"], "presence": True}
+    assert isinstance(f, NodeLabel) and f.args.present_labels == ("ssd",) and f.args.absent_labels == ()
 
 
-def test_service_affinity_predicate_and_anti_affinity_priority(fakes: None) -> None:
+def test_service_affinity_predicate_and_anti_affinity_priority() -> None:
     p = ok(S(
         predicates=[{"name": "Region", "argument": {"serviceAffinity": {"labels": ["region"]}}}],
         priorities=[{"name": "Zone", "weight": 2, "argument": {"serviceAntiAffinity": {"label": "zone"}}}],
     ))  # fmt: skip
     assert p.filter_names == ["CheckNodeCondition", "Region"]
     assert p.score_names == [("Zone", 2)]
-    assert p.filters[1].target == registry.SERVICE_AFFINITY and p.filters[1].args == {"labels": ["region"]}
-    assert p.scorers[0][0].args == {"label": "zone"}
+    assert isinstance(p.filters[1], ServiceAffinity) and p.filters[1].args.affinity_labels == ("region",)
+    assert p.scorers[0][0].args.anti_affinity_labels_preference == ("zone",)
 
 
-def test_same_user_name_for_service_affinity_filter_and_score_shares_one_plugin(fakes: None) -> None:
+def test_same_user_name_for_service_affinity_filter_and_score_shares_one_plugin() -> None:
     p = ok(S(
         predicates=[{"name": "Zone", "argument": {"serviceAffinity": {"labels": ["zone"]}}}],
         priorities=[{"name": "Zone", "weight": 1, "argument": {"serviceAntiAffinity": {"label": "zone"}}}],
     ))  # fmt: skip
     assert p.filters[1] is p.scorers[0][0]
-    assert p.filters[1].args == {"labels": ["zone"], "label": "zone"}
+    assert p.filters[1].args.affinity_labels == ("zone",)
+    assert p.filters[1].args.anti_affinity_labels_preference == ("zone",)
 
 
-def test_label_preference_priority(fakes: None) -> None:
+def test_label_preference_priority() -> None:
     p = ok(S(priorities=[{"name": "PreferInfra", "weight": 3, "argument": {"labelPreference": {"label": "infra", "presence": False}}}]))
     plugin, weight = p.scorers[0]
-    assert (plugin.name, weight, plugin.target, plugin.args) == ("PreferInfra", 3, registry.NODE_LABEL_PRIORITY, {"label": "infra", "presence": False})
+    assert (plugin.name, weight, type(plugin)) == ("PreferInfra", 3, NodeLabel)
+    assert plugin.args.absent_labels_preference == ("infra",) and plugin.args.present_labels_preference == ()
 
 
-def test_requested_to_capacity_ratio_argument(fakes: None) -> None:
+def test_requested_to_capacity_ratio_argument() -> None:
     shape = [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]
     p = ok(S(priorities=[{"name": "MyRatio", "weight": 2, "argument": {"requestedToCapacityRatioArguments": {"shape": shape}}}]))
     plugin, weight = p.scorers[0]
     assert plugin.name == "RequestedToCapacityRatio" and weight == 2
-    assert plugin.args["scoringStrategy"]["type"] == "RequestedToCapacityRatio"
-    assert plugin.args["scoringStrategy"]["requestedToCapacityRatio"] == {"shape": shape}
+    assert isinstance(plugin, NodeResourcesFit) and plugin.strategy.type == "RequestedToCapacityRatio"
+    assert plugin.strategy.requested_to_capacity_ratio is not None
+    assert [(pt.utilization, pt.score) for pt in plugin.strategy.requested_to_capacity_ratio.shape] == [(0, 0), (100, 10)]
 
 
 @pytest.mark.parametrize(
@@ -278,10 +330,11 @@ def test_requested_to_capacity_ratio_argument(fakes: None) -> None:
         pytest.param({"labelsPresence": {"labels": ["a"]}, "serviceAffinity": {"labels": ["b"]}}, "spec.predicates[0].argument", "exactly one of", id="two kinds"),
         pytest.param({"labelsPresence": {"labels": ["a"], "presense": True}}, "spec.predicates[0].argument.labelsPresence.presense", "did you mean 'presence'?", id="typo field"),
         pytest.param({"labelsPresence": ["a"]}, "spec.predicates[0].argument.labelsPresence", "must be an object", id="not object"),
-        pytest.param({"labelsPresence": {"labels": policy_fakes.BAD}}, "spec.predicates[0].argument.labelsPresence.labels", "is BAD", id="plugin rejects"),
+        pytest.param({"labelsPresence": {"labels": "ssd"}}, "spec.predicates[0].argument.labelsPresence.labels", "must be a list", id="plugin rejects"),
+        pytest.param({"labelsPresence": {"labels": ["ssd"], "presence": "yes"}}, "spec.predicates[0].argument.labelsPresence.presence", "must be a boolean, not 'yes'", id="presence not a boolean"),
     ],
 )
-def test_bad_predicate_arguments(fakes: None, argument: Any, path: str, fragment: str) -> None:
+def test_bad_predicate_arguments(argument: Any, path: str, fragment: str) -> None:
     errs = errors(S(predicates=[{"name": "Custom", "argument": argument}]))
     assert fragment in errs[path], errs
 
@@ -296,32 +349,34 @@ def test_bad_predicate_arguments(fakes: None, argument: Any, path: str, fragment
         pytest.param("NodeResourcesBalancedAllocation", ("resources",), id="balanced modern"),
     ],
 )
-def test_resources_argument_of_resource_priorities(fakes: None, name: str, where: tuple[str, ...]) -> None:
-    resources = [{"name": "cpu", "weight": 2}, {"name": "example.com/gpu", "weight": 5}]
+def test_resources_argument_of_resource_priorities(name: str, where: tuple[str, ...]) -> None:
+    weight = 1 if "Balanced" in name else 2
+    resources = [{"name": "cpu", "weight": weight}, {"name": "example.com/gpu", "weight": 1}]
     p = ok(S(priorities=[{"name": name, "weight": 1, "argument": {"resources": resources}}]))
     args: Any = p.scorers[0][0].args
     for key in where:
-        args = args[key]
-    assert args == resources
+        args = getattr(args, {"scoringStrategy": "scoring_strategy"}.get(key, key))
+    assert [(r.name, r.weight) for r in args] == [("cpu", weight), ("example.com/gpu", 1)]
     assert p.spec["priorities"][0]["argument"] == {"resources": resources}
 
 
-def test_resources_argument_keeps_the_strategy(fakes: None) -> None:
+def test_resources_argument_keeps_the_strategy() -> None:
     p = ok(S(priorities=[{"name": "MostRequestedPriority", "weight": 1, "argument": {"resources": [{"name": "cpu", "weight": 1}]}}]))
-    assert p.scorers[0][0].args["scoringStrategy"] == {"type": "MostAllocated", "resources": [{"name": "cpu", "weight": 1}]}
+    strategy = p.scorers[0][0].args.scoring_strategy
+    assert strategy.type == "MostAllocated" and [(r.name, r.weight) for r in strategy.resources] == [("cpu", 1)]
 
 
-def test_resources_argument_error_path(fakes: None) -> None:
-    spec = S(priorities=[{"name": "LeastRequestedPriority", "weight": 1, "argument": {"resources": [{"name": policy_fakes.BAD}]}}])
-    assert errors(spec) == {"spec.priorities[0].argument.resources[0].name": "is BAD"}
+def test_resources_argument_error_path() -> None:
+    spec = S(priorities=[{"name": "LeastRequestedPriority", "weight": 1, "argument": {"resources": [{"name": ""}]}}])
+    assert errors(spec) == {"spec.priorities[0].argument.resources[0].name": "must be a non-empty string"}
 
 
-def test_resources_argument_not_for_other_priorities(fakes: None) -> None:
+def test_resources_argument_not_for_other_priorities() -> None:
     errs = errors(S(priorities=[{"name": "ImageLocalityPriority", "weight": 1, "argument": {"resources": []}}]))
     assert errs["spec.priorities[0].argument"].startswith("ImageLocalityPriority takes no argument")
 
 
-def test_legacy_name_takes_no_argument(fakes: None) -> None:
+def test_legacy_name_takes_no_argument() -> None:
     errs = errors(S(predicates=[{"name": "PodFitsResources", "argument": {"foo": 1}}]))
     assert errs["spec.predicates[0].argument"].startswith("PodFitsResources takes no argument")
 
@@ -329,26 +384,26 @@ def test_legacy_name_takes_no_argument(fakes: None) -> None:
 # ----------------------------------------------------------------------------- plugin args -> field paths
 
 
-def test_modern_plugin_args_errors_map_to_field_paths(fakes: None) -> None:
+def test_modern_plugin_args_errors_map_to_field_paths() -> None:
     spec = S(priorities=[{"name": "EqualPriority"},
                          {"name": "NodeResourcesFit", "weight": 1,
-                          "argument": {"scoringStrategy": {"type": "MostAllocated", "resources": [{"name": "cpu", "weight": policy_fakes.BAD}]}}}])  # fmt: skip
-    assert errors(spec) == {"spec.priorities[1].argument.scoringStrategy.resources[0].weight": "is BAD"}
+                          "argument": {"scoringStrategy": {"type": "MostAllocated", "resources": [{"name": "cpu", "weight": 0}]}}}])  # fmt: skip
+    assert errors(spec) == {"spec.priorities[1].argument.scoringStrategy.resources[0].weight": "resource weight of cpu not in valid range (0, 100]"}
 
 
-def test_rtcr_args_errors_map_back_to_the_policy_argument(fakes: None) -> None:
-    shape = [{"utilization": 0, "score": 0}, {"utilization": 100, "score": policy_fakes.BAD}]
+def test_rtcr_args_errors_map_back_to_the_policy_argument() -> None:
+    shape = [{"utilization": 0, "score": 0}, {"utilization": 100, "score": "ten"}]
     spec = S(priorities=[{"name": "Ratio", "weight": 1, "argument": {"requestedToCapacityRatioArguments": {"shape": shape}}}])
-    assert errors(spec) == {"spec.priorities[0].argument.requestedToCapacityRatioArguments.shape[1].score": "is BAD"}
+    assert errors(spec) == {"spec.priorities[0].argument.requestedToCapacityRatioArguments.shape[1].score": "must be an integer, not 'ten'"}
 
 
-def test_modern_plugin_args_are_shared_between_filter_and_score(fakes: None) -> None:
+def test_modern_plugin_args_are_shared_between_filter_and_score() -> None:
     args = {"scoringStrategy": {"type": "MostAllocated"}}
     p = ok(S(predicates=[{"name": "NodeResourcesFit"}], priorities=[{"name": "NodeResourcesFit", "weight": 1, "argument": args}]))
-    assert p.filters[0] is p.scorers[0][0] and p.filters[0].args == args
+    assert p.filters[0] is p.scorers[0][0] and p.filters[0].args.scoring_strategy.type == "MostAllocated"
 
 
-def test_conflicting_args_for_one_plugin(fakes: None) -> None:
+def test_conflicting_args_for_one_plugin() -> None:
     errs = errors(S(predicates=[{"name": "NodeResourcesFit", "argument": {"scoringStrategy": {"type": "LeastAllocated"}}}],
                     priorities=[{"name": "NodeResourcesFit", "weight": 1, "argument": {"scoringStrategy": {"type": "MostAllocated"}}}]))  # fmt: skip
     assert "conflicting arguments" in errs["spec.priorities[0].argument"]
@@ -364,7 +419,7 @@ def test_conflicting_args_for_one_plugin(fakes: None) -> None:
         pytest.param(-1, "must be an integer from 0 to 100, got -1", id="negative"),
     ],
 )
-def test_hard_pod_affinity_symmetric_weight(fakes: None, value: int, error: str | None) -> None:
+def test_hard_pod_affinity_symmetric_weight(value: int, error: str | None) -> None:
     spec = S(predicates=[{"name": "MatchInterPodAffinity"}], priorities=[{"name": "InterPodAffinityPriority", "weight": 1}],
              hardPodAffinitySymmetricWeight=value)  # fmt: skip
     if error:
@@ -372,14 +427,13 @@ def test_hard_pod_affinity_symmetric_weight(fakes: None, value: int, error: str 
         return
     p = ok(spec)
     (plugin, _), = p.scorers
-    # 0 is "unset" (v1.9 and the CRD): the plugin's default applies
-    assert plugin.args == ({"hardPodAffinityWeight": value} if value else {})
+    # 0 is "unset" (v1.9 and the CRD): the plugin's default (1) applies
+    assert plugin.args.hard_pod_affinity_weight == (value or 1)
 
 
-def test_hard_pod_affinity_weight_rejected_by_plugin_points_at_spec_field(fakes: None) -> None:
-    # the fake rejects "BAD"; a real plugin would reject an out-of-range value the same way
-    spec = S(priorities=[{"name": "InterPodAffinity", "weight": 1, "argument": {"hardPodAffinityWeight": policy_fakes.BAD}}])
-    assert errors(spec) == {"spec.priorities[0].argument.hardPodAffinityWeight": "is BAD"}
+def test_hard_pod_affinity_weight_rejected_by_plugin_points_at_spec_field() -> None:
+    spec = S(priorities=[{"name": "InterPodAffinity", "weight": 1, "argument": {"hardPodAffinityWeight": "BAD"}}])
+    assert errors(spec) == {"spec.priorities[0].argument.hardPodAffinityWeight": "must be an integer, not 'BAD'"}
 
 
 # ----------------------------------------------------------------------------- scalar settings
@@ -399,19 +453,19 @@ def test_hard_pod_affinity_weight_rejected_by_plugin_points_at_spec_field(fakes:
         pytest.param("schedulerName", "My_Scheduler", "invalid scheduler name 'My_Scheduler': a DNS-1123 subdomain (lower-case letters, digits, '-' and '.')", id="bad scheduler name"),
     ],
 )
-def test_bad_scalar_fields(fakes: None, field: str, value: Any, message: str) -> None:
+def test_bad_scalar_fields(field: str, value: Any, message: str) -> None:
     assert errors(S(**{field: value})) == {f"spec.{field}": message}
 
 
-def test_missing_scheduler_name(fakes: None) -> None:
+def test_missing_scheduler_name() -> None:
     assert "spec.schedulerName" in errors({"algorithmProvider": "DefaultProvider"})
 
 
-def test_unknown_top_level_field_suggests(fakes: None) -> None:
+def test_unknown_top_level_field_suggests() -> None:
     assert errors(S(percentageOfNodeToScore=50)) == {"spec.percentageOfNodeToScore": "unknown field; did you mean 'percentageOfNodesToScore'?"}
 
 
-def test_scalar_settings_reach_the_profile(fakes: None) -> None:
+def test_scalar_settings_reach_the_profile() -> None:
     p = ok(S(algorithmProvider="DefaultProvider", alwaysCheckAllPredicates=True, percentageOfNodesToScore=30,
              podInitialBackoffSeconds=2, podMaxBackoffSeconds=20))  # fmt: skip
     assert (p.always_check_all_predicates, p.percentage_of_nodes_to_score) == (True, 30)
@@ -419,7 +473,7 @@ def test_scalar_settings_reach_the_profile(fakes: None) -> None:
     assert p.spec["podMaxBackoffSeconds"] == 20
 
 
-def test_every_error_is_reported_at_once(fakes: None) -> None:
+def test_every_error_is_reported_at_once() -> None:
     errs = errors({"predicates": [{"name": "Nope"}], "priorities": [{"name": "EqualPriority", "weight": 0}], "percentageOfNodesToScore": 200})
     assert set(errs) == {"spec.schedulerName", "spec.predicates[0].name", "spec.priorities[0].weight", "spec.percentageOfNodesToScore"}
 
@@ -427,7 +481,7 @@ def test_every_error_is_reported_at_once(fakes: None) -> None:
 # ----------------------------------------------------------------------------- extenders
 
 
-def test_extender_config(fakes: None) -> None:
+def test_extender_config() -> None:
     p = ok(S(algorithmProvider="DefaultProvider", extenders=[
         {"urlPrefix": "https://ext/api", "filterVerb": "filter", "prioritizeVerb": "prioritize", "weight": 3,
          "bindVerb": "bind", "enableHttps": True, "httpTimeout": "1m30s", "nodeCacheCapable": True, "ignorable": True,
@@ -452,7 +506,7 @@ def test_extender_config(fakes: None) -> None:
         pytest.param([{"urlPrefix": "u", "enableHttps": "true"}], "spec.extenders[0].enableHttps", "must be a boolean", id="bool"),
     ],
 )
-def test_bad_extenders(fakes: None, extenders: Any, path: str, message: str) -> None:
+def test_bad_extenders(extenders: Any, path: str, message: str) -> None:
     assert errors(S(algorithmProvider="DefaultProvider", extenders=extenders))[path] == message
 
 
@@ -467,13 +521,13 @@ def test_parse_duration(text: Any, seconds: float | None) -> None:
 # ----------------------------------------------------------------------------- real plugins
 
 
-@pytest.mark.parametrize("name", sorted(registry.PREDICATES))
+@pytest.mark.parametrize("name", Registry.in_tree().predicate_names())
 def test_every_predicate_builds_with_real_plugins(name: str) -> None:
     p = ok(S(predicates=[{"name": name}]))
     assert p.filters
 
 
-@pytest.mark.parametrize("name", sorted(registry.PRIORITIES))
+@pytest.mark.parametrize("name", Registry.in_tree().priority_names())
 def test_every_priority_builds_with_real_plugins(name: str) -> None:
     p = ok(S(priorities=[{"name": name, "weight": 2}]))
     assert [w for _, w in p.scorers] == [2]
@@ -540,8 +594,8 @@ def test_spec_fields_match_the_crd() -> None:
     schema = _crd_spec_schema()
     assert set(schema["properties"]) == set(policy.SPEC_KEYS)
     ext = schema["properties"]["extenders"]["items"]["properties"]
-    assert set(ext) == set(policy.EXTENDER_KEYS)
-    assert set(ext["tlsConfig"]["properties"]) == set(policy.TLS_KEYS)
+    assert set(ext) == set(extenders.EXTENDER_KEYS)
+    assert set(ext["tlsConfig"]["properties"]) == set(extenders.TLS_KEYS)
     pred_args = schema["properties"]["predicates"]["items"]["properties"]["argument"]["properties"]
     assert set(pred_args) == set(registry.ARGUMENT_PREDICATES)
     prio_args = schema["properties"]["priorities"]["items"]["properties"]["argument"]["properties"]

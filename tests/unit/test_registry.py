@@ -1,11 +1,17 @@
-"""The registry: every name, aliases, providers as v1.9, filter order, suggestions, plugin resolution."""
+"""The registry: plugin classes by symbol, every v1.9 name, providers as v1.9, filter order, extension."""
 
 from __future__ import annotations
 
 import pytest
 
 from kopf_scheduler.core import registry
-from kopf_scheduler.core.registry import PREDICATES, PRIORITIES, PROVIDERS
+from kopf_scheduler.core.framework import FilterPlugin, Plugin, ScorePlugin
+from kopf_scheduler.core.plugins.node_resources_fit import NodeResourcesFit
+from kopf_scheduler.core.plugins.selector_spread import SelectorSpread
+from kopf_scheduler.core.registry import LEGACY_PREDICATES, LEGACY_PRIORITIES, PROVIDERS, Registry
+from kopf_scheduler.core.specs import closest
+
+IN_TREE = Registry.in_tree()
 
 V19_PREDICATES = [
     "PodFitsResources", "HostName", "PodFitsHost", "PodFitsHostPorts", "PodFitsPorts", "MatchNodeSelector",
@@ -20,35 +26,62 @@ V19_PRIORITIES = {
     "InterPodAffinityPriority": 1, "NodeAffinityPriority": 1, "TaintTolerationPriority": 1,
     "NodePreferAvoidPodsPriority": 10000, "ImageLocalityPriority": 1, "EqualPriority": 1, "ResourceLimitsPriority": 1,
 }  # fmt: skip
-MODERN = [
-    "NodeUnschedulable", "NodeName", "NodePorts", "NodeAffinity", "NodeResourcesFit", "NodeResourcesBalancedAllocation",
-    "TaintToleration", "InterPodAffinity", "ImageLocality", "VolumeRestrictions", "VolumeZone", "NodeVolumeLimits",
-    "EBSLimits", "GCEPDLimits", "AzureDiskLimits", "VolumeBinding", "SelectorSpread", "NodeLabel", "ServiceAffinity",
-    "NodePreferAvoidPods", "NodeResourceLimits",
+FILTERS = [
+    "NodeUnschedulable", "NodeName", "NodePorts", "NodeAffinity", "NodeResourcesFit", "TaintToleration",
+    "InterPodAffinity", "VolumeRestrictions", "VolumeZone", "NodeVolumeLimits", "EBSLimits", "GCEPDLimits",
+    "AzureDiskLimits", "VolumeBinding", "NodeLabel", "ServiceAffinity",
+]  # fmt: skip
+SCORERS = [
+    "NodeResourcesFit", "NodeResourcesBalancedAllocation", "NodeAffinity", "TaintToleration", "InterPodAffinity",
+    "ImageLocality", "SelectorSpread", "NodeLabel", "ServiceAffinity", "NodePreferAvoidPods", "NodeResourceLimits",
 ]  # fmt: skip
 
 
 @pytest.mark.parametrize("name", V19_PREDICATES)
-def test_every_v19_predicate_is_registered(name: str) -> None:
-    entry = PREDICATES[name]
-    assert entry.legacy and entry.filters and entry.scorer is None
+def test_every_v19_predicate_is_a_name_policies_may_list(name: str) -> None:
+    assert name in IN_TREE.predicate_names()
+    assert registry.is_v19_name(name)
+    legacy = registry.lookup_legacy_predicate(name)
+    assert (legacy is not None and legacy.filters) or IN_TREE.filter_plugin(name) is not None
 
 
 @pytest.mark.parametrize("name,weight", list(V19_PRIORITIES.items()))
 def test_every_v19_priority_has_its_default_weight(name: str, weight: int) -> None:
-    entry = PRIORITIES[name]
-    assert entry.legacy and entry.scorer is not None
-    assert entry.weight == weight
+    assert name in IN_TREE.priority_names()
+    legacy = registry.lookup_legacy_priority(name)
+    if legacy is not None:
+        assert legacy.weight == weight
+    else:
+        cls = IN_TREE.score_plugin(name)
+        assert cls is not None and issubclass(cls, ScorePlugin) and cls.DEFAULT_WEIGHT == weight
 
 
-@pytest.mark.parametrize("name", MODERN)
-def test_every_modern_name_is_registered(name: str) -> None:
-    assert name in PREDICATES or name in PRIORITIES
-    assert name in registry.MODERN_NAMES
+@pytest.mark.parametrize("name", FILTERS)
+def test_filter_plugins_by_name(name: str) -> None:
+    cls = IN_TREE.filter_plugin(name)
+    assert cls is not None and issubclass(cls, FilterPlugin) and cls.NAME == name
 
 
-def _targets(name: str) -> set[tuple[str, str | None]]:
-    return {r.key for r in PREDICATES[name].filters}
+@pytest.mark.parametrize("name", SCORERS)
+def test_score_plugins_by_name(name: str) -> None:
+    cls = IN_TREE.score_plugin(name)
+    assert cls is not None and issubclass(cls, ScorePlugin) and cls.NAME == name
+
+
+def test_each_in_tree_name_is_written_once() -> None:
+    names = [cls.NAME for cls in registry.IN_TREE]
+    assert len(names) == len(set(names))
+    assert not set(names) & set(LEGACY_PREDICATES)
+    assert not set(names) & set(LEGACY_PRIORITIES)
+
+
+def _keys(name: str) -> set[tuple[type[Plugin], str]]:
+    legacy = registry.lookup_legacy_predicate(name)
+    if legacy is not None:
+        return {r.key for r in legacy.filters}
+    cls = IN_TREE.filter_plugin(name)
+    assert cls is not None
+    return {(cls, cls.NAME)}
 
 
 @pytest.mark.parametrize(
@@ -64,6 +97,7 @@ def _targets(name: str) -> set[tuple[str, str | None]]:
         pytest.param("MaxEBSVolumeCount", "EBSLimits", id="EBS"),
         pytest.param("MaxGCEPDVolumeCount", "GCEPDLimits", id="GCEPD"),
         pytest.param("MaxAzureDiskVolumeCount", "AzureDiskLimits", id="AzureDisk"),
+        pytest.param("MaxCSIVolumeCountPred", "NodeVolumeLimits", id="CSI"),
         pytest.param("MatchInterPodAffinity", "InterPodAffinity", id="MatchInterPodAffinity"),
         pytest.param("PodToleratesNodeTaints", "TaintToleration", id="PodToleratesNodeTaints"),
         pytest.param("CheckNodeUnschedulable", "NodeUnschedulable", id="CheckNodeUnschedulable"),
@@ -71,13 +105,11 @@ def _targets(name: str) -> set[tuple[str, str | None]]:
     ],
 )
 def test_predicate_aliases_map_to_the_same_plugin(alias: str, name: str) -> None:
-    assert _targets(alias) == _targets(name)
+    assert _keys(alias) == _keys(name)
 
 
 def test_general_predicates_is_fit_name_ports_affinity() -> None:
-    assert _targets("GeneralPredicates") == (
-        _targets("NodeResourcesFit") | _targets("NodeName") | _targets("NodePorts") | _targets("NodeAffinity")
-    )
+    assert _keys("GeneralPredicates") == _keys("NodeResourcesFit") | _keys("NodeName") | _keys("NodePorts") | _keys("NodeAffinity")
 
 
 @pytest.mark.parametrize(
@@ -94,10 +126,10 @@ def test_general_predicates_is_fit_name_ports_affinity() -> None:
     ],
 )
 def test_priority_aliases_map_to_the_same_plugin(legacy: str, modern: str) -> None:
-    a, b = PRIORITIES[legacy].scorer, PRIORITIES[modern].scorer
-    assert a is not None and b is not None
-    assert a.key == b.key and dict(a.args) == dict(b.args)
-    assert PRIORITIES[legacy].weight == PRIORITIES[modern].weight
+    entry = LEGACY_PRIORITIES[legacy]
+    cls = IN_TREE.score_plugin(modern)
+    assert entry.scorer.cls is cls and entry.scorer.name is None and not entry.scorer.args
+    assert cls is not None and issubclass(cls, ScorePlugin) and entry.weight == cls.DEFAULT_WEIGHT
 
 
 @pytest.mark.parametrize(
@@ -110,17 +142,27 @@ def test_priority_aliases_map_to_the_same_plugin(legacy: str, modern: str) -> No
     ],
 )
 def test_resource_priorities_are_node_resources_fit_strategies(name: str, plugin_name: str, strategy: str) -> None:
-    scorer = PRIORITIES[name].scorer
-    assert scorer is not None
-    assert scorer.target == registry.NODE_RESOURCES_FIT
-    assert scorer.name == plugin_name
+    scorer = LEGACY_PRIORITIES[name].scorer
+    assert scorer.cls is NodeResourcesFit and scorer.name == plugin_name
     assert scorer.args["scoringStrategy"]["type"] == strategy
+    assert NodeResourcesFit.new(scorer.args).strategy.type == strategy
 
 
 def test_service_spreading_is_selector_spread_over_services_only() -> None:
-    scorer = PRIORITIES["ServiceSpreadingPriority"].scorer
-    assert scorer is not None and scorer.target == registry.SELECTOR_SPREAD
-    assert dict(scorer.args) == {"servicesOnly": True}
+    scorer = LEGACY_PRIORITIES["ServiceSpreadingPriority"].scorer
+    assert scorer.cls is SelectorSpread and dict(scorer.args) == {"servicesOnly": True}
+
+
+@pytest.mark.parametrize("kind", [*registry.ARGUMENT_PREDICATES.values(), *registry.ARGUMENT_PRIORITIES.values()], ids=lambda k: k.key)
+def test_argument_style_translations_build_their_plugin(kind: registry.ArgumentKind) -> None:
+    sample = {
+        "labels": ["a", "b"], "presence": True, "label": "a",
+        "shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}],
+        "resources": [{"name": "cpu", "weight": 2}],
+    }  # fmt: skip
+    raw = kind.translate({k: sample[k] for k in kind.fields})
+    plugin = kind.cls.new(raw)
+    assert isinstance(plugin, kind.cls)
 
 
 def test_default_provider_is_v19() -> None:
@@ -147,10 +189,9 @@ def test_cluster_autoscaler_provider_swaps_least_for_most_requested() -> None:
     assert dict(ca.priorities) == expected
 
 
-def test_filter_order_covers_every_filter_slot() -> None:
-    slots = {r.slot for e in PREDICATES.values() for r in e.filters}
-    slots |= {k.slot for k in registry.ARGUMENT_PREDICATES.values()}
-    assert slots <= set(registry.FILTER_ORDER)
+def test_filter_order_covers_every_in_tree_filter() -> None:
+    filters = {cls for cls in registry.IN_TREE if issubclass(cls, FilterPlugin)}
+    assert filters == set(registry.FILTER_ORDER)
     assert len(set(registry.FILTER_ORDER)) == len(registry.FILTER_ORDER)
 
 
@@ -159,10 +200,10 @@ def test_filter_order_follows_upstream_default_profile() -> None:
     upstream = ["NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
                 "VolumeRestrictions", "EBSLimits", "GCEPDLimits", "NodeVolumeLimits", "AzureDiskLimits",
                 "VolumeBinding", "VolumeZone", "InterPodAffinity"]  # fmt: skip
-    ours = [s for s in registry.FILTER_ORDER if s in upstream]
+    ours = [cls.NAME for cls in registry.FILTER_ORDER if cls.NAME in upstream]
     assert ours == upstream
-    assert registry.FILTER_ORDER[0] == "CheckNodeCondition"
-    assert registry.FILTER_ORDER[-1] == "InterPodAffinity"
+    assert registry.FILTER_ORDER[0].NAME == "CheckNodeCondition"
+    assert registry.FILTER_ORDER[-1].NAME == "InterPodAffinity"
 
 
 @pytest.mark.parametrize(
@@ -173,12 +214,11 @@ def test_filter_order_follows_upstream_default_profile() -> None:
         pytest.param("NodeAfinity", "NodeAffinity", id="one f"),
         pytest.param("generalpredicate", "GeneralPredicates", id="case and plural"),
         pytest.param("TaintTolerationPriorty", "TaintTolerationPriority", id="transposed"),
-        pytest.param("DefaultProvder", "DefaultProvider", id="provider"),
         pytest.param("Zzzzzz", None, id="nothing close"),
     ],
 )
-def test_suggest(typo: str, expected: str | None) -> None:
-    assert registry.suggest(typo) == expected
+def test_suggestions(typo: str, expected: str | None) -> None:
+    assert closest(typo, [*IN_TREE.predicate_names(), *IN_TREE.priority_names()]) == expected
 
 
 @pytest.mark.parametrize(
@@ -186,29 +226,59 @@ def test_suggest(typo: str, expected: str | None) -> None:
     [
         pytest.param("podfitsresources", "PodFitsResources", id="lower"),
         pytest.param("GENERALPREDICATES", "GeneralPredicates", id="upper"),
-        pytest.param("nodeResourcesFit", "NodeResourcesFit", id="camel"),
     ],
 )
-def test_lookup_is_case_insensitive(name: str, canonical: str) -> None:
-    entry = registry.lookup_predicate(name)
+def test_legacy_lookup_is_case_insensitive(name: str, canonical: str) -> None:
+    entry = registry.lookup_legacy_predicate(name)
     assert entry is not None and entry.name == canonical
 
 
-def test_lookups_of_unknown_names() -> None:
-    assert registry.lookup_predicate("Nope") is None
-    assert registry.lookup_priority("PodFitsResources") is None
+def test_plugin_lookup_is_case_insensitive() -> None:
+    assert IN_TREE.filter_plugin("nodeResourcesFit") is NodeResourcesFit
+    assert IN_TREE.filter_plugin("Nope") is None
+    assert IN_TREE.filter_plugin("NodeResourcesBalancedAllocation") is None  # a scorer only
+    assert registry.lookup_legacy_priority("PodFitsResources") is None
     assert registry.lookup_provider("defaultprovider") is PROVIDERS["DefaultProvider"]
 
 
-def test_registry_imports_without_plugins() -> None:
-    # the table is strings only; nothing is imported until resolve()
-    assert all(":" in t for t in registry.all_targets())
+@pytest.mark.parametrize("cls", registry.IN_TREE, ids=lambda c: c.NAME)
+def test_every_in_tree_plugin_builds_with_defaults_and_a_name(cls: type[Plugin]) -> None:
+    assert cls.new(None, name="probe").name == "probe"
+    assert cls().name == cls.NAME
 
 
-@pytest.mark.parametrize("target", registry.all_targets())
-def test_every_target_resolves_to_a_plugin_class(target: str) -> None:
-    cls = registry.resolve(target)
-    plugin = cls(None, name="probe")
-    assert plugin.name == "probe"
-    default = cls()
-    assert isinstance(default.name, str) and default.name
+# ----------------------------------------------------------------------------- extension
+
+
+class _Cheap(ScorePlugin):
+    NAME = "Cheap"
+
+    def score(self, state: object, pod: object, node: object) -> int:  # type: ignore[override]
+        return 1
+
+
+class _Clash(ScorePlugin):
+    NAME = "NodeAffinity"
+
+    def score(self, state: object, pod: object, node: object) -> int:  # type: ignore[override]
+        return 1
+
+
+def test_extended_registry_adds_out_of_tree_plugins() -> None:
+    extended = IN_TREE.extended([(_Cheap, "pkg:Cheap")])
+    assert extended.score_plugin("cheap") is _Cheap
+    assert extended.out_of_tree() == ["Cheap"]
+    assert IN_TREE.score_plugin("Cheap") is None  # the in-tree registry is unchanged
+
+
+@pytest.mark.parametrize(
+    "plugin, problem",
+    [
+        pytest.param(_Clash, "already taken", id="a built-in name"),
+        pytest.param(int, "not a kopf_scheduler.framework.Plugin", id="not a plugin"),
+    ],
+)
+def test_extended_registry_reports_what_it_cannot_register(plugin: type, problem: str) -> None:
+    extended = IN_TREE.extended([(plugin, "pkg:X")])
+    assert any(problem in text for text in extended.problems.values())
+    assert extended.score_plugin("NodeAffinity") is IN_TREE.score_plugin("NodeAffinity")

@@ -23,8 +23,10 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from . import registry
-from .policy import EXTENDER_KEYS, MANAGED_RESOURCE_KEYS, TLS_KEYS, FieldError, validate_policy
+
+from .extenders import EXTENDER_KEYS, MANAGED_RESOURCE_KEYS, TLS_KEYS
+from .policy import validate_policy
+from .specs import FieldError, closest
 
 SCHEDULING_POLICY_API_VERSION: Final = "scheduling.kopf.dev/v1alpha1"
 SCHEDULING_POLICY_KIND: Final = "SchedulingPolicy"
@@ -59,7 +61,7 @@ def _canonical(obj: Mapping[str, Any], allowed: Sequence[str], path: str, errors
     for key, value in obj.items():
         canonical = by_lower.get(str(key).lower())
         if canonical is None:
-            hint = registry.suggest(str(key), list(allowed))
+            hint = closest(str(key), list(allowed))
             tail = f"; did you mean {hint!r}?" if hint else f" (allowed: {', '.join(allowed)})"
             errors.append(FieldError(f"{path}{key}", f"unknown field{tail}"))
             continue

@@ -227,11 +227,18 @@ def _argument_kind(argument: Mapping[str, Any], kinds: Mapping[str, registry.Arg
     return kind if len(errors) == before else False
 
 
-def _argument_style(kind: registry.ArgumentKind, name: str, argument: Mapping[str, Any], path: str, order: int, weight: int) -> _Item:
+def _argument_style(
+    kind: registry.ArgumentKind, name: str, argument: Mapping[str, Any], path: str, order: int, weight: int, errors: list[FieldError]
+) -> _Item | None:
     body = dict(argument[kind.key])
     where = f"{path}.argument.{kind.key}"
+    try:
+        translated = kind.translate(body)
+    except PluginArgsError as exc:
+        errors.append(FieldError(f"{where}.{exc.field}", exc.message))
+        return None
     fmap = tuple((prefix, f"{where}.{v19}") for prefix, v19 in kind.field_map) + (("", where),)
-    ref = PluginRef(kind.cls, kind.fixed_name or name, kind.translate(body))
+    ref = PluginRef(kind.cls, kind.fixed_name or name, translated)
     return _Item(name, {"name": name, "argument": {kind.key: body}}, [_Request(ref, path, fmap, order)], weight, True)
 
 
@@ -275,7 +282,7 @@ def _predicate(item: Any, path: str, order: int, errors: list[FieldError], regis
         if kind is False:
             return None
         if isinstance(kind, registry.ArgumentKind):
-            return _argument_style(kind, name, argument, path, order, 0)
+            return _argument_style(kind, name, argument, path, order, 0, errors)
     legacy = registry.lookup_legacy_predicate(name)
     if legacy is not None:
         if argument:
@@ -313,7 +320,9 @@ def _priority(item: Any, path: str, order: int, errors: list[FieldError], regist
         if kind is False:
             return None
         if isinstance(kind, registry.ArgumentKind):
-            built = _argument_style(kind, name, argument, path, order, default_weight)
+            built = _argument_style(kind, name, argument, path, order, default_weight, errors)
+            if built is None:
+                return None
         elif legacy is not None:
             what = "takes only argument.resources" if legacy.scorer.cls in registry.RESOURCES_ARGUMENT else "takes no argument"
             errors.append(FieldError(f"{path}.argument", f"{legacy.name} {what} (v1.9 arguments, under a name of your own: {', '.join(registry.ARGUMENT_PRIORITIES)})"))

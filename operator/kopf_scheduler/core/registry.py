@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from .arguments import PluginArgsError
 from .framework import FilterPlugin, Plugin, ScorePlugin
 from .plugins.balanced_allocation import NodeResourcesBalancedAllocation
 from .plugins.equal_priority import EqualPriority
@@ -294,7 +295,7 @@ class ArgumentKind:
     cls: type[Plugin]
     #: the fields the v1.9 argument object may have
     fields: tuple[str, ...]
-    #: v1.9 argument object -> the plugin's raw arguments
+    #: v1.9 argument object -> the plugin's raw arguments (``PluginArgsError`` at a v1.9 field)
     translate: Callable[[Mapping[str, Any]], dict[str, Any]]
     #: (plugin argument path prefix, v1.9 field) pairs, to report plugin errors at the v1.9 field
     field_map: tuple[tuple[str, str], ...]
@@ -302,12 +303,19 @@ class ArgumentKind:
     fixed_name: str | None = None
 
 
+def _presence(a: Mapping[str, Any]) -> bool:
+    presence = a.get("presence", False)
+    if not isinstance(presence, bool):
+        raise PluginArgsError("presence", f"must be a boolean, not {presence!r}")
+    return presence
+
+
 def _labels_presence(a: Mapping[str, Any]) -> dict[str, Any]:
-    return {"presentLabels" if a.get("presence") else "absentLabels": a.get("labels", [])}
+    return {"presentLabels" if _presence(a) else "absentLabels": a.get("labels", [])}
 
 
 def _label_preference(a: Mapping[str, Any]) -> dict[str, Any]:
-    return {"presentLabelsPreference" if a.get("presence") else "absentLabelsPreference": [a.get("label")]}
+    return {"presentLabelsPreference" if _presence(a) else "absentLabelsPreference": [a.get("label")]}
 
 
 ARGUMENT_PREDICATES: Final[Mapping[str, ArgumentKind]] = {

@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 
 from ..core.profile import Profile
+from ..entry_points import installed_registry
 from .loader import ManifestError, load_cluster, load_pods, read_documents
 from .report import to_json, to_table
 from .simulator import Simulation
@@ -45,7 +46,7 @@ def load_policy(path: str | Path | None, *, scheduler_name: str = DEFAULT_SCHEDU
         spec = converted
     else:
         raise PolicyFileError(f"{p}: expected kind SchedulingPolicy or Policy, got {kind!r}")
-    profile = policy.validate_policy(spec)
+    profile = policy.validate_policy(spec, registry=installed_registry())
     if isinstance(profile, list):
         raise PolicyFileError(f"{p}: invalid policy:\n" + "\n".join(f"  {e.path}: {e.message}" for e in profile))
     return profile

@@ -22,23 +22,20 @@ scores 0, a constant). ``score_nodes`` uses a cached index image name -> (node p
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Final
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
 
 import numpy as np
 import numpy.typing as npt
 
 from .. import framework
-from ..framework import MAX_NODE_SCORE, CycleState, Status
+from ..arguments import NoArgs
+from ..framework import MAX_NODE_SCORE, CycleState, PreScorePlugin, StateKey, Status, VectorScore
 from ..nodeinfo import NodeInfo
 from ..objects import Node, Pod
-from ..arguments import PluginArgsError
 
 if TYPE_CHECKING:
     from ..snapshot import NodeTable, Snapshot
-
-NAME: Final = "ImageLocality"
-#: v1.9 Policy name.
-SCORE_ALIAS: Final = "ImageLocalityPriority"
 
 MB: Final = 1024 * 1024
 MIN_THRESHOLD: Final = 23 * MB
@@ -83,7 +80,7 @@ def calculate_priority(sum_scores: int, num_containers: int) -> int:
     return MAX_NODE_SCORE * (s - MIN_THRESHOLD) // (max_threshold - MIN_THRESHOLD)
 
 
-def image_index(table: "NodeTable") -> dict[str, tuple[npt.NDArray[np.intp], IntArray]]:
+def image_index(table: NodeTable) -> dict[str, tuple[npt.NDArray[np.intp], IntArray]]:
     """Image name -> (positions of the nodes having it, its size on each of them)."""
 
     def build(infos: list[NodeInfo]) -> dict[str, tuple[npt.NDArray[np.intp], IntArray]]:
@@ -112,45 +109,49 @@ def score_node(pod: Pod, node: Node, num_nodes: Mapping[str, int], total_nodes: 
     return calculate_priority(total, len(images))
 
 
-class ImageLocality:
-    NAME: ClassVar[str] = NAME
+@dataclass(frozen=True, slots=True)
+class _PreScoreState:
+    """How many nodes of ``table`` hold each of the pod's images (only those some node holds)."""
 
-    def __init__(self, args: Mapping[str, Any] | None = None, *, name: str | None = None) -> None:
-        for key in args or {}:
-            raise PluginArgsError(str(key), "ImageLocality takes no arguments")
-        self.name = name or NAME
-        self._key = f"PreScore{self.name}"
+    table: NodeTable
+    counts: Mapping[str, int]
+    total: int
 
-    def _state(self, state: CycleState, pod: Pod, table: "NodeTable") -> tuple[dict[str, int], int]:
+
+class ImageLocality(PreScorePlugin, VectorScore):
+    NAME = "ImageLocality"
+
+    def __init__(self, args: NoArgs | None = None, *, name: str | None = None) -> None:
+        super().__init__(args, name=name)
+        self._key = StateKey[_PreScoreState](f"PreScore{self.name}")
+
+    def _state(self, state: CycleState, pod: Pod, table: NodeTable) -> _PreScoreState:
         cached = state.read(self._key)
-        if cached is not None and cached[0] is table:
-            return cached[1], cached[2]
+        if cached is not None and cached.table is table:
+            return cached
         index = image_index(table)
         counts = {img: len(index[img][0]) for img in set(pod_images(pod)) if img in index}
-        return counts, len(table)
+        return _PreScoreState(table, counts, len(table))
 
-    def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo], snapshot: "Snapshot") -> Status:
-        table = snapshot.table
-        counts, total = self._state(state, pod, table)
-        if not counts:
+    def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo], snapshot: Snapshot) -> Status:
+        computed = self._state(state, pod, snapshot.table)
+        if not computed.counts:
             return framework.SKIP  # no node has any of the images: 0 everywhere
-        state.write(self._key, (table, counts, total))
+        state.write(self._key, computed)
         return framework.SUCCESS
 
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
         if node.node is None:
             return 0
         cached = state.read(self._key)
-        if cached is not None:
-            counts, total = cached[1], cached[2]
-        else:  # called without PreScore (no snapshot at hand): the spread factor is taken as 1
-            counts, total = {}, 1
-        return score_node(pod, node.node, counts, total)
+        if cached is None:  # called without PreScore (no snapshot at hand): the spread factor is taken as 1
+            return score_node(pod, node.node, {}, 1)
+        return score_node(pod, node.node, cached.counts, cached.total)
 
-    def score_nodes(self, state: CycleState, pod: Pod, table: "NodeTable", index: npt.NDArray[np.intp]) -> IntArray:
-        counts, total = self._state(state, pod, table)
+    def score_nodes(self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]) -> IntArray:
+        computed = self._state(state, pod, table)
         images = pod_images(pod)
-        if not counts:
+        if not computed.counts:
             return np.full(len(index), calculate_priority(0, len(images)), dtype=np.int64)
         by_image = image_index(table)
         sums = np.zeros(len(table), dtype=np.int64)
@@ -159,7 +160,7 @@ class ImageLocality:
             if entry is None:
                 continue
             positions, sizes = entry
-            spread = float(len(positions)) / float(total)
+            spread = float(len(positions)) / float(computed.total)
             sums[positions] += (sizes.astype(np.float64) * spread).astype(np.int64)
         n = len(images)
         max_threshold = MAX_CONTAINER_THRESHOLD * n

@@ -28,14 +28,24 @@ failing its term; the API server rejects such pods anyway. ``addedAffinity`` is 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Final
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 import numpy.typing as npt
 
 from .. import framework
-from ..framework import CycleState, Status
+from ..arguments import PluginArgsError
+from ..framework import (
+    CycleState,
+    NormalizeScorePlugin,
+    PreFilterPlugin,
+    PreScorePlugin,
+    StateKey,
+    Status,
+    VectorFilter,
+    VectorScore,
+)
 from ..nodeinfo import NodeInfo
 from ..objects import (
     Node,
@@ -46,15 +56,9 @@ from ..objects import (
     PreferredSchedulingTerm,
     parse_affinity,
 )
-from ..arguments import PluginArgsError
 
 if TYPE_CHECKING:
     from ..snapshot import NodeTable, Snapshot
-
-NAME: Final = "NodeAffinity"
-#: v1.9 Policy names: the predicate and the priority.
-FILTER_ALIAS: Final = "MatchNodeSelector"
-SCORE_ALIAS: Final = "NodeAffinityPriority"
 
 ERR_REASON_POD: Final = "node(s) didn't match Pod's node affinity/selector"
 ERR_REASON_ENFORCED: Final = "node(s) didn't match scheduler-enforced node affinity"
@@ -139,7 +143,7 @@ def pinned_node_names(terms: tuple[NodeSelectorTerm, ...]) -> set[str] | None:
 # --------------------------------------------------------------------------- vector matching
 
 
-def _requirement_mask(req: NodeSelectorRequirement, table: "NodeTable", index: npt.NDArray[np.intp]) -> BoolArray:
+def _requirement_mask(req: NodeSelectorRequirement, table: NodeTable, index: npt.NDArray[np.intp]) -> BoolArray:
     ids, vocab = table.label_column(req.key)
     # lut[0] is "label absent", lut[v + 1] the value with id v
     op = req.operator
@@ -165,7 +169,7 @@ def _requirement_mask(req: NodeSelectorRequirement, table: "NodeTable", index: n
     return lut[ids[index] + 1]
 
 
-def _field_mask(req: NodeSelectorRequirement, table: "NodeTable", index: npt.NDArray[np.intp]) -> BoolArray:
+def _field_mask(req: NodeSelectorRequirement, table: NodeTable, index: npt.NDArray[np.intp]) -> BoolArray:
     if req.key != OBJECT_NAME_FIELD:
         return np.zeros(len(index), dtype=np.bool_)
     if req.operator in ("In", "NotIn"):
@@ -176,7 +180,7 @@ def _field_mask(req: NodeSelectorRequirement, table: "NodeTable", index: npt.NDA
     return np.fromiter((req.matches(names[k]) for k in index.tolist()), dtype=np.bool_, count=len(index))
 
 
-def term_mask(term: NodeSelectorTerm, table: "NodeTable", index: npt.NDArray[np.intp]) -> BoolArray:
+def term_mask(term: NodeSelectorTerm, table: NodeTable, index: npt.NDArray[np.intp]) -> BoolArray:
     if not term.match_expressions and not term.match_fields:
         return np.zeros(len(index), dtype=np.bool_)
     mask = np.ones(len(index), dtype=np.bool_)
@@ -187,7 +191,7 @@ def term_mask(term: NodeSelectorTerm, table: "NodeTable", index: npt.NDArray[np.
     return mask
 
 
-def required_mask(terms: tuple[NodeSelectorTerm, ...] | None, table: "NodeTable", index: npt.NDArray[np.intp]) -> BoolArray:
+def required_mask(terms: tuple[NodeSelectorTerm, ...] | None, table: NodeTable, index: npt.NDArray[np.intp]) -> BoolArray:
     if terms is None:
         return np.ones(len(index), dtype=np.bool_)
     mask = np.zeros(len(index), dtype=np.bool_)
@@ -196,7 +200,7 @@ def required_mask(terms: tuple[NodeSelectorTerm, ...] | None, table: "NodeTable"
     return mask
 
 
-def selector_mask(selector: Mapping[str, str], table: "NodeTable", index: npt.NDArray[np.intp]) -> BoolArray:
+def selector_mask(selector: Mapping[str, str], table: NodeTable, index: npt.NDArray[np.intp]) -> BoolArray:
     mask = np.ones(len(index), dtype=np.bool_)
     for key, value in selector.items():
         ids, vocab = table.label_column(key)
@@ -298,6 +302,26 @@ def parse_added_affinity(raw: Any) -> tuple[tuple[NodeSelectorTerm, ...] | None,
     return affinity.node_affinity.required, effective_preferred(affinity.node_affinity.preferred)
 
 
+@dataclass(frozen=True, slots=True)
+class NodeAffinityArgs:
+    """Upstream ``NodeAffinityArgs``: ``addedAffinity`` is a NodeAffinity in API form, applied to every pod.
+
+    Validated and parsed once here (upstream ``ValidateNodeAffinityArgs``), so typed construction
+    is checked too; the plugin reads ``added_required`` / ``added_preferred``.
+    """
+
+    added_affinity: Mapping[str, Any] | None = None
+    #: the added required terms; None when there are none (every node matches)
+    added_required: tuple[NodeSelectorTerm, ...] | None = field(init=False, default=None, repr=False, compare=False)
+    #: the added preferred terms that count (weight > 0, with requirements)
+    added_preferred: tuple[PreferredSchedulingTerm, ...] = field(init=False, default=(), repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        required, preferred = parse_added_affinity(self.added_affinity)
+        object.__setattr__(self, "added_required", required)
+        object.__setattr__(self, "added_preferred", preferred)
+
+
 # --------------------------------------------------------------------------- the plugin
 
 
@@ -307,26 +331,28 @@ class _FilterState:
     required: tuple[NodeSelectorTerm, ...] | None
 
 
-class NodeAffinity:
-    NAME: ClassVar[str] = NAME
+@dataclass(frozen=True, slots=True)
+class _ScoreState:
+    """The preferred terms that count for this pod: the added ones, then the pod's."""
 
-    def __init__(self, args: Mapping[str, Any] | None = None, *, name: str | None = None) -> None:
-        args = args or {}
-        if not isinstance(args, Mapping):
-            raise PluginArgsError("", "arguments must be an object")
-        for key in args:
-            if key != "addedAffinity":
-                raise PluginArgsError(str(key), "unknown field (NodeAffinity takes addedAffinity)")
-        self.name = name or NAME
-        self.added_required, self.added_preferred = parse_added_affinity(args.get("addedAffinity"))
-        self._filter_key = f"PreFilter{self.name}"
-        self._score_key = f"PreScore{self.name}"
+    terms: tuple[PreferredSchedulingTerm, ...]
+
+
+class NodeAffinity(PreFilterPlugin, VectorFilter, PreScorePlugin, VectorScore, NormalizeScorePlugin):
+    NAME = "NodeAffinity"
+    Args = NodeAffinityArgs
+
+    def __init__(self, args: NodeAffinityArgs | None = None, *, name: str | None = None) -> None:
+        super().__init__(args, name=name)
+        self.args: NodeAffinityArgs
+        self._filter_key = StateKey[_FilterState](f"PreFilter{self.name}")
+        self._score_key = StateKey[_ScoreState](f"PreScore{self.name}")
 
     # ---- filter
 
-    def pre_filter(self, state: CycleState, pod: Pod, snapshot: "Snapshot") -> Status:
+    def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
         required = _pod_required(pod)
-        if required is None and self.added_required is None and not pod.node_selector:
+        if required is None and self.args.added_required is None and not pod.node_selector:
             return framework.SKIP
         state.write(self._filter_key, _FilterState(pod.node_selector, required))
         if required:
@@ -336,15 +362,15 @@ class NodeAffinity:
         return framework.SUCCESS
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
-        return fits(pod, node, added=self.added_required)
+        return fits(pod, node, added=self.args.added_required)
 
-    def filter_nodes(self, state: CycleState, pod: Pod, table: "NodeTable", index: npt.NDArray[np.intp]) -> BoolArray:
+    def filter_nodes(self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]) -> BoolArray:
         s = state.read(self._filter_key)
         if s is None:
             s = _FilterState(pod.node_selector, _pod_required(pod))
-        mask = table.has_node[index].copy()
-        if self.added_required is not None:
-            mask &= required_mask(self.added_required, table, index)
+        mask: BoolArray = table.has_node[index].copy()
+        if self.args.added_required is not None:
+            mask &= required_mask(self.args.added_required, table, index)
         if s.selector:
             mask &= selector_mask(s.selector, table, index)
         if s.required is not None:
@@ -354,14 +380,14 @@ class NodeAffinity:
     # ---- score
 
     def _preferred(self, state: CycleState, pod: Pod) -> tuple[PreferredSchedulingTerm, ...]:
-        terms = state.read(self._score_key)
-        return terms if terms is not None else self.added_preferred + _pod_preferred(pod)
+        cached = state.read(self._score_key)
+        return cached.terms if cached is not None else self.args.added_preferred + _pod_preferred(pod)
 
-    def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo], snapshot: "Snapshot") -> Status:
-        terms = self.added_preferred + _pod_preferred(pod)
+    def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo], snapshot: Snapshot) -> Status:
+        terms = self.args.added_preferred + _pod_preferred(pod)
         if not terms:
             return framework.SKIP  # every node would score 0
-        state.write(self._score_key, terms)
+        state.write(self._score_key, _ScoreState(terms))
         return framework.SUCCESS
 
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
@@ -369,7 +395,7 @@ class NodeAffinity:
             return 0
         return preferred_score(self._preferred(state, pod), node.node)
 
-    def score_nodes(self, state: CycleState, pod: Pod, table: "NodeTable", index: npt.NDArray[np.intp]) -> IntArray:
+    def score_nodes(self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]) -> IntArray:
         out = np.zeros(len(index), dtype=np.int64)
         for t in self._preferred(state, pod):
             out += t.weight * term_mask(t.preference, table, index)

@@ -22,28 +22,20 @@ per-node flags, built from the node conditions). Vector forms index those flags.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Final
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar, Final
 
 import numpy as np
 import numpy.typing as npt
 
 from .. import framework
-from ..framework import CycleState, Status
+from ..arguments import NoArgs
+from ..framework import CycleState, PreFilterPlugin, StateKey, Status, VectorFilter
 from ..nodeinfo import NodeInfo
 from ..objects import NO_EXECUTE, Node, Pod, Taint, Toleration, tolerates_all
-from ..arguments import PluginArgsError
 
 if TYPE_CHECKING:
     from ..snapshot import NodeTable, Snapshot
-
-CHECK_NODE_CONDITION: Final = "CheckNodeCondition"
-CHECK_NODE_MEMORY_PRESSURE: Final = "CheckNodeMemoryPressure"
-CHECK_NODE_DISK_PRESSURE: Final = "CheckNodeDiskPressure"
-CHECK_NODE_PID_PRESSURE: Final = "CheckNodePIDPressure"
-NO_EXECUTE_TAINTS: Final = "PodToleratesNodeNoExecuteTaints"
-#: the module's primary plugin
-NAME: Final = CHECK_NODE_CONDITION
 
 ERR_REASON_NOT_READY: Final = "node(s) were not ready"
 ERR_REASON_OUT_OF_DISK: Final = "node(s) were out of disk space"
@@ -70,6 +62,8 @@ _WANTED: Final = {
 
 BoolArray = npt.NDArray[np.bool_]
 _FLAGS: Final = ("node_conditions", "flags")
+#: the flag column of CheckNodeCondition (the pressure checks key theirs by condition type)
+_CONDITIONS: Final = "conditions"
 
 
 # --------------------------------------------------------------------------- pure checks
@@ -138,14 +132,14 @@ def fits_no_execute(pod: Pod, node_info: NodeInfo) -> Status:
 # --------------------------------------------------------------------------- the cached column
 
 
-def node_flags(table: "NodeTable") -> dict[str, tuple[BoolArray, bool]]:
+def node_flags(table: NodeTable) -> dict[str, tuple[BoolArray, bool]]:
     """Per check, a bool per node position (True = fails) and whether any node fails."""
 
     def build(infos: list[NodeInfo]) -> dict[str, tuple[BoolArray, bool]]:
         nodes = [i.node for i in infos]
         n = len(nodes)
         cols = {
-            CHECK_NODE_CONDITION: np.fromiter((bool(condition_reasons(x)) for x in nodes), dtype=np.bool_, count=n),
+            _CONDITIONS: np.fromiter((bool(condition_reasons(x)) for x in nodes), dtype=np.bool_, count=n),
             MEMORY_PRESSURE: np.fromiter((_pressure(x, MEMORY_PRESSURE) for x in nodes), dtype=np.bool_, count=n),
             DISK_PRESSURE: np.fromiter((_pressure(x, DISK_PRESSURE) for x in nodes), dtype=np.bool_, count=n),
             PID_PRESSURE: np.fromiter((_pressure(x, PID_PRESSURE) for x in nodes), dtype=np.bool_, count=n),
@@ -158,46 +152,36 @@ def node_flags(table: "NodeTable") -> dict[str, tuple[BoolArray, bool]]:
 # --------------------------------------------------------------------------- the plugins
 
 
-def _no_args(args: Mapping[str, Any] | None, who: str) -> None:
-    for key in args or {}:
-        raise PluginArgsError(str(key), f"{who} takes no arguments")
+class _FlagFilter(PreFilterPlugin, VectorFilter):
+    """A filter whose failures are one cached per-node column of ``node_flags``."""
 
-
-class _FlagFilter:
-    """A filter whose failures are one cached per-node column."""
-
-    NAME: ClassVar[str]
     _column: ClassVar[str]
-
-    def __init__(self, args: Mapping[str, Any] | None = None, *, name: str | None = None) -> None:
-        _no_args(args, self.NAME)
-        self.name = name or self.NAME
 
     def _applies(self, pod: Pod) -> bool:
         return True
 
-    def pre_filter(self, state: CycleState, pod: Pod, snapshot: "Snapshot") -> Status:
+    def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
         if not self._applies(pod) or not node_flags(snapshot.table)[self._column][1]:
             return framework.SKIP  # no node can fail: every node passes
         return framework.SUCCESS
 
-    def filter_nodes(self, state: CycleState, pod: Pod, table: "NodeTable", index: npt.NDArray[np.intp]) -> BoolArray:
+    def filter_nodes(self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]) -> BoolArray:
         if not self._applies(pod):
             return np.ones(len(index), dtype=np.bool_)
         return ~node_flags(table)[self._column][0][index]
 
 
 class CheckNodeCondition(_FlagFilter):
-    NAME: ClassVar[str] = CHECK_NODE_CONDITION
-    _column: ClassVar[str] = CHECK_NODE_CONDITION
+    NAME = "CheckNodeCondition"
+    _column = _CONDITIONS
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
         return fits_condition(pod, node)
 
 
 class CheckNodeMemoryPressure(_FlagFilter):
-    NAME: ClassVar[str] = CHECK_NODE_MEMORY_PRESSURE
-    _column: ClassVar[str] = MEMORY_PRESSURE
+    NAME = "CheckNodeMemoryPressure"
+    _column = MEMORY_PRESSURE
 
     def _applies(self, pod: Pod) -> bool:
         return is_best_effort_v19(pod)
@@ -207,48 +191,56 @@ class CheckNodeMemoryPressure(_FlagFilter):
 
 
 class CheckNodeDiskPressure(_FlagFilter):
-    NAME: ClassVar[str] = CHECK_NODE_DISK_PRESSURE
-    _column: ClassVar[str] = DISK_PRESSURE
+    NAME = "CheckNodeDiskPressure"
+    _column = DISK_PRESSURE
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
         return fits_disk_pressure(pod, node)
 
 
 class CheckNodePIDPressure(_FlagFilter):
-    NAME: ClassVar[str] = CHECK_NODE_PID_PRESSURE
-    _column: ClassVar[str] = PID_PRESSURE
+    NAME = "CheckNodePIDPressure"
+    _column = PID_PRESSURE
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
         return fits_pid_pressure(pod, node)
 
 
-class PodToleratesNodeNoExecuteTaints:
-    NAME: ClassVar[str] = NO_EXECUTE_TAINTS
+@dataclass(frozen=True, slots=True)
+class _NoExecuteState:
+    """Per distinct taint tuple of ``table``: does the pod tolerate its NoExecute taints."""
 
-    def __init__(self, args: Mapping[str, Any] | None = None, *, name: str | None = None) -> None:
-        _no_args(args, NO_EXECUTE_TAINTS)
-        self.name = name or NO_EXECUTE_TAINTS
-        self._key = f"PreFilter{self.name}"
+    table: NodeTable
+    tolerated: BoolArray
+
+
+class PodToleratesNodeNoExecuteTaints(PreFilterPlugin, VectorFilter):
+    NAME = "PodToleratesNodeNoExecuteTaints"
+
+    def __init__(self, args: NoArgs | None = None, *, name: str | None = None) -> None:
+        super().__init__(args, name=name)
+        self._key = StateKey[_NoExecuteState](f"PreFilter{self.name}")
 
     @staticmethod
-    def _lut(pod: Pod, table: "NodeTable") -> BoolArray:
+    def _lut(pod: Pod, table: NodeTable) -> BoolArray:
         """Per distinct taint tuple: does the pod tolerate its NoExecute taints."""
         _, sets = table.taint_sets()
         return np.fromiter((tolerates_no_execute(s, pod.tolerations) for s in sets), dtype=np.bool_, count=len(sets))
 
-    def pre_filter(self, state: CycleState, pod: Pod, snapshot: "Snapshot") -> Status:
+    def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
         table = snapshot.table
         lut = self._lut(pod, table)
         if lut.all():
             return framework.SKIP  # every taint set is tolerated: every node passes
-        state.write(self._key, (table, lut))
+        state.write(self._key, _NoExecuteState(table, lut))
         return framework.SUCCESS
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
         return fits_no_execute(pod, node)
 
-    def filter_nodes(self, state: CycleState, pod: Pod, table: "NodeTable", index: npt.NDArray[np.intp]) -> BoolArray:
+    def filter_nodes(self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]) -> BoolArray:
         cached = state.read(self._key)
-        lut = cached[1] if cached is not None and cached[0] is table else self._lut(pod, table)
+        lut = cached.tolerated if cached is not None and cached.table is table else self._lut(pod, table)
         ids, _ = table.taint_sets()
-        return lut[ids[index]]
+        result: BoolArray = lut[ids[index]]
+        return result

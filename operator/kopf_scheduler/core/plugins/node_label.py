@@ -1,51 +1,44 @@
 """NodeLabel: require / prefer the presence or absence of node label keys (values are ignored).
 
-v1.9 semantics (``predicates.NewNodeLabelPredicate`` and ``priorities.NewNodeLabelPriority``),
-scored 0..100 as upstream's v1.18-v1.21 framework plugin
-``pkg/scheduler/framework/plugins/nodelabel/node_label.go`` did; the plugin was removed in v1.22.
+Follows upstream's v1.18-v1.21 framework plugin ``pkg/scheduler/framework/plugins/nodelabel/node_label.go``
+(removed in v1.22), which carried v1.9's ``predicates.NewNodeLabelPredicate`` and
+``priorities.NewNodeLabelPriority``:
 
-Two classes, both accepting both argument shapes:
+- Filter: every label of ``presentLabels`` must exist on the node and none of ``absentLabels`` may,
+  else UnschedulableAndUnresolvable ``node(s) didn't have the requested labels``.
+- Score: each satisfied preference (a ``presentLabelsPreference`` label the node has, an
+  ``absentLabelsPreference`` label it lacks) is worth 100; the score is their average (integer
+  division). No normalisation. v1.9 scored one preference 10 or 0; on our 0..100 scale it is 100 or 0.
+- Arguments are upstream ``NodeLabelArgs``, checked like ``ValidateNodeLabelArgs``: a label may not
+  be both present and absent within one pair. The v1.9 argument styles (``labelsPresence``,
+  ``labelPreference``, each under a name of the user's) are translated into these by
+  ``core/registry.py``.
 
-- ``CheckNodeLabelPresence`` (filter): v1.9 ``labelsPresence`` ``{labels: [...], presence: bool}``
-  or the framework's ``{presentLabels: [...], absentLabels: [...]}``. Every present label must
-  exist and no absent label may exist, else UnschedulableAndUnresolvable
-  ``node(s) didn't have the requested labels``.
-- ``NodeLabelPriority`` (score): v1.9 ``labelPreference`` ``{label, presence}`` or the framework's
-  ``{presentLabelsPreference: [...], absentLabelsPreference: [...]}``. Each satisfied preference
-  is worth 100 and the score is the average over the preferences (integer division), so one v1.9
-  preference gives 100 or 0 (v1.9: 10 or 0). No normalisation.
-
-The framework shape carries the filter's and the score's lists together; each class reads its own
-pair and validates all four like upstream ``ValidateNodeLabelArgs`` (a label may not be both
-present and absent within one pair). The arguments are fixed per instance, so the verdicts and
-scores are whole-table cached columns; pre-steps SKIP when the plugin has nothing to check.
+Upstream has neither PreFilter nor PreScore. The verdicts and scores depend only on the arguments and
+the node labels, so they are whole-table cached columns, and the pre-steps SKIP where the outcome is
+provably the same: when the pair they use is empty, when every node passes the filter, and when every
+node gets the same score (a constant cannot change the ranking).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Final
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
 
 import numpy as np
 import numpy.typing as npt
 
 from .. import framework
-from ..framework import MAX_NODE_SCORE, CycleState, Status
+from ..arguments import PluginArgsError
+from ..framework import MAX_NODE_SCORE, CycleState, PreFilterPlugin, PreScorePlugin, Status, VectorFilter, VectorScore
 from ..nodeinfo import NodeInfo
 from ..objects import Node, Pod
-from ..arguments import PluginArgsError
 
 if TYPE_CHECKING:
     from ..snapshot import NodeTable, Snapshot
 
-#: the framework plugin name (v1.18-v1.21); the two v1.9 names below are its filter and score
-NAME: Final = "NodeLabel"
-CHECK_NODE_LABEL_PRESENCE: Final = "CheckNodeLabelPresence"
-NODE_LABEL_PRIORITY: Final = "NodeLabelPriority"
-
 ERR_REASON_PRESENCE_VIOLATED: Final = "node(s) didn't have the requested labels"
-
-_FRAMEWORK_KEYS: Final = ("presentLabels", "absentLabels", "presentLabelsPreference", "absentLabelsPreference")
 
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
@@ -54,80 +47,43 @@ IntArray = npt.NDArray[np.int64]
 # --------------------------------------------------------------------------- arguments
 
 
-def _label_list(args: Mapping[str, Any], key: str) -> tuple[str, ...]:
-    raw = args.get(key)
-    if raw is None:
-        return ()
-    if not isinstance(raw, (list, tuple)) or not all(isinstance(v, str) for v in raw):
-        raise PluginArgsError(key, "must be a list of label keys")
-    return tuple(raw)
-
-
-def _presence(args: Mapping[str, Any]) -> bool:
-    raw = args.get("presence", False)
-    if not isinstance(raw, bool):
-        raise PluginArgsError("presence", f"{raw!r}: must be a boolean")
-    return raw
-
-
-def _check_pair(args: Mapping[str, Any], present_key: str, absent_key: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    present, absent = _label_list(args, present_key), _label_list(args, absent_key)
+def _check_no_conflict(present: tuple[str, ...], absent: tuple[str, ...], present_key: str) -> None:
     both = sorted(set(present) & set(absent))
     if both:
         raise PluginArgsError(
             present_key, f"detecting at least one label (e.g., {both[0]!r}) that exist in both the present{list(present)} and absent{list(absent)} label list"
         )
-    return present, absent
 
 
-def _framework_args(args: Mapping[str, Any]) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
-    return {
-        "filter": _check_pair(args, "presentLabels", "absentLabels"),
-        "score": _check_pair(args, "presentLabelsPreference", "absentLabelsPreference"),
-    }
+@dataclass(frozen=True, slots=True)
+class NodeLabelArgs:
+    """Upstream ``NodeLabelArgs``: the filter's pair of label lists and the score's pair."""
 
+    present_labels: tuple[str, ...] = ()
+    absent_labels: tuple[str, ...] = ()
+    present_labels_preference: tuple[str, ...] = ()
+    absent_labels_preference: tuple[str, ...] = ()
 
-def _reject_unknown(args: Mapping[str, Any], allowed: Sequence[str]) -> None:
-    for key in args:
-        if key not in allowed:
-            raise PluginArgsError(str(key), f"unknown field (expected one of {', '.join(allowed)})")
-
-
-def parse_presence_args(args: Mapping[str, Any] | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """CheckNodeLabelPresence arguments (either shape) -> (present labels, absent labels)."""
-    args = args or {}
-    if "labels" in args or "presence" in args:
-        _reject_unknown(args, ("labels", "presence"))
-        labels, presence = _label_list(args, "labels"), _presence(args)
-        return (labels, ()) if presence else ((), labels)
-    _reject_unknown(args, _FRAMEWORK_KEYS)
-    return _framework_args(args)["filter"]
-
-
-def parse_preference_args(args: Mapping[str, Any] | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """NodeLabelPriority arguments (either shape) -> (present preferences, absent preferences)."""
-    args = args or {}
-    if "label" in args or "presence" in args:
-        _reject_unknown(args, ("label", "presence"))
-        label = args.get("label")
-        if not isinstance(label, str):
-            raise PluginArgsError("label", "must be a label key (a string)")
-        return ((label,), ()) if _presence(args) else ((), (label,))
-    _reject_unknown(args, _FRAMEWORK_KEYS)
-    return _framework_args(args)["score"]
+    def __post_init__(self) -> None:
+        _check_no_conflict(self.present_labels, self.absent_labels, "presentLabels")
+        _check_no_conflict(self.present_labels_preference, self.absent_labels_preference, "presentLabelsPreference")
 
 
 # --------------------------------------------------------------------------- pure checks
 
 
-def fits_labels(present: Sequence[str], absent: Sequence[str], node: Node | None) -> bool:
-    if node is None:
-        return False
-    labels = node.labels
-    return all(k in labels for k in present) and not any(k in labels for k in absent)
+def fits_labels(present: Sequence[str], absent: Sequence[str], node_info: NodeInfo) -> Status:
+    """The filter's verdict for one node: every ``present`` label exists, no ``absent`` label does."""
+    node = node_info.node
+    if node is not None:
+        labels = node.labels
+        if all(k in labels for k in present) and not any(k in labels for k in absent):
+            return framework.SUCCESS
+    return framework.unresolvable(ERR_REASON_PRESENCE_VIOLATED)
 
 
 def label_score(present: Sequence[str], absent: Sequence[str], node: Node) -> int:
+    """The average over the preferences of 100 per satisfied one; 0 when there are none."""
     size = len(present) + len(absent)
     if size == 0:
         return 0
@@ -136,81 +92,80 @@ def label_score(present: Sequence[str], absent: Sequence[str], node: Node) -> in
     return hits * MAX_NODE_SCORE // size
 
 
-def _has_label(table: "NodeTable", key: str) -> BoolArray:
+def _has_label(table: NodeTable, key: str) -> BoolArray:
     ids, _ = table.label_column(key)
     return ids >= 0
 
 
-# --------------------------------------------------------------------------- the plugins
+# --------------------------------------------------------------------------- the plugin
 
 
-class CheckNodeLabelPresence:
-    NAME: ClassVar[str] = CHECK_NODE_LABEL_PRESENCE
+class NodeLabel(PreFilterPlugin, VectorFilter, PreScorePlugin, VectorScore):
+    NAME = "NodeLabel"
+    Args = NodeLabelArgs
 
-    def __init__(self, args: Mapping[str, Any] | None = None, *, name: str | None = None) -> None:
-        self.present, self.absent = parse_presence_args(args)
-        self.name = name or CHECK_NODE_LABEL_PRESENCE
-        self._column = (NAME, "filter", self.present, self.absent)
+    def __init__(self, args: NodeLabelArgs | None = None, *, name: str | None = None) -> None:
+        super().__init__(args, name=name)
+        self.args: NodeLabelArgs
+        a = self.args
+        # table-cache keys: instances with equal lists share a column
+        self._filter_column = (self.NAME, "filter", a.present_labels, a.absent_labels)
+        self._score_column = (self.NAME, "score", a.present_labels_preference, a.absent_labels_preference)
 
-    def fits(self, pod: Pod, node_info: NodeInfo) -> Status:
-        if fits_labels(self.present, self.absent, node_info.node):
-            return framework.SUCCESS
-        return framework.unresolvable(ERR_REASON_PRESENCE_VIOLATED)
+    # ---- filter
 
-    def _mask(self, table: "NodeTable") -> tuple[BoolArray, bool]:
+    def _mask(self, table: NodeTable) -> tuple[BoolArray, bool]:
+        """Per node position: does it pass; and whether every node does."""
+
         def build(infos: list[NodeInfo]) -> tuple[BoolArray, bool]:
             ok = table.has_node.copy()
-            for k in self.present:
+            for k in self.args.present_labels:
                 ok &= _has_label(table, k)
-            for k in self.absent:
+            for k in self.args.absent_labels:
                 ok &= ~_has_label(table, k)
             return ok, bool(ok.all())
 
-        return table.derived(self._column, build)  # type: ignore[return-value]
+        return table.derived(self._filter_column, build)  # type: ignore[return-value]
 
-    def pre_filter(self, state: CycleState, pod: Pod, snapshot: "Snapshot") -> Status:
-        # The verdicts do not depend on the pod: skip when every node passes (always, with no labels).
+    def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
+        if not self.args.present_labels and not self.args.absent_labels:
+            return framework.SKIP  # nothing to check
         return framework.SKIP if self._mask(snapshot.table)[1] else framework.SUCCESS
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
-        return self.fits(pod, node)
+        return fits_labels(self.args.present_labels, self.args.absent_labels, node)
 
-    def filter_nodes(self, state: CycleState, pod: Pod, table: "NodeTable", index: npt.NDArray[np.intp]) -> BoolArray:
+    def filter_nodes(self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]) -> BoolArray:
         return self._mask(table)[0][index]
 
+    # ---- score
 
-class NodeLabelPriority:
-    NAME: ClassVar[str] = NODE_LABEL_PRIORITY
+    def _scores(self, table: NodeTable) -> tuple[IntArray, bool]:
+        """Per node position: its score; and whether every node scores the same."""
 
-    def __init__(self, args: Mapping[str, Any] | None = None, *, name: str | None = None) -> None:
-        self.present, self.absent = parse_preference_args(args)
-        self.name = name or NODE_LABEL_PRIORITY
-        self._column = (NAME, "score", self.present, self.absent)
-
-    def _scores(self, table: "NodeTable") -> tuple[IntArray, bool]:
         def build(infos: list[NodeInfo]) -> tuple[IntArray, bool]:
+            present, absent = self.args.present_labels_preference, self.args.absent_labels_preference
             hits = np.zeros(len(infos), dtype=np.int64)
-            for k in self.present:
+            for k in present:
                 hits += _has_label(table, k)
-            for k in self.absent:
+            for k in absent:
                 hits += ~_has_label(table, k)
-            size = len(self.present) + len(self.absent)
+            size = len(present) + len(absent)
             scores = hits * MAX_NODE_SCORE // size if size else hits
             scores[~table.has_node] = 0
             return scores, bool(scores.size == 0 or (scores == scores[0]).all())
 
-        return table.derived(self._column, build)  # type: ignore[return-value]
+        return table.derived(self._score_column, build)  # type: ignore[return-value]
 
-    def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo], snapshot: "Snapshot") -> Status:
-        # Scores do not depend on the pod; the same score on every node cannot change the ranking.
-        if not self.present and not self.absent:
-            return framework.SKIP
+    def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo], snapshot: Snapshot) -> Status:
+        if not self.args.present_labels_preference and not self.args.absent_labels_preference:
+            return framework.SKIP  # no preference: 0 everywhere
         return framework.SKIP if self._scores(snapshot.table)[1] else framework.SUCCESS
 
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
         if node.node is None:
             return 0
-        return label_score(self.present, self.absent, node.node)
+        return label_score(self.args.present_labels_preference, self.args.absent_labels_preference, node.node)
 
-    def score_nodes(self, state: CycleState, pod: Pod, table: "NodeTable", index: npt.NDArray[np.intp]) -> IntArray:
+    def score_nodes(self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]) -> IntArray:
         return self._scores(table)[0][index]

@@ -17,23 +17,20 @@ filters.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Final
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
 
 import numpy as np
 import numpy.typing as npt
 
 from .. import framework
-from ..framework import CycleState, Status
+from ..arguments import NoArgs
+from ..framework import CycleState, PreFilterPlugin, StateKey, Status, VectorFilter
 from ..nodeinfo import NodeInfo, PortKey
 from ..objects import Pod
-from ..arguments import PluginArgsError
 
 if TYPE_CHECKING:
     from ..snapshot import NodeTable, Snapshot
-
-NAME: Final = "NodePorts"
-#: v1.9 Policy names of the same check.
-FILTER_ALIASES: Final = ("PodFitsHostPorts", "PodFitsPorts")
 
 ERR_REASON: Final = "node(s) didn't have free ports for the requested pod ports"
 
@@ -68,30 +65,35 @@ def fits(pod: Pod, node_info: NodeInfo) -> Status:
     return framework.SUCCESS if fits_ports(wanted_ports(pod), node_info) else framework.unschedulable(ERR_REASON)
 
 
-class NodePorts:
-    NAME: ClassVar[str] = NAME
+@dataclass(frozen=True, slots=True)
+class _PreFilterState:
+    """The pod's host ports, defaults applied (never empty: PreFilter skips a pod without any)."""
 
-    def __init__(self, args: Mapping[str, Any] | None = None, *, name: str | None = None) -> None:
-        for key in args or {}:
-            raise PluginArgsError(str(key), "NodePorts takes no arguments")
-        self.name = name or NAME
-        self._key = f"PreFilter{self.name}"
+    wanted: tuple[PortKey, ...]
+
+
+class NodePorts(PreFilterPlugin, VectorFilter):
+    NAME = "NodePorts"
+
+    def __init__(self, args: NoArgs | None = None, *, name: str | None = None) -> None:
+        super().__init__(args, name=name)
+        self._key = StateKey[_PreFilterState](f"PreFilter{self.name}")
 
     def _wanted(self, state: CycleState, pod: Pod) -> tuple[PortKey, ...]:
-        wanted = state.read(self._key)
-        return wanted if wanted is not None else wanted_ports(pod)
+        cached = state.read(self._key)
+        return cached.wanted if cached is not None else wanted_ports(pod)
 
-    def pre_filter(self, state: CycleState, pod: Pod, snapshot: "Snapshot") -> Status:
+    def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
         wanted = wanted_ports(pod)
         if not wanted:
             return framework.SKIP
-        state.write(self._key, wanted)
+        state.write(self._key, _PreFilterState(wanted))
         return framework.SUCCESS
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
         return framework.SUCCESS if fits_ports(self._wanted(state, pod), node) else framework.unschedulable(ERR_REASON)
 
-    def filter_nodes(self, state: CycleState, pod: Pod, table: "NodeTable", index: npt.NDArray[np.intp]) -> npt.NDArray[np.bool_]:
+    def filter_nodes(self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]) -> npt.NDArray[np.bool_]:
         wanted = self._wanted(state, pod)
         if not wanted:
             return np.ones(len(index), dtype=np.bool_)

@@ -17,25 +17,18 @@ zeroes the annotated nodes that list the controller (a cached column of parsed a
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Final
+from typing import TYPE_CHECKING, Final
 
 import numpy as np
 import numpy.typing as npt
 
 from .. import framework
-from ..framework import MAX_NODE_SCORE, CycleState, Status
+from ..framework import MAX_NODE_SCORE, CycleState, PreScorePlugin, Status, VectorScore
 from ..nodeinfo import NodeInfo
 from ..objects import ANNOTATION_PREFER_AVOID_PODS, Node, Pod
-from ..arguments import PluginArgsError
 
 if TYPE_CHECKING:
     from ..snapshot import NodeTable, Snapshot
-
-NAME: Final = "NodePreferAvoidPods"
-#: v1.9 Policy name.
-SCORE_ALIAS: Final = "NodePreferAvoidPodsPriority"
-DEFAULT_WEIGHT: Final = 10000
 
 #: the only controller kinds the annotation is honoured for
 CONTROLLER_KINDS: Final = frozenset(("ReplicationController", "ReplicaSet"))
@@ -114,7 +107,7 @@ def score_node(pod: Pod, node: Node) -> int:
     return 0 if sig in node_avoids(node) else MAX_NODE_SCORE
 
 
-def _avoid_column(table: "NodeTable") -> dict[Signature, npt.NDArray[np.intp]]:
+def _avoid_column(table: NodeTable) -> dict[Signature, npt.NDArray[np.intp]]:
     """Controller signature -> positions of the nodes that ask to avoid it."""
 
     def build(infos: list[NodeInfo]) -> dict[Signature, npt.NDArray[np.intp]]:
@@ -130,15 +123,12 @@ def _avoid_column(table: "NodeTable") -> dict[Signature, npt.NDArray[np.intp]]:
     return table.derived(_COLUMN, build)  # type: ignore[return-value]
 
 
-class NodePreferAvoidPods:
-    NAME: ClassVar[str] = NAME
+class NodePreferAvoidPods(PreScorePlugin, VectorScore):
+    NAME = "NodePreferAvoidPods"
+    #: v1.9 DefaultProvider weight of NodePreferAvoidPodsPriority (upstream v1.19-v1.22 kept it)
+    DEFAULT_WEIGHT = 10000
 
-    def __init__(self, args: Mapping[str, Any] | None = None, *, name: str | None = None) -> None:
-        for key in args or {}:
-            raise PluginArgsError(str(key), "NodePreferAvoidPods takes no arguments")
-        self.name = name or NAME
-
-    def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo], snapshot: "Snapshot") -> Status:
+    def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo], snapshot: Snapshot) -> Status:
         sig = pod_signature(pod)
         if sig is None or sig not in _avoid_column(snapshot.table):
             return framework.SKIP  # 100 on every node: a constant
@@ -147,7 +137,7 @@ class NodePreferAvoidPods:
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
         return MAX_NODE_SCORE if node.node is None else score_node(pod, node.node)
 
-    def score_nodes(self, state: CycleState, pod: Pod, table: "NodeTable", index: npt.NDArray[np.intp]) -> IntArray:
+    def score_nodes(self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]) -> IntArray:
         out = np.full(len(index), MAX_NODE_SCORE, dtype=np.int64)
         sig = pod_signature(pod)
         if sig is None:

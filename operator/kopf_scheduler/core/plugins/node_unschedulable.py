@@ -13,24 +13,18 @@ column (cordoned or node-less, per node position).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Final
+from typing import TYPE_CHECKING, Final
 
 import numpy as np
 import numpy.typing as npt
 
 from .. import framework
-from ..framework import CycleState, Status
+from ..framework import CycleState, PreFilterPlugin, Status, VectorFilter
 from ..nodeinfo import NodeInfo
 from ..objects import NO_SCHEDULE, TAINT_NODE_UNSCHEDULABLE, Pod, Taint, tolerates_all
-from ..arguments import PluginArgsError
 
 if TYPE_CHECKING:
     from ..snapshot import NodeTable, Snapshot
-
-NAME: Final = "NodeUnschedulable"
-#: v1.10+ name of the same check in v1.9 Policy files.
-FILTER_ALIAS: Final = "CheckNodeUnschedulable"
 
 ERR_REASON_UNSCHEDULABLE: Final = "node(s) were unschedulable"
 ERR_REASON_UNKNOWN_CONDITION: Final = "node(s) had unknown conditions"
@@ -55,7 +49,7 @@ def fits(pod: Pod, node_info: NodeInfo) -> Status:
     return framework.SUCCESS
 
 
-def _blocked_column(table: "NodeTable") -> tuple[npt.NDArray[np.bool_], bool]:
+def _blocked_column(table: NodeTable) -> tuple[npt.NDArray[np.bool_], bool]:
     """Per node position: cordoned or without a Node object; and whether any node is."""
 
     def build(infos: list[NodeInfo]) -> tuple[npt.NDArray[np.bool_], bool]:
@@ -65,15 +59,10 @@ def _blocked_column(table: "NodeTable") -> tuple[npt.NDArray[np.bool_], bool]:
     return table.derived(_COLUMN, build)  # type: ignore[return-value]
 
 
-class NodeUnschedulable:
-    NAME: ClassVar[str] = NAME
+class NodeUnschedulable(PreFilterPlugin, VectorFilter):
+    NAME = "NodeUnschedulable"
 
-    def __init__(self, args: Mapping[str, Any] | None = None, *, name: str | None = None) -> None:
-        for key in args or {}:
-            raise PluginArgsError(str(key), "NodeUnschedulable takes no arguments")
-        self.name = name or NAME
-
-    def pre_filter(self, state: CycleState, pod: Pod, snapshot: "Snapshot") -> Status:
+    def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
         # SKIP is exact here: a tolerating pod passes every node, and so does any pod when no
         # node is cordoned (node-less NodeInfos count as blocked, so they are never skipped over).
         if tolerates_unschedulable(pod) or not _blocked_column(snapshot.table)[1]:
@@ -83,7 +72,7 @@ class NodeUnschedulable:
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
         return fits(pod, node)
 
-    def filter_nodes(self, state: CycleState, pod: Pod, table: "NodeTable", index: npt.NDArray[np.intp]) -> npt.NDArray[np.bool_]:
+    def filter_nodes(self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]) -> npt.NDArray[np.bool_]:
         if tolerates_unschedulable(pod):
             # a tolerating pod still cannot go to a NodeInfo without its Node
             return np.array(table.has_node[index], dtype=np.bool_)

@@ -14,23 +14,18 @@ a constant that cannot change the ranking.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 import numpy as np
 import numpy.typing as npt
 
-from ..framework import SKIP, SUCCESS, CycleState, Status
-from ..arguments import PluginArgsError
+from ..framework import SKIP, SUCCESS, CycleState, PreScorePlugin, Status, VectorScore
 
 if TYPE_CHECKING:
     from ..nodeinfo import NodeInfo
     from ..objects import Pod
     from ..snapshot import NodeTable, Snapshot
 
-NAME: Final = "NodeResourceLimits"
-#: the v1.9 Policy-file name of the same priority
-LEGACY_NAME: Final = "ResourceLimitsPriority"
 #: the score of a node that satisfies a limit (upstream returns 1, deliberately the lowest)
 SATISFIED_SCORE: Final = 1
 
@@ -39,32 +34,29 @@ def _within(limit: int, allocatable: int) -> bool:
     return limit != 0 and allocatable != 0 and limit <= allocatable
 
 
-def limits_score(pod: "Pod", node_info: "NodeInfo") -> int:
+def limits_score(pod: Pod, node_info: NodeInfo) -> int:
     """1 if the node's allocatable holds the pod's cpu limit or its memory limit, else 0."""
     alloc = node_info.allocatable
     lim = pod.limits
     return SATISFIED_SCORE if _within(lim.milli_cpu, alloc.milli_cpu) or _within(lim.memory, alloc.memory) else 0
 
 
-class NodeResourceLimits:
+class NodeResourceLimits(PreScorePlugin, VectorScore):
     """Score 1 on nodes whose allocatable covers the pod's cpu or memory limit."""
 
-    def __init__(self, args: Mapping[str, Any] | None = None, *, name: str | None = None) -> None:
-        self.name = name or NAME
-        if args:
-            raise PluginArgsError(sorted(args)[0] if isinstance(args, Mapping) else "", "NodeResourceLimits takes no arguments")
+    NAME = "NodeResourceLimits"
 
-    def pre_score(self, state: CycleState, pod: "Pod", nodes: "list[NodeInfo]", snapshot: "Snapshot") -> Status:
+    def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo], snapshot: Snapshot) -> Status:
         lim = pod.limits
         if lim.milli_cpu == 0 and lim.memory == 0:
             return SKIP  # every node would score 0
         return SUCCESS
 
-    def score(self, state: CycleState, pod: "Pod", node: "NodeInfo") -> int:
+    def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
         return limits_score(pod, node)
 
     def score_nodes(
-        self, state: CycleState, pod: "Pod", table: "NodeTable", index: npt.NDArray[np.intp]
+        self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]
     ) -> npt.NDArray[np.int64]:
         lim = pod.limits
         hit = np.zeros(len(index), dtype=np.bool_)

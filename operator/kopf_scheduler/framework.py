@@ -1,0 +1,100 @@
+"""The public plugin API: what an out-of-tree plugin imports. See docs/plugins.md.
+
+Everything here is re-exported from ``kopf_scheduler.core`` (the pure scheduling core), so a
+plugin sees exactly the types the built-in plugins use. Import from this module, not from
+``kopf_scheduler.core.*``: these names are the stable surface.
+
+    from kopf_scheduler.framework import NodeInfo, Pod, ScorePlugin, CycleState
+
+    class CostAware(ScorePlugin):
+        NAME = "CostAware"
+
+        def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int: ...
+"""
+
+from __future__ import annotations
+
+from .core.arguments import NO_ARGS, NoArgs, PluginArgsError, parse_args
+from .core.diagnosis import Diagnosis
+from .core.framework import (
+    MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
+    SKIP,
+    SUCCESS,
+    ApiClient,
+    BindPlugin,
+    Code,
+    CycleState,
+    FilterPlugin,
+    NormalizeScorePlugin,
+    PermitPlugin,
+    PermitResult,
+    Plugin,
+    PostFilterPlugin,
+    PostFilterResult,
+    PreBindPlugin,
+    PreFilterExtensions,
+    PreFilterPlugin,
+    PreScorePlugin,
+    QueueSortPlugin,
+    ReservePlugin,
+    ScorePlugin,
+    StateKey,
+    Status,
+    VectorFilter,
+    VectorScore,
+    default_normalize,
+    error,
+    unresolvable,
+    unschedulable,
+)
+from .core.nodeinfo import NodeInfo
+from .core.objects import Node, Pod, Taint, Toleration
+from .core.resources import Resources
+from .core.snapshot import NodeTable, Snapshot
+
+__all__ = [
+    "MAX_NODE_SCORE",
+    "MIN_NODE_SCORE",
+    "NO_ARGS",
+    "SKIP",
+    "SUCCESS",
+    "ApiClient",
+    "BindPlugin",
+    "Code",
+    "CycleState",
+    "Diagnosis",
+    "FilterPlugin",
+    "NoArgs",
+    "Node",
+    "NodeInfo",
+    "NodeTable",
+    "NormalizeScorePlugin",
+    "PermitPlugin",
+    "PermitResult",
+    "Plugin",
+    "PluginArgsError",
+    "Pod",
+    "PostFilterPlugin",
+    "PostFilterResult",
+    "PreBindPlugin",
+    "PreFilterExtensions",
+    "PreFilterPlugin",
+    "PreScorePlugin",
+    "QueueSortPlugin",
+    "ReservePlugin",
+    "Resources",
+    "ScorePlugin",
+    "Snapshot",
+    "StateKey",
+    "Status",
+    "Taint",
+    "Toleration",
+    "VectorFilter",
+    "VectorScore",
+    "default_normalize",
+    "error",
+    "parse_args",
+    "unresolvable",
+    "unschedulable",
+]
