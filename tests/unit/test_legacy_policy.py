@@ -47,7 +47,7 @@ def test_openshift_scheduler_json() -> None:
     assert weights["Zone"] == 2 and weights["PreferInfra"] == 1 and weights["NodePreferAvoidPods"] == 10000
     assert profile.extenders[0].http_timeout_seconds == 10.0 and profile.extenders[0].weight == 5
     ipa = next(p for p in profile.filters if p.name == "InterPodAffinity")
-    assert ipa.args["hardPodAffinityWeight"] == 10
+    assert ipa.args.hard_pod_affinity_weight == 10
 
 
 def test_round_trip_spec_is_stable() -> None:
