@@ -11,7 +11,7 @@ from builders import make_node, make_pod
 
 from kopf_scheduler.core.algorithm import GenericScheduler
 from kopf_scheduler.core.cache import PodState, SchedulerCache
-from kopf_scheduler.core.cycle import Bind, Error, Skip, Unschedulable, binding_failed, binding_succeeded, schedule_one
+from kopf_scheduler.core.cycle import Bind, Error, Skip, Unschedulable, binding_failed, binding_succeeded, next_wait, schedule_one
 from kopf_scheduler.core.objects import Pod
 from kopf_scheduler.core.policy import validate_policy
 from kopf_scheduler.core.profile import Profile
@@ -159,3 +159,30 @@ def test_a_failed_bind_of_a_pod_deleted_meanwhile_is_not_requeued() -> None:
     cycle.queue.delete(placed)
     assert binding_failed(cycle.info, placed, cache=cycle.cache, queue=cycle.queue, now=NOW + 1) is False
     assert cycle.queue.where(placed) is None
+
+
+# --------------------------------------------------------------------------- how long the loop sleeps
+
+
+@pytest.mark.parametrize(
+    ("state", "expected"),
+    [
+        pytest.param("empty", 1.0, id="nothing queued: the longest wait, a handler's wake-up cuts it short"),
+        pytest.param("active", 0.0, id="a pod is ready: pop now"),
+        pytest.param("backoff", 0.25, id="a pod backing off until 50.25: sleep 0.25 s (its 1 s backoff from 49.25)"),
+        pytest.param("long backoff", 1.0, id="a backoff longer than the longest wait: the longest wait"),
+        pytest.param("unschedulable", 1.0, id="only an unschedulable pod: the longest wait (its 5 min leftover is far)"),
+    ],
+)
+def test_next_wait(state: str, expected: float) -> None:
+    queue = SchedulingQueue(pod_initial_backoff=1.0, pod_max_backoff=10.0)
+    if state != "empty":
+        queue.add(make_pod("p").obj(), 0.0)
+    if state in ("backoff", "long backoff", "unschedulable"):
+        info = queue.pop(0.0)
+        assert info is not None
+        if state == "unschedulable":
+            queue.add_unschedulable(info, NOW)
+        else:
+            queue.add_backoff(info, NOW - 0.75 if state == "backoff" else NOW + 5)
+    assert next_wait(queue, NOW, longest=1.0) == pytest.approx(expected)

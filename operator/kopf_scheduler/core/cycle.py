@@ -13,7 +13,8 @@ them itself:
   backoff, when a cluster event arrived during the attempt) with the rejecting plugins;
 - ``Error``: the algorithm or the assumption failed; the pod backs off.
 
-Time (``now``, any monotonic origin) and randomness (``rng``, for the tie-break) are arguments.
+``next_wait`` says how long the loop may sleep before it pops again. Time (``now``, any monotonic
+origin) and randomness (``rng``, for the tie-break) are arguments.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from .objects import Pod
 from .queueing import QueuedPodInfo, SchedulingQueue
 from .snapshot import Snapshot
 
-__all__ = ["Bind", "Error", "Outcome", "Skip", "Unschedulable", "binding_failed", "binding_succeeded", "schedule_one"]
+__all__ = ["Bind", "Error", "Outcome", "Skip", "Unschedulable", "binding_failed", "binding_succeeded", "next_wait", "schedule_one"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +95,16 @@ def schedule_one(
     plugins = frozenset(result.diagnosis.unschedulable_plugins)
     queue.add_unschedulable(info, now, plugins=plugins)
     return Unschedulable(result.message, plugins)
+
+
+def next_wait(queue: SchedulingQueue, now: float, *, longest: float) -> float:
+    """Seconds the loop may sleep before it pops: 0 when a pod is ready, else until the earliest
+    backoff expiry or unschedulable-leftover deadline, at most `longest` (a handler's wake-up, or
+    a pod that nothing but an event will make ready, is waited for that long)."""
+    ready_at = queue.next_ready_at(now)
+    if ready_at is None:
+        return longest
+    return min(longest, max(ready_at - now, 0.0))
 
 
 def _skip_reason(pod: Pod, cache: SchedulerCache) -> str:

@@ -72,7 +72,6 @@ async def _serve(args: argparse.Namespace, credentials: Credentials) -> None:
 
     identity = default_identity()
     api = Api(credentials)  # Kopf's login, the writes and the Lease all use these credentials
-    logger.info("API credentials from %s: %s", credentials.source, credentials.server)
     app = App(api, identity=identity, leader_election=args.leader_elect)
     registry = kopf.OperatorRegistry()
     policies = frozenset(args.policy) if args.policy else None

@@ -198,7 +198,8 @@ async def startup(settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
     if not isinstance(app, App):
         memo["app"] = app = App(Api(load_credentials()), identity=default_identity())
     app.started = True
-    logger.info("kopf-scheduler %s started; API credentials from %s", app.identity, app.api.credentials.source)
+    credentials = app.api.credentials
+    logger.info("kopf-scheduler %s started; API server %s, credentials from %s", app.identity, credentials.server, credentials.source)
 
 
 async def cleanup(memo: Any, **_: Any) -> None:

@@ -1,7 +1,7 @@
 """The scheduling loop of one SchedulingPolicy (upstream ``scheduleOne`` in a loop): waiting and effects.
 
-Wait until the queue says a pod is ready (``next_ready_at``) or a handler wakes us; pop; let the
-core decide (``core.cycle.schedule_one``) and carry out the outcome:
+Sleep as long as the core says (``core.cycle.next_wait``) or until a handler wakes us; pop; let
+the core decide (``core.cycle.schedule_one``) and carry out the outcome:
 
 - ``Bind``: spawn the bind (at most ``app.BIND_CONCURRENCY`` in flight, so the next pod is
   scheduled while binds are on the wire; ``kube/binding.py``);
@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from ..core import routing
-from ..core.cycle import Bind, Error, Skip, Unschedulable, schedule_one
+from ..core.cycle import Bind, Error, Skip, Unschedulable, next_wait, schedule_one
 from ..core.diagnosis import truncate_message
 from ..core.queueing import QueuedPodInfo
 from ..core.timestamps import rfc3339
@@ -53,9 +53,8 @@ async def run(app: App, policy: str, stopped: Any) -> None:
         if now - last_housekeeping >= HOUSEKEEPING_PERIOD:
             last_housekeeping = now
             _housekeeping(app, state, now)
-        ready_at = state.queue.next_ready_at(now)
-        if ready_at is None or ready_at > now:
-            wait = IDLE_WAIT if ready_at is None else min(IDLE_WAIT, ready_at - now)
+        wait = next_wait(state.queue, now, longest=IDLE_WAIT)
+        if wait > 0:
             await _sleep_until(app, state, wait)
             continue
         for _ in range(BATCH):
