@@ -29,6 +29,7 @@ from ..core.policy import validate_policy
 from ..core.queueing import SchedulingQueue
 from ..core.recording import ConditionMemo, RepeatLimiter
 from ..core.snapshot import Snapshot
+from ..entry_points import installed_registry
 from ..telemetry.metrics import SchedulerMetrics
 from .client import Api
 
@@ -135,7 +136,7 @@ class App:
 
     def observe_policy(self, meta: PolicyMeta) -> Mapping[str, Mapping[str, Any]]:
         """Validate and settle a policy; returns {policy name: status} to write."""
-        validated = validate_policy(meta.spec, source=f"SchedulingPolicy {meta.name} generation {meta.generation}")
+        validated = validate_policy(meta.spec, source=f"SchedulingPolicy {meta.name} generation {meta.generation}", registry=installed_registry())
         return self._carry_out(self.policies.observe(meta, validated, now=datetime.now(UTC)))
 
     def delete_policy(self, name: str) -> Mapping[str, Mapping[str, Any]]:

@@ -24,6 +24,7 @@ from typing import Any, Final
 import kopf
 
 from ..core import routing
+from ..entry_points import installed_registry
 from . import convert, events, loop
 from .app import POLICY_GROUP, POLICY_PLURAL, POLICY_VERSION, App
 from .client import Api
@@ -200,6 +201,11 @@ async def startup(settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
     app.started = True
     credentials = app.api.credentials
     logger.info("kopf-scheduler %s started; API server %s, credentials from %s", app.identity, credentials.server, credentials.source)
+    plugins = installed_registry()
+    for name in plugins.out_of_tree():
+        logger.info("out-of-tree plugin %s from %s", name, plugins.origins[name])
+    for name, problem in plugins.problems.items():
+        logger.error("out-of-tree plugin %s cannot be used: %s", name, problem)
 
 
 async def cleanup(memo: Any, **_: Any) -> None:
