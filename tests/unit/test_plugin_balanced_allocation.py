@@ -48,43 +48,55 @@ def run(plugin: NodeResourcesBalancedAllocation, p: Pod, infos: list[NodeInfo]) 
     return per_node
 
 
+# Upstream v1.37 scores the change in balance: with and without the pod, each
+# int((1 - std) * 100), then 50 + (50 + with - without) / 2 (Go integer division).
 CASES = [
-    # n1: cpu 3000/4000 = 0.75, mem 5000/10000 = 0.5 -> std 0.125 -> 87;  n2: 0.5, 0.5 -> 100
-    pytest.param(cpu_and_memory(), [(n("n1", 4000, 10000), []), (n("n2", 6000, 10000), [])], {}, [87, 100], id="nothing scheduled, differently sized nodes"),
-    # n1 holds cpu-only: cpu 6000/10000 = 0.6, mem 5000/20000 = 0.25 -> std 0.175 -> 82
-    # n2 holds cpu+mem: cpu 0.6, mem 10000/20000 = 0.5 -> std 0.05 -> 95
+    # n1: cpu 0 -> 3000/4000, mem 0 -> 5000/10000: with 87, without 100 -> 50 + 37/2 = 68
+    # n2: cpu 0 -> 3000/6000, mem 0 -> 5000/10000: with 100, without 100 -> 75
+    pytest.param(cpu_and_memory(), [(n("n1", 4000, 10000), []), (n("n2", 6000, 10000), [])], {}, [68, 75], id="nothing scheduled, differently sized nodes"),
+    # n1 holds cpu-only: cpu 0.3 -> 0.6, mem 0 -> 0.25: with 82, without 85 -> 50 + 47/2 = 73
+    # n2 holds cpu+mem: cpu 0.3 -> 0.6, mem 0.25 -> 0.5: with 95, without 97 -> 50 + 48/2 = 74
     pytest.param(
-        cpu_and_memory(), [(n("n1", 10000, 20000), [cpu_only()]), (n("n2", 10000, 20000), [cpu_and_memory()])], {}, [82, 95],
+        cpu_and_memory(), [(n("n1", 10000, 20000), [cpu_only()]), (n("n2", 10000, 20000), [cpu_and_memory()])], {}, [73, 74],
         id="pods scheduled with resources",
     ),
-    # n2 memory 10000/50000 = 0.2 -> std 0.2 -> 80
+    # n2: cpu 0.3 -> 0.6, mem 0.1 -> 0.2: with 80, without 90 -> 50 + 40/2 = 70
     pytest.param(
-        cpu_and_memory(), [(n("n1", 10000, 20000), [cpu_only()]), (n("n2", 10000, 50000), [cpu_and_memory()])], {}, [82, 80],
+        cpu_and_memory(), [(n("n1", 10000, 20000), [cpu_only()]), (n("n2", 10000, 50000), [cpu_and_memory()])], {}, [73, 70],
         id="pods scheduled, differently sized nodes",
     ),
-    # n1: cpu 6000/6000 = 1, mem 0 -> std 0.5 -> 50;  n2: cpu 1, mem 0.5 -> std 0.25 -> 75
+    # a memory-only pod. n1 holds cpu 3000/3000: cpu 1 -> 1, mem 0 -> 1: with 100, without 50 -> 100
+    # n2 is empty: cpu 0, mem 0 -> 1: with 50, without 100 -> 50
     pytest.param(
-        cpu_only(), [(n("n1", 6000, 10000), [cpu_only()]), (n("n2", 6000, 10000), [cpu_and_memory()])], {}, [50, 75],
+        make_pod("mem").req(memory="2000").container(memory="3000").obj(),
+        [(n("n1", 3000, 5000), [cpu_only()]), (n("n2", 3000, 5000), [])], {}, [100, 50],
+        id="nodes reaching the maximum and minimum score",
+    ),
+    # n1: cpu 0.5 -> 1, mem 0 -> 0: with 50, without 75 -> 50 + 25/2 = 62
+    # n2: cpu 0.5 -> 1, mem 0.5 -> 0.5: with 75, without 100 -> 62
+    pytest.param(
+        cpu_only(), [(n("n1", 6000, 10000), [cpu_only()]), (n("n2", 6000, 10000), [cpu_and_memory()])], {}, [62, 62],
         id="requested resources at node capacity",
     ),
-    # over capacity caps at 1: cpu 9000/6000 -> 1, mem 0 -> std 0.5 -> 50
-    pytest.param(cpu_only(), [(n("n1", 6000, 10000), [cpu_only(), cpu_only()])], {}, [50], id="fraction capped at one"),
-    # three resources. n1 holds cpu+mem+gpu(3): cpu 3000/3500 = 0.857, mem 5000/40000 = 0.125, gpu 4/8 = 0.5
-    #   mean 0.494 -> std 0.2990 -> 70
-    # n2 holds cpu+mem: 0.857, 0.125, gpu 1/8 = 0.125 -> mean 0.369 -> std 0.345 -> 65
+    # over capacity caps at 1: cpu 1 -> 1 (9000/6000), mem 0 -> 0: with 50, without 50 -> 75
+    pytest.param(cpu_only(), [(n("n1", 6000, 10000), [cpu_only(), cpu_only()])], {}, [75], id="fraction capped at one"),
+    # three resources. n1 holds cpu+mem+gpu(3): cpu 3000/3500 = 0.857, mem 5000/40000 = 0.125,
+    #   gpu 3/8 -> 4/8: with 70, without 69 -> 50 + 51/2 = 75
+    # n2 holds cpu+mem: 0.857, 0.125, gpu 0 -> 1/8: with 65, without 62 -> 50 + 53/2 = 76
     pytest.param(
         make_pod("gpu").req(memory="0", **{GPU: "1"}).obj(),
         [(n("n1", 3500, 40000, **{GPU: "8"}), [cpu_memory_gpu()]), (n("n2", 3500, 40000, **{GPU: "8"}), [cpu_and_memory()])],
-        WITH_GPU, [70, 65], id="include scalar resource",
+        WITH_GPU, [75, 76], id="include scalar resource",
     ),
-    # the pod does not request the gpu: it takes no part -> cpu 0.857, mem 0.125 -> std 0.366 -> 63 on both
+    # the pod does not request the gpu: it takes no part -> cpu 0 -> 0.857, mem 0 -> 0.125:
+    # with 63, without 100 -> 50 + 13/2 = 56 on both
     pytest.param(
-        cpu_and_memory(), [(n("n1", 3500, 40000, **{GPU: "8"}), []), (n("n2", 3500, 40000), [])], WITH_GPU, [63, 63],
+        cpu_and_memory(), [(n("n1", 3500, 40000, **{GPU: "8"}), []), (n("n2", 3500, 40000), [])], WITH_GPU, [56, 56],
         id="scalar resource not requested is skipped",
     ),
     # real requests, not the 100m/200Mi defaults: a container asking only memory has cpu 0.
-    # cpu 0/1000 = 0, mem 500/1000 = 0.5 -> std 0.25 -> 75
-    pytest.param(make_pod("m").req(memory="500").obj(), [(n("n1", 1000, 1000), [])], {}, [75], id="real requests not non-zero defaults"),
+    # cpu 0, mem 0 -> 500/1000: with 75, without 100 -> 50 + 25/2 = 62
+    pytest.param(make_pod("m").req(memory="500").obj(), [(n("n1", 1000, 1000), [])], {}, [62], id="real requests not non-zero defaults"),
 ]
 
 
@@ -109,7 +121,8 @@ def test_pre_score_skips_best_effort(p: Pod) -> None:
 
 def test_score_without_pre_score_matches() -> None:
     infos = [node_info(n("n1", 10000, 20000), cpu_only())]
-    assert NodeResourcesBalancedAllocation().score(CycleState(), cpu_and_memory(), infos[0]) == 82
+    # cpu 0.3 -> 0.6, mem 0 -> 0.25: with 82, without 85 -> 73
+    assert NodeResourcesBalancedAllocation().score(CycleState(), cpu_and_memory(), infos[0]) == 73
 
 
 @pytest.mark.parametrize(

@@ -122,8 +122,28 @@ def test_requested_to_capacity_ratio(
         pytest.param([3, 0], [4, 0], 100, id="one resource"),
     ],
 )
-def test_balanced_allocation(requested: list[int], allocatable: list[int], want: int) -> None:
-    assert scoring.balanced_allocation(requested, allocatable) == want
+def test_balance_score(requested: list[int], allocatable: list[int], want: int) -> None:
+    assert scoring.balance_score(requested, allocatable) == want
+
+
+@pytest.mark.parametrize(
+    "requested, allocated, allocatable, want",
+    [
+        # upstream balanced_allocation_test.go "differently sized nodes", node1:
+        # with 0.75/0.5 -> 87, without 0/0 -> 100: 50 + (50 + 87 - 100) / 2 = 50 + 18 = 68
+        pytest.param([3000, 5000], [0, 0], [4000, 10000], 68, id="pod unbalances an empty node"),
+        # node2: with 0.5/0.5 -> 100, without -> 100: 50 + 50 / 2 = 75
+        pytest.param([3000, 5000], [0, 0], [6000, 10000], 75, id="balance unchanged scores 75"),
+        # "nodes to reach min/max score", node1: with 1/1 -> 100, without 1/0 -> 50: 50 + 100 / 2 = 100
+        pytest.param([3000, 5000], [3000, 0], [3000, 5000], 100, id="pod restores the balance"),
+        # node2: with 0/1 -> 50, without 0/0 -> 100: 50 + 0 / 2 = 50
+        pytest.param([0, 5000], [0, 0], [3000, 5000], 50, id="pod ruins the balance"),
+        # with 0.6/0.25 -> 82, without 0.3/0 -> 85: 50 + 47 / 2 = 73 (Go truncates 23.5)
+        pytest.param([6000, 5000], [3000, 0], [10000, 20000], 73, id="odd numerator truncates"),
+    ],
+)
+def test_balanced_allocation(requested: list[int], allocated: list[int], allocatable: list[int], want: int) -> None:
+    assert scoring.balanced_allocation(requested, allocated, allocatable) == want
 
 
 @pytest.mark.parametrize(
@@ -211,7 +231,26 @@ def test_vector_rtcr_agrees(m: tuple[np.ndarray, np.ndarray, list[int]], shape: 
 
 @settings(max_examples=200, deadline=None)
 @given(_matrices())
-def test_vector_balanced_agrees(m: tuple[np.ndarray, np.ndarray, list[int]]) -> None:
+def test_vector_balance_agrees(m: tuple[np.ndarray, np.ndarray, list[int]]) -> None:
     req, alloc, _ = m
-    got = scoring.balanced_allocation_nodes(req, alloc).tolist()
-    assert got == [scoring.balanced_allocation(r, a) for r, a in _columns(req, alloc)]
+    got = scoring.balance_score_nodes(req, alloc).tolist()
+    assert got == [scoring.balance_score(r, a) for r, a in _columns(req, alloc)]
+
+
+@st.composite
+def _with_and_without(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(requested with the pod, allocated without it, allocatable); the pod's request per row."""
+    req, alloc, _ = draw(_matrices())
+    pod = np.array(draw(st.lists(_values, min_size=req.shape[0], max_size=req.shape[0])), dtype=np.int64).reshape(-1, 1)
+    allocated = np.where(alloc > 0, req, 0)
+    return allocated + np.where(alloc > 0, pod, 0), allocated, alloc
+
+
+@settings(max_examples=200, deadline=None)
+@given(_with_and_without())
+def test_vector_balanced_allocation_agrees(m: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+    req, allocated, alloc = m
+    want = [scoring.balanced_allocation(r, h, a) for (r, a), (h, _) in zip(_columns(req, alloc), _columns(allocated, alloc))]
+    assert scoring.balanced_allocation_nodes(req, allocated, alloc).tolist() == want
+    if req.shape[0] == 2 and (alloc > 0).all():
+        assert scoring.balanced_allocation_positive(req, allocated, alloc).tolist() == want

@@ -197,8 +197,9 @@ def requested_to_capacity_ratio(
     return (2 * total + weight_sum) // (2 * weight_sum)  # math.Round of a non-negative ratio
 
 
-def balanced_allocation(requested: Sequence[int], allocatable: Sequence[int]) -> int:
-    """``int((1 - std) * 100)`` of the requested/allocatable fractions (each capped at 1).
+def balance_score(requested: Sequence[int], allocatable: Sequence[int]) -> int:
+    """Upstream ``balancedResourceScore``: ``int((1 - std) * 100)`` of the requested/allocatable
+    fractions (each capped at 1), in 50..100.
 
     Two fractions: std = |f0 - f1| / 2; more: the population standard deviation; fewer: 0.
     """
@@ -222,6 +223,22 @@ def balanced_allocation(requested: Sequence[int], allocatable: Sequence[int]) ->
             acc = acc + (f - mean) * (f - mean)
         std = math.sqrt(acc / len(fractions))
     return int((1 - std) * float(MAX_NODE_SCORE))
+
+
+def balance_change(with_pod: int, without_pod: int) -> int:
+    """Upstream ``balancedResourceScorer``: ``50 + (50 + with - without) / 2`` (Go integer division).
+
+    Both balance scores lie in 50..100, so the result does too: about 75 when the pod changes
+    the node's balance little, towards 100 when it improves it, towards 50 when it worsens it.
+    """
+    half = MAX_NODE_SCORE // 2
+    return half + _go_div(half + with_pod - without_pod, 2)
+
+
+def balanced_allocation(requested: Sequence[int], allocated: Sequence[int], allocatable: Sequence[int]) -> int:
+    """BalancedAllocation's score: the balance with the pod (``requested``) against the balance
+    without it (``allocated``, what the node already holds)."""
+    return balance_change(balance_score(requested, allocatable), balance_score(allocated, allocatable))
 
 
 # ----------------------------------------------------------------------------- numpy forms
@@ -271,8 +288,8 @@ def requested_to_capacity_ratio_nodes(
     return np.where(weight_sum > 0, (2 * total + weight_sum) // np.maximum(2 * weight_sum, 1), 0).astype(np.int64)
 
 
-def balanced_allocation_nodes(requested: IntArray, allocatable: IntArray) -> IntArray:
-    """Float arithmetic in the same order as the scalar form, so the truncated results agree."""
+def balance_score_nodes(requested: IntArray, allocatable: IntArray) -> IntArray:
+    """``balance_score`` per column; float arithmetic in the scalar order, so the truncated results agree."""
     valid = allocatable > 0
     frac = np.where(valid, requested.astype(np.float64) / np.where(valid, allocatable, 1).astype(np.float64), 0.0)
     frac = np.minimum(frac, 1.0)
@@ -298,6 +315,21 @@ def balanced_allocation_nodes(requested: IntArray, allocatable: IntArray) -> Int
         pair = np.abs((frac[first, cols] - frac[second, cols]) / 2)
         std = np.where(count == 2, pair, std)
     return ((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64)
+
+
+def balance_change_nodes(with_pod: IntArray, without_pod: IntArray) -> IntArray:
+    """``balance_change`` per node; the numerator is never negative, so floor division is Go's."""
+    half = MAX_NODE_SCORE // 2
+    out: IntArray = half + with_pod
+    out -= without_pod
+    out //= 2
+    out += half
+    return out
+
+
+def balanced_allocation_nodes(requested: IntArray, allocated: IntArray, allocatable: IntArray) -> IntArray:
+    """``balanced_allocation`` per column of (R, N) arrays."""
+    return balance_change_nodes(balance_score_nodes(requested, allocatable), balance_score_nodes(allocated, allocatable))
 
 
 # ----------------------------------------------------------------------------- inputs
@@ -449,8 +481,8 @@ def _two_row_mean(per: IntArray, weights: Sequence[int]) -> IntArray:
     return out
 
 
-def balanced_allocation_positive(requested: IntArray, allocatable: IntArray) -> IntArray:
-    """``balanced_allocation_nodes`` for two resources whose allocatable is positive everywhere."""
+def _balance_positive(requested: IntArray, allocatable: IntArray) -> IntArray:
+    """``balance_score_nodes`` for two resources whose allocatable is positive everywhere."""
     frac: npt.NDArray[np.float64] = np.true_divide(requested, allocatable)
     np.minimum(frac, 1.0, out=frac)
     d: npt.NDArray[np.float64] = frac[0] - frac[1]
@@ -459,3 +491,8 @@ def balanced_allocation_positive(requested: IntArray, allocatable: IntArray) -> 
     d = 1 - d
     d *= float(MAX_NODE_SCORE)
     return d.astype(np.int64)
+
+
+def balanced_allocation_positive(requested: IntArray, allocated: IntArray, allocatable: IntArray) -> IntArray:
+    """``balanced_allocation_nodes`` for two resources whose allocatable is positive everywhere."""
+    return balance_change_nodes(_balance_positive(requested, allocatable), _balance_positive(allocated, allocatable))

@@ -1,11 +1,15 @@
 """NodeResourcesBalancedAllocation: prefer nodes whose resource fractions stay close to each other.
 
-Follows upstream ``pkg/scheduler/framework/plugins/noderesources/balanced_allocation.go`` (v1.37):
-score = ``int((1 - std) * 100)`` of the per-resource fractions requested/allocatable (each capped at
-1) with the pod added, over the configured ``resources`` (default cpu and memory, weight 1; weights
-must be 1). Upstream sets ``useRequested``: the *real* requests are used, not the non-zero defaults,
-for the pod and for the node sums alike. Resources with allocatable 0, and scalar resources the pod
-does not request, take no part.
+Follows upstream ``pkg/scheduler/framework/plugins/noderesources/balanced_allocation.go`` (v1.37,
+``balancedResourceScorer``): the score is the *change* in balance the pod brings. The balance of a
+node is ``int((1 - std) * 100)`` of its per-resource fractions requested/allocatable (each capped at
+1), over the configured ``resources`` (default cpu and memory, weight 1; weights must be 1); it is
+computed with the pod (``with``) and without it (``without``), and the score is
+``50 + (50 + with - without) / 2`` in Go integer arithmetic (see ``scoring.balance_change``): 75
+when the pod leaves the balance as it was, up to 100 when it improves it, down to 50 when it
+worsens it. Upstream sets ``useRequested``: the *real* requests are used, not the non-zero
+defaults, for the pod and for the node sums alike. Resources with allocatable 0, and scalar
+resources the pod does not request, take no part in either balance.
 
 PreScore returns SKIP when the pod requests none of the configured resources (upstream's
 best-effort skip, kubernetes#129138); the score plugin then contributes nothing for that pod.
@@ -78,7 +82,8 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, VectorScore):
         if requests is None:
             return 0
         requested, allocatable = scoring.node_vectors(self.resources, requests, node, use_requested=True)
-        return scoring.balanced_allocation(requested, allocatable)
+        allocated = [r - p if a else 0 for r, p, a in zip(requested, requests, allocatable)]
+        return scoring.balanced_allocation(requested, allocated, allocatable)
 
     def score_nodes(
         self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]
@@ -91,6 +96,9 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, VectorScore):
             r = pod.requests
             req2, alloc2, positive = scoring.cpu_mem_inputs(table, index, r.milli_cpu, r.memory, use_requested=True)
             if positive:
-                return scoring.balanced_allocation_positive(req2, alloc2)
+                allocated = req2 - np.array([[r.milli_cpu], [r.memory]], dtype=np.int64)
+                return scoring.balanced_allocation_positive(req2, allocated, alloc2)
         requested, allocatable = scoring.table_vectors(self.resources, requests, table, index, use_requested=True)
-        return scoring.balanced_allocation_nodes(requested, allocatable)
+        pod_column = np.asarray(requests, dtype=np.int64).reshape(-1, 1)
+        allocated = np.where(allocatable > 0, requested - pod_column, 0)
+        return scoring.balanced_allocation_nodes(requested, allocated, allocatable)
