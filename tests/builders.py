@@ -181,6 +181,44 @@ class PodBuilder:
         self.spec["overhead"] = _res(resources)
         return self
 
+    def pod_requests(self, **requests: str) -> "PodBuilder":
+        """Pod-level ``spec.resources.requests`` (PodLevelResources)."""
+        self.spec.setdefault("resources", {}).setdefault("requests", {}).update(_res(requests))
+        return self
+
+    def pod_limits(self, **limits: str) -> "PodBuilder":
+        self.spec.setdefault("resources", {}).setdefault("limits", {}).update(_res(limits))
+        return self
+
+    def init_host_port(self, port: int, *, restartable: bool = True) -> "PodBuilder":
+        """An init container (a sidecar unless ``restartable`` is False) with a host port."""
+        self.init_container(restartable=restartable)
+        self.spec["initContainers"][-1]["ports"] = [{"containerPort": port, "hostPort": port, "protocol": "TCP"}]
+        return self
+
+    def container_status(self, name: str, *, actual: dict[str, str] | None = None, allocated: dict[str, str] | None = None, init: bool = False) -> "PodBuilder":
+        """A status entry for container ``name``: ``resources.requests`` (what runs) and ``allocatedResources``."""
+        cs: dict[str, Any] = {"name": name}
+        if actual is not None:
+            cs["resources"] = {"requests": _res(actual)}
+        if allocated is not None:
+            cs["allocatedResources"] = _res(allocated)
+        self.body["status"].setdefault("initContainerStatuses" if init else "containerStatuses", []).append(cs)
+        return self
+
+    def pod_status_resources(self, *, actual: dict[str, str] | None = None, allocated: dict[str, str] | None = None) -> "PodBuilder":
+        """Pod-level ``status.resources.requests`` and ``status.allocatedResources``."""
+        if actual is not None:
+            self.body["status"]["resources"] = {"requests": _res(actual)}
+        if allocated is not None:
+            self.body["status"]["allocatedResources"] = _res(allocated)
+        return self
+
+    def resize_pending(self, reason: str) -> "PodBuilder":
+        """A PodResizePending condition (reason Deferred or Infeasible)."""
+        self.body["status"].setdefault("conditions", []).append({"type": "PodResizePending", "status": "True", "reason": reason})
+        return self
+
     def raw(self) -> dict[str, Any]:
         return copy.deepcopy(self.body)
 

@@ -125,6 +125,14 @@ def test_score_without_pre_score_matches() -> None:
     assert NodeResourcesBalancedAllocation().score(CycleState(), cpu_and_memory(), infos[0]) == 73
 
 
+def test_pod_level_requests_count() -> None:
+    # upstream enables PodLevelResources for this plugin (balanced_allocation.go NewBalancedAllocation):
+    # the pod-level 5000m, not the container's 1000m: cpu 0 -> 0.5, mem 0 -> 0.5: with 100, without 100 -> 75
+    # (with the container's request: cpu 0.1, mem 0.5 -> with 80 -> 50 + 30/2 = 65)
+    p = make_pod("p").req(cpu="1", memory="5000").pod_requests(cpu="5").obj()
+    assert run(NodeResourcesBalancedAllocation(), p, [node_info(n("n1", 10000, 10000))]) == [75]
+
+
 @pytest.mark.parametrize(
     "args, field",
     [

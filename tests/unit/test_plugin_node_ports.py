@@ -67,6 +67,22 @@ def test_ports_freed_when_the_pod_leaves():
     assert fits(pod, info).is_success
 
 
+def test_sidecar_ports_count():
+    # upstream util.GetHostPorts: restartable init containers keep their host ports for the pod's life
+    running = make_pod("old").init_host_port(9000).obj()
+    info = node_info(make_node("n1").obj(), running)
+    assert fits(pod_with(("TCP", "", 9000)), info).reasons == (ERR_REASON,)
+    wanting = make_pod("new").init_host_port(9000).obj()
+    state = CycleState()
+    assert NodePorts().pre_filter(state, wanting, Snapshot.of([info])).is_success
+    assert NodePorts().filter(state, wanting, info).reasons == (ERR_REASON,)
+
+
+def test_plain_init_container_ports_do_not_count():
+    plain = make_pod("new").init_host_port(9000, restartable=False).obj()
+    assert NodePorts().pre_filter(CycleState(), plain, Snapshot.of([])).is_skip
+
+
 def test_conflicts_helper():
     used = {("TCP", "10.0.0.1", 80): 1}
     assert conflicts(("TCP", "0.0.0.0", 80), used)

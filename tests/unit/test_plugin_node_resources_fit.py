@@ -120,6 +120,28 @@ def test_init_container_counts_by_max() -> None:
     assert status.reasons == (REASON_INSUFFICIENT_CPU,)
 
 
+def test_pod_level_requests_are_filtered() -> None:
+    # upstream fit.go computePodResourceRequest with PodLevelResources (beta, on in v1.37):
+    # containers ask 1m, the pod 4m; 8m used of 10m -> Insufficient cpu
+    p = make_pod("p").req(cpu="1m", memory="1").pod_requests(cpu="4m").obj()
+    status = run_filter(NodeResourcesFit(), p, node_info(node(), pod(cpu="8m", memory="19")))
+    assert status.reasons == (REASON_INSUFFICIENT_CPU,)
+
+
+def test_score_ignores_pod_level_requests() -> None:
+    # upstream's Fit scorer is built without the PodLevelResources flag (fit.go getScorer), so the
+    # incoming pod scores with its containers' requests: cpu 1000 of 10000 -> 90, mem 0 -> 100 -> 95,
+    # not with the pod-level 5000 (which would give (50 + 100) / 2 = 75)
+    p = make_pod("p").req(cpu="1", memory="0").pod_requests(cpu="5").obj()
+    assert scores(NodeResourcesFit(), p, [node_info(n("n1", "10", "20000"))]) == [95]
+
+
+def test_score_counts_pod_level_requests_of_bound_pods() -> None:
+    # the node's non-zero sum uses the bound pod's pod-level 5 cpu: (10000 - 6000) * 100 / 10000 = 40, mem 100 -> 70
+    bound = make_pod("b").req(cpu="1", memory="0").pod_requests(cpu="5").obj()
+    assert scores(NodeResourcesFit(), pod(cpu="1", memory="0"), [node_info(n("n1", "10", "20000"), bound)]) == [70]
+
+
 def test_fits_helper_names_resources() -> None:
     info = node_info(node(pods="1"), pod(cpu="10m", memory="20"))
     assert fits(pod(cpu="1m", memory="1"), info) == ["pods", "cpu", "memory"]

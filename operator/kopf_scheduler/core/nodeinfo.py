@@ -7,7 +7,10 @@ for a scheduling cycle costs what changed since the last one.
 
 ``requested`` is the sum of the pods' effective requests (what filters
 compare with allocatable); ``non_zero_requested`` applies the scoring defaults
-for absent cpu/memory requests (what scorers use). A NodeInfo may exist
+for absent cpu/memory requests (what scorers use). Both take each pod as
+upstream ``PodInfo.CalculateResource`` does (``Pod.requests`` / ``Pod.non_zero_requests``):
+with pod-level resources, and for a pod resized in place the larger of what its
+spec asks and what its status says is allocated or running. A NodeInfo may exist
 without its Node object (pods were seen before the node, or the node was
 deleted while pods remain): then ``node`` is ``None`` and no pod is placed on it.
 """

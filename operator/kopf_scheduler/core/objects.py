@@ -16,12 +16,20 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from .resources import (
+    CPU,
+    MEMORY,
     ZERO_RESOURCES,
+    ContainerResources,
+    PodResources,
     QuantityError,
+    ResourceList,
     Resources,
+    is_pod_level_resource,
+    non_missing_defaults,
+    parse_resource_list,
     pod_requests,
+    to_resources,
     to_units,
-    with_defaults,
 )
 
 EMPTY_LABELS: Final[Mapping[str, str]] = {}
@@ -248,10 +256,9 @@ class ContainerPort:
 class Container:
     name: str
     image: str = ""
+    #: the spec's requests (limits stand in for absent requests, as the API server defaults them)
     requests: Resources = ZERO_RESOURCES
     limits: Resources = ZERO_RESOURCES
-    #: requests with the scoring defaults (100m cpu, 200Mi memory) for absent keys
-    non_zero_requests: Resources = ZERO_RESOURCES
     ports: tuple[ContainerPort, ...] = ()
     restartable: bool = False  # an init container with restartPolicy: Always (a sidecar)
 
@@ -321,12 +328,20 @@ class Pod:
     topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
     scheduling_gates: tuple[str, ...] = ()
     nominated_node_name: str = ""
-    #: the effective request (``PodRequests``): what filters compare against allocatable
+    #: the effective request (upstream ``PodInfo.CalculateResource``: ``PodRequests`` with pod-level
+    #: resources and, for resized pods, the largest of spec / allocated / actuated requests): what
+    #: NodeInfo sums and filters compare against allocatable
     requests: Resources = ZERO_RESOURCES
-    #: the request with scoring defaults for absent cpu/memory: what scorers use
+    #: ``requests`` with the scoring defaults (100m cpu, 200Mi memory) for cpu / memory that no
+    #: container names (with pod-level requests: that neither the pod nor a container names);
+    #: NodeInfo's non-zero sums
     non_zero_requests: Resources = ZERO_RESOURCES
+    #: the containers' requests with the scoring defaults, ignoring pod-level resources and status:
+    #: what NodeResourcesFit scores the incoming pod with (upstream's Fit scorer skips pod-level resources)
+    container_non_zero_requests: Resources = ZERO_RESOURCES
     #: init-container-max rule applied to limits (ResourceLimitsPriority)
     limits: Resources = ZERO_RESOURCES
+    #: host ports of the sidecar (restartable init) containers, then of the containers (upstream ``GetHostPorts``)
     host_ports: tuple[ContainerPort, ...] = ()
 
     @property
@@ -645,22 +660,27 @@ def parse_affinity(raw: Any, where: str = "spec.affinity") -> Affinity | None:
     )
 
 
-def _container(raw: Any, where: str, *, init: bool) -> Container:
+def _resource_list(raw: Any, where: str) -> dict[str, int]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise ObjectError(f"{where}: expected a mapping of resource names to quantities")
+    try:
+        return parse_resource_list(raw, where=where)
+    except QuantityError as exc:
+        raise ObjectError(str(exc)) from None
+
+
+def _container(raw: Any, where: str, *, init: bool) -> tuple[Container, dict[str, int], dict[str, int]]:
+    """The container, and its request and limit lists (names kept, for the presence rules of ``PodRequests``)."""
     if not isinstance(raw, Mapping):
         raise ObjectError(f"{where}: expected a container object")
     res = _map(raw, "resources", where)
-    raw_requests = res.get("requests")
-    raw_limits = res.get("limits")
-    requests = _resources(raw_requests, f"{where}.resources.requests")
-    limits = _resources(raw_limits, f"{where}.resources.limits")
+    request_list = _resource_list(res.get("requests"), f"{where}.resources.requests")
+    limit_list = _resource_list(res.get("limits"), f"{where}.resources.limits")
     # Kubernetes defaults requests to limits when only limits are given.
-    if raw_limits and isinstance(raw_limits, Mapping):
-        missing = {k: v for k, v in raw_limits.items() if not raw_requests or k not in raw_requests}
-        if missing:
-            merged = dict(raw_requests or {})
-            merged.update(missing)
-            raw_requests = merged
-            requests = _resources(merged, f"{where}.resources.requests")
+    for name, amount in limit_list.items():
+        request_list.setdefault(name, amount)
     ports = []
     for i, p in enumerate(_list(raw, "ports", where)):
         w = f"{where}.ports[{i}]"
@@ -677,15 +697,59 @@ def _container(raw: Any, where: str, *, init: bool) -> Container:
                 host_ip=str(p.get("hostIP") or "0.0.0.0"),
             )
         )
-    return Container(
+    container = Container(
         name=str(raw.get("name") or ""),
         image=str(raw.get("image") or ""),
-        requests=requests,
-        limits=limits,
-        non_zero_requests=with_defaults(requests, raw_requests if isinstance(raw_requests, Mapping) else None),
+        requests=to_resources(request_list),
+        limits=to_resources(limit_list),
         ports=tuple(ports),
         restartable=init and raw.get("restartPolicy") == "Always",
     )
+    return container, request_list, limit_list
+
+
+def _status_lists(status: Mapping[str, Any], where: str) -> dict[str, tuple[ResourceList | None, ResourceList | None]]:
+    """Container name -> (allocatedResources, resources.requests) from the container statuses.
+
+    Upstream ``findContainerStatus`` looks in ``containerStatuses`` first, then ``initContainerStatuses``.
+    """
+    out: dict[str, tuple[ResourceList | None, ResourceList | None]] = {}
+    for key in ("containerStatuses", "initContainerStatuses"):
+        for i, cs in enumerate(_list(status, key, where)):
+            if not isinstance(cs, Mapping) or str(cs.get("name") or "") in out:
+                continue
+            w = f"{where}.{key}[{i}]"
+            allocated = cs.get("allocatedResources")
+            res = _map(cs, "resources", w)
+            actuated = res.get("requests")
+            out[str(cs.get("name") or "")] = (
+                None if allocated is None else _resource_list(allocated, f"{w}.allocatedResources"),
+                None if actuated is None else _resource_list(actuated, f"{w}.resources.requests"),
+            )
+    return out
+
+
+def _resize_infeasible(status: Mapping[str, Any], where: str) -> bool:
+    """Upstream ``IsPodResizeInfeasible``: the first PodResizePending condition has reason Infeasible."""
+    for c in _list(status, "conditions", where):
+        if isinstance(c, Mapping) and c.get("type") == "PodResizePending":
+            return c.get("reason") == "Infeasible"
+    return False
+
+
+def _default_pod_level_requests(requests: dict[str, int], limits: ResourceList, containers: ResourceList) -> dict[str, int]:
+    """The API server's defaulting of pod-level requests (upstream ``defaultPodLevelRequests``), for
+    bodies that did not go through it (simulation files): cpu / memory the containers request, then
+    anything with a pod-level limit. Hugepages are left out: their requests must equal their
+    limits, so defaulting them changes no amount."""
+    out = dict(requests)
+    for name, amount in containers.items():
+        if name in (CPU, MEMORY) and name not in out:
+            out[name] = amount
+    for name, amount in limits.items():
+        if is_pod_level_resource(name) and name not in out:
+            out[name] = amount
+    return out
 
 
 _VOLUME_IDENT: Final = {
@@ -716,9 +780,51 @@ def _volume(raw: Any, where: str) -> Volume:
         if kind == "ephemeral":
             # A generic ephemeral volume is backed by a PVC named <pod>-<volume>.
             return Volume(name, kind, name, read_only)
+        if kind == "image":
+            # an OCI image mounted as a volume (ImageLocality counts it like a container image)
+            return Volume(name, kind, str(value.get("reference") or ""), read_only)
         key = _VOLUME_IDENT.get(kind)
         return Volume(name, kind, str(value.get(key) or "") if key else "", read_only)
     return Volume(name, "emptyDir")
+
+
+def _pod_resources(
+    spec: Mapping[str, Any],
+    status: Mapping[str, Any],
+    where: str,
+    containers: list[tuple[Container, dict[str, int], dict[str, int]]],
+    init_containers: list[tuple[Container, dict[str, int], dict[str, int]]],
+    overhead: ResourceList,
+) -> PodResources:
+    """What ``PodRequests`` reads: container lists with their status lists, pod-level resources, overhead."""
+    swhere = where.replace(": spec", ": status")
+    statuses = _status_lists(status, swhere)
+
+    def lists(c: Container, request_list: dict[str, int]) -> ContainerResources:
+        allocated, actuated = statuses.get(c.name, (None, None))
+        return ContainerResources(request_list, allocated, actuated, c.restartable)
+
+    regular = tuple(lists(c, r) for c, r, _ in containers)
+    init = tuple(lists(c, r) for c, r, _ in init_containers)
+    pod_level_requests: dict[str, int] | None = None
+    pod_level = _map(spec, "resources", where)
+    if pod_level.get("requests") is not None or pod_level.get("limits") is not None:
+        given = _resource_list(pod_level.get("requests"), f"{where}.resources.requests")
+        limits = _resource_list(pod_level.get("limits"), f"{where}.resources.limits")
+        from_containers = pod_requests(PodResources(regular, init), use_status=False, pod_level=False)
+        pod_level_requests = _default_pod_level_requests(given, limits, from_containers) or None
+    allocated = status.get("allocatedResources")
+    actuated = _map(status, "resources", swhere).get("requests")
+    return PodResources(
+        regular,
+        init,
+        pod_requests=pod_level_requests,
+        pod_allocated=None if allocated is None else _resource_list(allocated, f"{swhere}.allocatedResources"),
+        pod_actuated=None if actuated is None else _resource_list(actuated, f"{swhere}.resources.requests"),
+        pod_status_resources=status.get("resources") is not None,
+        overhead=overhead or None,
+        resize_infeasible=_resize_infeasible(status, swhere),
+    )
 
 
 def parse_pod(body: Mapping[str, Any]) -> Pod:
@@ -731,12 +837,25 @@ def parse_pod(body: Mapping[str, Any]) -> Pod:
     name = str(meta.get("name") or "")
     namespace = str(meta.get("namespace") or "default")
     where = f"pod {namespace}/{name}: spec"
-    containers = tuple(_container(c, f"{where}.containers[{i}]", init=False) for i, c in enumerate(_list(spec, "containers", where)))
-    init = tuple(_container(c, f"{where}.initContainers[{i}]", init=True) for i, c in enumerate(_list(spec, "initContainers", where)))
-    overhead = _resources(spec.get("overhead"), f"{where}.overhead")
-    requests = pod_requests((c.requests for c in containers), ((c.requests, c.restartable) for c in init), overhead)
-    non_zero = pod_requests((c.non_zero_requests for c in containers), ((c.non_zero_requests, c.restartable) for c in init), overhead)
-    limits = pod_requests((c.limits for c in containers), ((c.limits, c.restartable) for c in init), overhead)
+    regular = [_container(c, f"{where}.containers[{i}]", init=False) for i, c in enumerate(_list(spec, "containers", where))]
+    init_parsed = [_container(c, f"{where}.initContainers[{i}]", init=True) for i, c in enumerate(_list(spec, "initContainers", where))]
+    containers = tuple(c for c, _, _ in regular)
+    init = tuple(c for c, _, _ in init_parsed)
+    overhead_list = _resource_list(spec.get("overhead"), f"{where}.overhead")
+    overhead = to_resources(overhead_list)
+    resources = _pod_resources(spec, status, where, regular, init_parsed, overhead_list)
+    # upstream PodInfo.CalculateResource: requests, and the non-zero requests NodeInfo sums
+    requested = pod_requests(resources, use_status=True, pod_level=True)
+    non_missing = non_missing_defaults(requested, resources.pod_level_requests_set)
+    non_zero = pod_requests(resources, use_status=True, pod_level=True, non_missing=non_missing) if non_missing else requested
+    # upstream NodeResourcesFit's scorer: no pod-level resources, no status, defaults for cpu / memory
+    container_non_zero = pod_requests(resources, use_status=False, pod_level=False, non_missing=non_missing_defaults({}, False))
+    limit_lists = PodResources(
+        tuple(ContainerResources(lim) for _, _, lim in regular),
+        tuple(ContainerResources(lim, restartable=c.restartable) for c, _, lim in init_parsed),
+        overhead=overhead_list,
+    )
+    limits = to_resources(pod_requests(limit_lists, use_status=False, pod_level=False))
     tolerations = []
     for i, t in enumerate(_list(spec, "tolerations", where)):
         w = f"{where}.tolerations[{i}]"
@@ -796,10 +915,11 @@ def parse_pod(body: Mapping[str, Any]) -> Pod:
         topology_spread_constraints=tuple(spread),
         scheduling_gates=tuple(str(g.get("name")) for g in _list(spec, "schedulingGates", where) if isinstance(g, Mapping)),
         nominated_node_name=str(status.get("nominatedNodeName") or ""),
-        requests=requests,
-        non_zero_requests=non_zero,
+        requests=to_resources(requested),
+        non_zero_requests=to_resources(non_zero),
+        container_non_zero_requests=to_resources(container_non_zero),
         limits=limits,
-        host_ports=tuple(p for c in containers for p in c.ports),
+        host_ports=tuple(p for c in init if c.restartable for p in c.ports) + tuple(p for c in containers for p in c.ports),
     )
 
 

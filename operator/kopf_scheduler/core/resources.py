@@ -5,16 +5,21 @@ fractions, and then rounded *up* to whole units the way apimachinery's
 ``Quantity.Value()`` and ``MilliValue()`` do: cpu is kept in millicores, every
 other resource in whole units (bytes, counts).
 
-Requests follow upstream ``component-helpers/resource.PodRequests`` (v1.37):
+Requests follow upstream ``component-helpers/resource/helpers.go`` (``PodRequests``, v1.37):
 containers add up; init containers run one at a time, except restartable
 ("sidecar") init containers, which keep running and add up; the pod's request is
-the larger of the two, plus the pod overhead.
+the larger of the two; pod-level ``spec.resources.requests`` (cpu, memory,
+hugepages) replace the containers' sums; the pod overhead is added. With status
+resources (in-place resize), each of the containers' spec, allocated and actuated
+requests is aggregated and the largest of the three taken, per resource. These
+steps work on ``ResourceList`` mappings because upstream's defaulting for absent
+requests depends on which names are *present*, not only on the amounts.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Final
@@ -132,21 +137,7 @@ class Resources:
             return ZERO_RESOURCES
         if not isinstance(raw, Mapping):
             raise QuantityError(f"{where}: expected a mapping of resource names to quantities")
-        cpu = mem = eph = 0
-        scalar: dict[str, int] = {}
-        for name, value in raw.items():
-            try:
-                if name == CPU:
-                    cpu = to_milli(value)
-                elif name == MEMORY:
-                    mem = to_units(value)
-                elif name == EPHEMERAL_STORAGE:
-                    eph = to_units(value)
-                elif is_scalar_resource(name):
-                    scalar[name] = to_units(value)
-            except QuantityError as exc:
-                raise QuantityError(f"{where}.{name}: {exc}") from None
-        return cls(cpu, mem, eph, scalar or _EMPTY)
+        return to_resources(parse_resource_list(raw, where=where))
 
     def get(self, name: str) -> int:
         """The amount of one resource by its Kubernetes name (cpu in millicores)."""
@@ -215,39 +206,190 @@ class Resources:
 ZERO_RESOURCES: Final = Resources()
 
 
-def with_defaults(requests: Resources, raw: Mapping[str, Any] | None) -> Resources:
-    """The container's request with the scoring defaults for *absent* cpu / memory keys.
+#: name -> amount (cpu in millicores, the rest in units). Which names are present matters.
+ResourceList = Mapping[str, int]
 
-    An explicit zero stays zero (upstream ``GetNonzeroRequestForResource``).
-    """
-    raw = raw or {}
-    cpu = requests.milli_cpu if CPU in raw else DEFAULT_MILLI_CPU_REQUEST
-    mem = requests.memory if MEMORY in raw else DEFAULT_MEMORY_REQUEST
-    if cpu == requests.milli_cpu and mem == requests.memory:
-        return requests
-    return Resources(cpu, mem, requests.ephemeral_storage, requests.scalar)
+#: Upstream ``supportedPodLevelResources`` (plus any ``hugepages-*``).
+POD_LEVEL_RESOURCES: Final = frozenset((CPU, MEMORY))
+
+
+def is_pod_level_resource(name: str) -> bool:
+    """Upstream ``IsSupportedPodLevelResource``: cpu, memory and hugepages can be set for the whole pod."""
+    return name in POD_LEVEL_RESOURCES or name.startswith("hugepages-")
+
+
+def parse_resource_list(raw: Mapping[str, Any], *, where: str = "resources") -> dict[str, int]:
+    """The names the scheduler tracks (cpu, memory, ephemeral-storage, scalar), zeros kept."""
+    out: dict[str, int] = {}
+    for name, value in raw.items():
+        try:
+            if name == CPU:
+                out[name] = to_milli(value)
+            elif name in (MEMORY, EPHEMERAL_STORAGE) or is_scalar_resource(name):
+                out[name] = to_units(value)
+        except QuantityError as exc:
+            raise QuantityError(f"{where}.{name}: {exc}") from None
+    return out
+
+
+def to_resources(rl: ResourceList) -> Resources:
+    """Upstream ``Resource.Add`` of a ResourceList."""
+    scalar = {k: v for k, v in rl.items() if k not in (CPU, MEMORY, EPHEMERAL_STORAGE)}
+    return Resources(rl.get(CPU, 0), rl.get(MEMORY, 0), rl.get(EPHEMERAL_STORAGE, 0), scalar or _EMPTY)
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerResources:
+    """One container's request lists as ``PodRequests`` reads them (``None``: the field is absent)."""
+
+    spec: ResourceList
+    #: ``status.containerStatuses[].allocatedResources``
+    allocated: ResourceList | None = None
+    #: ``status.containerStatuses[].resources.requests``
+    actuated: ResourceList | None = None
+    #: an init container with ``restartPolicy: Always`` (a sidecar)
+    restartable: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PodResources:
+    """Everything ``PodRequests`` reads of a pod."""
+
+    containers: tuple[ContainerResources, ...] = ()
+    init_containers: tuple[ContainerResources, ...] = ()
+    #: ``spec.resources.requests`` (pod-level resources)
+    pod_requests: ResourceList | None = None
+    #: ``status.allocatedResources`` (pod level)
+    pod_allocated: ResourceList | None = None
+    #: ``status.resources.requests`` (pod level); ``pod_status_resources``: ``status.resources`` is set
+    pod_actuated: ResourceList | None = None
+    pod_status_resources: bool = False
+    overhead: ResourceList | None = None
+    #: the PodResizePending condition says Infeasible: the spec is not what runs
+    resize_infeasible: bool = False
+
+    @property
+    def pod_level_requests_set(self) -> bool:
+        """Upstream ``IsPodLevelRequestsSet``."""
+        return self.pod_requests is not None and any(is_pod_level_resource(k) for k in self.pod_requests)
+
+
+def _add_into(acc: dict[str, int], other: ResourceList | None) -> None:
+    if other:
+        for k, v in other.items():
+            acc[k] = acc.get(k, 0) + v
+
+
+def _max_into(acc: dict[str, int], other: ResourceList | None) -> None:
+    if other:
+        for k, v in other.items():
+            if k not in acc or v > acc[k]:
+                acc[k] = v
+
+
+def _max_of(first: ResourceList | None, *rest: ResourceList | None) -> dict[str, int]:
+    out = dict(first) if first is not None else {}
+    for other in rest:
+        _max_into(out, other)
+    return out
+
+
+def _with_non_missing(rl: ResourceList | None, non_missing: ResourceList) -> dict[str, int]:
+    """Upstream ``applyNonMissing``: the defaults for the names ``rl`` lacks (an explicit 0 stays 0)."""
+    out = dict(rl) if rl is not None else {}
+    for k, v in non_missing.items():
+        if rl is None or k not in rl:
+            out[k] = out.get(k, 0) + v
+    return out
+
+
+def _spec(c: ContainerResources, infeasible: bool) -> ResourceList | None:
+    return c.spec
+
+
+def _allocated(c: ContainerResources, infeasible: bool) -> ResourceList | None:
+    if c.allocated is not None:
+        return c.allocated
+    return None if infeasible else c.spec
+
+
+def _actuated(c: ContainerResources, infeasible: bool) -> ResourceList | None:
+    if c.actuated is not None:
+        return c.actuated
+    if c.allocated is not None:
+        return c.allocated
+    return None if infeasible else c.spec
+
+
+def _aggregate(
+    pod: PodResources,
+    pick: Callable[[ContainerResources, bool], ResourceList | None],
+    non_missing: ResourceList | None,
+    infeasible: bool,
+) -> dict[str, int]:
+    """Upstream ``aggregateContainerResourcesByFn``: the sidecar-aware sum over the containers."""
+    total: dict[str, int] = {}
+    for c in pod.containers:
+        rl = pick(c, infeasible)
+        _add_into(total, _with_non_missing(rl, non_missing) if non_missing else rl)
+    sidecars: dict[str, int] = {}
+    init_peak: dict[str, int] = {}
+    for c in pod.init_containers:
+        rl = pick(c, infeasible)
+        if non_missing:
+            rl = _with_non_missing(rl, non_missing)
+        if c.restartable:
+            _add_into(total, rl)
+            _add_into(sidecars, rl)
+            _max_into(init_peak, sidecars)
+        else:
+            running: dict[str, int] = {}
+            _add_into(running, rl)
+            _add_into(running, sidecars)
+            _max_into(init_peak, running)
+    _max_into(total, init_peak)
+    return total
 
 
 def pod_requests(
-    containers: Iterable[Resources],
-    init_containers: Iterable[tuple[Resources, bool]],
-    overhead: Resources,
-) -> Resources:
-    """The pod's effective request; ``init_containers`` yields ``(request, restartable)``."""
-    total = ZERO_RESOURCES
-    for r in containers:
-        total = total + r
-    sidecars = ZERO_RESOURCES
-    init_peak = ZERO_RESOURCES
-    for r, restartable in init_containers:
-        if restartable:
-            total = total + r
-            sidecars = sidecars + r
-            effective = sidecars
+    pod: PodResources, *, use_status: bool, pod_level: bool, non_missing: ResourceList | None = None
+) -> dict[str, int]:
+    """Upstream ``PodRequests`` with v1.37's default feature gates.
+
+    ``use_status``: InPlacePodVerticalScaling (GA) and InPlacePodLevelResourcesVerticalScaling
+    (beta, on): the largest of spec, allocated and actuated requests. ``pod_level``: PodLevelResources
+    (beta, on). ``non_missing``: defaults for the names a container's list lacks.
+    """
+    infeasible = use_status and pod.resize_infeasible
+    spec = _aggregate(pod, _spec, non_missing, infeasible)
+    if not use_status:
+        reqs = spec
+    else:
+        if pod.pod_allocated is not None and pod.pod_status_resources and pod.pod_actuated is not None:
+            allocated: ResourceList = pod.pod_allocated
+            actuated: ResourceList = pod.pod_actuated
         else:
-            effective = r + sidecars
-        init_peak = init_peak.max(effective)
-    total = total.max(init_peak)
-    if not overhead.is_zero():
-        total = total + overhead
-    return total
+            allocated = _aggregate(pod, _allocated, non_missing, infeasible)
+            actuated = _aggregate(pod, _actuated, non_missing, infeasible)
+        reqs = _max_of(actuated, allocated) if infeasible else _max_of(spec, actuated, allocated)
+    if pod_level and pod.pod_level_requests_set:
+        effective = pod.pod_requests
+        if use_status and pod.pod_status_resources:
+            effective = _max_of(None if infeasible else pod.pod_requests, pod.pod_actuated, pod.pod_allocated)
+        for k, v in (effective or {}).items():
+            if is_pod_level_resource(k):
+                reqs[k] = v
+    _add_into(reqs, pod.overhead)
+    return reqs
+
+
+#: Upstream ``getNonMissingContainerRequests`` without pod-level requests: the scoring defaults.
+NON_ZERO_DEFAULTS: Final[ResourceList] = {CPU: DEFAULT_MILLI_CPU_REQUEST, MEMORY: DEFAULT_MEMORY_REQUEST}
+
+
+def non_missing_defaults(requests: ResourceList, pod_level_set: bool) -> dict[str, int]:
+    """Upstream ``getNonMissingContainerRequests``: with pod-level requests, a default only for
+    cpu / memory that neither the containers nor the pod level name at all."""
+    if not pod_level_set:
+        return dict(NON_ZERO_DEFAULTS)
+    return {k: v for k, v in NON_ZERO_DEFAULTS.items() if k not in requests}

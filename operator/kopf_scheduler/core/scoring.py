@@ -341,17 +341,14 @@ def balanced_allocation_nodes(requested: IntArray, allocated: IntArray, allocata
 
 
 def pod_request_list(pod: "Pod", specs: Sequence[ResourceSpec], *, use_requested: bool) -> tuple[int, ...]:
-    """The pod's request for each spec: non-zero (defaulted) cpu/memory unless ``use_requested``."""
-    nz = pod.requests if use_requested else pod.non_zero_requests
-    out = []
-    for spec in specs:
-        if spec.name == CPU:
-            out.append(nz.milli_cpu)
-        elif spec.name == MEMORY:
-            out.append(nz.memory)
-        else:
-            out.append(pod.requests.get(spec.name))
-    return tuple(out)
+    """The pod's request for each spec, as upstream's ``calculatePodResourceRequest``.
+
+    ``use_requested`` (BalancedAllocation): the effective request, with pod-level resources.
+    Otherwise (NodeResourcesFit): the containers' requests with the cpu/memory defaults; upstream's
+    Fit scorer is built without the PodLevelResources flag, so pod-level resources are ignored there.
+    """
+    r = pod.requests if use_requested else pod.container_non_zero_requests
+    return tuple(r.get(spec.name) for spec in specs)
 
 
 def _takes_part(name: str, pod_request: int) -> bool:

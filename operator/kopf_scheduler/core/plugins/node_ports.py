@@ -2,8 +2,9 @@
 
 Follows today's upstream ``pkg/scheduler/framework/plugins/nodeports/node_ports.go`` and the
 conflict rule of ``HostPortInfo.CheckConflict`` (v1.9: ``PodFitsHostPorts``, alias
-``PodFitsPorts``). A wanted port is (protocol, host IP, port) from the regular containers with a
-hostPort > 0 (``Pod.host_ports``); an empty protocol means TCP and an empty IP 0.0.0.0. It
+``PodFitsPorts``). A wanted port is (protocol, host IP, port) with a hostPort > 0 from the sidecar
+(restartable init) containers and the regular containers (``Pod.host_ports``, upstream
+``util.GetHostPorts``); an empty protocol means TCP and an empty IP 0.0.0.0. It
 conflicts with a port in use on the node when protocol and port are equal and either IP is
 0.0.0.0 or both IPs are equal. Ports of the incoming pod are not checked against each other.
 A conflict is Unschedulable (preemption can free the port).

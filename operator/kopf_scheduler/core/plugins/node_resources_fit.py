@@ -8,13 +8,18 @@ Follows upstream ``pkg/scheduler/framework/plugins/noderesources/fit.go`` (v1.37
   resources named in ``ignoredResources``, or whose domain prefix is in ``ignoredResourceGroups``,
   are not checked. The status is Unschedulable, or UnschedulableAndUnresolvable when some request
   alone exceeds the node's allocatable (no preemption can help there), as upstream.
+- The pod's request is ``Pod.requests``: pod-level ``spec.resources`` (PodLevelResources, beta and on
+  in v1.37) replace the containers' cpu / memory sums.
 - Score: the ``scoringStrategy`` (LeastAllocated by default, MostAllocated, RequestedToCapacityRatio)
   over the configured resources, with non-zero (defaulted) cpu/memory requests; see ``core/scoring``.
+  The incoming pod scores with its *containers'* requests (``Pod.container_non_zero_requests``):
+  upstream builds the Fit scorer without the PodLevelResources flag (``getScorer`` in fit.go), while
+  the node sums it adds them to do count bound pods' pod-level and resized requests.
 
 Legacy names mapped here by the registry: PodFitsResources (filter), LeastRequestedPriority,
 MostRequestedPriority, RequestedToCapacityRatioPriority (score, with the matching strategy).
 
-Limits: no DRA extended resources, no pod-level resources, no in-place resize status resources.
+Limits: no DRA extended resources.
 Neither pre-filter nor pre-score skips: the pod count always matters, and the score varies by node.
 """
 
@@ -251,7 +256,7 @@ class NodeResourcesFit(PreFilterPlugin, VectorFilter, PreScorePlugin, VectorScor
         pod_requests = self._pod_requests(state, pod)
         kind = self.strategy.type
         if self._cpu_mem_weights is not None and kind != scoring.REQUESTED_TO_CAPACITY_RATIO:
-            nz = pod.non_zero_requests
+            nz = pod.container_non_zero_requests
             requested, allocatable, positive = scoring.cpu_mem_inputs(
                 table, index, nz.milli_cpu, nz.memory, use_requested=False
             )
