@@ -90,6 +90,14 @@ def test_init_containers_count():
     assert run(pod_with_init, nodes) == [39]
 
 
+def test_image_volumes_count():
+    # upstream sumImageScores counts image volumes (ImageVolume, GA in v1.36) like containers
+    nodes = [make_node("a").image(800 * Mi, "data:1").obj(), make_node("b").obj()]
+    pod = make_pod().container(image="app:1").volume({"name": "d", "image": {"reference": "data:1"}}).obj()
+    # 800Mi on 1/2 nodes -> 400Mi; 2 images: a: 100 * (400 - 23) // (2000 - 23) = 37700 // 1977 = 19; b: 0
+    assert run(pod, nodes) == [19, 0]
+
+
 def test_same_image_twice_counts_twice():
     nodes = [make_node("a").image(300 * Mi, "x:1").obj()]
     pod = make_pod().container(image="x:1").container(image="x:1").obj()

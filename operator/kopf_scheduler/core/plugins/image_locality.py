@@ -6,10 +6,11 @@ Follows today's upstream ``pkg/scheduler/framework/plugins/imagelocality/image_l
 - Image names of the pod are normalised as upstream ``normalizedImageName``: ``:latest`` is
   appended when the name has no tag (no ``:`` after the last ``/``). Node image names
   (``status.images[].names``) are used as reported.
-- For each init and regular container whose image the node has, add
+- For each init and regular container, and each image volume, whose image the node has, add
   ``int(size * nodes_having_image / total_nodes)`` (float64, truncated), where the count is over
   every node of the snapshot. A container listed twice counts twice.
-- Score = ``100 * (clamp(sum, 23Mi, 1000Mi * containers) - 23Mi) // (1000Mi * containers - 23Mi)``.
+- Score = ``100 * (clamp(sum, 23Mi, 1000Mi * images) - 23Mi) // (1000Mi * images - 23Mi)``, where
+  ``images`` counts the containers and image volumes.
   No normalisation.
 
 Size: upstream keeps the size first recorded for a name cluster-wide; we use the size the node
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
 MB: Final = 1024 * 1024
 MIN_THRESHOLD: Final = 23 * MB
 MAX_CONTAINER_THRESHOLD: Final = 1000 * MB
+#: ``Volume.kind`` of an image volume (its ``ident`` is the image reference)
+IMAGE_VOLUME: Final = "image"
 
 IntArray = npt.NDArray[np.int64]
 _COLUMN: Final = ("ImageLocality", "images")
@@ -53,8 +56,10 @@ def normalized_image_name(name: str) -> str:
 
 
 def pod_images(pod: Pod) -> tuple[str, ...]:
-    """Normalised images of the init containers then the regular containers, one per container."""
-    return tuple(normalized_image_name(c.image) for c in pod.init_containers + pod.containers)
+    """Normalised images of the init containers, the regular containers, then the image volumes
+    (ImageVolume, GA in v1.36): one entry per container or volume, as upstream ``sumImageScores``."""
+    containers = tuple(normalized_image_name(c.image) for c in pod.init_containers + pod.containers)
+    return containers + tuple(normalized_image_name(v.ident) for v in pod.volumes if v.kind == IMAGE_VOLUME)
 
 
 def node_image_sizes(node: Node) -> dict[str, int]:
