@@ -158,7 +158,7 @@ def test_filter(pvs, pvcs, node, reasons):
 
 
 def test_reason_strings():
-    assert ERR_REASON_NODE_CONFLICT == "node(s) had volume node affinity conflict"
+    assert ERR_REASON_NODE_CONFLICT == "node(s) didn't match PersistentVolume's node affinity"
     assert ERR_REASON_BIND_CONFLICT == "node(s) didn't find available persistent volumes to bind"
     assert ERR_REASON_UNBOUND_IMMEDIATE == "pod has unbound immediate PersistentVolumeClaims"
     assert ERR_REASON_PV_NOT_EXIST == "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"

@@ -35,7 +35,7 @@ def test_readme_example(capsys: pytest.CaptureFixture[str]) -> None:
     assert got["default/too-big"] == {
         "pod": "default/too-big",
         "node": None,
-        "message": "0/3 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, 2 Insufficient cpu.",
+        "message": "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu.",
     }
 
 

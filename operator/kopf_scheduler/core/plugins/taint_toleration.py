@@ -4,9 +4,9 @@ taints lower the score.
 Follows today's upstream ``pkg/scheduler/framework/plugins/tainttoleration/taint_toleration.go``
 (v1.9: ``PodToleratesNodeTaints`` and ``TaintTolerationPriority``):
 
-- Filter: the first node taint (in the node's order) with effect NoSchedule or NoExecute that no
-  toleration tolerates rejects the node, UnschedulableAndUnresolvable, with the reason
-  ``node(s) had untolerated taint {<key>: <value>}``.
+- Filter: a node taint with effect NoSchedule or NoExecute that no toleration tolerates rejects
+  the node, UnschedulableAndUnresolvable, with the one reason ``node(s) had untolerated taint(s)``
+  (v1.37 no longer names the taint, so the "0/N nodes" message counts all such nodes together).
 - Score: the number of PreferNoSchedule taints not tolerated by the pod's tolerations whose effect
   is empty or PreferNoSchedule; NormalizeScore is DefaultNormalizeScore reversed (fewest wins).
 
@@ -46,19 +46,17 @@ from ..objects import NO_EXECUTE, NO_SCHEDULE, PREFER_NO_SCHEDULE, Pod, Taint, T
 if TYPE_CHECKING:
     from ..snapshot import NodeTable, Snapshot
 
-#: ``ERR_REASON_UNTOLERATED.format(key=..., value=...)``; upstream ``fmt.Sprintf("... {%s: %s}")``.
-ERR_REASON_UNTOLERATED: Final = "node(s) had untolerated taint {{{key}: {value}}}"
-#: upstream ``ErrReasonNotMatch`` (the v1.10+ text of v1.9's PodToleratesNodeTaints); kept for reference.
+#: upstream Filter's reason for every node with an untolerated NoSchedule / NoExecute taint
+ERR_REASON_UNTOLERATED: Final = "node(s) had untolerated taint(s)"
+#: upstream ``ErrReasonNotMatch``, which its Filter no longer uses; ours gives it for a NodeInfo
+#: without its Node (which a snapshot never holds)
 ERR_REASON_NOT_MATCH: Final = "node(s) had taints that the pod didn't tolerate"
 
 _FILTER_EFFECTS: Final = frozenset((NO_SCHEDULE, NO_EXECUTE))
+_UNTOLERATED: Final = framework.unresolvable(ERR_REASON_UNTOLERATED)
 
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
-
-
-def untolerated_reason(taint: Taint) -> str:
-    return ERR_REASON_UNTOLERATED.format(key=taint.key, value=taint.value)
 
 
 def find_untolerated(taints: Iterable[Taint], tolerations: tuple[Toleration, ...]) -> Taint | None:
@@ -84,8 +82,9 @@ def fits(pod: Pod, node_info: NodeInfo) -> Status:
     node = node_info.node
     if node is None:
         return framework.unresolvable(ERR_REASON_NOT_MATCH)
-    taint = find_untolerated(node.taints, pod.tolerations)
-    return framework.SUCCESS if taint is None else framework.unresolvable(untolerated_reason(taint))
+    if find_untolerated(node.taints, pod.tolerations) is None:
+        return framework.SUCCESS
+    return _UNTOLERATED
 
 
 @dataclass(frozen=True, slots=True)

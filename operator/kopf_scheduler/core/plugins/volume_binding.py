@@ -18,7 +18,7 @@ Filter, per node, collecting upstream's reasons in upstream's order (Unschedulab
 
 - each bound claim's PV must exist ("node(s) unavailable due to one or more pvc(s) bound to
   non-existent pv(s)") and its required node affinity must match the node's labels
-  ("node(s) had volume node affinity conflict");
+  ("node(s) didn't match PersistentVolume's node affinity");
 - delayed claims, smallest request first, each take the smallest PV of their class that is
   pre-bound to them, or else is Available, not claimed by another claim, not chosen for an
   earlier claim, large enough, has every access mode the claim asks for, matches the claim's
@@ -29,9 +29,8 @@ Filter, per node, collecting upstream's reasons in upstream's order (Unschedulab
 
 Static checks only: nothing is assumed or bound (no Reserve/PreBind; another pod of the same
 cycle may be offered the same PV), no CSIStorageCapacity check ("node(s) did not have enough
-free storage" never occurs), no volume-capacity Score (behind an alpha gate upstream), and the
-PreFilterResult node narrowing upstream computes for local PVs is not produced (the same nodes
-fail Filter instead). ``filter_nodes`` loops over the nodes.
+free storage" never occurs) and no volume-capacity Score (behind an alpha gate upstream).
+``filter_nodes`` loops over the nodes.
 
 Arguments (upstream ``VolumeBindingArgs``): ``bindTimeoutSeconds`` (default 600, not negative) is
 accepted so upstream configurations carry over; nothing here waits for a binding, so it bounds
@@ -64,7 +63,7 @@ if TYPE_CHECKING:
     from ..snapshot import ClusterObjects, NodeTable, Snapshot
 
 ERR_REASON_BIND_CONFLICT: Final = "node(s) didn't find available persistent volumes to bind"
-ERR_REASON_NODE_CONFLICT: Final = "node(s) had volume node affinity conflict"
+ERR_REASON_NODE_CONFLICT: Final = "node(s) didn't match PersistentVolume's node affinity"
 ERR_REASON_NOT_ENOUGH_SPACE: Final = "node(s) did not have enough free storage"
 ERR_REASON_PV_NOT_EXIST: Final = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
 ERR_REASON_UNBOUND_IMMEDIATE: Final = "pod has unbound immediate PersistentVolumeClaims"

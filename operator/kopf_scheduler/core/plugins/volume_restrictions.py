@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 
 ERR_REASON_DISK_CONFLICT: Final = "node(s) had no available disk"
 ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT: Final = (
-    "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
+    "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already in-use by another pod"
 )
 
 READ_WRITE_ONCE_POD: Final = "ReadWriteOncePod"
