@@ -84,6 +84,32 @@ class PreFilterSkips(RejectNodes, PreFilterPlugin):
         return SKIP
 
 
+@dataclass(eq=False)
+class PreFilterAdmits(RejectNodes, PreFilterPlugin):
+    """A pre-filter that admits only ``admit`` (upstream PreFilterResult.NodeNames)."""
+
+    admit: frozenset[str] = frozenset()
+
+    def pre_filter(self, state: Any, pod: Any, snapshot: Any) -> Status:
+        state.admit_only(self.name, self.admit)
+        return SUCCESS
+
+
+@dataclass(eq=False)
+class PreFilterSays(PreFilterPlugin, FilterPlugin):
+    """A pre-filter returning ``status`` (its filter passes every node)."""
+
+    status: Status
+    name: str = "PreFilterSays"
+    NAME = "PreFilterSays"
+
+    def pre_filter(self, state: Any, pod: Any, snapshot: Any) -> Status:
+        return self.status
+
+    def filter(self, state: Any, pod: Any, node: Any) -> Status:
+        return SUCCESS
+
+
 def snapshot_of(n: int) -> Snapshot:
     return Snapshot.of(node_info(make_node(f"n{i}").obj()) for i in range(n))
 
@@ -236,3 +262,57 @@ def test_truncate_message() -> None:
 def test_diagnosis_without_failures() -> None:
     assert Diagnosis(num_all_nodes=0).message() == "0/0 nodes are available:"
     assert Code.UNSCHEDULABLE_AND_UNRESOLVABLE > Code.UNSCHEDULABLE
+
+
+def test_pre_filter_result_visits_only_the_admitted_nodes() -> None:
+    f = PreFilterAdmits(reject={"n3"}, admit=frozenset({"n1", "n3", "gone"}), name="Pin")
+    result = run(Profile("s", filters=(f,), scorers=((ScoreByName({}), 1),)), snapshot_of(5))
+    assert result.node == "n1" and sorted(f.calls) == ["n1", "n3"]
+    assert (result.evaluated_nodes, result.feasible_nodes) == (2, 1)
+
+
+def test_nodes_left_out_by_a_pre_filter_result_are_counted_in_the_message() -> None:
+    # upstream schedule_one.go findNodesThatFitPod: the absent nodes' status names the plugins
+    f = PreFilterAdmits(reject={"n1", "n3"}, reason="fake rejection", admit=frozenset({"n1", "n3"}), name="Pin")
+    result = run(Profile("s", filters=(f,)), snapshot_of(5))
+    assert result.message == "0/5 nodes are available: 2 fake rejection, 3 node(s) didn't satisfy plugin(s) [Pin]."
+    assert result.diagnosis.absent_status is not None
+    assert result.diagnosis.absent_status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    assert result.diagnosis.unschedulable_plugins == {"Pin"}
+
+
+def test_pre_filter_results_intersect() -> None:
+    a = PreFilterAdmits(reject=set(), admit=frozenset({"n1", "n2"}), name="A")
+    b = PreFilterAdmits(reject={"n2"}, admit=frozenset({"n2", "n3"}), name="B")
+    result = run(Profile("s", filters=(a, b)), snapshot_of(4))
+    assert result.message == "0/4 nodes are available: 1 fake rejection, 3 node(s) didn't satisfy plugin(s) [A B]."
+
+
+@pytest.mark.parametrize(
+    "admits, message",
+    [
+        # upstream framework.go RunPreFilterPlugins: one plugin, or several "simultaneously"
+        pytest.param({"A": frozenset()}, "0/3 nodes are available: node(s) didn't satisfy plugin A.", id="one plugin admits nothing"),
+        pytest.param(
+            {"A": frozenset({"n0"}), "B": frozenset({"n1"})},
+            "0/3 nodes are available: node(s) didn't satisfy plugin(s) [A B] simultaneously.",
+            id="disjoint sets",
+        ),
+    ],
+)
+def test_pre_filter_results_without_common_nodes_reject(admits: dict[str, frozenset[str]], message: str) -> None:
+    plugins = tuple(PreFilterAdmits(reject=set(), admit=names, name=name) for name, names in admits.items())
+    result = run(Profile("s", filters=plugins), snapshot_of(3))
+    assert result.message == message
+
+
+def test_unschedulable_pre_filter_lets_the_others_run() -> None:
+    # upstream RunPreFilterPlugins: Unschedulable is kept (the last one is reported) while the rest run
+    first = PreFilterSays(unschedulable("first"), name="First")
+    second = PreFilterSays(unschedulable("second"), name="Second")
+    assert run(Profile("s", filters=(first, second)), snapshot_of(2)).message == "0/2 nodes are available: second."
+    # ... and an UnschedulableAndUnresolvable one after it stops everything with its own message
+    hard = PreFilterSays(unresolvable("hard"), name="Hard")
+    result = run(Profile("s", filters=(first, hard)), snapshot_of(2))
+    assert result.message == "0/2 nodes are available: hard."
+    assert result.diagnosis.unschedulable_plugins == {"Hard"}

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from builders import make_node, make_pod, node_info
 
+from kopf_scheduler.core.algorithm import GenericScheduler
 from kopf_scheduler.core.arguments import PluginArgsError
 from kopf_scheduler.core.framework import Code, CycleState
 from kopf_scheduler.core.plugins.node_affinity import (
@@ -18,6 +19,8 @@ from kopf_scheduler.core.plugins.node_affinity import (
     NodeAffinityArgs,
     fits,
 )
+from kopf_scheduler.core.plugins.node_resources_fit import NodeResourcesFit
+from kopf_scheduler.core.profile import Profile
 from kopf_scheduler.core.snapshot import Snapshot
 
 
@@ -111,6 +114,32 @@ def test_pre_filter_conflicting_node_names():
     # one term without a name pin: any node may match, no conflict
     pod = make_pod().required_node_terms(term(fields=[expr("metadata.name", "In", "n9")]), term(expr("zone", "Exists"))).obj()
     assert NodeAffinity().pre_filter(CycleState(), pod, Snapshot.of([node_info(NODE)])).is_success
+
+
+def test_pre_filter_admits_the_pinned_names():
+    # upstream PreFilter: the union over terms of each term's intersection of metadata.name In values
+    pod = make_pod().required_node_terms(
+        term(fields=[expr("metadata.name", "In", "n1")]),
+        term(expr("zone", "Exists"), fields=[expr("metadata.name", "In", "n2")]),
+    ).obj()
+    state = CycleState()
+    assert NodeAffinity().pre_filter(state, pod, Snapshot.of([node_info(NODE)])).is_success
+    assert state.node_names == {"NodeAffinity": frozenset({"n1", "n2"})}
+    # one term without a pin: no narrowing
+    pod = make_pod().required_node_terms(term(fields=[expr("metadata.name", "In", "n1")]), term(expr("zone", "Exists"))).obj()
+    state = CycleState()
+    NodeAffinity().pre_filter(state, pod, Snapshot.of([node_info(NODE)]))
+    assert state.node_names == {}
+
+
+def test_pinned_pod_message_counts_the_other_nodes():
+    # 4 nodes, the pod pins n1 (too small) and n9 (absent): n1 is filtered, the other 3 are left out
+    nodes = [node_info(make_node(f"n{i}").capacity(cpu="1", memory="1Gi", pods="10").obj()) for i in range(4)]
+    pod = make_pod().req(cpu="2").required_node_terms(term(fields=[expr("metadata.name", "In", "n1")]), term(fields=[expr("metadata.name", "In", "n9")])).obj()
+    profile = Profile("s", filters=(NodeResourcesFit(), NodeAffinity()))
+    result = GenericScheduler(profile).schedule(pod, Snapshot.of(nodes), rng=random.Random(0))
+    assert result.message == "0/4 nodes are available: 1 Insufficient cpu, 3 node(s) didn't satisfy plugin(s) [NodeAffinity]."
+    assert result.evaluated_nodes == 1
 
 
 def test_added_affinity_is_checked_first():

@@ -33,10 +33,13 @@ def test_filter(node_name, code):
     assert fits(pod, node_info(make_node("n1").obj())) == status
 
 
-def test_pre_filter_skips_without_node_name():
+def test_pre_filter_skips_without_node_name_and_admits_only_the_named_node():
     snap = Snapshot.of([node_info(make_node("n1").obj())])
     assert NodeName().pre_filter(CycleState(), make_pod().obj(), snap).is_skip
-    assert NodeName().pre_filter(CycleState(), make_pod().node("n1").obj(), snap).is_success
+    state = CycleState()
+    # upstream node_name.go PreFilter: PreFilterResult{NodeNames: {nodeName}}
+    assert NodeName().pre_filter(state, make_pod().node("n1").obj(), snap).is_success
+    assert state.node_names == {"NodeName": frozenset({"n1"})}
 
 
 @pytest.mark.parametrize("node_name", ["", "n3", "n7", "missing"])

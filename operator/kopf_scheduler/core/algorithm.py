@@ -116,10 +116,11 @@ class GenericScheduler:
             feasible = self._evaluate_nominated(state, pod, snapshot, active)
         evaluated = 0
         if not feasible:
-            want = num_feasible_nodes_to_find(n, self.profile.percentage_of_nodes_to_score)
+            only = _admitted(state, snapshot, diagnosis)
+            want = num_feasible_nodes_to_find(n if only is None else len(only), self.profile.percentage_of_nodes_to_score)
             if not self._scorers and not self.profile.extenders:
                 want = 1
-            feasible, evaluated, err = self._find_feasible(state, pod, snapshot, active, want, diagnosis)
+            feasible, evaluated, err = self._find_feasible(state, pod, snapshot, active, want, diagnosis, only)
             if err is not None:
                 return ScheduleResult(None, diagnosis, evaluated_nodes=evaluated, error=err)
             self.next_start_node_index = (self.next_start_node_index + evaluated) % n
@@ -149,20 +150,32 @@ class GenericScheduler:
     def _run_pre_filters(
         self, state: CycleState, pod: Pod, snapshot: Snapshot, diagnosis: Diagnosis
     ) -> tuple[list[int], ScheduleResult | None]:
-        """Indices of the filters to run for this pod, or a finished result when a pre-filter rejects."""
+        """Indices of the filters to run for this pod, or a finished result when a pre-filter rejects.
+
+        Upstream ``RunPreFilterPlugins``: UnschedulableAndUnresolvable stops at once; Unschedulable
+        lets the other pre-filters run (preemption may help) and the last such status is reported;
+        node names admitted by pre-filters (``CycleState.admit_only``) are intersected as they
+        come, and an empty intersection rejects the pod.
+        """
         active: list[int] = []
+        rejected: Status | None = None
         for j, plugin in enumerate(self._filters):
             if isinstance(plugin, PreFilterPlugin):
                 status = _call(plugin, plugin.pre_filter, state, pod, snapshot)
                 if status.code is Code.SKIP:
+                    state.node_names.pop(plugin.name, None)
                     continue
                 if status.code is Code.ERROR:
                     return active, ScheduleResult(None, diagnosis, error=f"running PreFilter plugin {plugin.name!r}: {status.message}")
+                if status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                    return active, _pre_filter_rejected(diagnosis, status)
                 if not status.is_success:
-                    diagnosis.pre_filter_msg = status.message
-                    diagnosis.unschedulable_plugins.add(plugin.name)
-                    return active, ScheduleResult(None, diagnosis)
+                    rejected = status
+                elif plugin.name in state.node_names and (none_left := _no_node_admitted(state)) is not None:
+                    return active, _pre_filter_rejected(diagnosis, none_left)
             active.append(j)
+        if rejected is not None:
+            return active, _pre_filter_rejected(diagnosis, rejected)
         return active, None
 
     def _evaluate_nominated(self, state: CycleState, pod: Pod, snapshot: Snapshot, active: list[int]) -> list[int] | None:
@@ -176,18 +189,30 @@ class GenericScheduler:
         return [snapshot.table.position[info.name]]
 
     def _find_feasible(
-        self, state: CycleState, pod: Pod, snapshot: Snapshot, active: list[int], want: int, diagnosis: Diagnosis
+        self,
+        state: CycleState,
+        pod: Pod,
+        snapshot: Snapshot,
+        active: list[int],
+        want: int,
+        diagnosis: Diagnosis,
+        only: npt.NDArray[np.intp] | None = None,
     ) -> tuple[list[int], int, str | None]:
-        """The first ``want`` feasible node positions in rotated order, nodes processed, and an error if any."""
+        """The first ``want`` feasible node positions in rotated order, nodes processed, and an error if any.
+
+        ``only``: the positions pre-filters admitted (upstream visits just those, rotated the same way).
+        """
         n = len(snapshot)
         start = self.next_start_node_index % n
         order = np.arange(start, start + n, dtype=np.intp)
         if start:
             order[n - start :] -= n
+        if only is not None:
+            order = np.roll(only, -(self.next_start_node_index % len(only))) if len(only) else only
         if not active:
-            return order[:want].tolist(), min(want, n), None
+            return order[:want].tolist(), min(want, len(order)), None
         check_all = self.profile.always_check_all_predicates
-        if not check_all and all(self._vector_filters[j] for j in active):
+        if only is None and not check_all and all(self._vector_filters[j] for j in active):
             return self._find_feasible_vector(state, pod, snapshot, active, want, diagnosis, order)
         return self._find_feasible_scalar(state, pod, snapshot, active, want, diagnosis, order, check_all)
 
@@ -315,6 +340,42 @@ class GenericScheduler:
             if explain:
                 parts.append([(plugin.name, int(v), weight) for v in scores.tolist()])
         return totals, parts, None
+
+
+def _pre_filter_rejected(diagnosis: Diagnosis, status: Status) -> ScheduleResult:
+    """A pre-filter rejection: its message stands for every node (upstream sets it as the absent nodes' status)."""
+    diagnosis.pre_filter_msg = status.message
+    diagnosis.absent_status = status
+    if status.plugin:
+        diagnosis.unschedulable_plugins.add(status.plugin)
+    return ScheduleResult(None, diagnosis)
+
+
+def _no_node_admitted(state: CycleState) -> Status | None:
+    """Upstream's rejection when the pre-filters' node-name sets have nothing in common, else None."""
+    if frozenset.intersection(*state.node_names.values()):
+        return None
+    plugins = sorted(state.node_names)
+    if len(plugins) == 1:
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (f"node(s) didn't satisfy plugin {plugins[0]}",))
+    return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (f"node(s) didn't satisfy plugin(s) [{' '.join(plugins)}] simultaneously",))
+
+
+def _admitted(state: CycleState, snapshot: Snapshot, diagnosis: Diagnosis) -> npt.NDArray[np.intp] | None:
+    """Positions of the nodes every pre-filter admitted (None: no pre-filter narrowed), in snapshot order.
+
+    Upstream ``findNodesThatFitPod`` with a PreFilterResult: names not in the snapshot are dropped,
+    and every node left out counts as UnschedulableAndUnresolvable
+    "node(s) didn't satisfy plugin(s) [<plugins that narrowed>]".
+    """
+    if not state.node_names:
+        return None
+    plugins = sorted(state.node_names)
+    diagnosis.absent_status = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (f"node(s) didn't satisfy plugin(s) [{' '.join(plugins)}]",))
+    diagnosis.unschedulable_plugins.update(plugins)
+    position = snapshot.table.position
+    names = frozenset.intersection(*state.node_names.values())
+    return np.array(sorted(position[name] for name in names if name in position), dtype=np.intp)
 
 
 def select_host(totals: npt.NDArray[np.int64], rng: random.Random) -> int:

@@ -4,9 +4,11 @@ The message format is upstream's ``FitError.Error()`` (pkg/scheduler/framework/t
 
     0/5 nodes are available: 2 Insufficient cpu, 3 node(s) didn't match Pod's node affinity/selector.
 
-Each reason is counted over the nodes that were evaluated and failed, the
-``"<count> <reason>"`` strings are sorted as strings (so "10 x" sorts before
-"2 y"), and a pre-filter rejection, when there is one, comes first.
+Each reason is counted over the nodes that were evaluated and failed, plus, for
+every node not evaluated, the reasons of ``absent_status`` (set when a
+PreFilterResult narrowed the nodes); the ``"<count> <reason>"`` strings are sorted
+as strings (so "10 x" sorts before "2 y"). A pre-filter rejection replaces the
+per-node reasons, as upstream's.
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ class Diagnosis:
     num_all_nodes: int = 0
     #: node name -> the status of the filter that rejected it (only evaluated, failed nodes)
     node_to_status: dict[str, Status] = field(default_factory=dict)
+    #: the status of every node not in ``node_to_status`` (upstream ``NodeToStatus.AbsentNodesStatus``):
+    #: a pre-filter's rejection, or the nodes a PreFilterResult left out
+    absent_status: Status | None = None
     #: a pre-filter rejection's message, which applies to every node
     pre_filter_msg: str = ""
     post_filter_msg: str = ""
@@ -37,6 +42,10 @@ class Diagnosis:
         for status in self.node_to_status.values():
             for reason in status.reasons:
                 counts[reason] = counts.get(reason, 0) + 1
+        absent = self.num_all_nodes - len(self.node_to_status)
+        if self.absent_status is not None and absent > 0:
+            for reason in self.absent_status.reasons:
+                counts[reason] = counts.get(reason, 0) + absent
         return counts
 
     def message(self) -> str:
@@ -44,9 +53,10 @@ class Diagnosis:
         msg = f"0/{self.num_all_nodes} nodes are available:"
         if self.pre_filter_msg:
             msg += f" {self.pre_filter_msg}."
-        parts = sorted(f"{count} {reason}" for reason, count in self.histogram().items())
-        if parts:
-            msg += f" {', '.join(parts)}."
+        else:
+            parts = sorted(f"{count} {reason}" for reason, count in self.histogram().items())
+            if parts:
+                msg += f" {', '.join(parts)}."
         if self.post_filter_msg:
             msg += f" {self.post_filter_msg}."
         return msg

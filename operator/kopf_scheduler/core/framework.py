@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import abc
 import enum
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, Protocol, Self, TypeVar
 
@@ -167,14 +167,24 @@ class CycleState:
     Values should be immutable: ``clone`` (used by preemption's what-ifs) copies the mapping, not
     the values, so a ``PreFilterExtensions`` hook replaces its entry instead of mutating it.
     ``skip_filter`` / ``skip_score`` hold the names of plugins whose pre-step returned SKIP.
+    ``node_names`` holds, per plugin, the only nodes its PreFilter admits (``admit_only``).
     """
 
-    __slots__ = ("_data", "skip_filter", "skip_score")
+    __slots__ = ("_data", "skip_filter", "skip_score", "node_names")
 
     def __init__(self) -> None:
         self._data: dict[StateKey[Any], Any] = {}
         self.skip_filter: set[str] = set()
         self.skip_score: set[str] = set()
+        self.node_names: dict[str, frozenset[str]] = {}
+
+    def admit_only(self, plugin: str, names: Iterable[str]) -> None:
+        """Upstream ``PreFilterResult.NodeNames``, from a PreFilter: the pod can fit no other node.
+
+        The algorithm then filters only those nodes (of all plugins' sets, their intersection) and
+        counts every other node as "node(s) didn't satisfy plugin(s) [<plugin>]".
+        """
+        self.node_names[plugin] = frozenset(names)
 
     def read(self, key: StateKey[T]) -> T | None:
         value: T | None = self._data.get(key)
@@ -188,6 +198,7 @@ class CycleState:
         out._data = dict(self._data)
         out.skip_filter = set(self.skip_filter)
         out.skip_score = set(self.skip_score)
+        out.node_names = dict(self.node_names)
         return out
 
 

@@ -11,10 +11,10 @@ the matching rules of ``component-helpers/scheduling/corev1/nodeaffinity`` (v1.9
   affinity) is checked first, with its own reason.
 - PreFilter returns SKIP when the pod has neither a nodeSelector nor required node affinity and
   there is no added required affinity, as upstream. When every required term pins node names
-  (``matchFields metadata.name In``) and those sets are all empty, it rejects the pod with
-  "pod affinity terms conflict" as upstream. (Upstream also narrows the nodes to visit to those
-  names; we reach the same verdicts by filtering, only the "0/N" histogram counts those nodes under
-  this plugin's reason instead of "didn't satisfy plugin(s)".)
+  (``matchFields metadata.name In``), it admits only the union of those names
+  (``CycleState.admit_only``, upstream's ``PreFilterResult``): the algorithm filters just those
+  nodes and counts the others as "node(s) didn't satisfy plugin(s) [NodeAffinity]"; when that
+  union is empty it rejects the pod with "pod affinity terms conflict".
 - Score: the sum of the weights of the matching preferred terms (pod's and added), terms of weight
   0 or without requirements ignored; DefaultNormalizeScore. PreScore returns SKIP when there is no
   such term, as upstream.
@@ -357,8 +357,10 @@ class NodeAffinity(PreFilterPlugin, VectorFilter, PreScorePlugin, VectorScore, N
         state.write(self._filter_key, _FilterState(pod.node_selector, required))
         if required:
             names = pinned_node_names(required)
-            if names is not None and not names:
-                return framework.unresolvable(ERR_REASON_CONFLICT)
+            if names is not None:
+                if not names:
+                    return framework.unresolvable(ERR_REASON_CONFLICT)
+                state.admit_only(self.name, names)
         return framework.SUCCESS
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:

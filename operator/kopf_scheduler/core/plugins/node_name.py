@@ -4,8 +4,10 @@ Follows today's upstream ``pkg/scheduler/framework/plugins/nodename/node_name.go
 ``HostName`` predicate, also registered as ``PodFitsHost``): the pod fits when its nodeName is
 empty or equals the node's name; otherwise the node is UnschedulableAndUnresolvable.
 
-Upstream has no PreFilter. Ours returns SKIP for a pod without nodeName, which is exactly
-"every node passes". ``filter_nodes`` compares node positions, not strings.
+PreFilter admits only the named node (``CycleState.admit_only``, upstream's ``PreFilterResult``),
+so the algorithm counts every other node as "node(s) didn't satisfy plugin(s) [NodeName]"; it
+returns SKIP for a pod without nodeName, which is exactly "every node passes". ``filter_nodes``
+compares node positions, not strings.
 """
 
 from __future__ import annotations
@@ -37,7 +39,10 @@ class NodeName(PreFilterPlugin, VectorFilter):
     NAME = "NodeName"
 
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: "Snapshot") -> Status:
-        return framework.SUCCESS if pod.node_name else framework.SKIP
+        if not pod.node_name:
+            return framework.SKIP
+        state.admit_only(self.name, (pod.node_name,))
+        return framework.SUCCESS
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
         return fits(pod, node)
