@@ -38,7 +38,7 @@ def term(*exprs, fields=()):
     return t
 
 
-NODE = make_node("n1").label(zone="a", disk="ssd", cores="8").obj()
+NODE = make_node("n1").label(zone="a", disk="ssd", cores="8", odd="1_0").obj()
 
 
 @pytest.mark.parametrize(
@@ -57,6 +57,8 @@ NODE = make_node("n1").label(zone="a", disk="ssd", cores="8").obj()
         pytest.param(make_pod().required_node_terms(term(expr("cores", "Gt", "4"))).obj(), True, id="Gt"),
         pytest.param(make_pod().required_node_terms(term(expr("cores", "Lt", "4"))).obj(), False, id="Lt"),
         pytest.param(make_pod().required_node_terms(term(expr("zone", "Gt", "4"))).obj(), False, id="Gt on a non-integer label"),
+        # Go's strconv.ParseInt: no underscores or spaces (Python's int() would read "1_0" as 10)
+        pytest.param(make_pod().required_node_terms(term(expr("odd", "Gt", "4"))).obj(), False, id="Gt parses labels as Go does"),
         pytest.param(
             make_pod().required_node_terms(term(expr("zone", "In", "a"), expr("disk", "In", "hdd"))).obj(), False, id="expressions are ANDed"
         ),

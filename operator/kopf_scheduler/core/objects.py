@@ -11,6 +11,7 @@ carry on. Nothing here does I/O.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -116,12 +117,25 @@ class NodeSelectorRequirement:
         if op in ("Gt", "Lt"):
             if value is None or len(self.values) != 1:
                 return False
-            try:
-                have, want = int(value), int(self.values[0])
-            except ValueError:
+            have, want = go_int64(value), go_int64(self.values[0])
+            if have is None or want is None:
                 return False
             return have > want if op == "Gt" else have < want
         return False
+
+
+_INT64_RE: Final = re.compile(r"[+-]?[0-9]+")
+
+
+def go_int64(text: str) -> int | None:
+    """Go's ``strconv.ParseInt(text, 10, 64)``: an optional sign and digits, in int64 range; else None.
+
+    Python's ``int`` would also take spaces and underscores, which label selectors do not.
+    """
+    if _INT64_RE.fullmatch(text) is None:
+        return None
+    n = int(text)
+    return n if -(2**63) <= n < 2**63 else None
 
 
 @dataclass(frozen=True, slots=True)

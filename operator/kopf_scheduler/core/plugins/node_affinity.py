@@ -54,6 +54,7 @@ from ..objects import (
     ObjectError,
     Pod,
     PreferredSchedulingTerm,
+    go_int64,
     parse_affinity,
 )
 
@@ -245,10 +246,8 @@ def _validate_requirements(raw: Any, where: str, *, fields: bool) -> None:
         if op in ("Gt", "Lt"):
             if len(values) != 1:
                 raise PluginArgsError(f"{w}.values", f"must have exactly one value when operator is {op}")
-            try:
-                int(values[0])
-            except ValueError:
-                raise PluginArgsError(f"{w}.values[0]", f"{values[0]!r}: must be an integer") from None
+            if go_int64(values[0]) is None:
+                raise PluginArgsError(f"{w}.values[0]", f"{values[0]!r}: must be an integer")
 
 
 def _validate_term(raw: Any, where: str) -> None:
