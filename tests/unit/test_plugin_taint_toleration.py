@@ -1,4 +1,4 @@
-"""TaintToleration: the filter's one reason for untolerated taints, PreferNoSchedule scoring, SKIPs, vector agreement."""
+"""TaintToleration: the filter's one reason for untolerated taints, PreferNoSchedule scoring, the PreFilter SKIP, vector agreement."""
 
 from __future__ import annotations
 
@@ -92,8 +92,7 @@ def score_all(pod, nodes):
     snap = Snapshot.of(infos)
     plugin = TaintToleration()
     state = CycleState()
-    if plugin.pre_score(state, pod, infos, snap).is_skip:
-        return None
+    assert plugin.pre_score(state, pod, infos, snap).is_success  # upstream's PreScore never skips
     raw = np.array([plugin.score(state, pod, i) for i in infos], dtype=np.int64)
     assert plugin.score_nodes(state, pod, snap.table, np.arange(len(infos), dtype=np.intp)).tolist() == raw.tolist()
     return raw.tolist(), plugin.normalize_scores(state, pod, raw.copy()).tolist()
@@ -118,11 +117,12 @@ def test_score_only_considers_prefer_no_schedule_or_empty_effect_tolerations():
     noschedule_only = make_pod().toleration("k", "v", "NoSchedule").obj()
     assert score_all(noschedule_only, nodes) == ([1, 0], [0, 100])
     any_effect = make_pod().toleration("k", "v").obj()
-    assert score_all(any_effect, nodes) is None  # tolerated everywhere: every node would get 100
+    assert score_all(any_effect, nodes) == ([0, 0], [100, 100])  # tolerated everywhere
 
 
-def test_pre_score_skips_without_prefer_no_schedule_taints():
-    assert score_all(make_pod().obj(), [make_node("a").obj(), make_node("b").taint("k", "v", "NoSchedule").obj()]) is None
+def test_every_node_scores_100_without_prefer_no_schedule_taints():
+    # upstream DefaultNormalizeScore reversed, all counts 0: every node gets the maximum
+    assert score_all(make_pod().obj(), [make_node("a").obj(), make_node("b").taint("k", "v", "NoSchedule").obj()]) == ([0, 0], [100, 100])
 
 
 def test_names_and_args():
@@ -161,7 +161,5 @@ def test_vector_agrees_with_per_node(seed):
             ]
         else:
             assert all(plugin.filter(state, pod, i).is_success for i in infos)
-        if not plugin.pre_score(state, pod, infos, snap).is_skip:
-            assert plugin.score_nodes(state, pod, snap.table, index).tolist() == [plugin.score(state, pod, snap.node_infos[k]) for k in index.tolist()]
-        else:
-            assert all(plugin.score(state, pod, i) == 0 for i in infos)
+        assert plugin.pre_score(state, pod, infos, snap).is_success
+        assert plugin.score_nodes(state, pod, snap.table, index).tolist() == [plugin.score(state, pod, snap.node_infos[k]) for k in index.tolist()]

@@ -10,10 +10,11 @@ Follows today's upstream ``pkg/scheduler/framework/plugins/tainttoleration/taint
 - Score: the number of PreferNoSchedule taints not tolerated by the pod's tolerations whose effect
   is empty or PreferNoSchedule; NormalizeScore is DefaultNormalizeScore reversed (fewest wins).
 
-Upstream has neither PreFilter nor a skipping PreScore. Ours skip where the outcome is provably
-the same: PreFilter when every distinct taint set of the snapshot passes (every node passes), and
-PreScore when no taint set holds an untolerated PreferNoSchedule taint (every node would score
-0, i.e. 100 after the reversed normalisation: a constant that cannot change the ranking).
+Upstream's PreFilter and PreScore never skip. Our PreFilter skips where the outcome is provably
+the same: when every distinct taint set of the snapshot passes (every node passes). PreScore does
+not skip even when no node has an untolerated PreferNoSchedule taint: every node then scores 100
+after the reversed normalisation, as upstream's (a constant that cannot change the ranking, but
+it is part of the totals and the per-plugin scores users compare).
 
 Vector forms evaluate the pod's tolerations once per distinct taint tuple
 (``NodeTable.taint_sets``) and map the result onto node positions.
@@ -150,9 +151,6 @@ class TaintToleration(PreFilterPlugin, VectorFilter, PreScorePlugin, VectorScore
     def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo], snapshot: Snapshot) -> Status:
         table = snapshot.table
         lut = self._score_lut(pod, table)
-        if not lut.any():
-            # every node counts 0 -> all 100 after the reversed normalisation: a constant
-            return framework.SKIP
         state.write(self._score_key, _ScoreState(table, lut, prefer_no_schedule_tolerations(pod.tolerations)))
         return framework.SUCCESS
 
