@@ -166,6 +166,23 @@ def test_deleting_a_bound_pod_moves_unschedulable_pods_once(world: World) -> Non
     assert again == Routed(settled="b")
 
 
+def test_an_in_place_resize_down_moves_unschedulable_pods(world: World) -> None:
+    # upstream framework/events.go extractPodScaleDown: a bound pod's requests (status included) went down
+    def running(actual_cpu: str) -> Pod:
+        return make_pod("bound").uid("b").node("n1").container("c0", cpu="1").container_status("c0", actual={"cpu": actual_cpu}).obj()
+
+    world.pod(running("3"))
+    waiting = pod("waiting", uid="w")
+    world.park_unschedulable(waiting)
+    grew = world.pod(running("4"))
+    assert (grew, world.queue.where(waiting)) == (Routed(settled="b"), "unschedulable")
+    shrank = world.pod(running("2"))
+    assert (shrank.event, shrank.wake, shrank.settled) == ("AssignedPodScaleDown", (OURS,), "b")
+    assert world.queue.where(waiting) in (ACTIVE, "backoff")
+    info = world.cache.get_node_info("n1")
+    assert info is not None and info.requested.milli_cpu == 2000  # the larger of spec (1) and status (2)
+
+
 def test_a_bound_pod_selected_by_required_affinity_moves_the_waiting_pod(world: World) -> None:
     waiting = make_pod("waiting").scheduler(OURS).uid("w").pod_affinity("kubernetes.io/hostname", {"app": "db"}).obj()
     world.park_unschedulable(waiting)

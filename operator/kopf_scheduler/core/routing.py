@@ -16,7 +16,9 @@ Pods:
   its bind fails); if it was cached, every queue gets an ``AssignedPodDelete`` move;
 - bound (``spec.nodeName``, by us or anyone): leaves the pending index and its queue; enters the
   cache (an add, an update, or the confirmation of our assumption); unschedulable pods whose
-  required pod affinity selects it move (``AssignedPodAdd``);
+  required pod affinity selects it move (``AssignedPodAdd``); an update that lowers any of its
+  requests (an in-place resize down; ``Pod.requests`` reads the status) is an
+  ``AssignedPodScaleDown`` move (upstream ``extractPodScaleDown``, framework/events.go);
 - unbound and being deleted: leaves the pending index and queue; an assumption of it is dropped
   (upstream ``handleAssumedPodDeletion``);
 - unbound: enters the pending index (whether or not its scheduler name is served, so a policy
@@ -42,9 +44,11 @@ from .cache import PodState, SchedulerCache
 from .objects import Node, Pod
 from .profile import Profile
 from .queueing import EVENT_ASSIGNED_POD_ADD, SchedulingQueue
+from .resources import Resources
 
 __all__ = [
     "EVENT_ASSIGNED_POD_DELETE",
+    "EVENT_ASSIGNED_POD_SCALE_DOWN",
     "EVENT_NAMESPACE_CHANGE",
     "EVENT_NODE_ADD",
     "EVENT_NODE_UPDATE",
@@ -66,6 +70,7 @@ __all__ = [
 ]
 
 EVENT_ASSIGNED_POD_DELETE: Final = "AssignedPodDelete"
+EVENT_ASSIGNED_POD_SCALE_DOWN: Final = "AssignedPodScaleDown"
 EVENT_NODE_ADD: Final = "NodeAdd"
 EVENT_NODE_UPDATE: Final = "NodeUpdate"
 EVENT_NAMESPACE_CHANGE: Final = "NamespaceChange"
@@ -150,7 +155,10 @@ def route_pod(
     if pod.node_name:
         _leave_pending(pod, pending, served)
         if state is PodState.ADDED:
+            assert cached is not None
             cache.update_pod(cached, pod)
+            if _scaled_down(cached.requests, pod.requests):
+                return _settled(broadcast(EVENT_ASSIGNED_POD_SCALE_DOWN, served, now), pod.uid)
             return Routed(settled=pod.uid)
         cache.add_pod(pod)  # new to us, or the watch confirming our assumption (maybe on another node)
         labels = cache.objects.namespace_labels.get(pod.namespace)
@@ -179,6 +187,13 @@ def route_pod(
 def reports_unreadable(scheduler_name: object, node_name: object, served: Mapping[str, Queued]) -> bool:
     """Whether a pod body the parser refused is a pending pod of ours (it gets a Warning event)."""
     return not node_name and isinstance(scheduler_name, str) and scheduler_name in served
+
+
+def _scaled_down(old: Resources, new: Resources) -> bool:
+    """Some request is lower than before (a scalar gone counts as lowered to 0)."""
+    if new.milli_cpu < old.milli_cpu or new.memory < old.memory or new.ephemeral_storage < old.ephemeral_storage:
+        return True
+    return any(new.scalar.get(name, 0) < amount for name, amount in old.scalar.items())
 
 
 def _leave_pending(pod: Pod, pending: PendingPods, served: Mapping[str, Queued]) -> None:
