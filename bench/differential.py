@@ -777,6 +777,7 @@ class PodCase:
     upstream: Decision
     ours: Decision
     nodes: dict[str, str] = field(default_factory=dict)  # node -> summary of the state both decided on
+    bound: frozenset[str] = frozenset()  # the pods bound in that state ("ns/name")
 
 
 @dataclass(frozen=True)
@@ -1271,7 +1272,8 @@ class Harness:
         if up.node is None:
             self._remove_unschedulable(key, created["metadata"]["name"], up)
         ours, nodes = our_decision(state, created, self.profile, seed=seed * 100_000 + index)
-        return PodCase(seed, key, describe_pod(created), up, ours, nodes)
+        bound = frozenset(f"{o['metadata']['namespace']}/{o['metadata']['name']}" for o in state if o["kind"] == "Pod")
+        return PodCase(seed, key, describe_pod(created), up, ours, nodes, bound)
 
     def _remove_unschedulable(self, key: str, name: str, up: Decision) -> None:
         """Delete an unschedulable pod, and for good any victims upstream preempted for it; wait until upstream saw it.

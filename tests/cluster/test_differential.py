@@ -88,3 +88,15 @@ def test_with_every_score_as_upstreams_only_feasible_set_differences_miss(report
     """The counterfactual behind "CAUSES OF BEST-NODE MISSES": keeping nothing of ours reproduces upstream's choice."""
     feasible_differs = sum(1 for c in report.comparisons if c.best is False and not c.feasible)
     assert report.miss_causes.get("", 0) <= feasible_differs
+
+
+def test_each_pod_saw_the_pods_bound_before_it_minus_preemption_victims(cases: list[dh.PodCase]) -> None:
+    """The state both sides decide on follows upstream exactly: its binds stay, unschedulable pods and the victims
+    of its preemptions are gone."""
+    assert any(c.upstream.victims for c in cases), "the sample no longer exercises a preemption: choose SEEDS that do"
+    for before, after in zip(cases, cases[1:]):
+        if before.seed != after.seed:
+            assert after.bound == frozenset(), after.pod  # a new seed starts empty
+            continue
+        expected = (before.bound | ({before.pod} if before.upstream.node else set())) - set(before.upstream.victims)
+        assert after.bound == expected, after.pod
