@@ -53,7 +53,13 @@ framework/runtime/batch.go) reuses the previous pod's scores as a "hint" for the
 signature and then neither filters all nodes nor logs scores, which would hide the decision we want to compare.
 It is meant to decide the same; nothing else of the default profile is changed.
 
-Figures are agreement percentages; the worst disagreements are printed with enough detail to debug them.
+Figures are agreement percentages. Best-node misses are attributed to causes by a counterfactual
+(``counterfactual_best``: every plugin scores as upstream's except one kept from our side, or our weights); the worst
+disagreements are printed with the pod, the node and the plugin.
+
+Runs of the same seeds differ a little: upstream breaks score ties by heap order over the output of a parallel
+filter, so the states drift apart after the first tie. Keep ``--nodes`` below 100: above, both sides score only a
+sample of the feasible nodes (percentageOfNodesToScore), and the samples differ.
 """
 
 from __future__ import annotations
@@ -1052,7 +1058,8 @@ def render(report: Report, *, worst: int = 5) -> str:
     misses = [c for c in report.comparisons if c.best is False]
     if misses:
         lines += ["", f"CAUSES OF BEST-NODE MISSES ({len(misses)} misses): with every plugin scoring as upstream's and "
-                      "upstream's weights, keeping only this one of ours, this many pods would miss (each row includes the first)"]
+                      "upstream's weights, keeping only this one of ours, this many pods would miss upstream's best set",
+                  "(a counterfactual per cause: each row includes the first, and a row may exceed the real misses, where causes mix)"]
         causes = [("(nothing: feasible sets differ)" if cause == "" else cause, str(n)) for cause, n in
                   sorted(report.miss_causes.items(), key=lambda kv: (kv[0] != "", -kv[1]))]
         lines += _table(causes, ("KEPT FROM OURS", "PODS MISSING"))
