@@ -12,14 +12,27 @@ from builders import make_node, make_pod, node_info
 
 from kopf_scheduler.core.algorithm import GenericScheduler, num_feasible_nodes_to_find, select_host
 from kopf_scheduler.core.diagnosis import Diagnosis, truncate_message
-from kopf_scheduler.core.framework import SKIP, SUCCESS, Code, Status, unresolvable, unschedulable
+from kopf_scheduler.core.framework import (
+    SKIP,
+    SUCCESS,
+    Code,
+    FilterPlugin,
+    PreFilterPlugin,
+    ScorePlugin,
+    Status,
+    VectorFilter,
+    unresolvable,
+    unschedulable,
+)
 from kopf_scheduler.core.profile import Profile
 from kopf_scheduler.core.snapshot import Snapshot
 
 
-@dataclass
-class RejectNodes:
+@dataclass(eq=False)
+class RejectNodes(FilterPlugin):
     """Rejects the named nodes with ``reason``; counts calls."""
+
+    NAME = "RejectNodes"
 
     reject: set[str]
     reason: str = "fake rejection"
@@ -31,16 +44,17 @@ class RejectNodes:
         return unschedulable(self.reason) if node.name in self.reject else SUCCESS
 
 
-@dataclass
-class VectorRejectNodes(RejectNodes):
+@dataclass(eq=False)
+class VectorRejectNodes(RejectNodes, VectorFilter):
     name: str = "VectorRejectNodes"
 
     def filter_nodes(self, state: Any, pod: Any, table: Any, index: np.ndarray) -> np.ndarray:
         return np.array([table.names[k] not in self.reject for k in index.tolist()], dtype=bool)
 
 
-@dataclass
-class ScoreByName:
+@dataclass(eq=False)
+class ScoreByName(ScorePlugin):
+    NAME = "ScoreByName"
     scores: dict[str, int]
     name: str = "ScoreByName"
 
@@ -48,15 +62,15 @@ class ScoreByName:
         return self.scores.get(node.name, 0)
 
 
-class Raises:
-    name = "Raises"
+class Raises(FilterPlugin):
+    NAME = "Raises"
 
     def filter(self, state: Any, pod: Any, node: Any) -> Status:
         raise KeyError("boom")
 
 
-class PreFilterRejects:
-    name = "PreFilterRejects"
+class PreFilterRejects(PreFilterPlugin, FilterPlugin):
+    NAME = "PreFilterRejects"
 
     def pre_filter(self, state: Any, pod: Any, snapshot: Any) -> Status:
         return unresolvable("pod has unbound immediate PersistentVolumeClaims")
@@ -65,7 +79,7 @@ class PreFilterRejects:
         raise AssertionError
 
 
-class PreFilterSkips(RejectNodes):
+class PreFilterSkips(RejectNodes, PreFilterPlugin):
     def pre_filter(self, state: Any, pod: Any, snapshot: Any) -> Status:
         return SKIP
 

@@ -21,7 +21,7 @@ SOURCE = ROOT / "operator"
 
 
 def _canonical(name: str) -> str:
-    """PEP 503 normalisation: ``PyYAML`` and ``pyyaml``, ``pykube_ng`` and ``pykube-ng`` are one."""
+    """PEP 503 normalisation: ``PyYAML`` and ``pyyaml``, ``prometheus_client`` and ``prometheus-client`` are one."""
     return re.sub(r"[-_.]+", "-", name).lower()
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from kopf_scheduler.core.timestamps import parse_time, rfc3339_micro
 from kopf_scheduler.kube.leader import (
     Action,
     LeaderElectionConfig,
@@ -22,10 +23,8 @@ from kopf_scheduler.kube.leader import (
     Observation,
     StoredLease,
     decide,
-    format_microtime,
     lease_body,
     observe,
-    parse_microtime,
     released,
     stored_lease_from_body,
 )
@@ -132,10 +131,10 @@ def test_released_record_lets_anyone_take_over() -> None:
 
 def test_microtime_always_has_six_fraction_digits() -> None:
     # The API server parses MicroTime with a fixed ".000000" layout; isoformat() would drop it here.
-    assert format_microtime(T0) == "2030-01-02T03:04:05.000000Z"
-    assert format_microtime(T0.replace(microsecond=42)) == "2030-01-02T03:04:05.000042Z"
-    assert parse_microtime("2030-01-02T04:04:05.000042+01:00") == T0.replace(microsecond=42)
-    assert parse_microtime(None) is None
+    assert rfc3339_micro(T0) == "2030-01-02T03:04:05.000000Z"
+    assert rfc3339_micro(T0.replace(microsecond=42)) == "2030-01-02T03:04:05.000042Z"
+    assert parse_time("2030-01-02T04:04:05.000042+01:00") == T0.replace(microsecond=42)
+    assert parse_time(None) is None
 
 
 def test_lease_body_round_trip() -> None:

@@ -9,16 +9,16 @@ import numpy as np
 import pytest
 from builders import make_node, make_pod, node_info
 
+from kopf_scheduler.core.arguments import PluginArgsError
 from kopf_scheduler.core.cache import SchedulerCache
 from kopf_scheduler.core.framework import Code, CycleState
 from kopf_scheduler.core.objects import Pod, parse_pod
-from kopf_scheduler.core.arguments import PluginArgsError
 from kopf_scheduler.core.plugins.inter_pod_affinity import (
     ERR_REASON_AFFINITY_RULES_NOT_MATCH,
     ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH,
     ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH,
-    NAME,
     InterPodAffinity,
+    InterPodAffinityArgs,
     fits,
 )
 from kopf_scheduler.core.snapshot import ClusterObjects, Snapshot
@@ -294,7 +294,7 @@ def preferred(pod: Any, kind: str, weight: int, key: str, labels: dict[str, str]
     ],
 )
 def test_score(plugin_args: dict[str, Any], pod: Pod, placement: dict[str, list[Pod]], want_raw: Any, want: Any) -> None:
-    code, raw, norm = run_score(pod, snapshot_of(placement), InterPodAffinity(plugin_args))
+    code, raw, norm = run_score(pod, snapshot_of(placement), InterPodAffinity.new(plugin_args))
     if want is None:
         assert code is Code.SKIP
     else:
@@ -315,14 +315,173 @@ def test_score(plugin_args: dict[str, Any], pod: Pod, placement: dict[str, list[
 )
 def test_args_errors(args: dict[str, Any], field: str) -> None:
     with pytest.raises(PluginArgsError) as exc:
-        InterPodAffinity(args)
+        InterPodAffinity.new(args)
     assert exc.value.field == field
 
 
+@pytest.mark.parametrize("weight", [-1, 101], ids=["below range", "above range"])
+def test_typed_args_check_the_range(weight: int) -> None:
+    with pytest.raises(PluginArgsError) as exc:
+        InterPodAffinityArgs(hard_pod_affinity_weight=weight)
+    assert (exc.value.field, exc.value.message) == ("hardPodAffinityWeight", "not in valid range [0-100]")
+
+
 def test_names() -> None:
-    assert InterPodAffinity().name == NAME == "InterPodAffinity"
+    assert InterPodAffinity().name == InterPodAffinity.NAME == "InterPodAffinity"
     assert InterPodAffinity(name="MatchInterPodAffinity").name == "MatchInterPodAffinity"
-    assert InterPodAffinity({"hardPodAffinityWeight": 100}).hard_pod_affinity_weight == 100
+    assert InterPodAffinity.new({"hardPodAffinityWeight": 100}).args.hard_pod_affinity_weight == 100
+    assert InterPodAffinity().args == InterPodAffinityArgs(hard_pod_affinity_weight=1, ignore_preferred_terms_of_existing_pods=False)
+    assert InterPodAffinity.new({"hardPodAffinityWeight": 0, "ignorePreferredTermsOfExistingPods": True}).args == InterPodAffinityArgs(0, True)
+
+
+# ----------------------------------------------------------------------------- PreFilter extensions
+
+
+def verdicts(plugin: InterPodAffinity, state: CycleState, pod: Pod, snap: Snapshot) -> list[tuple[Code, tuple[str, ...]]]:
+    """Filter on every node of ``snap`` with ``state``; filter_nodes must agree."""
+    statuses = [plugin.filter(state, pod, i) for i in snap.node_infos]
+    mask = plugin.filter_nodes(state, pod, snap.table, np.arange(len(snap), dtype=np.intp))
+    assert mask.tolist() == [st.is_success for st in statuses]
+    return [(st.code, st.reasons) for st in statuses]
+
+
+def fresh_verdicts(pod: Pod, snap: Snapshot) -> list[tuple[Code, tuple[str, ...]]]:
+    """The verdicts a new cycle gives on ``snap`` (every node passes when PreFilter skips)."""
+    pre, statuses = run_filter(pod, snap)
+    return [OK] * len(snap) if pre is Code.SKIP else statuses
+
+
+@pytest.mark.parametrize(
+    "pod, others, blocker, node, with_blocker",
+    [
+        pytest.param(
+            make_pod("p").label(app="db").obj(),
+            {},
+            web().pod_affinity(ZONE, {"app": "db"}, anti=True).obj(),
+            "n3",
+            [OK, OK, EXISTING, OK],
+            id="an existing pod's anti-affinity, the only one: PreFilter would skip without it",
+        ),
+        pytest.param(
+            make_pod("p").label(app="db").obj(),
+            {"n1": [web("w2").pod_affinity(HOST, {"app": "db"}, anti=True).obj()]},
+            web().pod_affinity(ZONE, {"app": "db"}, anti=True).obj(),
+            "n3",
+            [EXISTING, OK, EXISTING, OK],
+            id="an existing pod's anti-affinity beside another's",
+        ),
+        pytest.param(
+            make_pod("p").pod_affinity(ZONE, {"app": "web"}, anti=True).obj(),
+            {"n3": [make_pod("d").label(app="db").obj()]},
+            web().obj(),
+            "n1",
+            [ANTI, ANTI, OK, OK],
+            id="the only pod the incoming pod's anti-affinity matches",
+        ),
+        pytest.param(
+            make_pod("p").pod_affinity(ZONE, {"app": "web"}, anti=True).pod_affinity(HOST, {"app": "web"}, anti=True).obj(),
+            {"n2": [web("w2").obj()]},
+            web().obj(),
+            "n3",
+            [ANTI, ANTI, ANTI, OK],
+            id="two anti-affinity terms, a second matching pod elsewhere",
+        ),
+        pytest.param(
+            make_pod("p").label(app="web").pod_affinity(ZONE, {"app": "web"}).obj(),
+            {},
+            web().obj(),
+            "n3",
+            # without it the pod is the first of its group again: passes wherever the key exists
+            [AFF, AFF, OK, AFF],
+            id="the only pod the affinity matches, pod matching its own terms",
+        ),
+        pytest.param(
+            make_pod("p").label(app="db").pod_affinity(ZONE, {"app": "web"}).obj(),
+            {},
+            web().obj(),
+            "n1",
+            # without it no node passes: the pod does not match its own terms
+            [OK, OK, AFF, AFF],
+            id="the only pod the affinity matches, pod not matching its own terms",
+        ),
+        pytest.param(
+            make_pod("p").label(app="web").pod_affinity(ZONE, {"app": "web"}).pod_affinity(HOST, {"app": "web"}).obj(),
+            {"n3": [web("w2").obj()]},
+            web().obj(),
+            "n1",
+            [OK, AFF, OK, AFF],
+            id="two affinity terms, another match in another zone",
+        ),
+        pytest.param(
+            make_pod("p", "other").label(app="db").obj(),
+            {"n1": [web("w1", "other").pod_affinity(HOST, {"app": "db"}, anti=True).obj()]},
+            web().pod_affinity(ZONE, {"app": "db"}, anti=True).obj(),
+            "n3",
+            [EXISTING, OK, OK, OK],
+            id="an anti-affinity term for another namespace moves nothing",
+        ),
+        pytest.param(
+            make_pod("p", "team-a").label(app="db").obj(),
+            {},
+            parse_pod(term_ns_selector(web("w", "team-b").pod_affinity(ZONE, {"app": "db"}, anti=True).raw(), "podAntiAffinity", {"team": "a"})),
+            "n1",
+            [EXISTING, EXISTING, OK, OK],
+            id="an existing pod's namespaceSelector reads the incoming pod's namespace labels",
+        ),
+        pytest.param(
+            parse_pod(term_ns_selector(make_pod("p", "team-a").pod_affinity(HOST, {"app": "web"}, anti=True).raw(), "podAntiAffinity", {"team": "b"})),
+            {"n2": [web("w2", "team-a").obj()]},
+            web("w", "team-b").obj(),
+            "n3",
+            [OK, OK, ANTI, OK],
+            id="the incoming pod's namespaceSelector reads the other pod's namespace labels",
+        ),
+    ],
+)
+def test_remove_and_add_pod_match_a_snapshot_without_and_with_it(
+    pod: Pod, others: dict[str, list[Pod]], blocker: Pod, node: str, with_blocker: list[Any]
+) -> None:
+    placed = blocker.with_node(node)
+    teams = {"team-a": {"team": "a"}, "team-b": {"team": "b"}}
+    with_it = snapshot_of({**others, node: [*others.get(node, []), placed]}, teams)
+    without = snapshot_of(others, teams)
+    plugin = InterPodAffinity()
+    assert fresh_verdicts(pod, with_it) == with_blocker
+
+    state = CycleState()
+    plugin.pre_filter(state, pod, with_it)
+    removed = state.clone()
+    assert plugin.remove_pod(removed, pod, placed, with_it.get(node)).is_success  # type: ignore[arg-type]
+    assert verdicts(plugin, removed, pod, without) == fresh_verdicts(pod, without)
+    assert verdicts(plugin, state, pod, with_it) == with_blocker  # the original cycle's entry is untouched
+
+    state = CycleState()
+    plugin.pre_filter(state, pod, without)  # writes its state even when it skips
+    added = state.clone()
+    assert plugin.add_pod(added, pod, placed, without.get(node)).is_success  # type: ignore[arg-type]
+    assert verdicts(plugin, added, pod, with_it) == with_blocker
+    assert verdicts(plugin, state, pod, without) == fresh_verdicts(pod, without)
+
+
+def test_add_pod_on_a_node_without_the_topology_key_moves_nothing() -> None:
+    pod = make_pod("p").label(app="db").obj()
+    snap = snapshot_of({"n1": [web("w2").pod_affinity(HOST, {"app": "db"}, anti=True).obj()]})
+    plugin = InterPodAffinity()
+    state = CycleState()
+    plugin.pre_filter(state, pod, snap)
+    before = verdicts(plugin, state, pod, snap)
+    # n4 has no zone label: a zone-scoped anti-affinity term there selects no topology pair
+    assert plugin.add_pod(state, pod, web().pod_affinity(ZONE, {"app": "db"}, anti=True).obj().with_node("n4"), snap.get("n4")).is_success  # type: ignore[arg-type]
+    assert verdicts(plugin, state, pod, snap) == before == [EXISTING, OK, OK, OK]
+
+
+def test_extensions_without_pre_filter_state_are_errors() -> None:
+    plugin = InterPodAffinity()
+    info = node_info(nodes3()[0])
+    assert plugin.add_pod(CycleState(), make_pod("p").obj(), web().obj(), info).code is Code.ERROR
+    assert plugin.remove_pod(CycleState(), make_pod("p").obj(), web().obj(), info).code is Code.ERROR
+    with pytest.raises(LookupError):
+        plugin.filter_nodes(CycleState(), make_pod("p").obj(), snapshot_of({}).table, np.arange(4, dtype=np.intp))
 
 
 # ----------------------------------------------------------------------------- randomised agreement
@@ -457,3 +616,51 @@ def test_vector_matches_per_node_and_index_matches_fresh(seed: int) -> None:
         if rng.random() < 0.1:
             k = rng.randrange(len(node_bodies))
             cache.update_node(node_bodies[k].label(rack=rng.choice(["r1", "r2", "r4"])).obj())
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_extensions_equal_a_fresh_pre_filter(seed: int) -> None:
+    """Random clusters: removing (adding) a placed pod gives the state, and the verdicts, of a fresh PreFilter without (with) it."""
+    rng = random.Random(1000 + seed)
+    nodes = []
+    for k in range(6):
+        b = make_node(f"n{k}")
+        if rng.random() < 0.8:
+            b.zone(rng.choice(["z1", "z2"]))
+        if rng.random() < 0.5:
+            b.label(rack=rng.choice(["r1", "r2"]))
+        nodes.append(b.obj())
+    placement: dict[str, list[Pod]] = {n.name: [] for n in nodes}
+    for i in range(12):
+        n = rng.choice(nodes).name
+        placement[n].append(random_pod(rng, 100 + i).with_node(n))
+    nsl = {"default": {"team": "a"}, "other": {"team": "b"}}
+
+    def snap_of(pl: dict[str, list[Pod]]) -> Snapshot:
+        return Snapshot.of([node_info(n, *pl[n.name]) for n in nodes], ClusterObjects(namespace_labels=dict(nsl)))
+
+    def counts(plugin: InterPodAffinity, state: CycleState) -> tuple[Any, ...]:
+        s = state.read(plugin._filter_key)
+        assert s is not None
+        return (dict(s.affinity), dict(s.anti_affinity), dict(s.existing_anti_affinity), s.first_of_group)
+
+    full = snap_of(placement)
+    plugin = InterPodAffinity()
+    for t in range(8):
+        pod = random_pod(rng, t)
+        node = rng.choice([n for n in nodes if placement[n.name]]).name
+        victim = rng.choice(placement[node])
+        less = snap_of({**placement, node: [p for p in placement[node] if p is not victim]})
+
+        state, fresh = CycleState(), CycleState()
+        plugin.pre_filter(state, pod, full)
+        plugin.pre_filter(fresh, pod, less)
+        removed = state.clone()
+        assert plugin.remove_pod(removed, pod, victim, full.get(node)).is_success  # type: ignore[arg-type]
+        assert counts(plugin, removed) == counts(plugin, fresh)
+        assert verdicts(plugin, removed, pod, less) == verdicts(plugin, fresh, pod, less)
+
+        added = fresh.clone()
+        assert plugin.add_pod(added, pod, victim, less.get(node)).is_success  # type: ignore[arg-type]
+        assert counts(plugin, added) == counts(plugin, state)
+        assert verdicts(plugin, added, pod, full) == verdicts(plugin, state, pod, full)

@@ -12,10 +12,10 @@ from builders import make_node, make_pod, node_info
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kopf_scheduler.core.arguments import PluginArgsError
 from kopf_scheduler.core.framework import Code, CycleState
 from kopf_scheduler.core.nodeinfo import NodeInfo
 from kopf_scheduler.core.objects import Node, Pod
-from kopf_scheduler.core.arguments import PluginArgsError
 from kopf_scheduler.core.plugins.node_resources_fit import (
     REASON_INSUFFICIENT_CPU,
     REASON_INSUFFICIENT_EPHEMERAL_STORAGE,

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from builders import make_node, make_pod, node_info
 
+from kopf_scheduler.core.arguments import PluginArgsError
 from kopf_scheduler.core.framework import Code, CycleState
 from kopf_scheduler.core.objects import (
     CSINode,
@@ -16,17 +17,14 @@ from kopf_scheduler.core.objects import (
     parse_persistent_volume_claim,
     parse_storage_class,
 )
-from kopf_scheduler.core.arguments import PluginArgsError
 from kopf_scheduler.core.plugins.node_volume_limits import (
-    AZURE_DISK_ALIASES,
-    EBS_ALIASES,
     ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED,
-    FILTER_ALIASES,
-    GCEPD_ALIASES,
-    NAME,
     AzureDiskLimits,
+    AzureDiskLimitsArgs,
     EBSLimits,
+    EBSLimitsArgs,
     GCEPDLimits,
+    GCEPDLimitsArgs,
     NodeVolumeLimits,
     fits,
 )
@@ -239,7 +237,7 @@ def test_ebs_counter(new, existing, max_volumes, fit):
     objs = cluster()
     info = node_info(make_node("n1").obj(), *(pod_vols(*vs, name=f"e{i}") for i, vs in enumerate(existing)))
     pod = pod_vols(*new)
-    plugin = EBSLimits({"maxVolumes": max_volumes})
+    plugin = EBSLimits.new({"maxVolumes": max_volumes})
     status = run(plugin, pod, info, objs)
     if fit:
         assert status.is_success or status.is_skip
@@ -263,7 +261,7 @@ def test_default_limits(cls, kind, key, default):
 
     objs = ClusterObjects()
     plugin = cls()
-    assert plugin.max_volumes == default
+    assert plugin.args.max_volumes == default
     info = node_info(make_node("n1").obj(), pod_vols(*(vol(i) for i in range(default - 1)), name="old"))
     assert run(plugin, pod_vols(vol(1000)), info, objs).is_success  # (default - 1) + 1 == default
     assert run(plugin, pod_vols(vol(1000), vol(1001)), info, objs).reasons == (ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED,)  # + 2 > default
@@ -295,7 +293,7 @@ def test_legacy_vector_agrees_with_filter():
 
     infos = [node_info(make_node(f"n{n}").obj(), *(pod_vols(*some(), name=f"e{n}-{j}") for j in range(rng.randrange(3)))) for n in range(30)]
     snap = Snapshot.of(infos, objs)
-    plugin = EBSLimits({"maxVolumes": 3})
+    plugin = EBSLimits(EBSLimitsArgs(max_volumes=3))
     for t in range(25):
         pod = pod_vols(*some(), name=f"p{t}")
         state = CycleState()
@@ -306,18 +304,32 @@ def test_legacy_vector_agrees_with_filter():
         assert mask.tolist() == [plugin.filter(state, pod, snap.node_infos[k]).is_success for k in index]
 
 
-def test_names_args_and_aliases():
-    assert NodeVolumeLimits().name == NAME == "NodeVolumeLimits"
-    assert FILTER_ALIASES == ("MaxCSIVolumeCountPred",)
+def test_names_and_args():
+    assert NodeVolumeLimits().name == NodeVolumeLimits.NAME == "NodeVolumeLimits"
     assert (EBSLimits().name, GCEPDLimits().name, AzureDiskLimits().name) == ("EBSLimits", "GCEPDLimits", "AzureDiskLimits")
-    assert (EBS_ALIASES, GCEPD_ALIASES, AZURE_DISK_ALIASES) == (("MaxEBSVolumeCount",), ("MaxGCEPDVolumeCount",), ("MaxAzureDiskVolumeCount",))
+    assert (EBSLimits.NAME, GCEPDLimits.NAME, AzureDiskLimits.NAME) == ("EBSLimits", "GCEPDLimits", "AzureDiskLimits")
     assert EBSLimits(name="MaxEBSVolumeCount").name == "MaxEBSVolumeCount"
-    assert AzureDiskLimits({"maxVolumes": 5}).max_volumes == 5
+    assert AzureDiskLimits.new({"maxVolumes": 5}).args == AzureDiskLimitsArgs(max_volumes=5)
+    assert GCEPDLimits.new({}).args == GCEPDLimitsArgs() == GCEPDLimitsArgs(max_volumes=16)
     for bad in (0, -1, "5", True, 1.5):
         with pytest.raises(PluginArgsError) as err:
-            EBSLimits({"maxVolumes": bad})
+            EBSLimits.new({"maxVolumes": bad})
         assert err.value.field == "maxVolumes"
-    with pytest.raises(PluginArgsError):
-        GCEPDLimits({"other": 1})
-    with pytest.raises(PluginArgsError):
-        NodeVolumeLimits({"x": 1})
+    with pytest.raises(PluginArgsError) as err:
+        GCEPDLimits.new({"other": 1})
+    assert err.value.field == "other"
+    with pytest.raises(PluginArgsError) as err:
+        NodeVolumeLimits.new({"x": 1})
+    assert err.value.field == "x"
+
+
+@pytest.mark.parametrize("bad", [0, -1], ids=["zero", "negative"])
+def test_typed_max_volumes_is_validated(bad):
+    with pytest.raises(PluginArgsError) as err:
+        EBSLimitsArgs(max_volumes=bad)
+    assert (err.value.field, err.value.message) == ("maxVolumes", f"must be a positive integer, got {bad}")
+
+
+def test_args_of_one_counter_are_not_another_counters():
+    with pytest.raises(TypeError):
+        GCEPDLimits(EBSLimitsArgs())  # type: ignore[arg-type]

@@ -9,14 +9,12 @@ import numpy as np
 import pytest
 from builders import make_node, make_pod, node_info
 
+from kopf_scheduler.core.arguments import PluginArgsError
 from kopf_scheduler.core.framework import Code, CycleState
 from kopf_scheduler.core.objects import Controller, LabelSelector, Pod, Service
-from kopf_scheduler.core.arguments import PluginArgsError
 from kopf_scheduler.core.plugins.selector_spread import (
-    NAME,
-    SERVICE_SPREADING_NAME,
     SelectorSpread,
-    new_service_spreading,
+    SelectorSpreadArgs,
     normalize,
 )
 from kopf_scheduler.core.snapshot import ClusterObjects, Snapshot
@@ -120,7 +118,7 @@ ZONED = [make_node("n1").zone("z1").obj(), make_node("n2").zone("z1").obj(), mak
     ],
 )
 def test_score(args: dict[str, Any], pod: Pod, nodes: list[Any], placement: dict[str, list[Pod]], objects: ClusterObjects, want_raw: Any, want: Any) -> None:
-    code, raw, norm = run(SelectorSpread(args), pod, nodes, placement, objects)
+    code, raw, norm = run(SelectorSpread.new(args), pod, nodes, placement, objects)
     if want is None:
         assert code is Code.SKIP
         return
@@ -146,15 +144,17 @@ def test_normalize(counts: list[int], zones: list[str], want: list[int]) -> None
 
 
 def test_names_and_args() -> None:
-    assert SelectorSpread().name == NAME == "SelectorSpread"
-    svc = new_service_spreading()
-    assert svc.name == SERVICE_SPREADING_NAME == "ServiceSpreading" and svc.services_only
-    assert new_service_spreading(name="ServiceSpreadingPriority").name == "ServiceSpreadingPriority"
+    assert SelectorSpread().name == SelectorSpread.NAME == "SelectorSpread"
+    assert not SelectorSpread().args.services_only
+    # how registry.py builds v1.9 ServiceSpreadingPriority
+    svc = SelectorSpread.new({"servicesOnly": True}, name="ServiceSpreading")
+    assert svc.name == "ServiceSpreading" and svc.args == SelectorSpreadArgs(services_only=True)
     with pytest.raises(PluginArgsError) as exc:
-        SelectorSpread({"servicesOnly": "yes"})
+        SelectorSpread.new({"servicesOnly": "yes"})
     assert exc.value.field == "servicesOnly"
-    with pytest.raises(PluginArgsError):
-        SelectorSpread({"other": 1})
+    with pytest.raises(PluginArgsError) as exc:
+        SelectorSpread.new({"other": 1})
+    assert exc.value.field == "other"
 
 
 @pytest.mark.parametrize("seed", range(6))

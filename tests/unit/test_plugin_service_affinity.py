@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from builders import make_node, make_pod, node_info
 
+from kopf_scheduler.core.arguments import PluginArgsError
 from kopf_scheduler.core.framework import Code, CycleState
 from kopf_scheduler.core.objects import Pod, Service
-from kopf_scheduler.core.arguments import PluginArgsError
-from kopf_scheduler.core.plugins.service_affinity import ERR_REASON, NAME, ServiceAffinity, fits, normalize
+from kopf_scheduler.core.plugins.service_affinity import ERR_REASON, ServiceAffinity, ServiceAffinityArgs, fits, normalize
 from kopf_scheduler.core.snapshot import ClusterObjects, Snapshot
 
 SVC = {"default/web": Service("default", "web", {"app": "web"})}
@@ -38,9 +38,9 @@ def web(name: str = "w", ns: str = "default") -> Any:
 @pytest.mark.parametrize(
     "args, pod, placement, services, want_pre, want",
     [
-        pytest.param({"labels": []}, web().obj(), {}, SVC, Code.SKIP, [], id="no labels configured: skip"),
+        pytest.param({"affinityLabels": []}, web().obj(), {}, SVC, Code.SKIP, [], id="no labels configured: skip"),
         pytest.param(
-            {"labels": ["region"]},
+            {"affinityLabels": ["region"]},
             web().node_selector(region="r1").obj(),
             {},
             None,
@@ -49,7 +49,7 @@ def web(name: str = "w", ns: str = "default") -> Any:
             id="label from the pod's nodeSelector",
         ),
         pytest.param(
-            {"labels": ["region"]},
+            {"affinityLabels": ["region"]},
             web().obj(),
             {"n3": [web("e").obj()]},
             SVC,
@@ -58,7 +58,7 @@ def web(name: str = "w", ns: str = "default") -> Any:
             id="missing label copied from the node of a pod matching the pod's labels",
         ),
         pytest.param(
-            {"labels": ["region", "zone"]},
+            {"affinityLabels": ["region", "zone"]},
             web().node_selector(region="r1").obj(),
             {"n2": [web("e").obj()]},
             SVC,
@@ -67,7 +67,7 @@ def web(name: str = "w", ns: str = "default") -> Any:
             id="nodeSelector value kept, the missing one backfilled",
         ),
         pytest.param(
-            {"labels": ["region"]},
+            {"affinityLabels": ["region"]},
             web().obj(),
             {"n3": [web("e").obj()]},
             None,
@@ -76,7 +76,7 @@ def web(name: str = "w", ns: str = "default") -> Any:
             id="no service: no backfill, empty map, skip",
         ),
         pytest.param(
-            {"labels": ["region"]},
+            {"affinityLabels": ["region"]},
             web().obj(),
             {"n3": [web("e", "other").obj(), make_pod("db").label(app="db").obj()]},
             SVC,
@@ -85,7 +85,7 @@ def web(name: str = "w", ns: str = "default") -> Any:
             id="no example pod in the namespace with the pod's labels: skip",
         ),
         pytest.param(
-            {"labels": ["region"]},
+            {"affinityLabels": ["region"]},
             web().obj(),
             {"n4": [web("e").obj()]},
             SVC,
@@ -100,31 +100,31 @@ def web(name: str = "w", ns: str = "default") -> Any:
             None,
             Code.SUCCESS,
             [NO, NO, NO, NO],
-            id="framework args name; a value no node has",
+            id="a value no node has",
         ),
     ],
 )
 def test_filter(args: dict[str, Any], pod: Pod, placement: dict[str, list[Pod]], services: Any, want_pre: Code, want: list[Any]) -> None:
     snap = snap_of(placement, services)
-    plugin = ServiceAffinity(args)
+    plugin = ServiceAffinity.new(args)
     state = CycleState()
     pre = plugin.pre_filter(state, pod, snap)
     assert pre.code is want_pre
     if pre.is_skip:
-        assert all(fits(pod, i, plugin.affinity_labels, snap).is_success for i in snap.node_infos)
+        assert all(fits(pod, i, plugin.args.affinity_labels, snap).is_success for i in snap.node_infos)
         return
     statuses = [plugin.filter(state, pod, i) for i in snap.node_infos]
     assert [(s.code, s.reasons) for s in statuses] == want
     mask = plugin.filter_nodes(state, pod, snap.table, np.arange(len(snap), dtype=np.intp))
     assert mask.tolist() == [s.is_success for s in statuses]
-    assert [(s.code, s.reasons) for s in (fits(pod, i, plugin.affinity_labels, snap) for i in snap.node_infos)] == want
+    assert [(s.code, s.reasons) for s in (fits(pod, i, plugin.args.affinity_labels, snap) for i in snap.node_infos)] == want
 
 
 def test_filter_what_if_node_hides_the_example_pod() -> None:
     """A NodeInfo with the example pod removed (preemption what-if) falls back to the next example."""
     first, second = web("e1").obj(), web("e2").obj()
     snap = snap_of({"n3": [first], "n1": [second]}, SVC)  # snapshot order n1, n2, n3: e2 is the first example
-    plugin = ServiceAffinity({"labels": ["region"]})
+    plugin = ServiceAffinity(ServiceAffinityArgs(affinity_labels=("region",)))
     state = CycleState()
     plugin.pre_filter(state, web().obj(), snap)
     assert [plugin.filter(state, web().obj(), i).code for i in snap.node_infos] == [Code.SUCCESS, Code.SUCCESS, Code.UNSCHEDULABLE, Code.UNSCHEDULABLE]
@@ -135,9 +135,9 @@ def test_filter_what_if_node_hides_the_example_pod() -> None:
 @pytest.mark.parametrize(
     "args, pod, placement, services, want_raw, want",
     [
-        pytest.param({"label": "zone"}, web().obj(), {}, SVC, [0, 0, 0, 0], [100, 100, 100, 0], id="no pods: labelled 100, unlabelled 0"),
+        pytest.param({"antiAffinityLabelsPreference": ["zone"]}, web().obj(), {}, SVC, [0, 0, 0, 0], [100, 100, 100, 0], id="no pods: labelled 100, unlabelled 0"),
         pytest.param(
-            {"label": "zone"},
+            {"antiAffinityLabelsPreference": ["zone"]},
             web().obj(),
             {"n4": [web().obj()]},
             None,
@@ -147,7 +147,7 @@ def test_filter_what_if_node_hides_the_example_pod() -> None:
             id="no service",
         ),
         pytest.param(
-            {"label": "region"},
+            {"antiAffinityLabelsPreference": ["region"]},
             web().obj(),
             {"n1": [web().obj(), web().obj()], "n3": [web().obj()], "n4": [web().obj()]},
             SVC,
@@ -168,7 +168,7 @@ def test_filter_what_if_node_hides_the_example_pod() -> None:
             id="two labels each count for half",
         ),
         pytest.param(
-            {"label": "zone"},
+            {"antiAffinityLabelsPreference": ["zone"]},
             web().obj(),
             {"n1": [web().terminating().obj(), web("o", "other").obj()]},
             SVC,
@@ -181,7 +181,7 @@ def test_filter_what_if_node_hides_the_example_pod() -> None:
 )
 def test_score(args: dict[str, Any], pod: Pod, placement: dict[str, list[Pod]], services: Any, want_raw: list[int], want: list[int]) -> None:
     snap = snap_of(placement, services)
-    plugin = ServiceAffinity(args)
+    plugin = ServiceAffinity.new(args)
     state = CycleState()
     assert plugin.pre_score(state, pod, list(snap.node_infos), snap).is_success
     raw = [plugin.score(state, pod, i) for i in snap.node_infos]
@@ -191,7 +191,7 @@ def test_score(args: dict[str, Any], pod: Pod, placement: dict[str, list[Pod]], 
 
 def test_score_skips_without_labels() -> None:
     snap = snap_of({}, SVC)
-    assert ServiceAffinity({"labels": ["region"]}).pre_score(CycleState(), web().obj(), list(snap.node_infos), snap).is_skip
+    assert ServiceAffinity.new({"affinityLabels": ["region"]}).pre_score(CycleState(), web().obj(), list(snap.node_infos), snap).is_skip
 
 
 def test_normalize_empty_label_list_is_zero() -> None:
@@ -201,21 +201,45 @@ def test_normalize_empty_label_list_is_zero() -> None:
 @pytest.mark.parametrize(
     "args, field",
     [
-        pytest.param({"labels": "region"}, "labels", id="v1.9 labels must be a list"),
+        pytest.param({"affinityLabels": "region"}, "affinityLabels", id="labels must be a list"),
         pytest.param({"affinityLabels": [""]}, "affinityLabels[0]", id="empty label key"),
-        pytest.param({"label": ""}, "label", id="empty anti-affinity label"),
-        pytest.param({"label": ["zone"]}, "label", id="v1.9 label is one key"),
+        pytest.param({"antiAffinityLabelsPreference": [""]}, "antiAffinityLabelsPreference[0]", id="empty anti-affinity label"),
+        pytest.param({"antiAffinityLabelsPreference": [["zone"]]}, "antiAffinityLabelsPreference[0]", id="a label is a string"),
         pytest.param({"antiAffinityLabelsPreference": 3}, "antiAffinityLabelsPreference", id="not a list"),
+        # the v1.9 shapes are registry.py's to translate (serviceAffinity / serviceAntiAffinity)
+        pytest.param({"labels": ["region"]}, "labels", id="v1.9 labels is not a plugin argument"),
+        pytest.param({"label": "zone"}, "label", id="v1.9 label is not a plugin argument"),
         pytest.param({"presence": True}, "presence", id="unknown field"),
     ],
 )
 def test_args_errors(args: dict[str, Any], field: str) -> None:
     with pytest.raises(PluginArgsError) as exc:
-        ServiceAffinity(args)
+        ServiceAffinity.new(args)
     assert exc.value.field == field
 
 
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        pytest.param({"affinity_labels": ("region", "")}, "affinityLabels[1]", id="affinity label"),
+        pytest.param({"anti_affinity_labels_preference": ("",)}, "antiAffinityLabelsPreference[0]", id="anti-affinity label"),
+    ],
+)
+def test_typed_args_reject_empty_label_keys(kwargs: dict[str, Any], field: str) -> None:
+    with pytest.raises(PluginArgsError) as exc:
+        ServiceAffinityArgs(**kwargs)
+    assert (exc.value.field, exc.value.message) == (field, "must be a non-empty label key")
+
+
 def test_names() -> None:
-    assert ServiceAffinity().name == NAME == "ServiceAffinity"
-    assert ServiceAffinity({"label": "zone"}, name="zone-spread").name == "zone-spread"
-    assert ServiceAffinity({"label": "zone"}).anti_affinity_labels_preference == ["zone"]
+    assert ServiceAffinity().name == ServiceAffinity.NAME == "ServiceAffinity"
+    assert ServiceAffinity.new({"antiAffinityLabelsPreference": ["zone"]}, name="zone-spread").name == "zone-spread"
+    assert ServiceAffinity.new({"antiAffinityLabelsPreference": ["zone"]}).args == ServiceAffinityArgs(anti_affinity_labels_preference=("zone",))
+
+
+def test_filter_without_pre_filter_state() -> None:
+    snap = snap_of({}, SVC)
+    plugin = ServiceAffinity.new({"affinityLabels": ["region"]})
+    assert plugin.filter(CycleState(), web().obj(), snap.node_infos[0]).code is Code.ERROR
+    with pytest.raises(LookupError):
+        plugin.filter_nodes(CycleState(), web().obj(), snap.table, np.arange(len(snap), dtype=np.intp))

@@ -9,17 +9,16 @@ import numpy as np
 import pytest
 from builders import make_node, make_pod, node_info
 
+from kopf_scheduler.core.arguments import PluginArgsError
 from kopf_scheduler.core.framework import Code, CycleState
 from kopf_scheduler.core.objects import parse_persistent_volume, parse_persistent_volume_claim, parse_storage_class
-from kopf_scheduler.core.arguments import PluginArgsError
 from kopf_scheduler.core.plugins.volume_binding import (
     ERR_REASON_BIND_CONFLICT,
     ERR_REASON_NODE_CONFLICT,
     ERR_REASON_PV_NOT_EXIST,
     ERR_REASON_UNBOUND_IMMEDIATE,
-    FILTER_ALIASES,
-    NAME,
     VolumeBinding,
+    VolumeBindingArgs,
     fits,
 )
 from kopf_scheduler.core.snapshot import ClusterObjects, Snapshot
@@ -228,14 +227,36 @@ def test_vector_agrees_with_filter():
 
 
 def test_args_and_name():
-    assert VolumeBinding().name == NAME == "VolumeBinding"
-    assert FILTER_ALIASES == ("CheckVolumeBinding",)
-    assert VolumeBinding().bind_timeout_seconds == 600
-    assert VolumeBinding({"bindTimeoutSeconds": 30}).bind_timeout_seconds == 30
+    assert VolumeBinding().name == VolumeBinding.NAME == "VolumeBinding"
+    assert VolumeBinding(name="CheckVolumeBinding").name == "CheckVolumeBinding"
+    assert VolumeBinding().args.bind_timeout_seconds == 600
+    assert VolumeBinding.new({"bindTimeoutSeconds": 30}).args == VolumeBindingArgs(bind_timeout_seconds=30)
+
+
+@pytest.mark.parametrize(
+    "args, field, message",
+    [
+        pytest.param({"bindTimeoutSeconds": -1}, "bindTimeoutSeconds", "invalid BindTimeoutSeconds, should not be a negative value", id="negative timeout"),
+        pytest.param({"bindTimeoutSeconds": "10"}, "bindTimeoutSeconds", "must be an integer, not '10'", id="timeout not an integer"),
+        pytest.param({"shape": [{"utilization": 0, "score": 0}]}, "shape", None, id="shape: no volume capacity scoring"),
+        pytest.param({"shape": []}, "shape", None, id="even an empty shape"),
+        pytest.param({"nope": 1}, "nope", None, id="unknown field"),
+    ],
+)
+def test_args_rejected(args, field, message):
     with pytest.raises(PluginArgsError) as err:
-        VolumeBinding({"bindTimeoutSeconds": -1})
+        VolumeBinding.new(args)
+    assert err.value.field == field
+    if message is not None:
+        assert err.value.message == message
+    if field == "shape":
+        assert err.value.message.startswith("not supported")
+
+
+def test_typed_args_are_validated():
+    with pytest.raises(PluginArgsError) as err:
+        VolumeBindingArgs(bind_timeout_seconds=-5)
     assert err.value.field == "bindTimeoutSeconds"
-    with pytest.raises(PluginArgsError):
-        VolumeBinding({"bindTimeoutSeconds": "10"})
-    with pytest.raises(PluginArgsError):
-        VolumeBinding({"nope": 1})
+    with pytest.raises(PluginArgsError) as err:
+        VolumeBindingArgs(shape=())
+    assert err.value.field == "shape"

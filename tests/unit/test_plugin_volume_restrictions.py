@@ -9,14 +9,12 @@ import numpy as np
 import pytest
 from builders import make_node, make_pod, node_info
 
+from kopf_scheduler.core.arguments import PluginArgsError
 from kopf_scheduler.core.framework import Code, CycleState
 from kopf_scheduler.core.objects import parse_persistent_volume_claim
-from kopf_scheduler.core.arguments import PluginArgsError
 from kopf_scheduler.core.plugins.volume_restrictions import (
     ERR_REASON_DISK_CONFLICT,
     ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT,
-    FILTER_ALIASES,
-    NAME,
     VolumeRestrictions,
     fits,
 )
@@ -170,6 +168,62 @@ def test_fits_with_a_what_if_node_info():
     assert fits(pod, what_if, snap).is_success
 
 
+def _verdicts(plugin: VolumeRestrictions, state: CycleState, pod, infos) -> list[tuple[Code, tuple[str, ...]]]:
+    return [(s.code, s.reasons) for s in (plugin.filter(state, pod, i) for i in infos)]
+
+
+@pytest.mark.parametrize(
+    "user_ns, volumes, want_count",
+    [
+        pytest.param("default", ["data"], 1, id="the user of the RWOP claim"),
+        pytest.param("default", ["data", "other"], 1, id="only the RWOP claim counts"),
+        pytest.param("default", ["other"], 0, id="a pod using another claim"),
+        pytest.param("other", ["data"], 0, id="a same-named claim in another namespace is another claim"),
+    ],
+)
+def test_add_and_remove_pod_adjust_the_rwop_count(user_ns, volumes, want_count):
+    """Removing the claim's only user equals a snapshot without it; adding it back equals the original."""
+    objs = objects_with(claim("data", "ReadWriteOncePod"), claim("other"), claim("data", "ReadWriteOncePod", ns="other"), claim("other", ns="other"))
+    user = make_pod("user", user_ns)
+    for c in volumes:
+        user.pvc(c)
+    old = user.obj().with_node("n2")
+    blocker = make_pod("blocker").pvc("data").obj().with_node("n1")  # keeps the state from SKIPping
+    n1, n2 = make_node("n1").obj(), make_node("n2").obj()
+    with_user = Snapshot.of([node_info(n1, blocker), node_info(n2, old)], objs)
+    pod = make_pod("p").pvc("data").obj()
+    plugin = VolumeRestrictions()
+    state = CycleState()
+    assert plugin.pre_filter(state, pod, with_user).is_success
+    before = _verdicts(plugin, state, pod, with_user.node_infos)
+
+    # remove the blocker: only the user (if it counts) is left
+    without_blocker = Snapshot.of([node_info(n1), node_info(n2, old)], objs)
+    removed = state.clone()
+    assert plugin.remove_pod(removed, pod, blocker, with_user.get("n1")).is_success
+    fresh = CycleState()
+    if plugin.pre_filter(fresh, pod, without_blocker).is_skip:
+        assert want_count == 0
+        assert _verdicts(plugin, removed, pod, without_blocker.node_infos) == [(Code.SUCCESS, ())] * 2
+    else:
+        assert want_count == 1
+        assert _verdicts(plugin, removed, pod, without_blocker.node_infos) == _verdicts(plugin, fresh, pod, without_blocker.node_infos)
+    # the original cycle still reads its own entry
+    assert _verdicts(plugin, state, pod, with_user.node_infos) == before
+
+    # add the blocker back onto the what-if: the original verdicts again
+    assert plugin.add_pod(removed, pod, blocker, without_blocker.get("n1")).is_success
+    assert _verdicts(plugin, removed, pod, with_user.node_infos) == before
+
+
+def test_add_and_remove_pod_without_pre_filter_state_are_errors():
+    plugin = VolumeRestrictions()
+    pod, other = make_pod("p").pvc("data").obj(), make_pod("o").pvc("data").obj()
+    info = node_info(make_node("n1").obj())
+    assert plugin.add_pod(CycleState(), pod, other, info).code is Code.ERROR
+    assert plugin.remove_pod(CycleState(), pod, other, info).code is Code.ERROR
+
+
 def test_disk_and_rwop_together_disk_reason_first():
     objs = objects_with(claim("data", "ReadWriteOncePod"))
     old = pod_with(gce("a"), {"name": "d", "persistentVolumeClaim": {"claimName": "data"}}, name="old")
@@ -214,8 +268,8 @@ def test_vector_agrees_with_filter():
 
 
 def test_args_and_name():
-    assert VolumeRestrictions().name == NAME == "VolumeRestrictions"
-    assert FILTER_ALIASES == ("NoDiskConflict",)
+    assert VolumeRestrictions().name == VolumeRestrictions.NAME == "VolumeRestrictions"
     assert VolumeRestrictions(name="NoDiskConflict").name == "NoDiskConflict"
-    with pytest.raises(PluginArgsError):
-        VolumeRestrictions({"x": 1})
+    with pytest.raises(PluginArgsError) as err:
+        VolumeRestrictions.new({"x": 1})
+    assert err.value.field == "x"

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from builders import make_node, make_pod, node_info
 
+from kopf_scheduler.core.arguments import PluginArgsError
 from kopf_scheduler.core.framework import Code, CycleState
 from kopf_scheduler.core.objects import parse_persistent_volume, parse_persistent_volume_claim, parse_storage_class
-from kopf_scheduler.core.arguments import PluginArgsError
-from kopf_scheduler.core.plugins.volume_zone import ERR_REASON_CONFLICT, FILTER_ALIASES, NAME, VolumeZone, fits, zones_of
+from kopf_scheduler.core.plugins.volume_zone import ERR_REASON_CONFLICT, VolumeZone, fits, zones_of
 from kopf_scheduler.core.snapshot import ClusterObjects, Snapshot
 
 BETA_ZONE = "failure-domain.beta.kubernetes.io/zone"
@@ -178,7 +178,8 @@ def test_vector_agrees_with_filter():
 
 
 def test_args_and_name():
-    assert VolumeZone().name == NAME == "VolumeZone"
-    assert FILTER_ALIASES == ("NoVolumeZoneConflict",)
-    with pytest.raises(PluginArgsError):
-        VolumeZone({"x": 1})
+    assert VolumeZone().name == VolumeZone.NAME == "VolumeZone"
+    assert VolumeZone(name="zones").name == "zones"
+    with pytest.raises(PluginArgsError) as err:
+        VolumeZone.new({"x": 1})
+    assert err.value.field == "x"

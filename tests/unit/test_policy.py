@@ -188,7 +188,7 @@ def test_unknown_names(section: str, name: str, message: str) -> None:
 
 def test_a_name_nothing_installed_has_lists_the_installed_plugins() -> None:
     message = errors(S(predicates=[{"name": "Qqqqqq"}]))["spec.predicates[0].name"]
-    assert message.startswith("unknown predicate 'Qqqqqq': no plugin of that name is installed (out-of-tree plugins installed: none; built-in: ")
+    assert message.startswith("unknown predicate 'Qqqqqq': no plugin of that name is installed (out-of-tree plugins installed: none; filter plugins: ")
     assert "NodeResourcesFit" in message and "argument.serviceAffinity or argument.labelsPresence" in message
     with_cheap = Registry.in_tree().extended([(_Cheap, "pkg:Cheap")])
     message = errors(S(priorities=[{"name": "Qqqqqq"}]), with_cheap)["spec.priorities[0].name"]

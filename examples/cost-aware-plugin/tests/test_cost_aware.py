@@ -6,8 +6,8 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-
 from cost_aware import CostAware, CostAwareArgs, hourly_cost
+
 from kopf_scheduler.core.nodeinfo import NodeInfo
 from kopf_scheduler.core.objects import parse_node
 from kopf_scheduler.core.policy import validate_policy

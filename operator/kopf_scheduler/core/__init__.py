@@ -1,6 +1,7 @@
-"""The pure scheduling core: objects, cache, queue, plugins, policies and the algorithm.
+"""The pure scheduling core: objects, cache, queue, plugins, policies, the algorithm, and the
+decisions the operator carries out (policy ownership, watch-event routing, one scheduling cycle).
 
 Nothing in this package does I/O, reads a clock or draws randomness of its own:
-time and random generators are arguments. ``tests/test_layering.py`` and the
+time and random generators are arguments. ``tests/unit/test_layering.py`` and the
 import-linter contract in pyproject.toml keep it that way.
 """

@@ -194,7 +194,7 @@ class CycleState:
 # --------------------------------------------------------------------------- plugins
 
 
-class Plugin(abc.ABC):  # noqa: B024 - abstract by intent: only its extension points are instantiable
+class Plugin(abc.ABC):
     """Every plugin subclasses this and at least one extension point below.
 
     ``NAME`` is the name policies use; ``Args`` the frozen dataclass of its arguments (``NoArgs``

@@ -23,7 +23,6 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-
 from .extenders import EXTENDER_KEYS, MANAGED_RESOURCE_KEYS, TLS_KEYS
 from .policy import validate_policy
 from .specs import FieldError, closest

@@ -60,12 +60,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
 from . import registry
 from .arguments import PluginArgsError
 from .extenders import ExtenderConfig, validate_extenders
 from .framework import FilterPlugin, Plugin, PostFilterPlugin, ScorePlugin
+from .plugins.inter_pod_affinity import InterPodAffinity
 from .profile import DEFAULT_POD_INITIAL_BACKOFF_SECONDS, DEFAULT_POD_MAX_BACKOFF_SECONDS, Profile
 from .registry import PluginRef, Registry
 from .specs import FieldError, did_you_mean, is_int, is_number, parse_duration, unknown_keys
@@ -249,6 +250,7 @@ def _unknown(name: str, path: str, *, want: str, registry_: Registry) -> FieldEr
     """The error for a name that resolves to nothing usable as a ``want`` ("predicate" or "priority")."""
     other = "priority" if want == "predicate" else "predicate"
     other_list = "spec.priorities" if want == "predicate" else "spec.predicates"
+    other_found: object
     if want == "predicate":
         names, other_found = registry_.predicate_names(), registry.lookup_legacy_priority(name) or registry_.score_plugin(name)
     else:
@@ -266,11 +268,12 @@ def _unknown(name: str, path: str, *, want: str, registry_: Registry) -> FieldEr
         return FieldError(f"{path}.name", f"unknown {want} {name!r}{hint}")
     extra = registry_.out_of_tree()
     kinds = registry.ARGUMENT_PREDICATES if want == "predicate" else registry.ARGUMENT_PRIORITIES
+    plugins = registry_.filter_names() if want == "predicate" else registry_.score_names()
     return FieldError(
         f"{path}.name",
         f"unknown {want} {name!r}: no plugin of that name is installed (out-of-tree plugins installed: "
-        f"{', '.join(extra) if extra else 'none'}; built-in: {', '.join(names)}); a v1.9 custom {want} needs "
-        f"argument.{' or argument.'.join(kinds)}",
+        f"{', '.join(extra) if extra else 'none'}; {'filter' if want == 'predicate' else 'score'} plugins: "
+        f"{', '.join(plugins)}); a v1.9 custom {want} needs argument.{' or argument.'.join(kinds)}",
     )
 
 
@@ -536,7 +539,7 @@ def _group(requests: _Requests, settings: _Settings, errors: list[FieldError]) -
     hard = settings.hard_pod_affinity_weight
     if hard is not None:
         for inst in out.by_key.values():
-            if inst.ref.cls is registry.InterPodAffinity:
+            if inst.ref.cls is InterPodAffinity:
                 inst.args.setdefault("hardPodAffinityWeight", hard)
                 if inst.args["hardPodAffinityWeight"] != hard:
                     errors.append(FieldError("spec.hardPodAffinitySymmetricWeight", "conflicts with the InterPodAffinity argument hardPodAffinityWeight"))
@@ -599,16 +602,22 @@ def validate_policy(spec: Mapping[str, Any], *, source: str = "", registry: Regi
 
 def _profile(name: str, instances: _Instances, settings: _Settings, extenders: list[ExtenderConfig], source: str, normal: dict[str, Any]) -> Profile:
     filters = sorted(instances.filters, key=lambda inst: (registry.filter_rank(inst.ref.cls), min(r.order for r in inst.requests)))
-    filter_plugins = tuple(_typed(inst.plugin, FilterPlugin) for inst in filters)
-    scorers = tuple((_typed(inst.plugin, ScorePlugin), weight) for inst, weight in instances.scored)
+    filter_plugins: list[FilterPlugin] = []
+    for inst in filters:
+        assert isinstance(inst.plugin, FilterPlugin)  # the registry resolved the name as a filter plugin
+        filter_plugins.append(inst.plugin)
+    scorers: list[tuple[ScorePlugin, int]] = []
+    for inst, weight in instances.scored:
+        assert isinstance(inst.plugin, ScorePlugin)
+        scorers.append((inst.plugin, weight))
     everything: list[Plugin] = []
     for inst in instances.by_key.values():
         assert inst.plugin is not None
         everything.append(inst.plugin)
     return Profile(
         scheduler_name=name,
-        filters=filter_plugins,
-        scorers=scorers,
+        filters=tuple(filter_plugins),
+        scorers=tuple(scorers),
         post_filters=tuple(p for p in everything if isinstance(p, PostFilterPlugin)),
         plugins=tuple(everything),
         always_check_all_predicates=settings.always_check_all_predicates,
@@ -619,15 +628,6 @@ def _profile(name: str, instances: _Instances, settings: _Settings, extenders: l
         source=source,
         spec=normal,
     )
-
-
-P = TypeVar("P", bound=Plugin)
-
-
-def _typed(plugin: Plugin | None, kind: type[P]) -> P:
-    if not isinstance(plugin, kind):
-        raise TypeError(f"{plugin!r} is not a {kind.__name__}")  # the registry resolved the name by this kind
-    return plugin
 
 
 def default_profile(scheduler_name: str = "default-scheduler") -> Profile:

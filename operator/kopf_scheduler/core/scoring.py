@@ -21,15 +21,15 @@ Limits: no DRA-backed extended resources; values are assumed to fit int64 after 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 import numpy as np
 import numpy.typing as npt
 
-from .framework import MAX_NODE_SCORE
 from .arguments import PluginArgsError
+from .framework import MAX_NODE_SCORE
 from .resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar_resource
 
 if TYPE_CHECKING:

@@ -1,15 +1,16 @@
-"""POST pods/{name}/binding, and what follows: finish_binding or forget + backoff.
+"""POST pods/{name}/binding, and what follows (``core.cycle.binding_succeeded`` / ``binding_failed``).
 
 The Binding carries the pod's uid, so the API server refuses to bind a pod that was deleted and
 recreated under the same name. A 409 (already bound), 404 (gone) or any other failure forgets
-the assumption and requeues with backoff (a deleted pod is dropped by the queue itself).
+the assumption and requeues with backoff (a deleted pod is dropped by the queue itself); this
+module records the events and metrics of either outcome.
 """
 
 from __future__ import annotations
 
 import logging
 
-from ..core.cache import CacheError
+from ..core.cycle import binding_failed, binding_succeeded
 from ..core.objects import Pod
 from ..core.queueing import QueuedPodInfo
 from . import events
@@ -45,11 +46,7 @@ async def bind(app: App, state: PolicyState, info: QueuedPodInfo, placed: Pod, *
             app.metrics.observe_attempt("scheduled", profile, t1 - started)
             if info.initial_attempt_timestamp is not None:
                 app.metrics.observe_pod_scheduled(info.attempts, t1 - info.initial_attempt_timestamp)
-            try:
-                app.cache.finish_binding(placed, t1)
-            except CacheError:
-                pass  # the watch confirmed the pod before the response arrived
-            state.queue.done(placed)
+            binding_succeeded(placed, cache=app.cache, queue=state.queue, now=t1)
             app.bound_total += 1
             logger.info("bound %s to %s", placed.key, node)
             app.spawn(events.scheduled(app, namespace=placed.namespace, name=placed.name, uid=placed.uid, node=node))
@@ -58,11 +55,7 @@ async def bind(app: App, state: PolicyState, info: QueuedPodInfo, placed: Pod, *
         app.metrics.observe_attempt("error", profile, t1 - started)
         detail = answer.get("message", answer) if isinstance(answer, dict) else answer
         logger.warning("binding %s to %s rejected: HTTP %s %s", placed.key, node, code, str(detail)[:300])
-        try:
-            app.cache.forget(placed)
-        except CacheError:
-            pass
-        state.queue.add_backoff(info, t1)
+        binding_failed(info, placed, cache=app.cache, queue=state.queue, now=t1)
         state.wakeup.set()
         app.spawn(
             events.failed_scheduling(

@@ -17,7 +17,11 @@ import argparse
 import asyncio
 import logging
 import os
-from typing import Any
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .credentials import Credentials
 
 __all__ = ["add_parser", "run"]
 
@@ -42,26 +46,33 @@ def add_parser(subparsers: Any, name: str, help: str) -> argparse.ArgumentParser
 def run(args: argparse.Namespace) -> int:
     import kopf
 
+    from .credentials import CredentialsError, load_credentials
+
     kopf.configure(verbose=args.verbose)
-    if args.kubeconfig:
-        os.environ["KUBECONFIG"] = os.path.abspath(args.kubeconfig)
     try:
-        asyncio.run(_serve(args))
+        credentials = load_credentials(args.kubeconfig)
+    except CredentialsError as exc:
+        print(f"kopf-scheduler run: {exc}", file=sys.stderr)
+        return 2
+    try:
+        asyncio.run(_serve(args, credentials))
     except KeyboardInterrupt:
         pass
     return 0
 
 
-async def _serve(args: argparse.Namespace) -> None:
+async def _serve(args: argparse.Namespace, credentials: Credentials) -> None:
     import kopf
 
     from ..telemetry.health import start_health_server
     from . import handlers
-    from .app import Api, App
-    from .leader import LeaderElectionConfig, LeaderElector, PykubeLeaseClient, default_identity
+    from .app import App
+    from .client import Api
+    from .leader import ApiLeaseClient, LeaderElectionConfig, LeaderElector, default_identity
 
     identity = default_identity()
-    app = App(Api.from_kubeconfig(args.kubeconfig), identity=identity, leader_election=args.leader_elect)
+    api = Api(credentials)  # Kopf's login, the writes and the Lease all use these credentials
+    app = App(api, identity=identity, leader_election=args.leader_elect)
     registry = kopf.OperatorRegistry()
     policies = frozenset(args.policy) if args.policy else None
     handlers.register(registry, policies=policies)
@@ -88,8 +99,6 @@ async def _serve(args: argparse.Namespace) -> None:
     app.on_shutdown.append(shutdown)
     elector: LeaderElector | None = None
     if args.leader_elect:
-        import pykube
-
         lease_name = handlers.shard_name(shard)
         config = LeaderElectionConfig(
             lease_name=lease_name,
@@ -99,8 +108,7 @@ async def _serve(args: argparse.Namespace) -> None:
             renew_deadline=args.renew_deadline,
             retry_period=args.retry_period,
         )
-        api = pykube.HTTPClient(pykube.KubeConfig.from_env() if not args.kubeconfig else pykube.KubeConfig.from_file(args.kubeconfig))
-        elector = LeaderElector(config, PykubeLeaseClient(api, name=lease_name, namespace=args.lease_namespace))
+        elector = LeaderElector(config, ApiLeaseClient(api, name=lease_name, namespace=args.lease_namespace))
         background.append(asyncio.create_task(_elect(app, elector)))
 
     if args.metrics_port:

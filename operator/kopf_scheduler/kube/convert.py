@@ -15,18 +15,21 @@ from typing import Any, Final, TypeVar
 
 from ..core import objects
 from ..core.objects import ObjectError, Pod
+from ..core.ownership import PolicyMeta
+from ..core.routing import OBJECT_STORES
 
 __all__ = [
+    "OTHER_KINDS",
     "ObjectError",
-    "PolicyMeta",
+    "PodRef",
     "namespace_labels",
+    "node",
+    "node_name",
     "object_key",
-    "policy_meta",
+    "parse_other",
     "pod",
     "pod_ref",
-    "node",
-    "parse_other",
-    "OTHER_KINDS",
+    "policy_meta",
 ]
 
 T = TypeVar("T")
@@ -54,27 +57,42 @@ def node(body: Mapping[str, Any]) -> objects.Node:
     return _safe(objects.parse_node, body, "node")
 
 
-def pod_ref(body: Mapping[str, Any]) -> tuple[str, str, str]:
-    """(namespace, name, uid) of a pod body, for events about pods that cannot be parsed."""
+@dataclass(frozen=True, slots=True)
+class PodRef:
+    """What can be read of a pod body the parser refused: enough to report on it."""
+
+    namespace: str
+    name: str
+    uid: str
+    scheduler_name: object  # spec.schedulerName as found (maybe not a string)
+    node_name: object  # spec.nodeName as found
+
+
+def pod_ref(body: Mapping[str, Any]) -> PodRef:
     meta = _meta(body)
-    return str(meta.get("namespace") or "default"), str(meta.get("name") or ""), str(meta.get("uid") or "")
+    spec = body.get("spec")
+    spec = spec if isinstance(spec, Mapping) else {}
+    return PodRef(
+        str(meta.get("namespace") or "default"), str(meta.get("name") or ""), str(meta.get("uid") or ""),
+        spec.get("schedulerName", "default-scheduler"), spec.get("nodeName"),
+    )
 
 
 def node_name(body: Mapping[str, Any]) -> str:
     return str(_meta(body).get("name") or "")
 
 
-#: kind -> (parser, ClusterObjects attribute, whether the key includes the namespace)
-OTHER_KINDS: Final[dict[str, tuple[Callable[[Mapping[str, Any]], Any], str, bool]]] = {
-    "Service": (objects.parse_service, "services", True),
-    "ReplicationController": (objects.parse_controller, "controllers", True),
-    "ReplicaSet": (objects.parse_controller, "controllers", True),
-    "StatefulSet": (objects.parse_controller, "controllers", True),
-    "PersistentVolume": (objects.parse_persistent_volume, "persistent_volumes", False),
-    "PersistentVolumeClaim": (objects.parse_persistent_volume_claim, "persistent_volume_claims", True),
-    "StorageClass": (objects.parse_storage_class, "storage_classes", False),
-    "PodDisruptionBudget": (objects.parse_pod_disruption_budget, "pod_disruption_budgets", True),
-    "CSINode": (objects.parse_csi_node, "csi_nodes", False),
+#: kind -> (parser, whether the key includes the namespace); where each kind is stored: core.routing.OBJECT_STORES
+OTHER_KINDS: Final[dict[str, tuple[Callable[[Mapping[str, Any]], Any], bool]]] = {
+    "Service": (objects.parse_service, True),
+    "ReplicationController": (objects.parse_controller, True),
+    "ReplicaSet": (objects.parse_controller, True),
+    "StatefulSet": (objects.parse_controller, True),
+    "PersistentVolume": (objects.parse_persistent_volume, False),
+    "PersistentVolumeClaim": (objects.parse_persistent_volume_claim, True),
+    "StorageClass": (objects.parse_storage_class, False),
+    "PodDisruptionBudget": (objects.parse_pod_disruption_budget, True),
+    "CSINode": (objects.parse_csi_node, False),
 }
 
 
@@ -82,15 +100,15 @@ def object_key(kind: str, body: Mapping[str, Any]) -> str:
     """The ClusterObjects key of a body: ``name``, ``ns/name``, or ``Kind/ns/name`` for controllers."""
     meta = _meta(body)
     name = str(meta.get("name") or "")
-    _, attr, namespaced = OTHER_KINDS[kind]
+    _, namespaced = OTHER_KINDS[kind]
     if not namespaced:
         return name
     ns = str(meta.get("namespace") or "default")
-    return f"{kind}/{ns}/{name}" if attr == "controllers" else f"{ns}/{name}"
+    return f"{kind}/{ns}/{name}" if OBJECT_STORES[kind] == "controllers" else f"{ns}/{name}"
 
 
 def parse_other(kind: str, body: Mapping[str, Any]) -> Any:
-    parse, _, _ = OTHER_KINDS[kind]
+    parse, _ = OTHER_KINDS[kind]
     if kind in ("ReplicationController", "ReplicaSet", "StatefulSet") and not body.get("kind"):
         body = {**body, "kind": kind}
     return _safe(parse, body, kind)
@@ -101,18 +119,6 @@ def namespace_labels(body: Mapping[str, Any]) -> tuple[str, Mapping[str, str]]:
     labels = meta.get("labels")
     clean = {str(k): str(v) for k, v in labels.items()} if isinstance(labels, Mapping) else {}
     return str(meta.get("name") or ""), clean
-
-
-@dataclass(frozen=True, slots=True)
-class PolicyMeta:
-    """What the operator needs of a SchedulingPolicy besides its spec."""
-
-    name: str
-    generation: int
-    created: str  # RFC3339 creationTimestamp: sorts chronologically as text
-    uid: str
-    scheduler_name: str
-    spec: Mapping[str, Any]
 
 
 def policy_meta(body: Mapping[str, Any]) -> PolicyMeta:

@@ -5,9 +5,8 @@ reportingController ``kopf-scheduler``, reportingInstance the process identity, 
 ``firstTimestamp``/``lastTimestamp`` as metav1.Time, ``eventTime`` as MicroTime with exactly six
 fractional digits (the official client would drop them when the microseconds are 0).
 
-Repeats: upstream aggregates identical events through the broadcaster's correlator (a count on
-one Event). We keep it simpler: at most one identical FailedScheduling message per pod per
-``REPEAT_INTERVAL`` seconds; the rest are dropped (counted in the debug log only).
+Repeats: the core's ``RepeatLimiter`` (``core/recording.py``) decides whether a FailedScheduling
+message goes out (at most one identical message per pod per ``REPEAT_INTERVAL`` seconds).
 """
 
 from __future__ import annotations
@@ -18,14 +17,14 @@ from datetime import UTC, datetime
 from typing import Final
 
 from ..core.diagnosis import truncate_message
-from .app import App, rfc3339, rfc3339_micro
+from ..core.timestamps import rfc3339, rfc3339_micro
+from .app import App
 
-__all__ = ["REPEAT_INTERVAL", "REPORTING_CONTROLLER", "failed_scheduling", "scheduled", "record"]
+__all__ = ["ACTION_BINDING", "ACTION_SCHEDULING", "REPORTING_CONTROLLER", "failed_scheduling", "record", "scheduled"]
 
 logger = logging.getLogger(__name__)
 
 REPORTING_CONTROLLER: Final = "kopf-scheduler"
-REPEAT_INTERVAL: Final = 30.0
 ACTION_SCHEDULING: Final = "Scheduling"
 ACTION_BINDING: Final = "Binding"
 
@@ -68,16 +67,9 @@ async def failed_scheduling(
     app: App, *, namespace: str, name: str, uid: str, message: str, action: str = ACTION_SCHEDULING
 ) -> None:
     """A Warning FailedScheduling event, unless the same message went out for this pod recently."""
-    now = app.now()
-    key = (uid, message)
-    last = app.events_sent.get(key)
-    if last is not None and now - last < REPEAT_INTERVAL:
+    if not app.failures.allow(uid, message, app.now()):
         logger.debug("repeated FailedScheduling for %s/%s suppressed", namespace, name)
         return
-    app.events_sent[key] = now
-    if len(app.events_sent) > 50_000:  # bound the memory: drop entries older than the interval
-        for k in [k for k, t in app.events_sent.items() if now - t >= REPEAT_INTERVAL]:
-            del app.events_sent[k]
     await record(
         app, namespace=namespace, name=name, uid=uid, type_="Warning", reason="FailedScheduling", action=action, message=message
     )

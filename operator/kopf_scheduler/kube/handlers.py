@@ -1,12 +1,17 @@
-"""Kopf handlers: watch events into the cache and queues; SchedulingPolicy lifecycle; the loop daemon.
+"""Kopf handlers: watch events into the core; SchedulingPolicy lifecycle; the loop daemon; login.
 
 ``register(registry)`` adds every handler to a Kopf registry (the CLI builds its own; the
 ``kopf run -m kopf_scheduler.kube.main`` entry uses the default one). Nothing registers at import.
 
-Watch handlers are ``@kopf.on.event``: they write nothing onto the watched objects. All are
-``async def`` and O(1) (apart from a move of unschedulable pods, which upstream does too), so
-Kopf does not hop them through its thread pool. A body the core cannot parse is logged, gets a
-Warning event when it is a pending pod of ours, and is skipped.
+Watch handlers are ``@kopf.on.event``: they write nothing onto the watched objects. Each one
+converts the body (``convert``), lets the core apply it (``core.routing``) and performs what
+comes back (``App.perform``: wake loops). All are ``async def`` and O(1) apart from the moves of
+unschedulable pods that upstream does too, so Kopf does not hop them through its thread pool. A
+body the core cannot parse is logged, gets a Warning event when it is a pending pod of ours,
+and is skipped.
+
+The login handler hands Kopf the process's one ``Credentials`` (``kube/credentials.py``), so the
+watches log in exactly as the writes and the Lease do.
 """
 
 from __future__ import annotations
@@ -18,10 +23,12 @@ from typing import Any, Final
 
 import kopf
 
-from ..core.cache import CacheError, PodState
-from ..core.objects import Pod
+from ..core import routing
+from ..entry_points import installed_registry
 from . import convert, events, loop
-from .app import POLICY_GROUP, POLICY_PLURAL, POLICY_VERSION, Api, App
+from .app import POLICY_GROUP, POLICY_PLURAL, POLICY_VERSION, App
+from .client import Api
+from .credentials import connection_info, load_credentials
 from .leader import default_identity
 
 __all__ = ["WATCHED", "configure", "register", "register_lifecycle"]
@@ -52,79 +59,26 @@ def _app(memo: Any) -> App:
 # --------------------------------------------------------------------------- pods
 
 
-def _remove_pending(app: App, pod: Pod) -> None:
-    bucket = app.pending.get(pod.scheduler_name)
-    if bucket is not None and bucket.pop(pod.uid, None) is not None:
-        state = app.states.get(pod.scheduler_name)
-        if state is not None:
-            state.queue.delete(pod)
-
-
-def _forget_pod(app: App, uid: str) -> None:
-    app.conditions_written.pop(uid, None)
-
-
 async def on_pod_event(event: Mapping[str, Any], memo: Any, **_: Any) -> None:
     app = _app(memo)
     body = event.get("object")
     if not isinstance(body, Mapping):
         return
-    deleted = event.get("type") == "DELETED"
     try:
         pod = convert.pod(body)
     except convert.ObjectError as exc:
-        await _bad_pod(app, body, str(exc))
+        _unreadable_pod(app, body, str(exc))
         return
-    now = app.now()
-    cached = app.cache.get_pod(pod.uid)
-    if deleted or (pod.node_name and pod.is_terminal):
-        _remove_pending(app, pod)
-        if cached is not None and app.cache.state_of(pod) is PodState.ADDED:
-            app.cache.remove_pod(cached)
-            app.move_all("AssignedPodDelete")
-        if deleted:
-            _forget_pod(app, pod.uid)
-        return
-    if pod.node_name:
-        _remove_pending(app, pod)  # bound (by us or anyone): leaves the queues
-        try:
-            if cached is None:
-                app.cache.add_pod(pod)
-                for state in app.states.values():
-                    state.queue.assigned_pod_added(pod, now, namespace_labels=app.cache.objects.namespace_labels.get(pod.namespace))
-            elif app.cache.state_of(pod) is PodState.ADDED:
-                app.cache.update_pod(cached, pod)
-            else:
-                app.cache.add_pod(pod)  # confirms our assumption
-        except CacheError as exc:
-            logger.warning("cache: %s", exc)
-        _forget_pod(app, pod.uid)
-        return
-    if cached is not None and app.cache.state_of(pod) is PodState.ADDED:  # unbound again? drop it
-        app.cache.remove_pod(cached)
-    bucket = app.pending.setdefault(pod.scheduler_name, {})
-    old = bucket.get(pod.uid)
-    if pod.deleting:
-        _remove_pending(app, pod)
-        return
-    bucket[pod.uid] = pod
-    served = app.states.get(pod.scheduler_name)
-    if served is not None:
-        if old is None:
-            served.queue.add(pod, now)
-        else:
-            served.queue.update(old, pod, now)
-        served.wakeup.set()
+    deleted = event.get("type") == "DELETED"
+    app.perform(routing.route_pod(pod, deleted=deleted, cache=app.cache, pending=app.pending, served=app.states, now=app.now()))
 
 
-async def _bad_pod(app: App, body: Mapping[str, Any], problem: str) -> None:
-    ns, name, uid = convert.pod_ref(body)
-    logger.warning("skipping pod %s/%s: %s", ns, name, problem)
-    spec = body.get("spec")
-    scheduler = spec.get("schedulerName") if isinstance(spec, Mapping) else None
-    unbound = not (isinstance(spec, Mapping) and spec.get("nodeName"))
-    if unbound and isinstance(scheduler, str) and scheduler in app.states and app.leading.is_set() and name and uid:
-        app.spawn(events.failed_scheduling(app, namespace=ns, name=name, uid=uid, message=f"cannot read the pod: {problem}"))
+def _unreadable_pod(app: App, body: Mapping[str, Any], problem: str) -> None:
+    ref = convert.pod_ref(body)
+    logger.warning("skipping pod %s/%s: %s", ref.namespace, ref.name, problem)
+    if routing.reports_unreadable(ref.scheduler_name, ref.node_name, app.states) and app.leading.is_set() and ref.name and ref.uid:
+        message = f"cannot read the pod: {problem}"
+        app.spawn(events.failed_scheduling(app, namespace=ref.namespace, name=ref.name, uid=ref.uid, message=message))
 
 
 # --------------------------------------------------------------------------- nodes and the rest
@@ -136,47 +90,31 @@ async def on_node_event(event: Mapping[str, Any], memo: Any, **_: Any) -> None:
     if not isinstance(body, Mapping):
         return
     if event.get("type") == "DELETED":
-        name = convert.node_name(body)
-        if app.cache.get_node_info(name) is not None:
-            try:
-                app.cache.remove_node(name)
-            except CacheError as exc:
-                logger.warning("cache: %s", exc)
+        app.perform(routing.route_node_deleted(convert.node_name(body), cache=app.cache))
         return
     try:
         node = convert.node(body)
     except convert.ObjectError as exc:
         logger.warning("skipping node %s: %s", convert.node_name(body), exc)
         return
-    info = app.cache.get_node_info(node.name)
-    if info is None or info.node is None:
-        app.cache.add_node(node)
-        app.move_all("NodeAdd")
-    else:
-        app.cache.update_node(node)
-        app.move_all("NodeUpdate")
+    app.perform(routing.route_node(node, cache=app.cache, served=app.states, now=app.now()))
 
 
 def _other_handler(kind: str) -> Any:
-    _, attr, _ = convert.OTHER_KINDS[kind]
-
     async def on_object_event(event: Mapping[str, Any], memo: Any, **_: Any) -> None:
         app = _app(memo)
         body = event.get("object")
         if not isinstance(body, Mapping):
             return
-        store: dict[str, Any] = getattr(app.cache.objects, attr)
         key = convert.object_key(kind, body)
-        if event.get("type") == "DELETED":
-            store.pop(key, None)
-        else:
+        obj = None
+        if event.get("type") != "DELETED":
             try:
-                store[key] = convert.parse_other(kind, body)
+                obj = convert.parse_other(kind, body)
             except convert.ObjectError as exc:
                 logger.warning("skipping %s %s: %s", kind, key, exc)
                 return
-        app.cache.objects.generation += 1
-        app.move_all(f"{kind}Change")
+        app.perform(routing.route_object(kind, key, obj, cache=app.cache, served=app.states, now=app.now()))
 
     on_object_event.__name__ = on_object_event.__qualname__ = f"on_{kind.lower()}_event"
     return on_object_event
@@ -188,12 +126,8 @@ async def on_namespace_event(event: Mapping[str, Any], memo: Any, **_: Any) -> N
     if not isinstance(body, Mapping):
         return
     name, labels = convert.namespace_labels(body)
-    if event.get("type") == "DELETED":
-        app.cache.objects.namespace_labels.pop(name, None)
-    elif app.cache.objects.namespace_labels.get(name) != labels:
-        app.cache.objects.namespace_labels[name] = labels
-        app.cache.objects.generation += 1
-        app.move_all("NamespaceChange")
+    deleted = event.get("type") == "DELETED"
+    app.perform(routing.route_namespace(name, None if deleted else labels, cache=app.cache, served=app.states, now=app.now()))
 
 
 # --------------------------------------------------------------------------- SchedulingPolicy
@@ -207,8 +141,7 @@ async def _write_statuses(app: App, statuses: Mapping[str, Mapping[str, Any]]) -
 async def on_policy(body: Mapping[str, Any], memo: Any, **_: Any) -> None:
     """Create, update and resume: validate, accept or reject (keeping the last good profile)."""
     app = _app(memo)
-    meta = convert.policy_meta(body)
-    await _write_statuses(app, app.reconcile_policy(meta))
+    await _write_statuses(app, app.observe_policy(convert.policy_meta(body)))
 
 
 async def on_policy_delete(body: Mapping[str, Any], memo: Any, **_: Any) -> None:
@@ -220,8 +153,8 @@ async def on_policy_delete(body: Mapping[str, Any], memo: Any, **_: Any) -> None
 async def policy_daemon(body: Mapping[str, Any], memo: Any, stopped: Any, **_: Any) -> None:
     app = _app(memo)
     name = convert.policy_meta(body).name
-    if name not in app.policies:  # the daemon may start before the resume handler ran
-        await _write_statuses(app, app.reconcile_policy(convert.policy_meta(body)))
+    if name not in app.policies.records:  # the daemon may start before the resume handler ran
+        await _write_statuses(app, app.observe_policy(convert.policy_meta(body)))
     await loop.run(app, name, stopped)
 
 
@@ -248,7 +181,7 @@ def configure(settings: kopf.OperatorSettings, *, shard: str = "") -> None:
     settings.watching.client_timeout = 330
     settings.watching.connect_timeout = 10
     settings.networking.request_timeout = 30
-    settings.execution.max_workers = 4  # every handler is async; the pool only runs the login
+    settings.execution.max_workers = 4  # every handler (the login too) is async: the pool stays idle
 
 
 def shard_name(shard: str) -> str:
@@ -264,9 +197,15 @@ async def startup(settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
         configure(settings)
     app = memo.get("app") if hasattr(memo, "get") else None
     if not isinstance(app, App):
-        memo["app"] = app = App(Api.from_kubeconfig(None), identity=default_identity())
+        memo["app"] = app = App(Api(load_credentials()), identity=default_identity())
     app.started = True
-    logger.info("kopf-scheduler %s started", app.identity)
+    credentials = app.api.credentials
+    logger.info("kopf-scheduler %s started; API server %s, credentials from %s", app.identity, credentials.server, credentials.source)
+    plugins = installed_registry()
+    for name in plugins.out_of_tree():
+        logger.info("out-of-tree plugin %s from %s", name, plugins.origins[name])
+    for name, problem in plugins.problems.items():
+        logger.error("out-of-tree plugin %s cannot be used: %s", name, problem)
 
 
 async def cleanup(memo: Any, **_: Any) -> None:
@@ -278,9 +217,13 @@ async def cleanup(memo: Any, **_: Any) -> None:
         await app.api.close()
 
 
-def login(**kwargs: Any) -> Any:
-    """Credentials from $KUBECONFIG (the CLI sets it from --kubeconfig), else in-cluster."""
-    return kopf.login_with_kubeconfig(**kwargs) or kopf.login_with_service_account(**kwargs)
+async def login(memo: Any, **_: Any) -> kopf.ConnectionInfo:
+    """The App's credentials (startup runs first), with the token re-read: Kopf calls this again
+    after a 401, which is when a rotated token file matters."""
+    credentials = _app(memo).api.credentials
+    if credentials.token is not None:
+        credentials.token.refresh()
+    return connection_info(credentials)
 
 
 def register_lifecycle(registry: kopf.OperatorRegistry) -> None:

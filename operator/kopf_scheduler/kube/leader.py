@@ -14,8 +14,9 @@ one leader through a Lease, with client-go's semantics (the ones kube-scheduler 
   deadline, which is shorter than the lease duration, so it stops before anyone may take over.
 
 Layout: the decision (`decide`) and the record codec are pure functions over frozen values, and
-the tests drive them with plain numbers. `LeaseClient` is the only I/O: `PykubeLeaseClient` runs
-pykube-ng (raw JSON, no model coercion) in a worker thread. `LeaderElector` is the loop around them.
+the tests drive them with plain numbers. `LeaseClient` is the only I/O: `ApiLeaseClient` sends
+our own JSON through the operator's one `Api` (kube/client.py), so the Lease is written with the
+same credentials as every bind. `LeaderElector` is the loop around them.
 
 Limits, as in client-go: this is not fencing. A leader that stalls longer than the lease duration
 (a frozen process, a paused VM) may still act once it resumes, so the work it guards must stay
@@ -36,8 +37,12 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Final, Protocol
 
+from ..core.timestamps import parse_time, rfc3339_micro
+from .client import Api
+
 __all__ = [
     "Action",
+    "ApiLeaseClient",
     "Clock",
     "Decision",
     "LeaderElectionConfig",
@@ -47,15 +52,12 @@ __all__ = [
     "LeaseConflictError",
     "LeaseRecord",
     "Observation",
-    "PykubeLeaseClient",
     "StoredLease",
     "SystemClock",
     "decide",
     "default_identity",
-    "format_microtime",
     "lease_body",
     "observe",
-    "parse_microtime",
     "released",
     "renewed",
     "stored_lease_from_body",
@@ -64,8 +66,6 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 LEASE_API_VERSION: Final = "coordination.k8s.io/v1"
-# metav1.MicroTime: the API server parses exactly six fractional digits.
-_MICROTIME_FORMAT: Final = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 
 def default_identity() -> str:
@@ -123,26 +123,14 @@ class StoredLease:
     resource_version: str
 
 
-def format_microtime(moment: datetime) -> str:
-    """Render a metav1.MicroTime: UTC, always six fractional digits, `Z` suffix."""
-    return moment.astimezone(UTC).strftime(_MICROTIME_FORMAT)
-
-
-def parse_microtime(text: str | None) -> datetime | None:
-    """Parse an RFC 3339 time as the API server writes it (MicroTime or Time); None stays None."""
-    if not text:
-        return None
-    return datetime.fromisoformat(text).astimezone(UTC)
-
-
 def stored_lease_from_body(body: Mapping[str, Any]) -> StoredLease:
     """Read a Lease JSON body. Missing fields read as client-go reads them (empty, 0, None)."""
     spec: Mapping[str, Any] = body.get("spec") or {}
     record = LeaseRecord(
         holder_identity=str(spec.get("holderIdentity") or ""),
         lease_duration_seconds=int(spec.get("leaseDurationSeconds") or 0),
-        acquire_time=parse_microtime(spec.get("acquireTime")),
-        renew_time=parse_microtime(spec.get("renewTime")),
+        acquire_time=parse_time(spec.get("acquireTime")),
+        renew_time=parse_time(spec.get("renewTime")),
         lease_transitions=int(spec.get("leaseTransitions") or 0),
     )
     return StoredLease(record, str(body.get("metadata", {}).get("resourceVersion", "")))
@@ -159,9 +147,9 @@ def lease_body(record: LeaseRecord, *, name: str, namespace: str, resource_versi
         "leaseTransitions": record.lease_transitions,
     }
     if record.acquire_time is not None:
-        spec["acquireTime"] = format_microtime(record.acquire_time)
+        spec["acquireTime"] = rfc3339_micro(record.acquire_time)
     if record.renew_time is not None:
-        spec["renewTime"] = format_microtime(record.renew_time)
+        spec["renewTime"] = rfc3339_micro(record.renew_time)
     return {"apiVersion": LEASE_API_VERSION, "kind": "Lease", "metadata": metadata, "spec": spec}
 
 
@@ -295,55 +283,37 @@ class LeaseClient(Protocol):
         ...
 
 
-class PykubeLeaseClient:
-    """LeaseClient over pykube-ng's HTTPClient, each request in a worker thread.
+class ApiLeaseClient:
+    """LeaseClient over the operator's ``Api``: the credentials and connection pool of every other write."""
 
-    Why pykube rather than the official client: the official client (v37) coerces dict bodies into
-    its models and re-serialises times with `isoformat()`, which drops the fraction when the
-    microseconds are 0; the API server then rejects the MicroTime. pykube sends our JSON as is.
-    """
-
-    def __init__(self, api: Any, *, name: str, namespace: str, request_timeout: float = 10.0) -> None:
-        self._api = api  # pykube.HTTPClient (untyped library)
+    def __init__(self, api: Api, *, name: str, namespace: str) -> None:
+        self._api = api
         self._name = name
         self._namespace = namespace
-        self._timeout = request_timeout
+        self._collection = f"/apis/{LEASE_API_VERSION}/namespaces/{namespace}/leases"
 
     async def get(self) -> StoredLease | None:
-        return await asyncio.to_thread(self._send, "GET", self._name, None, allow_missing=True)
+        status, answer = await self._api.request("GET", f"{self._collection}/{self._name}")
+        return None if status == 404 else self._stored("GET", status, answer)
 
     async def create(self, record: LeaseRecord) -> StoredLease:
         body = lease_body(record, name=self._name, namespace=self._namespace, resource_version=None)
-        stored = await asyncio.to_thread(self._send, "POST", "", body)
-        assert stored is not None  # only GET may return None
-        return stored
+        return self._stored("POST", *await self._api.request("POST", self._collection, body))
 
     async def replace(self, record: LeaseRecord, *, resource_version: str) -> StoredLease:
         body = lease_body(record, name=self._name, namespace=self._namespace, resource_version=resource_version)
-        stored = await asyncio.to_thread(self._send, "PUT", self._name, body)
-        assert stored is not None
-        return stored
+        return self._stored("PUT", *await self._api.request("PUT", f"{self._collection}/{self._name}", body))
 
-    def _send(
-        self, method: str, name: str, body: dict[str, Any] | None, *, allow_missing: bool = False
-    ) -> StoredLease | None:
-        url = f"leases/{name}" if name else "leases"
+    def _stored(self, method: str, status: int, answer: Any) -> StoredLease:
+        ref = f"{method} lease {self._namespace}/{self._name}"
+        if status == 409:
+            raise LeaseConflictError(f"{ref}: conflict")
+        if not 200 <= status < 300 or not isinstance(answer, Mapping):
+            raise LeaseAPIError(f"{ref}: HTTP {status}: {str(answer)[:300]}")
         try:
-            response = self._api.request(
-                method, version=LEASE_API_VERSION, namespace=self._namespace, url=url, json=body, timeout=self._timeout
-            )
-            status = int(response.status_code)
-            if status == 404 and allow_missing:
-                return None
-            if status == 409:
-                raise LeaseConflictError(f"{method} lease {self._namespace}/{self._name}: conflict")
-            if not 200 <= status < 300:
-                raise LeaseAPIError(f"{method} lease {self._namespace}/{self._name}: HTTP {status}: {response.text[:300]}")
-            return stored_lease_from_body(response.json())
-        except LeaseAPIError:
-            raise
-        except Exception as exc:  # requests/OSError/JSON: this is the I/O edge, the loop must survive
-            raise LeaseAPIError(f"{method} lease {self._namespace}/{self._name}: {exc!r}") from exc
+            return stored_lease_from_body(answer)
+        except (TypeError, ValueError) as exc:  # a body of the wrong shape: this attempt failed
+            raise LeaseAPIError(f"{ref}: unreadable Lease: {exc!r}") from exc
 
 
 class Clock(Protocol):

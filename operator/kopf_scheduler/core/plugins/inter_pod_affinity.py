@@ -24,35 +24,50 @@ and per-topology-key value counts, and the distinct (anti-)affinity terms of
 existing pods with their topology value counts. Matching is then done once per
 distinct label set or term, and the filter is a few dict lookups per node (or
 a boolean lookup table over ``NodeTable.label_column`` in ``filter_nodes``).
+The filter state copies the index's value counts it uses (the index changes
+them as it follows the snapshot), so a state never changes under its reader.
 
-Limits: there are no PreFilter AddPod/RemovePod extensions yet, so nominated
-pods and preemption what-ifs must call ``fits`` on a snapshot that already
-reflects them. Namespace selectors read ``snapshot.objects.namespace_labels``
-(an unknown namespace has no labels, so only an empty selector matches it).
+PreFilter extensions (upstream ``AddPod`` / ``RemovePod``, ``updateWithPod``):
+a what-if that adds or removes a pod on a node moves the three counts by that
+pod, at the node's topology values, and writes a new state (the counts are
+copied where they change, never mutated). Filter reads nothing but the state
+and the node's labels, so the verdict then equals a fresh PreFilter on a
+snapshot with (or without) that pod. A SKIPped PreFilter still writes its
+(empty) state, so a what-if may add pods to it.
+
+Arguments: upstream's ``InterPodAffinityArgs`` (``hardPodAffinityWeight``
+0..100, default 1; ``ignorePreferredTermsOfExistingPods``). Namespace
+selectors read ``snapshot.objects.namespace_labels`` (an unknown namespace has
+no labels, so only an empty selector matches it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import compress
 from operator import ne
-from typing import Any, Final
+from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 
 from .. import framework
-from ..framework import MAX_NODE_SCORE, CycleState, Status
+from ..arguments import PluginArgsError
+from ..framework import (
+    MAX_NODE_SCORE,
+    CycleState,
+    NormalizeScorePlugin,
+    PreFilterExtensions,
+    PreScorePlugin,
+    StateKey,
+    Status,
+    VectorFilter,
+    VectorScore,
+)
 from ..nodeinfo import NodeInfo
 from ..objects import LabelSelector, Pod, PodAffinityTerm
 from ..snapshot import NodeTable, Snapshot
-from ..arguments import PluginArgsError
-
-NAME: Final = "InterPodAffinity"
-#: v1.9 Policy names: the predicate and the priority.
-FILTER_ALIAS: Final = "MatchInterPodAffinity"
-SCORE_ALIAS: Final = "InterPodAffinityPriority"
 
 ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH: Final = "node(s) didn't satisfy existing pods anti-affinity rules"
 ERR_REASON_AFFINITY_RULES_NOT_MATCH: Final = "node(s) didn't match pod affinity rules"
@@ -70,8 +85,8 @@ _PREFERRED_ANTI: Final = 3
 
 #: topology value -> count (only positive counts are stored)
 Values = dict[str, int]
-#: topology key -> values with a positive count
-PairSet = dict[str, Values]
+#: topology key -> values with a positive count (keys without any are absent); read-only
+PairSet = Mapping[str, Mapping[str, int]]
 
 
 # --------------------------------------------------------------------------- the index
@@ -259,9 +274,9 @@ class _Index:
 
 
 def _union(parts: list[Values]) -> Values:
-    """One value dict for a key; shares the index's dict when there is only one (read-only use)."""
+    """One value dict for a key, owned by the caller (the index's dicts change as it syncs)."""
     if len(parts) == 1:
-        return parts[0]
+        return dict(parts[0])
     out: Values = {}
     for p in parts:
         for v, n in p.items():
@@ -273,66 +288,129 @@ def _pair_set(parts: dict[str, list[Values]]) -> PairSet:
     return {key: _union(vs) for key, vs in parts.items() if any(vs)}
 
 
+def _moved(counts: PairSet, keys: Iterable[str], labels: Mapping[str, str], sign: int) -> PairSet:
+    """``counts`` with ``sign`` added at the node's value of each key in ``keys`` (once per occurrence).
+
+    Upstream ``topologyToMatchedTermCount.update``: keys the node lacks are ignored. Returns
+    ``counts`` itself when nothing moves, else a new mapping sharing only the untouched keys.
+    """
+    out: dict[str, Mapping[str, int]] | None = None
+    for key in keys:
+        v = labels.get(key)
+        if v is None:
+            continue
+        if out is None:
+            out = dict(counts)
+        values = dict(out.get(key, {}))
+        _add(values, v, sign)
+        if values:
+            out[key] = values
+        else:
+            out.pop(key, None)
+    return counts if out is None else out
+
+
 # --------------------------------------------------------------------------- cycle state
 
 
 @dataclass(frozen=True, slots=True)
 class _FilterState:
-    #: topology keys of the pod's required affinity terms, in order
-    affinity_keys: tuple[str, ...]
+    """Upstream's preFilterState: the incoming pod's required terms and the three topology pair counts.
+
+    The count mappings are never mutated; ``add_pod`` / ``remove_pod`` write a new state.
+    """
+
+    #: the pod's required affinity terms, in order
+    affinity_terms: tuple[PodAffinityTerm, ...]
+    #: existing pods matching all of ``affinity_terms``, per topology pair of each term
     affinity: PairSet
-    #: no existing pod matches the affinity terms, and the pod matches its own terms
-    first_of_group: bool
-    anti_affinity_keys: tuple[str, ...]
+    #: the pod matches all of its own required affinity terms (and has some)
+    self_affinity: bool
+    anti_affinity_terms: tuple[PodAffinityTerm, ...]
+    #: existing pods matching each of ``anti_affinity_terms``, per topology pair
     anti_affinity: PairSet
+    #: existing pods' required anti-affinity terms selecting the pod, per topology pair
     existing_anti_affinity: PairSet
+    #: namespace -> labels, to match the terms of pods a what-if adds or removes
+    namespace_labels: Mapping[str, Mapping[str, str]]
+
+    @property
+    def first_of_group(self) -> bool:
+        """No existing pod matches the affinity terms, and the pod matches its own (upstream's self-affinity rule)."""
+        return self.self_affinity and not self.affinity
 
 
-_SKIPPED: Final = object()
+@dataclass(frozen=True, slots=True)
+class _ScoreState:
+    """Topology key -> value -> summed weight (upstream's preScoreState.topologyScore), zeros dropped."""
+
+    scores: Mapping[str, Mapping[str, int]]
 
 
 # --------------------------------------------------------------------------- the plugin
 
 
-class InterPodAffinity:
-    """Filter, score and normalise on pod (anti-)affinity; see the module docstring."""
+@dataclass(frozen=True, slots=True)
+class InterPodAffinityArgs:
+    """Upstream ``InterPodAffinityArgs``."""
 
-    def __init__(self, args: Mapping[str, Any] | None = None, *, name: str | None = None) -> None:
-        self.name = name or NAME
-        args = dict(args or {})
-        weight = args.pop("hardPodAffinityWeight", DEFAULT_HARD_POD_AFFINITY_WEIGHT)
-        if isinstance(weight, bool) or not isinstance(weight, int):
-            raise PluginArgsError("hardPodAffinityWeight", "must be an integer")
-        if not MIN_HARD_POD_AFFINITY_WEIGHT <= weight <= MAX_HARD_POD_AFFINITY_WEIGHT:
+    #: score weight of an existing pod's required affinity term that selects the incoming pod
+    hard_pod_affinity_weight: int = DEFAULT_HARD_POD_AFFINITY_WEIGHT
+    #: without preferred terms of its own, the incoming pod ignores existing pods' preferred terms
+    ignore_preferred_terms_of_existing_pods: bool = False
+
+    def __post_init__(self) -> None:
+        if not MIN_HARD_POD_AFFINITY_WEIGHT <= self.hard_pod_affinity_weight <= MAX_HARD_POD_AFFINITY_WEIGHT:
             raise PluginArgsError(
                 "hardPodAffinityWeight", f"not in valid range [{MIN_HARD_POD_AFFINITY_WEIGHT}-{MAX_HARD_POD_AFFINITY_WEIGHT}]"
             )
-        ignore = args.pop("ignorePreferredTermsOfExistingPods", False)
-        if not isinstance(ignore, bool):
-            raise PluginArgsError("ignorePreferredTermsOfExistingPods", "must be a boolean")
-        for key in args:
-            raise PluginArgsError(key, "unknown field")
-        self.hard_pod_affinity_weight: int = weight
-        self.ignore_preferred_terms_of_existing_pods: bool = ignore
-        self._filter_key = f"PreFilter{self.name}"
-        self._score_key = f"PreScore{self.name}"
+
+
+class InterPodAffinity(PreFilterExtensions, VectorFilter, PreScorePlugin, VectorScore, NormalizeScorePlugin):
+    """Filter, score and normalise on pod (anti-)affinity; see the module docstring."""
+
+    NAME = "InterPodAffinity"
+    Args = InterPodAffinityArgs
+
+    def __init__(self, args: InterPodAffinityArgs | None = None, *, name: str | None = None) -> None:
+        super().__init__(args, name=name)
+        self.args: InterPodAffinityArgs
+        self._filter_key = StateKey[_FilterState](f"PreFilter{self.name}")
+        self._score_key = StateKey[_ScoreState](f"PreScore{self.name}")
         self._index = _Index()
         self._statuses = tuple(st.with_plugin(self.name) for st in _STATUSES)
 
     # ------------------------------------------------------------------ filter
 
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
-        a = pod.affinity
-        req_aff = a.pod_affinity.required if a is not None and a.pod_affinity is not None else ()
-        req_anti = a.pod_anti_affinity.required if a is not None and a.pod_anti_affinity is not None else ()
+        req_aff, req_anti = _required_terms(pod)
         if not req_aff and not req_anti and not snapshot.have_pods_with_required_anti_affinity:
-            state.write(self._filter_key, _SKIPPED)
+            state.write(self._filter_key, _FilterState((), {}, False, (), {}, {}, snapshot.objects.namespace_labels))
             return framework.SKIP
         s = self.filter_state(pod, snapshot)
-        if not req_aff and not req_anti and not s.existing_anti_affinity:
-            state.write(self._filter_key, _SKIPPED)
-            return framework.SKIP
         state.write(self._filter_key, s)
+        if not req_aff and not req_anti and not s.existing_anti_affinity:
+            return framework.SKIP
+        return framework.SUCCESS
+
+    def _not_found(self) -> str:
+        return f"reading {self._filter_key.label!r} from cycle state: not found"
+
+    def add_pod(self, state: CycleState, pod: Pod, added: Pod, node: NodeInfo) -> Status:
+        return self._update(state, pod, added, node, 1)
+
+    def remove_pod(self, state: CycleState, pod: Pod, removed: Pod, node: NodeInfo) -> Status:
+        return self._update(state, pod, removed, node, -1)
+
+    def _update(self, state: CycleState, pod: Pod, other: Pod, node: NodeInfo, sign: int) -> Status:
+        s = state.read(self._filter_key)
+        if s is None:
+            return framework.error(self._not_found())
+        if node.node is None:
+            return framework.error("node not found")
+        updated = with_pod(s, pod, other, node.node.labels, sign)
+        if updated is not s:
+            state.write(self._filter_key, updated)
         return framework.SUCCESS
 
     def filter_state(self, pod: Pod, snapshot: Snapshot) -> _FilterState:
@@ -341,9 +419,7 @@ class InterPodAffinity:
         idx.sync(snapshot)
         ns_labels = snapshot.objects.namespace_labels
         own_labels = ns_labels.get(pod.namespace)
-        a = pod.affinity
-        req_aff = a.pod_affinity.required if a is not None and a.pod_affinity is not None else ()
-        req_anti = a.pod_anti_affinity.required if a is not None and a.pod_anti_affinity is not None else ()
+        req_aff, req_anti = _required_terms(pod)
 
         existing: dict[str, list[Values]] = {}
         for et in idx.terms[_REQUIRED_ANTI].values():
@@ -362,24 +438,21 @@ class InterPodAffinity:
                 for t in req_anti:
                     if t.selects(probe, pod.namespace, probe_labels):
                         anti.setdefault(t.topology_key, []).append(idx.topology(group, t.topology_key))
-        affinity_set = _pair_set(affinity)
-        first = not affinity_set and bool(req_aff) and all(t.selects(pod, pod.namespace, own_labels) for t in req_aff)
         return _FilterState(
-            affinity_keys=tuple(t.topology_key for t in req_aff),
-            affinity=affinity_set,
-            first_of_group=first,
-            anti_affinity_keys=tuple(t.topology_key for t in req_anti),
+            affinity_terms=req_aff,
+            affinity=_pair_set(affinity),
+            self_affinity=bool(req_aff) and all(t.selects(pod, pod.namespace, own_labels) for t in req_aff),
+            anti_affinity_terms=req_anti,
             anti_affinity=_pair_set(anti),
             existing_anti_affinity=_pair_set(existing),
+            namespace_labels=ns_labels,
         )
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
         # Called once per rejected node to explain it, so kept lean: statuses come pre-stamped.
-        s = state.data.get(self._filter_key)
-        if s is _SKIPPED:
-            return self._statuses[_PASS]
-        if s.__class__ is not _FilterState:
-            return framework.error(f"reading {self._filter_key!r} from cycle state: not found")
+        s = state.read(self._filter_key)
+        if s is None:
+            return framework.error(self._not_found())
         n = node.node
         if n is None:
             return framework.error("node not found")
@@ -389,21 +462,21 @@ class InterPodAffinity:
         self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]
     ) -> npt.NDArray[np.bool_]:
         s = state.read(self._filter_key)
+        if s is None:
+            raise LookupError(self._not_found())
         ok = np.ones(index.size, dtype=np.bool_)
-        if s is _SKIPPED or not isinstance(s, _FilterState):
-            if s is not _SKIPPED:
-                raise LookupError(f"reading {self._filter_key!r} from cycle state: not found")
-            return ok
-        if s.affinity_keys:
+        if s.affinity_terms:
             present = np.ones(index.size, dtype=np.bool_)
             exist = np.ones(index.size, dtype=np.bool_)
-            for key in s.affinity_keys:
+            for t in s.affinity_terms:
+                key = t.topology_key
                 ids = table.label_column(key)[0][index]
                 present &= ids >= 0
                 exist &= _hits(table, key, s.affinity.get(key), ids)
             ok = present & (exist | s.first_of_group)
         if s.anti_affinity:
-            for key in s.anti_affinity_keys:
+            for t in s.anti_affinity_terms:
+                key = t.topology_key
                 ids = table.label_column(key)[0][index]
                 ok &= ~_hits(table, key, s.anti_affinity.get(key), ids)
         for key, values in s.existing_anti_affinity.items():
@@ -420,14 +493,14 @@ class InterPodAffinity:
         pref_aff = a.pod_affinity.preferred if a is not None and a.pod_affinity is not None else ()
         pref_anti = a.pod_anti_affinity.preferred if a is not None and a.pod_anti_affinity is not None else ()
         has_constraints = bool(pref_aff or pref_anti)
-        if not has_constraints and (self.ignore_preferred_terms_of_existing_pods or not snapshot.have_pods_with_affinity):
+        if not has_constraints and (self.args.ignore_preferred_terms_of_existing_pods or not snapshot.have_pods_with_affinity):
             return framework.SKIP
         scores = self.topology_scores(pod, snapshot)
         # Upstream skips when no pair was scored; a map whose entries are all 0 also scores
         # every node 0, and a constant score normalises to 0 everywhere: the same result.
         if not scores:
             return framework.SKIP
-        state.write(self._score_key, scores)
+        state.write(self._score_key, _ScoreState(scores))
         return framework.SUCCESS
 
     def topology_scores(self, pod: Pod, snapshot: Snapshot) -> dict[str, dict[str, int]]:
@@ -457,12 +530,13 @@ class InterPodAffinity:
                         add(w.term.topology_key, idx.topology(group, w.term.topology_key), -w.weight)
         own_labels = ns_labels.get(pod.namespace)
         kinds: list[tuple[int, int]] = [(_PREFERRED_AFFINITY, 1), (_PREFERRED_ANTI, -1)]
-        if self.hard_pod_affinity_weight > 0:
+        hard_weight = self.args.hard_pod_affinity_weight
+        if hard_weight > 0:
             kinds.append((_REQUIRED_AFFINITY, 1))
         for kind, sign in kinds:
             for et in idx.terms[kind].values():
                 if et.term.selects(pod, et.owner_namespace, own_labels):
-                    weight = self.hard_pod_affinity_weight if kind == _REQUIRED_AFFINITY else et.weight
+                    weight = hard_weight if kind == _REQUIRED_AFFINITY else et.weight
                     add(et.term.topology_key, et.values, sign * weight)
         for key in list(out):
             values = {v: n for v, n in out[key].items() if n != 0}
@@ -472,8 +546,12 @@ class InterPodAffinity:
                 del out[key]
         return out
 
+    def _scores(self, state: CycleState) -> Mapping[str, Mapping[str, int]]:
+        s = state.read(self._score_key)
+        return s.scores if s is not None else {}
+
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
-        scores: dict[str, dict[str, int]] = state.read(self._score_key) or {}
+        scores = self._scores(state)
         if node.node is None:
             return 0
         labels = node.node.labels
@@ -487,7 +565,7 @@ class InterPodAffinity:
     def score_nodes(
         self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]
     ) -> npt.NDArray[np.int64]:
-        scores: dict[str, dict[str, int]] = state.read(self._score_key) or {}
+        scores = self._scores(state)
         total = np.zeros(index.size, dtype=np.int64)
         for key, values in scores.items():
             ids, vocab = table.label_column(key)
@@ -500,7 +578,7 @@ class InterPodAffinity:
         return total
 
     def normalize_scores(self, state: CycleState, pod: Pod, scores: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-        if scores.size == 0 or not state.read(self._score_key):
+        if scores.size == 0 or not self._scores(state):
             return scores
         return normalize(scores)
 
@@ -520,11 +598,55 @@ _STATUSES: Final = (
 )
 
 
+def _required_terms(pod: Pod) -> tuple[tuple[PodAffinityTerm, ...], tuple[PodAffinityTerm, ...]]:
+    """The pod's required affinity and anti-affinity terms."""
+    a = pod.affinity
+    if a is None:
+        return (), ()
+    req_aff = a.pod_affinity.required if a.pod_affinity is not None else ()
+    req_anti = a.pod_anti_affinity.required if a.pod_anti_affinity is not None else ()
+    return req_aff, req_anti
+
+
+def with_pod(s: _FilterState, pod: Pod, other: Pod, labels: Mapping[str, str], sign: int) -> _FilterState:
+    """``s`` as if ``other`` were added (``sign`` 1) to, or removed (-1) from, a node with ``labels``.
+
+    Upstream ``preFilterState.updateWithPod`` (without the hostname fast path): ``other``'s
+    required anti-affinity terms that select ``pod``; ``pod``'s affinity terms when ``other``
+    matches them all; each of ``pod``'s anti-affinity terms ``other`` matches. ``s`` itself when
+    nothing moves.
+    """
+    ns_labels = s.namespace_labels
+    existing = s.existing_anti_affinity
+    _, other_anti = _required_terms(other)
+    if other_anti:
+        own = ns_labels.get(pod.namespace)
+        existing = _moved(existing, (t.topology_key for t in other_anti if t.selects(pod, other.namespace, own)), labels, sign)
+    affinity, anti = s.affinity, s.anti_affinity
+    if s.affinity_terms or s.anti_affinity_terms:
+        theirs = ns_labels.get(other.namespace)
+        if s.affinity_terms and all(t.selects(other, pod.namespace, theirs) for t in s.affinity_terms):
+            affinity = _moved(affinity, (t.topology_key for t in s.affinity_terms), labels, sign)
+        anti = _moved(anti, (t.topology_key for t in s.anti_affinity_terms if t.selects(other, pod.namespace, theirs)), labels, sign)
+    if existing is s.existing_anti_affinity and affinity is s.affinity and anti is s.anti_affinity:
+        return s
+    return _FilterState(
+        affinity_terms=s.affinity_terms,
+        affinity=affinity,
+        self_affinity=s.self_affinity,
+        anti_affinity_terms=s.anti_affinity_terms,
+        anti_affinity=anti,
+        existing_anti_affinity=existing,
+        namespace_labels=ns_labels,
+    )
+
+
 def _verdict(s: _FilterState, labels: Mapping[str, str]) -> int:
     """Upstream Filter on one node's labels: affinity, then anti-affinity, then existing pods' anti-affinity."""
-    if s.affinity_keys:
+    if s.affinity_terms:
         exist = True
-        for key in s.affinity_keys:
+        for t in s.affinity_terms:
+            key = t.topology_key
             v = labels.get(key)
             if v is None:  # every topology key of the terms must be on the node
                 return _AFFINITY_FAIL
@@ -534,7 +656,8 @@ def _verdict(s: _FilterState, labels: Mapping[str, str]) -> int:
         if not exist and not s.first_of_group:
             return _AFFINITY_FAIL
     if s.anti_affinity:
-        for key in s.anti_affinity_keys:
+        for t in s.anti_affinity_terms:
+            key = t.topology_key
             v = labels.get(key)
             if v is not None:
                 values = s.anti_affinity.get(key)
@@ -572,7 +695,7 @@ def normalize(scores: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     return out.astype(np.int64)
 
 
-def _hits(table: NodeTable, key: str, values: Values | None, ids: npt.NDArray[np.int32]) -> npt.NDArray[np.bool_]:
+def _hits(table: NodeTable, key: str, values: Mapping[str, int] | None, ids: npt.NDArray[np.int32]) -> npt.NDArray[np.bool_]:
     """Per node of ``ids`` (label value ids of ``key``), whether its value is among ``values``."""
     if not values:
         return np.zeros(ids.size, dtype=np.bool_)

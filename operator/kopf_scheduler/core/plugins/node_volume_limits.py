@@ -20,8 +20,9 @@ missing claims of pods already on the node are not counted; a claim with no name
 unique volume IDs of one type (EBS ``volumeID``, GCE ``pdName``, Azure ``diskName``) among the
 pod's inline volumes and the PVs bound to its claims; a claim that is missing, unbound or bound to
 a missing PV counts as one volume keyed by the claim. Fails when ``existing + new-not-on-node >
-maxVolumes`` (defaults 39 / 16 / 16). ``KUBE_MAX_PD_VOLS`` is not read here: the caller passes
-its value as the ``maxVolumes`` argument (a positive integer).
+maxVolumes`` (``EBSLimitsArgs`` / ``GCEPDLimitsArgs`` / ``AzureDiskLimitsArgs``, defaults 39 / 16 /
+16). v1.9's ``KUBE_MAX_PD_VOLS`` environment override is not read (the core reads no
+environment): a policy lists the plugin by name (``EBSLimits``...) with ``argument: {maxVolumes: N}``.
 
 All four return SKIP from PreFilter when the pod brings no volume that would count (no volumes,
 no claims, or claims that resolve to nothing countable), which is exactly when Filter would pass
@@ -40,30 +41,19 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Final
+from typing import TYPE_CHECKING, ClassVar, Final
 
 import numpy as np
 import numpy.typing as npt
 
 from .. import framework
-from ..framework import CycleState, Status
+from ..arguments import NoArgs, PluginArgsError
+from ..framework import CycleState, PreFilterPlugin, StateKey, Status, VectorFilter
 from ..nodeinfo import NodeInfo
 from ..objects import Pod, Volume
-from ..arguments import PluginArgsError
 
 if TYPE_CHECKING:
     from ..snapshot import ClusterObjects, NodeTable, Snapshot
-
-NAME: Final = "NodeVolumeLimits"
-#: v1.11+ Policy name of the CSI check.
-FILTER_ALIASES: Final = ("MaxCSIVolumeCountPred",)
-
-EBS_LIMITS_NAME: Final = "EBSLimits"
-GCEPD_LIMITS_NAME: Final = "GCEPDLimits"
-AZURE_DISK_LIMITS_NAME: Final = "AzureDiskLimits"
-EBS_ALIASES: Final = ("MaxEBSVolumeCount",)
-GCEPD_ALIASES: Final = ("MaxGCEPDVolumeCount",)
-AZURE_DISK_ALIASES: Final = ("MaxAzureDiskVolumeCount",)
 
 ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED: Final = "node(s) exceed max volume count"
 ERR_CLAIM_NO_NAME: Final = "PersistentVolumeClaim had no name"
@@ -71,8 +61,6 @@ ERR_CLAIM_NO_NAME: Final = "PersistentVolumeClaim had no name"
 DEFAULT_MAX_EBS_VOLUMES: Final = 39
 DEFAULT_MAX_GCEPD_VOLUMES: Final = 16
 DEFAULT_MAX_AZURE_DISK_VOLUMES: Final = 16
-#: the argument that carries ``KUBE_MAX_PD_VOLS``
-MAX_VOLUMES_ARG: Final = "maxVolumes"
 
 PVC: Final = "persistentVolumeClaim"
 EPHEMERAL: Final = "ephemeral"
@@ -80,6 +68,10 @@ _CLAIM_KINDS: Final = frozenset({PVC, EPHEMERAL})
 
 #: a unique volume: (driver, handle) for a real CSI volume, (driver, "", "ns/claim") for one to be provisioned
 VolumeKey = tuple[str, ...]
+
+
+def _not_found(label: str) -> str:
+    return f"reading {label!r} from cycle state: not found"
 
 
 def claim_name(pod: Pod, v: Volume) -> str:
@@ -94,7 +86,7 @@ class _Missing(Exception):
     """A claim of the incoming pod is missing (becomes UnschedulableAndUnresolvable)."""
 
 
-def csi_volumes(pod: Pod, objects: "ClusterObjects", *, new_pod: bool) -> dict[VolumeKey, str]:
+def csi_volumes(pod: Pod, objects: ClusterObjects, *, new_pod: bool) -> dict[VolumeKey, str]:
     """The pod's countable CSI volumes: unique key -> driver (upstream ``filterAttachableVolumes``).
 
     Raises ``_Missing`` for a missing claim of a new pod and ``ValueError`` for a claim with no name.
@@ -129,30 +121,34 @@ def csi_volumes(pod: Pod, objects: "ClusterObjects", *, new_pod: bool) -> dict[V
 
 @dataclass(frozen=True, slots=True)
 class CSIState:
-    #: the incoming pod's volumes, or the status every node gets (a missing claim, an error)
+    """The incoming pod's countable volumes and the objects they (and the node's pods' claims) resolve in."""
+
     new_volumes: Mapping[VolumeKey, str]
+    objects: ClusterObjects
+    #: the status every node gets instead (a missing claim, a claim with no name)
     status: Status | None = None
 
 
-def csi_state(pod: Pod, objects: "ClusterObjects") -> CSIState | Status:
+def csi_state(pod: Pod, objects: ClusterObjects) -> CSIState | Status:
     """SKIP when nothing of the pod counts; otherwise what Filter needs."""
     if not any(v.kind in _CLAIM_KINDS for v in pod.volumes):
         return framework.SKIP
     try:
         new = csi_volumes(pod, objects, new_pod=True)
     except _Missing as exc:
-        return CSIState({}, framework.unresolvable(str(exc)))
+        return CSIState({}, objects, framework.unresolvable(str(exc)))
     except ValueError as exc:
-        return CSIState({}, framework.error(str(exc)))
+        return CSIState({}, objects, framework.error(str(exc)))
     if not new:
         return framework.SKIP
-    return CSIState(new)
+    return CSIState(new, objects)
 
 
-def csi_check(s: CSIState, node_info: NodeInfo, objects: "ClusterObjects") -> Status:
+def csi_check(s: CSIState, node_info: NodeInfo) -> Status:
     """The CSI filter's verdict for one node."""
     if s.status is not None:
         return s.status
+    objects = s.objects
     csi_node = objects.csi_nodes.get(node_info.name)
     limits = csi_node.limits if csi_node is not None else None
     if not limits:
@@ -180,54 +176,48 @@ def csi_check(s: CSIState, node_info: NodeInfo, objects: "ClusterObjects") -> St
     return framework.SUCCESS
 
 
-def fits(pod: Pod, node_info: NodeInfo, objects: "ClusterObjects") -> Status:
+def fits(pod: Pod, node_info: NodeInfo, objects: ClusterObjects) -> Status:
     """NodeVolumeLimits' verdict for ``pod`` on ``node_info``."""
     s = csi_state(pod, objects)
     if isinstance(s, Status):
         return framework.SUCCESS if s.is_skip else s
-    return csi_check(s, node_info, objects)
+    return csi_check(s, node_info)
 
 
-class NodeVolumeLimits:
-    NAME: ClassVar[str] = NAME
+class NodeVolumeLimits(PreFilterPlugin, VectorFilter):
+    NAME = "NodeVolumeLimits"
 
-    def __init__(self, args: Mapping[str, Any] | None = None, *, name: str | None = None) -> None:
-        for key in args or {}:
-            raise PluginArgsError(str(key), "NodeVolumeLimits takes no arguments")
-        self.name = name or NAME
-        self._key = f"PreFilter{self.name}"
+    def __init__(self, args: NoArgs | None = None, *, name: str | None = None) -> None:
+        super().__init__(args, name=name)
+        self._key = StateKey[CSIState](f"PreFilter{self.name}")
 
-    def pre_filter(self, state: CycleState, pod: Pod, snapshot: "Snapshot") -> Status:
+    def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
         s = csi_state(pod, snapshot.objects)
         if isinstance(s, Status):
             return s
-        state.write(self._key, (s, snapshot.objects))
+        state.write(self._key, s)
         return framework.SUCCESS
-
-    def _state(self, state: CycleState) -> tuple[CSIState, "ClusterObjects"]:
-        s = state.read(self._key)
-        if s is None:
-            raise LookupError(f"reading {self._key!r} from cycle state: not found")
-        return s  # type: ignore[no-any-return]
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
         if not pod.volumes:
             return framework.SUCCESS
         s = state.read(self._key)
         if s is None:
-            return framework.error(f"reading {self._key!r} from cycle state: not found")
-        return csi_check(s[0], node, s[1])
+            return framework.error(_not_found(self._key.label))
+        return csi_check(s, node)
 
-    def filter_nodes(self, state: CycleState, pod: Pod, table: "NodeTable", index: npt.NDArray[np.intp]) -> npt.NDArray[np.bool_]:
-        s, objects = self._state(state)
+    def filter_nodes(self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]) -> npt.NDArray[np.bool_]:
+        s = state.read(self._key)
+        if s is None:
+            raise LookupError(_not_found(self._key.label))
         info = table.info
-        return np.fromiter((csi_check(s, info(k), objects).is_success for k in index.tolist()), dtype=np.bool_, count=len(index))
+        return np.fromiter((csi_check(s, info(k)).is_success for k in index.tolist()), dtype=np.bool_, count=len(index))
 
 
 # =========================================================================== v1.9 cloud-disk counters
 
 
-def legacy_volume_ids(pod: Pod, kind: str, objects: "ClusterObjects", into: set[Hashable]) -> None:
+def legacy_volume_ids(pod: Pod, kind: str, objects: ClusterObjects, into: set[Hashable]) -> None:
     """Add the pod's unique volumes of in-tree type ``kind`` to ``into`` (v1.9 ``filterVolumes``).
 
     ``("id", <volume id>)`` for an inline volume or bound PV of that type; ``("claim", "ns/name")``
@@ -254,27 +244,32 @@ def legacy_volume_ids(pod: Pod, kind: str, objects: "ClusterObjects", into: set[
 
 @dataclass(frozen=True, slots=True)
 class LegacyState:
+    """The incoming pod's unique volumes of one type and the objects the node's pods' claims resolve in."""
+
     new_volumes: frozenset[Hashable]
+    objects: ClusterObjects
+    #: the status every node gets instead (a claim with no name)
     status: Status | None = None
 
 
-def legacy_state(pod: Pod, kind: str, objects: "ClusterObjects") -> LegacyState | Status:
+def legacy_state(pod: Pod, kind: str, objects: ClusterObjects) -> LegacyState | Status:
     if not any(v.kind == kind or v.kind == PVC for v in pod.volumes):
         return framework.SKIP
     new: set[Hashable] = set()
     try:
         legacy_volume_ids(pod, kind, objects, new)
     except ValueError as exc:
-        return LegacyState(frozenset(), framework.error(str(exc)))
+        return LegacyState(frozenset(), objects, framework.error(str(exc)))
     if not new:
         return framework.SKIP
-    return LegacyState(frozenset(new))
+    return LegacyState(frozenset(new), objects)
 
 
-def legacy_check(s: LegacyState, node_info: NodeInfo, kind: str, max_volumes: int, objects: "ClusterObjects") -> Status:
+def legacy_check(s: LegacyState, node_info: NodeInfo, kind: str, max_volumes: int) -> Status:
     """The v1.9 predicate for one node: existing unique volumes + the new ones not already there."""
     if s.status is not None:
         return s.status
+    objects = s.objects
     existing: set[Hashable] = set()
     for p in node_info.pods.values():
         if p.volumes:
@@ -288,38 +283,60 @@ def legacy_check(s: LegacyState, node_info: NodeInfo, kind: str, max_volumes: in
     return framework.SUCCESS
 
 
-class _LegacyVolumeCount:
+def _check_max_volumes(max_volumes: int) -> None:
+    if max_volumes <= 0:
+        raise PluginArgsError("maxVolumes", f"must be a positive integer, got {max_volumes!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class MaxVolumesArgs:
+    """The arguments of a v1.9 cloud-disk counter; each counter's subclass gives the default."""
+
+    #: the most volumes of the counter's type a node may have (v1.9 ``KUBE_MAX_PD_VOLS``)
+    max_volumes: int
+
+    def __post_init__(self) -> None:
+        _check_max_volumes(self.max_volumes)
+
+
+@dataclass(frozen=True, slots=True)
+class EBSLimitsArgs(MaxVolumesArgs):
+    max_volumes: int = DEFAULT_MAX_EBS_VOLUMES
+
+
+@dataclass(frozen=True, slots=True)
+class GCEPDLimitsArgs(MaxVolumesArgs):
+    max_volumes: int = DEFAULT_MAX_GCEPD_VOLUMES
+
+
+@dataclass(frozen=True, slots=True)
+class AzureDiskLimitsArgs(MaxVolumesArgs):
+    max_volumes: int = DEFAULT_MAX_AZURE_DISK_VOLUMES
+
+
+class _LegacyVolumeCount(PreFilterPlugin, VectorFilter):
     """One v1.9 MaxPDVolumeCountChecker for the in-tree volume type ``KIND``."""
 
-    NAME: ClassVar[str]
     KIND: ClassVar[str]
-    DEFAULT_MAX_VOLUMES: ClassVar[int]
+    Args: ClassVar[type[MaxVolumesArgs]]
 
-    def __init__(self, args: Mapping[str, Any] | None = None, *, name: str | None = None) -> None:
-        args = dict(args or {})
-        max_volumes = args.pop(MAX_VOLUMES_ARG, None)
-        for key in args:
-            raise PluginArgsError(str(key), "unknown field")
-        if max_volumes is None:
-            max_volumes = self.DEFAULT_MAX_VOLUMES
-        elif isinstance(max_volumes, bool) or not isinstance(max_volumes, int) or max_volumes <= 0:
-            raise PluginArgsError(MAX_VOLUMES_ARG, f"must be a positive integer, got {max_volumes!r}")
-        self.max_volumes: int = max_volumes
-        self.name = name or self.NAME
-        self._key = f"PreFilter{self.name}"
+    def __init__(self, args: MaxVolumesArgs | None = None, *, name: str | None = None) -> None:
+        super().__init__(args, name=name)
+        self.args: MaxVolumesArgs
+        self._key = StateKey[LegacyState](f"PreFilter{self.name}")
 
-    def fits(self, pod: Pod, node_info: NodeInfo, objects: "ClusterObjects") -> Status:
+    def fits(self, pod: Pod, node_info: NodeInfo, objects: ClusterObjects) -> Status:
         """This counter's verdict for ``pod`` on ``node_info``."""
         s = legacy_state(pod, self.KIND, objects)
         if isinstance(s, Status):
             return framework.SUCCESS if s.is_skip else s
-        return legacy_check(s, node_info, self.KIND, self.max_volumes, objects)
+        return legacy_check(s, node_info, self.KIND, self.args.max_volumes)
 
-    def pre_filter(self, state: CycleState, pod: Pod, snapshot: "Snapshot") -> Status:
+    def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
         s = legacy_state(pod, self.KIND, snapshot.objects)
         if isinstance(s, Status):
             return s
-        state.write(self._key, (s, snapshot.objects))
+        state.write(self._key, s)
         return framework.SUCCESS
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
@@ -327,33 +344,39 @@ class _LegacyVolumeCount:
             return framework.SUCCESS
         s = state.read(self._key)
         if s is None:
-            return framework.error(f"reading {self._key!r} from cycle state: not found")
-        return legacy_check(s[0], node, self.KIND, self.max_volumes, s[1])
+            return framework.error(_not_found(self._key.label))
+        return legacy_check(s, node, self.KIND, self.args.max_volumes)
 
-    def filter_nodes(self, state: CycleState, pod: Pod, table: "NodeTable", index: npt.NDArray[np.intp]) -> npt.NDArray[np.bool_]:
+    def filter_nodes(self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]) -> npt.NDArray[np.bool_]:
         s = state.read(self._key)
         if s is None:
-            raise LookupError(f"reading {self._key!r} from cycle state: not found")
-        ls, objects = s
-        info, kind, top = table.info, self.KIND, self.max_volumes
-        return np.fromiter(
-            (legacy_check(ls, info(k), kind, top, objects).is_success for k in index.tolist()), dtype=np.bool_, count=len(index)
-        )
+            raise LookupError(_not_found(self._key.label))
+        info, kind, top = table.info, self.KIND, self.args.max_volumes
+        return np.fromiter((legacy_check(s, info(k), kind, top).is_success for k in index.tolist()), dtype=np.bool_, count=len(index))
 
 
 class EBSLimits(_LegacyVolumeCount):
-    NAME: ClassVar[str] = EBS_LIMITS_NAME
-    KIND: ClassVar[str] = "awsElasticBlockStore"
-    DEFAULT_MAX_VOLUMES: ClassVar[int] = DEFAULT_MAX_EBS_VOLUMES
+    NAME = "EBSLimits"
+    KIND = "awsElasticBlockStore"
+    Args = EBSLimitsArgs
+
+    def __init__(self, args: EBSLimitsArgs | None = None, *, name: str | None = None) -> None:
+        super().__init__(args, name=name)
 
 
 class GCEPDLimits(_LegacyVolumeCount):
-    NAME: ClassVar[str] = GCEPD_LIMITS_NAME
-    KIND: ClassVar[str] = "gcePersistentDisk"
-    DEFAULT_MAX_VOLUMES: ClassVar[int] = DEFAULT_MAX_GCEPD_VOLUMES
+    NAME = "GCEPDLimits"
+    KIND = "gcePersistentDisk"
+    Args = GCEPDLimitsArgs
+
+    def __init__(self, args: GCEPDLimitsArgs | None = None, *, name: str | None = None) -> None:
+        super().__init__(args, name=name)
 
 
 class AzureDiskLimits(_LegacyVolumeCount):
-    NAME: ClassVar[str] = AZURE_DISK_LIMITS_NAME
-    KIND: ClassVar[str] = "azureDisk"
-    DEFAULT_MAX_VOLUMES: ClassVar[int] = DEFAULT_MAX_AZURE_DISK_VOLUMES
+    NAME = "AzureDiskLimits"
+    KIND = "azureDisk"
+    Args = AzureDiskLimitsArgs
+
+    def __init__(self, args: AzureDiskLimitsArgs | None = None, *, name: str | None = None) -> None:
+        super().__init__(args, name=name)

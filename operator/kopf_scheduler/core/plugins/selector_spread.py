@@ -7,7 +7,8 @@ framework plugin (``pkg/scheduler/framework/plugins/selectorspread/selector_spre
 - The selectors are those of the Services, ReplicationControllers, ReplicaSets
   and StatefulSets in the pod's namespace that select the pod
   (``ClusterObjects.services_of`` / ``controllers_of``); with ``servicesOnly``
-  (v1.9 ``ServiceSpreadingPriority``, framework ``ServiceSpreading``) only Services.
+  (``SelectorSpreadArgs``; registry.py builds v1.9 ``ServiceSpreadingPriority`` as the instance
+  ``ServiceSpreading`` with it, like the v1.18 framework plugin) only Services.
 - A node's raw score counts its pods in the pod's namespace, not being deleted,
   that match *any* of the selectors (v1.9; the framework plugin later ANDed them).
 - Normalisation: ``100 * (maxNode - count) / maxNode`` (100 when maxNode is 0);
@@ -27,27 +28,20 @@ once per distinct label set.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from itertools import compress
 from operator import ne
-from typing import Any, Final
+from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 
 from .. import framework
-from ..framework import MAX_NODE_SCORE, CycleState, Status
+from ..framework import MAX_NODE_SCORE, CycleState, NormalizeScorePlugin, PreScorePlugin, StateKey, Status, VectorScore
 from ..nodeinfo import NodeInfo
 from ..objects import LabelSelector, Pod, zone_key
 from ..snapshot import NodeTable, Snapshot
-from ..arguments import PluginArgsError
-
-NAME: Final = "SelectorSpread"
-#: v1.9 Policy name of the same priority.
-ALIAS: Final = "SelectorSpreadPriority"
-#: The Services-only variant: ``SelectorSpread({"servicesOnly": True}, name=SERVICE_SPREADING_NAME)``.
-SERVICE_SPREADING_NAME: Final = "ServiceSpreading"
-SERVICE_SPREADING_ALIAS: Final = "ServiceSpreadingPriority"
 
 ZONE_WEIGHTING: Final = 2.0 / 3.0
 
@@ -162,95 +156,62 @@ class _Groups:
         return out
 
 
-class SelectorSpread:
-    """Score plugin; args ``{servicesOnly: bool}`` (default false)."""
+@dataclass(frozen=True, slots=True)
+class SelectorSpreadArgs:
+    #: spread by Services only, not by controllers (v1.9 ``ServiceSpreadingPriority``)
+    services_only: bool = False
 
-    def __init__(self, args: Mapping[str, Any] | None = None, *, name: str | None = None) -> None:
-        args = dict(args or {})
-        services_only = args.pop("servicesOnly", False)
-        if not isinstance(services_only, bool):
-            raise PluginArgsError("servicesOnly", "must be a boolean")
-        for key in args:
-            raise PluginArgsError(key, "unknown field")
-        self.services_only: bool = services_only
-        self.name = name or (SERVICE_SPREADING_NAME if services_only else NAME)
-        self._key = f"PreScore{self.name}"
+
+@dataclass(frozen=True, slots=True)
+class _ScoreState:
+    """Node name -> matching pods (nodes without any are absent), and the feasible nodes in score order."""
+
+    counts: Mapping[str, int]
+    nodes: Sequence[NodeInfo]
+
+
+class SelectorSpread(PreScorePlugin, VectorScore, NormalizeScorePlugin):
+    """Score plugin; see the module docstring."""
+
+    NAME = "SelectorSpread"
+    Args = SelectorSpreadArgs
+
+    def __init__(self, args: SelectorSpreadArgs | None = None, *, name: str | None = None) -> None:
+        super().__init__(args, name=name)
+        self.args: SelectorSpreadArgs
+        self._key = StateKey[_ScoreState](f"PreScore{self.name}")
         self._groups = _Groups()
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo], snapshot: Snapshot) -> Status:
-        selectors = selectors_of(pod, snapshot, services_only=self.services_only)
+        selectors = selectors_of(pod, snapshot, services_only=self.args.services_only)
         if not selectors:
             return framework.SKIP  # every node would score the same
         self._groups.sync(snapshot)
         counts = self._groups.counts(pod.namespace, selectors)
-        state.write(self._key, _State(selectors, counts, nodes))
+        state.write(self._key, _ScoreState(counts, nodes))
         return framework.SUCCESS
 
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
-        s: _State | None = state.read(self._key)
+        s = state.read(self._key)
         if s is None:
             return 0
         return s.counts.get(node.name, 0)
 
-    def score_nodes(
-        self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]
-    ) -> npt.NDArray[np.int64]:
-        s: _State | None = state.read(self._key)
-        out = np.zeros(index.size, dtype=np.int64)
-        if s is None:
-            return out
-        if s.counts:
-            column = np.zeros(len(table), dtype=np.int64)
-            position = table.position
-            for name, n in s.counts.items():
-                k = position.get(name)
-                if k is not None:
-                    column[k] = n
-            out = column[index]
-        ids, names = _zone_column(table)
-        s.zones = [names[i] for i in ids[index].tolist()]
-        return out
+    def score_nodes(self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]) -> npt.NDArray[np.int64]:
+        s = state.read(self._key)
+        if s is None or not s.counts:
+            return np.zeros(index.size, dtype=np.int64)
+        column = np.zeros(len(table), dtype=np.int64)
+        position = table.position
+        for name, n in s.counts.items():
+            k = position.get(name)
+            if k is not None:
+                column[k] = n
+        return column[index]
 
     def normalize_scores(self, state: CycleState, pod: Pod, scores: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-        s: _State | None = state.read(self._key)
+        s = state.read(self._key)
         if s is None or scores.size == 0:
             return scores
-        zones = s.zones
-        if zones is None or len(zones) != scores.size:
-            zones = [zone_key(i.node.labels) if i.node is not None else "" for i in s.nodes]
+        zones = [zone_key(i.node.labels) if i.node is not None else "" for i in s.nodes]
         return normalize(scores, zones)
-
-
-def new_service_spreading(args: Mapping[str, Any] | None = None, *, name: str | None = None) -> SelectorSpread:
-    """``ServiceSpreading``: SelectorSpread over Services only."""
-    merged = dict(args or {})
-    merged["servicesOnly"] = True
-    return SelectorSpread(merged, name=name or SERVICE_SPREADING_NAME)
-
-
-class _State:
-    __slots__ = ("selectors", "counts", "nodes", "zones")
-
-    def __init__(self, selectors: list[LabelSelector], counts: dict[str, int], nodes: list[NodeInfo]) -> None:
-        self.selectors = selectors
-        self.counts = counts
-        self.nodes = nodes
-        self.zones: list[str] | None = None
-
-
-def _zone_column(table: NodeTable) -> tuple[npt.NDArray[np.int32], list[str]]:
-    """Per node, the id of its zone key; ``names[0]`` is "" (unzoned)."""
-
-    def build(infos: list[NodeInfo]) -> tuple[npt.NDArray[np.int32], list[str]]:
-        names = [""]
-        ids_of = {"": 0}
-        ids = np.zeros(len(infos), dtype=np.int32)
-        for k, info in enumerate(infos):
-            z = zone_key(info.node.labels) if info.node is not None else ""
-            if z not in ids_of:
-                ids_of[z] = len(names)
-                names.append(z)
-            ids[k] = ids_of[z]
-        return ids, names
-
-    return table.derived(("zone_key",), build)  # type: ignore[return-value]

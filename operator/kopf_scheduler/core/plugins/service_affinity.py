@@ -6,7 +6,10 @@ like the v1.18-1.21 framework plugin that merged them
 (``pkg/scheduler/framework/plugins/serviceaffinity/service_affinity.go``), which is
 also the reference for the 0..100 scaling.
 
-Filter (args ``affinityLabels``, or v1.9 ``labels``): start from the configured
+Arguments: upstream's ``ServiceAffinityArgs`` (``affinityLabels``, ``antiAffinityLabelsPreference``);
+registry.py translates the v1.9 ``serviceAffinity {labels}`` / ``serviceAntiAffinity {label}``.
+
+Filter (``affinityLabels``): start from the configured
 labels present in the pod's ``nodeSelector``; if some are missing, the pod has a
 Service, and some pod in its namespace matches the pod's own labels (every pod
 when the pod has none), copy the missing values from the node of the first such
@@ -14,7 +17,7 @@ pod. The node must carry every resulting key=value; an empty map fits any node.
 "First" is snapshot order (node order, then the order pods were added); upstream's
 was the pod lister's, which is unordered.
 
-Score (args ``antiAffinityLabelsPreference``, or v1.9 ``label``): a node's raw score
+Score (``antiAffinityLabelsPreference``): a node's raw score
 counts its pods in the pod's namespace matched by the selector of the pod's first
 Service (v1.9 counts pods being deleted too). For each label L, with ``total`` the
 raw sum over the feasible nodes and ``count(v)`` the sum over feasible nodes with
@@ -28,44 +31,33 @@ affinity label is configured (every node scores 0).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Final
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 
 from .. import framework
-from ..framework import MAX_NODE_SCORE, CycleState, Status
+from ..arguments import PluginArgsError
+from ..framework import (
+    MAX_NODE_SCORE,
+    CycleState,
+    NormalizeScorePlugin,
+    PreFilterPlugin,
+    PreScorePlugin,
+    StateKey,
+    Status,
+    VectorFilter,
+)
 from ..nodeinfo import NodeInfo
 from ..objects import Pod
 from ..snapshot import NodeTable, Snapshot
-from ..arguments import PluginArgsError
 
-NAME: Final = "ServiceAffinity"
 ERR_REASON: Final = "node(s) didn't match service affinity"
 
 
-def _labels_arg(args: dict[str, Any], keys: tuple[str, ...]) -> list[str]:
-    out: list[str] = []
-    for key in keys:
-        if key not in args:
-            continue
-        value = args.pop(key)
-        if key == "label":  # v1.9 serviceAntiAffinity {label: "zone"}: one label key
-            if not isinstance(value, str) or not value:
-                raise PluginArgsError(key, "must be a non-empty label key")
-            out.append(value)
-            continue
-        if not isinstance(value, (list, tuple)):
-            raise PluginArgsError(key, "must be a list of label keys")
-        for i, v in enumerate(value):
-            if not isinstance(v, str) or not v:
-                raise PluginArgsError(f"{key}[{i}]", "must be a non-empty label key")
-            out.append(v)
-    return out
-
-
-def affinity_selector(pod: Pod, labels: list[str], snapshot: Snapshot, node: NodeInfo | None = None) -> dict[str, str]:
+def affinity_selector(pod: Pod, labels: Sequence[str], snapshot: Snapshot, node: NodeInfo | None = None) -> dict[str, str]:
     """The key=value map a node must carry (upstream Filter steps 1 and 2, before matching).
 
     ``node``, when given, is the NodeInfo being checked: a pod bound to it but absent from
@@ -95,7 +87,7 @@ def _first_matching_pod(pod: Pod, snapshot: Snapshot, node: NodeInfo | None) -> 
     return None
 
 
-def fits(pod: Pod, node: NodeInfo, labels: list[str], snapshot: Snapshot) -> Status:
+def fits(pod: Pod, node: NodeInfo, labels: Sequence[str], snapshot: Snapshot) -> Status:
     """checkServiceAffinity for one node."""
     if not labels:
         return framework.SUCCESS
@@ -129,56 +121,89 @@ def normalize(counts: npt.NDArray[np.int64], values: list[list[str | None]]) -> 
     return np.array([int(x) for x in result], dtype=np.int64)
 
 
-class ServiceAffinity:
+@dataclass(frozen=True, slots=True)
+class ServiceAffinityArgs:
+    """Upstream (v1.18-1.21) ``ServiceAffinityArgs``."""
+
+    #: label keys a Service's pods must share values of (the filter)
+    affinity_labels: tuple[str, ...] = ()
+    #: label keys to spread a Service's pods over (the score; each counts equally)
+    anti_affinity_labels_preference: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        for key, labels in (("affinityLabels", self.affinity_labels), ("antiAffinityLabelsPreference", self.anti_affinity_labels_preference)):
+            for i, label in enumerate(labels):
+                if not label:
+                    raise PluginArgsError(f"{key}[{i}]", "must be a non-empty label key")
+
+
+def _not_found(label: str) -> str:
+    return f"reading {label!r} from cycle state: not found"
+
+
+@dataclass(frozen=True, slots=True)
+class _FilterState:
+    """The key=value map nodes must carry, resolved against ``snapshot``."""
+
+    wanted: Mapping[str, str]
+    snapshot: Snapshot
+
+
+@dataclass(frozen=True, slots=True)
+class _ScoreState:
+    """The selector of the pod's first Service (None: no Service) and the feasible nodes, in score order."""
+
+    selector: Mapping[str, str] | None
+    nodes: Sequence[NodeInfo]
+
+
+class ServiceAffinity(PreFilterPlugin, VectorFilter, PreScorePlugin, NormalizeScorePlugin):
     """Filter on ``affinityLabels``, score on ``antiAffinityLabelsPreference``; see the module docstring."""
 
-    def __init__(self, args: Mapping[str, Any] | None = None, *, name: str | None = None) -> None:
-        self.name = name or NAME
-        rest = dict(args or {})
-        self.affinity_labels: list[str] = _labels_arg(rest, ("affinityLabels", "labels"))
-        self.anti_affinity_labels_preference: list[str] = _labels_arg(rest, ("antiAffinityLabelsPreference", "label"))
-        for key in rest:
-            raise PluginArgsError(key, "unknown field")
-        self._filter_key = f"PreFilter{self.name}"
-        self._score_key = f"PreScore{self.name}"
+    NAME = "ServiceAffinity"
+    Args = ServiceAffinityArgs
+
+    def __init__(self, args: ServiceAffinityArgs | None = None, *, name: str | None = None) -> None:
+        super().__init__(args, name=name)
+        self.args: ServiceAffinityArgs
+        self._filter_key = StateKey[_FilterState](f"PreFilter{self.name}")
+        self._score_key = StateKey[_ScoreState](f"PreScore{self.name}")
 
     # ------------------------------------------------------------------ filter
 
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
-        labels = self.affinity_labels
+        labels = self.args.affinity_labels
         if not labels:
             return framework.SKIP
         wanted = affinity_selector(pod, labels, snapshot)
-        if not wanted and (
-            len(labels) == 0 or not snapshot.objects.services_of(pod) or _first_matching_pod(pod, snapshot, None) is None
-        ):
+        if not wanted and (not snapshot.objects.services_of(pod) or _first_matching_pod(pod, snapshot, None) is None):
             # No label from the nodeSelector and no example pod: the map is empty for every
             # node, what-if nodes included (hiding pods cannot add an example), so all fit.
             return framework.SKIP
-        state.write(self._filter_key, (wanted, snapshot))
+        state.write(self._filter_key, _FilterState(wanted, snapshot))
         return framework.SUCCESS
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
         s = state.read(self._filter_key)
         if s is None:
-            return framework.error(f"reading {self._filter_key!r} from cycle state: not found")
-        wanted, snapshot = s
+            return framework.error(_not_found(self._filter_key.label))
         if node.node is None:
             return framework.error("node not found")
-        if snapshot.get(node.name) is not node:
+        wanted = s.wanted
+        if s.snapshot.get(node.name) is not node:
             # A NodeInfo outside the snapshot (a what-if): resolve the map against it.
-            wanted = affinity_selector(pod, self.affinity_labels, snapshot, node)
+            wanted = affinity_selector(pod, self.args.affinity_labels, s.snapshot, node)
         labels = node.node.labels
         if all(labels.get(k) == v for k, v in wanted.items()):
             return framework.SUCCESS
         return framework.unschedulable(ERR_REASON)
 
-    def filter_nodes(
-        self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]
-    ) -> npt.NDArray[np.bool_]:
-        wanted, _ = state.read(self._filter_key)
+    def filter_nodes(self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]) -> npt.NDArray[np.bool_]:
+        s = state.read(self._filter_key)
+        if s is None:
+            raise LookupError(_not_found(self._filter_key.label))
         ok = np.ones(index.size, dtype=np.bool_)
-        for k, v in wanted.items():
+        for k, v in s.wanted.items():
             ids, vocab = table.label_column(k)
             want = vocab.get(v)
             if want is None:
@@ -189,7 +214,7 @@ class ServiceAffinity:
     # ------------------------------------------------------------------ score
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo], snapshot: Snapshot) -> Status:
-        if not self.anti_affinity_labels_preference:
+        if not self.args.anti_affinity_labels_preference:
             return framework.SKIP  # reduceResult stays 0 for every node
         services = snapshot.objects.services_of(pod)
         selector = dict(services[0].selector) if services else None
@@ -197,7 +222,7 @@ class ServiceAffinity:
         return framework.SUCCESS
 
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
-        s: _ScoreState | None = state.read(self._score_key)
+        s = state.read(self._score_key)
         if s is None or s.selector is None:
             return 0
         sel = s.selector
@@ -208,16 +233,10 @@ class ServiceAffinity:
         return n
 
     def normalize_scores(self, state: CycleState, pod: Pod, scores: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-        s: _ScoreState | None = state.read(self._score_key)
+        s = state.read(self._score_key)
         if s is None or scores.size == 0:
             return scores
-        columns = [[i.node.labels.get(label) if i.node is not None else None for i in s.nodes] for label in self.anti_affinity_labels_preference]
+        columns = [
+            [i.node.labels.get(label) if i.node is not None else None for i in s.nodes] for label in self.args.anti_affinity_labels_preference
+        ]
         return normalize(scores, columns)
-
-
-class _ScoreState:
-    __slots__ = ("selector", "nodes")
-
-    def __init__(self, selector: dict[str, str] | None, nodes: list[NodeInfo]) -> None:
-        self.selector = selector
-        self.nodes = nodes

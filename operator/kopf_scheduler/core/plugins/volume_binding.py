@@ -33,6 +33,11 @@ free storage" never occurs), no volume-capacity Score (behind an alpha gate upst
 PreFilterResult node narrowing upstream computes for local PVs is not produced (the same nodes
 fail Filter instead). ``filter_nodes`` loops over the nodes.
 
+Arguments (upstream ``VolumeBindingArgs``): ``bindTimeoutSeconds`` (default 600, not negative) is
+accepted so upstream configurations carry over; nothing here waits for a binding, so it bounds
+nothing. ``shape`` scores volume capacity behind upstream's StorageCapacityScoring gate, which we
+do not implement, so it is rejected (upstream rejects it too while the gate is off).
+
 Limits of the objects: "bound" means ``volumeName`` set and phase Bound (upstream: the
 ``pv.kubernetes.io/bind-completed`` annotation); the selected-node annotation, claim deletion,
 claim/PV UIDs in ``claimRef``, volume modes, volume attributes classes and the beta storage-class
@@ -43,23 +48,20 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Final
+from typing import TYPE_CHECKING, Final
 
 import numpy as np
 import numpy.typing as npt
 
 from .. import framework
-from ..framework import CycleState, Status
+from ..arguments import PluginArgsError
+from ..framework import CycleState, PreFilterPlugin, StateKey, Status, VectorFilter
 from ..nodeinfo import NodeInfo
 from ..objects import NodeSelectorTerm, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass
-from ..arguments import PluginArgsError
+from ..scoring import UtilizationShapePoint
 
 if TYPE_CHECKING:
     from ..snapshot import ClusterObjects, NodeTable, Snapshot
-
-NAME: Final = "VolumeBinding"
-#: v1.9 Policy name of the same check.
-FILTER_ALIASES: Final = ("CheckVolumeBinding",)
 
 ERR_REASON_BIND_CONFLICT: Final = "node(s) didn't find available persistent volumes to bind"
 ERR_REASON_NODE_CONFLICT: Final = "node(s) had volume node affinity conflict"
@@ -120,7 +122,7 @@ def is_fully_bound(pvc: PersistentVolumeClaim) -> bool:
     return bool(pvc.volume_name) and pvc.phase == PHASE_BOUND
 
 
-def is_delay_binding(pvc: PersistentVolumeClaim, objects: "ClusterObjects") -> bool:
+def is_delay_binding(pvc: PersistentVolumeClaim, objects: ClusterObjects) -> bool:
     """Upstream ``IsDelayBindingMode``: a class that exists and says WaitForFirstConsumer."""
     name = claim_class(pvc)
     if not name:
@@ -179,10 +181,10 @@ class PodVolumeClaims:
     delayed: tuple[PersistentVolumeClaim, ...]
     #: class name -> the PVs of that class, for the delayed claims
     pvs_by_class: Mapping[str, tuple[PersistentVolume, ...]]
-    objects: "ClusterObjects"
+    objects: ClusterObjects
 
 
-def pod_volume_claims(pod: Pod, objects: "ClusterObjects") -> PodVolumeClaims | Status:
+def pod_volume_claims(pod: Pod, objects: ClusterObjects) -> PodVolumeClaims | Status:
     """PreFilter: SKIP, a rejection, or the pod's claims sorted into bound and delayed."""
     claims = objects.persistent_volume_claims
     found: list[PersistentVolumeClaim] = []
@@ -273,7 +275,7 @@ def find_pod_volumes(claims: PodVolumeClaims, labels: Mapping[str, str]) -> Stat
     return framework.unresolvable(*reasons) if reasons else framework.SUCCESS
 
 
-def fits(pod: Pod, node_info: NodeInfo, objects: "ClusterObjects") -> Status:
+def fits(pod: Pod, node_info: NodeInfo, objects: ClusterObjects) -> Status:
     """VolumeBinding's verdict for ``pod`` on ``node_info`` (PreFilter and Filter together)."""
     claims = pod_volume_claims(pod, objects)
     if isinstance(claims, Status):
@@ -286,27 +288,30 @@ def fits(pod: Pod, node_info: NodeInfo, objects: "ClusterObjects") -> Status:
 # --------------------------------------------------------------------------- plugin
 
 
-class VolumeBinding:
-    NAME: ClassVar[str] = NAME
+@dataclass(frozen=True, slots=True)
+class VolumeBindingArgs:
+    """Upstream ``VolumeBindingArgs``; see the module docstring."""
 
-    def __init__(self, args: Mapping[str, Any] | None = None, *, name: str | None = None) -> None:
-        args = dict(args or {})
-        timeout = args.pop("bindTimeoutSeconds", DEFAULT_BIND_TIMEOUT_SECONDS)
-        if isinstance(timeout, bool) or not isinstance(timeout, int):
-            raise PluginArgsError("bindTimeoutSeconds", "must be an integer")
-        if timeout < 0:
+    bind_timeout_seconds: int = DEFAULT_BIND_TIMEOUT_SECONDS
+    shape: tuple[UtilizationShapePoint, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.bind_timeout_seconds < 0:
             raise PluginArgsError("bindTimeoutSeconds", "invalid BindTimeoutSeconds, should not be a negative value")
-        shape = args.pop("shape", None)
-        if shape is not None and not isinstance(shape, list):
-            raise PluginArgsError("shape", "must be a list of {utilization, score} points")
-        for key in args:
-            raise PluginArgsError(str(key), "unknown field")
-        #: kept for the binder in the operator; the static checks here do not wait for anything
-        self.bind_timeout_seconds: int = timeout
-        self.name = name or NAME
-        self._key = self.name
+        if self.shape is not None:
+            raise PluginArgsError("shape", "not supported: kopf-scheduler does not score volume capacity (upstream's StorageCapacityScoring)")
 
-    def pre_filter(self, state: CycleState, pod: Pod, snapshot: "Snapshot") -> Status:
+
+class VolumeBinding(PreFilterPlugin, VectorFilter):
+    NAME = "VolumeBinding"
+    Args = VolumeBindingArgs
+
+    def __init__(self, args: VolumeBindingArgs | None = None, *, name: str | None = None) -> None:
+        super().__init__(args, name=name)
+        self.args: VolumeBindingArgs
+        self._key = StateKey[PodVolumeClaims](f"PreFilter{self.name}")
+
+    def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
         if not pod.volumes:
             return framework.SKIP
         claims = pod_volume_claims(pod, snapshot.objects)
@@ -315,22 +320,21 @@ class VolumeBinding:
         state.write(self._key, claims)
         return framework.SUCCESS
 
-    def _claims(self, state: CycleState) -> PodVolumeClaims:
-        s = state.read(self._key)
-        if not isinstance(s, PodVolumeClaims):
-            raise LookupError(f"reading {self._key!r} from cycle state: not found")
-        return s
+    def _not_found(self) -> str:
+        return f"reading {self._key.label!r} from cycle state: not found"
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
         s = state.read(self._key)
-        if not isinstance(s, PodVolumeClaims):
-            return framework.error(f"reading {self._key!r} from cycle state: not found")
+        if s is None:
+            return framework.error(self._not_found())
         if node.node is None:
             return framework.error("node not found")
         return find_pod_volumes(s, node.node.labels)
 
-    def filter_nodes(self, state: CycleState, pod: Pod, table: "NodeTable", index: npt.NDArray[np.intp]) -> npt.NDArray[np.bool_]:
-        claims = self._claims(state)
+    def filter_nodes(self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]) -> npt.NDArray[np.bool_]:
+        claims = state.read(self._key)
+        if claims is None:
+            raise LookupError(self._not_found())
         info = table.info
         return np.fromiter(
             (_node_verdict(claims, info(k)) for k in index.tolist()), dtype=np.bool_, count=len(index)

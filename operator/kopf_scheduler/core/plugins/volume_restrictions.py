@@ -20,32 +20,33 @@ four sources and no in-use ReadWriteOncePod claim. ``filter_nodes`` loops over t
 come and go, so there is nothing to cache); it exists so a pod with such volumes still takes the
 vectorised path for the other filters.
 
-Limits: upstream's PreFilter AddPod/RemovePod (preemption what-ifs adjusting the RWOP count) have
-no extension point here; ``fits(pod, node_info, snapshot)`` recounts with ``node_info`` standing in
-for its node, which is what preemption needs.
+PreFilter extensions (upstream ``AddPod`` / ``RemovePod``): a what-if that adds or removes a pod
+adjusts, per ReadWriteOncePod claim of the incoming pod, the number of volumes using it. Upstream
+keeps one number (claims in use at PreFilter, then plus or minus the volumes of each pod added or
+removed), which drifts from a recount when two pods use one claim; per-claim counts stay equal to
+a recount. Unlike upstream, which compares claim names only, the pod must be in the incoming
+pod's namespace (a same-named claim elsewhere is another claim).
+Disk conflicts need no state: Filter reads the pods of the NodeInfo it is given.
+``fits(pod, node_info, snapshot)`` recounts with ``node_info`` standing in for its node.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Final
+from typing import TYPE_CHECKING, Final
 
 import numpy as np
 import numpy.typing as npt
 
 from .. import framework
-from ..framework import CycleState, Status
+from ..arguments import NoArgs
+from ..framework import CycleState, PreFilterExtensions, StateKey, Status, VectorFilter
 from ..nodeinfo import NodeInfo
 from ..objects import PersistentVolumeClaim, Pod, Volume
-from ..arguments import PluginArgsError
 
 if TYPE_CHECKING:
     from ..snapshot import NodeTable, Snapshot
-
-NAME: Final = "VolumeRestrictions"
-#: v1.9 Policy name of the disk-conflict check.
-FILTER_ALIASES: Final = ("NoDiskConflict",)
 
 ERR_REASON_DISK_CONFLICT: Final = "node(s) had no available disk"
 ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT: Final = (
@@ -106,12 +107,16 @@ def has_disk_conflict(volumes: Iterable[Volume], node_info: NodeInfo) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class PreFilterState:
-    """What Filter needs: the disk volumes to check and how many RWOP claims are already in use."""
+    """What Filter needs: the disk volumes to check and how much the pod's RWOP claims are in use."""
 
     volumes: tuple[Volume, ...]
-    #: the pod's ReadWriteOncePod claim names
-    rwop_claims: frozenset[str]
-    conflicting_pvc_ref_count: int
+    #: each of the pod's ReadWriteOncePod claim names -> volumes of scheduled pods using it
+    rwop_uses: Mapping[str, int]
+
+    @property
+    def rwop_in_use(self) -> bool:
+        """Some scheduled pod uses one of the pod's ReadWriteOncePod claims."""
+        return any(n > 0 for n in self.rwop_uses.values())
 
 
 def read_write_once_pod_claims(pod: Pod, claims: Mapping[str, PersistentVolumeClaim]) -> frozenset[str] | Status:
@@ -128,24 +133,25 @@ def read_write_once_pod_claims(pod: Pod, claims: Mapping[str, PersistentVolumeCl
     return frozenset(out)
 
 
-def _claim_in_use(key: str, infos: Iterable[NodeInfo], stand_in: NodeInfo | None) -> bool:
-    if stand_in is not None and key in stand_in.pvc_ref_counts:
-        return True
-    skip = stand_in.name if stand_in is not None else None
-    return any(key in info.pvc_ref_counts for info in infos if info.name != skip)
-
-
-def conflicting_ref_count(
-    pod: Pod, rwop_claims: Iterable[str], snapshot: "Snapshot", *, stand_in: NodeInfo | None = None
-) -> int:
-    """How many of the pod's RWOP claims a scheduled pod already uses (upstream ``IsPVCUsedByPods``).
+def claim_uses(pod: Pod, rwop_claims: frozenset[str], snapshot: Snapshot, *, stand_in: NodeInfo | None = None) -> dict[str, int]:
+    """Per claim of the pod, the volumes of scheduled pods using it (upstream ``IsPVCUsedByPods``, counted).
 
     ``stand_in`` replaces the snapshot's NodeInfo of the same name (a preemption what-if).
     """
-    return sum(1 for c in rwop_claims if _claim_in_use(f"{pod.namespace}/{c}", snapshot.node_infos, stand_in))
+    if not rwop_claims:
+        return {}
+    skip = stand_in.name if stand_in is not None else None
+    infos = [i for i in snapshot.node_infos if i.name != skip]
+    if stand_in is not None:
+        infos.append(stand_in)
+    out: dict[str, int] = {}
+    for c in rwop_claims:
+        key = f"{pod.namespace}/{c}"
+        out[c] = sum(i.pvc_ref_counts.get(key, 0) for i in infos)
+    return out
 
 
-def _state_for(pod: Pod, snapshot: "Snapshot", stand_in: NodeInfo | None = None) -> PreFilterState | Status:
+def _state_for(pod: Pod, snapshot: Snapshot, stand_in: NodeInfo | None = None) -> PreFilterState | Status:
     """The PreFilter outcome: SKIP, a rejection, or the state Filter reads."""
     if not pod.volumes:
         return framework.SKIP
@@ -156,22 +162,22 @@ def _state_for(pod: Pod, snapshot: "Snapshot", stand_in: NodeInfo | None = None)
     rwop = read_write_once_pod_claims(pod, snapshot.objects.persistent_volume_claims)
     if isinstance(rwop, Status):
         return rwop
-    count = conflicting_ref_count(pod, rwop, snapshot, stand_in=stand_in) if rwop else 0
-    if not volumes and count == 0:
+    s = PreFilterState(volumes, claim_uses(pod, rwop, snapshot, stand_in=stand_in))
+    if not volumes and not s.rwop_in_use:
         return framework.SKIP
-    return PreFilterState(volumes, rwop, count)
+    return s
 
 
 def check(s: PreFilterState, node_info: NodeInfo) -> Status:
     """The filter's verdict for one node given the pre-filter state."""
     if has_disk_conflict(s.volumes, node_info):
         return framework.unschedulable(ERR_REASON_DISK_CONFLICT)
-    if s.conflicting_pvc_ref_count > 0:
+    if s.rwop_in_use:
         return framework.unschedulable(ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT)
     return framework.SUCCESS
 
 
-def fits(pod: Pod, node_info: NodeInfo, snapshot: "Snapshot") -> Status:
+def fits(pod: Pod, node_info: NodeInfo, snapshot: Snapshot) -> Status:
     """The plugin's verdict for ``pod`` on ``node_info`` (which may be a what-if copy of a snapshot node)."""
     s = _state_for(pod, snapshot, node_info)
     if isinstance(s, Status):
@@ -179,39 +185,64 @@ def fits(pod: Pod, node_info: NodeInfo, snapshot: "Snapshot") -> Status:
     return check(s, node_info)
 
 
-class VolumeRestrictions:
-    NAME: ClassVar[str] = NAME
+def with_pod(s: PreFilterState, pod: Pod, other: Pod, sign: int) -> PreFilterState:
+    """``s`` as if ``other`` were added (``sign`` 1) or removed (-1); ``s`` itself when it changes nothing."""
+    if other.namespace != pod.namespace or not s.rwop_uses:
+        return s
+    uses = dict(s.rwop_uses)
+    changed = False
+    for v in other.volumes:
+        if v.kind == PVC and v.ident in uses:
+            uses[v.ident] += sign
+            changed = True
+    return PreFilterState(s.volumes, uses) if changed else s
 
-    def __init__(self, args: Mapping[str, Any] | None = None, *, name: str | None = None) -> None:
-        for key in args or {}:
-            raise PluginArgsError(str(key), "VolumeRestrictions takes no arguments")
-        self.name = name or NAME
-        self._key = f"PreFilter{self.name}"
 
-    def pre_filter(self, state: CycleState, pod: Pod, snapshot: "Snapshot") -> Status:
+class VolumeRestrictions(PreFilterExtensions, VectorFilter):
+    NAME = "VolumeRestrictions"
+
+    def __init__(self, args: NoArgs | None = None, *, name: str | None = None) -> None:
+        super().__init__(args, name=name)
+        self._key = StateKey[PreFilterState](f"PreFilter{self.name}")
+
+    def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
         s = _state_for(pod, snapshot)
         if isinstance(s, Status):
             return s
         state.write(self._key, s)
         return framework.SUCCESS
 
-    def _state(self, state: CycleState) -> PreFilterState:
+    def _not_found(self) -> str:
+        return f"cannot read {self._key.label!r} from cycle state"
+
+    def _update(self, state: CycleState, pod: Pod, other: Pod, sign: int) -> Status:
         s = state.read(self._key)
-        if not isinstance(s, PreFilterState):
-            raise LookupError(f"cannot read {self._key!r} from cycle state")
-        return s
+        if s is None:
+            return framework.error(self._not_found())
+        updated = with_pod(s, pod, other, sign)
+        if updated is not s:
+            state.write(self._key, updated)
+        return framework.SUCCESS
+
+    def add_pod(self, state: CycleState, pod: Pod, added: Pod, node: NodeInfo) -> Status:
+        return self._update(state, pod, added, 1)
+
+    def remove_pod(self, state: CycleState, pod: Pod, removed: Pod, node: NodeInfo) -> Status:
+        return self._update(state, pod, removed, -1)
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
         s = state.read(self._key)
-        if not isinstance(s, PreFilterState):
+        if s is None:
             if has_disk_conflict(conflict_volumes(pod), node):
                 return framework.unschedulable(ERR_REASON_DISK_CONFLICT)
-            return framework.error(f"cannot read {self._key!r} from cycle state")
+            return framework.error(self._not_found())
         return check(s, node)
 
-    def filter_nodes(self, state: CycleState, pod: Pod, table: "NodeTable", index: npt.NDArray[np.intp]) -> npt.NDArray[np.bool_]:
-        s = self._state(state)
-        if s.conflicting_pvc_ref_count > 0:
+    def filter_nodes(self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]) -> npt.NDArray[np.bool_]:
+        s = state.read(self._key)
+        if s is None:
+            raise LookupError(self._not_found())
+        if s.rwop_in_use:
             return np.zeros(len(index), dtype=np.bool_)
         info = table.info
         volumes = s.volumes

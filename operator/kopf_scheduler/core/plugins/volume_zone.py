@@ -26,25 +26,20 @@ Limits: a claim's class is ``spec.storageClassName`` only; the objects do not ke
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Final
+from typing import TYPE_CHECKING, Final
 
 import numpy as np
 import numpy.typing as npt
 
 from .. import framework
-from ..framework import CycleState, Status
+from ..arguments import NoArgs
+from ..framework import CycleState, PreFilterPlugin, StateKey, Status, VectorFilter
 from ..nodeinfo import NodeInfo
 from ..objects import LABEL_REGION, LABEL_REGION_BETA, LABEL_ZONE, LABEL_ZONE_BETA, Node, Pod
-from ..arguments import PluginArgsError
 
 if TYPE_CHECKING:
     from ..snapshot import ClusterObjects, NodeTable, Snapshot
-
-NAME: Final = "VolumeZone"
-#: v1.9 Policy name of the same check.
-FILTER_ALIASES: Final = ("NoVolumeZoneConflict",)
 
 ERR_REASON_CONFLICT: Final = "node(s) had no available volume zone"
 ERR_CLAIM_NO_NAME: Final = "PersistentVolumeClaim had no name"
@@ -83,7 +78,7 @@ class PVTopology:
     values: frozenset[str]
 
 
-def pv_topologies(pod: Pod, objects: "ClusterObjects") -> tuple[PVTopology, ...] | Status:
+def pv_topologies(pod: Pod, objects: ClusterObjects) -> tuple[PVTopology, ...] | Status:
     """The topology labels of the PVs behind the pod's claims, or the status of what is missing."""
     out: list[PVTopology] = []
     claims = objects.persistent_volume_claims
@@ -135,7 +130,7 @@ def check(topologies: tuple[PVTopology, ...], node: Node | None) -> Status:
     return framework.SUCCESS
 
 
-def fits(pod: Pod, node_info: NodeInfo, objects: "ClusterObjects") -> Status:
+def fits(pod: Pod, node_info: NodeInfo, objects: ClusterObjects) -> Status:
     """The plugin's verdict for ``pod`` on ``node_info`` (PreFilter and Filter together)."""
     if not pod.volumes:
         return framework.SUCCESS
@@ -145,16 +140,21 @@ def fits(pod: Pod, node_info: NodeInfo, objects: "ClusterObjects") -> Status:
     return check(topologies, node_info.node)
 
 
-class VolumeZone:
-    NAME: ClassVar[str] = NAME
+@dataclass(frozen=True, slots=True)
+class _PreFilterState:
+    """The topology labels of the pod's PVs (never empty: PreFilter skips otherwise)."""
 
-    def __init__(self, args: Mapping[str, Any] | None = None, *, name: str | None = None) -> None:
-        for key in args or {}:
-            raise PluginArgsError(str(key), "VolumeZone takes no arguments")
-        self.name = name or NAME
-        self._key = f"PreFilter{self.name}"
+    topologies: tuple[PVTopology, ...]
 
-    def pre_filter(self, state: CycleState, pod: Pod, snapshot: "Snapshot") -> Status:
+
+class VolumeZone(PreFilterPlugin, VectorFilter):
+    NAME = "VolumeZone"
+
+    def __init__(self, args: NoArgs | None = None, *, name: str | None = None) -> None:
+        super().__init__(args, name=name)
+        self._key = StateKey[_PreFilterState](f"PreFilter{self.name}")
+
+    def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
         if not pod.volumes:
             return framework.SKIP
         topologies = pv_topologies(pod, snapshot.objects)
@@ -162,24 +162,24 @@ class VolumeZone:
             return topologies
         if not topologies:
             return framework.SKIP
-        state.write(self._key, topologies)
+        state.write(self._key, _PreFilterState(topologies))
         return framework.SUCCESS
 
     def _topologies(self, state: CycleState) -> tuple[PVTopology, ...]:
         s = state.read(self._key)
-        if not isinstance(s, tuple):
-            raise LookupError(f"reading {self._key!r} from cycle state: not found")
-        return s
+        if s is None:
+            raise LookupError(f"reading {self._key.label!r} from cycle state: not found")
+        return s.topologies
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
         if not pod.volumes:
             return framework.SUCCESS
         s = state.read(self._key)
-        if not isinstance(s, tuple):
-            return framework.error(f"reading {self._key!r} from cycle state: not found")
-        return check(s, node.node)
+        if s is None:
+            return framework.error(f"reading {self._key.label!r} from cycle state: not found")
+        return check(s.topologies, node.node)
 
-    def filter_nodes(self, state: CycleState, pod: Pod, table: "NodeTable", index: npt.NDArray[np.intp]) -> npt.NDArray[np.bool_]:
+    def filter_nodes(self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]) -> npt.NDArray[np.bool_]:
         topologies = self._topologies(state)
         out = np.empty(len(index), dtype=np.bool_)
         seen: dict[tuple[str | None, ...], bool] = {}

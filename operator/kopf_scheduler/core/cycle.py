@@ -1,0 +1,136 @@
+"""One scheduling cycle as a value: upstream ``ScheduleOne`` (pkg/scheduler/schedule_one.go).
+
+``schedule_one`` takes a pod the queue just popped and decides; the operator executes the
+outcome (``kube/loop.py``: spawn the bind, record events, set the PodScheduled condition, count
+metrics). The queue and the cache are pure core objects, so the cycle moves the pod between
+them itself:
+
+- ``Skip``: the pod is being deleted, already bound, or already in the cache (assumed or
+  confirmed; upstream ``skipPodSchedule``); it leaves the queue;
+- ``Bind``: the algorithm chose a node and the pod is assumed there (``cache.assume``); it stays
+  in flight in the queue until ``binding_succeeded`` or ``binding_failed``;
+- ``Unschedulable``: every node was rejected; the pod waits in the unschedulable pool (or in
+  backoff, when a cluster event arrived during the attempt) with the rejecting plugins;
+- ``Error``: the algorithm or the assumption failed; the pod backs off.
+
+``next_wait`` says how long the loop may sleep before it pops again. Time (``now``, any monotonic
+origin) and randomness (``rng``, for the tie-break) are arguments.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from .algorithm import GenericScheduler
+from .cache import PodState, SchedulerCache
+from .objects import Pod
+from .queueing import QueuedPodInfo, SchedulingQueue
+from .snapshot import Snapshot
+
+__all__ = ["Bind", "Error", "Outcome", "Skip", "Unschedulable", "binding_failed", "binding_succeeded", "next_wait", "schedule_one"]
+
+
+@dataclass(frozen=True, slots=True)
+class Skip:
+    """Nothing to schedule: why."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Bind:
+    """Bind `pod` (as assumed: its ``node_name`` is `node`)."""
+
+    pod: Pod
+    node: str
+
+
+@dataclass(frozen=True, slots=True)
+class Unschedulable:
+    """No node fits: the FitError text and the plugins that rejected nodes."""
+
+    message: str
+    plugins: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class Error:
+    """The attempt failed for another reason; `exception` when the algorithm raised (a bug: log it)."""
+
+    message: str
+    exception: Exception | None = None
+
+
+Outcome = Skip | Bind | Unschedulable | Error
+
+
+def schedule_one(
+    info: QueuedPodInfo,
+    snapshot: Snapshot,
+    scheduler: GenericScheduler,
+    *,
+    cache: SchedulerCache,
+    queue: SchedulingQueue,
+    rng: random.Random,
+    now: float,
+) -> Outcome:
+    """Decide for the popped pod `info` with `scheduler`'s profile; `snapshot` is brought up to date first."""
+    pod = info.pod
+    reason = _skip_reason(pod, cache)
+    if reason:
+        queue.done(pod)
+        return Skip(reason)
+    cache.update_snapshot(snapshot)
+    try:
+        result = scheduler.schedule(pod, snapshot, rng=rng)
+    except Exception as exc:  # the plugin runtime turns plugin errors into statuses; this is the last resort
+        queue.add_backoff(info, now)
+        return Error(f"internal error: {exc!r}", exc)
+    if result.node is not None:
+        return Bind(cache.assume(pod, result.node), result.node)  # legal: _skip_reason saw it absent
+    if result.error is not None:
+        queue.add_backoff(info, now)
+        return Error(result.error)
+    plugins = frozenset(result.diagnosis.unschedulable_plugins)
+    queue.add_unschedulable(info, now, plugins=plugins)
+    return Unschedulable(result.message, plugins)
+
+
+def next_wait(queue: SchedulingQueue, now: float, *, longest: float) -> float:
+    """Seconds the loop may sleep before it pops: 0 when a pod is ready, else until the earliest
+    backoff expiry or unschedulable-leftover deadline, at most `longest` (a handler's wake-up, or
+    a pod that nothing but an event will make ready, is waited for that long)."""
+    ready_at = queue.next_ready_at(now)
+    if ready_at is None:
+        return longest
+    return min(longest, max(ready_at - now, 0.0))
+
+
+def _skip_reason(pod: Pod, cache: SchedulerCache) -> str:
+    if pod.deleting:
+        return "being deleted"
+    if pod.node_name:
+        return f"already bound to {pod.node_name}"
+    state = cache.state_of(pod)
+    if state is PodState.ADDED:
+        return "already bound (the watch confirmed it)"
+    if state is not None:
+        return "already assumed"
+    return ""
+
+
+def binding_succeeded(placed: Pod, *, cache: SchedulerCache, queue: SchedulingQueue, now: float) -> None:
+    """The bind call returned 2xx: start the assumption's TTL (unless the watch confirmed or removed
+    the pod first) and let the pod leave the queue."""
+    if cache.state_of(placed) is PodState.ASSUMED:
+        cache.finish_binding(placed, now)
+    queue.done(placed)
+
+
+def binding_failed(info: QueuedPodInfo, placed: Pod, *, cache: SchedulerCache, queue: SchedulingQueue, now: float) -> bool:
+    """The bind call failed: undo the assumption (unless the watch already settled the pod) and back
+    off. Returns whether the pod was requeued (False: deleted or bound meanwhile)."""
+    if cache.is_assumed(placed):
+        cache.forget(placed)
+    return queue.add_backoff(info, now)

@@ -1,0 +1,88 @@
+"""How often the operator reports on a pod: the FailedScheduling repeat limit and the PodScheduled memo.
+
+- ``RepeatLimiter``: at most one FailedScheduling event with the same message per pod per
+  ``REPEAT_INTERVAL`` seconds; the rest are dropped. Upstream aggregates identical events into one
+  Event with a growing count (client-go ``tools/record/events_cache.go``, EventCorrelator); we
+  keep it simpler and send nothing for a repeat.
+- ``ConditionMemo``: PodScheduled=False/Unschedulable is written only when its message differs
+  from the last one written for that pod (upstream ``updatePod`` in schedule_one.go skips the
+  patch when ``UpdatePodCondition`` finds the condition unchanged).
+
+Both are bounded: past ``capacity`` entries the least recently used goes first, which costs at
+most one repeated write, never a missed one. Time is an argument (seconds, any monotonic origin).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Final
+
+__all__ = ["DEFAULT_CAPACITY", "REPEAT_INTERVAL", "ConditionMemo", "RepeatLimiter"]
+
+REPEAT_INTERVAL: Final = 30.0
+DEFAULT_CAPACITY: Final = 50_000
+
+
+class RepeatLimiter:
+    """Allows one (pod uid, message) per `interval` seconds."""
+
+    def __init__(self, *, interval: float = REPEAT_INTERVAL, capacity: int = DEFAULT_CAPACITY) -> None:
+        if interval < 0 or capacity < 1:
+            raise ValueError("RepeatLimiter: need interval >= 0 and capacity >= 1")
+        self.interval = interval
+        self.capacity = capacity
+        #: (uid, message) -> when it was last allowed; oldest first
+        self._sent: OrderedDict[tuple[str, str], float] = OrderedDict()
+
+    def allow(self, uid: str, message: str, now: float) -> bool:
+        """True (and remembered) unless the same message went out for this pod less than `interval` ago."""
+        sent = self._sent
+        while sent:  # entries are in sending order: drop the expired ones from the front
+            oldest = next(iter(sent.values()))
+            if now - oldest < self.interval:
+                break
+            sent.popitem(last=False)
+        key = (uid, message)
+        if key in sent:
+            return False
+        sent[key] = now
+        if len(sent) > self.capacity:
+            sent.popitem(last=False)
+        return True
+
+    def __len__(self) -> int:
+        return len(self._sent)
+
+
+class ConditionMemo:
+    """The last PodScheduled=False message written per pod."""
+
+    def __init__(self, *, capacity: int = DEFAULT_CAPACITY) -> None:
+        if capacity < 1:
+            raise ValueError("ConditionMemo: need capacity >= 1")
+        self.capacity = capacity
+        self._written: OrderedDict[str, str] = OrderedDict()
+
+    def should_write(self, uid: str, message: str) -> bool:
+        """True when `message` differs from the last one written for `uid`; it is then remembered as written."""
+        written = self._written
+        if written.get(uid) == message:
+            written.move_to_end(uid)
+            return False
+        written[uid] = message
+        written.move_to_end(uid)
+        if len(written) > self.capacity:
+            written.popitem(last=False)
+        return True
+
+    def write_failed(self, uid: str, message: str) -> None:
+        """The write of `message` did not happen: the next failure writes again."""
+        if self._written.get(uid) == message:
+            del self._written[uid]
+
+    def forget(self, uid: str) -> None:
+        """The pod is bound or gone."""
+        self._written.pop(uid, None)
+
+    def __len__(self) -> int:
+        return len(self._written)

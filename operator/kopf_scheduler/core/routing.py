@@ -1,0 +1,267 @@
+"""Watch events into the scheduler cache, the pending-pod index and the queues.
+
+Upstream ``pkg/scheduler/eventhandlers.go`` (addPod / updatePod / deletePod, the node handlers and
+the move requests of the other watched kinds). Each function takes an object already parsed by
+``kube/convert.py``, applies it to the pure core state (``SchedulerCache``, ``PendingPods`` and the
+``SchedulingQueue`` of every served scheduler name) and returns what is left for the operator as a
+``Routed`` value: the scheduler names whose loops to wake, the cluster event that was broadcast,
+a pod whose per-pod records can go. Every cache transition here is legal by construction (the
+cache's state of the pod is looked at first), so no event can raise. Time is an argument.
+
+Pods:
+
+- deleted, or terminal (upstream's pod informer filters out Succeeded and Failed pods, so they
+  read as deletions): the pod leaves the pending index and its queue, and the cache in whatever
+  state it is (upstream removes a deleted assumed pod too, so it does not hold resources until
+  its bind fails); if it was cached, every queue gets an ``AssignedPodDelete`` move;
+- bound (``spec.nodeName``, by us or anyone): leaves the pending index and its queue; enters the
+  cache (an add, an update, or the confirmation of our assumption); unschedulable pods whose
+  required pod affinity selects it move (``AssignedPodAdd``);
+- unbound and being deleted: leaves the pending index and queue; an assumption of it is dropped
+  (upstream ``handleAssumedPodDeletion``);
+- unbound: enters the pending index (whether or not its scheduler name is served, so a policy
+  created later starts with it); the served queue adds or updates it, except while the pod is
+  assumed (its bind is in flight; upstream ignores such updates too).
+
+Nodes: a new node is an ``NodeAdd`` move, any other change a ``NodeUpdate`` move; a deleted node
+moves nothing. Services, controllers, volumes, claims, storage classes, PDBs and CSINodes are
+stored in ``ClusterObjects`` and every change is a ``<Kind>Change`` move; a namespace is a
+``NamespaceChange`` move only when its labels changed (namespace selectors read them).
+
+Limits: no QueueingHints (every move request moves every unschedulable pod), as in
+``core/queueing.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final, Protocol
+
+from .cache import PodState, SchedulerCache
+from .objects import Node, Pod
+from .profile import Profile
+from .queueing import EVENT_ASSIGNED_POD_ADD, SchedulingQueue
+
+__all__ = [
+    "EVENT_ASSIGNED_POD_DELETE",
+    "EVENT_NAMESPACE_CHANGE",
+    "EVENT_NODE_ADD",
+    "EVENT_NODE_UPDATE",
+    "EVENT_POLICY_CHANGE",
+    "NOTHING",
+    "OBJECT_STORES",
+    "PendingPods",
+    "Queued",
+    "Routed",
+    "broadcast",
+    "expire_assumed",
+    "reports_unreadable",
+    "route_namespace",
+    "route_node",
+    "route_node_deleted",
+    "route_object",
+    "route_pod",
+    "serve",
+]
+
+EVENT_ASSIGNED_POD_DELETE: Final = "AssignedPodDelete"
+EVENT_NODE_ADD: Final = "NodeAdd"
+EVENT_NODE_UPDATE: Final = "NodeUpdate"
+EVENT_NAMESPACE_CHANGE: Final = "NamespaceChange"
+#: a served name's profile changed: its unschedulable pods deserve another try
+EVENT_POLICY_CHANGE: Final = "PolicyChange"
+
+#: kind -> the ClusterObjects attribute that stores it
+OBJECT_STORES: Final[Mapping[str, str]] = {
+    "Service": "services",
+    "ReplicationController": "controllers",
+    "ReplicaSet": "controllers",
+    "StatefulSet": "controllers",
+    "PersistentVolume": "persistent_volumes",
+    "PersistentVolumeClaim": "persistent_volume_claims",
+    "StorageClass": "storage_classes",
+    "PodDisruptionBudget": "pod_disruption_budgets",
+    "CSINode": "csi_nodes",
+}
+
+
+class Queued(Protocol):
+    """A served scheduler name, as far as routing is concerned: its queue."""
+
+    @property
+    def queue(self) -> SchedulingQueue: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Routed:
+    """What is left for the operator after an event was applied."""
+
+    #: scheduler names whose loops should look at their queues now
+    wake: tuple[str, ...] = ()
+    #: the cluster event broadcast to every queue ("" for none): for logs
+    event: str = ""
+    #: uid of a pod that is bound or gone: its per-pod records (condition memo) can go
+    settled: str = ""
+
+
+NOTHING: Final = Routed()
+
+
+class PendingPods:
+    """Unbound, live pods by scheduler name, served or not: what a newly served name starts from."""
+
+    def __init__(self) -> None:
+        self._by_name: dict[str, dict[str, Pod]] = {}
+
+    def put(self, pod: Pod) -> Pod | None:
+        """Remember the pod's latest version; returns the previous one, if any."""
+        bucket = self._by_name.setdefault(pod.scheduler_name, {})
+        old = bucket.get(pod.uid)
+        bucket[pod.uid] = pod
+        return old
+
+    def pop(self, pod: Pod) -> Pod | None:
+        bucket = self._by_name.get(pod.scheduler_name)
+        return bucket.pop(pod.uid, None) if bucket is not None else None
+
+    def of(self, scheduler_name: str) -> list[Pod]:
+        return list(self._by_name.get(scheduler_name, {}).values())
+
+    def __len__(self) -> int:
+        return sum(len(b) for b in self._by_name.values())
+
+
+# --------------------------------------------------------------------------- pods
+
+
+def route_pod(
+    pod: Pod, *, deleted: bool, cache: SchedulerCache, pending: PendingPods, served: Mapping[str, Queued], now: float
+) -> Routed:
+    """A pod was added, changed or deleted; see the module docstring for the cases."""
+    cached = cache.get_pod(pod.uid)
+    state = cache.state_of(pod)
+    if deleted or pod.is_terminal:
+        _leave_pending(pod, pending, served)
+        if cached is None:
+            return Routed(settled=pod.uid)
+        cache.remove_pod(cached)
+        return _settled(broadcast(EVENT_ASSIGNED_POD_DELETE, served, now), pod.uid)
+    if pod.node_name:
+        _leave_pending(pod, pending, served)
+        if state is PodState.ADDED:
+            cache.update_pod(cached, pod)
+            return Routed(settled=pod.uid)
+        cache.add_pod(pod)  # new to us, or the watch confirming our assumption (maybe on another node)
+        labels = cache.objects.namespace_labels.get(pod.namespace)
+        wake = tuple(name for name, s in served.items() if s.queue.assigned_pod_added(pod, now, namespace_labels=labels))
+        return Routed(wake, EVENT_ASSIGNED_POD_ADD, settled=pod.uid)
+    if cached is not None and state is PodState.ADDED:  # bound before, unbound now: a stale add
+        cache.remove_pod(cached)
+        cached = None
+    if pod.deleting:
+        _leave_pending(pod, pending, served)
+        if cached is None:
+            return NOTHING
+        cache.remove_pod(cached)  # an assumed pod being deleted: free what it holds
+        return broadcast(EVENT_ASSIGNED_POD_DELETE, served, now)
+    old = pending.put(pod)
+    holder = served.get(pod.scheduler_name)
+    if holder is None or cached is not None:
+        return NOTHING
+    if old is None:
+        holder.queue.add(pod, now)
+    else:
+        holder.queue.update(old, pod, now)
+    return Routed(wake=(pod.scheduler_name,))
+
+
+def reports_unreadable(scheduler_name: object, node_name: object, served: Mapping[str, Queued]) -> bool:
+    """Whether a pod body the parser refused is a pending pod of ours (it gets a Warning event)."""
+    return not node_name and isinstance(scheduler_name, str) and scheduler_name in served
+
+
+def _leave_pending(pod: Pod, pending: PendingPods, served: Mapping[str, Queued]) -> None:
+    if pending.pop(pod) is not None:
+        holder = served.get(pod.scheduler_name)
+        if holder is not None:
+            holder.queue.delete(pod)
+
+
+def _settled(routed: Routed, uid: str) -> Routed:
+    return Routed(routed.wake, routed.event, uid)
+
+
+# --------------------------------------------------------------------------- nodes and the rest
+
+
+def route_node(node: Node, *, cache: SchedulerCache, served: Mapping[str, Queued], now: float) -> Routed:
+    """A node was added or changed."""
+    info = cache.get_node_info(node.name)
+    if info is None or info.node is None:
+        cache.add_node(node)
+        return broadcast(EVENT_NODE_ADD, served, now)
+    cache.update_node(node)
+    return broadcast(EVENT_NODE_UPDATE, served, now)
+
+
+def route_node_deleted(name: str, *, cache: SchedulerCache) -> Routed:
+    """A node is gone; pods still bound to it keep a placeholder until they go too."""
+    cache.remove_node(name)
+    return NOTHING
+
+
+def route_object(kind: str, key: str, obj: object | None, *, cache: SchedulerCache, served: Mapping[str, Queued], now: float) -> Routed:
+    """A Service, controller, volume, claim, storage class, PDB or CSINode changed (None: deleted)."""
+    store: dict[str, object] = getattr(cache.objects, OBJECT_STORES[kind])
+    if obj is None:
+        store.pop(key, None)
+    else:
+        store[key] = obj
+    cache.objects.generation += 1
+    return broadcast(f"{kind}Change", served, now)
+
+
+def route_namespace(
+    name: str, labels: Mapping[str, str] | None, *, cache: SchedulerCache, served: Mapping[str, Queued], now: float
+) -> Routed:
+    """A namespace's labels (None: deleted)."""
+    known = cache.objects.namespace_labels
+    if labels is None:
+        known.pop(name, None)
+        return NOTHING
+    if known.get(name) == labels:
+        return NOTHING
+    known[name] = labels
+    cache.objects.generation += 1
+    return broadcast(EVENT_NAMESPACE_CHANGE, served, now)
+
+
+# --------------------------------------------------------------------------- moves and served names
+
+
+def broadcast(event: str, served: Mapping[str, Queued], now: float) -> Routed:
+    """A cluster event that may make unschedulable pods schedulable, to every served name's queue."""
+    wake = tuple(name for name, s in served.items() if s.queue.move_all_to_active_or_backoff(event, now))
+    return Routed(wake, event)
+
+
+def expire_assumed(cache: SchedulerCache, served: Mapping[str, Queued], now: float) -> tuple[tuple[Pod, ...], Routed]:
+    """Drop bound assumptions the watch never confirmed (their resources are free again): a move."""
+    gone = tuple(cache.expire(now))
+    return gone, (broadcast(EVENT_ASSIGNED_POD_DELETE, served, now) if gone else NOTHING)
+
+
+def serve(profile: Profile, queue: SchedulingQueue | None, *, pending: PendingPods, now: float) -> SchedulingQueue:
+    """The queue of a scheduler name that starts being served with `profile` (`queue` None: a new
+    queue holding the name's pending pods), or goes on being served with a new one (the backoff
+    settings follow it; unschedulable pods get another try)."""
+    if queue is None:
+        queue = SchedulingQueue(pod_initial_backoff=profile.pod_initial_backoff_seconds, pod_max_backoff=profile.pod_max_backoff_seconds)
+        for pod in pending.of(profile.scheduler_name):
+            queue.add(pod, now)
+        return queue
+    queue.pod_initial_backoff = profile.pod_initial_backoff_seconds
+    queue.pod_max_backoff = profile.pod_max_backoff_seconds
+    queue.move_all_to_active_or_backoff(EVENT_POLICY_CHANGE, now)
+    return queue

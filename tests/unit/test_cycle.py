@@ -1,0 +1,188 @@
+"""One scheduling cycle without an API server: each outcome of ``schedule_one`` and where it leaves
+the pod in the cache and the queue; then what a bind's success or failure does to them."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+from builders import make_node, make_pod
+
+from kopf_scheduler.core.algorithm import GenericScheduler
+from kopf_scheduler.core.cache import PodState, SchedulerCache
+from kopf_scheduler.core.cycle import Bind, Error, Skip, Unschedulable, binding_failed, binding_succeeded, next_wait, schedule_one
+from kopf_scheduler.core.objects import Pod
+from kopf_scheduler.core.policy import validate_policy
+from kopf_scheduler.core.profile import Profile
+from kopf_scheduler.core.queueing import BACKOFF, UNSCHEDULABLE, QueuedPodInfo, SchedulingQueue
+from kopf_scheduler.core.snapshot import Snapshot
+
+NOW = 50.0
+
+
+def default_scheduler() -> GenericScheduler:
+    profile = validate_policy({"schedulerName": "s", "algorithmProvider": "DefaultProvider"})
+    assert isinstance(profile, Profile)
+    return GenericScheduler(profile)
+
+
+class Cycle:
+    """A cache with the given nodes, a queue holding one pod, popped and ready to decide."""
+
+    def __init__(self, pod: Pod, *nodes: str, cpu: str = "2") -> None:
+        self.cache = SchedulerCache()
+        for name in nodes:
+            self.cache.add_node(make_node(name).capacity(cpu=cpu, memory="8Gi", pods="110").obj())
+        self.queue = SchedulingQueue()
+        self.queue.add(pod, NOW - 1)
+        info = self.queue.pop(NOW)
+        assert info is not None
+        self.info: QueuedPodInfo = info
+        self.snapshot = Snapshot(self.cache.objects)
+
+    def run(self, scheduler: Any = None) -> object:
+        return schedule_one(
+            self.info, self.snapshot, scheduler or default_scheduler(), cache=self.cache, queue=self.queue, rng=random.Random(7), now=NOW
+        )
+
+
+def test_a_pod_that_fits_is_assumed_and_stays_in_flight_for_its_bind() -> None:
+    pod = make_pod("web").req(cpu="1").obj()
+    cycle = Cycle(pod, "n1")
+    outcome = cycle.run()
+    assert isinstance(outcome, Bind) and outcome.node == "n1"
+    assert outcome.pod.node_name == "n1" and outcome.pod.uid == pod.uid
+    assert cycle.cache.state_of(pod) is PodState.ASSUMED
+    assert cycle.queue.where(pod) == "in_flight"
+    assert len(cycle.snapshot) == 1  # brought up to date before the algorithm ran
+
+
+def test_a_pod_that_fits_nowhere_waits_in_the_unschedulable_pool() -> None:
+    pod = make_pod("huge").req(cpu="8").obj()
+    cycle = Cycle(pod, "n1", "n2")
+    outcome = cycle.run()
+    assert isinstance(outcome, Unschedulable)
+    assert outcome.message == "0/2 nodes are available: 2 Insufficient cpu."
+    assert "NodeResourcesFit" in outcome.plugins
+    assert cycle.queue.where(pod) == UNSCHEDULABLE
+    info = cycle.queue.get(pod)
+    assert info is not None and info.unschedulable_plugins == outcome.plugins
+    assert cycle.cache.state_of(pod) is None
+
+
+def test_no_nodes_at_all_is_an_error_and_a_backoff() -> None:
+    pod = make_pod("web").obj()
+    cycle = Cycle(pod)
+    assert cycle.run() == Error("no nodes available to schedule pods")
+    assert cycle.queue.where(pod) == BACKOFF
+
+
+def test_an_algorithm_that_raises_is_an_error_carrying_the_exception() -> None:
+    class Broken:
+        def schedule(self, pod: Pod, snapshot: Snapshot, *, rng: random.Random) -> None:
+            raise ZeroDivisionError("bug")
+
+    pod = make_pod("web").obj()
+    cycle = Cycle(pod, "n1")
+    outcome = cycle.run(Broken())
+    assert isinstance(outcome, Error) and isinstance(outcome.exception, ZeroDivisionError)
+    assert outcome.message == "internal error: ZeroDivisionError('bug')"
+    assert cycle.queue.where(pod) == BACKOFF
+
+
+@pytest.mark.parametrize(
+    ("setup", "reason"),
+    [
+        pytest.param("deleting", "being deleted", id="a pod being deleted is skipped"),
+        pytest.param("bound", "already bound to n1", id="a pod already bound is skipped"),
+        pytest.param("assumed", "already assumed", id="a pod assumed earlier (its bind in flight) is skipped"),
+        pytest.param("confirmed", "already bound (the watch confirmed it)", id="a pod the cache holds as bound is skipped"),
+    ],
+)
+def test_skips_leave_the_queue(setup: str, reason: str) -> None:
+    b = make_pod("web").uid("u")
+    if setup == "deleting":
+        b.terminating()
+    if setup == "bound":
+        b.node("n1")
+    pod = b.obj()
+    cycle = Cycle(pod, "n1")
+    if setup == "assumed":
+        cycle.cache.assume(pod, "n1")
+    if setup == "confirmed":
+        cycle.cache.add_pod(pod.with_node("n1"))
+
+    class NeverCalled:
+        def schedule(self, *_: object, **__: object) -> None:
+            raise AssertionError("a skipped pod reached the algorithm")
+
+    assert cycle.run(NeverCalled()) == Skip(reason)
+    assert cycle.queue.where(pod) is None
+
+
+# --------------------------------------------------------------------------- after the bind
+
+
+def bound_cycle() -> tuple[Cycle, Pod]:
+    cycle = Cycle(make_pod("web").req(cpu="1").obj(), "n1")
+    outcome = cycle.run()
+    assert isinstance(outcome, Bind)
+    return cycle, outcome.pod
+
+
+def test_a_successful_bind_starts_the_assumption_ttl_and_ends_the_attempt() -> None:
+    cycle, placed = bound_cycle()
+    binding_succeeded(placed, cache=cycle.cache, queue=cycle.queue, now=NOW + 1)
+    assert cycle.cache.state_of(placed) is PodState.BOUND
+    assert cycle.queue.where(placed) is None
+    assert cycle.cache.expire(NOW + 30) == [] and cycle.cache.expire(NOW + 31) == [placed]  # TTL 30 s from the bind
+
+
+def test_a_bind_the_watch_confirmed_first_stays_confirmed() -> None:
+    cycle, placed = bound_cycle()
+    cycle.cache.add_pod(placed)  # the watch was faster than the response
+    binding_succeeded(placed, cache=cycle.cache, queue=cycle.queue, now=NOW + 1)
+    assert cycle.cache.state_of(placed) is PodState.ADDED
+
+
+def test_a_failed_bind_forgets_the_assumption_and_backs_off() -> None:
+    cycle, placed = bound_cycle()
+    assert binding_failed(cycle.info, placed, cache=cycle.cache, queue=cycle.queue, now=NOW + 1) is True
+    assert cycle.cache.state_of(placed) is None
+    assert cycle.queue.where(placed) == BACKOFF
+
+
+def test_a_failed_bind_of_a_pod_deleted_meanwhile_is_not_requeued() -> None:
+    cycle, placed = bound_cycle()
+    cycle.cache.remove_pod(placed)  # the watch saw the deletion and freed it
+    cycle.queue.delete(placed)
+    assert binding_failed(cycle.info, placed, cache=cycle.cache, queue=cycle.queue, now=NOW + 1) is False
+    assert cycle.queue.where(placed) is None
+
+
+# --------------------------------------------------------------------------- how long the loop sleeps
+
+
+@pytest.mark.parametrize(
+    ("state", "expected"),
+    [
+        pytest.param("empty", 1.0, id="nothing queued: the longest wait, a handler's wake-up cuts it short"),
+        pytest.param("active", 0.0, id="a pod is ready: pop now"),
+        pytest.param("backoff", 0.25, id="a pod backing off until 50.25: sleep 0.25 s (its 1 s backoff from 49.25)"),
+        pytest.param("long backoff", 1.0, id="a backoff longer than the longest wait: the longest wait"),
+        pytest.param("unschedulable", 1.0, id="only an unschedulable pod: the longest wait (its 5 min leftover is far)"),
+    ],
+)
+def test_next_wait(state: str, expected: float) -> None:
+    queue = SchedulingQueue(pod_initial_backoff=1.0, pod_max_backoff=10.0)
+    if state != "empty":
+        queue.add(make_pod("p").obj(), 0.0)
+    if state in ("backoff", "long backoff", "unschedulable"):
+        info = queue.pop(0.0)
+        assert info is not None
+        if state == "unschedulable":
+            queue.add_unschedulable(info, NOW)
+        else:
+            queue.add_backoff(info, NOW - 0.75 if state == "backoff" else NOW + 5)
+    assert next_wait(queue, NOW, longest=1.0) == pytest.approx(expected)

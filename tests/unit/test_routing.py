@@ -1,0 +1,264 @@
+"""Watch-event routing without Kopf: pod events into the cache, the pending index and the queues,
+as a table of single events and as step-by-step scenarios; nodes, other kinds and namespaces."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+from builders import make_node, make_pod
+
+from kopf_scheduler.core.cache import PodState, SchedulerCache
+from kopf_scheduler.core.objects import Pod
+from kopf_scheduler.core.profile import Profile
+from kopf_scheduler.core.queueing import ACTIVE, SchedulingQueue
+from kopf_scheduler.core.routing import (
+    NOTHING,
+    PendingPods,
+    Routed,
+    expire_assumed,
+    reports_unreadable,
+    route_namespace,
+    route_node,
+    route_node_deleted,
+    route_object,
+    route_pod,
+    serve,
+)
+
+OURS = "ours"
+NOW = 100.0
+
+
+@dataclass
+class Served:
+    queue: SchedulingQueue = field(default_factory=SchedulingQueue)
+
+
+@dataclass
+class World:
+    """The core state a watch handler touches, with one served name ("ours") and one unserved."""
+
+    cache: SchedulerCache = field(default_factory=SchedulerCache)
+    pending: PendingPods = field(default_factory=PendingPods)
+    served: dict[str, Served] = field(default_factory=lambda: {OURS: Served()})
+
+    @property
+    def queue(self) -> SchedulingQueue:
+        return self.served[OURS].queue
+
+    def pod(self, pod: Pod, *, deleted: bool = False, now: float = NOW) -> Routed:
+        return route_pod(pod, deleted=deleted, cache=self.cache, pending=self.pending, served=self.served, now=now)
+
+    def park_unschedulable(self, pod: Pod) -> None:
+        """Put `pod` in the unschedulable pool, as a failed attempt does."""
+        self.pod(pod)
+        info = self.queue.pop(NOW)
+        assert info is not None
+        self.queue.add_unschedulable(info, NOW)
+
+
+def pod(name: str = "p", *, scheduler: str = OURS, on: str = "", phase: str = "", deleting: bool = False, uid: str = "") -> Pod:
+    b = make_pod(name).req(cpu="1").scheduler(scheduler)
+    if uid:
+        b.uid(uid)
+    if on:
+        b.node(on)
+    if phase:
+        b.phase(phase)
+    if deleting:
+        b.terminating()
+    return b.obj()
+
+
+def requested_cpu(world: World, node: str = "n1") -> int:
+    info = world.cache.get_node_info(node)
+    assert info is not None
+    return info.requested.milli_cpu
+
+
+@pytest.fixture
+def world() -> World:
+    w = World()
+    w.cache.add_node(make_node("n1").capacity(cpu="4", memory="8Gi", pods="110").obj())
+    return w
+
+
+# --------------------------------------------------------------------------- one event each
+
+
+@pytest.mark.parametrize(
+    ("event", "wake", "pending", "queued", "cached"),
+    [
+        pytest.param(dict(p=pod(uid="u")), (OURS,), True, ACTIVE, None, id="new unbound pod of ours: pending, active, its loop woken"),
+        pytest.param(dict(p=pod(uid="u", scheduler="other")), (), True, None, None, id="new unbound pod of an unserved name: pending only"),
+        pytest.param(dict(p=pod(uid="u", on="n1")), (), False, None, PodState.ADDED, id="new bound pod: cached"),
+        pytest.param(dict(p=pod(uid="u", deleting=True)), (), False, None, None, id="unbound pod being deleted: nowhere"),
+        pytest.param(dict(p=pod(uid="u", phase="Succeeded")), (), False, None, None, id="unbound terminal pod: nowhere"),
+        pytest.param(dict(p=pod(uid="u", on="n1", phase="Failed")), (), False, None, None, id="bound terminal pod: not cached"),
+        pytest.param(dict(p=pod(uid="u"), deleted=True), (), False, None, None, id="deletion of an unknown pod: nothing"),
+    ],
+)
+def test_a_single_pod_event(world: World, event: dict[str, object], wake: tuple[str, ...], pending: bool, queued: str | None, cached: PodState | None) -> None:
+    p = event["p"]
+    assert isinstance(p, Pod)
+    routed = world.pod(p, deleted=bool(event.get("deleted")))
+    assert routed.wake == wake
+    assert (p.uid in {x.uid for x in world.pending.of(p.scheduler_name)}) is pending
+    assert world.queue.where(p) == queued
+    assert world.cache.state_of(p) is cached
+
+
+def test_bound_and_deleted_pods_are_settled_so_their_records_can_go(world: World) -> None:
+    assert world.pod(pod(uid="a")).settled == ""
+    assert world.pod(pod(uid="a", on="n1")).settled == "a"
+    assert world.pod(pod(uid="b"), deleted=True).settled == "b"
+
+
+# --------------------------------------------------------------------------- scenarios
+
+
+def test_pending_pod_updates_stay_one_entry_and_binding_removes_it(world: World) -> None:
+    world.pod(pod("p", uid="u"))
+    world.pod(pod("p", uid="u"))  # an update (e.g. status)
+    assert len(world.pending) == 1 and len(world.queue) == 1
+    routed = world.pod(pod("p", uid="u", on="n1"))  # bound by someone: leaves the queue, enters the cache
+    assert len(world.pending) == 0 and len(world.queue) == 0
+    assert world.cache.state_of(pod(uid="u")) is PodState.ADDED
+    assert routed.event == "AssignedPodAdd"
+
+
+def test_an_assumed_pod_is_confirmed_by_the_watch(world: World) -> None:
+    p = pod(uid="u")
+    world.pod(p)
+    info = world.queue.pop(NOW)
+    assert info is not None
+    world.cache.assume(p, "n1")
+    world.pod(pod(uid="u"))  # an update while the bind is in flight: the queue ignores it, as upstream does
+    assert world.queue.where(p) == "in_flight" and world.queue.get(p) is info and info.pod is p
+    world.pod(pod(uid="u", on="n1"))
+    assert world.cache.state_of(p) is PodState.ADDED
+    assert requested_cpu(world) == 1000  # counted once
+
+
+def test_deleting_an_assumed_pod_frees_its_resources_and_moves_unschedulable_pods(world: World) -> None:
+    waiting = pod("waiting", uid="w")
+    world.park_unschedulable(waiting)
+    p = pod(uid="u")
+    world.pod(p)
+    world.queue.pop(NOW)
+    world.cache.assume(p, "n1")
+    routed = world.pod(pod(uid="u", deleting=True))  # upstream handleAssumedPodDeletion
+    assert world.cache.state_of(p) is None
+    assert requested_cpu(world) == 0
+    assert (routed.event, routed.wake) == ("AssignedPodDelete", (OURS,))
+    assert world.queue.where(waiting) != "unschedulable"
+
+
+def test_deleting_a_bound_pod_moves_unschedulable_pods_once(world: World) -> None:
+    world.pod(pod("bound", uid="b", on="n1"))
+    waiting = pod("waiting", uid="w")
+    world.park_unschedulable(waiting)
+    routed = world.pod(pod("bound", uid="b", on="n1"), deleted=True)
+    assert (routed.event, routed.wake, routed.settled) == ("AssignedPodDelete", (OURS,), "b")
+    assert world.queue.where(waiting) in (ACTIVE, "backoff")
+    again = world.pod(pod("bound", uid="b", on="n1"), deleted=True)  # a repeated delete: nothing left to free
+    assert again == Routed(settled="b")
+
+
+def test_a_bound_pod_selected_by_required_affinity_moves_the_waiting_pod(world: World) -> None:
+    waiting = make_pod("waiting").scheduler(OURS).uid("w").pod_affinity("kubernetes.io/hostname", {"app": "db"}).obj()
+    world.park_unschedulable(waiting)
+    unrelated = world.pod(make_pod("web").label(app="web").node("n1").obj())
+    assert (unrelated.wake, world.queue.where(waiting)) == ((), "unschedulable")
+    routed = world.pod(make_pod("db").label(app="db").node("n1").obj())
+    assert routed.wake == (OURS,)
+    assert world.queue.where(waiting) != "unschedulable"
+
+
+def test_pods_of_a_name_served_later_start_in_its_queue(world: World) -> None:
+    world.pod(pod("a", scheduler="later", uid="a"))
+    world.pod(pod("b", scheduler="later", uid="b"))
+    world.pod(pod("b", scheduler="later", uid="b", on="n1"))  # bound meanwhile: not pending any more
+    queue = serve(Profile(scheduler_name="later", pod_initial_backoff_seconds=2, pod_max_backoff_seconds=20), None, pending=world.pending, now=NOW)
+    assert [p.uid for p in queue.pending_pods()] == ["a"]
+    assert (queue.pod_initial_backoff, queue.pod_max_backoff) == (2, 20)
+
+
+def test_serving_a_new_profile_keeps_the_queue_and_retries_unschedulable_pods(world: World) -> None:
+    waiting = pod("waiting", uid="w")
+    world.park_unschedulable(waiting)
+    queue = serve(Profile(scheduler_name=OURS, pod_initial_backoff_seconds=3, pod_max_backoff_seconds=30), world.queue, pending=world.pending, now=NOW + 60)
+    assert queue is world.queue
+    assert queue.where(waiting) == ACTIVE  # its 1 s backoff ran out long ago
+    assert (queue.pod_initial_backoff, queue.pod_max_backoff) == (3, 30)
+
+
+def test_expired_assumptions_are_returned_and_move_pods(world: World) -> None:
+    p = pod(uid="u")
+    placed = world.cache.assume(p, "n1")
+    world.cache.finish_binding(placed, NOW)
+    world.park_unschedulable(pod("waiting", uid="w"))
+    assert expire_assumed(world.cache, world.served, NOW + 1) == ((), NOTHING)
+    gone, routed = expire_assumed(world.cache, world.served, NOW + 31)  # the 30 s TTL ran out
+    assert [x.uid for x in gone] == ["u"] and routed.wake == (OURS,)
+
+
+@pytest.mark.parametrize(
+    ("scheduler", "node", "expected"),
+    [
+        pytest.param(OURS, None, True, id="unbound pod of a served name: report it"),
+        pytest.param(OURS, "n1", False, id="bound: not ours to report"),
+        pytest.param("other", None, False, id="another scheduler's pod"),
+        pytest.param(42, None, False, id="a schedulerName that is not even a string"),
+    ],
+)
+def test_which_unreadable_pods_get_an_event(scheduler: object, node: object, expected: bool) -> None:
+    assert reports_unreadable(scheduler, node, {OURS: Served()}) is expected
+
+
+# --------------------------------------------------------------------------- nodes, objects, namespaces
+
+
+def test_node_add_update_delete(world: World) -> None:
+    waiting = pod("waiting", uid="w")
+    world.park_unschedulable(waiting)
+    routed = route_node(make_node("n2").obj(), cache=world.cache, served=world.served, now=NOW)
+    assert (routed.event, routed.wake) == ("NodeAdd", (OURS,))
+    assert route_node(make_node("n2").label(a="b").obj(), cache=world.cache, served=world.served, now=NOW).event == "NodeUpdate"
+    assert route_node_deleted("n2", cache=world.cache) == NOTHING
+    assert "n2" not in world.cache.node_names()
+    assert route_node_deleted("never-seen", cache=world.cache) == NOTHING
+
+
+def test_a_node_that_comes_back_under_its_pods_is_an_add(world: World) -> None:
+    world.pod(pod(uid="u", on="n1"))
+    route_node_deleted("n1", cache=world.cache)  # its pod keeps a placeholder
+    assert route_node(make_node("n1").obj(), cache=world.cache, served=world.served, now=NOW).event == "NodeAdd"
+
+
+def test_other_kinds_are_stored_and_each_change_is_a_move(world: World) -> None:
+    generation = world.cache.objects.generation
+    routed = route_object("StorageClass", "fast", object(), cache=world.cache, served=world.served, now=NOW)
+    assert routed.event == "StorageClassChange" and "fast" in world.cache.objects.storage_classes
+    route_object("StorageClass", "fast", None, cache=world.cache, served=world.served, now=NOW)
+    assert "fast" not in world.cache.objects.storage_classes
+    assert world.cache.objects.generation == generation + 2
+    route_object("ReplicaSet", "ReplicaSet/ns/rs", object(), cache=world.cache, served=world.served, now=NOW)
+    assert "ReplicaSet/ns/rs" in world.cache.objects.controllers
+
+
+@pytest.mark.parametrize(
+    ("before", "labels", "event"),
+    [
+        pytest.param(None, {"team": "a"}, "NamespaceChange", id="new namespace: a move"),
+        pytest.param({"team": "a"}, {"team": "a"}, "", id="same labels: nothing"),
+        pytest.param({"team": "a"}, {"team": "b"}, "NamespaceChange", id="labels changed: a move"),
+        pytest.param({"team": "a"}, None, "", id="deleted: forgotten, nothing moves"),
+    ],
+)
+def test_namespaces_move_pods_only_when_labels_change(world: World, before: dict[str, str] | None, labels: dict[str, str] | None, event: str) -> None:
+    if before is not None:
+        world.cache.objects.namespace_labels["ns"] = before
+    assert route_namespace("ns", labels, cache=world.cache, served=world.served, now=NOW).event == event
+    assert world.cache.objects.namespace_labels.get("ns") == labels
