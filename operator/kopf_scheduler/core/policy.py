@@ -67,6 +67,7 @@ from .arguments import PluginArgsError
 from .extenders import ExtenderConfig, validate_extenders
 from .framework import FilterPlugin, Plugin, PostFilterPlugin, ScorePlugin
 from .plugins.inter_pod_affinity import InterPodAffinity
+from .plugins.pod_topology_spread import PodTopologySpread
 from .profile import DEFAULT_POD_INITIAL_BACKOFF_SECONDS, DEFAULT_POD_MAX_BACKOFF_SECONDS, Profile
 from .registry import PluginRef, Registry
 from .specs import FieldError, did_you_mean, is_int, is_number, parse_duration, unknown_keys
@@ -435,9 +436,9 @@ def _honour_own_spread_constraints(requests: _Requests) -> None:
     only under priorities gets that same instance as the filter (one instance per plugin and name,
     as upstream's MultiPoint), so its ``List`` default constraints with DoNotSchedule filter too.
     """
-    if any(r.ref.cls is registry.PodTopologySpread for r in requests.filters):
+    if any(r.ref.cls is PodTopologySpread for r in requests.filters):
         return
-    requests.filters.append(_Request(PluginRef(registry.PodTopologySpread), "spec.predicates", (), requests.next_order))
+    requests.filters.append(_Request(PluginRef(PodTopologySpread), "spec.predicates", (), requests.next_order))
     requests.next_order += 1
 
 
