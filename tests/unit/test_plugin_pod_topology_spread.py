@@ -1406,3 +1406,19 @@ def test_vector_forms_agree_with_per_node(cluster, data):
     if plugin.pre_score(state, pod, candidates, snap).is_success:
         per_node_scores = [plugin.score(state, pod, info) for info in candidates]
         assert plugin.score_nodes(state, pod, snap.table, np.asarray(picked, dtype=np.intp)).tolist() == per_node_scores
+
+
+def test_counts_follow_a_new_snapshot_of_as_many_other_nodes():
+    # the count cache is keyed by generations, not by table: another table of the same length recounts
+    pod = _foo_pod((1, "node", FOO))
+    plugin = PodTopologySpread(LIST)
+    first = snapshot([node("a", {"node": "a"}), node("b", {"node": "b"})], [*many("a", 2, "foo")])
+    state = CycleState()
+    plugin.pre_filter(state, pod, first)
+    assert domain_counts(state.read(plugin._filter_key).domains[0]) == {"a": 2, "b": 0}
+    second = snapshot([node("c", {"node": "c"}), node("d", {"node": "d"})], [on("d", "foo")])
+    plugin.pre_filter(state, pod, second)
+    assert domain_counts(state.read(plugin._filter_key).domains[0]) == {"c": 0, "d": 1}
+    again = Snapshot.of([i.clone() for i in first.node_infos])  # clones keep generations: same counts
+    plugin.pre_filter(state, pod, again)
+    assert domain_counts(state.read(plugin._filter_key).domains[0]) == {"a": 2, "b": 0}

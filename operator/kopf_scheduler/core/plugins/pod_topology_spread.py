@@ -92,7 +92,7 @@ SYSTEM_DEFAULT_CONSTRAINTS: Final = (
 #: the critical paths' "no domain yet" count (upstream ``math.MaxInt32``)
 _NO_DOMAIN: Final = 2**31 - 1
 #: how many (namespace, selector) count columns the plugin keeps
-_COUNT_CACHE_SIZE: Final = 64
+_COUNT_CACHE_SIZE: Final = 128
 
 _LABEL_NAME: Final = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _DNS_SUBDOMAIN: Final = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -267,7 +267,6 @@ def _selector_key(selector: LabelSelector) -> tuple[object, ...]:
 
 @dataclass(frozen=True, slots=True)
 class _CountColumn:
-    table: NodeTable
     generations: IntArray
     counts: IntArray
 
@@ -275,8 +274,10 @@ class _CountColumn:
 class _CountCache:
     """Matching pods per table row for one (namespace, selector), recounted only where the row's generation moved.
 
-    Columns are never written after they are handed out (a change makes a new one), so a cycle
-    state holding one stays true to the snapshot it was built from.
+    A NodeInfo's generation names its content (a process-wide counter bumped on every change, kept
+    by clones), so a row whose generation is unchanged holds the same pods whatever table it sits
+    in; a table of another length is counted afresh. Columns are never written after they are
+    handed out (a change makes a new one), so a cycle state holding one stays true to its snapshot.
     """
 
     __slots__ = ("_columns",)
@@ -290,18 +291,18 @@ class _CountCache:
             return np.zeros(len(table), dtype=np.int64)
         key = (namespace, _selector_key(selector))
         cached = self._columns.pop(key, None)
-        if cached is None or cached.table is not table:
+        if cached is None or len(cached.counts) != len(table):
             counts = np.fromiter(
                 (count_matching(table.info(k).pods.values(), constraint, namespace) for k in range(len(table))), dtype=np.int64, count=len(table)
             )
-            cached = _CountColumn(table, table.generation.copy(), counts)
+            cached = _CountColumn(table.generation.copy(), counts)
         else:
             moved = np.flatnonzero(cached.generations != table.generation)
             if moved.size:
                 counts = cached.counts.copy()
                 for k in moved.tolist():
                     counts[k] = count_matching(table.info(k).pods.values(), constraint, namespace)
-                cached = _CountColumn(table, table.generation.copy(), counts)
+                cached = _CountColumn(table.generation.copy(), counts)
         cached.counts.flags.writeable = False
         self._columns[key] = cached
         while len(self._columns) > _COUNT_CACHE_SIZE:
@@ -566,7 +567,8 @@ class PodTopologySpread(PreFilterExtensions, VectorFilter, PreScorePlugin, Vecto
         table = snapshot.table
         # Only the system defaults spare nodes without every key (hostname spreading without zones).
         require_all = bool(pod.topology_spread_constraints) or not self.system_defaulted
-        positions = np.fromiter((table.position[info.name] for info in nodes), dtype=np.intp, count=len(nodes))
+        where = table.position
+        positions = np.fromiter((where[info.name] for info in nodes), dtype=np.intp, count=len(nodes))
         columns = [table.label_column(c.topology_key) for c in constraints]
         counted_rows = table.has_node.copy()
         if require_all:
@@ -593,7 +595,7 @@ class PodTopologySpread(PreFilterExtensions, VectorFilter, PreScorePlugin, Vecto
             weights.append(math.log(int(tracked.sum()) + 2))
             domain_counts.append(sums)
             row_counts.append(np.zeros(0, dtype=np.int64))
-        names = frozenset(info.name for info, skip in zip(nodes, ignored.tolist()) if skip)
+        names = frozenset(nodes[k].name for k in np.flatnonzero(ignored).tolist())
         state.write(
             self._score_key,
             PreScoreState(
