@@ -432,6 +432,18 @@ class PreScoreState:
     row_counts: tuple[IntArray, ...]
 
 
+def satisfies_constraints(spread: PreFilterState, node_info: NodeInfo) -> Status:
+    """Upstream ``Filter`` for one node, from the pod's PreFilter state (after any AddPod / RemovePod)."""
+    labels = node_info.node.labels if node_info.node is not None else {}
+    for c, d, own in zip(spread.constraints, spread.domains, spread.self_match):
+        value = labels.get(c.topology_key)
+        if value is None:
+            return framework.unresolvable(ERR_REASON_NODE_LABEL_NOT_MATCH)
+        if d.count(value) + own - d.min_match(c.min_domains) > c.max_skew:
+            return framework.unschedulable(ERR_REASON_CONSTRAINTS_NOT_MATCH)
+    return framework.SUCCESS
+
+
 def _round_half_away(x: float) -> int:
     """Go's ``math.Round`` for x >= 0."""
     whole = math.floor(x)
@@ -507,14 +519,7 @@ class PodTopologySpread(PreFilterExtensions, VectorFilter, PreScorePlugin, Vecto
         s = state.read(self._filter_key)
         if s is None:
             return framework.error(f"reading {self._filter_key.label!r} from cycle state: PreFilter did not run")
-        labels = node.node.labels if node.node is not None else {}
-        for c, d, own in zip(s.constraints, s.domains, s.self_match):
-            value = labels.get(c.topology_key)
-            if value is None:
-                return framework.unresolvable(ERR_REASON_NODE_LABEL_NOT_MATCH)
-            if d.count(value) + own - d.min_match(c.min_domains) > c.max_skew:
-                return framework.unschedulable(ERR_REASON_CONSTRAINTS_NOT_MATCH)
-        return framework.SUCCESS
+        return satisfies_constraints(s, node)
 
     def filter_nodes(self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]) -> BoolArray:
         s = state.read(self._filter_key)
