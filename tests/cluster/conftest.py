@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from kube_helpers import delete_namespace
+from kube_helpers import GROUP, PLURAL, ROOT, delete_namespace
 from kubernetes import client, config
 
 from kopf_scheduler.cluster import BuildError, ControlPlane, ensure_binaries
@@ -82,3 +82,17 @@ def namespace(api: client.ApiClient, request: pytest.FixtureRequest) -> Iterator
         yield name
     finally:
         delete_namespace(api, name)
+
+
+@pytest.fixture(scope="module")
+def sa_kubeconfig(control_plane: ControlPlane) -> Path:
+    control_plane.kubectl("apply", "-f", str(ROOT / "crds" / "schedulingpolicy.yaml"))
+    control_plane.kubectl("wait", "--for=condition=Established", f"crd/{PLURAL}.{GROUP}", "--timeout=30s")
+    control_plane.kubectl("apply", "-f", str(ROOT / "deploy" / "namespace.yaml"))
+    control_plane.kubectl("apply", "-f", str(ROOT / "deploy" / "rbac.yaml"))
+    return control_plane.service_account_kubeconfig("kopf-scheduler", "kopf-scheduler")
+
+
+@pytest.fixture(scope="module")
+def custom(api: client.ApiClient) -> client.CustomObjectsApi:
+    return client.CustomObjectsApi(api)

@@ -10,86 +10,35 @@ when a test fails.
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
 import sys
 import time
-import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from kube_helpers import create_nodes, make_pod_body, wait_for
+from kube_helpers import (
+    GROUP,
+    PLURAL,
+    VERSION,
+    Group,
+    Operator,
+    accepted,
+    create_policy,
+    delete_policy,
+    replace_spec,
+    wait,
+    wait_accepted,
+)
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
-
-from kopf_scheduler.cluster import ControlPlane
 
 pytestmark = pytest.mark.cluster
 
 T = TypeVar("T")
 
-ROOT = Path(__file__).resolve().parents[2]
-GROUP, VERSION, PLURAL = "scheduling.kopf.dev", "v1alpha1", "schedulingpolicies"
-GROUP_LABEL = "e2e.kopf.dev/group"
 SHARD = ("e2e-basic", "e2e-edit", "e2e-dup-a", "e2e-dup-b")
 BASIC = "e2e-basic"  # policy and schedulerName served from the module's start
-
-
-# --------------------------------------------------------------------------- operator processes
-
-
-class Operator:
-    """One `kopf-scheduler run` subprocess, its log in a file."""
-
-    def __init__(self, log: Path, args: Sequence[str], kubeconfig: Path) -> None:
-        self.log = log
-        self.args = list(args)
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "operator"), os.environ.get("PYTHONPATH", "")])}
-        self._file = open(log, "wb")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "kopf_scheduler.cli", "run", "--kubeconfig", str(kubeconfig), "--metrics-port", "0", "--verbose", *args],
-            stdout=self._file, stderr=subprocess.STDOUT, env=env, cwd=ROOT,
-        )
-
-    def text(self) -> str:
-        return self.log.read_text(errors="replace")
-
-    def tail(self, lines: int = 60) -> str:
-        return "\n".join(self.text().splitlines()[-lines:])
-
-    def identity(self) -> str:
-        """The process's leader-election identity, from its 'attempting to acquire' log line."""
-        for line in self.text().splitlines():
-            if "attempting to acquire lease" in line:
-                return line.rsplit("] ", 1)[1].split(":", 1)[0].strip()
-        return ""
-
-    def stop(self, sig: int = signal.SIGTERM) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-        self._file.close()
-
-
-@pytest.fixture(scope="module")
-def sa_kubeconfig(control_plane: ControlPlane) -> Path:
-    control_plane.kubectl("apply", "-f", str(ROOT / "crds" / "schedulingpolicy.yaml"))
-    control_plane.kubectl("wait", "--for=condition=Established", f"crd/{PLURAL}.{GROUP}", "--timeout=30s")
-    control_plane.kubectl("apply", "-f", str(ROOT / "deploy" / "namespace.yaml"))
-    control_plane.kubectl("apply", "-f", str(ROOT / "deploy" / "rbac.yaml"))
-    return control_plane.service_account_kubeconfig("kopf-scheduler", "kopf-scheduler")
-
-
-@pytest.fixture(scope="module")
-def custom(api: client.ApiClient) -> client.CustomObjectsApi:
-    return client.CustomObjectsApi(api)
 
 
 @pytest.fixture(scope="module")
@@ -130,99 +79,9 @@ def _track(operator: Operator) -> Iterator[None]:
     _running.remove(operator)
 
 
-# --------------------------------------------------------------------------- helpers
-
-
-def wait(op_or_none: Operator | None, predicate: Callable[[], T], timeout: float = 20.0, message: str = "") -> T:
-    try:
-        return wait_for(predicate, timeout=timeout, interval=0.2, message=message)
-    except TimeoutError as exc:
-        tail = f"\n--- operator log tail ---\n{op_or_none.tail()}" if op_or_none is not None else ""
-        raise AssertionError(f"{exc}{tail}") from None
-
-
-def create_policy(custom: client.CustomObjectsApi, name: str, spec: Mapping[str, Any]) -> None:
-    body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "SchedulingPolicy", "metadata": {"name": name}, "spec": dict(spec)}
-    custom.create_cluster_custom_object(GROUP, VERSION, PLURAL, body)
-
-
-def replace_spec(custom: client.CustomObjectsApi, name: str, spec: Mapping[str, Any]) -> int:
-    obj = custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, name)
-    obj["spec"] = dict(spec)
-    return int(custom.replace_cluster_custom_object(GROUP, VERSION, PLURAL, name, obj)["metadata"]["generation"])
-
-
-def delete_policy(custom: client.CustomObjectsApi, name: str, timeout: float = 15.0) -> None:
-    """Delete; if the finalizer is still there after `timeout` (no operator left), drop it."""
-    try:
-        custom.delete_cluster_custom_object(GROUP, VERSION, PLURAL, name)
-    except ApiException as exc:
-        if exc.status == 404:
-            return
-        raise
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, name)
-        except ApiException as exc:
-            if exc.status == 404:
-                return
-            raise
-        time.sleep(0.2)
-    try:
-        custom.patch_cluster_custom_object(GROUP, VERSION, PLURAL, name, {"metadata": {"finalizers": None}})
-    except ApiException as exc:
-        if exc.status != 404:
-            raise
-
-
-def accepted(custom: client.CustomObjectsApi, name: str) -> dict[str, Any] | None:
-    obj = custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, name)
-    for cond in (obj.get("status") or {}).get("conditions") or []:
-        if cond.get("type") == "Accepted":
-            return {**cond, "_status": obj.get("status") or {}, "_generation": obj["metadata"]["generation"]}
-    return None
-
-
-def wait_accepted(custom: client.CustomObjectsApi, name: str, op: Operator | None, *, generation: int = 1, status: str = "True") -> dict[str, Any]:
-    def check() -> dict[str, Any] | None:
-        c = accepted(custom, name)
-        ok = c is not None and c["status"] == status and c["_status"].get("observedGeneration") == generation
-        return c if ok else None
-
-    return wait(op, check, message=f"policy {name} Accepted={status} at generation {generation}")
-
-
-class Group:
-    """Nodes of one test: unique names and a label its pods select; deleted afterwards."""
-
-    def __init__(self, api: client.ApiClient) -> None:
-        self.api = api
-        self.id = uuid.uuid4().hex[:6]
-        self.names: list[str] = []
-
-    def nodes(self, n: int = 1, *, labels: Mapping[str, str] | None = None, **kwargs: Any) -> list[str]:
-        prefix = f"e2e-{self.id}-{len(self.names)}-"
-        names = create_nodes(self.api, n, labels={GROUP_LABEL: self.id, **(labels or {})}, name_prefix=prefix, **kwargs)
-        self.names += names
-        return names
-
-    def pod(self, name: str, scheduler: str | None = BASIC, *, node_selector: Mapping[str, str] | None = None, **kwargs: Any) -> dict[str, Any]:
-        return make_pod_body(name, scheduler_name=scheduler, node_selector={GROUP_LABEL: self.id, **(node_selector or {})}, **kwargs)
-
-    def cleanup(self) -> None:
-        core = client.CoreV1Api(self.api)
-        for name in self.names:
-            try:
-                core.delete_node(name)
-            except ApiException as exc:
-                if exc.status != 404:
-                    raise
-
-
 @pytest.fixture
 def group(api: client.ApiClient) -> Iterator[Group]:
-    g = Group(api)
+    g = Group(api, scheduler=BASIC)
     try:
         yield g
     finally:

@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     except (ManifestError, PolicyFileError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    sim = Simulation(loaded.cache, profile, seed=args.seed)
+    sim = Simulation(loaded.cache, profile, seed=args.seed, explain=args.explain)
     result = sim.run(pods)
     if args.output == "json":
         print(to_json(result))
@@ -79,6 +79,11 @@ def add_parser(subparsers: Any, name: str, help: str) -> None:
     p.add_argument("--policy", type=Path, help="a SchedulingPolicy manifest or a v1.9 Policy JSON/YAML (default: DefaultProvider)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random tie-break (default 0)")
     p.add_argument("--output", choices=("table", "json"), default="table")
+    p.add_argument(
+        "--explain",
+        action="store_true",
+        help="per pod: the feasible nodes, each filtered node's plugin and reasons, each feasible node's per-plugin scores and total",
+    )
     p.set_defaults(func=run)
 
 
