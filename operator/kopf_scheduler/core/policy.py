@@ -7,9 +7,10 @@ caller passes a registry that has them; see ``core/registry.py`` for how).
 
 ``validate_policy`` runs in stages, each a function below: the scheduler name; the algorithm
 source (a provider, or the predicates and priorities lists, each item resolved to plugin requests);
-the scalar settings; the extenders; the v1.9 defaults for v1.9-style policies; grouping requests
-into plugin instances; building the plugins with their typed arguments. Every stage reports into
-one error list, so a spec with three mistakes gets three field errors.
+the scalar settings; the extenders; the v1.9 defaults for v1.9-style policies; the PodTopologySpread
+filter every profile gets; grouping requests into plugin instances; building the plugins with their
+typed arguments. Every stage reports into one error list, so a spec with three mistakes gets three
+field errors.
 
 Rules (decisions marked *):
 
@@ -42,6 +43,8 @@ Rules (decisions marked *):
   ``requestedToCapacityRatioArguments {shape, resources}``), under a user-chosen name.
 - ``argument.resources`` on a resource priority (Least/MostRequested, RequestedToCapacityRatio,
   BalancedResourceAllocation and their plugin names) chooses the resources and their weights.
+- *Every profile filters with PodTopologySpread, so a pod's own DoNotSchedule topology spread
+  constraints hold under any policy (``_honour_own_spread_constraints``).
 - ``hardPodAffinitySymmetricWeight`` 1..100 becomes InterPodAffinity's ``hardPodAffinityWeight``; 0 means
   unset (the plugin's default, 1), as in v1.9 and the CRD.
 - ``parallelism`` (1..1024) is validated and kept in the normalised spec; Profile has no field for it.
@@ -64,6 +67,7 @@ from .arguments import PluginArgsError
 from .extenders import ExtenderConfig, validate_extenders
 from .framework import FilterPlugin, Plugin, PostFilterPlugin, ScorePlugin
 from .plugins.inter_pod_affinity import InterPodAffinity
+from .plugins.pod_topology_spread import PodTopologySpread
 from .profile import DEFAULT_POD_INITIAL_BACKOFF_SECONDS, DEFAULT_POD_MAX_BACKOFF_SECONDS, Profile
 from .registry import PluginRef, Registry
 from .specs import FieldError, did_you_mean, is_int, is_number, parse_duration, unknown_keys
@@ -423,6 +427,21 @@ def _add_v19_defaults(requests: _Requests, *, has_extenders: bool) -> None:
         requests.scores.append((_Request(PluginRef(equal), "spec.priorities", (), requests.next_order), 1, equal.NAME))
 
 
+def _honour_own_spread_constraints(requests: _Requests) -> None:
+    """Add a PodTopologySpread filter unless a predicate already enables one.
+
+    Decision (issue 10): a pod's own DoNotSchedule topology spread constraints are honoured under
+    every policy, whatever its predicates. The plugin's PreFilter returns SKIP for a pod without
+    DoNotSchedule constraints, so other pods pay nothing for it. A policy listing PodTopologySpread
+    only under priorities gets that same instance as the filter (one instance per plugin and name,
+    as upstream's MultiPoint), so its ``List`` default constraints with DoNotSchedule filter too.
+    """
+    if any(r.ref.cls is PodTopologySpread for r in requests.filters):
+        return
+    requests.filters.append(_Request(PluginRef(PodTopologySpread), "spec.predicates", (), requests.next_order))
+    requests.next_order += 1
+
+
 # ----------------------------------------------------------------------------- stage: scalar settings
 
 
@@ -569,6 +588,7 @@ def validate_policy(spec: Mapping[str, Any], *, source: str = "", registry: Regi
         normal["extenders"] = normal_extenders
     if requests.v19_style:
         _add_v19_defaults(requests, has_extenders=bool(spec.get("extenders")))
+    _honour_own_spread_constraints(requests)
     if errors:
         return errors
 

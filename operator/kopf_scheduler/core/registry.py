@@ -59,6 +59,7 @@ from .plugins.node_prefer_avoid_pods import NodePreferAvoidPods
 from .plugins.node_resources_fit import NodeResourcesFit
 from .plugins.node_unschedulable import NodeUnschedulable
 from .plugins.node_volume_limits import AzureDiskLimits, EBSLimits, GCEPDLimits, NodeVolumeLimits
+from .plugins.pod_topology_spread import PodTopologySpread
 from .plugins.resource_limits import NodeResourceLimits
 from .plugins.selector_spread import SelectorSpread
 from .plugins.service_affinity import ServiceAffinity
@@ -95,6 +96,7 @@ IN_TREE: Final[tuple[type[Plugin], ...]] = (
     ImageLocality,
     EqualPriority,
     InterPodAffinity,
+    PodTopologySpread,
     SelectorSpread,
     ServiceAffinity,
     VolumeRestrictions,
@@ -110,7 +112,7 @@ IN_TREE: Final[tuple[type[Plugin], ...]] = (
 #: Decision: upstream v1.37's default MultiPoint order for the plugins that still exist
 #: (NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit,
 #: VolumeRestrictions, EBS/GCEPD limits, NodeVolumeLimits, AzureDisk limits, VolumeBinding,
-#: VolumeZone, InterPodAffinity), because that peer is what our diagnoses are compared with; the
+#: VolumeZone, PodTopologySpread, InterPodAffinity), because that peer is what our diagnoses are compared with; the
 #: v1.9-only filters sit where the ordered legacy evaluation (legacy_registry.go predicateOrdering)
 #: put them relative to those: CheckNodeCondition first; NoExecute taints right after
 #: TaintToleration; NodeLabel and ServiceAffinity after VolumeRestrictions, before the volume
@@ -137,6 +139,7 @@ FILTER_ORDER: Final[tuple[type[FilterPlugin], ...]] = (
     CheckNodeMemoryPressure,
     CheckNodePIDPressure,
     CheckNodeDiskPressure,
+    PodTopologySpread,
     InterPodAffinity,
 )
 _FILTER_RANK: Final[Mapping[type[Plugin], int]] = {cls: i for i, cls in enumerate(FILTER_ORDER)}

@@ -40,8 +40,9 @@ from ..framework import (
     VectorFilter,
     VectorScore,
 )
+from ..node_matching import find_untolerated
 from ..nodeinfo import NodeInfo
-from ..objects import NO_EXECUTE, NO_SCHEDULE, PREFER_NO_SCHEDULE, Pod, Taint, Toleration, tolerates_all
+from ..objects import PREFER_NO_SCHEDULE, Pod, Taint, Toleration, tolerates_all
 
 if TYPE_CHECKING:
     from ..snapshot import NodeTable, Snapshot
@@ -51,22 +52,12 @@ ERR_REASON_UNTOLERATED: Final = "node(s) had untolerated taint {{{key}: {value}}
 #: upstream ``ErrReasonNotMatch`` (the v1.10+ text of v1.9's PodToleratesNodeTaints); kept for reference.
 ERR_REASON_NOT_MATCH: Final = "node(s) had taints that the pod didn't tolerate"
 
-_FILTER_EFFECTS: Final = frozenset((NO_SCHEDULE, NO_EXECUTE))
-
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
 
 
 def untolerated_reason(taint: Taint) -> str:
     return ERR_REASON_UNTOLERATED.format(key=taint.key, value=taint.value)
-
-
-def find_untolerated(taints: Iterable[Taint], tolerations: tuple[Toleration, ...]) -> Taint | None:
-    """Upstream ``FindMatchingUntoleratedTaint`` with ``DoNotScheduleTaintsFilterFunc``."""
-    for taint in taints:
-        if taint.effect in _FILTER_EFFECTS and not tolerates_all(tolerations, taint):
-            return taint
-    return None
 
 
 def prefer_no_schedule_tolerations(tolerations: Iterable[Toleration]) -> tuple[Toleration, ...]:
