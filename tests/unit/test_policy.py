@@ -16,7 +16,7 @@ from kopf_scheduler.core.framework import CycleState, FilterPlugin, ScorePlugin,
 from kopf_scheduler.core.plugins.node_label import NodeLabel
 from kopf_scheduler.core.plugins.node_resources_fit import NodeResourcesFit
 from kopf_scheduler.core.plugins.service_affinity import ServiceAffinity
-from kopf_scheduler.core.policy import FieldError, default_profile, parse_duration, validate_policy
+from kopf_scheduler.core.policy import FieldError, default_profile, default_provider_profile, parse_duration, validate_policy
 from kopf_scheduler.core.profile import Profile
 from kopf_scheduler.core.registry import Registry
 
@@ -74,10 +74,22 @@ def test_cluster_autoscaler_provider() -> None:
     assert "NodeResourcesMostAllocated" in names and "NodeResourcesLeastAllocated" not in names
 
 
-def test_nothing_given_means_default_provider() -> None:
+def test_nothing_given_means_todays_default_profile() -> None:
     p = ok(S())
-    assert p.source == "DefaultProvider"
-    assert len(p.filters) == 16
+    assert p.source == "the v1.37 default profile"
+    # v1.37 default_plugins.go: MultiPoint order and weights
+    assert p.filter_names == [
+        "NodeName", "NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
+        "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity",
+    ]  # fmt: skip
+    assert p.score_names == [
+        ("TaintToleration", 3), ("NodeAffinity", 2), ("NodeResourcesFit", 1), ("PodTopologySpread", 2),
+        ("InterPodAffinity", 2), ("NodeResourcesBalancedAllocation", 1), ("ImageLocality", 1),
+    ]  # fmt: skip
+    scorers = dict((s.name, s) for s, _ in p.scorers)
+    filters = {f.name: f for f in p.filters}
+    assert all(scorers[n] is filters[n] for n in ("TaintToleration", "NodeAffinity", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity"))
+    assert filters["NodeResourcesFit"].args.scoring_strategy.type == "LeastAllocated"
 
 
 def test_provider_and_lists_together_is_an_error() -> None:
@@ -90,7 +102,9 @@ def test_unknown_provider_suggests() -> None:
 
 def test_default_profile() -> None:
     p = default_profile("my-scheduler")
-    assert p.scheduler_name == "my-scheduler" and p.filter_names[0] == "CheckNodeCondition"
+    assert p.scheduler_name == "my-scheduler" and p.filter_names[0] == "NodeName"
+    v19 = default_provider_profile("my-scheduler")
+    assert v19.source == "DefaultProvider" and v19.filter_names[0] == "CheckNodeCondition"
 
 
 # ----------------------------------------------------------------------------- v1.9 list rules
@@ -135,7 +149,7 @@ def test_filters_run_in_canonical_order_whatever_the_listing() -> None:
     listed = ["MatchInterPodAffinity", "CheckNodeDiskPressure", "NoVolumeZoneConflict", "PodFitsResources",
               "PodToleratesNodeTaints", "HostName", "CheckNodeUnschedulable"]  # fmt: skip
     p = ok(S(predicates=[{"name": n} for n in listed]))
-    assert p.filter_names == ["CheckNodeCondition", "NodeUnschedulable", "NodeName", "TaintToleration",
+    assert p.filter_names == ["CheckNodeCondition", "NodeName", "NodeUnschedulable", "TaintToleration",
                               "NodeResourcesFit", "VolumeZone", "CheckNodeDiskPressure", "PodTopologySpread", "InterPodAffinity"]  # fmt: skip
     reversed_ = ok(S(predicates=[{"name": n} for n in reversed(listed)]))
     assert reversed_.filter_names == p.filter_names
@@ -545,8 +559,8 @@ def test_argument_style_names_build_with_real_plugins() -> None:
     ))  # fmt: skip
 
 
-def test_default_profile_builds_with_real_plugins() -> None:
-    p = default_profile()
+def test_default_provider_builds_with_real_plugins() -> None:
+    p = default_provider_profile()
     assert p.filter_names[0] == "CheckNodeCondition"
     assert ("NodePreferAvoidPods", 10000) in p.score_names
 
@@ -644,7 +658,7 @@ def _spread_filters(p: Profile) -> list[PodTopologySpread]:
 @pytest.mark.parametrize(
     "spec",
     [
-        pytest.param(S(), id="nothing given (DefaultProvider)"),
+        pytest.param(S(), id="nothing given (the default profile)"),
         pytest.param(S(algorithmProvider="ClusterAutoscalerProvider"), id="a v1.9 provider"),
         pytest.param(S(predicates=[], priorities=[]), id="empty v1.9 lists"),
         pytest.param(S(predicates=[{"name": "NodeName"}], priorities=[]), id="plugin names only"),

@@ -120,8 +120,8 @@ IN_TREE: Final[tuple[type[Plugin], ...]] = (
 #: filter stays last). Out-of-tree filters run after all of these.
 FILTER_ORDER: Final[tuple[type[FilterPlugin], ...]] = (
     CheckNodeCondition,
-    NodeUnschedulable,
     NodeName,
+    NodeUnschedulable,
     TaintToleration,
     PodToleratesNodeNoExecuteTaints,
     NodeAffinity,
@@ -344,6 +344,52 @@ ARGUMENT_PRIORITIES: Final[Mapping[str, ArgumentKind]] = {
         fixed_name=RTCR_NAME,
     ),
 }
+
+
+# ----------------------------------------------------------------------------- today's default profile
+
+
+@dataclass(frozen=True, slots=True)
+class PluginProfile:
+    """A profile written with plugin names: its filters (in ``FILTER_ORDER``) and weighted scores."""
+
+    name: str
+    filters: tuple[type[Plugin], ...]
+    scores: tuple[tuple[type[Plugin], int], ...]
+
+
+#: Upstream v1.37's default profile (pkg/scheduler/apis/config/v1/default_plugins.go): its MultiPoint
+#: plugins that filter or score, with their weights. Not here: PrioritySort and SchedulingGates (our
+#: queue orders by priority and holds gated pods), DefaultPreemption (added to every profile unless
+#: ``preemption: false``), DefaultBinder (the operator binds), and the default-on plugins that
+#: pass every pod this scheduler can see (DynamicResources without ResourceClaims,
+#: NodeDeclaredFeatures without declared features, GangScheduling without a Workload).
+DEFAULT_PROFILE: Final = PluginProfile(
+    "the v1.37 default profile",
+    filters=(
+        NodeName,
+        NodeUnschedulable,
+        TaintToleration,
+        NodeAffinity,
+        NodePorts,
+        NodeResourcesFit,
+        VolumeRestrictions,
+        NodeVolumeLimits,
+        VolumeBinding,
+        VolumeZone,
+        PodTopologySpread,
+        InterPodAffinity,
+    ),
+    scores=(
+        (TaintToleration, 3),
+        (NodeAffinity, 2),
+        (NodeResourcesFit, 1),
+        (PodTopologySpread, 2),
+        (InterPodAffinity, 2),
+        (NodeResourcesBalancedAllocation, 1),
+        (ImageLocality, 1),
+    ),
+)
 
 
 # ----------------------------------------------------------------------------- providers
