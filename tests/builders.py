@@ -158,6 +158,31 @@ class PodBuilder:
             section.setdefault("preferredDuringSchedulingIgnoredDuringExecution", []).append({"weight": weight, "podAffinityTerm": term})
         return self
 
+    def spread(
+        self,
+        max_skew: int,
+        topology_key: str,
+        when: str = "DoNotSchedule",
+        selector: dict[str, Any] | None = None,
+        *,
+        min_domains: int | None = None,
+        node_affinity_policy: str | None = None,
+        node_taints_policy: str | None = None,
+        match_label_keys: list[str] | None = None,
+    ) -> "PodBuilder":
+        """A topologySpreadConstraint (upstream ``SpreadConstraint``); ``selector`` is a raw labelSelector, None omits it."""
+        c: dict[str, Any] = {"maxSkew": max_skew, "topologyKey": topology_key, "whenUnsatisfiable": when}
+        optional = {
+            "labelSelector": selector,
+            "minDomains": min_domains,
+            "nodeAffinityPolicy": node_affinity_policy,
+            "nodeTaintsPolicy": node_taints_policy,
+            "matchLabelKeys": match_label_keys,
+        }
+        c.update({k: v for k, v in optional.items() if v is not None})
+        self.spec.setdefault("topologySpreadConstraints", []).append(c)
+        return self
+
     def toleration(self, key: str = "", value: str = "", effect: str = "", operator: str = "Equal") -> "PodBuilder":
         t: dict[str, Any] = {"operator": operator}
         if key:

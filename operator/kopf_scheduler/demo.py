@@ -1,7 +1,7 @@
 """``kopf-scheduler demo``: a local control plane, simulated nodes and a mixed workload, scheduled live.
 
 1. builds the control-plane binaries if needed and starts etcd + kube-apiserver in ``--workdir``;
-2. installs the CRDs from crds/ and the example policy deploy/policies/default-provider.yaml;
+2. installs the CRDs from crds/ and the example policy deploy/policies/default.yaml;
 3. creates ``--nodes`` Node objects over three zones (4/8/16 CPUs, a few GPU nodes tainted
    ``dedicated=gpu:NoSchedule``, one cordoned);
 4. starts the operator as ``python -m kopf_scheduler.cli run --kubeconfig K --metrics-port P``,
@@ -100,7 +100,7 @@ def _install_crds_and_policy(cp: ControlPlane) -> None:
     root = _repo_root()
     _kubectl(cp, "apply", "-k", str(root / "crds"))
     _kubectl(cp, "wait", "--for=condition=Established", f"crd/{CRD_NAME}", "--timeout=60s", timeout=70)
-    _kubectl(cp, "apply", "-f", str(root / "deploy" / "policies" / "default-provider.yaml"))
+    _kubectl(cp, "apply", "-f", str(root / "deploy" / "policies" / "default.yaml"))
 
 
 def _create_nodes(api: Any, nodes: list[DemoNode]) -> None:
@@ -430,7 +430,7 @@ def run(args: argparse.Namespace) -> int:
         configuration.connection_pool_maxsize = 32  # the pod-creating thread pool
         api = client.ApiClient(configuration)
 
-        _say("[2/6] CRDs and policy deploy/policies/default-provider.yaml")
+        _say("[2/6] CRDs and policy deploy/policies/default.yaml")
         _install_crds_and_policy(cp)
 
         nodes = demo_nodes(args.nodes)

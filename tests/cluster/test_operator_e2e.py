@@ -159,6 +159,38 @@ def test_impossible_pod_gets_failed_scheduling_and_condition(
     assert node_of(core, namespace, "huge") is None
 
 
+def test_a_pods_do_not_schedule_spread_constraint_holds_under_a_policy_that_does_not_name_it(
+    operator: Operator, api: client.ApiClient, namespace: str, group: Group
+) -> None:
+    # BASIC is the v1.9 DefaultProvider: no PodTopologySpread listed, yet every profile filters with it
+    core = client.CoreV1Api(api)
+    zone_key = f"e2e.kopf.dev/zone-{group.id}"  # only this test's nodes carry it, so no other node is a domain
+    zone_of = {name: "a" for name in group.nodes(2, labels={zone_key: "a"})} | {name: "b" for name in group.nodes(1, labels={zone_key: "b"})}
+    selector = {"matchLabels": {"app": "spread"}}
+
+    def body(name: str, *, zone: str | None = None, policy: str | None = None) -> dict[str, Any]:
+        pod = group.pod(name, labels={"app": "spread"}, node_selector={zone_key: zone} if zone else None)
+        constraint: dict[str, Any] = {"maxSkew": 1, "topologyKey": zone_key, "whenUnsatisfiable": "DoNotSchedule", "labelSelector": selector}
+        if policy:
+            constraint["nodeAffinityPolicy"] = policy
+        pod["spec"]["topologySpreadConstraints"] = [constraint]
+        return pod
+
+    names = [f"spread-{i}" for i in range(6)]
+    for name in names:
+        core.create_namespaced_pod(namespace, body(name))
+    placed = wait(operator, lambda: (p := {n: node_of(core, namespace, n) for n in names}) and all(p.values()) and p, message="all bound")
+    per_zone = [zone_of[str(node)] for node in placed.values()]
+    assert sorted(per_zone) == ["a", "a", "a", "b", "b", "b"], placed  # the skew never exceeded 1, so 6 pods end 3/3
+    # pinned to zone a, counting zone b too (nodeAffinityPolicy Ignore): 3 + 1 - 3 <= 1 fits, then 4 + 1 - 3 does not
+    core.create_namespaced_pod(namespace, body("pinned-1", zone="a", policy="Ignore"))
+    assert zone_of[str(wait(operator, lambda: node_of(core, namespace, "pinned-1"), message="pinned-1 bound"))] == "a"
+    core.create_namespaced_pod(namespace, body("pinned-2", zone="a", policy="Ignore"))
+    (event,) = wait(operator, lambda: events_of(core, namespace, "FailedScheduling", "pinned-2"), message="FailedScheduling")
+    assert "2 node(s) didn't match pod topology spread constraints" in event.message, event.message
+    assert node_of(core, namespace, "pinned-2") is None
+
+
 def test_live_policy_edits_change_the_next_decision_and_invalid_edits_are_rejected(
     operator: Operator, api: client.ApiClient, custom: client.CustomObjectsApi, namespace: str, group: Group
 ) -> None:

@@ -41,7 +41,7 @@ def test_openshift_scheduler_json() -> None:
     assert profile.filter_names == [
         "CheckNodeCondition", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
         "VolumeRestrictions", "Region", "EBSLimits", "GCEPDLimits", "AzureDiskLimits", "VolumeBinding", "VolumeZone",
-        "CheckNodeMemoryPressure", "CheckNodeDiskPressure", "InterPodAffinity",
+        "CheckNodeMemoryPressure", "CheckNodeDiskPressure", "PodTopologySpread", "InterPodAffinity",
     ]  # fmt: skip
     weights = dict(profile.score_names)
     assert weights["Zone"] == 2 and weights["PreferInfra"] == 1 and weights["NodePreferAvoidPods"] == 10000

@@ -325,7 +325,8 @@ def test_example_policies_cover_what_they_promise() -> None:
         (doc,) = load_all(POLICIES / f"{name}.yaml")
         return doc["spec"]  # type: ignore[no-any-return]
 
-    assert spec("default-provider") == {"schedulerName": "kopf-scheduler", "algorithmProvider": "DefaultProvider"}
+    assert spec("default") == {"schedulerName": "kopf-scheduler"}  # today's default profile
+    assert spec("default-provider") == {"schedulerName": "kopf-default-provider", "algorithmProvider": "DefaultProvider"}
     binpack = spec("bin-packing")
     assert binpack["schedulerName"] == "kopf-binpack"
     assert {p["name"] for p in binpack["predicates"]} == {

@@ -16,7 +16,7 @@ from kopf_scheduler.core.framework import CycleState, FilterPlugin, ScorePlugin,
 from kopf_scheduler.core.plugins.node_label import NodeLabel
 from kopf_scheduler.core.plugins.node_resources_fit import NodeResourcesFit
 from kopf_scheduler.core.plugins.service_affinity import ServiceAffinity
-from kopf_scheduler.core.policy import FieldError, default_profile, parse_duration, validate_policy
+from kopf_scheduler.core.policy import FieldError, default_profile, default_provider_profile, parse_duration, validate_policy
 from kopf_scheduler.core.profile import Profile
 from kopf_scheduler.core.registry import Registry
 
@@ -46,7 +46,7 @@ def test_default_provider_profile() -> None:
     assert p.filter_names == [
         "CheckNodeCondition", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
         "VolumeRestrictions", "EBSLimits", "GCEPDLimits", "AzureDiskLimits", "VolumeBinding", "VolumeZone",
-        "CheckNodeMemoryPressure", "CheckNodeDiskPressure", "InterPodAffinity",
+        "CheckNodeMemoryPressure", "CheckNodeDiskPressure", "PodTopologySpread", "InterPodAffinity",
     ]  # fmt: skip
     assert sorted(p.score_names) == sorted([
         ("SelectorSpread", 1), ("InterPodAffinity", 1), ("NodeResourcesLeastAllocated", 1),
@@ -74,10 +74,22 @@ def test_cluster_autoscaler_provider() -> None:
     assert "NodeResourcesMostAllocated" in names and "NodeResourcesLeastAllocated" not in names
 
 
-def test_nothing_given_means_default_provider() -> None:
+def test_nothing_given_means_todays_default_profile() -> None:
     p = ok(S())
-    assert p.source == "DefaultProvider"
-    assert len(p.filters) == 15
+    assert p.source == "the v1.37 default profile"
+    # v1.37 default_plugins.go: MultiPoint order and weights
+    assert p.filter_names == [
+        "NodeName", "NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
+        "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity",
+    ]  # fmt: skip
+    assert p.score_names == [
+        ("TaintToleration", 3), ("NodeAffinity", 2), ("NodeResourcesFit", 1), ("PodTopologySpread", 2),
+        ("InterPodAffinity", 2), ("NodeResourcesBalancedAllocation", 1), ("ImageLocality", 1),
+    ]  # fmt: skip
+    scorers = dict((s.name, s) for s, _ in p.scorers)
+    filters = {f.name: f for f in p.filters}
+    assert all(scorers[n] is filters[n] for n in ("TaintToleration", "NodeAffinity", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity"))
+    assert filters["NodeResourcesFit"].args.scoring_strategy.type == "LeastAllocated"
 
 
 def test_provider_and_lists_together_is_an_error() -> None:
@@ -90,7 +102,9 @@ def test_unknown_provider_suggests() -> None:
 
 def test_default_profile() -> None:
     p = default_profile("my-scheduler")
-    assert p.scheduler_name == "my-scheduler" and p.filter_names[0] == "CheckNodeCondition"
+    assert p.scheduler_name == "my-scheduler" and p.filter_names[0] == "NodeName"
+    v19 = default_provider_profile("my-scheduler")
+    assert v19.source == "DefaultProvider" and v19.filter_names[0] == "CheckNodeCondition"
 
 
 # ----------------------------------------------------------------------------- v1.9 list rules
@@ -98,18 +112,18 @@ def test_default_profile() -> None:
 
 def test_empty_predicates_means_only_mandatory() -> None:
     p = ok(S(predicates=[], priorities=[{"name": "LeastRequestedPriority", "weight": 1}]))
-    assert p.filter_names == ["CheckNodeCondition"]
+    assert p.filter_names == ["CheckNodeCondition", "PodTopologySpread"]
 
 
 def test_missing_predicates_with_priorities_means_only_mandatory() -> None:
     p = ok(S(priorities=[{"name": "EqualPriority", "weight": 1}]))
-    assert p.filter_names == ["CheckNodeCondition"]
+    assert p.filter_names == ["CheckNodeCondition", "PodTopologySpread"]
 
 
 def test_empty_priorities_means_equal_priority() -> None:
     p = ok(S(predicates=[{"name": "PodFitsResources"}], priorities=[]))
     assert p.score_names == [("EqualPriority", 1)]
-    assert p.filter_names == ["CheckNodeCondition", "NodeResourcesFit"]
+    assert p.filter_names == ["CheckNodeCondition", "NodeResourcesFit", "PodTopologySpread"]
 
 
 def test_empty_priorities_with_extenders_leaves_scoring_to_them() -> None:
@@ -119,13 +133,13 @@ def test_empty_priorities_with_extenders_leaves_scoring_to_them() -> None:
 
 def test_modern_names_only_get_no_mandatory_filter_and_no_equal_priority() -> None:
     p = ok(S(predicates=[{"name": "NodeResourcesFit"}, {"name": "NodeName"}], priorities=[]))
-    assert p.filter_names == ["NodeName", "NodeResourcesFit"]
+    assert p.filter_names == ["NodeName", "NodeResourcesFit", "PodTopologySpread"]
     assert p.score_names == []
 
 
 def test_one_legacy_name_makes_check_node_condition_mandatory() -> None:
     p = ok(S(predicates=[{"name": "NodeResourcesFit"}], priorities=[{"name": "TaintTolerationPriority"}]))
-    assert p.filter_names == ["CheckNodeCondition", "NodeResourcesFit"]
+    assert p.filter_names == ["CheckNodeCondition", "NodeResourcesFit", "PodTopologySpread"]
 
 
 # ----------------------------------------------------------------------------- order and de-duplication
@@ -135,8 +149,8 @@ def test_filters_run_in_canonical_order_whatever_the_listing() -> None:
     listed = ["MatchInterPodAffinity", "CheckNodeDiskPressure", "NoVolumeZoneConflict", "PodFitsResources",
               "PodToleratesNodeTaints", "HostName", "CheckNodeUnschedulable"]  # fmt: skip
     p = ok(S(predicates=[{"name": n} for n in listed]))
-    assert p.filter_names == ["CheckNodeCondition", "NodeUnschedulable", "NodeName", "TaintToleration",
-                              "NodeResourcesFit", "VolumeZone", "CheckNodeDiskPressure", "InterPodAffinity"]  # fmt: skip
+    assert p.filter_names == ["CheckNodeCondition", "NodeName", "NodeUnschedulable", "TaintToleration",
+                              "NodeResourcesFit", "VolumeZone", "CheckNodeDiskPressure", "PodTopologySpread", "InterPodAffinity"]  # fmt: skip
     reversed_ = ok(S(predicates=[{"name": n} for n in reversed(listed)]))
     assert reversed_.filter_names == p.filter_names
 
@@ -154,7 +168,7 @@ def test_identical_filters_are_deduplicated(names: list[str], expected: list[str
     p = ok(S(predicates=[{"name": n} for n in names]))
     got = [n for n in p.filter_names if n != "CheckNodeCondition"]
     # canonical order: NodeName, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit
-    assert got == sorted(expected, key=[cls.NAME for cls in registry.FILTER_ORDER].index)
+    assert got == sorted([*expected, "PodTopologySpread"], key=[cls.NAME for cls in registry.FILTER_ORDER].index)
 
 
 def test_same_name_twice_is_an_error() -> None:
@@ -221,9 +235,9 @@ class _Cheap(ScorePlugin, FilterPlugin):
 def test_out_of_tree_names_resolve_through_the_registry_passed_in() -> None:
     with_cheap = Registry.in_tree().extended([(_Cheap, "pkg:Cheap")])
     p = ok(S(predicates=[{"name": "NodeName"}, {"name": "cheap"}], priorities=[{"name": "Cheap"}]), with_cheap)
-    assert p.filter_names == ["NodeName", "Cheap"]  # out-of-tree filters run after the in-tree ones
+    assert p.filter_names == ["NodeName", "PodTopologySpread", "Cheap"]  # out-of-tree filters run after the in-tree ones
     assert p.score_names == [("Cheap", 3)]  # the class's DEFAULT_WEIGHT
-    assert p.filters[1] is p.scorers[0][0]
+    assert p.filters[2] is p.scorers[0][0]
     assert p.spec["predicates"][1] == {"name": "Cheap"}
     assert "Cheap" in errors(S(predicates=[{"name": "Cheap"}]))["spec.predicates[0].name"]  # in-tree only: unknown
 
@@ -281,7 +295,7 @@ def test_missing_weight_is_the_default_weight() -> None:
 def test_labels_presence_predicate() -> None:
     p = ok(S(predicates=[{"name": "RequireSSD", "argument": {"labelsPresence": {"labels": ["ssd"], "presence": True}}},
                          {"name": "HostName"}]))  # fmt: skip
-    assert p.filter_names == ["CheckNodeCondition", "NodeName", "RequireSSD"]
+    assert p.filter_names == ["CheckNodeCondition", "NodeName", "RequireSSD", "PodTopologySpread"]
     f = p.filters[2]
     assert isinstance(f, NodeLabel) and f.args.present_labels == ("ssd",) and f.args.absent_labels == ()
 
@@ -291,7 +305,7 @@ def test_service_affinity_predicate_and_anti_affinity_priority() -> None:
         predicates=[{"name": "Region", "argument": {"serviceAffinity": {"labels": ["region"]}}}],
         priorities=[{"name": "Zone", "weight": 2, "argument": {"serviceAntiAffinity": {"label": "zone"}}}],
     ))  # fmt: skip
-    assert p.filter_names == ["CheckNodeCondition", "Region"]
+    assert p.filter_names == ["CheckNodeCondition", "Region", "PodTopologySpread"]
     assert p.score_names == [("Zone", 2)]
     assert isinstance(p.filters[1], ServiceAffinity) and p.filters[1].args.affinity_labels == ("region",)
     assert p.scorers[0][0].args.anti_affinity_labels_preference == ("zone",)
@@ -545,8 +559,8 @@ def test_argument_style_names_build_with_real_plugins() -> None:
     ))  # fmt: skip
 
 
-def test_default_profile_builds_with_real_plugins() -> None:
-    p = default_profile()
+def test_default_provider_builds_with_real_plugins() -> None:
+    p = default_provider_profile()
     assert p.filter_names[0] == "CheckNodeCondition"
     assert ("NodePreferAvoidPods", 10000) in p.score_names
 
@@ -629,3 +643,84 @@ def test_provider_profiles_schedule(provider: str, expected: str) -> None:
     snap = Snapshot.of([node_info(busy, make_pod("old").req(cpu="3", memory="1Gi").node("n-busy").obj()), node_info(idle), node_info(tainted)])
     result = GenericScheduler(profile).schedule(make_pod("p").req(cpu="500m", memory="1Gi").obj(), snap, rng=random.Random(0))
     assert result.node == expected, result
+
+
+# ============================================================================= a pod's own DoNotSchedule
+# topology spread constraints hold under every policy (issue 10): policy._honour_own_spread_constraints
+
+from kopf_scheduler.core.plugins.pod_topology_spread import PodTopologySpread  # noqa: E402
+
+
+def _spread_filters(p: Profile) -> list[PodTopologySpread]:
+    return [f for f in p.filters if isinstance(f, PodTopologySpread)]
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        pytest.param(S(), id="nothing given (the default profile)"),
+        pytest.param(S(algorithmProvider="ClusterAutoscalerProvider"), id="a v1.9 provider"),
+        pytest.param(S(predicates=[], priorities=[]), id="empty v1.9 lists"),
+        pytest.param(S(predicates=[{"name": "NodeName"}], priorities=[]), id="plugin names only"),
+        pytest.param(S(predicates=[{"name": "PodFitsResources"}], priorities=[{"name": "LeastRequestedPriority"}]), id="v1.9 names"),
+    ],
+)
+def test_every_profile_filters_with_pod_topology_spread(spec: dict[str, Any]) -> None:
+    p = ok(spec)
+    (spread,) = _spread_filters(p)
+    assert spread.name == "PodTopologySpread" and spread.args.defaulting_type == "System"
+    assert p.filter_names.index("PodTopologySpread") == len(p.filter_names) - 1 - ("InterPodAffinity" in p.filter_names)
+    assert "predicates" not in p.spec or all(e["name"] != "PodTopologySpread" for e in p.spec["predicates"])  # implied, not listed
+
+
+def test_a_listed_pod_topology_spread_filter_is_not_doubled() -> None:
+    args = {"defaultingType": "List", "defaultConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}]}
+    p = ok(S(predicates=[{"name": "PodTopologySpread", "argument": args}]))
+    (spread,) = _spread_filters(p)
+    assert spread.args.defaulting_type == "List" and spread.default_constraints[0].topology_key == "zone"
+
+
+def test_a_pod_topology_spread_priority_is_also_the_filter() -> None:
+    # one instance per plugin and name: the implied filter is the scorer the policy configured
+    args = {"defaultingType": "List", "defaultConstraints": [{"maxSkew": 2, "topologyKey": "rack", "whenUnsatisfiable": "ScheduleAnyway"}]}
+    p = ok(S(predicates=[{"name": "NodeName"}], priorities=[{"name": "PodTopologySpread", "weight": 2, "argument": args}]))
+    (spread,) = _spread_filters(p)
+    assert p.scorers == ((spread, 2),) and spread.args.defaulting_type == "List"
+
+
+def test_a_pods_do_not_schedule_constraint_holds_under_a_policy_that_does_not_name_it() -> None:
+    import random
+
+    from builders import make_node, make_pod, node_info
+
+    from kopf_scheduler.core.algorithm import GenericScheduler
+    from kopf_scheduler.core.snapshot import Snapshot
+
+    profile = ok(S(predicates=[{"name": "NodeName"}], priorities=[{"name": "NodeResourcesFit"}]))
+    a, b, bare = make_node("a").zone("z1").obj(), make_node("b").zone("z2").obj(), make_node("bare").obj()
+    web = {"matchLabels": {"app": "web"}}
+    placed = [make_pod(f"web-{i}").label(app="web").node("a").obj() for i in range(2)]
+    pod = make_pod("web-new").label(app="web").spread(1, "topology.kubernetes.io/zone", "DoNotSchedule", web).obj()
+    snap = Snapshot.of([node_info(a, *placed), node_info(b), node_info(bare)])
+    for seed in range(5):  # z1 2 + 1 - 0 > 1; z2 0 + 1 - 0 <= 1; "bare" has no zone
+        assert GenericScheduler(profile).schedule(pod, snap, rng=random.Random(seed)).node == "b"
+    # with minDomains 2 and only z1 known, the global minimum is 0: a's 2 + 1 - 0 > 1 as well
+    lonely = make_pod("web-new").label(app="web").spread(1, "topology.kubernetes.io/zone", "DoNotSchedule", web, min_domains=2).obj()
+    result = GenericScheduler(profile).schedule(lonely, Snapshot.of([node_info(a, *placed[:1]), node_info(bare)]), rng=random.Random(0))
+    assert result.node is None
+    assert result.message == (
+        "0/2 nodes are available: 1 node(s) didn't match pod topology spread constraints, "
+        "1 node(s) didn't match pod topology spread constraints (missing required label)."
+    )
+
+
+def test_pods_without_do_not_schedule_constraints_skip_the_implied_filter() -> None:
+    from builders import make_node, make_pod, node_info
+
+    from kopf_scheduler.core.snapshot import Snapshot
+
+    (spread,) = _spread_filters(ok(S(predicates=[{"name": "NodeName"}])))
+    snap = Snapshot.of([node_info(make_node("a").obj())])
+    assert spread.pre_filter(CycleState(), make_pod("p").label(app="web").obj(), snap).is_skip
+    soft = make_pod("p").label(app="web").spread(1, "zone", "ScheduleAnyway", {"matchLabels": {"app": "web"}}).obj()
+    assert spread.pre_filter(CycleState(), soft, snap).is_skip

@@ -197,11 +197,11 @@ def test_filter_order_covers_every_in_tree_filter() -> None:
 
 def test_filter_order_follows_upstream_default_profile() -> None:
     # v1.37 default MultiPoint order for the plugins that still exist
-    upstream = ["NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
-                "VolumeRestrictions", "EBSLimits", "GCEPDLimits", "NodeVolumeLimits", "AzureDiskLimits",
-                "VolumeBinding", "VolumeZone", "InterPodAffinity"]  # fmt: skip
+    upstream = ["NodeName", "NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
+                "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread",
+                "InterPodAffinity"]  # fmt: skip
     ours = [cls.NAME for cls in registry.FILTER_ORDER if cls.NAME in upstream]
-    assert ours == upstream
+    assert ours == upstream == [cls.NAME for cls in registry.DEFAULT_PROFILE.filters]
     assert registry.FILTER_ORDER[0].NAME == "CheckNodeCondition"
     assert registry.FILTER_ORDER[-1].NAME == "InterPodAffinity"
 

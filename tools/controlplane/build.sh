@@ -19,7 +19,7 @@ stamp_file="$bin/.stamp"
 binaries=(etcd kube-apiserver kube-scheduler kubectl)
 
 # comments in go.mod do not change what is built
-stamp=$( (grep -v "^//" "$here/go.mod"; cat "$here/go.sum") | sha256sum | cut -c1-16)
+stamp=$( (awk '!/^\/\//' "$here/go.mod"; cat "$here/go.sum") | sha256sum | cut -c1-16)
 built() {
   local b
   for b in "${binaries[@]}"; do [[ -x "$bin/$b" ]] || return 1; done
@@ -28,6 +28,12 @@ built() {
 if built; then
   echo "$bin"
   exit 0
+fi
+
+if ! command -v go >/dev/null 2>&1; then
+  echo "error: Go is not installed (or not on PATH); it is needed to build the control plane." >&2
+  echo "       Install Go >= 1.26 (or set GOTOOLCHAIN=go1.27.3 with a newer go on PATH)." >&2
+  exit 2
 fi
 
 mkdir -p "$bin"
@@ -39,12 +45,6 @@ fi
 if built; then  # the build we waited for made them
   echo "$bin"
   exit 0
-fi
-
-if ! command -v go >/dev/null 2>&1; then
-  echo "error: Go is not installed (or not on PATH); it is needed to build the control plane." >&2
-  echo "       Install Go >= 1.26 (or set GOTOOLCHAIN=go1.27.3 with a newer go on PATH)." >&2
-  exit 2
 fi
 
 minor=${k8s_version#v1.}; minor=${minor%%.*}

@@ -205,7 +205,10 @@ def import_policy(
             if key == "hardPodAffinitySymmetricWeight" and value == 0 and not isinstance(value, bool):
                 continue
             spec[key] = value
-    # v1.9 with no predicates/priorities at all meant the provider's defaults (DefaultProvider)
+    # A Policy with no predicates and no priorities meant the provider's defaults (DefaultProvider);
+    # said explicitly, because a SchedulingPolicy without them runs today's default profile.
+    if "predicates" not in spec and "priorities" not in spec:
+        spec["algorithmProvider"] = "DefaultProvider"
     if errors:
         return errors
     if validate:

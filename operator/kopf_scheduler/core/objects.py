@@ -311,6 +311,9 @@ class TopologySpreadConstraint:
     label_selector: LabelSelector | None = None
     min_domains: int | None = None
     match_label_keys: tuple[str, ...] = ()
+    #: Honor | Ignore; None means the default (affinity: Honor, taints: Ignore)
+    node_affinity_policy: str | None = None
+    node_taints_policy: str | None = None
 
 
 # --------------------------------------------------------------------------- pods
@@ -556,6 +559,14 @@ def _int(value: Any, where: str, default: int = 0) -> int:
         return int(value)
     except ValueError:
         raise ObjectError(f"{where}: expected an integer, got {value!r}") from None
+
+
+def _optional_str(value: Any, where: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ObjectError(f"{where}: expected a string, got {value!r}")
+    return value
 
 
 def _resources(raw: Any, where: str) -> Resources:
@@ -903,6 +914,8 @@ def parse_pod(body: Mapping[str, Any]) -> Pod:
                 label_selector=parse_label_selector(c.get("labelSelector"), f"{w}.labelSelector"),
                 min_domains=None if c.get("minDomains") is None else _int(c.get("minDomains"), f"{w}.minDomains"),
                 match_label_keys=tuple(str(k) for k in _list(c, "matchLabelKeys", w)),
+                node_affinity_policy=_optional_str(c.get("nodeAffinityPolicy"), f"{w}.nodeAffinityPolicy"),
+                node_taints_policy=_optional_str(c.get("nodeTaintsPolicy"), f"{w}.nodeTaintsPolicy"),
             )
         )
     priority = spec.get("priority")

@@ -7,16 +7,18 @@ caller passes a registry that has them; see ``core/registry.py`` for how).
 
 ``validate_policy`` runs in stages, each a function below: the scheduler name; the algorithm
 source (a provider, or the predicates and priorities lists, each item resolved to plugin requests);
-the scalar settings; the extenders; the v1.9 defaults for v1.9-style policies; grouping requests
-into plugin instances; building the plugins with their typed arguments. Every stage reports into
-one error list, so a spec with three mistakes gets three field errors.
+the scalar settings; the extenders; the v1.9 defaults for v1.9-style policies; the PodTopologySpread
+filter every profile gets; grouping requests into plugin instances; building the plugins with their
+typed arguments. Every stage reports into one error list, so a spec with three mistakes gets three
+field errors.
 
 Rules (decisions marked *):
 
 - ``schedulerName`` is required: a DNS-1123 subdomain, as the CRD's pattern.
 - ``algorithmProvider`` (DefaultProvider | ClusterAutoscalerProvider) *or* explicit ``predicates`` /
-  ``priorities``; both together is an error (v1.9's AlgorithmSource was one-of). *With none of the
-  three, the DefaultProvider is used (v1.9's default when no Policy is given).
+  ``priorities``; both together is an error (v1.9's AlgorithmSource was one-of). With none of the
+  three, today's upstream default profile runs (``registry.DEFAULT_PROFILE``: v1.37's plugins,
+  order and weights); the v1.9 providers keep their v1.9 meaning when named.
 - v1.9 list rules: a missing or empty ``predicates`` list (with ``priorities`` given) means only the
   mandatory predicates; an empty or missing ``priorities`` list means EqualPriority (unless extenders
   are configured, whose scores then decide, as in v1.9's PrioritizeNodes).
@@ -42,6 +44,8 @@ Rules (decisions marked *):
   ``requestedToCapacityRatioArguments {shape, resources}``), under a user-chosen name.
 - ``argument.resources`` on a resource priority (Least/MostRequested, RequestedToCapacityRatio,
   BalancedResourceAllocation and their plugin names) chooses the resources and their weights.
+- *Every profile filters with PodTopologySpread, so a pod's own DoNotSchedule topology spread
+  constraints hold under any policy (``_honour_own_spread_constraints``).
 - ``hardPodAffinitySymmetricWeight`` 1..100 becomes InterPodAffinity's ``hardPodAffinityWeight``; 0 means
   unset (the plugin's default, 1), as in v1.9 and the CRD.
 - ``parallelism`` (1..1024) is validated and kept in the normalised spec; Profile has no field for it.
@@ -64,11 +68,12 @@ from .arguments import PluginArgsError
 from .extenders import ExtenderConfig, validate_extenders
 from .framework import FilterPlugin, Plugin, PostFilterPlugin, ScorePlugin
 from .plugins.inter_pod_affinity import InterPodAffinity
+from .plugins.pod_topology_spread import PodTopologySpread
 from .profile import DEFAULT_POD_INITIAL_BACKOFF_SECONDS, DEFAULT_POD_MAX_BACKOFF_SECONDS, Profile
-from .registry import PluginRef, Registry
+from .registry import DEFAULT_PROFILE, PluginRef, Registry
 from .specs import FieldError, did_you_mean, is_int, is_number, parse_duration, unknown_keys
 
-__all__ = ["FieldError", "default_profile", "parse_duration", "validate_policy"]
+__all__ = ["FieldError", "default_profile", "default_provider_profile", "parse_duration", "validate_policy"]
 
 #: v1.9 api/validation: predicate / priority names.
 NAME_PATTERN: Final = re.compile(r"^[a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])$")
@@ -170,11 +175,11 @@ def _scheduler_name(spec: Mapping[str, Any], errors: list[FieldError]) -> str:
 
 
 def _provider(spec: Mapping[str, Any], errors: list[FieldError]) -> registry.Provider | None:
-    """The algorithm provider in force: named, or DefaultProvider when no lists are given either."""
+    """The v1.9 algorithm provider the spec names, if any."""
     name = spec.get("algorithmProvider")
     has_lists = "predicates" in spec or "priorities" in spec
     if name is None:
-        return None if has_lists else registry.PROVIDERS[registry.DEFAULT_PROVIDER]
+        return None
     if has_lists:
         errors.append(FieldError("spec.algorithmProvider", "give either algorithmProvider or predicates/priorities, not both"))
     if not isinstance(name, str):
@@ -369,6 +374,18 @@ def _from_provider(provider: registry.Provider, registry_: Registry) -> _Request
     return out
 
 
+def _from_plugin_profile(profile: registry.PluginProfile) -> _Requests:
+    out = _Requests(v19_style=False)
+    path = "spec"
+    for cls in profile.filters:
+        out.filters.append(_Request(PluginRef(cls), path, (), out.next_order))
+        out.next_order += 1
+    for cls, weight in profile.scores:
+        out.scores.append((_Request(PluginRef(cls), path, (), out.next_order), weight, cls.NAME))
+        out.next_order += 1
+    return out
+
+
 def _must(cls: type[Plugin] | None, name: str) -> type[Plugin]:
     if cls is None:
         raise RuntimeError(f"provider name {name!r} is not registered")  # a bug in the registry tables
@@ -421,6 +438,21 @@ def _add_v19_defaults(requests: _Requests, *, has_extenders: bool) -> None:
     if not requests.scores and not has_extenders:
         equal = _must(registry.Registry.in_tree().score_plugin("EqualPriority"), "EqualPriority")
         requests.scores.append((_Request(PluginRef(equal), "spec.priorities", (), requests.next_order), 1, equal.NAME))
+
+
+def _honour_own_spread_constraints(requests: _Requests) -> None:
+    """Add a PodTopologySpread filter unless a predicate already enables one.
+
+    Decision (issue 10): a pod's own DoNotSchedule topology spread constraints are honoured under
+    every policy, whatever its predicates. The plugin's PreFilter returns SKIP for a pod without
+    DoNotSchedule constraints, so other pods pay nothing for it. A policy listing PodTopologySpread
+    only under priorities gets that same instance as the filter (one instance per plugin and name,
+    as upstream's MultiPoint), so its ``List`` default constraints with DoNotSchedule filter too.
+    """
+    if any(r.ref.cls is PodTopologySpread for r in requests.filters):
+        return
+    requests.filters.append(_Request(PluginRef(PodTopologySpread), "spec.predicates", (), requests.next_order))
+    requests.next_order += 1
 
 
 # ----------------------------------------------------------------------------- stage: scalar settings
@@ -560,8 +592,10 @@ def validate_policy(spec: Mapping[str, Any], *, source: str = "", registry: Regi
         requests = _from_provider(provider, plugins)
     elif "algorithmProvider" in spec:
         requests = _Requests()  # an unknown provider, already reported
-    else:
+    elif "predicates" in spec or "priorities" in spec:
         requests = _from_lists(spec, normal, errors, plugins)
+    else:
+        requests = _from_plugin_profile(DEFAULT_PROFILE)
 
     settings = _settings(spec, normal, errors)
     extenders, normal_extenders = validate_extenders(spec.get("extenders"), errors)
@@ -569,6 +603,7 @@ def validate_policy(spec: Mapping[str, Any], *, source: str = "", registry: Regi
         normal["extenders"] = normal_extenders
     if requests.v19_style:
         _add_v19_defaults(requests, has_extenders=bool(spec.get("extenders")))
+    _honour_own_spread_constraints(requests)
     if errors:
         return errors
 
@@ -578,7 +613,10 @@ def validate_policy(spec: Mapping[str, Any], *, source: str = "", registry: Regi
     _build(instances, errors)
     if errors:
         return errors
-    return _profile(scheduler_name, instances, settings, extenders, source or (provider.name if provider is not None else f"policy {scheduler_name}"), normal)
+    if not source:
+        lists = "predicates" in spec or "priorities" in spec
+        source = provider.name if provider is not None else f"policy {scheduler_name}" if lists else DEFAULT_PROFILE.name
+    return _profile(scheduler_name, instances, settings, extenders, source, normal)
 
 
 def _profile(name: str, instances: _Instances, settings: _Settings, extenders: list[ExtenderConfig], source: str, normal: dict[str, Any]) -> Profile:
@@ -612,8 +650,17 @@ def _profile(name: str, instances: _Instances, settings: _Settings, extenders: l
 
 
 def default_profile(scheduler_name: str = "default-scheduler") -> Profile:
-    """The v1.9 DefaultProvider profile (raises if it cannot be built: a bug or a missing plugin)."""
-    result = validate_policy({"schedulerName": scheduler_name, "algorithmProvider": registry.DEFAULT_PROVIDER})
+    """Today's upstream default profile (raises if it cannot be built: a bug or a missing plugin)."""
+    return _built({"schedulerName": scheduler_name})
+
+
+def default_provider_profile(scheduler_name: str = "default-scheduler") -> Profile:
+    """The v1.9 DefaultProvider profile."""
+    return _built({"schedulerName": scheduler_name, "algorithmProvider": registry.DEFAULT_PROVIDER})
+
+
+def _built(spec: Mapping[str, Any]) -> Profile:
+    result = validate_policy(spec)
     if isinstance(result, list):
-        raise RuntimeError("DefaultProvider does not build: " + "; ".join(map(str, result)))
+        raise RuntimeError(f"{spec} does not build: " + "; ".join(map(str, result)))
     return result

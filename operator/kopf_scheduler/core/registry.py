@@ -59,6 +59,7 @@ from .plugins.node_prefer_avoid_pods import NodePreferAvoidPods
 from .plugins.node_resources_fit import NodeResourcesFit
 from .plugins.node_unschedulable import NodeUnschedulable
 from .plugins.node_volume_limits import AzureDiskLimits, EBSLimits, GCEPDLimits, NodeVolumeLimits
+from .plugins.pod_topology_spread import PodTopologySpread
 from .plugins.resource_limits import NodeResourceLimits
 from .plugins.selector_spread import SelectorSpread
 from .plugins.service_affinity import ServiceAffinity
@@ -95,6 +96,7 @@ IN_TREE: Final[tuple[type[Plugin], ...]] = (
     ImageLocality,
     EqualPriority,
     InterPodAffinity,
+    PodTopologySpread,
     SelectorSpread,
     ServiceAffinity,
     VolumeRestrictions,
@@ -110,7 +112,7 @@ IN_TREE: Final[tuple[type[Plugin], ...]] = (
 #: Decision: upstream v1.37's default MultiPoint order for the plugins that still exist
 #: (NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit,
 #: VolumeRestrictions, EBS/GCEPD limits, NodeVolumeLimits, AzureDisk limits, VolumeBinding,
-#: VolumeZone, InterPodAffinity), because that peer is what our diagnoses are compared with; the
+#: VolumeZone, PodTopologySpread, InterPodAffinity), because that peer is what our diagnoses are compared with; the
 #: v1.9-only filters sit where the ordered legacy evaluation (legacy_registry.go predicateOrdering)
 #: put them relative to those: CheckNodeCondition first; NoExecute taints right after
 #: TaintToleration; NodeLabel and ServiceAffinity after VolumeRestrictions, before the volume
@@ -118,8 +120,8 @@ IN_TREE: Final[tuple[type[Plugin], ...]] = (
 #: filter stays last). Out-of-tree filters run after all of these.
 FILTER_ORDER: Final[tuple[type[FilterPlugin], ...]] = (
     CheckNodeCondition,
-    NodeUnschedulable,
     NodeName,
+    NodeUnschedulable,
     TaintToleration,
     PodToleratesNodeNoExecuteTaints,
     NodeAffinity,
@@ -137,6 +139,7 @@ FILTER_ORDER: Final[tuple[type[FilterPlugin], ...]] = (
     CheckNodeMemoryPressure,
     CheckNodePIDPressure,
     CheckNodeDiskPressure,
+    PodTopologySpread,
     InterPodAffinity,
 )
 _FILTER_RANK: Final[Mapping[type[Plugin], int]] = {cls: i for i, cls in enumerate(FILTER_ORDER)}
@@ -341,6 +344,52 @@ ARGUMENT_PRIORITIES: Final[Mapping[str, ArgumentKind]] = {
         fixed_name=RTCR_NAME,
     ),
 }
+
+
+# ----------------------------------------------------------------------------- today's default profile
+
+
+@dataclass(frozen=True, slots=True)
+class PluginProfile:
+    """A profile written with plugin names: its filters (in ``FILTER_ORDER``) and weighted scores."""
+
+    name: str
+    filters: tuple[type[Plugin], ...]
+    scores: tuple[tuple[type[Plugin], int], ...]
+
+
+#: Upstream v1.37's default profile (pkg/scheduler/apis/config/v1/default_plugins.go): its MultiPoint
+#: plugins that filter or score, with their weights. Not here: PrioritySort and SchedulingGates (our
+#: queue orders by priority and holds gated pods), DefaultPreemption (added to every profile unless
+#: ``preemption: false``), DefaultBinder (the operator binds), and the default-on plugins that
+#: pass every pod this scheduler can see (DynamicResources without ResourceClaims,
+#: NodeDeclaredFeatures without declared features, GangScheduling without a Workload).
+DEFAULT_PROFILE: Final = PluginProfile(
+    "the v1.37 default profile",
+    filters=(
+        NodeName,
+        NodeUnschedulable,
+        TaintToleration,
+        NodeAffinity,
+        NodePorts,
+        NodeResourcesFit,
+        VolumeRestrictions,
+        NodeVolumeLimits,
+        VolumeBinding,
+        VolumeZone,
+        PodTopologySpread,
+        InterPodAffinity,
+    ),
+    scores=(
+        (TaintToleration, 3),
+        (NodeAffinity, 2),
+        (NodeResourcesFit, 1),
+        (PodTopologySpread, 2),
+        (InterPodAffinity, 2),
+        (NodeResourcesBalancedAllocation, 1),
+        (ImageLocality, 1),
+    ),
+)
 
 
 # ----------------------------------------------------------------------------- providers

@@ -63,6 +63,17 @@ class ClusterObjects:
                 out.append(svc)
         return out
 
+    def owning_controller(self, pod: Pod) -> Controller | None:
+        """The controller (ReplicationController, ReplicaSet, StatefulSet) the pod's controller reference names.
+
+        Looked up by kind and name in the pod's namespace, as upstream ``helper.DefaultSelector`` does
+        (the API version of the reference is not compared).
+        """
+        ref = pod.controller_ref
+        if ref is None:
+            return None
+        return self.controllers.get(f"{ref.kind}/{pod.namespace}/{ref.name}")
+
     def controllers_of(self, pod: Pod, kinds: Iterable[str] = ("ReplicationController", "ReplicaSet", "StatefulSet")) -> list[Controller]:
         """Controllers of the given kinds in the pod's namespace whose selector matches the pod."""
         wanted = set(kinds)
@@ -94,6 +105,7 @@ class NodeTable:
         "nz_cpu",
         "nz_mem",
         "has_node",
+        "generation",
         "_infos",
         "_derived",
     )
@@ -111,6 +123,8 @@ class NodeTable:
         self.req_cpu, self.req_mem, self.req_eph, self.pod_count = z(), z(), z(), z()
         self.nz_cpu, self.nz_mem = z(), z()
         self.has_node = np.zeros(n, dtype=np.bool_)
+        #: each row's NodeInfo generation: per-node caches compare it to know which rows changed
+        self.generation = z()
         self._derived: dict[object, object] = {}
         for k, info in enumerate(infos):
             self._write_row(k, info)
@@ -125,6 +139,7 @@ class NodeTable:
             self.alloc_cpu[k], self.alloc_mem[k], self.alloc_eph[k] = a.milli_cpu, a.memory, a.ephemeral_storage
             self.alloc_pods[k] = node.allowed_pod_number
             self.has_node[k] = True
+        self.generation[k] = info.generation
         r = info.requested
         self.req_cpu[k], self.req_mem[k], self.req_eph[k] = r.milli_cpu, r.memory, r.ephemeral_storage
         self.pod_count[k] = len(info.pods)

@@ -24,7 +24,7 @@ class PolicyFileError(ValueError):
 
 
 def load_policy(path: str | Path | None, *, scheduler_name: str = DEFAULT_SCHEDULER_NAME) -> Profile:
-    """A Profile from a SchedulingPolicy manifest or a legacy v1.9 Policy (JSON/YAML); DefaultProvider if None."""
+    """A Profile from a SchedulingPolicy manifest or a legacy v1.9 Policy (JSON/YAML); today's default profile if None."""
     from ..core import legacy, policy
 
     if path is None:
@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     except (ManifestError, PolicyFileError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    sim = Simulation(loaded.cache, profile, seed=args.seed)
+    sim = Simulation(loaded.cache, profile, seed=args.seed, explain=args.explain)
     result = sim.run(pods)
     if args.output == "json":
         print(to_json(result))
@@ -76,9 +76,14 @@ def add_parser(subparsers: Any, name: str, help: str) -> None:
     p = subparsers.add_parser(name, help=help, description=__doc__)
     p.add_argument("--cluster", required=True, type=Path, help="nodes, bound pods, services, volumes... (YAML, multi-document or kind: List)")
     p.add_argument("--pods", required=True, type=Path, help="pending pods, scheduled in file order")
-    p.add_argument("--policy", type=Path, help="a SchedulingPolicy manifest or a v1.9 Policy JSON/YAML (default: DefaultProvider)")
+    p.add_argument("--policy", type=Path, help="a SchedulingPolicy manifest or a v1.9 Policy JSON/YAML (default: upstream v1.37's default profile)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random tie-break (default 0)")
     p.add_argument("--output", choices=("table", "json"), default="table")
+    p.add_argument(
+        "--explain",
+        action="store_true",
+        help="per pod: the feasible nodes, each filtered node's plugin and reasons, each feasible node's per-plugin scores and total",
+    )
     p.set_defaults(func=run)
 
 

@@ -4,17 +4,39 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from typing import Any
 
 from ..core.cache import SchedulerCache
+from ..core.diagnosis import explain
 from ..core.resources import format_quantity
-from .simulator import SimulationResult
+from .simulator import Explanation, Placement, SimulationResult
+
+
+def explanation_json(e: Explanation) -> dict[str, Any]:
+    """``feasible`` nodes; ``filtered`` nodes with plugin, code and reasons; per feasible node its ``total`` and
+    ``plugins`` (normalised ``score`` 0..100 and ``weight``; total = sum of score x weight); ``preFilter`` when a
+    pre-filter rejected the pod on every node."""
+    d = e.diagnosis
+    return {
+        "feasible": list(e.feasible),
+        "filtered": [{"node": f.node, "plugin": f.plugin, "code": f.code, "reasons": list(f.reasons)} for f in e.filtered],
+        "preFilter": {"plugins": sorted(d.unschedulable_plugins), "message": d.pre_filter_msg} if d.pre_filter_msg else None,
+        "scores": [
+            {"node": s.node, "total": s.total, "plugins": [{"plugin": name, "score": score, "weight": weight} for name, score, weight in s.parts]}
+            for s in sorted(e.scores, key=lambda s: (-s.total, s.node))
+        ],
+    }
+
+
+def placement_json(p: Placement) -> dict[str, Any]:
+    out: dict[str, Any] = {"pod": p.pod, "node": p.node, "message": p.message}
+    if p.explanation is not None:
+        out["explain"] = explanation_json(p.explanation)
+    return out
 
 
 def to_json(result: SimulationResult) -> str:
-    return json.dumps(
-        {"placements": [{"pod": p.pod, "node": p.node, "message": p.message} for p in result.placements]},
-        indent=2,
-    )
+    return json.dumps({"placements": [placement_json(p) for p in result.placements]}, indent=2)
 
 
 def _table(rows: Iterable[tuple[str, ...]], header: tuple[str, ...]) -> list[str]:
@@ -48,6 +70,12 @@ def utilization_rows(cache: SchedulerCache) -> list[tuple[str, ...]]:
 def to_table(result: SimulationResult, cache: SchedulerCache) -> str:
     lines = _table(((p.pod, p.node or "<none>", p.message) for p in result.placements), ("POD", "NODE", "MESSAGE"))
     lines.append("")
+    explained = [p for p in result.placements if p.explanation is not None]
+    for p in explained:
+        assert p.explanation is not None
+        lines.append(explain(p.pod, p.node, p.explanation.diagnosis, list(p.explanation.scores)))
+    if explained:
+        lines.append("")
     lines.extend(_table(utilization_rows(cache), ("NODE", "PODS", "CPU REQUESTED", "MEMORY REQUESTED")))
     lines.append("")
     lines.append(

@@ -20,7 +20,8 @@ the matching rules of ``component-helpers/scheduling/corev1/nodeaffinity`` (v1.9
   such term, as upstream.
 
 Vector forms evaluate each requirement once per distinct label value (``NodeTable.label_column``)
-and index the result by node position. Limits: a requirement upstream rejects as malformed (In /
+and index the result by node position; the matching rules live in ``core/node_matching.py``, shared
+with TaintToleration and PodTopologySpread. Limits: a requirement upstream rejects as malformed (In /
 NotIn without values, Gt / Lt with a non-integer) is evaluated by ``objects`` semantics instead of
 failing its term; the API server rejects such pods anyway. ``addedAffinity`` is validated here.
 """
@@ -46,10 +47,18 @@ from ..framework import (
     VectorFilter,
     VectorScore,
 )
+from ..node_matching import (
+    OBJECT_NAME_FIELD,
+    matches_required,
+    matches_selector,
+    pod_required_terms,
+    required_mask,
+    selector_mask,
+    term_mask,
+)
 from ..nodeinfo import NodeInfo
 from ..objects import (
     Node,
-    NodeSelectorRequirement,
     NodeSelectorTerm,
     ObjectError,
     Pod,
@@ -65,7 +74,6 @@ ERR_REASON_POD: Final = "node(s) didn't match Pod's node affinity/selector"
 ERR_REASON_ENFORCED: Final = "node(s) didn't match scheduler-enforced node affinity"
 ERR_REASON_CONFLICT: Final = "pod affinity terms conflict"
 
-OBJECT_NAME_FIELD: Final = "metadata.name"
 _REQUIRED: Final = "requiredDuringSchedulingIgnoredDuringExecution"
 _PREFERRED: Final = "preferredDuringSchedulingIgnoredDuringExecution"
 _LABEL_OPERATORS: Final = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
@@ -77,36 +85,13 @@ IntArray = npt.NDArray[np.int64]
 # --------------------------------------------------------------------------- per-node matching
 
 
-def _term_matches(term: NodeSelectorTerm, node: Node) -> bool:
-    return term.matches(node)
-
-
-def matches_required(terms: tuple[NodeSelectorTerm, ...] | None, node: Node) -> bool:
-    """Required node affinity: ``None`` (absent) matches; otherwise any term must match."""
-    if terms is None:
-        return True
-    return any(_term_matches(t, node) for t in terms)
-
-
-def matches_selector(selector: Mapping[str, str], node: Node) -> bool:
-    labels = node.labels
-    return all(labels.get(k) == v for k, v in selector.items())
-
-
 def effective_preferred(terms: tuple[PreferredSchedulingTerm, ...]) -> tuple[PreferredSchedulingTerm, ...]:
     """Upstream ``NewPreferredSchedulingTerms``: weight-0 and requirement-less terms never count."""
     return tuple(t for t in terms if t.weight != 0 and (t.preference.match_expressions or t.preference.match_fields))
 
 
 def preferred_score(terms: tuple[PreferredSchedulingTerm, ...], node: Node) -> int:
-    return sum(t.weight for t in terms if _term_matches(t.preference, node))
-
-
-def _pod_required(pod: Pod) -> tuple[NodeSelectorTerm, ...] | None:
-    a = pod.affinity
-    if a is None or a.node_affinity is None:
-        return None
-    return a.node_affinity.required
+    return sum(t.weight for t in terms if t.preference.matches(node))
 
 
 def _pod_preferred(pod: Pod) -> tuple[PreferredSchedulingTerm, ...]:
@@ -121,7 +106,7 @@ def fits(pod: Pod, node_info: NodeInfo, *, added: tuple[NodeSelectorTerm, ...] |
     node = node_info.node
     if added is not None and (node is None or not matches_required(added, node)):
         return framework.unresolvable(ERR_REASON_ENFORCED)
-    if node is None or not matches_selector(pod.node_selector, node) or not matches_required(_pod_required(pod), node):
+    if node is None or not matches_selector(pod.node_selector, node) or not matches_required(pod_required_terms(pod), node):
         return framework.unresolvable(ERR_REASON_POD)
     return framework.SUCCESS
 
@@ -139,77 +124,6 @@ def pinned_node_names(terms: tuple[NodeSelectorTerm, ...]) -> set[str] | None:
             return None
         names |= pinned
     return names
-
-
-# --------------------------------------------------------------------------- vector matching
-
-
-def _requirement_mask(req: NodeSelectorRequirement, table: NodeTable, index: npt.NDArray[np.intp]) -> BoolArray:
-    ids, vocab = table.label_column(req.key)
-    # lut[0] is "label absent", lut[v + 1] the value with id v
-    op = req.operator
-    if op == "In" or op == "NotIn":
-        lut = np.zeros(len(vocab) + 1, dtype=np.bool_)
-        for v in req.values:
-            vid = vocab.get(v)
-            if vid is not None:
-                lut[vid + 1] = True
-        if op == "NotIn":
-            lut = ~lut
-    elif op == "Exists":
-        lut = np.ones(len(vocab) + 1, dtype=np.bool_)
-        lut[0] = False
-    elif op == "DoesNotExist":
-        lut = np.zeros(len(vocab) + 1, dtype=np.bool_)
-        lut[0] = True
-    else:
-        lut = np.zeros(len(vocab) + 1, dtype=np.bool_)
-        lut[0] = req.matches(None)
-        for value, vid in vocab.items():
-            lut[vid + 1] = req.matches(value)
-    return lut[ids[index] + 1]
-
-
-def _field_mask(req: NodeSelectorRequirement, table: NodeTable, index: npt.NDArray[np.intp]) -> BoolArray:
-    if req.key != OBJECT_NAME_FIELD:
-        return np.zeros(len(index), dtype=np.bool_)
-    if req.operator in ("In", "NotIn"):
-        positions = [k for k in (table.position.get(v) for v in req.values) if k is not None]
-        hit = np.isin(index, np.asarray(positions, dtype=np.intp)) if positions else np.zeros(len(index), dtype=np.bool_)
-        return hit if req.operator == "In" else ~hit
-    names = table.names
-    return np.fromiter((req.matches(names[k]) for k in index.tolist()), dtype=np.bool_, count=len(index))
-
-
-def term_mask(term: NodeSelectorTerm, table: NodeTable, index: npt.NDArray[np.intp]) -> BoolArray:
-    if not term.match_expressions and not term.match_fields:
-        return np.zeros(len(index), dtype=np.bool_)
-    mask = np.ones(len(index), dtype=np.bool_)
-    for req in term.match_expressions:
-        mask &= _requirement_mask(req, table, index)
-    for req in term.match_fields:
-        mask &= _field_mask(req, table, index)
-    return mask
-
-
-def required_mask(terms: tuple[NodeSelectorTerm, ...] | None, table: NodeTable, index: npt.NDArray[np.intp]) -> BoolArray:
-    if terms is None:
-        return np.ones(len(index), dtype=np.bool_)
-    mask = np.zeros(len(index), dtype=np.bool_)
-    for t in terms:
-        mask |= term_mask(t, table, index)
-    return mask
-
-
-def selector_mask(selector: Mapping[str, str], table: NodeTable, index: npt.NDArray[np.intp]) -> BoolArray:
-    mask = np.ones(len(index), dtype=np.bool_)
-    for key, value in selector.items():
-        ids, vocab = table.label_column(key)
-        vid = vocab.get(value)
-        if vid is None:
-            return np.zeros(len(index), dtype=np.bool_)
-        mask &= ids[index] == vid
-    return mask
 
 
 # --------------------------------------------------------------------------- arguments
@@ -350,7 +264,7 @@ class NodeAffinity(PreFilterPlugin, VectorFilter, PreScorePlugin, VectorScore, N
     # ---- filter
 
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
-        required = _pod_required(pod)
+        required = pod_required_terms(pod)
         if required is None and self.args.added_required is None and not pod.node_selector:
             return framework.SKIP
         state.write(self._filter_key, _FilterState(pod.node_selector, required))
@@ -368,7 +282,7 @@ class NodeAffinity(PreFilterPlugin, VectorFilter, PreScorePlugin, VectorScore, N
     def filter_nodes(self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]) -> BoolArray:
         s = state.read(self._filter_key)
         if s is None:
-            s = _FilterState(pod.node_selector, _pod_required(pod))
+            s = _FilterState(pod.node_selector, pod_required_terms(pod))
         mask: BoolArray = table.has_node[index].copy()
         if self.args.added_required is not None:
             mask &= required_mask(self.args.added_required, table, index)

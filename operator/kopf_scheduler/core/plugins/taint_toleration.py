@@ -41,8 +41,9 @@ from ..framework import (
     VectorFilter,
     VectorScore,
 )
+from ..node_matching import find_untolerated
 from ..nodeinfo import NodeInfo
-from ..objects import NO_EXECUTE, NO_SCHEDULE, PREFER_NO_SCHEDULE, Pod, Taint, Toleration, tolerates_all
+from ..objects import PREFER_NO_SCHEDULE, Pod, Taint, Toleration, tolerates_all
 
 if TYPE_CHECKING:
     from ..snapshot import NodeTable, Snapshot
@@ -53,19 +54,12 @@ ERR_REASON_UNTOLERATED: Final = "node(s) had untolerated taint(s)"
 #: without its Node (which a snapshot never holds)
 ERR_REASON_NOT_MATCH: Final = "node(s) had taints that the pod didn't tolerate"
 
-_FILTER_EFFECTS: Final = frozenset((NO_SCHEDULE, NO_EXECUTE))
 _UNTOLERATED: Final = framework.unresolvable(ERR_REASON_UNTOLERATED)
 
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
 
 
-def find_untolerated(taints: Iterable[Taint], tolerations: tuple[Toleration, ...]) -> Taint | None:
-    """Upstream ``FindMatchingUntoleratedTaint`` with ``DoNotScheduleTaintsFilterFunc``."""
-    for taint in taints:
-        if taint.effect in _FILTER_EFFECTS and not tolerates_all(tolerations, taint):
-            return taint
-    return None
 
 
 def prefer_no_schedule_tolerations(tolerations: Iterable[Toleration]) -> tuple[Toleration, ...]:
