@@ -32,10 +32,14 @@ def test_readme_example(capsys: pytest.CaptureFixture[str]) -> None:
     assert got["default/trainer"]["node"] == "node-c"  # the only node with the gpu, tainted for it
     # node-a has 1 cpu free after db-0; node-b 2 cpu: web-1 goes to the least allocated one
     assert got["default/web-1"]["node"] in ("node-b", "node-c")
+    # no node could ever hold 16 cpu and the taint is not tolerated: preemption cannot help anywhere
     assert got["default/too-big"] == {
         "pod": "default/too-big",
         "node": None,
-        "message": "0/3 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, 2 Insufficient cpu.",
+        "message": "0/3 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, 2 Insufficient cpu."
+        " preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.",
+        "nominatedNode": None,
+        "victims": [],
     }
 
 
@@ -73,7 +77,10 @@ def test_each_placement_counts_for_the_next(tmp_path: Path, capsys: pytest.Captu
     got = placements(capsys, "--cluster", cluster, "--pods", pods)
     nodes = [got[f"ns/p{i}"]["node"] for i in range(5)]
     assert sorted(n for n in nodes if n) == ["a", "a", "b", "b"]
-    assert got["ns/p4"]["message"] == "0/2 nodes are available: 2 Insufficient cpu."
+    # the nodes are full of pods of the same priority (0): nothing to preempt
+    assert got["ns/p4"]["message"] == (
+        "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
+    )
 
 
 def test_bin_packing_policy_fills_one_node_first(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -132,3 +139,58 @@ def test_invalid_policy_names_the_field(tmp_path: Path, capsys: pytest.CaptureFi
     policy = write(tmp_path, "policy.yaml", [{"kind": "SchedulingPolicy", "spec": {"schedulerName": "x", "priorities": [{"name": "LeastRequestedPrority", "weight": 1}]}}])
     rc, _, err = simulate(capsys, "--cluster", cluster, "--pods", pods, "--policy", policy)
     assert rc == 2 and "spec.priorities[0].name" in err and "LeastRequestedPriority" in err
+
+
+# --------------------------------------------------------------------------- priorities and preemption
+
+
+def test_preemption_example(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ("--cluster", str(EXAMPLES / "preemption-cluster.yaml"), "--pods", str(EXAMPLES / "preemption-pods.yaml"))
+    got = placements(capsys, *args)
+    # both nodes are full of batch (100) pods; db-0's PDB allows no disruption, so report goes
+    assert got["default/api"] == {"pod": "default/api", "node": "node-b", "message": "", "nominatedNode": "node-b", "victims": ["default/report"]}
+    assert got["default/batch-2"]["message"] == (
+        "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
+    )
+    assert got["default/patient"]["message"] == "0/2 nodes are available: 2 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never."
+    rc, out, _ = simulate(capsys, *args)
+    assert rc == 0
+    assert out.splitlines()[:2] == ["POD              NODE    PREEMPTED       MESSAGE", "default/api      node-b  default/report"]
+    assert "1/3 pods scheduled, 2 unschedulable, 1 preempted" in out
+
+
+def priority_class(name: str, value: int, **extra: object) -> dict:
+    return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value, **extra}
+
+
+def full_cluster(tmp_path: Path, *extra: dict) -> str:
+    """One 2-cpu node, full with a pod of priority 50."""
+    return write(tmp_path, "c.yaml", [*extra, node("a", cpu="2"), pod("resident", cpu="2", nodeName="a", priority=50)])
+
+
+@pytest.mark.parametrize(
+    ("classes", "spec", "preempts"),
+    [
+        pytest.param([priority_class("high", 100)], {"priorityClassName": "high"}, True, id="the class's value (100) beats 50"),
+        pytest.param([priority_class("low", 10)], {"priorityClassName": "low"}, False, id="the class's value (10) does not"),
+        pytest.param([], {"priorityClassName": "system-cluster-critical"}, True, id="the system classes exist without being listed"),
+        pytest.param([priority_class("high", 100)], {"priorityClassName": "high", "priority": 7}, False, id="a pod carrying spec.priority keeps it"),
+        pytest.param([priority_class("d", 1000, globalDefault=True), priority_class("e", 60, globalDefault=True)], {}, True,
+                     id="no class named: the lowest global default (60)"),
+        pytest.param([], {}, False, id="no class named and no global default: 0"),
+        pytest.param([priority_class("high", 100, preemptionPolicy="Never")], {"priorityClassName": "high"}, False,
+                     id="the class's preemptionPolicy Never"),
+    ],
+)  # fmt: skip
+def test_priority_classes_stand_in_for_admission(tmp_path: Path, capsys: pytest.CaptureFixture[str], classes: list[dict], spec: dict, preempts: bool) -> None:
+    cluster = full_cluster(tmp_path, *classes)
+    pods = write(tmp_path, "p.yaml", [pod("new", cpu="2", **spec)])
+    got = placements(capsys, "--cluster", cluster, "--pods", pods)["ns/new"]
+    assert (got["node"], got["victims"]) == (("a", ["ns/resident"]) if preempts else (None, []))
+
+
+def test_an_unknown_priority_class_is_refused_like_the_api_server_does(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pods = write(tmp_path, "p.yaml", [pod("new", priorityClassName="nope")])
+    rc, _, err = simulate(capsys, "--cluster", full_cluster(tmp_path), "--pods", pods)
+    assert rc == 2 and "pod ns/new: no PriorityClass with name nope was found" in err
+

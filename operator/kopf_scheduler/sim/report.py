@@ -12,7 +12,12 @@ from .simulator import SimulationResult
 
 def to_json(result: SimulationResult) -> str:
     return json.dumps(
-        {"placements": [{"pod": p.pod, "node": p.node, "message": p.message} for p in result.placements]},
+        {
+            "placements": [
+                {"pod": p.pod, "node": p.node, "message": p.message, "nominatedNode": p.nominated_node or None, "victims": list(p.victims)}
+                for p in result.placements
+            ]
+        },
         indent=2,
     )
 
@@ -46,12 +51,21 @@ def utilization_rows(cache: SchedulerCache) -> list[tuple[str, ...]]:
 
 
 def to_table(result: SimulationResult, cache: SchedulerCache) -> str:
-    lines = _table(((p.pod, p.node or "<none>", p.message) for p in result.placements), ("POD", "NODE", "MESSAGE"))
+    if any(p.victims for p in result.placements):
+        rows: Iterable[tuple[str, ...]] = (
+            (p.pod, p.node or "<none>", ", ".join(p.victims) or "-", p.message) for p in result.placements
+        )
+        lines = _table(rows, ("POD", "NODE", "PREEMPTED", "MESSAGE"))
+    else:
+        lines = _table(((p.pod, p.node or "<none>", p.message) for p in result.placements), ("POD", "NODE", "MESSAGE"))
     lines.append("")
     lines.extend(_table(utilization_rows(cache), ("NODE", "PODS", "CPU REQUESTED", "MEMORY REQUESTED")))
     lines.append("")
+    preempted = sum(len(p.victims) for p in result.placements)
     lines.append(
         f"{result.scheduled}/{len(result.placements)} pods scheduled, "
-        f"{len(result.placements) - result.scheduled} unschedulable, in {result.seconds:.3f}s"
+        f"{len(result.placements) - result.scheduled} unschedulable, "
+        + (f"{preempted} preempted, " if preempted else "")
+        + f"in {result.seconds:.3f}s"
     )
     return "\n".join(lines)
