@@ -75,6 +75,7 @@ NOT_ELIGIBLE_NEVER: Final = "not eligible due to preemptionPolicy=Never."
 NOT_ELIGIBLE_TERMINATING: Final = "not eligible due to a terminating pod on the nominated node."
 NO_VICTIMS: Final = "No preemption victims found for incoming pod"
 NOT_HELPFUL: Final = "Preemption is not helpful for scheduling"
+_NO_VICTIMS_STATUS: Final = unresolvable(NO_VICTIMS)
 #: added to every priority before summing, so that negative priorities still add up (upstream MaxInt32+1)
 PRIORITY_OFFSET: Final = 2**31
 
@@ -163,7 +164,7 @@ def select_victims_on_node(
     """
     potential = [p for p in info.iter_pods() if p.priority < pod.priority]
     if not potential:
-        return [], 0, unresolvable(NO_VICTIMS)
+        return [], 0, _NO_VICTIMS_STATUS
     for victim in potential:
         info.remove_pod(victim)
         status = handle.run_pre_filter_extension_remove_pod(state, pod, victim, info)
@@ -236,8 +237,12 @@ def dry_run_preemption(
     statuses: dict[str, Status] = {}
     errors: list[str] = []
     n = len(potential)
+    priority = pod.priority
     for i in range(n):
         info = potential[(offset + i) % n]
+        if all(p.priority >= priority for p in info.pods.values()):
+            statuses[info.name] = _NO_VICTIMS_STATUS  # what select_victims_on_node says, without the clones
+            continue
         victims, violations, status = select_victims_on_node(state.clone(), pod, info.clone(), pdbs, handle)
         if status.is_success and victims:
             bucket = non_violating if violations == 0 else violating
@@ -309,7 +314,10 @@ def preempt(
     if not eligible:
         return PostFilterResult(unschedulable(why))
     all_nodes = snapshot.node_infos
-    potential = [info for info in all_nodes if diagnosis.status_of(info.name).code is Code.UNSCHEDULABLE]
+    rejected, absent = diagnosis.node_to_status, diagnosis.absent_nodes_status
+    potential = [
+        info for name, info in zip(snapshot.table.names, all_nodes) if rejected.get(name, absent).code is Code.UNSCHEDULABLE
+    ]  # fmt: skip
     candidates: list[Candidate] = []
     statuses: dict[str, Status] = {}
     errors: list[str] = []
