@@ -189,8 +189,20 @@ def test_priority_classes_stand_in_for_admission(tmp_path: Path, capsys: pytest.
     assert (got["node"], got["victims"]) == (("a", ["ns/resident"]) if preempts else (None, []))
 
 
-def test_an_unknown_priority_class_is_refused_like_the_api_server_does(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    pods = write(tmp_path, "p.yaml", [pod("new", priorityClassName="nope")])
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        pytest.param({"priorityClassName": "nope"}, "pod ns/new: no PriorityClass with name nope was found", id="an unknown class"),
+        pytest.param(
+            {"preemptionPolicy": "Never"},
+            "pod ns/new: the string value of PreemptionPolicy (Never) must not be provided in pod spec; "
+            "priority admission controller computed PreemptLowerPriority from the given PriorityClass name",
+            id="a preemptionPolicy of its own (Never comes from a class)",
+        ),
+    ],
+)
+def test_pods_the_api_server_would_refuse_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str], spec: dict, message: str) -> None:
+    pods = write(tmp_path, "p.yaml", [pod("new", **spec)])
     rc, _, err = simulate(capsys, "--cluster", full_cluster(tmp_path), "--pods", pods)
-    assert rc == 2 and "pod ns/new: no PriorityClass with name nope was found" in err
+    assert rc == 2 and message in err, err
 

@@ -6,9 +6,10 @@ ignored, so a ``kubectl get -o yaml`` dump can be fed in as it is.
 PriorityClasses in the cluster file (and the two system classes every API server has) stand in
 for the API server's Priority admission: a pod written without ``spec.priority`` gets the value
 (and the ``preemptionPolicy``) of its ``priorityClassName``, or of the ``globalDefault`` class
-(the lowest-valued one if several claim it), or 0; a pod naming a class that does not exist is
-refused as the API server would. A pod that already carries ``spec.priority`` (any dump of a
-real cluster) keeps it.
+(the lowest-valued one if several claim it), or 0 and PreemptLowerPriority; a pod naming a class
+that does not exist, or whose own ``preemptionPolicy`` differs from the one computed, is refused
+as the API server would (``preemptionPolicy: Never`` comes from a PriorityClass). A pod that
+already carries ``spec.priority`` (any dump of a real cluster) is taken as it is.
 """
 
 from __future__ import annotations
@@ -72,26 +73,32 @@ class LoadedCluster:
 def admit_priority(doc: Mapping[str, Any], classes: Mapping[str, o.PriorityClass]) -> Mapping[str, Any]:
     """The pod manifest `doc` as the Priority admission plugin leaves it (a copy when it changes).
 
-    Upstream ``plugin/pkg/admission/priority``: raises ``ObjectError`` for an unknown class name.
+    Upstream ``plugin/pkg/admission/priority``: raises ``ObjectError`` with the API server's words
+    for an unknown class name or a ``preemptionPolicy`` that differs from the computed one.
     """
     spec = doc.get("spec")
     if not isinstance(spec, Mapping) or spec.get("priority") is not None:
         return doc
+    meta = doc.get("metadata") or {}
+    where = f"pod {meta.get('namespace') or 'default'}/{meta.get('name') or ''}"
     name = spec.get("priorityClassName")
     if name:
         pc = classes.get(str(name))
         if pc is None:
-            meta = doc.get("metadata") or {}
-            raise o.ObjectError(f"pod {meta.get('namespace') or 'default'}/{meta.get('name') or ''}: no PriorityClass with name {name} was found")
+            raise o.ObjectError(f"{where}: no PriorityClass with name {name} was found")
     else:
         defaults = [c for c in classes.values() if c.global_default]
         pc = min(defaults, key=lambda c: c.value) if defaults else None
-    admitted = dict(spec)
-    admitted["priority"] = pc.value if pc is not None else 0
+    policy = pc.preemption_policy if pc is not None else o.PREEMPT_LOWER_PRIORITY
+    given = spec.get("preemptionPolicy")
+    if given and given != policy:
+        raise o.ObjectError(
+            f"{where}: the string value of PreemptionPolicy ({given}) must not be provided in pod spec; "
+            f"priority admission controller computed {policy} from the given PriorityClass name"
+        )
+    admitted = {**spec, "priority": pc.value if pc is not None else 0, "preemptionPolicy": policy}
     if pc is not None:
         admitted["priorityClassName"] = pc.name
-    if not spec.get("preemptionPolicy"):
-        admitted["preemptionPolicy"] = pc.preemption_policy if pc is not None else o.PREEMPT_LOWER_PRIORITY
     return {**doc, "spec": admitted}
 
 
