@@ -287,6 +287,25 @@ def test_post_filter_error_in_a_pre_filter_extension_on_the_only_node() -> None:
     assert got.nominated_node is None and got.victims == ()  # an error leaves the nomination alone
 
 
+@pytest.mark.parametrize(
+    ("nodes", "message"),
+    [
+        pytest.param(["node1"], 'preemption: expected at least one victim pod on node "node1"', id="one node"),
+        pytest.param(
+            ["node1", "node2"],
+            # in dry-run order: random.Random(0).randrange(2) == 1, so node2 first
+            'preemption: [expected at least one victim pod on node "node2", expected at least one victim pod on node "node1"]',
+            id="two nodes: apimachinery's aggregate of the errors",
+        ),
+    ],
+)
+def test_post_filter_error_when_the_pod_needs_no_victim(nodes: list[str], message: str) -> None:
+    # the filters said Unschedulable, but the pod fits with every pod back: upstream calls that an error
+    pods = [pod(f"v{i}", LOW, on=name, res=SMALL) for i, name in enumerate(nodes)]
+    got = post_filter(pod("p", HIGH, res=SMALL), [node(n) for n in nodes], pods, dict.fromkeys(nodes, U))
+    assert (got.status.code, got.status.message, got.nominated_node) == (Code.ERROR, message, None)
+
+
 # --------------------------------------------------------------------------- TestDryRunPreemption
 
 
