@@ -11,10 +11,13 @@ Upstream ``framework/preemption/executor.go`` (``PreemptPod``, ``clearNominatedN
 - ``status.nominatedNodeName`` is set on the preemptor and cleared on lower-priority pods that
   were nominated to the same node (pods/status strategic merge patches).
 
-Decision: the victims are evicted before the loop pops the next pod (upstream's synchronous
+Decisions: the victims are evicted before the loop pops the next pod (upstream's synchronous
 ``prepareCandidate``; v1.37 evicts from a goroutine and holds the preemptor back with PreEnqueue
 until it is done). The outcome is the same, a preemptor never retries while its own deletions
-are in flight, and victims are few, each eviction one round trip.
+are in flight, and victims are few, each eviction one round trip. A victim whose condition cannot
+be written is still deleted (upstream gives up on it); a failed deletion is logged and the
+preemptor retries on the next cluster event or after the unschedulable timeout (upstream
+re-activates it at once).
 """
 
 from __future__ import annotations
