@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+from datetime import UTC, datetime
 from typing import Any
 
 from kopf_scheduler.core.nodeinfo import NodeInfo, node_info_of
@@ -102,6 +103,23 @@ class PodBuilder:
 
     def priority(self, value: int) -> "PodBuilder":
         self.spec["priority"] = value
+        return self
+
+    def preemption_policy(self, policy: str) -> "PodBuilder":
+        self.spec["preemptionPolicy"] = policy
+        return self
+
+    def nominated(self, node_name: str) -> "PodBuilder":
+        self.body["status"]["nominatedNodeName"] = node_name
+        return self
+
+    def started(self, seconds: int) -> "PodBuilder":
+        """``status.startTime``, `seconds` after the epoch."""
+        self.body["status"]["startTime"] = datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return self
+
+    def condition(self, type_: str, status: str, reason: str = "") -> "PodBuilder":
+        self.body["status"].setdefault("conditions", []).append({"type": type_, "status": status, "reason": reason})
         return self
 
     def phase(self, phase: str) -> "PodBuilder":

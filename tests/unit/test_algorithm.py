@@ -276,8 +276,8 @@ def test_nodes_left_out_by_a_pre_filter_result_are_counted_in_the_message() -> N
     f = PreFilterAdmits(reject={"n1", "n3"}, reason="fake rejection", admit=frozenset({"n1", "n3"}), name="Pin")
     result = run(Profile("s", filters=(f,)), snapshot_of(5))
     assert result.message == "0/5 nodes are available: 2 fake rejection, 3 node(s) didn't satisfy plugin(s) [Pin]."
-    assert result.diagnosis.absent_status is not None
-    assert result.diagnosis.absent_status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    assert result.diagnosis.absent_nodes_status is not None
+    assert result.diagnosis.absent_nodes_status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
     assert result.diagnosis.unschedulable_plugins == {"Pin"}
 
 

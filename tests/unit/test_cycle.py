@@ -63,7 +63,10 @@ def test_a_pod_that_fits_nowhere_waits_in_the_unschedulable_pool() -> None:
     cycle = Cycle(pod, "n1", "n2")
     outcome = cycle.run()
     assert isinstance(outcome, Unschedulable)
-    assert outcome.message == "0/2 nodes are available: 2 Insufficient cpu."
+    # 8 cpu never fits a 2-cpu node (UnschedulableAndUnresolvable): preemption cannot help there
+    preemption = "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+    assert outcome.message == f"0/2 nodes are available: 2 Insufficient cpu. {preemption}"
+    assert outcome.nominated_node == "" and outcome.victims == () and outcome.post_filtered
     assert "NodeResourcesFit" in outcome.plugins
     assert cycle.queue.where(pod) == UNSCHEDULABLE
     info = cycle.queue.get(pod)
@@ -74,13 +77,13 @@ def test_a_pod_that_fits_nowhere_waits_in_the_unschedulable_pool() -> None:
 def test_no_nodes_at_all_is_an_error_and_a_backoff() -> None:
     pod = make_pod("web").obj()
     cycle = Cycle(pod)
-    assert cycle.run() == Error("no nodes available to schedule pods")
+    assert cycle.run() == Error("no nodes available to schedule pods", nominated_node="")
     assert cycle.queue.where(pod) == BACKOFF
 
 
 def test_an_algorithm_that_raises_is_an_error_carrying_the_exception() -> None:
     class Broken:
-        def schedule(self, pod: Pod, snapshot: Snapshot, *, rng: random.Random) -> None:
+        def schedule(self, pod: Pod, snapshot: Snapshot, *, rng: random.Random, nominator: object) -> None:
             raise ZeroDivisionError("bug")
 
     pod = make_pod("web").obj()
@@ -119,6 +122,70 @@ def test_skips_leave_the_queue(setup: str, reason: str) -> None:
 
     assert cycle.run(NeverCalled()) == Skip(reason)
     assert cycle.queue.where(pod) is None
+
+
+# --------------------------------------------------------------------------- preemption
+
+
+def preempting_cycle(*, nominated_elsewhere: Pod | None = None) -> tuple[Cycle, Pod, Pod]:
+    """n1 (2 cpu) full with a priority-0 pod; a priority-1000 pod asking for 2 cpu is popped."""
+    pod = make_pod("urgent").priority(1000).req(cpu="2").obj()
+    cycle = Cycle(pod, "n1")
+    victim = make_pod("batch").priority(0).req(cpu="2").node("n1").obj()
+    cycle.cache.add_pod(victim)
+    if nominated_elsewhere is not None:
+        cycle.queue.add_nominated_pod(nominated_elsewhere, "n1")
+    return cycle, pod, victim
+
+
+def test_preemption_nominates_the_pod_and_names_the_victims() -> None:
+    cycle, pod, victim = preempting_cycle()
+    outcome = cycle.run()
+    assert isinstance(outcome, Unschedulable)
+    assert outcome.message == (
+        "0/1 nodes are available: 1 Insufficient cpu. preemption: found a potential placement for pod on node n1, preempting 1 victims"
+    )
+    assert (outcome.nominated_node, outcome.victims, outcome.clear_nominations, outcome.post_filtered) == ("n1", (victim,), (), True)
+    # the pod waits (nominated) until the victim's deletion moves it; the victim stays cached until the watch says so
+    assert cycle.queue.where(pod) == UNSCHEDULABLE
+    assert cycle.queue.nominated_pods_for_node("n1") == [pod]
+    assert cycle.cache.state_of(victim) is PodState.ADDED
+
+
+def test_preemption_clears_lower_nominations_on_the_node() -> None:
+    lower = make_pod("lower").priority(10).obj()
+    cycle, pod, _ = preempting_cycle(nominated_elsewhere=lower)
+    outcome = cycle.run()
+    assert isinstance(outcome, Unschedulable) and outcome.clear_nominations == (lower,)
+    assert cycle.queue.nominated_pods_for_node("n1") == [pod]
+
+
+def test_a_failed_preemption_clears_the_nomination() -> None:
+    pod = make_pod("urgent").priority(1000).req(cpu="2").nominated("n1").obj()
+    cycle = Cycle(pod, "n1")
+    cycle.cache.add_pod(make_pod("system").priority(2000).req(cpu="2").node("n1").obj())
+    assert cycle.queue.nominated_pods_for_node("n1") == [pod]
+    outcome = cycle.run()
+    assert isinstance(outcome, Unschedulable) and outcome.nominated_node == "" and outcome.victims == ()
+    assert outcome.message.endswith("preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.")
+    assert cycle.queue.nominated_pods_for_node("n1") == []
+
+
+def test_a_pod_that_may_not_preempt_keeps_its_nomination() -> None:
+    pod = make_pod("patient").priority(1000).req(cpu="2").preemption_policy("Never").nominated("n1").obj()
+    cycle = Cycle(pod, "n1")
+    cycle.cache.add_pod(make_pod("batch").req(cpu="2").node("n1").obj())
+    outcome = cycle.run()
+    assert isinstance(outcome, Unschedulable) and outcome.nominated_node is None
+    assert outcome.message.endswith("preemption: not eligible due to preemptionPolicy=Never.")
+    assert cycle.queue.nominated_pods_for_node("n1") == [pod]
+
+
+def test_a_nominated_pod_that_fits_leaves_the_nominator() -> None:
+    pod = make_pod("urgent").priority(1000).req(cpu="1").nominated("n1").obj()
+    cycle = Cycle(pod, "n1")
+    assert isinstance(cycle.run(), Bind)
+    assert cycle.queue.nominated_pods_for_node("n1") == []  # the cache counts it now
 
 
 # --------------------------------------------------------------------------- after the bind

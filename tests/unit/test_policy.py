@@ -464,6 +464,7 @@ def test_hard_pod_affinity_weight_rejected_by_plugin_points_at_spec_field() -> N
         pytest.param("podMaxBackoffSeconds", 0.5, "must be at least podInitialBackoffSeconds (1.0)", id="max < initial"),
         pytest.param("predicates", {}, "must be a list", id="predicates not list"),
         pytest.param("parallelism", 0, "must be an integer from 1 to 1024, got 0", id="parallelism"),
+        pytest.param("preemption", "yes", "must be a boolean", id="preemption not a boolean"),
         pytest.param("schedulerName", "My_Scheduler", "invalid scheduler name 'My_Scheduler': a DNS-1123 subdomain (lower-case letters, digits, '-' and '.')", id="bad scheduler name"),
     ],
 )
@@ -485,6 +486,29 @@ def test_scalar_settings_reach_the_profile() -> None:
     assert (p.always_check_all_predicates, p.percentage_of_nodes_to_score) == (True, 30)
     assert (p.pod_initial_backoff_seconds, p.pod_max_backoff_seconds) == (2.0, 20.0)
     assert p.spec["podMaxBackoffSeconds"] == 20
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        pytest.param(S(algorithmProvider="DefaultProvider"), True, id="on by default, as in every upstream profile"),
+        pytest.param(S(predicates=[{"name": "NodeResourcesFit"}]), True, id="on by default for plugin-name policies too"),
+        pytest.param(S(algorithmProvider="DefaultProvider", preemption=True), True, id="on when asked"),
+        pytest.param(S(algorithmProvider="DefaultProvider", preemption=False), False, id="off when asked"),
+    ],
+)
+def test_preemption_switch(spec: dict[str, Any], expected: bool) -> None:
+    p = ok(spec)
+    assert [type(f).__name__ for f in p.post_filters] == (["DefaultPreemption"] if expected else [])
+    assert p.spec["preemption"] is expected
+
+
+@pytest.mark.parametrize("section", ["predicates", "priorities"])
+def test_default_preemption_is_not_a_predicate_or_priority(section: str) -> None:
+    assert errors(S(**{section: [{"name": "DefaultPreemption"}]})) == {
+        f"spec.{section}[0].name": f"DefaultPreemption is a PostFilter plugin, not a {section[:-1].replace('ie', 'y')}; "
+        "spec.preemption (default true) enables it"
+    }
 
 
 def test_every_error_is_reported_at_once() -> None:
@@ -711,6 +735,7 @@ def test_a_pods_do_not_schedule_constraint_holds_under_a_policy_that_does_not_na
     assert result.message == (
         "0/2 nodes are available: 1 node(s) didn't match pod topology spread constraints, "
         "1 node(s) didn't match pod topology spread constraints (missing required label)."
+        " preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling."
     )
 
 

@@ -32,10 +32,14 @@ def test_readme_example(capsys: pytest.CaptureFixture[str]) -> None:
     assert got["default/trainer"]["node"] == "node-c"  # the only node with the gpu, tainted for it
     # node-a has 1 cpu free after db-0; node-b 2 cpu: web-1 goes to the least allocated one
     assert got["default/web-1"]["node"] in ("node-b", "node-c")
+    # no node could ever hold 16 cpu and the taint is not tolerated: preemption cannot help anywhere
     assert got["default/too-big"] == {
         "pod": "default/too-big",
         "node": None,
-        "message": "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu.",
+        "message": "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu."
+        " preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.",
+        "nominatedNode": None,
+        "victims": [],
     }
 
 
@@ -73,7 +77,10 @@ def test_each_placement_counts_for_the_next(tmp_path: Path, capsys: pytest.Captu
     got = placements(capsys, "--cluster", cluster, "--pods", pods)
     nodes = [got[f"ns/p{i}"]["node"] for i in range(5)]
     assert sorted(n for n in nodes if n) == ["a", "a", "b", "b"]
-    assert got["ns/p4"]["message"] == "0/2 nodes are available: 2 Insufficient cpu."
+    # the nodes are full of pods of the same priority (0): nothing to preempt
+    assert got["ns/p4"]["message"] == (
+        "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
+    )
 
 
 def test_bin_packing_policy_fills_one_node_first(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -178,7 +185,7 @@ def test_explain_scores_a_single_feasible_node_and_explains_an_unschedulable_pod
         ("a", "NodeResourcesFit", "UnschedulableAndUnresolvable"),
         ("b", "NodeResourcesFit", "UnschedulableAndUnresolvable"),
     }
-    assert big["message"] == "0/2 nodes are available: 2 Insufficient cpu."
+    assert big["message"] == "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
 
 
 def test_explain_table_prints_each_decision(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -193,3 +200,69 @@ def test_without_explain_there_is_no_explanation(tmp_path: Path, capsys: pytest.
     cluster = write(tmp_path, "c.yaml", [node("a")])
     pods = write(tmp_path, "p.yaml", [pod("p0")])
     assert "explain" not in placements(capsys, "--cluster", cluster, "--pods", pods)["ns/p0"]
+
+# --------------------------------------------------------------------------- priorities and preemption
+
+
+def test_preemption_example(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ("--cluster", str(EXAMPLES / "preemption-cluster.yaml"), "--pods", str(EXAMPLES / "preemption-pods.yaml"))
+    got = placements(capsys, *args)
+    # both nodes are full of batch (100) pods; db-0's PDB allows no disruption, so report goes
+    assert got["default/api"] == {"pod": "default/api", "node": "node-b", "message": "", "nominatedNode": "node-b", "victims": ["default/report"]}
+    assert got["default/batch-2"]["message"] == (
+        "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
+    )
+    assert got["default/patient"]["message"] == "0/2 nodes are available: 2 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never."
+    rc, out, _ = simulate(capsys, *args)
+    assert rc == 0
+    assert out.splitlines()[:2] == ["POD              NODE    PREEMPTED       MESSAGE", "default/api      node-b  default/report"]
+    assert "1/3 pods scheduled, 2 unschedulable, 1 preempted" in out
+
+
+def priority_class(name: str, value: int, **extra: object) -> dict:
+    return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value, **extra}
+
+
+def full_cluster(tmp_path: Path, *extra: dict) -> str:
+    """One 2-cpu node, full with a pod of priority 50."""
+    return write(tmp_path, "c.yaml", [*extra, node("a", cpu="2"), pod("resident", cpu="2", nodeName="a", priority=50)])
+
+
+@pytest.mark.parametrize(
+    ("classes", "spec", "preempts"),
+    [
+        pytest.param([priority_class("high", 100)], {"priorityClassName": "high"}, True, id="the class's value (100) beats 50"),
+        pytest.param([priority_class("low", 10)], {"priorityClassName": "low"}, False, id="the class's value (10) does not"),
+        pytest.param([], {"priorityClassName": "system-cluster-critical"}, True, id="the system classes exist without being listed"),
+        pytest.param([priority_class("high", 100)], {"priorityClassName": "high", "priority": 7}, False, id="a pod carrying spec.priority keeps it"),
+        pytest.param([priority_class("d", 1000, globalDefault=True), priority_class("e", 60, globalDefault=True)], {}, True,
+                     id="no class named: the lowest global default (60)"),
+        pytest.param([], {}, False, id="no class named and no global default: 0"),
+        pytest.param([priority_class("high", 100, preemptionPolicy="Never")], {"priorityClassName": "high"}, False,
+                     id="the class's preemptionPolicy Never"),
+    ],
+)  # fmt: skip
+def test_priority_classes_stand_in_for_admission(tmp_path: Path, capsys: pytest.CaptureFixture[str], classes: list[dict], spec: dict, preempts: bool) -> None:
+    cluster = full_cluster(tmp_path, *classes)
+    pods = write(tmp_path, "p.yaml", [pod("new", cpu="2", **spec)])
+    got = placements(capsys, "--cluster", cluster, "--pods", pods)["ns/new"]
+    assert (got["node"], got["victims"]) == (("a", ["ns/resident"]) if preempts else (None, []))
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        pytest.param({"priorityClassName": "nope"}, "pod ns/new: no PriorityClass with name nope was found", id="an unknown class"),
+        pytest.param(
+            {"preemptionPolicy": "Never"},
+            "pod ns/new: the string value of PreemptionPolicy (Never) must not be provided in pod spec; "
+            "priority admission controller computed PreemptLowerPriority from the given PriorityClass name",
+            id="a preemptionPolicy of its own (Never comes from a class)",
+        ),
+    ],
+)
+def test_pods_the_api_server_would_refuse_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str], spec: dict, message: str) -> None:
+    pods = write(tmp_path, "p.yaml", [pod("new", **spec)])
+    rc, _, err = simulate(capsys, "--cluster", full_cluster(tmp_path), "--pods", pods)
+    assert rc == 2 and message in err, err
+

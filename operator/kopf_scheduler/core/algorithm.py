@@ -10,6 +10,14 @@ Follows today's upstream ``pkg/scheduler/schedule_one.go``:
 - A node's status is that of the first filter that rejects it, unless
   ``always_check_all_predicates`` collects every rejection.
 - A pod nominated to a node (``status.nominatedNodeName``) tries that node first.
+- Nominated pods (``Nominator``, the queue's) are counted where they are nominated: a node
+  holding nominated pods of equal or higher priority than the pod is filtered twice, once with
+  them added (through the PreFilterExtensions, on clones) and once without, and must pass both
+  (upstream ``RunFilterPluginsWithNominatedPods``), so a lower-priority pod does not take the
+  room preemption made for another.
+- When no node fits, the PostFilter plugins run (upstream ``RunPostFilterPlugins``: preemption);
+  their message ends the FitError text and their ``PostFilterResult`` (a nomination, victims)
+  comes back in ``ScheduleResult.post_filter``.
 - Exactly one feasible node is chosen without scoring.
 - Ties at the top score are broken uniformly at random with the caller's RNG.
 - A plugin that raises becomes an ERROR status naming it; the attempt fails
@@ -24,6 +32,7 @@ which point is decided with ``isinstance`` once per profile (``GenericScheduler.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any, Final
@@ -33,11 +42,15 @@ import numpy.typing as npt
 
 from .diagnosis import NO_NODES_AVAILABLE, Diagnosis, NodeScore
 from .framework import (
+    SUCCESS,
     Code,
     CycleState,
     FilterPlugin,
+    Handle,
     NormalizeScorePlugin,
     Plugin,
+    PostFilterResult,
+    PreFilterExtensions,
     PreFilterPlugin,
     PreScorePlugin,
     Status,
@@ -47,6 +60,7 @@ from .framework import (
 from .nodeinfo import NodeInfo
 from .objects import Pod
 from .profile import Profile
+from .queueing import Nominator
 from .snapshot import Snapshot
 
 MIN_FEASIBLE_NODES_TO_FIND: Final = 100
@@ -75,6 +89,8 @@ class ScheduleResult:
     error: str | None = None
     #: filled when ``explain=True``: every scored node's total and parts
     scores: list[NodeScore] = field(default_factory=list)
+    #: unschedulable: what the PostFilter plugins decided (None: the profile has none)
+    post_filter: PostFilterResult | None = None
 
     @property
     def unschedulable(self) -> bool:
@@ -97,10 +113,14 @@ class GenericScheduler:
         self._filters: list[FilterPlugin] = list(profile.filters)
         self._scorers = list(profile.scorers)
         self._vector_filters = [isinstance(p, VectorFilter) for p in self._filters]
+        self._extensions = [p for p in self._filters if isinstance(p, PreFilterExtensions)]
 
     # ------------------------------------------------------------------ entry point
 
-    def schedule(self, pod: Pod, snapshot: Snapshot, *, rng: random.Random, explain: bool = False) -> ScheduleResult:
+    def schedule(
+        self, pod: Pod, snapshot: Snapshot, *, rng: random.Random, explain: bool = False, nominator: Nominator | None = None
+    ) -> ScheduleResult:
+        """Place `pod`; `nominator` holds the pods preemption nominated (None: there are none)."""
         n = len(snapshot)
         diagnosis = Diagnosis(num_all_nodes=n)
         if n == 0:
@@ -109,18 +129,19 @@ class GenericScheduler:
 
         active, failure = self._run_pre_filters(state, pod, snapshot, diagnosis)
         if failure is not None:
-            return failure
+            return self._run_post_filters(state, pod, snapshot, failure, rng, nominator) if failure.unschedulable else failure
+        nominated = self._nominated_positions(pod, snapshot, nominator)
 
         feasible: list[int] | None = None
         if pod.nominated_node_name:
-            feasible = self._evaluate_nominated(state, pod, snapshot, active)
+            feasible = self._evaluate_nominated(state, pod, snapshot, active, nominated)
         evaluated = 0
         if not feasible:
             only = _admitted(state, snapshot, diagnosis)
             want = num_feasible_nodes_to_find(n if only is None else len(only), self.profile.percentage_of_nodes_to_score)
             if not self._scorers and not self.profile.extenders:
                 want = 1
-            feasible, evaluated, err = self._find_feasible(state, pod, snapshot, active, want, diagnosis, only)
+            feasible, evaluated, err = self._find_feasible(state, pod, snapshot, active, want, diagnosis, nominated, only)
             if err is not None:
                 return ScheduleResult(None, diagnosis, evaluated_nodes=evaluated, error=err)
             self.next_start_node_index = (self.next_start_node_index + evaluated) % n
@@ -128,7 +149,7 @@ class GenericScheduler:
             evaluated = 1
 
         if not feasible:
-            return ScheduleResult(None, diagnosis, evaluated_nodes=evaluated)
+            return self._run_post_filters(state, pod, snapshot, ScheduleResult(None, diagnosis, evaluated_nodes=evaluated), rng, nominator)
         if len(feasible) == 1 and not explain:
             return ScheduleResult(snapshot.node_infos[feasible[0]].name, diagnosis, evaluated_nodes=evaluated, feasible_nodes=1)
 
@@ -164,6 +185,7 @@ class GenericScheduler:
                 status = _call(plugin, plugin.pre_filter, state, pod, snapshot)
                 if status.code is Code.SKIP:
                     state.node_names.pop(plugin.name, None)
+                    state.skip_filter.add(plugin.name)
                     continue
                 if status.code is Code.ERROR:
                     return active, ScheduleResult(None, diagnosis, error=f"running PreFilter plugin {plugin.name!r}: {status.message}")
@@ -178,15 +200,16 @@ class GenericScheduler:
             return active, _pre_filter_rejected(diagnosis, rejected)
         return active, None
 
-    def _evaluate_nominated(self, state: CycleState, pod: Pod, snapshot: Snapshot, active: list[int]) -> list[int] | None:
+    def _evaluate_nominated(
+        self, state: CycleState, pod: Pod, snapshot: Snapshot, active: list[int], nominated: dict[int, list[Pod]]
+    ) -> list[int] | None:
         info = snapshot.get(pod.nominated_node_name)
         if info is None:
             return None
-        for j in active:
-            plugin = self._filters[j]
-            if not _call(plugin, plugin.filter, state, pod, info).is_success:
-                return None
-        return [snapshot.table.position[info.name]]
+        k = snapshot.table.position[info.name]
+        plugins = [self._filters[j] for j in active]
+        status = self._run_filters_with_nominated(state, pod, info, plugins, nominated.get(k, ()), check_all=False)
+        return [k] if status.is_success else None
 
     def _find_feasible(
         self,
@@ -196,6 +219,7 @@ class GenericScheduler:
         active: list[int],
         want: int,
         diagnosis: Diagnosis,
+        nominated: dict[int, list[Pod]],
         only: npt.NDArray[np.intp] | None = None,
     ) -> tuple[list[int], int, str | None]:
         """The first ``want`` feasible node positions in rotated order, nodes processed, and an error if any.
@@ -213,8 +237,8 @@ class GenericScheduler:
             return order[:want].tolist(), min(want, len(order)), None
         check_all = self.profile.always_check_all_predicates
         if only is None and not check_all and all(self._vector_filters[j] for j in active):
-            return self._find_feasible_vector(state, pod, snapshot, active, want, diagnosis, order)
-        return self._find_feasible_scalar(state, pod, snapshot, active, want, diagnosis, order, check_all)
+            return self._find_feasible_vector(state, pod, snapshot, active, want, diagnosis, order, nominated)
+        return self._find_feasible_scalar(state, pod, snapshot, active, want, diagnosis, order, check_all, nominated)
 
     def _find_feasible_vector(
         self,
@@ -225,6 +249,7 @@ class GenericScheduler:
         want: int,
         diagnosis: Diagnosis,
         order: npt.NDArray[np.intp],
+        nominated: dict[int, list[Pod]],
     ) -> tuple[list[int], int, str | None]:
         n = len(order)
         table = snapshot.table
@@ -244,6 +269,19 @@ class GenericScheduler:
                 break
         # Rank in visiting order tells how far the sequential search would have gone.
         start = int(order[0])
+        held: dict[int, Status] = {}  # nodes with nominated pods that fail the two-pass check
+        if nominated:
+            plugins = [self._filters[j] for j in active]
+            for k in sorted(nominated, key=lambda k: (k - start) % n):
+                status = self._run_filters_with_nominated(
+                    state, pod, snapshot.node_infos[k], plugins, nominated[k], check_all=False, rejectors=diagnosis.unschedulable_plugins
+                )
+                if status.code is Code.ERROR:
+                    return [], n, status.message
+                if not status.is_success:
+                    held[k] = status
+            if held:
+                alive = alive[~np.isin(alive, np.fromiter(held, dtype=np.intp, count=len(held)))]
         if alive.size > want:
             alive = alive[:want]
             processed = int((alive[-1] - start) % n) + 1
@@ -254,6 +292,8 @@ class GenericScheduler:
             if processed < n:
                 positions = positions[((positions - start) % n) < processed]
             for k in positions.tolist():
+                if k in held:
+                    continue
                 info = snapshot.node_infos[k]
                 status = _call(plugin, plugin.filter, state, pod, info)
                 if status.is_success:  # the two forms disagree: trust the vector, but say so
@@ -262,6 +302,9 @@ class GenericScheduler:
                     return [], processed, f"running Filter plugin {plugin.name!r}: {status.message}"
                 diagnosis.node_to_status[info.name] = status
                 diagnosis.unschedulable_plugins.add(plugin.name)
+        for k, status in held.items():
+            if processed == n or (k - start) % n < processed:
+                diagnosis.node_to_status[snapshot.node_infos[k].name] = status
         return alive.tolist(), processed, None
 
     def _find_feasible_scalar(
@@ -274,35 +317,131 @@ class GenericScheduler:
         diagnosis: Diagnosis,
         order: npt.NDArray[np.intp],
         check_all: bool,
+        nominated: dict[int, list[Pod]],
     ) -> tuple[list[int], int, str | None]:
         infos = snapshot.node_infos
         plugins = [self._filters[j] for j in active]
+        rejectors = diagnosis.unschedulable_plugins
         feasible: list[int] = []
         processed = 0
         for k in order.tolist():
             processed += 1
             info = infos[k]
-            failed: Status | None = None
-            for plugin in plugins:
-                status = _call(plugin, plugin.filter, state, pod, info)
-                if status.is_success:
-                    continue
-                if status.code is Code.ERROR:
-                    return [], processed, f"running Filter plugin {plugin.name!r}: {status.message}"
-                diagnosis.unschedulable_plugins.add(plugin.name)
-                if failed is None:
-                    failed = status
-                    if not check_all:
-                        break
-                else:
-                    failed = Status(max(failed.code, status.code), failed.reasons + status.reasons, failed.plugin)
-            if failed is None:
+            if k in nominated:
+                status = self._run_filters_with_nominated(state, pod, info, plugins, nominated[k], check_all=check_all, rejectors=rejectors)
+            else:
+                status = _run_filters(state, pod, info, plugins, check_all, rejectors)
+            if status.code is Code.ERROR:
+                return [], processed, status.message
+            if status.is_success:
                 feasible.append(k)
                 if len(feasible) >= want:
                     break
             else:
-                diagnosis.node_to_status[info.name] = failed
+                diagnosis.node_to_status[info.name] = status
         return feasible, processed, None
+
+    # ------------------------------------------------------------------ nominated pods
+
+    @staticmethod
+    def _nominated_positions(pod: Pod, snapshot: Snapshot, nominator: Nominator | None) -> dict[int, list[Pod]]:
+        """Node position -> the pods nominated there that `pod` must leave room for: those of equal or
+        higher priority, other than itself (upstream ``addGENominatedPods``)."""
+        out: dict[int, list[Pod]] = {}
+        if not nominator:
+            return out
+        position = snapshot.table.position
+        for name in nominator.node_names():
+            k = position.get(name)
+            if k is None:
+                continue
+            pods = [p for p in nominator.pods_for_node(name) if p.priority >= pod.priority and p.uid != pod.uid]
+            if pods:
+                out[k] = pods
+        return out
+
+    def _run_filters_with_nominated(
+        self,
+        state: CycleState,
+        pod: Pod,
+        info: NodeInfo,
+        plugins: list[FilterPlugin],
+        nominated: Sequence[Pod],
+        *,
+        check_all: bool,
+        rejectors: set[str] | None = None,
+    ) -> Status:
+        """Upstream ``RunFilterPluginsWithNominatedPods``: with `nominated` added to clones of the state
+        and the node (when there are any), then as the node is; the first rejection is the status."""
+        if nominated:
+            with_state, with_info = state.clone(), info.clone()
+            for other in nominated:
+                with_info.add_pod(other)
+                status = self._run_pre_filter_extensions(with_state, pod, other, with_info, add=True)
+                if not status.is_success:
+                    return status
+            status = _run_filters(with_state, pod, with_info, plugins, check_all, rejectors)
+            if not status.is_success:
+                return status
+        return _run_filters(state, pod, info, plugins, check_all, rejectors)
+
+    def _run_pre_filter_extensions(self, state: CycleState, pod: Pod, other: Pod, info: NodeInfo, *, add: bool) -> Status:
+        """Upstream ``RunPreFilterExtensionAddPod`` / ``RemovePod``: tell every PreFilterExtensions
+        plugin not skipped for this pod that `other` joins (leaves) `info`; an ERROR on any failure."""
+        for plugin in self._extensions:
+            if plugin.name in state.skip_filter:
+                continue
+            status = _call(plugin, plugin.add_pod if add else plugin.remove_pod, state, pod, other, info)
+            if not status.is_success:
+                what = "AddPod" if add else "RemovePod"
+                return Status(Code.ERROR, (f'running {what} on PreFilter plugin "{plugin.name}": {status.message}',), plugin.name)
+        return SUCCESS
+
+    # ------------------------------------------------------------------ post-filter
+
+    def handle(self, rng: random.Random, nominator: Nominator | None = None) -> Handle:
+        """The ``Handle`` a PostFilter plugin gets for a cycle of this profile (public for plugin tests)."""
+        return _CycleHandle(self, rng, nominator)
+
+    def _run_post_filters(
+        self, state: CycleState, pod: Pod, snapshot: Snapshot, result: ScheduleResult, rng: random.Random, nominator: Nominator | None
+    ) -> ScheduleResult:
+        """Upstream ``RunPostFilterPlugins`` on an unschedulable result: the first plugin that succeeds,
+        finds the pod unresolvable or fails decides; otherwise the rejections add up, and the last
+        result that nominates (or clears) is kept. The message ends the FitError text."""
+        plugins = self.profile.post_filters
+        if not plugins:
+            return result
+        handle = self.handle(rng, nominator)
+        kept: PostFilterResult | None = None
+        reasons: list[str] = []
+        rejector = ""
+        final: PostFilterResult | None = None
+        for plugin in plugins:
+            try:
+                answer = plugin.post_filter(state, pod, snapshot, result.diagnosis, handle)
+            except Exception as exc:  # a plugin bug must not take the scheduler down
+                answer = PostFilterResult(Status(Code.ERROR, (f"{type(exc).__name__}: {exc}",)))
+            status = answer.status.with_plugin(plugin.name)
+            if status.is_success or status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                final = PostFilterResult(status, answer.nominated_node, answer.victims)
+                break
+            if not status.is_rejected:
+                final = PostFilterResult(Status(Code.ERROR, status.reasons, plugin.name))
+                break
+            if answer.nominated_node is not None:
+                kept = answer
+            reasons.extend(status.reasons)
+            rejector = rejector or plugin.name
+        if final is None:
+            final = PostFilterResult(
+                Status(Code.UNSCHEDULABLE, tuple(reasons), rejector),
+                kept.nominated_node if kept is not None else None,
+                kept.victims if kept is not None else (),
+            )
+        result.diagnosis.post_filter_msg = final.status.message
+        result.post_filter = final
+        return result
 
     # ------------------------------------------------------------------ scoring
 
@@ -345,7 +484,7 @@ class GenericScheduler:
 def _pre_filter_rejected(diagnosis: Diagnosis, status: Status) -> ScheduleResult:
     """A pre-filter rejection: its message stands for every node (upstream sets it as the absent nodes' status)."""
     diagnosis.pre_filter_msg = status.message
-    diagnosis.absent_status = status
+    diagnosis.absent_nodes_status = status
     if status.plugin:
         diagnosis.unschedulable_plugins.add(status.plugin)
     return ScheduleResult(None, diagnosis)
@@ -371,7 +510,7 @@ def _admitted(state: CycleState, snapshot: Snapshot, diagnosis: Diagnosis) -> np
     if not state.node_names:
         return None
     plugins = sorted(state.node_names)
-    diagnosis.absent_status = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (f"node(s) didn't satisfy plugin(s) [{' '.join(plugins)}]",))
+    diagnosis.absent_nodes_status = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (f"node(s) didn't satisfy plugin(s) [{' '.join(plugins)}]",))
     diagnosis.unschedulable_plugins.update(plugins)
     position = snapshot.table.position
     names = frozenset.intersection(*state.node_names.values())
@@ -389,6 +528,53 @@ def select_host(totals: npt.NDArray[np.int64], rng: random.Random) -> int:
 
 def _pick(items: list[NodeInfo], positions: list[int]) -> list[NodeInfo]:
     return list(itemgetter(*positions)(items)) if len(positions) > 1 else [items[k] for k in positions]
+
+
+class _CycleHandle:
+    """The ``Handle`` PostFilter plugins get: this cycle's filters, extensions, nominations and RNG."""
+
+    __slots__ = ("_scheduler", "_nominator", "rng")
+
+    def __init__(self, scheduler: GenericScheduler, rng: random.Random, nominator: Nominator | None) -> None:
+        self._scheduler = scheduler
+        self._nominator = nominator
+        self.rng = rng
+
+    def nominated_pods_for_node(self, node_name: str) -> Sequence[Pod]:
+        return self._nominator.pods_for_node(node_name) if self._nominator else ()
+
+    def run_filter_plugins_with_nominated_pods(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
+        sched = self._scheduler
+        plugins = [p for p in sched._filters if p.name not in state.skip_filter]
+        nominated = [p for p in self.nominated_pods_for_node(node.name) if p.priority >= pod.priority and p.uid != pod.uid]
+        return sched._run_filters_with_nominated(state, pod, node, plugins, nominated, check_all=sched.profile.always_check_all_predicates)
+
+    def run_pre_filter_extension_add_pod(self, state: CycleState, pod: Pod, added: Pod, node: NodeInfo) -> Status:
+        return self._scheduler._run_pre_filter_extensions(state, pod, added, node, add=True)
+
+    def run_pre_filter_extension_remove_pod(self, state: CycleState, pod: Pod, removed: Pod, node: NodeInfo) -> Status:
+        return self._scheduler._run_pre_filter_extensions(state, pod, removed, node, add=False)
+
+
+def _run_filters(state: CycleState, pod: Pod, info: NodeInfo, plugins: Sequence[FilterPlugin], check_all: bool, rejectors: set[str] | None) -> Status:
+    """Upstream ``RunFilterPlugins`` on one node: SUCCESS, the first rejection (every rejection merged
+    when `check_all`; the rejecting plugins go into `rejectors`), or an ERROR naming the plugin."""
+    failed: Status | None = None
+    for plugin in plugins:
+        status = _call(plugin, plugin.filter, state, pod, info)
+        if status.is_success:
+            continue
+        if status.code is Code.ERROR:
+            return Status(Code.ERROR, (f"running Filter plugin {plugin.name!r}: {status.message}",), plugin.name)
+        if rejectors is not None:
+            rejectors.add(plugin.name)
+        if failed is None:
+            failed = status
+            if not check_all:
+                break
+        else:
+            failed = Status(max(failed.code, status.code), failed.reasons + status.reasons, failed.plugin)
+    return failed if failed is not None else SUCCESS
 
 
 def _call(plugin: Plugin, method: Any, *args: Any) -> Status:

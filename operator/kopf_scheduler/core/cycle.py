@@ -10,8 +10,16 @@ them itself:
 - ``Bind``: the algorithm chose a node and the pod is assumed there (``cache.assume``); it stays
   in flight in the queue until ``binding_succeeded`` or ``binding_failed``;
 - ``Unschedulable``: every node was rejected; the pod waits in the unschedulable pool (or in
-  backoff, when a cluster event arrived during the attempt) with the rejecting plugins;
+  backoff, when a cluster event arrived during the attempt) with the rejecting plugins. When
+  preemption (the PostFilter stage) found room, the outcome carries the nominated node and the
+  victims to evict, and the queue's nominator holds the pod there at once, so lower-priority
+  pods do not take the room while the victims go; lower-priority pods nominated to that node
+  lose their nomination (upstream ``prepareCandidate``);
 - ``Error``: the algorithm or the assumption failed; the pod backs off.
+
+``nominated_node`` on Unschedulable and Error is upstream's NominatingInfo for the pod's
+``status.nominatedNodeName``: None leaves it, "" clears it, a name sets it. As upstream, a failure
+without a PostFilter verdict (no PostFilter plugin, or an error) clears the nomination.
 
 ``next_wait`` says how long the loop may sleep before it pops again. Time (``now``, any monotonic
 origin) and randomness (``rng``, for the tie-break) are arguments.
@@ -48,10 +56,18 @@ class Bind:
 
 @dataclass(frozen=True, slots=True)
 class Unschedulable:
-    """No node fits: the FitError text and the plugins that rejected nodes."""
+    """No node fits: the FitError text and the plugins that rejected nodes; with preemption's verdict."""
 
     message: str
     plugins: frozenset[str]
+    #: the pod's nomination: None leaves it, "" clears it, a node name sets it
+    nominated_node: str | None = None
+    #: pods to evict so that the pod fits its nominated node (most important first)
+    victims: tuple[Pod, ...] = ()
+    #: lower-priority pods nominated to that node, whose nomination is to be cleared
+    clear_nominations: tuple[Pod, ...] = ()
+    #: the PostFilter stage (preemption) ran for this attempt
+    post_filtered: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +76,8 @@ class Error:
 
     message: str
     exception: Exception | None = None
+    #: the pod's nomination, as on Unschedulable ("" clears it, None leaves it)
+    nominated_node: str | None = None
 
 
 Outcome = Skip | Bind | Unschedulable | Error
@@ -83,18 +101,36 @@ def schedule_one(
         return Skip(reason)
     cache.update_snapshot(snapshot)
     try:
-        result = scheduler.schedule(pod, snapshot, rng=rng)
+        result = scheduler.schedule(pod, snapshot, rng=rng, nominator=queue.nominator)
     except Exception as exc:  # the plugin runtime turns plugin errors into statuses; this is the last resort
         queue.add_backoff(info, now)
-        return Error(f"internal error: {exc!r}", exc)
+        return Error(f"internal error: {exc!r}", exc, _clear(queue, pod))
     if result.node is not None:
+        queue.delete_nominated_pod(pod)  # upstream assume: the cache holds it now, not the nominator
         return Bind(cache.assume(pod, result.node), result.node)  # legal: _skip_reason saw it absent
     if result.error is not None:
         queue.add_backoff(info, now)
-        return Error(result.error)
+        return Error(result.error, None, _clear(queue, pod))
     plugins = frozenset(result.diagnosis.unschedulable_plugins)
-    queue.add_unschedulable(info, now, plugins=plugins)
-    return Unschedulable(result.message, plugins)
+    verdict = result.post_filter
+    nominated = verdict.nominated_node if verdict is not None else ""
+    queued = queue.add_unschedulable(info, now, plugins=plugins)
+    if not nominated:
+        cleared = _clear(queue, pod) if nominated == "" else None
+        return Unschedulable(result.message, plugins, cleared, post_filtered=verdict is not None)
+    assert verdict is not None
+    lower = tuple(p for p in queue.nominator.pods_for_node(nominated) if p.priority < pod.priority)
+    for other in lower:
+        queue.delete_nominated_pod(other)
+    if queued:
+        queue.add_nominated_pod(info.pod, nominated)
+    return Unschedulable(result.message, plugins, nominated, verdict.victims, lower, post_filtered=True)
+
+
+def _clear(queue: SchedulingQueue, pod: Pod) -> str:
+    """Clear the pod's nomination in the queue (upstream's clearNominatedNode): "" for the outcome."""
+    queue.delete_nominated_pod(pod)
+    return ""
 
 
 def next_wait(queue: SchedulingQueue, now: float, *, longest: float) -> float:

@@ -4,11 +4,14 @@ The message format is upstream's ``FitError.Error()`` (pkg/scheduler/framework/t
 
     0/5 nodes are available: 2 Insufficient cpu, 3 node(s) didn't match Pod's node affinity/selector.
 
-Each reason is counted over the nodes that were evaluated and failed, plus, for
-every node not evaluated, the reasons of ``absent_status`` (set when a
-PreFilterResult narrowed the nodes); the ``"<count> <reason>"`` strings are sorted
-as strings (so "10 x" sorts before "2 y"). A pre-filter rejection replaces the
-per-node reasons, as upstream's.
+Each reason is counted over the nodes that were evaluated and failed (nodes with no status of
+their own count with ``absent_nodes_status``'s reasons, upstream ``NodeToStatus``: set by a
+pre-filter rejection, or when a PreFilterResult narrowed the nodes), the
+``"<count> <reason>"`` strings are sorted as strings (so "10 x" sorts before "2 y"), and a
+pre-filter rejection, when there is one, replaces them. The PostFilter (preemption) message is
+appended as it is, with no period of its own::
+
+    0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod.
 """
 
 from __future__ import annotations
@@ -16,11 +19,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final
 
-from .framework import Status
+from .framework import Code, Status
 
 NO_NODES_AVAILABLE: Final = "no nodes available to schedule pods"
 #: Upstream truncates event messages to this many bytes.
 MAX_EVENT_MESSAGE_BYTES: Final = 1024
+
+
+#: upstream ``NewDefaultNodeToStatus``: a node without a status of its own cannot be helped
+UNRESOLVABLE: Final = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
 
 
 @dataclass(slots=True)
@@ -30,12 +37,15 @@ class Diagnosis:
     node_to_status: dict[str, Status] = field(default_factory=dict)
     #: the status of every node not in ``node_to_status`` (upstream ``NodeToStatus.AbsentNodesStatus``):
     #: a pre-filter's rejection, or the nodes a PreFilterResult left out
-    absent_status: Status | None = None
+    absent_nodes_status: Status = UNRESOLVABLE
     #: a pre-filter rejection's message, which applies to every node
     pre_filter_msg: str = ""
     post_filter_msg: str = ""
     #: plugins that rejected at least one node (what cluster events can fix)
     unschedulable_plugins: set[str] = field(default_factory=set)
+
+    def status_of(self, node_name: str) -> Status:
+        return self.node_to_status.get(node_name, self.absent_nodes_status)
 
     def histogram(self) -> dict[str, int]:
         counts: dict[str, int] = {}
@@ -43,8 +53,8 @@ class Diagnosis:
             for reason in status.reasons:
                 counts[reason] = counts.get(reason, 0) + 1
         absent = self.num_all_nodes - len(self.node_to_status)
-        if self.absent_status is not None and absent > 0:
-            for reason in self.absent_status.reasons:
+        if absent > 0:
+            for reason in self.absent_nodes_status.reasons:
                 counts[reason] = counts.get(reason, 0) + absent
         return counts
 
@@ -58,7 +68,7 @@ class Diagnosis:
             if parts:
                 msg += f" {', '.join(parts)}."
         if self.post_filter_msg:
-            msg += f" {self.post_filter_msg}."
+            msg += f" {self.post_filter_msg}"
         return msg
 
 

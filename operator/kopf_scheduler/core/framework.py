@@ -16,6 +16,9 @@ Mirrors upstream ``pkg/scheduler/framework/interface.go`` in our own shape:
   ``NodeTable`` (``VectorFilter.filter_nodes``, ``VectorScore.score_nodes``) that must agree with
   it and exists because a Python loop over thousands of nodes per pod is too slow. Tests check
   the two against each other.
+- ``PostFilterPlugin`` runs when no node fits; it gets a ``Handle`` onto the cycle (the filters
+  with nominated pods, the PreFilterExtensions, the nominated pods, the RNG), as upstream plugins
+  get ``fwk.Handle``, and returns a ``PostFilterResult`` (a nomination and the victims to evict).
 - ``PreBindPlugin`` and ``BindPlugin`` are the only asynchronous points: they run at the edge
   (kube/binding.py) with an ``ApiClient``, after the pure decision. Nothing here does I/O.
 
@@ -33,6 +36,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, Protocol, Self,
 from .arguments import NoArgs, PluginArgsError, parse_args
 
 if TYPE_CHECKING:
+    import random
+    from collections.abc import Sequence
+
     import numpy as np
     import numpy.typing as npt
 
@@ -51,6 +57,7 @@ __all__ = [
     "Code",
     "CycleState",
     "FilterPlugin",
+    "Handle",
     "NormalizeScorePlugin",
     "PermitPlugin",
     "PermitResult",
@@ -270,17 +277,41 @@ class VectorFilter(FilterPlugin):
 
 @dataclass(frozen=True, slots=True)
 class PostFilterResult:
-    """What a PostFilter plugin (preemption) decided: a nominated node and the pods to evict for it."""
+    """What the PostFilter stage (preemption) decided.
+
+    ``nominated_node`` is upstream's NominatingInfo: None leaves the pod's nomination as it is
+    (upstream's nil result), "" clears it, a node name nominates the pod there; ``victims`` are
+    the pods to evict for it.
+    """
 
     status: Status
-    nominated_node: str = ""
+    nominated_node: str | None = None
     victims: tuple[Pod, ...] = ()
+
+
+class Handle(Protocol):
+    """What the runtime lends a PostFilter plugin for one cycle: the part of upstream ``fwk.Handle``
+    preemption uses. Every method runs this profile's plugins on the state and node given."""
+
+    @property
+    def rng(self) -> random.Random:
+        """The cycle's random source (upstream draws the candidate offset from math/rand)."""
+
+    def nominated_pods_for_node(self, node_name: str) -> Sequence[Pod]: ...
+
+    def run_filter_plugins_with_nominated_pods(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
+        """The filters on ``node`` with the nominated pods of equal or higher priority counted (and without)."""
+
+    def run_pre_filter_extension_add_pod(self, state: CycleState, pod: Pod, added: Pod, node: NodeInfo) -> Status: ...
+
+    def run_pre_filter_extension_remove_pod(self, state: CycleState, pod: Pod, removed: Pod, node: NodeInfo) -> Status: ...
 
 
 class PostFilterPlugin(Plugin):
     @abc.abstractmethod
-    def post_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot, diagnosis: Diagnosis) -> PostFilterResult:
-        """Called when no node fits; may make room (upstream DefaultPreemption)."""
+    def post_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot, diagnosis: Diagnosis, handle: Handle) -> PostFilterResult:
+        """Called when no node fits; may make room (upstream DefaultPreemption). ``diagnosis`` holds
+        every node's rejection; ``state`` is the cycle's (clone it before changing it)."""
 
 
 class PreScorePlugin(Plugin):

@@ -32,6 +32,7 @@ from .resources import (
     to_resources,
     to_units,
 )
+from .timestamps import parse_time
 
 EMPTY_LABELS: Final[Mapping[str, str]] = {}
 
@@ -48,6 +49,12 @@ LABEL_ZONE_BETA: Final = "failure-domain.beta.kubernetes.io/zone"
 LABEL_REGION_BETA: Final = "failure-domain.beta.kubernetes.io/region"
 
 ANNOTATION_PREFER_AVOID_PODS: Final = "scheduler.alpha.kubernetes.io/preferAvoidPods"
+
+# Pod preemption (spec.preemptionPolicy values; the DisruptionTarget condition preemption sets on victims).
+PREEMPT_LOWER_PRIORITY: Final = "PreemptLowerPriority"
+PREEMPT_NEVER: Final = "Never"
+CONDITION_DISRUPTION_TARGET: Final = "DisruptionTarget"
+REASON_PREEMPTION_BY_SCHEDULER: Final = "PreemptionByScheduler"
 
 
 class ObjectError(ValueError):
@@ -332,6 +339,8 @@ class Pod:
     node_name: str = ""
     phase: str = "Pending"
     priority: int = 0
+    #: ``spec.preemptionPolicy``: PreemptLowerPriority (the API default) or Never
+    preemption_policy: str = PREEMPT_LOWER_PRIORITY
     deleting: bool = False
     resource_version: str = ""
     owner_references: tuple[OwnerReference, ...] = ()
@@ -345,6 +354,10 @@ class Pod:
     topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
     scheduling_gates: tuple[str, ...] = ()
     nominated_node_name: str = ""
+    #: ``status.startTime`` in seconds since the epoch; None until a kubelet starts the pod
+    start_time: float | None = None
+    #: the reason of a True ``DisruptionTarget`` condition ("" when there is none)
+    disruption_target: str = ""
     #: the effective request (upstream ``PodInfo.CalculateResource``: ``PodRequests`` with pod-level
     #: resources and, for resized pods, the largest of spec / allocated / actuated requests): what
     #: NodeInfo sums and filters compare against allocatable
@@ -369,6 +382,11 @@ class Pod:
     @property
     def is_terminal(self) -> bool:
         return self.phase in ("Succeeded", "Failed")
+
+    @property
+    def terminating_by_preemption(self) -> bool:
+        """Being deleted because a scheduler preempted it (upstream ``PodTerminatingByPreemption``)."""
+        return self.deleting and self.disruption_target == REASON_PREEMPTION_BY_SCHEDULER
 
     @property
     def controller_ref(self) -> OwnerReference | None:
@@ -508,10 +526,40 @@ class Controller:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class PodDisruptionBudget:
+    """What preemption reads of a PDB (upstream ``FilterVictimsWithPDBViolation``)."""
+
     namespace: str
     name: str
+    #: None or empty matches no pod (as upstream's preemption reads it)
     selector: LabelSelector | None = None
     disruptions_allowed: int = 0
+    #: ``status.disruptedPods``: names of pods whose eviction the API server already counted
+    disrupted_pods: frozenset[str] = frozenset()
+
+    def selects(self, pod: Pod) -> bool:
+        return (
+            self.namespace == pod.namespace
+            and self.selector is not None
+            and not self.selector.is_empty
+            and self.selector.matches(pod.labels)
+        )
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class PriorityClass:
+    """``scheduling.k8s.io/v1`` PriorityClass: what the API server's Priority admission gives a pod."""
+
+    name: str
+    value: int
+    global_default: bool = False
+    preemption_policy: str = PREEMPT_LOWER_PRIORITY
+
+
+#: the classes every API server creates (``scheduling.SystemPriorityClasses``)
+SYSTEM_PRIORITY_CLASSES: Final = (
+    PriorityClass("system-node-critical", 2_000_001_000),
+    PriorityClass("system-cluster-critical", 2_000_000_000),
+)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -567,6 +615,17 @@ def _optional_str(value: Any, where: str) -> str | None:
     if not isinstance(value, str):
         raise ObjectError(f"{where}: expected a string, got {value!r}")
     return value
+
+
+def _time(value: Any, where: str) -> float | None:
+    """An RFC 3339 time as seconds since the epoch; None when absent."""
+    if value is None or value == "":
+        return None
+    try:
+        moment = parse_time(str(value))
+    except ValueError:
+        raise ObjectError(f"{where}: expected an RFC 3339 time, got {value!r}") from None
+    return None if moment is None else moment.timestamp()
 
 
 def _resources(raw: Any, where: str) -> Resources:
@@ -919,6 +978,10 @@ def parse_pod(body: Mapping[str, Any]) -> Pod:
             )
         )
     priority = spec.get("priority")
+    disruption = ""
+    for c in _list(status, "conditions", f"pod {namespace}/{name}: status"):
+        if isinstance(c, Mapping) and c.get("type") == CONDITION_DISRUPTION_TARGET and c.get("status") == "True":
+            disruption = str(c.get("reason") or "")
     return Pod(
         namespace=namespace,
         name=name,
@@ -929,6 +992,7 @@ def parse_pod(body: Mapping[str, Any]) -> Pod:
         node_name=str(spec.get("nodeName") or ""),
         phase=str(status.get("phase") or "Pending"),
         priority=_int(priority, f"{where}.priority") if priority is not None else 0,
+        preemption_policy=str(spec.get("preemptionPolicy") or PREEMPT_LOWER_PRIORITY),
         deleting=meta.get("deletionTimestamp") is not None,
         resource_version=str(meta.get("resourceVersion") or ""),
         owner_references=owners,
@@ -942,6 +1006,8 @@ def parse_pod(body: Mapping[str, Any]) -> Pod:
         topology_spread_constraints=tuple(spread),
         scheduling_gates=tuple(str(g.get("name")) for g in _list(spec, "schedulingGates", where) if isinstance(g, Mapping)),
         nominated_node_name=str(status.get("nominatedNodeName") or ""),
+        start_time=_time(status.get("startTime"), f"pod {namespace}/{name}: status.startTime"),
+        disruption_target=disruption,
         requests=to_resources(requested),
         non_zero_requests=to_resources(non_zero),
         container_non_zero_requests=to_resources(container_non_zero),
@@ -1117,6 +1183,20 @@ def parse_pod_disruption_budget(body: Mapping[str, Any]) -> PodDisruptionBudget:
         name,
         parse_label_selector(spec.get("selector"), f"pdb {ns}/{name}: spec.selector"),
         _int(status.get("disruptionsAllowed"), f"pdb {ns}/{name}: status.disruptionsAllowed"),
+        frozenset(str(k) for k in _map(status, "disruptedPods", f"pdb {ns}/{name}: status")),
+    )
+
+
+def parse_priority_class(body: Mapping[str, Any]) -> PriorityClass:
+    meta = _map(body, "metadata", "priorityclass")
+    name = str(meta.get("name") or "")
+    if body.get("value") is None:
+        raise ObjectError(f"priorityclass {name}: value: required")
+    return PriorityClass(
+        name,
+        _int(body.get("value"), f"priorityclass {name}: value"),
+        bool(body.get("globalDefault", False)),
+        str(body.get("preemptionPolicy") or PREEMPT_LOWER_PRIORITY),
     )
 
 

@@ -49,6 +49,9 @@ Rules (decisions marked *):
 - ``hardPodAffinitySymmetricWeight`` 1..100 becomes InterPodAffinity's ``hardPodAffinityWeight``; 0 means
   unset (the plugin's default, 1), as in v1.9 and the CRD.
 - ``parallelism`` (1..1024) is validated and kept in the normalised spec; Profile has no field for it.
+- ``preemption`` (boolean, default true, as upstream enables DefaultPreemption in every profile)
+  adds a DefaultPreemption PostFilter with its default arguments. DefaultPreemption is not a
+  predicate or priority name: this switch is the one way to enable or disable it.
 - ``percentageOfNodesToScore`` 0..100 (0 = adaptive); backoffs > 0 seconds, max >= initial.
 - Extenders: see ``core/extenders.py``.
 - *Names are matched case-insensitively and written back in their canonical spelling.
@@ -67,6 +70,7 @@ from . import registry
 from .arguments import PluginArgsError
 from .extenders import ExtenderConfig, validate_extenders
 from .framework import FilterPlugin, Plugin, PostFilterPlugin, ScorePlugin
+from .plugins.default_preemption import DefaultPreemption
 from .plugins.inter_pod_affinity import InterPodAffinity
 from .plugins.pod_topology_spread import PodTopologySpread
 from .profile import DEFAULT_POD_INITIAL_BACKOFF_SECONDS, DEFAULT_POD_MAX_BACKOFF_SECONDS, Profile
@@ -94,6 +98,7 @@ SPEC_KEYS: Final = (
     "podInitialBackoffSeconds",
     "podMaxBackoffSeconds",
     "parallelism",
+    "preemption",
 )
 PREDICATE_KEYS: Final = ("name", "argument")
 PRIORITY_KEYS: Final = ("name", "weight", "argument")
@@ -257,6 +262,8 @@ def _unknown(name: str, path: str, *, want: str, registry_: Registry) -> FieldEr
         names, other_found = registry_.predicate_names(), registry.lookup_legacy_priority(name) or registry_.score_plugin(name)
     else:
         names, other_found = registry_.priority_names(), registry.lookup_legacy_predicate(name) or registry_.filter_plugin(name)
+    if registry_.plugin(name) is DefaultPreemption:
+        return FieldError(f"{path}.name", f"{DefaultPreemption.NAME} is a PostFilter plugin, not a {want}; spec.preemption (default true) enables it")
     if other_found is not None:
         kind = "a score plugin" if want == "predicate" else "a filter plugin"
         if registry_.plugin(name) is None:
@@ -465,6 +472,7 @@ class _Settings:
     percentage_of_nodes_to_score: int = 0
     pod_initial_backoff_seconds: float = DEFAULT_POD_INITIAL_BACKOFF_SECONDS
     pod_max_backoff_seconds: float = DEFAULT_POD_MAX_BACKOFF_SECONDS
+    preemption: bool = True
 
 
 def _settings(spec: Mapping[str, Any], normal: dict[str, Any], errors: list[FieldError]) -> _Settings:
@@ -499,6 +507,11 @@ def _settings(spec: Mapping[str, Any], normal: dict[str, Any], errors: list[Fiel
     out.pod_max_backoff_seconds = float(normal["podMaxBackoffSeconds"])
     if out.pod_max_backoff_seconds < out.pod_initial_backoff_seconds and not bad_backoff:
         errors.append(FieldError("spec.podMaxBackoffSeconds", f"must be at least podInitialBackoffSeconds ({normal['podInitialBackoffSeconds']})"))
+    preemption = spec.get("preemption", True)
+    if not isinstance(preemption, bool):
+        errors.append(FieldError("spec.preemption", "must be a boolean"))
+        preemption = True
+    out.preemption = normal["preemption"] = preemption
     parallelism = spec.get("parallelism")
     if parallelism is not None:
         # carried in the normalised spec for the runtime; the core algorithm is single-threaded
@@ -637,7 +650,7 @@ def _profile(name: str, instances: _Instances, settings: _Settings, extenders: l
         scheduler_name=name,
         filters=tuple(filter_plugins),
         scorers=tuple(scorers),
-        post_filters=tuple(p for p in everything if isinstance(p, PostFilterPlugin)),
+        post_filters=tuple(p for p in everything if isinstance(p, PostFilterPlugin)) + ((DefaultPreemption(),) if settings.preemption else ()),
         plugins=tuple(everything),
         always_check_all_predicates=settings.always_check_all_predicates,
         percentage_of_nodes_to_score=settings.percentage_of_nodes_to_score,

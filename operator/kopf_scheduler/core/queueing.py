@@ -36,7 +36,7 @@ import heapq
 import itertools
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Final
 
 from .objects import Pod
@@ -62,7 +62,7 @@ EVENT_ASSIGNED_POD_ADD: Final = "AssignedPodAdd"
 EVENT_ASSIGNED_POD_UPDATE: Final = "AssignedPodUpdate"
 
 #: Pod fields whose change never makes a pod schedulable (status and bookkeeping).
-_IGNORED_FIELDS: Final = frozenset({"resource_version", "phase", "nominated_node_name"})
+_IGNORED_FIELDS: Final = frozenset({"resource_version", "phase", "nominated_node_name", "start_time", "disruption_target"})
 _COMPARED_FIELDS: Final = tuple(f.name for f in dataclasses.fields(Pod) if f.name not in _IGNORED_FIELDS)
 
 
@@ -152,37 +152,59 @@ class _Flight:
     moved: bool = False  # something that may make it schedulable happened during the attempt
 
 
-@dataclass(slots=True)
-class _Nominator:
-    """Pods nominated to nodes by preemption (upstream ``nominator``), keyed by uid."""
+class Nominator:
+    """Pods nominated to nodes by preemption (upstream ``nominator``), keyed by uid.
 
-    by_node: dict[str, dict[str, Pod]] = field(default_factory=dict)
-    node_of: dict[str, str] = field(default_factory=dict)
+    The queue keeps one, fed from ``status.nominatedNodeName`` and from preemption decisions; the
+    algorithm reads it to count nominated pods on the nodes it filters (``core/algorithm.py``).
+    """
+
+    __slots__ = ("_by_node", "_node_of")
+
+    def __init__(self) -> None:
+        self._by_node: dict[str, dict[str, Pod]] = {}
+        self._node_of: dict[str, str] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self._node_of)
+
+    def pods_for_node(self, node_name: str) -> list[Pod]:
+        """The pods nominated to ``node_name``, in nomination order."""
+        return list(self._by_node.get(node_name, {}).values())
+
+    def node_of(self, uid: str) -> str:
+        """The node ``uid`` is nominated to ("" when none)."""
+        return self._node_of.get(uid, "")
+
+    def node_names(self) -> list[str]:
+        """Nodes with at least one nominated pod."""
+        return list(self._by_node)
 
     def add(self, pod: Pod, node_name: str = "") -> None:
+        """Nominate ``pod`` to ``node_name`` (default: its ``status.nominatedNodeName``); "" on both clears it."""
         self.delete(pod.uid)
         node = node_name or pod.nominated_node_name
         if not node:
             return
-        self.node_of[pod.uid] = node
-        self.by_node.setdefault(node, {})[pod.uid] = pod
+        self._node_of[pod.uid] = node
+        self._by_node.setdefault(node, {})[pod.uid] = pod
 
     def update(self, old: Pod | None, new: Pod) -> None:
         # An update without a nominatedNodeName on either side keeps an in-memory
         # nomination (the status write may not have reached the watch yet).
         keep = ""
         if (old is None or not old.nominated_node_name) and not new.nominated_node_name:
-            keep = self.node_of.get(new.uid, "")
+            keep = self._node_of.get(new.uid, "")
         self.add(new, keep)
 
     def delete(self, uid: str) -> None:
-        node = self.node_of.pop(uid, None)
+        node = self._node_of.pop(uid, None)
         if node is None:
             return
-        pods = self.by_node[node]
+        pods = self._by_node[node]
         del pods[uid]
         if not pods:
-            del self.by_node[node]
+            del self._by_node[node]
 
 
 class SchedulingQueue:
@@ -216,7 +238,8 @@ class SchedulingQueue:
         self._in_flight: dict[str, _Flight] = {}
         #: unschedulable pods with required pod-affinity terms (what ``assigned_pod_added`` scans)
         self._with_affinity: set[str] = set()
-        self._nominator = _Nominator()
+        #: pods nominated to nodes (read by the algorithm; fed by watch updates and preemption)
+        self.nominator = Nominator()
         # Heaps with lazy deletion: an entry is live while its seq is the pod's current seq
         # and the pod is still in that sub-queue.
         self._seq = itertools.count()
@@ -311,11 +334,11 @@ class SchedulingQueue:
         return max(best, now)
 
     def nominated_pods_for_node(self, node_name: str) -> list[Pod]:
-        return list(self._nominator.by_node.get(node_name, {}).values())
+        return self.nominator.pods_for_node(node_name)
 
     def nominated_node_of(self, pod: Pod | str) -> str | None:
         uid = pod.uid if isinstance(pod, Pod) else pod
-        return self._nominator.node_of.get(uid)
+        return self.nominator.node_of(uid) or None
 
     # ------------------------------------------------------------------ informer events
 
@@ -332,7 +355,7 @@ class SchedulingQueue:
             info.initial_attempt_timestamp = now
             self._push_active(info)
             self.incoming[(ACTIVE, EVENT_POD_ADD)] += 1
-        self._nominator.add(pod)
+        self.nominator.add(pod)
 
     def update(self, old: Pod | None, new: Pod, now: float) -> None:
         """A pending pod changed. Updated in place; an unschedulable pod whose spec changed and a
@@ -347,7 +370,7 @@ class SchedulingQueue:
             if is_pod_updated(before if old is None else old, new):
                 flight.moved = True
             flight.latest = new
-            self._nominator.update(old, new)
+            self.nominator.update(old, new)
             return
         if uid in self._active:
             info = self._active[uid]
@@ -371,12 +394,12 @@ class SchedulingQueue:
         else:
             self.add(new, now)
             return
-        self._nominator.update(old, new)
+        self.nominator.update(old, new)
 
     def delete(self, pod: Pod) -> None:
         """The pod is gone (deleted, or bound by someone): drop it from wherever it is."""
         uid = pod.uid
-        self._nominator.delete(uid)
+        self.nominator.delete(uid)
         flight = self._in_flight.get(uid)
         if flight is not None:
             flight.deleted = True
@@ -423,7 +446,7 @@ class SchedulingQueue:
         else:
             self._add_unschedulable_pool(info)
             self.incoming[(UNSCHEDULABLE, EVENT_SCHEDULE_ATTEMPT_FAILURE)] += 1
-        self._nominator.add(info.pod, self._nominator.node_of.get(info.uid, ""))
+        self.nominator.add(info.pod, self.nominator.node_of(info.uid))
         return True
 
     def add_backoff(self, info: QueuedPodInfo, now: float) -> bool:
@@ -434,7 +457,7 @@ class SchedulingQueue:
         info, _ = target
         self._push_backoff(info)
         self.incoming[(BACKOFF, EVENT_SCHEDULE_ATTEMPT_FAILURE)] += 1
-        self._nominator.add(info.pod, self._nominator.node_of.get(info.uid, ""))
+        self.nominator.add(info.pod, self.nominator.node_of(info.uid))
         return True
 
     def done(self, pod: Pod | str) -> None:
@@ -445,7 +468,7 @@ class SchedulingQueue:
         """
         uid = pod.uid if isinstance(pod, Pod) else pod
         if self._in_flight.pop(uid, None) is not None:
-            self._nominator.delete(uid)
+            self.nominator.delete(uid)
 
     # ------------------------------------------------------------------ moves
 
@@ -507,10 +530,10 @@ class SchedulingQueue:
 
     def add_nominated_pod(self, pod: Pod, node_name: str) -> None:
         """Preemption chose ``node_name`` for ``pod`` (before the status write reaches the watch)."""
-        self._nominator.add(pod, node_name)
+        self.nominator.add(pod, node_name)
 
     def delete_nominated_pod(self, pod: Pod | str) -> None:
-        self._nominator.delete(pod.uid if isinstance(pod, Pod) else pod)
+        self.nominator.delete(pod.uid if isinstance(pod, Pod) else pod)
 
     # ------------------------------------------------------------------ internals
 

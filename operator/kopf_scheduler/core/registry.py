@@ -41,6 +41,7 @@ from typing import Any, Final
 from .arguments import PluginArgsError
 from .framework import FilterPlugin, Plugin, ScorePlugin
 from .plugins.balanced_allocation import NodeResourcesBalancedAllocation
+from .plugins.default_preemption import DefaultPreemption
 from .plugins.equal_priority import EqualPriority
 from .plugins.image_locality import ImageLocality
 from .plugins.inter_pod_affinity import InterPodAffinity
@@ -106,6 +107,7 @@ IN_TREE: Final[tuple[type[Plugin], ...]] = (
     GCEPDLimits,
     AzureDiskLimits,
     VolumeBinding,
+    DefaultPreemption,
 )
 
 #: Evaluation order of the in-tree filters (the first rejection decides a node's status).

@@ -1,4 +1,4 @@
-"""Scheduled / FailedScheduling events (core/v1 Events, written as plain JSON).
+"""Scheduled / FailedScheduling / Preempted events (core/v1 Events, written as plain JSON).
 
 reportingController ``kopf-scheduler``, reportingInstance the process identity, action
 ``Scheduling`` or ``Binding``, involvedObject with the pod's uid. Timestamps are formatted here:
@@ -17,23 +17,27 @@ from datetime import UTC, datetime
 from typing import Final
 
 from ..core.diagnosis import truncate_message
+from ..core.objects import Pod
 from ..core.timestamps import rfc3339, rfc3339_micro
 from .app import App
 
-__all__ = ["ACTION_BINDING", "ACTION_SCHEDULING", "REPORTING_CONTROLLER", "failed_scheduling", "record", "scheduled"]
+__all__ = ["ACTION_BINDING", "ACTION_PREEMPTING", "ACTION_SCHEDULING", "REPORTING_CONTROLLER", "failed_scheduling", "preempted", "record", "scheduled"]
 
 logger = logging.getLogger(__name__)
 
 REPORTING_CONTROLLER: Final = "kopf-scheduler"
 ACTION_SCHEDULING: Final = "Scheduling"
 ACTION_BINDING: Final = "Binding"
+ACTION_PREEMPTING: Final = "Preempting"
 
 
 async def record(
-    app: App, *, namespace: str, name: str, uid: str, type_: str, reason: str, action: str, message: str
+    app: App, *, namespace: str, name: str, uid: str, type_: str, reason: str, action: str, message: str,
+    related: Pod | None = None,
 ) -> None:
+    """One Event about the pod `namespace/name` (`uid`); `related` names a second pod (upstream's related object)."""
     now = datetime.now(UTC)
-    body = {
+    body: dict[str, object] = {
         "apiVersion": "v1",
         "kind": "Event",
         "metadata": {"name": f"{name}.{uuid.uuid4().hex[:16]}", "namespace": namespace},
@@ -50,6 +54,8 @@ async def record(
         "eventTime": rfc3339_micro(now),
         "count": 1,
     }
+    if related is not None:
+        body["related"] = {"apiVersion": "v1", "kind": "Pod", "namespace": related.namespace, "name": related.name, "uid": related.uid}
     async with app.write_slots:
         code, answer = await app.api.request("POST", f"/api/v1/namespaces/{namespace}/events", body)
     if not 200 <= code < 300:
@@ -72,4 +78,12 @@ async def failed_scheduling(
         return
     await record(
         app, namespace=namespace, name=name, uid=uid, type_="Warning", reason="FailedScheduling", action=action, message=message
+    )
+
+
+async def preempted(app: App, victim: Pod, *, preemptor: Pod, node: str) -> None:
+    """The Normal Preempted event on a victim, upstream's text: ``Preempted by pod <uid> on node <node>``."""
+    await record(
+        app, namespace=victim.namespace, name=victim.name, uid=victim.uid, type_="Normal", reason="Preempted",
+        action=ACTION_PREEMPTING, message=f"Preempted by pod {preemptor.uid} on node {node}", related=preemptor,
     )

@@ -7,8 +7,9 @@ the core decide (``core.cycle.schedule_one``) and carry out the outcome:
   scheduled while binds are on the wire; ``kube/binding.py``);
 - ``Unschedulable``: a FailedScheduling event (unless the core's repeat limiter drops it) and
   PodScheduled=False/Unschedulable through pods/status when the core's condition memo says the
-  message changed;
-- ``Error``: a FailedScheduling event; ``Skip``: nothing.
+  message changed, with ``status.nominatedNodeName`` when the core changed the nomination; when
+  preemption chose victims, they are evicted before the next pop (``kube/preemption.py``);
+- ``Error``: a FailedScheduling event (and a cleared nomination); ``Skip``: nothing.
 
 Every ``HOUSEKEEPING_PERIOD`` seconds: expire unconfirmed assumptions (``core.routing``) and
 refresh gauges. Only while ``app.leading`` is set does the loop pop; a standby keeps its cache
@@ -25,9 +26,10 @@ from typing import Any, Final
 from ..core import routing
 from ..core.cycle import Bind, Error, Skip, Unschedulable, next_wait, schedule_one
 from ..core.diagnosis import truncate_message
+from ..core.objects import Pod
 from ..core.queueing import QueuedPodInfo
 from ..core.timestamps import rfc3339
-from . import binding, events
+from . import binding, events, preemption
 from .app import App, PolicyState
 
 __all__ = ["run"]
@@ -108,43 +110,40 @@ async def _attempt(app: App, state: PolicyState, info: QueuedPodInfo) -> None:
             app.metrics.observe_algorithm(done - started)
             await app.bind_slots.acquire()  # released by binding.bind
             app.spawn(binding.bind(app, state, info, placed, started=started))
-        case Unschedulable(message, _):
+        case Unschedulable(message, _, nominated, victims, clear_nominations, post_filtered):
             app.metrics.observe_algorithm(done - started)
             app.metrics.observe_attempt("unschedulable", profile, done - started)
+            if post_filtered:
+                app.metrics.observe_preemption(len(victims))
             logger.info("%s is unschedulable: %s", pod.key, message)
             app.spawn(events.failed_scheduling(app, namespace=pod.namespace, name=pod.name, uid=pod.uid, message=message))
-            if app.conditions.should_write(pod.uid, message):
-                app.spawn(_set_unschedulable(app, pod.namespace, pod.name, pod.uid, message))
-        case Error(message, exception):
+            condition = app.conditions.should_write(pod.uid, message)
+            renominate = nominated if nominated is not None and nominated != pod.nominated_node_name else None
+            if condition or renominate is not None:
+                app.spawn(_update_status(app, pod, message if condition else None, renominate))
+            if victims and nominated:
+                await preemption.preempt(app, pod, nominated, victims, clear_nominations)
+        case Error(message, exception, nominated):
             app.metrics.observe_algorithm(done - started)
             app.metrics.observe_attempt("error", profile, done - started)
             logger.warning("error scheduling %s: %s", pod.key, message, exc_info=exception)
             app.spawn(events.failed_scheduling(app, namespace=pod.namespace, name=pod.name, uid=pod.uid, message=message))
+            if nominated == "" and pod.nominated_node_name:
+                app.spawn(preemption.patch_pod_status(app, pod, nominated_node=""))
 
 
-async def _set_unschedulable(app: App, namespace: str, name: str, uid: str, message: str) -> None:
-    """PodScheduled=False, reason Unschedulable (a strategic merge on conditions, keyed by type)."""
-    body = {
-        "metadata": {"uid": uid},
-        "status": {
-            "conditions": [
-                {
-                    "type": "PodScheduled",
-                    "status": "False",
-                    "reason": "Unschedulable",
-                    "message": truncate_message(message),
-                    "lastProbeTime": None,
-                    "lastTransitionTime": rfc3339(datetime.now(UTC)),
-                }
-            ]
-        },
-    }
-    async with app.write_slots:
-        code, answer = await app.api.request(
-            "PATCH", f"/api/v1/namespaces/{namespace}/pods/{name}/status", body,
-            content_type="application/strategic-merge-patch+json",
-        )
-    if not 200 <= code < 300:
-        app.conditions.write_failed(uid, message)
-        if code != 404:
-            logger.warning("cannot set PodScheduled=False on %s/%s: HTTP %s %s", namespace, name, code, str(answer)[:300])
+async def _update_status(app: App, pod: Pod, message: str | None, nominated_node: str | None) -> None:
+    """PodScheduled=False, reason Unschedulable (`message` None: unchanged) and/or the nomination, in one patch."""
+    condition = None
+    if message is not None:
+        condition = {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": "Unschedulable",
+            "message": truncate_message(message),
+            "lastProbeTime": None,
+            "lastTransitionTime": rfc3339(datetime.now(UTC)),
+        }
+    code = await preemption.patch_pod_status(app, pod, condition=condition, nominated_node=nominated_node)
+    if message is not None and not 200 <= code < 300:
+        app.conditions.write_failed(pod.uid, message)

@@ -55,7 +55,7 @@ def load_policy(path: str | Path | None, *, scheduler_name: str = DEFAULT_SCHEDU
 def run(args: argparse.Namespace) -> int:
     try:
         loaded = load_cluster(read_documents(args.cluster), source=str(args.cluster))
-        pods = load_pods(read_documents(args.pods), source=str(args.pods))
+        pods = load_pods(read_documents(args.pods), source=str(args.pods), priority_classes=loaded.priority_classes)
         profile = load_policy(args.policy)
     except (ManifestError, PolicyFileError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -74,7 +74,9 @@ def run(args: argparse.Namespace) -> int:
 
 def add_parser(subparsers: Any, name: str, help: str) -> None:
     p = subparsers.add_parser(name, help=help, description=__doc__)
-    p.add_argument("--cluster", required=True, type=Path, help="nodes, bound pods, services, volumes... (YAML, multi-document or kind: List)")
+    p.add_argument(
+        "--cluster", required=True, type=Path, help="nodes, bound pods, services, volumes, PDBs, PriorityClasses... (YAML, multi-document or kind: List)"
+    )
     p.add_argument("--pods", required=True, type=Path, help="pending pods, scheduled in file order")
     p.add_argument("--policy", type=Path, help="a SchedulingPolicy manifest or a v1.9 Policy JSON/YAML (default: upstream v1.37's default profile)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random tie-break (default 0)")

@@ -2,6 +2,14 @@
 
 Everything the scheduler reads is accepted; other kinds are counted and
 ignored, so a ``kubectl get -o yaml`` dump can be fed in as it is.
+
+PriorityClasses in the cluster file (and the two system classes every API server has) stand in
+for the API server's Priority admission: a pod written without ``spec.priority`` gets the value
+(and the ``preemptionPolicy``) of its ``priorityClassName``, or of the ``globalDefault`` class
+(the lowest-valued one if several claim it), or 0 and PreemptLowerPriority; a pod naming a class
+that does not exist, or whose own ``preemptionPolicy`` differs from the one computed, is refused
+as the API server would (``preemptionPolicy: Never`` comes from a PriorityClass). A pod that
+already carries ``spec.priority`` (any dump of a real cluster) is taken as it is.
 """
 
 from __future__ import annotations
@@ -58,6 +66,40 @@ class LoadedCluster:
     cache: SchedulerCache
     ignored: dict[str, int] = field(default_factory=dict)  # kind -> count
     pending_in_cluster: list[o.Pod] = field(default_factory=list)  # unbound pods found in the cluster file
+    #: name -> class: the file's PriorityClasses and the system ones
+    priority_classes: dict[str, o.PriorityClass] = field(default_factory=dict)
+
+
+def admit_priority(doc: Mapping[str, Any], classes: Mapping[str, o.PriorityClass]) -> Mapping[str, Any]:
+    """The pod manifest `doc` as the Priority admission plugin leaves it (a copy when it changes).
+
+    Upstream ``plugin/pkg/admission/priority``: raises ``ObjectError`` with the API server's words
+    for an unknown class name or a ``preemptionPolicy`` that differs from the computed one.
+    """
+    spec = doc.get("spec")
+    if not isinstance(spec, Mapping) or spec.get("priority") is not None:
+        return doc
+    meta = doc.get("metadata") or {}
+    where = f"pod {meta.get('namespace') or 'default'}/{meta.get('name') or ''}"
+    name = spec.get("priorityClassName")
+    if name:
+        pc = classes.get(str(name))
+        if pc is None:
+            raise o.ObjectError(f"{where}: no PriorityClass with name {name} was found")
+    else:
+        defaults = [c for c in classes.values() if c.global_default]
+        pc = min(defaults, key=lambda c: c.value) if defaults else None
+    policy = pc.preemption_policy if pc is not None else o.PREEMPT_LOWER_PRIORITY
+    given = spec.get("preemptionPolicy")
+    if given and given != policy:
+        raise o.ObjectError(
+            f"{where}: the string value of PreemptionPolicy ({given}) must not be provided in pod spec; "
+            f"priority admission controller computed {policy} from the given PriorityClass name"
+        )
+    admitted = {**spec, "priority": pc.value if pc is not None else 0, "preemptionPolicy": policy}
+    if pc is not None:
+        admitted["priorityClassName"] = pc.name
+    return {**doc, "spec": admitted}
 
 
 def load_cluster(docs: Iterable[Mapping[str, Any]], *, source: str = "cluster") -> LoadedCluster:
@@ -66,13 +108,25 @@ def load_cluster(docs: Iterable[Mapping[str, Any]], *, source: str = "cluster") 
     loaded = LoadedCluster(cache)
     objs = cache.objects
     pods: list[o.Pod] = []
+    docs = list(docs)
+    classes = loaded.priority_classes
+    classes.update((c.name, c) for c in o.SYSTEM_PRIORITY_CLASSES)
+    for doc in docs:
+        if doc.get("kind") == "PriorityClass":
+            try:
+                pc = o.parse_priority_class(doc)
+            except o.ObjectError as exc:
+                raise ManifestError(f"{source}: {exc}") from None
+            classes[pc.name] = pc
     for doc in docs:
         kind = str(doc.get("kind") or "")
         try:
+            if kind == "PriorityClass":
+                continue
             if kind == "Node":
                 cache.add_node(o.parse_node(doc))
             elif kind == "Pod":
-                pod = o.parse_pod(doc)
+                pod = o.parse_pod(admit_priority(doc, classes))
                 if pod.is_terminal:
                     continue
                 (pods if pod.node_name else loaded.pending_in_cluster).append(pod)
@@ -110,14 +164,18 @@ def load_cluster(docs: Iterable[Mapping[str, Any]], *, source: str = "cluster") 
     return loaded
 
 
-def load_pods(docs: Iterable[Mapping[str, Any]], *, source: str = "pods") -> list[o.Pod]:
-    """The pending pods of ``docs``, in file order (non-Pod documents are an error here)."""
+def load_pods(
+    docs: Iterable[Mapping[str, Any]], *, source: str = "pods", priority_classes: Mapping[str, o.PriorityClass] | None = None
+) -> list[o.Pod]:
+    """The pending pods of ``docs``, in file order (non-Pod documents are an error here), their
+    priorities resolved through `priority_classes` (default: only the system classes)."""
+    classes = priority_classes if priority_classes is not None else {c.name: c for c in o.SYSTEM_PRIORITY_CLASSES}
     out = []
     for i, doc in enumerate(docs):
         if doc.get("kind") not in ("Pod", None):
             raise ManifestError(f"{source}: document {i + 1} is a {doc.get('kind')}, expected Pod")
         try:
-            out.append(o.parse_pod(doc))
+            out.append(o.parse_pod(admit_priority(doc, classes)))
         except o.ObjectError as exc:
             raise ManifestError(f"{source}: {exc}") from None
     return out

@@ -29,7 +29,7 @@ def explanation_json(e: Explanation) -> dict[str, Any]:
 
 
 def placement_json(p: Placement) -> dict[str, Any]:
-    out: dict[str, Any] = {"pod": p.pod, "node": p.node, "message": p.message}
+    out: dict[str, Any] = {"pod": p.pod, "node": p.node, "message": p.message, "nominatedNode": p.nominated_node or None, "victims": list(p.victims)}
     if p.explanation is not None:
         out["explain"] = explanation_json(p.explanation)
     return out
@@ -68,7 +68,13 @@ def utilization_rows(cache: SchedulerCache) -> list[tuple[str, ...]]:
 
 
 def to_table(result: SimulationResult, cache: SchedulerCache) -> str:
-    lines = _table(((p.pod, p.node or "<none>", p.message) for p in result.placements), ("POD", "NODE", "MESSAGE"))
+    if any(p.victims for p in result.placements):
+        rows: Iterable[tuple[str, ...]] = (
+            (p.pod, p.node or "<none>", ", ".join(p.victims) or "-", p.message) for p in result.placements
+        )
+        lines = _table(rows, ("POD", "NODE", "PREEMPTED", "MESSAGE"))
+    else:
+        lines = _table(((p.pod, p.node or "<none>", p.message) for p in result.placements), ("POD", "NODE", "MESSAGE"))
     lines.append("")
     explained = [p for p in result.placements if p.explanation is not None]
     for p in explained:
@@ -78,8 +84,11 @@ def to_table(result: SimulationResult, cache: SchedulerCache) -> str:
         lines.append("")
     lines.extend(_table(utilization_rows(cache), ("NODE", "PODS", "CPU REQUESTED", "MEMORY REQUESTED")))
     lines.append("")
+    preempted = sum(len(p.victims) for p in result.placements)
     lines.append(
         f"{result.scheduled}/{len(result.placements)} pods scheduled, "
-        f"{len(result.placements) - result.scheduled} unschedulable, in {result.seconds:.3f}s"
+        f"{len(result.placements) - result.scheduled} unschedulable, "
+        + (f"{preempted} preempted, " if preempted else "")
+        + f"in {result.seconds:.3f}s"
     )
     return "\n".join(lines)

@@ -11,6 +11,12 @@ node's per-plugin normalised scores, weights and total (``simulate --explain``;
 the differential harness in ``bench/differential.py`` compares them with
 upstream's). Scoring then runs even when one node is feasible, so its scores
 can be read; the chosen node is the same either way.
+
+Preemption happens as in the operator, with the evictions done at once: when no node fits and
+the profile's preemption chooses a node, the victims leave the simulated cluster, the pod is
+nominated to that node and tried again right away (the operator retries it when the victims'
+deletions arrive). A pod that still does not fit stays nominated, so later pods of lower
+priority do not take its room.
 """
 
 from __future__ import annotations
@@ -22,12 +28,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from ..core.algorithm import GenericScheduler
+from ..core.algorithm import GenericScheduler, ScheduleResult
 from ..core.cache import SchedulerCache
 from ..core.diagnosis import Diagnosis, NodeScore
 from ..core.framework import Code
 from ..core.objects import Pod
 from ..core.profile import Profile
+from ..core.queueing import Nominator
 from ..core.snapshot import Snapshot
 
 #: upstream's ``framework.Code`` spellings (``Code.String()``), for explanations
@@ -81,6 +88,10 @@ class Placement:
     node: str | None
     message: str  # "" when placed; the FitError text or the error otherwise
     explanation: Explanation | None = None  # with Simulation(explain=True)
+    #: preemption: the node the pod was nominated to ("" when it preempted nothing)
+    nominated_node: str = ""
+    #: preemption: the pods evicted for it (ns/name)
+    victims: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -105,15 +116,24 @@ class Simulation:
         self.rng = random.Random(seed)
         self.snapshot = Snapshot(cache.objects)
         self.explain = explain
+        self.nominator = Nominator()
+
+    def _decide(self, pod: Pod) -> ScheduleResult:
+        self.cache.update_snapshot(self.snapshot)
+        return self.algorithm.schedule(pod, self.snapshot, rng=self.rng, explain=self.explain, nominator=self.nominator)
+
+    def _explanation(self, result: ScheduleResult) -> Explanation | None:
+        return Explanation(result.diagnosis, tuple(result.scores)) if self.explain else None
 
     def evaluate(self, pod: Pod) -> Placement:
-        """Decide where ``pod`` would go in the current state, without placing it."""
-        self.cache.update_snapshot(self.snapshot)
-        result = self.algorithm.schedule(pod, self.snapshot, rng=self.rng, explain=self.explain)
-        explanation = Explanation(result.diagnosis, tuple(result.scores)) if self.explain else None
-        if result.node is None:
-            return Placement(pod.key, None, result.message, explanation)
-        return Placement(pod.key, result.node, "", explanation)
+        """Decide where ``pod`` would go in the current state, without placing it or preempting for it."""
+        result = self._decide(pod)
+        if result.node is not None:
+            return Placement(pod.key, result.node, "", self._explanation(result))
+        verdict = result.post_filter
+        nominated = verdict.nominated_node or "" if verdict is not None else ""
+        victims = tuple(v.key for v in verdict.victims) if verdict is not None else ()
+        return Placement(pod.key, None, result.message, self._explanation(result), nominated, victims)
 
     def schedule_one(self, pod: Pod) -> Placement:
         if pod.node_name:
@@ -122,11 +142,35 @@ class Simulation:
             return Placement(pod.key, pod.node_name, "")
         if self.cache.get_pod(pod.uid) is not None:
             pod = dataclasses.replace(pod, uid=f"{pod.uid}#{self.cache.pod_count()}")
-        placement = self.evaluate(pod)
-        if placement.node is not None:
-            placed = self.cache.assume(pod, placement.node)
-            self.cache.add_pod(placed)  # the simulated bind is confirmed at once
-        return placement
+        result = self._decide(pod)
+        if result.node is not None:
+            return self._place(pod, result.node, explanation=self._explanation(result))
+        verdict = result.post_filter
+        if verdict is None or not verdict.nominated_node:
+            if verdict is None or verdict.nominated_node == "":
+                self.nominator.delete(pod.uid)
+            return Placement(pod.key, None, result.message, self._explanation(result))
+        node = verdict.nominated_node
+        for victim in verdict.victims:
+            self.cache.remove_pod(victim)
+        for other in self.nominator.pods_for_node(node):
+            if other.priority < pod.priority:
+                self.nominator.delete(other.uid)
+        victims = tuple(v.key for v in verdict.victims)
+        nominated = dataclasses.replace(pod, nominated_node_name=node)
+        self.nominator.add(nominated)
+        retry = self._decide(nominated)
+        if retry.node is None:
+            return Placement(pod.key, None, retry.message, self._explanation(retry), node, victims)
+        return self._place(nominated, retry.node, node, victims, explanation=self._explanation(retry))
+
+    def _place(
+        self, pod: Pod, node: str, nominated_node: str = "", victims: tuple[str, ...] = (), *, explanation: Explanation | None = None
+    ) -> Placement:
+        self.nominator.delete(pod.uid)
+        placed = self.cache.assume(pod, node)
+        self.cache.add_pod(placed)  # the simulated bind is confirmed at once
+        return Placement(pod.key, node, "", explanation, nominated_node, victims)
 
     def run(self, pods: list[Pod]) -> SimulationResult:
         out = SimulationResult()

@@ -1,0 +1,58 @@
+"""DefaultPreemption: when a pod fits nowhere, evict lower-priority pods to make room for it.
+
+Upstream ``pkg/scheduler/framework/plugins/defaultpreemption/default_preemption.go`` (v1.9: the
+alpha pod priority and preemption of ``generic_scheduler.go``). The decision is
+``core/preemption.py``'s ``preempt``; this plugin holds the arguments and prefixes its messages
+with ``preemption: `` as upstream's PostFilter does. A SchedulingPolicy gets it through
+``spec.preemption`` (default true, as every upstream profile enables it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..arguments import PluginArgsError
+from ..diagnosis import Diagnosis
+from ..framework import CycleState, Handle, PostFilterPlugin, PostFilterResult, Status
+from ..objects import Pod
+from ..preemption import preempt
+from ..snapshot import Snapshot
+
+
+@dataclass(frozen=True, slots=True)
+class DefaultPreemptionArgs:
+    """Upstream ``DefaultPreemptionArgs`` with its defaults and validation: the dry run looks for
+    ``min_candidate_nodes_percentage`` % of the nodes it may help, at least
+    ``min_candidate_nodes_absolute`` of them."""
+
+    min_candidate_nodes_percentage: int = 10
+    min_candidate_nodes_absolute: int = 100
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.min_candidate_nodes_percentage <= 100:
+            raise PluginArgsError("minCandidateNodesPercentage", "not in valid range [0, 100]")
+        if self.min_candidate_nodes_absolute < 0:
+            raise PluginArgsError("minCandidateNodesAbsolute", "not in valid range [0, inf)")
+        if self.min_candidate_nodes_percentage == 0 and self.min_candidate_nodes_absolute == 0:
+            raise PluginArgsError("minCandidateNodesPercentage", "cannot be zero at the same time as minCandidateNodesAbsolute")
+
+
+class DefaultPreemption(PostFilterPlugin):
+    NAME = "DefaultPreemption"
+    Args = DefaultPreemptionArgs
+
+    def __init__(self, args: DefaultPreemptionArgs | None = None, *, name: str | None = None) -> None:
+        super().__init__(args, name=name)
+
+    def post_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot, diagnosis: Diagnosis, handle: Handle) -> PostFilterResult:
+        args: DefaultPreemptionArgs = self.args
+        result = preempt(
+            state, pod, snapshot, diagnosis, handle,
+            min_candidate_nodes_percentage=args.min_candidate_nodes_percentage,
+            min_candidate_nodes_absolute=args.min_candidate_nodes_absolute,
+        )  # fmt: skip
+        status = result.status
+        if not status.message:
+            return result
+        prefixed = Status(status.code, (f"preemption: {status.message}",), status.plugin)
+        return PostFilterResult(prefixed, result.nominated_node, result.victims)
