@@ -46,7 +46,9 @@ Rules (decisions marked *):
   unset (the plugin's default, 1), as in v1.9 and the CRD.
 - ``parallelism`` (1..1024) is validated and kept in the normalised spec; Profile has no field for it.
 - ``percentageOfNodesToScore`` 0..100 (0 = adaptive); backoffs > 0 seconds, max >= initial.
-- Extenders: see ``core/extenders.py``.
+- Extenders: see ``core/extenders.py``. The resources they manage with ``ignoredByScheduler`` are
+  added to every NodeResourcesFit instance's ``ignoredResources`` (*upstream replaces that list;
+  we keep the policy's own entries too).
 - *Names are matched case-insensitively and written back in their canonical spelling.
 
 Pure: no I/O.
@@ -64,6 +66,7 @@ from .arguments import PluginArgsError
 from .extenders import ExtenderConfig, validate_extenders
 from .framework import FilterPlugin, Plugin, PostFilterPlugin, ScorePlugin
 from .plugins.inter_pod_affinity import InterPodAffinity
+from .plugins.node_resources_fit import NodeResourcesFit
 from .profile import DEFAULT_POD_INITIAL_BACKOFF_SECONDS, DEFAULT_POD_MAX_BACKOFF_SECONDS, Profile
 from .registry import PluginRef, Registry
 from .specs import FieldError, did_you_mean, is_int, is_number, parse_duration, unknown_keys
@@ -529,6 +532,18 @@ def _group(requests: _Requests, settings: _Settings, errors: list[FieldError]) -
     return out
 
 
+def _ignore_extender_resources(instances: _Instances, extenders: list[ExtenderConfig]) -> None:
+    """Upstream ``buildExtenders``: NodeResourcesFit leaves the extenders' ``ignoredByScheduler`` resources alone."""
+    ignored = [name for ext in extenders for name in ext.ignored_by_scheduler]
+    if not ignored:
+        return
+    for inst in instances.by_key.values():
+        if inst.ref.cls is NodeResourcesFit:
+            own = inst.args.get("ignoredResources", [])
+            if isinstance(own, list):  # else the arguments parser reports it
+                inst.args["ignoredResources"] = own + [name for name in ignored if name not in own]
+
+
 def _build(instances: _Instances, errors: list[FieldError]) -> None:
     for inst in instances.by_key.values():
         try:
@@ -575,6 +590,7 @@ def validate_policy(spec: Mapping[str, Any], *, source: str = "", registry: Regi
     instances = _group(requests, settings, errors)
     if errors:
         return errors
+    _ignore_extender_resources(instances, extenders)
     _build(instances, errors)
     if errors:
         return errors
