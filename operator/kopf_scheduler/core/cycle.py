@@ -13,6 +13,12 @@ them itself:
   backoff, when a cluster event arrived during the attempt) with the rejecting plugins;
 - ``Error``: the algorithm or the assumption failed; the pod backs off.
 
+``schedule_one`` is three steps, which the operator also runs apart when a profile has extenders
+(their HTTP calls block, so the algorithm runs in a worker thread): ``prepare`` (skip, or bring the
+snapshot up to date), ``decide`` (the algorithm alone: it reads only the snapshot and the
+scheduler, so it may run off the event loop while watch events change the cache and the queue)
+and ``conclude`` (assume, or put the pod back in the queue).
+
 ``next_wait`` says how long the loop may sleep before it pops again. Time (``now``, any monotonic
 origin) and randomness (``rng``, for the tie-break) are arguments.
 """
@@ -22,13 +28,26 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from .algorithm import GenericScheduler
+from .algorithm import GenericScheduler, ScheduleResult
 from .cache import PodState, SchedulerCache
 from .objects import Pod
 from .queueing import QueuedPodInfo, SchedulingQueue
 from .snapshot import Snapshot
 
-__all__ = ["Bind", "Error", "Outcome", "Skip", "Unschedulable", "binding_failed", "binding_succeeded", "next_wait", "schedule_one"]
+__all__ = [
+    "Bind",
+    "Error",
+    "Outcome",
+    "Skip",
+    "Unschedulable",
+    "binding_failed",
+    "binding_succeeded",
+    "conclude",
+    "decide",
+    "next_wait",
+    "prepare",
+    "schedule_one",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,25 +95,51 @@ def schedule_one(
     now: float,
 ) -> Outcome:
     """Decide for the popped pod `info` with `scheduler`'s profile; `snapshot` is brought up to date first."""
-    pod = info.pod
-    reason = _skip_reason(pod, cache)
+    skip = prepare(info, snapshot, cache=cache, queue=queue)
+    if skip is not None:
+        return skip
+    return conclude(info, decide(info, snapshot, scheduler, rng=rng), cache=cache, queue=queue, now=now)
+
+
+def prepare(info: QueuedPodInfo, snapshot: Snapshot, *, cache: SchedulerCache, queue: SchedulingQueue, private_objects: bool = False) -> Skip | None:
+    """Skip the pod (it leaves the queue), or bring `snapshot` up to date for ``decide``. With
+    `private_objects` the snapshot gets its own copy of the cluster objects, for a ``decide`` run
+    while watch events change the cache's."""
+    reason = _skip_reason(info.pod, cache)
     if reason:
-        queue.done(pod)
+        queue.done(info.pod)
         return Skip(reason)
-    cache.update_snapshot(snapshot)
+    cache.update_snapshot(snapshot, private_objects=private_objects)
+    return None
+
+
+def decide(info: QueuedPodInfo, snapshot: Snapshot, scheduler: GenericScheduler, *, rng: random.Random) -> ScheduleResult | Error:
+    """The algorithm's result, or an ``Error`` when it raised (a bug: the plugin runtime turns plugin
+    errors into statuses, this is the last resort). Touches only `snapshot`, `scheduler` and `rng`."""
     try:
-        result = scheduler.schedule(pod, snapshot, rng=rng)
-    except Exception as exc:  # the plugin runtime turns plugin errors into statuses; this is the last resort
-        queue.add_backoff(info, now)
+        return scheduler.schedule(info.pod, snapshot, rng=rng)
+    except Exception as exc:
         return Error(f"internal error: {exc!r}", exc)
-    if result.node is not None:
-        return Bind(cache.assume(pod, result.node), result.node)  # legal: _skip_reason saw it absent
-    if result.error is not None:
+
+
+def conclude(info: QueuedPodInfo, decided: ScheduleResult | Error, *, cache: SchedulerCache, queue: SchedulingQueue, now: float) -> Outcome:
+    """Carry a decision into the cache and the queue: assume the pod on its node, or put it back."""
+    pod = info.pod
+    if isinstance(decided, Error):
         queue.add_backoff(info, now)
-        return Error(result.error)
-    plugins = frozenset(result.diagnosis.unschedulable_plugins)
+        return decided
+    if decided.node is not None:
+        reason = _skip_reason(pod, cache)
+        if reason:  # only when decide ran off the loop: the watch saw the pod bound or deleted meanwhile
+            queue.done(pod)
+            return Skip(reason)
+        return Bind(cache.assume(pod, decided.node), decided.node)
+    if decided.error is not None:
+        queue.add_backoff(info, now)
+        return Error(decided.error)
+    plugins = frozenset(decided.diagnosis.unschedulable_plugins)
     queue.add_unschedulable(info, now, plugins=plugins)
-    return Unschedulable(result.message, plugins)
+    return Unschedulable(decided.message, plugins)
 
 
 def next_wait(queue: SchedulingQueue, now: float, *, longest: float) -> float:
