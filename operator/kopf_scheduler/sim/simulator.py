@@ -11,6 +11,9 @@ node's per-plugin normalised scores, weights and total (``simulate --explain``;
 the differential harness in ``bench/differential.py`` compares them with
 upstream's). Scoring then runs even when one node is feasible, so its scores
 can be read; the chosen node is the same either way.
+
+A policy's extenders are called through ``extender_factory`` (``simulate`` passes the HTTP
+client, ``kopf_scheduler.extender_client.HTTPExtender``); the simulated bind never calls them.
 """
 
 from __future__ import annotations
@@ -18,13 +21,14 @@ from __future__ import annotations
 import dataclasses
 import random
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
 from ..core.algorithm import GenericScheduler
 from ..core.cache import SchedulerCache
 from ..core.diagnosis import Diagnosis, NodeScore
+from ..core.extenders import Extender, ExtenderConfig
 from ..core.framework import Code
 from ..core.objects import Pod
 from ..core.profile import Profile
@@ -98,10 +102,18 @@ class SimulationResult:
 
 
 class Simulation:
-    def __init__(self, cache: SchedulerCache, profile: Profile, *, seed: int = 0, explain: bool = False) -> None:
+    def __init__(
+        self,
+        cache: SchedulerCache,
+        profile: Profile,
+        *,
+        seed: int = 0,
+        explain: bool = False,
+        extender_factory: Callable[[ExtenderConfig], Extender] | None = None,
+    ) -> None:
         self.cache = cache
         self.profile = profile
-        self.algorithm = GenericScheduler(profile)
+        self.algorithm = GenericScheduler(profile, extender_factory=extender_factory)
         self.rng = random.Random(seed)
         self.snapshot = Snapshot(cache.objects)
         self.explain = explain
