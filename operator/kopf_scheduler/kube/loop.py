@@ -10,6 +10,11 @@ the core decide (``core.cycle.schedule_one``) and carry out the outcome:
   message changed;
 - ``Error``: a FailedScheduling event; ``Skip``: nothing.
 
+A policy with HTTP extenders decides off the event loop: ``prepare`` and ``conclude`` run here,
+``decide`` (the algorithm and its blocking extender calls) in ``App.run_blocking``'s thread pool,
+on the policy's own snapshot with a private copy of the cluster objects. Attempts without
+extenders stay on the loop (a thread hop costs more than most attempts).
+
 Every ``HOUSEKEEPING_PERIOD`` seconds: expire unconfirmed assumptions (``core.routing``) and
 refresh gauges. Only while ``app.leading`` is set does the loop pop; a standby keeps its cache
 and queues warm.
@@ -23,7 +28,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from ..core import routing
-from ..core.cycle import Bind, Error, Skip, Unschedulable, next_wait, schedule_one
+from ..core.cycle import Bind, Error, Outcome, Skip, Unschedulable, conclude, decide, next_wait, prepare, schedule_one
 from ..core.diagnosis import truncate_message
 from ..core.queueing import QueuedPodInfo
 from ..core.timestamps import rfc3339
@@ -98,7 +103,10 @@ async def _attempt(app: App, state: PolicyState, info: QueuedPodInfo) -> None:
     """One cycle: the core decides, this carries the outcome out."""
     pod = info.pod
     started = app.now()
-    outcome = schedule_one(info, state.snapshot, state.scheduler, cache=app.cache, queue=state.queue, rng=state.rng, now=started)
+    if state.scheduler.extenders:
+        outcome = await _schedule_one_off_loop(app, state, info)
+    else:
+        outcome = schedule_one(info, state.snapshot, state.scheduler, cache=app.cache, queue=state.queue, rng=state.rng, now=started)
     done = app.now()
     profile = state.scheduler_name
     match outcome:
@@ -120,6 +128,19 @@ async def _attempt(app: App, state: PolicyState, info: QueuedPodInfo) -> None:
             app.metrics.observe_attempt("error", profile, done - started)
             logger.warning("error scheduling %s: %s", pod.key, message, exc_info=exception)
             app.spawn(events.failed_scheduling(app, namespace=pod.namespace, name=pod.name, uid=pod.uid, message=message))
+
+
+async def _schedule_one_off_loop(app: App, state: PolicyState, info: QueuedPodInfo) -> Outcome:
+    """``schedule_one`` with the algorithm in a worker thread: its extender calls block."""
+    scheduler, snapshot = state.scheduler, state.snapshot
+    skip = prepare(info, snapshot, cache=app.cache, queue=state.queue, private_objects=True)
+    if skip is not None:
+        return skip
+    decided = await app.run_blocking(decide, info, snapshot, scheduler, rng=state.rng)
+    if not isinstance(decided, Error):
+        for problem in decided.extender_errors:
+            logger.info("scheduling %s: %s", info.pod.key, problem)
+    return conclude(info, decided, cache=app.cache, queue=state.queue, now=app.now())
 
 
 async def _set_unschedulable(app: App, namespace: str, name: str, uid: str, message: str) -> None:
