@@ -83,31 +83,31 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"cannot send {type(value).__name__} to an extender")
 
 
-def to_json(obj: Any) -> str:
-    return json.dumps(obj, separators=(",", ":"), default=_json_default)
+def to_json(obj: Any) -> bytes:
+    return json.dumps(obj, separators=(",", ":"), default=_json_default).encode()
 
 
-def pod_json(pod: Pod) -> str:
+def pod_json(pod: Pod) -> bytes:
     """The pod as the API server gave it, or (a pod parsed without its body) its identity."""
     if pod.source is not None:
         return to_json(pod.source)
     return to_json({"metadata": {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid}})
 
 
-def node_json(node: Node) -> str:
+def node_json(node: Node) -> bytes:
     return to_json(node.source if node.source is not None else {"metadata": {"name": node.name}})
 
 
-def encode_extender_args(pod: str, *, nodes: Sequence[str] | None = None, node_names: Sequence[str] | None = None) -> bytes:
-    """``ExtenderArgs`` from JSON texts: the pod, and the nodes (a ``NodeList``) or their names."""
-    node_list = "null" if nodes is None else '{"metadata":{},"items":[' + ",".join(nodes) + "]}"
-    names = "null" if node_names is None else to_json(list(node_names))
-    return f'{{"Pod":{pod},"Nodes":{node_list},"NodeNames":{names}}}'.encode()
+def encode_extender_args(pod: bytes, *, nodes: Sequence[bytes] | None = None, node_names: Sequence[str] | None = None) -> bytes:
+    """``ExtenderArgs`` from encoded JSON: the pod, and the nodes (a ``NodeList``) or their names."""
+    node_list = b"null" if nodes is None else b'{"metadata":{},"items":[' + b",".join(nodes) + b"]}"
+    names = b"null" if node_names is None else to_json(list(node_names))
+    return b'{"Pod":' + pod + b',"Nodes":' + node_list + b',"NodeNames":' + names + b"}"
 
 
 def encode_binding_args(pod: Pod, node: str) -> bytes:
     """``ExtenderBindingArgs``."""
-    return to_json({"PodName": pod.name, "PodNamespace": pod.namespace, "PodUID": pod.uid, "Node": node}).encode()
+    return to_json({"PodName": pod.name, "PodNamespace": pod.namespace, "PodUID": pod.uid, "Node": node})
 
 
 def _field(obj: Mapping[str, Any], name: str) -> Any:
@@ -283,7 +283,7 @@ class HTTPExtender(Extender):
         self._tls: ssl.SSLContext | None = None
         self._tls_stamp: tuple[int, ...] | None = None
         #: node name -> (the Node it was made from, its JSON): a node is encoded again only when it changed
-        self._node_texts: dict[str, tuple[Node, str]] = {}
+        self._node_texts: dict[str, tuple[Node, bytes]] = {}
 
     # ---- the calls
 
@@ -327,7 +327,7 @@ class HTTPExtender(Extender):
             return encode_extender_args(pod_json(pod), node_names=[n.name for n in nodes])
         return encode_extender_args(pod_json(pod), nodes=self._node_jsons(nodes))
 
-    def _node_jsons(self, infos: Sequence[NodeInfo]) -> list[str]:
+    def _node_jsons(self, infos: Sequence[NodeInfo]) -> list[bytes]:
         texts = self._node_texts
         if len(texts) > 2 * len(infos) + 256:  # forget nodes that are gone (or rarely sent)
             texts = self._node_texts = {}

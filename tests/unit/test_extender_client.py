@@ -41,9 +41,9 @@ NODES = [node_info(make_node(f"n{i}").obj()) for i in range(3)]
 
 
 def test_extender_args_with_nodes_or_names() -> None:
-    full = json.loads(encode_extender_args('{"metadata":{"name":"p"}}', nodes=['{"metadata":{"name":"n0"}}']))
+    full = json.loads(encode_extender_args(b'{"metadata":{"name":"p"}}', nodes=[b'{"metadata":{"name":"n0"}}']))
     assert full == {"Pod": {"metadata": {"name": "p"}}, "Nodes": {"metadata": {}, "items": [{"metadata": {"name": "n0"}}]}, "NodeNames": None}
-    names = json.loads(encode_extender_args("{}", node_names=["n0", "n1"]))
+    names = json.loads(encode_extender_args(b"{}", node_names=["n0", "n1"]))
     assert names == {"Pod": {}, "Nodes": None, "NodeNames": ["n0", "n1"]}
 
 
