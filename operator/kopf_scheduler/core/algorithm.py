@@ -359,7 +359,9 @@ class GenericScheduler:
     ) -> tuple[list[int], str | None]:
         """Upstream ``findNodesThatPassExtenders``: each interested filter extender in turn keeps some of
         the feasible nodes; its failed nodes get its reasons. Returns the nodes left, or the error of a
-        non-ignorable extender (an ignorable one's goes to ``skipped``)."""
+        non-ignorable extender (an ignorable one's goes to ``skipped``). *Keeping a node it was not sent
+        is an error whether the extender got names or Node objects (upstream accepts unknown Node
+        objects from the latter and scores them as empty nodes)."""
         infos = snapshot.node_infos
         position = snapshot.table.position
         before = len(feasible)
