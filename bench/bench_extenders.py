@@ -6,7 +6,9 @@
 
 - ``cycle``: the operator's per-pod path without extenders, in-process: ``parse_pod`` of a pending
   pod's watch body, then ``core.cycle.schedule_one`` (assume included) with the DefaultProvider on
-  node-default nodes. Run it on two checkouts to compare (the script uses only what both have).
+  node-default nodes; then, to see small changes through a busy machine's noise, the best of 25
+  timings of ``parse_pod`` alone and of the cycle's own overhead (an empty profile, one node).
+  Run it on two checkouts to compare (the script uses only what both have).
 - ``hop``: one ``run_in_executor`` round trip from an asyncio loop to a worker thread and back,
   the price a threaded attempt pays on top of its algorithm; why attempts without extenders stay
   on the loop.
@@ -28,6 +30,7 @@ import multiprocessing
 import random
 import sys
 import time
+import timeit
 from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -36,13 +39,16 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "operator"))
 
 from kopf_scheduler.core.cache import SchedulerCache
-from kopf_scheduler.core.cycle import schedule_one
+from kopf_scheduler.core.cycle import Bind, schedule_one
 from kopf_scheduler.core.objects import parse_node, parse_pod
 from kopf_scheduler.core.policy import default_profile, validate_policy
+from kopf_scheduler.core.profile import Profile
 from kopf_scheduler.core.queueing import SchedulingQueue
 from kopf_scheduler.core.snapshot import Snapshot
 
 ZONES = ("zone-a", "zone-b", "zone-c")
+#: this process's CPU seconds in the last run_cycles
+_CPU = 0.0
 
 
 def node_body(i: int) -> dict[str, Any]:
@@ -107,7 +113,8 @@ def run_cycles(cache: SchedulerCache, scheduler: Any, pods: int) -> float:
         if placed is not None:
             cache.add_pod(placed)
             queue.done(placed)
-    run_cycles.cpu = time.process_time() - cpu  # type: ignore[attr-defined]
+    global _CPU
+    _CPU = time.process_time() - cpu
     return time.perf_counter() - start
 
 
@@ -116,6 +123,23 @@ def part_cycle(nodes: int, pods: int, rounds: int) -> None:
 
     best = min(run_cycles(cache_of(nodes), GenericScheduler(default_profile("kopf-scheduler")), pods) for _ in range(rounds))
     print(f"cycle: {nodes} nodes, {pods} pods, best of {rounds}: {best / pods * 1e6:.0f} us/pod ({pods / best:.0f} pods/s)")
+    body = pod_body(0)
+    parse = min(timeit.repeat(lambda: parse_pod(body), number=2000, repeat=25)) / 2000
+    cache, queue, rng = cache_of(1), SchedulingQueue(), random.Random(0)
+    scheduler, snapshot = GenericScheduler(Profile("s")), Snapshot(cache.objects)
+    waiting = iter([parse_pod(pod_body(i)) for i in range(25 * 2000)])
+
+    def one() -> None:
+        queue.add(next(waiting), 0.0)
+        info = queue.pop(0.0)
+        assert info is not None
+        outcome = schedule_one(info, snapshot, scheduler, cache=cache, queue=queue, rng=rng, now=0.0)
+        assert isinstance(outcome, Bind)
+        cache.forget(outcome.pod)
+        queue.done(outcome.pod)
+
+    overhead = min(timeit.repeat(one, number=2000, repeat=25)) / 2000
+    print(f"cycle: parse_pod {parse * 1e6:.1f} us; queue + schedule_one + forget, empty profile, 1 node: {overhead * 1e6:.1f} us (best of 25)")
 
 
 def part_hop(calls: int) -> None:
@@ -182,7 +206,7 @@ def part_extender(nodes: int, pods: int) -> None:
             assert not isinstance(profile, list), profile
             seconds = run_cycles(cache_of(nodes), GenericScheduler(profile, extender_factory=HTTPExtender), pods)
             what = "node names (nodeCacheCapable)" if cache_capable else "whole Node objects        "
-            cpu = run_cycles.cpu  # type: ignore[attr-defined]
+            cpu = _CPU
             print(f"extender: {nodes} nodes, {pods} pods, filter+prioritize, {what}: {seconds / pods * 1e3:7.2f} ms/pod, {cpu / pods * 1e3:6.2f} ms/pod of our CPU")
     finally:
         server.terminate()
