@@ -11,11 +11,24 @@ from builders import make_node, make_pod
 
 from kopf_scheduler.core.algorithm import GenericScheduler
 from kopf_scheduler.core.cache import PodState, SchedulerCache
-from kopf_scheduler.core.cycle import Bind, Error, Skip, Unschedulable, binding_failed, binding_succeeded, next_wait, schedule_one
-from kopf_scheduler.core.objects import Pod
+from kopf_scheduler.core.cycle import (
+    Bind,
+    Error,
+    Skip,
+    Unschedulable,
+    binding_failed,
+    binding_succeeded,
+    conclude,
+    decide,
+    next_wait,
+    prepare,
+    schedule_one,
+)
+from kopf_scheduler.core.objects import Pod, parse_service
 from kopf_scheduler.core.policy import validate_policy
 from kopf_scheduler.core.profile import Profile
 from kopf_scheduler.core.queueing import BACKOFF, UNSCHEDULABLE, QueuedPodInfo, SchedulingQueue
+from kopf_scheduler.core.routing import route_namespace, route_object
 from kopf_scheduler.core.snapshot import Snapshot
 
 NOW = 50.0
@@ -253,3 +266,42 @@ def test_next_wait(state: str, expected: float) -> None:
         else:
             queue.add_backoff(info, NOW - 0.75 if state == "backoff" else NOW + 5)
     assert next_wait(queue, NOW, longest=1.0) == pytest.approx(expected)
+
+
+# ----------------------------------------------------------------------------- the three steps, run apart
+
+
+def test_a_pod_bound_while_decide_ran_off_the_loop_is_skipped() -> None:
+    pod = make_pod("web").req(cpu="1").obj()
+    cycle = Cycle(pod, "n1")
+    assert prepare(cycle.info, cycle.snapshot, cache=cycle.cache, queue=cycle.queue, private_objects=True) is None
+    decided = decide(cycle.info, cycle.snapshot, default_scheduler(), rng=random.Random(7))
+    cycle.cache.add_pod(pod.with_node("n1"))  # meanwhile another scheduler bound it and the watch said so
+    outcome = conclude(cycle.info, decided, cache=cycle.cache, queue=cycle.queue, now=NOW)
+    assert outcome == Skip("already bound (the watch confirmed it)")
+    assert cycle.queue.where(pod) is None
+
+
+def test_a_private_snapshot_keeps_its_objects_while_the_cache_changes() -> None:
+    cycle = Cycle(make_pod("web").obj(), "n1")
+    service = parse_service({"metadata": {"name": "s", "namespace": "default"}, "spec": {"selector": {"app": "web"}}})
+    cycle.cache.update_snapshot(cycle.snapshot, private_objects=True)
+    private = cycle.snapshot.objects
+    assert private is not cycle.cache.objects
+    route_object("Service", "default/s", service, cache=cycle.cache, served={}, now=NOW)
+    assert private.services == {}, "a watch event during decide does not reach the copy"
+    cycle.cache.update_snapshot(cycle.snapshot, private_objects=True)
+    assert cycle.snapshot.objects.services == {"default/s": service}, "the next prepare copies again"
+    unchanged = cycle.snapshot.objects
+    cycle.cache.update_snapshot(cycle.snapshot, private_objects=True)
+    assert cycle.snapshot.objects is unchanged, "no change, no copy"
+    cycle.cache.update_snapshot(cycle.snapshot)
+    assert cycle.snapshot.objects is cycle.cache.objects
+
+
+def test_a_deleted_namespace_counts_as_a_change() -> None:
+    cache = SchedulerCache()
+    route_namespace("team", {"env": "prod"}, cache=cache, served={}, now=NOW)
+    before = cache.objects.generation
+    route_namespace("team", None, cache=cache, served={}, now=NOW)
+    assert cache.objects.generation == before + 1

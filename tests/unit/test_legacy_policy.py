@@ -87,13 +87,13 @@ def test_yaml_text() -> None:
 @pytest.mark.parametrize(
     "extender,expected",
     [
-        pytest.param({"urlPrefix": "u", "BindVerb": "bind"}, {"urlPrefix": "u", "bindVerb": "bind"}, id="v1.9 BindVerb"),
-        pytest.param({"urlPrefix": "u", "bindVerb": "bind"}, {"urlPrefix": "u", "bindVerb": "bind"}, id="v1.10 bindVerb"),
-        pytest.param({"URLPrefix": "u", "FilterVerb": "f"}, {"urlPrefix": "u", "filterVerb": "f"}, id="go case-insensitive keys"),
-        pytest.param({"urlPrefix": "u", "httpTimeout": 500_000_000}, {"urlPrefix": "u", "httpTimeout": "500ms"}, id="timeout ns"),
-        pytest.param({"urlPrefix": "u", "managedResources": [{"name": "x/y", "ignoredByScheduler": True}], "ignorable": True},
-                     {"urlPrefix": "u", "managedResources": [{"name": "x/y", "ignoredByScheduler": True}], "ignorable": True}, id="managed"),
-        pytest.param({"urlPrefix": "u", "tlsConfig": {"Insecure": True}}, {"urlPrefix": "u", "tlsConfig": {"insecure": True}}, id="tls"),
+        pytest.param({"urlPrefix": "http://u", "BindVerb": "bind"}, {"urlPrefix": "http://u", "bindVerb": "bind"}, id="v1.9 BindVerb"),
+        pytest.param({"urlPrefix": "http://u", "bindVerb": "bind"}, {"urlPrefix": "http://u", "bindVerb": "bind"}, id="v1.10 bindVerb"),
+        pytest.param({"URLPrefix": "http://u", "FilterVerb": "f"}, {"urlPrefix": "http://u", "filterVerb": "f"}, id="go case-insensitive keys"),
+        pytest.param({"urlPrefix": "http://u", "httpTimeout": 500_000_000}, {"urlPrefix": "http://u", "httpTimeout": "500ms"}, id="timeout ns"),
+        pytest.param({"urlPrefix": "http://u", "managedResources": [{"name": "x/y", "ignoredByScheduler": True}], "ignorable": True},
+                     {"urlPrefix": "http://u", "managedResources": [{"name": "x/y", "ignoredByScheduler": True}], "ignorable": True}, id="managed"),
+        pytest.param({"urlPrefix": "https://u", "tlsConfig": {"Insecure": True}}, {"urlPrefix": "https://u", "tlsConfig": {"insecure": True}}, id="tls"),
     ],
 )
 def test_extender_keys(extender: dict[str, Any], expected: dict[str, Any]) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from kopf_scheduler.core import extenders, registry
-from kopf_scheduler.core.extenders import ExtenderConfig
+from kopf_scheduler.core.extenders import ExtenderConfig, ExtenderTLSConfig
 from kopf_scheduler.core.framework import CycleState, FilterPlugin, ScorePlugin, Status
 from kopf_scheduler.core.plugins.node_label import NodeLabel
 from kopf_scheduler.core.plugins.node_resources_fit import NodeResourcesFit
@@ -523,27 +523,65 @@ def test_extender_config() -> None:
     p = ok(S(algorithmProvider="DefaultProvider", extenders=[
         {"urlPrefix": "https://ext/api", "filterVerb": "filter", "prioritizeVerb": "prioritize", "weight": 3,
          "bindVerb": "bind", "enableHttps": True, "httpTimeout": "1m30s", "nodeCacheCapable": True, "ignorable": True,
-         "managedResources": [{"name": "example.com/gpu", "ignoredByScheduler": True}]},
+         "managedResources": [{"name": "example.com/gpu", "ignoredByScheduler": True}, {"name": "example.com/fpga"}]},
     ]))  # fmt: skip
     assert p.extenders == (
         ExtenderConfig(url_prefix="https://ext/api", filter_verb="filter", prioritize_verb="prioritize", bind_verb="bind",
                        weight=3, enable_https=True, http_timeout_seconds=90.0, node_cache_capable=True, ignorable=True,
-                       managed_resources=("example.com/gpu",)),
+                       managed_resources=("example.com/gpu", "example.com/fpga"), ignored_by_scheduler=("example.com/gpu",)),
     )  # fmt: skip
     assert p.spec["extenders"][0]["httpTimeout"] == "90s"
+
+
+def test_extender_tls_config() -> None:
+    p = ok(S(extenders=[{"urlPrefix": "https://ext:8443", "tlsConfig": {
+        "serverName": "ext.example", "caData": "Q0E=", "certFile": "/tls/tls.crt", "keyData": "S0VZ"}}]))  # fmt: skip
+    assert p.extenders[0].tls == ExtenderTLSConfig(server_name="ext.example", ca_data=b"CA", cert_file="/tls/tls.crt", key_data=b"KEY")
+    assert "KEY" not in repr(p.extenders[0]), "the private key stays out of logs"
+
+
+def _fit_ignored(p: Profile) -> tuple[str, ...]:
+    fit = next(f for f in p.filters if isinstance(f, NodeResourcesFit))
+    return fit.args.ignored_resources  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize(
+    "predicates,expected",
+    [
+        pytest.param([{"name": "PodFitsResources"}], ("example.com/gpu",), id="v1.9 name"),
+        pytest.param([{"name": "NodeResourcesFit", "argument": {"ignoredResources": ["example.com/nic"]}}],
+                     ("example.com/nic", "example.com/gpu"), id="added to the plugin's own"),  # fmt: skip
+    ],
+)
+def test_ignored_by_scheduler_reaches_node_resources_fit(predicates: list[dict[str, Any]], expected: tuple[str, ...]) -> None:
+    managed = [{"name": "example.com/gpu", "ignoredByScheduler": True}, {"name": "example.com/fpga"}]
+    p = ok(S(predicates=predicates, priorities=[], extenders=[{"urlPrefix": "http://x", "managedResources": managed}]))
+    assert _fit_ignored(p) == expected
 
 
 @pytest.mark.parametrize(
     "extenders,path,message",
     [
         pytest.param([{"filterVerb": "f"}], "spec.extenders[0].urlPrefix", "required: a non-empty URL", id="no url"),
-        pytest.param([{"urlPrefix": "u", "prioritizeVerb": "p", "weight": 0}], "spec.extenders[0].weight", "an extender with a prioritizeVerb needs a positive weight", id="weight 0"),
-        pytest.param([{"urlPrefix": "a", "bindVerb": "b"}, {"urlPrefix": "c", "bindVerb": "b"}], "spec.extenders[1].bindVerb", "only one extender may bind; spec.extenders[0] already has a bindVerb", id="two binders"),
-        pytest.param([{"urlPrefix": "u", "httpTimeout": "5 sec"}], "spec.extenders[0].httpTimeout", "must be a positive duration such as \"5s\" or a number of seconds, got '5 sec'", id="bad timeout"),
-        pytest.param([{"urlPrefix": "u", "urlprefx": "v"}], "spec.extenders[0].urlprefx", "unknown field; did you mean 'urlPrefix'?", id="unknown key"),
-        pytest.param([{"urlPrefix": "u", "enableHttps": "true"}], "spec.extenders[0].enableHttps", "must be a boolean", id="bool"),
+        pytest.param([{"urlPrefix": "ext:80/x"}], "spec.extenders[0].urlPrefix", "must be an http:// or https:// URL, got 'ext:80/x'", id="no scheme"),
+        pytest.param([{"urlPrefix": "http://u", "prioritizeVerb": "p", "weight": 0}], "spec.extenders[0].weight", "an extender with a prioritizeVerb needs a positive weight", id="weight 0"),
+        pytest.param([{"urlPrefix": "http://a", "bindVerb": "b"}, {"urlPrefix": "http://c", "bindVerb": "b"}], "spec.extenders[1].bindVerb", "only one extender may bind; spec.extenders[0] already has a bindVerb", id="two binders"),
+        pytest.param([{"urlPrefix": "http://u", "httpTimeout": "5 sec"}], "spec.extenders[0].httpTimeout", "must be a positive duration such as \"5s\" or a number of seconds, got '5 sec'", id="bad timeout"),
+        pytest.param([{"urlPrefix": "http://u", "urlprefx": "v"}], "spec.extenders[0].urlprefx", "unknown field; did you mean 'urlPrefix'?", id="unknown key"),
+        pytest.param([{"urlPrefix": "http://u", "enableHttps": "true"}], "spec.extenders[0].enableHttps", "must be a boolean", id="bool"),
+        pytest.param([{"urlPrefix": "http://u", "preemptVerb": "preempt"}], "spec.extenders[0].preemptVerb", "not supported yet: preemption does not call extenders", id="preempt verb"),
+        pytest.param([{"urlPrefix": "http://u", "enableHttps": True}], "spec.extenders[0].enableHttps", "needs an https:// urlPrefix", id="https flag on an http url"),
+        pytest.param([{"urlPrefix": "http://u", "tlsConfig": {"insecure": True}}], "spec.extenders[0].tlsConfig", "applies to https:// extenders only", id="tls on an http url"),
+        pytest.param([{"urlPrefix": "https://u", "tlsConfig": {"insecure": True, "caFile": "/ca.crt"}}], "spec.extenders[0].tlsConfig.insecure", "specifying a root certificates file with the insecure flag is not allowed", id="insecure with a CA"),
+        pytest.param([{"urlPrefix": "https://u", "tlsConfig": {"certFile": "/tls.crt"}}], "spec.extenders[0].tlsConfig", "a client certificate needs both a certificate and a key: keyFile or keyData is missing", id="cert without key"),
+        pytest.param([{"urlPrefix": "https://u", "tlsConfig": {"keyData": "S0VZ"}}], "spec.extenders[0].tlsConfig", "a client certificate needs both a certificate and a key: certFile or certData is missing", id="key without cert"),
+        pytest.param([{"urlPrefix": "https://u", "tlsConfig": {"caData": "not base64!"}}], "spec.extenders[0].tlsConfig.caData", "must be base64-encoded PEM", id="ca data not base64"),
+        pytest.param([{"urlPrefix": "https://u", "tlsConfig": {"serverName": 7}}], "spec.extenders[0].tlsConfig.serverName", "must be a string", id="server name not a string"),
+        pytest.param([{"urlPrefix": "http://u", "managedResources": [{"name": "nvidia.com/gpu"}, {"name": "cpu"}]}], "spec.extenders[0].managedResources[1].name", "'cpu' is an invalid extended resource name (a domain-prefixed name outside kubernetes.io, such as example.com/gpu)", id="native resource"),
+        pytest.param([{"urlPrefix": "http://u", "managedResources": [{"name": "kubernetes.io/x"}]}], "spec.extenders[0].managedResources[0].name", "'kubernetes.io/x' is an invalid extended resource name (a domain-prefixed name outside kubernetes.io, such as example.com/gpu)", id="kubernetes.io resource"),
+        pytest.param([{"urlPrefix": "http://a", "managedResources": [{"name": "x.io/gpu"}]}, {"urlPrefix": "http://b", "managedResources": [{"name": "x.io/gpu"}]}], "spec.extenders[1].managedResources[0].name", "duplicate extender managed resource name: spec.extenders[0].managedResources[0].name manages it already", id="managed twice"),
     ],
-)
+)  # fmt: skip
 def test_bad_extenders(extenders: Any, path: str, message: str) -> None:
     assert errors(S(algorithmProvider="DefaultProvider", extenders=extenders))[path] == message
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from extender_server import ExtenderServer
 
 from kopf_scheduler.cli import main
 
@@ -100,8 +101,25 @@ def test_bin_packing_policy_fills_one_node_first(tmp_path: Path, capsys: pytest.
 def test_legacy_policy_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cluster = write(tmp_path, "c.yaml", [node("a", region="r1", zone="z1"), node("b", region="r1", zone="z2")])
     pods = write(tmp_path, "p.yaml", [pod("p0")])
-    got = placements(capsys, "--cluster", cluster, "--pods", pods, "--policy", str(LEGACY))
+    got = placements(capsys, "--cluster", cluster, "--pods", pods, "--policy", str(LEGACY), "--without-extenders")
     assert got["ns/p0"]["node"] in ("a", "b")
+
+
+def test_extenders_of_the_policy_are_called(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    routes = {
+        "filter": lambda args: (200, {"NodeNames": [n for n in args["NodeNames"] if n != "a"], "FailedNodes": {"a": "no licence on a"}}),
+        "prioritize": lambda args: (200, [{"Host": n, "Score": 10 if n == "c" else 0} for n in args["NodeNames"]]),
+    }
+    cluster = write(tmp_path, "c.yaml", [node("a"), node("b"), node("c")])
+    pods = write(tmp_path, "p.yaml", [pod("p0"), pod("big", cpu="8")])
+    with ExtenderServer(routes) as ext:
+        spec = {"schedulerName": "kopf-scheduler", "extenders": [
+            {"urlPrefix": ext.url, "filterVerb": "filter", "prioritizeVerb": "prioritize", "weight": 100, "nodeCacheCapable": True}]}  # fmt: skip
+        policy = write(tmp_path, "policy.yaml", [{"kind": "SchedulingPolicy", "metadata": {"name": "x"}, "spec": spec}])
+        got = placements(capsys, "--cluster", cluster, "--pods", pods, "--policy", policy)
+    assert got["ns/p0"]["node"] == "c"  # 10 * 10 * 100 outweighs any plugin score
+    assert ext.verbs() == ["filter", "prioritize"], "the pod that fits no node never reaches the extender"
+    assert got["ns/big"]["message"] == "0/3 nodes are available: 3 Insufficient cpu."
 
 
 def test_same_seed_same_placements(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

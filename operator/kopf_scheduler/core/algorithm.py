@@ -22,6 +22,11 @@ Follows today's upstream ``pkg/scheduler/schedule_one.go``:
 - Ties at the top score are broken uniformly at random with the caller's RNG.
 - A plugin that raises becomes an ERROR status naming it; the attempt fails
   with that error and the caller carries on.
+- HTTP extenders (``core/extenders.py``) run after the filter plugins, one after the other on
+  the nodes still feasible (``findNodesThatPassExtenders``), and add their weighted scores after
+  the score plugins (``prioritizeNodes``); see ``_filter_with_extenders`` and
+  ``_score_with_extenders``. A failing filter extender fails the attempt unless it is ignorable;
+  a failing prioritize call only loses that extender's scores, as upstream.
 
 A filter or score plugin may also be a ``VectorFilter`` / ``VectorScore`` (a form over the
 snapshot's ``NodeTable``); when every active filter is, the vector forms replace the per-node
@@ -32,7 +37,7 @@ which point is decided with ``isinstance`` once per profile (``GenericScheduler.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any, Final
@@ -41,6 +46,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .diagnosis import NO_NODES_AVAILABLE, Diagnosis, NodeScore
+from .extenders import EXTENDER_SCORE_SCALE, Extender, ExtenderConfig, ExtenderFilterResult, ExtenderPrioritizeResult
 from .framework import (
     SUCCESS,
     Code,
@@ -65,6 +71,8 @@ from .snapshot import Snapshot
 
 MIN_FEASIBLE_NODES_TO_FIND: Final = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND: Final = 5
+#: upstream ``framework.ExtenderName``: the "plugin" a pod is unschedulable for when extenders rejected nodes
+EXTENDER_NAME: Final = "Extender"
 
 
 def num_feasible_nodes_to_find(num_all_nodes: int, percentage: int = 0) -> int:
@@ -91,6 +99,8 @@ class ScheduleResult:
     scores: list[NodeScore] = field(default_factory=list)
     #: unschedulable: what the PostFilter plugins decided (None: the profile has none)
     post_filter: PostFilterResult | None = None
+    #: extender failures the attempt went on without (ignorable filters, prioritize calls): for the log
+    extender_errors: list[str] = field(default_factory=list)
 
     @property
     def unschedulable(self) -> bool:
@@ -105,15 +115,26 @@ class ScheduleResult:
 
 
 class GenericScheduler:
-    """Runs one Profile. Holds only the rotating start index between pods (upstream ``nextStartNodeIndex``)."""
+    """Runs one Profile. Holds only the rotating start index between pods (upstream ``nextStartNodeIndex``).
 
-    def __init__(self, profile: Profile) -> None:
+    A profile with extenders needs ``extender_factory``, which makes the ``Extender`` each of its
+    ``ExtenderConfig`` is called through (the edge's HTTP client; a fake in tests).
+    """
+
+    def __init__(self, profile: Profile, *, extender_factory: Callable[[ExtenderConfig], Extender] | None = None) -> None:
         self.profile = profile
         self.next_start_node_index = 0
         self._filters: list[FilterPlugin] = list(profile.filters)
         self._scorers = list(profile.scorers)
         self._vector_filters = [isinstance(p, VectorFilter) for p in self._filters]
         self._extensions = [p for p in self._filters if isinstance(p, PreFilterExtensions)]
+        if profile.extenders and extender_factory is None:
+            raise ValueError(f"profile {profile.scheduler_name!r} has {len(profile.extenders)} extender(s): pass an extender_factory")
+        built = [extender_factory(c) for c in profile.extenders] if extender_factory is not None else []
+        #: upstream ``buildExtenders``: ignorable extenders are called after the others
+        self.extenders: tuple[Extender, ...] = tuple(sorted(built, key=lambda e: e.is_ignorable))
+        #: upstream ``hasExtenderFilters() || hasScoring()``: look for more than one feasible node
+        self._extenders_choose = any(e.is_filter or e.is_prioritizer for e in self.extenders)
 
     # ------------------------------------------------------------------ entry point
 
@@ -133,32 +154,45 @@ class GenericScheduler:
         nominated = self._nominated_positions(pod, snapshot, nominator)
 
         feasible: list[int] | None = None
+        skipped: list[str] = []
         if pod.nominated_node_name:
             feasible = self._evaluate_nominated(state, pod, snapshot, active, nominated)
+            if feasible and self.extenders:
+                feasible, err = self._filter_with_extenders(pod, snapshot, feasible, diagnosis, skipped)
+                if err is not None:  # upstream logs it and searches every node
+                    skipped.append(f"nominated node {pod.nominated_node_name}: {err}")
         evaluated = 0
         if not feasible:
             only = _admitted(state, snapshot, diagnosis)
             want = num_feasible_nodes_to_find(n if only is None else len(only), self.profile.percentage_of_nodes_to_score)
-            if not self._scorers and not self.profile.extenders:
+            if not self._scorers and not self._extenders_choose:
                 want = 1
             feasible, evaluated, err = self._find_feasible(state, pod, snapshot, active, want, diagnosis, nominated, only)
             if err is not None:
                 return ScheduleResult(None, diagnosis, evaluated_nodes=evaluated, error=err)
             self.next_start_node_index = (self.next_start_node_index + evaluated) % n
+            if self.extenders:
+                feasible, err = self._filter_with_extenders(pod, snapshot, feasible, diagnosis, skipped)
+                if err is not None:
+                    return ScheduleResult(None, diagnosis, evaluated_nodes=evaluated, error=err, extender_errors=skipped)
         else:
             evaluated = 1
 
         if not feasible:
-            return self._run_post_filters(state, pod, snapshot, ScheduleResult(None, diagnosis, evaluated_nodes=evaluated), rng, nominator)
+            unfit = ScheduleResult(None, diagnosis, evaluated_nodes=evaluated, extender_errors=skipped)
+            return self._run_post_filters(state, pod, snapshot, unfit, rng, nominator)
         if len(feasible) == 1 and not explain:
-            return ScheduleResult(snapshot.node_infos[feasible[0]].name, diagnosis, evaluated_nodes=evaluated, feasible_nodes=1)
+            return ScheduleResult(snapshot.node_infos[feasible[0]].name, diagnosis, evaluated_nodes=evaluated, feasible_nodes=1, extender_errors=skipped)
 
         totals, parts, err = self._prioritize(state, pod, snapshot, feasible, explain)
         if err is not None:
             return ScheduleResult(None, diagnosis, evaluated_nodes=evaluated, feasible_nodes=len(feasible), error=err)
+        if self.extenders:
+            self._score_with_extenders(pod, snapshot, feasible, totals, parts, explain, skipped)
         chosen = select_host(totals, rng)
         result = ScheduleResult(
-            snapshot.node_infos[feasible[chosen]].name, diagnosis, evaluated_nodes=evaluated, feasible_nodes=len(feasible)
+            snapshot.node_infos[feasible[chosen]].name, diagnosis, evaluated_nodes=evaluated, feasible_nodes=len(feasible),
+            extender_errors=skipped,
         )
         if explain:
             result.scores = [
@@ -452,7 +486,8 @@ class GenericScheduler:
         totals = np.zeros(m, dtype=np.int64)
         parts: list[list[tuple[str, int, int]]] = []
         if not self._scorers:
-            totals += 1  # upstream: with no score plugins every node scores 1
+            if not self.extenders:
+                totals += 1  # upstream: with no score plugins and no extenders every node scores 1
             return totals, parts, None
         index = np.asarray(feasible, dtype=np.intp)
         infos: list[NodeInfo] | None = None
@@ -479,6 +514,85 @@ class GenericScheduler:
             if explain:
                 parts.append([(plugin.name, int(v), weight) for v in scores.tolist()])
         return totals, parts, None
+
+
+    # ------------------------------------------------------------------ extenders
+
+    def _filter_with_extenders(
+        self, pod: Pod, snapshot: Snapshot, feasible: list[int], diagnosis: Diagnosis, skipped: list[str]
+    ) -> tuple[list[int], str | None]:
+        """Upstream ``findNodesThatPassExtenders``: each interested filter extender in turn keeps some of
+        the feasible nodes; its failed nodes get its reasons. Returns the nodes left, or the error of a
+        non-ignorable extender (an ignorable one's goes to ``skipped``). *Keeping a node it was not sent
+        is an error whether the extender got names or Node objects (upstream accepts unknown Node
+        objects from the latter and scores them as empty nodes)."""
+        infos = snapshot.node_infos
+        position = snapshot.table.position
+        before = len(feasible)
+        for ext in self.extenders:
+            if not feasible:
+                break
+            if not ext.is_filter or not ext.is_interested(pod):
+                continue
+            nodes = _pick(infos, feasible)
+            try:
+                result = ext.filter(pod, nodes)
+            except Exception as exc:  # an Extender bug: an error like any other
+                result = ExtenderFilterResult(error=f"{type(exc).__name__}: {exc}")
+            if not result.error:
+                sent = {info.name for info in nodes}
+                stray = next((name for name in result.nodes if name not in sent), None)
+                if stray is not None:
+                    result = ExtenderFilterResult(error=f"extender {ext.name!r} claims a filtered node {stray!r} which is not found in the input node list")
+            if result.error:
+                if ext.is_ignorable:
+                    skipped.append(f"skipped ignorable extender {ext.name}: {result.error}")
+                    continue
+                return feasible, result.error
+            for name, reason in result.failed_and_unresolvable.items():
+                diagnosis.node_to_status[name] = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (reason,), ext.name)
+            for name, reason in result.failed.items():
+                if name not in result.failed_and_unresolvable:
+                    diagnosis.node_to_status[name] = Status(Code.UNSCHEDULABLE, (reason,), ext.name)
+            feasible = [position[name] for name in dict.fromkeys(result.nodes)]
+        if len(feasible) != before:
+            diagnosis.unschedulable_plugins.add(EXTENDER_NAME)
+        return feasible, None
+
+    def _score_with_extenders(
+        self,
+        pod: Pod,
+        snapshot: Snapshot,
+        feasible: list[int],
+        totals: npt.NDArray[np.int64],
+        parts: list[list[tuple[str, int, int]]],
+        explain: bool,
+        skipped: list[str],
+    ) -> None:
+        """Upstream ``prioritizeNodes``, the extenders' part: each interested prioritizer's 0..10 scores,
+        scaled to 0..MAX_NODE_SCORE and times its weight, add to the totals. A failed call adds nothing."""
+        nodes = _pick(snapshot.node_infos, feasible)
+        index = {info.name: i for i, info in enumerate(nodes)}
+        for ext in self.extenders:
+            if not ext.is_prioritizer or not ext.is_interested(pod):
+                continue
+            try:
+                result = ext.prioritize(pod, nodes)
+            except Exception as exc:  # an Extender bug: an error like any other
+                result = ExtenderPrioritizeResult(error=f"{type(exc).__name__}: {exc}")
+            if result.error:
+                skipped.append(f"extender {ext.name} gave no scores: {result.error}")
+                continue
+            scaled = np.zeros(len(nodes), dtype=np.int64)
+            for hp in result.scores:
+                i = index.get(hp.host)
+                if i is not None:
+                    scaled[i] += hp.score * EXTENDER_SCORE_SCALE
+            totals += scaled * ext.weight
+            if explain:
+                parts.append([(ext.name, int(v), ext.weight) for v in scaled.tolist()])
+
+
 
 
 def _pre_filter_rejected(diagnosis: Diagnosis, status: Status) -> ScheduleResult:

@@ -207,9 +207,16 @@ class SchedulerCache:
         self.update_snapshot(snap)
         return snap
 
-    def update_snapshot(self, snap: Snapshot) -> None:
-        """Bring ``snap`` up to date, re-cloning only NodeInfos whose generation moved."""
-        snap.objects = self.objects
+    def update_snapshot(self, snap: Snapshot, *, private_objects: bool = False) -> None:
+        """Bring ``snap`` up to date, re-cloning only NodeInfos whose generation moved.
+
+        The snapshot shares the cache's ``ClusterObjects``, or with ``private_objects`` holds a copy
+        of them (re-made only when they changed), for a cycle that runs while the cache changes.
+        """
+        if not private_objects:
+            snap.objects = self.objects
+        elif snap.objects is self.objects or snap.objects.generation != self.objects.generation:
+            snap.objects = self.objects.copy()
         if snap.node_set_version != self._node_set_version or len(snap) == 0 and self._nodes:
             snap.replace_all([self._nodes[name].clone() for name in self._tree_order()])
             snap.node_set_version = self._node_set_version

@@ -21,6 +21,12 @@ them itself:
 ``status.nominatedNodeName``: None leaves it, "" clears it, a name sets it. As upstream, a failure
 without a PostFilter verdict (no PostFilter plugin, or an error) clears the nomination.
 
+``schedule_one`` is three steps, which the operator also runs apart when a profile has extenders
+(their HTTP calls block, so the algorithm runs in a worker thread): ``prepare`` (skip, or bring the
+snapshot up to date), ``decide`` (the algorithm alone: it reads only the snapshot and the
+scheduler, so it may run off the event loop while watch events change the cache and the queue)
+and ``conclude`` (assume, or put the pod back in the queue).
+
 ``next_wait`` says how long the loop may sleep before it pops again. Time (``now``, any monotonic
 origin) and randomness (``rng``, for the tie-break) are arguments.
 """
@@ -30,13 +36,26 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from .algorithm import GenericScheduler
+from .algorithm import GenericScheduler, ScheduleResult
 from .cache import PodState, SchedulerCache
 from .objects import Pod
-from .queueing import QueuedPodInfo, SchedulingQueue
+from .queueing import Nominator, QueuedPodInfo, SchedulingQueue
 from .snapshot import Snapshot
 
-__all__ = ["Bind", "Error", "Outcome", "Skip", "Unschedulable", "binding_failed", "binding_succeeded", "next_wait", "schedule_one"]
+__all__ = [
+    "Bind",
+    "Error",
+    "Outcome",
+    "Skip",
+    "Unschedulable",
+    "binding_failed",
+    "binding_succeeded",
+    "conclude",
+    "decide",
+    "next_wait",
+    "prepare",
+    "schedule_one",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,37 +113,67 @@ def schedule_one(
     now: float,
 ) -> Outcome:
     """Decide for the popped pod `info` with `scheduler`'s profile; `snapshot` is brought up to date first."""
-    pod = info.pod
-    reason = _skip_reason(pod, cache)
+    skip = prepare(info, snapshot, cache=cache, queue=queue)
+    if skip is not None:
+        return skip
+    return conclude(info, decide(info, snapshot, scheduler, rng=rng, nominator=queue.nominator), cache=cache, queue=queue, now=now)
+
+
+def prepare(info: QueuedPodInfo, snapshot: Snapshot, *, cache: SchedulerCache, queue: SchedulingQueue, private_objects: bool = False) -> Skip | None:
+    """Skip the pod (it leaves the queue), or bring `snapshot` up to date for ``decide``. With
+    `private_objects` the snapshot gets its own copy of the cluster objects, for a ``decide`` run
+    while watch events change the cache's."""
+    reason = _skip_reason(info.pod, cache)
     if reason:
-        queue.done(pod)
+        queue.done(info.pod)
         return Skip(reason)
-    cache.update_snapshot(snapshot)
+    cache.update_snapshot(snapshot, private_objects=private_objects)
+    return None
+
+
+def decide(
+    info: QueuedPodInfo, snapshot: Snapshot, scheduler: GenericScheduler, *, rng: random.Random, nominator: Nominator | None = None
+) -> ScheduleResult | Error:
+    """The algorithm's result, or an ``Error`` when it raised (a bug: the plugin runtime turns plugin
+    errors into statuses, this is the last resort). Touches only its arguments: off the event loop,
+    pass a copy of the queue's `nominator` (``Nominator.copy``), which watch events change."""
     try:
-        result = scheduler.schedule(pod, snapshot, rng=rng, nominator=queue.nominator)
-    except Exception as exc:  # the plugin runtime turns plugin errors into statuses; this is the last resort
+        return scheduler.schedule(info.pod, snapshot, rng=rng, nominator=nominator)
+    except Exception as exc:
+        return Error(f"internal error: {exc!r}", exc)
+
+
+def conclude(info: QueuedPodInfo, decided: ScheduleResult | Error, *, cache: SchedulerCache, queue: SchedulingQueue, now: float) -> Outcome:
+    """Carry a decision into the cache and the queue: assume the pod on its node, or put it back
+    (nominated to the node preemption made room on, when it did)."""
+    pod = info.pod
+    if isinstance(decided, Error):
         queue.add_backoff(info, now)
-        return Error(f"internal error: {exc!r}", exc, _clear(queue, pod))
-    if result.node is not None:
+        return Error(decided.message, decided.exception, _clear(queue, pod))
+    if decided.node is not None:
+        reason = _skip_reason(pod, cache)
+        if reason:  # only when decide ran off the loop: the watch saw the pod bound or deleted meanwhile
+            queue.done(pod)
+            return Skip(reason)
         queue.delete_nominated_pod(pod)  # upstream assume: the cache holds it now, not the nominator
-        return Bind(cache.assume(pod, result.node), result.node)  # legal: _skip_reason saw it absent
-    if result.error is not None:
+        return Bind(cache.assume(pod, decided.node), decided.node)
+    if decided.error is not None:
         queue.add_backoff(info, now)
-        return Error(result.error, None, _clear(queue, pod))
-    plugins = frozenset(result.diagnosis.unschedulable_plugins)
-    verdict = result.post_filter
+        return Error(decided.error, None, _clear(queue, pod))
+    plugins = frozenset(decided.diagnosis.unschedulable_plugins)
+    verdict = decided.post_filter
     nominated = verdict.nominated_node if verdict is not None else ""
     queued = queue.add_unschedulable(info, now, plugins=plugins)
     if not nominated:
         cleared = _clear(queue, pod) if nominated == "" else None
-        return Unschedulable(result.message, plugins, cleared, post_filtered=verdict is not None)
+        return Unschedulable(decided.message, plugins, cleared, post_filtered=verdict is not None)
     assert verdict is not None
     lower = tuple(p for p in queue.nominator.pods_for_node(nominated) if p.priority < pod.priority)
     for other in lower:
         queue.delete_nominated_pod(other)
     if queued:
         queue.add_nominated_pod(info.pod, nominated)
-    return Unschedulable(result.message, plugins, nominated, verdict.victims, lower, post_filtered=True)
+    return Unschedulable(decided.message, plugins, nominated, verdict.victims, lower, post_filtered=True)
 
 
 def _clear(queue: SchedulingQueue, pod: Pod) -> str:

@@ -6,6 +6,11 @@ only the fields the scheduler needs, with quantities already parsed. A
 malformed body raises ``ObjectError`` naming the field path; callers at the
 edge (the operator, the simulator) turn that into an event or a message and
 carry on. Nothing here does I/O.
+
+Nodes and unbound pods also keep their ``source``: the body as read, without
+``metadata.managedFields`` (as upstream's informers trim it), because HTTP
+extenders are sent the API objects themselves. It is shared, never mutated.
+Bound pods drop it: the scheduler never sends them anywhere, and there are many.
 """
 
 from __future__ import annotations
@@ -373,6 +378,8 @@ class Pod:
     limits: Resources = ZERO_RESOURCES
     #: host ports of the sidecar (restartable init) containers, then of the containers (upstream ``GetHostPorts``)
     host_ports: tuple[ContainerPort, ...] = ()
+    #: the API body of an unbound pod (see the module docstring); None for bound pods
+    source: Mapping[str, Any] | None = field(default=None, repr=False)
 
     @property
     def key(self) -> str:
@@ -450,6 +457,8 @@ class Node:
     capacity: Resources = ZERO_RESOURCES
     images: tuple[ImageState, ...] = ()
     resource_version: str = ""
+    #: the API body (see the module docstring)
+    source: Mapping[str, Any] | None = field(default=None, repr=False)
 
     def __repr__(self) -> str:
         return f"Node({self.name})"
@@ -1013,6 +1022,7 @@ def parse_pod(body: Mapping[str, Any]) -> Pod:
         container_non_zero_requests=to_resources(container_non_zero),
         limits=limits,
         host_ports=tuple(p for c in init if c.restartable for p in c.ports) + tuple(p for c in containers for p in c.ports),
+        source=None if spec.get("nodeName") else _source(body, meta),
     )
 
 
@@ -1065,7 +1075,15 @@ def parse_node(body: Mapping[str, Any]) -> Node:
         capacity=capacity,
         images=tuple(images),
         resource_version=str(meta.get("resourceVersion") or ""),
+        source=_source(body, meta),
     )
+
+
+def _source(body: Mapping[str, Any], meta: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The body to keep: as read, or a shallow copy whose metadata lacks ``managedFields``."""
+    if "managedFields" not in meta:
+        return body
+    return {**body, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
 
 
 def parse_persistent_volume(body: Mapping[str, Any]) -> PersistentVolume:

@@ -53,7 +53,9 @@ Rules (decisions marked *):
   adds a DefaultPreemption PostFilter with its default arguments. DefaultPreemption is not a
   predicate or priority name: this switch is the one way to enable or disable it.
 - ``percentageOfNodesToScore`` 0..100 (0 = adaptive); backoffs > 0 seconds, max >= initial.
-- Extenders: see ``core/extenders.py``.
+- Extenders: see ``core/extenders.py``. The resources they manage with ``ignoredByScheduler`` are
+  added to every NodeResourcesFit instance's ``ignoredResources`` (*upstream replaces that list;
+  we keep the policy's own entries too).
 - *Names are matched case-insensitively and written back in their canonical spelling.
 
 Pure: no I/O.
@@ -72,6 +74,7 @@ from .extenders import ExtenderConfig, validate_extenders
 from .framework import FilterPlugin, Plugin, PostFilterPlugin, ScorePlugin
 from .plugins.default_preemption import DefaultPreemption
 from .plugins.inter_pod_affinity import InterPodAffinity
+from .plugins.node_resources_fit import NodeResourcesFit
 from .plugins.pod_topology_spread import PodTopologySpread
 from .profile import DEFAULT_POD_INITIAL_BACKOFF_SECONDS, DEFAULT_POD_MAX_BACKOFF_SECONDS, Profile
 from .registry import DEFAULT_PROFILE, PluginRef, Registry
@@ -574,6 +577,18 @@ def _group(requests: _Requests, settings: _Settings, errors: list[FieldError]) -
     return out
 
 
+def _ignore_extender_resources(instances: _Instances, extenders: list[ExtenderConfig]) -> None:
+    """Upstream ``buildExtenders``: NodeResourcesFit leaves the extenders' ``ignoredByScheduler`` resources alone."""
+    ignored = [name for ext in extenders for name in ext.ignored_by_scheduler]
+    if not ignored:
+        return
+    for inst in instances.by_key.values():
+        if inst.ref.cls is NodeResourcesFit:
+            own = inst.args.get("ignoredResources", [])
+            if isinstance(own, list):  # else the arguments parser reports it
+                inst.args["ignoredResources"] = own + [name for name in ignored if name not in own]
+
+
 def _build(instances: _Instances, errors: list[FieldError]) -> None:
     for inst in instances.by_key.values():
         try:
@@ -623,6 +638,7 @@ def validate_policy(spec: Mapping[str, Any], *, source: str = "", registry: Regi
     instances = _group(requests, settings, errors)
     if errors:
         return errors
+    _ignore_extender_resources(instances, extenders)
     _build(instances, errors)
     if errors:
         return errors

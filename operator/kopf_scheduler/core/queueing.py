@@ -197,6 +197,13 @@ class Nominator:
             keep = self._node_of.get(new.uid, "")
         self.add(new, keep)
 
+    def copy(self) -> Nominator:
+        """An independent copy, for an attempt decided off the event loop while watch events change this one."""
+        out = Nominator()
+        out._by_node = {node: dict(pods) for node, pods in self._by_node.items()}
+        out._node_of = dict(self._node_of)
+        return out
+
     def delete(self, uid: str) -> None:
         node = self._node_of.pop(uid, None)
         if node is None:

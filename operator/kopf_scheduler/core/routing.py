@@ -243,7 +243,8 @@ def route_namespace(
     """A namespace's labels (None: deleted)."""
     known = cache.objects.namespace_labels
     if labels is None:
-        known.pop(name, None)
+        if known.pop(name, None) is not None:
+            cache.objects.generation += 1
         return NOTHING
     if known.get(name) == labels:
         return NOTHING

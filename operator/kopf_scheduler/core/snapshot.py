@@ -17,6 +17,7 @@ controllers, volumes, namespaces); the cache keeps it and the snapshot shares it
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -54,6 +55,14 @@ class ClusterObjects:
     namespace_labels: dict[str, Mapping[str, str]] = field(default_factory=dict)  # ns
     #: bumped on every change, so per-pod caches keyed on it stay valid until something changes
     generation: int = 0
+
+    def copy(self) -> ClusterObjects:
+        """A copy that later changes to these dictionaries do not touch (their values are immutable)."""
+        out = dataclasses.replace(self)
+        for f in dataclasses.fields(self):
+            if isinstance(store := getattr(self, f.name), dict):
+                setattr(out, f.name, dict(store))
+        return out
 
     def services_of(self, pod: Pod) -> list[Service]:
         """Services in the pod's namespace whose (non-empty) selector matches the pod."""

@@ -1,5 +1,8 @@
-"""POST pods/{name}/binding, and what follows (``core.cycle.binding_succeeded`` / ``binding_failed``).
+"""Bind an assumed pod, and what follows (``core.cycle.binding_succeeded`` / ``binding_failed``).
 
+An extender with a ``bindVerb`` that is interested in the pod binds it instead of the API server
+(``core.extenders.bind_with_extenders``, upstream ``extendersBinding``; its blocking call runs in
+the App's thread pool); otherwise, or when an ignorable binder failed, we POST pods/{name}/binding.
 The Binding carries the pod's uid, so the API server refuses to bind a pod that was deleted and
 recreated under the same name. A 409 (already bound), 404 (gone) or any other failure forgets
 the assumption and requeues with backoff (a deleted pod is dropped by the queue itself); this
@@ -11,6 +14,7 @@ from __future__ import annotations
 import logging
 
 from ..core.cycle import binding_failed, binding_succeeded
+from ..core.extenders import bind_with_extenders, binds_with_extender
 from ..core.objects import Pod
 from ..core.queueing import QueuedPodInfo
 from . import events
@@ -35,12 +39,10 @@ async def bind(app: App, state: PolicyState, info: QueuedPodInfo, placed: Pod, *
     try:
         node = placed.node_name
         t0 = app.now()
-        code, answer = await app.api.request(
-            "POST", f"/api/v1/namespaces/{placed.namespace}/pods/{placed.name}/binding", _binding_body(placed, node)
-        )
+        rejected = await _bind(app, state, placed, node)
         t1 = app.now()
         profile = state.scheduler_name
-        if 200 <= code < 300:
+        if rejected is None:
             app.metrics.observe_binding("success", t1 - t0)
             app.metrics.observe_e2e("scheduled", profile, t1 - started)
             app.metrics.observe_attempt("scheduled", profile, t1 - started)
@@ -53,15 +55,34 @@ async def bind(app: App, state: PolicyState, info: QueuedPodInfo, placed: Pod, *
             return
         app.metrics.observe_binding("error", t1 - t0)
         app.metrics.observe_attempt("error", profile, t1 - started)
-        detail = answer.get("message", answer) if isinstance(answer, dict) else answer
-        logger.warning("binding %s to %s rejected: HTTP %s %s", placed.key, node, code, str(detail)[:300])
         binding_failed(info, placed, cache=app.cache, queue=state.queue, now=t1)
         state.wakeup.set()
         app.spawn(
             events.failed_scheduling(
                 app, namespace=placed.namespace, name=placed.name, uid=placed.uid,
-                message=f"Binding rejected: {detail}", action=events.ACTION_BINDING,
+                message=f"Binding rejected: {rejected}", action=events.ACTION_BINDING,
             )
         )
     finally:
         app.bind_slots.release()
+
+
+async def _bind(app: App, state: PolicyState, placed: Pod, node: str) -> str | None:
+    """Bind through an extender or the API server: None when bound, else why not."""
+    extenders = state.scheduler.extenders
+    if binds_with_extender(extenders, placed):
+        done = await app.run_blocking(bind_with_extenders, extenders, placed, node)
+        for problem in done.skipped:
+            logger.warning("binding %s to %s: skipped ignorable extender %s", placed.key, node, problem)
+        if done.status is not None:
+            if not done.status.is_success:
+                logger.warning("binding %s to %s rejected by extender %s: %s", placed.key, node, done.binder, done.status.message[:300])
+            return None if done.status.is_success else done.status.message
+    code, answer = await app.api.request(
+        "POST", f"/api/v1/namespaces/{placed.namespace}/pods/{placed.name}/binding", _binding_body(placed, node)
+    )
+    if 200 <= code < 300:
+        return None
+    detail = answer.get("message", answer) if isinstance(answer, dict) else answer
+    logger.warning("binding %s to %s rejected: HTTP %s %s", placed.key, node, code, str(detail)[:300])
+    return str(detail)

@@ -11,6 +11,11 @@ the core decide (``core.cycle.schedule_one``) and carry out the outcome:
   preemption chose victims, they are evicted before the next pop (``kube/preemption.py``);
 - ``Error``: a FailedScheduling event (and a cleared nomination); ``Skip``: nothing.
 
+A policy with HTTP extenders decides off the event loop: ``prepare`` and ``conclude`` run here,
+``decide`` (the algorithm and its blocking extender calls) in ``App.run_blocking``'s thread pool,
+on the policy's own snapshot with a private copy of the cluster objects. Attempts without
+extenders stay on the loop (a thread hop costs more than most attempts).
+
 Every ``HOUSEKEEPING_PERIOD`` seconds: expire unconfirmed assumptions (``core.routing``) and
 refresh gauges. Only while ``app.leading`` is set does the loop pop; a standby keeps its cache
 and queues warm.
@@ -24,7 +29,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from ..core import routing
-from ..core.cycle import Bind, Error, Skip, Unschedulable, next_wait, schedule_one
+from ..core.cycle import Bind, Error, Outcome, Skip, Unschedulable, conclude, decide, next_wait, prepare, schedule_one
 from ..core.diagnosis import truncate_message
 from ..core.objects import Pod
 from ..core.queueing import QueuedPodInfo
@@ -100,7 +105,10 @@ async def _attempt(app: App, state: PolicyState, info: QueuedPodInfo) -> None:
     """One cycle: the core decides, this carries the outcome out."""
     pod = info.pod
     started = app.now()
-    outcome = schedule_one(info, state.snapshot, state.scheduler, cache=app.cache, queue=state.queue, rng=state.rng, now=started)
+    if state.scheduler.extenders:
+        outcome = await _schedule_one_off_loop(app, state, info)
+    else:
+        outcome = schedule_one(info, state.snapshot, state.scheduler, cache=app.cache, queue=state.queue, rng=state.rng, now=started)
     done = app.now()
     profile = state.scheduler_name
     match outcome:
@@ -130,6 +138,19 @@ async def _attempt(app: App, state: PolicyState, info: QueuedPodInfo) -> None:
             app.spawn(events.failed_scheduling(app, namespace=pod.namespace, name=pod.name, uid=pod.uid, message=message))
             if nominated == "" and pod.nominated_node_name:
                 app.spawn(preemption.patch_pod_status(app, pod, nominated_node=""))
+
+
+async def _schedule_one_off_loop(app: App, state: PolicyState, info: QueuedPodInfo) -> Outcome:
+    """``schedule_one`` with the algorithm in a worker thread: its extender calls block."""
+    scheduler, snapshot = state.scheduler, state.snapshot
+    skip = prepare(info, snapshot, cache=app.cache, queue=state.queue, private_objects=True)
+    if skip is not None:
+        return skip
+    decided = await app.run_blocking(decide, info, snapshot, scheduler, rng=state.rng, nominator=state.queue.nominator.copy())
+    if not isinstance(decided, Error):
+        for problem in decided.extender_errors:
+            logger.info("scheduling %s: %s", info.pod.key, problem)
+    return conclude(info, decided, cache=app.cache, queue=state.queue, now=app.now())
 
 
 async def _update_status(app: App, pod: Pod, message: str | None, nominated_node: str | None) -> None:

@@ -1,8 +1,13 @@
-"""``kopf-scheduler simulate``: schedule PODS.yaml onto CLUSTER.yaml offline and print the placements."""
+"""``kopf-scheduler simulate``: schedule PODS.yaml onto CLUSTER.yaml offline and print the placements.
+
+The policy's HTTP extenders are called as the operator calls them (they must be reachable), unless
+``--without-extenders`` leaves them out.
+"""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -12,6 +17,7 @@ import yaml
 
 from ..core.profile import Profile
 from ..entry_points import installed_registry
+from ..extender_client import HTTPExtender, setup_problems
 from .loader import ManifestError, load_cluster, load_pods, read_documents
 from .report import to_json, to_table
 from .simulator import Simulation
@@ -57,10 +63,14 @@ def run(args: argparse.Namespace) -> int:
         loaded = load_cluster(read_documents(args.cluster), source=str(args.cluster))
         pods = load_pods(read_documents(args.pods), source=str(args.pods), priority_classes=loaded.priority_classes)
         profile = load_policy(args.policy)
+        if args.without_extenders:
+            profile = dataclasses.replace(profile, extenders=())
+        elif problems := setup_problems(profile.extenders):
+            raise PolicyFileError(f"{args.policy}: cannot call its extenders:\n" + "\n".join(f"  {e.path}: {e.message}" for e in problems))
     except (ManifestError, PolicyFileError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    sim = Simulation(loaded.cache, profile, seed=args.seed, explain=args.explain)
+    sim = Simulation(loaded.cache, profile, seed=args.seed, explain=args.explain, extender_factory=HTTPExtender)
     result = sim.run(pods)
     if args.output == "json":
         print(to_json(result))
@@ -86,6 +96,7 @@ def add_parser(subparsers: Any, name: str, help: str) -> None:
         action="store_true",
         help="per pod: the feasible nodes, each filtered node's plugin and reasons, each feasible node's per-plugin scores and total",
     )
+    p.add_argument("--without-extenders", action="store_true", help="leave the policy's HTTP extenders out (offline, or when they are unreachable)")
     p.set_defaults(func=run)
 
 

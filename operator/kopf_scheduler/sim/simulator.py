@@ -17,6 +17,9 @@ the profile's preemption chooses a node, the victims leave the simulated cluster
 nominated to that node and tried again right away (the operator retries it when the victims'
 deletions arrive). A pod that still does not fit stays nominated, so later pods of lower
 priority do not take its room.
+
+A policy's extenders are called through ``extender_factory`` (``simulate`` passes the HTTP
+client, ``kopf_scheduler.extender_client.HTTPExtender``); the simulated bind never calls them.
 """
 
 from __future__ import annotations
@@ -24,13 +27,14 @@ from __future__ import annotations
 import dataclasses
 import random
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
 from ..core.algorithm import GenericScheduler, ScheduleResult
 from ..core.cache import SchedulerCache
 from ..core.diagnosis import Diagnosis, NodeScore
+from ..core.extenders import Extender, ExtenderConfig
 from ..core.framework import Code
 from ..core.objects import Pod
 from ..core.profile import Profile
@@ -109,10 +113,18 @@ class SimulationResult:
 
 
 class Simulation:
-    def __init__(self, cache: SchedulerCache, profile: Profile, *, seed: int = 0, explain: bool = False) -> None:
+    def __init__(
+        self,
+        cache: SchedulerCache,
+        profile: Profile,
+        *,
+        seed: int = 0,
+        explain: bool = False,
+        extender_factory: Callable[[ExtenderConfig], Extender] | None = None,
+    ) -> None:
         self.cache = cache
         self.profile = profile
-        self.algorithm = GenericScheduler(profile)
+        self.algorithm = GenericScheduler(profile, extender_factory=extender_factory)
         self.rng = random.Random(seed)
         self.snapshot = Snapshot(cache.objects)
         self.explain = explain
