@@ -119,7 +119,9 @@ def test_extenders_of_the_policy_are_called(tmp_path: Path, capsys: pytest.Captu
         got = placements(capsys, "--cluster", cluster, "--pods", pods, "--policy", policy)
     assert got["ns/p0"]["node"] == "c"  # 10 * 10 * 100 outweighs any plugin score
     assert ext.verbs() == ["filter", "prioritize"], "the pod that fits no node never reaches the extender"
-    assert got["ns/big"]["message"] == "0/3 nodes are available: 3 Insufficient cpu."
+    assert got["ns/big"]["message"] == (
+        "0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+    )
 
 
 def test_same_seed_same_placements(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
