@@ -53,6 +53,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
@@ -287,6 +288,7 @@ class BindWatch:
         self.expected = expected
         self.on_first, self.on_last = on_first, on_last
         self.bound: dict[str, float] = {}  # pod name -> time.monotonic() when seen bound
+        self.node_of: dict[str, str] = {}  # pod name -> its node
         self.all_bound = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
@@ -294,6 +296,7 @@ class BindWatch:
         name = pod["metadata"]["name"]
         if pod["spec"].get("nodeName") and name not in self.bound:
             self.bound[name] = now
+            self.node_of[name] = pod["spec"]["nodeName"]
             if len(self.bound) == 1:
                 self.on_first()
             if len(self.bound) == self.expected:
@@ -519,6 +522,8 @@ class Run:
     apiserver_cpu_s_per_1000: float | None = None
     etcd_cpu_s_per_1000: float | None = None
     bench_cpu_s_per_1000: float | None = None
+    nodes_used: int = 0  # distinct nodes the pods went to: a spreading scheduler that saw every node uses many
+    max_pods_per_node: int = 0
     other_cores: float | None = None  # mean cores busy outside the contender, apiserver, etcd and this process
     peak_rss_mib: float | None = None
     ready_s: float | None = None  # process start -> ready
@@ -592,6 +597,8 @@ async def measure(bench: Bench, workload: Workload, size: Size, contender: Conte
         bench.progress.run_finished()
     run.load_avg = [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]]
     fill(run, watch.bound, samples, created, t_start)
+    per_node = Counter(watch.node_of.values())
+    run.nodes_used, run.max_pods_per_node = len(per_node), max(per_node.values(), default=0)
     await bench.kube.empty(NAMESPACE)
     return run
 

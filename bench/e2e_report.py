@@ -28,6 +28,7 @@ COLUMNS: tuple[tuple[str, str, int], ...] = (
     ("peak_rss_mib", "peak RSS MiB", 0),
     ("apiserver_cpu_s_per_1000", "apiserver CPU-s/1000", 2),
     ("ready_s", "ready after s", 1),
+    ("nodes_used", "nodes used", 0),
     ("other_cores", "others' load (cores)", 2),
 )
 STEADY_COLUMNS: tuple[tuple[str, str, int], ...] = (
