@@ -1,32 +1,37 @@
 """End-to-end scheduling benchmark on a real API server: kopf-scheduler against upstream and two ceilings.
 
     python bench/bench_e2e.py --quick                      # every workload but 5000 nodes, small, 1 round (< 5 min)
-    python bench/bench_e2e.py                              # every workload, 3 rounds (about an hour on 2 cores)
+    python bench/bench_e2e.py                              # every workload, 3 rounds (about 25 min on 2 cores)
     python bench/bench_e2e.py --workloads basic-200,basic-5000 --rounds 3
     python bench/bench_e2e.py --workloads steady --contenders ours,upstream --rate 100
+    python bench/bench_e2e.py --workloads basic-200 --contenders ours --profile-ours /tmp/prof   # py-spy
 
 Each workload gets a fresh local control plane (etcd + kube-apiserver v1.37.2, see
 kopf_scheduler.cluster) with its nodes. The contenders then run in turn on it, each as its own
 process, with the same nodes and the same pods (only spec.schedulerName differs), in `--rounds`
 rounds whose order rotates, so slow drift and noise cancel in the per-round ratios:
 
-- ours:       ``kopf-scheduler run --kubeconfig K --metrics-port P`` (the production entry) after
-              the CRD (crds/schedulingpolicy.yaml) and one shipped policy (`--policy-file`) are applied;
+- ours:       ``kopf-scheduler run --kubeconfig K --metrics-port P`` (the production entry; P is a
+              free port, as port 0 would turn /readyz off) after the CRD (crds/schedulingpolicy.yaml)
+              and one shipped policy (`--policy-file`) are applied;
 - upstream:   kube-scheduler v1.37.2 from the same build, its default profile (default-scheduler),
               client qps/burst 5000 as scheduler_perf sets them, leader election off;
 - raw:        bench/raw_binder.py: binds pending pods round-robin, 64 in flight: the ceiling;
 - raw-events: the same, plus one Scheduled Event per pod (what every scheduler also writes).
 
 What is counted. The pods are created first (steady arrival excepted), then the contender is
-started; the benchmark waits for it to report ready (ours /readyz, upstream /readyz, the raw
-binders a file written after their initial lists) and records when. One pod watch in this
-process records when each pod's spec.nodeName first appears. Throughput = pods bound / (last
-bind - first bind): start-up, informer sync and pod creation are outside the window. CPU is
-utime+stime from /proc/PID/stat of the contender (and any child) between the first and the last
-bind, per 1000 pods; the API server's and etcd's CPU over the same window is reported too (all
-share the machine's cores). Peak RSS is VmHWM at the end. In steady arrival the pods are created
-at `--rate` pods/s once the contender is ready, and latency is from the 201 of the create to the
-watch seeing the bind.
+started; the benchmark waits for it to report ready (ours and upstream: /readyz; the raw binders:
+a file written after their initial lists) and records when, and how many binds came before. One
+pod watch in this process records when each pod's spec.nodeName first appears, and where.
+Throughput = pods bound / (last bind - first bind): start-up, informer sync and pod creation are
+outside the window. CPU is utime+stime(+children) from /proc/PID/stat of the contender and its
+descendants between the first and the last bind, per 1000 pods; the API server's, etcd's and this
+process's CPU over the same window are recorded too (all share the machine's cores), and so is the
+CPU the rest of the machine burnt meanwhile ("others' load", in cores: other users of a shared
+machine). Peak RSS is VmHWM at the end. "Nodes used" counts the distinct nodes the pods went to: a
+spreading scheduler that saw every node uses min(pods, feasible nodes). In steady arrival the pods
+are created at `--rate` pods/s once the contender is ready, and latency runs from the 201 of each
+create to the watch seeing the bind.
 
 Workloads follow upstream test/integration/scheduler_perf (templates node-default, pod-default,
 pod-with-node-affinity, pod-with-pod-anti-affinity, pod-with-topology-spreading); "init" pods are
@@ -34,8 +39,10 @@ created already bound (spec.nodeName set), so they load the nodes without being 
 deviation: nodes are spread over zone1..zone3 in every workload, so node affinity (zone In
 [zone1, zone2]) rules out a third of them (scheduler_perf labels every node zone1).
 
-Results: a table on stdout; bench/results/e2e-<stamp>.{json,md} and latest.{json,md}; a PNG of
-bound pods over time per workload when matplotlib is installed (``pip install -e '.[bench]'``).
+Results: a table on stdout; bench/results/e2e-<stamp>.{json,md} plus a PNG of bound pods over time
+per workload (with matplotlib: ``pip install -e '.[bench]'``), and the same as latest* (or
+latest-quick* with --quick, which leaves the full run's latest* alone). To draw
+the Markdown and PNGs of a JSON again: ``python bench/e2e_report.py bench/results/latest.json``.
 """
 
 from __future__ import annotations
@@ -648,7 +655,7 @@ def fill(run: Run, bound: dict[str, float], samples: dict[str, dict[str, float |
         latencies = sorted(max(0.0, bound[n] - created[n]) for n in bound if n in created)
         run.latency_ms = {f"p{q}": 1000 * e2e_report.percentile(latencies, q) for q in (50, 90, 99)}
         run.latency_ms["max"] = 1000 * latencies[-1]
-    step = max(1, len(times) // 200)  # at most ~200 points in the JSON
+    step = max(1, len(times) // 60)  # about 60 points: enough for the plot, small in the JSON
     run.timeline = [(round(t - t_start, 3), i + 1) for i, t in enumerate(times) if i % step == 0 or i == len(times) - 1]
 
 

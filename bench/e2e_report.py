@@ -12,6 +12,7 @@ import json
 import math
 import os
 import platform
+import re
 import shutil
 import statistics
 import sys
@@ -76,11 +77,20 @@ def machine() -> dict[str, Any]:
     }
 
 
+def _package(frame: str) -> str:
+    """'f (kopf_scheduler/core/cache.py)' -> 'kopf_scheduler.core'; 'g (aiohttp/client.py)' -> 'aiohttp'; 'h (ssl.py)' -> 'ssl'."""
+    path = frame[frame.rfind("(") + 1 : -1]
+    parts = path.removesuffix(".py").split("/")
+    return ".".join(parts[:2]) if parts[0] == "kopf_scheduler" and len(parts) > 1 else parts[0]
+
+
 def profile_summary(collapsed: str, top: int = 25) -> str:
-    """The functions taking most samples in py-spy's collapsed stacks ("f1 (file);f2 (file) COUNT" lines):
-    by self time (the innermost frame) and by inclusive time (anywhere on the stack)."""
+    """Where the samples of py-spy's collapsed stacks ("f1 (file);f2 (file) COUNT" lines) went: by
+    package and by function of the innermost frame (self), and by function anywhere on the stack
+    (inclusive; frames on nearly every stack, the entry point and the event loop, are left out)."""
     own: dict[str, int] = {}
     inclusive: dict[str, int] = {}
+    packages: dict[str, int] = {}
     total = 0
     for line in collapsed.splitlines():
         stack, _, count_text = line.rpartition(" ")
@@ -90,12 +100,20 @@ def profile_summary(collapsed: str, top: int = 25) -> str:
         total += count
         frames = [f for f in stack.split(";") if f]
         own[frames[-1]] = own.get(frames[-1], 0) + count
+        packages[_package(frames[-1])] = packages.get(_package(frames[-1]), 0) + count
         for frame in set(frames):
             inclusive[frame] = inclusive.get(frame, 0) + count
-    lines = [f"{total} samples (py-spy, on-CPU only)", "", "self %  function"]
-    lines += [f"{100 * n / total:5.1f}  {f}" for f, n in sorted(own.items(), key=lambda kv: -kv[1])[:top]]
-    lines += ["", "incl %  function"]
-    lines += [f"{100 * n / total:5.1f}  {f}" for f, n in sorted(inclusive.items(), key=lambda kv: -kv[1])[:top]]
+    if not total:
+        return "no samples\n"
+
+    def table(title: str, counts: dict[str, int], limit: int) -> list[str]:
+        ranked = sorted(counts.items(), key=lambda kv: -kv[1])[:limit]
+        return ["", title, *(f"{100 * n / total:5.1f}  {name}" for name, n in ranked)]
+
+    lines = [f"{total} samples (py-spy, on-CPU only)"]
+    lines += table("self %  package", packages, 12)
+    lines += table("self %  function", own, top)
+    lines += table("incl %  function", {f: n for f, n in inclusive.items() if n < 0.85 * total}, top)
     return "\n".join(lines) + "\n"
 
 
@@ -275,8 +293,39 @@ def render_text(results: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _median(stat: Mapping[str, float] | None, digits: int) -> str:
+    return "-" if stat is None else f"{stat['median']:.{digits}f}"
+
+
+def overview_markdown(results: Mapping[str, Any]) -> str:
+    """One row per workload, medians only: pods/s and CPU-s per 1000 pods of each contender (p99
+    latency in steady arrival), then ours/upstream. The table README.md quotes."""
+    contenders = results["contenders"]
+    header = ["workload", *(info["label"] for info in contenders.values())]
+    if "ours" in contenders and "upstream" in contenders:
+        header.append("ours/upstream")
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for workload in results["workloads"]:
+        size = workload["size"]
+        row = [f"{workload['title'].split(' (')[0]}, {size['nodes']} nodes, {size['pods']} pods"]
+        for key in contenders:
+            stats = workload["summary"][key]
+            cell = f"{_median(stats['pods_per_s'], 0)} pods/s, {_median(stats['cpu_s_per_1000'], 2)} CPU-s"
+            if workload["steady"]:
+                cell = f"p99 {_median(stats['latency_p99_ms'], 0)} ms, {_median(stats['cpu_s_per_1000'], 2)} CPU-s"
+            row.append(cell)
+        if len(header) > len(row):
+            ratios = workload["ratios"]
+            first = ("p99 latency", "p99") if workload["steady"] else ("throughput", "pods/s")
+            row.append(f"{_median(ratios.get(first[0]), 2)}x {first[1]}, {_median(ratios.get('CPU per pod'), 2)}x CPU")
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def render_markdown(results: Mapping[str, Any], pngs: Mapping[str, str]) -> str:
     lines = ["# End-to-end scheduling benchmark", ""] + [f"- {line}" for line in _preamble(results)]
+    lines += ["", "Medians (CPU-s = CPU seconds of the contender per 1000 pods; ours/upstream = the median of the per-round ratios):",
+              "", overview_markdown(results).rstrip()]
     for workload in results["workloads"]:
         header, rows = _rows(results, workload)
         lines += ["", f"## {_heading(workload)}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
@@ -298,7 +347,7 @@ def plot(results: Mapping[str, Any], workload: Mapping[str, Any], path: Path) ->
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    fig, ax = plt.subplots(figsize=(8, 4.5), dpi=90)
+    fig, ax = plt.subplots(figsize=(7, 4), dpi=72)
     for i, (key, info) in enumerate(results["contenders"].items()):
         colour = f"C{i}"
         for j, run in enumerate(r for r in workload["runs"] if r["contender"] == key):
@@ -316,28 +365,68 @@ def plot(results: Mapping[str, Any], workload: Mapping[str, Any], path: Path) ->
     return True
 
 
-def write(results: Mapping[str, Any], out: Path) -> list[Path]:
-    """e2e-<stamp>.json/.md and a PNG per workload, then copies named latest*; returns the paths written."""
-    out.mkdir(parents=True, exist_ok=True)
-    stamp = time.strftime("%Y%m%d-%H%M%S")
+def _rounded(value: Any) -> Any:
+    """Floats to 4 decimals, everywhere inside `value` (more digits are noise, not information)."""
+    if isinstance(value, float):
+        return round(value, 4)
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_rounded(v) for v in value]
+    return value
+
+
+def _dump(results: Mapping[str, Any]) -> str:
+    """Indented JSON, but each run on one line (72 runs of 20 fields read better as rows)."""
+    results = _rounded(results)
+    rows: list[str] = []
+
+    def placeholder(run: Mapping[str, Any]) -> str:
+        rows.append(json.dumps(run))
+        return f"@run{len(rows) - 1}@"
+
+    shallow = {**results, "workloads": [{**w, "runs": [placeholder(r) for r in w["runs"]]} for w in results["workloads"]]}
+    text = json.dumps(shallow, indent=1)
+    return re.sub(r'"@run(\d+)@"', lambda m: rows[int(m.group(1))], text) + "\n"
+
+
+def render_files(results: Mapping[str, Any], json_path: Path) -> list[Path]:
+    """Write `json_path`, the Markdown beside it (same stem) and a PNG per workload (<stem>-<workload>.png)."""
+    json_path.parent.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
-    stamped: dict[str, str] = {}  # workload -> PNG file name, for the Markdown beside it
-    latest: dict[str, str] = {}
+    pngs: dict[str, str] = {}
     for workload in results["workloads"]:
-        png = out / f"e2e-{stamp}-{workload['name']}.png"
+        png = json_path.with_name(f"{json_path.stem}-{workload['name']}.png")
         if plot(results, workload, png):
-            copy = out / f"latest-{workload['name']}.png"
-            shutil.copyfile(png, copy)
-            stamped[workload["name"]], latest[workload["name"]] = png.name, copy.name
-            written += [png, copy]
-    if results["workloads"] and not stamped:
+            pngs[workload["name"]] = png.name
+            written.append(png)
+    if results["workloads"] and not pngs:
         print("no PNG: matplotlib is not installed (pip install -e '.[bench]')", file=sys.stderr)
-    text_json = json.dumps(results, indent=1) + "\n"
-    files = (
-        (f"e2e-{stamp}.json", text_json), (f"e2e-{stamp}.md", render_markdown(results, stamped)),
-        ("latest.json", text_json), ("latest.md", render_markdown(results, latest)),
-    )
-    for name, text in files:
-        (out / name).write_text(text)
-        written.append(out / name)
-    return written
+    json_path.write_text(_dump(results))
+    json_path.with_suffix(".md").write_text(render_markdown(results, pngs))
+    return [*written, json_path, json_path.with_suffix(".md")]
+
+
+def write(results: Mapping[str, Any], out: Path) -> list[Path]:
+    """e2e-<stamp>.json/.md/-<workload>.png in `out`, and the same as latest* (latest-quick* for a
+    --quick run, so that it does not replace the full run README quotes); returns the paths written."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    latest = "latest-quick" if results["quick"] else "latest"
+    return render_files(results, out / f"e2e-{stamp}.json") + render_files(results, out / f"{latest}.json")
+
+
+def main() -> int:
+    """Draw the Markdown and PNGs of a results JSON again (after a change to this module), beside it."""
+    if len(sys.argv) != 2:
+        print("usage: python bench/e2e_report.py RESULTS.json", file=sys.stderr)
+        return 2
+    path = Path(sys.argv[1])
+    results = json.loads(path.read_text())
+    summarise(results)
+    for written in render_files(results, path):
+        print(f"wrote {written}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
