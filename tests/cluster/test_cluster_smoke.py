@@ -6,8 +6,10 @@ import json
 import os
 import shutil
 import socket
+import ssl
 import subprocess
 import sys
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -86,9 +88,16 @@ def test_upstream_kube_scheduler_schedules_default_pods(
         node = wait_for(lambda: core.read_namespaced_pod("web", namespace).spec.node_name, timeout=30)
         assert node in nodes
         assert core.read_namespaced_pod("web", namespace).spec.scheduler_name == "default-scheduler"
+        # port() is where its probes answer; /readyz needs no credentials (bench/bench_e2e.py polls it)
+        insecure = ssl.create_default_context()
+        insecure.check_hostname, insecure.verify_mode = False, ssl.CERT_NONE
+        url = f"https://127.0.0.1:{control_plane.port('kube-scheduler-smoke')}/readyz"
+        with urllib.request.urlopen(url, timeout=5, context=insecure) as resp:
+            assert resp.read() == b"ok"
     finally:
         control_plane.stop_process("kube-scheduler-smoke")
     assert "kube-scheduler-smoke" not in control_plane.pids()
+    assert control_plane.port("kube-scheduler-smoke") is None
 
 
 def test_crd_is_served(control_plane: ControlPlane, api: client.ApiClient, namespace: str, tmp_path: Path) -> None:

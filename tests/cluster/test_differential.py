@@ -22,12 +22,14 @@ KNOBS = dh.Knobs(nodes=15, pods=25)
 # Measured with upstream v1.37's default profile as ours, preemption included: `python bench/differential.py
 # --seeds 5` (40 nodes, 60 pods): fits 100, best node 100, feasible sets 100, plugin scores 100, whole messages
 # 100 (24/24, " preemption: ..." tail included). Upstream breaks score ties by its own heap order, so the best-node
-# threshold keeps a margin below what is measured.
+# threshold keeps a margin below what is measured; and it breaks ties between equally good preemption candidates
+# by the order its parallel dry run returns them ("found a potential placement for pod on node X" may name
+# another X), which in this small sample (about 6 unschedulable pods) can cost one message: hence 80.
 THRESHOLDS = {
     "fits": 100.0,
     "best_node": 98.0,
     "plugin_scores": 99.0,
-    "messages": 95.0,
+    "messages": 80.0,
 }
 # =====================================================================================================
 

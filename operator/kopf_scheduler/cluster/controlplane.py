@@ -283,6 +283,11 @@ class ControlPlane:
         """Pid of every recorded process that is still alive, by name."""
         return {name: rec.pid for name, rec in self._records().items() if rec.alive()}
 
+    def port(self, name: str) -> int | None:
+        """The port a recorded process listens on (e.g. a kube-scheduler's /healthz and /readyz), if any."""
+        rec = self._records().get(name)
+        return rec.port if rec is not None else None
+
     # ----------------------------------------------------------------- lifecycle
 
     def __enter__(self) -> ControlPlane:

@@ -1,0 +1,432 @@
+"""What bench/bench_e2e.py shows and writes: progress on stderr, summaries, text, Markdown, JSON, PNG.
+
+Figures per contender are the median and the range over the rounds; ratios ours/upstream are
+taken per round first (both ran on the same control plane minutes apart), then summarised the
+same way, so noise common to a round cancels.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import platform
+import re
+import shutil
+import statistics
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+# (JSON key, column heading, decimals) of the figures shown per contender
+COLUMNS: tuple[tuple[str, str, int], ...] = (
+    ("pods_per_s", "pods/s", 0),
+    ("cpu_s_per_1000", "CPU-s/1000 pods", 2),
+    ("peak_rss_mib", "peak RSS MiB", 0),
+    ("apiserver_cpu_s_per_1000", "apiserver CPU-s/1000", 2),
+    ("ready_s", "ready after s", 1),
+    ("nodes_used", "nodes used", 0),
+    ("other_cores", "others' load (cores)", 2),
+)
+STEADY_COLUMNS: tuple[tuple[str, str, int], ...] = (
+    ("latency_p50_ms", "p50 ms", 0),
+    ("latency_p90_ms", "p90 ms", 0),
+    ("latency_p99_ms", "p99 ms", 0),
+)
+# ours/upstream per round: (name, metric, how to read it)
+RATIOS: tuple[tuple[str, str, str], ...] = (
+    ("throughput", "pods_per_s", "higher is better for ours"),
+    ("CPU per pod", "cpu_s_per_1000", "lower is better for ours"),
+    ("peak RSS", "peak_rss_mib", ""),
+)
+STEADY_RATIOS: tuple[tuple[str, str, str], ...] = (("p99 latency", "latency_p99_ms", "lower is better for ours"),)
+
+
+def percentile(sorted_values: Sequence[float], q: float) -> float:
+    """The q-th percentile (nearest rank) of already sorted values."""
+    rank = max(1, math.ceil(q / 100 * len(sorted_values)))
+    return sorted_values[rank - 1]
+
+
+def tail(path: Path, lines: int = 25) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except FileNotFoundError:
+        return f"({path} does not exist)"
+
+
+def machine() -> dict[str, Any]:
+    model = ""
+    with open("/proc/cpuinfo") as cpuinfo:
+        for line in cpuinfo:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    mem_kib = next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal:"))
+    return {
+        "cores": os.cpu_count(),
+        "cpu": model,
+        "memory_gib": round(mem_kib / 2**20, 1),
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "load_avg_start": [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]],
+    }
+
+
+def _package(frame: str) -> str:
+    """'f (kopf_scheduler/core/cache.py)' -> 'kopf_scheduler.core'; 'g (aiohttp/client.py)' -> 'aiohttp'; 'h (ssl.py)' -> 'ssl'."""
+    path = frame[frame.rfind("(") + 1 : -1]
+    parts = path.removesuffix(".py").split("/")
+    return ".".join(parts[:2]) if parts[0] == "kopf_scheduler" and len(parts) > 1 else parts[0]
+
+
+def profile_summary(collapsed: str, top: int = 25) -> str:
+    """Where the samples of py-spy's collapsed stacks ("f1 (file);f2 (file) COUNT" lines) went: by
+    package and by function of the innermost frame (self), and by function anywhere on the stack
+    (inclusive; frames on nearly every stack, the entry point and the event loop, are left out)."""
+    own: dict[str, int] = {}
+    inclusive: dict[str, int] = {}
+    packages: dict[str, int] = {}
+    total = 0
+    for line in collapsed.splitlines():
+        stack, _, count_text = line.rpartition(" ")
+        if not stack:
+            continue
+        count = int(count_text)
+        total += count
+        frames = [f for f in stack.split(";") if f]
+        own[frames[-1]] = own.get(frames[-1], 0) + count
+        packages[_package(frames[-1])] = packages.get(_package(frames[-1]), 0) + count
+        for frame in set(frames):
+            inclusive[frame] = inclusive.get(frame, 0) + count
+    if not total:
+        return "no samples\n"
+
+    def table(title: str, counts: dict[str, int], limit: int) -> list[str]:
+        ranked = sorted(counts.items(), key=lambda kv: -kv[1])[:limit]
+        return ["", title, *(f"{100 * n / total:5.1f}  {name}" for name, n in ranked)]
+
+    lines = [f"{total} samples (py-spy, on-CPU only)"]
+    lines += table("self %  package", packages, 12)
+    lines += table("self %  function", own, top)
+    lines += table("incl %  function", {f: n for f, n in inclusive.items() if n < 0.85 * total}, top)
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------- progress
+
+
+class Progress:
+    """One line on stderr, redrawn a few times a second on a terminal; plain lines otherwise."""
+
+    def __init__(self, total_runs: int) -> None:
+        self.total = total_runs
+        self.done = 0
+        self.current: tuple[str, Mapping[str, float], int, float] | None = None  # label, bound, expected, since
+        self.tty = sys.stderr.isatty()
+        self._task: asyncio.Task[None] | None = None
+
+    def __enter__(self) -> Progress:
+        if self.tty:
+            self._task = asyncio.get_running_loop().create_task(self._tick())
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        if self._task is not None:
+            self._task.cancel()
+        self._clear()
+
+    async def _tick(self) -> None:
+        while True:
+            self._draw()
+            await asyncio.sleep(0.25)
+
+    def _clear(self) -> None:
+        if self.tty:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+
+    def _draw(self) -> None:
+        if self.current is None:
+            return
+        label, bound, expected, since = self.current
+        width = 24
+        filled = width * len(bound) // max(1, expected)
+        bar = "#" * filled + "." * (width - filled)
+        line = f"[{self.done + 1:>2}/{self.total}] {label} [{bar}] {len(bound)}/{expected} bound, {time.monotonic() - since:.0f}s"
+        cols = shutil.get_terminal_size((100, 20)).columns
+        sys.stderr.write("\r\033[K" + line[: cols - 1])
+        sys.stderr.flush()
+
+    def run_started(self, workload: str, round_: int, contender: str, expected: int, bound: Mapping[str, float]) -> None:
+        self.current = (f"{workload} r{round_} {contender}", bound, expected, time.monotonic())
+
+    def run_finished(self) -> None:
+        self.current = None
+        self.done += 1
+
+    def note(self, text: str) -> None:
+        self._clear()
+        print(text, file=sys.stderr, flush=True)
+
+    def report(self, run: Any) -> None:
+        rate = f"{run.pods_per_s:.0f} pods/s" if run.pods_per_s else "-"
+        cpu = f"{run.cpu_s_per_1000:.2f} CPU-s/1000" if run.cpu_s_per_1000 is not None else "-"
+        rss = f"{run.peak_rss_mib:.0f} MiB" if run.peak_rss_mib else "-"
+        extra = f", p99 {run.latency_ms['p99']:.0f} ms" if run.latency_ms else ""
+        error = f"  ERROR {run.error}" if run.error else ""
+        self.note(f"  [{self.done}/{self.total}] r{run.round} {run.contender}: {run.bound}/{run.pods} bound, {rate}, {cpu}, {rss}, "
+                  f"ready {run.ready_s or 0:.1f}s{extra}{error}")
+
+
+# --------------------------------------------------------------------------- summaries
+
+
+def _stat(values: Sequence[float]) -> dict[str, float] | None:
+    values = [v for v in values if v is not None]
+    if not values:
+        return None
+    return {"median": statistics.median(values), "min": min(values), "max": max(values), "n": len(values)}
+
+
+def _value(run: Mapping[str, Any], key: str) -> float | None:
+    if key.startswith("latency_"):
+        return run["latency_ms"].get(key.removeprefix("latency_").removesuffix("_ms"))
+    return run.get(key)
+
+
+def summarise(results: dict[str, Any]) -> None:
+    """Add per-contender statistics and per-round ratios to every workload of `results`."""
+    for workload in results["workloads"]:
+        keys = [k for k, _, _ in COLUMNS + STEADY_COLUMNS]
+        summary: dict[str, dict[str, Any]] = {}
+        for contender in results["contenders"]:
+            runs = [r for r in workload["runs"] if r["contender"] == contender]
+            summary[contender] = {k: _stat([_value(r, k) for r in runs]) for k in keys}
+        workload["summary"] = summary
+        ratios: dict[str, Any] = {}
+        by_round = {(r["contender"], r["round"]): r for r in workload["runs"] if not r["error"]}
+        for name, key, _ in RATIOS + (STEADY_RATIOS if workload["steady"] else ()):
+            per_round = []
+            for round_ in range(1, results["rounds"] + 1):
+                ours, upstream = by_round.get(("ours", round_)), by_round.get(("upstream", round_))
+                a = _value(ours, key) if ours else None
+                b = _value(upstream, key) if upstream else None
+                if a is not None and b:
+                    per_round.append(a / b)
+            if per_round:
+                ratios[name] = _stat(per_round)
+        workload["ratios"] = ratios
+
+
+def _fmt(stat: Mapping[str, float] | None, digits: int) -> str:
+    if stat is None:
+        return "-"
+    if stat["n"] == 1 or round(stat["min"], digits) == round(stat["max"], digits):
+        return f"{stat['median']:.{digits}f}"
+    return f"{stat['median']:.{digits}f} [{stat['min']:.{digits}f}-{stat['max']:.{digits}f}]"
+
+
+def _heading(workload: Mapping[str, Any]) -> str:
+    size = workload["size"]
+    init = f" + {size['init_pods']} bound init pods" if size["init_pods"] else ""
+    steady = f", created at {workload['rate']:.0f} pods/s" if workload["steady"] else ""
+    return f"{workload['title']}: {size['nodes']} nodes, {size['pods']} pods{init}{steady}  [{workload['name']}]"
+
+
+def _rows(results: Mapping[str, Any], workload: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    columns = COLUMNS + (STEADY_COLUMNS if workload["steady"] else ())
+    header = ["contender", *(title for _, title, _ in columns)]
+    rows = []
+    for key, info in results["contenders"].items():
+        stats = workload["summary"][key]
+        errors = sorted({r["error"] for r in workload["runs"] if r["contender"] == key and r["error"]})
+        row = [info["label"], *(_fmt(stats[k], d) for k, _, d in columns)]
+        if errors:
+            row[0] += " (!)"
+        if any(r["profile"] for r in workload["runs"] if r["contender"] == key):
+            row[0] += " (under py-spy)"
+        rows.append(row)
+    return header, rows
+
+
+def _ratio_lines(workload: Mapping[str, Any]) -> list[str]:
+    out = []
+    for name, _, hint in RATIOS + STEADY_RATIOS:
+        stat = workload["ratios"].get(name)
+        if stat is not None:
+            out.append(f"ours/upstream {name}: {_fmt(stat, 2)}x" + (f" ({hint})" if hint else ""))
+    return out
+
+
+def _errors(workload: Mapping[str, Any]) -> list[str]:
+    return [f"round {r['round']} {r['contender']}: {r['error']}" for r in workload["runs"] if r["error"]]
+
+
+def _preamble(results: Mapping[str, Any]) -> list[str]:
+    m = results["machine"]
+    return [
+        f"{results['date']}, {m['cores']} cores ({m['cpu']}), load average at start {m['load_avg_start'][0]:.2f}, "
+        f"at end {m.get('load_avg_end', [0])[0]:.2f}; {results['rounds']} round(s), {results.get('minutes', '?')} min",
+        f"command: {results['command']}",
+        f"ours: {results['ours']}",
+        f"upstream: {results['upstream']}",
+        "figures: median [min-max] over rounds; pods/s from first to last bind seen by one pod watch; CPU of the "
+        "contender process between those binds, per 1000 pods; RSS = VmHWM; others' load = cores busy meanwhile "
+        "outside the contender, the apiserver, etcd and the benchmark (other users of a shared machine)",
+    ]
+
+
+def render_text(results: Mapping[str, Any]) -> str:
+    lines = _preamble(results)
+    for workload in results["workloads"]:
+        header, rows = _rows(results, workload)
+        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+        lines += ["", _heading(workload)]
+        for row in [header, *rows]:
+            lines.append("  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths))))
+        lines += _ratio_lines(workload) + [f"(!) {e}" for e in _errors(workload)]
+    return "\n".join(lines)
+
+
+def _median(stat: Mapping[str, float] | None, digits: int) -> str:
+    return "-" if stat is None else f"{stat['median']:.{digits}f}"
+
+
+def overview_markdown(results: Mapping[str, Any]) -> str:
+    """One row per workload, medians only: pods/s and CPU-s per 1000 pods of each contender (p99
+    latency in steady arrival), then ours/upstream. The table README.md quotes."""
+    contenders = results["contenders"]
+    header = ["workload", *(info["label"] for info in contenders.values())]
+    if "ours" in contenders and "upstream" in contenders:
+        header.append("ours/upstream")
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for workload in results["workloads"]:
+        size = workload["size"]
+        row = [f"{workload['title'].split(' (')[0]}, {size['nodes']} nodes, {size['pods']} pods"]
+        for key in contenders:
+            stats = workload["summary"][key]
+            cell = f"{_median(stats['pods_per_s'], 0)} pods/s, {_median(stats['cpu_s_per_1000'], 2)} CPU-s"
+            if workload["steady"]:
+                cell = f"p99 {_median(stats['latency_p99_ms'], 0)} ms, {_median(stats['cpu_s_per_1000'], 2)} CPU-s"
+            row.append(cell)
+        if len(header) > len(row):
+            ratios = workload["ratios"]
+            first = ("p99 latency", "p99") if workload["steady"] else ("throughput", "pods/s")
+            row.append(f"{_median(ratios.get(first[0]), 2)}x {first[1]}, {_median(ratios.get('CPU per pod'), 2)}x CPU")
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def render_markdown(results: Mapping[str, Any], pngs: Mapping[str, str]) -> str:
+    lines = ["# End-to-end scheduling benchmark", ""] + [f"- {line}" for line in _preamble(results)]
+    lines += ["", "Medians (CPU-s = CPU seconds of the contender per 1000 pods; ours/upstream = the median of the per-round ratios):",
+              "", overview_markdown(results).rstrip()]
+    for workload in results["workloads"]:
+        header, rows = _rows(results, workload)
+        lines += ["", f"## {_heading(workload)}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        lines += ["| " + " | ".join(row) + " |" for row in rows]
+        extra = _ratio_lines(workload) + [f"(!) {e}" for e in _errors(workload)]
+        if extra:
+            lines += [""] + [f"{line}  " for line in extra]
+        if workload["name"] in pngs:
+            lines += ["", f"![bound pods over time]({pngs[workload['name']]})"]
+    return "\n".join(lines) + "\n"
+
+
+def plot(results: Mapping[str, Any], workload: Mapping[str, Any], path: Path) -> bool:
+    """Bound pods over time since each contender started, one colour per contender; False without matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    fig, ax = plt.subplots(figsize=(7, 4), dpi=72)
+    for i, (key, info) in enumerate(results["contenders"].items()):
+        colour = f"C{i}"
+        for j, run in enumerate(r for r in workload["runs"] if r["contender"] == key):
+            if run["timeline"]:
+                xs, ys = zip(*run["timeline"])
+                ax.plot(xs, ys, color=colour, linewidth=1.2, alpha=0.8, label=info["label"] if j == 0 else None)
+    ax.set_xlabel("seconds since the contender process started")
+    ax.set_ylabel("pods bound")
+    ax.set_title(_heading(workload), fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return True
+
+
+def _rounded(value: Any) -> Any:
+    """Floats to 4 decimals, everywhere inside `value` (more digits are noise, not information)."""
+    if isinstance(value, float):
+        return round(value, 4)
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_rounded(v) for v in value]
+    return value
+
+
+def _dump(results: Mapping[str, Any]) -> str:
+    """Indented JSON, but each run on one line (72 runs of 20 fields read better as rows)."""
+    results = _rounded(results)
+    rows: list[str] = []
+
+    def placeholder(run: Mapping[str, Any]) -> str:
+        rows.append(json.dumps(run))
+        return f"@run{len(rows) - 1}@"
+
+    shallow = {**results, "workloads": [{**w, "runs": [placeholder(r) for r in w["runs"]]} for w in results["workloads"]]}
+    text = json.dumps(shallow, indent=1)
+    return re.sub(r'"@run(\d+)@"', lambda m: rows[int(m.group(1))], text) + "\n"
+
+
+def render_files(results: Mapping[str, Any], json_path: Path) -> list[Path]:
+    """Write `json_path`, the Markdown beside it (same stem) and a PNG per workload (<stem>-<workload>.png)."""
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    pngs: dict[str, str] = {}
+    for workload in results["workloads"]:
+        png = json_path.with_name(f"{json_path.stem}-{workload['name']}.png")
+        if plot(results, workload, png):
+            pngs[workload["name"]] = png.name
+            written.append(png)
+    if results["workloads"] and not pngs:
+        print("no PNG: matplotlib is not installed (pip install -e '.[bench]')", file=sys.stderr)
+    json_path.write_text(_dump(results))
+    json_path.with_suffix(".md").write_text(render_markdown(results, pngs))
+    return [*written, json_path, json_path.with_suffix(".md")]
+
+
+def write(results: Mapping[str, Any], out: Path) -> list[Path]:
+    """e2e-<stamp>.json/.md/-<workload>.png in `out`, and the same as latest* (latest-quick* for a
+    --quick run, so that it does not replace the full run README quotes); returns the paths written."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    latest = "latest-quick" if results["quick"] else "latest"
+    return render_files(results, out / f"e2e-{stamp}.json") + render_files(results, out / f"{latest}.json")
+
+
+def main() -> int:
+    """Draw the Markdown and PNGs of a results JSON again (after a change to this module), beside it."""
+    if len(sys.argv) != 2:
+        print("usage: python bench/e2e_report.py RESULTS.json", file=sys.stderr)
+        return 2
+    path = Path(sys.argv[1])
+    results = json.loads(path.read_text())
+    summarise(results)
+    for written in render_files(results, path):
+        print(f"wrote {written}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
