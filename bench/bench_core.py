@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "operator"))
 
 from kopf_scheduler.core.cache import SchedulerCache
-from kopf_scheduler.core.objects import parse_node, parse_pod
+from kopf_scheduler.core.parsing import parse_node, parse_pod
 from kopf_scheduler.core.policy import default_profile
 from kopf_scheduler.sim.simulator import Simulation
 

@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "operator"))
 
 from kopf_scheduler.core.cache import SchedulerCache
 from kopf_scheduler.core.cycle import Bind, schedule_one
-from kopf_scheduler.core.objects import parse_node, parse_pod
+from kopf_scheduler.core.parsing import parse_node, parse_pod
 from kopf_scheduler.core.policy import default_profile, validate_policy
 from kopf_scheduler.core.profile import Profile
 from kopf_scheduler.core.queueing import SchedulingQueue

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "operator"))
 
 from kopf_scheduler.core.cache import SchedulerCache
 from kopf_scheduler.core.framework import CycleState
-from kopf_scheduler.core.objects import parse_node, parse_pod
+from kopf_scheduler.core.parsing import parse_node, parse_pod
 from kopf_scheduler.core.plugins.inter_pod_affinity import InterPodAffinity
 from kopf_scheduler.core.snapshot import Snapshot
 

@@ -85,7 +85,7 @@ from kubernetes import client, config  # noqa: E402
 
 from kopf_scheduler.cluster import ControlPlane, ensure_binaries  # noqa: E402
 from kopf_scheduler.core.cache import SchedulerCache  # noqa: E402
-from kopf_scheduler.core.objects import parse_pod  # noqa: E402
+from kopf_scheduler.core.parsing import parse_pod  # noqa: E402
 from kopf_scheduler.core.profile import Profile  # noqa: E402
 from kopf_scheduler.core.resources import format_quantity, to_milli, to_units  # noqa: E402
 from kopf_scheduler.sim.cli import load_policy  # noqa: E402

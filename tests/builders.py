@@ -16,7 +16,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kopf_scheduler.core.nodeinfo import NodeInfo, node_info_of
-from kopf_scheduler.core.objects import Node, Pod, parse_node, parse_pod
+from kopf_scheduler.core.objects import Node, Pod
+from kopf_scheduler.core.parsing import parse_node, parse_pod
 
 _uids = itertools.count(1)
 

@@ -51,6 +51,7 @@ from .core.framework import (
 )
 from .core.nodeinfo import NodeInfo
 from .core.objects import Node, Pod, Taint, Toleration
+from .core.parsing import parse_node, parse_pod
 from .core.resources import Resources
 from .core.snapshot import NodeTable, Snapshot
 
@@ -97,6 +98,8 @@ __all__ = [
     "default_normalize",
     "error",
     "parse_args",
+    "parse_node",
+    "parse_pod",
     "unresolvable",
     "unschedulable",
 ]

@@ -24,7 +24,8 @@ from kopf_scheduler.core.cycle import (
     prepare,
     schedule_one,
 )
-from kopf_scheduler.core.objects import Pod, parse_service
+from kopf_scheduler.core.objects import Pod
+from kopf_scheduler.core.parsing import parse_service
 from kopf_scheduler.core.policy import validate_policy
 from kopf_scheduler.core.profile import Profile
 from kopf_scheduler.core.queueing import BACKOFF, UNSCHEDULABLE, QueuedPodInfo, SchedulingQueue

@@ -22,7 +22,7 @@ from extender_server import ExtenderServer
 
 from kopf_scheduler.cluster.certs import Pki, create_pki
 from kopf_scheduler.core.extenders import ExtenderConfig, ExtenderFilterResult, ExtenderPrioritizeResult, ExtenderTLSConfig, HostPriority
-from kopf_scheduler.core.objects import parse_pod
+from kopf_scheduler.core.parsing import parse_pod
 from kopf_scheduler.extender_client import (
     TIMEOUT_REASON,
     HTTPExtender,

@@ -10,7 +10,7 @@ from builders import make_node, make_pod, node_info
 
 from kopf_scheduler.core.arguments import PluginArgsError
 from kopf_scheduler.core.framework import CycleState
-from kopf_scheduler.core.objects import parse_pod
+from kopf_scheduler.core.parsing import parse_pod
 from kopf_scheduler.core.plugins.image_locality import (
     MAX_CONTAINER_THRESHOLD,
     MIN_THRESHOLD,

@@ -12,7 +12,8 @@ from builders import make_node, make_pod, node_info
 from kopf_scheduler.core.arguments import PluginArgsError
 from kopf_scheduler.core.cache import SchedulerCache
 from kopf_scheduler.core.framework import Code, CycleState
-from kopf_scheduler.core.objects import Pod, parse_pod
+from kopf_scheduler.core.objects import Pod
+from kopf_scheduler.core.parsing import parse_pod
 from kopf_scheduler.core.plugins.inter_pod_affinity import (
     ERR_REASON_AFFINITY_RULES_NOT_MATCH,
     ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH,

@@ -11,12 +11,8 @@ from builders import make_node, make_pod, node_info
 
 from kopf_scheduler.core.arguments import PluginArgsError
 from kopf_scheduler.core.framework import Code, CycleState
-from kopf_scheduler.core.objects import (
-    CSINode,
-    parse_persistent_volume,
-    parse_persistent_volume_claim,
-    parse_storage_class,
-)
+from kopf_scheduler.core.objects import CSINode
+from kopf_scheduler.core.parsing import parse_persistent_volume, parse_persistent_volume_claim, parse_storage_class
 from kopf_scheduler.core.plugins.node_volume_limits import (
     ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED,
     AzureDiskLimits,

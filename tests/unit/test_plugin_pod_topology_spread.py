@@ -16,18 +16,8 @@ from hypothesis import strategies as st
 from kopf_scheduler.core.arguments import PluginArgsError
 from kopf_scheduler.core.framework import Code, CycleState
 from kopf_scheduler.core.nodeinfo import NodeInfo
-from kopf_scheduler.core.objects import (
-    LABEL_HOSTNAME,
-    LABEL_ZONE,
-    LabelSelector,
-    LabelSelectorRequirement,
-    Node,
-    ObjectError,
-    Pod,
-    parse_controller,
-    parse_pod,
-    parse_service,
-)
+from kopf_scheduler.core.objects import LABEL_HOSTNAME, LABEL_ZONE, LabelSelector, LabelSelectorRequirement, Node, Pod
+from kopf_scheduler.core.parsing import ObjectError, parse_controller, parse_pod, parse_service
 from kopf_scheduler.core.plugins.pod_topology_spread import (
     ERR_REASON_CONSTRAINTS_NOT_MATCH,
     ERR_REASON_NODE_LABEL_NOT_MATCH,

@@ -65,7 +65,7 @@ def test_score(p: Pod, want: list[int]) -> None:
 def test_init_container_limit_by_max() -> None:
     body = make_pod("p").container().lim(cpu="1000m").raw()
     body["spec"]["initContainers"] = [{"name": "i", "image": "x", "resources": {"limits": {"cpu": "5000m"}}}]
-    from kopf_scheduler.core.objects import parse_pod
+    from kopf_scheduler.core.parsing import parse_pod
 
     p = parse_pod(body)
     # max(1000m, 5000m) = 5000m > 4000m everywhere

@@ -11,7 +11,7 @@ from builders import make_node, make_pod, node_info
 
 from kopf_scheduler.core.arguments import PluginArgsError
 from kopf_scheduler.core.framework import Code, CycleState
-from kopf_scheduler.core.objects import parse_persistent_volume, parse_persistent_volume_claim, parse_storage_class
+from kopf_scheduler.core.parsing import parse_persistent_volume, parse_persistent_volume_claim, parse_storage_class
 from kopf_scheduler.core.plugins.volume_binding import (
     ERR_REASON_BIND_CONFLICT,
     ERR_REASON_NODE_CONFLICT,

@@ -11,7 +11,7 @@ from builders import make_node, make_pod, node_info
 
 from kopf_scheduler.core.arguments import PluginArgsError
 from kopf_scheduler.core.framework import Code, CycleState
-from kopf_scheduler.core.objects import parse_persistent_volume_claim
+from kopf_scheduler.core.parsing import parse_persistent_volume_claim
 from kopf_scheduler.core.plugins.volume_restrictions import (
     ERR_REASON_DISK_CONFLICT,
     ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT,

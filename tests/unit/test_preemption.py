@@ -22,7 +22,8 @@ from kopf_scheduler.core.arguments import PluginArgsError
 from kopf_scheduler.core.diagnosis import Diagnosis
 from kopf_scheduler.core.framework import Code, CycleState, FilterPlugin, PostFilterResult, PreFilterExtensions, Status
 from kopf_scheduler.core.nodeinfo import NodeInfo
-from kopf_scheduler.core.objects import LabelSelector, Node, ObjectError, Pod, PodDisruptionBudget, parse_pod, parse_pod_disruption_budget
+from kopf_scheduler.core.objects import LabelSelector, Node, Pod, PodDisruptionBudget
+from kopf_scheduler.core.parsing import ObjectError, parse_pod, parse_pod_disruption_budget
 from kopf_scheduler.core.plugins.default_preemption import DefaultPreemption, DefaultPreemptionArgs
 from kopf_scheduler.core.plugins.inter_pod_affinity import InterPodAffinity
 from kopf_scheduler.core.plugins.node_resources_fit import NodeResourcesFit

@@ -12,7 +12,8 @@ from __future__ import annotations
 import pytest
 from builders import make_node, make_pod, node_info
 
-from kopf_scheduler.core.objects import ObjectError, Pod, parse_pod
+from kopf_scheduler.core.objects import Pod
+from kopf_scheduler.core.parsing import ObjectError, parse_pod
 from kopf_scheduler.core.resources import DEFAULT_MEMORY_REQUEST as DMEM
 from kopf_scheduler.core.resources import DEFAULT_MILLI_CPU_REQUEST as DCPU
 

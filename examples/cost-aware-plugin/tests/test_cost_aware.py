@@ -9,10 +9,9 @@ import pytest
 from cost_aware import CostAware, CostAwareArgs, hourly_cost
 
 from kopf_scheduler.core.nodeinfo import NodeInfo
-from kopf_scheduler.core.objects import parse_node
 from kopf_scheduler.core.policy import validate_policy
 from kopf_scheduler.core.registry import Registry
-from kopf_scheduler.framework import CycleState, PluginArgsError, Snapshot, parse_args
+from kopf_scheduler.framework import CycleState, PluginArgsError, Snapshot, parse_args, parse_node
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "example"
 

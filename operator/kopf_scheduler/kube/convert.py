@@ -1,7 +1,7 @@
 """Raw API bodies -> core objects: the only reader of raw dicts in ``kube/``.
 
 Every function takes a body as Kopf (or the API) delivers it and returns a frozen core object or
-a small tuple of plain values. Parse errors surface as ``core.objects.ObjectError`` (the message
+a small tuple of plain values. Parse errors surface as ``core.parsing.ObjectError`` (the message
 names the field); anything else a strange body makes a parser raise is re-raised as
 ``ObjectError`` too, so callers have exactly one exception to handle and a pod never crashes
 the operator.
@@ -13,9 +13,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
-from ..core import objects
-from ..core.objects import ObjectError, Pod
+from ..core import objects, parsing
+from ..core.objects import Pod
 from ..core.ownership import PolicyMeta
+from ..core.parsing import ObjectError
 from ..core.routing import OBJECT_STORES
 
 __all__ = [
@@ -50,11 +51,11 @@ def _meta(body: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def pod(body: Mapping[str, Any]) -> Pod:
-    return _safe(objects.parse_pod, body, "pod")
+    return _safe(parsing.parse_pod, body, "pod")
 
 
 def node(body: Mapping[str, Any]) -> objects.Node:
-    return _safe(objects.parse_node, body, "node")
+    return _safe(parsing.parse_node, body, "node")
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,15 +85,15 @@ def node_name(body: Mapping[str, Any]) -> str:
 
 #: kind -> (parser, whether the key includes the namespace); where each kind is stored: core.routing.OBJECT_STORES
 OTHER_KINDS: Final[dict[str, tuple[Callable[[Mapping[str, Any]], Any], bool]]] = {
-    "Service": (objects.parse_service, True),
-    "ReplicationController": (objects.parse_controller, True),
-    "ReplicaSet": (objects.parse_controller, True),
-    "StatefulSet": (objects.parse_controller, True),
-    "PersistentVolume": (objects.parse_persistent_volume, False),
-    "PersistentVolumeClaim": (objects.parse_persistent_volume_claim, True),
-    "StorageClass": (objects.parse_storage_class, False),
-    "PodDisruptionBudget": (objects.parse_pod_disruption_budget, True),
-    "CSINode": (objects.parse_csi_node, False),
+    "Service": (parsing.parse_service, True),
+    "ReplicationController": (parsing.parse_controller, True),
+    "ReplicaSet": (parsing.parse_controller, True),
+    "StatefulSet": (parsing.parse_controller, True),
+    "PersistentVolume": (parsing.parse_persistent_volume, False),
+    "PersistentVolumeClaim": (parsing.parse_persistent_volume_claim, True),
+    "StorageClass": (parsing.parse_storage_class, False),
+    "PodDisruptionBudget": (parsing.parse_pod_disruption_budget, True),
+    "CSINode": (parsing.parse_csi_node, False),
 }
 
 

@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from ..core import objects as o
+from ..core import parsing
 from ..core.cache import SchedulerCache
 
 
@@ -85,14 +86,14 @@ def admit_priority(doc: Mapping[str, Any], classes: Mapping[str, o.PriorityClass
     if name:
         pc = classes.get(str(name))
         if pc is None:
-            raise o.ObjectError(f"{where}: no PriorityClass with name {name} was found")
+            raise parsing.ObjectError(f"{where}: no PriorityClass with name {name} was found")
     else:
         defaults = [c for c in classes.values() if c.global_default]
         pc = min(defaults, key=lambda c: c.value) if defaults else None
     policy = pc.preemption_policy if pc is not None else o.PREEMPT_LOWER_PRIORITY
     given = spec.get("preemptionPolicy")
     if given and given != policy:
-        raise o.ObjectError(
+        raise parsing.ObjectError(
             f"{where}: the string value of PreemptionPolicy ({given}) must not be provided in pod spec; "
             f"priority admission controller computed {policy} from the given PriorityClass name"
         )
@@ -114,8 +115,8 @@ def load_cluster(docs: Iterable[Mapping[str, Any]], *, source: str = "cluster") 
     for doc in docs:
         if doc.get("kind") == "PriorityClass":
             try:
-                pc = o.parse_priority_class(doc)
-            except o.ObjectError as exc:
+                pc = parsing.parse_priority_class(doc)
+            except parsing.ObjectError as exc:
                 raise ManifestError(f"{source}: {exc}") from None
             classes[pc.name] = pc
     for doc in docs:
@@ -124,39 +125,39 @@ def load_cluster(docs: Iterable[Mapping[str, Any]], *, source: str = "cluster") 
             if kind == "PriorityClass":
                 continue
             if kind == "Node":
-                cache.add_node(o.parse_node(doc))
+                cache.add_node(parsing.parse_node(doc))
             elif kind == "Pod":
-                pod = o.parse_pod(admit_priority(doc, classes))
+                pod = parsing.parse_pod(admit_priority(doc, classes))
                 if pod.is_terminal:
                     continue
                 (pods if pod.node_name else loaded.pending_in_cluster).append(pod)
             elif kind == "Service":
-                s = o.parse_service(doc)
+                s = parsing.parse_service(doc)
                 objs.services[f"{s.namespace}/{s.name}"] = s
             elif kind in ("ReplicationController", "ReplicaSet", "StatefulSet"):
-                c = o.parse_controller(doc)
+                c = parsing.parse_controller(doc)
                 objs.controllers[f"{c.kind}/{c.namespace}/{c.name}"] = c
             elif kind == "PersistentVolume":
-                pv = o.parse_persistent_volume(doc)
+                pv = parsing.parse_persistent_volume(doc)
                 objs.persistent_volumes[pv.name] = pv
             elif kind == "PersistentVolumeClaim":
-                pvc = o.parse_persistent_volume_claim(doc)
+                pvc = parsing.parse_persistent_volume_claim(doc)
                 objs.persistent_volume_claims[pvc.key] = pvc
             elif kind == "StorageClass":
-                sc = o.parse_storage_class(doc)
+                sc = parsing.parse_storage_class(doc)
                 objs.storage_classes[sc.name] = sc
             elif kind == "CSINode":
-                cn = o.parse_csi_node(doc)
+                cn = parsing.parse_csi_node(doc)
                 objs.csi_nodes[cn.name] = cn
             elif kind == "PodDisruptionBudget":
-                pdb = o.parse_pod_disruption_budget(doc)
+                pdb = parsing.parse_pod_disruption_budget(doc)
                 objs.pod_disruption_budgets[f"{pdb.namespace}/{pdb.name}"] = pdb
             elif kind == "Namespace":
                 meta = doc.get("metadata") or {}
                 objs.namespace_labels[str(meta.get("name") or "")] = dict(meta.get("labels") or {})
             else:
                 loaded.ignored[kind or "<no kind>"] = loaded.ignored.get(kind or "<no kind>", 0) + 1
-        except o.ObjectError as exc:
+        except parsing.ObjectError as exc:
             raise ManifestError(f"{source}: {exc}") from None
     for pod in pods:
         cache.add_pod(pod)
@@ -175,7 +176,7 @@ def load_pods(
         if doc.get("kind") not in ("Pod", None):
             raise ManifestError(f"{source}: document {i + 1} is a {doc.get('kind')}, expected Pod")
         try:
-            out.append(o.parse_pod(admit_priority(doc, classes)))
-        except o.ObjectError as exc:
+            out.append(parsing.parse_pod(admit_priority(doc, classes)))
+        except parsing.ObjectError as exc:
             raise ManifestError(f"{source}: {exc}") from None
     return out

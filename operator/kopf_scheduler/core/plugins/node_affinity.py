@@ -57,15 +57,8 @@ from ..node_matching import (
     term_mask,
 )
 from ..nodeinfo import NodeInfo
-from ..objects import (
-    Node,
-    NodeSelectorTerm,
-    ObjectError,
-    Pod,
-    PreferredSchedulingTerm,
-    go_int64,
-    parse_affinity,
-)
+from ..objects import Node, NodeSelectorTerm, Pod, PreferredSchedulingTerm, go_int64
+from ..parsing import ObjectError, parse_affinity
 
 if TYPE_CHECKING:
     from ..snapshot import NodeTable, Snapshot
