@@ -142,10 +142,10 @@ def test_score_counts_pod_level_requests_of_bound_pods() -> None:
     assert scores(NodeResourcesFit(), pod(cpu="1", memory="0"), [node_info(n("n1", "10", "20000"), bound)]) == [70]
 
 
-def test_fits_helper_names_resources() -> None:
+def test_fits_helper_names_the_shortfalls() -> None:
     info = node_info(node(pods="1"), pod(cpu="10m", memory="20"))
-    assert fits(pod(cpu="1m", memory="1"), info) == ["pods", "cpu", "memory"]
-    assert fits(pod(cpu="1m"), node_info(node())) == []
+    assert fits(pod(cpu="1m", memory="1"), info).reasons == ("Too many pods", "Insufficient cpu", "Insufficient memory")
+    assert fits(pod(cpu="1m"), node_info(node())).is_success
 
 
 def test_name_and_override() -> None:
@@ -357,7 +357,7 @@ def test_vector_forms_agree(cluster: tuple[list[NodeInfo], Pod], args: dict[str,
 def test_a_pod_that_fits_never_overfills(cluster: tuple[list[NodeInfo], Pod]) -> None:
     infos, p = cluster
     for info in infos:
-        if fits(p, info):
+        if not fits(p, info).is_success:
             continue
         before = info.requested
         after = info.clone()

@@ -113,12 +113,10 @@ def insufficient_resources(
     return out
 
 
-def fits(pod: Pod, node_info: NodeInfo) -> list[str]:
-    """Names of the resources (``pods`` included) the node lacks for ``pod``; empty when it fits.
-
-    Like upstream ``Fits``: no ignored resources. For preemption and tests.
-    """
-    return [r.name for r in insufficient_resources(pod.requests, node_info)]
+def fits(pod: Pod, node_info: NodeInfo) -> Status:
+    """The filter's verdict without arguments (upstream ``Fits``: no ignored resources), as a Status."""
+    shortfalls = insufficient_resources(pod.requests, node_info)
+    return _status_of(shortfalls) if shortfalls else SUCCESS
 
 
 def _status_of(shortfalls: list[InsufficientResource]) -> Status:
