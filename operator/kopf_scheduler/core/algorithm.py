@@ -101,6 +101,8 @@ class ScheduleResult:
     post_filter: PostFilterResult | None = None
     #: extender failures the attempt went on without (ignorable filters, prioritize calls): for the log
     extender_errors: list[str] = field(default_factory=list)
+    #: a node was chosen: the cycle's state, which the Reserve and Permit plugins read next
+    state: CycleState | None = None
 
     @property
     def unschedulable(self) -> bool:
@@ -182,7 +184,9 @@ class GenericScheduler:
             unfit = ScheduleResult(None, diagnosis, evaluated_nodes=evaluated, extender_errors=skipped)
             return self._run_post_filters(state, pod, snapshot, unfit, rng, nominator)
         if len(feasible) == 1 and not explain:
-            return ScheduleResult(snapshot.node_infos[feasible[0]].name, diagnosis, evaluated_nodes=evaluated, feasible_nodes=1, extender_errors=skipped)
+            return ScheduleResult(
+                snapshot.node_infos[feasible[0]].name, diagnosis, evaluated_nodes=evaluated, feasible_nodes=1, extender_errors=skipped, state=state
+            )
 
         totals, parts, err = self._prioritize(state, pod, snapshot, feasible, explain)
         if err is not None:
@@ -192,7 +196,7 @@ class GenericScheduler:
         chosen = select_host(totals, rng)
         result = ScheduleResult(
             snapshot.node_infos[feasible[chosen]].name, diagnosis, evaluated_nodes=evaluated, feasible_nodes=len(feasible),
-            extender_errors=skipped,
+            extender_errors=skipped, state=state,
         )
         if explain:
             result.scores = [
