@@ -211,14 +211,16 @@ class GenericScheduler:
     ) -> tuple[list[int], ScheduleResult | None]:
         """Indices of the filters to run for this pod, or a finished result when a pre-filter rejects.
 
-        Upstream ``RunPreFilterPlugins``: UnschedulableAndUnresolvable stops at once; Unschedulable
+        Upstream ``RunPreFilterPlugins`` over the filters' PreFilters, then the profile's
+        PreFilter-only plugins (the gang plugins): UnschedulableAndUnresolvable stops at once; Unschedulable
         lets the other pre-filters run (preemption may help) and the last such status is reported;
         node names admitted by pre-filters (``CycleState.admit_only``) are intersected as they
         come, and an empty intersection rejects the pod.
         """
         active: list[int] = []
         rejected: Status | None = None
-        for j, plugin in enumerate(self._filters):
+        only: list[tuple[int, Plugin]] = [(-1, p) for p in self.profile.pre_filter_only]  # no Filter: never active
+        for j, plugin in [*enumerate(self._filters), *only]:
             if isinstance(plugin, PreFilterPlugin):
                 status = _call(plugin, plugin.pre_filter, state, pod, snapshot)
                 if status.code is Code.SKIP:
@@ -233,7 +235,8 @@ class GenericScheduler:
                     rejected = status
                 elif plugin.name in state.node_names and (none_left := _no_node_admitted(state)) is not None:
                     return active, _pre_filter_rejected(diagnosis, none_left)
-            active.append(j)
+            if j >= 0:
+                active.append(j)
         if rejected is not None:
             return active, _pre_filter_rejected(diagnosis, rejected)
         return active, None

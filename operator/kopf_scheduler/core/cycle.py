@@ -149,6 +149,7 @@ class Parked:
 class Allowed:
     """Every waiting plugin allowed the pod: bind it (it is still assumed and in flight)."""
 
+    scheduler_name: str
     info: QueuedPodInfo
     pod: Pod
     node: str
@@ -158,6 +159,7 @@ class Allowed:
 class Rejected:
     """The wait was rejected or timed out: the pod is forgotten and back in its queue (unless deleted meanwhile)."""
 
+    scheduler_name: str
     info: QueuedPodInfo
     pod: Pod
     node: str
@@ -380,7 +382,7 @@ def settle_waiting(waiting: WaitingPods[Parked], *, cache: SchedulerCache, now: 
             parked = w.payload
             assert w.outcome is not None
             if w.outcome.is_success:
-                allowed.append(Allowed(parked.info, w.pod, w.node_name))
+                allowed.append(Allowed(parked.profile.scheduler_name, parked.info, w.pod, w.node_name))
                 continue
             if not parked.unreserved:
                 _unreserve(parked.profile, parked.state, w.pod, w.node_name, handle)
@@ -391,7 +393,7 @@ def settle_waiting(waiting: WaitingPods[Parked], *, cache: SchedulerCache, now: 
             for key in keys:
                 keep |= cache.objects.gang_members.get(key, frozenset())
             keep.add(w.pod.uid)
-            rejected.append(Rejected(parked.info, w.pod, w.node_name, w.outcome, keys))
+            rejected.append(Rejected(parked.profile.scheduler_name, parked.info, w.pod, w.node_name, w.outcome, keys))
     return Settled(tuple(allowed), tuple(rejected), frozenset(keep))
 
 

@@ -54,7 +54,7 @@ Rules (decisions marked *):
   predicate or priority name: this switch is the one way to enable or disable it.
 - ``gangScheduling`` (default ``{enabled: true}``) adds the gang plugins of both PodGroup APIs
   (``registry.GANG_PLUGINS``: GangScheduling for ``scheduling.k8s.io`` PodGroups, Coscheduling for
-  ``scheduling.x-k8s.io`` ones) after every filter, and as Reserve and Permit plugins;
+  ``scheduling.x-k8s.io`` ones) as PreFilter (after the filters' own), Reserve and Permit plugins;
   ``permitWaitingTimeSeconds`` (1..900) replaces both plugins' default wait (300 s and 60 s; a
   coscheduling PodGroup's ``scheduleTimeoutSeconds`` still wins). *On by default, as upstream's
   default profile has GangScheduling when the GenericWorkload gate is on: pods outside a gang
@@ -78,7 +78,7 @@ from typing import Any, Final
 from . import registry
 from .arguments import PluginArgsError
 from .extenders import ExtenderConfig, validate_extenders
-from .framework import FilterPlugin, Plugin, PostFilterPlugin, ScorePlugin
+from .framework import FilterPlugin, Plugin, PostFilterPlugin, PreFilterPlugin, ScorePlugin
 from .plugins.default_preemption import DefaultPreemption
 from .plugins.inter_pod_affinity import InterPodAffinity
 from .plugins.node_resources_fit import NodeResourcesFit
@@ -321,7 +321,7 @@ def _predicate(item: Any, path: str, order: int, errors: list[FieldError], regis
             return None
         return _Item(legacy.name, {"name": legacy.name}, [_Request(ref, path, (), order) for ref in legacy.filters], 0, True)
     cls = registry_.filter_plugin(name)
-    if cls is None or cls in registry.GANG_PLUGINS:
+    if cls is None:
         errors.append(_unknown(name, path, want="predicate", registry_=registry_))
         return None
     ref = PluginRef(cls, None, dict(argument or {}))
@@ -707,11 +707,11 @@ def _profile(name: str, instances: _Instances, settings: _Settings, extenders: l
         assert inst.plugin is not None
         everything.append(inst.plugin)
     gang = _gang_plugins(settings)
-    filter_plugins.extend(p for p in gang if isinstance(p, FilterPlugin))
     everything.extend(gang)
     return Profile(
         scheduler_name=name,
         filters=tuple(filter_plugins),
+        pre_filter_only=tuple(p for p in gang if isinstance(p, PreFilterPlugin)),
         scorers=tuple(scorers),
         post_filters=tuple(p for p in everything if isinstance(p, PostFilterPlugin)) + ((DefaultPreemption(),) if settings.preemption else ()),
         plugins=tuple(everything),

@@ -116,7 +116,8 @@ IN_TREE: Final[tuple[type[Plugin], ...]] = (
 
 #: The gang plugins (both PodGroup APIs; ``core/gangs.py``): enabled in every profile by
 #: ``spec.gangScheduling`` (default on, as upstream's default profile has GangScheduling with the
-#: GenericWorkload gate on), after every other filter; not predicate names.
+#: GenericWorkload gate on), as PreFilter (they have no Filter), Reserve and Permit plugins;
+#: not predicate names.
 GANG_PLUGINS: Final[tuple[type[Plugin], ...]] = (GangScheduling, Coscheduling)
 
 #: Evaluation order of the in-tree filters (the first rejection decides a node's status).

@@ -22,17 +22,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
-import numpy as np
-import numpy.typing as npt
-
 from .. import framework, gangs
 from ..arguments import PluginArgsError
-from ..framework import CycleState, PermitHandle, PermitPlugin, PermitResult, PreFilterPlugin, ReservePlugin, Status, VectorFilter
-from ..nodeinfo import NodeInfo
+from ..framework import CycleState, PermitHandle, PermitPlugin, PermitResult, PreFilterPlugin, ReservePlugin, Status
 from ..objects import COSCHEDULING_API, Pod
 
 if TYPE_CHECKING:
-    from ..snapshot import NodeTable, Snapshot
+    from ..snapshot import Snapshot
 
 #: scheduler-plugins' ``PermitWaitingTimeSeconds`` default
 DEFAULT_PERMIT_WAITING_TIME_SECONDS: Final = 60
@@ -54,7 +50,7 @@ class CoschedulingArgs:
             raise PluginArgsError("permitWaitingTimeSeconds", "must be 1..900 (upstream caps Permit waits at 15 minutes)")
 
 
-class Coscheduling(PreFilterPlugin, VectorFilter, ReservePlugin, PermitPlugin):
+class Coscheduling(PreFilterPlugin, ReservePlugin, PermitPlugin):
     NAME = "Coscheduling"
     Args = CoschedulingArgs
 
@@ -72,13 +68,6 @@ class Coscheduling(PreFilterPlugin, VectorFilter, ReservePlugin, PermitPlugin):
             return passed
         assert group is not None
         return framework.unresolvable(err_not_enough_siblings(pod, members, group.min_count))
-
-    def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
-        """Never reached: ``pre_filter`` answers SKIP or rejects. The gang admits every node."""
-        return framework.SUCCESS
-
-    def filter_nodes(self, state: CycleState, pod: Pod, table: "NodeTable", index: npt.NDArray[np.intp]) -> npt.NDArray[np.bool_]:
-        return np.ones(len(index), dtype=np.bool_)
 
     def reserve(self, state: CycleState, pod: Pod, node_name: str, handle: PermitHandle) -> Status:
         return framework.SUCCESS

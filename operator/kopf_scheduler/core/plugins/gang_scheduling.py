@@ -7,7 +7,7 @@ the gang's size (a ``basic`` policy is no gang). The shared decisions are in ``c
 
 - PreFilter (upstream PreEnqueue, which keeps such pods out of the queue; here they are tried and
   rejected as UnschedulableAndUnresolvable, with upstream's texts): the PodGroup must exist and the
-  gang must have at least minCount live pods; otherwise SKIP, so the filter never runs;
+  gang must have at least minCount live pods; otherwise it passes (SKIP: it has no Filter);
 - Permit: wait (``permitWaitingTimeSeconds``, upstream's fixed 5 minutes by default) until minCount
   members hold a node, then allow every waiting member;
 - Unreserve (ours; upstream's pod-group cycle reverts the whole gang): a member's rejected or
@@ -23,17 +23,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
-import numpy as np
-import numpy.typing as npt
-
 from .. import framework, gangs
 from ..arguments import PluginArgsError
-from ..framework import CycleState, PermitHandle, PermitPlugin, PermitResult, PreFilterPlugin, ReservePlugin, Status, VectorFilter
-from ..nodeinfo import NodeInfo
+from ..framework import CycleState, PermitHandle, PermitPlugin, PermitResult, PreFilterPlugin, ReservePlugin, Status
 from ..objects import WORKLOAD_API, Pod
 
 if TYPE_CHECKING:
-    from ..snapshot import NodeTable, Snapshot
+    from ..snapshot import Snapshot
 
 #: upstream ``permitTimeoutDuration``
 DEFAULT_PERMIT_WAITING_TIME_SECONDS: Final = 300
@@ -55,7 +51,7 @@ class GangSchedulingArgs:
             raise PluginArgsError("permitWaitingTimeSeconds", "must be 1..900 (upstream caps Permit waits at 15 minutes)")
 
 
-class GangScheduling(PreFilterPlugin, VectorFilter, ReservePlugin, PermitPlugin):
+class GangScheduling(PreFilterPlugin, ReservePlugin, PermitPlugin):
     NAME = "GangScheduling"
     Args = GangSchedulingArgs
 
@@ -71,13 +67,6 @@ class GangScheduling(PreFilterPlugin, VectorFilter, ReservePlugin, PermitPlugin)
             return framework.unresolvable(err_no_pod_group(pod.scheduling_group))
         passed = gangs.pre_filter(group, len(snapshot.objects.gang_members.get(key, ())))
         return passed if passed is not None else framework.unresolvable(ERR_WAITING_FOR_MEMBERS)
-
-    def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
-        """Never reached: ``pre_filter`` answers SKIP or rejects. The gang admits every node."""
-        return framework.SUCCESS
-
-    def filter_nodes(self, state: CycleState, pod: Pod, table: "NodeTable", index: npt.NDArray[np.intp]) -> npt.NDArray[np.bool_]:
-        return np.ones(len(index), dtype=np.bool_)
 
     def reserve(self, state: CycleState, pod: Pod, node_name: str, handle: PermitHandle) -> Status:
         return framework.SUCCESS
