@@ -75,6 +75,7 @@ __all__ = [
     "decide",
     "next_wait",
     "prepare",
+    "reserve_and_permit",
     "schedule_one",
     "settle_waiting",
 ]
@@ -140,7 +141,8 @@ class Parked:
     info: QueuedPodInfo
     state: CycleState
     profile: Profile
-    queue: SchedulingQueue
+    #: where it goes back when rejected (None: ``simulate``)
+    queue: SchedulingQueue | None
     #: its Reserve plugins' ``unreserve`` already ran (a timeout runs it before the rejection)
     unreserved: bool = False
 
@@ -277,7 +279,7 @@ def conclude(
         queue.delete_nominated_pod(pod)  # upstream assume: the cache holds it now, not the nominator
         placed = cache.assume(pod, decided.node)
         state = decided.state if decided.state is not None else CycleState()
-        return _reserve_and_permit(info, placed, state, profile, cache=cache, queue=queue, now=now, waiting=waiting)
+        return reserve_and_permit(info, placed, state, profile, cache=cache, queue=queue, now=now, waiting=waiting)
     if decided.error is not None:
         queue.add_backoff(info, now)
         return Error(decided.error, None, _clear(queue, pod))
@@ -297,19 +299,20 @@ def conclude(
     return Unschedulable(decided.message, plugins, nominated, verdict.victims, lower, post_filtered=True)
 
 
-def _reserve_and_permit(
+def reserve_and_permit(
     info: QueuedPodInfo,
     placed: Pod,
     state: CycleState,
     profile: Profile,
     *,
     cache: SchedulerCache,
-    queue: SchedulingQueue,
+    queue: SchedulingQueue | None,
     now: float,
     waiting: WaitingPods[Parked] | None,
-) -> Outcome:
-    """Upstream ``RunReservePluginsReserve`` then ``RunPermitPlugins``: the first rejection or error
-    undoes the attempt; WAITs are collected and the pod waits when no plugin rejected it."""
+) -> Bind | Wait | Unschedulable | Error:
+    """Upstream ``RunReservePluginsReserve`` then ``RunPermitPlugins`` for the assumed pod `placed`:
+    the first rejection or error undoes the attempt (requeued in `queue`; None: ``simulate``, which
+    has none); WAITs are collected and the pod waits when no plugin rejected it."""
     node = placed.node_name
     handle = CacheHandle(cache, waiting)
     for reserver in profile.reservers:
@@ -350,7 +353,7 @@ def _unreserve(profile: Profile, state: CycleState, pod: Pod, node: str, handle:
 
 def _undo(
     info: QueuedPodInfo, placed: Pod, state: CycleState, profile: Profile, status: Status, point: str, *,
-    cache: SchedulerCache, queue: SchedulingQueue, now: float, handle: PermitHandle,
+    cache: SchedulerCache, queue: SchedulingQueue | None, now: float, handle: PermitHandle,
 ) -> Unschedulable | Error:
     """A Reserve or Permit plugin said no: unreserve, forget, and requeue (unschedulable, or backoff on an error)."""
     _unreserve(profile, state, placed, placed.node_name, handle)
@@ -358,9 +361,11 @@ def _undo(
         cache.forget(placed)
     if status.is_rejected:
         plugins = frozenset({status.plugin})
-        queue.add_unschedulable(info, now, plugins=plugins)
+        if queue is not None:
+            queue.add_unschedulable(info, now, plugins=plugins)
         return Unschedulable(status.message, plugins)
-    queue.add_backoff(info, now)
+    if queue is not None:
+        queue.add_backoff(info, now)
     return Error(f"running {point} plugin {status.plugin!r}: {status.message}")
 
 
@@ -388,7 +393,8 @@ def settle_waiting(waiting: WaitingPods[Parked], *, cache: SchedulerCache, now: 
                 _unreserve(parked.profile, parked.state, w.pod, w.node_name, handle)
             if cache.is_assumed(w.pod):
                 cache.forget(w.pod)
-            parked.queue.add_unschedulable(parked.info, now, plugins=frozenset({w.outcome.plugin}))
+            if parked.queue is not None:
+                parked.queue.add_unschedulable(parked.info, now, plugins=frozenset({w.outcome.plugin}))
             keys = gangs.member_keys(w.pod)
             for key in keys:
                 keep |= cache.objects.gang_members.get(key, frozenset())
