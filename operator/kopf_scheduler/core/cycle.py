@@ -90,10 +90,11 @@ class Skip:
 
 @dataclass(frozen=True, slots=True)
 class Bind:
-    """Bind `pod` (as assumed: its ``node_name`` is `node`)."""
+    """Bind `pod` (as assumed: its ``node_name`` is `node`); `state` is its cycle's, for ``binding_failed``."""
 
     pod: Pod
     node: str
+    state: CycleState | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +156,7 @@ class Allowed:
     info: QueuedPodInfo
     pod: Pod
     node: str
+    state: CycleState
 
 
 @dataclass(frozen=True, slots=True)
@@ -334,7 +336,7 @@ def reserve_and_permit(
         elif not status.is_success:
             return _undo(info, placed, state, profile, status, "Permit", cache=cache, queue=queue, now=now, handle=handle)
     if not timeouts:
-        return Bind(placed, node)
+        return Bind(placed, node, state)
     if waiting is None:
         status = Status(Code.ERROR, ("a Permit plugin asked to wait, and nothing waits here",), next(iter(timeouts)))
         return _undo(info, placed, state, profile, status, "Permit", cache=cache, queue=queue, now=now, handle=handle)
@@ -387,7 +389,7 @@ def settle_waiting(waiting: WaitingPods[Parked], *, cache: SchedulerCache, now: 
             parked = w.payload
             assert w.outcome is not None
             if w.outcome.is_success:
-                allowed.append(Allowed(parked.profile.scheduler_name, parked.info, w.pod, w.node_name))
+                allowed.append(Allowed(parked.profile.scheduler_name, parked.info, w.pod, w.node_name, parked.state))
                 continue
             if not parked.unreserved:
                 _unreserve(parked.profile, parked.state, w.pod, w.node_name, handle)
@@ -443,9 +445,15 @@ def binding_succeeded(placed: Pod, *, cache: SchedulerCache, queue: SchedulingQu
     queue.done(placed)
 
 
-def binding_failed(info: QueuedPodInfo, placed: Pod, *, cache: SchedulerCache, queue: SchedulingQueue, now: float) -> bool:
-    """The bind call failed: undo the assumption (unless the watch already settled the pod) and back
-    off. Returns whether the pod was requeued (False: deleted or bound meanwhile)."""
+def binding_failed(
+    info: QueuedPodInfo, placed: Pod, *, cache: SchedulerCache, queue: SchedulingQueue, now: float,
+    profile: Profile | None = None, state: CycleState | None = None, waiting: WaitingPods[Parked] | None = None,
+) -> bool:
+    """The bind call failed: `profile`'s Reserve plugins unreserve (upstream ``handleBindingCycleError``),
+    the assumption is undone (unless the watch already settled the pod) and the pod backs off.
+    Returns whether the pod was requeued (False: deleted or bound meanwhile)."""
+    if profile is not None:
+        _unreserve(profile, state or CycleState(), placed, placed.node_name, CacheHandle(cache, waiting))
     if cache.is_assumed(placed):
         cache.forget(placed)
     return queue.add_backoff(info, now)

@@ -124,10 +124,10 @@ async def _attempt(app: App, state: PolicyState, info: QueuedPodInfo) -> None:
     match outcome:
         case Skip(reason):
             logger.debug("skipping %s: %s", pod.key, reason)
-        case Bind(placed, _):
+        case Bind(placed, _, cycle):
             app.metrics.observe_algorithm(done - started)
             await app.bind_slots.acquire()  # released by binding.bind
-            app.spawn(binding.bind(app, state, info, placed, started=started))
+            app.spawn(binding.bind(app, state, info, placed, started=started, cycle=cycle))
         case Wait(placed, node, plugins):
             app.metrics.observe_algorithm(done - started)
             logger.info("%s is assumed on %s and waits at Permit for %s", pod.key, node, ", ".join(plugins))
@@ -176,7 +176,7 @@ async def _settle(app: App, now: float) -> None:
             continue
         logger.info("%s is allowed at Permit: binding it to %s", allowed.pod.key, allowed.node)
         await app.bind_slots.acquire()  # released by binding.bind
-        app.spawn(binding.bind(app, state, allowed.info, allowed.pod, started=now))
+        app.spawn(binding.bind(app, state, allowed.info, allowed.pod, started=now, cycle=allowed.state))
     if not settled.rejected:
         return
     rejections: dict[str, str] = {}
