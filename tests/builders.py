@@ -16,8 +16,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kopf_scheduler.core.nodeinfo import NodeInfo, node_info_of
-from kopf_scheduler.core.objects import Node, Pod
-from kopf_scheduler.core.parsing import parse_node, parse_pod
+from kopf_scheduler.core.objects import Node, Pod, PodGroup
+from kopf_scheduler.core.parsing import parse_coscheduling_pod_group, parse_node, parse_pod, parse_pod_group
 
 _uids = itertools.count(1)
 
@@ -101,6 +101,15 @@ class PodBuilder:
     def scheduler(self, name: str) -> "PodBuilder":
         self.spec["schedulerName"] = name
         return self
+
+    def scheduling_group(self, pod_group: str) -> "PodBuilder":
+        """Join the ``scheduling.k8s.io`` PodGroup `pod_group` (``spec.schedulingGroup.podGroupName``)."""
+        self.spec["schedulingGroup"] = {"podGroupName": pod_group}
+        return self
+
+    def pod_group(self, name: str) -> "PodBuilder":
+        """Join the coscheduling PodGroup `name` (label ``scheduling.x-k8s.io/pod-group``)."""
+        return self.label(**{"scheduling.x-k8s.io/pod-group": name})
 
     def priority(self, value: int) -> "PodBuilder":
         self.spec["priority"] = value
@@ -344,6 +353,23 @@ class NodeBuilder:
 
 def make_pod(name: str = "pod", namespace: str = "default") -> PodBuilder:
     return PodBuilder(name, namespace)
+
+
+def make_pod_group(name: str, min_count: int, *, namespace: str = "default", basic: bool = False) -> PodGroup:
+    """A ``scheduling.k8s.io/v1beta1`` PodGroup with a gang policy of `min_count` (or a basic policy), parsed."""
+    policy = {"basic": {}} if basic else {"gang": {"minCount": min_count}}
+    body = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": {"name": name, "namespace": namespace, "uid": f"pg-{name}"},
+            "spec": {"schedulingPolicy": policy}}
+    return parse_pod_group(body)
+
+
+def make_coscheduling_group(name: str, min_member: int, *, namespace: str = "default", timeout: int | None = None) -> PodGroup:
+    """A ``scheduling.x-k8s.io/v1alpha1`` PodGroup, parsed."""
+    spec: dict[str, Any] = {"minMember": min_member}
+    if timeout is not None:
+        spec["scheduleTimeoutSeconds"] = timeout
+    body = {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup", "metadata": {"name": name, "namespace": namespace}, "spec": spec}
+    return parse_coscheduling_pod_group(body)
 
 
 def make_node(name: str = "node") -> NodeBuilder:

@@ -28,6 +28,7 @@ from .core.framework import (
     FilterPlugin,
     Handle,
     NormalizeScorePlugin,
+    PermitHandle,
     PermitPlugin,
     PermitResult,
     Plugin,
@@ -54,6 +55,7 @@ from .core.objects import Node, Pod, Taint, Toleration
 from .core.parsing import parse_node, parse_pod
 from .core.resources import Resources
 from .core.snapshot import NodeTable, Snapshot
+from .core.waiting import WaitingPod
 
 __all__ = [
     "MAX_NODE_SCORE",
@@ -73,6 +75,7 @@ __all__ = [
     "NodeInfo",
     "NodeTable",
     "NormalizeScorePlugin",
+    "PermitHandle",
     "PermitPlugin",
     "PermitResult",
     "Plugin",
@@ -95,6 +98,7 @@ __all__ = [
     "Toleration",
     "VectorFilter",
     "VectorScore",
+    "WaitingPod",
     "default_normalize",
     "error",
     "parse_args",

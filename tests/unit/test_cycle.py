@@ -97,6 +97,8 @@ def test_no_nodes_at_all_is_an_error_and_a_backoff() -> None:
 
 def test_an_algorithm_that_raises_is_an_error_carrying_the_exception() -> None:
     class Broken:
+        profile = default_scheduler().profile
+
         def schedule(self, pod: Pod, snapshot: Snapshot, *, rng: random.Random, nominator: object) -> None:
             raise ZeroDivisionError("bug")
 
@@ -278,7 +280,7 @@ def test_a_pod_bound_while_decide_ran_off_the_loop_is_skipped() -> None:
     assert prepare(cycle.info, cycle.snapshot, cache=cycle.cache, queue=cycle.queue, private_objects=True) is None
     decided = decide(cycle.info, cycle.snapshot, default_scheduler(), rng=random.Random(7))
     cycle.cache.add_pod(pod.with_node("n1"))  # meanwhile another scheduler bound it and the watch said so
-    outcome = conclude(cycle.info, decided, cache=cycle.cache, queue=cycle.queue, now=NOW)
+    outcome = conclude(cycle.info, decided, cache=cycle.cache, queue=cycle.queue, now=NOW, profile=default_scheduler().profile)
     assert outcome == Skip("already bound (the watch confirmed it)")
     assert cycle.queue.where(pod) is None
 

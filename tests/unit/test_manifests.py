@@ -133,7 +133,7 @@ def test_yaml_parses_into_kubernetes_objects(path: Path) -> None:
 
 
 def test_kustomizations_list_every_manifest_and_resolve() -> None:
-    for directory in (CRDS, DEPLOY, POLICIES):
+    for directory in (CRDS, CRDS / "optional", DEPLOY, POLICIES):
         (kustomization,) = load_all(directory / "kustomization.yaml")
         listed = kustomization["resources"]
         for entry in listed:
@@ -144,6 +144,8 @@ def test_kustomizations_list_every_manifest_and_resolve() -> None:
     (base,) = load_all(DEPLOY / "kustomization.yaml")
     assert base["namespace"] == "kopf-scheduler" and "../crds" in base["resources"]
     assert "policies" not in base["resources"]  # CRs cannot be applied in the same pass as their CRD
+    (crds,) = load_all(CRDS / "kustomization.yaml")
+    assert "optional" not in crds["resources"]  # the coscheduling CRD may belong to scheduler-plugins
 
 
 def test_dashboard_is_json_and_queries_only_exported_metrics() -> None:
@@ -185,6 +187,8 @@ EXPECTED_CLUSTER_RULES = {
     ("storage.k8s.io", "storageclasses"): {"list", "watch"},
     ("storage.k8s.io", "csinodes"): {"list", "watch"},
     ("policy", "poddisruptionbudgets"): {"list", "watch"},
+    **{(g, "podgroups"): {"list", "watch"} for g in ("scheduling.k8s.io", "scheduling.x-k8s.io")},
+    **{(g, "podgroups/status"): {"patch"} for g in ("scheduling.k8s.io", "scheduling.x-k8s.io")},
     ("scheduling.kopf.dev", "schedulingpolicies"): {"get", "list", "watch", "patch"},
     ("scheduling.kopf.dev", "schedulingpolicies/status"): {"get", "patch", "update"},
     ("apiextensions.k8s.io", "customresourcedefinitions"): {"list", "watch"},

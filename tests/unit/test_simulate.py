@@ -286,3 +286,50 @@ def test_pods_the_api_server_would_refuse_are_refused(tmp_path: Path, capsys: py
     rc, _, err = simulate(capsys, "--cluster", full_cluster(tmp_path), "--pods", pods)
     assert rc == 2 and message in err, err
 
+
+
+# --------------------------------------------------------------------------- gangs
+
+
+def pod_group(kind: str, name: str, size: int) -> dict:
+    if kind == "workload":
+        return {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": {"name": name, "namespace": "ns"},
+                "spec": {"schedulingPolicy": {"gang": {"minCount": size}}}}
+    return {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup", "metadata": {"name": name, "namespace": "ns"}, "spec": {"minMember": size}}
+
+
+def member(kind: str, name: str, group: str) -> dict:
+    body = pod(name, cpu="1")
+    if kind == "workload":
+        body["spec"]["schedulingGroup"] = {"podGroupName": group}
+    else:
+        body["metadata"]["labels"] = {"scheduling.x-k8s.io/pod-group": group}
+    return body
+
+
+@pytest.mark.parametrize("kind", ["workload", "coscheduling"])
+@pytest.mark.parametrize(("nodes", "placed"), [pytest.param(4, 4, id="a gang of 4 on 4 nodes binds all 4"), pytest.param(3, 0, id="3 of 4 fit: none")])
+def test_gangs_are_placed_all_or_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, nodes: int, placed: int) -> None:
+    # nodes of 1 cpu, members of 1 cpu; a pod outside the gang comes last
+    cluster = write(tmp_path, "c.yaml", [pod_group(kind, "train", 4), *(node(f"n{i}", cpu="1") for i in range(nodes))])
+    pods = write(tmp_path, "p.yaml", [*(member(kind, f"train-{i}", "train") for i in range(4))])
+    got = placements(capsys, "--cluster", cluster, "--pods", pods)
+    members = [got[f"ns/train-{i}"] for i in range(4)]
+    assert sum(1 for m in members if m["node"]) == placed
+    if not placed:
+        # the 3 that fit waited, then read how many fit; the 4th fit nowhere
+        gang = "gang ns/train: only 3 of the 4 pods it needs fit; none is bound and every reservation is released"
+        unfit = "0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
+        assert sorted(m["message"] for m in members) == sorted([gang, gang, gang, unfit])  # type: ignore[type-var]
+
+
+def test_the_gang_example(capsys: pytest.CaptureFixture[str]) -> None:
+    got = placements(capsys, "--cluster", str(EXAMPLES / "gang-cluster.yaml"), "--pods", str(EXAMPLES / "gang-pods.yaml"))
+    # train (3 x 2 cpu, minCount 3) spreads over the three 4-cpu nodes; web (1 cpu) takes one more
+    assert sorted(got[f"default/train-{i}"]["node"] for i in range(3)) == ["node-a", "node-b", "node-c"]  # type: ignore[type-var]
+    assert got["default/web"]["node"]
+    # 2 + 2 + 1 cpu are left: two etl members (2 cpu) fit, the other two nowhere: none of etl is placed
+    etl = [got[f"default/etl-{i}"] for i in range(4)]
+    assert all(m["node"] is None for m in etl)
+    gang = "gang default/etl: only 2 of the 4 pods it needs fit; none is bound and every reservation is released"
+    assert sum(1 for m in etl if m["message"] == gang) == 2

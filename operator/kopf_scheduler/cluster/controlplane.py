@@ -13,6 +13,11 @@ they depend on controllers that do not exist here:
 * ``TaintNodesByCondition`` taints every new Node ``not-ready:NoSchedule``
   until the node-lifecycle controller removes it, which would never happen.
 
+The apiserver serves upstream's Workload API (``scheduling.k8s.io/v1beta1`` PodGroups, and pods'
+``spec.schedulingGroup``), which v1.37 keeps behind the GenericWorkload feature gate (beta, off by
+default), so that gang scheduling is tested on the real types. A PodGroup gets the finalizer
+``scheduling.k8s.io/podgroup-protection``, which only the absent controller-manager removes.
+
 Every process runs in its own session (so it survives the launcher when wanted
 and its whole process group can be killed) and is recorded in
 ``WORKDIR/state.json``, so that ``down()`` in another process stops it.
@@ -56,6 +61,8 @@ SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
 DISABLED_ADMISSION_PLUGINS = ("ServiceAccount", "TaintNodesByCondition")
 ENABLED_ADMISSION_PLUGINS = ("NodeRestriction",)  # on top of the defaults (NamespaceLifecycle, Priority, ...)
+FEATURE_GATES = ("GenericWorkload=true",)
+RUNTIME_CONFIG = ("scheduling.k8s.io/v1beta1=true",)
 
 STATE_FILE = "state.json"
 _STOP_ORDER = ("kube-apiserver", "etcd")  # anything else (schedulers) is stopped before these
@@ -472,6 +479,8 @@ class ControlPlane:
             f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
             f"--enable-admission-plugins={','.join(ENABLED_ADMISSION_PLUGINS)}",
             f"--disable-admission-plugins={','.join(DISABLED_ADMISSION_PLUGINS)}",
+            f"--feature-gates={','.join(FEATURE_GATES)}",
+            f"--runtime-config={','.join(RUNTIME_CONFIG)}",
             # The lease endpoint reconciler refuses loopback addresses, and nothing here
             # reaches the apiserver through the `kubernetes` Service anyway.
             "--endpoint-reconciler-type=none",

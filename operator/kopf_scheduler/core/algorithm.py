@@ -101,6 +101,8 @@ class ScheduleResult:
     post_filter: PostFilterResult | None = None
     #: extender failures the attempt went on without (ignorable filters, prioritize calls): for the log
     extender_errors: list[str] = field(default_factory=list)
+    #: a node was chosen: the cycle's state, which the Reserve and Permit plugins read next
+    state: CycleState | None = None
 
     @property
     def unschedulable(self) -> bool:
@@ -182,7 +184,9 @@ class GenericScheduler:
             unfit = ScheduleResult(None, diagnosis, evaluated_nodes=evaluated, extender_errors=skipped)
             return self._run_post_filters(state, pod, snapshot, unfit, rng, nominator)
         if len(feasible) == 1 and not explain:
-            return ScheduleResult(snapshot.node_infos[feasible[0]].name, diagnosis, evaluated_nodes=evaluated, feasible_nodes=1, extender_errors=skipped)
+            return ScheduleResult(
+                snapshot.node_infos[feasible[0]].name, diagnosis, evaluated_nodes=evaluated, feasible_nodes=1, extender_errors=skipped, state=state
+            )
 
         totals, parts, err = self._prioritize(state, pod, snapshot, feasible, explain)
         if err is not None:
@@ -192,7 +196,7 @@ class GenericScheduler:
         chosen = select_host(totals, rng)
         result = ScheduleResult(
             snapshot.node_infos[feasible[chosen]].name, diagnosis, evaluated_nodes=evaluated, feasible_nodes=len(feasible),
-            extender_errors=skipped,
+            extender_errors=skipped, state=state,
         )
         if explain:
             result.scores = [
@@ -207,14 +211,16 @@ class GenericScheduler:
     ) -> tuple[list[int], ScheduleResult | None]:
         """Indices of the filters to run for this pod, or a finished result when a pre-filter rejects.
 
-        Upstream ``RunPreFilterPlugins``: UnschedulableAndUnresolvable stops at once; Unschedulable
+        Upstream ``RunPreFilterPlugins`` over the filters' PreFilters, then the profile's
+        PreFilter-only plugins (the gang plugins): UnschedulableAndUnresolvable stops at once; Unschedulable
         lets the other pre-filters run (preemption may help) and the last such status is reported;
         node names admitted by pre-filters (``CycleState.admit_only``) are intersected as they
         come, and an empty intersection rejects the pod.
         """
         active: list[int] = []
         rejected: Status | None = None
-        for j, plugin in enumerate(self._filters):
+        only: list[tuple[int, Plugin]] = [(-1, p) for p in self.profile.pre_filter_only]  # no Filter: never active
+        for j, plugin in [*enumerate(self._filters), *only]:
             if isinstance(plugin, PreFilterPlugin):
                 status = _call(plugin, plugin.pre_filter, state, pod, snapshot)
                 if status.code is Code.SKIP:
@@ -229,7 +235,8 @@ class GenericScheduler:
                     rejected = status
                 elif plugin.name in state.node_names and (none_left := _no_node_admitted(state)) is not None:
                     return active, _pre_filter_rejected(diagnosis, none_left)
-            active.append(j)
+            if j >= 0:
+                active.append(j)
         if rejected is not None:
             return active, _pre_filter_rejected(diagnosis, rejected)
         return active, None

@@ -7,8 +7,15 @@ them itself:
 
 - ``Skip``: the pod is being deleted, already bound, or already in the cache (assumed or
   confirmed; upstream ``skipPodSchedule``); it leaves the queue;
-- ``Bind``: the algorithm chose a node and the pod is assumed there (``cache.assume``); it stays
-  in flight in the queue until ``binding_succeeded`` or ``binding_failed``;
+- ``Bind``: the algorithm chose a node and the pod is assumed there (``cache.assume``), the
+  Reserve plugins reserved and the Permit plugins allowed it; it stays in flight in the queue until
+  ``binding_succeeded`` or ``binding_failed``;
+- ``Wait``: as Bind, but a Permit plugin answered WAIT: the pod stays assumed and in flight, held
+  in ``WaitingPods`` (upstream ``WaitOnPermit``). ``settle_waiting`` later turns it into an
+  ``Allowed`` (bind it now) or a ``Rejected`` (every Reserve plugin's ``unreserve`` ran, the
+  assumption is forgotten, the pod waits in the unschedulable pool); a rejected gang rests there
+  together: the move its released room causes (an AssignedPodDelete, ``Settled.keep``) leaves its
+  members alone;
 - ``Unschedulable``: every node was rejected; the pod waits in the unschedulable pool (or in
   backoff, when a cluster event arrived during the attempt) with the rejecting plugins. When
   preemption (the PostFilter stage) found room, the outcome carries the nominated node and the
@@ -27,34 +34,50 @@ snapshot up to date), ``decide`` (the algorithm alone: it reads only the snapsho
 scheduler, so it may run off the event loop while watch events change the cache and the queue)
 and ``conclude`` (assume, or put the pod back in the queue).
 
-``next_wait`` says how long the loop may sleep before it pops again. Time (``now``, any monotonic
+A Reserve or Permit plugin that rejects makes the attempt ``Unschedulable`` (error: ``Error``)
+after every ``unreserve`` ran and the assumption was forgotten (upstream ``schedulingCycle``).
+
+``next_wait`` says how long the loop may sleep before it pops again (a waiting pod's deadline
+counts). Time (``now``, any monotonic
 origin) and randomness (``rng``, for the tie-break) are arguments.
 """
 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
 
+from . import gangs
 from .algorithm import GenericScheduler, ScheduleResult
 from .cache import PodState, SchedulerCache
+from .framework import Code, CycleState, PermitHandle, Status
 from .objects import Pod
+from .profile import Profile
 from .queueing import Nominator, QueuedPodInfo, SchedulingQueue
-from .snapshot import Snapshot
+from .snapshot import ClusterObjects, Snapshot
+from .waiting import WaitingPod, WaitingPods, timeout_message
 
 __all__ = [
+    "Allowed",
     "Bind",
     "Error",
     "Outcome",
+    "Parked",
+    "Rejected",
     "Skip",
     "Unschedulable",
+    "Wait",
     "binding_failed",
     "binding_succeeded",
     "conclude",
     "decide",
     "next_wait",
     "prepare",
+    "reserve_and_permit",
     "schedule_one",
+    "settle_waiting",
 ]
 
 
@@ -67,10 +90,11 @@ class Skip:
 
 @dataclass(frozen=True, slots=True)
 class Bind:
-    """Bind `pod` (as assumed: its ``node_name`` is `node`)."""
+    """Bind `pod` (as assumed: its ``node_name`` is `node`); `state` is its cycle's, for ``binding_failed``."""
 
     pod: Pod
     node: str
+    state: CycleState | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +123,93 @@ class Error:
     nominated_node: str | None = None
 
 
-Outcome = Skip | Bind | Unschedulable | Error
+@dataclass(frozen=True, slots=True)
+class Wait:
+    """`pod` is assumed on `node` and waits at Permit for `plugins` until ``settle_waiting`` settles it."""
+
+    pod: Pod
+    node: str
+    plugins: tuple[str, ...]
+
+
+Outcome = Skip | Bind | Wait | Unschedulable | Error
+
+
+@dataclass(slots=True)
+class Parked:
+    """What a waiting pod needs to be finished: its queue entry, its cycle's state and its profile."""
+
+    info: QueuedPodInfo
+    state: CycleState
+    profile: Profile
+    #: where it goes back when rejected (None: ``simulate``)
+    queue: SchedulingQueue | None
+    #: its Reserve plugins' ``unreserve`` already ran (a timeout runs it before the rejection)
+    unreserved: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Allowed:
+    """Every waiting plugin allowed the pod: bind it (it is still assumed and in flight)."""
+
+    scheduler_name: str
+    info: QueuedPodInfo
+    pod: Pod
+    node: str
+    state: CycleState
+
+
+@dataclass(frozen=True, slots=True)
+class Rejected:
+    """The wait was rejected or timed out: the pod is forgotten and back in its queue (unless deleted meanwhile)."""
+
+    scheduler_name: str
+    info: QueuedPodInfo
+    pod: Pod
+    node: str
+    status: Status
+    #: PodGroup keys the pod belongs to (``core/gangs.py``), for their status
+    gangs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Settled:
+    """What ``settle_waiting`` decided; the operator broadcasts AssignedPodDelete for the released room."""
+
+    allowed: tuple[Allowed, ...] = ()
+    rejected: tuple[Rejected, ...] = ()
+    #: uids of the pods the move must leave in the unschedulable pool: the rejected gangs' members
+    keep: frozenset[str] = field(default_factory=frozenset)
+
+
+class CacheHandle:
+    """The ``PermitHandle`` the runtime lends Reserve and Permit plugins: the cache and the waiting pods."""
+
+    __slots__ = ("_cache", "_waiting")
+
+    def __init__(self, cache: SchedulerCache, waiting: WaitingPods[Parked] | None) -> None:
+        self._cache, self._waiting = cache, waiting
+
+    @property
+    def objects(self) -> ClusterObjects:
+        return self._cache.objects
+
+    def iterate_waiting_pods(self) -> Iterable[WaitingPod[Any]]:
+        return iter(self._waiting) if self._waiting is not None else iter(())
+
+    def get_waiting_pod(self, uid: str) -> WaitingPod[Any] | None:
+        return self._waiting.get(uid) if self._waiting is not None else None
+
+    def allow(self, uid: str, plugin: str) -> None:
+        if self._waiting is not None:
+            self._waiting.allow(uid, plugin)
+
+    def reject(self, uid: str, plugin: str, message: str) -> None:
+        if self._waiting is not None:
+            self._waiting.reject(uid, plugin, message)
+
+    def is_placed(self, uid: str) -> bool:
+        return self._cache.get_pod(uid) is not None
 
 
 def schedule_one(
@@ -111,12 +221,15 @@ def schedule_one(
     queue: SchedulingQueue,
     rng: random.Random,
     now: float,
+    waiting: WaitingPods[Parked] | None = None,
 ) -> Outcome:
-    """Decide for the popped pod `info` with `scheduler`'s profile; `snapshot` is brought up to date first."""
+    """Decide for the popped pod `info` with `scheduler`'s profile; `snapshot` is brought up to date first.
+    `waiting` holds the pods Permit plugins make wait (None: a WAIT is an error)."""
     skip = prepare(info, snapshot, cache=cache, queue=queue)
     if skip is not None:
         return skip
-    return conclude(info, decide(info, snapshot, scheduler, rng=rng, nominator=queue.nominator), cache=cache, queue=queue, now=now)
+    decided = decide(info, snapshot, scheduler, rng=rng, nominator=queue.nominator)
+    return conclude(info, decided, cache=cache, queue=queue, now=now, profile=scheduler.profile, waiting=waiting)
 
 
 def prepare(info: QueuedPodInfo, snapshot: Snapshot, *, cache: SchedulerCache, queue: SchedulingQueue, private_objects: bool = False) -> Skip | None:
@@ -143,9 +256,19 @@ def decide(
         return Error(f"internal error: {exc!r}", exc)
 
 
-def conclude(info: QueuedPodInfo, decided: ScheduleResult | Error, *, cache: SchedulerCache, queue: SchedulingQueue, now: float) -> Outcome:
-    """Carry a decision into the cache and the queue: assume the pod on its node, or put it back
-    (nominated to the node preemption made room on, when it did)."""
+def conclude(
+    info: QueuedPodInfo,
+    decided: ScheduleResult | Error,
+    *,
+    cache: SchedulerCache,
+    queue: SchedulingQueue,
+    now: float,
+    profile: Profile,
+    waiting: WaitingPods[Parked] | None = None,
+) -> Outcome:
+    """Carry a decision into the cache and the queue: assume the pod on its node and run `profile`'s
+    Reserve and Permit plugins, or put it back (nominated to the node preemption made room on, when
+    it did)."""
     pod = info.pod
     if isinstance(decided, Error):
         queue.add_backoff(info, now)
@@ -156,7 +279,9 @@ def conclude(info: QueuedPodInfo, decided: ScheduleResult | Error, *, cache: Sch
             queue.done(pod)
             return Skip(reason)
         queue.delete_nominated_pod(pod)  # upstream assume: the cache holds it now, not the nominator
-        return Bind(cache.assume(pod, decided.node), decided.node)
+        placed = cache.assume(pod, decided.node)
+        state = decided.state if decided.state is not None else CycleState()
+        return reserve_and_permit(info, placed, state, profile, cache=cache, queue=queue, now=now, waiting=waiting)
     if decided.error is not None:
         queue.add_backoff(info, now)
         return Error(decided.error, None, _clear(queue, pod))
@@ -176,17 +301,124 @@ def conclude(info: QueuedPodInfo, decided: ScheduleResult | Error, *, cache: Sch
     return Unschedulable(decided.message, plugins, nominated, verdict.victims, lower, post_filtered=True)
 
 
+def reserve_and_permit(
+    info: QueuedPodInfo,
+    placed: Pod,
+    state: CycleState,
+    profile: Profile,
+    *,
+    cache: SchedulerCache,
+    queue: SchedulingQueue | None,
+    now: float,
+    waiting: WaitingPods[Parked] | None,
+) -> Bind | Wait | Unschedulable | Error:
+    """Upstream ``RunReservePluginsReserve`` then ``RunPermitPlugins`` for the assumed pod `placed`:
+    the first rejection or error undoes the attempt (requeued in `queue`; None: ``simulate``, which
+    has none); WAITs are collected and the pod waits when no plugin rejected it."""
+    node = placed.node_name
+    handle = CacheHandle(cache, waiting)
+    for reserver in profile.reservers:
+        try:
+            status = reserver.reserve(state, placed, node, handle).with_plugin(reserver.name)
+        except Exception as exc:  # a plugin bug must not take the scheduler down
+            status = Status(Code.ERROR, (f"{type(exc).__name__}: {exc}",), reserver.name)
+        if not status.is_success:
+            return _undo(info, placed, state, profile, status, "Reserve", cache=cache, queue=queue, now=now, handle=handle)
+    timeouts: dict[str, float] = {}
+    for permitter in profile.permitters:
+        try:
+            result = permitter.permit(state, placed, node, handle)
+            status = result.status.with_plugin(permitter.name)
+        except Exception as exc:  # a plugin bug must not take the scheduler down
+            status = Status(Code.ERROR, (f"{type(exc).__name__}: {exc}",), permitter.name)
+        if status.code is Code.WAIT:
+            timeouts[permitter.name] = result.timeout
+        elif not status.is_success:
+            return _undo(info, placed, state, profile, status, "Permit", cache=cache, queue=queue, now=now, handle=handle)
+    if not timeouts:
+        return Bind(placed, node, state)
+    if waiting is None:
+        status = Status(Code.ERROR, ("a Permit plugin asked to wait, and nothing waits here",), next(iter(timeouts)))
+        return _undo(info, placed, state, profile, status, "Permit", cache=cache, queue=queue, now=now, handle=handle)
+    waiting.add(placed, node, Parked(info, state, profile, queue), timeouts, now=now)
+    return Wait(placed, node, tuple(timeouts))
+
+
+def _unreserve(profile: Profile, state: CycleState, pod: Pod, node: str, handle: PermitHandle) -> None:
+    """Upstream ``RunReservePluginsUnreserve``: every Reserve plugin, in reverse order; exceptions are swallowed."""
+    for plugin in reversed(profile.reservers):
+        try:
+            plugin.unreserve(state, pod, node, handle)
+        except Exception:
+            pass
+
+
+def _undo(
+    info: QueuedPodInfo, placed: Pod, state: CycleState, profile: Profile, status: Status, point: str, *,
+    cache: SchedulerCache, queue: SchedulingQueue | None, now: float, handle: PermitHandle,
+) -> Unschedulable | Error:
+    """A Reserve or Permit plugin said no: unreserve, forget, and requeue (unschedulable, or backoff on an error)."""
+    _unreserve(profile, state, placed, placed.node_name, handle)
+    if cache.is_assumed(placed):
+        cache.forget(placed)
+    if status.is_rejected:
+        plugins = frozenset({status.plugin})
+        if queue is not None:
+            queue.add_unschedulable(info, now, plugins=plugins)
+        return Unschedulable(status.message, plugins)
+    if queue is not None:
+        queue.add_backoff(info, now)
+    return Error(f"running {point} plugin {status.plugin!r}: {status.message}")
+
+
+def settle_waiting(waiting: WaitingPods[Parked], *, cache: SchedulerCache, now: float) -> Settled:
+    """The waiting pods whose wait is over: allowed ones to bind; rejected and timed-out ones
+    unreserved, forgotten and requeued as unschedulable (a timed-out pod is unreserved before it is
+    rejected, so its gang's plugin rejects every waiting member with the gang's message first)."""
+    handle = CacheHandle(cache, waiting)
+    for w, plugin, seconds in waiting.expired(now):
+        if w.waiting:
+            w.payload.unreserved = True
+            _unreserve(w.payload.profile, w.payload.state, w.pod, w.node_name, handle)
+            waiting.reject(w.pod.uid, plugin, timeout_message(seconds, plugin))
+    allowed: list[Allowed] = []
+    rejected: list[Rejected] = []
+    keep: set[str] = set()
+    while settled := waiting.take_settled():  # an unreserve may reject more waiting pods
+        for w in settled:
+            parked = w.payload
+            assert w.outcome is not None
+            if w.outcome.is_success:
+                allowed.append(Allowed(parked.profile.scheduler_name, parked.info, w.pod, w.node_name, parked.state))
+                continue
+            if not parked.unreserved:
+                _unreserve(parked.profile, parked.state, w.pod, w.node_name, handle)
+            if cache.is_assumed(w.pod):
+                cache.forget(w.pod)
+            if parked.queue is not None:
+                parked.queue.add_unschedulable(parked.info, now, plugins=frozenset({w.outcome.plugin}))
+            keys = gangs.member_keys(w.pod)
+            for key in keys:
+                keep |= cache.objects.gang_members.get(key, frozenset())
+            keep.add(w.pod.uid)
+            rejected.append(Rejected(parked.profile.scheduler_name, parked.info, w.pod, w.node_name, w.outcome, keys))
+    return Settled(tuple(allowed), tuple(rejected), frozenset(keep))
+
+
 def _clear(queue: SchedulingQueue, pod: Pod) -> str:
     """Clear the pod's nomination in the queue (upstream's clearNominatedNode): "" for the outcome."""
     queue.delete_nominated_pod(pod)
     return ""
 
 
-def next_wait(queue: SchedulingQueue, now: float, *, longest: float) -> float:
+def next_wait(queue: SchedulingQueue, now: float, *, longest: float, waiting: WaitingPods[Parked] | None = None) -> float:
     """Seconds the loop may sleep before it pops: 0 when a pod is ready, else until the earliest
-    backoff expiry or unschedulable-leftover deadline, at most `longest` (a handler's wake-up, or
-    a pod that nothing but an event will make ready, is waited for that long)."""
+    backoff expiry, unschedulable-leftover deadline or waiting pod's deadline, at most `longest`
+    (a handler's wake-up, or a pod that nothing but an event will make ready, is waited for that long)."""
     ready_at = queue.next_ready_at(now)
+    deadline = waiting.next_deadline() if waiting is not None else None
+    if deadline is not None:
+        ready_at = deadline if ready_at is None else min(ready_at, deadline)
     if ready_at is None:
         return longest
     return min(longest, max(ready_at - now, 0.0))
@@ -213,9 +445,15 @@ def binding_succeeded(placed: Pod, *, cache: SchedulerCache, queue: SchedulingQu
     queue.done(placed)
 
 
-def binding_failed(info: QueuedPodInfo, placed: Pod, *, cache: SchedulerCache, queue: SchedulingQueue, now: float) -> bool:
-    """The bind call failed: undo the assumption (unless the watch already settled the pod) and back
-    off. Returns whether the pod was requeued (False: deleted or bound meanwhile)."""
+def binding_failed(
+    info: QueuedPodInfo, placed: Pod, *, cache: SchedulerCache, queue: SchedulingQueue, now: float,
+    profile: Profile | None = None, state: CycleState | None = None, waiting: WaitingPods[Parked] | None = None,
+) -> bool:
+    """The bind call failed: `profile`'s Reserve plugins unreserve (upstream ``handleBindingCycleError``),
+    the assumption is undone (unless the watch already settled the pod) and the pod backs off.
+    Returns whether the pod was requeued (False: deleted or bound meanwhile)."""
+    if profile is not None:
+        _unreserve(profile, state or CycleState(), placed, placed.node_name, CacheHandle(cache, waiting))
     if cache.is_assumed(placed):
         cache.forget(placed)
     return queue.add_backoff(info, now)

@@ -19,6 +19,12 @@ Mirrors upstream ``pkg/scheduler/framework/interface.go`` in our own shape:
 - ``PostFilterPlugin`` runs when no node fits; it gets a ``Handle`` onto the cycle (the filters
   with nominated pods, the PreFilterExtensions, the nominated pods, the RNG), as upstream plugins
   get ``fwk.Handle``, and returns a ``PostFilterResult`` (a nomination and the victims to evict).
+- ``ReservePlugin`` and ``PermitPlugin`` run once a node is chosen and the pod assumed there
+  (``core/cycle.py``); they get a ``PermitHandle`` onto the pods waiting at Permit
+  (``core/waiting.py``, upstream's waitingPodsMap) and the scheduler's cache, as upstream plugins
+  get ``fwk.Handle``. A Permit plugin may answer WAIT with a timeout: the pod stays assumed and
+  waits until every waiting plugin allows it (then it is bound) or one rejects it or the timeout
+  passes (then every Reserve plugin's ``unreserve`` runs, in reverse order, and it is requeued).
 - ``PreBindPlugin`` and ``BindPlugin`` are the only asynchronous points: they run at the edge
   (kube/binding.py) with an ``ApiClient``, after the pure decision. Nothing here does I/O.
 
@@ -45,7 +51,8 @@ if TYPE_CHECKING:
     from .diagnosis import Diagnosis
     from .nodeinfo import NodeInfo
     from .objects import Pod
-    from .snapshot import NodeTable, Snapshot
+    from .snapshot import ClusterObjects, NodeTable, Snapshot
+    from .waiting import WaitingPod
 
 __all__ = [
     "MAX_NODE_SCORE",
@@ -59,6 +66,7 @@ __all__ = [
     "FilterPlugin",
     "Handle",
     "NormalizeScorePlugin",
+    "PermitHandle",
     "PermitPlugin",
     "PermitResult",
     "Plugin",
@@ -342,17 +350,44 @@ class NormalizeScorePlugin(ScorePlugin):
         """Map raw scores of the feasible nodes onto 0..MAX_NODE_SCORE (may work in place)."""
 
 
+class PermitHandle(Protocol):
+    """What the runtime lends Reserve and Permit plugins (the part of upstream ``fwk.Handle`` they use).
+
+    ``allow`` and ``reject`` only record the verdict on a waiting pod; the runtime binds or requeues
+    it after the plugin returns.
+    """
+
+    @property
+    def objects(self) -> ClusterObjects:
+        """The cluster objects (PodGroups, gang members...) as the cache holds them now."""
+
+    def iterate_waiting_pods(self) -> Iterable[WaitingPod[Any]]:
+        """Every pod still waiting at Permit."""
+
+    def get_waiting_pod(self, uid: str) -> WaitingPod[Any] | None: ...
+
+    def allow(self, uid: str, plugin: str) -> None: ...
+
+    def reject(self, uid: str, plugin: str, message: str) -> None: ...
+
+    def is_placed(self, uid: str) -> bool:
+        """Whether the pod holds a node in the cache: assumed (waiting, or binding) or bound."""
+
+
 class ReservePlugin(Plugin):
     @abc.abstractmethod
-    def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status: ...
+    def reserve(self, state: CycleState, pod: Pod, node_name: str, handle: PermitHandle) -> Status:
+        """The pod is assumed on `node_name`; a failure undoes the attempt (every ``unreserve`` runs)."""
 
     @abc.abstractmethod
-    def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None: ...
+    def unreserve(self, state: CycleState, pod: Pod, node_name: str, handle: PermitHandle) -> None:
+        """The attempt is undone (a later Reserve or Permit failed, the wait was rejected or timed out,
+        the bind failed): release what ``reserve`` took. Called before the pod leaves the cache."""
 
 
 @dataclass(frozen=True, slots=True)
 class PermitResult:
-    """SUCCESS, a rejection, or WAIT up to ``timeout`` seconds for another plugin to allow the pod."""
+    """SUCCESS, a rejection, or WAIT up to ``timeout`` seconds (at most 15 minutes) for a plugin to allow the pod."""
 
     status: Status = SUCCESS
     timeout: float = 0.0
@@ -360,7 +395,8 @@ class PermitResult:
 
 class PermitPlugin(Plugin):
     @abc.abstractmethod
-    def permit(self, state: CycleState, pod: Pod, node_name: str) -> PermitResult: ...
+    def permit(self, state: CycleState, pod: Pod, node_name: str, handle: PermitHandle) -> PermitResult:
+        """After Reserve: let the pod be bound, reject it, or make it wait (``Code.WAIT``)."""
 
 
 class ApiClient(Protocol):

@@ -39,6 +39,8 @@ ANNOTATION_PREFER_AVOID_PODS: Final = "scheduler.alpha.kubernetes.io/preferAvoid
 PREEMPT_LOWER_PRIORITY: Final = "PreemptLowerPriority"
 PREEMPT_NEVER: Final = "Never"
 CONDITION_DISRUPTION_TARGET: Final = "DisruptionTarget"
+#: the Workload API PodGroup's condition the scheduler sets (True once the gang was first scheduled)
+CONDITION_POD_GROUP_INITIALLY_SCHEDULED: Final = "PodGroupInitiallyScheduled"
 REASON_PREEMPTION_BY_SCHEDULER: Final = "PreemptionByScheduler"
 
 
@@ -334,6 +336,8 @@ class Pod:
     volumes: tuple[Volume, ...] = ()
     topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
     scheduling_gates: tuple[str, ...] = ()
+    #: ``spec.schedulingGroup.podGroupName``: the ``scheduling.k8s.io`` PodGroup the pod belongs to ("" for none)
+    scheduling_group: str = ""
     nominated_node_name: str = ""
     #: ``status.startTime`` in seconds since the epoch; None until a kubelet starts the pod
     start_time: float | None = None
@@ -528,6 +532,39 @@ class PodDisruptionBudget:
             and not self.selector.is_empty
             and self.selector.matches(pod.labels)
         )
+
+
+#: the two PodGroup APIs (their API groups): upstream's Workload API and scheduler-plugins' coscheduling CRD
+WORKLOAD_API: Final = "scheduling.k8s.io"
+COSCHEDULING_API: Final = "scheduling.x-k8s.io"
+#: scheduler-plugins' pod label naming a coscheduling PodGroup of the pod's namespace
+LABEL_POD_GROUP: Final = "scheduling.x-k8s.io/pod-group"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class PodGroup:
+    """A PodGroup of either API, as gang scheduling reads it (``core/gangs.py``).
+
+    ``scheduling.k8s.io/v1beta1``: ``spec.schedulingPolicy.gang.minCount`` (a ``basic`` policy is no
+    gang: ``gang`` False); ``scheduling.x-k8s.io/v1alpha1``: ``spec.minMember`` and
+    ``spec.scheduleTimeoutSeconds`` (None: the plugin's default).
+    """
+
+    api: str
+    namespace: str
+    name: str
+    uid: str = ""
+    gang: bool = True
+    min_count: int = 1
+    schedule_timeout_seconds: int | None = None
+    generation: int = 0
+    #: the Workload API's PodGroupInitiallyScheduled condition status ("True", "False" or "")
+    initially_scheduled: str = ""
+
+    @property
+    def key(self) -> str:
+        """``<api group>/<namespace>/<name>``: the ClusterObjects key, one space for both APIs."""
+        return f"{self.api}/{self.namespace}/{self.name}"
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -22,9 +22,12 @@ from typing import Any, Final
 
 from .objects import (
     CONDITION_DISRUPTION_TARGET,
+    CONDITION_POD_GROUP_INITIALLY_SCHEDULED,
+    COSCHEDULING_API,
     EMPTY_LABELS,
     NO_SCHEDULE,
     PREEMPT_LOWER_PRIORITY,
+    WORKLOAD_API,
     Affinity,
     Container,
     ContainerPort,
@@ -44,6 +47,7 @@ from .objects import (
     PodAffinity,
     PodAffinityTerm,
     PodDisruptionBudget,
+    PodGroup,
     PreferredSchedulingTerm,
     PriorityClass,
     Service,
@@ -508,6 +512,7 @@ def parse_pod(body: Mapping[str, Any]) -> Pod:
         volumes=tuple(_volume(v, f"{where}.volumes[{i}]") for i, v in enumerate(_list(spec, "volumes", where))),
         topology_spread_constraints=tuple(spread),
         scheduling_gates=tuple(str(g.get("name")) for g in _list(spec, "schedulingGates", where) if isinstance(g, Mapping)),
+        scheduling_group=str(_map(spec, "schedulingGroup", where).get("podGroupName") or ""),
         nominated_node_name=str(status.get("nominatedNodeName") or ""),
         start_time=_time(status.get("startTime"), f"pod {namespace}/{name}: status.startTime"),
         disruption_target=disruption,
@@ -696,6 +701,41 @@ def parse_pod_disruption_budget(body: Mapping[str, Any]) -> PodDisruptionBudget:
         parse_label_selector(spec.get("selector"), f"pdb {ns}/{name}: spec.selector"),
         _int(status.get("disruptionsAllowed"), f"pdb {ns}/{name}: status.disruptionsAllowed"),
         frozenset(str(k) for k in _map(status, "disruptedPods", f"pdb {ns}/{name}: status")),
+    )
+
+
+def parse_pod_group(body: Mapping[str, Any]) -> PodGroup:
+    """A ``scheduling.k8s.io/v1beta1`` PodGroup (upstream's Workload API)."""
+    meta = _map(body, "metadata", "podgroup")
+    ns, name = str(meta.get("namespace") or "default"), str(meta.get("name") or "")
+    where = f"podgroup {ns}/{name}"
+    policy = _map(_map(body, "spec", where), "schedulingPolicy", f"{where}: spec")
+    gang = _map(policy, "gang", f"{where}: spec.schedulingPolicy")
+    scheduled = ""
+    for c in _list(_map(body, "status", where), "conditions", f"{where}: status"):
+        if isinstance(c, Mapping) and c.get("type") == CONDITION_POD_GROUP_INITIALLY_SCHEDULED:
+            scheduled = str(c.get("status") or "")
+    return PodGroup(
+        WORKLOAD_API, ns, name, str(meta.get("uid") or ""),
+        gang="gang" in policy,
+        min_count=_int(gang.get("minCount"), f"{where}: spec.schedulingPolicy.gang.minCount", 1),
+        generation=_int(meta.get("generation"), f"{where}: metadata.generation"),
+        initially_scheduled=scheduled,
+    )
+
+
+def parse_coscheduling_pod_group(body: Mapping[str, Any]) -> PodGroup:
+    """A ``scheduling.x-k8s.io/v1alpha1`` PodGroup (scheduler-plugins' coscheduling CRD)."""
+    meta = _map(body, "metadata", "podgroup")
+    ns, name = str(meta.get("namespace") or "default"), str(meta.get("name") or "")
+    where = f"podgroup {ns}/{name}: spec"
+    spec = _map(body, "spec", where)
+    timeout = spec.get("scheduleTimeoutSeconds")
+    return PodGroup(
+        COSCHEDULING_API, ns, name, str(meta.get("uid") or ""),
+        min_count=_int(spec.get("minMember"), f"{where}.minMember", 1),
+        schedule_timeout_seconds=None if timeout is None else _int(timeout, f"{where}.scheduleTimeoutSeconds"),
+        generation=_int(meta.get("generation"), f"podgroup {ns}/{name}: metadata.generation"),
     )
 
 

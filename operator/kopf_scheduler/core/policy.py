@@ -52,6 +52,13 @@ Rules (decisions marked *):
 - ``preemption`` (boolean, default true, as upstream enables DefaultPreemption in every profile)
   adds a DefaultPreemption PostFilter with its default arguments. DefaultPreemption is not a
   predicate or priority name: this switch is the one way to enable or disable it.
+- ``gangScheduling`` (default ``{enabled: true}``) adds the gang plugins of both PodGroup APIs
+  (``registry.GANG_PLUGINS``: GangScheduling for ``scheduling.k8s.io`` PodGroups, Coscheduling for
+  ``scheduling.x-k8s.io`` ones) as PreFilter (after the filters' own), Reserve and Permit plugins;
+  ``permitWaitingTimeSeconds`` (1..900) replaces both plugins' default wait (300 s and 60 s; a
+  coscheduling PodGroup's ``scheduleTimeoutSeconds`` still wins). *On by default, as upstream's
+  default profile has GangScheduling when the GenericWorkload gate is on: pods outside a gang
+  skip it at no cost. Like DefaultPreemption, they are not predicate names.
 - ``percentageOfNodesToScore`` 0..100 (0 = adaptive); backoffs > 0 seconds, max >= initial.
 - Extenders: see ``core/extenders.py``. The resources they manage with ``ignoredByScheduler`` are
   added to every NodeResourcesFit instance's ``ignoredResources`` (*upstream replaces that list;
@@ -71,7 +78,7 @@ from typing import Any, Final
 from . import registry
 from .arguments import PluginArgsError
 from .extenders import ExtenderConfig, validate_extenders
-from .framework import FilterPlugin, Plugin, PostFilterPlugin, ScorePlugin
+from .framework import FilterPlugin, Plugin, PostFilterPlugin, PreFilterPlugin, ScorePlugin
 from .plugins.default_preemption import DefaultPreemption
 from .plugins.inter_pod_affinity import InterPodAffinity
 from .plugins.node_resources_fit import NodeResourcesFit
@@ -86,6 +93,8 @@ __all__ = ["FieldError", "default_profile", "default_provider_profile", "parse_d
 NAME_PATTERN: Final = re.compile(r"^[a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])$")
 MAX_HARD_POD_AFFINITY_WEIGHT: Final = 100
 MAX_PARALLELISM: Final = 1024
+#: upstream caps a Permit wait at 15 minutes
+MAX_PERMIT_WAITING_TIME_SECONDS: Final = 900
 #: DNS-1123 subdomain, as the CRD's schedulerName pattern
 SCHEDULER_NAME_PATTERN: Final = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
@@ -102,7 +111,9 @@ SPEC_KEYS: Final = (
     "podMaxBackoffSeconds",
     "parallelism",
     "preemption",
+    "gangScheduling",
 )
+GANG_KEYS: Final = ("enabled", "permitWaitingTimeSeconds")
 PREDICATE_KEYS: Final = ("name", "argument")
 PRIORITY_KEYS: Final = ("name", "weight", "argument")
 
@@ -265,6 +276,8 @@ def _unknown(name: str, path: str, *, want: str, registry_: Registry) -> FieldEr
         names, other_found = registry_.predicate_names(), registry.lookup_legacy_priority(name) or registry_.score_plugin(name)
     else:
         names, other_found = registry_.priority_names(), registry.lookup_legacy_predicate(name) or registry_.filter_plugin(name)
+    if registry_.plugin(name) in registry.GANG_PLUGINS:
+        return FieldError(f"{path}.name", f"{registry_.plugin(name).NAME} is a gang plugin, not a {want}; spec.gangScheduling (enabled by default) enables it")  # type: ignore[union-attr]
     if registry_.plugin(name) is DefaultPreemption:
         return FieldError(f"{path}.name", f"{DefaultPreemption.NAME} is a PostFilter plugin, not a {want}; spec.preemption (default true) enables it")
     if other_found is not None:
@@ -476,6 +489,36 @@ class _Settings:
     pod_initial_backoff_seconds: float = DEFAULT_POD_INITIAL_BACKOFF_SECONDS
     pod_max_backoff_seconds: float = DEFAULT_POD_MAX_BACKOFF_SECONDS
     preemption: bool = True
+    gang_scheduling: bool = True
+    #: None: each gang plugin's own default
+    permit_waiting_time_seconds: int | None = None
+
+
+def _gang_settings(spec: Mapping[str, Any], out: _Settings, normal: dict[str, Any], errors: list[FieldError]) -> None:
+    raw = spec.get("gangScheduling", {})
+    if not isinstance(raw, Mapping):
+        errors.append(FieldError("spec.gangScheduling", "must be an object"))
+        return
+    unknown_keys(raw, GANG_KEYS, "spec.gangScheduling", errors)
+    enabled = raw.get("enabled", True)
+    if not isinstance(enabled, bool):
+        errors.append(FieldError("spec.gangScheduling.enabled", "must be a boolean"))
+        enabled = True
+    out.gang_scheduling = enabled
+    normal["gangScheduling"] = {"enabled": enabled}
+    wait = raw.get("permitWaitingTimeSeconds")
+    if wait is not None:
+        if not is_int(wait) or not 1 <= wait <= MAX_PERMIT_WAITING_TIME_SECONDS:
+            errors.append(FieldError("spec.gangScheduling.permitWaitingTimeSeconds", f"must be an integer from 1 to {MAX_PERMIT_WAITING_TIME_SECONDS}, got {wait!r}"))
+        else:
+            out.permit_waiting_time_seconds = normal["gangScheduling"]["permitWaitingTimeSeconds"] = wait
+
+
+def _gang_plugins(settings: _Settings) -> tuple[Plugin, ...]:
+    if not settings.gang_scheduling:
+        return ()
+    raw = None if settings.permit_waiting_time_seconds is None else {"permitWaitingTimeSeconds": settings.permit_waiting_time_seconds}
+    return tuple(cls.new(raw) for cls in registry.GANG_PLUGINS)
 
 
 def _settings(spec: Mapping[str, Any], normal: dict[str, Any], errors: list[FieldError]) -> _Settings:
@@ -515,6 +558,7 @@ def _settings(spec: Mapping[str, Any], normal: dict[str, Any], errors: list[Fiel
         errors.append(FieldError("spec.preemption", "must be a boolean"))
         preemption = True
     out.preemption = normal["preemption"] = preemption
+    _gang_settings(spec, out, normal, errors)
     parallelism = spec.get("parallelism")
     if parallelism is not None:
         # carried in the normalised spec for the runtime; the core algorithm is single-threaded
@@ -662,9 +706,12 @@ def _profile(name: str, instances: _Instances, settings: _Settings, extenders: l
     for inst in instances.by_key.values():
         assert inst.plugin is not None
         everything.append(inst.plugin)
+    gang = _gang_plugins(settings)
+    everything.extend(gang)
     return Profile(
         scheduler_name=name,
         filters=tuple(filter_plugins),
+        pre_filter_only=tuple(p for p in gang if isinstance(p, PreFilterPlugin)),
         scorers=tuple(scorers),
         post_filters=tuple(p for p in everything if isinstance(p, PostFilterPlugin)) + ((DefaultPreemption(),) if settings.preemption else ()),
         plugins=tuple(everything),

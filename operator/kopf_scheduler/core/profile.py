@@ -40,6 +40,8 @@ class Profile:
     filters: tuple[FilterPlugin, ...] = ()
     #: (score plugin, weight)
     scorers: tuple[tuple[ScorePlugin, int], ...] = ()
+    #: PreFilter plugins without a Filter (the gang plugins), run after the filters' PreFilters
+    pre_filter_only: tuple[PreFilterPlugin, ...] = ()
     #: called in order when no node fits (preemption)
     post_filters: tuple[PostFilterPlugin, ...] = ()
     #: reserve, permit, pre-bind and bind run in this order for every plugin of the profile that has them
@@ -67,7 +69,7 @@ class Profile:
 
     @property
     def pre_filters(self) -> list[PreFilterPlugin]:
-        return [p for p in self.filters if isinstance(p, PreFilterPlugin)]
+        return [p for p in self.filters if isinstance(p, PreFilterPlugin)] + list(self.pre_filter_only)
 
     @property
     def pre_scorers(self) -> list[PreScorePlugin]:

@@ -35,7 +35,7 @@ import dataclasses
 import heapq
 import itertools
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -479,10 +479,11 @@ class SchedulingQueue:
 
     # ------------------------------------------------------------------ moves
 
-    def move_all_to_active_or_backoff(self, event: str, now: float) -> int:
+    def move_all_to_active_or_backoff(self, event: str, now: float, *, keep: Container[str] = ()) -> int:
         """A cluster event that may make unschedulable pods schedulable (node added/updated, pod
-        deleted, PV/PVC/Service change...). Returns how many pods moved."""
-        infos = list(self._unschedulable.values())
+        deleted, PV/PVC/Service change...), except the pods of `keep` (uids: a gang that was just
+        rejected rests together). Returns how many pods moved."""
+        infos = [i for i in self._unschedulable.values() if i.uid not in keep]
         for info in infos:
             self._remove_unschedulable(info.uid)
             self._to_active_or_backoff(info, now, event)
@@ -500,6 +501,21 @@ class SchedulingQueue:
     def assigned_pod_updated(self, pod: Pod, now: float, *, namespace_labels: Mapping[str, str] | None = None) -> int:
         """A bound pod changed (labels): as ``assigned_pod_added``."""
         return self._move_affinity_matches(pod, now, EVENT_ASSIGNED_POD_UPDATE, namespace_labels)
+
+    def move_pods(self, uids: Iterable[str], event: str, now: float) -> int:
+        """An event that concerns only these pods (a new member of their gang): those in the
+        unschedulable pool move; in-flight ones count it as a move request. Returns how many moved."""
+        moved = 0
+        for uid in uids:
+            flight = self._in_flight.get(uid)
+            if flight is not None:
+                flight.moved = True
+            info = self._unschedulable.get(uid)
+            if info is not None:
+                self._remove_unschedulable(uid)
+                self._to_active_or_backoff(info, now, event)
+                moved += 1
+        return moved
 
     def flush_unschedulable_leftover(self, now: float) -> int:
         """Pods that stayed in the pool for ``pod_max_in_unschedulable`` seconds or more move back."""

@@ -41,8 +41,10 @@ from typing import Any, Final
 from .arguments import PluginArgsError
 from .framework import FilterPlugin, Plugin, ScorePlugin
 from .plugins.balanced_allocation import NodeResourcesBalancedAllocation
+from .plugins.coscheduling import Coscheduling
 from .plugins.default_preemption import DefaultPreemption
 from .plugins.equal_priority import EqualPriority
+from .plugins.gang_scheduling import GangScheduling
 from .plugins.image_locality import ImageLocality
 from .plugins.inter_pod_affinity import InterPodAffinity
 from .plugins.node_affinity import NodeAffinity
@@ -108,7 +110,15 @@ IN_TREE: Final[tuple[type[Plugin], ...]] = (
     AzureDiskLimits,
     VolumeBinding,
     DefaultPreemption,
+    GangScheduling,
+    Coscheduling,
 )
+
+#: The gang plugins (both PodGroup APIs; ``core/gangs.py``): enabled in every profile by
+#: ``spec.gangScheduling`` (default on, as upstream's default profile has GangScheduling with the
+#: GenericWorkload gate on), as PreFilter (they have no Filter), Reserve and Permit plugins;
+#: not predicate names.
+GANG_PLUGINS: Final[tuple[type[Plugin], ...]] = (GangScheduling, Coscheduling)
 
 #: Evaluation order of the in-tree filters (the first rejection decides a node's status).
 #: Decision: upstream v1.37's default MultiPoint order for the plugins that still exist

@@ -27,8 +27,13 @@ Pods:
 
 Nodes: a new node is an ``NodeAdd`` move, any other change a ``NodeUpdate`` move; a deleted node
 moves nothing. Services, controllers, volumes, claims, storage classes, PDBs and CSINodes are
-stored in ``ClusterObjects`` and every change is a ``<Kind>Change`` move; a namespace is a
+stored in ``ClusterObjects`` and every change is a ``<Kind>Change`` move (PodGroups of both APIs
+too, in one store keyed by API group); a namespace is a
 ``NamespaceChange`` move only when its labels changed (namespace selectors read them).
+
+Gangs (``core/gangs.py``): every pod event keeps ``ClusterObjects.gang_members``; a pod joining a
+gang moves that gang's members out of the unschedulable pool (they may have been rejected for
+having too few members), and only them.
 
 Limits: no QueueingHints (every move request moves every unschedulable pod), as in
 ``core/queueing.py``.
@@ -36,10 +41,11 @@ Limits: no QueueingHints (every move request moves every unschedulable pod), as 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from dataclasses import dataclass
 from typing import Final, Protocol
 
+from . import gangs
 from .cache import PodState, SchedulerCache
 from .objects import Node, Pod
 from .profile import Profile
@@ -48,11 +54,14 @@ from .resources import Resources
 
 __all__ = [
     "EVENT_ASSIGNED_POD_DELETE",
+    "EVENT_GANG_MEMBER_ADD",
     "EVENT_ASSIGNED_POD_SCALE_DOWN",
     "EVENT_NAMESPACE_CHANGE",
     "EVENT_NODE_ADD",
     "EVENT_NODE_UPDATE",
     "EVENT_POLICY_CHANGE",
+    "KIND_COSCHEDULING_POD_GROUP",
+    "KIND_POD_GROUP",
     "NOTHING",
     "OBJECT_STORES",
     "PendingPods",
@@ -77,6 +86,12 @@ EVENT_NAMESPACE_CHANGE: Final = "NamespaceChange"
 #: a served name's profile changed: its unschedulable pods deserve another try
 EVENT_POLICY_CHANGE: Final = "PolicyChange"
 
+#: the two PodGroup kinds, told apart by API group (``scheduling.k8s.io``, ``scheduling.x-k8s.io``)
+KIND_POD_GROUP: Final = "PodGroup"
+KIND_COSCHEDULING_POD_GROUP: Final = "PodGroup.scheduling.x-k8s.io"
+#: a pod joined a gang: its pending members (only) deserve another try
+EVENT_GANG_MEMBER_ADD: Final = "GangMemberAdd"
+
 #: kind -> the ClusterObjects attribute that stores it
 OBJECT_STORES: Final[Mapping[str, str]] = {
     "Service": "services",
@@ -88,6 +103,9 @@ OBJECT_STORES: Final[Mapping[str, str]] = {
     "StorageClass": "storage_classes",
     "PodDisruptionBudget": "pod_disruption_budgets",
     "CSINode": "csi_nodes",
+    # both PodGroup APIs share one store, keyed by PodGroup.key (api group/ns/name)
+    KIND_POD_GROUP: "pod_groups",
+    KIND_COSCHEDULING_POD_GROUP: "pod_groups",
 }
 
 
@@ -146,6 +164,9 @@ def route_pod(
     """A pod was added, changed or deleted; see the module docstring for the cases."""
     cached = cache.get_pod(pod.uid)
     state = cache.state_of(pod)
+    joined = gangs.update_members(cache.objects.gang_members, pod, present=not (deleted or pod.is_terminal))
+    if joined:
+        _gang_grew(joined, cache, served, now)
     if deleted or pod.is_terminal:
         _leave_pending(pod, pending, served)
         if cached is None:
@@ -182,6 +203,14 @@ def route_pod(
     else:
         holder.queue.update(old, pod, now)
     return Routed(wake=(pod.scheduler_name,))
+
+
+def _gang_grew(keys: tuple[str, ...], cache: SchedulerCache, served: Mapping[str, Queued], now: float) -> None:
+    """A pod joined gangs: their members waiting for it (too few members) get another try
+    (upstream GangScheduling's UnscheduledPod/Add hint), no other pod."""
+    uids = [uid for key in keys for uid in cache.objects.gang_members.get(key, ())]
+    for s in served.values():
+        s.queue.move_pods(uids, EVENT_GANG_MEMBER_ADD, now)
 
 
 def reports_unreadable(scheduler_name: object, node_name: object, served: Mapping[str, Queued]) -> bool:
@@ -256,9 +285,10 @@ def route_namespace(
 # --------------------------------------------------------------------------- moves and served names
 
 
-def broadcast(event: str, served: Mapping[str, Queued], now: float) -> Routed:
-    """A cluster event that may make unschedulable pods schedulable, to every served name's queue."""
-    wake = tuple(name for name, s in served.items() if s.queue.move_all_to_active_or_backoff(event, now))
+def broadcast(event: str, served: Mapping[str, Queued], now: float, *, keep: Container[str] = ()) -> Routed:
+    """A cluster event that may make unschedulable pods schedulable, to every served name's queue
+    (the pods of `keep` stay: a gang that was just rejected)."""
+    wake = tuple(name for name, s in served.items() if s.queue.move_all_to_active_or_backoff(event, now, keep=keep))
     return Routed(wake, event)
 
 

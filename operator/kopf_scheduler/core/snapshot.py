@@ -33,6 +33,7 @@ from .objects import (
     PersistentVolumeClaim,
     Pod,
     PodDisruptionBudget,
+    PodGroup,
     Service,
     StorageClass,
     Taint,
@@ -53,6 +54,9 @@ class ClusterObjects:
     csi_nodes: dict[str, CSINode] = field(default_factory=dict)  # node name
     pod_disruption_budgets: dict[str, PodDisruptionBudget] = field(default_factory=dict)  # ns/name
     namespace_labels: dict[str, Mapping[str, str]] = field(default_factory=dict)  # ns
+    pod_groups: dict[str, PodGroup] = field(default_factory=dict)  # api group/ns/name (PodGroup.key), both APIs
+    #: PodGroup.key -> uids of the live pods naming that group, bound or not (``core/gangs.py`` keeps it)
+    gang_members: dict[str, frozenset[str]] = field(default_factory=dict)
     #: bumped on every change, so per-pod caches keyed on it stay valid until something changes
     generation: int = 0
 

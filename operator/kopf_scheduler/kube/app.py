@@ -31,11 +31,13 @@ from typing import Any, Final, TypeVar
 from ..core import routing
 from ..core.algorithm import GenericScheduler
 from ..core.cache import SchedulerCache
+from ..core.cycle import Parked
 from ..core.ownership import PolicyBook, PolicyMeta, Serving, Settlement
 from ..core.policy import validate_policy
 from ..core.queueing import SchedulingQueue
 from ..core.recording import ConditionMemo, RepeatLimiter
 from ..core.snapshot import Snapshot
+from ..core.waiting import WaitingPods
 from ..entry_points import installed_registry
 from ..extender_client import HTTPExtender, setup_problems
 from ..telemetry.metrics import SchedulerMetrics
@@ -92,6 +94,10 @@ class App:
         self.policies = PolicyBook()
         #: served scheduler name -> its state
         self.states: dict[str, PolicyState] = {}
+        #: pods assumed and waiting at Permit (gangs), for every served name: a gang may span profiles
+        self.waiting: WaitingPods[Parked] = WaitingPods()
+        #: PodGroup key -> the status last written (kube/podgroups.py writes only changes)
+        self.pod_group_statuses: dict[str, Any] = {}
         self.conditions = ConditionMemo()
         self.failures = RepeatLimiter()
         self.leading = asyncio.Event()

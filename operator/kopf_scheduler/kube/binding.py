@@ -15,6 +15,7 @@ import logging
 
 from ..core.cycle import binding_failed, binding_succeeded
 from ..core.extenders import bind_with_extenders, binds_with_extender
+from ..core.framework import CycleState
 from ..core.objects import Pod
 from ..core.queueing import QueuedPodInfo
 from . import events
@@ -34,8 +35,9 @@ def _binding_body(pod: Pod, node: str) -> dict[str, object]:
     }
 
 
-async def bind(app: App, state: PolicyState, info: QueuedPodInfo, placed: Pod, *, started: float) -> None:
-    """Bind `placed` (the assumed pod); releases one of app.bind_slots when done (the loop acquired it)."""
+async def bind(app: App, state: PolicyState, info: QueuedPodInfo, placed: Pod, *, started: float, cycle: CycleState | None = None) -> None:
+    """Bind `placed` (the assumed pod; `cycle` its cycle's state, for the Reserve plugins' unreserve
+    on a failure); releases one of app.bind_slots when done (the loop acquired it)."""
     try:
         node = placed.node_name
         t0 = app.now()
@@ -55,7 +57,7 @@ async def bind(app: App, state: PolicyState, info: QueuedPodInfo, placed: Pod, *
             return
         app.metrics.observe_binding("error", t1 - t0)
         app.metrics.observe_attempt("error", profile, t1 - started)
-        binding_failed(info, placed, cache=app.cache, queue=state.queue, now=t1)
+        binding_failed(info, placed, cache=app.cache, queue=state.queue, now=t1, profile=state.scheduler.profile, state=cycle, waiting=app.waiting)
         state.wakeup.set()
         app.spawn(
             events.failed_scheduling(

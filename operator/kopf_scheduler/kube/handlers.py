@@ -46,6 +46,10 @@ WATCHED: Final = (
     ("storage.k8s.io", "v1", "storageclasses", "StorageClass"),
     ("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget"),
     ("storage.k8s.io", "v1", "csinodes", "CSINode"),
+    # gangs (core/gangs.py); either API may be absent (GenericWorkload off, the optional CRD not
+    # installed): Kopf watches a resource only while the API server serves it
+    ("scheduling.k8s.io", "v1beta1", "podgroups", routing.KIND_POD_GROUP),
+    ("scheduling.x-k8s.io", "v1alpha1", "podgroups", routing.KIND_COSCHEDULING_POD_GROUP),
 )
 
 
@@ -116,7 +120,7 @@ def _other_handler(kind: str) -> Any:
                 return
         app.perform(routing.route_object(kind, key, obj, cache=app.cache, served=app.states, now=app.now()))
 
-    on_object_event.__name__ = on_object_event.__qualname__ = f"on_{kind.lower()}_event"
+    on_object_event.__name__ = on_object_event.__qualname__ = f"on_{kind.lower().replace('.', '_').replace('-', '_')}_event"
     return on_object_event
 
 
@@ -250,7 +254,7 @@ def register(registry: kopf.OperatorRegistry, *, policies: frozenset[str] | None
     for group, version, plural, kind in WATCHED:
         fn = _other_handler(kind)
         if group:
-            kopf.on.event(group, version, plural, registry=registry, id=plural)(fn)
+            kopf.on.event(group, version, plural, registry=registry, id=f"{plural}.{group}" if plural == "podgroups" else plural)(fn)
         else:
             kopf.on.event(version, plural, registry=registry, id=plural)(fn)
     gvp = (POLICY_GROUP, POLICY_VERSION, POLICY_PLURAL)

@@ -9,7 +9,13 @@ the core decide (``core.cycle.schedule_one``) and carry out the outcome:
   PodScheduled=False/Unschedulable through pods/status when the core's condition memo says the
   message changed, with ``status.nominatedNodeName`` when the core changed the nomination; when
   preemption chose victims, they are evicted before the next pop (``kube/preemption.py``);
-- ``Error``: a FailedScheduling event (and a cleared nomination); ``Skip``: nothing.
+- ``Error``: a FailedScheduling event (and a cleared nomination); ``Skip``: nothing;
+- ``Wait``: nothing yet: the pod is assumed and waits at Permit in ``app.waiting`` (gangs).
+  ``_settle`` finishes waiting pods after every batch and when a deadline passes (the core's
+  ``next_wait`` counts the earliest one): allowed ones are bound as above, rejected and timed-out
+  ones get a FailedScheduling event and PodScheduled=False; the room they release is an
+  AssignedPodDelete move that leaves the rejected gangs alone, and their PodGroups' status is
+  written (``kube/podgroups.py``, also refreshed with the housekeeping).
 
 A policy with HTTP extenders decides off the event loop: ``prepare`` and ``conclude`` run here,
 ``decide`` (the algorithm and its blocking extender calls) in ``App.run_blocking``'s thread pool,
@@ -29,12 +35,12 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from ..core import routing
-from ..core.cycle import Bind, Error, Outcome, Skip, Unschedulable, conclude, decide, next_wait, prepare, schedule_one
+from ..core.cycle import Bind, Error, Outcome, Skip, Unschedulable, Wait, conclude, decide, next_wait, prepare, schedule_one, settle_waiting
 from ..core.diagnosis import truncate_message
 from ..core.objects import Pod
 from ..core.queueing import QueuedPodInfo
 from ..core.timestamps import rfc3339
-from . import binding, events, preemption
+from . import binding, events, podgroups, preemption
 from .app import App, PolicyState
 
 __all__ = ["run"]
@@ -60,7 +66,8 @@ async def run(app: App, policy: str, stopped: Any) -> None:
         if now - last_housekeeping >= HOUSEKEEPING_PERIOD:
             last_housekeeping = now
             _housekeeping(app, state, now)
-        wait = next_wait(state.queue, now, longest=IDLE_WAIT)
+        await _settle(app, now)
+        wait = next_wait(state.queue, now, longest=IDLE_WAIT, waiting=app.waiting)
         if wait > 0:
             await _sleep_until(app, state, wait)
             continue
@@ -99,6 +106,7 @@ def _housekeeping(app: App, state: PolicyState, now: float) -> None:
     app.metrics.set_pending_pods({k: v for k, v in counts.items() if k in ("active", "backoff", "unschedulable", "gated")})  # type: ignore[misc]
     app.metrics.set_cache_size(nodes=app.cache.node_count(), pods=app.cache.pod_count(), assumed_pods=app.cache.assumed_count())
     app.metrics.set_leader(state.policy, app.leading.is_set())
+    podgroups.refresh(app)
 
 
 async def _attempt(app: App, state: PolicyState, info: QueuedPodInfo) -> None:
@@ -108,16 +116,21 @@ async def _attempt(app: App, state: PolicyState, info: QueuedPodInfo) -> None:
     if state.scheduler.extenders:
         outcome = await _schedule_one_off_loop(app, state, info)
     else:
-        outcome = schedule_one(info, state.snapshot, state.scheduler, cache=app.cache, queue=state.queue, rng=state.rng, now=started)
+        outcome = schedule_one(
+            info, state.snapshot, state.scheduler, cache=app.cache, queue=state.queue, rng=state.rng, now=started, waiting=app.waiting
+        )
     done = app.now()
     profile = state.scheduler_name
     match outcome:
         case Skip(reason):
             logger.debug("skipping %s: %s", pod.key, reason)
-        case Bind(placed, _):
+        case Bind(placed, _, cycle):
             app.metrics.observe_algorithm(done - started)
             await app.bind_slots.acquire()  # released by binding.bind
-            app.spawn(binding.bind(app, state, info, placed, started=started))
+            app.spawn(binding.bind(app, state, info, placed, started=started, cycle=cycle))
+        case Wait(placed, node, plugins):
+            app.metrics.observe_algorithm(done - started)
+            logger.info("%s is assumed on %s and waits at Permit for %s", pod.key, node, ", ".join(plugins))
         case Unschedulable(message, _, nominated, victims, clear_nominations, post_filtered):
             app.metrics.observe_algorithm(done - started)
             app.metrics.observe_attempt("unschedulable", profile, done - started)
@@ -150,7 +163,33 @@ async def _schedule_one_off_loop(app: App, state: PolicyState, info: QueuedPodIn
     if not isinstance(decided, Error):
         for problem in decided.extender_errors:
             logger.info("scheduling %s: %s", info.pod.key, problem)
-    return conclude(info, decided, cache=app.cache, queue=state.queue, now=app.now())
+    return conclude(info, decided, cache=app.cache, queue=state.queue, now=app.now(), profile=scheduler.profile, waiting=app.waiting)
+
+
+async def _settle(app: App, now: float) -> None:
+    """Finish the pods whose wait at Permit is over (see the module docstring)."""
+    settled = settle_waiting(app.waiting, cache=app.cache, now=now)
+    for allowed in settled.allowed:
+        state = app.states.get(allowed.scheduler_name)
+        if state is None:  # the name is no longer served: give the room back
+            app.cache.forget(allowed.pod)
+            continue
+        logger.info("%s is allowed at Permit: binding it to %s", allowed.pod.key, allowed.node)
+        await app.bind_slots.acquire()  # released by binding.bind
+        app.spawn(binding.bind(app, state, allowed.info, allowed.pod, started=now, cycle=allowed.state))
+    if not settled.rejected:
+        return
+    rejections: dict[str, str] = {}
+    for r in settled.rejected:
+        pod, message = r.pod, r.status.message
+        logger.info("%s was rejected at Permit by %s: %s", pod.key, r.status.plugin, message)
+        app.metrics.observe_attempt("unschedulable", r.scheduler_name, 0.0)
+        app.spawn(events.failed_scheduling(app, namespace=pod.namespace, name=pod.name, uid=pod.uid, message=message))
+        if app.conditions.should_write(pod.uid, message):
+            app.spawn(_update_status(app, pod, message, None))
+        rejections.update(dict.fromkeys(r.gangs, message))
+    app.perform(routing.broadcast(routing.EVENT_ASSIGNED_POD_DELETE, app.states, now, keep=settled.keep))
+    podgroups.refresh(app, rejected=rejections)
 
 
 async def _update_status(app: App, pod: Pod, message: str | None, nominated_node: str | None) -> None:

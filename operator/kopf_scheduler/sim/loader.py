@@ -1,7 +1,8 @@
 """Read Kubernetes manifests (multi-document YAML, ``kind: List``) into core objects.
 
 Everything the scheduler reads is accepted; other kinds are counted and
-ignored, so a ``kubectl get -o yaml`` dump can be fed in as it is.
+ignored, so a ``kubectl get -o yaml`` dump can be fed in as it is. PodGroups of both APIs
+(``scheduling.k8s.io/v1beta1``, ``scheduling.x-k8s.io/v1alpha1``) make gangs (``core/gangs.py``).
 
 PriorityClasses in the cluster file (and the two system classes every API server has) stand in
 for the API server's Priority admission: a pod written without ``spec.priority`` gets the value
@@ -21,8 +22,8 @@ from typing import Any
 
 import yaml
 
+from ..core import gangs, parsing
 from ..core import objects as o
-from ..core import parsing
 from ..core.cache import SchedulerCache
 
 
@@ -152,6 +153,15 @@ def load_cluster(docs: Iterable[Mapping[str, Any]], *, source: str = "cluster") 
             elif kind == "PodDisruptionBudget":
                 pdb = parsing.parse_pod_disruption_budget(doc)
                 objs.pod_disruption_budgets[f"{pdb.namespace}/{pdb.name}"] = pdb
+            elif kind == "PodGroup":
+                api_version = str(doc.get("apiVersion") or "")
+                if api_version.startswith(o.COSCHEDULING_API + "/"):
+                    pg = parsing.parse_coscheduling_pod_group(doc)
+                elif api_version.startswith(o.WORKLOAD_API + "/"):
+                    pg = parsing.parse_pod_group(doc)
+                else:
+                    raise parsing.ObjectError(f"PodGroup of apiVersion {api_version!r}: expected {o.WORKLOAD_API}/v1beta1 or {o.COSCHEDULING_API}/v1alpha1")
+                objs.pod_groups[pg.key] = pg
             elif kind == "Namespace":
                 meta = doc.get("metadata") or {}
                 objs.namespace_labels[str(meta.get("name") or "")] = dict(meta.get("labels") or {})
@@ -161,6 +171,7 @@ def load_cluster(docs: Iterable[Mapping[str, Any]], *, source: str = "cluster") 
             raise ManifestError(f"{source}: {exc}") from None
     for pod in pods:
         cache.add_pod(pod)
+        gangs.update_members(objs.gang_members, pod, present=True)
     objs.generation += 1
     return loaded
 

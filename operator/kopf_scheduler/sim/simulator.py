@@ -18,6 +18,13 @@ nominated to that node and tried again right away (the operator retries it when 
 deletions arrive). A pod that still does not fit stays nominated, so later pods of lower
 priority do not take its room.
 
+Gangs (PodGroups of either API in the cluster file) are scheduled as in the operator: every pod of
+the pods file counts as a member from the start (they are all pending at once); a member that
+fits is held on its node, waiting, until its gang has its minimum placed, then every member is
+placed; members still waiting when the file ends are released (their timeout: nothing in a
+simulation would make room later) and read how many of their gang fit. Later pods of the file see
+the waiting members' nodes as taken, as they would within the operator's timeout.
+
 A policy's extenders are called through ``extender_factory`` (``simulate`` passes the HTTP
 client, ``kopf_scheduler.extender_client.HTTPExtender``); the simulated bind never calls them.
 """
@@ -25,21 +32,25 @@ client, ``kopf_scheduler.extender_client.HTTPExtender``); the simulated bind nev
 from __future__ import annotations
 
 import dataclasses
+import math
 import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
+from ..core import gangs
 from ..core.algorithm import GenericScheduler, ScheduleResult
 from ..core.cache import SchedulerCache
+from ..core.cycle import Bind, Error, Parked, Unschedulable, Wait, reserve_and_permit, settle_waiting
 from ..core.diagnosis import Diagnosis, NodeScore
 from ..core.extenders import Extender, ExtenderConfig
-from ..core.framework import Code
+from ..core.framework import Code, CycleState
 from ..core.objects import Pod
 from ..core.profile import Profile
-from ..core.queueing import Nominator
+from ..core.queueing import Nominator, QueuedPodInfo
 from ..core.snapshot import Snapshot
+from ..core.waiting import WaitingPods
 
 #: upstream's ``framework.Code`` spellings (``Code.String()``), for explanations
 CODE_NAMES: Final[Mapping[Code, str]] = {
@@ -129,6 +140,10 @@ class Simulation:
         self.snapshot = Snapshot(cache.objects)
         self.explain = explain
         self.nominator = Nominator()
+        #: gang members placed and waiting for the rest of their gang (``core/gangs.py``)
+        self.waiting: WaitingPods[Parked] = WaitingPods()
+        #: placements decided later (gang members), by pod uid
+        self._held: dict[str, Placement] = {}
 
     def _decide(self, pod: Pod) -> ScheduleResult:
         self.cache.update_snapshot(self.snapshot)
@@ -156,7 +171,7 @@ class Simulation:
             pod = dataclasses.replace(pod, uid=f"{pod.uid}#{self.cache.pod_count()}")
         result = self._decide(pod)
         if result.node is not None:
-            return self._place(pod, result.node, explanation=self._explanation(result))
+            return self._place(pod, result.node, explanation=self._explanation(result), state=result.state)
         verdict = result.post_filter
         if verdict is None or not verdict.nominated_node:
             if verdict is None or verdict.nominated_node == "":
@@ -174,20 +189,51 @@ class Simulation:
         retry = self._decide(nominated)
         if retry.node is None:
             return Placement(pod.key, None, retry.message, self._explanation(retry), node, victims)
-        return self._place(nominated, retry.node, node, victims, explanation=self._explanation(retry))
+        return self._place(nominated, retry.node, node, victims, explanation=self._explanation(retry), state=retry.state)
 
     def _place(
-        self, pod: Pod, node: str, nominated_node: str = "", victims: tuple[str, ...] = (), *, explanation: Explanation | None = None
+        self, pod: Pod, node: str, nominated_node: str = "", victims: tuple[str, ...] = (), *,
+        explanation: Explanation | None = None, state: CycleState | None = None,
     ) -> Placement:
+        """Assume `pod` on `node`, run the Reserve and Permit plugins, and confirm it (the simulated
+        bind), or hold it waiting for its gang, or undo it when a plugin says no."""
         self.nominator.delete(pod.uid)
         placed = self.cache.assume(pod, node)
-        self.cache.add_pod(placed)  # the simulated bind is confirmed at once
+        info = QueuedPodInfo(pod, timestamp=0.0, added_at=0.0)
+        outcome = reserve_and_permit(
+            info, placed, state or CycleState(), self.profile, cache=self.cache, queue=None, now=0.0, waiting=self.waiting
+        )
+        match outcome:
+            case Bind():
+                self.cache.add_pod(placed)
+            case Wait():
+                held = Placement(pod.key, None, "", explanation, nominated_node, victims)
+                self._held[pod.uid] = held
+                return held
+            case Unschedulable(message) | Error(message):
+                return Placement(pod.key, None, message, explanation, nominated_node, victims)
+        self._settle(now=0.0)
         return Placement(pod.key, node, "", explanation, nominated_node, victims)
+
+    def _settle(self, *, now: float) -> None:
+        """Gang members whose wait is over: allowed ones are placed, rejected ones released."""
+        settled = settle_waiting(self.waiting, cache=self.cache, now=now)
+        for allowed in settled.allowed:
+            self.cache.add_pod(allowed.pod)
+            held = self._held.pop(allowed.pod.uid)
+            self._held[allowed.pod.uid] = dataclasses.replace(held, node=allowed.node)
+        for rejected in settled.rejected:
+            held = self._held.pop(rejected.pod.uid)
+            self._held[rejected.pod.uid] = dataclasses.replace(held, message=rejected.status.message)
 
     def run(self, pods: list[Pod]) -> SimulationResult:
         out = SimulationResult()
         start = time.perf_counter()
+        for pod in pods:  # all pending at once: every one counts in its gang from the start
+            gangs.update_members(self.cache.objects.gang_members, pod, present=True)
         for pod in pods:
             out.placements.append(self.schedule_one(pod))
+        self._settle(now=math.inf)  # the file is over: whoever still waits times out
+        out.placements = [self._held.get(pod.uid, p) if p.node is None and not p.message else p for pod, p in zip(pods, out.placements, strict=True)]
         out.seconds = time.perf_counter() - start
         return out

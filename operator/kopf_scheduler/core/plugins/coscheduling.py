@@ -1,0 +1,88 @@
+"""Coscheduling: scheduler-plugins' all-or-nothing scheduling of a ``scheduling.x-k8s.io/v1alpha1`` PodGroup.
+
+Follows kubernetes-sigs/scheduler-plugins ``pkg/coscheduling`` (the PodGroup CRD this project ships
+as ``crds/scheduling.x-k8s.io_podgroups.yaml``). A pod joins the PodGroup of its namespace named by
+its label ``scheduling.x-k8s.io/pod-group``; ``spec.minMember`` is the gang's size and
+``spec.scheduleTimeoutSeconds`` how long members wait at Permit (else ``permitWaitingTimeSeconds``,
+60 by default as there). The shared decisions are in ``core/gangs.py``:
+
+- PreFilter: a gang with fewer live pods than minMember is rejected with scheduler-plugins' text
+  (UnschedulableAndUnresolvable here: no preemption brings a missing member; theirs is
+  Unschedulable); a pod whose PodGroup does not exist passes, as there, and Permit rejects it;
+- Permit: wait until minMember members hold a node (assumed or bound), then allow every waiting one;
+- Unreserve: a member's rejected or timed-out wait rejects every waiting member.
+
+Not reproduced: ``minResources`` (a pre-check of the cluster's free capacity), the QueueSort that
+orders members by their PodGroup's creation time, the PostFilter that rejects the waiting members
+as soon as one member fits nowhere (here they wait for the timeout), and PodGroup backoff.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
+
+from .. import framework, gangs
+from ..arguments import PluginArgsError
+from ..framework import CycleState, PermitHandle, PermitPlugin, PermitResult, PreFilterPlugin, ReservePlugin, Status
+from ..objects import COSCHEDULING_API, Pod
+
+if TYPE_CHECKING:
+    from ..snapshot import Snapshot
+
+#: scheduler-plugins' ``PermitWaitingTimeSeconds`` default
+DEFAULT_PERMIT_WAITING_TIME_SECONDS: Final = 60
+ERR_POD_GROUP_NOT_FOUND: Final = "PodGroup not found"
+WAITING_FOR_MEMBERS: Final = "waiting for minMember pods of the PodGroup to be scheduled"
+
+
+def err_not_enough_siblings(pod: Pod, members: int, min_member: int) -> str:
+    return f"pre-filter pod {pod.name} cannot find enough sibling pods, current pods number: {members}, minMember of group: {min_member}"
+
+
+@dataclass(frozen=True, slots=True)
+class CoschedulingArgs:
+    #: how long members wait at Permit when their PodGroup sets no scheduleTimeoutSeconds (1..900)
+    permit_waiting_time_seconds: int = DEFAULT_PERMIT_WAITING_TIME_SECONDS
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.permit_waiting_time_seconds <= 900:
+            raise PluginArgsError("permitWaitingTimeSeconds", "must be 1..900 (upstream caps Permit waits at 15 minutes)")
+
+
+class Coscheduling(PreFilterPlugin, ReservePlugin, PermitPlugin):
+    NAME = "Coscheduling"
+    Args = CoschedulingArgs
+
+    def __init__(self, args: CoschedulingArgs | None = None, *, name: str | None = None) -> None:
+        super().__init__(args, name=name)
+
+    def pre_filter(self, state: CycleState, pod: Pod, snapshot: "Snapshot") -> Status:
+        key = gangs.gang_key(pod, COSCHEDULING_API)
+        if not key:
+            return framework.SKIP
+        group = snapshot.objects.pod_groups.get(key)
+        members = len(snapshot.objects.gang_members.get(key, ()))
+        passed = gangs.pre_filter(group, members)
+        if passed is not None:
+            return passed
+        assert group is not None
+        return framework.unresolvable(err_not_enough_siblings(pod, members, group.min_count))
+
+    def reserve(self, state: CycleState, pod: Pod, node_name: str, handle: PermitHandle) -> Status:
+        return framework.SUCCESS
+
+    def unreserve(self, state: CycleState, pod: Pod, node_name: str, handle: PermitHandle) -> None:
+        key = gangs.gang_key(pod, COSCHEDULING_API)
+        if key:
+            gangs.unreserve(self.name, handle.objects.pod_groups.get(key), key, handle)
+
+    def permit(self, state: CycleState, pod: Pod, node_name: str, handle: PermitHandle) -> PermitResult:
+        key = gangs.gang_key(pod, COSCHEDULING_API)
+        if not key:
+            return PermitResult()
+        group = handle.objects.pod_groups.get(key)
+        if group is None:
+            return PermitResult(framework.unresolvable(ERR_POD_GROUP_NOT_FOUND))
+        timeout = group.schedule_timeout_seconds or self.args.permit_waiting_time_seconds
+        return gangs.permit(self.name, group, key, handle, timeout=float(timeout), waiting_reason=WAITING_FOR_MEMBERS)

@@ -1,0 +1,89 @@
+"""GangScheduling: upstream's all-or-nothing scheduling of a ``scheduling.k8s.io/v1beta1`` PodGroup.
+
+Follows ``pkg/scheduler/framework/plugins/gangscheduling/gangscheduling.go`` (v1.37, enabled in
+upstream's default profile with the GenericWorkload feature gate). A pod joins a gang through
+``spec.schedulingGroup.podGroupName``; the PodGroup's ``spec.schedulingPolicy.gang.minCount`` is
+the gang's size (a ``basic`` policy is no gang). The shared decisions are in ``core/gangs.py``:
+
+- PreFilter (upstream PreEnqueue, which keeps such pods out of the queue; here they are tried and
+  rejected as UnschedulableAndUnresolvable, with upstream's texts): the PodGroup must exist and the
+  gang must have at least minCount live pods; otherwise it passes (SKIP: it has no Filter);
+- Permit: wait (``permitWaitingTimeSeconds``, upstream's fixed 5 minutes by default) until minCount
+  members hold a node, then allow every waiting member;
+- Unreserve (ours; upstream's pod-group cycle reverts the whole gang): a member's rejected or
+  timed-out wait rejects every waiting member, with how many of the gang fit.
+
+Upstream v1.37 also schedules a complete gang in one pod-group cycle (``schedule_one_podgroup.go``:
+placements, PlacementFeasible, pod-group preemption, CompositePodGroups); we schedule members one
+by one and hold them at Permit, the design its Permit step still follows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
+
+from .. import framework, gangs
+from ..arguments import PluginArgsError
+from ..framework import CycleState, PermitHandle, PermitPlugin, PermitResult, PreFilterPlugin, ReservePlugin, Status
+from ..objects import WORKLOAD_API, Pod
+
+if TYPE_CHECKING:
+    from ..snapshot import Snapshot
+
+#: upstream ``permitTimeoutDuration``
+DEFAULT_PERMIT_WAITING_TIME_SECONDS: Final = 300
+ERR_WAITING_FOR_MEMBERS: Final = "waiting for minCount pods from a gang to appear in scheduling queue"
+WAITING_FOR_QUORUM: Final = "waiting for minCount pods from a gang to be scheduled"
+
+
+def err_no_pod_group(name: str) -> str:
+    return f'waiting for pods\'s pod group "{name}" to appear in scheduling queue'
+
+
+@dataclass(frozen=True, slots=True)
+class GangSchedulingArgs:
+    #: how long members wait at Permit for the rest of their gang (1..900 seconds)
+    permit_waiting_time_seconds: int = DEFAULT_PERMIT_WAITING_TIME_SECONDS
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.permit_waiting_time_seconds <= 900:
+            raise PluginArgsError("permitWaitingTimeSeconds", "must be 1..900 (upstream caps Permit waits at 15 minutes)")
+
+
+class GangScheduling(PreFilterPlugin, ReservePlugin, PermitPlugin):
+    NAME = "GangScheduling"
+    Args = GangSchedulingArgs
+
+    def __init__(self, args: GangSchedulingArgs | None = None, *, name: str | None = None) -> None:
+        super().__init__(args, name=name)
+
+    def pre_filter(self, state: CycleState, pod: Pod, snapshot: "Snapshot") -> Status:
+        key = gangs.gang_key(pod, WORKLOAD_API)
+        if not key:
+            return framework.SKIP
+        group = snapshot.objects.pod_groups.get(key)
+        if group is None:
+            return framework.unresolvable(err_no_pod_group(pod.scheduling_group))
+        passed = gangs.pre_filter(group, len(snapshot.objects.gang_members.get(key, ())))
+        return passed if passed is not None else framework.unresolvable(ERR_WAITING_FOR_MEMBERS)
+
+    def reserve(self, state: CycleState, pod: Pod, node_name: str, handle: PermitHandle) -> Status:
+        return framework.SUCCESS
+
+    def unreserve(self, state: CycleState, pod: Pod, node_name: str, handle: PermitHandle) -> None:
+        key = gangs.gang_key(pod, WORKLOAD_API)
+        if key:
+            gangs.unreserve(self.name, handle.objects.pod_groups.get(key), key, handle)
+
+    def permit(self, state: CycleState, pod: Pod, node_name: str, handle: PermitHandle) -> PermitResult:
+        key = gangs.gang_key(pod, WORKLOAD_API)
+        if not key:
+            return PermitResult()
+        group = handle.objects.pod_groups.get(key)
+        if group is None:
+            return PermitResult(framework.error(f"failed to get podGroup {pod.namespace}/{pod.scheduling_group}: not found"))
+        if not group.gang:
+            return PermitResult()
+        timeout = float(self.args.permit_waiting_time_seconds)
+        return gangs.permit(self.name, group, key, handle, timeout=timeout, waiting_reason=WAITING_FOR_QUORUM)

@@ -1,0 +1,212 @@
+"""Gang scheduling without an API server: the two gang plugins (both PodGroup APIs) through the
+cycle's Reserve, Permit and waiting pods, with time as an argument."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+from builders import make_coscheduling_group, make_node, make_pod, make_pod_group
+
+from kopf_scheduler.core import routing
+from kopf_scheduler.core.algorithm import GenericScheduler
+from kopf_scheduler.core.cache import SchedulerCache
+from kopf_scheduler.core.cycle import Bind, Parked, Unschedulable, Wait, schedule_one, settle_waiting
+from kopf_scheduler.core.framework import Code, CycleState
+from kopf_scheduler.core.gangs import pod_group_status
+from kopf_scheduler.core.objects import Pod, PodGroup
+from kopf_scheduler.core.plugins.coscheduling import Coscheduling
+from kopf_scheduler.core.plugins.gang_scheduling import GangScheduling
+from kopf_scheduler.core.policy import validate_policy
+from kopf_scheduler.core.profile import Profile
+from kopf_scheduler.core.queueing import UNSCHEDULABLE, SchedulingQueue
+from kopf_scheduler.core.snapshot import Snapshot
+from kopf_scheduler.core.waiting import WaitingPods
+
+T0 = 1000.0
+TIMEOUT = 30
+
+
+class Served:
+    def __init__(self, queue: SchedulingQueue) -> None:
+        self.queue = queue
+
+
+class Cluster:
+    """Nodes of 1 cpu, one served scheduler name with the default profile, the waiting pods."""
+
+    def __init__(self, nodes: int, *groups: PodGroup, wait: int = TIMEOUT) -> None:
+        profile = validate_policy({"schedulerName": "s", "gangScheduling": {"permitWaitingTimeSeconds": wait}})
+        assert isinstance(profile, Profile)
+        self.scheduler = GenericScheduler(profile)
+        self.cache = SchedulerCache()
+        for i in range(nodes):
+            self.cache.add_node(make_node(f"n{i}").capacity(cpu="1", memory="4Gi", pods="10").obj())
+        for group in groups:
+            routing.route_object("PodGroup", group.key, group, cache=self.cache, served={}, now=T0)
+        self.queue = SchedulingQueue()
+        self.served = {"s": Served(self.queue)}
+        self.waiting: WaitingPods[Parked] = WaitingPods()
+        self.snapshot = Snapshot(self.cache.objects)
+
+    def create(self, *pods: Pod) -> None:
+        for pod in pods:
+            routing.route_pod(pod, deleted=False, cache=self.cache, pending=routing.PendingPods(), served=self.served, now=T0)
+
+    def attempt(self, now: float = T0) -> object:
+        info = self.queue.pop(now)
+        assert info is not None
+        return schedule_one(info, self.snapshot, self.scheduler, cache=self.cache, queue=self.queue, rng=random.Random(1), now=now, waiting=self.waiting)
+
+    def assumed(self) -> int:
+        return self.cache.assumed_count()
+
+
+def workload_gang(name: str, n: int, cpu: str = "1") -> list[Pod]:
+    return [make_pod(f"{name}-{i}").scheduler("s").scheduling_group(name).req(cpu=cpu).obj() for i in range(n)]
+
+
+def coscheduling_gang(name: str, n: int, cpu: str = "1") -> list[Pod]:
+    return [make_pod(f"{name}-{i}").scheduler("s").pod_group(name).req(cpu=cpu).obj() for i in range(n)]
+
+
+# --------------------------------------------------------------------------- PreFilter
+
+
+@pytest.mark.parametrize(
+    ("plugin", "groups", "pods", "code", "message"),
+    [
+        pytest.param(GangScheduling, [], workload_gang("g", 1), Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                     "waiting for pods's pod group \"g\" to appear in scheduling queue", id="workload: no PodGroup yet"),
+        pytest.param(GangScheduling, [make_pod_group("g", 4)], workload_gang("g", 3), Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                     "waiting for minCount pods from a gang to appear in scheduling queue", id="workload: 3 members of a gang of 4"),
+        pytest.param(GangScheduling, [make_pod_group("g", 4)], workload_gang("g", 4), Code.SKIP, "", id="workload: 4 of 4 go on (the filter is skipped)"),
+        pytest.param(GangScheduling, [make_pod_group("g", 4, basic=True)], workload_gang("g", 1), Code.SKIP, "", id="workload: a basic policy is no gang"),
+        pytest.param(GangScheduling, [], coscheduling_gang("g", 1), Code.SKIP, "", id="workload: a coscheduling member is not its business"),
+        pytest.param(Coscheduling, [make_coscheduling_group("g", 4)], coscheduling_gang("g", 2), Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                     "pre-filter pod g-0 cannot find enough sibling pods, current pods number: 2, minMember of group: 4", id="coscheduling: 2 of 4"),
+        pytest.param(Coscheduling, [make_coscheduling_group("g", 2)], coscheduling_gang("g", 2), Code.SKIP, "", id="coscheduling: 2 of 2"),
+        pytest.param(Coscheduling, [], coscheduling_gang("g", 1), Code.SKIP, "", id="coscheduling: no PodGroup passes here (Permit rejects it)"),
+    ],
+)
+def test_a_gang_is_not_tried_before_it_has_its_minimum_of_members(
+    plugin: Any, groups: list[PodGroup], pods: list[Pod], code: Code, message: str
+) -> None:
+    cluster = Cluster(1, *groups)
+    cluster.create(*pods)
+    cluster.cache.update_snapshot(cluster.snapshot)
+    status = plugin().pre_filter(CycleState(), pods[0], cluster.snapshot)
+    assert (status.code, status.message) == (code, message)
+
+
+# --------------------------------------------------------------------------- Permit and the waiting pods
+
+
+@pytest.mark.parametrize("api", ["workload", "coscheduling"])
+def test_a_gang_of_4_that_fits_waits_until_the_fourth_member_then_binds_together(api: str) -> None:
+    group = make_pod_group("train", 4) if api == "workload" else make_coscheduling_group("train", 4)
+    pods = workload_gang("train", 4) if api == "workload" else coscheduling_gang("train", 4)
+    cluster = Cluster(4, group)
+    cluster.create(*pods)
+    outcomes = [cluster.attempt(T0 + i) for i in range(4)]
+    # members 1..3 are assumed (each holds its node) and wait; the 4th completes the gang
+    assert [type(o) for o in outcomes] == [Wait, Wait, Wait, Bind]
+    assert cluster.assumed() == 4
+    settled = settle_waiting(cluster.waiting, cache=cluster.cache, now=T0 + 4)
+    assert sorted(a.pod.name for a in settled.allowed) == ["train-0", "train-1", "train-2"]
+    assert settled.rejected == () and len(cluster.waiting) == 0
+    assert {a.node for a in settled.allowed} | {outcomes[3].node} == {"n0", "n1", "n2", "n3"}  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("api", ["workload", "coscheduling"])
+def test_a_gang_of_4_where_3_fit_binds_none_and_holds_nothing_after_its_deadline(api: str) -> None:
+    group = make_pod_group("train", 4) if api == "workload" else make_coscheduling_group("train", 4, timeout=TIMEOUT)
+    pods = workload_gang("train", 4) if api == "workload" else coscheduling_gang("train", 4)
+    cluster = Cluster(3, group)
+    cluster.create(*pods)
+    outcomes = [cluster.attempt(T0) for _ in range(4)]
+    assert [type(o) for o in outcomes] == [Wait, Wait, Wait, Unschedulable]  # 3 nodes of 1 cpu, 4 pods of 1 cpu
+    assert cluster.assumed() == 3
+    # before the deadline (the first member's wait started at T0, 30 s): nothing settles, nothing is bound
+    early = settle_waiting(cluster.waiting, cache=cluster.cache, now=T0 + TIMEOUT - 0.1)
+    assert early.allowed == early.rejected == ()
+    assert cluster.assumed() == 3
+    late = settle_waiting(cluster.waiting, cache=cluster.cache, now=T0 + TIMEOUT)
+    assert late.allowed == ()
+    assert sorted(r.pod.name for r in late.rejected) == ["train-0", "train-1", "train-2"]
+    plugin = "GangScheduling" if api == "workload" else "Coscheduling"
+    for r in late.rejected:  # one message per member, with how many of the gang fit
+        assert (r.status.plugin, r.status.message) == (
+            plugin, "gang default/train: only 3 of the 4 pods it needs fit; none is bound and every reservation is released",
+        )
+        assert r.gangs == (group.key,)
+    assert cluster.assumed() == 0 and cluster.cache.pod_count() == 0  # every reservation released
+    assert all(cluster.queue.where(p) == UNSCHEDULABLE for p in pods)
+    # the released room moves other pods, not the gang: it rests together until something changes
+    assert late.keep == {p.uid for p in pods}
+    routing.broadcast(routing.EVENT_ASSIGNED_POD_DELETE, cluster.served, T0 + TIMEOUT, keep=late.keep)
+    assert all(cluster.queue.where(p) == UNSCHEDULABLE for p in pods)
+
+
+def test_a_waiting_member_deleted_meanwhile_is_not_requeued() -> None:
+    cluster = Cluster(3, make_pod_group("g", 3))
+    pods = workload_gang("g", 3)
+    cluster.create(*pods)
+    assert isinstance(cluster.attempt(), Wait)
+    cluster.queue.delete(pods[0])  # the watch saw it deleted while it waited
+    settled = settle_waiting(cluster.waiting, cache=cluster.cache, now=T0 + TIMEOUT)
+    assert [r.pod.name for r in settled.rejected] == ["g-0"]
+    assert cluster.queue.where(pods[0]) is None and cluster.assumed() == 0
+
+
+def test_a_gang_member_without_its_coscheduling_podgroup_is_rejected_at_permit() -> None:
+    cluster = Cluster(1)
+    [pod] = coscheduling_gang("missing", 1)
+    cluster.create(pod)
+    outcome = cluster.attempt()
+    assert isinstance(outcome, Unschedulable) and outcome.message == "PodGroup not found"
+    assert outcome.plugins == {"Coscheduling"} and cluster.assumed() == 0
+
+
+def test_a_coscheduling_podgroup_timeout_wins_over_the_default() -> None:
+    cluster = Cluster(2, make_coscheduling_group("g", 2, timeout=7), wait=300)
+    cluster.create(*coscheduling_gang("g", 2))
+    assert isinstance(cluster.attempt(), Wait)
+    assert cluster.waiting.next_deadline() == T0 + 7  # spec.scheduleTimeoutSeconds, not the policy's 300
+
+
+def test_pods_outside_gangs_are_bound_at_once() -> None:
+    cluster = Cluster(1)
+    cluster.create(make_pod("web").scheduler("s").req(cpu="1").obj())
+    assert isinstance(cluster.attempt(), Bind)
+    assert len(cluster.waiting) == 0
+
+
+@pytest.mark.parametrize(
+    ("nodes", "phases", "waiting", "expected"),
+    [
+        pytest.param(["", "", ""], ["Pending"] * 3, 0, {"phase": "Pending", "scheduled": 0, "running": 0}, id="nothing placed"),
+        pytest.param(["", "", ""], ["Pending"] * 3, 2, {"phase": "Scheduling", "scheduled": 0, "running": 0}, id="two wait at Permit"),
+        pytest.param(["a", "b", ""], ["Pending"] * 3, 0, {"phase": "Scheduled", "scheduled": 2, "running": 0}, id="minMember 2 bound"),
+        pytest.param(["a", "b", "c"], ["Running", "Running", "Pending"], 0, {"phase": "Running", "scheduled": 3, "running": 2}, id="2 running of minMember 2"),
+    ],
+)
+def test_the_coscheduling_status_counts_members(nodes: list[str], phases: list[str], waiting: int, expected: dict[str, object]) -> None:
+    group = make_coscheduling_group("g", 2)
+    pods = [make_pod(f"p{i}").node(n).phase(ph).obj() if n else make_pod(f"p{i}").phase(ph).obj() for i, (n, ph) in enumerate(zip(nodes, phases, strict=True))]
+    assert pod_group_status(group, pods, waiting=waiting) == expected
+
+
+def test_a_pod_joining_a_gang_moves_only_its_members() -> None:
+    cluster = Cluster(4, make_pod_group("g", 2))
+    [first, second] = workload_gang("g", 2)
+    outsider = make_pod("other").scheduler("s").req(cpu="8").obj()
+    cluster.create(first, outsider)
+    assert isinstance(cluster.attempt(), Unschedulable)  # first: a gang of 1 of 2
+    assert isinstance(cluster.attempt(), Unschedulable)  # other: too big
+    assert cluster.queue.where(first) == cluster.queue.where(outsider) == UNSCHEDULABLE
+    cluster.create(second)
+    assert cluster.queue.where(first) != UNSCHEDULABLE  # back to active (or backoff)
+    assert cluster.queue.where(outsider) == UNSCHEDULABLE
+    assert cluster.cache.state_of(first) is None  # nothing assumed yet
