@@ -267,6 +267,8 @@ def test_pod_deleted_while_queued_is_not_bound(operator: Operator, api: client.A
     group.nodes(1, cpu="16")  # a node that would fit: moves unschedulable pods back to active
     core.create_namespaced_pod(namespace, group.pod("witness", cpu="8"))  # proves the loop ran after the node came
     wait(operator, lambda: node_of(core, namespace, "witness"), message="witness bound")
+    # the Scheduled event is written after the bind, asynchronously: wait for it, then look at them all
+    wait(operator, lambda: events_of(core, namespace, "Scheduled", "witness"), message="witness's Scheduled event")
     bound = [e.involved_object.name for e in events_of(core, namespace, "Scheduled")]
     assert bound == ["witness"]
     assert "Traceback" not in operator.text()
