@@ -34,7 +34,7 @@ origin) and randomness (``rng``, for the tie-break) are arguments.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .algorithm import GenericScheduler, ScheduleResult
 from .cache import PodState, SchedulerCache
@@ -71,6 +71,8 @@ class Bind:
 
     pod: Pod
     node: str
+    #: the algorithm's result, for explanations (``core/attempts.py``)
+    result: ScheduleResult | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +89,8 @@ class Unschedulable:
     clear_nominations: tuple[Pod, ...] = ()
     #: the PostFilter stage (preemption) ran for this attempt
     post_filtered: bool = False
+    #: the algorithm's result, for explanations (``core/attempts.py``)
+    result: ScheduleResult | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +101,8 @@ class Error:
     exception: Exception | None = None
     #: the pod's nomination, as on Unschedulable ("" clears it, None leaves it)
     nominated_node: str | None = None
+    #: the algorithm's result when it returned one, for explanations (``core/attempts.py``)
+    result: ScheduleResult | None = field(default=None, compare=False, repr=False)
 
 
 Outcome = Skip | Bind | Unschedulable | Error
@@ -156,24 +162,24 @@ def conclude(info: QueuedPodInfo, decided: ScheduleResult | Error, *, cache: Sch
             queue.done(pod)
             return Skip(reason)
         queue.delete_nominated_pod(pod)  # upstream assume: the cache holds it now, not the nominator
-        return Bind(cache.assume(pod, decided.node), decided.node)
+        return Bind(cache.assume(pod, decided.node), decided.node, decided)
     if decided.error is not None:
         queue.add_backoff(info, now)
-        return Error(decided.error, None, _clear(queue, pod))
+        return Error(decided.error, None, _clear(queue, pod), decided)
     plugins = frozenset(decided.diagnosis.unschedulable_plugins)
     verdict = decided.post_filter
     nominated = verdict.nominated_node if verdict is not None else ""
     queued = queue.add_unschedulable(info, now, plugins=plugins)
     if not nominated:
         cleared = _clear(queue, pod) if nominated == "" else None
-        return Unschedulable(decided.message, plugins, cleared, post_filtered=verdict is not None)
+        return Unschedulable(decided.message, plugins, cleared, post_filtered=verdict is not None, result=decided)
     assert verdict is not None
     lower = tuple(p for p in queue.nominator.pods_for_node(nominated) if p.priority < pod.priority)
     for other in lower:
         queue.delete_nominated_pod(other)
     if queued:
         queue.add_nominated_pod(info.pod, nominated)
-    return Unschedulable(decided.message, plugins, nominated, verdict.victims, lower, post_filtered=True)
+    return Unschedulable(decided.message, plugins, nominated, verdict.victims, lower, post_filtered=True, result=decided)
 
 
 def _clear(queue: SchedulingQueue, pod: Pod) -> str:
