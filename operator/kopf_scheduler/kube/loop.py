@@ -11,6 +11,8 @@ the core decide (``core.cycle.schedule_one``) and carry out the outcome:
   preemption chose victims, they are evicted before the next pop (``kube/preemption.py``);
 - ``Error``: a FailedScheduling event (and a cleared nomination); ``Skip``: nothing.
 
+Every attempt is kept for ``kopf-scheduler explain`` (``app.attempts``, ``core/attempts.py``: references, no copies).
+
 A policy with HTTP extenders decides off the event loop: ``prepare`` and ``conclude`` run here,
 ``decide`` (the algorithm and its blocking extender calls) in ``App.run_blocking``'s thread pool,
 on the policy's own snapshot with a private copy of the cluster objects. Attempts without
@@ -111,6 +113,7 @@ async def _attempt(app: App, state: PolicyState, info: QueuedPodInfo) -> None:
         outcome = schedule_one(info, state.snapshot, state.scheduler, cache=app.cache, queue=state.queue, rng=state.rng, now=started)
     done = app.now()
     profile = state.scheduler_name
+    app.attempts.record(info, outcome, scheduler_name=profile, now=done)
     match outcome:
         case Skip(reason):
             logger.debug("skipping %s: %s", pod.key, reason)
