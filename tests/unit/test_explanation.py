@@ -216,3 +216,12 @@ def test_an_error_before_any_node_was_looked_at() -> None:
     e = error_explanation(pod, "internal error: KeyError('x')", scheduler_name="s", attempts=3)
     assert render(e).splitlines() == ["pod default/p: error", "  scheduler s, attempt 3", "  internal error: KeyError('x')", "  0 nodes: 0 feasible, 0 rejected"]
     assert from_json(to_json(e)) == e
+
+
+def test_a_tie_at_the_top_says_the_choice_was_random() -> None:
+    infos = [node_info(make_node(n).capacity(cpu="4", memory="8Gi", pods="110").obj()) for n in ("a", "b")]
+    pod = make_pod("p").req(cpu="1", memory="1Gi").obj()
+    e = explanation_of(pod, attempt(profile(AFFINITY_AND_FIT), pod, infos))
+    # both empty 4-cpu nodes: cpu (4-1)/4 -> 75, memory (8-1)/8 -> 87; mean 81 each
+    assert [v.total for v in e.scored] == [81, 81]
+    assert "  2 nodes tied at the top total 81: the chosen one was drawn at random (as upstream)" in render(e).splitlines()

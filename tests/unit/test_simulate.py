@@ -44,6 +44,16 @@ def test_readme_example(capsys: pytest.CaptureFixture[str]) -> None:
     }
 
 
+def test_readme_max_replicas_example(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ("--cluster", str(EXAMPLES / "cluster.yaml"), "--pods", str(EXAMPLES / "pods.yaml"), "--max-replicas", str(EXAMPLES / "web.yaml"))
+    rc, out, _ = simulate(capsys, *args, "--output", "json")
+    # after the pods: node-a has 500m cpu and 3Gi free -> 1 copy (500m, 1Gi); node-b 1500m, 3.5Gi -> 3; node-c is tainted
+    assert rc == 0 and json.loads(out)["maxReplicas"] == {
+        "pod": "default/web", "replicas": 4, "nodes": {"node-a": 1, "node-b": 3}, "limit": 0,
+        "stoppedBy": "0/3 nodes are available: 1 Insufficient memory, 1 node(s) had untolerated taint(s), 2 Insufficient cpu.",
+    }  # fmt: skip
+
+
 def test_table_output_has_utilisation(capsys: pytest.CaptureFixture[str]) -> None:
     rc, out, _ = simulate(capsys, "--cluster", str(EXAMPLES / "cluster.yaml"), "--pods", str(EXAMPLES / "pods.yaml"))
     assert rc == 0

@@ -339,6 +339,8 @@ def render(e: Explanation) -> str:
     lines.append(f"  {e.num_nodes} nodes: " + ", ".join(counts))
     if any(v.total is None for v in scored):
         lines.append(f"  {e.node}: the only feasible node, bound without scoring (as upstream)")
+    elif scored and (tied := sum(1 for v in scored if v.total == scored[0].total)) > 1:
+        lines.append(f"  {tied} nodes tied at the top total {scored[0].total}: the chosen one was drawn at random (as upstream)")
     rows: list[tuple[str, ...]] = []
     for v in scored:
         if v.total is None:
