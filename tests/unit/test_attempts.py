@@ -23,7 +23,7 @@ def info(name: str, *, attempts: int = 1) -> QueuedPodInfo:
 def bound(pod: Pod, node: str = "n0") -> Bind:
     """Scored on n0 and n1 with one plugin."""
     result = ScheduleResult(
-        node, Diagnosis(num_all_nodes=4), evaluated_nodes=2, feasible_nodes=2, node_names=NODES, scored=[0, 1],
+        node, Diagnosis(num_all_nodes=4), evaluated_nodes=2, feasible_nodes=2, node_names=NODES, scored=np.array([0, 1]),
         totals=np.array([7, 5]), plugin_scores=[("P", 1, np.array([7, 5]), np.array([7, 5]))],
     )  # fmt: skip
     return Bind(pod.with_node(node), node, result)
@@ -39,8 +39,8 @@ def unschedulable(rejected: int = 4, verdict: PostFilterResult | None = None) ->
 def test_the_byte_estimate_counts_rejected_and_scored_nodes() -> None:
     # a record 512, 4 rejected nodes x 128, nothing scored
     assert estimated_bytes(unschedulable(4).result) == 512 + 4 * 128
-    # 2 scored nodes x (44 + 1 plugin x 16)
-    assert estimated_bytes(bound(make_pod("p").obj()).result) == 512 + 2 * (44 + 16)
+    # 2 scored nodes x (16 + 1 plugin x 16)
+    assert estimated_bytes(bound(make_pod("p").obj()).result) == 512 + 2 * (16 + 16)
     assert estimated_bytes(None) == 512  # an algorithm that raised: just the message
 
 
@@ -135,8 +135,8 @@ def test_the_attempt_after_a_preemption_still_shows_what_preemption_considered()
     assert e is not None and e.node == "n1" and e.preemption is not None
     assert (e.preemption.nominated_node, [v.pod for v in e.preemption.victims]) == ("n1", ["default/victim"])
     assert [(n.node, n.candidate) for n in e.preemption.nodes] == [("n1", True), ("n0", False)]
-    # the carried attempt counts in the bytes: 512 + 2 x 60 for the bind, 512 + 4 x 128 for the preempting one
-    assert log.bytes == 632 + 1024
+    # the carried attempt counts in the bytes: 512 + 2 x 32 for the bind, 512 + 4 x 128 for the preempting one
+    assert log.bytes == 576 + 1024
     # an attempt that runs preemption itself shows its own verdict
     log.record(web, unschedulable(verdict=PostFilterResult(unresolvable("preemption: not eligible"), "")), scheduler_name="s", now=3.0)
     again = log.explanation("default", "web", now=3.0)

@@ -112,8 +112,9 @@ class ScheduleResult:
     extender_errors: list[str] = field(default_factory=list)
     #: the snapshot's node names, in snapshot order (``scored`` indexes it)
     node_names: Sequence[str] = ()
-    #: positions of the scored nodes (empty when nothing was scored: one feasible node, unless ``explain``)
-    scored: Sequence[int] = ()
+    #: positions of the scored nodes (empty when nothing was scored: one feasible node, unless ``explain``);
+    #: the array scoring indexed with, not the list of feasible nodes (500 int objects on 5000 nodes)
+    scored: npt.NDArray[np.intp] | None = None
     #: per scored node, its total (same order as ``scored``)
     totals: npt.NDArray[np.int64] | None = None
     #: per score plugin and prioritizing extender, in profile order: see ``PluginScores``
@@ -135,12 +136,12 @@ class ScheduleResult:
     @property
     def scores(self) -> list[NodeScore]:
         """Every scored node's total and per-plugin parts (raw, normalised, weight), in scoring order."""
-        if self.totals is None:
+        if self.totals is None or self.scored is None:
             return []
         columns = [(name, weight, raw.tolist(), normalised.tolist()) for name, weight, raw, normalised in self.plugin_scores]
         return [
             NodeScore(self.node_names[k], int(total), tuple(PluginScore(name, raw[i], normalised[i], weight) for name, weight, raw, normalised in columns))
-            for i, (k, total) in enumerate(zip(self.scored, self.totals.tolist()))
+            for i, (k, total) in enumerate(zip(self.scored.tolist(), self.totals.tolist()))
         ]
 
 
@@ -224,7 +225,7 @@ class GenericScheduler:
                 snapshot.node_infos[feasible[0]].name, diagnosis, evaluated_nodes=evaluated, feasible_nodes=1, extender_errors=skipped, admitted=only
             )
 
-        totals, parts, err = self._prioritize(state, pod, snapshot, feasible)
+        index, totals, parts, err = self._prioritize(state, pod, snapshot, feasible)
         if err is not None:
             return ScheduleResult(None, diagnosis, evaluated_nodes=evaluated, feasible_nodes=len(feasible), error=err)
         if self.extenders:
@@ -232,7 +233,7 @@ class GenericScheduler:
         chosen = select_host(totals, rng)
         return ScheduleResult(
             snapshot.node_infos[feasible[chosen]].name, diagnosis, evaluated_nodes=evaluated, feasible_nodes=len(feasible),
-            extender_errors=skipped, scored=feasible, totals=totals, plugin_scores=parts, admitted=only,
+            extender_errors=skipped, scored=index, totals=totals, plugin_scores=parts, admitted=only,
         )
 
     # ------------------------------------------------------------------ filtering
@@ -515,17 +516,17 @@ class GenericScheduler:
 
     def _prioritize(
         self, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: list[int]
-    ) -> tuple[npt.NDArray[np.int64], list[PluginScores], str | None]:
-        """Totals of the feasible nodes, and each plugin's raw and normalised arrays (kept for explanations:
-        a tuple per plugin, and a copy of the raw scores when normalising may work in place)."""
+    ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.int64], list[PluginScores], str | None]:
+        """The feasible positions as an array, their totals, and each plugin's raw and normalised arrays (kept
+        for explanations: a tuple per plugin, and a copy of the raw scores when normalising may work in place)."""
         m = len(feasible)
         totals = np.zeros(m, dtype=np.int64)
         parts: list[PluginScores] = []
+        index = np.asarray(feasible, dtype=np.intp)
         if not self._scorers:
             if not self.extenders:
                 totals += 1  # upstream: with no score plugins and no extenders every node scores 1
-            return totals, parts, None
-        index = np.asarray(feasible, dtype=np.intp)
+            return index, totals, parts, None
         infos: list[NodeInfo] | None = None
         for plugin, weight in self._scorers:
             if isinstance(plugin, PreScorePlugin):
@@ -535,7 +536,7 @@ class GenericScheduler:
                 if status.code is Code.SKIP:
                     continue
                 if not status.is_success:
-                    return totals, parts, f"running PreScore plugin {plugin.name!r}: {status.message}"
+                    return index, totals, parts, f"running PreScore plugin {plugin.name!r}: {status.message}"
             try:
                 if isinstance(plugin, VectorScore):
                     raw = np.asarray(plugin.score_nodes(state, pod, snapshot.table, index), dtype=np.int64)
@@ -545,10 +546,10 @@ class GenericScheduler:
                     raw = np.fromiter((plugin.score(state, pod, info) for info in infos), dtype=np.int64, count=m)
                 scores = plugin.normalize_scores(state, pod, raw.copy()) if isinstance(plugin, NormalizeScorePlugin) else raw
             except Exception as exc:
-                return totals, parts, f"running Score plugin {plugin.name!r}: {type(exc).__name__}: {exc}"
+                return index, totals, parts, f"running Score plugin {plugin.name!r}: {type(exc).__name__}: {exc}"
             totals += scores * weight
             parts.append((plugin.name, weight, raw, scores))
-        return totals, parts, None
+        return index, totals, parts, None
 
 
     # ------------------------------------------------------------------ extenders
