@@ -4,7 +4,7 @@
     python bench/bench_core.py --workload basic --nodes 5000 --pods 10000
     python bench/bench_core.py --workload anti-affinity --nodes 1000 --pods 1000
     python bench/bench_core.py --profile out.prof    # also write a cProfile
-    python bench/bench_core.py --path loop [--record] # the operator loop's core path, and its attempt log
+    python bench/bench_core.py --path loop           # the operator loop's core path (bench_explain.py adds its attempt log)
 
 Workloads follow upstream scheduler_perf templates: node-default (4 cpu, 32Gi,
 110 pods), pod-default (100m / 500Mi requests and limits) and
@@ -14,21 +14,17 @@ Prints pods/s; the goals are >= 2000 pods/s (basic, 5000 nodes) and >= 300
 pods/s (anti-affinity, 1000 nodes). A figure, not a pass/fail test.
 
 ``--path loop`` runs what ``kube/loop.py`` runs per pod without the I/O: queue pop,
-``core.cycle.schedule_one``, the bind's success, the watch's confirmation; ``--record`` adds the
-loop's ``AttemptLog.record`` (what ``kopf-scheduler explain`` reads) and prints its size estimate
-and the memory tracemalloc measured for the records kept.
+``core.cycle.schedule_one``, the bind's success, the watch's confirmation (``run_loop_path``).
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
-import gc
 import pstats
 import random
 import sys
 import time
-import tracemalloc
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "operator"))
@@ -85,8 +81,9 @@ def anti_affinity_pod(i: int) -> dict:
     return body
 
 
-def run_loop_path(cache: SchedulerCache, pending: list[Pod], seed: int, log: AttemptLog | None) -> int:
-    """The operator loop's core work per pod, as kube/loop.py does it minus the I/O; returns pods bound."""
+def run_loop_path(cache: SchedulerCache, pending: list[Pod], seed: int, log: AttemptLog | None = None) -> int:
+    """The operator loop's core work per pod, as kube/loop.py does it minus the I/O, recording each attempt
+    in `log` when given (as the loop does for ``explain``); returns the pods bound."""
     profile = default_profile("kopf-scheduler")
     scheduler, queue, snapshot = GenericScheduler(profile), SchedulingQueue(), Snapshot(cache.objects)
     rng = random.Random(seed)
@@ -106,23 +103,18 @@ def run_loop_path(cache: SchedulerCache, pending: list[Pod], seed: int, log: Att
     return scheduled
 
 
-def run(
-    workload: str, nodes: int, pods: int, seed: int, profile_path: str | None, *, path: str = "simulation", record: bool = False, memory: bool = False
-) -> float:
+def run(workload: str, nodes: int, pods: int, seed: int, profile_path: str | None, *, path: str = "simulation") -> float:
     cache = SchedulerCache()
     for i in range(nodes):
         cache.add_node(parse_node(node_body(i)))
     make = basic_pod if workload == "basic" else anti_affinity_pod
     pending = [parse_pod(make(i)) for i in range(pods)]
-    log = AttemptLog() if record else None
     prof = cProfile.Profile() if profile_path else None
-    if memory:
-        tracemalloc.start()
     if prof:
         prof.enable()
     start = time.perf_counter()
     if path == "loop":
-        scheduled = run_loop_path(cache, pending, seed, log)
+        scheduled = run_loop_path(cache, pending, seed)
     else:
         scheduled = Simulation(cache, default_profile("kopf-scheduler"), seed=seed).run(pending).scheduled
     seconds = time.perf_counter() - start
@@ -131,18 +123,7 @@ def run(
         prof.dump_stats(profile_path)
         pstats.Stats(prof).sort_stats("cumulative").print_stats(25)
     rate = pods / seconds
-    what = f"{path} path" + (", recording attempts" if record else "")
-    print(f"{workload} ({what}): {nodes} nodes, {pods} pods: {scheduled} scheduled in {seconds:.2f}s = {rate:.0f} pods/s")
-    if log is not None:
-        kept, estimate = len(log), log.bytes
-        line = f"  attempt log: {kept} pods kept, estimated {estimate / 2**20:.1f} MiB"
-        if memory:
-            held = tracemalloc.get_traced_memory()[0]
-            del log
-            gc.collect()
-            line += f", measured {(held - tracemalloc.get_traced_memory()[0]) / 2**20:.1f} MiB (what freeing the log released)"
-            tracemalloc.stop()
-        print(line)
+    print(f"{workload} ({path} path): {nodes} nodes, {pods} pods: {scheduled} scheduled in {seconds:.2f}s = {rate:.0f} pods/s")
     return rate
 
 
@@ -154,16 +135,11 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--profile", help="write a cProfile to this file and print the top entries")
     ap.add_argument("--path", choices=("simulation", "loop"), default="simulation", help="the simulator, or the operator loop's core path")
-    ap.add_argument("--record", action="store_true", help="with --path loop: record every attempt as the operator does (for explain)")
-    ap.add_argument("--memory", action="store_true", help="with --record: measure what the records hold with tracemalloc (slows the run: ignore its pods/s)")
     args = ap.parse_args()
-    if args.record and args.path != "loop":
-        ap.error("--record needs --path loop")
-    options = {"path": args.path, "record": args.record, "memory": args.memory}
     if args.workload in ("basic", "all"):
-        run("basic", args.nodes or 5000, args.pods or 10000, args.seed, args.profile, **options)
+        run("basic", args.nodes or 5000, args.pods or 10000, args.seed, args.profile, path=args.path)
     if args.workload in ("anti-affinity", "all"):
-        run("anti-affinity", args.nodes or 1000, args.pods or 1000, args.seed, args.profile, **options)
+        run("anti-affinity", args.nodes or 1000, args.pods or 1000, args.seed, args.profile, path=args.path)
     return 0
 
 

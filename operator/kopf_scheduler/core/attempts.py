@@ -19,17 +19,17 @@ ones ("why is my pod pending?" is the question that matters most):
   record is renewed before it ages out; a bound pod stays explainable for 10 minutes.
 
 The bytes are an estimate of what a record keeps alive, measured with tracemalloc on 5000 nodes
-(``bench/bench_core.py --path loop --record --memory``): about 128 bytes per rejected node (its
+(``bench/bench_explain.py --memory``): about 128 bytes per rejected node (its
 Status and dictionary entry), 16 bytes per scored node (its position and total) plus 16 per score
 plugin (raw and normalised score). A pod unschedulable on 5000 nodes holds ~0.6 MiB, so the pending
 pool keeps the last ~75 such pods (on 100 nodes, ~3000); a pod scheduled among the 500 nodes scored
 on 5000 holds ~32 KiB, so the bound pool keeps the last ~500 (measured 13.0 MiB for an estimated 16;
 on 100 nodes ~2500).
 
-What recording costs (same benchmark, paired runs): the ``record`` call ~3 us; freeing the record it
-pushes out ~10 us (its memory has gone cold); with the collector's extra work, the loop's core path
-on 5000 nodes (~300 us a pod) runs 5-9% slower once the bound pool is full, which is under 1% of
-the operator's CPU per pod (2.9 to 22 ms in bench_e2e: the watch events, the bind and the event).
+What recording costs (same benchmark, paired runs on 5000 nodes): a ``record`` call ~6 us, ~11 us
+once a pool is full and it frees the oldest record (whose memory has gone cold); the loop's core
+path (~300 us a pod) runs 3-7% slower, which is under 1% of the operator's CPU per pod (2.9 to 22 ms
+in bench_e2e: the watch events, the bind and the event dominate).
 The node-name list is shared by every record made while the node set stayed the same (8 bytes per
 node for each distinct set; not counted). Together at most ~64 MiB, a fraction of what the cache
 of such a cluster takes. Pure: time is an argument.
