@@ -30,8 +30,14 @@ __all__ = ["add_parser", "run"]
 
 def run(args: argparse.Namespace) -> int:
     note = ""
-    if args.max_limit < 0:
-        print("error: --max-limit must be 0 (no limit) or more", file=sys.stderr)
+    misuse = (
+        "--max-limit must be 0 (no limit) or more" if args.max_limit < 0
+        else "--max-limit counts --max-replicas copies: give --max-replicas" if args.max_limit and args.max_replicas is None
+        else "--kubeconfig is read with --from-cluster only" if args.kubeconfig and not args.from_cluster
+        else ""
+    )  # fmt: skip
+    if misuse:
+        print(f"error: {misuse}", file=sys.stderr)
         return 2
     try:
         profile = load_policy(args.policy)

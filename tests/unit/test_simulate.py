@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
 import pytest
@@ -427,3 +428,33 @@ def test_without_pods_the_clusters_own_pending_pods_of_the_scheduler_name_run(tm
     assert list(placements(capsys, "--cluster", cluster, "--scheduler-name", "default-scheduler")) == ["ns/theirs"]
     rc, out, _ = simulate(capsys, "--cluster", cluster, "--scheduler-name", "other")
     assert rc == 0 and f"(1 pending pod(s) with schedulerName other in {cluster})" in out
+
+
+@pytest.mark.parametrize(
+    ("extra", "needle"),
+    [
+        pytest.param(["--max-limit", "-1"], "--max-limit must be 0 (no limit) or more", id="a negative limit"),
+        pytest.param(["--max-limit", "3"], "--max-limit counts --max-replicas copies", id="a limit without --max-replicas"),
+        pytest.param(["--kubeconfig", "k.yaml"], "--kubeconfig is read with --from-cluster only", id="a kubeconfig for a file cluster"),
+    ],
+)
+def test_options_that_would_be_ignored_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], needle: str) -> None:
+    rc, _, err = simulate(capsys, "--cluster", write(tmp_path, "c.yaml", [node("a")]), *extra)
+    assert rc == 2 and needle in err
+
+
+def test_from_cluster_says_what_it_could_not_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc, _, err = simulate(capsys, "--from-cluster", "--kubeconfig", str(tmp_path / "missing"))
+    assert rc == 2 and f"cannot load kubeconfig {tmp_path / 'missing'}" in err
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens there
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+    }))  # fmt: skip
+    rc, _, err = simulate(capsys, "--from-cluster", "--kubeconfig", str(kubeconfig))
+    assert rc == 2 and f"cannot list Node objects from http://127.0.0.1:{port}" in err
