@@ -4,6 +4,7 @@
     python bench/bench_core.py --workload basic --nodes 5000 --pods 10000
     python bench/bench_core.py --workload anti-affinity --nodes 1000 --pods 1000
     python bench/bench_core.py --profile out.prof    # also write a cProfile
+    python bench/bench_core.py --path loop           # the operator loop's core path (bench_explain.py adds its attempt log)
 
 Workloads follow upstream scheduler_perf templates: node-default (4 cpu, 32Gi,
 110 pods), pod-default (100m / 500Mi requests and limits) and
@@ -11,6 +12,9 @@ pod-with-pod-anti-affinity (required anti-affinity on kubernetes.io/hostname
 against the pods' own labels). Policy: DefaultProvider (the v1.9 set).
 Prints pods/s; the goals are >= 2000 pods/s (basic, 5000 nodes) and >= 300
 pods/s (anti-affinity, 1000 nodes). A figure, not a pass/fail test.
+
+``--path loop`` runs what ``kube/loop.py`` runs per pod without the I/O: queue pop,
+``core.cycle.schedule_one``, the bind's success, the watch's confirmation (``run_loop_path``).
 """
 
 from __future__ import annotations
@@ -18,15 +22,22 @@ from __future__ import annotations
 import argparse
 import cProfile
 import pstats
+import random
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "operator"))
 
+from kopf_scheduler.core.algorithm import GenericScheduler
+from kopf_scheduler.core.attempts import AttemptLog
 from kopf_scheduler.core.cache import SchedulerCache
+from kopf_scheduler.core.cycle import Bind, binding_succeeded, schedule_one
+from kopf_scheduler.core.objects import Pod
 from kopf_scheduler.core.parsing import parse_node, parse_pod
 from kopf_scheduler.core.policy import default_profile
+from kopf_scheduler.core.queueing import SchedulingQueue
+from kopf_scheduler.core.snapshot import Snapshot
 from kopf_scheduler.sim.simulator import Simulation
 
 ZONES = ("zone-a", "zone-b", "zone-c")
@@ -70,25 +81,49 @@ def anti_affinity_pod(i: int) -> dict:
     return body
 
 
-def run(workload: str, nodes: int, pods: int, seed: int, profile_path: str | None) -> float:
+def run_loop_path(cache: SchedulerCache, pending: list[Pod], seed: int, log: AttemptLog | None = None) -> int:
+    """The operator loop's core work per pod, as kube/loop.py does it minus the I/O, recording each attempt
+    in `log` when given (as the loop does for ``explain``); returns the pods bound."""
+    profile = default_profile("kopf-scheduler")
+    scheduler, queue, snapshot = GenericScheduler(profile), SchedulingQueue(), Snapshot(cache.objects)
+    rng = random.Random(seed)
+    now = 0.0
+    for pod in pending:
+        queue.add(pod, now)
+    scheduled = 0
+    while (info := queue.pop(now)) is not None:
+        outcome = schedule_one(info, snapshot, scheduler, cache=cache, queue=queue, rng=rng, now=now)
+        if log is not None:
+            log.record(info, outcome, scheduler_name=profile.scheduler_name, now=now)
+        if isinstance(outcome, Bind):
+            binding_succeeded(outcome.pod, cache=cache, queue=queue, now=now)
+            cache.add_pod(outcome.pod)  # the watch confirms the bind
+            scheduled += 1
+        now += 0.001
+    return scheduled
+
+
+def run(workload: str, nodes: int, pods: int, seed: int, profile_path: str | None, *, path: str = "simulation") -> float:
     cache = SchedulerCache()
     for i in range(nodes):
         cache.add_node(parse_node(node_body(i)))
     make = basic_pod if workload == "basic" else anti_affinity_pod
     pending = [parse_pod(make(i)) for i in range(pods)]
-    sim = Simulation(cache, default_profile("kopf-scheduler"), seed=seed)
     prof = cProfile.Profile() if profile_path else None
     if prof:
         prof.enable()
     start = time.perf_counter()
-    result = sim.run(pending)
+    if path == "loop":
+        scheduled = run_loop_path(cache, pending, seed)
+    else:
+        scheduled = Simulation(cache, default_profile("kopf-scheduler"), seed=seed).run(pending).scheduled
     seconds = time.perf_counter() - start
     if prof:
         prof.disable()
         prof.dump_stats(profile_path)
         pstats.Stats(prof).sort_stats("cumulative").print_stats(25)
     rate = pods / seconds
-    print(f"{workload}: {nodes} nodes, {pods} pods: {result.scheduled} scheduled in {seconds:.2f}s = {rate:.0f} pods/s")
+    print(f"{workload} ({path} path): {nodes} nodes, {pods} pods: {scheduled} scheduled in {seconds:.2f}s = {rate:.0f} pods/s")
     return rate
 
 
@@ -99,11 +134,12 @@ def main() -> int:
     ap.add_argument("--pods", type=int)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--profile", help="write a cProfile to this file and print the top entries")
+    ap.add_argument("--path", choices=("simulation", "loop"), default="simulation", help="the simulator, or the operator loop's core path")
     args = ap.parse_args()
     if args.workload in ("basic", "all"):
-        run("basic", args.nodes or 5000, args.pods or 10000, args.seed, args.profile)
+        run("basic", args.nodes or 5000, args.pods or 10000, args.seed, args.profile, path=args.path)
     if args.workload in ("anti-affinity", "all"):
-        run("anti-affinity", args.nodes or 1000, args.pods or 1000, args.seed, args.profile)
+        run("anti-affinity", args.nodes or 1000, args.pods or 1000, args.seed, args.profile, path=args.path)
     return 0
 
 

@@ -88,8 +88,7 @@ from kopf_scheduler.core.cache import SchedulerCache  # noqa: E402
 from kopf_scheduler.core.parsing import parse_pod  # noqa: E402
 from kopf_scheduler.core.profile import Profile  # noqa: E402
 from kopf_scheduler.core.resources import format_quantity, to_milli, to_units  # noqa: E402
-from kopf_scheduler.sim.cli import load_policy  # noqa: E402
-from kopf_scheduler.sim.loader import load_cluster  # noqa: E402
+from kopf_scheduler.sim.loader import load_cluster, load_policy  # noqa: E402
 from kopf_scheduler.sim.simulator import Simulation  # noqa: E402
 
 T = TypeVar("T")
@@ -731,20 +730,20 @@ def our_decision(state: Sequence[Mapping[str, Any]], pod_body: Mapping[str, Any]
     assert e is not None
     names = compared_names(name for name, _ in profile.score_names)
     scores: dict[str, dict[str, int]] = defaultdict(dict)
-    for s in e.scores:
-        for name, score, _ in s.parts:
-            scores[names[name]][s.node] = score
+    for v in e.scored:
+        for part in v.scores:
+            scores[names[part.plugin]][v.node] = part.score
     ours_names = {names[name]: w for name, w in profile.score_names}
     d = Decision(
         node=placement.node,
         message=placement.message if placement.node is None else "",
-        feasible=frozenset(e.feasible),
-        scored=bool(e.scores),
-        totals={s.node: s.total for s in e.scores},
+        feasible=frozenset(v.node for v in e.scored),
+        scored=bool(e.scored),
+        totals={v.node: v.total for v in e.scored if v.total is not None},
         scores=dict(scores),
         weights=ours_names,
-        skipped=frozenset(p for p in ours_names if p not in scores) if e.scores else frozenset(),
-        filtered={f.node: f"{f.plugin}: {'; '.join(f.reasons)}" for f in e.filtered},
+        skipped=frozenset(p for p in ours_names if p not in scores) if e.scored else frozenset(),
+        filtered={v.node: f"{v.plugin}: {'; '.join(v.reasons)}" for v in e.rejected},
     )
     return d, node_summaries(loaded.cache)
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import differential as dh
 import pytest
 
-from kopf_scheduler.sim.cli import load_policy
+from kopf_scheduler.sim.loader import load_policy
 
 SEEDS = (11, 12)
 KNOBS = dh.Knobs(nodes=15, pods=25)

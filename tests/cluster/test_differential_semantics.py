@@ -18,7 +18,7 @@ from typing import Any
 import differential as dh
 import pytest
 
-from kopf_scheduler.sim.cli import load_policy
+from kopf_scheduler.sim.loader import load_policy
 
 PAUSE = "registry.k8s.io/pause:3.10"
 

@@ -295,6 +295,22 @@ def test_update_snapshot_reclones_only_changed_nodes() -> None:
     assert snap.get("n2").requested.milli_cpu == 1000  # type: ignore[union-attr]
 
 
+def test_a_snapshots_node_names_list_is_never_changed_in_place() -> None:
+    # explanations keep an attempt's `table.names` by reference (core/attempts.py): updates must not edit it
+    cache = SchedulerCache()
+    for i in range(3):
+        cache.add_node(node(f"n{i}"))
+    snap = cache.snapshot()
+    kept = snap.table.names
+    cache.add_pod(pod("p", cpu="1", on="n1"))
+    cache.update_snapshot(snap)
+    assert snap.table.names is kept  # rows rewritten in place: the same list
+    cache.add_node(node("n3"))
+    cache.remove_node("n0")
+    cache.update_snapshot(snap)
+    assert kept == ["n0", "n1", "n2"] and sorted(snap.table.names) == ["n1", "n2", "n3"]
+
+
 def test_two_snapshots_each_see_node_set_changes() -> None:
     # regression: the node-set version was stored once per cache, so a second snapshot
     # (cache.snapshot() for a simulation or a dump) hid added and removed nodes from the loop's one

@@ -15,6 +15,7 @@ import pytest
 from builders import make_node, make_pod, node_info
 
 from kopf_scheduler.core.algorithm import GenericScheduler, ScheduleResult
+from kopf_scheduler.core.diagnosis import PluginScore
 from kopf_scheduler.core.extenders import (
     Extender,
     ExtenderConfig,
@@ -254,7 +255,8 @@ def test_extender_scores_are_scaled_and_weighted() -> None:
     assert totals == {"n0": 50, "n1": 60, "n2": 60}
     assert result.node in {"n1", "n2"}
     parts = {s.node: s.parts for s in result.scores}
-    assert parts["n2"] == (("ScoreByName", 0, 1), ("http://ext", 30, 2))
+    # the extender's raw score is its own 0..10; normalised, x10
+    assert parts["n2"] == (PluginScore("ScoreByName", 0, 0, 1), PluginScore("http://ext", 3, 30, 2))
 
 
 def test_scores_of_several_extenders_add_up() -> None:

@@ -1,4 +1,4 @@
-"""The health server on 127.0.0.1: probe answers, readiness details, the metrics page, shutdown."""
+"""The health server on 127.0.0.1: probe answers, readiness details, the metrics page, the attempts, shutdown."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import aiohttp
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from kopf_scheduler.telemetry.health import HealthServer, start_health_server, stop_health_server
+from kopf_scheduler.telemetry.health import AttemptLookup, HealthServer, start_health_server, stop_health_server
 from kopf_scheduler.telemetry.metrics import SchedulerMetrics
 
 
@@ -32,6 +32,7 @@ def serve(
     *,
     leading: Callable[[], bool] | None = None,
     port: int | None = None,
+    attempts: AttemptLookup | None = None,
 ) -> None:
     """Start a server whose readiness reads state["ready"], run `body`, always stop it."""
     state: dict[str, Any] = {"ready": (False, "caches syncing"), "metrics": SchedulerMetrics()}
@@ -45,7 +46,7 @@ def serve(
     async def main() -> None:
         server = await start_health_server(
             "127.0.0.1", free_port() if port is None else port,
-            ready_check=ready_check, metrics=state["metrics"], leading=leading,
+            ready_check=ready_check, metrics=state["metrics"], leading=leading, attempts=attempts,
         )
         try:
             await body(server, state)
@@ -94,6 +95,44 @@ def test_metrics_page_serves_the_registry() -> None:
         (attempts,) = families["scheduler_schedule_attempts"].samples[:1]
         assert attempts.value == 1 and attempts.labels == {"result": "scheduled", "profile": "kopf-scheduler"}
         assert (await fetch(server, "/nope"))[0] == 404
+
+    serve(body)
+
+
+def lookup(namespace: str, name: str) -> dict[str, Any] | str:
+    if (namespace, name) == ("default", "web"):
+        return {"pod": "default/web", "outcome": "scheduled"}
+    return f"no scheduling attempt of {namespace}/{name} is kept"
+
+
+@pytest.mark.parametrize(
+    ("leading", "path", "status", "body"),
+    [
+        pytest.param(None, "/debug/attempts/default/web", 200, {"pod": "default/web", "outcome": "scheduled"}, id="a kept attempt"),
+        pytest.param(None, "/debug/attempts/default/gone", 404, {"error": "no scheduling attempt of default/gone is kept"}, id="none kept"),
+        pytest.param(
+            lambda: False, "/debug/attempts/default/gone", 404,
+            {"error": "no scheduling attempt of default/gone is kept; this replica is standing by: ask the leader"}, id="none kept on a standby",
+        ),
+        pytest.param(None, "/debug/attempts/default", 404, None, id="a namespace alone is no pod"),
+    ],
+)  # fmt: skip
+def test_debug_attempts_serves_the_lookup_as_json(leading: Callable[[], bool] | None, path: str, status: int, body: Any) -> None:
+    async def main(server: HealthServer, state: dict[str, Any]) -> None:
+        async with aiohttp.ClientSession() as session:
+            async with session.get(f"http://127.0.0.1:{server.port}{path}") as response:
+                assert response.status == status
+                if body is not None:
+                    assert response.content_type == "application/json" and await response.json() == body
+            async with session.post(f"http://127.0.0.1:{server.port}/debug/attempts/default/web") as response:
+                assert response.status == 405  # read-only
+
+    serve(main, leading=leading, attempts=lookup)
+
+
+def test_without_a_lookup_there_is_no_debug_route() -> None:
+    async def body(server: HealthServer, state: dict[str, Any]) -> None:
+        assert (await fetch(server, "/debug/attempts/default/web"))[0] == 404
 
     serve(body)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
 import pytest
@@ -42,6 +43,16 @@ def test_readme_example(capsys: pytest.CaptureFixture[str]) -> None:
         "nominatedNode": None,
         "victims": [],
     }
+
+
+def test_readme_max_replicas_example(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ("--cluster", str(EXAMPLES / "cluster.yaml"), "--pods", str(EXAMPLES / "pods.yaml"), "--max-replicas", str(EXAMPLES / "web.yaml"))
+    rc, out, _ = simulate(capsys, *args, "--output", "json")
+    # after the pods: node-a has 500m cpu and 3Gi free -> 1 copy (500m, 1Gi); node-b 1500m, 3.5Gi -> 3; node-c is tainted
+    assert rc == 0 and json.loads(out)["maxReplicas"] == {
+        "pod": "default/web", "replicas": 4, "nodes": {"node-a": 1, "node-b": 3}, "limit": 0,
+        "stoppedBy": "0/3 nodes are available: 1 Insufficient memory, 1 node(s) had untolerated taint(s), 2 Insufficient cpu.",
+    }  # fmt: skip
 
 
 def test_table_output_has_utilisation(capsys: pytest.CaptureFixture[str]) -> None:
@@ -170,26 +181,26 @@ def _least_allocated_policy(tmp_path: Path) -> str:
     )
 
 
-def test_explain_json_gives_feasible_filtered_and_per_plugin_scores(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_explain_json_gives_every_node_with_raw_and_normalised_scores(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     tainted = node("c")
     tainted["spec"] = {"taints": [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]}
     cluster = write(tmp_path, "c.yaml", [node("a", cpu="2"), node("b", cpu="4"), tainted])
     pods = write(tmp_path, "p.yaml", [pod("p0", cpu="1")])
     got = placements(capsys, "--cluster", cluster, "--pods", pods, "--policy", _least_allocated_policy(tmp_path), "--explain")["ns/p0"]
-    (least,) = {part["plugin"] for s in got["explain"]["scores"] for part in s["plugins"]}
+    (least,) = {part["plugin"] for v in got["explain"]["nodes"] for part in v.get("scores", ())}
     assert got["node"] == "b"
     assert got["explain"] == {
-        "feasible": ["a", "b"],
-        "filtered": [{"node": "c", "plugin": "TaintToleration", "code": "UnschedulableAndUnresolvable",
-                      "reasons": ["node(s) had untolerated taint(s)"]}],
-        "preFilter": None,
-        "scores": [
-            # b: cpu (4-1)/4 -> 75, memory (8-1)/8 -> 87; (75+87)/2 = 81; x weight 2 = 162
-            {"node": "b", "total": 162, "plugins": [{"plugin": least, "score": 81, "weight": 2}]},
+        "pod": "ns/p0", "outcome": "scheduled", "node": "b", "message": "", "schedulerName": "x", "attempts": 0, "ageSeconds": None,
+        "numNodes": 3, "evaluatedNodes": 3, "preFilter": "", "notEvaluated": [], "preemption": None,
+        "nodes": [
+            # b: cpu (4-1)/4 -> 75, memory (8-1)/8 -> 87; (75+87)/2 = 81 (no normalisation: raw = score); x weight 2 = 162
+            {"node": "b", "result": "chosen", "total": 162, "scores": [{"plugin": least, "raw": 81, "score": 81, "weight": 2, "weighted": 162}]},
             # a: cpu (2-1)/2 -> 50, memory 87; (50+87)/2 = 68; x2 = 136
-            {"node": "a", "total": 136, "plugins": [{"plugin": least, "score": 68, "weight": 2}]},
+            {"node": "a", "result": "feasible", "total": 136, "scores": [{"plugin": least, "raw": 68, "score": 68, "weight": 2, "weighted": 136}]},
+            {"node": "c", "result": "unresolvable", "plugin": "TaintToleration", "code": "UnschedulableAndUnresolvable",
+             "reasons": ["node(s) had untolerated taint(s)"]},
         ],
-    }
+    }  # fmt: skip
 
 
 def test_explain_scores_a_single_feasible_node_and_explains_an_unschedulable_pod(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -197,23 +208,45 @@ def test_explain_scores_a_single_feasible_node_and_explains_an_unschedulable_pod
     pods = write(tmp_path, "p.yaml", [pod("fits-b-only", cpu="3"), pod("too-big", cpu="8")])
     got = placements(capsys, "--cluster", cluster, "--pods", pods, "--policy", _least_allocated_policy(tmp_path), "--explain")
     one = got["ns/fits-b-only"]["explain"]
-    assert one["feasible"] == ["b"] and [s["node"] for s in one["scores"]] == ["b"]  # scored although alone
+    # scored although alone: b cpu (4-3)/4 -> 25, memory (8-1)/8 -> 87; (25+87)/2 = 56; x2 = 112
+    assert [(v["node"], v["result"], v.get("total")) for v in one["nodes"]] == [("b", "chosen", 112), ("a", "unresolvable", None)]
     big = got["ns/too-big"]
-    assert big["node"] is None and big["explain"]["feasible"] == [] and big["explain"]["scores"] == []
+    assert big["node"] is None and big["explain"]["outcome"] == "unschedulable"
     # 8 cpu exceed both nodes' allocatable: no preemption could help (upstream fit.go), hence Unresolvable
-    assert {(f["node"], f["plugin"], f["code"]) for f in big["explain"]["filtered"]} == {
+    assert {(v["node"], v["plugin"], v["code"]) for v in big["explain"]["nodes"]} == {
         ("a", "NodeResourcesFit", "UnschedulableAndUnresolvable"),
         ("b", "NodeResourcesFit", "UnschedulableAndUnresolvable"),
     }
     assert big["message"] == "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+    assert big["explain"]["message"] == big["message"]
 
 
-def test_explain_table_prints_each_decision(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_explain_table_prints_each_decision_in_short(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cluster = write(tmp_path, "c.yaml", [node("a", cpu="2"), node("b", cpu="4")])
-    pods = write(tmp_path, "p.yaml", [pod("p0", cpu="1")])
+    pods = write(tmp_path, "p.yaml", [pod("p0", cpu="1"), pod("p1", cpu="1")])
     rc, out, _ = simulate(capsys, "--cluster", cluster, "--pods", pods, "--policy", _least_allocated_policy(tmp_path), "--explain")
     assert rc == 0
-    assert "pod ns/p0: scheduled to b" in out and "b: total 162" in out and "a: total 136" in out
+    assert "pod ns/p0: scheduled to b\n  b: total 162 (NodeResourcesLeastAllocated 81x2)\n  a: total 136 (NodeResourcesLeastAllocated 68x2)" in out
+    assert "pod ns/p1: scheduled to" in out
+
+
+def test_explain_one_pod_prints_its_whole_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cluster = write(tmp_path, "c.yaml", [node("a", cpu="2"), node("b", cpu="4")])
+    pods = write(tmp_path, "p.yaml", [pod("p0", cpu="1"), pod("p1", cpu="1")])
+    args = ("--cluster", cluster, "--pods", pods, "--policy", _least_allocated_policy(tmp_path), "--explain", "ns/p1")
+    rc, out, _ = simulate(capsys, *args)
+    assert rc == 0 and "pod ns/p0:" not in out
+    # after p0 on b: b cpu (4-2)/4 -> 50, memory (8-2)/8 -> 75, mean 62; a 68 as before
+    assert out.split("\n\n")[1:3] == [
+        "pod ns/p1: scheduled to a\n  scheduler x\n  2 nodes: 2 feasible, 0 rejected",
+        "NODE  RESULT    TOTAL  PLUGIN                       RAW  SCORE  WEIGHT  WEIGHTED\n"
+        "a     chosen      136  NodeResourcesLeastAllocated   68     68       2       136\n"
+        "b     feasible    124  NodeResourcesLeastAllocated   62     62       2       124",
+    ]
+    explained = placements(capsys, *args)
+    assert "explain" not in explained["ns/p0"] and explained["ns/p1"]["explain"]["node"] == "a"
+    rc, _, err = simulate(capsys, "--cluster", cluster, "--pods", pods, "--explain", "ns/nope")
+    assert rc == 2 and "--explain ns/nope: no such pod among the 2 pending pod(s) simulated" in err
 
 
 def test_without_explain_there_is_no_explanation(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -333,3 +366,142 @@ def test_the_gang_example(capsys: pytest.CaptureFixture[str]) -> None:
     assert all(m["node"] is None for m in etl)
     gang = "gang default/etl: only 2 of the 4 pods it needs fit; none is bound and every reservation is released"
     assert sum(1 for m in etl if m["message"] == gang) == 2
+
+
+# --------------------------------------------------------------------------- capacity: --max-replicas
+
+
+def template(cpu: str = "1", memory: str = "1Gi", **spec: object) -> dict:
+    return {
+        "kind": "Pod",
+        "metadata": {"name": "web", "namespace": "ns"},
+        "spec": {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu, "memory": memory}}}], **spec},
+    }
+
+
+def small_node(name: str, pods: str) -> dict:
+    n = node(name)
+    n["status"]["allocatable"]["pods"] = pods
+    return n
+
+
+@pytest.mark.parametrize(
+    ("cluster", "pending", "tmpl", "limit", "replicas", "nodes", "stopped_by"),
+    [
+        pytest.param(
+            [node("a", cpu="2"), node("b", cpu="4")], [], template(cpu="1"), 0, 6, {"a": 2, "b": 4},
+            "0/2 nodes are available: 2 Insufficient cpu.", id="cpu runs out first: 2/1 + 4/1 = 6",
+        ),
+        pytest.param(
+            [node("a"), node("b")], [], template(cpu="500m", memory="3Gi"), 0, 4, {"a": 2, "b": 2},
+            "0/2 nodes are available: 2 Insufficient memory.", id="memory runs out first: 8Gi // 3Gi = 2 per node",
+        ),
+        pytest.param(
+            [small_node("a", pods="3"), pod("resident", cpu="100m", nodeName="a")], [], template(cpu="100m"), 0, 2, {"a": 2},
+            "0/1 nodes are available: 1 Too many pods.", id="the pod count runs out: 3 allowed - 1 running = 2",
+        ),
+        pytest.param(
+            [node("a", cpu="4"), pod("resident", cpu="3", nodeName="a")], [], template(cpu="1"), 0, 1, {"a": 1},
+            "0/1 nodes are available: 1 Insufficient cpu.", id="bound pods take their room: (4 - 3) / 1 = 1",
+        ),
+        pytest.param(
+            [node("a", cpu="2", disk="ssd"), node("b", cpu="4")], [], template(cpu="1", nodeSelector={"disk": "ssd"}), 0, 2, {"a": 2},
+            "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) didn't match Pod's node affinity/selector.",
+            id="a node selector leaves one node: 2/1 = 2",
+        ),
+        pytest.param(
+            [node("a", cpu="4")], [pod("p0", cpu="1"), pod("p1", cpu="1")], template(cpu="1"), 0, 2, {"a": 2},
+            "0/1 nodes are available: 1 Insufficient cpu.", id="the --pods land first: (4 - 2) / 1 = 2",
+        ),
+        pytest.param(
+            [node("a", cpu="2"), node("b", cpu="4")], [], template(cpu="1"), 3, 3, None, "", id="--max-limit 3 stops the count at 3",
+        ),
+        pytest.param(
+            [node("a", cpu="2"), pod("resident", cpu="2", nodeName="a", priority=0)], [], template(cpu="1", priority=1000), 0, 0, {},
+            "0/1 nodes are available: 1 Insufficient cpu.", id="copies never preempt: 0, and no preemption tail",
+        ),
+    ],
+)  # fmt: skip
+def test_max_replicas_counts_the_copies_that_fit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    cluster: list[dict], pending: list[dict], tmpl: dict, limit: int, replicas: int, nodes: dict[str, int] | None, stopped_by: str,
+) -> None:  # fmt: skip
+    args = ["--cluster", write(tmp_path, "c.yaml", cluster), "--max-replicas", write(tmp_path, "web.yaml", [tmpl]), "--max-limit", str(limit)]
+    if pending:
+        args += ["--pods", write(tmp_path, "p.yaml", pending)]
+    rc, out, err = simulate(capsys, *args, "--output", "json")
+    assert rc == 0, err
+    got = json.loads(out)["maxReplicas"]
+    assert (got["pod"], got["replicas"], got["stoppedBy"], got["limit"]) == ("ns/web", replicas, stopped_by, limit)
+    if nodes is not None:
+        assert got["nodes"] == nodes
+    else:
+        assert sum(got["nodes"].values()) == replicas
+
+
+def test_max_replicas_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cluster = write(tmp_path, "c.yaml", [node("a", cpu="2"), node("b", cpu="4")])
+    rc, out, _ = simulate(capsys, "--cluster", cluster, "--max-replicas", write(tmp_path, "web.yaml", [template(cpu="1")]))
+    assert rc == 0
+    assert out.split("\n\n")[0] == "\n".join(
+        [
+            "6 copies of ns/web fit",
+            "NODE  COPIES",
+            "a          2",
+            "b          4",
+            "the next copy does not fit: 0/2 nodes are available: 2 Insufficient cpu.",
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    ("docs", "needle"),
+    [
+        pytest.param([template(), template()], "expected one pod, not bound to a node; found 2 pod(s)", id="two pods"),
+        pytest.param([template(nodeName="a")], "expected one pod, not bound to a node; found 1 pod(s)", id="a bound pod"),
+    ],
+)
+def test_max_replicas_wants_one_unbound_pod(tmp_path: Path, capsys: pytest.CaptureFixture[str], docs: list[dict], needle: str) -> None:
+    rc, _, err = simulate(capsys, "--cluster", write(tmp_path, "c.yaml", [node("a")]), "--max-replicas", write(tmp_path, "web.yaml", docs))
+    assert rc == 2 and needle in err
+
+
+def test_without_pods_the_clusters_own_pending_pods_of_the_scheduler_name_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cluster = write(
+        tmp_path, "c.yaml",
+        [node("a"), pod("ours", schedulerName="kopf-scheduler"), pod("theirs"), pod("other", schedulerName="other"), pod("bound", nodeName="a")],
+    )  # fmt: skip
+    assert list(placements(capsys, "--cluster", cluster)) == ["ns/ours"]  # the default policy's schedulerName
+    assert list(placements(capsys, "--cluster", cluster, "--scheduler-name", "default-scheduler")) == ["ns/theirs"]
+    rc, out, _ = simulate(capsys, "--cluster", cluster, "--scheduler-name", "other")
+    assert rc == 0 and f"(1 pending pod(s) with schedulerName other in {cluster})" in out
+
+
+@pytest.mark.parametrize(
+    ("extra", "needle"),
+    [
+        pytest.param(["--max-limit", "-1"], "--max-limit must be 0 (no limit) or more", id="a negative limit"),
+        pytest.param(["--max-limit", "3"], "--max-limit counts --max-replicas copies", id="a limit without --max-replicas"),
+        pytest.param(["--kubeconfig", "k.yaml"], "--kubeconfig is read with --from-cluster only", id="a kubeconfig for a file cluster"),
+    ],
+)
+def test_options_that_would_be_ignored_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], needle: str) -> None:
+    rc, _, err = simulate(capsys, "--cluster", write(tmp_path, "c.yaml", [node("a")]), *extra)
+    assert rc == 2 and needle in err
+
+
+def test_from_cluster_says_what_it_could_not_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc, _, err = simulate(capsys, "--from-cluster", "--kubeconfig", str(tmp_path / "missing"))
+    assert rc == 2 and f"cannot load kubeconfig {tmp_path / 'missing'}" in err
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens there
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+    }))  # fmt: skip
+    rc, _, err = simulate(capsys, "--from-cluster", "--kubeconfig", str(kubeconfig))
+    assert rc == 2 and f"cannot list Node objects from http://127.0.0.1:{port}" in err

@@ -36,6 +36,7 @@ which point is decided with ``isinstance`` once per profile (``GenericScheduler.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -45,7 +46,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from .diagnosis import NO_NODES_AVAILABLE, Diagnosis, NodeScore
+from .diagnosis import NO_NODES_AVAILABLE, Diagnosis, NodeScore, PluginScore
 from .extenders import EXTENDER_SCORE_SCALE, Extender, ExtenderConfig, ExtenderFilterResult, ExtenderPrioritizeResult
 from .framework import (
     SUCCESS,
@@ -86,23 +87,42 @@ def num_feasible_nodes_to_find(num_all_nodes: int, percentage: int = 0) -> int:
     return max(num_all_nodes * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
 
 
+#: one score plugin's (or prioritizing extender's) part of an attempt: its name, its weight, and per scored node
+#: its raw score and its normalised one (0..MAX_NODE_SCORE; an extender's 0..10 times 10), as the algorithm had them
+PluginScores = tuple[str, int, npt.NDArray[np.int64], npt.NDArray[np.int64]]
+
+
 @dataclass(slots=True)
 class ScheduleResult:
-    """The outcome of one attempt. Exactly one of: ``node`` set; unschedulable (``diagnosis``); ``error``."""
+    """The outcome of one attempt. Exactly one of: ``node`` set; unschedulable (``diagnosis``); ``error``.
+
+    What explains the attempt is kept by reference, at no cost to the attempt: the snapshot's node
+    names (``NodeTable.names``, a list never changed in place), the positions of the scored nodes,
+    their totals and each score plugin's arrays; ``scores`` builds the per-node view on demand.
+    """
 
     node: str | None
     diagnosis: Diagnosis
     evaluated_nodes: int = 0
     feasible_nodes: int = 0
     error: str | None = None
-    #: filled when ``explain=True``: every scored node's total and parts
-    scores: list[NodeScore] = field(default_factory=list)
     #: unschedulable: what the PostFilter plugins decided (None: the profile has none)
     post_filter: PostFilterResult | None = None
     #: extender failures the attempt went on without (ignorable filters, prioritize calls): for the log
     extender_errors: list[str] = field(default_factory=list)
     #: a node was chosen: the cycle's state, which the Reserve and Permit plugins read next
     state: CycleState | None = None
+    #: the snapshot's node names, in snapshot order (``scored`` indexes it)
+    node_names: Sequence[str] = ()
+    #: positions of the scored nodes (empty when nothing was scored: one feasible node, unless ``explain``);
+    #: the array scoring indexed with, not the list of feasible nodes (500 int objects on 5000 nodes)
+    scored: npt.NDArray[np.intp] | None = None
+    #: per scored node, its total (same order as ``scored``)
+    totals: npt.NDArray[np.int64] | None = None
+    #: per score plugin and prioritizing extender, in profile order: see ``PluginScores``
+    plugin_scores: list[PluginScores] = field(default_factory=list)
+    #: positions the pre-filters admitted when they narrowed the nodes (None: they did not)
+    admitted: npt.NDArray[np.intp] | None = None
 
     @property
     def unschedulable(self) -> bool:
@@ -114,6 +134,17 @@ class ScheduleResult:
         if self.node is not None:
             return f"scheduled to {self.node}"
         return self.error if self.error is not None else self.diagnosis.message()
+
+    @property
+    def scores(self) -> list[NodeScore]:
+        """Every scored node's total and per-plugin parts (raw, normalised, weight), in scoring order."""
+        if self.totals is None or self.scored is None:
+            return []
+        columns = [(name, weight, raw.tolist(), normalised.tolist()) for name, weight, raw, normalised in self.plugin_scores]
+        return [
+            NodeScore(self.node_names[k], int(total), tuple(PluginScore(name, raw[i], normalised[i], weight) for name, weight, raw, normalised in columns))
+            for i, (k, total) in enumerate(zip(self.scored.tolist(), self.totals.tolist()))
+        ]
 
 
 class GenericScheduler:
@@ -143,7 +174,14 @@ class GenericScheduler:
     def schedule(
         self, pod: Pod, snapshot: Snapshot, *, rng: random.Random, explain: bool = False, nominator: Nominator | None = None
     ) -> ScheduleResult:
-        """Place `pod`; `nominator` holds the pods preemption nominated (None: there are none)."""
+        """Place `pod`; `nominator` holds the pods preemption nominated (None: there are none). With
+        `explain`, a single feasible node is scored too (upstream binds it unscored), so that its scores
+        can be read; the chosen node is the same."""
+        result = self._schedule(pod, snapshot, rng, explain, nominator)
+        result.node_names = snapshot.table.names
+        return result
+
+    def _schedule(self, pod: Pod, snapshot: Snapshot, rng: random.Random, explain: bool, nominator: Nominator | None) -> ScheduleResult:
         n = len(snapshot)
         diagnosis = Diagnosis(num_all_nodes=n)
         if n == 0:
@@ -164,6 +202,7 @@ class GenericScheduler:
                 if err is not None:  # upstream logs it and searches every node
                     skipped.append(f"nominated node {pod.nominated_node_name}: {err}")
         evaluated = 0
+        only: npt.NDArray[np.intp] | None = None
         if not feasible:
             only = _admitted(state, snapshot, diagnosis)
             want = num_feasible_nodes_to_find(n if only is None else len(only), self.profile.percentage_of_nodes_to_score)
@@ -185,24 +224,20 @@ class GenericScheduler:
             return self._run_post_filters(state, pod, snapshot, unfit, rng, nominator)
         if len(feasible) == 1 and not explain:
             return ScheduleResult(
-                snapshot.node_infos[feasible[0]].name, diagnosis, evaluated_nodes=evaluated, feasible_nodes=1, extender_errors=skipped, state=state
+                snapshot.node_infos[feasible[0]].name, diagnosis, evaluated_nodes=evaluated, feasible_nodes=1, extender_errors=skipped,
+                state=state, admitted=only,
             )
 
-        totals, parts, err = self._prioritize(state, pod, snapshot, feasible, explain)
+        index, totals, parts, err = self._prioritize(state, pod, snapshot, feasible)
         if err is not None:
             return ScheduleResult(None, diagnosis, evaluated_nodes=evaluated, feasible_nodes=len(feasible), error=err)
         if self.extenders:
-            self._score_with_extenders(pod, snapshot, feasible, totals, parts, explain, skipped)
+            self._score_with_extenders(pod, snapshot, feasible, totals, parts, skipped)
         chosen = select_host(totals, rng)
-        result = ScheduleResult(
+        return ScheduleResult(
             snapshot.node_infos[feasible[chosen]].name, diagnosis, evaluated_nodes=evaluated, feasible_nodes=len(feasible),
-            extender_errors=skipped, state=state,
+            extender_errors=skipped, state=state, scored=index, totals=totals, plugin_scores=parts, admitted=only,
         )
-        if explain:
-            result.scores = [
-                NodeScore(snapshot.node_infos[k].name, int(totals[i]), tuple(p[i] for p in parts)) for i, k in enumerate(feasible)
-            ]
-        return result
 
     # ------------------------------------------------------------------ filtering
 
@@ -455,6 +490,7 @@ class GenericScheduler:
             return result
         handle = self.handle(rng, nominator)
         kept: PostFilterResult | None = None
+        last = PostFilterResult(SUCCESS)
         reasons: list[str] = []
         rejector = ""
         final: PostFilterResult | None = None
@@ -465,21 +501,19 @@ class GenericScheduler:
                 answer = PostFilterResult(Status(Code.ERROR, (f"{type(exc).__name__}: {exc}",)))
             status = answer.status.with_plugin(plugin.name)
             if status.is_success or status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
-                final = PostFilterResult(status, answer.nominated_node, answer.victims)
+                final = dataclasses.replace(answer, status=status)
                 break
             if not status.is_rejected:
-                final = PostFilterResult(Status(Code.ERROR, status.reasons, plugin.name))
+                final = PostFilterResult(Status(Code.ERROR, status.reasons, plugin.name), node_statuses=answer.node_statuses)
                 break
             if answer.nominated_node is not None:
                 kept = answer
             reasons.extend(status.reasons)
             rejector = rejector or plugin.name
+            last = answer
         if final is None:
-            final = PostFilterResult(
-                Status(Code.UNSCHEDULABLE, tuple(reasons), rejector),
-                kept.nominated_node if kept is not None else None,
-                kept.victims if kept is not None else (),
-            )
+            rejected = Status(Code.UNSCHEDULABLE, tuple(reasons), rejector)
+            final = dataclasses.replace(kept, status=rejected) if kept is not None else PostFilterResult(rejected, node_statuses=last.node_statuses)
         result.diagnosis.post_filter_msg = final.status.message
         result.post_filter = final
         return result
@@ -487,16 +521,18 @@ class GenericScheduler:
     # ------------------------------------------------------------------ scoring
 
     def _prioritize(
-        self, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: list[int], explain: bool
-    ) -> tuple[npt.NDArray[np.int64], list[list[tuple[str, int, int]]], str | None]:
+        self, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: list[int]
+    ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.int64], list[PluginScores], str | None]:
+        """The feasible positions as an array, their totals, and each plugin's raw and normalised arrays (kept
+        for explanations: a tuple per plugin, and a copy of the raw scores when normalising may work in place)."""
         m = len(feasible)
         totals = np.zeros(m, dtype=np.int64)
-        parts: list[list[tuple[str, int, int]]] = []
+        parts: list[PluginScores] = []
+        index = np.asarray(feasible, dtype=np.intp)
         if not self._scorers:
             if not self.extenders:
                 totals += 1  # upstream: with no score plugins and no extenders every node scores 1
-            return totals, parts, None
-        index = np.asarray(feasible, dtype=np.intp)
+            return index, totals, parts, None
         infos: list[NodeInfo] | None = None
         for plugin, weight in self._scorers:
             if isinstance(plugin, PreScorePlugin):
@@ -506,7 +542,7 @@ class GenericScheduler:
                 if status.code is Code.SKIP:
                     continue
                 if not status.is_success:
-                    return totals, parts, f"running PreScore plugin {plugin.name!r}: {status.message}"
+                    return index, totals, parts, f"running PreScore plugin {plugin.name!r}: {status.message}"
             try:
                 if isinstance(plugin, VectorScore):
                     raw = np.asarray(plugin.score_nodes(state, pod, snapshot.table, index), dtype=np.int64)
@@ -514,13 +550,12 @@ class GenericScheduler:
                     if infos is None:
                         infos = _pick(snapshot.node_infos, feasible)
                     raw = np.fromiter((plugin.score(state, pod, info) for info in infos), dtype=np.int64, count=m)
-                scores = plugin.normalize_scores(state, pod, raw) if isinstance(plugin, NormalizeScorePlugin) else raw
+                scores = plugin.normalize_scores(state, pod, raw.copy()) if isinstance(plugin, NormalizeScorePlugin) else raw
             except Exception as exc:
-                return totals, parts, f"running Score plugin {plugin.name!r}: {type(exc).__name__}: {exc}"
+                return index, totals, parts, f"running Score plugin {plugin.name!r}: {type(exc).__name__}: {exc}"
             totals += scores * weight
-            if explain:
-                parts.append([(plugin.name, int(v), weight) for v in scores.tolist()])
-        return totals, parts, None
+            parts.append((plugin.name, weight, raw, scores))
+        return index, totals, parts, None
 
 
     # ------------------------------------------------------------------ extenders
@@ -572,8 +607,7 @@ class GenericScheduler:
         snapshot: Snapshot,
         feasible: list[int],
         totals: npt.NDArray[np.int64],
-        parts: list[list[tuple[str, int, int]]],
-        explain: bool,
+        parts: list[PluginScores],
         skipped: list[str],
     ) -> None:
         """Upstream ``prioritizeNodes``, the extenders' part: each interested prioritizer's 0..10 scores,
@@ -590,14 +624,14 @@ class GenericScheduler:
             if result.error:
                 skipped.append(f"extender {ext.name} gave no scores: {result.error}")
                 continue
-            scaled = np.zeros(len(nodes), dtype=np.int64)
+            raw = np.zeros(len(nodes), dtype=np.int64)
             for hp in result.scores:
                 i = index.get(hp.host)
                 if i is not None:
-                    scaled[i] += hp.score * EXTENDER_SCORE_SCALE
+                    raw[i] += hp.score
+            scaled = raw * EXTENDER_SCORE_SCALE
             totals += scaled * ext.weight
-            if explain:
-                parts.append([(ext.name, int(v), ext.weight) for v in scaled.tolist()])
+            parts.append((ext.name, ext.weight, raw, scaled))
 
 
 

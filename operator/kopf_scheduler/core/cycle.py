@@ -44,6 +44,7 @@ origin) and randomness (``rng``, for the tie-break) are arguments.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -95,6 +96,8 @@ class Bind:
     pod: Pod
     node: str
     state: CycleState | None = None
+    #: the algorithm's result, for explanations (``core/attempts.py``)
+    result: ScheduleResult | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +114,8 @@ class Unschedulable:
     clear_nominations: tuple[Pod, ...] = ()
     #: the PostFilter stage (preemption) ran for this attempt
     post_filtered: bool = False
+    #: the algorithm's result, for explanations (``core/attempts.py``)
+    result: ScheduleResult | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +126,8 @@ class Error:
     exception: Exception | None = None
     #: the pod's nomination, as on Unschedulable ("" clears it, None leaves it)
     nominated_node: str | None = None
+    #: the algorithm's result when it returned one, for explanations (``core/attempts.py``)
+    result: ScheduleResult | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,24 +288,25 @@ def conclude(
         queue.delete_nominated_pod(pod)  # upstream assume: the cache holds it now, not the nominator
         placed = cache.assume(pod, decided.node)
         state = decided.state if decided.state is not None else CycleState()
-        return reserve_and_permit(info, placed, state, profile, cache=cache, queue=queue, now=now, waiting=waiting)
+        outcome = reserve_and_permit(info, placed, state, profile, cache=cache, queue=queue, now=now, waiting=waiting)
+        return dataclasses.replace(outcome, result=decided) if isinstance(outcome, Bind) else outcome
     if decided.error is not None:
         queue.add_backoff(info, now)
-        return Error(decided.error, None, _clear(queue, pod))
+        return Error(decided.error, None, _clear(queue, pod), decided)
     plugins = frozenset(decided.diagnosis.unschedulable_plugins)
     verdict = decided.post_filter
     nominated = verdict.nominated_node if verdict is not None else ""
     queued = queue.add_unschedulable(info, now, plugins=plugins)
     if not nominated:
         cleared = _clear(queue, pod) if nominated == "" else None
-        return Unschedulable(decided.message, plugins, cleared, post_filtered=verdict is not None)
+        return Unschedulable(decided.message, plugins, cleared, post_filtered=verdict is not None, result=decided)
     assert verdict is not None
     lower = tuple(p for p in queue.nominator.pods_for_node(nominated) if p.priority < pod.priority)
     for other in lower:
         queue.delete_nominated_pod(other)
     if queued:
         queue.add_nominated_pod(info.pod, nominated)
-    return Unschedulable(decided.message, plugins, nominated, verdict.victims, lower, post_filtered=True)
+    return Unschedulable(decided.message, plugins, nominated, verdict.victims, lower, post_filtered=True, result=decided)
 
 
 def reserve_and_permit(

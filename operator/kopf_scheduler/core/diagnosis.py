@@ -1,4 +1,4 @@
-"""Why a pod did or did not fit: per-node statuses, the upstream FitError text, explanations.
+"""Why a pod did or did not fit: per-node statuses, the upstream FitError text, per-node scores.
 
 The message format is upstream's ``FitError.Error()`` (pkg/scheduler/framework/types.go)::
 
@@ -83,22 +83,25 @@ def truncate_message(message: str, limit: int = MAX_EVENT_MESSAGE_BYTES) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class PluginScore:
+    """One score plugin's part of a node's total: ``score`` (normalised) x ``weight``."""
+
+    plugin: str
+    #: what the plugin's Score returned, before NormalizeScore (an extender's 0..10)
+    raw: int
+    #: after NormalizeScore: 0..MAX_NODE_SCORE (an extender's raw x 10)
+    score: int
+    weight: int
+
+    @property
+    def weighted(self) -> int:
+        return self.score * self.weight
+
+
+@dataclass(frozen=True, slots=True)
 class NodeScore:
-    """One feasible node's total and its per-plugin weighted parts (for explanations)."""
+    """One scored node's total and its per-plugin parts (for explanations)."""
 
     node: str
     total: int
-    parts: tuple[tuple[str, int, int], ...] = ()  # (plugin, normalised score, weight)
-
-
-def explain(pod_key: str, node: str | None, diagnosis: Diagnosis, scores: list[NodeScore], *, top: int = 5) -> str:
-    """A readable account of one decision: the verdict, why nodes failed, and how the best ones scored."""
-    lines = [f"pod {pod_key}: " + (f"scheduled to {node}" if node else "unschedulable")]
-    if node is None:
-        lines.append("  " + diagnosis.message())
-    elif diagnosis.node_to_status:
-        lines.append(f"  {len(diagnosis.node_to_status)} node(s) filtered out: " + diagnosis.message().split(": ", 1)[1])
-    for s in sorted(scores, key=lambda s: (-s.total, s.node))[:top]:
-        detail = ", ".join(f"{name} {score}x{weight}" for name, score, weight in s.parts)
-        lines.append(f"  {s.node}: total {s.total}" + (f" ({detail})" if detail else ""))
-    return "\n".join(lines)
+    parts: tuple[PluginScore, ...] = ()

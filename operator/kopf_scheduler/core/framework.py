@@ -36,7 +36,7 @@ from __future__ import annotations
 import abc
 import enum
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, Protocol, Self, TypeVar
 
 from .arguments import NoArgs, PluginArgsError, parse_args
@@ -61,6 +61,7 @@ __all__ = [
     "SUCCESS",
     "ApiClient",
     "BindPlugin",
+    "Candidate",
     "Code",
     "CycleState",
     "FilterPlugin",
@@ -284,17 +285,29 @@ class VectorFilter(FilterPlugin):
 
 
 @dataclass(frozen=True, slots=True)
+class Candidate:
+    """A node the pod would fit on once ``victims`` (most important first) are gone."""
+
+    node: str
+    victims: tuple[Pod, ...]
+    num_pdb_violations: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class PostFilterResult:
     """What the PostFilter stage (preemption) decided.
 
     ``nominated_node`` is upstream's NominatingInfo: None leaves the pod's nomination as it is
     (upstream's nil result), "" clears it, a node name nominates the pod there; ``victims`` are
-    the pods to evict for it.
+    the pods to evict for it. ``candidates`` and ``node_statuses`` say what was considered (for
+    explanations): the nodes with room once their victims go, and why the other nodes tried gave none.
     """
 
     status: Status
     nominated_node: str | None = None
     victims: tuple[Pod, ...] = ()
+    candidates: tuple[Candidate, ...] = ()
+    node_statuses: Mapping[str, Status] = field(default_factory=dict)
 
 
 class Handle(Protocol):

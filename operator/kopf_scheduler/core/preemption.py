@@ -46,11 +46,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import Final
 
 from .diagnosis import Diagnosis
-from .framework import SUCCESS, Code, CycleState, Handle, PostFilterResult, Status, error, unresolvable, unschedulable
+from .framework import SUCCESS, Candidate, Code, CycleState, Handle, PostFilterResult, Status, error, unresolvable, unschedulable
 from .nodeinfo import NodeInfo
 from .objects import PREEMPT_NEVER, Pod, PodDisruptionBudget
 from .snapshot import Snapshot
@@ -78,15 +77,6 @@ NOT_HELPFUL: Final = "Preemption is not helpful for scheduling"
 _NO_VICTIMS_STATUS: Final = unresolvable(NO_VICTIMS)
 #: added to every priority before summing, so that negative priorities still add up (upstream MaxInt32+1)
 PRIORITY_OFFSET: Final = 2**31
-
-
-@dataclass(frozen=True, slots=True)
-class Candidate:
-    """A node the pod would fit on once ``victims`` (most important first) are gone."""
-
-    node: str
-    victims: tuple[Pod, ...]
-    num_pdb_violations: int = 0
 
 
 # --------------------------------------------------------------------------- eligibility and limits
@@ -327,13 +317,13 @@ def preempt(
         wanted = calculate_num_candidates(len(potential), min_candidate_nodes_percentage, min_candidate_nodes_absolute)
         candidates, statuses, errors = dry_run_preemption(state, pod, potential, pdbs, offset, wanted, handle)
     if errors and not candidates:
-        return PostFilterResult(error(_aggregate(errors)))
+        return PostFilterResult(error(_aggregate(errors)), node_statuses=statuses)
     best = pick_one_node_for_preemption(candidates)
     if best is None:
         fit = Diagnosis(num_all_nodes=len(all_nodes), node_to_status=statuses, absent_nodes_status=unresolvable(NOT_HELPFUL))
-        return PostFilterResult(unschedulable(fit.message()), nominated_node="")
+        return PostFilterResult(unschedulable(fit.message()), nominated_node="", node_statuses=statuses)
     found = f"found a potential placement for pod on node {best.node}, preempting {len(best.victims)} victims"
-    return PostFilterResult(Status(Code.SUCCESS, (found,)), best.node, best.victims)
+    return PostFilterResult(Status(Code.SUCCESS, (found,)), best.node, best.victims, tuple(candidates), statuses)
 
 
 def _aggregate(messages: Sequence[str]) -> str:

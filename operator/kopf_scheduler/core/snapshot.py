@@ -126,6 +126,7 @@ class NodeTable:
     def __init__(self, infos: list[NodeInfo]) -> None:
         n = len(infos)
         self._infos = infos
+        #: never changed in place (a new node set builds a new table): explanations keep a reference
         self.names = [i.name for i in infos]
         self.position = {name: k for k, name in enumerate(self.names)}
 

@@ -28,8 +28,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final, TypeVar
 
-from ..core import routing
+from ..core import explanation, routing
 from ..core.algorithm import GenericScheduler
+from ..core.attempts import AttemptLog
 from ..core.cache import SchedulerCache
 from ..core.cycle import Parked
 from ..core.ownership import PolicyBook, PolicyMeta, Serving, Settlement
@@ -100,6 +101,8 @@ class App:
         self.pod_group_statuses: dict[str, Any] = {}
         self.conditions = ConditionMemo()
         self.failures = RepeatLimiter()
+        #: the last attempt of each pending or recently bound pod, for /debug/attempts (``explain``)
+        self.attempts = AttemptLog()
         self.leading = asyncio.Event()
         if not leader_election:
             self.leading.set()
@@ -152,6 +155,14 @@ class App:
         if not self.started:
             return False, "starting"
         return True, f"{len(self.states)} scheduler name(s) served, {self.cache.node_count()} nodes"
+
+    def explain(self, namespace: str, name: str) -> dict[str, Any] | str:
+        """The JSON explanation of the pod's last attempt, or why there is none (the debug endpoint's answer)."""
+        found = self.attempts.explanation(namespace, name, now=self.now())
+        if found is None:
+            minutes = self.attempts.max_age / 60
+            return f"no scheduling attempt of {namespace}/{name} is kept (not tried by this scheduler, or last tried over {minutes:g} minutes ago)"
+        return explanation.to_json(found)
 
     def state_for_policy(self, policy: str) -> PolicyState | None:
         serving = self.policies.served_by(policy)

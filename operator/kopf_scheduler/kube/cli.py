@@ -8,7 +8,7 @@ Kopf runs standalone (no Kopf peering) and cluster-wide. With ``--leader-elect``
 watches and keeps its cache and queues warm, but only the holder of the Lease (``kopf-scheduler``,
 or ``kopf-scheduler-<policy>`` for a ``--policy`` shard) runs the scheduling loops; when the
 term ends the loops pause and the replica stands as a candidate again. The health server serves
-/healthz, /readyz and /metrics (port 0 turns it off).
+/healthz, /readyz, /metrics and /debug/attempts/NAMESPACE/NAME (port 0 turns it off).
 """
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ async def _serve(args: argparse.Namespace, credentials: Credentials) -> None:
     if args.metrics_port:
         health = await start_health_server(
             "0.0.0.0", args.metrics_port, ready_check=app.ready, metrics=app.metrics,
-            leading=(lambda: elector.is_leader) if elector is not None else None,
+            leading=(lambda: elector.is_leader) if elector is not None else None, attempts=app.explain,
         )
         logger.info("health and metrics on port %d", health.port)
     operator = asyncio.ensure_future(

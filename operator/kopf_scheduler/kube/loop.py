@@ -17,6 +17,8 @@ the core decide (``core.cycle.schedule_one``) and carry out the outcome:
   AssignedPodDelete move that leaves the rejected gangs alone, and their PodGroups' status is
   written (``kube/podgroups.py``, also refreshed with the housekeeping).
 
+Every attempt is kept for ``kopf-scheduler explain`` (``app.attempts``, ``core/attempts.py``: references, no copies).
+
 A policy with HTTP extenders decides off the event loop: ``prepare`` and ``conclude`` run here,
 ``decide`` (the algorithm and its blocking extender calls) in ``App.run_blocking``'s thread pool,
 on the policy's own snapshot with a private copy of the cluster objects. Attempts without
@@ -121,6 +123,7 @@ async def _attempt(app: App, state: PolicyState, info: QueuedPodInfo) -> None:
         )
     done = app.now()
     profile = state.scheduler_name
+    app.attempts.record(info, outcome, scheduler_name=profile, now=done)
     match outcome:
         case Skip(reason):
             logger.debug("skipping %s: %s", pod.key, reason)

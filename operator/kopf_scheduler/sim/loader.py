@@ -1,4 +1,4 @@
-"""Read Kubernetes manifests (multi-document YAML, ``kind: List``) into core objects.
+"""Read Kubernetes manifests (multi-document YAML, ``kind: List``) into core objects, and policy files into profiles.
 
 Everything the scheduler reads is accepted; other kinds are counted and
 ignored, so a ``kubectl get -o yaml`` dump can be fed in as it is. PodGroups of both APIs
@@ -18,13 +18,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import yaml
 
 from ..core import gangs, parsing
 from ..core import objects as o
 from ..core.cache import SchedulerCache
+from ..core.profile import Profile
+from ..entry_points import installed_registry
 
 
 class ManifestError(ValueError):
@@ -191,3 +193,40 @@ def load_pods(
         except parsing.ObjectError as exc:
             raise ManifestError(f"{source}: {exc}") from None
     return out
+
+
+#: the scheduler name of today's default profile when no policy file names one
+DEFAULT_SCHEDULER_NAME: Final = "kopf-scheduler"
+
+
+class PolicyFileError(ValueError):
+    """A policy file that cannot be read or is not a valid policy; the message names the file."""
+
+
+def load_policy(path: str | Path | None, *, scheduler_name: str = DEFAULT_SCHEDULER_NAME) -> Profile:
+    """A Profile from a SchedulingPolicy manifest or a legacy v1.9 Policy (JSON/YAML); today's default profile if None."""
+    from ..core import legacy, policy
+
+    if path is None:
+        return policy.default_profile(scheduler_name)
+    p = Path(path)
+    try:
+        raw: Any = yaml.safe_load(p.read_text())  # JSON is YAML
+    except (OSError, yaml.YAMLError) as exc:
+        raise PolicyFileError(f"{p}: cannot read policy: {exc}") from None
+    if not isinstance(raw, Mapping):
+        raise PolicyFileError(f"{p}: a policy must be an object")
+    kind = raw.get("kind")
+    if kind == "SchedulingPolicy":
+        spec = raw.get("spec") or {}
+    elif kind in ("Policy", "ConfigMap") or "predicates" in raw or "priorities" in raw:
+        converted = legacy.import_policy(raw, scheduler_name=scheduler_name)
+        if isinstance(converted, list):
+            raise PolicyFileError(f"{p}: not a valid v1.9 Policy:\n" + "\n".join(f"  {e.path}: {e.message}" for e in converted))
+        spec = converted
+    else:
+        raise PolicyFileError(f"{p}: expected kind SchedulingPolicy or Policy, got {kind!r}")
+    profile = policy.validate_policy(spec, registry=installed_registry())
+    if isinstance(profile, list):
+        raise PolicyFileError(f"{p}: invalid policy:\n" + "\n".join(f"  {e.path}: {e.message}" for e in profile))
+    return profile

@@ -1,4 +1,8 @@
-"""Render a simulation: JSON for machines, a table plus per-node utilisation for people."""
+"""Render a simulation: JSON for machines, a table plus per-node utilisation for people.
+
+Explanations (``core/explanation.py``) come in two sizes: every pod's ``summary`` (``--explain``), or one
+pod's full ``render`` (``--explain NAMESPACE/POD``); in JSON, the same pods carry the ``explain`` object.
+"""
 
 from __future__ import annotations
 
@@ -7,43 +11,35 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..core.cache import SchedulerCache
-from ..core.diagnosis import explain
+from ..core.explanation import render, summary, table, to_json
 from ..core.resources import format_quantity
-from .simulator import Explanation, Placement, SimulationResult
+from .simulator import Capacity, Placement, SimulationResult
+
+#: ``explained`` value: explain every pod (in short)
+EVERY_POD = "*"
 
 
-def explanation_json(e: Explanation) -> dict[str, Any]:
-    """``feasible`` nodes; ``filtered`` nodes with plugin, code and reasons; per feasible node its ``total`` and
-    ``plugins`` (normalised ``score`` 0..100 and ``weight``; total = sum of score x weight); ``preFilter`` when a
-    pre-filter rejected the pod on every node."""
-    d = e.diagnosis
-    return {
-        "feasible": list(e.feasible),
-        "filtered": [{"node": f.node, "plugin": f.plugin, "code": f.code, "reasons": list(f.reasons)} for f in e.filtered],
-        "preFilter": {"plugins": sorted(d.unschedulable_plugins), "message": d.pre_filter_msg} if d.pre_filter_msg else None,
-        "scores": [
-            {"node": s.node, "total": s.total, "plugins": [{"plugin": name, "score": score, "weight": weight} for name, score, weight in s.parts]}
-            for s in sorted(e.scores, key=lambda s: (-s.total, s.node))
-        ],
-    }
+def _explained(p: Placement, explained: str | None) -> bool:
+    return p.explanation is not None and explained is not None and explained in (EVERY_POD, p.pod)
 
 
-def placement_json(p: Placement) -> dict[str, Any]:
+def placement_json(p: Placement, *, explain: bool = True) -> dict[str, Any]:
     out: dict[str, Any] = {"pod": p.pod, "node": p.node, "message": p.message, "nominatedNode": p.nominated_node or None, "victims": list(p.victims)}
-    if p.explanation is not None:
-        out["explain"] = explanation_json(p.explanation)
+    if explain and p.explanation is not None:
+        out["explain"] = to_json(p.explanation)
     return out
 
 
-def to_json(result: SimulationResult) -> str:
-    return json.dumps({"placements": [placement_json(p) for p in result.placements]}, indent=2)
+def capacity_json(c: Capacity) -> dict[str, Any]:
+    return {"pod": c.pod, "replicas": c.replicas, "nodes": dict(sorted(c.nodes.items())), "stoppedBy": c.stopped_by, "limit": c.limit}
 
 
-def _table(rows: Iterable[tuple[str, ...]], header: tuple[str, ...]) -> list[str]:
-    rows = list(rows)
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
-    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-    return [fmt.format(*header).rstrip()] + [fmt.format(*r).rstrip() for r in rows]
+def report_json(result: SimulationResult, *, explained: str | None = None, capacity: Capacity | None = None) -> str:
+    """The placements (``explain`` on the `explained` pod, or on each with ``EVERY_POD``) and ``maxReplicas``."""
+    out: dict[str, Any] = {"placements": [placement_json(p, explain=_explained(p, explained)) for p in result.placements]}
+    if capacity is not None:
+        out["maxReplicas"] = capacity_json(capacity)
+    return json.dumps(out, indent=2)
 
 
 def utilization_rows(cache: SchedulerCache) -> list[tuple[str, ...]]:
@@ -67,22 +63,32 @@ def utilization_rows(cache: SchedulerCache) -> list[tuple[str, ...]]:
     return rows
 
 
-def to_table(result: SimulationResult, cache: SchedulerCache) -> str:
-    if any(p.victims for p in result.placements):
-        rows: Iterable[tuple[str, ...]] = (
-            (p.pod, p.node or "<none>", ", ".join(p.victims) or "-", p.message) for p in result.placements
-        )
-        lines = _table(rows, ("POD", "NODE", "PREEMPTED", "MESSAGE"))
-    else:
-        lines = _table(((p.pod, p.node or "<none>", p.message) for p in result.placements), ("POD", "NODE", "MESSAGE"))
-    lines.append("")
-    explained = [p for p in result.placements if p.explanation is not None]
-    for p in explained:
-        assert p.explanation is not None
-        lines.append(explain(p.pod, p.node, p.explanation.diagnosis, list(p.explanation.scores)))
-    if explained:
+def capacity_lines(c: Capacity) -> list[str]:
+    """``N copies of POD fit``, the copies per node, and the FitError text of the first one that did not."""
+    lines = [f"{c.replicas} {'copy' if c.replicas == 1 else 'copies'} of {c.pod} fit" + (f" (stopped at --max-limit {c.limit})" if not c.stopped_by else "")]
+    if c.nodes:
+        lines += table([(node, str(n)) for node, n in sorted(c.nodes.items())], ("NODE", "COPIES"), right=(1,))
+    if c.stopped_by:
+        lines.append(f"the next copy does not fit: {c.stopped_by}")
+    return lines
+
+
+def report_table(result: SimulationResult, cache: SchedulerCache, *, explained: str | None = None, capacity: Capacity | None = None) -> str:
+    lines: list[str] = []
+    if result.placements:
+        if any(p.victims for p in result.placements):
+            rows: Iterable[tuple[str, ...]] = ((p.pod, p.node or "<none>", ", ".join(p.victims) or "-", p.message) for p in result.placements)
+            lines += table(list(rows), ("POD", "NODE", "PREEMPTED", "MESSAGE"))
+        else:
+            lines += table([(p.pod, p.node or "<none>", p.message) for p in result.placements], ("POD", "NODE", "MESSAGE"))
         lines.append("")
-    lines.extend(_table(utilization_rows(cache), ("NODE", "PODS", "CPU REQUESTED", "MEMORY REQUESTED")))
+    for p in result.placements:
+        if _explained(p, explained):
+            assert p.explanation is not None
+            lines += [summary(p.explanation) if explained == EVERY_POD else render(p.explanation), ""]
+    if capacity is not None:
+        lines += capacity_lines(capacity) + [""]
+    lines += table(utilization_rows(cache), ("NODE", "PODS", "CPU REQUESTED", "MEMORY REQUESTED"))
     lines.append("")
     preempted = sum(len(p.victims) for p in result.placements)
     lines.append(

@@ -5,12 +5,11 @@ scheduled, so every decision sees the ones before it. The random tie-break
 comes from ``random.Random(seed)``: the same inputs and seed give the same
 placements.
 
-With ``explain=True`` every placement carries an :class:`Explanation`: the
-feasible nodes, each filtered node's plugin and reasons, and each feasible
-node's per-plugin normalised scores, weights and total (``simulate --explain``;
-the differential harness in ``bench/differential.py`` compares them with
-upstream's). Scoring then runs even when one node is feasible, so its scores
-can be read; the chosen node is the same either way.
+With ``explain=True`` every placement carries an ``Explanation`` (``core/explanation.py``):
+every node's verdict, the rejecting plugin and reasons, the per-plugin raw and normalised scores,
+weights and totals, what preemption considered (``simulate --explain``; the differential harness in
+``bench/differential.py`` compares the scores with upstream's). Scoring then runs even when one
+node is feasible, so its scores can be read; the chosen node is the same either way.
 
 Preemption happens as in the operator, with the evictions done at once: when no node fits and
 the profile's preemption chooses a node, the victims leave the simulated cluster, the pod is
@@ -37,64 +36,19 @@ import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Final
 
 from ..core import gangs
 from ..core.algorithm import GenericScheduler, ScheduleResult
 from ..core.cache import SchedulerCache
 from ..core.cycle import Bind, Error, Parked, Unschedulable, Wait, reserve_and_permit, settle_waiting
-from ..core.diagnosis import Diagnosis, NodeScore
+from ..core.explanation import Explanation, explanation_of, preemption_of
 from ..core.extenders import Extender, ExtenderConfig
-from ..core.framework import Code, CycleState
+from ..core.framework import CycleState
 from ..core.objects import Pod
 from ..core.profile import Profile
 from ..core.queueing import Nominator, QueuedPodInfo
 from ..core.snapshot import Snapshot
 from ..core.waiting import WaitingPods
-
-#: upstream's ``framework.Code`` spellings (``Code.String()``), for explanations
-CODE_NAMES: Final[Mapping[Code, str]] = {
-    Code.SUCCESS: "Success",
-    Code.ERROR: "Error",
-    Code.UNSCHEDULABLE: "Unschedulable",
-    Code.UNSCHEDULABLE_AND_UNRESOLVABLE: "UnschedulableAndUnresolvable",
-    Code.WAIT: "Wait",
-    Code.SKIP: "Skip",
-    Code.PENDING: "Pending",
-}
-
-
-@dataclass(frozen=True, slots=True)
-class FilteredNode:
-    """A node a filter rejected: the first rejecting plugin, and its reasons (with ``alwaysCheckAllPredicates``, the
-    reasons of every rejecting plugin)."""
-
-    node: str
-    plugin: str
-    code: str  # a CODE_NAMES value
-    reasons: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Explanation:
-    """Why one pod went where it went: what the algorithm saw, not a re-computation.
-
-    Nodes left unevaluated (``percentageOfNodesToScore`` on big clusters) are neither feasible nor filtered.
-    """
-
-    diagnosis: Diagnosis
-    scores: tuple[NodeScore, ...] = ()
-
-    @property
-    def feasible(self) -> tuple[str, ...]:
-        return tuple(sorted(s.node for s in self.scores))
-
-    @property
-    def filtered(self) -> tuple[FilteredNode, ...]:
-        return tuple(
-            FilteredNode(node, status.plugin, CODE_NAMES[status.code], status.reasons)
-            for node, status in sorted(self.diagnosis.node_to_status.items())
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +61,20 @@ class Placement:
     nominated_node: str = ""
     #: preemption: the pods evicted for it (ns/name)
     victims: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Capacity:
+    """How many copies of one pod fit (cluster-capacity's question), where they went, what stops the next."""
+
+    pod: str  # ns/name of the template
+    replicas: int
+    #: node -> copies placed there
+    nodes: Mapping[str, int]
+    #: the FitError text (or the error) of the first copy that did not fit; "" when ``limit`` ended the count
+    stopped_by: str
+    #: the most copies tried (0: no limit)
+    limit: int = 0
 
 
 @dataclass(slots=True)
@@ -144,23 +112,31 @@ class Simulation:
         self.waiting: WaitingPods[Parked] = WaitingPods()
         #: placements decided later (gang members), by pod uid
         self._held: dict[str, Placement] = {}
+        self._extender_factory = extender_factory
 
     def _decide(self, pod: Pod) -> ScheduleResult:
         self.cache.update_snapshot(self.snapshot)
         return self.algorithm.schedule(pod, self.snapshot, rng=self.rng, explain=self.explain, nominator=self.nominator)
 
-    def _explanation(self, result: ScheduleResult) -> Explanation | None:
-        return Explanation(result.diagnosis, tuple(result.scores)) if self.explain else None
+    def _explanation(self, pod: Pod, result: ScheduleResult, preempted: ScheduleResult | None = None) -> Explanation | None:
+        """With ``explain``: `result`'s explanation; after a preemption, `preempted` (the attempt that chose the
+        victims) says what preemption considered."""
+        if not self.explain:
+            return None
+        e = explanation_of(pod, result, scheduler_name=self.profile.scheduler_name)
+        if preempted is not None and preempted.post_filter is not None:
+            e = dataclasses.replace(e, preemption=preemption_of(preempted.post_filter))
+        return e
 
     def evaluate(self, pod: Pod) -> Placement:
         """Decide where ``pod`` would go in the current state, without placing it or preempting for it."""
         result = self._decide(pod)
         if result.node is not None:
-            return Placement(pod.key, result.node, "", self._explanation(result))
+            return Placement(pod.key, result.node, "", self._explanation(pod, result))
         verdict = result.post_filter
         nominated = verdict.nominated_node or "" if verdict is not None else ""
         victims = tuple(v.key for v in verdict.victims) if verdict is not None else ()
-        return Placement(pod.key, None, result.message, self._explanation(result), nominated, victims)
+        return Placement(pod.key, None, result.message, self._explanation(pod, result), nominated, victims)
 
     def schedule_one(self, pod: Pod) -> Placement:
         if pod.node_name:
@@ -171,12 +147,12 @@ class Simulation:
             pod = dataclasses.replace(pod, uid=f"{pod.uid}#{self.cache.pod_count()}")
         result = self._decide(pod)
         if result.node is not None:
-            return self._place(pod, result.node, explanation=self._explanation(result), state=result.state)
+            return self._place(pod, result.node, explanation=self._explanation(pod, result), state=result.state)
         verdict = result.post_filter
         if verdict is None or not verdict.nominated_node:
             if verdict is None or verdict.nominated_node == "":
                 self.nominator.delete(pod.uid)
-            return Placement(pod.key, None, result.message, self._explanation(result))
+            return Placement(pod.key, None, result.message, self._explanation(pod, result))
         node = verdict.nominated_node
         for victim in verdict.victims:
             self.cache.remove_pod(victim)
@@ -188,8 +164,8 @@ class Simulation:
         self.nominator.add(nominated)
         retry = self._decide(nominated)
         if retry.node is None:
-            return Placement(pod.key, None, retry.message, self._explanation(retry), node, victims)
-        return self._place(nominated, retry.node, node, victims, explanation=self._explanation(retry), state=retry.state)
+            return Placement(pod.key, None, retry.message, self._explanation(pod, retry, result), node, victims)
+        return self._place(nominated, retry.node, node, victims, explanation=self._explanation(pod, retry, result), state=retry.state)
 
     def _place(
         self, pod: Pod, node: str, nominated_node: str = "", victims: tuple[str, ...] = (), *,
@@ -225,6 +201,24 @@ class Simulation:
         for rejected in settled.rejected:
             held = self._held.pop(rejected.pod.uid)
             self._held[rejected.pod.uid] = dataclasses.replace(held, message=rejected.status.message)
+
+    def max_replicas(self, template: Pod, *, limit: int = 0) -> Capacity:
+        """Place copies of `template` (``<name>-<i>``) one after another, each counting for the next, until one
+        does not fit or `limit` copies (0: no limit) are placed. Copies never preempt: the question is how
+        many fit in the room there is, as cluster-capacity asks it."""
+        algorithm = GenericScheduler(dataclasses.replace(self.profile, post_filters=()), extender_factory=self._extender_factory)
+        placed: dict[str, int] = {}
+        count = 0
+        while not limit or count < limit:
+            copy = dataclasses.replace(template, name=f"{template.name}-{count}", uid=f"{template.uid}-copy-{count}", nominated_node_name="")
+            self.cache.update_snapshot(self.snapshot)
+            result = algorithm.schedule(copy, self.snapshot, rng=self.rng, nominator=self.nominator)
+            if result.node is None:
+                return Capacity(template.key, count, placed, result.message, limit)
+            self._place(copy, result.node)
+            placed[result.node] = placed.get(result.node, 0) + 1
+            count += 1
+        return Capacity(template.key, count, placed, "", limit)
 
     def run(self, pods: list[Pod]) -> SimulationResult:
         out = SimulationResult()

@@ -7,23 +7,31 @@
   and Service endpoints, not leadership, and a 2-replica Deployment whose standby were never ready
   could not roll.
 - `/metrics` is the Prometheus text of the given SchedulerMetrics.
+- `/debug/attempts/NAMESPACE/NAME` (when given an `attempts` lookup) is the JSON explanation of the
+  pod's last scheduling attempt (`kopf-scheduler explain` reads it), 404 when none is kept. Read-only,
+  GET only; it serves scheduling data (node and plugin names, reasons, scores, victims' names and
+  priorities), never a pod's spec, a token or any other credential.
 
 Plain HTTP, like kube-scheduler's old insecure port; put it behind a NetworkPolicy if needed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from aiohttp import web
 
 from .metrics import SchedulerMetrics
 
-__all__ = ["HealthServer", "ReadyCheck", "start_health_server", "stop_health_server"]
+__all__ = ["AttemptLookup", "HealthServer", "ReadyCheck", "start_health_server", "stop_health_server"]
 
 ReadyCheck = Callable[[], tuple[bool, str]]
 """Returns (ready, detail); must be cheap and must not block (it runs on the event loop)."""
+
+AttemptLookup = Callable[[str, str], Mapping[str, Any] | str]
+"""(namespace, name) -> the JSON of the pod's last attempt, or why there is none; runs on the event loop."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +47,7 @@ class HealthServer:
         await self.runner.cleanup()
 
 
-def _app(ready_check: ReadyCheck, metrics: SchedulerMetrics, leading: Callable[[], bool] | None) -> web.Application:
+def _app(ready_check: ReadyCheck, metrics: SchedulerMetrics, leading: Callable[[], bool] | None, attempts: AttemptLookup | None) -> web.Application:
     async def healthz(_: web.Request) -> web.Response:
         return web.Response(text="ok\n")
 
@@ -55,10 +63,21 @@ def _app(ready_check: ReadyCheck, metrics: SchedulerMetrics, leading: Callable[[
     async def metrics_page(_: web.Request) -> web.Response:
         return web.Response(body=metrics.render(), headers={"Content-Type": metrics.content_type})
 
+    async def attempt(request: web.Request) -> web.Response:
+        assert attempts is not None
+        namespace, name = request.match_info["namespace"], request.match_info["name"]
+        found = attempts(namespace, name)
+        if isinstance(found, str):
+            standby = leading is not None and not leading()
+            return web.json_response({"error": found + ("; this replica is standing by: ask the leader" if standby else "")}, status=404)
+        return web.json_response(found)
+
     app = web.Application()
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics_page)
+    if attempts is not None:
+        app.router.add_get("/debug/attempts/{namespace}/{name}", attempt, allow_head=False)
     return app
 
 
@@ -69,12 +88,14 @@ async def start_health_server(
     ready_check: ReadyCheck,
     metrics: SchedulerMetrics,
     leading: Callable[[], bool] | None = None,
+    attempts: AttemptLookup | None = None,
 ) -> HealthServer:
     """Serve the endpoints on host:port (port 0 picks a free one) until `stop()`.
 
-    Pass `leading` (e.g. `lambda: elector.is_leader`) when leader election is on.
+    Pass `leading` (e.g. `lambda: elector.is_leader`) when leader election is on, and `attempts` to
+    serve /debug/attempts.
     """
-    runner = web.AppRunner(_app(ready_check, metrics, leading), access_log=None, handle_signals=False)
+    runner = web.AppRunner(_app(ready_check, metrics, leading, attempts), access_log=None, handle_signals=False)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     try:

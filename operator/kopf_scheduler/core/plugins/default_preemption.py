@@ -9,6 +9,7 @@ with ``preemption: `` as upstream's PostFilter does. A SchedulingPolicy gets it 
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from ..arguments import PluginArgsError
@@ -54,5 +55,4 @@ class DefaultPreemption(PostFilterPlugin):
         status = result.status
         if not status.message:
             return result
-        prefixed = Status(status.code, (f"preemption: {status.message}",), status.plugin)
-        return PostFilterResult(prefixed, result.nominated_node, result.victims)
+        return dataclasses.replace(result, status=Status(status.code, (f"preemption: {status.message}",), status.plugin))

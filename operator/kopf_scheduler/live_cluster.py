@@ -1,0 +1,118 @@
+"""A read-only snapshot of a live cluster, as the documents a CLUSTER.yaml would hold (``simulate --from-cluster``).
+
+Lists, and only lists, every kind the simulator reads: Nodes, Pods (not Succeeded or Failed),
+Services, ReplicationControllers, ReplicaSets, StatefulSets, PersistentVolumes, PersistentVolumeClaims,
+StorageClasses, CSINodes, PodDisruptionBudgets, PriorityClasses and Namespaces, 500 at a time. The
+answers are the API's own JSON with ``kind`` set on each item, so they go through the same loader and
+parser as a file (``sim/loader.py``): one path from API bodies to core objects.
+
+The client is the official ``kubernetes`` one, not the operator's ``kube/client.Api``: this is a
+synchronous command that runs where kubectl runs, so it takes the user's kubeconfig as kubectl does,
+``exec`` and ``auth-provider`` plugins included (``kube/credentials.py`` refuses those: it serves a
+long-running operator), and needs no event loop; it is already a dependency. Bodies are decoded
+from the raw JSON (``_preload_content=False``), which is faster than the client's models and keeps
+every field exactly as served. A kind the API server does not serve (404) is left out with a note;
+any other failure (403: the user may not list it) stops with the API's message.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final
+
+__all__ = ["LIST_CHUNK", "ClusterReadError", "LiveSnapshot", "read_cluster"]
+
+#: items per list call (``limit``; the rest comes with ``continue`` tokens)
+LIST_CHUNK: Final = 500
+
+#: kind -> (API class of the official client, its list method, extra list arguments)
+_LISTS: Final[tuple[tuple[str, str, str, dict[str, str]], ...]] = (
+    ("Node", "CoreV1Api", "list_node", {}),
+    ("Pod", "CoreV1Api", "list_pod_for_all_namespaces", {"field_selector": "status.phase!=Succeeded,status.phase!=Failed"}),
+    ("Service", "CoreV1Api", "list_service_for_all_namespaces", {}),
+    ("ReplicationController", "CoreV1Api", "list_replication_controller_for_all_namespaces", {}),
+    ("ReplicaSet", "AppsV1Api", "list_replica_set_for_all_namespaces", {}),
+    ("StatefulSet", "AppsV1Api", "list_stateful_set_for_all_namespaces", {}),
+    ("PersistentVolume", "CoreV1Api", "list_persistent_volume", {}),
+    ("PersistentVolumeClaim", "CoreV1Api", "list_persistent_volume_claim_for_all_namespaces", {}),
+    ("StorageClass", "StorageV1Api", "list_storage_class", {}),
+    ("CSINode", "StorageV1Api", "list_csi_node", {}),
+    ("PodDisruptionBudget", "PolicyV1Api", "list_pod_disruption_budget_for_all_namespaces", {}),
+    ("PriorityClass", "SchedulingV1Api", "list_priority_class", {}),
+    ("Namespace", "CoreV1Api", "list_namespace", {}),
+)
+
+
+class ClusterReadError(Exception):
+    """The cluster could not be read: the kubeconfig, the connection, or a list the API refused."""
+
+
+@dataclass(frozen=True, slots=True)
+class LiveSnapshot:
+    documents: list[dict[str, Any]]
+    #: the server the snapshot came from
+    server: str
+    #: kinds the API server does not serve (404), left out
+    missing: tuple[str, ...] = ()
+
+
+def read_cluster(kubeconfig: str | None = None) -> LiveSnapshot:
+    """List every kind the simulator reads; `kubeconfig` None: ``$KUBECONFIG`` or ``~/.kube/config``, then in-cluster."""
+    from kubernetes import client, config
+    from kubernetes.client.exceptions import ApiException
+    from kubernetes.config.config_exception import ConfigException
+
+    try:
+        api = config.new_client_from_config(config_file=kubeconfig)  # type: ignore[no-untyped-call]
+    except (ConfigException, OSError) as exc:
+        if kubeconfig is not None:
+            raise ClusterReadError(f"cannot load kubeconfig {kubeconfig}: {exc}") from None
+        try:
+            config.load_incluster_config()  # type: ignore[no-untyped-call]
+        except ConfigException:
+            raise ClusterReadError(f"no kubeconfig ($KUBECONFIG, ~/.kube/config) and not in a cluster: {exc}") from None
+        api = client.ApiClient()
+    documents: list[dict[str, Any]] = []
+    missing: list[str] = []
+    try:
+        for kind, api_class, method, extra in _LISTS:
+            lister = getattr(getattr(client, api_class)(api), method)
+            try:
+                documents += _list_all(lister, kind, extra)
+            except ApiException as exc:
+                if exc.status == 404:
+                    missing.append(kind)
+                    continue
+                raise ClusterReadError(f"cannot list {kind} objects: HTTP {exc.status} {exc.reason}: {_message(exc.body)}") from None
+            except Exception as exc:  # the transport's (urllib3's) errors: unreachable, TLS, timeouts
+                raise ClusterReadError(f"cannot list {kind} objects from {api.configuration.host}: {type(exc).__name__}: {exc}") from None
+        return LiveSnapshot(documents, str(api.configuration.host), tuple(missing))
+    finally:
+        api.close()
+
+
+def _list_all(lister: Callable[..., Any], kind: str, extra: dict[str, str]) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    token: str | None = None
+    while True:
+        response = lister(limit=LIST_CHUNK, _continue=token, _preload_content=False, **extra)
+        try:
+            page = json.loads(response.data)
+        finally:
+            response.release_conn()
+        for item in page.get("items") or ():
+            item["kind"] = kind
+            items.append(item)
+        token = (page.get("metadata") or {}).get("continue") or None
+        if token is None:
+            return items
+
+
+def _message(body: Any) -> str:
+    """The ``message`` of a Status body, or the body as it is."""
+    try:
+        return str(json.loads(body)["message"])
+    except (TypeError, ValueError, KeyError):
+        return str(body)[:300]

@@ -1,0 +1,113 @@
+"""``kopf-scheduler simulate``: schedule pending pods onto a cluster as the operator would, and count what fits.
+
+The cluster is a CLUSTER.yaml (``--cluster``) or a read-only snapshot of a live one (``--from-cluster``,
+``live_cluster.py``). The pods are PODS.yaml (``--pods``), scheduled in file order, or else the
+cluster's own pending pods whose schedulerName is ``--scheduler-name`` (default: the policy's).
+``--max-replicas POD.yaml`` then counts how many copies of that pod fit, where they go and what stops
+the next one. ``--explain`` explains every pod in short, ``--explain NAMESPACE/POD`` one pod in full.
+
+Nothing is written anywhere: the simulation runs the core (``sim/``) on the objects read. The
+policy's HTTP extenders are called as the operator calls them (they must be reachable), unless
+``--without-extenders`` leaves them out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from pathlib import Path
+from typing import Any
+
+from .extender_client import HTTPExtender, setup_problems
+from .live_cluster import ClusterReadError, read_cluster
+from .sim.loader import ManifestError, PolicyFileError, load_cluster, load_pods, load_policy, read_documents
+from .sim.report import EVERY_POD, report_json, report_table
+from .sim.simulator import Simulation
+
+__all__ = ["add_parser", "run"]
+
+
+def run(args: argparse.Namespace) -> int:
+    note = ""
+    misuse = (
+        "--max-limit must be 0 (no limit) or more" if args.max_limit < 0
+        else "--max-limit counts --max-replicas copies: give --max-replicas" if args.max_limit and args.max_replicas is None
+        else "--kubeconfig is read with --from-cluster only" if args.kubeconfig and not args.from_cluster
+        else ""
+    )  # fmt: skip
+    if misuse:
+        print(f"error: {misuse}", file=sys.stderr)
+        return 2
+    try:
+        profile = load_policy(args.policy)
+        if args.without_extenders:
+            profile = dataclasses.replace(profile, extenders=())
+        elif problems := setup_problems(profile.extenders):
+            raise PolicyFileError(f"{args.policy}: cannot call its extenders:\n" + "\n".join(f"  {e.path}: {e.message}" for e in problems))
+        if args.from_cluster:
+            snapshot = read_cluster(args.kubeconfig)
+            source = f"the cluster at {snapshot.server}"
+            loaded = load_cluster(snapshot.documents, source=source)
+            if snapshot.missing:
+                note = f"(not served by {snapshot.server}, left out: {', '.join(snapshot.missing)})"
+        else:
+            source = str(args.cluster)
+            loaded = load_cluster(read_documents(args.cluster), source=source)
+        scheduler_name = args.scheduler_name or profile.scheduler_name
+        if args.pods is not None:
+            pods = load_pods(read_documents(args.pods), source=str(args.pods), priority_classes=loaded.priority_classes)
+        else:
+            pods = [p for p in loaded.pending_in_cluster if p.scheduler_name == scheduler_name]
+        template = None
+        if args.max_replicas is not None:
+            templates = load_pods(read_documents(args.max_replicas), source=str(args.max_replicas), priority_classes=loaded.priority_classes)
+            if len(templates) != 1 or templates[0].node_name:
+                raise ManifestError(f"{args.max_replicas}: expected one pod, not bound to a node; found {len(templates)} pod(s)")
+            template = templates[0]
+        if args.explain not in (None, EVERY_POD) and args.explain not in {p.key for p in pods}:
+            raise ManifestError(f"--explain {args.explain}: no such pod among the {len(pods)} pending pod(s) simulated")
+    except (ManifestError, PolicyFileError, ClusterReadError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    sim = Simulation(loaded.cache, profile, seed=args.seed, explain=args.explain is not None, extender_factory=HTTPExtender)
+    result = sim.run(pods)
+    capacity = sim.max_replicas(template, limit=args.max_limit) if template is not None else None
+    if args.output == "json":
+        print(report_json(result, explained=args.explain, capacity=capacity))
+        return 0
+    print(report_table(result, loaded.cache, explained=args.explain, capacity=capacity))
+    if args.pods is None:
+        print(f"({len(pods)} pending pod(s) with schedulerName {scheduler_name} in {source})")
+    if loaded.ignored:
+        print(f"(ignored from {source}: {', '.join(f'{n} {k}' for k, n in sorted(loaded.ignored.items()))})")
+    if note:
+        print(note)
+    return 0
+
+
+def add_parser(subparsers: Any, name: str, help: str) -> None:
+    p = subparsers.add_parser(name, help=help, description=__doc__.split("\n\n")[0])
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument(
+        "--cluster", type=Path, help="nodes, bound pods, services, volumes, PDBs, PriorityClasses... (YAML, multi-document or kind: List)"
+    )
+    where.add_argument("--from-cluster", action="store_true", help="snapshot a live cluster, read-only (lists only), instead of --cluster")
+    p.add_argument("--kubeconfig", help="with --from-cluster: the kubeconfig (default: $KUBECONFIG, ~/.kube/config, then in-cluster)")
+    p.add_argument("--pods", type=Path, help="pending pods, scheduled in file order (default: the cluster's own pending pods of --scheduler-name)")
+    p.add_argument("--scheduler-name", help="without --pods: simulate the cluster's pending pods with this schedulerName (default: the policy's)")
+    p.add_argument("--policy", type=Path, help="a SchedulingPolicy manifest or a v1.9 Policy JSON/YAML (default: upstream v1.37's default profile)")
+    p.add_argument("--max-replicas", type=Path, metavar="POD.yaml", help="after the pods: how many copies of this pod fit, where, and what stops the next one")
+    p.add_argument("--max-limit", type=int, default=0, metavar="N", help="with --max-replicas: stop after N copies (default 0: until one does not fit)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random tie-break (default 0)")
+    p.add_argument("--output", choices=("table", "json"), default="table")
+    p.add_argument(
+        "--explain",
+        nargs="?",
+        const=EVERY_POD,
+        metavar="NAMESPACE/POD",
+        help="alone: every pod's feasible nodes, rejections and best scores in short; with a pod: that pod in full "
+        "(every node's verdict, per-plugin raw, normalised and weighted scores, what preemption considered)",
+    )
+    p.add_argument("--without-extenders", action="store_true", help="leave the policy's HTTP extenders out (offline, or when they are unreachable)")
+    p.set_defaults(func=run)

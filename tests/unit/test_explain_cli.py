@@ -1,0 +1,122 @@
+"""``kopf-scheduler explain``: asks a real health server's /debug/attempts (in a thread), or renders a JSON file."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from builders import make_node, make_pod, node_info
+
+from kopf_scheduler.cli import main
+from kopf_scheduler.core.algorithm import GenericScheduler
+from kopf_scheduler.core.attempts import AttemptLog
+from kopf_scheduler.core.cycle import Unschedulable
+from kopf_scheduler.core.explanation import to_json
+from kopf_scheduler.core.policy import default_profile
+from kopf_scheduler.core.queueing import QueuedPodInfo
+from kopf_scheduler.core.snapshot import Snapshot
+from kopf_scheduler.telemetry.health import start_health_server
+from kopf_scheduler.telemetry.metrics import SchedulerMetrics
+
+
+def recorded_log() -> AttemptLog:
+    """default/big asked for 8 cpu on two 4-cpu nodes, tried once at t=100."""
+    pod = make_pod("big").req(cpu="8").obj()
+    snapshot = Snapshot.of([node_info(make_node(n).capacity(cpu="4", memory="8Gi", pods="110").obj()) for n in ("a", "b")])
+    result = GenericScheduler(default_profile("kopf-scheduler")).schedule(pod, snapshot, rng=random.Random(0))
+    log = AttemptLog()
+    log.record(QueuedPodInfo(pod, 0.0, 0.0, attempts=1), Unschedulable(result.message, frozenset(), result=result), scheduler_name="kopf-scheduler", now=100.0)
+    return log
+
+
+@pytest.fixture
+def endpoint() -> Iterator[str]:
+    """A health server serving recorded_log()'s attempts (as the operator's App does), on a free port."""
+    log = recorded_log()
+
+    def lookup(namespace: str, name: str) -> dict[str, Any] | str:
+        found = log.explanation(namespace, name, now=102.5)
+        return to_json(found) if found is not None else f"no scheduling attempt of {namespace}/{name} is kept"
+
+    loop = asyncio.new_event_loop()
+    started = threading.Event()
+    holder: dict[str, Any] = {}
+
+    async def serve() -> None:
+        holder["server"] = await start_health_server("127.0.0.1", 0, ready_check=lambda: (True, ""), metrics=SchedulerMetrics(), attempts=lookup)
+        started.set()
+
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    asyncio.run_coroutine_threadsafe(serve(), loop).result(10)
+    assert started.wait(10)
+    try:
+        yield f"http://127.0.0.1:{holder['server'].port}"
+    finally:
+        asyncio.run_coroutine_threadsafe(holder["server"].stop(), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        loop.close()
+
+
+def explain(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    rc = main(["explain", *args])
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+EXPECTED_TABLE = [
+    "pod default/big: unschedulable",
+    "  scheduler kopf-scheduler, attempt 1, 2.5s ago",
+    "  0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.",
+    "  2 nodes: 0 feasible, 2 rejected",
+    "",
+    "NODE  RESULT        PLUGIN            REASONS",
+    "a     unresolvable  NodeResourcesFit  Insufficient cpu",
+    "b     unresolvable  NodeResourcesFit  Insufficient cpu",
+    "",
+    "preemption (DefaultPreemption): 0/2 nodes are available: 2 Preemption is not helpful for scheduling.",
+]
+
+
+def test_explain_asks_the_operator_and_prints_a_table(endpoint: str, capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, err = explain(capsys, "default/big", "--endpoint", endpoint)
+    assert (rc, err) == (0, "")
+    assert out.splitlines() == EXPECTED_TABLE
+
+
+def test_explain_json_is_the_endpoints_json(endpoint: str, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    rc, out, _ = explain(capsys, "default/big", "--endpoint", endpoint, "--output", "json")
+    data = json.loads(out)
+    assert rc == 0 and (data["pod"], data["outcome"], data["ageSeconds"]) == ("default/big", "unschedulable", 2.5)
+    saved = tmp_path / "attempt.json"
+    saved.write_text(out)
+    rc, table, _ = explain(capsys, "--input", str(saved))  # e.g. fetched through the API server's pod proxy
+    assert rc == 0 and table.splitlines() == EXPECTED_TABLE
+
+
+def test_a_pod_without_a_kept_attempt_is_an_error(endpoint: str, capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, err = explain(capsys, "default/other", "--endpoint", endpoint)
+    assert (rc, out) == (1, "")
+    assert err == f"error: {endpoint}/debug/attempts/default/other: HTTP 404: no scheduling attempt of default/other is kept\n"
+
+
+def test_no_operator_listening_is_an_error_that_says_where_it_looked(capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens there
+    rc, _, err = explain(capsys, "default/big", "--endpoint", f"http://127.0.0.1:{port}")
+    assert rc == 1 and f"cannot reach the operator at http://127.0.0.1:{port}" in err
+
+
+@pytest.mark.parametrize("pod", [pytest.param("big", id="no namespace"), pytest.param("a/b/c", id="too many parts"), pytest.param("/big", id="empty namespace")])
+def test_the_pod_is_namespace_slash_name(capsys: pytest.CaptureFixture[str], pod: str) -> None:
+    rc, _, err = explain(capsys, pod)
+    assert rc == 2 and "NAMESPACE/NAME" in err
