@@ -1,5 +1,9 @@
 """``kopf-scheduler simulate``: schedule PODS.yaml onto CLUSTER.yaml offline and print the placements.
 
+Exit status: 0 when every pod was read (placed or not); 1 when some pod could not be read (it is
+listed as not placed, with the reason, and the others are scheduled all the same); 2 when the
+cluster file, the pods file as a whole or the policy cannot be used.
+
 The policy's HTTP extenders are called as the operator calls them (they must be reachable), unless
 ``--without-extenders`` leaves them out.
 """
@@ -79,6 +83,9 @@ def run(args: argparse.Namespace) -> int:
         if loaded.ignored:
             ignored = ", ".join(f"{n} {k}" for k, n in sorted(loaded.ignored.items()))
             print(f"(ignored from {args.cluster}: {ignored})")
+    if result.unreadable:
+        print(f"error: {result.unreadable} pod(s) could not be read; the others were scheduled (see their messages)", file=sys.stderr)
+        return 1
     return 0
 
 

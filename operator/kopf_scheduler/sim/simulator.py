@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -96,6 +96,21 @@ class Placement:
     nominated_node: str = ""
     #: preemption: the pods evicted for it (ns/name)
     victims: tuple[str, ...] = ()
+    #: the pod could not be read (``message`` says why); it was not scheduled
+    unreadable: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class UnreadablePod:
+    """A pod document that cannot be read, or that the API server would refuse: reported as not
+    placed with the reason (the operator likewise records a FailedScheduling event and goes on)."""
+
+    key: str  # ns/name, or "document N" when the body names nothing readable
+    problem: str
+
+    @property
+    def message(self) -> str:
+        return f"cannot read the pod: {self.problem}"
 
 
 @dataclass(slots=True)
@@ -106,6 +121,10 @@ class SimulationResult:
     @property
     def scheduled(self) -> int:
         return sum(1 for p in self.placements if p.node)
+
+    @property
+    def unreadable(self) -> int:
+        return sum(1 for p in self.placements if p.unreadable)
 
     @property
     def pods_per_second(self) -> float:
@@ -184,10 +203,14 @@ class Simulation:
         self.cache.add_pod(placed)  # the simulated bind is confirmed at once
         return Placement(pod.key, node, "", explanation, nominated_node, victims)
 
-    def run(self, pods: list[Pod]) -> SimulationResult:
+    def run(self, pods: Sequence[Pod | UnreadablePod]) -> SimulationResult:
+        """Schedule `pods` in order; an unreadable one is reported as not placed and the next goes on."""
         out = SimulationResult()
         start = time.perf_counter()
         for pod in pods:
-            out.placements.append(self.schedule_one(pod))
+            if isinstance(pod, UnreadablePod):
+                out.placements.append(Placement(pod.key, None, pod.message, unreadable=True))
+            else:
+                out.placements.append(self.schedule_one(pod))
         out.seconds = time.perf_counter() - start
         return out
