@@ -395,10 +395,12 @@ class Operator:
         return "\n".join(self.text().splitlines()[-lines:])
 
     def identity(self) -> str:
-        """The process's leader-election identity, from its 'attempting to acquire' log line."""
+        """The process's identity (its events' reportingInstance), from its leader-election or startup log line."""
         for line in self.text().splitlines():
             if "attempting to acquire lease" in line:
                 return line.rsplit("] ", 1)[1].split(":", 1)[0].strip()
+            if "kopf-scheduler " in line and " started; API server " in line:
+                return line.split("kopf-scheduler ", 1)[1].split(" started; ", 1)[0].strip()
         return ""
 
     def dump_cache(self, timeout: float = 30.0) -> dict[str, list[dict[str, Any]]]:
