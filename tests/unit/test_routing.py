@@ -248,6 +248,31 @@ def test_node_add_update_delete(world: World) -> None:
     assert route_node_deleted("never-seen", cache=world.cache) == NOTHING
 
 
+@pytest.mark.parametrize(
+    ("rejected_by", "cpu", "node_cpu", "moves"),
+    [
+        pytest.param({"NodeResourcesFit"}, "64", "4", False, id="64 cpu fit no 4-cpu node, even empty: it stays (upstream's QueueSkip)"),
+        pytest.param({"NodeResourcesFit"}, "64", "96", True, id="a 96-cpu node could hold it: it moves"),
+        pytest.param({"NodeResourcesFit", "TaintToleration"}, "64", "4", True, id="another rejecting plugin has no hint: it moves"),
+        pytest.param({"TaintToleration"}, "64", "4", True, id="rejected by a taint only: it moves"),
+    ],
+)
+def test_a_node_event_moves_a_pod_that_only_lacked_resources_when_the_node_could_hold_it(
+    world: World, rejected_by: set[str], cpu: str, node_cpu: str, moves: bool
+) -> None:
+    waiting = make_pod("big").uid("big").req(cpu=cpu).scheduler(OURS).obj()
+    world.pod(waiting)
+    info = world.queue.pop(NOW)
+    assert info is not None
+    world.queue.add_unschedulable(info, NOW, plugins=rejected_by)
+    for event, node in (("NodeAdd", make_node("n2").capacity(cpu=node_cpu, memory="8Gi", pods="110")), ("NodeUpdate", make_node("n2").capacity(cpu=node_cpu, memory="8Gi", pods="110").label(a="b"))):
+        routed = route_node(node.obj(), cache=world.cache, served=world.served, now=NOW)
+        assert routed.event == event
+        assert (world.queue.pending_counts()["unschedulable"] == 0) is moves, event
+        if moves:
+            return
+
+
 def test_a_node_that_comes_back_under_its_pods_is_an_add(world: World) -> None:
     world.pod(pod(uid="u", on="n1"))
     route_node_deleted("n1", cache=world.cache)  # its pod keeps a placeholder

@@ -24,8 +24,9 @@ Pure: time is always an argument (``now`` in seconds, any monotonic origin);
 nothing here sleeps, reads a clock or starts a thread. The loop asks
 ``next_ready_at(now)`` when to wake.
 
-Limits: no QueueingHints or per-plugin event filtering (every move request moves
-every unschedulable pod); pods are keyed by uid; the queue does not look at
+Limits: no QueueingHints registry or per-plugin event filtering: a move request moves
+every unschedulable pod, unless its caller passes a ``skip`` test (``core/routing.py``
+does for node events, with NodeResourcesFit's hint); pods are keyed by uid; the queue does not look at
 ``node_name`` (the caller deletes a pod from the queue once it is bound).
 """
 
@@ -479,10 +480,11 @@ class SchedulingQueue:
 
     # ------------------------------------------------------------------ moves
 
-    def move_all_to_active_or_backoff(self, event: str, now: float) -> int:
+    def move_all_to_active_or_backoff(self, event: str, now: float, *, skip: Callable[[QueuedPodInfo], bool] | None = None) -> int:
         """A cluster event that may make unschedulable pods schedulable (node added/updated, pod
-        deleted, PV/PVC/Service change...). Returns how many pods moved."""
-        infos = list(self._unschedulable.values())
+        deleted, PV/PVC/Service change...). Pods for which `skip` says the event cannot help stay
+        (upstream's QueueSkip). Returns how many pods moved."""
+        infos = [info for info in self._unschedulable.values() if skip is None or not skip(info)]
         for info in infos:
             self._remove_unschedulable(info.uid)
             self._to_active_or_backoff(info, now, event)
