@@ -273,6 +273,26 @@ def test_a_node_event_moves_a_pod_that_only_lacked_resources_when_the_node_could
             return
 
 
+def test_a_node_that_could_not_hold_it_does_not_send_a_pod_in_flight_to_backoff(world: World) -> None:
+    # second attempt of a pod NodeResourcesFit alone rejected: a 4-cpu node joining meanwhile cannot
+    # help, so the failed attempt parks it as unschedulable (a first attempt has no rejector yet: backoff)
+    big = make_pod("big").uid("big").req(cpu="64").scheduler(OURS).obj()
+    first = make_pod("first").uid("first").req(cpu="64").scheduler(OURS).obj()
+    world.pod(big)
+    info = world.queue.pop(NOW)
+    assert info is not None
+    world.queue.add_unschedulable(info, NOW, plugins={"NodeResourcesFit"})
+    route_node(make_node("n2").capacity(cpu="96", memory="8Gi", pods="110").obj(), cache=world.cache, served=world.served, now=NOW)  # moves it
+    world.pod(first)
+    popped = [world.queue.pop(NOW + 20), world.queue.pop(NOW + 20)]
+    assert {p.uid for p in popped if p is not None} == {"big", "first"}
+    route_node(make_node("n3").capacity(cpu="4", memory="8Gi", pods="110").obj(), cache=world.cache, served=world.served, now=NOW + 20)
+    for p in popped:
+        assert p is not None
+        world.queue.add_unschedulable(p, NOW + 20, plugins={"NodeResourcesFit"})
+    assert (world.queue.where("big"), world.queue.where("first")) == ("unschedulable", "backoff")
+
+
 def test_a_node_that_comes_back_under_its_pods_is_an_add(world: World) -> None:
     world.pod(pod(uid="u", on="n1"))
     route_node_deleted("n1", cache=world.cache)  # its pod keeps a placeholder

@@ -488,7 +488,12 @@ class SchedulingQueue:
         for info in infos:
             self._remove_unschedulable(info.uid)
             self._to_active_or_backoff(info, now, event)
-        self.move_request_cycle = self.scheduling_cycle
+        if skip is None:
+            self.move_request_cycle = self.scheduling_cycle
+        else:  # pods in flight: judged by their last attempt's rejectors (none yet on a first attempt: moved)
+            for flight in self._in_flight.values():
+                if not skip(flight.info):
+                    flight.moved = True
         return len(infos)
 
     def assigned_pod_added(self, pod: Pod, now: float, *, namespace_labels: Mapping[str, str] | None = None) -> int:
