@@ -293,6 +293,28 @@ def test_a_node_that_could_not_hold_it_does_not_send_a_pod_in_flight_to_backoff(
     assert (world.queue.where("big"), world.queue.where("first")) == ("unschedulable", "backoff")
 
 
+@pytest.mark.parametrize(
+    ("node_cpu", "moves"),
+    [
+        pytest.param("4", False, id="room freed on a 4-cpu node cannot hold 64 cpu: it stays"),
+        pytest.param("96", True, id="room freed on a 96-cpu node might: it moves"),
+    ],
+)
+def test_resources_freed_on_a_node_move_a_pod_that_only_lacked_resources_when_the_node_could_hold_it(
+    world: World, node_cpu: str, moves: bool
+) -> None:
+    world.cache.add_node(make_node("n2").capacity(cpu=node_cpu, memory="8Gi", pods="110").obj())
+    resident = make_pod("resident").uid("resident").req(cpu="1").node("n2").obj()
+    world.pod(resident)
+    world.pod(make_pod("big").uid("big").req(cpu="64").scheduler(OURS).obj())
+    info = world.queue.pop(NOW)
+    assert info is not None
+    world.queue.add_unschedulable(info, NOW, plugins={"NodeResourcesFit"})
+    routed = world.pod(resident, deleted=True)
+    assert routed.event == "AssignedPodDelete"
+    assert (world.queue.where("big") != "unschedulable") is moves
+
+
 def test_a_node_that_comes_back_under_its_pods_is_an_add(world: World) -> None:
     world.pod(pod(uid="u", on="n1"))
     route_node_deleted("n1", cache=world.cache)  # its pod keeps a placeholder
