@@ -54,6 +54,8 @@ from kopf_scheduler.cluster.controlplane import ControlPlane, free_port
 from kopf_scheduler.core.recording import REPEAT_INTERVAL
 
 SCHEDULER = "load"
+#: pod-default (100m) on node-default (4 cpu): cpu is what fills a node first (memory: 65, pods: 110)
+PODS_PER_NODE = 40
 GROUP, VERSION, PLURAL = "scheduling.kopf.dev", "v1alpha1", "schedulingpolicies"
 
 
@@ -74,6 +76,10 @@ class LoadResult:
     #: the same message for the same pod again within REPEAT_INTERVAL: 0 when the per-pod limit holds
     repeats_within_limit: int = 0
     peak_rss_mib: float | None = None
+    #: bound pods the cache dropped because the watch had not confirmed them within the assumption TTL
+    expired_assumptions: int = 0
+    #: nodes holding more pods than their cpu allows (every pod here asks the same): 0 unless the cache lost track
+    overcommitted_nodes: int = 0
     pending_at_end: dict[str, float] = field(default_factory=dict)  # scheduler_pending_pods by queue
     error: str | None = None
 
@@ -83,7 +89,9 @@ class LoadResult:
             f"operator ready after {self.ready_s:.1f}s, drained after {self.drained_s:.1f}s; bound {self.bound}, "
             f"unschedulable reported {self.reported_unschedulable}; FailedScheduling events {self.failed_events} "
             f"({self.events_per_s:.0f}/s over the drain, busiest second {self.busiest_second}, at most {self.max_events_per_pod} per pod, {self.repeats_within_limit} repeats within {REPEAT_INTERVAL:.0f}s); "
-            f"peak RSS {self.peak_rss_mib or 0:.0f} MiB; pending at the end {self.pending_at_end}" + (f"; ERROR {self.error}" if self.error else "")
+            f"peak RSS {self.peak_rss_mib or 0:.0f} MiB; pending at the end {self.pending_at_end}; "
+            f"assumptions expired before the watch confirmed them {self.expired_assumptions}; overcommitted nodes {self.overcommitted_nodes}"
+            + (f"; ERROR {self.error}" if self.error else "")
         )
 
 
@@ -231,6 +239,8 @@ async def run_load(cp: ControlPlane, workdir: Path, *, nodes: int, pods: int, un
             result.events_per_s = len(times) / result.drained_s
             result.busiest_second = max(Counter(int(t - started) for t in times).values())
         result.max_events_per_pod = max(Counter(pod for _, pod, _ in events.seen).values(), default=0)
+        result.expired_assumptions = log.read_text(errors="replace").count("expired: the watch never confirmed its binding")
+        result.overcommitted_nodes = sum(1 for n in Counter(watch.node_of.values()).values() if n > PODS_PER_NODE)
         result.repeats_within_limit = events.repeats()
     finally:
         await kube.close()
