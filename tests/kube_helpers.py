@@ -11,6 +11,7 @@ per-test node groups for the end-to-end tests.
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import os
 import signal
 import subprocess
@@ -371,16 +372,19 @@ GROUP_LABEL = "e2e.kopf.dev/group"
 
 
 class Operator:
-    """One `kopf-scheduler run` subprocess, its log in a file."""
+    """One `kopf-scheduler run` subprocess, its log in a file (``--verbose`` unless told otherwise)."""
 
-    def __init__(self, log: Path, args: Sequence[str], kubeconfig: Path, *, env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, log: Path, args: Sequence[str], kubeconfig: Path, *, env: Mapping[str, str] | None = None, verbose: bool = True
+    ) -> None:
         self.log = log
         self.args = list(args)
         if env is None:
             env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "operator"), os.environ.get("PYTHONPATH", "")])}
         self._file = open(log, "wb")
+        flags = ["--verbose"] if verbose else []
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "kopf_scheduler.cli", "run", "--kubeconfig", str(kubeconfig), "--metrics-port", "0", "--verbose", *args],
+            [sys.executable, "-m", "kopf_scheduler.cli", "run", "--kubeconfig", str(kubeconfig), "--metrics-port", "0", *flags, *args],
             stdout=self._file, stderr=subprocess.STDOUT, env=env, cwd=ROOT,
         )
 
@@ -391,11 +395,28 @@ class Operator:
         return "\n".join(self.text().splitlines()[-lines:])
 
     def identity(self) -> str:
-        """The process's leader-election identity, from its 'attempting to acquire' log line."""
+        """The process's identity (its events' reportingInstance), from its leader-election or startup log line."""
         for line in self.text().splitlines():
             if "attempting to acquire lease" in line:
                 return line.rsplit("] ", 1)[1].split(":", 1)[0].strip()
+            if "kopf-scheduler " in line and " started; API server " in line:
+                return line.split("kopf-scheduler ", 1)[1].split(" started; ", 1)[0].strip()
         return ""
+
+    def dump_cache(self, timeout: float = 30.0) -> dict[str, list[dict[str, Any]]]:
+        """SIGUSR2, then the dump it logs (``core/dump.py``): {"node": [...], "queue": [...], "end": [...]}."""
+        prefix, end = "cache dump: ", "cache dump: end "
+        before = self.text().count(end)
+        self.proc.send_signal(signal.SIGUSR2)
+        wait(self, lambda: self.text().count(end) > before, timeout=timeout, message="the operator logged its cache dump")
+        dumped = [line.split(prefix, 1)[1] for line in self.text().splitlines() if prefix in line]
+        ends = [i for i, line in enumerate(dumped) if line.startswith("end ")]
+        first = ends[before - 1] + 1 if before else 0
+        out: dict[str, list[dict[str, Any]]] = {}
+        for line in dumped[first : ends[before] + 1]:
+            kind, _, body = line.partition(" ")
+            out.setdefault(kind, []).append(json.loads(body))
+        return out
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
         if self.proc.poll() is None:

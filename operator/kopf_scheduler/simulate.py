@@ -9,6 +9,10 @@ the next one. ``--explain`` explains every pod in short, ``--explain NAMESPACE/P
 Nothing is written anywhere: the simulation runs the core (``sim/``) on the objects read. The
 policy's HTTP extenders are called as the operator calls them (they must be reachable), unless
 ``--without-extenders`` leaves them out.
+
+Exit status: 0 when every pod was read (placed or not); 1 when some pod could not be read (it is
+listed as not placed, with the reason, and the others are scheduled all the same); 2 when the
+cluster, the pods file as a whole or the policy cannot be used.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from .extender_client import HTTPExtender, setup_problems
 from .live_cluster import ClusterReadError, read_cluster
 from .sim.loader import ManifestError, PolicyFileError, load_cluster, load_pods, load_policy, read_documents
 from .sim.report import EVERY_POD, report_json, report_table
-from .sim.simulator import Simulation
+from .sim.simulator import Simulation, SimulationResult, UnreadablePod
 
 __all__ = ["add_parser", "run"]
 
@@ -62,8 +66,12 @@ def run(args: argparse.Namespace) -> int:
         template = None
         if args.max_replicas is not None:
             templates = load_pods(read_documents(args.max_replicas), source=str(args.max_replicas), priority_classes=loaded.priority_classes)
-            if len(templates) != 1 or templates[0].node_name:
+            if len(templates) != 1:
                 raise ManifestError(f"{args.max_replicas}: expected one pod, not bound to a node; found {len(templates)} pod(s)")
+            if isinstance(templates[0], UnreadablePod):
+                raise ManifestError(f"{args.max_replicas}: {templates[0].message}")
+            if templates[0].node_name:
+                raise ManifestError(f"{args.max_replicas}: expected one pod, not bound to a node; it is bound to {templates[0].node_name}")
             template = templates[0]
         if args.explain not in (None, EVERY_POD) and args.explain not in {p.key for p in pods}:
             raise ManifestError(f"--explain {args.explain}: no such pod among the {len(pods)} pending pod(s) simulated")
@@ -75,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     capacity = sim.max_replicas(template, limit=args.max_limit) if template is not None else None
     if args.output == "json":
         print(report_json(result, explained=args.explain, capacity=capacity))
-        return 0
+        return _exit_status(result)
     print(report_table(result, loaded.cache, explained=args.explain, capacity=capacity))
     if args.pods is None:
         print(f"({len(pods)} pending pod(s) with schedulerName {scheduler_name} in {source})")
@@ -83,6 +91,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"(ignored from {source}: {', '.join(f'{n} {k}' for k, n in sorted(loaded.ignored.items()))})")
     if note:
         print(note)
+    return _exit_status(result)
+
+
+def _exit_status(result: SimulationResult) -> int:
+    if result.unreadable:
+        print(f"error: {result.unreadable} pod(s) could not be read; the others were scheduled (see their messages)", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -139,3 +139,17 @@ def test_render_is_parseable_exposition_with_help_and_types() -> None:
     assert m.content_type.startswith("text/plain")
     names = {fam.name for fam in text_string_to_metric_families(text)}
     assert {"scheduler_schedule_attempts", "scheduler_scheduling_attempt_duration_seconds", "kopf_scheduler_leader"} <= names
+
+
+def test_no_created_series_are_exported() -> None:
+    # upstream's counters and histograms have no `_created` companions; prometheus_client adds one
+    # per counter, histogram and child unless switched off, doubling the series for nothing
+    m = SchedulerMetrics()
+    m.observe_attempt("scheduled", "p", 0.1)
+    m.observe_binding("success", 0.02)
+    m.observe_preemption(1)
+    m.inc_incoming_pods("active", "PodAdd")
+    m.observe_pod_scheduled(1, 0.2)
+    text = m.render().decode()
+    assert "scheduler_schedule_attempts_total" in text
+    assert [line for line in text.splitlines() if "_created" in line] == []

@@ -15,20 +15,24 @@ from kopf_scheduler.core.recording import ConditionMemo, RepeatLimiter
 @pytest.mark.parametrize(
     ("sends", "expected"),
     [
-        pytest.param([("u", "m", 0.0)], [True], id="a first message goes out"),
-        pytest.param([("u", "m", 0.0), ("u", "m", 29.9)], [True, False], id="the same message 29.9 s later is dropped"),
-        pytest.param([("u", "m", 0.0), ("u", "m", 30.0)], [True, True], id="30 s later it goes out again"),
-        pytest.param([("u", "m", 0.0), ("u", "other", 1.0)], [True, True], id="a new message goes out at once"),
-        pytest.param([("u", "m", 0.0), ("v", "m", 1.0)], [True, True], id="the same message for another pod goes out"),
+        pytest.param([("u", "Scheduling", 0.0)], [True], id="a first event goes out"),
+        pytest.param([("u", "Scheduling", 0.0), ("u", "Scheduling", 29.9)], [True, False], id="another 29.9 s later is dropped"),
+        pytest.param([("u", "Scheduling", 0.0), ("u", "Scheduling", 30.0)], [True, True], id="30 s later it goes out again"),
         pytest.param(
-            [("u", "m", 0.0), ("u", "m", 10.0), ("u", "m", 31.0), ("u", "m", 40.0)], [True, False, True, False],
+            [("u", "Scheduling", 0.0), ("u", "Scheduling", 1.0)], [True, False],
+            id="whatever its message: '0/2455 nodes' then '0/3532 nodes' while nodes join is one event (upstream's key has no note)",
+        ),
+        pytest.param([("u", "Scheduling", 0.0), ("u", "Binding", 1.0)], [True, True], id="a binding failure is another series (the action is in the key)"),
+        pytest.param([("u", "Scheduling", 0.0), ("v", "Scheduling", 1.0)], [True, True], id="another pod's goes out"),
+        pytest.param(
+            [("u", "Scheduling", 0.0), ("u", "Scheduling", 10.0), ("u", "Scheduling", 31.0), ("u", "Scheduling", 40.0)], [True, False, True, False],
             id="a dropped repeat does not restart the interval (0 -> 31 goes out, 40 is within 31 + 30)",
         ),
     ],
 )
 def test_repeat_limiter(sends: list[tuple[str, str, float]], expected: list[bool]) -> None:
     limiter = RepeatLimiter(interval=30.0)
-    assert [limiter.allow(uid, message, now) for uid, message, now in sends] == expected
+    assert [limiter.allow(uid, action, now) for uid, action, now in sends] == expected
 
 
 def test_repeat_limiter_forgets_what_has_expired() -> None:

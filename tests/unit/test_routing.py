@@ -248,6 +248,73 @@ def test_node_add_update_delete(world: World) -> None:
     assert route_node_deleted("never-seen", cache=world.cache) == NOTHING
 
 
+@pytest.mark.parametrize(
+    ("rejected_by", "cpu", "node_cpu", "moves"),
+    [
+        pytest.param({"NodeResourcesFit"}, "64", "4", False, id="64 cpu fit no 4-cpu node, even empty: it stays (upstream's QueueSkip)"),
+        pytest.param({"NodeResourcesFit"}, "64", "96", True, id="a 96-cpu node could hold it: it moves"),
+        pytest.param({"NodeResourcesFit", "TaintToleration"}, "64", "4", True, id="another rejecting plugin has no hint: it moves"),
+        pytest.param({"TaintToleration"}, "64", "4", True, id="rejected by a taint only: it moves"),
+    ],
+)
+def test_a_node_event_moves_a_pod_that_only_lacked_resources_when_the_node_could_hold_it(
+    world: World, rejected_by: set[str], cpu: str, node_cpu: str, moves: bool
+) -> None:
+    waiting = make_pod("big").uid("big").req(cpu=cpu).scheduler(OURS).obj()
+    world.pod(waiting)
+    info = world.queue.pop(NOW)
+    assert info is not None
+    world.queue.add_unschedulable(info, NOW, plugins=rejected_by)
+    for event, node in (("NodeAdd", make_node("n2").capacity(cpu=node_cpu, memory="8Gi", pods="110")), ("NodeUpdate", make_node("n2").capacity(cpu=node_cpu, memory="8Gi", pods="110").label(a="b"))):
+        routed = route_node(node.obj(), cache=world.cache, served=world.served, now=NOW)
+        assert routed.event == event
+        assert (world.queue.pending_counts()["unschedulable"] == 0) is moves, event
+        if moves:
+            return
+
+
+def test_a_node_that_could_not_hold_it_does_not_send_a_pod_in_flight_to_backoff(world: World) -> None:
+    # second attempt of a pod NodeResourcesFit alone rejected: a 4-cpu node joining meanwhile cannot
+    # help, so the failed attempt parks it as unschedulable (a first attempt has no rejector yet: backoff)
+    big = make_pod("big").uid("big").req(cpu="64").scheduler(OURS).obj()
+    first = make_pod("first").uid("first").req(cpu="64").scheduler(OURS).obj()
+    world.pod(big)
+    info = world.queue.pop(NOW)
+    assert info is not None
+    world.queue.add_unschedulable(info, NOW, plugins={"NodeResourcesFit"})
+    route_node(make_node("n2").capacity(cpu="96", memory="8Gi", pods="110").obj(), cache=world.cache, served=world.served, now=NOW)  # moves it
+    world.pod(first)
+    popped = [world.queue.pop(NOW + 20), world.queue.pop(NOW + 20)]
+    assert {p.uid for p in popped if p is not None} == {"big", "first"}
+    route_node(make_node("n3").capacity(cpu="4", memory="8Gi", pods="110").obj(), cache=world.cache, served=world.served, now=NOW + 20)
+    for p in popped:
+        assert p is not None
+        world.queue.add_unschedulable(p, NOW + 20, plugins={"NodeResourcesFit"})
+    assert (world.queue.where("big"), world.queue.where("first")) == ("unschedulable", "backoff")
+
+
+@pytest.mark.parametrize(
+    ("node_cpu", "moves"),
+    [
+        pytest.param("4", False, id="room freed on a 4-cpu node cannot hold 64 cpu: it stays"),
+        pytest.param("96", True, id="room freed on a 96-cpu node might: it moves"),
+    ],
+)
+def test_resources_freed_on_a_node_move_a_pod_that_only_lacked_resources_when_the_node_could_hold_it(
+    world: World, node_cpu: str, moves: bool
+) -> None:
+    world.cache.add_node(make_node("n2").capacity(cpu=node_cpu, memory="8Gi", pods="110").obj())
+    resident = make_pod("resident").uid("resident").req(cpu="1").node("n2").obj()
+    world.pod(resident)
+    world.pod(make_pod("big").uid("big").req(cpu="64").scheduler(OURS).obj())
+    info = world.queue.pop(NOW)
+    assert info is not None
+    world.queue.add_unschedulable(info, NOW, plugins={"NodeResourcesFit"})
+    routed = world.pod(resident, deleted=True)
+    assert routed.event == "AssignedPodDelete"
+    assert (world.queue.where("big") != "unschedulable") is moves
+
+
 def test_a_node_that_comes_back_under_its_pods_is_an_add(world: World) -> None:
     world.pod(pod(uid="u", on="n1"))
     route_node_deleted("n1", cache=world.cache)  # its pod keeps a placeholder

@@ -150,18 +150,44 @@ def test_kind_list_and_bound_pods(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert placements(capsys, "--cluster", cluster, "--pods", pods)["ns/p0"]["node"] == "b"
 
 
+def test_a_document_that_is_not_a_pod_stops_the_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cluster = write(tmp_path, "c.yaml", [node("a")])
+    pods = write(tmp_path, "p.yaml", [node("a")])
+    rc, _, err = simulate(capsys, "--cluster", cluster, "--pods", pods)
+    assert rc == 2 and "expected Pod" in err
+
+
 @pytest.mark.parametrize(
-    "docs, needle",
+    ("bad", "key", "needle"),
     [
-        pytest.param([pod("bad", cpu="lots")], "spec.containers[0].resources.requests.cpu", id="bad quantity names the field"),
-        pytest.param([node("a")], "expected Pod", id="a node in the pods file"),
+        pytest.param(pod("bad", cpu="lots"), "ns/bad", "spec.containers[0].resources.requests.cpu", id="a bad quantity names the field"),
+        pytest.param(pod("neg", cpu="-2"), "ns/neg", "requests.cpu: must be greater than or equal to 0", id="a negative request"),
+        pytest.param({"kind": "Pod", "metadata": "oops", "spec": {}}, "document 2", "pod.metadata: expected an object", id="no readable name: the document's place"),
+        pytest.param(pod("ghost", priorityClassName="nope"), "ns/ghost", "no PriorityClass with name nope was found", id="a pod the API server would refuse"),
     ],
 )
-def test_bad_input_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str], docs: list[dict], needle: str) -> None:
+def test_an_unreadable_pod_is_reported_not_placed_and_the_rest_are_placed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], bad: dict, key: str, needle: str
+) -> None:
     cluster = write(tmp_path, "c.yaml", [node("a")])
-    pods = write(tmp_path, "p.yaml", docs)
-    rc, _, err = simulate(capsys, "--cluster", cluster, "--pods", pods)
-    assert rc == 2 and needle in err
+    pods = write(tmp_path, "p.yaml", [pod("first"), bad, pod("last")])
+    rc, out, err = simulate(capsys, "--cluster", cluster, "--pods", pods, "--output", "json")
+    assert rc == 1, err  # the run completes, and says that not every pod could be read
+    got = json.loads(out)["placements"]
+    assert [p["pod"] for p in got] == ["ns/first", key, "ns/last"]  # file order kept
+    assert got[0]["node"] == got[2]["node"] == "a"
+    assert got[1]["node"] is None and got[1]["message"].startswith("cannot read the pod: ") and needle in got[1]["message"], got[1]
+    assert "1 pod(s) could not be read" in err
+
+
+def test_the_table_shows_an_unreadable_pod_with_its_reason(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cluster = write(tmp_path, "c.yaml", [node("a")])
+    pods = write(tmp_path, "p.yaml", [pod("ok"), pod("bad", cpu="lots")])
+    rc, out, _ = simulate(capsys, "--cluster", cluster, "--pods", pods)
+    assert rc == 1
+    row = next(line for line in out.splitlines() if line.startswith("ns/bad"))
+    assert "<none>" in row and "cannot read the pod: " in row
+    assert "1/2 pods scheduled, 1 unschedulable" in out
 
 
 def test_invalid_policy_names_the_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -316,8 +342,9 @@ def test_priority_classes_stand_in_for_admission(tmp_path: Path, capsys: pytest.
 )
 def test_pods_the_api_server_would_refuse_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str], spec: dict, message: str) -> None:
     pods = write(tmp_path, "p.yaml", [pod("new", **spec)])
-    rc, _, err = simulate(capsys, "--cluster", full_cluster(tmp_path), "--pods", pods)
-    assert rc == 2 and message in err, err
+    rc, out, err = simulate(capsys, "--cluster", full_cluster(tmp_path), "--pods", pods, "--output", "json")
+    (placement,) = json.loads(out)["placements"]
+    assert rc == 1 and placement["node"] is None and message in placement["message"], (out, err)
 
 
 
@@ -458,7 +485,8 @@ def test_max_replicas_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     ("docs", "needle"),
     [
         pytest.param([template(), template()], "expected one pod, not bound to a node; found 2 pod(s)", id="two pods"),
-        pytest.param([template(nodeName="a")], "expected one pod, not bound to a node; found 1 pod(s)", id="a bound pod"),
+        pytest.param([template(nodeName="a")], "expected one pod, not bound to a node; it is bound to a", id="a bound pod"),
+        pytest.param([template(cpu="lots")], "cannot read the pod:", id="an unreadable pod"),
     ],
 )
 def test_max_replicas_wants_one_unbound_pod(tmp_path: Path, capsys: pytest.CaptureFixture[str], docs: list[dict], needle: str) -> None:

@@ -188,6 +188,8 @@ class _Record:
     start_time: int | None
     log: str
     port: int | None = None
+    #: the command line, so that :meth:`ControlPlane.restart` can start it again
+    argv: list[str] | None = None
 
     def alive(self) -> bool:
         return self.start_time is not None and _proc_start_time(self.pid) == self.start_time
@@ -361,6 +363,36 @@ class ControlPlane:
         if rec is not None:
             self._stop(name, rec, timeout)
 
+    def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
+        """Signal one recorded process (SIGKILL by default: a crash, nothing flushed) and reap it.
+
+        Its record stays, so :meth:`restart` can start it again; :meth:`down` forgets it.
+        """
+        rec = self._records().get(name)
+        if rec is None or not rec.alive():
+            raise ControlPlaneError(f"{name} is not running")
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(rec.pid, sig)
+        if not self._wait_gone(rec, self._popen.pop(name, None), 15.0):
+            raise ControlPlaneError(f"{name} (pid {rec.pid}) survived signal {sig}")
+
+    def restart(self, name: str) -> float:
+        """Start a killed etcd or kube-apiserver again, with its data and command line, and wait until
+        it serves (etcd: /health; kube-apiserver: /readyz). Returns the seconds that took."""
+        rec = self._records().get(name)
+        if rec is None or rec.argv is None:
+            raise ControlPlaneError(f"{name} was never started here, or was started without a recorded command line")
+        if rec.alive():
+            raise ControlPlaneError(f"{name} is still running (pid {rec.pid}): kill it first")
+        ready = {"etcd": lambda: self._etcd_healthy(rec.port), "kube-apiserver": self._readyz}.get(name)
+        if ready is None:
+            raise ControlPlaneError(f"restart knows etcd and kube-apiserver, not {name}")
+        started = time.monotonic()
+        log = Path(rec.log)
+        popen = self._spawn(name, rec.argv, log, rec.port)  # the log is appended to
+        self._wait_until(name, popen, log, ready, self.ready_timeout)
+        return time.monotonic() - started
+
     def _stop(self, name: str, rec: _Record, timeout: float) -> None:
         popen = self._popen.pop(name, None)
         if rec.alive():
@@ -409,7 +441,7 @@ class ControlPlane:
                 preexec_fn=_die_with_parent if self.die_with_parent else None,
             )
         self._popen[name] = popen
-        self._record(name, _Record(pid=popen.pid, start_time=_proc_start_time(popen.pid), log=str(log), port=port))
+        self._record(name, _Record(pid=popen.pid, start_time=_proc_start_time(popen.pid), log=str(log), port=port, argv=argv))
         return popen
 
     def _wait_until(
@@ -449,15 +481,15 @@ class ControlPlane:
             "--log-level=warn",
         ]
         popen = self._spawn("etcd", argv, log, port)
+        self._wait_until("etcd", popen, log, lambda: self._etcd_healthy(port), self.ready_timeout)
 
-        def healthy() -> bool:
-            try:
-                with urllib.request.urlopen(f"{client}/health", timeout=1) as resp:
-                    return bool(json.load(resp).get("health") == "true")
-            except (OSError, ValueError):
-                return False
-
-        self._wait_until("etcd", popen, log, healthy, self.ready_timeout)
+    @staticmethod
+    def _etcd_healthy(port: int | None) -> bool:
+        try:
+            with urllib.request.urlopen(f"http://{LOOPBACK}:{port}/health", timeout=1) as resp:
+                return bool(json.load(resp).get("health") == "true")
+        except (OSError, ValueError):
+            return False
 
     def _start_apiserver(self, bin_dir: Path, pki: certs.Pki, port: int, etcd_port: int) -> None:
         log = self.workdir / "kube-apiserver.log"

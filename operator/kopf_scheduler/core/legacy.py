@@ -137,7 +137,10 @@ def _extender(value: Any, path: str, errors: list[FieldError]) -> dict[str, Any]
 
 def _parse(doc: Mapping[str, Any] | str | bytes) -> tuple[Any, list[FieldError]]:
     if isinstance(doc, bytes):
-        doc = doc.decode("utf-8")
+        try:
+            doc = doc.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return None, [FieldError("", f"not valid JSON or YAML: not UTF-8 text: {exc}")]
     if not isinstance(doc, str):
         return doc, []
     try:

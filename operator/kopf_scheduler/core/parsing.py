@@ -66,6 +66,7 @@ from .resources import (
     QuantityError,
     ResourceList,
     Resources,
+    check_amount,
     is_pod_level_resource,
     non_missing_defaults,
     parse_resource_list,
@@ -114,6 +115,15 @@ def _int(value: Any, where: str, default: int = 0) -> int:
         return int(value)
     except ValueError:
         raise ObjectError(f"{where}: expected an integer, got {value!r}") from None
+
+
+def _amount(value: Any, where: str) -> int:
+    """An integer in 0..MAX_AMOUNT (a size in bytes, a count)."""
+    amount = _int(value, where)
+    try:
+        return check_amount(amount)
+    except QuantityError as exc:
+        raise ObjectError(f"{where}: {exc}") from None
 
 
 def _optional_str(value: Any, where: str) -> str | None:
@@ -363,7 +373,7 @@ def _volume(raw: Any, where: str) -> Volume:
         read_only = bool(value.get("readOnly", False))
         if kind == "rbd":
             ident = f"{value.get('pool') or 'rbd'}/{value.get('image') or ''}"
-            return Volume(name, kind, ident, read_only, frozenset(str(m) for m in value.get("monitors") or ()))
+            return Volume(name, kind, ident, read_only, frozenset(str(m) for m in _list(value, "monitors", f"{where}.rbd")))
         if kind == "iscsi":
             return Volume(name, kind, str(value.get("iqn") or ""), read_only)
         if kind == "csi":
@@ -418,6 +428,15 @@ def _pod_resources(
     )
 
 
+def _check_totals(totals: ResourceList, where: str) -> None:
+    """The pod's summed requests must fit what one resource amount holds (each part was checked alone)."""
+    for name, amount in totals.items():
+        try:
+            check_amount(amount)
+        except QuantityError as exc:
+            raise ObjectError(f"{where}.containers: the pod's total request of {name} {exc}") from None
+
+
 def parse_pod(body: Mapping[str, Any]) -> Pod:
     """A Pod from its API body; raises ``ObjectError`` naming the bad field."""
     if not isinstance(body, Mapping):
@@ -447,6 +466,8 @@ def parse_pod(body: Mapping[str, Any]) -> Pod:
         overhead=overhead_list,
     )
     limits = to_resources(pod_requests(limit_lists, use_status=False, pod_level=False))
+    for totals in (requested, non_zero, container_non_zero):
+        _check_totals(totals, where)
     tolerations = []
     for i, t in enumerate(_list(spec, "tolerations", where)):
         w = f"{where}.tolerations[{i}]"
@@ -552,14 +573,17 @@ def parse_node(body: Mapping[str, Any]) -> Node:
     pods = 0
     if isinstance(raw_alloc, Mapping) and raw_alloc.get("pods") is not None:
         try:
-            pods = to_units(raw_alloc["pods"])
+            pods = check_amount(to_units(raw_alloc["pods"]))
         except QuantityError as exc:
             raise ObjectError(f"{where}: status.allocatable.pods: {exc}") from None
     images = []
     for i, img in enumerate(_list(status, "images", f"{where}: status")):
         if isinstance(img, Mapping):
             images.append(
-                ImageState(tuple(str(n) for n in img.get("names") or ()), _int(img.get("sizeBytes"), f"{where}: status.images[{i}].sizeBytes"))
+                ImageState(
+                    tuple(str(n) for n in _list(img, "names", f"{where}: status.images[{i}]")),
+                    _amount(img.get("sizeBytes"), f"{where}: status.images[{i}].sizeBytes"),
+                )
             )
     return Node(
         name=name,
@@ -609,7 +633,7 @@ def parse_persistent_volume(body: Mapping[str, Any]) -> PersistentVolume:
         )
     cap = _map(spec, "capacity", where)
     try:
-        capacity = to_units(cap["storage"]) if cap.get("storage") is not None else 0
+        capacity = check_amount(to_units(cap["storage"])) if cap.get("storage") is not None else 0
     except QuantityError as exc:
         raise ObjectError(f"{where}.capacity.storage: {exc}") from None
     return PersistentVolume(
@@ -634,7 +658,7 @@ def parse_persistent_volume_claim(body: Mapping[str, Any]) -> PersistentVolumeCl
     where = f"persistentvolumeclaim {ns}/{name}: spec"
     req = _map(_map(spec, "resources", where), "requests", where)
     try:
-        request = to_units(req["storage"]) if req.get("storage") is not None else 0
+        request = check_amount(to_units(req["storage"])) if req.get("storage") is not None else 0
     except QuantityError as exc:
         raise ObjectError(f"{where}.resources.requests.storage: {exc}") from None
     sc = spec.get("storageClassName")
@@ -654,11 +678,12 @@ def parse_storage_class(body: Mapping[str, Any]) -> StorageClass:
     meta = _map(body, "metadata", "storageclass")
     name = str(meta.get("name") or "")
     topologies = []
-    for _i, t in enumerate(_list(body, "allowedTopologies", f"storageclass {name}")):
+    for i, t in enumerate(_list(body, "allowedTopologies", f"storageclass {name}")):
         if isinstance(t, Mapping):
+            w = f"storageclass {name}: allowedTopologies[{i}]"
             exprs = tuple(
-                NodeSelectorRequirement(str(e.get("key")), "In", tuple(str(v) for v in e.get("values") or ()))
-                for e in t.get("matchLabelExpressions") or ()
+                NodeSelectorRequirement(str(e.get("key")), "In", tuple(str(v) for v in _list(e, "values", f"{w}.matchLabelExpressions[{j}]")))
+                for j, e in enumerate(_list(t, "matchLabelExpressions", w))
                 if isinstance(e, Mapping)
             )
             topologies.append(NodeSelectorTerm(exprs))
@@ -757,5 +782,5 @@ def parse_csi_node(body: Mapping[str, Any]) -> CSINode:
     limits = {}
     for d in _list(_map(body, "spec", "csinode"), "drivers", "csinode spec"):
         if isinstance(d, Mapping) and isinstance(d.get("allocatable"), Mapping) and d["allocatable"].get("count") is not None:
-            limits[str(d.get("name"))] = int(d["allocatable"]["count"])
+            limits[str(d.get("name"))] = _int(d["allocatable"]["count"], f"csinode {meta.get('name') or ''}: spec.drivers[{d.get('name')}].allocatable.count")
     return CSINode(str(meta.get("name") or ""), limits)

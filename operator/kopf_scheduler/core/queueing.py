@@ -24,8 +24,9 @@ Pure: time is always an argument (``now`` in seconds, any monotonic origin);
 nothing here sleeps, reads a clock or starts a thread. The loop asks
 ``next_ready_at(now)`` when to wake.
 
-Limits: no QueueingHints or per-plugin event filtering (every move request moves
-every unschedulable pod); pods are keyed by uid; the queue does not look at
+Limits: no QueueingHints registry or per-plugin event filtering: a move request moves
+every unschedulable pod, unless its caller passes a ``skip`` test (``core/routing.py``
+does for node events, with NodeResourcesFit's hint); pods are keyed by uid; the queue does not look at
 ``node_name`` (the caller deletes a pod from the queue once it is bound).
 """
 
@@ -479,15 +480,23 @@ class SchedulingQueue:
 
     # ------------------------------------------------------------------ moves
 
-    def move_all_to_active_or_backoff(self, event: str, now: float, *, keep: Container[str] = ()) -> int:
+    def move_all_to_active_or_backoff(
+        self, event: str, now: float, *, keep: Container[str] = (), skip: Callable[[QueuedPodInfo], bool] | None = None
+    ) -> int:
         """A cluster event that may make unschedulable pods schedulable (node added/updated, pod
         deleted, PV/PVC/Service change...), except the pods of `keep` (uids: a gang that was just
-        rejected rests together). Returns how many pods moved."""
-        infos = [i for i in self._unschedulable.values() if i.uid not in keep]
+        rejected rests together) and those for which `skip` says the event cannot help (upstream's
+        QueueSkip). Returns how many pods moved."""
+        infos = [i for i in self._unschedulable.values() if i.uid not in keep and (skip is None or not skip(i))]
         for info in infos:
             self._remove_unschedulable(info.uid)
             self._to_active_or_backoff(info, now, event)
-        self.move_request_cycle = self.scheduling_cycle
+        if skip is None:
+            self.move_request_cycle = self.scheduling_cycle
+        else:  # pods in flight: judged by their last attempt's rejectors (none yet on a first attempt: moved)
+            for flight in self._in_flight.values():
+                if not skip(flight.info):
+                    flight.moved = True
         return len(infos)
 
     def assigned_pod_added(self, pod: Pod, now: float, *, namespace_labels: Mapping[str, str] | None = None) -> int:

@@ -1,9 +1,14 @@
 """How often the operator reports on a pod: the FailedScheduling repeat limit and the PodScheduled memo.
 
-- ``RepeatLimiter``: at most one FailedScheduling event with the same message per pod per
-  ``REPEAT_INTERVAL`` seconds; the rest are dropped. Upstream aggregates identical events into one
-  Event with a growing count (client-go ``tools/record/events_cache.go``, EventCorrelator); we
-  keep it simpler and send nothing for a repeat.
+- ``RepeatLimiter``: at most one FailedScheduling event per pod and action (Scheduling, Binding)
+  per ``REPEAT_INTERVAL`` seconds, whatever its message; the rest are dropped. Upstream's events
+  broadcaster (client-go ``tools/events/event_broadcaster.go``, ``getKey``) folds a pod's events of
+  one reason and action into one series whatever their note, and writes the series again only
+  every 30 minutes. The message is no part of the key because it changes when nothing the user
+  can act on did ("0/2455 nodes are available" and "0/3532 ..." while nodes join), which flooded
+  the API server with events under load (bench/bench_load.py). We send nothing for a repeat; the
+  latest message is always in the pod's PodScheduled condition (``ConditionMemo``), and the next
+  event after the interval carries it.
 - ``ConditionMemo``: PodScheduled=False/Unschedulable is written only when its message differs
   from the last one written for that pod (upstream ``updatePod`` in schedule_one.go skips the
   patch when ``UpdatePodCondition`` finds the condition unchanged).
@@ -24,25 +29,25 @@ DEFAULT_CAPACITY: Final = 50_000
 
 
 class RepeatLimiter:
-    """Allows one (pod uid, message) per `interval` seconds."""
+    """Allows one FailedScheduling event per (pod uid, action) per `interval` seconds."""
 
     def __init__(self, *, interval: float = REPEAT_INTERVAL, capacity: int = DEFAULT_CAPACITY) -> None:
         if interval < 0 or capacity < 1:
             raise ValueError("RepeatLimiter: need interval >= 0 and capacity >= 1")
         self.interval = interval
         self.capacity = capacity
-        #: (uid, message) -> when it was last allowed; oldest first
+        #: (uid, action) -> when it was last allowed; oldest first
         self._sent: OrderedDict[tuple[str, str], float] = OrderedDict()
 
-    def allow(self, uid: str, message: str, now: float) -> bool:
-        """True (and remembered) unless the same message went out for this pod less than `interval` ago."""
+    def allow(self, uid: str, action: str, now: float) -> bool:
+        """True (and remembered) unless an event of this action went out for this pod less than `interval` ago."""
         sent = self._sent
         while sent:  # entries are in sending order: drop the expired ones from the front
             oldest = next(iter(sent.values()))
             if now - oldest < self.interval:
                 break
             sent.popitem(last=False)
-        key = (uid, message)
+        key = (uid, action)
         if key in sent:
             return False
         sent[key] = now

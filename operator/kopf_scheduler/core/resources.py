@@ -3,7 +3,9 @@
 A quantity ("100m", "1.5", "2Gi", "500Ki", "1e3", "1E") is parsed exactly, with
 fractions, and then rounded *up* to whole units the way apimachinery's
 ``Quantity.Value()`` and ``MilliValue()`` do: cpu is kept in millicores, every
-other resource in whole units (bytes, counts).
+other resource in whole units (bytes, counts). An amount the scheduler tracks must lie in
+0..``MAX_AMOUNT`` (an int64, as upstream's; upstream wraps silently past it, we refuse it, and
+the API server refuses negative requests and capacities itself).
 
 Requests follow upstream ``component-helpers/resource/helpers.go`` (``PodRequests``, v1.37):
 containers add up; init containers run one at a time, except restartable
@@ -33,6 +35,9 @@ PODS: Final = "pods"
 #: (upstream ``pkg/scheduler/util.DefaultMilliCPURequest`` / ``DefaultMemoryRequest``).
 DEFAULT_MILLI_CPU_REQUEST: Final = 100
 DEFAULT_MEMORY_REQUEST: Final = 200 * 1024 * 1024
+
+#: the largest amount of one resource (millicores for cpu): what upstream's int64 holds
+MAX_AMOUNT: Final = 2**63 - 1
 
 _BINARY: Final = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL: Final = {
@@ -64,6 +69,8 @@ def parse_quantity(value: Any) -> Fraction:
     if isinstance(value, int):
         return Fraction(value)
     if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise QuantityError(f"quantity must be a finite number, not {value!r}")
         return Fraction(str(value))
     if not isinstance(value, str):
         raise QuantityError(f"quantity must be a string or a number, not {type(value).__name__}")
@@ -218,15 +225,29 @@ def is_pod_level_resource(name: str) -> bool:
     return name in POD_LEVEL_RESOURCES or name.startswith("hugepages-")
 
 
+def check_amount(amount: int) -> int:
+    """`amount` when it lies in 0..MAX_AMOUNT; else QuantityError (the API server's words for a negative one)."""
+    if amount < 0:
+        raise QuantityError("must be greater than or equal to 0")
+    if amount > MAX_AMOUNT:
+        raise QuantityError(f"must be at most {MAX_AMOUNT} (millicores for cpu, units for the rest)")
+    return amount
+
+
+def saturated(amount: int) -> int:
+    """`amount`, or MAX_AMOUNT when a sum of amounts went past it (for the int64 node arrays)."""
+    return amount if amount <= MAX_AMOUNT else MAX_AMOUNT
+
+
 def parse_resource_list(raw: Mapping[str, Any], *, where: str = "resources") -> dict[str, int]:
-    """The names the scheduler tracks (cpu, memory, ephemeral-storage, scalar), zeros kept."""
+    """The names the scheduler tracks (cpu, memory, ephemeral-storage, scalar), zeros kept; each in 0..MAX_AMOUNT."""
     out: dict[str, int] = {}
     for name, value in raw.items():
         try:
             if name == CPU:
-                out[name] = to_milli(value)
+                out[name] = check_amount(to_milli(value))
             elif name in (MEMORY, EPHEMERAL_STORAGE) or is_scalar_resource(name):
-                out[name] = to_units(value)
+                out[name] = check_amount(to_units(value))
         except QuantityError as exc:
             raise QuantityError(f"{where}.{name}: {exc}") from None
     return out

@@ -38,6 +38,7 @@ from .objects import (
     StorageClass,
     Taint,
 )
+from .resources import saturated
 
 IntArray = npt.NDArray[np.int64]
 
@@ -154,11 +155,11 @@ class NodeTable:
             self.alloc_pods[k] = node.allowed_pod_number
             self.has_node[k] = True
         self.generation[k] = info.generation
-        r = info.requested
-        self.req_cpu[k], self.req_mem[k], self.req_eph[k] = r.milli_cpu, r.memory, r.ephemeral_storage
+        r = info.requested  # sums of pods, each within MAX_AMOUNT: saturated so they fit the int64 columns
+        self.req_cpu[k], self.req_mem[k], self.req_eph[k] = saturated(r.milli_cpu), saturated(r.memory), saturated(r.ephemeral_storage)
         self.pod_count[k] = len(info.pods)
         nz = info.non_zero_requested
-        self.nz_cpu[k], self.nz_mem[k] = nz.milli_cpu, nz.memory
+        self.nz_cpu[k], self.nz_mem[k] = saturated(nz.milli_cpu), saturated(nz.memory)
 
     def update_row(self, k: int, info: NodeInfo, *, node_changed: bool) -> None:
         """Rewrite one node's row after its NodeInfo changed; drop derived columns it feeds."""
@@ -225,7 +226,7 @@ class NodeTable:
 
     def scalar_requested(self, name: str) -> IntArray:
         def build(infos: list[NodeInfo]) -> IntArray:
-            return np.array([i.requested.scalar.get(name, 0) for i in infos], dtype=np.int64)
+            return np.array([saturated(i.requested.scalar.get(name, 0)) for i in infos], dtype=np.int64)
 
         return self.derived(("scalar_req", name), build)  # type: ignore[return-value]
 

@@ -5,13 +5,19 @@ An extender with a ``bindVerb`` that is interested in the pod binds it instead o
 the App's thread pool); otherwise, or when an ignorable binder failed, we POST pods/{name}/binding.
 The Binding carries the pod's uid, so the API server refuses to bind a pod that was deleted and
 recreated under the same name. A 409 (already bound), 404 (gone) or any other failure forgets
-the assumption and requeues with backoff (a deleted pod is dropped by the queue itself); this
-module records the events and metrics of either outcome.
+the assumption and requeues with backoff (a deleted pod is dropped by the queue itself, a bound
+one when the watch shows it); this module records the events and metrics of either outcome.
+
+*A 409 gets no FailedScheduling event (upstream records one): the pod is bound already, by another
+scheduler, a replica that lost its Lease, or our own bind whose answer an API server restart cut
+off, or it was replaced under its name. Nothing there for the pod's owner to act on; the watch
+brings the truth, and the log says what happened.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 from ..core.cycle import binding_failed, binding_succeeded
 from ..core.extenders import bind_with_extenders, binds_with_extender
@@ -24,6 +30,14 @@ from .app import App, PolicyState
 __all__ = ["bind"]
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class _Rejection:
+    """Why a bind did not happen; `conflict` for a 409 (no event: see the module docstring)."""
+
+    message: str
+    conflict: bool = False
 
 
 def _binding_body(pod: Pod, node: str) -> dict[str, object]:
@@ -59,17 +73,19 @@ async def bind(app: App, state: PolicyState, info: QueuedPodInfo, placed: Pod, *
         app.metrics.observe_attempt("error", profile, t1 - started)
         binding_failed(info, placed, cache=app.cache, queue=state.queue, now=t1, profile=state.scheduler.profile, state=cycle, waiting=app.waiting)
         state.wakeup.set()
+        if rejected.conflict:
+            return
         app.spawn(
             events.failed_scheduling(
                 app, namespace=placed.namespace, name=placed.name, uid=placed.uid,
-                message=f"Binding rejected: {rejected}", action=events.ACTION_BINDING,
+                message=f"Binding rejected: {rejected.message}", action=events.ACTION_BINDING,
             )
         )
     finally:
         app.bind_slots.release()
 
 
-async def _bind(app: App, state: PolicyState, placed: Pod, node: str) -> str | None:
+async def _bind(app: App, state: PolicyState, placed: Pod, node: str) -> _Rejection | None:
     """Bind through an extender or the API server: None when bound, else why not."""
     extenders = state.scheduler.extenders
     if binds_with_extender(extenders, placed):
@@ -79,12 +95,15 @@ async def _bind(app: App, state: PolicyState, placed: Pod, node: str) -> str | N
         if done.status is not None:
             if not done.status.is_success:
                 logger.warning("binding %s to %s rejected by extender %s: %s", placed.key, node, done.binder, done.status.message[:300])
-            return None if done.status.is_success else done.status.message
+            return None if done.status.is_success else _Rejection(done.status.message)
     code, answer = await app.api.request(
         "POST", f"/api/v1/namespaces/{placed.namespace}/pods/{placed.name}/binding", _binding_body(placed, node)
     )
     if 200 <= code < 300:
         return None
     detail = answer.get("message", answer) if isinstance(answer, dict) else answer
+    if code == 409:
+        logger.info("binding %s to %s: the pod is bound already or was replaced (HTTP 409 %s)", placed.key, node, str(detail)[:300])
+        return _Rejection(str(detail), conflict=True)
     logger.warning("binding %s to %s rejected: HTTP %s %s", placed.key, node, code, str(detail)[:300])
-    return str(detail)
+    return _Rejection(str(detail))

@@ -4,7 +4,8 @@
                        [--lease-duration 15 --renew-deadline 10 --retry-period 2]
                        [--policy NAME ...] [--metrics-port 10259] [--verbose]
 
-Kopf runs standalone (no Kopf peering) and cluster-wide. With ``--leader-elect`` every replica
+Kopf runs standalone (no Kopf peering) and cluster-wide. SIGUSR2 logs what the scheduler believes:
+every cached node with its requested resources and pods, and the queues (``core/dump.py``). With ``--leader-elect`` every replica
 watches and keeps its cache and queues warm, but only the holder of the Lease (``kopf-scheduler``,
 or ``kopf-scheduler-<policy>`` for a ``--policy`` shard) runs the scheduling loops; when the
 term ends the loops pause and the replica stands as a candidate again. The health server serves
@@ -17,6 +18,7 @@ import argparse
 import asyncio
 import logging
 import os
+import signal
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -111,6 +113,7 @@ async def _serve(args: argparse.Namespace, credentials: Credentials) -> None:
         elector = LeaderElector(config, ApiLeaseClient(api, name=lease_name, namespace=args.lease_namespace))
         background.append(asyncio.create_task(_elect(app, elector)))
 
+    asyncio.get_running_loop().add_signal_handler(signal.SIGUSR2, _dump_cache, app)
     if args.metrics_port:
         health = await start_health_server(
             "0.0.0.0", args.metrics_port, ready_check=app.ready, metrics=app.metrics,
@@ -128,6 +131,14 @@ async def _serve(args: argparse.Namespace, credentials: Credentials) -> None:
     finally:
         await shutdown()  # a no-op after Kopf's cleanup ran it
         await app.api.close()
+
+
+def _dump_cache(app: Any) -> None:
+    """SIGUSR2: log the cache node by node and the queues (``core/dump.py``), as kube-scheduler does."""
+    from ..core.dump import dump_lines
+
+    for line in dump_lines(app.cache, {name: state.queue for name, state in app.states.items()}):
+        logger.info("%s", line)
 
 
 async def _elect(app: Any, elector: Any) -> None:

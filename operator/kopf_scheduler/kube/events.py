@@ -6,7 +6,7 @@ reportingController ``kopf-scheduler``, reportingInstance the process identity, 
 fractional digits (the official client would drop them when the microseconds are 0).
 
 Repeats: the core's ``RepeatLimiter`` (``core/recording.py``) decides whether a FailedScheduling
-message goes out (at most one identical message per pod per ``REPEAT_INTERVAL`` seconds).
+event goes out (at most one per pod and action per ``REPEAT_INTERVAL`` seconds, whatever its message).
 """
 
 from __future__ import annotations
@@ -72,8 +72,8 @@ async def scheduled(app: App, *, namespace: str, name: str, uid: str, node: str)
 async def failed_scheduling(
     app: App, *, namespace: str, name: str, uid: str, message: str, action: str = ACTION_SCHEDULING
 ) -> None:
-    """A Warning FailedScheduling event, unless the same message went out for this pod recently."""
-    if not app.failures.allow(uid, message, app.now()):
+    """A Warning FailedScheduling event, unless one of this action went out for this pod recently."""
+    if not app.failures.allow(uid, action, app.now()):
         logger.debug("repeated FailedScheduling for %s/%s suppressed", namespace, name)
         return
     await record(

@@ -27,6 +27,7 @@ from ..core import objects as o
 from ..core.cache import SchedulerCache
 from ..core.profile import Profile
 from ..entry_points import installed_registry
+from .simulator import UnreadablePod
 
 
 class ManifestError(ValueError):
@@ -83,7 +84,8 @@ def admit_priority(doc: Mapping[str, Any], classes: Mapping[str, o.PriorityClass
     spec = doc.get("spec")
     if not isinstance(spec, Mapping) or spec.get("priority") is not None:
         return doc
-    meta = doc.get("metadata") or {}
+    meta = doc.get("metadata")
+    meta = meta if isinstance(meta, Mapping) else {}
     where = f"pod {meta.get('namespace') or 'default'}/{meta.get('name') or ''}"
     name = spec.get("priorityClassName")
     if name:
@@ -180,18 +182,19 @@ def load_cluster(docs: Iterable[Mapping[str, Any]], *, source: str = "cluster") 
 
 def load_pods(
     docs: Iterable[Mapping[str, Any]], *, source: str = "pods", priority_classes: Mapping[str, o.PriorityClass] | None = None
-) -> list[o.Pod]:
-    """The pending pods of ``docs``, in file order (non-Pod documents are an error here), their
-    priorities resolved through `priority_classes` (default: only the system classes)."""
+) -> list[o.Pod | UnreadablePod]:
+    """The pending pods of ``docs``, in file order, their priorities resolved through `priority_classes`
+    (default: only the system classes). A pod that cannot be read, or that the API server would refuse,
+    comes back as an ``UnreadablePod`` in its place; a document of another kind is a ``ManifestError``."""
     classes = priority_classes if priority_classes is not None else {c.name: c for c in o.SYSTEM_PRIORITY_CLASSES}
-    out = []
+    out: list[o.Pod | UnreadablePod] = []
     for i, doc in enumerate(docs):
         if doc.get("kind") not in ("Pod", None):
             raise ManifestError(f"{source}: document {i + 1} is a {doc.get('kind')}, expected Pod")
         try:
             out.append(parsing.parse_pod(admit_priority(doc, classes)))
         except parsing.ObjectError as exc:
-            raise ManifestError(f"{source}: {exc}") from None
+            out.append(UnreadablePod(_pod_key(doc) or f"document {i + 1}", str(exc)))
     return out
 
 
@@ -230,3 +233,12 @@ def load_policy(path: str | Path | None, *, scheduler_name: str = DEFAULT_SCHEDU
     if isinstance(profile, list):
         raise PolicyFileError(f"{p}: invalid policy:\n" + "\n".join(f"  {e.path}: {e.message}" for e in profile))
     return profile
+
+
+def _pod_key(doc: Mapping[str, Any]) -> str:
+    """ns/name of a pod document, as far as its metadata can be read ("" when it names nothing)."""
+    meta = doc.get("metadata")
+    if not isinstance(meta, Mapping) or not isinstance(meta.get("name"), str) or not meta["name"]:
+        return ""
+    namespace = meta.get("namespace")
+    return f"{namespace if isinstance(namespace, str) and namespace else 'default'}/{meta['name']}"

@@ -34,7 +34,7 @@ import dataclasses
 import math
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..core import gangs
@@ -61,6 +61,21 @@ class Placement:
     nominated_node: str = ""
     #: preemption: the pods evicted for it (ns/name)
     victims: tuple[str, ...] = ()
+    #: the pod could not be read (``message`` says why); it was not scheduled
+    unreadable: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class UnreadablePod:
+    """A pod document that cannot be read, or that the API server would refuse: reported as not
+    placed with the reason (the operator likewise records a FailedScheduling event and goes on)."""
+
+    key: str  # ns/name, or "document N" when the body names nothing readable
+    problem: str
+
+    @property
+    def message(self) -> str:
+        return f"cannot read the pod: {self.problem}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +100,10 @@ class SimulationResult:
     @property
     def scheduled(self) -> int:
         return sum(1 for p in self.placements if p.node)
+
+    @property
+    def unreadable(self) -> int:
+        return sum(1 for p in self.placements if p.unreadable)
 
     @property
     def pods_per_second(self) -> float:
@@ -220,14 +239,22 @@ class Simulation:
             count += 1
         return Capacity(template.key, count, placed, "", limit)
 
-    def run(self, pods: list[Pod]) -> SimulationResult:
+    def run(self, pods: Sequence[Pod | UnreadablePod]) -> SimulationResult:
+        """Schedule `pods` in order; an unreadable one is reported as not placed and the next goes on."""
         out = SimulationResult()
         start = time.perf_counter()
-        for pod in pods:  # all pending at once: every one counts in its gang from the start
+        readable = [pod for pod in pods if isinstance(pod, Pod)]
+        for pod in readable:  # all pending at once: every one counts in its gang from the start
             gangs.update_members(self.cache.objects.gang_members, pod, present=True)
-        for pod in pods:
-            out.placements.append(self.schedule_one(pod))
+        for entry in pods:
+            if isinstance(entry, UnreadablePod):
+                out.placements.append(Placement(entry.key, None, entry.message, unreadable=True))
+            else:
+                out.placements.append(self.schedule_one(entry))
         self._settle(now=math.inf)  # the file is over: whoever still waits times out
-        out.placements = [self._held.get(pod.uid, p) if p.node is None and not p.message else p for pod, p in zip(pods, out.placements, strict=True)]
+        out.placements = [
+            self._held.get(entry.uid, p) if isinstance(entry, Pod) and p.node is None and not p.message else p
+            for entry, p in zip(pods, out.placements, strict=True)
+        ]
         out.seconds = time.perf_counter() - start
         return out

@@ -7,6 +7,9 @@ would silently create a new time series that no dashboard shows.
 
 Two names have no exact modern counterpart and are documented at their definitions:
 `scheduler_binding_duration_seconds` and `scheduler_e2e_scheduling_duration_seconds`.
+
+No `_created` series: upstream exports none, and prometheus_client would add one per counter,
+histogram and labelled child. Its switch is process-wide; every `SchedulerMetrics` turns it off.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final, Literal
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics, generate_latest
 
 __all__ = [
     "ATTEMPT_RESULTS",
@@ -66,6 +69,7 @@ class SchedulerMetrics:
     """
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        disable_created_metrics()  # type: ignore[no-untyped-call]  # see the module docstring
         self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
         r = self.registry
         self._attempts = Counter(
