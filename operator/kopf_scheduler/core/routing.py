@@ -30,13 +30,19 @@ moves nothing. Services, controllers, volumes, claims, storage classes, PDBs and
 stored in ``ClusterObjects`` and every change is a ``<Kind>Change`` move; a namespace is a
 ``NamespaceChange`` move only when its labels changed (namespace selectors read them).
 
+After a list (the first one, or a relist when a watch fell too far behind) the ``route_*_relisted``
+functions delete whatever the list no longer holds, as client-go's ``Replace`` does: its deletion
+happened while nobody watched. ``CacheSync`` says when every watched kind has listed once
+(upstream ``WaitForCacheSync``): no pod is scheduled before, so no decision is made on a
+half-known cluster.
+
 Limits: no QueueingHints (every move request moves every unschedulable pod), as in
 ``core/queueing.py``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Final, Protocol
 
@@ -55,6 +61,7 @@ __all__ = [
     "EVENT_POLICY_CHANGE",
     "NOTHING",
     "OBJECT_STORES",
+    "CacheSync",
     "PendingPods",
     "Queued",
     "Routed",
@@ -62,10 +69,14 @@ __all__ = [
     "expire_assumed",
     "reports_unreadable",
     "route_namespace",
+    "route_namespaces_relisted",
     "route_node",
     "route_node_deleted",
+    "route_nodes_relisted",
     "route_object",
+    "route_objects_relisted",
     "route_pod",
+    "route_pods_relisted",
     "serve",
 ]
 
@@ -133,8 +144,34 @@ class PendingPods:
     def of(self, scheduler_name: str) -> list[Pod]:
         return list(self._by_name.get(scheduler_name, {}).values())
 
+    def __iter__(self) -> Iterator[Pod]:
+        for bucket in self._by_name.values():
+            yield from bucket.values()
+
     def __len__(self) -> int:
         return sum(len(b) for b in self._by_name.values())
+
+
+class CacheSync:
+    """The watched kinds whose initial list is still to come (upstream ``WaitForCacheSync``)."""
+
+    def __init__(self, kinds: Iterable[str]) -> None:
+        self._waiting = dict.fromkeys(kinds)
+
+    def listed(self, kind: str) -> bool:
+        """`kind` delivered its list; True exactly when that completes the sync."""
+        if kind not in self._waiting:
+            return False
+        del self._waiting[kind]
+        return not self._waiting
+
+    @property
+    def synced(self) -> bool:
+        return not self._waiting
+
+    @property
+    def waiting(self) -> tuple[str, ...]:
+        return tuple(self._waiting)
 
 
 # --------------------------------------------------------------------------- pods
@@ -184,6 +221,15 @@ def route_pod(
     return Routed(wake=(pod.scheduler_name,))
 
 
+def route_pods_relisted(
+    uids: set[str], *, cache: SchedulerCache, pending: PendingPods, served: Mapping[str, Queued], now: float
+) -> Routed:
+    """A list of every pod held `uids`: the pods we know that it lacks were deleted meanwhile."""
+    gone = [p for p in cache.pods() if p.uid not in uids]
+    gone += [p for p in pending if p.uid not in uids and cache.get_pod(p.uid) is None]
+    return _merge(route_pod(p, deleted=True, cache=cache, pending=pending, served=served, now=now) for p in gone)
+
+
 def reports_unreadable(scheduler_name: object, node_name: object, served: Mapping[str, Queued]) -> bool:
     """Whether a pod body the parser refused is a pending pod of ours (it gets a Warning event)."""
     return not node_name and isinstance(scheduler_name, str) and scheduler_name in served
@@ -207,6 +253,17 @@ def _settled(routed: Routed, uid: str) -> Routed:
     return Routed(routed.wake, routed.event, uid)
 
 
+def _merge(routed: Iterable[Routed]) -> Routed:
+    """Several routed events as one: every loop to wake, the last event broadcast (settled pods
+    are left out: the bounded condition memo lets a deleted pod's entry age out)."""
+    wake: dict[str, None] = {}
+    event = ""
+    for r in routed:
+        wake.update(dict.fromkeys(r.wake))
+        event = r.event or event
+    return Routed(tuple(wake), event)
+
+
 # --------------------------------------------------------------------------- nodes and the rest
 
 
@@ -226,6 +283,13 @@ def route_node_deleted(name: str, *, cache: SchedulerCache) -> Routed:
     return NOTHING
 
 
+def route_nodes_relisted(names: set[str], *, cache: SchedulerCache) -> Routed:
+    """A list of every node held `names`: the nodes we know that it lacks were deleted meanwhile."""
+    for name in [n for n in cache.node_names() if n not in names]:
+        route_node_deleted(name, cache=cache)
+    return NOTHING
+
+
 def route_object(kind: str, key: str, obj: object | None, *, cache: SchedulerCache, served: Mapping[str, Queued], now: float) -> Routed:
     """A Service, controller, volume, claim, storage class, PDB or CSINode changed (None: deleted)."""
     store: dict[str, object] = getattr(cache.objects, OBJECT_STORES[kind])
@@ -235,6 +299,15 @@ def route_object(kind: str, key: str, obj: object | None, *, cache: SchedulerCac
         store[key] = obj
     cache.objects.generation += 1
     return broadcast(f"{kind}Change", served, now)
+
+
+def route_objects_relisted(kind: str, keys: set[str], *, cache: SchedulerCache, served: Mapping[str, Queued], now: float) -> Routed:
+    """A list of every `kind` held `keys`: the objects of that kind we know that it lacks are gone."""
+    store: dict[str, object] = getattr(cache.objects, OBJECT_STORES[kind])
+    shared = sum(1 for store_of in OBJECT_STORES.values() if store_of == OBJECT_STORES[kind]) > 1
+    prefix = f"{kind}/" if shared else ""  # controllers of three kinds share one store, keyed Kind/ns/name
+    gone = [k for k in store if k not in keys and k.startswith(prefix)]
+    return _merge(route_object(kind, k, None, cache=cache, served=served, now=now) for k in gone)
 
 
 def route_namespace(
@@ -251,6 +324,12 @@ def route_namespace(
     known[name] = labels
     cache.objects.generation += 1
     return broadcast(EVENT_NAMESPACE_CHANGE, served, now)
+
+
+def route_namespaces_relisted(names: set[str], *, cache: SchedulerCache, served: Mapping[str, Queued], now: float) -> Routed:
+    """A list of every namespace held `names`: the namespaces we know that it lacks are gone."""
+    gone = [n for n in cache.objects.namespace_labels if n not in names]
+    return _merge(route_namespace(n, None, cache=cache, served=served, now=now) for n in gone)
 
 
 # --------------------------------------------------------------------------- moves and served names

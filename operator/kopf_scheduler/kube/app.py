@@ -97,6 +97,10 @@ class App:
         self.leading = asyncio.Event()
         if not leader_election:
             self.leading.set()
+        #: the kinds whose initial list is still to come (None: the informers have not started)
+        self.sync: routing.CacheSync | None = None
+        #: set once every informer listed: the loops schedule only then
+        self.synced = asyncio.Event()
         self.bind_slots = asyncio.Semaphore(BIND_CONCURRENCY)
         self.write_slots = asyncio.Semaphore(WRITE_CONCURRENCY)
         self.started = False
@@ -142,9 +146,18 @@ class App:
         for state in self.states.values():
             state.wakeup.set()
 
+    def listed(self, kind: str) -> None:
+        """An informer delivered its initial list; the last one lets the loops schedule."""
+        if self.sync is not None and self.sync.listed(kind):
+            logger.info("caches synced: %d nodes, %d pods bound, %d pending", self.cache.node_count(), self.cache.pod_count(), len(self.pending))
+            self.synced.set()
+            self.wake()
+
     def ready(self) -> tuple[bool, str]:
-        if not self.started:
+        if not self.started or self.sync is None:
             return False, "starting"
+        if not self.sync.synced:
+            return False, f"waiting for the initial lists of {', '.join(self.sync.waiting)}"
         return True, f"{len(self.states)} scheduler name(s) served, {self.cache.node_count()} nodes"
 
     def state_for_policy(self, policy: str) -> PolicyState | None:

@@ -1,8 +1,9 @@
-"""``Api``: the asyncio HTTP client every write of the operator goes through.
+"""``Api``: the asyncio HTTP client the operator's informers and writes go through.
 
-Binds, events, pod conditions, SchedulingPolicy statuses and the leader-election Lease all use
-one aiohttp session built from the process's one ``Credentials`` (``kube/credentials.py``), the
-same ones Kopf's watches log in with. Bodies are plain JSON we build ourselves, so timestamps go
+The informers' lists and watches (``kube/informer.py``), binds, events, pod conditions,
+SchedulingPolicy statuses and the leader-election Lease all use one aiohttp session built from
+the process's one ``Credentials`` (``kube/credentials.py``), the same ones Kopf's policy watch
+logs in with. Bodies are plain JSON we build ourselves, so timestamps go
 out exactly as formatted (the official client re-serialises MicroTime without the zero fraction
 the API server requires). We keep this small client rather than a maintained one because it is
 the fastest path we have measured for the bind round trip (see ``bench/bench_client.py``).
@@ -11,12 +12,18 @@ Requests never raise for HTTP errors: they return (status, decoded body); a tran
 returns status 0 and the error text. The bearer token is taken from its ``TokenSource`` for every
 request (a token file is looked at at most once a second); a 401 makes it re-read the token at
 once and, if the token changed, the request is sent once more.
+
+``watch`` streams a watch request's events as decoded dicts until the server's timeout ends it;
+an HTTP error becomes one ``ERROR`` event carrying its code (as the API server reports a 410
+inside a stream), a transport failure one with code 0.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator, Mapping
 from typing import Any, Final
+from urllib.parse import urlencode
 
 import aiohttp
 
@@ -24,9 +31,11 @@ from .credentials import Credentials, ssl_context
 
 __all__ = ["CONNECTION_LIMIT", "Api"]
 
-#: pooled connections: more than the binds and writes the App lets run at once (64 + 16), so a
-#: Lease renewal or a policy status never waits behind them for a connection
+#: pooled connections: more than the informers' watches, binds and writes at once (12 + 64 + 16),
+#: so a Lease renewal or a policy status never waits behind them for a connection
 CONNECTION_LIMIT: Final = 128
+#: a watch that sends nothing (not even a bookmark) for this long past its own timeout is dead
+WATCH_READ_SLACK: Final = 30.0
 
 
 class Api:
@@ -49,17 +58,50 @@ class Api:
             status, answer = await self._send(method, path, data, content_type)
         return status, answer
 
-    async def _send(self, method: str, path: str, data: str | None, content_type: str) -> tuple[int, Any]:
+    async def watch(self, path: str, params: Mapping[str, str], *, timeout: float) -> AsyncIterator[dict[str, Any]]:
+        """The events of ``GET path?watch=1&...`` (the server ends it after `timeout` seconds)."""
+        query = urlencode({**params, "watch": "1", "timeoutSeconds": str(int(timeout))})
+        client_timeout = aiohttp.ClientTimeout(total=None, sock_connect=self._timeout.total, sock_read=timeout + WATCH_READ_SLACK)
+        for attempt in range(2):
+            try:
+                async with self._session_().get(f"{self.host}{path}?{query}", headers=self._auth({}), timeout=client_timeout) as resp:
+                    if resp.status == 401 and attempt == 0 and self.credentials.token is not None and self.credentials.token.refresh():
+                        continue
+                    if resp.status != 200:
+                        text = await resp.text()
+                        yield {"type": "ERROR", "object": {"code": resp.status, "message": text[:300]}}
+                        return
+                    buffer = b""
+                    async for chunk in resp.content.iter_any():
+                        buffer += chunk
+                        if b"\n" not in chunk:
+                            continue
+                        *lines, buffer = buffer.split(b"\n")
+                        for line in lines:
+                            if line:
+                                yield json.loads(line)
+                    return
+            except (TimeoutError, aiohttp.ClientError, OSError, ValueError) as exc:
+                yield {"type": "ERROR", "object": {"code": 0, "message": f"{type(exc).__name__}: {exc}"}}
+                return
+
+    def _session_(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
             connector = aiohttp.TCPConnector(ssl=self._ssl, limit=self._connections)
             self._session = aiohttp.ClientSession(connector=connector, headers=self._headers, timeout=self._timeout)
+        return self._session
+
+    def _auth(self, headers: dict[str, str]) -> dict[str, str]:
+        if self.credentials.token is not None:
+            headers["Authorization"] = f"Bearer {self.credentials.token.current()}"
+        return headers
+
+    async def _send(self, method: str, path: str, data: str | None, content_type: str) -> tuple[int, Any]:
         headers: dict[str, str] = {}
         if data is not None:
             headers["Content-Type"] = content_type
-        if self.credentials.token is not None:
-            headers["Authorization"] = f"Bearer {self.credentials.token.current()}"
         try:
-            async with self._session.request(method, self.host + path, data=data, headers=headers) as resp:
+            async with self._session_().request(method, self.host + path, data=data, headers=self._auth(headers)) as resp:
                 text = await resp.text()
                 try:
                     decoded: Any = json.loads(text) if text else None
