@@ -210,6 +210,10 @@ class SchedulerCache:
     def update_snapshot(self, snap: Snapshot, *, private_objects: bool = False) -> None:
         """Bring ``snap`` up to date, re-cloning only NodeInfos whose generation moved.
 
+        When the set of nodes changed (a node added or removed, a zone relabelled), the node-tree
+        order is made again and the snapshot keeps its clones of unchanged nodes (same generation:
+        same content), so only the changed nodes are cloned then too.
+
         The snapshot shares the cache's ``ClusterObjects``, or with ``private_objects`` holds a copy
         of them (re-made only when they changed), for a cycle that runs while the cache changes.
         """
@@ -218,7 +222,12 @@ class SchedulerCache:
         elif snap.objects is self.objects or snap.objects.generation != self.objects.generation:
             snap.objects = self.objects.copy()
         if snap.node_set_version != self._node_set_version or len(snap) == 0 and self._nodes:
-            snap.replace_all([self._nodes[name].clone() for name in self._tree_order()])
+            held = snap.by_name
+            infos = []
+            for name in self._tree_order():
+                current, kept = self._nodes[name], held.get(name)
+                infos.append(kept if kept is not None and kept.generation == current.generation else current.clone())
+            snap.replace_all(infos)
             snap.node_set_version = self._node_set_version
             return
         since = snap.generation

@@ -33,7 +33,8 @@ UNRESOLVABLE: Final = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
 @dataclass(slots=True)
 class Diagnosis:
     num_all_nodes: int = 0
-    #: node name -> the status of the filter that rejected it (only evaluated, failed nodes)
+    #: node name -> the status of the filter that rejected it (only evaluated, failed nodes; when a
+    #: node was found, the vector filters' rejections are left out unless the attempt explains)
     node_to_status: dict[str, Status] = field(default_factory=dict)
     #: the status of every node not in ``node_to_status`` (upstream ``NodeToStatus.AbsentNodesStatus``):
     #: a pre-filter's rejection, or the nodes a PreFilterResult left out
