@@ -437,6 +437,9 @@ def _check(cache: SchedulerCache, loop: Snapshot) -> None:
     for e in cache._pods.values():
         assert cache._nodes[e.pod.node_name].pods[e.pod.uid] is e.pod
     assert sum(len(i.pods) for i in cache._nodes.values()) == cache.pod_count()
+    # the assumed index holds exactly the entries not yet confirmed (expiry and counts read only it)
+    assert cache._assumed == {uid: e for uid, e in cache._pods.items() if e.state is not PodState.ADDED}
+    assert cache.assumed_count() == len(cache._assumed)
     # the incrementally updated snapshot equals a fresh rebuild
     cache.update_snapshot(loop)
     fresh = cache.snapshot()
