@@ -3,13 +3,16 @@
     python bench/bench_core.py                       # both workloads, defaults below
     python bench/bench_core.py --workload basic --nodes 5000 --pods 10000
     python bench/bench_core.py --workload anti-affinity --nodes 1000 --pods 1000
+    python bench/bench_core.py --workload topology-spread --nodes 5000   # also node-affinity, preferred-affinity
     python bench/bench_core.py --profile out.prof    # also write a cProfile
     python bench/bench_core.py --path loop           # the operator loop's core path (bench_explain.py adds its attempt log)
 
 Workloads follow upstream scheduler_perf templates: node-default (4 cpu, 32Gi,
-110 pods), pod-default (100m / 500Mi requests and limits) and
+110 pods, zones a..c), pod-default (100m / 500Mi requests and limits),
 pod-with-pod-anti-affinity (required anti-affinity on kubernetes.io/hostname
-against the pods' own labels). Policy: DefaultProvider (the v1.9 set).
+against the pods' own labels), pod-with-node-affinity (zone In [a, b]),
+pod-with-topology-spreading (zone, maxSkew 5) and a preferred pod affinity on
+the zone. Policy: today's default profile.
 Prints pods/s; the goals are >= 2000 pods/s (basic, 5000 nodes) and >= 300
 pods/s (anti-affinity, 1000 nodes). A figure, not a pass/fail test.
 
@@ -103,11 +106,45 @@ def run_loop_path(cache: SchedulerCache, pending: list[Pod], seed: int, log: Att
     return scheduled
 
 
+def node_affinity_pod(i: int) -> dict:
+    body = basic_pod(i)
+    term = {"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": list(ZONES[:2])}]}
+    body["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}
+    return body
+
+
+def topology_spread_pod(i: int) -> dict:
+    body = basic_pod(i)
+    body["metadata"]["labels"] = {"color": "blue"}
+    body["spec"]["topologySpreadConstraints"] = [
+        {"maxSkew": 5, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"color": "blue"}}}
+    ]
+    return body
+
+
+def preferred_affinity_pod(i: int) -> dict:
+    body = basic_pod(i)
+    body["metadata"]["labels"] = {"color": "red"}
+    term = {"labelSelector": {"matchLabels": {"color": "red"}}, "topologyKey": "topology.kubernetes.io/zone"}
+    body["spec"]["affinity"] = {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 10, "podAffinityTerm": term}]}}
+    return body
+
+
+#: workload -> (pod shape, default nodes, default pods); scheduler_perf's templates
+WORKLOADS = {
+    "basic": (basic_pod, 5000, 10000),
+    "anti-affinity": (anti_affinity_pod, 1000, 1000),
+    "node-affinity": (node_affinity_pod, 5000, 5000),
+    "topology-spread": (topology_spread_pod, 5000, 5000),
+    "preferred-affinity": (preferred_affinity_pod, 5000, 5000),
+}
+
+
 def run(workload: str, nodes: int, pods: int, seed: int, profile_path: str | None, *, path: str = "simulation") -> float:
     cache = SchedulerCache()
     for i in range(nodes):
         cache.add_node(parse_node(node_body(i)))
-    make = basic_pod if workload == "basic" else anti_affinity_pod
+    make = WORKLOADS[workload][0]
     pending = [parse_pod(make(i)) for i in range(pods)]
     prof = cProfile.Profile() if profile_path else None
     if prof:
@@ -129,17 +166,16 @@ def run(workload: str, nodes: int, pods: int, seed: int, profile_path: str | Non
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--workload", choices=("basic", "anti-affinity", "all"), default="all")
+    ap.add_argument("--workload", choices=(*WORKLOADS, "all"), default="all", help="all: basic and anti-affinity")
     ap.add_argument("--nodes", type=int)
     ap.add_argument("--pods", type=int)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--profile", help="write a cProfile to this file and print the top entries")
     ap.add_argument("--path", choices=("simulation", "loop"), default="simulation", help="the simulator, or the operator loop's core path")
     args = ap.parse_args()
-    if args.workload in ("basic", "all"):
-        run("basic", args.nodes or 5000, args.pods or 10000, args.seed, args.profile, path=args.path)
-    if args.workload in ("anti-affinity", "all"):
-        run("anti-affinity", args.nodes or 1000, args.pods or 1000, args.seed, args.profile, path=args.path)
+    for workload in ("basic", "anti-affinity") if args.workload == "all" else (args.workload,):
+        _, nodes, pods = WORKLOADS[workload]
+        run(workload, args.nodes or nodes, args.pods or pods, args.seed, args.profile, path=args.path)
     return 0
 
 

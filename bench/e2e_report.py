@@ -299,7 +299,8 @@ def _median(stat: Mapping[str, float] | None, digits: int) -> str:
 
 def overview_markdown(results: Mapping[str, Any]) -> str:
     """One row per workload, medians only: pods/s and CPU-s per 1000 pods of each contender (p99
-    latency in steady arrival), then ours/upstream. The table README.md quotes."""
+    latency in steady arrival; peak RSS first in a memory workload), then ours/upstream. The table
+    README.md quotes."""
     contenders = results["contenders"]
     header = ["workload", *(info["label"] for info in contenders.values())]
     if "ours" in contenders and "upstream" in contenders:
@@ -313,11 +314,16 @@ def overview_markdown(results: Mapping[str, Any]) -> str:
             cell = f"{_median(stats['pods_per_s'], 0)} pods/s, {_median(stats['cpu_s_per_1000'], 2)} CPU-s"
             if workload["steady"]:
                 cell = f"p99 {_median(stats['latency_p99_ms'], 0)} ms, {_median(stats['cpu_s_per_1000'], 2)} CPU-s"
+            if workload.get("memory"):
+                cell = f"{_median(stats['peak_rss_mib'], 0)} MiB, " + cell
             row.append(cell)
         if len(header) > len(row):
             ratios = workload["ratios"]
             first = ("p99 latency", "p99") if workload["steady"] else ("throughput", "pods/s")
-            row.append(f"{_median(ratios.get(first[0]), 2)}x {first[1]}, {_median(ratios.get('CPU per pod'), 2)}x CPU")
+            cell = f"{_median(ratios.get(first[0]), 2)}x {first[1]}, {_median(ratios.get('CPU per pod'), 2)}x CPU"
+            if workload.get("memory"):
+                cell = f"{_median(ratios.get('peak RSS'), 2)}x RSS, " + cell
+            row.append(cell)
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines) + "\n"
 

@@ -13,14 +13,18 @@ from __future__ import annotations
 import signal
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+import yaml
 from kube_helpers import (
     GROUP,
     PLURAL,
+    ROOT,
     VERSION,
     Group,
     Operator,
@@ -32,6 +36,9 @@ from kube_helpers import (
     wait_accepted,
 )
 from kubernetes import client
+
+from kopf_scheduler.cluster import ControlPlane
+from kopf_scheduler.cluster.controlplane import free_port
 
 pytestmark = pytest.mark.cluster
 
@@ -326,3 +333,64 @@ def test_two_replicas_with_leader_election_bind_once_and_fail_over(
             if op is not None:
                 op.stop()
                 _running.remove(op)
+
+
+def test_nothing_is_scheduled_and_readyz_says_not_ready_until_the_node_list_is_in(
+    operator: Operator, control_plane: ControlPlane, api: client.ApiClient, custom: client.CustomObjectsApi, namespace: str,
+    group: Group, tmp_path: Path,
+) -> None:
+    """Upstream's WaitForCacheSync: a ServiceAccount that may not list nodes yet keeps the operator
+    unready and its loop idle (a pod waits without an attempt: no "0/0 nodes" FailedScheduling);
+    once the permission comes, the nodes list, /readyz turns ready and the pod is bound."""
+    core, rbac = client.CoreV1Api(api), client.RbacAuthorizationV1Api(api)
+    role = next(d for d in yaml.safe_load_all((ROOT / "deploy" / "rbac.yaml").read_text()) if d["kind"] == "ClusterRole")
+    for rule in role["rules"]:
+        rule["resources"] = [r for r in rule["resources"] if r != "nodes"]
+    sa = "kopf-scheduler-no-nodes"
+    names = [f"e2e-sync-{group.id}", f"e2e-sync-nodes-{group.id}"]
+    rbac.create_cluster_role({**role, "metadata": {"name": names[0]}})
+    rbac.create_cluster_role({"metadata": {"name": names[1]}, "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["list", "watch"]}]})
+    subject = [{"kind": "ServiceAccount", "name": sa, "namespace": "kopf-scheduler"}]
+
+    def bind(name: str) -> None:
+        ref = {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name}
+        rbac.create_cluster_role_binding({"metadata": {"name": name}, "roleRef": ref, "subjects": subject})
+
+    bind(names[0])
+    port = free_port()
+    kubeconfig = control_plane.service_account_kubeconfig("kopf-scheduler", sa, path=tmp_path / "sa.kubeconfig")
+    op = Operator(tmp_path / "operator.log", ["--policy", "e2e-sync", "--metrics-port", str(port)], kubeconfig)
+    _running.append(op)
+
+    def readyz() -> tuple[int, str]:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as resp:
+                return resp.status, resp.read().decode()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read().decode()
+        except OSError:
+            return 0, ""
+
+    try:
+        create_policy(custom, "e2e-sync", {"schedulerName": "e2e-sync"})
+        wait_accepted(custom, "e2e-sync", op)
+        group.nodes(1)
+        core.create_namespaced_pod(namespace, group.pod("early", scheduler="e2e-sync"))
+        code, text = wait(op, lambda: (r := readyz())[0] == 503 and r, message="/readyz answers 503")
+        assert "waiting for the initial lists of Node" in text
+        time.sleep(2.0)
+        assert node_of(core, namespace, "early") is None, "scheduled before the node list was in"
+        assert not events_of(core, namespace, "FailedScheduling", "early"), "an attempt on a cluster without its nodes"
+        assert readyz()[0] == 503
+
+        bind(names[1])
+        code, text = wait(op, lambda: (r := readyz())[0] == 200 and r, timeout=40, message="/readyz turns ready")
+        assert "nodes" in text
+        assert wait(op, lambda: node_of(core, namespace, "early"), message="bound once synced") in group.names
+    finally:
+        delete_policy(custom, "e2e-sync")
+        op.stop()
+        _running.remove(op)
+        for name in names:
+            rbac.delete_cluster_role_binding(name)
+            rbac.delete_cluster_role(name)

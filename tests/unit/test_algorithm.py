@@ -227,11 +227,25 @@ def test_vector_search_matches_scalar_search() -> None:
     s1 = GenericScheduler(Profile("s", filters=(scalar,), scorers=((ScoreByName({}), 1),)))
     s2 = GenericScheduler(Profile("s", filters=(vector,), scorers=((ScoreByName({}), 1),)))
     for i in range(5):
-        r1 = s1.schedule(make_pod(f"p{i}").obj(), snap, rng=random.Random(i))
-        r2 = s2.schedule(make_pod(f"p{i}").obj(), snap, rng=random.Random(i))
+        r1 = s1.schedule(make_pod(f"p{i}").obj(), snap, rng=random.Random(i), explain=True)
+        r2 = s2.schedule(make_pod(f"p{i}").obj(), snap, rng=random.Random(i), explain=True)
         assert (r1.node, r1.evaluated_nodes, r1.feasible_nodes) == (r2.node, r2.evaluated_nodes, r2.feasible_nodes)
         assert r1.diagnosis.node_to_status.keys() == r2.diagnosis.node_to_status.keys()
         assert s1.next_start_node_index == s2.next_start_node_index
+
+
+def test_the_vector_search_asks_why_nodes_failed_only_when_nothing_fits_or_to_explain() -> None:
+    # 1000 nodes, every third rejected: a node is found; without explain the per-node form is not
+    # called for the rejected ones (a Python call each), only the rejecting plugin is remembered
+    vector = VectorRejectNodes({f"n{i}" for i in range(0, 1000, 3)})
+    found = GenericScheduler(Profile("s", filters=(vector,), scorers=((ScoreByName({}), 1),))).schedule(
+        make_pod("p").obj(), snapshot_of(1000), rng=random.Random(0)
+    )
+    assert found.node is not None and found.diagnosis.node_to_status == {} and vector.calls == []
+    assert found.diagnosis.unschedulable_plugins == {vector.name}
+    everything = VectorRejectNodes({f"n{i}" for i in range(10)})  # nothing fits: every node's reason is needed
+    unfit = GenericScheduler(Profile("s", filters=(everything,))).schedule(make_pod("p").obj(), snapshot_of(10), rng=random.Random(0))
+    assert unfit.node is None and len(unfit.diagnosis.node_to_status) == 10
 
 
 def test_nominated_node_is_tried_first() -> None:

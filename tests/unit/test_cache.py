@@ -311,6 +311,42 @@ def test_a_snapshots_node_names_list_is_never_changed_in_place() -> None:
     assert kept == ["n0", "n1", "n2"] and sorted(snap.table.names) == ["n1", "n2", "n3"]
 
 
+def test_a_changed_node_set_keeps_the_clones_and_rows_of_unchanged_nodes() -> None:
+    cache = SchedulerCache()
+    for i in range(5):
+        cache.add_node(node(f"n{i}"))
+    snap = cache.snapshot()
+    first = {i.name: i for i in snap.node_infos}
+    cache.add_node(node("n5"))  # the node set changes: the order is made again...
+    cache.add_pod(pod("p", cpu="1", on="n1"))
+    cache.remove_node("n3")
+    cache.update_snapshot(snap)
+    assert [i.name for i in snap.node_infos] == ["n0", "n1", "n2", "n4", "n5"]
+    assert {n for n in first if n != "n3" and snap.get(n) is not first[n]} == {"n1"}  # ...but only n1 is cloned again
+    rebuilt = NodeTable(list(snap.node_infos))  # every row written afresh
+    for col in (*TABLE_COLUMNS, "generation"):
+        assert np.array_equal(getattr(snap.table, col), getattr(rebuilt, col)), col
+
+
+def test_nodes_holding_pods_with_affinity_are_known_per_change() -> None:
+    cache = SchedulerCache()
+    for name in ("a", "b", "c"):
+        cache.add_node(node(name))
+    snap = cache.snapshot()
+    assert not snap.any_pods_with_affinity and not snap.any_pods_with_required_anti_affinity
+    anti = make_pod("anti").uid("anti").pod_affinity("kubernetes.io/hostname", {"x": "y"}, anti=True).node("c").obj()
+    cache.add_pod(anti)
+    cache.add_pod(make_pod("aff").uid("aff").pod_affinity("kubernetes.io/hostname", {"x": "y"}).node("a").obj())
+    cache.update_snapshot(snap)
+    assert snap.any_pods_with_affinity and snap.any_pods_with_required_anti_affinity
+    assert [i.name for i in snap.have_pods_with_affinity] == ["a", "c"]  # in snapshot order
+    assert [i.name for i in snap.have_pods_with_required_anti_affinity] == ["c"]
+    cache.remove_pod(anti)
+    cache.update_snapshot(snap)
+    assert snap.any_pods_with_affinity and not snap.any_pods_with_required_anti_affinity
+    assert [i.name for i in snap.have_pods_with_affinity] == ["a"]
+
+
 def test_two_snapshots_each_see_node_set_changes() -> None:
     # regression: the node-set version was stored once per cache, so a second snapshot
     # (cache.snapshot() for a simulation or a dump) hid added and removed nodes from the loop's one
@@ -417,6 +453,9 @@ def _check(cache: SchedulerCache, loop: Snapshot) -> None:
     for e in cache._pods.values():
         assert cache._nodes[e.pod.node_name].pods[e.pod.uid] is e.pod
     assert sum(len(i.pods) for i in cache._nodes.values()) == cache.pod_count()
+    # the assumed index holds exactly the entries not yet confirmed (expiry and counts read only it)
+    assert cache._assumed == {uid: e for uid, e in cache._pods.items() if e.state is not PodState.ADDED}
+    assert cache.assumed_count() == len(cache._assumed)
     # the incrementally updated snapshot equals a fresh rebuild
     cache.update_snapshot(loop)
     fresh = cache.snapshot()
@@ -424,7 +463,8 @@ def _check(cache: SchedulerCache, loop: Snapshot) -> None:
     for col in TABLE_COLUMNS:
         assert np.array_equal(getattr(loop.table, col), getattr(fresh.table, col)), col
     for a, b in zip(loop.node_infos, fresh.node_infos):
-        assert a.pods.keys() == b.pods.keys() and a.requested == b.requested and a.node is b.node
+        assert a.pods.keys() == b.pods.keys() and a.requested == b.requested and a.node is b.node and a.generation == b.generation
+    assert np.array_equal(loop.table.generation, fresh.table.generation)
     rebuilt = NodeTable(list(fresh.node_infos))
     for col in TABLE_COLUMNS:
         assert np.array_equal(getattr(loop.table, col), getattr(rebuilt, col)), col

@@ -12,6 +12,7 @@ from kopf_scheduler.core.algorithm import GenericScheduler, ScheduleResult
 from kopf_scheduler.core.explanation import (
     CHOSEN,
     FEASIBLE,
+    FILTERED,
     REJECTED,
     UNRESOLVABLE,
     Explanation,
@@ -73,7 +74,7 @@ def attempt(prof: Profile, pod: Pod, infos: list[NodeInfo], *, explain: bool = F
 
 
 def test_a_scheduled_pod_shows_raw_normalised_and_weighted_scores_and_every_rejection() -> None:
-    e = explanation_of(web(), attempt(profile(AFFINITY_AND_FIT), web(), four_nodes()), scheduler_name="t", attempts=2)
+    e = explanation_of(web(), attempt(profile(AFFINITY_AND_FIT), web(), four_nodes(), explain=True), scheduler_name="t", attempts=2)
     assert (e.outcome, e.node, e.num_nodes, e.evaluated_nodes, e.not_evaluated) == ("scheduled", "a", 4, 4, ())
     assert [(v.node, v.result, v.total) for v in e.nodes] == [("a", CHOSEN, 268), ("b", FEASIBLE, 134), ("c", UNRESOLVABLE, None), ("d", REJECTED, None)]
     # NodeAffinity raw: a matches both terms (10 + 5 = 15), b only the second (5); normalised by the maximum:
@@ -105,8 +106,25 @@ def test_a_scheduled_pod_shows_raw_normalised_and_weighted_scores_and_every_reje
     ]
 
 
+def test_without_explain_a_scheduled_pods_rejections_name_the_plugin_but_not_its_reasons() -> None:
+    # the operator's attempts: the filters are not asked why once a node is found (a Python call per node)
+    e = explanation_of(web(), attempt(profile(AFFINITY_AND_FIT), web(), four_nodes()), scheduler_name="t")
+    assert (e.outcome, e.node, e.evaluated_nodes, e.not_evaluated) == ("scheduled", "a", 4, ())
+    assert [(v.node, v.result, v.plugin, v.reasons) for v in e.rejected] == [
+        ("c", FILTERED, "TaintToleration", ()),
+        ("d", FILTERED, "NodeResourcesFit", ()),
+    ]
+    assert render(e).splitlines()[-3:] == [
+        "NODE  RESULT    PLUGIN            REASONS",
+        "c     filtered  TaintToleration   (not asked: the pod was scheduled)",
+        "d     filtered  NodeResourcesFit  (not asked: the pod was scheduled)",
+    ]
+    assert summary(e).splitlines()[1] == "  2 node(s) filtered out: 1 rejected by NodeResourcesFit, 1 rejected by TaintToleration."
+    assert from_json(to_json(e)) == e
+
+
 def test_the_json_form_reads_back_to_the_same_explanation() -> None:
-    e = explanation_of(web(), attempt(profile(AFFINITY_AND_FIT), web(), four_nodes()), scheduler_name="t", attempts=2)
+    e = explanation_of(web(), attempt(profile(AFFINITY_AND_FIT), web(), four_nodes(), explain=True), scheduler_name="t", attempts=2)
     data = to_json(e)
     assert data["nodes"][1] == {
         "node": "b", "result": "feasible", "total": 134,

@@ -16,6 +16,7 @@ from kopf_scheduler.core.objects import Pod
 from kopf_scheduler.core.parsing import ObjectError, parse_pod
 from kopf_scheduler.core.resources import DEFAULT_MEMORY_REQUEST as DMEM
 from kopf_scheduler.core.resources import DEFAULT_MILLI_CPU_REQUEST as DCPU
+from kopf_scheduler.core.resources import ZERO_RESOURCES
 
 M = 1_000_000  # "1M" of memory
 
@@ -156,4 +157,27 @@ def test_bad_status_resources_name_the_field(status: dict[str, object], field: s
     body = make_pod("p").container("c0").raw()
     body["status"].update(status)
     with pytest.raises(ObjectError, match=field.replace("[", r"\[").replace("]", r"\]")):
+        parse_pod(body)
+
+
+def test_a_bound_pod_is_read_only_for_what_placed_pods_are_read_for() -> None:
+    # the same body, pending and bound: placement-only fields are left at their defaults once bound
+    b = make_pod("p").req(cpu="1").lim(cpu="2").label(app="a").toleration("k", effect="NoSchedule").node_selector(disk="ssd")
+    b.spread(1, "zone", selector={"matchLabels": {"app": "a"}}).host_port(80)
+    pending, bound = b.obj(), b.node("n1").obj()
+    assert pending.tolerations and pending.node_selector and pending.topology_spread_constraints and pending.source is not None
+    assert pending.limits.milli_cpu == 2000 and pending.container_non_zero_requests.milli_cpu == 1000
+    assert (bound.tolerations, bound.node_selector, bound.topology_spread_constraints, bound.source) == ((), {}, (), None)
+    assert bound.limits == ZERO_RESOURCES and bound.container_non_zero_requests == ZERO_RESOURCES
+    # what the cache and the plugins read of placed pods is all there
+    for field in ("uid", "labels", "requests", "non_zero_requests", "host_ports", "affinity", "volumes", "priority", "containers"):
+        assert getattr(bound, field) == getattr(pending, field), field
+
+
+def test_a_bound_pod_with_placement_fields_the_parser_refuses_still_counts_on_its_node() -> None:
+    body = make_pod("p").req(cpu="1").node("n1").raw()
+    body["spec"]["tolerations"] = ["not an object"]
+    assert parse_pod(body).requests.milli_cpu == 1000
+    body["spec"].pop("nodeName")
+    with pytest.raises(ObjectError, match="tolerations"):
         parse_pod(body)

@@ -1,5 +1,6 @@
 """Watch-event routing without Kopf: pod events into the cache, the pending index and the queues,
-as a table of single events and as step-by-step scenarios; nodes, other kinds and namespaces."""
+as a table of single events and as step-by-step scenarios; nodes, other kinds and namespaces;
+what a relist removes; when the caches count as synced."""
 
 from __future__ import annotations
 
@@ -14,15 +15,20 @@ from kopf_scheduler.core.profile import Profile
 from kopf_scheduler.core.queueing import ACTIVE, SchedulingQueue
 from kopf_scheduler.core.routing import (
     NOTHING,
+    CacheSync,
     PendingPods,
     Routed,
     expire_assumed,
     reports_unreadable,
     route_namespace,
+    route_namespaces_relisted,
     route_node,
     route_node_deleted,
+    route_nodes_relisted,
     route_object,
+    route_objects_relisted,
     route_pod,
+    route_pods_relisted,
     serve,
 )
 
@@ -346,3 +352,61 @@ def test_namespaces_move_pods_only_when_labels_change(world: World, before: dict
         world.cache.objects.namespace_labels["ns"] = before
     assert route_namespace("ns", labels, cache=world.cache, served=world.served, now=NOW).event == event
     assert world.cache.objects.namespace_labels.get("ns") == labels
+
+
+# --------------------------------------------------------------------------- lists and the cache sync
+
+
+def test_the_cache_is_synced_once_every_kind_listed_once() -> None:
+    sync = CacheSync(["Pod", "Node", "Service"])
+    assert (sync.synced, sync.waiting) == (False, ("Pod", "Node", "Service"))
+    assert sync.listed("Node") is False
+    assert sync.listed("Node") is False  # a relist of a kind already counted
+    assert sync.listed("Pod") is False and sync.waiting == ("Service",)
+    assert sync.listed("Service") is True  # exactly the list that completes it says so
+    assert sync.synced and sync.waiting == ()
+    assert sync.listed("Service") is False  # a later relist is no new sync
+
+
+def test_nothing_to_wait_for_is_synced_from_the_start() -> None:
+    assert CacheSync([]).synced
+
+
+def test_a_relist_deletes_the_pods_it_no_longer_holds(world: World) -> None:
+    world.pod(pod("kept", uid="k", on="n1"))
+    world.pod(pod("gone-bound", uid="gb", on="n1"))
+    world.pod(pod("gone-pending", uid="gp"))
+    world.pod(pod("kept-pending", uid="kp"))
+    assumed = pod("assumed", uid="a")
+    world.pod(assumed)
+    world.queue.pop(NOW)
+    world.cache.assume(assumed, "n1")
+    world.park_unschedulable(pod("waiting", uid="w"))
+    routed = route_pods_relisted({"k", "kp", "w"}, cache=world.cache, pending=world.pending, served=world.served, now=NOW)
+    assert sorted(p.uid for p in world.cache.pods()) == ["k"]  # the bound pod and the assumption are gone
+    assert sorted(p.uid for p in world.pending) == ["kp", "w"]
+    assert requested_cpu(world) == 1000  # only "kept" still counts
+    assert routed.wake == (OURS,) and routed.event == "AssignedPodDelete"  # freed room: the waiting pod moves
+    assert world.queue.where(pod("waiting", uid="w")) != "unschedulable"
+
+
+def test_a_relist_holding_everything_changes_nothing(world: World) -> None:
+    world.pod(pod("kept", uid="k", on="n1"))
+    world.pod(pod("pending", uid="p"))
+    assert route_pods_relisted({"k", "p"}, cache=world.cache, pending=world.pending, served=world.served, now=NOW) == NOTHING
+    assert len(world.pending) == 1 and world.cache.pod_count() == 1
+
+
+def test_a_relist_deletes_nodes_objects_and_namespaces_it_lacks(world: World) -> None:
+    route_node(make_node("n2").obj(), cache=world.cache, served=world.served, now=NOW)
+    route_nodes_relisted({"n2"}, cache=world.cache)
+    assert world.cache.node_names() == ["n2"]
+    for kind, key in [("ReplicaSet", "ReplicaSet/ns/a"), ("ReplicaSet", "ReplicaSet/ns/b"), ("StatefulSet", "StatefulSet/ns/a")]:
+        route_object(kind, key, object(), cache=world.cache, served=world.served, now=NOW)
+    routed = route_objects_relisted("ReplicaSet", {"ReplicaSet/ns/a"}, cache=world.cache, served=world.served, now=NOW)
+    # the StatefulSet shares the controllers store but not the ReplicaSet list: it stays
+    assert sorted(world.cache.objects.controllers) == ["ReplicaSet/ns/a", "StatefulSet/ns/a"]
+    assert routed.event == "ReplicaSetChange"
+    world.cache.objects.namespace_labels.update({"a": {}, "b": {}})
+    route_namespaces_relisted({"b"}, cache=world.cache, served=world.served, now=NOW)
+    assert list(world.cache.objects.namespace_labels) == ["b"]

@@ -208,7 +208,10 @@ class GenericScheduler:
             want = num_feasible_nodes_to_find(n if only is None else len(only), self.profile.percentage_of_nodes_to_score)
             if not self._scorers and not self._extenders_choose:
                 want = 1
-            feasible, evaluated, err = self._find_feasible(state, pod, snapshot, active, want, diagnosis, nominated, only)
+            # the rejected nodes' statuses only matter when nothing fits (or to explain), and the
+            # extenders may still reject every node the filters kept
+            explain_all = explain or bool(self.extenders)
+            feasible, evaluated, err = self._find_feasible(state, pod, snapshot, active, want, diagnosis, nominated, only, explain_all)
             if err is not None:
                 return ScheduleResult(None, diagnosis, evaluated_nodes=evaluated, error=err)
             self.next_start_node_index = (self.next_start_node_index + evaluated) % n
@@ -297,10 +300,13 @@ class GenericScheduler:
         diagnosis: Diagnosis,
         nominated: dict[int, list[Pod]],
         only: npt.NDArray[np.intp] | None = None,
+        explain_all: bool = True,
     ) -> tuple[list[int], int, str | None]:
         """The first ``want`` feasible node positions in rotated order, nodes processed, and an error if any.
 
         ``only``: the positions pre-filters admitted (upstream visits just those, rotated the same way).
+        Without ``explain_all``, the vector form records the rejected nodes' statuses only when no
+        node is feasible: asking each filter's per-node form why is a Python call per rejected node.
         """
         n = len(snapshot)
         start = self.next_start_node_index % n
@@ -313,7 +319,7 @@ class GenericScheduler:
             return order[:want].tolist(), min(want, len(order)), None
         check_all = self.profile.always_check_all_predicates
         if only is None and not check_all and all(self._vector_filters[j] for j in active):
-            return self._find_feasible_vector(state, pod, snapshot, active, want, diagnosis, order, nominated)
+            return self._find_feasible_vector(state, pod, snapshot, active, want, diagnosis, order, nominated, explain_all)
         return self._find_feasible_scalar(state, pod, snapshot, active, want, diagnosis, order, check_all, nominated)
 
     def _find_feasible_vector(
@@ -326,6 +332,7 @@ class GenericScheduler:
         diagnosis: Diagnosis,
         order: npt.NDArray[np.intp],
         nominated: dict[int, list[Pod]],
+        explain_all: bool,
     ) -> tuple[list[int], int, str | None]:
         n = len(order)
         table = snapshot.table
@@ -367,6 +374,11 @@ class GenericScheduler:
             plugin = self._filters[j]
             if processed < n:
                 positions = positions[((positions - start) % n) < processed]
+            if not explain_all and alive.size:
+                if positions.size:
+                    diagnosis.unschedulable_plugins.add(plugin.name)
+                    diagnosis.unasked[plugin.name] = positions  # kept by reference, read only to explain
+                continue
             for k in positions.tolist():
                 if k in held:
                     continue

@@ -55,6 +55,8 @@ class SchedulerCache:
         self.ttl = ttl
         self._nodes: dict[str, NodeInfo] = {}
         self._pods: dict[str, _Entry] = {}  # uid -> entry
+        #: the entries still ASSUMED or BOUND (upstream's assumedPods set): expiry and counts visit only these
+        self._assumed: dict[str, _Entry] = {}
         self.objects = ClusterObjects()
         #: bumped when the set of nodes (not their contents) changes
         self._node_set_version = 0
@@ -124,7 +126,7 @@ class SchedulerCache:
         return len(self._pods)
 
     def assumed_count(self) -> int:
-        return sum(1 for e in self._pods.values() if e.state is not PodState.ADDED)
+        return len(self._assumed)
 
     def assume(self, pod: Pod, node_name: str) -> Pod:
         """Place ``pod`` on ``node_name`` before the bind; returns the pod as stored (with nodeName)."""
@@ -134,7 +136,7 @@ class SchedulerCache:
             raise CacheError(f"pod {pod.key} is already in the cache ({self._pods[pod.uid].state.value}); cannot assume it")
         placed = pod if pod.node_name == node_name else pod.with_node(node_name)
         self._node_info_for(node_name).add_pod(placed)
-        self._pods[pod.uid] = _Entry(placed, PodState.ASSUMED)
+        self._pods[pod.uid] = self._assumed[pod.uid] = _Entry(placed, PodState.ASSUMED)
         return placed
 
     def finish_binding(self, pod: Pod, now: float) -> None:
@@ -153,7 +155,7 @@ class SchedulerCache:
         if pod.node_name and pod.node_name != e.pod.node_name:
             raise CacheError(f"forget: pod {pod.key} was assumed on {e.pod.node_name}, not {pod.node_name}")
         self._remove_from_node(e.pod)
-        del self._pods[pod.uid]
+        del self._pods[pod.uid], self._assumed[pod.uid]
 
     def add_pod(self, pod: Pod) -> None:
         """The watch shows a bound pod. Confirms an assumption (moving it if the node differs)."""
@@ -166,6 +168,7 @@ class SchedulerCache:
             self._remove_from_node(e.pod)
         self._node_info_for(pod.node_name).add_pod(pod)
         self._pods[pod.uid] = _Entry(pod, PodState.ADDED)
+        self._assumed.pop(pod.uid, None)
 
     def update_pod(self, old: Pod | None, new: Pod) -> None:
         """A bound pod changed (labels, resources, or it was confirmed on another node)."""
@@ -186,14 +189,15 @@ class SchedulerCache:
         e = self._pods.pop(pod.uid, None)
         if e is None:
             raise CacheError(f"remove_pod: pod {pod.key} is not in the cache")
+        self._assumed.pop(pod.uid, None)
         self._remove_from_node(e.pod)
 
     def expire(self, now: float) -> list[Pod]:
         """Drop bound-but-unconfirmed assumptions whose TTL ran out; returns them."""
-        gone = [e.pod for e in self._pods.values() if e.state is PodState.BOUND and e.deadline is not None and e.deadline <= now]
+        gone = [e.pod for e in self._assumed.values() if e.state is PodState.BOUND and e.deadline is not None and e.deadline <= now]
         for pod in gone:
             self._remove_from_node(pod)
-            del self._pods[pod.uid]
+            del self._pods[pod.uid], self._assumed[pod.uid]
         return gone
 
     def pods(self) -> Iterable[Pod]:
@@ -210,6 +214,10 @@ class SchedulerCache:
     def update_snapshot(self, snap: Snapshot, *, private_objects: bool = False) -> None:
         """Bring ``snap`` up to date, re-cloning only NodeInfos whose generation moved.
 
+        When the set of nodes changed (a node added or removed, a zone relabelled), the node-tree
+        order is made again and the snapshot keeps its clones of unchanged nodes (same generation:
+        same content), so only the changed nodes are cloned then too.
+
         The snapshot shares the cache's ``ClusterObjects``, or with ``private_objects`` holds a copy
         of them (re-made only when they changed), for a cycle that runs while the cache changes.
         """
@@ -218,7 +226,12 @@ class SchedulerCache:
         elif snap.objects is self.objects or snap.objects.generation != self.objects.generation:
             snap.objects = self.objects.copy()
         if snap.node_set_version != self._node_set_version or len(snap) == 0 and self._nodes:
-            snap.replace_all([self._nodes[name].clone() for name in self._tree_order()])
+            held = snap.by_name
+            infos = []
+            for name in self._tree_order():
+                current, kept = self._nodes[name], held.get(name)
+                infos.append(kept if kept is not None and kept.generation == current.generation else current.clone())
+            snap.replace_all(infos)
             snap.node_set_version = self._node_set_version
             return
         since = snap.generation

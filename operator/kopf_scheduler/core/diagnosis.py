@@ -16,6 +16,7 @@ appended as it is, with no period of its own::
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -33,7 +34,8 @@ UNRESOLVABLE: Final = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
 @dataclass(slots=True)
 class Diagnosis:
     num_all_nodes: int = 0
-    #: node name -> the status of the filter that rejected it (only evaluated, failed nodes)
+    #: node name -> the status of the filter that rejected it (only evaluated, failed nodes; when a
+    #: node was found, the vector filters' rejections are left out unless the attempt explains)
     node_to_status: dict[str, Status] = field(default_factory=dict)
     #: the status of every node not in ``node_to_status`` (upstream ``NodeToStatus.AbsentNodesStatus``):
     #: a pre-filter's rejection, or the nodes a PreFilterResult left out
@@ -43,6 +45,10 @@ class Diagnosis:
     post_filter_msg: str = ""
     #: plugins that rejected at least one node (what cluster events can fix)
     unschedulable_plugins: set[str] = field(default_factory=set)
+    #: plugin -> snapshot positions it rejected without being asked why (a node was found and the
+    #: attempt did not explain: a Python call per rejected node would cost more than the attempt);
+    #: explanations show these nodes as filtered by that plugin, without reasons
+    unasked: dict[str, Iterable[int]] = field(default_factory=dict)
 
     def status_of(self, node_name: str) -> Status:
         return self.node_to_status.get(node_name, self.absent_nodes_status)

@@ -31,6 +31,7 @@ from .objects import Pod
 
 __all__ = [
     "CODE_NAMES",
+    "FILTERED",
     "Explanation",
     "NodeVerdict",
     "Preemption",
@@ -65,6 +66,9 @@ CHOSEN: Final = "chosen"
 FEASIBLE: Final = "feasible"
 REJECTED: Final = "unschedulable"
 UNRESOLVABLE: Final = "unresolvable"
+#: rejected by the plugin named, which was not asked why: the pod was scheduled and the operator
+#: keeps the filters' reasons only for pods that fit nowhere (``simulate --explain`` keeps them all)
+FILTERED: Final = "filtered"
 _RESULT_OF_CODE: Final[Mapping[Code, str]] = {Code.UNSCHEDULABLE: REJECTED, Code.UNSCHEDULABLE_AND_UNRESOLVABLE: UNRESOLVABLE}
 
 
@@ -74,7 +78,7 @@ class NodeVerdict:
     node and bound unscored) or rejected (``plugin``, ``code``, ``reasons``)."""
 
     node: str
-    result: str  # CHOSEN, FEASIBLE, REJECTED, UNRESOLVABLE or "error"
+    result: str  # CHOSEN, FEASIBLE, REJECTED, UNRESOLVABLE, FILTERED or "error"
     total: int | None = None
     scores: tuple[PluginScore, ...] = ()
     plugin: str = ""
@@ -163,6 +167,9 @@ def explanation_of(pod: Pod, result: ScheduleResult, *, scheduler_name: str = ""
         seen.add(result.node)
     diagnosis = result.diagnosis
     rejected = {name: status for name, status in diagnosis.node_to_status.items() if name not in seen}
+    filtered = {names[k]: plugin for plugin, positions in diagnosis.unasked.items() for k in positions}
+    for name in (*seen, *rejected):
+        filtered.pop(name, None)
     not_evaluated: list[str] = []
     # A node without a status of its own was left out by the pre-filters (the absent status: a rejection
     # of the pod, or the nodes a PreFilterResult did not admit), or the search stopped before it (a node
@@ -170,13 +177,16 @@ def explanation_of(pod: Pod, result: ScheduleResult, *, scheduler_name: str = ""
     absent = diagnosis.absent_nodes_status
     admitted = frozenset(names[k] for k in result.admitted.tolist()) if result.admitted is not None else None
     for name in names:
-        if name in seen or name in rejected:
+        if name in seen or name in rejected or name in filtered:
             continue
         if result.unschedulable or (admitted is not None and name not in admitted):
             rejected[name] = absent
         else:
             not_evaluated.append(name)
-    verdicts = scored + [_rejection(name, status) for name, status in sorted(rejected.items())]
+    verdicts = scored + sorted(
+        [_rejection(name, status) for name, status in rejected.items()] + [NodeVerdict(name, FILTERED, plugin=plugin) for name, plugin in filtered.items()],
+        key=lambda v: v.node,
+    )
     if result.node is not None:
         outcome, message = SCHEDULED, ""
     elif result.error is not None:
@@ -352,7 +362,7 @@ def render(e: Explanation) -> str:
     if rows:
         lines += [""] + table(rows, ("NODE", "RESULT", "TOTAL", "PLUGIN", "RAW", "SCORE", "WEIGHT", "WEIGHTED"), right=(2, 4, 5, 6, 7))
     if rejected:
-        rows = [(v.node, v.result, v.plugin or "-", "; ".join(v.reasons)) for v in rejected]
+        rows = [(v.node, v.result, v.plugin or "-", "; ".join(v.reasons) or _NOT_ASKED * (v.result == FILTERED)) for v in rejected]
         lines += [""] + table(rows, ("NODE", "RESULT", "PLUGIN", "REASONS"))
     p = e.preemption
     if p is not None:
@@ -372,6 +382,9 @@ def render(e: Explanation) -> str:
     return "\n".join(lines)
 
 
+_NOT_ASKED: Final = "(not asked: the pod was scheduled)"
+
+
 def summary(e: Explanation, *, top: int = 5) -> str:
     """A few lines: the verdict, the rejections counted, the best `top` scored nodes."""
     lines = [f"pod {e.pod}: " + (f"scheduled to {e.node}" if e.outcome == SCHEDULED else e.outcome)]
@@ -380,7 +393,7 @@ def summary(e: Explanation, *, top: int = 5) -> str:
     else:
         counts: dict[str, int] = {}
         for v in e.rejected:
-            for reason in v.reasons:
+            for reason in v.reasons or ((f"rejected by {v.plugin}",) if v.result == FILTERED else ()):
                 counts[reason] = counts.get(reason, 0) + 1
         if counts:
             lines.append(f"  {len(e.rejected)} node(s) filtered out: " + ", ".join(sorted(f"{n} {r}" for r, n in counts.items())) + ".")

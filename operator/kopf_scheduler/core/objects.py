@@ -12,6 +12,7 @@ Bound pods drop it: the scheduler never sends them anywhere, and there are many.
 from __future__ import annotations
 
 import dataclasses
+import operator
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -406,11 +407,18 @@ class Pod:
         return True
 
     def with_node(self, node_name: str) -> "Pod":
-        """A copy bound to ``node_name`` (what ``assume`` stores)."""
-        return dataclasses.replace(self, node_name=node_name)
+        """A copy bound to ``node_name`` (what ``assume`` stores), made field by field: half the
+        cost of ``dataclasses.replace``, which looks the fields up again for every call."""
+        values = list(_pod_fields(self))
+        values[_POD_NODE_NAME] = node_name
+        return Pod(*values)
 
     def __repr__(self) -> str:
         return f"Pod({self.key}{' on ' + self.node_name if self.node_name else ''})"
+
+
+_pod_fields: Final = operator.attrgetter(*(f.name for f in dataclasses.fields(Pod)))
+_POD_NODE_NAME: Final = [f.name for f in dataclasses.fields(Pod)].index("node_name")
 
 
 # --------------------------------------------------------------------------- nodes

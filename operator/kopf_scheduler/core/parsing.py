@@ -9,8 +9,13 @@ carry on. Pod requests are computed here once, as upstream's resource helpers co
 
 Nodes and unbound pods also keep their ``source``: the body as read, without
 ``metadata.managedFields`` (as upstream's informers trim it), because HTTP extenders are sent the
-API objects themselves. It is shared, never mutated. Bound pods drop it: the scheduler never sends
-them anywhere, and there are many.
+API objects themselves. It is shared, never mutated.
+
+A bound pod (``spec.nodeName`` set) is read only for what the cache and the plugins read of the
+pods already on nodes: identity, labels, owners, priority, requests, host ports, affinity terms,
+volumes, start time. Its node selector, tolerations, spread constraints, scheduling gates,
+nomination, limits, container-level scoring requests and body stay at their defaults (they matter
+only to a pod being scheduled, and bound pods are most pods: every bind is read once more).
 
 Pure: no I/O.
 """
@@ -458,58 +463,19 @@ def parse_pod(body: Mapping[str, Any]) -> Pod:
     requested = pod_requests(resources, use_status=True, pod_level=True)
     non_missing = non_missing_defaults(requested, resources.pod_level_requests_set)
     non_zero = pod_requests(resources, use_status=True, pod_level=True, non_missing=non_missing) if non_missing else requested
-    # upstream NodeResourcesFit's scorer: no pod-level resources, no status, defaults for cpu / memory
-    container_non_zero = pod_requests(resources, use_status=False, pod_level=False, non_missing=non_missing_defaults({}, False))
-    limit_lists = PodResources(
-        tuple(ContainerResources(lim) for _, _, lim in regular),
-        tuple(ContainerResources(lim, restartable=c.restartable) for c, _, lim in init_parsed),
-        overhead=overhead_list,
-    )
-    limits = to_resources(pod_requests(limit_lists, use_status=False, pod_level=False))
-    for totals in (requested, non_zero, container_non_zero):
+    for totals in (requested, non_zero):
         _check_totals(totals, where)
-    tolerations = []
-    for i, t in enumerate(_list(spec, "tolerations", where)):
-        w = f"{where}.tolerations[{i}]"
-        if not isinstance(t, Mapping):
-            raise ObjectError(f"{w}: expected a toleration object")
-        secs = t.get("tolerationSeconds")
-        tolerations.append(
-            Toleration(
-                key=str(t.get("key") or ""),
-                operator=str(t.get("operator") or "Equal"),
-                value=str(t.get("value") or ""),
-                effect=str(t.get("effect") or ""),
-                toleration_seconds=None if secs is None else _int(secs, f"{w}.tolerationSeconds"),
-            )
-        )
     owners = tuple(
         OwnerReference(str(o.get("kind") or ""), str(o.get("name") or ""), str(o.get("uid") or ""), bool(o.get("controller", False)))
         for o in _list(meta, "ownerReferences", f"pod {namespace}/{name}: metadata")
         if isinstance(o, Mapping)
     )
-    spread = []
-    for i, c in enumerate(_list(spec, "topologySpreadConstraints", where)):
-        w = f"{where}.topologySpreadConstraints[{i}]"
-        if not isinstance(c, Mapping):
-            raise ObjectError(f"{w}: expected an object")
-        spread.append(
-            TopologySpreadConstraint(
-                max_skew=_int(c.get("maxSkew"), f"{w}.maxSkew", 1),
-                topology_key=str(c.get("topologyKey") or ""),
-                when_unsatisfiable=str(c.get("whenUnsatisfiable") or "DoNotSchedule"),
-                label_selector=parse_label_selector(c.get("labelSelector"), f"{w}.labelSelector"),
-                min_domains=None if c.get("minDomains") is None else _int(c.get("minDomains"), f"{w}.minDomains"),
-                match_label_keys=tuple(str(k) for k in _list(c, "matchLabelKeys", w)),
-                node_affinity_policy=_optional_str(c.get("nodeAffinityPolicy"), f"{w}.nodeAffinityPolicy"),
-                node_taints_policy=_optional_str(c.get("nodeTaintsPolicy"), f"{w}.nodeTaintsPolicy"),
-            )
-        )
     priority = spec.get("priority")
     disruption = ""
     for c in _list(status, "conditions", f"pod {namespace}/{name}: status"):
         if isinstance(c, Mapping) and c.get("type") == CONDITION_DISRUPTION_TARGET and c.get("status") == "True":
             disruption = str(c.get("reason") or "")
+    pending = {} if spec.get("nodeName") else _pending_fields(body, spec, status, where, resources, regular, init_parsed, overhead_list)
     return Pod(
         namespace=namespace,
         name=name,
@@ -527,23 +493,81 @@ def parse_pod(body: Mapping[str, Any]) -> Pod:
         containers=containers,
         init_containers=init,
         overhead=overhead,
-        node_selector=_str_map(spec, "nodeSelector", where),
         affinity=parse_affinity(spec.get("affinity"), f"{where}.affinity"),
-        tolerations=tuple(tolerations),
         volumes=tuple(_volume(v, f"{where}.volumes[{i}]") for i, v in enumerate(_list(spec, "volumes", where))),
-        topology_spread_constraints=tuple(spread),
-        scheduling_gates=tuple(str(g.get("name")) for g in _list(spec, "schedulingGates", where) if isinstance(g, Mapping)),
         scheduling_group=str(_map(spec, "schedulingGroup", where).get("podGroupName") or ""),
-        nominated_node_name=str(status.get("nominatedNodeName") or ""),
         start_time=_time(status.get("startTime"), f"pod {namespace}/{name}: status.startTime"),
         disruption_target=disruption,
         requests=to_resources(requested),
         non_zero_requests=to_resources(non_zero),
-        container_non_zero_requests=to_resources(container_non_zero),
-        limits=limits,
         host_ports=tuple(p for c in init if c.restartable for p in c.ports) + tuple(p for c in containers for p in c.ports),
-        source=None if spec.get("nodeName") else _source(body, meta),
+        **pending,
     )
+
+
+def _pending_fields(
+    body: Mapping[str, Any],
+    spec: Mapping[str, Any],
+    status: Mapping[str, Any],
+    where: str,
+    resources: PodResources,
+    regular: list[tuple[Container, dict[str, int], dict[str, int]]],
+    init_parsed: list[tuple[Container, dict[str, int], dict[str, int]]],
+    overhead_list: dict[str, int],
+) -> dict[str, Any]:
+    """The fields only a pod to be scheduled is read for: where it may go (node selector,
+    tolerations, spread constraints, gates, nomination), what it is scored with (the containers'
+    requests, its limits) and its body (for extenders). A bound pod leaves them at their defaults."""
+    # upstream NodeResourcesFit's scorer: no pod-level resources, no status, defaults for cpu / memory
+    container_non_zero = pod_requests(resources, use_status=False, pod_level=False, non_missing=non_missing_defaults({}, False))
+    _check_totals(container_non_zero, where)
+    limit_lists = PodResources(
+        tuple(ContainerResources(lim) for _, _, lim in regular),
+        tuple(ContainerResources(lim, restartable=c.restartable) for c, _, lim in init_parsed),
+        overhead=overhead_list,
+    )
+    tolerations = []
+    for i, t in enumerate(_list(spec, "tolerations", where)):
+        w = f"{where}.tolerations[{i}]"
+        if not isinstance(t, Mapping):
+            raise ObjectError(f"{w}: expected a toleration object")
+        secs = t.get("tolerationSeconds")
+        tolerations.append(
+            Toleration(
+                key=str(t.get("key") or ""),
+                operator=str(t.get("operator") or "Equal"),
+                value=str(t.get("value") or ""),
+                effect=str(t.get("effect") or ""),
+                toleration_seconds=None if secs is None else _int(secs, f"{w}.tolerationSeconds"),
+            )
+        )
+    spread = []
+    for i, c in enumerate(_list(spec, "topologySpreadConstraints", where)):
+        w = f"{where}.topologySpreadConstraints[{i}]"
+        if not isinstance(c, Mapping):
+            raise ObjectError(f"{w}: expected an object")
+        spread.append(
+            TopologySpreadConstraint(
+                max_skew=_int(c.get("maxSkew"), f"{w}.maxSkew", 1),
+                topology_key=str(c.get("topologyKey") or ""),
+                when_unsatisfiable=str(c.get("whenUnsatisfiable") or "DoNotSchedule"),
+                label_selector=parse_label_selector(c.get("labelSelector"), f"{w}.labelSelector"),
+                min_domains=None if c.get("minDomains") is None else _int(c.get("minDomains"), f"{w}.minDomains"),
+                match_label_keys=tuple(str(k) for k in _list(c, "matchLabelKeys", w)),
+                node_affinity_policy=_optional_str(c.get("nodeAffinityPolicy"), f"{w}.nodeAffinityPolicy"),
+                node_taints_policy=_optional_str(c.get("nodeTaintsPolicy"), f"{w}.nodeTaintsPolicy"),
+            )
+        )
+    return {
+        "node_selector": _str_map(spec, "nodeSelector", where),
+        "tolerations": tuple(tolerations),
+        "topology_spread_constraints": tuple(spread),
+        "scheduling_gates": tuple(str(g.get("name")) for g in _list(spec, "schedulingGates", where) if isinstance(g, Mapping)),
+        "nominated_node_name": str(status.get("nominatedNodeName") or ""),
+        "container_non_zero_requests": to_resources(container_non_zero),
+        "limits": to_resources(pod_requests(limit_lists, use_status=False, pod_level=False)),
+        "source": _source(body, _map(body, "metadata", "pod")),
+    }
 
 
 def parse_node(body: Mapping[str, Any]) -> Node:

@@ -20,6 +20,7 @@ requests depends on which names are *present*, not only on the amounts.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -94,11 +95,27 @@ def _ceil(q: Fraction) -> int:
 
 def to_milli(value: Any) -> int:
     """``Quantity.MilliValue()``: thousandths, rounded up."""
+    if isinstance(value, str):
+        return _milli_of(value)
     return _ceil(parse_quantity(value) * 1000)
 
 
 def to_units(value: Any) -> int:
     """``Quantity.Value()``: whole units, rounded up."""
+    if isinstance(value, str):
+        return _units_of(value)
+    return _ceil(parse_quantity(value))
+
+
+# Quantities repeat from pod to pod ("100m", "500Mi"): exact Fraction arithmetic is worth doing once
+# per distinct string (a bad string raises every time: lru_cache keeps no exceptions).
+@functools.lru_cache(maxsize=4096)
+def _milli_of(value: str) -> int:
+    return _ceil(parse_quantity(value) * 1000)
+
+
+@functools.lru_cache(maxsize=4096)
+def _units_of(value: str) -> int:
     return _ceil(parse_quantity(value))
 
 

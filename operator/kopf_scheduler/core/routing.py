@@ -42,20 +42,26 @@ Gangs (``core/gangs.py``): every pod event keeps ``ClusterObjects.gang_members``
 gang moves that gang's members out of the unschedulable pool (they may have been rejected for
 having too few members), and only them.
 
+After a list (the first one, or a relist when a watch fell too far behind) the ``route_*_relisted``
+functions delete whatever the list no longer holds, as client-go's ``Replace`` does: its deletion
+happened while nobody watched. ``CacheSync`` says when every watched kind has listed once
+(upstream ``WaitForCacheSync``): no pod is scheduled before, so no decision is made on a
+half-known cluster.
+
 Limits: no other QueueingHints (every other move request moves every unschedulable pod), as in
 ``core/queueing.py``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Mapping
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Final, Protocol
 
 from . import gangs
 from .cache import PodState, SchedulerCache
 from .nodeinfo import NodeInfo
-from .objects import Node, Pod
+from .objects import COSCHEDULING_API, WORKLOAD_API, Node, Pod
 from .plugins.node_resources_fit import NodeResourcesFit, fits
 from .profile import Profile
 from .queueing import EVENT_ASSIGNED_POD_ADD, QueuedPodInfo, SchedulingQueue
@@ -73,6 +79,7 @@ __all__ = [
     "KIND_POD_GROUP",
     "NOTHING",
     "OBJECT_STORES",
+    "CacheSync",
     "PendingPods",
     "Queued",
     "Routed",
@@ -80,10 +87,14 @@ __all__ = [
     "expire_assumed",
     "reports_unreadable",
     "route_namespace",
+    "route_namespaces_relisted",
     "route_node",
     "route_node_deleted",
+    "route_nodes_relisted",
     "route_object",
+    "route_objects_relisted",
     "route_pod",
+    "route_pods_relisted",
     "serve",
 ]
 
@@ -116,6 +127,10 @@ OBJECT_STORES: Final[Mapping[str, str]] = {
     KIND_POD_GROUP: "pod_groups",
     KIND_COSCHEDULING_POD_GROUP: "pod_groups",
 }
+
+#: what the keys of a kind start with in a store it shares: controllers are keyed Kind/ns/name,
+#: PodGroups <api group>/ns/name (a kind alone in its store has no prefix)
+_KEY_PREFIX: Final[Mapping[str, str]] = {KIND_POD_GROUP: f"{WORKLOAD_API}/", KIND_COSCHEDULING_POD_GROUP: f"{COSCHEDULING_API}/"}
 
 
 class Queued(Protocol):
@@ -160,8 +175,34 @@ class PendingPods:
     def of(self, scheduler_name: str) -> list[Pod]:
         return list(self._by_name.get(scheduler_name, {}).values())
 
+    def __iter__(self) -> Iterator[Pod]:
+        for bucket in self._by_name.values():
+            yield from bucket.values()
+
     def __len__(self) -> int:
         return sum(len(b) for b in self._by_name.values())
+
+
+class CacheSync:
+    """The watched kinds whose initial list is still to come (upstream ``WaitForCacheSync``)."""
+
+    def __init__(self, kinds: Iterable[str]) -> None:
+        self._waiting = dict.fromkeys(kinds)
+
+    def listed(self, kind: str) -> bool:
+        """`kind` delivered its list; True exactly when that completes the sync."""
+        if kind not in self._waiting:
+            return False
+        del self._waiting[kind]
+        return not self._waiting
+
+    @property
+    def synced(self) -> bool:
+        return not self._waiting
+
+    @property
+    def waiting(self) -> tuple[str, ...]:
+        return tuple(self._waiting)
 
 
 # --------------------------------------------------------------------------- pods
@@ -222,6 +263,15 @@ def _gang_grew(keys: tuple[str, ...], cache: SchedulerCache, served: Mapping[str
         s.queue.move_pods(uids, EVENT_GANG_MEMBER_ADD, now)
 
 
+def route_pods_relisted(
+    uids: set[str], *, cache: SchedulerCache, pending: PendingPods, served: Mapping[str, Queued], now: float
+) -> Routed:
+    """A list of every pod held `uids`: the pods we know that it lacks were deleted meanwhile."""
+    gone = [p for p in cache.pods() if p.uid not in uids]
+    gone += [p for p in pending if p.uid not in uids and cache.get_pod(p.uid) is None]
+    return _merge(route_pod(p, deleted=True, cache=cache, pending=pending, served=served, now=now) for p in gone)
+
+
 def reports_unreadable(scheduler_name: object, node_name: object, served: Mapping[str, Queued]) -> bool:
     """Whether a pod body the parser refused is a pending pod of ours (it gets a Warning event)."""
     return not node_name and isinstance(scheduler_name, str) and scheduler_name in served
@@ -243,6 +293,17 @@ def _leave_pending(pod: Pod, pending: PendingPods, served: Mapping[str, Queued])
 
 def _settled(routed: Routed, uid: str) -> Routed:
     return Routed(routed.wake, routed.event, uid)
+
+
+def _merge(routed: Iterable[Routed]) -> Routed:
+    """Several routed events as one: every loop to wake, the last event broadcast (settled pods
+    are left out: the bounded condition memo lets a deleted pod's entry age out)."""
+    wake: dict[str, None] = {}
+    event = ""
+    for r in routed:
+        wake.update(dict.fromkeys(r.wake))
+        event = r.event or event
+    return Routed(tuple(wake), event)
 
 
 # --------------------------------------------------------------------------- nodes and the rest
@@ -285,6 +346,13 @@ def route_node_deleted(name: str, *, cache: SchedulerCache) -> Routed:
     return NOTHING
 
 
+def route_nodes_relisted(names: set[str], *, cache: SchedulerCache) -> Routed:
+    """A list of every node held `names`: the nodes we know that it lacks were deleted meanwhile."""
+    for name in [n for n in cache.node_names() if n not in names]:
+        route_node_deleted(name, cache=cache)
+    return NOTHING
+
+
 def route_object(kind: str, key: str, obj: object | None, *, cache: SchedulerCache, served: Mapping[str, Queued], now: float) -> Routed:
     """A Service, controller, volume, claim, storage class, PDB or CSINode changed (None: deleted)."""
     store: dict[str, object] = getattr(cache.objects, OBJECT_STORES[kind])
@@ -294,6 +362,14 @@ def route_object(kind: str, key: str, obj: object | None, *, cache: SchedulerCac
         store[key] = obj
     cache.objects.generation += 1
     return broadcast(f"{kind}Change", served, now)
+
+
+def route_objects_relisted(kind: str, keys: set[str], *, cache: SchedulerCache, served: Mapping[str, Queued], now: float) -> Routed:
+    """A list of every `kind` held `keys`: the objects of that kind we know that it lacks are gone."""
+    store: dict[str, object] = getattr(cache.objects, OBJECT_STORES[kind])
+    prefix = _KEY_PREFIX.get(kind, f"{kind}/" if OBJECT_STORES[kind] == "controllers" else "")
+    gone = [k for k in store if k not in keys and k.startswith(prefix)]
+    return _merge(route_object(kind, k, None, cache=cache, served=served, now=now) for k in gone)
 
 
 def route_namespace(
@@ -310,6 +386,12 @@ def route_namespace(
     known[name] = labels
     cache.objects.generation += 1
     return broadcast(EVENT_NAMESPACE_CHANGE, served, now)
+
+
+def route_namespaces_relisted(names: set[str], *, cache: SchedulerCache, served: Mapping[str, Queued], now: float) -> Routed:
+    """A list of every namespace held `names`: the namespaces we know that it lacks are gone."""
+    gone = [n for n in cache.objects.namespace_labels if n not in names]
+    return _merge(route_namespace(n, None, cache=cache, served=served, now=now) for n in gone)
 
 
 # --------------------------------------------------------------------------- moves and served names

@@ -3,7 +3,8 @@
 Upstream ``pkg/scheduler/backend/cache/snapshot.go``. The scheduling loop owns
 one ``Snapshot`` and asks the cache to bring it up to date before each cycle
 (``SchedulerCache.update_snapshot``); only NodeInfos whose generation moved are
-re-cloned, and only their rows of the ``NodeTable`` are rewritten. Between two
+re-cloned, and only their rows of the ``NodeTable`` are rewritten (when the set of
+nodes changed, the kept rows are copied over column by column). Between two
 updates nothing mutates it, so plugins may read it freely during a cycle.
 
 ``NodeTable`` keeps, per node position, the numbers vectorised plugins need
@@ -124,7 +125,15 @@ class NodeTable:
         "_derived",
     )
 
-    def __init__(self, infos: list[NodeInfo]) -> None:
+    #: the columns a row holds (``_write_row`` writes them; a rebuild copies them for kept rows)
+    _COLUMNS = (
+        "alloc_cpu", "alloc_mem", "alloc_eph", "alloc_pods", "req_cpu", "req_mem", "req_eph",
+        "pod_count", "nz_cpu", "nz_mem", "has_node", "generation",
+    )  # fmt: skip
+
+    def __init__(self, infos: list[NodeInfo], *, previous: NodeTable | None = None) -> None:
+        """The table of `infos`; rows of NodeInfos `previous` already holds (the same objects) are
+        copied from it column by column instead of being written one by one."""
         n = len(infos)
         self._infos = infos
         #: never changed in place (a new node set builds a new table): explanations keep a reference
@@ -141,8 +150,18 @@ class NodeTable:
         #: each row's NodeInfo generation: per-node caches compare it to know which rows changed
         self.generation = z()
         self._derived: dict[object, object] = {}
-        for k, info in enumerate(infos):
-            self._write_row(k, info)
+        fresh: list[int] = list(range(n))
+        if previous is not None and len(previous):
+            old_infos, old_position = previous._infos, previous.position
+            source = np.fromiter(
+                ((j if (j := old_position.get(i.name, -1)) >= 0 and old_infos[j] is i else -1) for i in infos), dtype=np.intp, count=n
+            )
+            kept = np.flatnonzero(source >= 0)
+            for column in self._COLUMNS:
+                getattr(self, column)[kept] = getattr(previous, column)[source[kept]]
+            fresh = np.flatnonzero(source < 0).tolist()
+        for k in fresh:
+            self._write_row(k, infos[k])
 
     def __len__(self) -> int:
         return len(self.names)
@@ -234,7 +253,10 @@ class NodeTable:
 class Snapshot:
     """NodeInfo clones in node-tree order (zones interleaved), a NodeTable, and the cluster objects."""
 
-    __slots__ = ("node_infos", "by_name", "table", "objects", "generation", "node_set_version", "_affinity_lists")
+    __slots__ = (
+        "node_infos", "by_name", "table", "objects", "generation", "node_set_version",
+        "_with_affinity", "_with_anti_affinity", "_pvc_uses",
+    )  # fmt: skip
 
     def __init__(self, objects: ClusterObjects | None = None) -> None:
         self.node_infos: list[NodeInfo] = []
@@ -245,7 +267,11 @@ class Snapshot:
         self.generation = 0
         #: the cache's node-set version this snapshot was last rebuilt at (-1: never)
         self.node_set_version = -1
-        self._affinity_lists: tuple[list[NodeInfo], list[NodeInfo]] | None = None
+        #: names of the nodes holding pods with any pod (anti-)affinity term / required anti-affinity
+        self._with_affinity: set[str] = set()
+        self._with_anti_affinity: set[str] = set()
+        #: "ns/claim" -> pods on any node using it (upstream keeps a set of used claims for the same reason)
+        self._pvc_uses: dict[str, int] = {}
 
     @classmethod
     def of(cls, infos: Iterable[NodeInfo], objects: ClusterObjects | None = None) -> "Snapshot":
@@ -255,19 +281,32 @@ class Snapshot:
         return snap
 
     def replace_all(self, infos: list[NodeInfo]) -> None:
+        """Hold `infos` (the node set changed); rows of NodeInfos held before are copied, not rewritten."""
         self.node_infos = infos
         self.by_name = {i.name: i for i in infos}
-        self.table = NodeTable(list(infos))
-        self.generation = max((i.generation for i in infos), default=self.generation)
-        self._affinity_lists = None
+        self.table = NodeTable(list(infos), previous=self.table)
+        self.generation = max(int(self.table.generation.max()) if infos else 0, self.generation)
+        self._with_affinity = {i.name for i in infos if i.pods_with_affinity}
+        self._with_anti_affinity = {i.name for i in infos if i.pods_with_required_anti_affinity}
+        self._pvc_uses = {}
+        for info in infos:
+            if info.pvc_ref_counts:
+                _count(self._pvc_uses, info.pvc_ref_counts, 1)
 
     def replace_one(self, k: int, info: NodeInfo, *, node_changed: bool) -> None:
         old = self.node_infos[k]
         self.node_infos[k] = info
         self.by_name[info.name] = info
         self.table.update_row(k, info, node_changed=node_changed)
-        if old.pods_with_affinity or info.pods_with_affinity:
-            self._affinity_lists = None
+        _mark(self._with_affinity, info.name, bool(info.pods_with_affinity))
+        _mark(self._with_anti_affinity, info.name, bool(info.pods_with_required_anti_affinity))
+        if old.pvc_ref_counts or info.pvc_ref_counts:
+            _count(self._pvc_uses, old.pvc_ref_counts, -1)
+            _count(self._pvc_uses, info.pvc_ref_counts, 1)
+
+    def pvc_uses(self, claim: str) -> int:
+        """Pods on any node of the snapshot using the PVC ``ns/claim`` (O(1))."""
+        return self._pvc_uses.get(claim, 0)
 
     def __len__(self) -> int:
         return len(self.node_infos)
@@ -278,23 +317,44 @@ class Snapshot:
     def nodes(self) -> list[Node]:
         return [i.node for i in self.node_infos if i.node is not None]
 
-    def _lists(self) -> tuple[list[NodeInfo], list[NodeInfo]]:
-        if self._affinity_lists is None:
-            self._affinity_lists = (
-                [i for i in self.node_infos if i.pods_with_affinity],
-                [i for i in self.node_infos if i.pods_with_required_anti_affinity],
-            )
-        return self._affinity_lists
+    @property
+    def any_pods_with_affinity(self) -> bool:
+        """Some node holds a pod with a pod (anti-)affinity term (kept per change: O(1))."""
+        return bool(self._with_affinity)
+
+    @property
+    def any_pods_with_required_anti_affinity(self) -> bool:
+        return bool(self._with_anti_affinity)
 
     @property
     def have_pods_with_affinity(self) -> list[NodeInfo]:
-        """NodeInfos holding at least one pod with a pod (anti-)affinity term."""
-        return self._lists()[0]
+        """NodeInfos holding at least one pod with a pod (anti-)affinity term, in snapshot order."""
+        return self._in_order(self._with_affinity)
 
     @property
     def have_pods_with_required_anti_affinity(self) -> list[NodeInfo]:
-        return self._lists()[1]
+        return self._in_order(self._with_anti_affinity)
+
+    def _in_order(self, names: set[str]) -> list[NodeInfo]:
+        position = self.table.position
+        return [self.node_infos[k] for k in sorted(position[n] for n in names)]
 
     def all_pods(self) -> Iterable[Pod]:
         for info in self.node_infos:
             yield from info.pods.values()
+
+
+def _mark(names: set[str], name: str, present: bool) -> None:
+    if present:
+        names.add(name)
+    else:
+        names.discard(name)
+
+
+def _count(totals: dict[str, int], counts: Mapping[str, int], sign: int) -> None:
+    for key, n in counts.items():
+        left = totals.get(key, 0) + sign * n
+        if left:
+            totals[key] = left
+        else:
+            totals.pop(key, None)

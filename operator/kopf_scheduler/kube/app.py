@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import gc
 import logging
 import random
 import time
@@ -106,6 +107,10 @@ class App:
         self.leading = asyncio.Event()
         if not leader_election:
             self.leading.set()
+        #: the kinds whose initial list is still to come (None: the informers have not started)
+        self.sync: routing.CacheSync | None = None
+        #: set once every informer listed: the loops schedule only then
+        self.synced = asyncio.Event()
         self.bind_slots = asyncio.Semaphore(BIND_CONCURRENCY)
         self.write_slots = asyncio.Semaphore(WRITE_CONCURRENCY)
         self.started = False
@@ -151,9 +156,19 @@ class App:
         for state in self.states.values():
             state.wakeup.set()
 
+    def listed(self, kind: str) -> None:
+        """An informer delivered its initial list; the last one lets the loops schedule."""
+        if self.sync is not None and self.sync.listed(kind):
+            logger.info("caches synced: %d nodes, %d pods bound, %d pending", self.cache.node_count(), self.cache.pod_count(), len(self.pending))
+            _freeze_heap()
+            self.synced.set()
+            self.wake()
+
     def ready(self) -> tuple[bool, str]:
-        if not self.started:
+        if not self.started or self.sync is None:
             return False, "starting"
+        if not self.sync.synced:
+            return False, f"waiting for the initial lists of {', '.join(self.sync.waiting)}"
         return True, f"{len(self.states)} scheduler name(s) served, {self.cache.node_count()} nodes"
 
     def explain(self, namespace: str, name: str) -> dict[str, Any] | str:
@@ -214,6 +229,21 @@ class App:
         code, answer = await self.api.request("PATCH", path, {"status": dict(status)}, content_type="application/merge-patch+json")
         if not 200 <= code < 300 and code != 404:
             logger.warning("cannot write the status of SchedulingPolicy %s: HTTP %s %s", name, code, str(answer)[:300])
+
+
+def _freeze_heap() -> None:
+    """Collect the start-up garbage, then move every object alive (modules, Kopf, the initial cache)
+    to the collector's permanent generation (``gc.freeze``).
+
+    Python's full collections walk every tracked object: with the cache of a large cluster that
+    is hundreds of thousands of objects, a pause of 100-200 ms each time the heap grew by a
+    quarter (measured: 287 ms of full collections in a 4000-pod run, the longest 103 ms). Frozen
+    objects are never walked again; they are still freed by reference counting when dropped, as
+    the cache's pods and nodes are (they hold no reference cycles). Objects made later are
+    collected as usual.
+    """
+    gc.collect()
+    gc.freeze()
 
 
 def _close_extenders(scheduler: GenericScheduler) -> None:

@@ -66,7 +66,7 @@ async def bind(app: App, state: PolicyState, info: QueuedPodInfo, placed: Pod, *
                 app.metrics.observe_pod_scheduled(info.attempts, t1 - info.initial_attempt_timestamp)
             binding_succeeded(placed, cache=app.cache, queue=state.queue, now=t1)
             app.bound_total += 1
-            logger.info("bound %s to %s", placed.key, node)
+            logger.debug("bound %s to %s", placed.key, node)  # the Scheduled event says it (upstream: V(2))
             app.spawn(events.scheduled(app, namespace=placed.namespace, name=placed.name, uid=placed.uid, node=node))
             return
         app.metrics.observe_binding("error", t1 - t0)

@@ -24,12 +24,13 @@ __all__ = [
     "ObjectError",
     "PodRef",
     "namespace_labels",
+    "name_of",
     "node",
-    "node_name",
     "object_key",
     "parse_other",
     "pod",
     "pod_ref",
+    "pod_uid",
     "policy_meta",
 ]
 
@@ -79,8 +80,15 @@ def pod_ref(body: Mapping[str, Any]) -> PodRef:
     )
 
 
-def node_name(body: Mapping[str, Any]) -> str:
+def name_of(body: Mapping[str, Any]) -> str:
+    """``metadata.name`` (a node's or a namespace's key)."""
     return str(_meta(body).get("name") or "")
+
+
+def pod_uid(body: Mapping[str, Any]) -> str:
+    """The pod's key, as ``parse_pod`` makes its uid (``ns/name`` when the body has none)."""
+    meta = _meta(body)
+    return str(meta.get("uid") or f"{meta.get('namespace') or 'default'}/{meta.get('name') or ''}")
 
 
 #: kind -> (parser, whether the key includes the namespace); where each kind is stored: core.routing.OBJECT_STORES

@@ -7,6 +7,12 @@ fractional digits (the official client would drop them when the microseconds are
 
 Repeats: the core's ``RepeatLimiter`` (``core/recording.py``) decides whether a FailedScheduling
 event goes out (at most one per pod and action per ``REPEAT_INTERVAL`` seconds, whatever its message).
+
+Why core/v1 and not events.k8s.io/v1 (upstream's recorder): measured on the local control plane
+(3000 Scheduled events, 16 in flight, twice each), neither is cheaper: our CPU 149-168 against
+161-172 us an event, the API server's 787-830 against 757-923 us. Distinct pods' Scheduled events
+cannot be aggregated (upstream's EventSeries only folds repeats of the same event), and the API
+has no batch create, so it is one request per pod either way.
 """
 
 from __future__ import annotations

@@ -1,21 +1,24 @@
-"""Kopf handlers: watch events into the core; SchedulingPolicy lifecycle; the loop daemon; login.
+"""Watch events into the core (fed by the informers); SchedulingPolicy lifecycle; the loop daemon; login.
 
-``register(registry)`` adds every handler to a Kopf registry (the CLI builds its own; the
-``kopf run -m kopf_scheduler.kube.main`` entry uses the default one). Nothing registers at import.
+Pods, nodes, namespaces and the other kinds the plugins read come from our own informers
+(``kube/informer.py``, started by the startup handler): ``feeds(app)`` says, per kind, where it
+is listed and what each event does. Each function converts the body (``convert``), lets the core
+apply it (``core.routing``) and performs what comes back (``App.perform``: wake loops); all are
+O(1) apart from the moves of unschedulable pods that upstream does too. A body the core cannot
+parse is logged, gets a Warning event when it is a pending pod of ours, and is skipped.
 
-Watch handlers are ``@kopf.on.event``: they write nothing onto the watched objects. Each one
-converts the body (``convert``), lets the core apply it (``core.routing``) and performs what
-comes back (``App.perform``: wake loops). All are ``async def`` and O(1) apart from the moves of
-unschedulable pods that upstream does too, so Kopf does not hop them through its thread pool. A
-body the core cannot parse is logged, gets a Warning event when it is a pending pod of ours,
-and is skipped.
+Kopf serves the SchedulingPolicies: ``register(registry)`` adds their handlers and the loop
+daemon to a Kopf registry (the CLI builds its own; the ``kopf run -m kopf_scheduler.kube.main``
+entry uses the default one), and the operator lifecycle (startup: the App and its informers;
+cleanup; login). Nothing registers at import.
 
 The login handler hands Kopf the process's one ``Credentials`` (``kube/credentials.py``), so the
-watches log in exactly as the writes and the Lease do.
+policy watch logs in exactly as the informers, the writes and the Lease do.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 from collections.abc import Mapping
@@ -29,27 +32,31 @@ from . import convert, events, loop
 from .app import POLICY_GROUP, POLICY_PLURAL, POLICY_VERSION, App
 from .client import Api
 from .credentials import connection_info, load_credentials
+from .informer import Feed, Informer
 from .leader import default_identity
 
-__all__ = ["WATCHED", "configure", "register", "register_lifecycle"]
+__all__ = ["OPTIONAL", "WATCHED", "configure", "feeds", "register", "register_lifecycle"]
 
 logger = logging.getLogger(__name__)
 
-#: (group, version, plural, kind) of everything the predicates and priorities read
+#: (API path, kind) of everything the predicates and priorities read besides pods, nodes and namespaces
 WATCHED: Final = (
-    ("", "v1", "services", "Service"),
-    ("", "v1", "replicationcontrollers", "ReplicationController"),
-    ("apps", "v1", "replicasets", "ReplicaSet"),
-    ("apps", "v1", "statefulsets", "StatefulSet"),
-    ("", "v1", "persistentvolumes", "PersistentVolume"),
-    ("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim"),
-    ("storage.k8s.io", "v1", "storageclasses", "StorageClass"),
-    ("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget"),
-    ("storage.k8s.io", "v1", "csinodes", "CSINode"),
-    # gangs (core/gangs.py); either API may be absent (GenericWorkload off, the optional CRD not
-    # installed): Kopf watches a resource only while the API server serves it
-    ("scheduling.k8s.io", "v1beta1", "podgroups", routing.KIND_POD_GROUP),
-    ("scheduling.x-k8s.io", "v1alpha1", "podgroups", routing.KIND_COSCHEDULING_POD_GROUP),
+    ("/api/v1/services", "Service"),
+    ("/api/v1/replicationcontrollers", "ReplicationController"),
+    ("/apis/apps/v1/replicasets", "ReplicaSet"),
+    ("/apis/apps/v1/statefulsets", "StatefulSet"),
+    ("/api/v1/persistentvolumes", "PersistentVolume"),
+    ("/api/v1/persistentvolumeclaims", "PersistentVolumeClaim"),
+    ("/apis/storage.k8s.io/v1/storageclasses", "StorageClass"),
+    ("/apis/policy/v1/poddisruptionbudgets", "PodDisruptionBudget"),
+    ("/apis/storage.k8s.io/v1/csinodes", "CSINode"),
+)
+
+#: (API path, kind) of the gangs' PodGroups (core/gangs.py): either API may be absent (the
+#: GenericWorkload feature off, the optional CRD not installed); an absent one counts as empty
+OPTIONAL: Final = (
+    ("/apis/scheduling.k8s.io/v1beta1/podgroups", routing.KIND_POD_GROUP),
+    ("/apis/scheduling.x-k8s.io/v1alpha1/podgroups", routing.KIND_COSCHEDULING_POD_GROUP),
 )
 
 
@@ -60,21 +67,69 @@ def _app(memo: Any) -> App:
     return app
 
 
-# --------------------------------------------------------------------------- pods
+def feeds(app: App) -> list[Feed]:
+    """Every kind the scheduler watches, and what its events do to `app`."""
+
+    def pods(kind: str, body: Mapping[str, Any]) -> None:
+        try:
+            pod = convert.pod(body)
+        except convert.ObjectError as exc:
+            _unreadable_pod(app, body, str(exc))
+            return
+        app.perform(routing.route_pod(pod, deleted=kind == "DELETED", cache=app.cache, pending=app.pending, served=app.states, now=app.now()))
+
+    def pods_relisted(uids: set[str]) -> None:
+        app.perform(routing.route_pods_relisted(uids, cache=app.cache, pending=app.pending, served=app.states, now=app.now()))
+
+    def nodes(kind: str, body: Mapping[str, Any]) -> None:
+        if kind == "DELETED":
+            app.perform(routing.route_node_deleted(convert.name_of(body), cache=app.cache))
+            return
+        try:
+            node = convert.node(body)
+        except convert.ObjectError as exc:
+            logger.warning("skipping node %s: %s", convert.name_of(body), exc)
+            return
+        app.perform(routing.route_node(node, cache=app.cache, served=app.states, now=app.now()))
+
+    def nodes_relisted(names: set[str]) -> None:
+        app.perform(routing.route_nodes_relisted(names, cache=app.cache))
+
+    def namespaces(kind: str, body: Mapping[str, Any]) -> None:
+        name, labels = convert.namespace_labels(body)
+        deleted = kind == "DELETED"
+        app.perform(routing.route_namespace(name, None if deleted else labels, cache=app.cache, served=app.states, now=app.now()))
+
+    def namespaces_relisted(names: set[str]) -> None:
+        app.perform(routing.route_namespaces_relisted(names, cache=app.cache, served=app.states, now=app.now()))
+
+    out = [
+        Feed("Pod", "/api/v1/pods", pods, convert.pod_uid, pods_relisted),
+        Feed("Node", "/api/v1/nodes", nodes, convert.name_of, nodes_relisted),
+        Feed("Namespace", "/api/v1/namespaces", namespaces, convert.name_of, namespaces_relisted),
+    ]
+    out += [_object_feed(app, path, kind) for path, kind in WATCHED]
+    return out + [_object_feed(app, path, kind, optional=True) for path, kind in OPTIONAL]
 
 
-async def on_pod_event(event: Mapping[str, Any], memo: Any, **_: Any) -> None:
-    app = _app(memo)
-    body = event.get("object")
-    if not isinstance(body, Mapping):
-        return
-    try:
-        pod = convert.pod(body)
-    except convert.ObjectError as exc:
-        _unreadable_pod(app, body, str(exc))
-        return
-    deleted = event.get("type") == "DELETED"
-    app.perform(routing.route_pod(pod, deleted=deleted, cache=app.cache, pending=app.pending, served=app.states, now=app.now()))
+def _object_feed(app: App, path: str, kind: str, *, optional: bool = False) -> Feed:
+    def key(body: Mapping[str, Any]) -> str:
+        return convert.object_key(kind, body)
+
+    def apply(event: str, body: Mapping[str, Any]) -> None:
+        obj = None
+        if event != "DELETED":
+            try:
+                obj = convert.parse_other(kind, body)
+            except convert.ObjectError as exc:
+                logger.warning("skipping %s %s: %s", kind, key(body), exc)
+                return
+        app.perform(routing.route_object(kind, key(body), obj, cache=app.cache, served=app.states, now=app.now()))
+
+    def relisted(keys: set[str]) -> None:
+        app.perform(routing.route_objects_relisted(kind, keys, cache=app.cache, served=app.states, now=app.now()))
+
+    return Feed(kind, path, apply, key, relisted, optional=optional)
 
 
 def _unreadable_pod(app: App, body: Mapping[str, Any], problem: str) -> None:
@@ -85,53 +140,18 @@ def _unreadable_pod(app: App, body: Mapping[str, Any], problem: str) -> None:
         app.spawn(events.failed_scheduling(app, namespace=ref.namespace, name=ref.name, uid=ref.uid, message=message))
 
 
-# --------------------------------------------------------------------------- nodes and the rest
+def start_informers(app: App) -> None:
+    """List and watch every fed kind in the background; the App counts the kinds that listed."""
+    watched = feeds(app)
+    app.sync = routing.CacheSync(f.kind for f in watched)
+    tasks = [app.spawn(Informer(app.api, feed, listed=app.listed).run()) for feed in watched]
 
+    async def stop() -> None:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
-async def on_node_event(event: Mapping[str, Any], memo: Any, **_: Any) -> None:
-    app = _app(memo)
-    body = event.get("object")
-    if not isinstance(body, Mapping):
-        return
-    if event.get("type") == "DELETED":
-        app.perform(routing.route_node_deleted(convert.node_name(body), cache=app.cache))
-        return
-    try:
-        node = convert.node(body)
-    except convert.ObjectError as exc:
-        logger.warning("skipping node %s: %s", convert.node_name(body), exc)
-        return
-    app.perform(routing.route_node(node, cache=app.cache, served=app.states, now=app.now()))
-
-
-def _other_handler(kind: str) -> Any:
-    async def on_object_event(event: Mapping[str, Any], memo: Any, **_: Any) -> None:
-        app = _app(memo)
-        body = event.get("object")
-        if not isinstance(body, Mapping):
-            return
-        key = convert.object_key(kind, body)
-        obj = None
-        if event.get("type") != "DELETED":
-            try:
-                obj = convert.parse_other(kind, body)
-            except convert.ObjectError as exc:
-                logger.warning("skipping %s %s: %s", kind, key, exc)
-                return
-        app.perform(routing.route_object(kind, key, obj, cache=app.cache, served=app.states, now=app.now()))
-
-    on_object_event.__name__ = on_object_event.__qualname__ = f"on_{kind.lower().replace('.', '_').replace('-', '_')}_event"
-    return on_object_event
-
-
-async def on_namespace_event(event: Mapping[str, Any], memo: Any, **_: Any) -> None:
-    app = _app(memo)
-    body = event.get("object")
-    if not isinstance(body, Mapping):
-        return
-    name, labels = convert.namespace_labels(body)
-    deleted = event.get("type") == "DELETED"
-    app.perform(routing.route_namespace(name, None if deleted else labels, cache=app.cache, served=app.states, now=app.now()))
+    app.on_shutdown.insert(0, stop)
 
 
 # --------------------------------------------------------------------------- SchedulingPolicy
@@ -168,10 +188,9 @@ PREFIX: Final = "scheduling.kopf.dev"
 
 
 def configure(settings: kopf.OperatorSettings, *, shard: str = "") -> None:
-    """Settings, chosen so Kopf writes nothing onto pods and costs little per event:
+    """Settings of Kopf, which serves only SchedulingPolicies (the informers watch the rest):
     - posting of Kopf's own k8s events off (our events are written by kube/events.py);
-    - progress and diff-base storage in annotations only (they land only on SchedulingPolicies:
-      pods and nodes have only ``on.event`` handlers, which store nothing);
+    - progress and diff-base storage in annotations of the SchedulingPolicies;
     - our own finalizer name on SchedulingPolicies (daemons need one to stop before deletion),
       one per ``--policy`` shard: Kopf removes its finalizer from every object none of its
       handlers match, so shards sharing one name would strip each other's in a loop;
@@ -203,6 +222,7 @@ async def startup(settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
     if not isinstance(app, App):
         memo["app"] = app = App(Api(load_credentials()), identity=default_identity())
     app.started = True
+    start_informers(app)
     credentials = app.api.credentials
     logger.info("kopf-scheduler %s started; API server %s, credentials from %s", app.identity, credentials.server, credentials.source)
     plugins = installed_registry()
@@ -242,21 +262,12 @@ def register_lifecycle(registry: kopf.OperatorRegistry) -> None:
 
 
 def register(registry: kopf.OperatorRegistry, *, policies: frozenset[str] | None = None) -> None:
-    """Register the watch, policy and daemon handlers; `policies` limits the shard to those names."""
+    """Register the lifecycle, policy and daemon handlers; `policies` limits the shard to those names."""
     register_lifecycle(registry)
 
     def ours(name: str, **_: Any) -> bool:
         return policies is None or name in policies
 
-    kopf.on.event("v1", "pods", registry=registry, id="pods")(on_pod_event)
-    kopf.on.event("v1", "nodes", registry=registry, id="nodes")(on_node_event)
-    kopf.on.event("v1", "namespaces", registry=registry, id="namespaces")(on_namespace_event)
-    for group, version, plural, kind in WATCHED:
-        fn = _other_handler(kind)
-        if group:
-            kopf.on.event(group, version, plural, registry=registry, id=f"{plural}.{group}" if plural == "podgroups" else plural)(fn)
-        else:
-            kopf.on.event(version, plural, registry=registry, id=plural)(fn)
     gvp = (POLICY_GROUP, POLICY_VERSION, POLICY_PLURAL)
     kopf.on.create(*gvp, registry=registry, id="policy", when=ours)(on_policy)
     kopf.on.update(*gvp, registry=registry, id="policy", when=ours)(on_policy)

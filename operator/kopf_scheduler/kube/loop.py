@@ -25,8 +25,8 @@ on the policy's own snapshot with a private copy of the cluster objects. Attempt
 extenders stay on the loop (a thread hop costs more than most attempts).
 
 Every ``HOUSEKEEPING_PERIOD`` seconds: expire unconfirmed assumptions (``core.routing``) and
-refresh gauges. Only while ``app.leading`` is set does the loop pop; a standby keeps its cache
-and queues warm.
+refresh gauges. Only once the informers listed every kind (``app.synced``) and while
+``app.leading`` is set does the loop pop; a standby keeps its cache and queues warm.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ async def run(app: App, policy: str, stopped: Any) -> None:
     last_housekeeping = 0.0
     while not stopped:
         state = app.state_for_policy(policy)
-        if state is None or not app.leading.is_set():
+        if state is None or not app.leading.is_set() or not app.synced.is_set():
             await _sleep_until(app, state, IDLE_WAIT)
             continue
         now = app.now()

@@ -45,8 +45,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from itertools import compress
-from operator import ne
 from typing import Final
 
 import numpy as np
@@ -166,20 +164,21 @@ class _Index:
         self.nodes: dict[str, _NodeEntry] = {}
         self.groups: dict[object, _Group] = {}
         self.terms: tuple[dict[object, _ExistingTerm], ...] = ({}, {}, {}, {})
-        self._snap: Snapshot | None = None
-        self._gens: list[int] = []
+        self._table: NodeTable | None = None
+        self._gens: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
 
     def sync(self, snap: Snapshot) -> None:
-        """Catch up with ``snap``: re-index only the nodes whose NodeInfo generation moved."""
+        """Catch up with ``snap``: re-index only the nodes whose NodeInfo generation moved (found
+        by comparing the table's generation column with the one last seen: a numpy pass)."""
         infos = snap.node_infos
-        gens = [i.generation for i in infos]
-        if snap is self._snap and len(gens) == len(self._gens):
-            moved = list(compress(range(len(gens)), map(ne, gens, self._gens)))
-            if not moved:
+        table = snap.table
+        if table is self._table and len(table.generation) == len(self._gens):
+            moved = np.flatnonzero(table.generation != self._gens)
+            if not moved.size:
                 return
-            for k in moved:
+            for k in moved.tolist():
                 self._refresh(infos[k])
-            self._gens = gens
+            self._gens = table.generation.copy()
             return
         nodes = self.nodes
         current = 0
@@ -191,7 +190,7 @@ class _Index:
             live = {i.name for i in infos if i.node is not None}
             for name in [n for n in nodes if n not in live]:
                 self._remove(name, nodes.pop(name))
-        self._snap, self._gens = snap, gens
+        self._table, self._gens = table, table.generation.copy()
 
     def _refresh(self, info: NodeInfo) -> None:
         node = info.node
@@ -384,7 +383,7 @@ class InterPodAffinity(PreFilterExtensions, VectorFilter, PreScorePlugin, Vector
 
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
         req_aff, req_anti = _required_terms(pod)
-        if not req_aff and not req_anti and not snapshot.have_pods_with_required_anti_affinity:
+        if not req_aff and not req_anti and not snapshot.any_pods_with_required_anti_affinity:
             state.write(self._filter_key, _FilterState((), {}, False, (), {}, {}, snapshot.objects.namespace_labels))
             return framework.SKIP
         s = self.filter_state(pod, snapshot)
@@ -493,7 +492,7 @@ class InterPodAffinity(PreFilterExtensions, VectorFilter, PreScorePlugin, Vector
         pref_aff = a.pod_affinity.preferred if a is not None and a.pod_affinity is not None else ()
         pref_anti = a.pod_anti_affinity.preferred if a is not None and a.pod_anti_affinity is not None else ()
         has_constraints = bool(pref_aff or pref_anti)
-        if not has_constraints and (self.args.ignore_preferred_terms_of_existing_pods or not snapshot.have_pods_with_affinity):
+        if not has_constraints and (self.args.ignore_preferred_terms_of_existing_pods or not snapshot.any_pods_with_affinity):
             return framework.SKIP
         scores = self.topology_scores(pod, snapshot)
         # Upstream skips when no pair was scored; a map whose entries are all 0 also scores

@@ -30,8 +30,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from itertools import compress
-from operator import ne
 from typing import Final
 
 import numpy as np
@@ -98,23 +96,24 @@ class _Groups:
     def __init__(self) -> None:
         self.by_ns: dict[str, dict[tuple[tuple[str, str], ...], dict[str, int]]] = {}
         self._nodes: dict[str, tuple[int, list[tuple[str, tuple[tuple[str, str], ...]]], list[int]]] = {}
-        self._snap: Snapshot | None = None
-        self._gens: list[int] = []
+        self._table: NodeTable | None = None
+        self._gens: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
 
     def sync(self, snap: Snapshot) -> None:
+        """Catch up with ``snap``: recount only the nodes whose generation moved (a numpy pass finds them)."""
         infos = snap.node_infos
-        gens = [i.generation for i in infos]
-        if snap is self._snap and len(gens) == len(self._gens):
-            for k in compress(range(len(gens)), map(ne, gens, self._gens)):
+        table = snap.table
+        if table is self._table and len(table.generation) == len(self._gens):
+            for k in np.flatnonzero(table.generation != self._gens).tolist():
                 self._refresh(infos[k])
-            self._gens = gens
+            self._gens = table.generation.copy()
             return
         for info in infos:
             self._refresh(info)
         live = {i.name for i in infos if i.node is not None}
         for name in [n for n in self._nodes if n not in live]:
             self._drop(name)
-        self._snap, self._gens = snap, gens
+        self._table, self._gens = table, table.generation.copy()
 
     def _drop(self, name: str) -> None:
         _, keys, counts = self._nodes.pop(name)

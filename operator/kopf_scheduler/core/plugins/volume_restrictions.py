@@ -140,14 +140,14 @@ def claim_uses(pod: Pod, rwop_claims: frozenset[str], snapshot: Snapshot, *, sta
     """
     if not rwop_claims:
         return {}
-    skip = stand_in.name if stand_in is not None else None
-    infos = [i for i in snapshot.node_infos if i.name != skip]
-    if stand_in is not None:
-        infos.append(stand_in)
+    replaced = snapshot.get(stand_in.name) if stand_in is not None else None
     out: dict[str, int] = {}
     for c in rwop_claims:
         key = f"{pod.namespace}/{c}"
-        out[c] = sum(i.pvc_ref_counts.get(key, 0) for i in infos)
+        uses = snapshot.pvc_uses(key)
+        if stand_in is not None:
+            uses += stand_in.pvc_ref_counts.get(key, 0) - (replaced.pvc_ref_counts.get(key, 0) if replaced is not None else 0)
+        out[c] = uses
     return out
 
 
