@@ -327,9 +327,11 @@ class FakeKubelet:
             if pod.metadata.deletion_timestamp is not None:
                 self.core.delete_namespaced_pod(name, ns, grace_period_seconds=0)
             elif (pod.status.phase or "Pending") == "Pending":
+                self.started.add(f"{ns}/{name}")  # before the patch: whoever sees it Running finds it here
                 self.core.patch_namespaced_pod_status(name, ns, self._running_status(pod))
-                self.started.add(f"{ns}/{name}")
         except ApiException as exc:
+            if pod.metadata.deletion_timestamp is None and (pod.status.phase or "Pending") == "Pending":
+                self.started.discard(f"{ns}/{name}")
             if exc.status not in (404, 409):  # gone or changed meanwhile: the watch brings news
                 raise
 
