@@ -4,6 +4,7 @@
     python bench/bench_core.py --workload basic --nodes 5000 --pods 10000
     python bench/bench_core.py --workload anti-affinity --nodes 1000 --pods 1000
     python bench/bench_core.py --workload topology-spread --nodes 5000   # also node-affinity, preferred-affinity
+    python bench/bench_core.py --workload unschedulable   # 1000 pods that fit none of 5000 nodes: the FitError's cost
     python bench/bench_core.py --profile out.prof    # also write a cProfile
     python bench/bench_core.py --path loop           # the operator loop's core path (bench_explain.py adds its attempt log)
 
@@ -130,13 +131,20 @@ def preferred_affinity_pod(i: int) -> dict:
     return body
 
 
-#: workload -> (pod shape, default nodes, default pods); scheduler_perf's templates
+def too_big_pod(i: int) -> dict:
+    body = basic_pod(i)
+    body["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "64"  # fits no node-default node
+    return body
+
+
+#: workload -> (pod shape, default nodes, default pods); scheduler_perf's templates, and pods that fit nowhere
 WORKLOADS = {
     "basic": (basic_pod, 5000, 10000),
     "anti-affinity": (anti_affinity_pod, 1000, 1000),
     "node-affinity": (node_affinity_pod, 5000, 5000),
     "topology-spread": (topology_spread_pod, 5000, 5000),
     "preferred-affinity": (preferred_affinity_pod, 5000, 5000),
+    "unschedulable": (too_big_pod, 5000, 1000),
 }
 
 

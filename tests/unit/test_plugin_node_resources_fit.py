@@ -346,6 +346,11 @@ def test_vector_forms_agree(cluster: tuple[list[NodeInfo], Pod], args: dict[str,
     index = np.arange(len(infos), dtype=np.intp)[::-1].copy()
     want = [plugin.filter(state, p, snap.node_infos[k]).is_success for k in index]
     assert plugin.filter_nodes(state, p, snap.table, index).tolist() == want
+    rejected = index[~np.array(want, dtype=bool)]
+    batch = plugin.filter_statuses(state, p, snap.table, rejected)
+    assert batch is not None
+    distinct, which = batch
+    assert [distinct[i] for i in which.tolist()] == [plugin.filter(state, p, snap.node_infos[k]) for k in rejected]
     plugin.pre_score(state, p, snap.node_infos, snap)
     want_scores = [plugin.score(state, p, snap.node_infos[k]) for k in index]
     assert plugin.score_nodes(state, p, snap.table, index).tolist() == want_scores

@@ -379,6 +379,22 @@ class GenericScheduler:
                     diagnosis.unschedulable_plugins.add(plugin.name)
                     diagnosis.unasked[plugin.name] = positions  # kept by reference, read only to explain
                 continue
+            if not positions.size:
+                continue
+            assert isinstance(plugin, VectorFilter)  # this path runs only when every active filter is one
+            try:
+                batch = plugin.filter_statuses(state, pod, table, positions)
+            except Exception:  # the per-node form below says the same, or reports the error
+                batch = None
+            if batch is not None:
+                distinct, which = batch
+                stamped = [status.with_plugin(plugin.name) for status in distinct]
+                names = table.names
+                for k, i in zip(positions.tolist(), which.tolist(), strict=True):
+                    if k not in held:
+                        diagnosis.node_to_status[names[k]] = stamped[i]
+                diagnosis.unschedulable_plugins.add(plugin.name)
+                continue
             for k in positions.tolist():
                 if k in held:
                     continue

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import abc
 import enum
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, Protocol, Self, TypeVar
 
@@ -282,6 +282,17 @@ class VectorFilter(FilterPlugin):
     @abc.abstractmethod
     def filter_nodes(self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]) -> npt.NDArray[np.bool_]:
         """The feasibility of the nodes ``index`` (positions in the table)."""
+
+    def filter_statuses(
+        self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]
+    ) -> tuple[Sequence[Status], npt.NDArray[np.intp]] | None:
+        """Optional: what ``filter`` says of the nodes ``index`` (all of them rejected by ``filter_nodes``)
+        in one pass: the distinct statuses, and per node the position of its own among them.
+
+        Asked only to say why nodes were rejected (the FitError, preemption, explanations), which for a
+        pod that fits nowhere is every node: one vector pass instead of a Python call per node. None
+        (the default) asks ``filter`` node by node."""
+        return None
 
 
 @dataclass(frozen=True, slots=True)

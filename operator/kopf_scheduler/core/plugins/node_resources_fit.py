@@ -226,6 +226,49 @@ class NodeResourcesFit(PreFilterPlugin, VectorFilter, PreScorePlugin, VectorScor
                 ok &= table.scalar_requested(name) <= table.scalar_allocatable(name) - want
         return ok[index]
 
+    def filter_statuses(
+        self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]
+    ) -> tuple[list[Status], npt.NDArray[np.intp]] | None:
+        """``filter``'s statuses over many nodes: each shortfall of ``insufficient_resources`` as a
+        column, in its check order; the nodes grouped by which shortfalls they have."""
+        r = self._request(state, pod)
+        # (reason, short of it per node, the request alone exceeds allocatable per node)
+        checks: list[tuple[str, npt.NDArray[np.bool_], npt.NDArray[np.bool_] | None]] = [
+            (REASON_TOO_MANY_PODS, table.pod_count[index] + 1 > table.alloc_pods[index], None)
+        ]
+        if r.milli_cpu or r.memory or r.ephemeral_storage or r.scalar:
+            for reason, want, used, alloc in (
+                (REASON_INSUFFICIENT_CPU, r.milli_cpu, table.req_cpu, table.alloc_cpu),
+                (REASON_INSUFFICIENT_MEMORY, r.memory, table.req_mem, table.alloc_mem),
+                (REASON_INSUFFICIENT_EPHEMERAL_STORAGE, r.ephemeral_storage, table.req_eph, table.alloc_eph),
+            ):
+                if want > 0:
+                    cap = alloc[index]
+                    checks.append((reason, want > cap - used[index], want > cap))
+            for name, want in r.scalar.items():
+                if want == 0 or (
+                    is_extended_resource(name) and (name in self.ignored_resources or name.split("/", 1)[0] in self.ignored_resource_groups)
+                ):
+                    continue
+                cap = table.scalar_allocatable(name)[index]
+                checks.append((INSUFFICIENT_FORMAT.format(name), want > cap - table.scalar_requested(name)[index], want > cap))
+        if len(checks) > 31:  # the key below holds two bits a check
+            return None
+        key = np.zeros(len(index), dtype=np.int64)
+        for bit, (_, short, alone) in enumerate(checks):
+            key |= short.astype(np.int64) << (2 * bit)
+            if alone is not None:
+                key |= (short & alone).astype(np.int64) << (2 * bit + 1)
+        distinct, which = np.unique(key, return_inverse=True)
+        statuses = []
+        for k in distinct.tolist():
+            reasons = tuple(reason for bit, (reason, _, _) in enumerate(checks) if k >> (2 * bit) & 1)
+            if not reasons:  # filter_nodes rejected a node no check finds short: let the per-node form say
+                return None
+            unfixable = any(k >> (2 * bit + 1) & 1 for bit in range(len(checks)))
+            statuses.append(unresolvable(*reasons) if unfixable else unschedulable(*reasons))
+        return statuses, which.reshape(-1).astype(np.intp)
+
     # ------------------------------------------------------------------ score
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo], snapshot: Snapshot) -> Status:
