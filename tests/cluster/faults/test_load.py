@@ -1,6 +1,6 @@
 """Load, at the size CI affords: 500 nodes and 3000 pending pods (300 of which fit nowhere) before the
 operator starts. The issue's size (5000 nodes, 20k pods) is ``python bench/bench_load.py``, which runs
-the same code for about N minutes; its last figures are in the README's fault-suite table.
+the same code in about 2 minutes on 2 cores; its last figures are in the README (Robustness).
 
 The queue drains (every schedulable pod bound, every other one with a FailedScheduling event, no pod
 left active or in backoff), the peak RSS stays under a generous bound, and no pod gets the same
