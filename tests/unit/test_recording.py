@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from kopf_scheduler.core.recording import ConditionMemo, RepeatLimiter
+from kopf_scheduler.core.recording import STAGE_PERMIT, ConditionMemo, RepeatLimiter
 
 # --------------------------------------------------------------------------- RepeatLimiter
 
@@ -102,3 +102,11 @@ def test_condition_memo_forgets_settled_pods_and_is_bounded() -> None:
 def test_nonsense_settings_are_refused(make: Callable[[], object]) -> None:
     with pytest.raises(ValueError):
         make()
+
+
+def test_a_rejection_at_permit_is_a_series_of_its_own() -> None:
+    limiter = RepeatLimiter(interval=30.0)
+    assert limiter.allow("u", "Scheduling", 0.0)  # the filters: too few gang members yet
+    assert limiter.allow("u", "Scheduling", 5.0, stage=STAGE_PERMIT)  # the gang did not gather: said too
+    assert not limiter.allow("u", "Scheduling", 9.0, stage=STAGE_PERMIT)  # but not again within the interval
+    assert not limiter.allow("u", "Scheduling", 9.0)

@@ -8,7 +8,10 @@
   can act on did ("0/2455 nodes are available" and "0/3532 ..." while nodes join), which flooded
   the API server with events under load (bench/bench_load.py). We send nothing for a repeat; the
   latest message is always in the pod's PodScheduled condition (``ConditionMemo``), and the next
-  event after the interval carries it.
+  event after the interval carries it. One departure: a rejection at Permit (a gang that did not
+  gather in time) is a series of its own (``stage``), so every member of the gang gets an event
+  saying how many of the gang fit even when its filters failed moments before; it comes once per
+  gang and wait, so it cannot flood.
 - ``ConditionMemo``: PodScheduled=False/Unschedulable is written only when its message differs
   from the last one written for that pod (upstream ``updatePod`` in schedule_one.go skips the
   patch when ``UpdatePodCondition`` finds the condition unchanged).
@@ -22,32 +25,35 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Final
 
-__all__ = ["DEFAULT_CAPACITY", "REPEAT_INTERVAL", "ConditionMemo", "RepeatLimiter"]
+__all__ = ["DEFAULT_CAPACITY", "REPEAT_INTERVAL", "STAGE_PERMIT", "ConditionMemo", "RepeatLimiter"]
 
 REPEAT_INTERVAL: Final = 30.0
 DEFAULT_CAPACITY: Final = 50_000
+#: the stage of a rejection at Permit, limited apart from the filters' failures
+STAGE_PERMIT: Final = "Permit"
 
 
 class RepeatLimiter:
-    """Allows one FailedScheduling event per (pod uid, action) per `interval` seconds."""
+    """Allows one FailedScheduling event per (pod uid, action, stage) per `interval` seconds."""
 
     def __init__(self, *, interval: float = REPEAT_INTERVAL, capacity: int = DEFAULT_CAPACITY) -> None:
         if interval < 0 or capacity < 1:
             raise ValueError("RepeatLimiter: need interval >= 0 and capacity >= 1")
         self.interval = interval
         self.capacity = capacity
-        #: (uid, action) -> when it was last allowed; oldest first
-        self._sent: OrderedDict[tuple[str, str], float] = OrderedDict()
+        #: (uid, action, stage) -> when it was last allowed; oldest first
+        self._sent: OrderedDict[tuple[str, str, str], float] = OrderedDict()
 
-    def allow(self, uid: str, action: str, now: float) -> bool:
-        """True (and remembered) unless an event of this action went out for this pod less than `interval` ago."""
+    def allow(self, uid: str, action: str, now: float, *, stage: str = "") -> bool:
+        """True (and remembered) unless an event of this action and `stage` ("": the filters; "Permit")
+        went out for this pod less than `interval` ago."""
         sent = self._sent
         while sent:  # entries are in sending order: drop the expired ones from the front
             oldest = next(iter(sent.values()))
             if now - oldest < self.interval:
                 break
             sent.popitem(last=False)
-        key = (uid, action)
+        key = (uid, action, stage)
         if key in sent:
             return False
         sent[key] = now

@@ -6,7 +6,8 @@ reportingController ``kopf-scheduler``, reportingInstance the process identity, 
 fractional digits (the official client would drop them when the microseconds are 0).
 
 Repeats: the core's ``RepeatLimiter`` (``core/recording.py``) decides whether a FailedScheduling
-event goes out (at most one per pod and action per ``REPEAT_INTERVAL`` seconds, whatever its message).
+event goes out (at most one per pod, action and stage per ``REPEAT_INTERVAL`` seconds, whatever its
+message; a rejection at Permit is a stage of its own).
 
 Why core/v1 and not events.k8s.io/v1 (upstream's recorder): measured on the local control plane
 (3000 Scheduled events, 16 in flight, twice each), neither is cheaper: our CPU 149-168 against
@@ -76,10 +77,11 @@ async def scheduled(app: App, *, namespace: str, name: str, uid: str, node: str)
 
 
 async def failed_scheduling(
-    app: App, *, namespace: str, name: str, uid: str, message: str, action: str = ACTION_SCHEDULING
+    app: App, *, namespace: str, name: str, uid: str, message: str, action: str = ACTION_SCHEDULING, stage: str = ""
 ) -> None:
-    """A Warning FailedScheduling event, unless one of this action went out for this pod recently."""
-    if not app.failures.allow(uid, action, app.now()):
+    """A Warning FailedScheduling event, unless one of this action and `stage` ("", or "Permit" for a
+    rejection at Permit) went out for this pod recently."""
+    if not app.failures.allow(uid, action, app.now(), stage=stage):
         logger.debug("repeated FailedScheduling for %s/%s suppressed", namespace, name)
         return
     await record(

@@ -41,6 +41,7 @@ from ..core.cycle import Bind, Error, Outcome, Skip, Unschedulable, Wait, conclu
 from ..core.diagnosis import truncate_message
 from ..core.objects import Pod
 from ..core.queueing import QueuedPodInfo
+from ..core.recording import STAGE_PERMIT
 from ..core.timestamps import rfc3339
 from . import binding, events, podgroups, preemption
 from .app import App, PolicyState
@@ -187,7 +188,7 @@ async def _settle(app: App, now: float) -> None:
         pod, message = r.pod, r.status.message
         logger.info("%s was rejected at Permit by %s: %s", pod.key, r.status.plugin, message)
         app.metrics.observe_attempt("unschedulable", r.scheduler_name, 0.0)
-        app.spawn(events.failed_scheduling(app, namespace=pod.namespace, name=pod.name, uid=pod.uid, message=message))
+        app.spawn(events.failed_scheduling(app, namespace=pod.namespace, name=pod.name, uid=pod.uid, message=message, stage=STAGE_PERMIT))
         if app.conditions.should_write(pod.uid, message):
             app.spawn(_update_status(app, pod, message, None))
         rejections.update(dict.fromkeys(r.gangs, message))
