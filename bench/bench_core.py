@@ -5,6 +5,7 @@
     python bench/bench_core.py --workload anti-affinity --nodes 1000 --pods 1000
     python bench/bench_core.py --workload topology-spread --nodes 5000   # also node-affinity, preferred-affinity
     python bench/bench_core.py --workload unschedulable   # 1000 pods that fit none of 5000 nodes: the FitError's cost
+    python bench/bench_core.py --workload no-match        # the same with a nodeSelector no node matches
     python bench/bench_core.py --profile out.prof    # also write a cProfile
     python bench/bench_core.py --path loop           # the operator loop's core path (bench_explain.py adds its attempt log)
 
@@ -137,6 +138,12 @@ def too_big_pod(i: int) -> dict:
     return body
 
 
+def no_match_pod(i: int) -> dict:
+    body = basic_pod(i)
+    body["spec"]["nodeSelector"] = {"disk": "nvme"}  # no node has the label
+    return body
+
+
 #: workload -> (pod shape, default nodes, default pods); scheduler_perf's templates, and pods that fit nowhere
 WORKLOADS = {
     "basic": (basic_pod, 5000, 10000),
@@ -145,6 +152,7 @@ WORKLOADS = {
     "topology-spread": (topology_spread_pod, 5000, 5000),
     "preferred-affinity": (preferred_affinity_pod, 5000, 5000),
     "unschedulable": (too_big_pod, 5000, 1000),
+    "no-match": (no_match_pod, 5000, 1000),
 }
 
 

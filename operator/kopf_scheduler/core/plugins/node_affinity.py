@@ -285,6 +285,16 @@ class NodeAffinity(PreFilterPlugin, VectorFilter, PreScorePlugin, VectorScore, N
             mask &= required_mask(s.required, table, index)
         return mask
 
+    def filter_statuses(
+        self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]
+    ) -> tuple[list[Status], npt.NDArray[np.intp]]:
+        """Two statuses: the added terms failed (checked first), or the pod's own did."""
+        pod_failed, enforced_failed = framework.unresolvable(ERR_REASON_POD), framework.unresolvable(ERR_REASON_ENFORCED)
+        if self.args.added_required is None:
+            return [pod_failed], np.zeros(len(index), dtype=np.intp)
+        enforced = ~(table.has_node[index] & required_mask(self.args.added_required, table, index))
+        return [pod_failed, enforced_failed], enforced.astype(np.intp)
+
     # ---- score
 
     def _preferred(self, state: CycleState, pod: Pod) -> tuple[PreferredSchedulingTerm, ...]:

@@ -78,3 +78,10 @@ class NodeUnschedulable(PreFilterPlugin, VectorFilter):
             return np.array(table.has_node[index], dtype=np.bool_)
         blocked, _ = _blocked_column(table)
         return ~blocked[index]
+
+    def filter_statuses(
+        self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]
+    ) -> tuple[list[Status], npt.NDArray[np.intp]]:
+        """Cordoned, or (a NodeInfo without its Node) unknown conditions."""
+        statuses = [framework.unresolvable(ERR_REASON_UNSCHEDULABLE), framework.unresolvable(ERR_REASON_UNKNOWN_CONDITION)]
+        return statuses, (~table.has_node[index]).astype(np.intp)

@@ -134,6 +134,12 @@ class TaintToleration(PreFilterPlugin, VectorFilter, PreScorePlugin, VectorScore
         result: BoolArray = lut[ids[index]] & table.has_node[index]
         return result
 
+    def filter_statuses(
+        self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]
+    ) -> tuple[list[Status], npt.NDArray[np.intp]]:
+        """An untolerated taint, or (a NodeInfo without its Node) no node to match."""
+        return [_UNTOLERATED, framework.unresolvable(ERR_REASON_NOT_MATCH)], (~table.has_node[index]).astype(np.intp)
+
     # ---- score
 
     @staticmethod
