@@ -511,6 +511,12 @@ class Group:
         """A pod body for one of this group's nodes; ``scheduler=None`` leaves it to the default scheduler."""
         return make_pod_body(name, scheduler_name=self.scheduler if scheduler == "" else scheduler, node_selector={GROUP_LABEL: self.id, **(node_selector or {})}, **kwargs)
 
+    def __enter__(self) -> Group:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.cleanup()
+
     def cleanup(self) -> None:
         core = client.CoreV1Api(self.api)
         for name in self.names:

@@ -49,21 +49,15 @@ def endpoint(sa_kubeconfig: Path, custom: client.CustomObjectsApi, tmp_path_fact
 
 @pytest.fixture
 def group(api: client.ApiClient) -> Iterator[Group]:
-    g = Group(api, scheduler=POLICY)
-    try:
+    with Group(api, scheduler=POLICY) as g:
         yield g
-    finally:
-        g.cleanup()
 
 
 @pytest.fixture
 def stranger(api: client.ApiClient) -> Iterator[str]:
     """A node of no test's group: the pods' selectors must reject it (whatever other nodes exist)."""
-    g = Group(api)
-    try:
+    with Group(api) as g:
         yield g.nodes(1)[0]
-    finally:
-        g.cleanup()
 
 
 def explain(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

@@ -44,11 +44,8 @@ def operator(
 
 @pytest.fixture
 def group(api: client.ApiClient) -> Iterator[Group]:
-    g = Group(api, scheduler=POLICY)
-    try:
+    with Group(api, scheduler=POLICY) as g:
         yield g
-    finally:
-        g.cleanup()
 
 
 def create_gang(api: client.ApiClient, custom: client.CustomObjectsApi, group: Group, namespace: str, kind: str, name: str, size: int) -> list[str]:

@@ -88,11 +88,8 @@ def _track(operator: Operator) -> Iterator[None]:
 
 @pytest.fixture
 def group(api: client.ApiClient) -> Iterator[Group]:
-    g = Group(api, scheduler=BASIC)
-    try:
+    with Group(api, scheduler=BASIC) as g:
         yield g
-    finally:
-        g.cleanup()
 
 
 def node_of(core: client.CoreV1Api, namespace: str, name: str) -> str | None:

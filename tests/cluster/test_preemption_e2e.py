@@ -58,11 +58,8 @@ def priorities(api: client.ApiClient) -> Iterator[dict[str, str]]:
 
 @pytest.fixture
 def group(api: client.ApiClient) -> Iterator[Group]:
-    g = Group(api, scheduler=POLICY)
-    try:
+    with Group(api, scheduler=POLICY) as g:
         yield g
-    finally:
-        g.cleanup()
 
 
 def read(core: client.CoreV1Api, namespace: str, name: str) -> Any | None:

@@ -475,7 +475,7 @@ def parse_pod(body: Mapping[str, Any]) -> Pod:
     for c in _list(status, "conditions", f"pod {namespace}/{name}: status"):
         if isinstance(c, Mapping) and c.get("type") == CONDITION_DISRUPTION_TARGET and c.get("status") == "True":
             disruption = str(c.get("reason") or "")
-    pending = {} if spec.get("nodeName") else _pending_fields(body, spec, status, where, resources, regular, init_parsed, overhead_list)
+    pending = {} if spec.get("nodeName") else _pending_fields(body, meta, spec, status, where, resources, regular, init_parsed, overhead_list)
     return Pod(
         namespace=namespace,
         name=name,
@@ -507,6 +507,7 @@ def parse_pod(body: Mapping[str, Any]) -> Pod:
 
 def _pending_fields(
     body: Mapping[str, Any],
+    meta: Mapping[str, Any],
     spec: Mapping[str, Any],
     status: Mapping[str, Any],
     where: str,
@@ -566,7 +567,7 @@ def _pending_fields(
         "nominated_node_name": str(status.get("nominatedNodeName") or ""),
         "container_non_zero_requests": to_resources(container_non_zero),
         "limits": to_resources(pod_requests(limit_lists, use_status=False, pod_level=False)),
-        "source": _source(body, _map(body, "metadata", "pod")),
+        "source": _source(body, meta),
     }
 
 

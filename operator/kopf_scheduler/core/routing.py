@@ -85,6 +85,7 @@ __all__ = [
     "Routed",
     "broadcast",
     "expire_assumed",
+    "key_prefix",
     "reports_unreadable",
     "route_namespace",
     "route_namespaces_relisted",
@@ -128,9 +129,16 @@ OBJECT_STORES: Final[Mapping[str, str]] = {
     KIND_COSCHEDULING_POD_GROUP: "pod_groups",
 }
 
-#: what the keys of a kind start with in a store it shares: controllers are keyed Kind/ns/name,
-#: PodGroups <api group>/ns/name (a kind alone in its store has no prefix)
-_KEY_PREFIX: Final[Mapping[str, str]] = {KIND_POD_GROUP: f"{WORKLOAD_API}/", KIND_COSCHEDULING_POD_GROUP: f"{COSCHEDULING_API}/"}
+
+def key_prefix(kind: str) -> str:
+    """What the ClusterObjects keys of `kind` start with before ``ns/name`` (or ``name``): kinds that
+    share a store are told apart, controllers by ``Kind/``, PodGroups by ``<api group>/``
+    (``PodGroup.key``); a kind alone in its store has none."""
+    if kind == KIND_POD_GROUP:
+        return f"{WORKLOAD_API}/"
+    if kind == KIND_COSCHEDULING_POD_GROUP:
+        return f"{COSCHEDULING_API}/"
+    return f"{kind}/" if OBJECT_STORES[kind] == "controllers" else ""
 
 
 class Queued(Protocol):
@@ -367,7 +375,7 @@ def route_object(kind: str, key: str, obj: object | None, *, cache: SchedulerCac
 def route_objects_relisted(kind: str, keys: set[str], *, cache: SchedulerCache, served: Mapping[str, Queued], now: float) -> Routed:
     """A list of every `kind` held `keys`: the objects of that kind we know that it lacks are gone."""
     store: dict[str, object] = getattr(cache.objects, OBJECT_STORES[kind])
-    prefix = _KEY_PREFIX.get(kind, f"{kind}/" if OBJECT_STORES[kind] == "controllers" else "")
+    prefix = key_prefix(kind)
     gone = [k for k in store if k not in keys and k.startswith(prefix)]
     return _merge(route_object(kind, k, None, cache=cache, served=served, now=now) for k in gone)
 

@@ -17,7 +17,7 @@ from ..core import objects, parsing
 from ..core.objects import Pod
 from ..core.ownership import PolicyMeta
 from ..core.parsing import ObjectError
-from ..core.routing import KIND_COSCHEDULING_POD_GROUP, KIND_POD_GROUP, OBJECT_STORES
+from ..core.routing import KIND_COSCHEDULING_POD_GROUP, KIND_POD_GROUP, key_prefix
 
 __all__ = [
     "OTHER_KINDS",
@@ -105,8 +105,6 @@ OTHER_KINDS: Final[dict[str, tuple[Callable[[Mapping[str, Any]], Any], bool]]] =
     KIND_POD_GROUP: (parsing.parse_pod_group, True),
     KIND_COSCHEDULING_POD_GROUP: (parsing.parse_coscheduling_pod_group, True),
 }
-#: PodGroup kinds -> their API group, the first part of their key (``PodGroup.key``)
-_POD_GROUP_APIS: Final = {KIND_POD_GROUP: objects.WORKLOAD_API, KIND_COSCHEDULING_POD_GROUP: objects.COSCHEDULING_API}
 
 
 def object_key(kind: str, body: Mapping[str, Any]) -> str:
@@ -117,10 +115,7 @@ def object_key(kind: str, body: Mapping[str, Any]) -> str:
     _, namespaced = OTHER_KINDS[kind]
     if not namespaced:
         return name
-    ns = str(meta.get("namespace") or "default")
-    if kind in _POD_GROUP_APIS:
-        return f"{_POD_GROUP_APIS[kind]}/{ns}/{name}"
-    return f"{kind}/{ns}/{name}" if OBJECT_STORES[kind] == "controllers" else f"{ns}/{name}"
+    return f"{key_prefix(kind)}{str(meta.get('namespace') or 'default')}/{name}"
 
 
 def parse_other(kind: str, body: Mapping[str, Any]) -> Any:

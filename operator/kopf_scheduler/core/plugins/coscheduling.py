@@ -54,9 +54,6 @@ class Coscheduling(PreFilterPlugin, ReservePlugin, PermitPlugin):
     NAME = "Coscheduling"
     Args = CoschedulingArgs
 
-    def __init__(self, args: CoschedulingArgs | None = None, *, name: str | None = None) -> None:
-        super().__init__(args, name=name)
-
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: "Snapshot") -> Status:
         key = gangs.gang_key(pod, COSCHEDULING_API)
         if not key:

@@ -42,9 +42,6 @@ class DefaultPreemption(PostFilterPlugin):
     NAME = "DefaultPreemption"
     Args = DefaultPreemptionArgs
 
-    def __init__(self, args: DefaultPreemptionArgs | None = None, *, name: str | None = None) -> None:
-        super().__init__(args, name=name)
-
     def post_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot, diagnosis: Diagnosis, handle: Handle) -> PostFilterResult:
         args: DefaultPreemptionArgs = self.args
         result = preempt(

@@ -55,9 +55,6 @@ class GangScheduling(PreFilterPlugin, ReservePlugin, PermitPlugin):
     NAME = "GangScheduling"
     Args = GangSchedulingArgs
 
-    def __init__(self, args: GangSchedulingArgs | None = None, *, name: str | None = None) -> None:
-        super().__init__(args, name=name)
-
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: "Snapshot") -> Status:
         key = gangs.gang_key(pod, WORKLOAD_API)
         if not key:

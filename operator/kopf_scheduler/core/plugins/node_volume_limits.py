@@ -360,23 +360,14 @@ class EBSLimits(_LegacyVolumeCount):
     KIND = "awsElasticBlockStore"
     Args = EBSLimitsArgs
 
-    def __init__(self, args: EBSLimitsArgs | None = None, *, name: str | None = None) -> None:
-        super().__init__(args, name=name)
-
 
 class GCEPDLimits(_LegacyVolumeCount):
     NAME = "GCEPDLimits"
     KIND = "gcePersistentDisk"
     Args = GCEPDLimitsArgs
 
-    def __init__(self, args: GCEPDLimitsArgs | None = None, *, name: str | None = None) -> None:
-        super().__init__(args, name=name)
-
 
 class AzureDiskLimits(_LegacyVolumeCount):
     NAME = "AzureDiskLimits"
     KIND = "azureDisk"
     Args = AzureDiskLimitsArgs
-
-    def __init__(self, args: AzureDiskLimitsArgs | None = None, *, name: str | None = None) -> None:
-        super().__init__(args, name=name)
