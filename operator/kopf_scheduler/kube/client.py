@@ -160,7 +160,6 @@ class _Connection(asyncio.Protocol):
         self.parser = ResponseParser()
         self.answer: asyncio.Future[tuple[int, bytes, bool]] | None = None
         self.closed = False
-        self.used = False  # a request went over it before (a reused connection)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -213,7 +212,6 @@ class Api:
         self._timeout = timeout
         self._slots = asyncio.Semaphore(connections)
         self._idle: list[_Connection] = []
-        self._connections = connections
         self._session: aiohttp.ClientSession | None = None
 
     async def request(self, method: str, path: str, body: Any = None, *, content_type: str = "application/json") -> tuple[int, Any]:
@@ -262,7 +260,6 @@ class Api:
             if reused and lost_early:
                 raise _Lost(str(exc)) from exc
             raise
-        conn.used = True
         if keep_alive and not conn.closed:
             self._idle.append(conn)
         elif conn.transport is not None:
