@@ -6,13 +6,15 @@ StorageClasses, CSINodes, PodDisruptionBudgets, PriorityClasses and Namespaces, 
 answers are the API's own JSON with ``kind`` set on each item, so they go through the same loader and
 parser as a file (``sim/loader.py``): one path from API bodies to core objects.
 
-The client is the official ``kubernetes`` one, not the operator's ``kube/client.Api``: this is a
-synchronous command that runs where kubectl runs, so it takes the user's kubeconfig as kubectl does,
-``exec`` and ``auth-provider`` plugins included (``kube/credentials.py`` refuses those: it serves a
-long-running operator), and needs no event loop; it is already a dependency. Bodies are decoded
-from the raw JSON (``_preload_content=False``), which is faster than the client's models and keeps
-every field exactly as served. A kind the API server does not serve (404) is left out with a note;
-any other failure (403: the user may not list it) stops with the API's message.
+The credentials are the operator's (``edge/credentials.py``: ``--kubeconfig``, ``$KUBECONFIG``,
+``~/.kube/config``, then in-cluster; ``exec`` and ``auth-provider`` plugins included), so the snapshot
+shows what the operator logged in as would see. The client is the official ``kubernetes`` one built
+from them (``api_client``), not the operator's asyncio ``edge/client.Api``: this is a synchronous
+command and needs no event loop. A 401 refreshes the token (an exec plugin runs again) and the list
+is asked once more. Bodies are decoded from the raw JSON (``_preload_content=False``), which is
+faster than the client's models and keeps every field exactly as served. A kind the API server does
+not serve (404) is left out with a note; any other failure (403: the user may not list it) stops
+with the API's message.
 """
 
 from __future__ import annotations
@@ -60,37 +62,37 @@ class LiveSnapshot:
 
 def read_cluster(kubeconfig: str | None = None) -> LiveSnapshot:
     """List every kind the simulator reads; `kubeconfig` None: ``$KUBECONFIG`` or ``~/.kube/config``, then in-cluster."""
-    from kubernetes import client, config
+    from kubernetes import client
     from kubernetes.client.exceptions import ApiException
-    from kubernetes.config.config_exception import ConfigException
+
+    from .edge.credentials import CredentialsError, api_client, load_credentials
 
     try:
-        api = config.new_client_from_config(config_file=kubeconfig)  # type: ignore[no-untyped-call]
-    except (ConfigException, OSError) as exc:
-        if kubeconfig is not None:
-            raise ClusterReadError(f"cannot load kubeconfig {kubeconfig}: {exc}") from None
-        try:
-            config.load_incluster_config()  # type: ignore[no-untyped-call]
-        except ConfigException:
-            raise ClusterReadError(f"no kubeconfig ($KUBECONFIG, ~/.kube/config) and not in a cluster: {exc}") from None
-        api = client.ApiClient()
+        creds = load_credentials(kubeconfig)
+    except CredentialsError as exc:
+        raise ClusterReadError(f"cannot load kubeconfig {kubeconfig}: {exc.reason}" if kubeconfig else str(exc)) from None
+    api = api_client(creds)
     documents: list[dict[str, Any]] = []
     missing: list[str] = []
     try:
         for kind, api_class, method, extra in _LISTS:
             lister = getattr(getattr(client, api_class)(api), method)
-            try:
-                documents += _list_all(lister, kind, extra)
-            except ApiException as exc:
-                if exc.status == 404:
-                    missing.append(kind)
-                    continue
-                raise ClusterReadError(f"cannot list {kind} objects: HTTP {exc.status} {exc.reason}: {_message(exc.body)}") from None
-            except Exception as exc:  # the transport's (urllib3's) errors: unreachable, TLS, timeouts
-                raise ClusterReadError(f"cannot list {kind} objects from {api.configuration.host}: {type(exc).__name__}: {exc}") from None
-        return LiveSnapshot(documents, str(api.configuration.host), tuple(missing))
+            for attempt in (0, 1):
+                try:
+                    documents += _list_all(lister, kind, extra)
+                except ApiException as exc:
+                    if exc.status == 401 and attempt == 0 and creds.token is not None and creds.token.refresh():
+                        continue  # a new token: ask once more
+                    if exc.status == 404:
+                        missing.append(kind)
+                        break
+                    raise ClusterReadError(f"cannot list {kind} objects: HTTP {exc.status} {exc.reason}: {_message(exc.body)}") from None
+                except Exception as exc:  # the transport's (urllib3's) errors: unreachable, TLS, timeouts
+                    raise ClusterReadError(f"cannot list {kind} objects from {creds.server}: {type(exc).__name__}: {exc}") from None
+                break
+        return LiveSnapshot(documents, creds.server, tuple(missing))
     finally:
-        api.close()
+        api.close()  # type: ignore[no-untyped-call]
 
 
 def _list_all(lister: Callable[..., Any], kind: str, extra: dict[str, str]) -> list[dict[str, Any]]:

@@ -1,5 +1,6 @@
-"""The one credential loader, with temporary files: which source wins, what a kubeconfig may say,
-the in-cluster ServiceAccount, and a token file re-read when the kubelet rotates it."""
+"""The one credential loader (``edge/credentials.py``) on temporary files: which source wins, what each
+kubeconfig form gives (through the official client's loader), exec plugins run and re-run, a token file
+re-read when the kubelet rotates it, and the official client ``api_client`` builds from the result."""
 
 from __future__ import annotations
 
@@ -7,19 +8,29 @@ import base64
 import json
 import os
 import ssl
+import sys
 import tempfile
+import textwrap
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import kopf
+import kubernetes.client
 import pytest
 
-from kopf_scheduler.cluster.certs import create_pki
+from kopf_scheduler.cluster.certs import Pki, create_pki
 from kopf_scheduler.cluster.controlplane import write_kubeconfig
-from kopf_scheduler.kube.credentials import (
+from kopf_scheduler.edge.credentials import (
+    STALE_SKEW,
     CredentialsError,
+    PluginToken,
     StaticToken,
     TokenFile,
-    connection_info,
+    api_client,
     load_credentials,
     ssl_context,
 )
@@ -41,6 +52,10 @@ def kubeconfig(path: Path, server: str, *, user: dict[str, Any] | None = None, c
     return path
 
 
+def b64(path: Path) -> str:
+    return base64.b64encode(path.read_bytes()).decode()
+
+
 class Clock:
     def __init__(self) -> None:
         self.now = 0.0
@@ -49,13 +64,40 @@ class Clock:
         return self.now
 
 
+class WallClock:
+    """The real UTC time, moved on by `offset` (exec plugins stamp their expiry with the real time)."""
+
+    def __init__(self) -> None:
+        self.offset = timedelta()
+
+    def __call__(self) -> datetime:
+        return datetime.now(UTC) + self.offset
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
+    return create_pki(tmp_path_factory.mktemp("pki"))
+
+
+@pytest.fixture
+def scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The process's temporary folder for this test: what stays there after loading is a leak."""
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    return folder
+
+
+# --------------------------------------------------------------------------- where credentials come from
+
+
 @pytest.fixture
 def places(tmp_path: Path) -> dict[str, Any]:
     """One of each source, each naming its own server; the test picks which exist."""
     sa = tmp_path / "sa"
     sa.mkdir()
     (sa / "token").write_text("sa-token\n")
-    (sa / "ca.crt").write_text("not read by the loader\n")
+    (sa / "ca.crt").write_text("not parsed by the loader, only required\n")
     (sa / "namespace").write_text("kopf-scheduler")
     return {
         "flag": kubeconfig(tmp_path / "flag.yaml", "https://flag:6443"),
@@ -97,6 +139,12 @@ def test_in_cluster_ipv6_host_is_bracketed(places: dict[str, Any]) -> None:
     assert load_credentials(environ=environ, home=str(places["home"]), service_account_dir=str(places["sa"])).server == "https://[fd00::1]:443"
 
 
+def test_in_cluster_without_its_ca_says_so(places: dict[str, Any]) -> None:
+    (places["sa"] / "ca.crt").unlink()
+    with pytest.raises(CredentialsError, match=r"^in-cluster: Service certification file does not exist"):
+        load_credentials(environ=places["cluster_env"], home=str(places["home"]), service_account_dir=str(places["sa"]))
+
+
 def test_nothing_anywhere_says_where_it_looked(places: dict[str, Any]) -> None:
     with pytest.raises(CredentialsError, match=r"no --kubeconfig, \$KUBECONFIG or ~/.kube/config, and not in a cluster"):
         load_credentials(environ={}, home=str(places["home"]), service_account_dir=str(places["sa"]))
@@ -106,7 +154,7 @@ def test_kubeconfig_list_merges_first_file_wins_and_skips_missing_files(tmp_path
     first = kubeconfig(tmp_path / "a.yaml", "https://first:6443", user={"token": "first-token"})
     second = tmp_path / "b.yaml"
     second.write_text(json.dumps({
-        "current-context": "other",  # ignored: the first file set one
+        "current-context": "other",  # ignored: the first file set one (the official merger alone would take this)
         "clusters": [{"name": "c", "cluster": {"server": "https://second:6443"}}, {"name": "extra", "cluster": {"server": "x"}}],
         "users": [{"name": "u", "user": {"token": "second-token"}}],
     }))
@@ -118,6 +166,7 @@ def test_kubeconfig_list_merges_first_file_wins_and_skips_missing_files(tmp_path
 def test_relative_paths_are_relative_to_the_kubeconfig_and_a_token_file_wins_over_a_token(tmp_path: Path) -> None:
     (tmp_path / "conf" / "secrets").mkdir(parents=True)
     (tmp_path / "conf" / "secrets" / "token").write_text("from-file")
+    (tmp_path / "conf" / "secrets" / "ca.crt").write_text("the loader checks it exists\n")
     path = kubeconfig(
         tmp_path / "conf" / "config", "https://s:6443/",
         cluster={"certificate-authority": "secrets/ca.crt"},
@@ -125,9 +174,20 @@ def test_relative_paths_are_relative_to_the_kubeconfig_and_a_token_file_wins_ove
         context={"namespace": "team"},
     )
     creds = load_credentials(str(path))
-    assert creds.ca_path == str(tmp_path / "conf" / "secrets" / "ca.crt")
-    assert creds.token is not None and creds.token.current() == "from-file"
+    assert creds.ca_path == str(tmp_path / "conf" / "secrets" / "ca.crt") and creds.ca_data is None
+    assert isinstance(creds.token, TokenFile) and creds.token.current() == "from-file"
     assert (creds.server, creds.namespace) == ("https://s:6443", "team")
+
+
+def test_a_literal_token_is_static(tmp_path: Path) -> None:
+    creds = load_credentials(str(kubeconfig(tmp_path / "config", "https://s:6443", user={"token": "t"})))
+    assert creds.token == StaticToken("t")
+    assert (creds.token.current(), creds.token.stale(), creds.token.refresh(), creds.token.expiration) == ("t", False, False, None)
+
+
+def test_no_user_at_all_is_anonymous(tmp_path: Path) -> None:
+    creds = load_credentials(str(kubeconfig(tmp_path / "config", "http://s:8080", user={})))
+    assert (creds.server, creds.token, creds.certificate_data) == ("http://s:8080", None, None)
 
 
 @pytest.mark.parametrize(
@@ -135,26 +195,239 @@ def test_relative_paths_are_relative_to_the_kubeconfig_and_a_token_file_wins_ove
     [
         pytest.param(dict(current=None), "no current-context", id="no current context"),
         pytest.param(dict(current="nope"), "current-context 'nope' is not defined", id="current context undefined"),
-        pytest.param(dict(user={"exec": {"command": "aws"}}), "'exec' is not supported", id="exec plugins are refused"),
-        pytest.param(dict(user={"auth-provider": {"name": "gcp"}}), "'auth-provider' is not supported", id="auth providers are refused"),
-        pytest.param(dict(user={"username": "a", "password": "b"}), "'username' is not supported", id="basic auth is refused"),
-        pytest.param(dict(user={"client-certificate": "c.crt"}), "needs its key", id="a certificate without its key"),
-        pytest.param(dict(user={"client-key-data": "!!!"}), "needs its key", id="a key without its certificate"),
-        pytest.param(dict(user={"client-certificate-data": "!!!", "client-key-data": "!!!"}), "not base64", id="embedded data that is not base64"),
-        pytest.param(dict(user={"tokenFile": "/nonexistent/token"}), "cannot read the token file", id="a token file that is not there"),
+        pytest.param(dict(server=None), "its cluster has no server", id="a cluster without a server"),
+        pytest.param(dict(user={"auth-provider": {"name": "azure", "config": {}}}),
+                     "auth-provider 'azure' is not supported .*kubelogin", id="azure is gone from the client"),
+        pytest.param(dict(user={"auth-provider": {"name": "oidc", "config": {"id-token": "not-a-jwt"}}}),
+                     "auth-provider 'oidc' gave no token", id="an oidc id-token that is no JWT"),
+        pytest.param(dict(user={"username": "a", "password": "b"}),
+                     "basic auth .* is not supported: kube-apiserver dropped it in v1.19", id="basic auth is refused"),
+        pytest.param(dict(user={"exec": {"command": "x"}}),
+                     "exec plugin 'x' failed: exec: malformed request. missing key 'apiVersion'", id="an exec plugin without apiVersion"),
+        pytest.param(dict(user={"client-certificate": "c.crt"}), "File does not exist: .*c.crt", id="a certificate file that is not there"),
+        pytest.param(dict(user={"client-key-data": base64.b64encode(b"-----BEGIN KEY-----").decode()}),
+                     "needs its key and a key its certificate", id="a key without its certificate"),
+        pytest.param(dict(user={"client-certificate-data": "!!!", "client-key-data": "!!!"}),
+                     "is not PEM", id="embedded data that is not base64 of a PEM"),
+        pytest.param(dict(user={"tokenFile": "/nonexistent/token"}),
+                     "No such file or directory: '/nonexistent/token'", id="a token file that is not there"),
     ],
 )
 def test_unusable_kubeconfigs_are_refused_with_a_reason(tmp_path: Path, change: dict[str, Any], message: str) -> None:
-    path = kubeconfig(tmp_path / "config", "https://s:6443", **change)
-    with pytest.raises(CredentialsError, match=message):
+    server = change.pop("server", "https://s:6443")
+    path = kubeconfig(tmp_path / "config", server, **change)
+    if server is None:
+        doc = json.loads(path.read_text())
+        del doc["clusters"][0]["cluster"]["server"]
+        path.write_text(json.dumps(doc))
+    with pytest.raises(CredentialsError, match=f"^--kubeconfig {path}: .*{message}"):
         load_credentials(str(path))
 
 
-def test_missing_files_named_explicitly_are_errors(tmp_path: Path) -> None:
+def test_missing_or_broken_files_named_explicitly_are_errors(tmp_path: Path) -> None:
     with pytest.raises(CredentialsError, match="no such file"):
         load_credentials(str(tmp_path / "nope"))
-    with pytest.raises(CredentialsError, match="names no existing file"):
+    with pytest.raises(CredentialsError, match=r"^\$KUBECONFIG: names no existing file"):
         load_credentials(environ={"KUBECONFIG": str(tmp_path / "nope")}, home=str(tmp_path))
+    (tmp_path / "empty").write_text("")
+    with pytest.raises(CredentialsError, match="is empty"):
+        load_credentials(str(tmp_path / "empty"))
+    (tmp_path / "list").write_text("[1, 2]")
+    with pytest.raises(CredentialsError, match=f"^--kubeconfig {tmp_path / 'list'}: "):
+        load_credentials(str(tmp_path / "list"))
+
+
+# --------------------------------------------------------------------------- TLS material
+
+
+def test_embedded_client_certificates_load_into_the_tls_context_and_leave_no_file(tmp_path: Path, pki: Pki, scratch: Path) -> None:
+    path = write_kubeconfig(tmp_path / "admin.kubeconfig", server="https://127.0.0.1:1", ca_cert=pki.ca.cert, user="admin", client_cert=pki.admin)
+    creds = load_credentials(str(path))
+    assert (creds.certificate_data, creds.private_key_data) == (pki.admin.cert.read_bytes(), pki.admin.key.read_bytes())
+    assert (creds.ca_data, creds.ca_path, creds.certificate_path, creds.token) == (pki.ca.cert.read_bytes(), None, None, None)
+    ctx = ssl_context(creds)
+    assert ctx.verify_mode is ssl.CERT_REQUIRED and len(ctx.get_ca_certs()) == 1
+    assert not list(scratch.iterdir())  # what the official loader wrote for *-data, and the key for ssl, are gone
+
+
+def test_insecure_skip_tls_verify_turns_verification_off(tmp_path: Path) -> None:
+    creds = load_credentials(str(kubeconfig(tmp_path / "config", "https://s:6443", cluster={"insecure-skip-tls-verify": True})))
+    assert creds.insecure
+    ctx = ssl_context(creds)
+    assert (ctx.verify_mode, ctx.check_hostname) == (ssl.CERT_NONE, False)
+    assert api_client(creds).configuration.verify_ssl is False
+
+
+def test_tls_server_name_and_proxy_url_are_kept(tmp_path: Path) -> None:
+    cluster = {"tls-server-name": "api.internal", "proxy-url": "http://proxy:3128"}
+    creds = load_credentials(str(kubeconfig(tmp_path / "config", "https://10.1.2.3:6443", cluster=cluster)))
+    assert (creds.tls_server_name, creds.proxy_url) == ("api.internal", "http://proxy:3128")
+
+
+# --------------------------------------------------------------------------- exec plugins
+
+PLUGIN = textwrap.dedent('''\
+    """An exec credential plugin: what it prints is in the JSON file argv[1]; argv[2] counts its runs."""
+    import datetime, json, pathlib, sys
+    spec = json.loads(pathlib.Path(sys.argv[1]).read_text())
+    runs = pathlib.Path(sys.argv[2])
+    n = int(runs.read_text()) + 1 if runs.exists() else 1
+    runs.write_text(str(n))
+    if spec.get("fail"):
+        print(spec["fail"], file=sys.stderr)
+        sys.exit(3)
+    status = {}
+    if spec.get("cert"):
+        status["clientCertificateData"] = pathlib.Path(spec["cert"]).read_text()
+        status["clientKeyData"] = pathlib.Path(spec["key"]).read_text()
+    else:
+        status["token"] = spec.get("token") or f"token-{n}"
+    if spec.get("ttl"):
+        expiry = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=spec["ttl"])
+        status["expirationTimestamp"] = expiry.strftime("%Y-%m-%dT%H:%M:%SZ")
+    print(json.dumps({"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential", "status": status}))
+''')
+
+
+class Plugin:
+    """The plugin's files: `spec` says what its next run prints, `runs` how often it ran."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.script = tmp_path / "plugin.py"
+        self.script.write_text(PLUGIN)
+        self.spec_path = tmp_path / "spec.json"
+        self.runs_path = tmp_path / "runs"
+
+    def spec(self, **spec: Any) -> None:
+        self.spec_path.write_text(json.dumps(spec))
+
+    @property
+    def runs(self) -> int:
+        return int(self.runs_path.read_text()) if self.runs_path.exists() else 0
+
+    def user(self, **extra: Any) -> dict[str, Any]:
+        return {"exec": {
+            "apiVersion": "client.authentication.k8s.io/v1", "interactiveMode": "Never",
+            "command": sys.executable, "args": [str(self.script), str(self.spec_path), str(self.runs_path)], **extra,
+        }}  # fmt: skip
+
+
+@pytest.fixture
+def plugin(tmp_path: Path) -> Plugin:
+    return Plugin(tmp_path)
+
+
+def test_an_exec_token_is_refreshed_near_its_expiry_by_running_the_plugin_again(tmp_path: Path, plugin: Plugin) -> None:
+    plugin.spec(ttl=60)
+    clock, wall = Clock(), WallClock()
+    creds = load_credentials(str(kubeconfig(tmp_path / "config", "https://s:6443", user=plugin.user())), clock=clock, wall_clock=wall)
+    token = creds.token
+    assert isinstance(token, PluginToken)
+    assert (token.current(), plugin.runs) == ("token-1", 1)
+    assert token.expiration is not None and timedelta(seconds=50) < token.expiration - datetime.now(UTC) <= timedelta(seconds=60)
+    assert not token.stale() and plugin.runs == 1  # looking is free: the plugin ran once, at load
+
+    wall.offset = timedelta(seconds=60) - STALE_SKEW  # 10 s before its expiry
+    assert token.stale()
+    plugin.spec(ttl=3600)
+    assert token.refresh() is True and (token.current(), plugin.runs) == ("token-2", 2)
+    clock.now += 1
+    assert not token.stale()
+
+    plugin.spec(token="token-2", ttl=3600)  # after a 401: the plugin runs even though nothing is stale
+    assert token.refresh() is False and plugin.runs == 3
+
+
+def test_a_plugin_that_keeps_giving_stale_tokens_runs_at_most_once_a_second(tmp_path: Path, plugin: Plugin) -> None:
+    plugin.spec(ttl=5)  # always within the skew
+    clock = Clock()
+    creds = load_credentials(str(kubeconfig(tmp_path / "config", "https://s:6443", user=plugin.user())), clock=clock)
+    assert creds.token is not None and creds.token.stale()
+    assert creds.token.refresh() is True
+    assert not creds.token.stale()  # it just tried
+    clock.now += 1
+    assert creds.token.stale()
+
+
+def test_an_exec_token_without_expiry_is_never_stale(tmp_path: Path, plugin: Plugin) -> None:
+    plugin.spec(token="forever")
+    path = kubeconfig(tmp_path / "config", "https://s:6443", user=plugin.user())
+    creds = load_credentials(str(path), wall_clock=lambda: datetime.max.replace(tzinfo=UTC))
+    assert creds.token is not None and (creds.token.current(), creds.token.expiration, creds.token.stale()) == ("forever", None, False)
+
+
+def test_a_failing_plugin_is_an_error_at_load_and_a_false_refresh_later(tmp_path: Path, plugin: Plugin) -> None:
+    path = kubeconfig(tmp_path / "config", "https://s:6443", user=plugin.user(installHint="install it with: pip install nothing"))
+    plugin.spec(fail="no SSO session: run aws sso login")
+    with pytest.raises(CredentialsError) as err:
+        load_credentials(str(path))
+    assert err.value.source == f"--kubeconfig {path}"
+    assert err.value.reason == (
+        f"user 'u': exec plugin {sys.executable!r} failed: exec: process returned 3. no SSO session: run aws sso login "
+        "(install it with: pip install nothing)"
+    )
+
+    plugin.spec(ttl=3600)
+    creds = load_credentials(str(path))
+    token = creds.token
+    assert isinstance(token, PluginToken) and token.current() == "token-2"
+    plugin.spec(fail="expired")
+    assert token.refresh() is False and token.current() == "token-2"  # the last good token is kept
+    assert token.error is not None and "process returned 3. expired" in token.error
+
+
+def test_a_plugin_that_is_not_installed_says_so(tmp_path: Path) -> None:
+    user = {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": str(tmp_path / "aws"), "installHint": "see aws.amazon.com/cli"}}
+    with pytest.raises(CredentialsError, match=r"exec plugin '.*aws' failed: .*No such file or directory.* \(see aws.amazon.com/cli\)"):
+        load_credentials(str(kubeconfig(tmp_path / "config", "https://s:6443", user=user)))
+
+
+def test_an_exec_plugin_may_give_a_client_certificate(tmp_path: Path, plugin: Plugin, pki: Pki, scratch: Path) -> None:
+    plugin.spec(cert=str(pki.admin.cert), key=str(pki.admin.key))
+    cluster = {"certificate-authority-data": b64(pki.ca.cert)}
+    creds = load_credentials(str(kubeconfig(tmp_path / "config", "https://s:6443", user=plugin.user(), cluster=cluster)))
+    assert (creds.certificate_data, creds.private_key_data, creds.token) == (pki.admin.cert.read_bytes(), pki.admin.key.read_bytes(), None)
+    ssl_context(creds)  # the pair loads
+    assert not list(scratch.iterdir())
+
+
+def test_the_plugin_runs_in_the_kubeconfigs_folder_with_its_env(tmp_path: Path) -> None:
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "p.py").write_text(textwrap.dedent('''\
+        import json, os
+        token = os.getcwd() + "|" + os.environ["REGION"] + "|" + json.loads(os.environ["KUBERNETES_EXEC_INFO"])["kind"]
+        print(json.dumps({"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential", "status": {"token": token}}))
+    '''))
+    env = [{"name": "REGION", "value": "eu"}]
+    user = {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": sys.executable, "args": ["p.py"], "env": env}}
+    creds = load_credentials(str(kubeconfig(tmp_path / "conf" / "config", "https://s:6443", user=user)))
+    assert creds.token is not None and creds.token.current() == f"{tmp_path / 'conf'}|eu|ExecCredential"
+
+
+# --------------------------------------------------------------------------- auth-provider
+
+
+def jwt(**claims: Any) -> str:
+    def part(obj: dict[str, Any]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(obj).encode()).rstrip(b"=").decode()
+    return f"{part({'alg': 'RS256', 'typ': 'JWT'})}.{part(claims)}.c2lnbmF0dXJl"
+
+
+def test_an_oidc_id_token_is_used_with_its_expiry(tmp_path: Path) -> None:
+    exp = datetime(2099, 1, 1, tzinfo=UTC)
+    id_token = jwt(iss="https://idp.example", sub="alice", exp=int(exp.timestamp()))
+    provider = {"name": "oidc", "config": {"idp-issuer-url": "https://idp.example", "client-id": "kubernetes", "id-token": id_token}}
+    creds = load_credentials(str(kubeconfig(tmp_path / "config", "https://s:6443", user={"auth-provider": provider})))
+    token = creds.token
+    assert isinstance(token, PluginToken)
+    assert (token.current(), token.expiration, token.stale()) == (id_token, exp, False)
+
+
+def test_a_gcp_access_token_in_the_file_is_used_until_it_expires(tmp_path: Path) -> None:
+    expiry = datetime.now(UTC).replace(microsecond=0) + timedelta(hours=1)
+    provider = {"name": "gcp", "config": {"access-token": "ya29.token", "expiry": expiry.strftime("%Y-%m-%dT%H:%M:%SZ")}}
+    creds = load_credentials(str(kubeconfig(tmp_path / "config", "https://s:6443", user={"auth-provider": provider})))
+    assert creds.token is not None and (creds.token.current(), creds.token.expiration) == ("ya29.token", expiry)
 
 
 # --------------------------------------------------------------------------- the token file
@@ -171,6 +444,7 @@ def test_token_file_is_re_read_when_it_changes_at_most_once_a_second(tmp_path: P
     assert token.current() == "one"  # looked less than a second ago
     clock.now = 1.0
     assert token.current() == "two-rotated"
+    assert (token.stale(), token.expiration) == (False, None)
 
 
 def test_token_file_refresh_after_a_401_reads_at_once_and_says_whether_it_changed(tmp_path: Path) -> None:
@@ -211,33 +485,92 @@ def test_token_file_mid_rotation_keeps_the_last_token(tmp_path: Path) -> None:
     assert token.current() == "good"
 
 
-def test_a_literal_token_never_changes() -> None:
-    token = StaticToken("t")
-    assert (token.current(), token.refresh()) == ("t", False)
+def test_a_kubeconfig_token_file_is_watched_too(tmp_path: Path) -> None:
+    (tmp_path / "token").write_text("one")
+    clock = Clock()
+    creds = load_credentials(str(kubeconfig(tmp_path / "config", "https://s:6443", user={"tokenFile": "token"})), clock=clock)
+    (tmp_path / "token").write_text("rotated")
+    clock.now = 1.0
+    assert creds.token is not None and creds.token.current() == "rotated"
 
 
 # --------------------------------------------------------------------------- what the clients get
 
 
-def test_kopf_gets_the_same_server_ca_certificate_and_current_token(tmp_path: Path) -> None:
+def test_kopf_can_be_given_every_field(tmp_path: Path, plugin: Plugin) -> None:
+    """The operator builds Kopf's ConnectionInfo from these fields (edge/ imports no Kopf)."""
+    plugin.spec(ttl=600)
     ca = base64.b64encode(b"-----BEGIN CERTIFICATE-----\n").decode()
-    (tmp_path / "token").write_text("tok")
-    path = kubeconfig(tmp_path / "config", "https://s:6443", cluster={"certificate-authority-data": ca}, user={"tokenFile": "token"}, context={"namespace": "ns"})
-    info = connection_info(load_credentials(str(path)))
-    assert (info.server, info.ca_data, info.token, info.default_namespace, info.insecure) == ("https://s:6443", b"-----BEGIN CERTIFICATE-----\n", "tok", "ns", None)
-
-
-def test_embedded_client_certificates_load_into_the_tls_context(tmp_path: Path) -> None:
-    pki = create_pki(tmp_path / "pki")
-    path = write_kubeconfig(tmp_path / "admin.kubeconfig", server="https://127.0.0.1:1", ca_cert=pki.ca.cert, user="admin", client_cert=pki.admin)
+    cluster = {"certificate-authority-data": ca}
+    path = kubeconfig(tmp_path / "config", "https://s:6443", cluster=cluster, user=plugin.user(), context={"namespace": "ns"})
     creds = load_credentials(str(path))
-    assert creds.certificate_data == pki.admin.cert.read_bytes() and creds.token is None
-    ctx = ssl_context(creds)
-    assert ctx.verify_mode is ssl.CERT_REQUIRED and len(ctx.get_ca_certs()) == 1
-    assert not list(Path(tempfile.gettempdir()).glob("kopf-scheduler-tls-*"))  # the key did not stay on disk
+    assert creds.token is not None
+    info = kopf.ConnectionInfo(
+        server=creds.server, ca_path=creds.ca_path, ca_data=creds.ca_data, insecure=creds.insecure or None,
+        certificate_path=creds.certificate_path, certificate_data=creds.certificate_data,
+        private_key_path=creds.private_key_path, private_key_data=creds.private_key_data,
+        token=creds.token.current(), expiration=creds.token.expiration, default_namespace=creds.namespace, proxy_url=creds.proxy_url,
+    )  # fmt: skip
+    assert (info.server, info.ca_data, info.token, info.default_namespace) == ("https://s:6443", b"-----BEGIN CERTIFICATE-----\n", "token-1", "ns")
+    assert info.expiration == creds.token.expiration is not None
 
 
-def test_insecure_skip_tls_verify_turns_verification_off(tmp_path: Path) -> None:
-    creds = load_credentials(str(kubeconfig(tmp_path / "config", "https://s:6443", cluster={"insecure-skip-tls-verify": True})))
-    ctx = ssl_context(creds)
-    assert (ctx.verify_mode, ctx.check_hostname) == (ssl.CERT_NONE, False)
+def test_api_client_carries_server_token_and_tls(tmp_path: Path, pki: Pki, plugin: Plugin) -> None:
+    plugin.spec(ttl=60)
+    user = {**plugin.user(), "client-certificate-data": b64(pki.admin.cert), "client-key-data": b64(pki.admin.key)}
+    cluster = {"certificate-authority-data": b64(pki.ca.cert), "tls-server-name": "kubernetes"}
+    wall = WallClock()
+    creds = load_credentials(str(kubeconfig(tmp_path / "config", "https://10.9.9.9:6443", user=user, cluster=cluster)), wall_clock=wall)
+    api = api_client(creds)
+    c = api.configuration
+    assert (c.host, c.verify_ssl, c.tls_server_name, c.ca_cert_data) == ("https://10.9.9.9:6443", True, "kubernetes", pki.ca.cert.read_text())
+    assert (Path(c.cert_file).read_bytes(), Path(c.key_file).read_bytes()) == (pki.admin.cert.read_bytes(), pki.admin.key.read_bytes())
+    assert api.rest_client.pool_manager.connection_pool_kw["server_hostname"] == "kubernetes"
+    assert c.auth_settings()["BearerToken"]["value"] == "Bearer token-1"
+    wall.offset = timedelta(seconds=55)  # stale: the next request's header comes from a new run
+    assert c.auth_settings()["BearerToken"]["value"] == "Bearer token-2" and plugin.runs == 2
+
+
+class _Echo(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        peer = self.connection.getpeercert()
+        subject = dict(item for rdn in peer["subject"] for item in rdn) if peer else {}
+        body = json.dumps({"path": self.path, "authorization": self.headers.get("Authorization"), "client": subject.get("commonName")}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def tls_server(pki: Pki) -> Iterator[str]:
+    """An HTTPS server on 127.0.0.2 (not among the serving certificate's names) that wants a client certificate."""
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=str(pki.ca.cert))
+    ctx.load_cert_chain(pki.serving.cert, pki.serving.key)
+    ctx.verify_mode = ssl.CERT_REQUIRED
+    server = ThreadingHTTPServer(("127.0.0.2", 0), _Echo)
+    server.socket = ctx.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"https://127.0.0.2:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_api_client_talks_tls_with_the_kubeconfigs_ca_name_and_certificate(tmp_path: Path, pki: Pki, tls_server: str) -> None:
+    user = {"token": "tok", "client-certificate-data": b64(pki.admin.cert), "client-key-data": b64(pki.admin.key)}
+    cluster = {"certificate-authority-data": b64(pki.ca.cert), "tls-server-name": "kubernetes"}
+    creds = load_credentials(str(kubeconfig(tmp_path / "config", tls_server, user=user, cluster=cluster)))
+    api = api_client(creds)
+    try:
+        response: Any = kubernetes.client.VersionApi(api).get_code(_preload_content=False)  # raw: the echo is no VersionInfo
+        answer = json.loads(response.data)
+    finally:
+        api.close()  # type: ignore[no-untyped-call]
+    assert answer == {"path": "/version/", "authorization": "Bearer tok", "client": "kopf-scheduler-admin"}

@@ -1,0 +1,612 @@
+"""The one source of API credentials, for every command: the operator, ``simulate --from-cluster``, ...
+
+``load_credentials`` looks, in this order (kubectl's and client-go's), at:
+
+1. the ``--kubeconfig`` file;
+2. ``$KUBECONFIG`` (a list separated by ``os.pathsep``; missing files are skipped, the first file
+   that sets ``current-context`` or defines a context, cluster or user wins);
+3. ``~/.kube/config`` if it exists;
+4. the in-cluster ServiceAccount (``$KUBERNETES_SERVICE_HOST``/``_PORT`` and the token, CA and
+   namespace files under /var/run/secrets/kubernetes.io/serviceaccount).
+
+Kubeconfigs are read by the official ``kubernetes`` client (``KubeConfigMerger`` and
+``KubeConfigLoader``), not by a parser of ours: contexts, relative paths, ``*-data`` fields,
+``proxy-url``, ``tls-server-name``, ``exec`` plugins and ``auth-provider`` (``oidc``, and ``gcp`` with
+a token in the file or google-auth installed) mean what they mean to that client. On top of it:
+
+- the first file's ``current-context`` wins, as in kubectl (the client lets the last one win);
+- a ``tokenFile`` becomes a ``TokenFile``, re-read when it changes (the client reads it once); as in
+  client-go it wins over a literal ``token``;
+- an ``exec`` or ``auth-provider`` token becomes a ``PluginToken``: ``refresh`` runs the client's
+  loader again, so an exec plugin runs again (an auth-provider renews only within the client's five
+  minutes of its expiry); an exec plugin that fails is a ``CredentialsError`` naming it (the client
+  only logs it);
+- basic auth is refused: kube-apiserver dropped it in v1.19; ``auth-provider: azure`` too: the
+  client no longer has it (use kubelogin, an exec plugin);
+- an oidc or gcp token the loader renewed is written back to the kubeconfig, as kubectl does (a
+  read-only file is logged and left alone);
+- PEM the loader wrote to temporary files for ``*-data`` (or an exec plugin's certificate) is read
+  back into ``*_data`` and its files deleted at once. An exec plugin's client certificate is read
+  once: when it expires, the process must load its credentials again.
+
+Anything the client raises becomes a ``CredentialsError`` that names where the credentials came
+from. Refreshing never raises: a failed refresh returns False and is logged (``PluginToken.error``).
+"""
+
+from __future__ import annotations
+
+import atexit
+import base64
+import json
+import logging
+import math
+import os
+import shutil
+import ssl
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, Final, Protocol
+
+import kubernetes.client
+from kubernetes.config.incluster_config import InClusterConfigLoader
+from kubernetes.config.kube_config import KubeConfigLoader, KubeConfigMerger
+
+__all__ = [
+    "SERVICE_ACCOUNT_DIR",
+    "STALE_SKEW",
+    "TOKEN_CHECK_INTERVAL",
+    "Credentials",
+    "CredentialsError",
+    "PluginToken",
+    "StaticToken",
+    "TokenFile",
+    "TokenSource",
+    "api_client",
+    "load_credentials",
+    "ssl_context",
+]
+
+logger = logging.getLogger(__name__)
+
+SERVICE_ACCOUNT_DIR: Final = "/var/run/secrets/kubernetes.io/serviceaccount"
+#: seconds between two looks at a token file's mtime, and between two refreshes a stale token asks for
+TOKEN_CHECK_INTERVAL: Final = 1.0
+#: a token that expires within this is stale: refreshed before it is sent
+STALE_SKEW: Final = timedelta(seconds=10)
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class CredentialsError(Exception):
+    """No usable credentials: ``source`` says where we looked, ``reason`` what was wrong."""
+
+    def __init__(self, source: str, reason: str) -> None:
+        super().__init__(f"{source}: {reason}")
+        self.source = source
+        self.reason = reason
+
+
+class TokenSource(Protocol):
+    """A bearer token that may change while the process runs."""
+
+    def current(self) -> str:
+        """The token to send now; cheap, never runs a plugin."""
+        ...
+
+    def stale(self) -> bool:
+        """True when the token expires within ``STALE_SKEW``: refresh it before sending it."""
+        ...
+
+    def refresh(self) -> bool:
+        """Get a token now (blocking: may run a plugin or read a file); True when it changed.
+        Callers call it when ``stale()`` and after a 401."""
+        ...
+
+    @property
+    def expiration(self) -> datetime | None:
+        """When the token expires (UTC), if known: Kopf's ``ConnectionInfo.expiration``."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class StaticToken:
+    """A token written into the kubeconfig: it never changes."""
+
+    value: str
+
+    def current(self) -> str:
+        return self.value
+
+    def stale(self) -> bool:
+        return False
+
+    def refresh(self) -> bool:
+        return False
+
+    @property
+    def expiration(self) -> datetime | None:
+        return None
+
+
+class TokenFile:
+    """A token read from a file (``tokenFile``, the in-cluster ServiceAccount token the kubelet
+    rotates about hourly): the file's mtime is looked at at most once a second and the file re-read
+    when it changed; ``refresh`` (after a 401) re-reads it at once."""
+
+    def __init__(self, path: str, *, clock: Callable[[], float] = time.monotonic, interval: float = TOKEN_CHECK_INTERVAL) -> None:
+        self.path = path
+        self._clock = clock
+        self._interval = interval
+        self._checked_at = -math.inf
+        self._stamp: tuple[int, int, int] | None = None
+        self._value = ""
+        if not self._reload():
+            raise CredentialsError(path, "cannot read the token file (missing or empty)")
+
+    def current(self) -> str:
+        now = self._clock()
+        if now - self._checked_at >= self._interval:
+            self._checked_at = now
+            self._reload()
+        return self._value
+
+    def stale(self) -> bool:
+        return False  # rotated before it expires; current() sees the new file
+
+    def refresh(self) -> bool:
+        self._checked_at = self._clock()
+        before = self._value
+        self._stamp = None  # re-read even if the mtime looks the same (a rewrite within its resolution)
+        self._reload()
+        return self._value != before
+
+    @property
+    def expiration(self) -> datetime | None:
+        return None
+
+    def _reload(self) -> bool:
+        """Re-read when (mtime, inode, size) changed; keep the last token while the file is unreadable
+        or empty (mid-rotation). Returns whether a token is held."""
+        try:
+            st = os.stat(self.path)
+            stamp = (st.st_mtime_ns, st.st_ino, st.st_size)
+            if stamp != self._stamp:
+                value = Path(self.path).read_text().strip()
+                if value:
+                    self._value, self._stamp = value, stamp
+        except OSError:
+            pass
+        return bool(self._value)
+
+
+class PluginToken:
+    """A token from an ``exec`` plugin or an ``auth-provider``: ``refresh`` runs the official loader
+    again (``login``). Stale within ``STALE_SKEW`` of its expiry, never without one; a stale token
+    that one refresh did not renew asks again at most once a second, so a plugin that hands out
+    short-lived tokens is not run for every request."""
+
+    def __init__(
+        self,
+        login: Callable[[], tuple[str, datetime | None]],
+        value: str,
+        expiration: datetime | None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], datetime] = _utc_now,
+    ) -> None:
+        self._login = login
+        self._value = value
+        self._expiration = expiration
+        self._clock = clock
+        self._wall_clock = wall_clock
+        self._tried_at = -math.inf
+        self._lock = threading.Lock()
+        #: why the last refresh failed, None after a success
+        self.error: str | None = None
+
+    def current(self) -> str:
+        return self._value
+
+    @property
+    def expiration(self) -> datetime | None:
+        return self._expiration
+
+    def stale(self) -> bool:
+        if self._expiration is None or self._clock() - self._tried_at < TOKEN_CHECK_INTERVAL:
+            return False
+        return self._expiration - self._wall_clock() <= STALE_SKEW
+
+    def refresh(self) -> bool:
+        before = self._value
+        with self._lock:  # one login at a time; a caller that waited for another's gets its token
+            if self._value != before:
+                return True
+            self._tried_at = self._clock()
+            try:
+                value, expiration = self._login()
+            except CredentialsError as exc:
+                self.error = str(exc)
+                logger.warning("cannot refresh the API token: %s", exc)
+                return False
+            self._value, self._expiration, self.error = value, expiration, None
+            return value != before
+
+
+@dataclass(frozen=True, slots=True)
+class Credentials:
+    """Where the API server is and how to prove who we are: every field Kopf's ``ConnectionInfo`` takes."""
+
+    #: scheme://host:port[/path], no trailing slash
+    server: str
+    #: where these came from, for logs: "--kubeconfig F", "$KUBECONFIG", "~/.kube/config", "in-cluster"
+    source: str
+    ca_path: str | None = None
+    ca_data: bytes | None = None  # PEM
+    insecure: bool = False
+    #: the name to verify the server's certificate against (and send as SNI) instead of the host's
+    tls_server_name: str | None = None
+    certificate_path: str | None = None
+    certificate_data: bytes | None = None  # PEM
+    private_key_path: str | None = None
+    private_key_data: bytes | None = None  # PEM
+    token: TokenSource | None = None
+    namespace: str | None = None
+    #: the kubeconfig's ``proxy-url``
+    proxy_url: str | None = None
+
+
+# --------------------------------------------------------------------------- the loader
+
+
+def load_credentials(
+    kubeconfig: str | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    home: str | None = None,
+    service_account_dir: str = SERVICE_ACCOUNT_DIR,
+    clock: Callable[[], float] = time.monotonic,
+    wall_clock: Callable[[], datetime] = _utc_now,
+) -> Credentials:
+    """Credentials by the precedence in the module docstring; CredentialsError when none is usable.
+    An exec plugin runs here (once)."""
+    env = os.environ if environ is None else environ
+    if kubeconfig:
+        source = f"--kubeconfig {kubeconfig}"
+        if not os.path.isfile(kubeconfig):
+            raise CredentialsError(source, "no such file")
+        return _Kubeconfig([kubeconfig], source, clock=clock, wall_clock=wall_clock).credentials()
+    listed = [p for p in env.get("KUBECONFIG", "").split(os.pathsep) if p]
+    if listed:
+        existing = [p for p in (os.path.expanduser(p) for p in listed) if os.path.isfile(p)]
+        if not existing:
+            raise CredentialsError("$KUBECONFIG", f"names no existing file: {env['KUBECONFIG']}")
+        return _Kubeconfig(existing, "$KUBECONFIG", clock=clock, wall_clock=wall_clock).credentials()
+    default = os.path.join(home if home is not None else os.path.expanduser("~"), ".kube", "config")
+    if os.path.isfile(default):
+        return _Kubeconfig([default], "~/.kube/config", clock=clock, wall_clock=wall_clock).credentials()
+    return _in_cluster(env, service_account_dir, clock=clock)
+
+
+def _in_cluster(env: Mapping[str, str], directory: str, *, clock: Callable[[], float]) -> Credentials:
+    if not env.get("KUBERNETES_SERVICE_HOST") or not env.get("KUBERNETES_SERVICE_PORT"):
+        raise CredentialsError(
+            "no credentials",
+            "no --kubeconfig, $KUBECONFIG or ~/.kube/config, and not in a cluster ($KUBERNETES_SERVICE_HOST/PORT unset)",
+        )
+    token_path, ca_path = os.path.join(directory, "token"), os.path.join(directory, "ca.crt")
+    configuration = kubernetes.client.Configuration()
+    # the official loader: host and port joined (IPv6 bracketed), token and CA files present and not empty
+    loader = InClusterConfigLoader(token_filename=token_path, cert_filename=ca_path, try_refresh_token=False, environ=env)  # type: ignore[no-untyped-call]
+    try:
+        loader.load_and_set(configuration)  # type: ignore[no-untyped-call]
+    except Exception as exc:
+        raise CredentialsError("in-cluster", f"{exc} (in {directory})") from None
+    ns_path = os.path.join(directory, "namespace")
+    try:
+        namespace = Path(ns_path).read_text().strip()
+    except OSError:
+        namespace = ""
+    return Credentials(
+        server=str(configuration.host).rstrip("/"),
+        source="in-cluster",
+        ca_path=configuration.ssl_ca_cert,
+        token=TokenFile(token_path, clock=clock),
+        namespace=namespace or None,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Loaded:
+    """What one run of the official kubeconfig loader gave."""
+
+    server: str
+    ca: tuple[str | None, bytes | None]  # (path, data)
+    certificate: tuple[str | None, bytes | None]
+    private_key: tuple[str | None, bytes | None]
+    insecure: bool
+    tls_server_name: str | None
+    proxy_url: str | None
+    token: str | None  # without its "Bearer " prefix
+    expiration: datetime | None
+    namespace: str | None
+
+
+class _Kubeconfig:
+    """The merged kubeconfig files and the user of their current context; ``load`` runs the official
+    loader (again for every refresh: a fresh ``KubeConfigLoader`` each time, so a plugin that fails
+    shows as no token rather than the last run's)."""
+
+    def __init__(self, paths: Sequence[str], source: str, *, clock: Callable[[], float], wall_clock: Callable[[], datetime]) -> None:
+        self.source = source
+        self._clock = clock
+        self._wall_clock = wall_clock
+        try:
+            self._merger = KubeConfigMerger(os.pathsep.join(paths))  # type: ignore[no-untyped-call]
+        except Exception as exc:
+            raise CredentialsError(source, _reason(exc)) from None
+        if self._merger.config is None:
+            raise CredentialsError(source, "no kubeconfig in the file(s)")
+        # kubectl: the first file that sets a current-context wins (the merger keeps the last)
+        self._context = next((str(c) for p in self._merger.paths if (c := (self._merger.config_files[p] or {}).get("current-context"))), "")
+        if not self._context:
+            raise CredentialsError(source, "no current-context")
+        config = self._merger.config
+        context = config["contexts"].get_with_name(self._context, safe=True) if "contexts" in config else None
+        if context is None:
+            raise CredentialsError(source, f"current-context {self._context!r} is not defined")
+        self._user_name = str((context.value.get("context") or {}).get("user") or "")
+        user_node = config["users"].get_with_name(self._user_name, safe=True) if self._user_name and "users" in config else None
+        user = user_node.value.get("user") if user_node is not None else None
+        self._user: Mapping[str, Any] = user if isinstance(user, Mapping) else {}
+        # where the user was defined: the loader resolves its relative paths against that file's folder
+        self._user_dir = os.path.dirname(os.path.abspath(user_node.path)) if user_node is not None and user_node.path else ""
+        self._where = f"user {self._user_name!r}"
+
+    def credentials(self) -> Credentials:
+        self._refuse_what_the_client_cannot_do()
+        loaded = self.load()
+        token: TokenSource | None = None
+        method = self._method()
+        if method == "tokenFile":  # ours: re-read on rotation, and it wins over a literal token (client-go)
+            path = os.path.normpath(os.path.join(self._user_dir, str(self._user["tokenFile"])))
+            try:
+                token = TokenFile(path, clock=self._clock)
+            except CredentialsError as exc:
+                raise CredentialsError(self.source, f"{self._where}: tokenFile {path}: {exc.reason}") from None
+        elif method == "token" and loaded.token is not None:
+            token = StaticToken(loaded.token)
+        elif method in ("auth-provider", "exec") and loaded.token is not None:
+            token = PluginToken(self._login, loaded.token, loaded.expiration, clock=self._clock, wall_clock=self._wall_clock)
+        elif method in ("auth-provider", "exec") and loaded.certificate == (None, None):
+            raise CredentialsError(self.source, f"{self._where}: {self._what(method)} gave no token")
+        return Credentials(
+            server=loaded.server,
+            source=self.source,
+            ca_path=loaded.ca[0],
+            ca_data=loaded.ca[1],
+            insecure=loaded.insecure,
+            tls_server_name=loaded.tls_server_name,
+            certificate_path=loaded.certificate[0],
+            certificate_data=loaded.certificate[1],
+            private_key_path=loaded.private_key[0],
+            private_key_data=loaded.private_key[1],
+            token=token,
+            namespace=loaded.namespace,
+            proxy_url=loaded.proxy_url,
+        )
+
+    def _method(self) -> str:
+        """How the loader authenticates this user, in its order (auth-provider, token, exec, basic)."""
+        for method in ("auth-provider", "tokenFile", "token", "exec", "username"):
+            if self._user.get(method):
+                return method
+        return ""
+
+    def _what(self, method: str) -> str:
+        if method == "exec":
+            return f"exec plugin {str((self._user.get('exec') or {}).get('command') or '')!r}"
+        return f"auth-provider {str((self._user.get('auth-provider') or {}).get('name') or '')!r}"
+
+    def _refuse_what_the_client_cannot_do(self) -> None:
+        method = self._method()
+        provider = str((self._user.get("auth-provider") or {}).get("name") or "")
+        if method == "auth-provider" and provider not in ("oidc", "gcp"):
+            hint = "use kubelogin, an exec plugin, as kubectl does since v1.26" if provider == "azure" else "use an exec plugin"
+            raise CredentialsError(self.source, f"{self._where}: auth-provider {provider!r} is not supported by the kubernetes client ({hint})")
+        if method == "username":
+            raise CredentialsError(
+                self.source,
+                f"{self._where}: basic auth (username/password) is not supported: kube-apiserver dropped it in v1.19 "
+                "(use a token, a tokenFile, an exec plugin or a client certificate)",
+            )
+
+    def _login(self) -> tuple[str, datetime | None]:
+        """A PluginToken's refresh: the loader's authentication again."""
+        loaded = self.load()
+        if loaded.token is None:
+            raise CredentialsError(self.source, f"{self._where}: {self._what(self._method())} gave no token")
+        return loaded.token, loaded.expiration
+
+    def load(self) -> _Loaded:
+        """Run the official loader once; the files it writes for ``*-data`` are read back and deleted."""
+        scratch = tempfile.mkdtemp(prefix="kopf-scheduler-kubeconfig-")
+        method = self._method()
+        try:
+            configuration = kubernetes.client.Configuration()
+            with _loader_log() as complaints:
+                try:
+                    loader = KubeConfigLoader(  # type: ignore[no-untyped-call]
+                        self._merger.config,
+                        active_context=self._context,
+                        config_base_path=None,  # each file's own folder, as load_kube_config does
+                        config_persister=self._persist,
+                        temp_file_path=scratch,
+                    )
+                    loader.load_and_set(configuration)  # type: ignore[no-untyped-call]
+                except Exception as exc:
+                    what = f"{self._where}: {self._what(method)}" if method in ("auth-provider", "exec") else f"context {self._context!r}"
+                    raise CredentialsError(self.source, f"{what}: {_reason(exc)}{self._hint(method)}") from None
+            found = vars(loader)
+            if method == "exec" and (complaints or not (found.get("token") or found.get("cert_file"))):
+                why = "; ".join(complaints) or "it gave neither a token nor a client certificate"
+                raise CredentialsError(self.source, f"{self._where}: {self._what(method)} failed: {why}{self._hint(method)}")
+            if "host" not in found:
+                raise CredentialsError(self.source, f"context {self._context!r}: its cluster has no server")
+            certificate = _material(configuration.cert_file, scratch, self.source, "client certificate")
+            private_key = _material(configuration.key_file, scratch, self.source, "client key")
+            if (certificate == (None, None)) != (private_key == (None, None)):
+                raise CredentialsError(self.source, f"{self._where}: a client certificate needs its key and a key its certificate")
+            token = configuration.api_key.get("BearerToken")
+            token = str(token).split(" ", 1)[1] if token and " " in str(token) else token
+            expiration = found.get("expiry")
+            if method == "auth-provider" and expiration is None and token:
+                expiration = _jwt_expiration(token)  # oidc: the id-token's exp
+            namespace = (loader.current_context.get("context") or {}).get("namespace")
+            return _Loaded(
+                server=str(found["host"]).rstrip("/"),
+                ca=_material(configuration.ssl_ca_cert, scratch, self.source, "certificate authority"),
+                certificate=certificate,
+                private_key=private_key,
+                insecure=not configuration.verify_ssl,
+                tls_server_name=found.get("tls_server_name"),
+                proxy_url=found.get("proxy"),
+                token=str(token) if token else None,
+                expiration=expiration if isinstance(expiration, datetime) else None,
+                namespace=str(namespace) if namespace else None,
+            )
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+    def _hint(self, method: str) -> str:
+        if method == "exec":
+            hint = (self._user.get("exec") or {}).get("installHint")
+            return f" ({str(hint).strip()})" if hint else ""
+        if method == "auth-provider" and (self._user.get("auth-provider") or {}).get("name") == "gcp":
+            return " (renewing a gcp token needs the google-auth package; kubectl uses gke-gcloud-auth-plugin, an exec plugin, since v1.26)"
+        return ""
+
+    def _persist(self) -> None:
+        """The loader renewed an oidc or gcp token: write it back as kubectl does, unless the file is read-only."""
+        try:
+            self._merger.save_changes()  # type: ignore[no-untyped-call]
+        except OSError as exc:
+            logger.warning("%s: cannot save the renewed token: %s", self.source, exc)
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text if text else type(exc).__name__
+
+
+def _material(path: str | None, scratch: str, source: str, what: str) -> tuple[str | None, bytes | None]:
+    """A file the loader named: (path, None) for the user's own file, (None, PEM) for one it wrote from data."""
+    if not path:
+        return None, None
+    if os.path.dirname(os.path.abspath(path)) != os.path.abspath(scratch):
+        return path, None
+    data = Path(path).read_bytes()
+    if b"-----BEGIN" not in data:
+        raise CredentialsError(source, f"the {what} given as data is not PEM (base64 of a PEM file is expected)")
+    return None, data
+
+
+def _jwt_expiration(token: str) -> datetime | None:
+    """The ``exp`` claim of a JWT, unverified (the API server verifies it); None if it has none."""
+    try:
+        payload = token.split(".")[1]
+        exp = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))["exp"]
+        return datetime.fromtimestamp(float(exp), UTC)
+    except (IndexError, ValueError, KeyError, TypeError, OverflowError):
+        return None
+
+
+class _Complaints(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.module in ("kube_config", "exec_provider"):
+            self.messages.append(record.getMessage())
+
+
+@contextmanager
+def _loader_log() -> Iterator[list[str]]:
+    """What the official loader logs instead of raising (an exec plugin's failure), collected."""
+    handler = _Complaints()
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        yield handler.messages
+    finally:
+        root.removeHandler(handler)
+
+
+# --------------------------------------------------------------------------- what the clients take
+
+
+def ssl_context(creds: Credentials) -> ssl.SSLContext:
+    """TLS for our asyncio client: the cluster's CA (or the system's), the client certificate if any.
+    The context cannot carry ``tls_server_name``: callers pass it as ``server_hostname``."""
+    ctx = ssl.create_default_context(cafile=creds.ca_path, cadata=creds.ca_data.decode() if creds.ca_data else None)
+    if creds.insecure:
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    if creds.certificate_path or creds.certificate_data:
+        with tempfile.TemporaryDirectory(prefix="kopf-scheduler-tls-") as tmp:  # ssl loads a chain from files only
+            cert = creds.certificate_path or _write(tmp, "tls.crt", creds.certificate_data)
+            key = creds.private_key_path or _write(tmp, "tls.key", creds.private_key_data)
+            if cert is None or key is None:
+                raise CredentialsError(creds.source, "a client certificate needs its key")
+            ctx.load_cert_chain(cert, key)
+    return ctx
+
+
+def _write(directory: str, name: str, data: bytes | None) -> str | None:
+    if data is None:
+        return None
+    path = os.path.join(directory, name)
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as f:
+        f.write(data)
+    return path
+
+
+def api_client(creds: Credentials) -> kubernetes.client.ApiClient:
+    """The official client for the synchronous commands, as the same user: same server, TLS and
+    ``TokenSource`` (refreshed before a request when stale). urllib3 opens client certificates from
+    files at every connection, so certificate data goes to a private folder removed at exit."""
+    configuration = kubernetes.client.Configuration()
+    configuration.host = creds.server
+    configuration.verify_ssl = not creds.insecure
+    configuration.ssl_ca_cert = creds.ca_path
+    configuration.ca_cert_data = creds.ca_data.decode() if creds.ca_data else None
+    configuration.tls_server_name = creds.tls_server_name
+    if creds.proxy_url:
+        configuration.proxy = creds.proxy_url
+    if creds.certificate_data or creds.private_key_data:
+        folder = tempfile.mkdtemp(prefix="kopf-scheduler-tls-")
+        atexit.register(shutil.rmtree, folder, True)
+        configuration.cert_file = creds.certificate_path or _write(folder, "tls.crt", creds.certificate_data)
+        configuration.key_file = creds.private_key_path or _write(folder, "tls.key", creds.private_key_data)
+    else:
+        configuration.cert_file, configuration.key_file = creds.certificate_path, creds.private_key_path
+    token = creds.token
+    if token is not None:
+        configuration.api_key["BearerToken"] = token.current()
+        configuration.api_key_prefix["BearerToken"] = "Bearer"
+
+        def fresh_token(c: kubernetes.client.Configuration) -> None:
+            if token.stale():
+                token.refresh()
+            c.api_key["BearerToken"] = token.current()
+
+        configuration.refresh_api_key_hook = fresh_token  # type: ignore[assignment]  # typed None upstream, documented as a hook
+    return kubernetes.client.ApiClient(configuration)
