@@ -41,8 +41,8 @@ from kubernetes import client, config  # noqa: E402
 
 from kopf_scheduler.cluster.build import ensure_binaries  # noqa: E402
 from kopf_scheduler.cluster.controlplane import ControlPlane  # noqa: E402
-from kopf_scheduler.kube.client import Api  # noqa: E402
-from kopf_scheduler.kube.credentials import load_credentials, ssl_context  # noqa: E402
+from kopf_scheduler.edge.client import Api  # noqa: E402
+from kopf_scheduler.edge.credentials import load_credentials, ssl_context  # noqa: E402
 
 NAMESPACE = "bench"
 NODE = "node-0"

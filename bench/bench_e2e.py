@@ -17,18 +17,32 @@ rounds whose order rotates, so slow drift and noise cancel in the per-round rati
 - upstream:   kube-scheduler v1.37.2 from the same build, its default profile (default-scheduler),
               client qps/burst 5000 as scheduler_perf sets them, leader election off;
 - raw:        bench/raw_binder.py: binds pending pods round-robin, 64 in flight: the ceiling;
-- raw-events: the same, plus one Scheduled Event per pod (what every scheduler also writes).
+- raw-events: the same, plus one Scheduled Event per pod posted right after its bind, as a
+              scheduler does it: without holding up the next bind, on a connection pool of its own.
 
 What is counted. The pods are created first (steady arrival excepted), then the contender is
 started; the benchmark waits for it to report ready (ours and upstream: /readyz; the raw binders:
 a file written after their initial lists) and records when, and how many binds came before. One
 pod watch in this process records when each pod's spec.nodeName first appears, and where.
 Throughput = pods bound / (last bind - first bind): start-up, informer sync and pod creation are
-outside the window. CPU is utime+stime(+children) from /proc/PID/stat of the contender and its
-descendants between the first and the last bind, per 1000 pods; the API server's, etcd's and this
-process's CPU over the same window are recorded too (all share the machine's cores), and so is the
-CPU the rest of the machine burnt meanwhile ("others' load", in cores: other users of a shared
-machine). Peak RSS is VmHWM at the end. "Nodes used" counts the distinct nodes the pods went to: a
+outside the window. A scheduler's job ends with its Scheduled event, so one event watch (core/v1
+Events of the measured namespace, reason=Scheduled as a server-side field selector; upstream writes
+events.k8s.io/v1 Events, the same objects seen through core/v1) records when each pod's first
+Scheduled event appears, matched by involvedObject.uid (by name if an event has no uid). After the
+last bind the benchmark waits up to `--event-timeout` s for the events still missing; those that
+never come are counted and named. Throughput to the last event = pods with an event / (last
+Scheduled event - first bind); the lag of a pod is its event's arrival minus its bind's, both as
+this process's watches see them (p50, p99, max; min in the JSON). The two streams travel apart: the
+API server keeps no watch cache for events (kube-apiserver's DefaultWatchCacheSizes), so events come
+straight from etcd while pods come through the watch cache, which falls behind under load: then an
+event can be seen before its bind (a negative lag), and a lag understates how late the event was. "Ready after" and "first bind after" count from
+the contender's process start (its start time in /proc/PID/stat, 10 ms ticks, the same for every
+contender; the time the benchmark spent before that, e.g. issuing upstream's client certificate,
+is `spawn_s` in the JSON). CPU is utime+stime(+children) from /proc/PID/stat of the contender and
+its descendants between the first and the last bind, per 1000 pods, and again until the last
+Scheduled event; the API server's, etcd's and this process's CPU over the first window are
+recorded too (all share the machine's cores), and so is the CPU the rest of the machine burnt
+meanwhile ("others' load", in cores: other users of a shared machine). Peak RSS is VmHWM at the end. "Nodes used" counts the distinct nodes the pods went to: a
 spreading scheduler that saw every node uses min(pods, feasible nodes). In steady arrival the pods
 are created at `--rate` pods/s once the contender is ready, and latency runs from the 201 of each
 create to the watch seeing the bind.
@@ -88,7 +102,7 @@ RESULTS = ROOT / "bench" / "results"
 RAW_BINDER = ROOT / "bench" / "raw_binder.py"
 UPSTREAM_PROFILE = "default-scheduler (kube-scheduler's default profile: its default plugins and weights)"
 UPSTREAM_QPS = 5000
-IN_FLIGHT = 64  # concurrent API requests of this process (creates, deletes) and of the raw binders
+IN_FLIGHT = 64  # concurrent API requests of this process (creates, deletes), and the raw binders' binds and events
 ZONE = "topology.kubernetes.io/zone"
 HOSTNAME = "kubernetes.io/hostname"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -187,8 +201,8 @@ def init_node(shape: str, i: int, nodes: int) -> str:
     """Where init pod `i` sits: round-robin over the nodes its constraint allows."""
     if shape == "node-affinity":  # zone1 and zone2: node indices n with n % 3 != 2
         eligible = [n for n in range(nodes) if n % 3 != 2]
-        return node_body(eligible[i % len(eligible)])["metadata"]["name"]
-    return node_body(i % nodes)["metadata"]["name"]  # anti-affinity: init_pods <= nodes, one per node
+        return str(node_body(eligible[i % len(eligible)])["metadata"]["name"])
+    return str(node_body(i % nodes)["metadata"]["name"])  # anti-affinity: init_pods <= nodes, one per node
 
 
 # --------------------------------------------------------------------------- /proc
@@ -231,6 +245,19 @@ def cpu_seconds(pid: int | None, *, tree: bool = False) -> float | None:
     return total
 
 
+def process_start(pid: int | None) -> float | None:
+    """When `pid` started, on time.monotonic()'s clock (to half a clock tick, 5 ms); None if it is gone.
+
+    The kernel keeps a start time in clock ticks since boot (stat field 22), the same for a Python
+    child of ours and for a Go binary the control plane starts in another thread after issuing its
+    client certificate."""
+    fields = _stat_fields(pid) if pid is not None else None
+    if fields is None:
+        return None
+    since_boot = (int(fields[19]) + 0.5) / CLK_TCK  # the middle of its tick
+    return since_boot - (time.clock_gettime(time.CLOCK_BOOTTIME) - time.monotonic())
+
+
 def machine_busy_seconds() -> float:
     """CPU seconds all cores have spent busy since boot (the "cpu" line of /proc/stat, less idle and iowait)."""
     with open("/proc/stat") as stat:
@@ -264,7 +291,7 @@ class Kube:
     """This process's raw-JSON client: one aiohttp session, IN_FLIGHT requests at once."""
 
     def __init__(self, kubeconfig: Path) -> None:
-        self.server, self.session = kube_session(kubeconfig, limit=IN_FLIGHT + 2)  # + the watch
+        self.server, self.session = kube_session(kubeconfig, limit=IN_FLIGHT + 3)  # + the two watches, + 1 spare
         self.slots = asyncio.Semaphore(IN_FLIGHT)
 
     async def call(self, method: str, path: str, body: Any = None, *, ok: Sequence[int] = (), **params: str) -> Any:
@@ -296,44 +323,36 @@ class Kube:
         await self.session.close()
 
 
-class BindWatch:
-    """One pod watch on the measured namespace: the moment each pod's spec.nodeName first appears."""
+class Watch:
+    """List, then watch, one collection of the measured namespace (only what `selector` lets through):
+    each object goes to `_see` with the time its line arrived. Used once per contender run."""
 
-    def __init__(self, kube: Kube, expected: int, *, on_first: Callable[[], None], on_last: Callable[[], None]) -> None:
+    path = ""
+    selector = ""  # a server-side field selector ("": everything): what is not sent costs nothing to parse
+
+    def __init__(self, kube: Kube) -> None:
         self.kube = kube
-        self.expected = expected
-        self.on_first, self.on_last = on_first, on_last
-        self.bound: dict[str, float] = {}  # pod name -> time.monotonic() when seen bound
-        self.node_of: dict[str, str] = {}  # pod name -> its node
-        self.all_bound = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
-    def _see(self, pod: dict[str, Any], now: float) -> None:
-        name = pod["metadata"]["name"]
-        if pod["spec"].get("nodeName") and name not in self.bound:
-            self.bound[name] = now
-            self.node_of[name] = pod["spec"]["nodeName"]
-            if len(self.bound) == 1:
-                self.on_first()
-            if len(self.bound) == self.expected:
-                self.on_last()
-                self.all_bound.set()
+    def _see(self, obj: dict[str, Any], now: float) -> None:
+        raise NotImplementedError
 
     async def _list(self) -> str:
-        listed = await self.kube.call("GET", f"/api/v1/namespaces/{NAMESPACE}/pods")
+        listed = await self.kube.call("GET", self.path, fieldSelector=self.selector)
         now = time.monotonic()
-        for pod in listed["items"]:
-            self._see(pod, now)
+        for obj in listed["items"]:
+            self._see(obj, now)
         return str(listed["metadata"]["resourceVersion"])
 
     async def start(self) -> None:
         self._task = asyncio.create_task(self._watch(await self._list()))
 
     async def _watch(self, resource_version: str) -> None:
-        path = f"{self.kube.server}/api/v1/namespaces/{NAMESPACE}/pods"
+        url = self.kube.server + self.path
         while True:
-            params = {"watch": "1", "resourceVersion": resource_version, "allowWatchBookmarks": "true", "timeoutSeconds": "1800"}
-            async with self.kube.session.get(path, params=params) as resp:
+            params = {"watch": "1", "fieldSelector": self.selector, "resourceVersion": resource_version,
+                      "allowWatchBookmarks": "true", "timeoutSeconds": "1800"}
+            async with self.kube.session.get(url, params=params) as resp:
                 resp.raise_for_status()
                 async for line in resp.content:
                     now = time.monotonic()
@@ -352,6 +371,77 @@ class BindWatch:
                 await self._task
             if not self._task.cancelled() and self._task.exception() is not None:
                 raise self._task.exception()  # type: ignore[misc]
+
+
+class BindWatch(Watch):
+    """The measured pods: the moment each pod's spec.nodeName first appears."""
+
+    path = f"/api/v1/namespaces/{NAMESPACE}/pods"
+
+    def __init__(self, kube: Kube, expected: int, *, on_first: Callable[[], None], on_last: Callable[[], None]) -> None:
+        super().__init__(kube)
+        self.expected = expected
+        self.on_first, self.on_last = on_first, on_last
+        self.bound: dict[str, float] = {}  # pod name -> time.monotonic() when seen bound
+        self.node_of: dict[str, str] = {}  # pod name -> its node
+        self.uid_of: dict[str, str] = {}  # pod name -> its uid (what events name)
+        self.all_bound = asyncio.Event()
+
+    def _see(self, obj: dict[str, Any], now: float) -> None:
+        name = obj["metadata"]["name"]
+        if obj["spec"].get("nodeName") and name not in self.bound:
+            self.bound[name] = now
+            self.node_of[name] = obj["spec"]["nodeName"]
+            self.uid_of[name] = obj["metadata"].get("uid", "")
+            if len(self.bound) == 1:
+                self.on_first()
+            if len(self.bound) == self.expected:
+                self.on_last()
+                self.all_bound.set()
+
+
+class EventWatch(Watch):
+    """The measured pods' Scheduled events: the moment each pod's first one appears.
+
+    core/v1 Events, reason=Scheduled. Upstream writes events.k8s.io/v1 Events: the same objects,
+    their `regarding` read here as `involvedObject`. Keyed by involvedObject.uid; an event that
+    names no uid is kept by the pod's name."""
+
+    path = f"/api/v1/namespaces/{NAMESPACE}/events"
+    selector = "reason=Scheduled"
+
+    def __init__(self, kube: Kube, expected: int, *, on_last: Callable[[], None]) -> None:
+        super().__init__(kube)
+        self.expected = expected
+        self.on_last = on_last
+        self.by_uid: dict[str, float] = {}  # involvedObject.uid -> time.monotonic() when first seen
+        self.by_name: dict[str, float] = {}  # pod name -> the same, for events without a uid
+        self.all_seen = asyncio.Event()
+
+    def __len__(self) -> int:
+        return len(self.by_uid) + len(self.by_name)
+
+    def time_of(self, name: str, uid: str) -> float | None:
+        return self.by_uid[uid] if uid in self.by_uid else self.by_name.get(name)
+
+    def expect(self, expected: int) -> None:
+        """Fewer pods were bound than planned: their events are all there is to wait for."""
+        self.expected = expected
+        self._check()
+
+    def _check(self) -> None:
+        if len(self) >= self.expected and not self.all_seen.is_set():
+            self.on_last()
+            self.all_seen.set()
+
+    def _see(self, obj: dict[str, Any], now: float) -> None:
+        involved = obj.get("involvedObject") or {}
+        key, seen = involved.get("uid"), self.by_uid
+        if not key:
+            key, seen = involved.get("name", ""), self.by_name
+        if key not in seen:
+            seen[key] = now
+            self._check()
 
 
 # --------------------------------------------------------------------------- contenders
@@ -373,6 +463,7 @@ class Contender:
     label: str
     scheduler_name: str
     start: Callable[[Bench], Running]
+    events: bool = True  # writes a Scheduled event per pod: the benchmark waits for them and measures them
 
 
 def _popen(argv: list[str], log: Path) -> subprocess.Popen[bytes]:
@@ -456,7 +547,8 @@ def _start_raw(bench: Bench, *, events: bool) -> Running:
     ready_file = bench.workdir / f"raw-binder-{time.monotonic_ns()}.ready"
     log = bench.workdir / ("raw-binder-events.log" if events else "raw-binder.log")
     argv = [sys.executable, str(RAW_BINDER), "--kubeconfig", str(bench.cp.kubeconfig), "--scheduler-name", "raw-binder",
-            "--in-flight", str(IN_FLIGHT), "--ready-file", str(ready_file), *(["--events"] if events else [])]
+            "--in-flight", str(IN_FLIGHT), "--ready-file", str(ready_file),
+            *(["--events", "--event-in-flight", str(IN_FLIGHT)] if events else [])]
     proc = _popen(argv, log)
 
     async def ready() -> str:
@@ -515,7 +607,7 @@ def describe_policy(policy_file: Path) -> str:
 
 def contenders(policy_file: Path) -> dict[str, Contender]:
     return {c.key: c for c in (
-        Contender("raw", f"raw binder ({IN_FLIGHT} in flight)", "raw-binder", lambda b: _start_raw(b, events=False)),
+        Contender("raw", f"raw binder ({IN_FLIGHT} in flight)", "raw-binder", lambda b: _start_raw(b, events=False), events=False),
         Contender("raw-events", "raw binder + Scheduled events", "raw-binder", lambda b: _start_raw(b, events=True)),
         Contender("upstream", "kube-scheduler v1.37.2", "default-scheduler", start_upstream),
         Contender("ours", f"kopf-scheduler ({policy_file.stem})", policy_scheduler_name(policy_file), start_ours),
@@ -533,8 +625,11 @@ class Run:
     round: int
     pods: int
     bound: int = 0
-    pods_per_s: float | None = None
-    cpu_s_per_1000: float | None = None
+    pods_per_s: float | None = None  # first bind -> last bind
+    pods_per_s_to_event: float | None = None  # first bind -> last Scheduled event (pods with an event)
+    cpu_s_per_1000: float | None = None  # the contender's, first bind -> last bind
+    cpu_s_per_1000_to_event: float | None = None  # the contender's, first bind -> last Scheduled event
+    apiserver_cpu_s_per_1000_to_event: float | None = None
     apiserver_cpu_s_per_1000: float | None = None
     etcd_cpu_s_per_1000: float | None = None
     bench_cpu_s_per_1000: float | None = None
@@ -542,16 +637,23 @@ class Run:
     max_pods_per_node: int = 0
     other_cores: float | None = None  # mean cores busy outside the contender, apiserver, etcd and this process
     peak_rss_mib: float | None = None
+    spawn_s: float | None = None  # the benchmark's start call -> the contender's process start
     ready_s: float | None = None  # process start -> ready
     ready_detail: str = ""
     binds_before_ready: int = 0
     first_bind_s: float | None = None  # process start -> first bind seen
     window_s: float | None = None  # first bind -> last bind
+    event_window_s: float | None = None  # first bind -> last Scheduled event
+    events: int | None = None  # bound pods whose Scheduled event was seen (None: a contender that writes none)
+    events_missing: int | None = None  # bound pods whose Scheduled event did not come within --event-timeout
+    events_missing_pods: list[str] = field(default_factory=list)  # the first few of them
+    event_lag_ms: dict[str, float] = field(default_factory=dict)  # bind seen -> its event seen: min, p50, p90, p99, max
     latency_ms: dict[str, float] = field(default_factory=dict)  # steady arrival: p50, p90, p99, max
     load_avg: list[float] = field(default_factory=list)
     error: str = ""
     profile: str = ""  # with --profile-ours: py-spy's collapsed stacks (this run's figures are perturbed)
     timeline: list[tuple[float, int]] = field(default_factory=list)  # (s since process start, pods bound)
+    event_timeline: list[tuple[float, int]] = field(default_factory=list)  # (s since process start, Scheduled events)
 
 
 class Bench:
@@ -581,14 +683,18 @@ async def measure(bench: Bench, workload: Workload, size: Size, contender: Conte
         samples[key] = cpu
 
     watch = BindWatch(bench.kube, size.pods, on_first=lambda: sample("first"), on_last=lambda: sample("last"))
+    events = EventWatch(bench.kube, size.pods, on_last=lambda: sample("last_event"))
     await watch.start()
-    bench.progress.run_started(workload.name, round_, contender.key, size.pods, watch.bound)
-    t_start = time.monotonic()
+    await events.start()
+    bench.progress.run_started(workload.name, round_, contender.key, size.pods, watch.bound, events)
+    t_called = t_start = time.monotonic()
     created: dict[str, float] = {}
     try:
         running = contender.start(bench)
         run.ready_detail = await running.ready()
         t_ready = time.monotonic()
+        t_start = max(t_called, process_start(running.pid()) or t_called)  # it started after it was asked to
+        run.spawn_s = t_start - t_called
         run.ready_s = t_ready - t_start
         run.binds_before_ready = sum(1 for t in watch.bound.values() if t < t_ready)
         profiler = start_profiler(bench, running, f"{workload.name}-r{round_}") if contender.key == "ours" else None
@@ -600,6 +706,10 @@ async def measure(bench: Bench, workload: Workload, size: Size, contender: Conte
         except TimeoutError:
             run.error = f"timeout: {len(watch.bound)}/{size.pods} bound after {bench.args.timeout:.0f}s"
             sample("last")
+        events.expect(len(watch.bound))
+        if contender.events and not run.error:  # the contender keeps running while its last events come in
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(events.all_seen.wait(), bench.args.event_timeout)
         if profiler is not None:
             run.profile = await profiler()
         pid = running.pid()
@@ -610,9 +720,12 @@ async def measure(bench: Bench, workload: Workload, size: Size, contender: Conte
         if running is not None:
             await running.stop()
         await watch.stop()
+        await events.stop()
         bench.progress.run_finished()
     run.load_avg = [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]]
     fill(run, watch.bound, samples, created, t_start)
+    if contender.events:
+        fill_events(run, watch, events, samples, t_start)
     per_node = Counter(watch.node_of.values())
     run.nodes_used, run.max_pods_per_node = len(per_node), max(per_node.values(), default=0)
     await bench.kube.empty(NAMESPACE)
@@ -664,8 +777,36 @@ def fill(run: Run, bound: dict[str, float], samples: dict[str, dict[str, float |
         latencies = sorted(max(0.0, bound[n] - created[n]) for n in bound if n in created)
         run.latency_ms = {f"p{q}": 1000 * e2e_report.percentile(latencies, q) for q in (50, 90, 99)}
         run.latency_ms["max"] = 1000 * latencies[-1]
-    step = max(1, len(times) // 60)  # about 60 points: enough for the plot, small in the JSON
-    run.timeline = [(round(t - t_start, 3), i + 1) for i, t in enumerate(times) if i % step == 0 or i == len(times) - 1]
+    run.timeline = timeline(times, t_start)
+
+
+def fill_events(run: Run, watch: BindWatch, events: EventWatch, samples: dict[str, dict[str, float | None]], t_start: float) -> None:
+    """Derive what the Scheduled events add: throughput to the last one, each pod's bind-to-event
+    lag, the contender's CPU until the last one, and which bound pods never got one."""
+    seen = {name: t for name in watch.bound if (t := events.time_of(name, watch.uid_of.get(name, ""))) is not None}
+    missing = sorted(set(watch.bound) - set(seen))
+    run.events, run.events_missing, run.events_missing_pods = len(seen), len(missing), missing[:10]
+    if not seen:
+        return
+    times = sorted(seen.values())
+    run.event_window_s = times[-1] - min(watch.bound.values())
+    if run.events > 1 and run.event_window_s > 0:
+        run.pods_per_s_to_event = run.events / run.event_window_s
+    lags = sorted(t - watch.bound[name] for name, t in seen.items())  # may be < 0: two watches, two streams
+    run.event_lag_ms = {"min": 1000 * lags[0], **{f"p{q}": 1000 * e2e_report.percentile(lags, q) for q in (50, 90, 99)}}
+    run.event_lag_ms["max"] = 1000 * lags[-1]
+    first, last = samples.get("first", {}), samples.get("last_event", {})
+    for key, attr in (("contender", "cpu_s_per_1000_to_event"), ("apiserver", "apiserver_cpu_s_per_1000_to_event")):
+        a, b = first.get(key), last.get(key)
+        if a is not None and b is not None and not missing:
+            setattr(run, attr, (b - a) * 1000 / run.bound)
+    run.event_timeline = timeline(times, t_start)
+
+
+def timeline(times: list[float], t_start: float) -> list[tuple[float, int]]:
+    """(s since t_start, how many so far) at about 60 of the sorted `times`: enough for a plot, small in the JSON."""
+    step = max(1, len(times) // 60)
+    return [(round(t - t_start, 3), i + 1) for i, t in enumerate(times) if i % step == 0 or i == len(times) - 1]
 
 
 # --------------------------------------------------------------------------- one workload
@@ -735,6 +876,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                     help="the SchedulingPolicy ours runs (default deploy/policies/default.yaml, else default-provider.yaml)")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds one run may take to bind every pod (default 900)")
     ap.add_argument("--ready-timeout", type=float, default=120.0, help="seconds a contender may take to be ready (default 120)")
+    ap.add_argument("--event-timeout", type=float, default=30.0,
+                    help="seconds to wait after the last bind for the Scheduled events still missing (default 30)")
     ap.add_argument("--profile-ours", type=Path, metavar="DIR",
                     help="sample ours with py-spy while it schedules; collapsed stacks and a top list go to DIR")
     ap.add_argument("--out", type=Path, default=RESULTS, help="where the JSON, Markdown and PNG go (default bench/results)")

@@ -2,7 +2,8 @@
 
 Figures per contender are the median and the range over the rounds; ratios ours/upstream are
 taken per round first (both ran on the same control plane minutes apart), then summarised the
-same way, so noise common to a round cancels.
+same way, so noise common to a round cancels. A results file written before a figure existed
+(the Scheduled-event ones came later) shows "-" for it.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import shutil
 import statistics
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Sized
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -25,9 +26,16 @@ from typing import Any
 # (JSON key, column heading, decimals) of the figures shown per contender
 COLUMNS: tuple[tuple[str, str, int], ...] = (
     ("pods_per_s", "pods/s", 0),
+    ("pods_per_s_to_event", "pods/s to last event", 0),
     ("cpu_s_per_1000", "CPU-s/1000 pods", 2),
+    ("cpu_s_per_1000_to_event", "CPU-s/1000 to last event", 2),
+    ("event_lag_p50_ms", "event lag p50 ms", 0),
+    ("event_lag_p99_ms", "event lag p99 ms", 0),
+    ("event_lag_max_ms", "event lag max ms", 0),
+    ("events_missing", "events missing", 0),
     ("peak_rss_mib", "peak RSS MiB", 0),
     ("apiserver_cpu_s_per_1000", "apiserver CPU-s/1000", 2),
+    ("first_bind_s", "first bind after s", 2),
     ("ready_s", "ready after s", 1),
     ("nodes_used", "nodes used", 0),
     ("other_cores", "others' load (cores)", 2),
@@ -40,7 +48,10 @@ STEADY_COLUMNS: tuple[tuple[str, str, int], ...] = (
 # ours/upstream per round: (name, metric, how to read it)
 RATIOS: tuple[tuple[str, str, str], ...] = (
     ("throughput", "pods_per_s", "higher is better for ours"),
+    ("throughput to last event", "pods_per_s_to_event", "higher is better for ours"),
     ("CPU per pod", "cpu_s_per_1000", "lower is better for ours"),
+    ("CPU per pod to last event", "cpu_s_per_1000_to_event", "lower is better for ours"),
+    ("p99 event lag", "event_lag_p99_ms", "lower is better for ours"),
     ("peak RSS", "peak_rss_mib", ""),
 )
 STEADY_RATIOS: tuple[tuple[str, str, str], ...] = (("p99 latency", "latency_p99_ms", "lower is better for ours"),)
@@ -126,7 +137,7 @@ class Progress:
     def __init__(self, total_runs: int) -> None:
         self.total = total_runs
         self.done = 0
-        self.current: tuple[str, Mapping[str, float], int, float] | None = None  # label, bound, expected, since
+        self.current: tuple[str, Mapping[str, float], Sized, int, float] | None = None  # label, bound, events, expected, since
         self.tty = sys.stderr.isatty()
         self._task: asyncio.Task[None] | None = None
 
@@ -153,17 +164,18 @@ class Progress:
     def _draw(self) -> None:
         if self.current is None:
             return
-        label, bound, expected, since = self.current
+        label, bound, events, expected, since = self.current
         width = 24
         filled = width * len(bound) // max(1, expected)
         bar = "#" * filled + "." * (width - filled)
-        line = f"[{self.done + 1:>2}/{self.total}] {label} [{bar}] {len(bound)}/{expected} bound, {time.monotonic() - since:.0f}s"
+        line = (f"[{self.done + 1:>2}/{self.total}] {label} [{bar}] {len(bound)}/{expected} bound, {len(events)} Scheduled events, "
+                f"{time.monotonic() - since:.0f}s")
         cols = shutil.get_terminal_size((100, 20)).columns
         sys.stderr.write("\r\033[K" + line[: cols - 1])
         sys.stderr.flush()
 
-    def run_started(self, workload: str, round_: int, contender: str, expected: int, bound: Mapping[str, float]) -> None:
-        self.current = (f"{workload} r{round_} {contender}", bound, expected, time.monotonic())
+    def run_started(self, workload: str, round_: int, contender: str, expected: int, bound: Mapping[str, float], events: Sized) -> None:
+        self.current = (f"{workload} r{round_} {contender}", bound, events, expected, time.monotonic())
 
     def run_finished(self) -> None:
         self.current = None
@@ -178,25 +190,34 @@ class Progress:
         cpu = f"{run.cpu_s_per_1000:.2f} CPU-s/1000" if run.cpu_s_per_1000 is not None else "-"
         rss = f"{run.peak_rss_mib:.0f} MiB" if run.peak_rss_mib else "-"
         extra = f", p99 {run.latency_ms['p99']:.0f} ms" if run.latency_ms else ""
+        if run.events_missing is not None:
+            to_event = f"{run.pods_per_s_to_event:.0f} pods/s" if run.pods_per_s_to_event else "-"
+            lag = f"{run.event_lag_ms['p99']:.0f} ms" if run.event_lag_ms else "-"
+            extra += f"; to last event {to_event}, event lag p99 {lag}, {run.events_missing} events missing"
         error = f"  ERROR {run.error}" if run.error else ""
         self.note(f"  [{self.done}/{self.total}] r{run.round} {run.contender}: {run.bound}/{run.pods} bound, {rate}, {cpu}, {rss}, "
-                  f"ready {run.ready_s or 0:.1f}s{extra}{error}")
+                  f"first bind {run.first_bind_s or 0:.2f}s, ready {run.ready_s or 0:.1f}s{extra}{error}")
 
 
 # --------------------------------------------------------------------------- summaries
 
 
-def _stat(values: Sequence[float]) -> dict[str, float] | None:
-    values = [v for v in values if v is not None]
-    if not values:
+def _stat(values: Sequence[float | None]) -> dict[str, float] | None:
+    present = [v for v in values if v is not None]
+    if not present:
         return None
-    return {"median": statistics.median(values), "min": min(values), "max": max(values), "n": len(values)}
+    return {"median": statistics.median(present), "min": min(present), "max": max(present), "n": len(present)}
 
 
 def _value(run: Mapping[str, Any], key: str) -> float | None:
-    if key.startswith("latency_"):
-        return run["latency_ms"].get(key.removeprefix("latency_").removesuffix("_ms"))
-    return run.get(key)
+    """A run's figure by column key; None if the run's file predates it."""
+    for prefix in ("latency_", "event_lag_"):
+        if key.startswith(prefix):
+            value = run.get(prefix + "ms", {}).get(key.removeprefix(prefix).removesuffix("_ms"))
+            break
+    else:
+        value = run.get(key)
+    return None if value is None else float(value)
 
 
 def summarise(results: dict[str, Any]) -> None:
@@ -244,7 +265,7 @@ def _rows(results: Mapping[str, Any], workload: Mapping[str, Any]) -> tuple[list
     rows = []
     for key, info in results["contenders"].items():
         stats = workload["summary"][key]
-        errors = sorted({r["error"] for r in workload["runs"] if r["contender"] == key and r["error"]})
+        errors = any(r["error"] or r.get("events_missing") for r in workload["runs"] if r["contender"] == key)
         row = [info["label"], *(_fmt(stats[k], d) for k, _, d in columns)]
         if errors:
             row[0] += " (!)"
@@ -264,7 +285,17 @@ def _ratio_lines(workload: Mapping[str, Any]) -> list[str]:
 
 
 def _errors(workload: Mapping[str, Any]) -> list[str]:
-    return [f"round {r['round']} {r['contender']}: {r['error']}" for r in workload["runs"] if r["error"]]
+    """Failed runs, and runs whose Scheduled events did not all come (with the first pods that got none)."""
+    out = []
+    for r in workload["runs"]:
+        if r["error"]:
+            out.append(f"round {r['round']} {r['contender']}: {r['error']}")
+        if r.get("events_missing"):
+            names = ", ".join(r.get("events_missing_pods", []))
+            more = "..." if r["events_missing"] > len(r.get("events_missing_pods", [])) else ""
+            out.append(f"round {r['round']} {r['contender']}: {r['events_missing']} of {r['bound']} bound pods got no Scheduled "
+                       f"event: {names}{more}")
+    return out
 
 
 def _preamble(results: Mapping[str, Any]) -> list[str]:
@@ -278,6 +309,10 @@ def _preamble(results: Mapping[str, Any]) -> list[str]:
         "figures: median [min-max] over rounds; pods/s from first to last bind seen by one pod watch; CPU of the "
         "contender process between those binds, per 1000 pods; RSS = VmHWM; others' load = cores busy meanwhile "
         "outside the contender, the apiserver, etcd and the benchmark (other users of a shared machine)",
+        "events: \"to last event\" = the same from the first bind to the last pod's Scheduled event seen by one event "
+        "watch (pods with an event / that window; CPU until then); event lag = a pod's event seen minus its bind seen; "
+        "events missing = bound pods with no Scheduled event within the wait; first bind and ready after = s since "
+        "the contender's process started; \"-\" = not measured (a contender that writes no events, or an older file)",
     ]
 
 
@@ -297,10 +332,42 @@ def _median(stat: Mapping[str, float] | None, digits: int) -> str:
     return "-" if stat is None else f"{stat['median']:.{digits}f}"
 
 
+def _times(stat: Mapping[str, float] | None) -> str:
+    return "-" if stat is None else f"{stat['median']:.2f}x"
+
+
+def _overview_cell(workload: Mapping[str, Any], stats: Mapping[str, Any]) -> str:
+    cell = f"{_median(stats['pods_per_s'], 0)} pods/s, {_median(stats['cpu_s_per_1000'], 2)} CPU-s"
+    if workload["steady"]:
+        cell = f"p99 {_median(stats['latency_p99_ms'], 0)} ms, {_median(stats['cpu_s_per_1000'], 2)} CPU-s"
+    if workload.get("memory"):
+        cell = f"{_median(stats['peak_rss_mib'], 0)} MiB, " + cell
+    if stats["event_lag_p99_ms"] is None:  # no Scheduled events measured (none written, or an older file)
+        return cell + "; events -"
+    if not workload["steady"]:  # in steady arrival, pods/s is the arrival rate
+        cell += f"; {_median(stats['pods_per_s_to_event'], 0)} pods/s to last event,"
+    else:
+        cell += ";"
+    return cell + f" lag p99 {_median(stats['event_lag_p99_ms'], 0)} ms"
+
+
+def _overview_ratio_cell(workload: Mapping[str, Any]) -> str:
+    ratios = workload["ratios"]
+    first = ("p99 latency", "p99") if workload["steady"] else ("throughput", "pods/s")
+    cell = f"{_times(ratios.get(first[0]))} {first[1]}, {_times(ratios.get('CPU per pod'))} CPU"
+    if workload.get("memory"):
+        cell = f"{_times(ratios.get('peak RSS'))} RSS, " + cell
+    if not workload["steady"]:
+        cell += f"; {_times(ratios.get('throughput to last event'))} to last event,"
+    else:
+        cell += ";"
+    return cell + f" {_times(ratios.get('p99 event lag'))} lag p99"
+
+
 def overview_markdown(results: Mapping[str, Any]) -> str:
     """One row per workload, medians only: pods/s and CPU-s per 1000 pods of each contender (p99
-    latency in steady arrival; peak RSS first in a memory workload), then ours/upstream. The table
-    README.md quotes."""
+    latency in steady arrival; peak RSS first in a memory workload), pods/s to the last Scheduled
+    event and the p99 bind-to-event lag, then ours/upstream. The table README.md quotes."""
     contenders = results["contenders"]
     header = ["workload", *(info["label"] for info in contenders.values())]
     if "ours" in contenders and "upstream" in contenders:
@@ -309,28 +376,18 @@ def overview_markdown(results: Mapping[str, Any]) -> str:
     for workload in results["workloads"]:
         size = workload["size"]
         row = [f"{workload['title'].split(' (')[0]}, {size['nodes']} nodes, {size['pods']} pods"]
-        for key in contenders:
-            stats = workload["summary"][key]
-            cell = f"{_median(stats['pods_per_s'], 0)} pods/s, {_median(stats['cpu_s_per_1000'], 2)} CPU-s"
-            if workload["steady"]:
-                cell = f"p99 {_median(stats['latency_p99_ms'], 0)} ms, {_median(stats['cpu_s_per_1000'], 2)} CPU-s"
-            if workload.get("memory"):
-                cell = f"{_median(stats['peak_rss_mib'], 0)} MiB, " + cell
-            row.append(cell)
+        row += [_overview_cell(workload, workload["summary"][key]) for key in contenders]
         if len(header) > len(row):
-            ratios = workload["ratios"]
-            first = ("p99 latency", "p99") if workload["steady"] else ("throughput", "pods/s")
-            cell = f"{_median(ratios.get(first[0]), 2)}x {first[1]}, {_median(ratios.get('CPU per pod'), 2)}x CPU"
-            if workload.get("memory"):
-                cell = f"{_median(ratios.get('peak RSS'), 2)}x RSS, " + cell
-            row.append(cell)
+            row.append(_overview_ratio_cell(workload))
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines) + "\n"
 
 
 def render_markdown(results: Mapping[str, Any], pngs: Mapping[str, str]) -> str:
     lines = ["# End-to-end scheduling benchmark", ""] + [f"- {line}" for line in _preamble(results)]
-    lines += ["", "Medians (CPU-s = CPU seconds of the contender per 1000 pods; ours/upstream = the median of the per-round ratios):",
+    lines += ["", "Medians (CPU-s = CPU seconds of the contender per 1000 pods, first to last bind; to last event = pods/s "
+              "from the first bind to the last Scheduled event; lag = bind to its Scheduled event; ours/upstream = the median "
+              "of the per-round ratios):",
               "", overview_markdown(results).rstrip()]
     for workload in results["workloads"]:
         header, rows = _rows(results, workload)
@@ -345,7 +402,8 @@ def render_markdown(results: Mapping[str, Any], pngs: Mapping[str, str]) -> str:
 
 
 def plot(results: Mapping[str, Any], workload: Mapping[str, Any], path: Path) -> bool:
-    """Bound pods over time since each contender started, one colour per contender; False without matplotlib."""
+    """Bound pods (solid) and Scheduled events (dashed) over time since each contender started, one colour
+    per contender; False without matplotlib."""
     try:
         import matplotlib
 
@@ -360,8 +418,11 @@ def plot(results: Mapping[str, Any], workload: Mapping[str, Any], path: Path) ->
             if run["timeline"]:
                 xs, ys = zip(*run["timeline"])
                 ax.plot(xs, ys, color=colour, linewidth=1.2, alpha=0.8, label=info["label"] if j == 0 else None)
+            if run.get("event_timeline"):
+                xs, ys = zip(*run["event_timeline"])
+                ax.plot(xs, ys, color=colour, linewidth=1.0, alpha=0.8, linestyle="--")
     ax.set_xlabel("seconds since the contender process started")
-    ax.set_ylabel("pods bound")
+    ax.set_ylabel("pods bound (solid), Scheduled events (dashed)")
     ax.set_title(_heading(workload), fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)

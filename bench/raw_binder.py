@@ -1,15 +1,19 @@
 """The ceiling for any scheduler: bind pending pods round-robin to nodes, nothing else.
 
-    python bench/raw_binder.py --kubeconfig K --scheduler-name raw-binder [--events] [--in-flight 64] [--ready-file F]
+    python bench/raw_binder.py --kubeconfig K --scheduler-name raw-binder [--events] [--in-flight 64] [--event-in-flight 64] [--ready-file F]
 
 A contender of bench/bench_e2e.py, run as its own process so its CPU and memory are measured
 like a real scheduler's. It lists the nodes once, lists the pending pods whose
 ``spec.schedulerName`` is ours, then watches for more; each pod is bound through
 ``pods/{name}/binding`` to the next node in turn, with `--in-flight` requests at once over one
 aiohttp session. No filter, no score, no cache: whatever a scheduler adds costs on top of this.
-With ``--events`` it also posts one ``Scheduled`` Event per bound pod (as every scheduler does),
-which shows what events cost the API server. `--ready-file` is written once the lists are in
-(the equivalent of a scheduler's informer sync).
+With ``--events`` it also posts one core/v1 ``Scheduled`` Event per bound pod, the way a scheduler
+does: queued the moment its bind succeeds, while the binder goes on with the next pod, and written
+by `--event-in-flight` writers over a connection pool of their own (upstream's finishBinding hands
+the event to its recorder, whose broadcaster writes it in a goroutine through a client of its own;
+ours spawns it as a task). That shows what events cost the API server, and how far they trail the
+binds. `--ready-file` is written once the lists are in (the equivalent of a scheduler's informer
+sync).
 
 Also home of `kube_session`, the kubeconfig -> aiohttp session helper the benchmark itself uses.
 """
@@ -19,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import contextlib
 import json
 import os
 import signal
@@ -103,17 +108,19 @@ def scheduled_event_body(namespace: str, name: str, uid: str, node: str, *, comp
 
 
 class RawBinder:
-    def __init__(self, server: str, session: aiohttp.ClientSession, *, scheduler_name: str, events: bool, in_flight: int) -> None:
+    def __init__(self, server: str, session: aiohttp.ClientSession, *, scheduler_name: str, event_session: aiohttp.ClientSession | None = None) -> None:
         self.server = server
         self.session = session
         self.scheduler_name = scheduler_name
-        self.events = events
-        self.in_flight = in_flight
+        self.event_session = event_session  # None: no events
         self.queue: asyncio.Queue[tuple[str, str, str]] = asyncio.Queue()
+        self.event_queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()  # Scheduled events of pods just bound
         self.seen: set[str] = set()  # uids queued once: a watch may repeat an object
         self.nodes: list[str] = []
         self.next_node = 0
         self.errors = 0
+        self.events = 0
+        self.event_errors = 0
 
     @property
     def pending_selector(self) -> str:
@@ -157,6 +164,7 @@ class RawBinder:
                         self.offer(obj)
 
     async def worker(self) -> None:
+        """Bind the next pending pod, again and again; queue its Scheduled event the moment the bind succeeds."""
         while True:
             namespace, name, uid = await self.queue.get()
             node = self.nodes[self.next_node % len(self.nodes)]
@@ -167,22 +175,35 @@ class RawBinder:
                 ok = resp.status < 300
             if not ok:
                 self.errors += 1
-            elif self.events:
-                body = scheduled_event_body(namespace, name, uid, node, component=self.scheduler_name)
-                async with self.session.post(f"{self.server}/api/v1/namespaces/{namespace}/events", data=json.dumps(body)) as resp:
-                    await resp.read()
+            elif self.event_session is not None:
+                self.event_queue.put_nowait(scheduled_event_body(namespace, name, uid, node, component=self.scheduler_name))
+
+    async def event_writer(self) -> None:
+        """Post queued Scheduled events, one at a time, over the events' own connection pool."""
+        assert self.event_session is not None
+        while True:
+            body = await self.event_queue.get()
+            url = f"{self.server}/api/v1/namespaces/{body['metadata']['namespace']}/events"
+            async with self.event_session.post(url, data=json.dumps(body)) as resp:
+                await resp.read()
+                if resp.status < 300:
+                    self.events += 1
+                else:
+                    self.event_errors += 1
 
 
 async def run(args: argparse.Namespace) -> None:
     server, session = kube_session(Path(args.kubeconfig), limit=args.in_flight + 1)  # +1: the watch
-    async with session:
-        binder = RawBinder(server, session, scheduler_name=args.scheduler_name, events=args.events, in_flight=args.in_flight)
+    event_session = kube_session(Path(args.kubeconfig), limit=args.event_in_flight)[1] if args.events else None
+    async with session, event_session or contextlib.nullcontext():
+        binder = RawBinder(server, session, scheduler_name=args.scheduler_name, event_session=event_session)
         resource_version = await binder.sync()
         if not binder.nodes:
             sys.exit("raw_binder: no nodes")
         if args.ready_file:
             Path(args.ready_file).write_text(f"{len(binder.nodes)} nodes, {binder.queue.qsize()} pending pods\n")
         workers = [asyncio.create_task(binder.worker()) for _ in range(args.in_flight)]
+        workers += [asyncio.create_task(binder.event_writer()) for _ in range(args.event_in_flight if args.events else 0)]
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGTERM, stop.set)
@@ -195,7 +216,8 @@ async def run(args: argparse.Namespace) -> None:
         await asyncio.gather(watch, stopped, *workers, return_exceptions=True)
         if watch.done() and not watch.cancelled() and watch.exception() is not None:
             raise watch.exception()  # type: ignore[misc]
-        print(f"raw_binder: {binder.next_node} binds, {binder.errors} refused", file=sys.stderr)
+        events = f", {binder.events} Scheduled events, {binder.event_errors} refused, {binder.event_queue.qsize()} unsent" if args.events else ""
+        print(f"raw_binder: {binder.next_node} binds, {binder.errors} refused{events}", file=sys.stderr)
 
 
 def main() -> int:
@@ -204,6 +226,7 @@ def main() -> int:
     ap.add_argument("--scheduler-name", default="raw-binder", help="bind pods whose spec.schedulerName is this")
     ap.add_argument("--events", action="store_true", help="also post one Scheduled Event per bound pod")
     ap.add_argument("--in-flight", type=int, default=64, help="binds in flight at once (default 64)")
+    ap.add_argument("--event-in-flight", type=int, default=64, help="with --events: events in flight at once (default 64)")
     ap.add_argument("--ready-file", help="write this file once the nodes and pending pods are listed")
     asyncio.run(run(ap.parse_args()))
     return 0
