@@ -14,19 +14,28 @@ The verdict, after each fault (``Rig.verdict``):
 
 Conditions are waited for with deadlines (``kube_helpers.wait``), never with sleeps; the figures
 (recovery times, 409s, pods lost, double binds) go into ``Figures`` for the test to print.
+
+Who wrote what: the audit log (conftest.AUDIT_POLICY) holds every write a scheduler makes with its
+user agent; ``writes`` reads it and ``Rig.writes_by`` keeps one replica's (the operator names its own
+requests ``kopf-scheduler/<version> (<identity>)``; Kopf's carry Kopf's user agent). ``Rig.pause``
+and ``Rig.resume`` freeze and thaw an operator (SIGSTOP, SIGCONT) and say when, in the audit log's clock.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import os
+import re
+import signal
 import sys
 import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +61,19 @@ def log(message: str) -> None:
 # --------------------------------------------------------------------------- the audit log
 
 
+def audit_events(audit_log: Path) -> Iterator[dict[str, Any]]:
+    """The audit log's events in order (a line cut short by a SIGKILL of the API server is skipped)."""
+    if not audit_log.exists():
+        return
+    for line in audit_log.read_text(errors="replace").splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict):
+            yield event
+
+
 @dataclass(frozen=True, slots=True)
 class BindingRequest:
     """One pods/binding request as the API server's audit log recorded it."""
@@ -60,23 +82,74 @@ class BindingRequest:
     node: str
     code: int
     user: str
+    user_agent: str = ""
 
 
 def binding_requests(audit_log: Path, namespace: str) -> list[BindingRequest]:
     out = []
-    if not audit_log.exists():
-        return out
-    for line in audit_log.read_text(errors="replace").splitlines():
-        try:
-            event = json.loads(line)
-        except ValueError:  # a line cut short by a SIGKILL
-            continue
+    for event in audit_events(audit_log):
         ref = event.get("objectRef") or {}
         if ref.get("subresource") != "binding" or ref.get("namespace") != namespace:
             continue
         target = ((event.get("requestObject") or {}).get("target") or {}).get("name", "")
         code = int((event.get("responseStatus") or {}).get("code") or 0)
-        out.append(BindingRequest(ref.get("name", ""), target, code, (event.get("user") or {}).get("username", "")))
+        user = (event.get("user") or {}).get("username", "")
+        out.append(BindingRequest(ref.get("name", ""), target, code, user, event.get("userAgent", "")))
+    return out
+
+
+#: what the operator sends on each request it makes itself (kube/login.py: user_agent)
+OPERATOR_USER_AGENT = re.compile(r"kopf-scheduler/\S+ \((?P<identity>.+)\)")
+WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    """One write the audit log recorded (conftest.AUDIT_POLICY logs those a scheduler makes)."""
+
+    time: datetime  # when the API server received it (UTC)
+    verb: str  # create, update, patch, delete, deletecollection
+    resource: str  # pods, events, leases, schedulingpolicies...
+    subresource: str  # binding, status, eviction, or ""
+    namespace: str  # "" for cluster-scoped objects
+    name: str  # "" for a create named by its body (events) and for deletecollection
+    user_agent: str
+    code: int  # the answer's HTTP status; 0 when the request never completed (a panic)
+    group: str = ""  # the API group: "" (core), events.k8s.io, coordination.k8s.io...
+    user: str = ""
+
+    @property
+    def identity(self) -> str:
+        """The operator replica that made it (its user agent's ``(<identity>)``), or "" when it was not ours."""
+        match = OPERATOR_USER_AGENT.fullmatch(self.user_agent)
+        return match["identity"] if match else ""
+
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.code < 300
+
+
+def writes(audit_log: Path, namespace: str | None = None, since: datetime | None = None) -> list[Write]:
+    """Every write in the audit log, in order; only `namespace`'s ("" for cluster-scoped objects), only
+    those received at `since` (a UTC-aware datetime, e.g. ``Pause.resumed``) or later."""
+    out = []
+    for event in audit_events(audit_log):
+        if event.get("verb") not in WRITE_VERBS:
+            continue
+        ref = event.get("objectRef") or {}
+        if namespace is not None and ref.get("namespace", "") != namespace:
+            continue
+        stamp = event.get("requestReceivedTimestamp") or event.get("stageTimestamp")
+        if not stamp:
+            continue
+        received = datetime.fromisoformat(stamp)
+        if since is not None and received < since:
+            continue
+        out.append(Write(
+            received, event["verb"], ref.get("resource", ""), ref.get("subresource", ""), ref.get("namespace", ""),
+            ref.get("name", ""), event.get("userAgent", ""), int((event.get("responseStatus") or {}).get("code") or 0),
+            ref.get("apiGroup", ""), (event.get("user") or {}).get("username", ""),
+        ))  # fmt: skip
     return out
 
 
@@ -135,6 +208,35 @@ class Producer(threading.Thread):
         assert not self.problems, self.problems
 
 
+# --------------------------------------------------------------------------- freezing an operator
+
+
+@dataclass
+class Pause:
+    """One SIGSTOP ... SIGCONT of an operator. Wall-clock times are UTC, the audit log's clock (the API
+    server runs on this machine): ``writes(..., since=pause.resumed)`` are the writes made after the thaw."""
+
+    op: Operator
+    stopped: datetime  # the process was seen stopped: it sent nothing from here on
+    stopped_at: float  # time.monotonic() then
+    resumed: datetime | None = None  # just before SIGCONT: it can send nothing before this
+    resumed_at: float | None = None
+
+    @property
+    def seconds(self) -> float:
+        """How long it was (or has been, so far) frozen."""
+        return (self.resumed_at if self.resumed_at is not None else time.monotonic()) - self.stopped_at
+
+
+def process_state(pid: int) -> str:
+    """The kernel's one-letter state of `pid` (R, S, T for stopped, Z...); "" when it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return ""
+    return stat[stat.rindex(")") + 2 :].split()[0]  # the command name may hold spaces
+
+
 # --------------------------------------------------------------------------- figures
 
 
@@ -177,6 +279,7 @@ class Rig:
         self.kubeconfigs: dict[Operator, Path] = {}
         self.policies: list[str] = []
         self.producers: list[Producer] = []
+        self.pauses: list[Pause] = []
 
     # ---- setting up
 
@@ -234,6 +337,51 @@ class Rig:
     def events(self, reason: str) -> list[Any]:
         items = self.core.list_namespaced_event(self.namespace, _request_timeout=CALL_TIMEOUT).items
         return [e for e in items if e.reason == reason]
+
+    def scheduled_events(self) -> dict[str, int]:
+        """Pod name -> how many Scheduled events (core/v1 Event objects) name it in this namespace."""
+        return dict(Counter(e.involved_object.name for e in self.events("Scheduled")))
+
+    def writes(self, *, since: datetime | None = None, namespace: str | None = None) -> list[Write]:
+        """Every write in the audit log (all namespaces unless told: Leases live in kopf-scheduler)."""
+        return writes(self.audit_log, namespace, since)
+
+    def writes_by(self, identity: str | Operator, *, since: datetime | None = None, namespace: str | None = None) -> list[Write]:
+        """The writes one operator replica made itself (its user agent names `identity`, as its start-up
+        line does: ``Operator.identity``); Kopf's requests inside the same process are not counted."""
+        who = identity.identity() if isinstance(identity, Operator) else identity
+        if not who:
+            raise ValueError("no identity: the operator has not logged its start-up line yet")
+        return [w for w in self.writes(since=since, namespace=namespace) if w.identity == who]
+
+    # ---- freezing
+
+    def pause(self, op: Operator, *, timeout: float = 5.0) -> Pause:
+        """SIGSTOP `op` (every thread) and wait until the kernel says it is stopped."""
+        assert op.proc.poll() is None, f"{op.log}: the operator is not running"
+        assert self.paused(op) is None, f"{op.log}: already paused"
+        os.kill(op.proc.pid, signal.SIGSTOP)
+        wait(op, lambda: process_state(op.proc.pid) in ("T", ""), timeout=timeout, message="the operator is stopped")
+        pause = Pause(op, datetime.now(UTC), time.monotonic())
+        self.pauses.append(pause)
+        return pause
+
+    def resume(self, op: Operator, *, timeout: float = 5.0) -> Pause:
+        """SIGCONT `op`, paused by :meth:`pause`; the Pause records when (``resumed``, ``resumed_at``)."""
+        pause = self.paused(op)
+        assert pause is not None, f"{op.log}: not paused"
+        pause.resumed, pause.resumed_at = datetime.now(UTC), time.monotonic()
+        os.kill(op.proc.pid, signal.SIGCONT)
+        wait(op, lambda: process_state(op.proc.pid) != "T", timeout=timeout, message="the operator runs again")
+        return pause
+
+    def paused(self, op: Operator) -> Pause | None:
+        """The pause `op` is in now, if any."""
+        return next((p for p in self.pauses if p.op is op and p.resumed is None), None)
+
+    def resumed_at(self, op: Operator) -> datetime | None:
+        """When `op` was last resumed (UTC, the audit log's clock), if ever."""
+        return max((p.resumed for p in self.pauses if p.op is op and p.resumed is not None), default=None)
 
     # ---- the verdict
 
@@ -339,6 +487,9 @@ class Rig:
     def close(self) -> None:
         for producer in self.producers:
             producer.stopped.set()
+        for pause in self.pauses:
+            if pause.resumed is None and pause.op.proc.poll() is None:
+                os.kill(pause.op.proc.pid, signal.SIGCONT)  # a stopped process would sit on its SIGTERM
         for op in self.operators:
             op.stop()
         for name in self.policies:
