@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from kopf_scheduler.cluster import ControlPlane
-from kopf_scheduler.kube.client import Api
-from kopf_scheduler.kube.credentials import load_credentials
+from kopf_scheduler.edge.client import Api, Response
+from kopf_scheduler.edge.credentials import load_credentials
 from kopf_scheduler.kube.leader import ApiLeaseClient, LeaseConflictError, LeaseRecord
 
 T0 = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -26,15 +26,15 @@ class FrozenClock:
 
 
 def test_client_certificate_from_the_admin_kubeconfig(kubeconfig: Path) -> None:
-    async def main() -> tuple[int, object]:
+    async def main() -> Response:
         api = Api(load_credentials(str(kubeconfig)))
         try:
             return await api.request("GET", "/api/v1/namespaces/default")
         finally:
             await api.close()
 
-    status, body = asyncio.run(main())
-    assert status == 200 and isinstance(body, dict) and body["metadata"]["name"] == "default"
+    response = asyncio.run(main())
+    assert response.ok and isinstance(response.body, dict) and response.body["metadata"]["name"] == "default"
 
 
 def test_a_rotated_token_file_is_read_again_after_a_401(control_plane: ControlPlane, namespace: str, tmp_path: Path) -> None:
@@ -49,11 +49,11 @@ def test_a_rotated_token_file_is_read_again_after_a_401(control_plane: ControlPl
     async def main() -> list[int]:
         api = Api(load_credentials(str(config), clock=FrozenClock()))
         try:
-            first, _ = await api.request("GET", "/version")  # 401, and the file has not changed: no retry
+            first = await api.request("GET", "/version")  # 401, and the file has not changed: no retry
             token_file.write_text(good)  # the kubelet rotates the token
-            second, _ = await api.request("GET", "/version")  # sent with the old token, 401, re-read, retried
-            third, _ = await api.request("GET", "/version")
-            return [first, second, third]
+            second = await api.request("GET", "/version")  # sent with the old token, 401, re-read, retried
+            third = await api.request("GET", "/version")
+            return [first.status, second.status, third.status]
         finally:
             await api.close()
 

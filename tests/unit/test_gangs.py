@@ -52,7 +52,7 @@ class Cluster:
 
     def create(self, *pods: Pod) -> None:
         for pod in pods:
-            routing.route_pod(pod, deleted=False, cache=self.cache, pending=routing.PendingPods(), served=self.served, now=T0)
+            routing.route_unassigned_pod(pod, gone=False, cache=self.cache, pending=routing.PendingPods(), served=self.served, now=T0)
 
     def attempt(self, now: float = T0) -> object:
         info = self.queue.pop(now)

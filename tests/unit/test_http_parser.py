@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kopf_scheduler.kube.client import ResponseParser
+from kopf_scheduler.edge.client import ResponseParser
 
 BY_LENGTH = b"HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: 13\r\n\r\n{\"kind\":\"Ev\"}"
 CHUNKED = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{\"a\":\r\n3;ext=1\r\n 1}\r\n0\r\nX-Trailer: t\r\n\r\n"

@@ -178,7 +178,7 @@ EXPECTED_CLUSTER_RULES = {
     ("", "pods"): {"get", "list", "watch", "delete"},
     ("", "pods/binding"): {"create"},
     ("", "pods/status"): {"patch", "update"},
-    ("", "events"): {"create", "patch"},
+    ("", "events"): {"create", "patch", "list"},
     ("events.k8s.io", "events"): {"create", "patch"},
     **{("", r): {"list", "watch"} for r in
        ("nodes", "services", "replicationcontrollers", "persistentvolumes", "persistentvolumeclaims", "namespaces")},
@@ -187,6 +187,7 @@ EXPECTED_CLUSTER_RULES = {
     ("storage.k8s.io", "storageclasses"): {"list", "watch"},
     ("storage.k8s.io", "csinodes"): {"list", "watch"},
     ("policy", "poddisruptionbudgets"): {"list", "watch"},
+    ("scheduling.k8s.io", "priorityclasses"): {"list"},
     **{(g, "podgroups"): {"list", "watch"} for g in ("scheduling.k8s.io", "scheduling.x-k8s.io")},
     **{(g, "podgroups/status"): {"patch"} for g in ("scheduling.k8s.io", "scheduling.x-k8s.io")},
     ("scheduling.kopf.dev", "schedulingpolicies"): {"get", "list", "watch", "patch"},

@@ -20,6 +20,8 @@ from kopf_scheduler.core.routing import (
     Routed,
     expire_assumed,
     reports_unreadable,
+    route_assigned_pod,
+    route_assigned_pods_relisted,
     route_namespace,
     route_namespaces_relisted,
     route_node,
@@ -27,8 +29,9 @@ from kopf_scheduler.core.routing import (
     route_nodes_relisted,
     route_object,
     route_objects_relisted,
-    route_pod,
-    route_pods_relisted,
+    route_pending_reconciled,
+    route_pod_vanished,
+    route_unassigned_pod,
     serve,
 )
 
@@ -54,7 +57,16 @@ class World:
         return self.served[OURS].queue
 
     def pod(self, pod: Pod, *, deleted: bool = False, now: float = NOW) -> Routed:
-        return route_pod(pod, deleted=deleted, cache=self.cache, pending=self.pending, served=self.served, now=now)
+        """The event on the watch that sees `pod` as it is: assigned pods' or unassigned pods'."""
+        if pod.node_name:
+            return self.assigned(pod, deleted=deleted, now=now)
+        return self.unassigned(pod, gone=deleted, now=now)
+
+    def assigned(self, pod: Pod, *, deleted: bool = False, now: float = NOW) -> Routed:
+        return route_assigned_pod(pod, deleted=deleted, cache=self.cache, pending=self.pending, served=self.served, now=now)
+
+    def unassigned(self, pod: Pod, *, gone: bool = False, now: float = NOW) -> Routed:
+        return route_unassigned_pod(pod, gone=gone, cache=self.cache, pending=self.pending, served=self.served, now=now)
 
     def park_unschedulable(self, pod: Pod) -> None:
         """Put `pod` in the unschedulable pool, as a failed attempt does."""
@@ -372,28 +384,92 @@ def test_nothing_to_wait_for_is_synced_from_the_start() -> None:
     assert CacheSync([]).synced
 
 
-def test_a_relist_deletes_the_pods_it_no_longer_holds(world: World) -> None:
+def test_an_assigned_relist_deletes_the_bound_pods_it_lacks_and_keeps_assumptions(world: World) -> None:
     world.pod(pod("kept", uid="k", on="n1"))
     world.pod(pod("gone-bound", uid="gb", on="n1"))
-    world.pod(pod("gone-pending", uid="gp"))
-    world.pod(pod("kept-pending", uid="kp"))
+    world.pod(pod("pending", uid="p"))
     assumed = pod("assumed", uid="a")
     world.pod(assumed)
     world.queue.pop(NOW)
-    world.cache.assume(assumed, "n1")
+    world.cache.assume(assumed, "n1")  # its bind is in flight: the server has it unassigned
     world.park_unschedulable(pod("waiting", uid="w"))
-    routed = route_pods_relisted({"k", "kp", "w"}, cache=world.cache, pending=world.pending, served=world.served, now=NOW)
-    assert sorted(p.uid for p in world.cache.pods()) == ["k"]  # the bound pod and the assumption are gone
-    assert sorted(p.uid for p in world.pending) == ["kp", "w"]
-    assert requested_cpu(world) == 1000  # only "kept" still counts
+    routed = route_assigned_pods_relisted({"k"}, cache=world.cache, pending=world.pending, served=world.served, now=NOW)
+    assert sorted(p.uid for p in world.cache.pods()) == ["a", "k"]
+    assert sorted(p.uid for p in world.pending) == ["a", "p", "w"]  # the pending pods are Kopf's to report
+    assert requested_cpu(world) == 2000  # "kept" and the assumption
     assert routed.wake == (OURS,) and routed.event == "AssignedPodDelete"  # freed room: the waiting pod moves
     assert world.queue.where(pod("waiting", uid="w")) != "unschedulable"
+
+
+def test_the_pending_reconciliation_drops_what_it_lacks_of_the_pods_known_before_it(world: World) -> None:
+    for uid in ("kept", "gone", "late"):
+        world.pod(pod(uid, uid=uid))
+    routed = route_pending_reconciled({"kept"}, ["kept", "gone"], cache=world.cache, pending=world.pending, served=world.served, now=NOW)
+    assert sorted(p.uid for p in world.pending) == ["kept", "late"]  # "late" came after the list was asked for
+    assert world.queue.where(pod("gone", uid="gone")) is None and routed == NOTHING
+
+
+def test_binding_interleaves_the_two_watches_in_either_order(world: World) -> None:
+    """Our bind: Kopf's watch sees the pod leave (DELETED, previous content), the informer sees it bound."""
+    for assigned_first in (True, False):
+        w = World()
+        w.cache.add_node(make_node("n1").capacity(cpu="4", memory="8Gi", pods="110").obj())
+        unbound = make_pod("g").req(cpu="1").scheduler(OURS).uid("u").labels({"scheduling.x-k8s.io/pod-group": "gang"}).obj()
+        w.unassigned(unbound)
+        w.queue.pop(NOW)
+        w.cache.assume(unbound, "n1")
+        w.cache.finish_binding(unbound, NOW)
+        w.queue.done(unbound)  # binding_succeeded
+        bound = make_pod("g").req(cpu="1").scheduler(OURS).uid("u").labels({"scheduling.x-k8s.io/pod-group": "gang"}).node("n1").obj()
+        if assigned_first:
+            w.assigned(bound)
+        w.unassigned(unbound, gone=True)
+        if not assigned_first:
+            w.assigned(bound)
+        assert w.cache.state_of(bound) is PodState.ADDED, assigned_first
+        assert len(w.pending) == 0 and w.queue.where(unbound) is None
+        assert w.cache.objects.gang_members == {"scheduling.x-k8s.io/default/gang": frozenset({"u"})}
+        assert requested_cpu(w) == 1000
+
+
+def test_a_late_unassigned_event_of_a_bound_pod_changes_nothing(world: World) -> None:
+    world.assigned(pod("p", uid="u", on="n1"))
+    assert world.unassigned(pod("p", uid="u")) == NOTHING  # the other watch had not caught up yet
+    assert len(world.pending) == 0 and world.queue.where(pod("p", uid="u")) is None
+    assert world.cache.state_of(pod("p", uid="u")) is PodState.ADDED
+
+
+def test_kopfs_deleted_of_an_assumed_pod_keeps_the_assumption(world: World) -> None:
+    """Deleted or bound, nobody knows yet: the bind's answer or the assigned watch settles it."""
+    p = pod("p", uid="u")
+    world.unassigned(p)
+    world.queue.pop(NOW)
+    world.cache.assume(p, "n1")
+    world.unassigned(p, gone=True)
+    assert world.cache.is_assumed(p) and len(world.pending) == 0
+    route_pod_vanished(p, cache=world.cache, pending=world.pending, served=world.served, now=NOW)  # the bind said 404
+    assert world.cache.state_of(p) is None and requested_cpu(world) == 0
+
+
+def test_a_vanished_pending_pod_leaves_its_queue(world: World) -> None:
+    world.park_unschedulable(pod("p", uid="u"))
+    route_pod_vanished(pod("p", uid="u"), cache=world.cache, pending=world.pending, served=world.served, now=NOW)
+    assert len(world.pending) == 0 and world.queue.where(pod("p", uid="u")) is None
+
+
+def test_a_broken_watch_unsyncs_its_kind_until_it_lists_again() -> None:
+    sync = CacheSync(kind for kind in ("Pod", "Node"))  # any iterable, a generator too
+    assert not sync.synced and not sync.listed("Pod") and sync.listed("Node")
+    sync.broken("Node")
+    sync.broken("Secret")  # not watched: ignored
+    assert (sync.synced, sync.waiting) == (False, ("Node",))
+    assert sync.listed("Node") and sync.synced
 
 
 def test_a_relist_holding_everything_changes_nothing(world: World) -> None:
     world.pod(pod("kept", uid="k", on="n1"))
     world.pod(pod("pending", uid="p"))
-    assert route_pods_relisted({"k", "p"}, cache=world.cache, pending=world.pending, served=world.served, now=NOW) == NOTHING
+    assert route_assigned_pods_relisted({"k", "p"}, cache=world.cache, pending=world.pending, served=world.served, now=NOW) == NOTHING
     assert len(world.pending) == 1 and world.cache.pod_count() == 1
 
 

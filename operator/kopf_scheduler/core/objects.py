@@ -40,6 +40,7 @@ ANNOTATION_PREFER_AVOID_PODS: Final = "scheduler.alpha.kubernetes.io/preferAvoid
 PREEMPT_LOWER_PRIORITY: Final = "PreemptLowerPriority"
 PREEMPT_NEVER: Final = "Never"
 CONDITION_DISRUPTION_TARGET: Final = "DisruptionTarget"
+CONDITION_POD_SCHEDULED: Final = "PodScheduled"
 #: the Workload API PodGroup's condition the scheduler sets (True once the gang was first scheduled)
 CONDITION_POD_GROUP_INITIALLY_SCHEDULED: Final = "PodGroupInitiallyScheduled"
 REASON_PREEMPTION_BY_SCHEDULER: Final = "PreemptionByScheduler"
@@ -344,6 +345,8 @@ class Pod:
     start_time: float | None = None
     #: the reason of a True ``DisruptionTarget`` condition ("" when there is none)
     disruption_target: str = ""
+    #: when a bound pod's ``PodScheduled`` condition turned True, in seconds since the epoch (None: unknown)
+    scheduled_at: float | None = None
     #: the effective request (upstream ``PodInfo.CalculateResource``: ``PodRequests`` with pod-level
     #: resources and, for resized pods, the largest of spec / allocated / actuated requests): what
     #: NodeInfo sums and filters compare against allocatable

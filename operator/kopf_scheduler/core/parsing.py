@@ -28,6 +28,7 @@ from typing import Any, Final
 from .objects import (
     CONDITION_DISRUPTION_TARGET,
     CONDITION_POD_GROUP_INITIALLY_SCHEDULED,
+    CONDITION_POD_SCHEDULED,
     COSCHEDULING_API,
     EMPTY_LABELS,
     NO_SCHEDULE,
@@ -471,10 +472,13 @@ def parse_pod(body: Mapping[str, Any]) -> Pod:
         if isinstance(o, Mapping)
     )
     priority = spec.get("priority")
-    disruption = ""
+    disruption, scheduled_at = "", None
     for c in _list(status, "conditions", f"pod {namespace}/{name}: status"):
-        if isinstance(c, Mapping) and c.get("type") == CONDITION_DISRUPTION_TARGET and c.get("status") == "True":
-            disruption = str(c.get("reason") or "")
+        if isinstance(c, Mapping) and c.get("status") == "True":
+            if c.get("type") == CONDITION_DISRUPTION_TARGET:
+                disruption = str(c.get("reason") or "")
+            elif c.get("type") == CONDITION_POD_SCHEDULED and spec.get("nodeName"):
+                scheduled_at = _time(c.get("lastTransitionTime"), f"pod {namespace}/{name}: status.conditions[PodScheduled]")
     pending = {} if spec.get("nodeName") else _pending_fields(body, meta, spec, status, where, resources, regular, init_parsed, overhead_list)
     return Pod(
         namespace=namespace,
@@ -498,6 +502,7 @@ def parse_pod(body: Mapping[str, Any]) -> Pod:
         scheduling_group=str(_map(spec, "schedulingGroup", where).get("podGroupName") or ""),
         start_time=_time(status.get("startTime"), f"pod {namespace}/{name}: status.startTime"),
         disruption_target=disruption,
+        scheduled_at=scheduled_at,
         requests=to_resources(requested),
         non_zero_requests=to_resources(non_zero),
         host_ports=tuple(p for c in init if c.restartable for p in c.ports) + tuple(p for c in containers for p in c.ports),

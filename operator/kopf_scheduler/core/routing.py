@@ -8,22 +8,26 @@ the move requests of the other watched kinds). Each function takes an object alr
 a pod whose per-pod records can go. Every cache transition here is legal by construction (the
 cache's state of the pod is looked at first), so no event can raise. Time is an argument.
 
-Pods:
+Pods come from two watches, as upstream's do (its scheduler informer filters assigned and unassigned
+pods apart): assigned ones (``spec.nodeName`` set, not terminal) from an informer, unassigned ones
+from Kopf's handlers (``kube/handlers.py``). A pod moves from the second to the first when it is
+bound, and the two streams interleave in any order, so each function touches only what its watch
+owns:
 
-- deleted, or terminal (upstream's pod informer filters out Succeeded and Failed pods, so they
-  read as deletions): the pod leaves the pending index and its queue, and the cache in whatever
-  state it is (upstream removes a deleted assumed pod too, so it does not hold resources until
-  its bind fails); if it was cached, every queue gets an ``AssignedPodDelete`` move;
-- bound (``spec.nodeName``, by us or anyone): leaves the pending index and its queue; enters the
-  cache (an add, an update, or the confirmation of our assumption); unschedulable pods whose
-  required pod affinity selects it move (``AssignedPodAdd``); an update that lowers any of its
+- ``route_assigned_pod``: a bound pod (by us or anyone) leaves the pending index and its queue and
+  enters the cache (an add, an update, or the confirmation of our assumption); unschedulable pods
+  whose required pod affinity selects it move (``AssignedPodAdd``); an update that lowers any of its
   requests (an in-place resize down; ``Pod.requests`` reads the status) is an
-  ``AssignedPodScaleDown`` move (upstream ``extractPodScaleDown``, framework/events.go);
-- unbound and being deleted: leaves the pending index and queue; an assumption of it is dropped
-  (upstream ``handleAssumedPodDeletion``);
-- unbound: enters the pending index (whether or not its scheduler name is served, so a policy
-  created later starts with it); the served queue adds or updates it, except while the pod is
-  assumed (its bind is in flight; upstream ignores such updates too).
+  ``AssignedPodScaleDown`` move (upstream ``extractPodScaleDown``, framework/events.go). Deleted,
+  or terminal (upstream's informer filters out Succeeded and Failed pods, so they read as
+  deletions): it leaves the cache and every queue gets an ``AssignedPodDelete`` move.
+- ``route_unassigned_pod``: an unbound pod enters the pending index (whether or not its scheduler
+  name is served, so a policy created later starts with it); the served queue adds or updates it,
+  except while the pod is assumed (its bind is in flight; upstream ignores such updates too). Being
+  deleted: it leaves the index and the queue, and an assumption of it is dropped (upstream
+  ``handleAssumedPodDeletion``). Its DELETED (deleted, or bound: it left the selector) only takes
+  it out of the index and the queue.
+- ``route_pod_vanished``: a write answered 404 for a pending pod no watch reported deleted.
 
 Nodes: a new node is an ``NodeAdd`` move, any other change a ``NodeUpdate`` move; a deleted node
 moves nothing. One queueing hint, NodeResourcesFit's (upstream ``isSchedulableAfterNodeChange``,
@@ -42,11 +46,12 @@ Gangs (``core/gangs.py``): every pod event keeps ``ClusterObjects.gang_members``
 gang moves that gang's members out of the unschedulable pool (they may have been rejected for
 having too few members), and only them.
 
-After a list (the first one, or a relist when a watch fell too far behind) the ``route_*_relisted``
-functions delete whatever the list no longer holds, as client-go's ``Replace`` does: its deletion
-happened while nobody watched. ``CacheSync`` says when every watched kind has listed once
-(upstream ``WaitForCacheSync``): no pod is scheduled before, so no decision is made on a
-half-known cluster.
+After a list (the first one, or a relist after a watch broke) the ``route_*_relisted`` functions
+delete whatever the list no longer holds, as client-go's ``Replace`` does: its deletion happened
+while nobody watched (``route_pending_reconciled`` does the same for the pending pods, from a
+periodic list). ``CacheSync`` says which kinds are not synced now, at start (upstream
+``WaitForCacheSync``) and after a watch broke until its relist: no pod is scheduled meanwhile, so no
+decision is made on a half-known or stale cluster.
 
 Limits: no other QueueingHints (every other move request moves every unschedulable pod), as in
 ``core/queueing.py``.
@@ -94,8 +99,11 @@ __all__ = [
     "route_nodes_relisted",
     "route_object",
     "route_objects_relisted",
-    "route_pod",
-    "route_pods_relisted",
+    "route_assigned_pod",
+    "route_assigned_pods_relisted",
+    "route_pending_reconciled",
+    "route_pod_vanished",
+    "route_unassigned_pod",
     "serve",
 ]
 
@@ -180,6 +188,9 @@ class PendingPods:
         bucket = self._by_name.get(pod.scheduler_name)
         return bucket.pop(pod.uid, None) if bucket is not None else None
 
+    def get(self, scheduler_name: str, uid: str) -> Pod | None:
+        return self._by_name.get(scheduler_name, {}).get(uid)
+
     def of(self, scheduler_name: str) -> list[Pod]:
         return list(self._by_name.get(scheduler_name, {}).values())
 
@@ -192,17 +203,24 @@ class PendingPods:
 
 
 class CacheSync:
-    """The watched kinds whose initial list is still to come (upstream ``WaitForCacheSync``)."""
+    """The watched kinds not synced now (upstream ``WaitForCacheSync``, and the reflector's relist):
+    every kind is waited for at start, and again whenever its watch broke until it listed again."""
 
     def __init__(self, kinds: Iterable[str]) -> None:
         self._waiting = dict.fromkeys(kinds)
+        self._kinds = frozenset(self._waiting)
 
     def listed(self, kind: str) -> bool:
-        """`kind` delivered its list; True exactly when that completes the sync."""
+        """`kind` delivered a complete list; True exactly when that completes the sync."""
         if kind not in self._waiting:
             return False
         del self._waiting[kind]
         return not self._waiting
+
+    def broken(self, kind: str) -> None:
+        """`kind`'s watch broke: not synced until it lists again."""
+        if kind in self._kinds:
+            self._waiting[kind] = None
 
     @property
     def synced(self) -> bool:
@@ -216,51 +234,76 @@ class CacheSync:
 # --------------------------------------------------------------------------- pods
 
 
-def route_pod(
+def route_assigned_pod(
     pod: Pod, *, deleted: bool, cache: SchedulerCache, pending: PendingPods, served: Mapping[str, Queued], now: float
 ) -> Routed:
-    """A pod was added, changed or deleted; see the module docstring for the cases."""
+    """The watch of assigned pods (``spec.nodeName`` set, not terminal) saw `pod` added, changed or
+    deleted (a pod that turns terminal leaves that watch as a deletion); see the module docstring."""
     cached = cache.get_pod(pod.uid)
-    state = cache.state_of(pod)
-    joined = gangs.update_members(cache.objects.gang_members, pod, present=not (deleted or pod.is_terminal))
+    gone = deleted or pod.is_terminal or not pod.node_name
+    joined = gangs.update_members(cache.objects.gang_members, pod, present=not gone)
     if joined:
         _gang_grew(joined, cache, served, now)
-    if deleted or pod.is_terminal:
-        _leave_pending(pod, pending, served)
+    _leave_pending(pod, pending, served)
+    if gone:
         if cached is None:
             return Routed(settled=pod.uid)
         cache.remove_pod(cached)
         return _settled(broadcast(EVENT_ASSIGNED_POD_DELETE, served, now, skip=_freed_on(cache, cached.node_name)), pod.uid)
-    if pod.node_name:
+    if cache.state_of(pod) is PodState.ADDED:
+        assert cached is not None
+        cache.update_pod(cached, pod)
+        if _scaled_down(cached.requests, pod.requests):
+            return _settled(broadcast(EVENT_ASSIGNED_POD_SCALE_DOWN, served, now, skip=_freed_on(cache, pod.node_name)), pod.uid)
+        return Routed(settled=pod.uid)
+    cache.add_pod(pod)  # new to us, or the watch confirming our assumption (maybe on another node)
+    labels = cache.objects.namespace_labels.get(pod.namespace)
+    wake = tuple(name for name, s in served.items() if s.queue.assigned_pod_added(pod, now, namespace_labels=labels))
+    return Routed(wake, EVENT_ASSIGNED_POD_ADD, settled=pod.uid)
+
+
+def route_unassigned_pod(
+    pod: Pod, *, gone: bool, cache: SchedulerCache, pending: PendingPods, served: Mapping[str, Queued], now: float
+) -> Routed:
+    """The watch of unassigned pods (Kopf's, ``spec.nodeName=``) saw `pod`; `gone` for its DELETED,
+    which means deleted *or bound* (a pod that stops matching a watch's selector leaves it as a
+    deletion), so it never touches the cache: the assigned-pod watch, the bind's answer or the
+    assumption's expiry settle a cached pod. Events of the two watches interleave in any order: an
+    unassigned pod the cache holds as confirmed is a stale event and changes nothing."""
+    state = cache.state_of(pod)
+    present = not (gone or pod.is_terminal) or state is not None  # a bound member stays a member
+    joined = gangs.update_members(cache.objects.gang_members, pod, present=present)
+    if joined:
+        _gang_grew(joined, cache, served, now)
+    if gone or pod.is_terminal:
         _leave_pending(pod, pending, served)
-        if state is PodState.ADDED:
-            assert cached is not None
-            cache.update_pod(cached, pod)
-            if _scaled_down(cached.requests, pod.requests):
-                return _settled(broadcast(EVENT_ASSIGNED_POD_SCALE_DOWN, served, now, skip=_freed_on(cache, pod.node_name)), pod.uid)
-            return Routed(settled=pod.uid)
-        cache.add_pod(pod)  # new to us, or the watch confirming our assumption (maybe on another node)
-        labels = cache.objects.namespace_labels.get(pod.namespace)
-        wake = tuple(name for name, s in served.items() if s.queue.assigned_pod_added(pod, now, namespace_labels=labels))
-        return Routed(wake, EVENT_ASSIGNED_POD_ADD, settled=pod.uid)
-    if cached is not None and state is PodState.ADDED:  # bound before, unbound now: a stale add
-        cache.remove_pod(cached)
-        cached = None
+        return Routed(settled=pod.uid) if state is None else NOTHING
+    if state is PodState.ADDED:
+        return NOTHING
     if pod.deleting:
         _leave_pending(pod, pending, served)
+        cached = cache.get_pod(pod.uid)
         if cached is None:
             return NOTHING
-        cache.remove_pod(cached)  # an assumed pod being deleted: free what it holds
+        cache.forget(cached)  # an assumed pod being deleted: free what it holds (upstream handleAssumedPodDeletion)
         return broadcast(EVENT_ASSIGNED_POD_DELETE, served, now, skip=_freed_on(cache, cached.node_name))
     old = pending.put(pod)
     holder = served.get(pod.scheduler_name)
-    if holder is None or cached is not None:
+    if holder is None or state is not None:
         return NOTHING
     if old is None:
         holder.queue.add(pod, now)
     else:
         holder.queue.update(old, pod, now)
     return Routed(wake=(pod.scheduler_name,))
+
+
+def route_pod_vanished(pod: Pod, *, cache: SchedulerCache, pending: PendingPods, served: Mapping[str, Queued], now: float) -> Routed:
+    """A write about an unassigned pod of ours answered 404: it was deleted, though no watch said so
+    (Kopf's relist after a 410 does not report deletions). Its assumption, if any, is undone."""
+    if cache.is_assumed(pod):
+        cache.forget(pod)
+    return route_unassigned_pod(pod, gone=True, cache=cache, pending=pending, served=served, now=now)
 
 
 def _gang_grew(keys: tuple[str, ...], cache: SchedulerCache, served: Mapping[str, Queued], now: float) -> None:
@@ -271,13 +314,25 @@ def _gang_grew(keys: tuple[str, ...], cache: SchedulerCache, served: Mapping[str
         s.queue.move_pods(uids, EVENT_GANG_MEMBER_ADD, now)
 
 
-def route_pods_relisted(
+def route_assigned_pods_relisted(
     uids: set[str], *, cache: SchedulerCache, pending: PendingPods, served: Mapping[str, Queued], now: float
 ) -> Routed:
-    """A list of every pod held `uids`: the pods we know that it lacks were deleted meanwhile."""
-    gone = [p for p in cache.pods() if p.uid not in uids]
-    gone += [p for p in pending if p.uid not in uids and cache.get_pod(p.uid) is None]
-    return _merge(route_pod(p, deleted=True, cache=cache, pending=pending, served=served, now=now) for p in gone)
+    """A list of every assigned pod held `uids`: the confirmed pods we know that it lacks were deleted
+    (or turned terminal) meanwhile. Assumptions stay: their binds are in flight, or bound after the list."""
+    gone = [p for p in cache.pods() if p.uid not in uids and cache.state_of(p) is PodState.ADDED]
+    return _merge(route_assigned_pod(p, deleted=True, cache=cache, pending=pending, served=served, now=now) for p in gone)
+
+
+def route_pending_reconciled(
+    listed: Container[str], known_before: Iterable[str], *, cache: SchedulerCache, pending: PendingPods,
+    served: Mapping[str, Queued], now: float,
+) -> Routed:
+    """A list of every unassigned pod held `listed`: the pending pods we knew before it was asked for
+    (`known_before`) that it lacks were deleted or bound meanwhile (client-go's Replace, for the pod
+    set Kopf watches: its relist after a 410 does not report deletions)."""
+    before = set(known_before)
+    gone = [p for p in pending if p.uid in before and p.uid not in listed]
+    return _merge(route_unassigned_pod(p, gone=True, cache=cache, pending=pending, served=served, now=now) for p in gone)
 
 
 def reports_unreadable(scheduler_name: object, node_name: object, served: Mapping[str, Queued]) -> bool:

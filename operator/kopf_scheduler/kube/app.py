@@ -7,7 +7,15 @@ GenericScheduler, queue, snapshot, RNG and the asyncio event that wakes it).
 
 Every decision is made in the core (``core/ownership.py``, ``core/routing.py``); the App carries
 out what they return: ``perform`` wakes loops and drops per-pod records, ``_carry_out`` starts,
-switches and stops serving scheduler names. Writes go through ``self.api`` (``kube/client.py``).
+switches and stops serving scheduler names. Every request goes through ``self.api``
+(``edge/client.py``), whose fence (the leader elector's ``term_valid``) stops writes of a replica
+that may have lost its Lease.
+
+The loops schedule only on a cluster the App believes current (``current``): every informer's
+kind synced (``CacheSync``: at start, and again after any watch broke until its relist), and the
+process not frozen since the watchdog last ran. The watchdog ticks every ``TICK`` seconds; a gap of
+more than ``FREEZE_GAP`` (SIGSTOP, a paused VM, a starved host) means any watch may have missed
+anything, so every informer lists again; until the watchdog has run, ``current`` is already false.
 
 A policy's HTTP extenders are ``extender_client.HTTPExtender`` objects held by its
 GenericScheduler; their blocking calls run on ``run_blocking``'s thread pool, never on the event
@@ -40,10 +48,11 @@ from ..core.queueing import SchedulingQueue
 from ..core.recording import ConditionMemo, RepeatLimiter
 from ..core.snapshot import Snapshot
 from ..core.waiting import WaitingPods
+from ..edge.client import Api
+from ..edge.informer import Informer
 from ..entry_points import installed_registry
 from ..extender_client import HTTPExtender, setup_problems
 from ..telemetry.metrics import SchedulerMetrics
-from .client import Api
 
 __all__ = ["App", "PolicyState"]
 
@@ -59,6 +68,9 @@ BIND_CONCURRENCY: Final = 64
 WRITE_CONCURRENCY: Final = 16
 #: threads for blocking extender calls: one attempt per policy with extenders, plus extender binds
 EXTENDER_THREADS: Final = 32
+#: seconds between the watchdog's ticks, and the gap between two that means the process was frozen
+TICK: Final = 0.5
+FREEZE_GAP: Final = 5.0
 POLICY_GROUP: Final = "scheduling.kopf.dev"
 POLICY_VERSION: Final = "v1alpha1"
 POLICY_PLURAL: Final = "schedulingpolicies"
@@ -98,6 +110,8 @@ class App:
         self.states: dict[str, PolicyState] = {}
         #: pods assumed and waiting at Permit (gangs), for every served name: a gang may span profiles
         self.waiting: WaitingPods[Parked] = WaitingPods()
+        #: policy name -> the status last decided for it (a new leader writes them again)
+        self.policy_statuses: dict[str, Mapping[str, Any]] = {}
         #: PodGroup key -> the status last written (kube/podgroups.py writes only changes)
         self.pod_group_statuses: dict[str, Any] = {}
         self.conditions = ConditionMemo()
@@ -107,14 +121,18 @@ class App:
         self.leading = asyncio.Event()
         if not leader_election:
             self.leading.set()
-        #: the kinds whose initial list is still to come (None: the informers have not started)
+        #: the kinds not synced now (None: the informers have not started)
         self.sync: routing.CacheSync | None = None
-        #: set once every informer listed: the loops schedule only then
+        #: the informers, one per kind (``start_informers`` in kube/handlers.py)
+        self.informers: list[Informer] = []
+        #: every kind listed at least once since start
+        self.ever_synced = False
+        #: set whenever the cache turns current again (the loops wait on it)
         self.synced = asyncio.Event()
         self.bind_slots = asyncio.Semaphore(BIND_CONCURRENCY)
         self.write_slots = asyncio.Semaphore(WRITE_CONCURRENCY)
         self.started = False
-        self.bound_total = 0
+        self._tick = time.monotonic()
         self._tasks: set[asyncio.Task[Any]] = set()
         #: awaited by Kopf's cleanup activity, before the API session closes
         self.on_shutdown: list[Callable[[], Awaitable[None]]] = [self._stop_blocking_calls]
@@ -156,19 +174,48 @@ class App:
         for state in self.states.values():
             state.wakeup.set()
 
-    def listed(self, kind: str) -> None:
-        """An informer delivered its initial list; the last one lets the loops schedule."""
-        if self.sync is not None and self.sync.listed(kind):
-            logger.info("caches synced: %d nodes, %d pods bound, %d pending", self.cache.node_count(), self.cache.pod_count(), len(self.pending))
+    def kind_synced(self, kind: str, synced: bool) -> None:
+        """An informer listed its kind (`synced`), or its watch broke; the last kind to list lets the loops schedule."""
+        if self.sync is None:
+            return
+        if not synced:
+            self.sync.broken(kind)
+            self.synced.clear()
+            return
+        if not self.sync.listed(kind):
+            return
+        first = not self.ever_synced
+        self.ever_synced = True
+        logger.info(
+            "caches %s: %d nodes, %d pods bound, %d pending", "synced" if first else "synced again",
+            self.cache.node_count(), self.cache.pod_count(), len(self.pending),
+        )
+        if first:
             _freeze_heap()
-            self.synced.set()
-            self.wake()
+        self.synced.set()
+        self.wake()
+
+    def current(self) -> bool:
+        """Whether decisions may be made and carried out now (see the module docstring)."""
+        return self.sync is not None and self.sync.synced and time.monotonic() - self._tick < FREEZE_GAP
+
+    async def watchdog(self) -> None:
+        """Tick forever; after a gap that means the process was frozen, list every kind again."""
+        while True:
+            await asyncio.sleep(TICK)
+            now = time.monotonic()
+            gap, self._tick = now - self._tick, now
+            if gap > FREEZE_GAP and self.informers:
+                logger.warning("the process did not run for %.1fs (frozen or starved): listing every kind again", gap)
+                for informer in self.informers:
+                    informer.resync()
 
     def ready(self) -> tuple[bool, str]:
         if not self.started or self.sync is None:
             return False, "starting"
         if not self.sync.synced:
-            return False, f"waiting for the initial lists of {', '.join(self.sync.waiting)}"
+            what = "initial lists" if not self.ever_synced else "lists (after a broken watch)"
+            return False, f"waiting for the {what} of {', '.join(self.sync.waiting)}"
         return True, f"{len(self.states)} scheduler name(s) served, {self.cache.node_count()} nodes"
 
     def explain(self, namespace: str, name: str) -> dict[str, Any] | str:
@@ -225,10 +272,18 @@ class App:
         return settlement.statuses
 
     async def write_policy_status(self, name: str, status: Mapping[str, Any]) -> None:
+        """Patch a policy's status (only the leader writes: a standby's patch is fenced and left to the leader)."""
+        self.policy_statuses[name] = status
         path = f"/apis/{POLICY_GROUP}/{POLICY_VERSION}/{POLICY_PLURAL}/{name}/status"
-        code, answer = await self.api.request("PATCH", path, {"status": dict(status)}, content_type="application/merge-patch+json")
-        if not 200 <= code < 300 and code != 404:
-            logger.warning("cannot write the status of SchedulingPolicy %s: HTTP %s %s", name, code, str(answer)[:300])
+        response = await self.api.request("PATCH", path, {"status": dict(status)}, content_type="application/merge-patch+json")
+        if not response.ok and not response.gone and not response.fenced:
+            logger.warning("cannot write the status of SchedulingPolicy %s: %s", name, response.describe())
+
+    async def rewrite_policy_statuses(self) -> None:
+        """A new leader writes what it decided of every policy while it stood by (its writes were fenced)."""
+        for name, status in list(self.policy_statuses.items()):
+            if name in self.policies.records:
+                await self.write_policy_status(name, status)
 
 
 def _freeze_heap() -> None:

@@ -23,7 +23,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .credentials import Credentials
+    from ..edge.credentials import Credentials
 
 __all__ = ["add_parser", "run"]
 
@@ -40,6 +40,10 @@ def add_parser(subparsers: Any, name: str, help: str) -> argparse.ArgumentParser
     p.add_argument("--retry-period", type=float, default=2.0, help="seconds (default 2)")
     p.add_argument("--policy", action="append", default=[], metavar="NAME", help="serve only this SchedulingPolicy (repeatable)")
     p.add_argument("--metrics-port", type=int, default=10259, help="health and metrics port (default 10259, 0 = off)")
+    p.add_argument(
+        "--watch-idle-timeout", type=float, default=120.0, metavar="SECONDS",
+        help="give up a watch that delivered nothing, not even a bookmark, for this long (default 120: twice the API server's bookmark interval)",
+    )
     p.add_argument("--verbose", action="store_true")
     p.set_defaults(func=run)
     return p
@@ -48,7 +52,7 @@ def add_parser(subparsers: Any, name: str, help: str) -> argparse.ArgumentParser
 def run(args: argparse.Namespace) -> int:
     import kopf
 
-    from .credentials import CredentialsError, load_credentials
+    from ..edge.credentials import CredentialsError, load_credentials
 
     kopf.configure(verbose=args.verbose)
     try:
@@ -66,21 +70,23 @@ def run(args: argparse.Namespace) -> int:
 async def _serve(args: argparse.Namespace, credentials: Credentials) -> None:
     import kopf
 
+    from ..edge.client import Api
     from ..telemetry.health import start_health_server
     from . import handlers
     from .app import App
-    from .client import Api
     from .leader import ApiLeaseClient, LeaderElectionConfig, LeaderElector, default_identity
+    from .login import user_agent
 
     identity = default_identity()
-    api = Api(credentials)  # Kopf's login, the writes and the Lease all use these credentials
+    # Kopf's login, the informers, the writes and the Lease all use these credentials
+    api = Api(credentials, user_agent=user_agent(identity), watch_idle_timeout=args.watch_idle_timeout)
     app = App(api, identity=identity, leader_election=args.leader_elect)
     registry = kopf.OperatorRegistry()
     policies = frozenset(args.policy) if args.policy else None
     handlers.register(registry, policies=policies)
     settings = kopf.OperatorSettings()
     shard = "-".join(sorted(policies)) if policies else ""
-    handlers.configure(settings, shard=shard)
+    handlers.configure(settings, shard=shard, watch_idle_timeout=args.watch_idle_timeout)
     background: list[asyncio.Task[Any]] = []
     health: Any = None
 
@@ -111,6 +117,7 @@ async def _serve(args: argparse.Namespace, credentials: Credentials) -> None:
             retry_period=args.retry_period,
         )
         elector = LeaderElector(config, ApiLeaseClient(api, name=lease_name, namespace=args.lease_namespace))
+        api.fence = elector.term_valid  # every other write asks whether our term is still valid
         background.append(asyncio.create_task(_elect(app, elector)))
 
     asyncio.get_running_loop().add_signal_handler(signal.SIGUSR2, _dump_cache, app)
@@ -144,10 +151,14 @@ def _dump_cache(app: Any) -> None:
 async def _elect(app: Any, elector: Any) -> None:
     """Stand as a candidate forever: lead while elected, pause the loops between terms."""
 
+    from . import events
+
     async def started() -> None:
         logger.info("%s: leading; the scheduling loops run", elector.identity)
         app.leading.set()
         app.wake()
+        app.spawn(app.rewrite_policy_statuses())
+        app.spawn(events.recover_scheduled(app))
         await asyncio.Event().wait()
 
     async def stopped() -> None:

@@ -5,6 +5,12 @@ reportingController ``kopf-scheduler``, reportingInstance the process identity, 
 ``firstTimestamp``/``lastTimestamp`` as metav1.Time, ``eventTime`` as MicroTime with exactly six
 fractional digits (the official client would drop them when the microseconds are 0).
 
+A Scheduled event goes out from the bind's own task (``kube/binding.py``), right after the bind. A
+process killed between the two loses it, so a new leader (or a restarted process) writes the
+Scheduled events of our recently bound pods that have none (``recover_scheduled``: pods whose
+PodScheduled condition turned True in the last ``RECOVERY_WINDOW`` seconds, against one list of
+our Scheduled events).
+
 Repeats: the core's ``RepeatLimiter`` (``core/recording.py``) decides whether a FailedScheduling
 event goes out (at most one per pod, action and stage per ``REPEAT_INTERVAL`` seconds, whatever its
 message; a rejection at Permit is a stage of its own).
@@ -18,17 +24,31 @@ has no batch create, so it is one request per pod either way.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 import uuid
 from datetime import UTC, datetime
 from typing import Final
+from urllib.parse import quote
 
 from ..core.diagnosis import truncate_message
 from ..core.objects import Pod
 from ..core.timestamps import rfc3339, rfc3339_micro
 from .app import App
 
-__all__ = ["ACTION_BINDING", "ACTION_PREEMPTING", "ACTION_SCHEDULING", "REPORTING_CONTROLLER", "failed_scheduling", "preempted", "record", "scheduled"]
+__all__ = [
+    "ACTION_BINDING",
+    "ACTION_PREEMPTING",
+    "ACTION_SCHEDULING",
+    "RECOVERY_WINDOW",
+    "REPORTING_CONTROLLER",
+    "failed_scheduling",
+    "preempted",
+    "record",
+    "recover_scheduled",
+    "scheduled",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -36,13 +56,17 @@ REPORTING_CONTROLLER: Final = "kopf-scheduler"
 ACTION_SCHEDULING: Final = "Scheduling"
 ACTION_BINDING: Final = "Binding"
 ACTION_PREEMPTING: Final = "Preempting"
+#: seconds back that a new leader looks for bound pods of ours whose Scheduled event is missing
+RECOVERY_WINDOW: Final = 600.0
 
 
 async def record(
     app: App, *, namespace: str, name: str, uid: str, type_: str, reason: str, action: str, message: str,
-    related: Pod | None = None,
+    related: Pod | None = None, pipelined: bool = False,
 ) -> None:
-    """One Event about the pod `namespace/name` (`uid`); `related` names a second pod (upstream's related object)."""
+    """One Event about the pod `namespace/name` (`uid`); `related` names a second pod (upstream's related
+    object). `pipelined`: the caller's own slot bounds the writes in flight (a bind's), so the event
+    does not queue for a write slot."""
     now = datetime.now(UTC)
     body: dict[str, object] = {
         "apiVersion": "v1",
@@ -63,17 +87,68 @@ async def record(
     }
     if related is not None:
         body["related"] = {"apiVersion": "v1", "kind": "Pod", "namespace": related.namespace, "name": related.name, "uid": related.uid}
-    async with app.write_slots:
-        code, answer = await app.api.request("POST", f"/api/v1/namespaces/{namespace}/events", body)
-    if not 200 <= code < 300:
-        logger.warning("cannot record %s event for %s/%s: HTTP %s %s", reason, namespace, name, code, str(answer)[:300])
+    path = f"/api/v1/namespaces/{namespace}/events"
+    if pipelined:
+        response = await app.api.request("POST", path, body)
+    else:
+        async with app.write_slots:
+            response = await app.api.request("POST", path, body)
+    if not response.ok and not response.fenced:
+        logger.warning("cannot record %s event for %s/%s: %s", reason, namespace, name, response.describe())
 
 
-async def scheduled(app: App, *, namespace: str, name: str, uid: str, node: str) -> None:
+async def scheduled(app: App, *, namespace: str, name: str, uid: str, node: str, pipelined: bool = False) -> None:
     await record(
         app, namespace=namespace, name=name, uid=uid, type_="Normal", reason="Scheduled", action=ACTION_BINDING,
-        message=f"Successfully assigned {namespace}/{name} to {node}",
+        message=f"Successfully assigned {namespace}/{name} to {node}", pipelined=pipelined,
     )
+
+
+async def recover_scheduled(app: App, *, window: float = RECOVERY_WINDOW) -> int:
+    """Once the cache is current: write the missing Scheduled events of pods bound to a served
+    scheduler name in the last `window` seconds (see the module docstring). Returns how many."""
+    await app.synced.wait()
+    for _ in range(60):  # Kopf hands the policies over soon after start
+        if app.states:
+            break
+        await asyncio.sleep(0.5)
+    cutoff = time.time() - window
+    candidates = [
+        p for p in app.cache.pods()
+        if p.scheduler_name in app.states and p.node_name and p.scheduled_at is not None and p.scheduled_at >= cutoff
+        and not app.cache.is_assumed(p)
+    ]
+    if not candidates:
+        return 0
+    recorded = await _scheduled_event_uids(app)
+    if recorded is None:
+        return 0
+    missing = [p for p in candidates if p.uid not in recorded]
+    for pod in missing:
+        await scheduled(app, namespace=pod.namespace, name=pod.name, uid=pod.uid, node=pod.node_name)
+    if missing:
+        logger.info("wrote the %d missing Scheduled event(s) of pods bound before this process led", len(missing))
+    return len(missing)
+
+
+async def _scheduled_event_uids(app: App) -> set[str] | None:
+    """The involved pods' uids of every Scheduled event we wrote (one paged list, filtered by the server)."""
+    selector = quote(f"reason=Scheduled,source={REPORTING_CONTROLLER}")
+    uids: set[str] = set()
+    token = ""
+    while True:
+        query = f"?limit=500&fieldSelector={selector}" + (f"&continue={quote(token)}" if token else "")
+        response = await app.api.request("GET", "/api/v1/events" + query)
+        if not response.ok or not isinstance(response.body, dict):
+            logger.warning("cannot list our Scheduled events: %s", response.describe())
+            return None
+        for item in response.body.get("items") or ():
+            involved = item.get("involvedObject") if isinstance(item, dict) else None
+            if isinstance(involved, dict) and involved.get("uid"):
+                uids.add(str(involved["uid"]))
+        token = str((response.body.get("metadata") or {}).get("continue") or "")
+        if not token:
+            return uids
 
 
 async def failed_scheduling(

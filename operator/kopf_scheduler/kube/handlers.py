@@ -1,19 +1,32 @@
-"""Watch events into the core (fed by the informers); SchedulingPolicy lifecycle; the loop daemon; login.
+"""Kopf handlers (pending pods, SchedulingPolicies, the loop daemons, login) and the informers' feeds.
 
-Pods, nodes, namespaces and the other kinds the plugins read come from our own informers
-(``kube/informer.py``, started by the startup handler): ``feeds(app)`` says, per kind, where it
-is listed and what each event does. Each function converts the body (``convert``), lets the core
-apply it (``core.routing``) and performs what comes back (``App.perform``: wake loops); all are
-O(1) apart from the moves of unschedulable pods that upstream does too. A body the core cannot
-parse is logged, gets a Warning event when it is a pending pod of ours, and is skipped.
+**Pods reach the queue through Kopf**: ``on_pod_event`` is an ``@kopf.on.event`` handler on pods,
+and Kopf watches only unassigned pods (``settings.watching.field_selectors``: ``spec.nodeName=``,
+sent to the API server, so bound pods of every scheduler never reach Kopf's per-event machinery).
+It converts the body and lets ``core.routing.route_unassigned_pod`` file it: a pod whose
+``schedulerName`` is served is queued; any other waits in the pending index until a policy serves
+its name (so a policy created later is served without a restart). The handler writes nothing onto
+the pod and returns None: only ``on.event`` handlers leave no diff-base annotation, progress
+annotation or finalizer on the objects they watch. Kopf's relist after a 410 does not report pods
+deleted meanwhile, so ``reconcile_pending`` lists the unassigned pods' metadata every
+``RECONCILE_PERIOD`` seconds and drops the ones that are gone (client-go's Replace), and a write
+answered 404 drops its pod at once.
 
-Kopf serves the SchedulingPolicies: ``register(registry)`` adds their handlers and the loop
-daemon to a Kopf registry (the CLI builds its own; the ``kopf run -m kopf_scheduler.kube.main``
-entry uses the default one), and the operator lifecycle (startup: the App and its informers;
-cleanup; login). Nothing registers at import.
+**Everything else the cache holds comes from informers** (``edge/informer.py``): assigned pods of
+every scheduler (``spec.nodeName!=``, not terminal, as upstream's informer filters them), nodes,
+namespaces and the other kinds the plugins read; ``feeds(app)`` says, per kind, where it is listed
+and what each event does. Kopf's machinery costs several times what our informer does per event
+(README, "Architecture"), and these kinds carry most events of a busy cluster. An informer whose
+watch breaks unsyncs its kind until it listed again, and the loops wait (``App.current``).
 
-The login handler hands Kopf the process's one ``Credentials`` (``kube/credentials.py``), so the
-policy watch logs in exactly as the informers, the writes and the Lease do.
+Each function converts the body (``convert``), lets the core apply it (``core.routing``) and
+performs what comes back (``App.perform``: wake loops). A body the core cannot parse is logged,
+gets a Warning event when it is a pending pod of ours, and is skipped.
+
+``register(registry)`` adds the handlers to a Kopf registry (the CLI builds its own; the ``kopf run
+-m kopf_scheduler.kube.main`` entry uses the default one); nothing registers at import. The login
+handler hands Kopf the process's one ``Credentials`` (``edge/credentials.py``), so the pod and
+policy watches log in exactly as the informers, the writes and the Lease do.
 """
 
 from __future__ import annotations
@@ -27,17 +40,37 @@ from typing import Any, Final
 import kopf
 
 from ..core import routing
+from ..edge.client import WATCH_IDLE_TIMEOUT, Api
+from ..edge.credentials import load_credentials
+from ..edge.informer import Feed, Informer
 from ..entry_points import installed_registry
 from . import convert, events, loop
 from .app import POLICY_GROUP, POLICY_PLURAL, POLICY_VERSION, App
-from .client import Api
-from .credentials import connection_info, load_credentials
-from .informer import Feed, Informer
 from .leader import default_identity
+from .login import connection_info, user_agent
 
-__all__ = ["OPTIONAL", "WATCHED", "configure", "feeds", "register", "register_lifecycle"]
+__all__ = [
+    "ASSIGNED_PODS",
+    "OPTIONAL",
+    "RECONCILE_PERIOD",
+    "UNASSIGNED_PODS",
+    "WATCHED",
+    "configure",
+    "feeds",
+    "on_pod_event",
+    "reconcile_pending",
+    "register",
+    "register_lifecycle",
+]
 
 logger = logging.getLogger(__name__)
+
+#: what Kopf watches of pods: the unassigned ones, of every scheduler name
+UNASSIGNED_PODS: Final = "spec.nodeName="
+#: what the pod informer watches: bound and not terminal (upstream's assigned-pod informer)
+ASSIGNED_PODS: Final = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
+#: seconds between two reconciliations of the pending pods with a list of the unassigned ones
+RECONCILE_PERIOD: Final = 60.0
 
 #: (API path, kind) of everything the predicates and priorities read besides pods, nodes and namespaces
 WATCHED: Final = (
@@ -67,19 +100,72 @@ def _app(memo: Any) -> App:
     return app
 
 
+# --------------------------------------------------------------------------- pending pods (Kopf)
+
+
+async def on_pod_event(event: Mapping[str, Any], memo: Any, **_: Any) -> None:
+    """An unassigned pod was listed, added, changed or deleted (or bound: it left Kopf's selector)."""
+    app = _app(memo)
+    body = event.get("object")
+    if not isinstance(body, Mapping):
+        return
+    try:
+        pod = convert.pod(body)
+    except convert.ObjectError as exc:
+        _unreadable_pod(app, body, str(exc))
+        return
+    gone = event.get("type") == "DELETED"
+    app.perform(routing.route_unassigned_pod(pod, gone=gone, cache=app.cache, pending=app.pending, served=app.states, now=app.now()))
+
+
+async def reconcile_pending(app: App, *, period: float = RECONCILE_PERIOD) -> None:
+    """Forever: list the unassigned pods' metadata and drop the pending pods the list lacks."""
+    while True:
+        await asyncio.sleep(period)
+        known = [p.uid for p in app.pending]
+        if not known:
+            continue
+        listed = await _unassigned_uids(app)
+        if listed is not None:
+            app.perform(routing.route_pending_reconciled(listed, known, cache=app.cache, pending=app.pending, served=app.states, now=app.now()))
+
+
+async def _unassigned_uids(app: App) -> set[str] | None:
+    uids: set[str] = set()
+    token = ""
+    while True:
+        query = f"?limit=500&fieldSelector={UNASSIGNED_PODS}" + (f"&continue={token}" if token else "")
+        response = await app.api.request("GET", "/api/v1/pods" + query, accept=METADATA_LIST)
+        if not response.ok or not isinstance(response.body, dict):
+            logger.debug("cannot list the unassigned pods: %s", response.describe())
+            return None
+        for item in response.body.get("items") or ():
+            uids.add(convert.pod_uid(item))
+        token = str((response.body.get("metadata") or {}).get("continue") or "")
+        if not token:
+            return uids
+
+
+#: the metadata-only form of a list (PartialObjectMetadataList): the uids are all a reconciliation reads
+METADATA_LIST: Final = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+
+
+# --------------------------------------------------------------------------- the informers' kinds
+
+
 def feeds(app: App) -> list[Feed]:
-    """Every kind the scheduler watches, and what its events do to `app`."""
+    """Every kind the informers watch, and what its events do to `app`."""
 
     def pods(kind: str, body: Mapping[str, Any]) -> None:
         try:
             pod = convert.pod(body)
         except convert.ObjectError as exc:
-            _unreadable_pod(app, body, str(exc))
+            logger.warning("skipping bound pod %s: %s", convert.pod_uid(body), exc)
             return
-        app.perform(routing.route_pod(pod, deleted=kind == "DELETED", cache=app.cache, pending=app.pending, served=app.states, now=app.now()))
+        app.perform(routing.route_assigned_pod(pod, deleted=kind == "DELETED", cache=app.cache, pending=app.pending, served=app.states, now=app.now()))
 
     def pods_relisted(uids: set[str]) -> None:
-        app.perform(routing.route_pods_relisted(uids, cache=app.cache, pending=app.pending, served=app.states, now=app.now()))
+        app.perform(routing.route_assigned_pods_relisted(uids, cache=app.cache, pending=app.pending, served=app.states, now=app.now()))
 
     def nodes(kind: str, body: Mapping[str, Any]) -> None:
         if kind == "DELETED":
@@ -104,7 +190,7 @@ def feeds(app: App) -> list[Feed]:
         app.perform(routing.route_namespaces_relisted(names, cache=app.cache, served=app.states, now=app.now()))
 
     out = [
-        Feed("Pod", "/api/v1/pods", pods, convert.pod_uid, pods_relisted),
+        Feed("Pod", "/api/v1/pods", pods, convert.pod_uid, pods_relisted, field_selector=ASSIGNED_PODS),
         Feed("Node", "/api/v1/nodes", nodes, convert.name_of, nodes_relisted),
         Feed("Namespace", "/api/v1/namespaces", namespaces, convert.name_of, namespaces_relisted),
     ]
@@ -141,10 +227,13 @@ def _unreadable_pod(app: App, body: Mapping[str, Any], problem: str) -> None:
 
 
 def start_informers(app: App) -> None:
-    """List and watch every fed kind in the background; the App counts the kinds that listed."""
+    """List and watch every fed kind in the background, with the watchdog and the pending pods'
+    reconciliation; the App counts the kinds that are synced."""
     watched = feeds(app)
     app.sync = routing.CacheSync(f.kind for f in watched)
-    tasks = [app.spawn(Informer(app.api, feed, listed=app.listed).run()) for feed in watched]
+    app.informers = [Informer(app.api, feed, on_sync=app.kind_synced) for feed in watched]
+    tasks = [app.spawn(informer.run()) for informer in app.informers]
+    tasks += [app.spawn(app.watchdog()), app.spawn(reconcile_pending(app))]
 
     async def stop() -> None:
         for task in tasks:
@@ -187,24 +276,49 @@ async def policy_daemon(body: Mapping[str, Any], memo: Any, stopped: Any, **_: A
 PREFIX: Final = "scheduling.kopf.dev"
 
 
-def configure(settings: kopf.OperatorSettings, *, shard: str = "") -> None:
-    """Settings of Kopf, which serves only SchedulingPolicies (the informers watch the rest):
+class _PolicyDiffBase(kopf.AnnotationsDiffBaseStorage):
+    """Diff-base essences for SchedulingPolicies only. Kopf builds one (a deep copy of the body)
+    for every event of every object before it looks at the handlers; pods have only an
+    ``on.event`` handler, which never reads it, so a pod's essence is empty."""
+
+    def build(self, *, body: kopf.Body, extra_fields: Any = None) -> kopf.BodyEssence:
+        if body.get("kind") == "Pod":
+            return kopf.BodyEssence()
+        return super().build(body=body, extra_fields=extra_fields)
+
+    def fetch(self, *, body: kopf.Body) -> kopf.BodyEssence | None:
+        return None if body.get("kind") == "Pod" else super().fetch(body=body)
+
+
+def configure(settings: kopf.OperatorSettings, *, shard: str = "", watch_idle_timeout: float = WATCH_IDLE_TIMEOUT) -> None:
+    """Settings of Kopf, which serves the unassigned pods and the SchedulingPolicies:
+    - pods: only unassigned ones, selected by the API server; an empty diff-base essence; the
+      per-object loggers (``kopf.objects``) at WARNING, since their debug lines are built per event;
     - posting of Kopf's own k8s events off (our events are written by kube/events.py);
     - progress and diff-base storage in annotations of the SchedulingPolicies;
     - our own finalizer name on SchedulingPolicies (daemons need one to stop before deletion),
       one per ``--policy`` shard: Kopf removes its finalizer from every object none of its
       handlers match, so shards sharing one name would strip each other's in a loop;
-    - watch requests with a server-side timeout, so a stuck connection is renewed.
+    - watches end on the server after 5 minutes and are given up when nothing, not even a
+      bookmark, came for `watch_idle_timeout` seconds (the same deadline as our informers').
     """
+    settings.watching.field_selectors[POD_SELECTOR] = UNASSIGNED_PODS
+    settings.watching.chunk_size = 500
     settings.posting.enabled = False
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=PREFIX)
-    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix=PREFIX, key="last-handled-configuration")
+    settings.persistence.diffbase_storage = _PolicyDiffBase(prefix=PREFIX, key="last-handled-configuration")
     settings.persistence.finalizer = f"{PREFIX}/{shard_name(shard)}"
     settings.watching.server_timeout = 300
     settings.watching.client_timeout = 330
+    settings.watching.inactivity_timeout = watch_idle_timeout
     settings.watching.connect_timeout = 10
     settings.networking.request_timeout = 30
     settings.execution.max_workers = 4  # every handler (the login too) is async: the pool stays idle
+    logging.getLogger("kopf.objects").setLevel(logging.WARNING)
+
+
+#: Kopf's selector of core v1 pods (not metrics.k8s.io's PodMetrics, also named pods)
+POD_SELECTOR: Final = ("v1", "pods")
 
 
 def shard_name(shard: str) -> str:
@@ -216,13 +330,16 @@ def shard_name(shard: str) -> str:
 
 
 async def startup(settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
-    if not settings.persistence.finalizer.startswith(PREFIX):  # not configured by the CLI
+    if not settings.persistence.finalizer.startswith(PREFIX):  # not configured by the CLI: `kopf run`
         configure(settings)
     app = memo.get("app") if hasattr(memo, "get") else None
     if not isinstance(app, App):
-        memo["app"] = app = App(Api(load_credentials()), identity=default_identity())
+        identity = default_identity()
+        memo["app"] = app = App(Api(load_credentials(), user_agent=user_agent(identity)), identity=identity)
     app.started = True
     start_informers(app)
+    if app.leading.is_set():  # no leader election: lead from the start
+        app.spawn(events.recover_scheduled(app))
     credentials = app.api.credentials
     logger.info("kopf-scheduler %s started; API server %s, credentials from %s", app.identity, credentials.server, credentials.source)
     plugins = installed_registry()
@@ -242,11 +359,11 @@ async def cleanup(memo: Any, **_: Any) -> None:
 
 
 async def login(memo: Any, **_: Any) -> kopf.ConnectionInfo:
-    """The App's credentials (startup runs first), with the token re-read: Kopf calls this again
-    after a 401, which is when a rotated token file matters."""
+    """The App's credentials (startup runs first), with a fresh token: Kopf calls this again after
+    a 401 and when the token's expiration (an exec plugin's) has passed."""
     credentials = _app(memo).api.credentials
-    if credentials.token is not None:
-        credentials.token.refresh()
+    if credentials.token is not None and credentials.token.stale():
+        await asyncio.to_thread(credentials.token.refresh)
     return connection_info(credentials)
 
 
@@ -257,13 +374,13 @@ def register_lifecycle(registry: kopf.OperatorRegistry) -> None:
     kopf.on.login(registry=registry, id="kopf-scheduler-login")(login)
 
 
-
 # --------------------------------------------------------------------------- registration
 
 
 def register(registry: kopf.OperatorRegistry, *, policies: frozenset[str] | None = None) -> None:
-    """Register the lifecycle, policy and daemon handlers; `policies` limits the shard to those names."""
+    """Register the lifecycle, pod, policy and daemon handlers; `policies` limits the shard to those names."""
     register_lifecycle(registry)
+    kopf.on.event(*POD_SELECTOR, registry=registry, id="pending-pods")(on_pod_event)
 
     def ours(name: str, **_: Any) -> bool:
         return policies is None or name in policies

@@ -15,12 +15,13 @@ one leader through a Lease, with client-go's semantics (the ones kube-scheduler 
 
 Layout: the decision (`decide`) and the record codec are pure functions over frozen values, and
 the tests drive them with plain numbers. `LeaseClient` is the only I/O: `ApiLeaseClient` sends
-our own JSON through the operator's one `Api` (kube/client.py), so the Lease is written with the
+our own JSON through the operator's one `Api` (edge/client.py), so the Lease is written with the
 same credentials as every bind. `LeaderElector` is the loop around them.
 
-Limits, as in client-go: this is not fencing. A leader that stalls longer than the lease duration
-(a frozen process, a paused VM) may still act once it resumes, so the work it guards must stay
-safe to run twice for a moment; binding is (the API server rejects binding a bound pod).
+Beyond client-go: fencing. `LeaderElector.term_valid` is what the `Api` asks before every other
+write (edge/client.py): a leader that stalled past its lease (a frozen process, a paused VM)
+writes nothing once it resumes, before it even learns it lost, and a read that shows another
+holder with a valid term ends our term at once instead of after the renew deadline.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from datetime import UTC, datetime
 from typing import Any, Final, Protocol
 
 from ..core.timestamps import parse_time, rfc3339_micro
-from .client import Api
+from ..edge.client import Api, Response
 
 __all__ = [
     "Action",
@@ -293,25 +294,25 @@ class ApiLeaseClient:
         self._collection = f"/apis/{LEASE_API_VERSION}/namespaces/{namespace}/leases"
 
     async def get(self) -> StoredLease | None:
-        status, answer = await self._api.request("GET", f"{self._collection}/{self._name}")
-        return None if status == 404 else self._stored("GET", status, answer)
+        response = await self._api.request("GET", f"{self._collection}/{self._name}")
+        return None if response.gone else self._stored("GET", response)
 
     async def create(self, record: LeaseRecord) -> StoredLease:
         body = lease_body(record, name=self._name, namespace=self._namespace, resource_version=None)
-        return self._stored("POST", *await self._api.request("POST", self._collection, body))
+        return self._stored("POST", await self._api.request("POST", self._collection, body, fence=False))
 
     async def replace(self, record: LeaseRecord, *, resource_version: str) -> StoredLease:
         body = lease_body(record, name=self._name, namespace=self._namespace, resource_version=resource_version)
-        return self._stored("PUT", *await self._api.request("PUT", f"{self._collection}/{self._name}", body))
+        return self._stored("PUT", await self._api.request("PUT", f"{self._collection}/{self._name}", body, fence=False))
 
-    def _stored(self, method: str, status: int, answer: Any) -> StoredLease:
+    def _stored(self, method: str, response: Response) -> StoredLease:
         ref = f"{method} lease {self._namespace}/{self._name}"
-        if status == 409:
+        if response.conflict:
             raise LeaseConflictError(f"{ref}: conflict")
-        if not 200 <= status < 300 or not isinstance(answer, Mapping):
-            raise LeaseAPIError(f"{ref}: HTTP {status}: {str(answer)[:300]}")
+        if not response.ok or not isinstance(response.body, Mapping):
+            raise LeaseAPIError(f"{ref}: {response.describe()}")
         try:
-            return stored_lease_from_body(answer)
+            return stored_lease_from_body(response.body)
         except (TypeError, ValueError) as exc:  # a body of the wrong shape: this attempt failed
             raise LeaseAPIError(f"{ref}: unreadable Lease: {exc!r}") from exc
 
@@ -368,6 +369,8 @@ class LeaderElector:
         self._leading = False
         self._running = False
         self._reported_leader = ""
+        #: local monotonic time at which the last write naming us was sent (None: no term of ours)
+        self._renewed_at: float | None = None
 
     @property
     def identity(self) -> str:
@@ -375,9 +378,18 @@ class LeaderElector:
 
     @property
     def is_leader(self) -> bool:
-        """True while we lead and our own term, on our clock, has not run out."""
+        """True while we lead: the Lease we last saw names us and our term has not run out on our clock."""
         obs = self._observation
-        return self._leading and obs is not None and obs.is_valid(self._clock.monotonic())
+        return self.term_valid() and obs is not None and obs.record.holder_identity == self.identity
+
+    def term_valid(self) -> bool:
+        """The fence every write asks: our last successful renewal plus the lease duration is still
+        ahead on our own monotonic clock. A standby may take over only after it saw that renewal
+        unchanged for the lease duration on its clock, which started after we sent it, so while this
+        holds no one else can hold the Lease. False the instant a process that slept past its
+        term resumes, before any of its tasks learns of it; false once a read showed another holder."""
+        renewed = self._renewed_at
+        return self._leading and renewed is not None and self._clock.monotonic() < renewed + self._config.lease_duration
 
     @property
     def leader_identity(self) -> str:
@@ -448,6 +460,9 @@ class LeaderElector:
             await self._clock.sleep(self._config.retry_period)
             deadline = self._clock.monotonic() + self._config.renew_deadline
             while not await self._attempt():
+                if self._renewed_at is None:  # a read showed another holder with a valid term: over now
+                    logger.warning("%s: lease %s is held by %s; stepping down", self.identity, self._lease_ref, self.leader_identity)
+                    return
                 if self._clock.monotonic() + self._config.retry_period >= deadline:
                     return
                 await self._clock.sleep(self._config.retry_period)
@@ -487,6 +502,7 @@ class LeaderElector:
         if decision.observation is not None:
             self._observation = decision.observation
         if decision.record is None:
+            self._renewed_at = None  # another holder's term runs: ours is over, whatever our clock says
             return False
         if decision.action is Action.CREATE:
             stored = await self._client.create(decision.record)
@@ -500,6 +516,7 @@ class LeaderElector:
         # Our term is counted from *before* the request: the server may have applied the write at
         # any moment during it, so this is the conservative end of the window.
         self._observation = Observation(stored.record, written_at, stored.resource_version)
+        self._renewed_at = written_at if stored.record.holder_identity == self.identity else None
 
     async def _release(self) -> None:
         obs = self._observation

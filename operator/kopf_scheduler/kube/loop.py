@@ -25,8 +25,10 @@ on the policy's own snapshot with a private copy of the cluster objects. Attempt
 extenders stay on the loop (a thread hop costs more than most attempts).
 
 Every ``HOUSEKEEPING_PERIOD`` seconds: expire unconfirmed assumptions (``core.routing``) and
-refresh gauges. Only once the informers listed every kind (``app.synced``) and while
-``app.leading`` is set does the loop pop; a standby keeps its cache and queues warm.
+refresh gauges. The loop pops only while the cache is current (``App.current``: every kind
+synced, at start and after any broken watch's relist, and the process not frozen) and
+``app.leading`` is set; a standby keeps its cache and queues warm. Whatever it then decides is
+written only while this replica's term is valid (the ``Api``'s fence).
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ async def run(app: App, policy: str, stopped: Any) -> None:
     last_housekeeping = 0.0
     while not stopped:
         state = app.state_for_policy(policy)
-        if state is None or not app.leading.is_set() or not app.synced.is_set():
+        if state is None or not app.leading.is_set() or not app.current():
             await _sleep_until(app, state, IDLE_WAIT)
             continue
         now = app.now()
@@ -83,7 +85,7 @@ async def run(app: App, policy: str, stopped: Any) -> None:
             except Exception:  # a bug must not end the loop: back off the pod, keep going
                 logger.exception("scheduling %s failed unexpectedly", info.pod.key)
                 state.queue.add_backoff(info, app.now())
-            if stopped or app.state_for_policy(policy) is not state or not app.leading.is_set():
+            if stopped or app.state_for_policy(policy) is not state or not app.leading.is_set() or not app.current():
                 break
         await asyncio.sleep(0)
     logger.info("scheduling loop for SchedulingPolicy %s stopped", policy)
@@ -208,6 +210,6 @@ async def _update_status(app: App, pod: Pod, message: str | None, nominated_node
             "lastProbeTime": None,
             "lastTransitionTime": rfc3339(datetime.now(UTC)),
         }
-    code = await preemption.patch_pod_status(app, pod, condition=condition, nominated_node=nominated_node)
-    if message is not None and not 200 <= code < 300:
+    response = await preemption.patch_pod_status(app, pod, condition=condition, nominated_node=nominated_node)
+    if message is not None and not response.ok:
         app.conditions.write_failed(pod.uid, message)

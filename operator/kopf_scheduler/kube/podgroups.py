@@ -79,7 +79,8 @@ async def _write(app: App, group: PodGroup, status: dict[str, Any]) -> None:
     else:
         body, content_type = {"status": status}, "application/merge-patch+json"
     async with app.write_slots:
-        code, answer = await app.api.request("PATCH", base, body, content_type=content_type)
-    if not 200 <= code < 300 and code != 404:
-        app.pod_group_statuses.pop(group.key, None)  # try again at the next refresh
-        logger.warning("cannot write the status of PodGroup %s: HTTP %s %s", group.key, code, str(answer)[:300])
+        response = await app.api.request("PATCH", base, body, content_type=content_type)
+    if not response.ok and not response.gone:
+        app.pod_group_statuses.pop(group.key, None)  # try again at the next refresh (a fenced one: when leading)
+        if not response.fenced:
+            logger.warning("cannot write the status of PodGroup %s: %s", group.key, response.describe())

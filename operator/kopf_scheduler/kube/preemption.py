@@ -11,6 +11,11 @@ Upstream ``framework/preemption/executor.go`` (``PreemptPod``, ``clearNominatedN
 - ``status.nominatedNodeName`` is set on the preemptor and cleared on lower-priority pods that
   were nominated to the same node (pods/status strategic merge patches).
 
+Right before evicting, the preemptor is looked at once more (``_still_wanted``): still pending in
+our pending index, unbound and uncached, and still nominated to that node in its queue; a preemptor
+that another replica bound meanwhile, or that was deleted, evicts nothing. Every request is fenced
+(``edge/client.py``): a replica whose term may have ended evicts nothing either.
+
 Decisions: the victims are evicted before the loop pops the next pod (upstream's synchronous
 ``prepareCandidate``; v1.37 evicts from a goroutine and holds the preemptor back with PreEnqueue
 until it is done). The outcome is the same, a preemptor never retries while its own deletions
@@ -28,8 +33,10 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from ..core import routing
 from ..core.objects import CONDITION_DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER, Pod
 from ..core.timestamps import rfc3339
+from ..edge.client import Response
 from . import events
 from .app import App
 
@@ -40,10 +47,24 @@ logger = logging.getLogger(__name__)
 
 async def preempt(app: App, preemptor: Pod, node: str, victims: Sequence[Pod], clear_nominations: Sequence[Pod]) -> None:
     """Evict `victims` for `preemptor` on `node` (concurrently), then clear the lower nominations."""
+    if not _still_wanted(app, preemptor, node):
+        logger.info("not preempting on %s for %s: it is no longer pending here or no longer nominated there", node, preemptor.key)
+        return
     await asyncio.gather(*(evict(app, victim, preemptor=preemptor, node=node) for victim in victims if not victim.deleting))
     for other in clear_nominations:
         if other.nominated_node_name:
             await patch_pod_status(app, other, nominated_node="")
+
+
+def _still_wanted(app: App, preemptor: Pod, node: str) -> bool:
+    """The preemptor is pending, unbound, not in the cache, and its queue still nominates it to `node`."""
+    if not app.current() or app.cache.get_pod(preemptor.uid) is not None:
+        return False
+    pending = app.pending.get(preemptor.scheduler_name, preemptor.uid)
+    state = app.states.get(preemptor.scheduler_name)
+    if pending is None or pending.node_name or pending.deleting or state is None:
+        return False
+    return state.queue.nominated_node_of(preemptor) == node
 
 
 async def evict(app: App, victim: Pod, *, preemptor: Pod, node: str) -> bool:
@@ -57,31 +78,32 @@ async def evict(app: App, victim: Pod, *, preemptor: Pod, node: str) -> bool:
     }
     path = f"/api/v1/namespaces/{victim.namespace}/pods/{victim.name}"
     async with app.write_slots:
-        code, answer = await app.api.request(
+        response = await app.api.request(
             "PATCH", f"{path}/status", {"metadata": {"uid": victim.uid}, "status": {"conditions": [condition]}},
             content_type="application/strategic-merge-patch+json",
         )  # fmt: skip
-    if code == 404:
+    if response.gone or response.fenced:
         return False
-    if not 200 <= code < 300:
-        logger.warning("cannot mark %s as a preemption victim: HTTP %s %s", victim.key, code, str(answer)[:300])
+    if not response.ok:
+        logger.warning("cannot mark %s as a preemption victim: %s", victim.key, response.describe())
     delete = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": victim.uid}}
     async with app.write_slots:
-        code, answer = await app.api.request("DELETE", path, delete)
-    if code in (404, 409):
+        response = await app.api.request("DELETE", path, delete)
+    if response.gone or response.conflict or response.fenced:
         return False
-    if not 200 <= code < 300:
-        logger.warning("cannot delete preemption victim %s: HTTP %s %s", victim.key, code, str(answer)[:300])
+    if not response.ok:
+        logger.warning("cannot delete preemption victim %s: %s", victim.key, response.describe())
         return False
     logger.info("preempted %s on %s for %s", victim.key, node, preemptor.key)
     await events.preempted(app, victim, preemptor=preemptor, node=node)
     return True
 
 
-async def patch_pod_status(app: App, pod: Pod, *, condition: dict[str, Any] | None = None, nominated_node: str | None = None) -> int:
+async def patch_pod_status(app: App, pod: Pod, *, condition: dict[str, Any] | None = None, nominated_node: str | None = None) -> Response:
     """One pods/status patch: a condition (merged by type) and/or ``nominatedNodeName`` ("" removes it).
 
-    Returns the HTTP status (0 on a transport failure); anything but 2xx and 404 is logged.
+    Anything but 2xx, 404 and a fenced write is logged; a 404 for a pending pod drops it
+    (``core.routing.route_pod_vanished``).
     """
     status: dict[str, Any] = {}
     if condition is not None:
@@ -89,10 +111,12 @@ async def patch_pod_status(app: App, pod: Pod, *, condition: dict[str, Any] | No
     if nominated_node is not None:
         status["nominatedNodeName"] = nominated_node or None
     async with app.write_slots:
-        code, answer = await app.api.request(
+        response = await app.api.request(
             "PATCH", f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/status", {"metadata": {"uid": pod.uid}, "status": status},
             content_type="application/strategic-merge-patch+json",
         )  # fmt: skip
-    if not 200 <= code < 300 and code != 404:
-        logger.warning("cannot patch the status of %s: HTTP %s %s", pod.key, code, str(answer)[:300])
-    return code
+    if response.gone and not pod.node_name:
+        app.perform(routing.route_pod_vanished(pod, cache=app.cache, pending=app.pending, served=app.states, now=app.now()))
+    elif not response.ok and not response.gone and not response.fenced:
+        logger.warning("cannot patch the status of %s: %s", pod.key, response.describe())
+    return response

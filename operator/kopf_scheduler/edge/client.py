@@ -1,30 +1,42 @@
-"""``Api``: the asyncio HTTP client the operator's informers and writes go through.
+"""``Api``: the asyncio HTTP client every request of the operator goes through, and its one ``Response``.
 
-The informers' lists and watches (``kube/informer.py``), binds, events, pod conditions,
-SchedulingPolicy statuses and the leader-election Lease all use the process's one
-``Credentials`` (``kube/credentials.py``), the same ones Kopf's policy watch logs in with. Bodies
-are plain JSON we build ourselves, so timestamps go out exactly as formatted (the official client
-re-serialises MicroTime without the zero fraction the API server requires).
+Lists, watches, binds, events, pod conditions, evictions, policy and PodGroup statuses and the
+leader-election Lease all use the process's one ``Credentials`` (``edge/credentials.py``), the same
+ones Kopf logs in with. Bodies are plain JSON built by the callers, so timestamps go out exactly as
+formatted (the official client re-serialises MicroTime without the zero fraction the API server
+requires).
 
-``request`` speaks HTTP/1.1 itself over a pool of keep-alive connections (``_Connection``, an
-asyncio protocol, one request at a time each; at most ``CONNECTION_LIMIT`` open): a bind or an
-event is a few hundred bytes each way, and aiohttp's general-purpose request machinery cost twice
-the CPU of the whole exchange (``bench/bench_client.py``: about 220 against 100 us of our CPU per
-request). The parser (``ResponseParser``) reads what the API server sends: a status line, headers,
-a body by Content-Length or chunked, and ``Connection: close``. A connection the server closed
-while idle is noticed by the pool and dropped; a request sent on a reused connection that is lost
-before any answer arrived is sent once more on a new one (the server never read it: this is how
-Go's transport treats a server closing an idle connection).
+**One status rule.** Every request returns a ``Response``: ``ok`` is 2xx, ``gone`` is 404,
+``conflict`` is 409; ``status`` 0 means no answer came (a transport failure, a timeout, or a write
+this replica was fenced from sending). Callers never raise on HTTP errors and never compare codes.
 
-``watch`` streams through aiohttp (a long-lived response read in chunks, where per-request cost
-does not matter): its events come as decoded dicts until the server's timeout ends the stream; an
-HTTP error becomes one ``ERROR`` event carrying its code (as the API server reports a 410 inside
-a stream), a transport failure one with code 0.
+**Fencing.** ``Api`` takes a ``fence``: a callable asked before every write (any method but GET).
+When it says no, nothing is sent and the response is ``fenced``. The leader elector's own Lease
+writes pass ``fence=False``; everything else is fenced, so no write path can forget the check
+(``kube/leader.py`` says when a term is valid).
 
-Requests never raise for HTTP errors: they return (status, decoded body); a transport failure
-or a timeout returns status 0 and the error text. The bearer token is taken from its
-``TokenSource`` for every request (a token file is looked at at most once a second); a 401 makes
-it re-read the token at once and, if the token changed, the request is sent once more.
+**Requests** speak HTTP/1.1 over a pool of keep-alive connections (``_Connection``, an asyncio
+protocol, one request at a time each; at most ``CONNECTION_LIMIT`` open): a bind or an event is a
+few hundred bytes each way, and aiohttp's general-purpose request machinery cost twice the CPU of
+the whole exchange (``bench/bench_client.py``). ``ResponseParser`` reads what the API server sends:
+a status line, headers, a body by Content-Length or chunked, and ``Connection: close``. A pooled
+connection idle for longer than ``MAX_IDLE_AGE`` is closed instead of reused (a middlebox may have
+forgotten it, and a request on it would wait out the timeout), and a request that times out drops
+every idle connection (they went through the same network). A request sent on a reused connection
+that is lost before any answer arrived is sent once more on a new one (the server never read it:
+Go's transport does the same).
+
+**Watches** stream through aiohttp on a fresh connection each (a long-lived response read in
+chunks, where per-request cost does not matter; aiohttp is in the process for Kopf anyway). The
+server ends a watch after its ``timeoutSeconds``; the client gives up on a stream that delivered
+nothing, not even a bookmark, for ``idle_timeout`` seconds (the API server sends a bookmark every
+minute), so a silently stalled connection is noticed. An HTTP error becomes one ``ERROR`` event
+carrying its code (as the API server reports a 410 inside a stream), a transport failure or the idle
+deadline one with code 0.
+
+The bearer token comes from the credentials' ``TokenSource``: one that is about to expire (an exec
+plugin's, an OIDC id-token) is refreshed first, off the event loop; a 401 refreshes it at once and,
+if it changed, the request is sent once more.
 """
 
 from __future__ import annotations
@@ -32,7 +44,9 @@ from __future__ import annotations
 import asyncio
 import json
 import ssl
-from collections.abc import AsyncIterator, Mapping
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import urlencode, urlsplit
 
@@ -40,14 +54,58 @@ import aiohttp
 
 from .credentials import Credentials, ssl_context
 
-__all__ = ["CONNECTION_LIMIT", "Api", "ResponseParser"]
+__all__ = ["CONNECTION_LIMIT", "MAX_IDLE_AGE", "WATCH_IDLE_TIMEOUT", "Api", "Response", "ResponseParser"]
 
 #: pooled connections: more than the binds and writes in flight at once (64 + 16), so a Lease
 #: renewal or a policy status never waits behind them for a connection
 CONNECTION_LIMIT: Final = 128
-#: a watch that sends nothing (not even a bookmark) for this long past its own timeout is dead
-WATCH_READ_SLACK: Final = 30.0
+#: seconds a pooled connection may sit idle and still be reused (Go's transport: 90 s)
+MAX_IDLE_AGE: Final = 30.0
+#: seconds a watch may deliver nothing, not even a bookmark, before it is given up: the API server
+#: sends a bookmark every 60 s to a watch that asked for them, so twice that means it is stalled
+WATCH_IDLE_TIMEOUT: Final = 120.0
 _NO_BODY: Final = frozenset({204, 304})
+_FENCED: Final = "not sent: this replica is not the leader (its term ended or may have ended)"
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    """What came back: the HTTP status and the decoded body (JSON, text or None).
+
+    ``status`` 0 means no answer: `error` says why (a transport failure, a timeout), or `fenced` is
+    set (a write this replica may not send).
+    """
+
+    status: int
+    body: Any = None
+    error: str = ""
+    fenced: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.status < 300
+
+    @property
+    def gone(self) -> bool:
+        """404: the object (or the API) does not exist."""
+        return self.status == 404
+
+    @property
+    def conflict(self) -> bool:
+        """409: already exists, modified meanwhile, a failed uid precondition, or already bound."""
+        return self.status == 409
+
+    def detail(self, limit: int = 300) -> str:
+        """For logs and messages: the Status message of an error, or the text, or why nothing came."""
+        if self.status == 0:
+            return self.error or (_FENCED if self.fenced else "no answer")
+        body = self.body
+        text = str(body.get("message", body)) if isinstance(body, dict) else str(body)
+        return text[:limit]
+
+    def describe(self) -> str:
+        """``HTTP 409 <message>``, for log lines."""
+        return f"HTTP {self.status} {self.detail()}" if self.status else self.detail()
 
 
 class ResponseParser:
@@ -198,32 +256,78 @@ class _Lost(Exception):
 
 
 class Api:
-    """A minimal async Kubernetes API client; see the module docstring."""
+    """A minimal async Kubernetes API client; see the module docstring.
 
-    def __init__(self, credentials: Credentials, *, timeout: float = 15.0, connections: int = CONNECTION_LIMIT) -> None:
+    `fence` is asked before every write (None: writes are always allowed); `user_agent` goes on
+    every request this process makes itself (audit logs tell replicas apart by it).
+    """
+
+    def __init__(
+        self, credentials: Credentials, *, timeout: float = 15.0, connections: int = CONNECTION_LIMIT,
+        user_agent: str = "kopf-scheduler", fence: Callable[[], bool] | None = None,
+        max_idle_age: float = MAX_IDLE_AGE, watch_idle_timeout: float = WATCH_IDLE_TIMEOUT,
+    ) -> None:
         self.credentials = credentials
         self.host = credentials.server
+        self.fence = fence
+        self.watch_idle_timeout = watch_idle_timeout
         url = urlsplit(credentials.server)
         self._tls = ssl_context(credentials) if url.scheme == "https" else None
+        self._server_hostname = (credentials.tls_server_name or url.hostname) if self._tls else None
         self._address = (url.hostname or "localhost", url.port or (443 if url.scheme == "https" else 80))
         self._prefix = url.path.rstrip("/")
         authority = url.netloc.rpartition("@")[2]
-        self._head = f"Host: {authority}\r\nAccept: application/json\r\nUser-Agent: kopf-scheduler\r\n"
+        self.user_agent = user_agent
+        self._head = f"Host: {authority}\r\nAccept: application/json\r\nUser-Agent: {user_agent}\r\n"
         self._timeout = timeout
+        self._max_idle_age = max_idle_age
         self._slots = asyncio.Semaphore(connections)
-        self._idle: list[_Connection] = []
+        self._idle: list[tuple[_Connection, float]] = []
         self._session: aiohttp.ClientSession | None = None
+        self._refreshing: asyncio.Lock | None = None
 
-    async def request(self, method: str, path: str, body: Any = None, *, content_type: str = "application/json") -> tuple[int, Any]:
+    def may_write(self) -> bool:
+        return self.fence is None or self.fence()
+
+    async def request(
+        self, method: str, path: str, body: Any = None, *, content_type: str = "application/json", fence: bool = True,
+        accept: str | None = None,
+    ) -> Response:
+        """One request; `fence=False` only for the Lease itself (see the module docstring)."""
+        if fence and method != "GET" and not self.may_write():
+            return Response(0, fenced=True)
         data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
-        status, answer = await self._send(method, path, data, content_type)
+        await self._fresh_token()
+        response = await self._send(method, path, data, content_type, accept)
         token = self.credentials.token
-        if status == 401 and token is not None and token.refresh():
-            status, answer = await self._send(method, path, data, content_type)
-        return status, answer
+        if response.status == 401 and token is not None and await self._refresh_token():
+            if fence and method != "GET" and not self.may_write():
+                return Response(0, fenced=True)
+            response = await self._send(method, path, data, content_type, accept)
+        return response
 
-    async def _send(self, method: str, path: str, data: bytes | None, content_type: str) -> tuple[int, Any]:
+    async def _fresh_token(self) -> None:
+        token = self.credentials.token
+        if token is not None and token.stale():
+            await self._refresh_token()
+
+    async def _refresh_token(self) -> bool:
+        """Refresh the token off the event loop (an exec plugin runs); one refresh at a time."""
+        token = self.credentials.token
+        if token is None:
+            return False
+        if self._refreshing is None:
+            self._refreshing = asyncio.Lock()
+        before = token.current()
+        async with self._refreshing:
+            if token.current() != before:  # another request refreshed it meanwhile
+                return True
+            return await asyncio.to_thread(token.refresh)
+
+    async def _send(self, method: str, path: str, data: bytes | None, content_type: str, accept: str | None) -> Response:
         head = f"{method} {self._prefix}{path} HTTP/1.1\r\n{self._head}{self._authorization()}"
+        if accept is not None:
+            head = head.replace("Accept: application/json\r\n", f"Accept: {accept}\r\n", 1)
         if data is not None:
             head += f"Content-Type: {content_type}\r\nContent-Length: {len(data)}\r\n"
         elif method in ("POST", "PUT", "PATCH"):
@@ -235,15 +339,18 @@ class Api:
                     status, raw = await self._exchange(request, fresh=False)
                 except _Lost:
                     status, raw = await self._exchange(request, fresh=True)
-        except (TimeoutError, OSError, ssl.SSLError, ValueError, _Lost) as exc:
-            return 0, f"{type(exc).__name__}: {exc}"
+        except TimeoutError:
+            self._drop_idle()  # they went through the same network: do not wait out the timeout on each
+            return Response(0, error=f"TimeoutError: no answer within {self._timeout:g}s")
+        except (OSError, ssl.SSLError, ValueError, _Lost) as exc:
+            return Response(0, error=f"{type(exc).__name__}: {exc}")
         if not raw:
-            return status, None
+            return Response(status)
         text = raw.decode("utf-8", "replace")
         try:
-            return status, json.loads(text)
+            return Response(status, json.loads(text))
         except ValueError:
-            return status, text
+            return Response(status, text)
 
     async def _exchange(self, request: bytes, *, fresh: bool) -> tuple[int, bytes]:
         conn = None if fresh else self._reuse()
@@ -261,22 +368,37 @@ class Api:
                 raise _Lost(str(exc)) from exc
             raise
         if keep_alive and not conn.closed:
-            self._idle.append(conn)
+            self._idle.append((conn, time.monotonic()))
         elif conn.transport is not None:
             conn.transport.close()
         return status, raw
 
     def _reuse(self) -> _Connection | None:
+        """The most recently used idle connection that is open and young enough; older ones are closed."""
+        oldest = time.monotonic() - self._max_idle_age
         while self._idle:
-            conn = self._idle.pop()
+            conn, since = self._idle.pop()
+            if since < oldest:
+                self._close_all_idle(also=conn)  # everything below is older still
+                return None
             if not conn.closed and conn.transport is not None and not conn.transport.is_closing():
                 return conn
         return None
 
+    def _close_all_idle(self, *, also: _Connection | None = None) -> None:
+        idle, self._idle = self._idle, []
+        for conn in [c for c, _ in idle] + ([also] if also is not None else []):
+            conn.closed = True
+            if conn.transport is not None:
+                conn.transport.close()
+
+    def _drop_idle(self) -> None:
+        self._close_all_idle()
+
     async def _connect(self) -> _Connection:
         host, port = self._address
         loop = asyncio.get_running_loop()
-        _, conn = await loop.create_connection(_Connection, host, port, ssl=self._tls, server_hostname=host if self._tls else None)
+        _, conn = await loop.create_connection(_Connection, host, port, ssl=self._tls, server_hostname=self._server_hostname)
         return conn
 
     def _authorization(self) -> str:
@@ -284,13 +406,18 @@ class Api:
         return f"Authorization: Bearer {token.current()}\r\n" if token is not None else ""
 
     async def watch(self, path: str, params: Mapping[str, str], *, timeout: float) -> AsyncIterator[dict[str, Any]]:
-        """The events of ``GET path?watch=1&...`` (the server ends it after `timeout` seconds)."""
+        """The events of ``GET path?watch=1&...`` until the server ends it (after `timeout` seconds),
+        the connection fails or nothing arrives for ``watch_idle_timeout`` seconds."""
         query = urlencode({**params, "watch": "1", "timeoutSeconds": str(int(timeout))})
-        client_timeout = aiohttp.ClientTimeout(total=None, sock_connect=self._timeout, sock_read=timeout + WATCH_READ_SLACK)
+        client_timeout = aiohttp.ClientTimeout(total=None, sock_connect=self._timeout, sock_read=self.watch_idle_timeout)
+        await self._fresh_token()
         for attempt in range(2):
             try:
-                async with self._watch_session().get(f"{self.host}{path}?{query}", headers=self._watch_headers(), timeout=client_timeout) as resp:
-                    if resp.status == 401 and attempt == 0 and self.credentials.token is not None and self.credentials.token.refresh():
+                async with self._watch_session().get(
+                    f"{self.host}{path}?{query}", headers=self._watch_headers(), timeout=client_timeout,
+                    server_hostname=self._server_hostname if self._tls is not None else None,
+                ) as resp:
+                    if resp.status == 401 and attempt == 0 and await self._refresh_token():
                         continue
                     if resp.status != 200:
                         text = await resp.text()
@@ -306,14 +433,18 @@ class Api:
                             if line:
                                 yield json.loads(line)
                     return
-            except (TimeoutError, aiohttp.ClientError, OSError, ValueError) as exc:
+            except TimeoutError:
+                yield {"type": "ERROR", "object": {"code": 0, "message": f"nothing received for {self.watch_idle_timeout:g}s"}}
+                return
+            except (aiohttp.ClientError, OSError, ValueError) as exc:
                 yield {"type": "ERROR", "object": {"code": 0, "message": f"{type(exc).__name__}: {exc}"}}
                 return
 
     def _watch_session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            connector = aiohttp.TCPConnector(ssl=self._tls if self._tls is not None else False, limit=0)
-            self._session = aiohttp.ClientSession(connector=connector, headers={"Accept": "application/json", "User-Agent": "kopf-scheduler"})
+            # a fresh connection per watch: never a pooled one that may have died while idle
+            connector = aiohttp.TCPConnector(ssl=self._tls if self._tls is not None else False, limit=0, force_close=True)
+            self._session = aiohttp.ClientSession(connector=connector, headers={"Accept": "application/json", "User-Agent": self.user_agent})
         return self._session
 
     def _watch_headers(self) -> dict[str, str]:
@@ -321,10 +452,7 @@ class Api:
         return {"Authorization": f"Bearer {token.current()}"} if token is not None else {}
 
     async def close(self) -> None:
-        idle, self._idle = self._idle, []
-        for conn in idle:
-            if conn.transport is not None:
-                conn.transport.close()
+        self._close_all_idle()
         if self._session is not None:
             await self._session.close()
             self._session = None
