@@ -58,6 +58,8 @@ ACTION_BINDING: Final = "Binding"
 ACTION_PREEMPTING: Final = "Preempting"
 #: seconds back that a new leader looks for bound pods of ours whose Scheduled event is missing
 RECOVERY_WINDOW: Final = 600.0
+#: seconds the API server's clock (it stamps PodScheduled) may be ahead of ours
+CLOCK_SKEW: Final = 2.0
 
 
 async def record(
@@ -106,16 +108,18 @@ async def scheduled(app: App, *, namespace: str, name: str, uid: str, node: str,
 
 async def recover_scheduled(app: App, *, window: float = RECOVERY_WINDOW) -> int:
     """Once the cache is current: write the missing Scheduled events of pods bound to a served
-    scheduler name in the last `window` seconds (see the module docstring). Returns how many."""
+    scheduler name in the `window` seconds before this process started leading (see the module
+    docstring; our own binds come after, and their events may still be on their way). Returns how many."""
+    leading_since = time.time() - CLOCK_SKEW
     await app.synced.wait()
     for _ in range(60):  # Kopf hands the policies over soon after start
         if app.states:
             break
         await asyncio.sleep(0.5)
-    cutoff = time.time() - window
+    cutoff = leading_since - window
     candidates = [
         p for p in app.cache.pods()
-        if p.scheduler_name in app.states and p.node_name and p.scheduled_at is not None and p.scheduled_at >= cutoff
+        if p.scheduler_name in app.states and p.node_name and p.scheduled_at is not None and cutoff <= p.scheduled_at < leading_since
         and not app.cache.is_assumed(p)
     ]
     if not candidates:
