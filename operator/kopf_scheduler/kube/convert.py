@@ -29,6 +29,7 @@ __all__ = [
     "object_key",
     "parse_other",
     "pod",
+    "pod_identity",
     "pod_ref",
     "pod_uid",
     "policy_meta",
@@ -83,6 +84,13 @@ def pod_ref(body: Mapping[str, Any]) -> PodRef:
 def name_of(body: Mapping[str, Any]) -> str:
     """``metadata.name`` (a node's or a namespace's key)."""
     return str(_meta(body).get("name") or "")
+
+
+def pod_identity(body: Mapping[str, Any]) -> tuple[str, str]:
+    """``(schedulerName, uid)`` as ``parse_pod`` reads them: where the pending index files the pod."""
+    spec = body.get("spec")
+    name = spec.get("schedulerName") if isinstance(spec, Mapping) else None
+    return str(name or "default-scheduler"), pod_uid(body)
 
 
 def pod_uid(body: Mapping[str, Any]) -> str:

@@ -26,15 +26,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
-import uuid
 from datetime import UTC, datetime
 from typing import Final
 from urllib.parse import quote
 
 from ..core.diagnosis import truncate_message
 from ..core.objects import Pod
-from ..core.timestamps import rfc3339, rfc3339_micro
+from ..core.timestamps import rfc3339_micro
 from .app import App
 
 __all__ = [
@@ -69,11 +69,12 @@ async def record(
     """One Event about the pod `namespace/name` (`uid`); `related` names a second pod (upstream's related
     object). `pipelined`: the caller's own slot bounds the writes in flight (a bind's), so the event
     does not queue for a write slot."""
-    now = datetime.now(UTC)
+    micro = rfc3339_micro(datetime.now(UTC))
+    second = micro[:19] + "Z"  # the same moment as metav1.Time, without formatting it twice
     body: dict[str, object] = {
         "apiVersion": "v1",
         "kind": "Event",
-        "metadata": {"name": f"{name}.{uuid.uuid4().hex[:16]}", "namespace": namespace},
+        "metadata": {"name": f"{name}.{os.urandom(8).hex()}", "namespace": namespace},
         "involvedObject": {"apiVersion": "v1", "kind": "Pod", "namespace": namespace, "name": name, "uid": uid},
         "type": type_,
         "reason": reason,
@@ -82,19 +83,19 @@ async def record(
         "source": {"component": REPORTING_CONTROLLER},
         "reportingComponent": REPORTING_CONTROLLER,
         "reportingInstance": app.identity[:128],
-        "firstTimestamp": rfc3339(now),
-        "lastTimestamp": rfc3339(now),
-        "eventTime": rfc3339_micro(now),
+        "firstTimestamp": second,
+        "lastTimestamp": second,
+        "eventTime": micro,
         "count": 1,
     }
     if related is not None:
         body["related"] = {"apiVersion": "v1", "kind": "Pod", "namespace": related.namespace, "name": related.name, "uid": related.uid}
     path = f"/api/v1/namespaces/{namespace}/events"
     if pipelined:
-        response = await app.api.request("POST", path, body)
+        response = await app.api.request("POST", path, body, decode=False)
     else:
         async with app.write_slots:
-            response = await app.api.request("POST", path, body)
+            response = await app.api.request("POST", path, body, decode=False)
     if not response.ok and not response.fenced:
         logger.warning("cannot record %s event for %s/%s: %s", reason, namespace, name, response.describe())
 

@@ -109,12 +109,16 @@ async def on_pod_event(event: Mapping[str, Any], memo: Any, **_: Any) -> None:
     body = event.get("object")
     if not isinstance(body, Mapping):
         return
-    try:
-        pod = convert.pod(body)
-    except convert.ObjectError as exc:
-        _unreadable_pod(app, body, str(exc))
-        return
     gone = event.get("type") == "DELETED"
+    # a DELETED carries the content we already parsed when the pod arrived (it left the selector
+    # unchanged: bound, or deleted): the pending index's copy saves parsing it again
+    pod = app.pending.get(*convert.pod_identity(body)) if gone else None
+    if pod is None:
+        try:
+            pod = convert.pod(body)
+        except convert.ObjectError as exc:
+            _unreadable_pod(app, body, str(exc))
+            return
     app.perform(routing.route_unassigned_pod(pod, gone=gone, cache=app.cache, pending=app.pending, served=app.states, now=app.now()))
 
 
