@@ -1,27 +1,34 @@
-"""``simulate --from-cluster`` logged in by an ``exec`` plugin, as kubectl logs in to EKS, GKE or AKS.
+"""``simulate --from-cluster``, ``kopf-scheduler run`` and ``kopf run -m kopf_scheduler.kube.main`` logged
+in by an ``exec`` plugin, as kubectl logs in to EKS, GKE or AKS (one loader for every command).
 
 The kubeconfig holds no credential of its own: its user is a plugin that asks the API server for a
 token of the kopf-scheduler ServiceAccount (TokenRequest, with the admin's certificate, as
 ``aws eks get-token`` asks AWS) and prints it as an ExecCredential. The ServiceAccount has the
 ClusterRole of deploy/rbac.yaml (fixture ``sa_kubeconfig``) plus ``list`` on PriorityClasses, which
-``simulate`` reads and the operator does not.
+``simulate`` reads and the operator does not. The operator's two entries become ready and bind a pod
+through it: Kopf's watches, the informers and every write log in with the plugin's token.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 import textwrap
+import urllib.error
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from kube_helpers import Group
-from kubernetes import client
+from kube_helpers import ROOT, Group, Operator, create_policy, delete_policy, make_pod_body, wait, wait_accepted, wait_for
+from kubernetes import client, config
 
 from kopf_scheduler.cli import main
 from kopf_scheduler.cluster import ControlPlane
+from kopf_scheduler.cluster.controlplane import free_port
 
 SERVICE_ACCOUNT = ("kopf-scheduler", "kopf-scheduler")  # namespace, name: deploy/
 
@@ -131,3 +138,81 @@ def test_a_401_runs_the_plugin_again_and_the_list_is_asked_once_more(
     placements, _ = simulate_pending(capsys, user, api, namespace)
     assert placements == [(f"{namespace}/pending", True)]
     assert user.runs == 2  # the first token got a 401 on the first list; the second run's token listed everything
+
+
+def readyz(port: int) -> str:
+    """The operator's /readyz text ("" while it does not answer)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5) as response:
+            return str(response.read().decode())
+    except urllib.error.HTTPError as exc:
+        return str(exc.read().decode())
+    except OSError:
+        return ""
+
+
+def test_kopf_scheduler_run_logs_in_through_an_exec_plugin(
+    service_account: None, control_plane: ControlPlane, api: client.ApiClient, custom: client.CustomObjectsApi, namespace: str, tmp_path: Path
+) -> None:
+    user = ExecUser(tmp_path / "exec", control_plane, mode="good")
+    name = f"e2e-exec-{uuid.uuid4().hex[:6]}"
+    port = free_port()
+    with Group(api, scheduler=name) as group:
+        group.nodes(2)
+        create_policy(custom, name, {"schedulerName": name})
+        op = Operator(tmp_path / "operator.log", ["--policy", name, "--metrics-port", str(port)], user.kubeconfig)
+        try:
+            wait_accepted(custom, name, op)  # Kopf watched the policy, the Api wrote its status
+            wait(op, lambda: readyz(port).startswith("ok"), timeout=30, message="the operator is ready")  # the informers listed
+            core = client.CoreV1Api(api)
+            core.create_namespaced_pod(namespace, group.pod("pending"))
+            node = wait(op, lambda: core.read_namespaced_pod("pending", namespace).spec.node_name, timeout=30, message="the pod is bound")
+            assert node in group.names
+            text = op.text()
+            assert f"credentials from --kubeconfig {user.kubeconfig}" in text  # the start-up line says where they came from
+            assert "Traceback" not in text
+            assert user.runs >= 1
+        finally:
+            op.stop()
+            delete_policy(custom, name)
+
+
+def test_kopf_run_logs_in_through_an_exec_plugin(tmp_path: Path) -> None:
+    """The development entry with KUBECONFIG naming the plugin's kubeconfig; on a control plane of its
+    own, as tests/cluster/test_kopf_run.py (it serves every policy it sees)."""
+    with ControlPlane(tmp_path / "cp", die_with_parent=True) as cp:
+        cp.kubectl("apply", "-f", str(ROOT / "crds" / "schedulingpolicy.yaml"))
+        cp.kubectl("wait", "--for=condition=Established", "crd/schedulingpolicies.scheduling.kopf.dev", "--timeout=60s")
+        for manifest in ("namespace.yaml", "rbac.yaml"):
+            cp.kubectl("apply", "-f", str(ROOT / "deploy" / manifest))
+        user = ExecUser(tmp_path / "exec", cp, mode="good")
+        api = config.new_client_from_config(str(cp.kubeconfig))
+        core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
+        nodes = Group(api).nodes(2)
+        create_policy(custom, "dev", {"schedulerName": "dev"})
+        path = os.pathsep.join([str(ROOT / "operator"), os.environ.get("PYTHONPATH", "")])
+        env = {**os.environ, "KUBECONFIG": str(user.kubeconfig), "PYTHONPATH": path}
+        log = tmp_path / "kopf-run.log"
+        with open(log, "wb") as out:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "kopf", "run", "-m", "kopf_scheduler.kube.main", "-A", "--standalone"],
+                stdout=out, stderr=subprocess.STDOUT, env=env, cwd=ROOT,
+            )  # fmt: skip
+        try:
+            wait_accepted(custom, "dev", None)
+            core.create_namespaced_pod("default", make_pod_body("p", scheduler_name="dev"))
+            node = wait_for(lambda: core.read_namespaced_pod("p", "default").spec.node_name, timeout=30, message="p bound")
+            assert node in nodes
+            text = log.read_text(errors="replace")
+            assert "credentials from $KUBECONFIG" in text and "Traceback" not in text
+            assert user.runs >= 1
+        except BaseException:
+            print(log.read_text(errors="replace")[-4000:], file=sys.stderr)
+            raise
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+            api.close()

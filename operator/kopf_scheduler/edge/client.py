@@ -21,10 +21,10 @@ few hundred bytes each way, and aiohttp's general-purpose request machinery cost
 the whole exchange (``bench/bench_client.py``). ``ResponseParser`` reads what the API server sends:
 a status line, headers, a body by Content-Length or chunked, and ``Connection: close``. A pooled
 connection idle for longer than ``MAX_IDLE_AGE`` is closed instead of reused (a middlebox may have
-forgotten it, and a request on it would wait out the timeout), and a request that times out drops
-every idle connection (they went through the same network). A request sent on a reused connection
-that is lost before any answer arrived is sent once more on a new one (the server never read it:
-Go's transport does the same).
+forgotten it, and a request on it would wait out the timeout), and a request that times out, or a
+watch given up at its idle deadline, drops every idle connection (they went through the same
+network). A request sent on a reused connection that is lost before any answer arrived is sent once
+more on a new one (the server never read it: Go's transport does the same).
 
 **Watches** stream through aiohttp on a fresh connection each (a long-lived response read in
 chunks, where per-request cost does not matter; aiohttp is in the process for Kopf anyway). The
@@ -255,6 +255,10 @@ class _Lost(Exception):
     """A reused connection ended before any byte of the answer: the request may be sent again."""
 
 
+class _Fenced(Exception):
+    """The fence said no right before the request was sent: nothing was sent."""
+
+
 class Api:
     """A minimal async Kubernetes API client; see the module docstring.
 
@@ -291,19 +295,19 @@ class Api:
 
     async def request(
         self, method: str, path: str, body: Any = None, *, content_type: str = "application/json", fence: bool = True,
-        accept: str | None = None,
+        accept: str | None = None, decode: bool = True,
     ) -> Response:
-        """One request; `fence=False` only for the Lease itself (see the module docstring)."""
+        """One request; `fence=False` only for the Lease itself (see the module docstring). With
+        `decode` False a successful answer's body is not parsed (a created Event, a bind's Status:
+        nobody reads them, and parsing them cost more than the rest of the exchange)."""
         if fence and method != "GET" and not self.may_write():
             return Response(0, fenced=True)
         data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
         await self._fresh_token()
-        response = await self._send(method, path, data, content_type, accept)
+        response = await self._send(method, path, data, content_type, accept, decode, fence)
         token = self.credentials.token
         if response.status == 401 and token is not None and await self._refresh_token():
-            if fence and method != "GET" and not self.may_write():
-                return Response(0, fenced=True)
-            response = await self._send(method, path, data, content_type, accept)
+            response = await self._send(method, path, data, content_type, accept, decode, fence)
         return response
 
     async def _fresh_token(self) -> None:
@@ -324,7 +328,9 @@ class Api:
                 return True
             return await asyncio.to_thread(token.refresh)
 
-    async def _send(self, method: str, path: str, data: bytes | None, content_type: str, accept: str | None) -> Response:
+    async def _send(
+        self, method: str, path: str, data: bytes | None, content_type: str, accept: str | None, decode: bool, fence: bool,
+    ) -> Response:
         head = f"{method} {self._prefix}{path} HTTP/1.1\r\n{self._head}{self._authorization()}"
         if accept is not None:
             head = head.replace("Accept: application/json\r\n", f"Accept: {accept}\r\n", 1)
@@ -333,18 +339,21 @@ class Api:
         elif method in ("POST", "PUT", "PATCH"):
             head += "Content-Length: 0\r\n"
         request = (head + "\r\n").encode("latin-1") + (data or b"")
+        guard = self.fence if fence and method != "GET" else None
         try:
             async with self._slots, asyncio.timeout(self._timeout):
                 try:
-                    status, raw = await self._exchange(request, fresh=False)
+                    status, raw = await self._exchange(request, fresh=False, guard=guard)
                 except _Lost:
-                    status, raw = await self._exchange(request, fresh=True)
+                    status, raw = await self._exchange(request, fresh=True, guard=guard)
+        except _Fenced:
+            return Response(0, fenced=True)
         except TimeoutError:
             self._drop_idle()  # they went through the same network: do not wait out the timeout on each
             return Response(0, error=f"TimeoutError: no answer within {self._timeout:g}s")
         except (OSError, ssl.SSLError, ValueError, _Lost) as exc:
             return Response(0, error=f"{type(exc).__name__}: {exc}")
-        if not raw:
+        if not raw or (not decode and 200 <= status < 300):
             return Response(status)
         text = raw.decode("utf-8", "replace")
         try:
@@ -352,11 +361,14 @@ class Api:
         except ValueError:
             return Response(status, text)
 
-    async def _exchange(self, request: bytes, *, fresh: bool) -> tuple[int, bytes]:
+    async def _exchange(self, request: bytes, *, fresh: bool, guard: Callable[[], bool] | None) -> tuple[int, bytes]:
         conn = None if fresh else self._reuse()
         reused = conn is not None
         if conn is None:
             conn = await self._connect()
+        if guard is not None and not guard():  # asked again right before the bytes go: waits above may be long
+            self._idle.append((conn, time.monotonic()))
+            raise _Fenced
         try:
             status, raw, keep_alive = await conn.send(request)
         except BaseException as exc:
@@ -434,6 +446,7 @@ class Api:
                                 yield json.loads(line)
                     return
             except TimeoutError:
+                self._drop_idle()  # a silent stall: the pooled connections opened before it are likely as dead
                 yield {"type": "ERROR", "object": {"code": 0, "message": f"nothing received for {self.watch_idle_timeout:g}s"}}
                 return
             except (aiohttp.ClientError, OSError, ValueError) as exc:

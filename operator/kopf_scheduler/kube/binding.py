@@ -13,8 +13,8 @@ An extender with a ``bindVerb`` that is interested in the pod binds it instead o
 (``core.extenders.bind_with_extenders``, upstream ``extendersBinding``; its blocking call runs in
 the App's thread pool); otherwise, or when an ignorable binder failed, we POST pods/{name}/binding.
 The Binding carries the pod's uid, so the API server refuses to bind a pod that was deleted and
-recreated under the same name. A 409 (already bound) or any other failure forgets the assumption
-and requeues with backoff (a bound pod leaves the queue when the watch shows it); a 404 drops the
+recreated under the same name. A 409 (already bound), no answer at all (a timeout: bound or not,
+nobody knows yet) or any other failure forgets the assumption and requeues with backoff (a bound pod leaves the queue when the watch shows it); a 404 drops the
 pod (it was deleted, maybe while Kopf's watch was down); a write the fence refused leaves the pod
 to whichever replica leads now. This module records the events and metrics of each outcome.
 
@@ -46,7 +46,7 @@ logger = logging.getLogger(__name__)
 @dataclass(frozen=True, slots=True)
 class _Rejection:
     """Why a bind did not happen. No FailedScheduling event when `quiet`: a 409 (see the module
-    docstring), a fenced write, a pod that is gone, or a bind called off before it was sent."""
+    docstring), a fenced write, a pod that is gone, no answer at all, or a bind called off before it was sent."""
 
     message: str
     quiet: bool = False
@@ -122,7 +122,7 @@ async def _bind(app: App, state: PolicyState, placed: Pod, node: str) -> _Reject
                 logger.warning("binding %s to %s rejected by extender %s: %s", placed.key, node, done.binder, done.status.message[:300])
             return None if done.status.is_success else _Rejection(done.status.message)
     response = await app.api.request(
-        "POST", f"/api/v1/namespaces/{placed.namespace}/pods/{placed.name}/binding", _binding_body(placed, node)
+        "POST", f"/api/v1/namespaces/{placed.namespace}/pods/{placed.name}/binding", _binding_body(placed, node), decode=False
     )
     if response.ok:
         return None
@@ -134,6 +134,9 @@ async def _bind(app: App, state: PolicyState, placed: Pod, node: str) -> _Reject
         return _Rejection(response.detail(), quiet=True, vanished=True)
     if response.conflict:
         logger.info("binding %s to %s: the pod is bound already or was replaced (%s)", placed.key, node, response.describe())
+        return _Rejection(response.detail(), quiet=True)
+    if response.status == 0:  # no answer: bound or not, the watch will tell; nothing to tell the pod's owner
+        logger.warning("binding %s to %s: no answer (%s); trying again unless the watch shows it bound", placed.key, node, response.detail())
         return _Rejection(response.detail(), quiet=True)
     logger.warning("binding %s to %s rejected: %s", placed.key, node, response.describe())
     return _Rejection(response.detail())

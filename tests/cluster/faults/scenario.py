@@ -83,6 +83,13 @@ class BindingRequest:
     code: int
     user: str
     user_agent: str = ""
+    time: datetime | None = None  # when the API server received it (UTC)
+
+    @property
+    def identity(self) -> str:
+        """The operator replica that sent it (as ``Write.identity``), or "" when it was not ours."""
+        match = OPERATOR_USER_AGENT.fullmatch(self.user_agent)
+        return match["identity"] if match else ""
 
 
 def binding_requests(audit_log: Path, namespace: str) -> list[BindingRequest]:
@@ -94,7 +101,9 @@ def binding_requests(audit_log: Path, namespace: str) -> list[BindingRequest]:
         target = ((event.get("requestObject") or {}).get("target") or {}).get("name", "")
         code = int((event.get("responseStatus") or {}).get("code") or 0)
         user = (event.get("user") or {}).get("username", "")
-        out.append(BindingRequest(ref.get("name", ""), target, code, user, event.get("userAgent", "")))
+        stamp = event.get("requestReceivedTimestamp") or event.get("stageTimestamp")
+        received = datetime.fromisoformat(stamp) if stamp else None
+        out.append(BindingRequest(ref.get("name", ""), target, code, user, event.get("userAgent", ""), received))
     return out
 
 
