@@ -5,7 +5,8 @@ Layers (see README "Architecture"):
   sim/        offline simulation over YAML snapshots; uses core only
   cluster/    the local control plane (etcd + kube-apiserver) used by tests and the demo
   telemetry/  Prometheus metrics
-  kube/       the Kopf operator: the only package that talks to Kubernetes
+  edge/       what leaves the process: credentials, the API client, informers
+  kube/       the Kopf operator: handlers, scheduling loops and their effects, through edge/
 """
 
 __version__ = "0.1.0"

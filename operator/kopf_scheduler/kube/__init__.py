@@ -1,1 +1,1 @@
-"""The Kopf operator: the only package that imports kopf or a Kubernetes client."""
+"""The Kopf operator: its handlers, the scheduling loops and their effects; it reaches Kubernetes through ``edge/``."""
