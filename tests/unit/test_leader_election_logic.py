@@ -400,3 +400,138 @@ def test_cancel_while_waiting_calls_no_callbacks() -> None:
         assert a.events == [] and [who for who, _ in store.writes] == ["x"]
 
     scenario(body)
+
+
+# --- fencing: term_valid, the fence every other write asks -------------------------------------
+
+
+def renewed_at(store: MemoryStore) -> float:
+    """The virtual monotonic time of the stored record's last renewal (VirtualClock.now() is T0 + t)."""
+    assert store.lease is not None and store.lease.record.renew_time is not None
+    return (store.lease.record.renew_time - T0).total_seconds()
+
+
+def test_term_valid_ends_once_our_clock_passes_the_last_renewal_plus_the_lease_duration() -> None:
+    async def body(store: MemoryStore, clock: VirtualClock) -> None:
+        a = candidate(store, clock, "a")
+        a.start()
+        await clock.run_until(lambda: a.events == ["started"])
+        await clock.run_until(lambda: clock.t >= 1005)
+        last = renewed_at(store)
+        assert a.elector.term_valid() and a.elector.is_leader
+        # the process froze right after that renewal; on resuming, before any of its tasks runs:
+        clock.t = last + 15 - 0.001
+        assert a.elector.term_valid()
+        clock.t = last + 15
+        assert not a.elector.term_valid() and not a.elector.is_leader
+        # nobody took the Lease meanwhile: the next renewal reads it, renews it, and the term goes on (client-go)
+        await clock.run_until(a.elector.term_valid)
+        assert a.events == ["started"] and renewed_at(store) == clock.t
+
+    scenario(body)
+
+
+def test_a_read_showing_another_valid_holder_ends_the_term_at_once() -> None:
+    async def body(store: MemoryStore, clock: VirtualClock) -> None:
+        a = candidate(store, clock, "a")
+        a.start()
+        await clock.run_until(lambda: a.events == ["started"])
+        await clock.run_until(lambda: clock.t >= 1003)
+        taken_at = clock.t
+        store.write("b", LeaseRecord("b", 15, clock.now(), clock.now(), 1))  # however it happened, b holds it now
+        await clock.run_until(lambda: a.events == ["started", "stopped"])
+        assert clock.t - taken_at <= 2.0  # the next renewal's read ended it, not the 10 s renew deadline
+        assert not a.elector.term_valid() and not a.elector.is_leader and a.elector.leader_identity == "b"
+        assert store.lease is not None and store.lease.record.holder_identity == "b"  # not released: it is not ours
+
+    scenario(body)
+
+
+@dataclass
+class Overtaken(MemoryClient):
+    """The next create or replace loses the race: `winner` writes its record just before it."""
+
+    winner: LeaseRecord | None = None
+
+    def _overtake(self) -> None:
+        if self.winner is not None:
+            record, self.winner = self.winner, None
+            self.store.write(record.holder_identity, record)
+
+    async def create(self, record: LeaseRecord) -> StoredLease:
+        self._overtake()
+        return await super().create(record)
+
+    async def replace(self, record: LeaseRecord, *, resource_version: str) -> StoredLease:
+        if self.store.lease is not None and self.store.lease.resource_version == resource_version:
+            self._overtake()  # only a write that would have succeeded is overtaken
+        return await super().replace(record, resource_version=resource_version)
+
+
+@pytest.mark.parametrize("how", ["deleted", "released"])
+def test_a_lease_that_no_longer_names_us_ends_the_term_when_taking_it_back_fails(how: str) -> None:
+    """The Lease was deleted or released under a leader (kubectl, a namespace reset): anyone may take it at
+    once, without waiting out our term, so a leader that loses the race to take it back must stop writing."""
+
+    async def body(store: MemoryStore, clock: VirtualClock) -> None:
+        client = Overtaken(store, "a")
+        a = Candidate(LeaderElector(LeaderElectionConfig(lease_name="sched", lease_namespace="ns", identity="a"), client, clock=clock), client)
+        a.start()
+        await clock.run_until(lambda: a.events == ["started"])
+        await clock.run_until(lambda: clock.t >= 1003)
+        assert store.lease is not None
+        if how == "deleted":
+            store.lease = None
+        else:
+            store.write("admin", released(store.lease.record, wall_now=clock.now()))
+        client.winner = LeaseRecord("b", 15, clock.now(), clock.now(), 1)  # b takes it first, without waiting
+        await clock.run_until(lambda: store.lease is not None and store.lease.record.holder_identity == "b")
+        assert not a.elector.term_valid() and not a.elector.is_leader  # b's term runs: ours must not
+        await clock.run_until(lambda: a.events == ["started", "stopped"])
+        assert store.lease is not None and store.lease.record.holder_identity == "b"
+
+    scenario(body)
+
+
+@dataclass
+class SlowFirstRead(MemoryClient):
+    """The first get is in flight `latency` virtual seconds and answered at its end (`answering` runs then)."""
+
+    clock: VirtualClock | None = None
+    latency: float = 0.0
+    answering: Callable[[], None] | None = None
+
+    async def get(self) -> StoredLease | None:
+        if self.latency and self.clock is not None:
+            latency, self.latency = self.latency, 0.0
+            await self.clock.sleep(latency)
+            if self.answering is not None:
+                self.answering()
+        return await super().get()
+
+
+def test_a_standby_counts_the_holders_term_from_when_its_read_returned() -> None:
+    """The holder's fence stays open until its last renewal plus the lease duration (on its clock); a standby
+    whose read was slow saw a record that may have been written just before the answer, so the holder's
+    term is counted from the answer, not from when the read was sent (client-go stamps its observation so)."""
+
+    async def body(store: MemoryStore, clock: VirtualClock) -> None:
+        a = candidate(store, clock, "a")
+        a.start()
+        await clock.run_until(lambda: a.events == ["started"])
+        last_renewal: list[float] = []
+
+        def partition_a() -> None:  # the server answers b's read; a is cut off right after
+            a.client.down = True
+            last_renewal.append(renewed_at(store))
+
+        client = SlowFirstRead(store, "b", clock=clock, latency=8.0, answering=partition_a)
+        b = Candidate(
+            LeaderElector(LeaderElectionConfig(lease_name="sched", lease_namespace="ns", identity="b"), client, clock=clock, rng=random.Random(0)),
+            client,
+        )
+        b.start()
+        await clock.run_until(lambda: b.events == ["started"])
+        assert last_renewal and clock.t >= last_renewal[0] + 15  # a's term had run out, on a clock they share
+
+    scenario(body)

@@ -387,7 +387,8 @@ class LeaderElector:
         ahead on our own monotonic clock. A standby may take over only after it saw that renewal
         unchanged for the lease duration on its clock, which started after we sent it, so while this
         holds no one else can hold the Lease. False the instant a process that slept past its
-        term resumes, before any of its tasks learns of it; false once a read showed another holder."""
+        term resumes, before any of its tasks learns of it; false once a read showed the Lease is not
+        ours (another holder, or none: deleted or released), until our own write makes it ours again."""
         renewed = self._renewed_at
         return self._leading and renewed is not None and self._clock.monotonic() < renewed + self._config.lease_duration
 
@@ -491,12 +492,15 @@ class LeaderElector:
                 return True
             except LeaseAPIError as exc:
                 logger.info("%s: optimistic renewal failed (%s); re-reading the lease", cfg.identity, exc)
+        current = await self._client.get()
         decision = decide(
-            await self._client.get(),
+            current,
             self._observation,
             identity=cfg.identity,
             lease_duration=cfg.lease_duration,
-            now=now,
+            # the record is the server's at some moment up to the answer: a holder's term is counted
+            # from the answer, never from before the read was sent (client-go stamps it so)
+            now=self._clock.monotonic(),
             wall_now=wall_now,
         )
         if decision.observation is not None:
@@ -504,6 +508,10 @@ class LeaderElector:
         if decision.record is None:
             self._renewed_at = None  # another holder's term runs: ours is over, whatever our clock says
             return False
+        if decision.action is not Action.RENEW:
+            # the Lease does not name us (deleted, released or expired): anyone may take it at once,
+            # so our term is over unless the write below makes it ours again
+            self._renewed_at = None
         if decision.action is Action.CREATE:
             stored = await self._client.create(decision.record)
         else:

@@ -1,0 +1,407 @@
+"""``Api`` (edge/client.py) against the in-process fake API server (tests/fakeapi.py): the one status rule,
+the fence, the connection pool (keep-alive, maximum idle age, dropped after a timeout), bearer tokens
+(refreshed when stale, retried once after a 401 when the refresh changed them) and the watch's idle deadline.
+
+Connections are counted server-side: the ``Api`` talks to the fake through ``CountingProxy``, a TCP relay
+that counts the connections it accepts. Sync tests around ``asyncio.run``: this project has no pytest-asyncio.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from typing import Any
+
+import pytest
+from builders import make_node
+from fakeapi import FakeApiServer
+
+from kopf_scheduler.edge.client import Api, Response
+from kopf_scheduler.edge.credentials import Credentials
+
+NODES = "/api/v1/nodes"
+PODS = "/api/v1/namespaces/default/pods"
+
+
+class CountingProxy:
+    """A TCP relay in front of the fake that counts the connections clients open to it."""
+
+    def __init__(self, upstream_port: int) -> None:
+        self.upstream_port = upstream_port
+        self.accepted = 0
+        self.open = 0
+        self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._relay, "127.0.0.1", 0)
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None
+        return f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
+
+    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.accepted += 1
+        self.open += 1
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream_port)
+
+        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+            with contextlib.suppress(OSError):
+                while data := await src.read(65536):
+                    dst.write(data)
+                    await dst.drain()
+            dst.close()
+
+        try:
+            await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+        finally:
+            self.open -= 1
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+
+
+class FakeToken:
+    """A TokenSource whose refresh moves to the next of `values`; `stale` until refreshed when asked."""
+
+    def __init__(self, *values: str, stale: bool = False) -> None:
+        self.values = list(values)
+        self.index = 0
+        self.is_stale = stale
+        self.refreshes = 0
+
+    def current(self) -> str:
+        return self.values[self.index]
+
+    def stale(self) -> bool:
+        return self.is_stale
+
+    def refresh(self) -> bool:
+        self.refreshes += 1
+        self.is_stale = False
+        if self.index + 1 < len(self.values):
+            self.index += 1
+            return True
+        return False
+
+    @property
+    def expiration(self) -> datetime | None:
+        return None
+
+
+Scenario = Callable[[FakeApiServer, CountingProxy], Awaitable[None]]
+
+
+def run(scenario: Scenario, **server_args: Any) -> None:
+    async def main() -> None:
+        async with FakeApiServer(**server_args) as server:
+            proxy = CountingProxy(server.port)
+            await proxy.start()
+            try:
+                await asyncio.wait_for(scenario(server, proxy), 8)
+            finally:
+                await proxy.stop()
+
+    asyncio.run(main())
+
+
+def make_api(url: str, *, token: FakeToken | None = None, **kwargs: Any) -> Api:
+    return Api(Credentials(server=url, source="test", token=token), **kwargs)
+
+
+async def first_event(api: Api) -> str:
+    """The type of the first event of a watch of nodes (from the current state: an ADDED per node)."""
+    async with contextlib.aclosing(api.watch(NODES, {}, timeout=60)) as stream:
+        async for event in stream:
+            return str(event["type"])
+    return ""
+
+
+def writes(server: FakeApiServer) -> list[tuple[str, str]]:
+    return [(r.method, r.path) for r in server.requests if r.method != "GET"]
+
+
+# ---- the one status rule
+
+
+@pytest.mark.parametrize(
+    ("response", "ok", "gone", "conflict", "described"),
+    [
+        pytest.param(Response(201, {"kind": "Pod"}), True, False, False, "HTTP 201 {'kind': 'Pod'}", id="2xx is ok"),
+        pytest.param(Response(404, {"message": 'pods "x" not found'}), False, True, False, 'HTTP 404 pods "x" not found', id="404 is gone"),
+        pytest.param(Response(409, {"message": "already bound"}), False, False, True, "HTTP 409 already bound", id="409 is a conflict"),
+        pytest.param(Response(500, "plain text"), False, False, False, "HTTP 500 plain text", id="a text body"),
+        pytest.param(Response(0, error="TimeoutError: no answer"), False, False, False, "TimeoutError: no answer", id="no answer"),
+        pytest.param(Response(0, fenced=True), False, False, False, "not sent: this replica is not the leader (its term ended or may have ended)", id="fenced"),
+        pytest.param(Response(0), False, False, False, "no answer", id="nothing known"),
+    ],
+)
+def test_response_status_rule(response: Response, ok: bool, gone: bool, conflict: bool, described: str) -> None:
+    assert (response.ok, response.gone, response.conflict) == (ok, gone, conflict)
+    assert response.describe() == described
+
+
+def test_response_detail_is_the_status_message_cut_to_the_limit() -> None:
+    assert Response(422, {"message": "x" * 500, "code": 422}).detail() == "x" * 300
+    assert Response(422, {"message": "abcdef"}).detail(limit=3) == "abc"
+    assert Response(400, {"no": "message"}).detail() == "{'no': 'message'}"
+
+
+def test_answers_of_the_fake_become_responses() -> None:
+    async def scenario(server: FakeApiServer, proxy: CountingProxy) -> None:
+        api = make_api(server.url)
+        try:
+            created = await api.request("POST", NODES, make_node("n1").body)
+            assert created.ok and created.status == 201 and created.body["metadata"]["name"] == "n1"
+            again = await api.request("POST", NODES, make_node("n1").body)
+            assert again.conflict and again.detail() == 'nodes "n1" already exists'
+            missing = await api.request("GET", f"{NODES}/zzz")
+            assert missing.gone and missing.describe() == 'HTTP 404 nodes "zzz" not found'
+        finally:
+            await api.close()
+
+    run(scenario)
+
+
+# ---- fencing
+
+
+def test_a_fenced_write_sends_nothing_while_reads_go() -> None:
+    async def scenario(server: FakeApiServer, proxy: CountingProxy) -> None:
+        allowed = False
+        api = make_api(server.url, fence=lambda: allowed)
+        try:
+            for method, path in (("POST", NODES), ("PUT", f"{NODES}/n1"), ("PATCH", f"{NODES}/n1"), ("DELETE", f"{NODES}/n1")):
+                response = await api.request(method, path, make_node("n1").body)
+                assert (response.status, response.fenced, response.ok) == (0, True, False)
+            assert server.requests == []  # nothing reached the server
+            assert not api.may_write()
+
+            listed = await api.request("GET", NODES)
+            assert listed.ok and [(r.method, r.path) for r in server.requests] == [("GET", NODES)]
+
+            lease = await api.request("POST", NODES, make_node("lease-like").body, fence=False)  # the Lease's own writes
+            assert lease.status == 201 and writes(server) == [("POST", NODES)]
+
+            allowed = True
+            assert (await api.request("POST", NODES, make_node("n2").body)).status == 201
+            assert writes(server) == [("POST", NODES), ("POST", NODES)]
+        finally:
+            await api.close()
+
+    run(scenario)
+
+
+# ---- the connection pool
+
+
+def test_keep_alive_reuses_one_connection() -> None:
+    async def scenario(server: FakeApiServer, proxy: CountingProxy) -> None:
+        api = make_api(proxy.url)
+        try:
+            for _ in range(4):
+                assert (await api.request("GET", NODES)).ok
+            assert (await api.request("POST", NODES, make_node("n1").body)).ok
+            assert proxy.accepted == 1 and len(server.requests) == 5
+        finally:
+            await api.close()
+
+    run(scenario)
+
+
+def test_a_pooled_connection_older_than_the_maximum_idle_age_is_not_reused() -> None:
+    async def scenario(server: FakeApiServer, proxy: CountingProxy) -> None:
+        api = make_api(proxy.url, max_idle_age=0.3)
+        try:
+            assert (await api.request("GET", NODES)).ok
+            assert (await api.request("GET", NODES)).ok  # young enough: reused
+            assert proxy.accepted == 1
+            await asyncio.sleep(0.45)
+            assert (await api.request("GET", NODES)).ok
+            assert proxy.accepted == 2
+            await asyncio.sleep(0.1)
+            assert proxy.open == 1  # the old one was closed, not merely left aside
+        finally:
+            await api.close()
+
+    run(scenario)
+
+
+def test_a_timeout_drops_the_idle_connections() -> None:
+    async def scenario(server: FakeApiServer, proxy: CountingProxy) -> None:
+        api = make_api(proxy.url, timeout=0.3)
+        try:
+            server.delay("GET", f"^{NODES}$", 0.1)
+            results = await asyncio.gather(api.request("GET", NODES), api.request("GET", NODES))
+            assert all(r.ok for r in results) and proxy.accepted == 2  # two connections, both idle now
+            server.clear_faults()
+
+            server.stall_connections()
+            t0 = time.monotonic()
+            stalled = await api.request("GET", NODES)
+            assert stalled.status == 0 and stalled.error.startswith("TimeoutError") and time.monotonic() - t0 < 1.0
+            server.resume_connections()
+
+            assert (await api.request("GET", NODES)).ok
+            assert proxy.accepted == 3  # a fresh connection: the other idle one went with the timeout
+        finally:
+            await api.close()
+
+    run(scenario)
+
+
+# ---- tokens
+
+
+def test_a_401_with_a_token_that_changed_on_refresh_is_sent_once_more() -> None:
+    async def scenario(server: FakeApiServer, proxy: CountingProxy) -> None:
+        token = FakeToken("one", "two")
+        server.require_token("two")
+        api = make_api(server.url, token=token)
+        try:
+            response = await api.request("POST", NODES, make_node("n1").body)
+            assert response.status == 201 and token.refreshes == 1
+            assert [(r.headers["Authorization"], r.status) for r in server.requests] == [("Bearer one", 401), ("Bearer two", 201)]
+        finally:
+            await api.close()
+
+    run(scenario)
+
+
+def test_a_401_is_retried_only_once() -> None:
+    async def scenario(server: FakeApiServer, proxy: CountingProxy) -> None:
+        token = FakeToken("one", "two", "three")  # every refresh changes it, none is accepted
+        server.require_token("four")
+        api = make_api(server.url, token=token)
+        try:
+            response = await api.request("GET", NODES)
+            assert response.status == 401 and token.refreshes == 1 and len(server.requests) == 2
+        finally:
+            await api.close()
+
+    run(scenario)
+
+
+def test_a_401_with_a_token_that_did_not_change_is_not_retried() -> None:
+    async def scenario(server: FakeApiServer, proxy: CountingProxy) -> None:
+        token = FakeToken("one")
+        server.require_token("two")
+        api = make_api(server.url, token=token)
+        try:
+            assert (await api.request("GET", NODES)).status == 401
+            assert token.refreshes == 1 and len(server.requests) == 1
+        finally:
+            await api.close()
+
+    run(scenario)
+
+
+def test_a_stale_token_is_refreshed_before_it_is_sent() -> None:
+    async def scenario(server: FakeApiServer, proxy: CountingProxy) -> None:
+        token = FakeToken("expiring", "fresh", stale=True)
+        server.require_token("fresh")
+        api = make_api(server.url, token=token)
+        try:
+            assert (await api.request("GET", NODES)).ok
+            assert token.refreshes == 1
+            assert [r.headers["Authorization"] for r in server.requests] == ["Bearer fresh"]  # no 401 round trip
+
+            token.values.append("fresher")
+            token.is_stale = True
+            server.require_token("fresher")
+            server.add("", "v1", "nodes", make_node("n1").body)
+            assert await first_event(api) == "ADDED"  # watches too
+            assert token.refreshes == 2 and server.requests[-1].headers["Authorization"] == "Bearer fresher"
+        finally:
+            await api.close()
+
+    run(scenario)
+
+
+def test_a_watch_answered_401_is_opened_once_more_with_the_refreshed_token() -> None:
+    async def scenario(server: FakeApiServer, proxy: CountingProxy) -> None:
+        token = FakeToken("one", "two")
+        server.require_token("two")
+        api = make_api(server.url, token=token)
+        try:
+            server.add("", "v1", "nodes", make_node("n1").body)
+            assert await first_event(api) == "ADDED" and token.refreshes == 1
+            assert [r.status for r in server.requests] == [401, 200]
+        finally:
+            await api.close()
+
+    run(scenario)
+
+
+# ---- watches
+
+
+def test_a_watch_streams_events_and_bookmarks_keep_it_alive() -> None:
+    async def scenario(server: FakeApiServer, proxy: CountingProxy) -> None:
+        api = make_api(server.url, watch_idle_timeout=0.5)
+        try:
+            server.add("", "v1", "nodes", make_node("n1").body)
+            seen: list[tuple[str, str]] = []
+            t0 = time.monotonic()
+            async with contextlib.aclosing(api.watch(NODES, {"allowWatchBookmarks": "true", "resourceVersion": "1"}, timeout=60)) as stream:
+                async for event in stream:
+                    seen.append((event["type"], event["object"]["metadata"].get("name", "")))
+                    if len(seen) == 3:
+                        server.add("", "v1", "nodes", make_node("n2").body)
+                    if time.monotonic() - t0 > 1.2:  # over two idle deadlines long: bookmarks every 0.2 s kept it alive
+                        break
+            assert seen[0] == ("ADDED", "n1") and ("ADDED", "n2") in seen
+            assert {t for t, _ in seen} == {"ADDED", "BOOKMARK"}  # no ERROR
+            assert server.requests[-1].query["timeoutSeconds"] == "60" and server.requests[-1].query["watch"] == "1"
+        finally:
+            await api.close()
+
+    run(scenario, bookmark_interval=0.2)
+
+
+def test_the_server_ending_a_watch_ends_the_stream_without_an_error() -> None:
+    async def scenario(server: FakeApiServer, proxy: CountingProxy) -> None:
+        api = make_api(server.url, watch_idle_timeout=5)
+        try:
+            t0 = time.monotonic()
+            events = [e async for e in api.watch(NODES, {"resourceVersion": "1"}, timeout=1)]
+            assert events == [] and 0.9 <= time.monotonic() - t0 < 2.0
+        finally:
+            await api.close()
+
+    run(scenario)
+
+
+def test_a_stalled_watch_is_given_up_after_the_idle_deadline() -> None:
+    async def scenario(server: FakeApiServer, proxy: CountingProxy) -> None:
+        api = make_api(server.url, watch_idle_timeout=0.4)
+        try:
+            server.stall_watches()
+            t0 = time.monotonic()
+            events = [e async for e in api.watch(NODES, {"allowWatchBookmarks": "true"}, timeout=60)]
+            assert len(events) == 1 and events[0]["type"] == "ERROR" and events[0]["object"]["code"] == 0
+            assert events[0]["object"]["message"] == "nothing received for 0.4s"
+            assert 0.35 <= time.monotonic() - t0 < 2.0
+        finally:
+            await api.close()
+
+    run(scenario, bookmark_interval=0.1)
+
+
+def test_a_watch_answered_with_an_error_status_is_one_error_event_with_its_code() -> None:
+    async def scenario(server: FakeApiServer, proxy: CountingProxy) -> None:
+        api = make_api(server.url)
+        try:
+            server.fail("GET", f"^{NODES}$", 410, watch=True)
+            events = [e async for e in api.watch(NODES, {"resourceVersion": "1"}, timeout=60)]
+            assert [(e["type"], e["object"]["code"]) for e in events] == [("ERROR", 410)]
+            server.drop_watches()
+        finally:
+            await api.close()
+
+    run(scenario)

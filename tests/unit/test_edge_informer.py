@@ -1,0 +1,299 @@
+"""``Informer`` (edge/informer.py) against the in-process fake API server (tests/fakeapi.py), with client-go's
+reflector semantics: list in pages, hand over the keys, synced; watch from the list's resourceVersion; the
+server ending a watch is no break; a 410, an error or a silent watch unsyncs the kind until it listed again.
+
+Every test records what the informer hands its ``Feed`` and ``on_sync`` in one ordered log. Sync tests around
+``asyncio.run``: this project has no pytest-asyncio.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import pytest
+from builders import make_node
+from fakeapi import FakeApiServer
+
+from kopf_scheduler.edge import informer as informer_module
+from kopf_scheduler.edge.client import Api
+from kopf_scheduler.edge.credentials import Credentials
+from kopf_scheduler.edge.informer import Feed, Informer
+
+NODES = "/api/v1/nodes"
+PODGROUPS = "/apis/scheduling.x-k8s.io/v1alpha1/podgroups"
+
+
+class Recorder:
+    """What the informer did, in order: ("ADDED", name), ("relisted", names), ("synced", bool)."""
+
+    def __init__(self) -> None:
+        self.log: list[tuple[str, Any]] = []
+
+    def apply(self, kind: str, body: Mapping[str, Any]) -> None:
+        self.log.append((kind, body["metadata"]["name"]))
+
+    def relisted(self, keys: set[str]) -> None:
+        self.log.append(("relisted", frozenset(keys)))
+
+    def on_sync(self, kind: str, synced: bool) -> None:
+        self.log.append(("synced", synced))
+
+    def feed(self, path: str = NODES, *, optional: bool = False) -> Feed:
+        return Feed("Node", path, self.apply, lambda body: str(body["metadata"]["name"]), self.relisted, optional=optional)
+
+    def syncs(self) -> list[bool]:
+        return [value for what, value in self.log if what == "synced"]
+
+    def since(self, mark: int) -> list[tuple[str, Any]]:
+        return self.log[mark:]
+
+    async def wait(self, condition: Callable[[], bool], timeout: float = 3.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not condition():
+            assert time.monotonic() < deadline, f"timed out; log: {self.log}"
+            await asyncio.sleep(0.01)
+
+
+Scenario = Callable[[FakeApiServer, Api, Recorder], Awaitable[None]]
+
+
+def run(scenario: Scenario, *, watch_idle_timeout: float = 5.0, **server_args: Any) -> None:
+    async def main() -> None:
+        async with FakeApiServer(**server_args) as server:
+            api = Api(Credentials(server=server.url, source="test"), timeout=2.0, watch_idle_timeout=watch_idle_timeout)
+            try:
+                await asyncio.wait_for(scenario(server, api, Recorder()), 8)
+            finally:
+                await api.close()
+
+    asyncio.run(main())
+
+
+async def running(informer: Informer) -> asyncio.Task[None]:
+    task = asyncio.create_task(informer.run())
+    await asyncio.sleep(0)
+    return task
+
+
+async def stop(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
+def lists(server: FakeApiServer, path: str = NODES) -> list[dict[str, str]]:
+    return [r.query for r in server.requests if r.path == path and r.query.get("watch") != "1"]
+
+
+def watches(server: FakeApiServer, path: str = NODES) -> list[dict[str, str]]:
+    return [r.query for r in server.requests if r.path == path and r.query.get("watch") == "1"]
+
+
+def add_nodes(server: FakeApiServer, *names: str) -> None:
+    for name in names:
+        server.add("", "v1", "nodes", make_node(name).body)
+
+
+def test_lists_in_pages_applies_every_item_then_hands_over_the_keys_then_is_synced() -> None:
+    async def scenario(server: FakeApiServer, api: Api, rec: Recorder) -> None:
+        add_nodes(server, "a", "b", "c", "d", "e")
+        informer = Informer(api, rec.feed(), on_sync=rec.on_sync, page=2)
+        task = await running(informer)
+        try:
+            await rec.wait(lambda: rec.syncs() == [True])
+            assert rec.log == [
+                *[("ADDED", n) for n in "abcde"],
+                ("relisted", frozenset("abcde")),
+                ("synced", True),
+            ]
+            assert informer.synced
+            pages = lists(server)
+            assert [q["limit"] for q in pages] == ["2", "2", "2"] and "continue" not in pages[0]
+            assert all("continue" in q for q in pages[1:]) and "resourceVersion" not in pages[0]  # a consistent read
+            await rec.wait(lambda: len(watches(server)) == 1)
+            watch = watches(server)[0]
+            assert watch["resourceVersion"] == server.resource_version  # from the list's resourceVersion
+            assert watch["allowWatchBookmarks"] == "true" and 300 <= int(watch["timeoutSeconds"]) < 600
+        finally:
+            await stop(task)
+
+    run(scenario)
+
+
+def test_watch_events_are_applied_in_order() -> None:
+    async def scenario(server: FakeApiServer, api: Api, rec: Recorder) -> None:
+        add_nodes(server, "a", "b")
+        task = await running(Informer(api, rec.feed(), on_sync=rec.on_sync))
+        try:
+            await rec.wait(lambda: rec.syncs() == [True] and len(watches(server)) == 1)
+            mark = len(rec.log)
+            add_nodes(server, "c")
+            a = server.get("", "v1", "nodes", "a")
+            assert a is not None
+            server.update("", "v1", "nodes", {**a, "metadata": {**a["metadata"], "labels": {"x": "1"}}})
+            server.delete("", "v1", "nodes", "b")
+            await rec.wait(lambda: len(rec.log) == mark + 3)
+            assert rec.since(mark) == [("ADDED", "c"), ("MODIFIED", "a"), ("DELETED", "b")]
+            assert rec.syncs() == [True] and len(lists(server)) == 1
+        finally:
+            await stop(task)
+
+    run(scenario)
+
+
+def test_the_server_ending_a_watch_is_watched_again_from_the_last_resource_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(informer_module, "MIN_WATCH_TIMEOUT", 1.0)  # the server ends each watch after 1 s
+
+    async def scenario(server: FakeApiServer, api: Api, rec: Recorder) -> None:
+        add_nodes(server, "a")
+        task = await running(Informer(api, rec.feed(), on_sync=rec.on_sync))
+        try:
+            await rec.wait(lambda: len(watches(server)) == 1)
+            add_nodes(server, "b")
+            seen_at = server.resource_version
+            server.add("", "v1", "namespaces", {"metadata": {"name": "elsewhere"}})  # moves the global resourceVersion
+            await rec.wait(lambda: len(watches(server)) == 2)
+            assert watches(server)[1]["resourceVersion"] == seen_at  # the last one the watch delivered
+            add_nodes(server, "c")
+            await rec.wait(lambda: ("ADDED", "c") in rec.log)
+            assert rec.log == [("ADDED", "a"), ("relisted", frozenset("a")), ("synced", True), ("ADDED", "b"), ("ADDED", "c")]
+            assert len(lists(server)) == 1  # no relist, never unsynced
+        finally:
+            await stop(task)
+
+    run(scenario)
+
+
+@pytest.mark.parametrize("how", ["compacted", "injected"])
+def test_a_410_unsyncs_then_relists_and_what_vanished_goes(how: str) -> None:
+    async def scenario(server: FakeApiServer, api: Api, rec: Recorder) -> None:
+        add_nodes(server, "a", "b")
+        server.delay("GET", f"^{NODES}$", 0.3, watch=True)  # the watch after the list arrives late
+        task = await running(Informer(api, rec.feed(), on_sync=rec.on_sync))
+        try:
+            await rec.wait(lambda: rec.syncs() == [True] and len(watches(server)) == 1)
+            server.delete("", "v1", "nodes", "b")  # meanwhile: a deletion the watch will never deliver
+            if how == "compacted":
+                server.compact()  # the watch's resourceVersion is now too old: a 410 inside the stream
+            else:
+                server.fail("GET", f"^{NODES}$", 410, watch=True)  # the watch is answered 410
+            await rec.wait(lambda: rec.syncs() == [True, False, True])
+            server.clear_faults()
+            assert rec.log == [
+                ("ADDED", "a"), ("ADDED", "b"), ("relisted", frozenset("ab")), ("synced", True),
+                ("synced", False), ("ADDED", "a"), ("relisted", frozenset("a")), ("synced", True),
+            ]  # fmt: skip
+            assert len(lists(server)) == 2
+        finally:
+            await stop(task)
+
+    run(scenario)
+
+
+def test_a_watch_silent_past_the_idle_deadline_unsyncs_and_relists(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(informer_module, "BACKOFF_FIRST", 0.1)
+
+    async def scenario(server: FakeApiServer, api: Api, rec: Recorder) -> None:
+        add_nodes(server, "a", "b")
+        task = await running(Informer(api, rec.feed(), on_sync=rec.on_sync))
+        try:
+            await rec.wait(lambda: rec.syncs() == [True] and len(watches(server)) == 1)
+            await asyncio.sleep(0.5)  # bookmarks keep a healthy watch alive past the deadline
+            assert rec.syncs() == [True]
+            server.stall_watches()
+            stalled_at = time.monotonic()
+            server.delete("", "v1", "nodes", "b")  # withheld by the stalled stream
+            await rec.wait(lambda: rec.syncs() == [True, False])
+            assert time.monotonic() - stalled_at >= 0.3 - 0.1  # the deadline, from the last bookmark before the stall
+            server.drop_watches()  # forget the withheld events
+            server.resume_watches()
+            await rec.wait(lambda: rec.syncs() == [True, False, True])
+            assert rec.log[-2:] == [("relisted", frozenset("a")), ("synced", True)]
+            assert ("DELETED", "b") not in rec.log and len(lists(server)) == 2
+        finally:
+            await stop(task)
+
+    run(scenario, watch_idle_timeout=0.3, bookmark_interval=0.1)
+
+
+def test_resync_unsyncs_at_once_and_lists_again() -> None:
+    async def scenario(server: FakeApiServer, api: Api, rec: Recorder) -> None:
+        add_nodes(server, "a")
+        informer = Informer(api, rec.feed(), on_sync=rec.on_sync)
+        task = await running(informer)
+        try:
+            await rec.wait(lambda: rec.syncs() == [True] and len(watches(server)) == 1)
+            informer.resync()
+            assert not informer.synced and rec.syncs() == [True, False]  # before anything else ran
+            await rec.wait(lambda: rec.syncs() == [True, False, True])
+            assert rec.log[-3:] == [("ADDED", "a"), ("relisted", frozenset("a")), ("synced", True)]
+            assert len(lists(server)) == 2
+        finally:
+            await stop(task)
+
+    run(scenario)
+
+
+def test_an_optional_kind_that_is_not_served_counts_as_synced_and_empty(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(informer_module, "BACKOFF_FIRST", 0.1)
+
+    async def scenario(server: FakeApiServer, api: Api, rec: Recorder) -> None:
+        informer = Informer(api, rec.feed(PODGROUPS, optional=True), on_sync=rec.on_sync)
+        task = await running(informer)
+        try:
+            await rec.wait(lambda: rec.syncs() == [True])
+            assert rec.log == [("relisted", frozenset()), ("synced", True)] and watches(server, PODGROUPS) == []
+            # installed later: found again when asked (every ABSENT_RETRY seconds, or on a resync)
+            server.register("scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup")
+            server.add("scheduling.x-k8s.io", "v1alpha1", "podgroups", {"metadata": {"name": "g"}, "spec": {"minMember": 2}})
+            informer.resync()
+            await rec.wait(lambda: rec.syncs() == [True, False, True])
+            assert rec.log[-3:] == [("ADDED", "g"), ("relisted", frozenset("g")), ("synced", True)]
+        finally:
+            await stop(task)
+
+    run(scenario)
+
+
+def test_a_kind_that_must_exist_and_is_not_served_never_counts_as_synced(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(informer_module, "BACKOFF_FIRST", 0.05)
+
+    async def scenario(server: FakeApiServer, api: Api, rec: Recorder) -> None:
+        task = await running(Informer(api, rec.feed(PODGROUPS), on_sync=rec.on_sync))
+        try:
+            await rec.wait(lambda: len(lists(server, PODGROUPS)) >= 3)
+            assert rec.log == []
+        finally:
+            await stop(task)
+
+    run(scenario)
+
+
+def test_a_failing_list_backs_off_and_stays_unsynced(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(informer_module, "BACKOFF_FIRST", 0.1)
+
+    async def scenario(server: FakeApiServer, api: Api, rec: Recorder) -> None:
+        add_nodes(server, "a")
+        server.fail("GET", f"^{NODES}$", 500, times=3, watch=False)
+        informer = Informer(api, rec.feed(), on_sync=rec.on_sync)
+        task = await running(informer)
+        try:
+            await rec.wait(lambda: rec.syncs() == [True])
+            answered = [(r.time, r.status) for r in server.requests if r.path == NODES and r.query.get("watch") != "1"]
+            assert [status for _, status in answered] == [500, 500, 500, 200]
+            gaps = [later - earlier for (earlier, _), (later, _) in zip(answered, answered[1:])]
+            assert gaps[0] >= 0.1 and gaps[1] >= 0.2 and gaps[2] >= 0.4  # 0.1 s, doubling
+            assert rec.log == [("ADDED", "a"), ("relisted", frozenset("a")), ("synced", True)]  # nothing before
+
+            # after a broken watch, a failing list keeps the kind unsynced
+            server.fail("GET", f"^{NODES}$", 503, times=2, watch=False)
+            informer.resync()
+            await asyncio.sleep(0.2)
+            assert rec.syncs() == [True, False] and not informer.synced
+            await rec.wait(lambda: rec.syncs() == [True, False, True])
+        finally:
+            await stop(task)
+
+    run(scenario)

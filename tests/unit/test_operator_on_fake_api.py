@@ -1,0 +1,464 @@
+"""The operator's effects on the in-process fake API server (tests/fakeapi.py), without Kopf and without the
+real control plane: an ``App`` as kube/cli.py builds it, its informers (``handlers.start_informers``) and
+one scheduling loop (``loop.run``), unassigned pods fed through ``handlers.on_pod_event`` as Kopf would.
+
+What is asserted is what reaches the API server (the fake's ``requests``): binds and their Scheduled events
+in one task, nothing bound on a cache that is not current (a kind unsynced, a frozen process, a node deleted
+after the decision), nothing written by a fenced replica, pending pods dropped when the API says they are
+gone, the missing Scheduled events a new leader writes, and preemption's last look at its preemptor.
+Sync tests around ``asyncio.run``: this project has no pytest-asyncio.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from builders import make_node, make_pod
+from fakeapi import FakeApiServer
+
+from kopf_scheduler.core.objects import Pod
+from kopf_scheduler.core.ownership import PolicyMeta
+from kopf_scheduler.edge import informer as informer_module
+from kopf_scheduler.edge.client import Api, Response
+from kopf_scheduler.edge.credentials import Credentials
+from kopf_scheduler.kube import convert, events, handlers, loop, preemption
+from kopf_scheduler.kube.app import BIND_CONCURRENCY, FREEZE_GAP, WRITE_CONCURRENCY, App
+
+SCHEDULER = "ours"
+POLICY = "fast"
+COSCHEDULING = ("scheduling.x-k8s.io", "v1alpha1", "podgroups")
+
+
+class Flag:
+    """Kopf's ``stopped`` flag: truthy once set."""
+
+    def __init__(self) -> None:
+        self.set = False
+
+    def __bool__(self) -> bool:
+        return self.set
+
+
+class Operator:
+    """One scheduler process on the fake: the App, its informers, one policy's loop, and a record of the
+    writes the operator asked its Api for (sent or fenced)."""
+
+    def __init__(self, server: FakeApiServer) -> None:
+        self.server = server
+        self.leading = True  # what the fence answers (the leader elector's term_valid)
+        self.api = Api(Credentials(server=server.url, source="fakeapi"), timeout=2.0, fence=lambda: self.leading, user_agent="replica-a")
+        self.asked: list[tuple[str, str]] = []
+        send = self.api.request
+
+        async def request(method: str, path: str, body: Any = None, **kwargs: Any) -> Response:
+            if method != "GET":
+                self.asked.append((method, path))
+            return await send(method, path, body, **kwargs)
+
+        self.api.request = request  # type: ignore[method-assign]
+        self.app = App(self.api, identity="replica-a")
+        self.stopped = Flag()
+        self.loop: asyncio.Task[None] | None = None
+
+    async def start(self, *, loop_running: bool = True) -> None:
+        meta = PolicyMeta(
+            name=POLICY, generation=1, created="2026-01-01T00:00:00Z", uid="uid-policy", scheduler_name=SCHEDULER,
+            spec={"schedulerName": SCHEDULER, "podInitialBackoffSeconds": 0.1, "podMaxBackoffSeconds": 0.2},
+        )  # fmt: skip
+        statuses = self.app.observe_policy(meta)
+        assert statuses[POLICY]["conditions"][0]["status"] == "True", statuses
+        handlers.start_informers(self.app)
+        await self.wait(self.app.current)
+        if loop_running:
+            self.loop = asyncio.create_task(loop.run(self.app, POLICY, self.stopped))
+
+    async def stop(self) -> None:
+        self.stopped.set = True
+        if self.loop is not None:
+            self.loop.cancel()
+            await asyncio.gather(self.loop, return_exceptions=True)
+        for hook in self.app.on_shutdown:
+            await hook()
+        leftovers = list(self.app._tasks)
+        for task in leftovers:
+            task.cancel()
+        await asyncio.gather(*leftovers, return_exceptions=True)
+        await self.api.close()
+
+    # ---- arrange
+
+    def node(self, name: str, cpu: str = "4") -> None:
+        self.server.add("", "v1", "nodes", make_node(name).capacity(cpu=cpu, memory="32Gi", pods="110").body)
+
+    async def pod(self, name: str, *, cpu: str = "1", scheduler: str = SCHEDULER, priority: int | None = None) -> dict[str, Any]:
+        """A pending pod created in the fake and handed to the operator as Kopf's watch would."""
+        builder = make_pod(name).scheduler(scheduler).req(cpu=cpu)
+        if priority is not None:
+            builder.priority(priority)
+        body = self.server.add("", "v1", "pods", builder.body)
+        await handlers.on_pod_event({"type": "ADDED", "object": body}, memo={"app": self.app})
+        return body
+
+    def bound_pod(
+        self, name: str, node: str, *, cpu: str = "1", priority: int = 0, scheduled_ago: float | None = None, scheduler: str = SCHEDULER
+    ) -> dict[str, Any]:
+        """A running pod already on `node` (the assigned-pod informer sees it)."""
+        builder = make_pod(name).scheduler(scheduler).req(cpu=cpu).priority(priority).node(node).phase("Running")
+        if scheduled_ago is not None:
+            stamp = (datetime.now(UTC) - timedelta(seconds=scheduled_ago)).strftime("%Y-%m-%dT%H:%M:%SZ")
+            builder.body["status"]["conditions"] = [{"type": "PodScheduled", "status": "True", "lastTransitionTime": stamp}]
+        return self.server.add("", "v1", "pods", builder.body)
+
+    def informer(self, kind: str) -> informer_module.Informer:
+        return next(i for i in self.app.informers if i.feed.kind == kind)
+
+    # ---- observe
+
+    def bindings(self) -> list[tuple[str, str, int | None]]:
+        """(pod, node, status) of every pods/binding request that reached the fake, in order."""
+        return [
+            (r.path.split("/")[-2], r.body["target"]["name"], r.status) for r in self.server.requests if r.path.endswith("/binding")
+        ]
+
+    def events(self, reason: str = "Scheduled") -> list[tuple[str, str]]:
+        """(pod, message) of every event of `reason` that reached the fake, in order."""
+        return [
+            (r.body["involvedObject"]["name"], r.body["message"])
+            for r in self.server.requests
+            if r.method == "POST" and r.path.endswith("/events") and r.body["reason"] == reason
+        ]
+
+    def writes(self) -> list[tuple[str, str]]:
+        return [(r.method, r.path) for r in self.server.requests if r.method != "GET"]
+
+    def node_of(self, name: str) -> str:
+        body = self.server.get("", "v1", "pods", name)
+        assert body is not None, f"pod {name} is gone"
+        return str(body["spec"].get("nodeName") or "")
+
+    def assumed(self) -> list[Pod]:
+        return [p for p in self.app.cache.pods() if self.app.cache.is_assumed(p)]
+
+    def lists(self) -> dict[str, int]:
+        """List requests so far, per informer path."""
+        paths = {i.feed.path for i in self.app.informers}
+        counts = dict.fromkeys(paths, 0)
+        for r in self.server.requests:
+            if r.path in paths and r.method == "GET" and r.query.get("watch") != "1":
+                counts[r.path] += 1
+        return counts
+
+    async def wait(self, condition: Callable[[], object], timeout: float = 4.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not condition():
+            assert time.monotonic() < deadline, "timed out"
+            await asyncio.sleep(0.01)
+
+    async def hold(self, slots: asyncio.Semaphore, count: int) -> None:
+        """Take `count` of the App's slots (all free now), so the operator has only the rest."""
+        for _ in range(count):
+            assert not slots.locked()
+            await slots.acquire()
+
+    def give_back(self, slots: asyncio.Semaphore, count: int) -> None:
+        for _ in range(count):
+            slots.release()
+
+
+def run(scenario: Callable[[Operator], Awaitable[None]], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(informer_module, "BACKOFF_FIRST", 0.1)  # relists after a failure come quickly
+
+    async def main() -> None:
+        async with FakeApiServer() as server:
+            operator = Operator(server)
+            try:
+                await asyncio.wait_for(scenario(operator), 9)
+            finally:
+                await operator.stop()
+
+    asyncio.run(main())
+
+
+# ---- binds and their events
+
+
+def test_pods_are_bound_each_followed_by_its_scheduled_event_from_the_bind_task(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def scenario(op: Operator) -> None:
+        op.node("n1")
+        op.node("n2")
+        await op.start()
+        await op.hold(op.app.write_slots, WRITE_CONCURRENCY)  # every other write waits: an event queued behind them never goes
+        await op.hold(op.app.bind_slots, BIND_CONCURRENCY - 1)  # one bind at a time
+        op.server.delay("POST", r"/events$", 0.1)  # each event takes 0.1 s to be answered
+        names = [f"p{i}" for i in range(4)]
+        for name in names:
+            await op.pod(name)
+        await op.wait(lambda: len(op.events()) == len(names))
+
+        posts = [r for r in op.server.requests if r.method == "POST"]
+        sequence = [(r.path.split("/")[-2], "bind") if r.path.endswith("/binding") else (r.body["involvedObject"]["name"], "event") for r in posts]
+        order = [pod for pod, _ in sequence[::2]]
+        assert sorted(order) == names and sequence == [(pod, what) for pod in order for what in ("bind", "event")]
+        for event, next_bind in zip(posts[1::2], posts[2::2]):
+            assert next_bind.time - event.time >= 0.1  # the bind's slot was held until its event was answered
+        assert all(status == 201 for *_, status in op.bindings())
+        assert op.events() == [(name, f"Successfully assigned default/{name} to {op.node_of(name)}") for name in order]
+        assert {op.node_of(name) for name in names} <= {"n1", "n2"} and op.bindings() == [(name, op.node_of(name), 201) for name in order]
+        op.give_back(op.app.write_slots, WRITE_CONCURRENCY)
+        op.give_back(op.app.bind_slots, BIND_CONCURRENCY - 1)
+
+    run(scenario, monkeypatch)
+
+
+# ---- nothing is bound on a cache that is not current
+
+
+def test_nothing_is_bound_while_a_kind_is_unsynced(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def scenario(op: Operator) -> None:
+        op.node("n1")
+        await op.start()
+        await op.pod("first")
+        await op.wait(lambda: op.node_of("first") == "n1")
+
+        op.server.fail("GET", r"^/api/v1/nodes$", 500, times=1000, watch=False)
+        op.informer("Node").resync()  # the nodes' watch broke, and listing them fails
+        assert not op.app.current()
+        await op.pod("second")
+        await asyncio.sleep(0.6)
+        assert [pod for pod, _, _ in op.bindings()] == ["first"] and op.node_of("second") == ""
+        assert op.app.attempts.get("default", "second", now=op.app.now()) is None  # not even tried
+        assert op.app.pending.get(SCHEDULER, op.server.get("", "v1", "pods", "second")["metadata"]["uid"]) is not None
+
+        op.server.clear_faults()
+        await op.wait(lambda: op.node_of("second") == "n1")
+        assert [pod for pod, _, _ in op.bindings()] == ["first", "second"]
+
+    run(scenario, monkeypatch)
+
+
+def test_a_bind_to_a_node_deleted_after_the_decision_is_called_off_and_the_pod_goes_elsewhere(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def scenario(op: Operator) -> None:
+        op.node("n1")
+        op.node("n2")
+        await op.start()
+        await op.hold(op.app.bind_slots, BIND_CONCURRENCY)  # the loop decides, assumes, then waits for a bind slot
+        await op.pod("p")
+        await op.wait(lambda: len(op.assumed()) == 1)
+        chosen = op.assumed()[0].node_name
+        other = "n2" if chosen == "n1" else "n1"
+        op.server.delete("", "v1", "nodes", chosen)
+        await op.wait(lambda: (info := op.app.cache.get_node_info(chosen)) is None or info.node is None)
+        op.give_back(op.app.bind_slots, BIND_CONCURRENCY)
+        await op.wait(lambda: op.node_of("p") == other)
+        assert op.bindings() == [("p", other, 201)]  # no request ever named the deleted node
+        assert op.events("FailedScheduling") == []  # called off quietly
+
+    run(scenario, monkeypatch)
+
+
+def test_a_node_that_vanished_while_its_watch_was_down_goes_with_the_relist(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def scenario(op: Operator) -> None:
+        op.node("roomy", cpu="64")  # the pod's best fit by far
+        op.node("small", cpu="2")
+        await op.start()
+        op.server.stall_watches()
+        op.server.delete("", "v1", "nodes", "roomy")  # no watch delivers it
+        op.informer("Node").resync()  # the nodes' watch broke: listed again
+        await op.wait(op.app.current)
+        assert (info := op.app.cache.get_node_info("roomy")) is None or info.node is None
+        await op.pod("p")
+        await op.wait(lambda: op.node_of("p") != "")
+        assert op.bindings() == [("p", "small", 201)]
+        op.server.resume_watches()
+
+    run(scenario, monkeypatch)
+
+
+def test_a_frozen_process_is_not_current_at_once_relists_everything_and_binds_only_after(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def scenario(op: Operator) -> None:
+        op.node("n1")
+        await op.start()
+        await op.hold(op.app.bind_slots, BIND_CONCURRENCY)
+        await op.pod("p")
+        await op.wait(lambda: len(op.assumed()) == 1)
+        before = op.lists()
+
+        op.app._tick = time.monotonic() - FREEZE_GAP - 1  # the watchdog last ran before a long freeze
+        assert not op.app.current()
+        op.give_back(op.app.bind_slots, BIND_CONCURRENCY)  # the bind decided before the freeze
+        await op.wait(lambda: all(count > before[path] for path, count in op.lists().items()))
+        relisted_by = max(r.time for r in op.server.requests if r.query.get("watch") != "1" and r.method == "GET")
+        await op.wait(lambda: op.node_of("p") == "n1")
+        bind = [r for r in op.server.requests if r.path.endswith("/binding")]
+        assert len(bind) == 1 and bind[0].time > relisted_by  # nothing was bound until every kind was listed again
+        assert op.app.current()
+
+    run(scenario, monkeypatch)
+
+
+# ---- fencing
+
+
+def test_a_fenced_replica_writes_nothing_and_binds_once_its_term_is_valid_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def scenario(op: Operator) -> None:
+        op.server.register(*COSCHEDULING, "PodGroup")
+        op.server.add(*COSCHEDULING, {"metadata": {"name": "gang", "namespace": "default"}, "spec": {"minMember": 2}})
+        op.node("small", cpu="1")
+        op.node("big", cpu="2")
+        op.bound_pod("victim", "big", cpu="2", priority=0)
+        await op.start()
+        op.leading = False  # the term ran out (a freeze, a partition): every write is refused before it is sent
+
+        await op.pod("fits", cpu="1")
+        await op.pod("preemptor", cpu="2", priority=100)
+        wanted = {
+            ("POST", "/api/v1/namespaces/default/events"),  # FailedScheduling
+            ("PATCH", "/api/v1/namespaces/default/pods/preemptor/status"),  # PodScheduled=False, nominatedNodeName
+            ("PATCH", "/api/v1/namespaces/default/pods/victim/status"),  # DisruptionTarget: the eviction's first step
+            ("PATCH", "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups/gang/status"),
+        }
+        await op.wait(lambda: wanted <= set(op.asked))
+
+        def tries(name: str) -> int:
+            attempt = op.app.attempts.get("default", name, now=op.app.now())
+            return attempt.attempts if attempt is not None else 0
+
+        await op.wait(lambda: tries("fits") >= 3)  # decided, its bind called off (binding.py asks the fence first), again
+        assert op.writes() == []
+        assert op.node_of("fits") == op.node_of("preemptor") == "" and op.server.get("", "v1", "pods", "victim") is not None
+
+        op.leading = True
+        await op.wait(lambda: op.node_of("fits") == "small")
+        await op.wait(lambda: ("PATCH", "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups/gang/status") in op.writes())
+        assert op.bindings() == [("fits", "small", 201)] and op.events() == [("fits", "Successfully assigned default/fits to small")]
+
+    run(scenario, monkeypatch)
+
+
+# ---- pending pods the API server no longer has
+
+
+def test_a_bind_answered_404_drops_the_pending_pod(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def scenario(op: Operator) -> None:
+        op.node("n1")
+        await op.start()
+        await op.hold(op.app.bind_slots, BIND_CONCURRENCY)
+        body = await op.pod("p")
+        await op.wait(lambda: len(op.assumed()) == 1)
+        op.server.delete("", "v1", "pods", "p")  # deleted; Kopf's relist after a 410 would not say so
+        op.give_back(op.app.bind_slots, BIND_CONCURRENCY)
+        await op.wait(lambda: op.bindings())
+        await asyncio.sleep(0.5)  # backoffs of 0.1 s: a requeued pod would have been tried again by now
+        assert op.bindings() == [("p", "n1", 404)]
+        uid = body["metadata"]["uid"]
+        state = op.app.states[SCHEDULER]
+        assert op.app.pending.get(SCHEDULER, uid) is None and state.queue.where(uid) is None
+        assert op.app.cache.get_pod(uid) is None and op.assumed() == []
+        assert op.events("FailedScheduling") == []
+
+    run(scenario, monkeypatch)
+
+
+def test_reconcile_pending_drops_the_pending_pods_the_api_server_no_longer_has(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def scenario(op: Operator) -> None:
+        op.node("n1", cpu="1")
+        await op.start()
+        kept = await op.pod("kept", cpu="8")  # unschedulable: it stays pending
+        gone = await op.pod("gone", cpu="8")
+        other = await op.pod("other", scheduler="nobody")  # a name nobody serves waits in the pending index
+        state = op.app.states[SCHEDULER]
+        await op.wait(lambda: state.queue.where(gone["metadata"]["uid"]) == "unschedulable")
+        op.server.delete("", "v1", "pods", "gone")
+        op.server.delete("", "v1", "pods", "other")
+        assert len(op.app.pending) == 3
+
+        task = op.app.spawn(handlers.reconcile_pending(op.app, period=0.05))
+        await op.wait(lambda: len(op.app.pending) == 1)
+        task.cancel()
+        assert [p.name for p in op.app.pending] == ["kept"]
+        assert state.queue.where(gone["metadata"]["uid"]) is None and state.queue.where(kept["metadata"]["uid"]) is not None
+        assert op.app.pending.get("nobody", other["metadata"]["uid"]) is None
+        listing = [r for r in op.server.requests if r.path == "/api/v1/pods" and r.query.get("fieldSelector") == "spec.nodeName="]
+        assert listing and listing[0].headers["Accept"] == handlers.METADATA_LIST
+
+    run(scenario, monkeypatch)
+
+
+# ---- a new leader's missing Scheduled events
+
+
+def test_recover_scheduled_writes_only_the_missing_events_of_pods_bound_before_it_led(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def scenario(op: Operator) -> None:
+        op.node("n1")
+        missing = op.bound_pod("missing", "n1", scheduled_ago=60)
+        has = op.bound_pod("has", "n1", scheduled_ago=60)
+        op.bound_pod("long-ago", "n1", scheduled_ago=3600)  # outside the window
+        op.bound_pod("theirs", "n1", scheduled_ago=60, scheduler="someone-else")  # a name we do not serve
+        op.server.add("", "v1", "events", {
+            "metadata": {"name": "has.1", "namespace": "default"}, "reason": "Scheduled", "type": "Normal",
+            "source": {"component": events.REPORTING_CONTROLLER}, "message": "Successfully assigned default/has to n1",
+            "involvedObject": {"kind": "Pod", "namespace": "default", "name": "has", "uid": has["metadata"]["uid"]},
+        })  # fmt: skip
+        late = op.server.add("", "v1", "pods", make_pod("late").scheduler(SCHEDULER).req(cpu="1").body)
+
+        recovering = asyncio.create_task(events.recover_scheduled(op.app))  # this replica starts leading
+        await asyncio.sleep(0.05)
+        bound = await op.api.request("POST", "/api/v1/namespaces/default/pods/late/binding", {
+            "metadata": {"name": "late", "uid": late["metadata"]["uid"]}, "target": {"name": "n1"},
+        })  # fmt: skip  # another scheduler bound it after: its own event is on its way
+        assert bound.status == 201
+        await op.start(loop_running=False)
+        assert await asyncio.wait_for(recovering, 3) == 1
+        assert op.events() == [("missing", "Successfully assigned default/missing to n1")]
+        sent = [r.body for r in op.server.requests if r.path.endswith("/events") and r.method == "POST"]
+        assert sent[0]["involvedObject"]["uid"] == missing["metadata"]["uid"]
+
+    run(scenario, monkeypatch)
+
+
+# ---- preemption's last look at the preemptor
+
+
+def test_preemption_evicts_nothing_for_a_preemptor_bound_meanwhile(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def scenario(op: Operator) -> None:
+        op.node("n1", cpu="2")
+        op.node("n2", cpu="2")
+        op.bound_pod("victim1", "n1", cpu="2")
+        op.bound_pod("victim2", "n2", cpu="2")
+        await op.start(loop_running=False)  # preempt is driven by hand
+        state = op.app.states[SCHEDULER]
+
+        async def preemptor(name: str, node: str) -> tuple[Pod, Pod]:
+            body = await op.pod(name, cpu="2", priority=100)
+            pod = convert.pod(body)
+            state.queue.add_nominated_pod(pod, node)
+            victim = op.app.cache.get_pod(op.server.get("", "v1", "pods", f"victim{node[-1]}")["metadata"]["uid"])
+            assert victim is not None
+            return pod, victim
+
+        bound_meanwhile, victim1 = await preemptor("bound-meanwhile", "n1")
+        response = await op.api.request("POST", "/api/v1/namespaces/default/pods/bound-meanwhile/binding", {
+            "metadata": {"name": "bound-meanwhile"}, "target": {"name": "n2"},
+        })  # fmt: skip  # another replica bound it
+        assert response.status == 201
+        await op.wait(lambda: op.app.cache.get_pod(bound_meanwhile.uid) is not None)
+        before = len(op.writes())
+        await preemption.preempt(op.app, bound_meanwhile, "n1", [victim1], [])
+        assert len(op.writes()) == before and "deletionTimestamp" not in op.server.get("", "v1", "pods", "victim1")["metadata"]
+
+        still_pending, victim2 = await preemptor("still-pending", "n2")
+        await preemption.preempt(op.app, still_pending, "n2", [victim2], [])
+        assert op.writes()[before:] == [
+            ("PATCH", "/api/v1/namespaces/default/pods/victim2/status"),
+            ("DELETE", "/api/v1/namespaces/default/pods/victim2"),
+            ("POST", "/api/v1/namespaces/default/events"),
+        ]
+        assert "deletionTimestamp" in op.server.get("", "v1", "pods", "victim2")["metadata"]
+        assert op.events("Preempted") == [("victim2", f"Preempted by pod {still_pending.uid} on node n2")]
+
+    run(scenario, monkeypatch)
