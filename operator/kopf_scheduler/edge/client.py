@@ -23,8 +23,9 @@ a status line, headers, a body by Content-Length or chunked, and ``Connection: c
 connection idle for longer than ``MAX_IDLE_AGE`` is closed instead of reused (a middlebox may have
 forgotten it, and a request on it would wait out the timeout), and a request that times out, or a
 watch given up at its idle deadline, drops every idle connection (they went through the same
-network). A request sent on a reused connection that is lost before any answer arrived is sent once
-more on a new one (the server never read it: Go's transport does the same).
+network). A request on a reused connection that is lost before any answer arrived is sent once more
+on a new one, unless it is a POST: the server may have read it and acted (Go's transport resends only
+what is idempotent or surely unread), and a create twice is a second event or a 409 on our own bind.
 
 **Watches** stream through aiohttp on a fresh connection each (a long-lived response read in
 chunks, where per-request cost does not matter; aiohttp is in the process for Kopf anyway). The
@@ -345,6 +346,8 @@ class Api:
                 try:
                     status, raw = await self._exchange(request, fresh=False, guard=guard)
                 except _Lost:
+                    if method == "POST":  # maybe read and done: never twice (a second event, a 409 on our own bind)
+                        raise
                     status, raw = await self._exchange(request, fresh=True, guard=guard)
         except _Fenced:
             return Response(0, fenced=True)

@@ -202,6 +202,7 @@ class App:
 
     async def watchdog(self) -> None:
         """Tick forever; after a gap that means the process was frozen, list every kind again."""
+        self._tick = time.monotonic()  # a slow start is no freeze
         while True:
             await asyncio.sleep(TICK)
             now = time.monotonic()
