@@ -16,6 +16,8 @@ counts; the figure is this process's CPU (``time.process_time``, every thread) f
 to the last, per event. The handler does nothing but count: what the scheduler then does with a
 pod is the same whichever path delivered it.
 
+The event loop is the operator's: uvloop when installed (``--asyncio`` for asyncio's own).
+
 Variants:
 - ``kopf-plain``: ``@kopf.on.event`` on pods with Kopf's default settings (all pods listed);
 - ``kopf-tuned``: the settings the operator runs with (``handlers.configure``: the server-side
@@ -205,17 +207,23 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--asyncio", action="store_true", help="asyncio's own event loop even when uvloop is installed")
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
         asyncio.run(serve(args.serve))
         return
     logging.basicConfig(level=logging.WARNING)
+    from kopf_scheduler.kube.cli import _loop_factory
+
+    loop_factory = None if args.asyncio else _loop_factory()
+    print(f"event loop: {'uvloop' if loop_factory else 'asyncio'}")
     variants = args.variants.split(",")
     results: dict[str, list[float]] = {v: [] for v in variants}
     for r in range(args.rounds):
         for variant in variants[r % len(variants):] + variants[: r % len(variants)]:
-            us = asyncio.run(one_run(variant, args.pods))
+            with asyncio.Runner(loop_factory=loop_factory) as runner:
+                us = runner.run(one_run(variant, args.pods))
             results[variant].append(us)
             print(f"round {r + 1} {variant}: {us:.0f} us CPU per event", flush=True)
     print(f"\n{args.pods} pods, {2 * args.pods} events per run; median [min-max] of {args.rounds} rounds")

@@ -48,7 +48,7 @@ import ssl
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, cast
 from urllib.parse import urlencode, urlsplit
 
 import aiohttp
@@ -221,8 +221,7 @@ class _Connection(asyncio.Protocol):
         self.closed = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's transports are not asyncio's classes
 
     def data_received(self, data: bytes) -> None:
         try:

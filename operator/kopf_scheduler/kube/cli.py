@@ -61,10 +61,20 @@ def run(args: argparse.Namespace) -> int:
         print(f"kopf-scheduler run: {exc}", file=sys.stderr)
         return 2
     try:
-        asyncio.run(_serve(args, credentials))
+        with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+            runner.run(_serve(args, credentials))
     except KeyboardInterrupt:
         pass
     return 0
+
+
+def _loop_factory() -> Any:
+    """uvloop's event loop when it is installed (as ``kopf run`` picks it too), else asyncio's."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
 
 
 async def _serve(args: argparse.Namespace, credentials: Credentials) -> None:
