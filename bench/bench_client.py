@@ -36,13 +36,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "operator"))
 
-import aiohttp  # noqa: E402
-from kubernetes import client, config  # noqa: E402
+import aiohttp
+from kubernetes import client, config
 
-from kopf_scheduler.cluster.build import ensure_binaries  # noqa: E402
-from kopf_scheduler.cluster.controlplane import ControlPlane  # noqa: E402
-from kopf_scheduler.edge.client import Api  # noqa: E402
-from kopf_scheduler.edge.credentials import load_credentials, ssl_context  # noqa: E402
+from kopf_scheduler.cluster.build import ensure_binaries
+from kopf_scheduler.cluster.controlplane import ControlPlane
+from kopf_scheduler.edge.client import Api
+from kopf_scheduler.edge.credentials import load_credentials, ssl_context
 
 NAMESPACE = "bench"
 NODE = "node-0"
@@ -53,12 +53,21 @@ def pod_body(name: str) -> dict[str, Any]:
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name, "namespace": NAMESPACE},
-        "spec": {"schedulerName": "nobody", "automountServiceAccountToken": False, "containers": [{"name": "pause", "image": "pause"}]},
+        "spec": {
+            "schedulerName": "nobody",
+            "automountServiceAccountToken": False,
+            "containers": [{"name": "pause", "image": "pause"}],
+        },
     }
 
 
 def binding_body(name: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name, "namespace": NAMESPACE}, "target": {"apiVersion": "v1", "kind": "Node", "name": NODE}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": NODE},
+    }
 
 
 def cpu_seconds() -> float:
@@ -89,12 +98,16 @@ def bind_with_api(kubeconfig: Path, names: list[str], concurrency: int) -> Timed
 
         async def bind(name: str) -> None:
             async with slots:
-                status, answer = await api.request("POST", f"/api/v1/namespaces/{NAMESPACE}/pods/{name}/binding", binding_body(name))
+                status, answer = await api.request(
+                    "POST", f"/api/v1/namespaces/{NAMESPACE}/pods/{name}/binding", binding_body(name)
+                )
             if status != 201:
                 raise SystemExit(f"Api: bind {name}: HTTP {status} {answer}")
 
         try:
-            await asyncio.gather(*(api.request("GET", "/version") for _ in range(concurrency)))  # connect outside the timing
+            await asyncio.gather(
+                *(api.request("GET", "/version") for _ in range(concurrency))
+            )  # connect outside the timing
             with Timed(len(names)) as timed:
                 await asyncio.gather(*(bind(n) for n in names))
             return timed
@@ -117,7 +130,12 @@ def bind_with_aiohttp(kubeconfig: Path, names: list[str], concurrency: int) -> T
 
             async def bind(name: str) -> None:
                 url = f"{credentials.server}/api/v1/namespaces/{NAMESPACE}/pods/{name}/binding"
-                async with slots, session.post(url, data=json.dumps(binding_body(name)), headers={"Content-Type": "application/json"}) as resp:
+                async with (
+                    slots,
+                    session.post(
+                        url, data=json.dumps(binding_body(name)), headers={"Content-Type": "application/json"}
+                    ) as resp,
+                ):
                     json.loads(await resp.text())
                     if resp.status != 201:
                         raise SystemExit(f"aiohttp: bind {name}: HTTP {resp.status}")
@@ -147,13 +165,17 @@ def bind_with_official_client(names: list[str], concurrency: int) -> Timed:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pods", type=int, default=1000, help="binds per client")
-    ap.add_argument("--concurrency", type=int, default=64, help="binds in flight (the operator's BIND_CONCURRENCY is 64)")
+    ap.add_argument(
+        "--concurrency", type=int, default=64, help="binds in flight (the operator's BIND_CONCURRENCY is 64)"
+    )
     args = ap.parse_args()
     ensure_binaries()
     with tempfile.TemporaryDirectory(prefix="kopf-scheduler-bench-") as tmp, ControlPlane(Path(tmp)) as cp:
         config.load_kube_config(str(cp.kubeconfig))
         configuration = client.Configuration.get_default_copy()
-        configuration.connection_pool_maxsize = args.concurrency  # urllib3's default pool of 4 would serialise the threads
+        configuration.connection_pool_maxsize = (
+            args.concurrency
+        )  # urllib3's default pool of 4 would serialise the threads
         client.Configuration.set_default(configuration)
         core = client.CoreV1Api()
         core.create_namespace({"metadata": {"name": NAMESPACE}})
@@ -170,10 +192,15 @@ def main() -> int:
             else:
                 results[label] = bind_with_official_client(names, args.concurrency)
             r = results[label]
-            print(f"{label:<11} {r.rate:7.0f} binds/s  {r.cpu_us:6.0f} us CPU per bind  ({args.pods} binds, {args.concurrency} in flight)", flush=True)
+            print(
+                f"{label:<11} {r.rate:7.0f} binds/s  {r.cpu_us:6.0f} us CPU per bind  ({args.pods} binds, {args.concurrency} in flight)",
+                flush=True,
+            )
         api = results["Api"]
         for other in ("aiohttp", "kubernetes"):
-            print(f"Api/{other}: binds/s {api.rate / results[other].rate:.2f}x, CPU per bind {api.cpu_us / results[other].cpu_us:.2f}x")
+            print(
+                f"Api/{other}: binds/s {api.rate / results[other].rate:.2f}x, CPU per bind {api.cpu_us / results[other].cpu_us:.2f}x"
+            )
     return 0
 
 

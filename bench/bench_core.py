@@ -52,7 +52,10 @@ def node_body(i: int) -> dict:
     name = f"node-{i}"
     return {
         "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": ZONES[i % 3]}},
+        "metadata": {
+            "name": name,
+            "labels": {"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": ZONES[i % 3]},
+        },
         "status": {
             "allocatable": {"cpu": "4", "memory": "32Gi", "pods": "110"},
             "capacity": {"cpu": "4", "memory": "32Gi", "pods": "110"},
@@ -68,7 +71,14 @@ def basic_pod(i: int) -> dict:
         "metadata": {"name": f"pod-{i}", "namespace": "bench", "uid": f"uid-{i}"},
         "spec": {
             "schedulerName": "kopf-scheduler",
-            "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10", "ports": [{"containerPort": 80}], "resources": {"requests": res, "limits": res}}],
+            "containers": [
+                {
+                    "name": "pause",
+                    "image": "registry.k8s.io/pause:3.10",
+                    "ports": [{"containerPort": 80}],
+                    "resources": {"requests": res, "limits": res},
+                }
+            ],
         },
     }
 
@@ -111,7 +121,9 @@ def run_loop_path(cache: SchedulerCache, pending: list[Pod], seed: int, log: Att
 def node_affinity_pod(i: int) -> dict:
     body = basic_pod(i)
     term = {"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": list(ZONES[:2])}]}
-    body["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}
+    body["spec"]["affinity"] = {
+        "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}
+    }
     return body
 
 
@@ -119,7 +131,12 @@ def topology_spread_pod(i: int) -> dict:
     body = basic_pod(i)
     body["metadata"]["labels"] = {"color": "blue"}
     body["spec"]["topologySpreadConstraints"] = [
-        {"maxSkew": 5, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"color": "blue"}}}
+        {
+            "maxSkew": 5,
+            "topologyKey": "topology.kubernetes.io/zone",
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"color": "blue"}},
+        }
     ]
     return body
 
@@ -128,7 +145,9 @@ def preferred_affinity_pod(i: int) -> dict:
     body = basic_pod(i)
     body["metadata"]["labels"] = {"color": "red"}
     term = {"labelSelector": {"matchLabels": {"color": "red"}}, "topologyKey": "topology.kubernetes.io/zone"}
-    body["spec"]["affinity"] = {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 10, "podAffinityTerm": term}]}}
+    body["spec"]["affinity"] = {
+        "podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 10, "podAffinityTerm": term}]}
+    }
     return body
 
 
@@ -156,7 +175,9 @@ WORKLOADS = {
 }
 
 
-def run(workload: str, nodes: int, pods: int, seed: int, profile_path: str | None, *, path: str = "simulation") -> float:
+def run(
+    workload: str, nodes: int, pods: int, seed: int, profile_path: str | None, *, path: str = "simulation"
+) -> float:
     cache = SchedulerCache()
     for i in range(nodes):
         cache.add_node(parse_node(node_body(i)))
@@ -176,7 +197,9 @@ def run(workload: str, nodes: int, pods: int, seed: int, profile_path: str | Non
         prof.dump_stats(profile_path)
         pstats.Stats(prof).sort_stats("cumulative").print_stats(25)
     rate = pods / seconds
-    print(f"{workload} ({path} path): {nodes} nodes, {pods} pods: {scheduled} scheduled in {seconds:.2f}s = {rate:.0f} pods/s")
+    print(
+        f"{workload} ({path} path): {nodes} nodes, {pods} pods: {scheduled} scheduled in {seconds:.2f}s = {rate:.0f} pods/s"
+    )
     return rate
 
 
@@ -187,7 +210,12 @@ def main() -> int:
     ap.add_argument("--pods", type=int)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--profile", help="write a cProfile to this file and print the top entries")
-    ap.add_argument("--path", choices=("simulation", "loop"), default="simulation", help="the simulator, or the operator loop's core path")
+    ap.add_argument(
+        "--path",
+        choices=("simulation", "loop"),
+        default="simulation",
+        help="the simulator, or the operator loop's core path",
+    )
     args = ap.parse_args()
     for workload in ("basic", "anti-affinity") if args.workload == "all" else (args.workload,):
         _, nodes, pods = WORKLOADS[workload]

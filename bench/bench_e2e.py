@@ -88,11 +88,11 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "operator"))
 
-import e2e_report  # noqa: E402  (a sibling of this script)
-from raw_binder import kube_session  # noqa: E402
+import e2e_report
+from raw_binder import kube_session
 
-from kopf_scheduler.cluster.build import ensure_binaries  # noqa: E402
-from kopf_scheduler.cluster.controlplane import ControlPlane, free_port  # noqa: E402
+from kopf_scheduler.cluster.build import ensure_binaries
+from kopf_scheduler.cluster.controlplane import ControlPlane, free_port
 
 NAMESPACE = "bench"  # the measured pods; emptied between contenders
 INIT_NAMESPACE = "bench-init"  # pods created already bound; they stay for the whole workload
@@ -133,18 +133,38 @@ class Workload:
         return self.quick if quick and self.quick is not None else self.full
 
 
-WORKLOADS: dict[str, Workload] = {w.name: w for w in (
-    Workload("basic-200", "SchedulingBasic", "default", Size(200, 1000), Size(200, 500)),
-    Workload("basic-5000", "SchedulingBasic", "default", Size(5000, 2000), None),
-    Workload("node-affinity", "SchedulingNodeAffinity (zone In [zone1, zone2])", "node-affinity",
-             Size(500, 1000, 500), Size(200, 300, 100), init_pod="node-affinity"),
-    Workload("anti-affinity", "SchedulingPodAntiAffinity (required, hostname)", "anti-affinity",
-             Size(500, 400, 100), Size(200, 160, 40), init_pod="anti-affinity"),
-    Workload("topology-spread", "TopologySpreading (zone, maxSkew 5, DoNotSchedule)", "topology-spread",
-             Size(500, 1000, 1000), Size(200, 300, 200)),
-    Workload("steady", "SchedulingBasic, steady arrival", "default", Size(200, 1000), Size(200, 500), steady=True),
-    Workload("memory", "SchedulingBasic, 20k pods placed", "default", Size(5000, 1000, 20000), None, memory=True),
-)}
+WORKLOADS: dict[str, Workload] = {
+    w.name: w
+    for w in (
+        Workload("basic-200", "SchedulingBasic", "default", Size(200, 1000), Size(200, 500)),
+        Workload("basic-5000", "SchedulingBasic", "default", Size(5000, 2000), None),
+        Workload(
+            "node-affinity",
+            "SchedulingNodeAffinity (zone In [zone1, zone2])",
+            "node-affinity",
+            Size(500, 1000, 500),
+            Size(200, 300, 100),
+            init_pod="node-affinity",
+        ),
+        Workload(
+            "anti-affinity",
+            "SchedulingPodAntiAffinity (required, hostname)",
+            "anti-affinity",
+            Size(500, 400, 100),
+            Size(200, 160, 40),
+            init_pod="anti-affinity",
+        ),
+        Workload(
+            "topology-spread",
+            "TopologySpreading (zone, maxSkew 5, DoNotSchedule)",
+            "topology-spread",
+            Size(500, 1000, 1000),
+            Size(200, 300, 200),
+        ),
+        Workload("steady", "SchedulingBasic, steady arrival", "default", Size(200, 1000), Size(200, 500), steady=True),
+        Workload("memory", "SchedulingBasic, 20k pods placed", "default", Size(5000, 1000, 20000), None, memory=True),
+    )
+}
 
 
 def node_body(i: int) -> dict[str, Any]:
@@ -157,7 +177,12 @@ def node_body(i: int) -> dict[str, Any]:
         "metadata": {"name": name, "labels": {HOSTNAME: name, ZONE: f"zone{i % 3 + 1}", "kubernetes.io/os": "linux"}},
         "spec": {},
         # a Node may carry its status on create (pkg/registry/core/node/strategy.go), as kubelets do
-        "status": {"capacity": resources, "allocatable": resources, "conditions": [{"type": "Ready", "status": "True"}], "phase": "Running"},
+        "status": {
+            "capacity": resources,
+            "allocatable": resources,
+            "conditions": [{"type": "Ready", "status": "True"}],
+            "phase": "Running",
+        },
     }
 
 
@@ -166,27 +191,44 @@ def pod_body(shape: str, name: str, namespace: str, scheduler_name: str, node: s
     resources = {"cpu": "100m", "memory": "500Mi"}
     spec: dict[str, Any] = {
         "schedulerName": scheduler_name,
-        "containers": [{
-            "name": "pause", "image": "registry.k8s.io/pause:3.10.2", "ports": [{"containerPort": 80}],
-            "resources": {"requests": resources, "limits": resources},
-        }],
+        "containers": [
+            {
+                "name": "pause",
+                "image": "registry.k8s.io/pause:3.10.2",
+                "ports": [{"containerPort": 80}],
+                "resources": {"requests": resources, "limits": resources},
+            }
+        ],
     }
     labels: dict[str, str] = {}
     if shape == "node-affinity":
         term = {"matchExpressions": [{"key": ZONE, "operator": "In", "values": ["zone1", "zone2"]}]}
-        spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}
+        spec["affinity"] = {
+            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}
+        }
     elif shape == "anti-affinity":
         labels["color"] = "green"
-        spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
-            "labelSelector": {"matchLabels": {"color": "green"}}, "topologyKey": HOSTNAME,
-            "namespaces": [NAMESPACE, INIT_NAMESPACE],
-        }]}}
+        spec["affinity"] = {
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "labelSelector": {"matchLabels": {"color": "green"}},
+                        "topologyKey": HOSTNAME,
+                        "namespaces": [NAMESPACE, INIT_NAMESPACE],
+                    }
+                ]
+            }
+        }
     elif shape == "topology-spread":
         labels["color"] = "blue"
-        spec["topologySpreadConstraints"] = [{
-            "maxSkew": 5, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule",
-            "labelSelector": {"matchLabels": {"color": "blue"}},
-        }]
+        spec["topologySpreadConstraints"] = [
+            {
+                "maxSkew": 5,
+                "topologyKey": ZONE,
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": {"color": "blue"}},
+            }
+        ]
     elif shape != "default":
         raise ValueError(f"unknown pod shape {shape!r}")
     if node is not None:
@@ -295,9 +337,12 @@ class Kube:
         self.slots = asyncio.Semaphore(IN_FLIGHT)
 
     async def call(self, method: str, path: str, body: Any = None, *, ok: Sequence[int] = (), **params: str) -> Any:
-        async with self.slots, self.session.request(
-            method, self.server + path, params=params, data=None if body is None else json.dumps(body)
-        ) as resp:
+        async with (
+            self.slots,
+            self.session.request(
+                method, self.server + path, params=params, data=None if body is None else json.dumps(body)
+            ) as resp,
+        ):
             text = await resp.text()
             if resp.status >= 300 and resp.status not in ok:
                 raise RuntimeError(f"{method} {path}: HTTP {resp.status} {text[:300]}")
@@ -350,8 +395,13 @@ class Watch:
     async def _watch(self, resource_version: str) -> None:
         url = self.kube.server + self.path
         while True:
-            params = {"watch": "1", "fieldSelector": self.selector, "resourceVersion": resource_version,
-                      "allowWatchBookmarks": "true", "timeoutSeconds": "1800"}
+            params = {
+                "watch": "1",
+                "fieldSelector": self.selector,
+                "resourceVersion": resource_version,
+                "allowWatchBookmarks": "true",
+                "timeoutSeconds": "1800",
+            }
             async with self.kube.session.get(url, params=params) as resp:
                 resp.raise_for_status()
                 async for line in resp.content:
@@ -467,11 +517,19 @@ class Contender:
 
 
 def _popen(argv: list[str], log: Path) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "operator"), os.environ.get("PYTHONPATH")]))}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "operator"), os.environ.get("PYTHONPATH")])),
+    }
     with log.open("ab") as out:
         return subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env,
-            start_new_session=True, preexec_fn=_die_with_parent,
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
         )
 
 
@@ -486,6 +544,7 @@ def _stopper(proc: subprocess.Popen[bytes], grace: float = 10.0) -> Callable[[],
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)
                 await asyncio.to_thread(proc.wait, 5)
+
     return stop
 
 
@@ -508,9 +567,20 @@ async def _poll_http(url: str, proc_alive: Callable[[], bool], log: Path, timeou
 def start_ours(bench: Bench) -> Running:
     port = free_port()
     log = bench.workdir / "ours.log"
-    argv = [sys.executable, "-m", "kopf_scheduler.cli", "run", "--kubeconfig", str(bench.cp.kubeconfig), "--metrics-port", str(port)]
+    argv = [
+        sys.executable,
+        "-m",
+        "kopf_scheduler.cli",
+        "run",
+        "--kubeconfig",
+        str(bench.cp.kubeconfig),
+        "--metrics-port",
+        str(port),
+    ]
     proc = _popen(argv, log)
-    ready = lambda: _poll_http(f"http://127.0.0.1:{port}/readyz", lambda: proc.poll() is None, log, bench.args.ready_timeout)  # noqa: E731
+    ready = lambda: _poll_http(
+        f"http://127.0.0.1:{port}/readyz", lambda: proc.poll() is None, log, bench.args.ready_timeout
+    )
     return Running(pid=lambda: proc.pid, ready=ready, stop=_stopper(proc), log=log)
 
 
@@ -527,13 +597,19 @@ def start_upstream(bench: Bench) -> Running:
     )
     # start_kube_scheduler blocks until /healthz answers: run it beside the event loop, which must
     # keep reading the watch meanwhile (upstream may bind before /healthz is polled)
-    started = asyncio.ensure_future(asyncio.to_thread(bench.cp.start_kube_scheduler, [f"--config={config}", "-v=1"], name=name, timeout=bench.args.ready_timeout))
+    started = asyncio.ensure_future(
+        asyncio.to_thread(
+            bench.cp.start_kube_scheduler, [f"--config={config}", "-v=1"], name=name, timeout=bench.args.ready_timeout
+        )
+    )
     log = bench.cp.workdir / f"{name}.log"
 
     async def ready() -> str:
         await started
         port = bench.cp.port(name)
-        return await _poll_http(f"https://127.0.0.1:{port}/readyz", lambda: name in bench.cp.pids(), log, bench.args.ready_timeout)
+        return await _poll_http(
+            f"https://127.0.0.1:{port}/readyz", lambda: name in bench.cp.pids(), log, bench.args.ready_timeout
+        )
 
     async def stop() -> None:
         with contextlib.suppress(Exception):
@@ -546,9 +622,19 @@ def start_upstream(bench: Bench) -> Running:
 def _start_raw(bench: Bench, *, events: bool) -> Running:
     ready_file = bench.workdir / f"raw-binder-{time.monotonic_ns()}.ready"
     log = bench.workdir / ("raw-binder-events.log" if events else "raw-binder.log")
-    argv = [sys.executable, str(RAW_BINDER), "--kubeconfig", str(bench.cp.kubeconfig), "--scheduler-name", "raw-binder",
-            "--in-flight", str(IN_FLIGHT), "--ready-file", str(ready_file),
-            *(["--events", "--event-in-flight", str(IN_FLIGHT)] if events else [])]
+    argv = [
+        sys.executable,
+        str(RAW_BINDER),
+        "--kubeconfig",
+        str(bench.cp.kubeconfig),
+        "--scheduler-name",
+        "raw-binder",
+        "--in-flight",
+        str(IN_FLIGHT),
+        "--ready-file",
+        str(ready_file),
+        *(["--events", "--event-in-flight", str(IN_FLIGHT)] if events else []),
+    ]
     proc = _popen(argv, log)
 
     async def ready() -> str:
@@ -573,8 +659,24 @@ def start_profiler(bench: Bench, running: Running, name: str) -> Callable[[], Aw
     bench.args.profile_ours.mkdir(parents=True, exist_ok=True)
     out = bench.args.profile_ours / f"ours-{name}.txt"
     spy = subprocess.Popen(
-        [bench.args.py_spy, "record", "--pid", str(pid), "--format", "raw", "--nolineno", "--rate", "100", "--nonblocking", "-o", str(out)],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=_die_with_parent,
+        [
+            bench.args.py_spy,
+            "record",
+            "--pid",
+            str(pid),
+            "--format",
+            "raw",
+            "--nolineno",
+            "--rate",
+            "100",
+            "--nonblocking",
+            "-o",
+            str(out),
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        preexec_fn=_die_with_parent,
     )
 
     async def stop() -> str:
@@ -606,12 +708,23 @@ def describe_policy(policy_file: Path) -> str:
 
 
 def contenders(policy_file: Path) -> dict[str, Contender]:
-    return {c.key: c for c in (
-        Contender("raw", f"raw binder ({IN_FLIGHT} in flight)", "raw-binder", lambda b: _start_raw(b, events=False), events=False),
-        Contender("raw-events", "raw binder + Scheduled events", "raw-binder", lambda b: _start_raw(b, events=True)),
-        Contender("upstream", "kube-scheduler v1.37.2", "default-scheduler", start_upstream),
-        Contender("ours", f"kopf-scheduler ({policy_file.stem})", policy_scheduler_name(policy_file), start_ours),
-    )}
+    return {
+        c.key: c
+        for c in (
+            Contender(
+                "raw",
+                f"raw binder ({IN_FLIGHT} in flight)",
+                "raw-binder",
+                lambda b: _start_raw(b, events=False),
+                events=False,
+            ),
+            Contender(
+                "raw-events", "raw binder + Scheduled events", "raw-binder", lambda b: _start_raw(b, events=True)
+            ),
+            Contender("upstream", "kube-scheduler v1.37.2", "default-scheduler", start_upstream),
+            Contender("ours", f"kopf-scheduler ({policy_file.stem})", policy_scheduler_name(policy_file), start_ours),
+        )
+    }
 
 
 # --------------------------------------------------------------------------- one run
@@ -659,7 +772,9 @@ class Run:
 class Bench:
     """State shared by the runs of one workload: the control plane, the API client, the options."""
 
-    def __init__(self, args: argparse.Namespace, cp: ControlPlane, kube: Kube, workdir: Path, progress: e2e_report.Progress) -> None:
+    def __init__(
+        self, args: argparse.Namespace, cp: ControlPlane, kube: Kube, workdir: Path, progress: e2e_report.Progress
+    ) -> None:
         self.args, self.cp, self.kube, self.workdir, self.progress = args, cp, kube, workdir, progress
 
     def pids(self) -> dict[str, int | None]:
@@ -672,7 +787,9 @@ async def measure(bench: Bench, workload: Workload, size: Size, contender: Conte
     names = [f"pod-{i:05d}" for i in range(size.pods)]
     pod_path = f"/api/v1/namespaces/{NAMESPACE}/pods"
     if not workload.steady:
-        await bench.kube.create_all(pod_path, [pod_body(workload.pod, n, NAMESPACE, contender.scheduler_name) for n in names])
+        await bench.kube.create_all(
+            pod_path, [pod_body(workload.pod, n, NAMESPACE, contender.scheduler_name) for n in names]
+        )
     samples: dict[str, dict[str, float | None]] = {}
     running: Running | None = None
 
@@ -732,7 +849,9 @@ async def measure(bench: Bench, workload: Workload, size: Size, contender: Conte
     return run
 
 
-async def create_steadily(kube: Kube, path: str, bodies: list[dict[str, Any]], rate: float, created: dict[str, float]) -> None:
+async def create_steadily(
+    kube: Kube, path: str, bodies: list[dict[str, Any]], rate: float, created: dict[str, float]
+) -> None:
     """Create one pod every 1/rate s (not waiting for earlier answers); `created` gets each 201's time."""
 
     async def one(body: dict[str, Any]) -> None:
@@ -749,7 +868,13 @@ async def create_steadily(kube: Kube, path: str, bodies: list[dict[str, Any]], r
     await asyncio.gather(*tasks)
 
 
-def fill(run: Run, bound: dict[str, float], samples: dict[str, dict[str, float | None]], created: dict[str, float], t_start: float) -> None:
+def fill(
+    run: Run,
+    bound: dict[str, float],
+    samples: dict[str, dict[str, float | None]],
+    created: dict[str, float],
+    t_start: float,
+) -> None:
     """Derive the figures of `run` from the bind times and the CPU samples."""
     run.bound = len(bound)
     if not bound:
@@ -780,7 +905,9 @@ def fill(run: Run, bound: dict[str, float], samples: dict[str, dict[str, float |
     run.timeline = timeline(times, t_start)
 
 
-def fill_events(run: Run, watch: BindWatch, events: EventWatch, samples: dict[str, dict[str, float | None]], t_start: float) -> None:
+def fill_events(
+    run: Run, watch: BindWatch, events: EventWatch, samples: dict[str, dict[str, float | None]], t_start: float
+) -> None:
     """Derive what the Scheduled events add: throughput to the last one, each pod's bind-to-event
     lag, the contender's CPU until the last one, and which bound pods never got one."""
     seen = {name: t for name in watch.bound if (t := events.time_of(name, watch.uid_of.get(name, ""))) is not None}
@@ -812,24 +939,41 @@ def timeline(times: list[float], t_start: float) -> list[tuple[float, int]]:
 # --------------------------------------------------------------------------- one workload
 
 
-async def run_workload(args: argparse.Namespace, workload: Workload, chosen: list[Contender], progress: e2e_report.Progress) -> dict[str, Any]:
+async def run_workload(
+    args: argparse.Namespace, workload: Workload, chosen: list[Contender], progress: e2e_report.Progress
+) -> dict[str, Any]:
     size = workload.size(args.quick)
     size = replace(size, nodes=args.nodes or size.nodes, pods=args.pods or size.pods)
-    with tempfile.TemporaryDirectory(prefix=f"bench-e2e-{workload.name}-") as tmp, \
-            ControlPlane(Path(tmp) / "cp", die_with_parent=True) as cp:
+    with (
+        tempfile.TemporaryDirectory(prefix=f"bench-e2e-{workload.name}-") as tmp,
+        ControlPlane(Path(tmp) / "cp", die_with_parent=True) as cp,
+    ):
         workdir = Path(tmp)
         kube = Kube(cp.kubeconfig)
         bench = Bench(args, cp, kube, workdir, progress)
         try:
             t0 = time.monotonic()
-            progress.note(f"{workload.name}: control plane up; creating {size.nodes} nodes, {size.init_pods} bound init pods")
+            progress.note(
+                f"{workload.name}: control plane up; creating {size.nodes} nodes, {size.init_pods} bound init pods"
+            )
             for ns in (NAMESPACE, INIT_NAMESPACE):
-                await kube.call("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+                await kube.call(
+                    "POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
+                )
             await kube.create_all("/api/v1/nodes", [node_body(i) for i in range(size.nodes)])
-            await kube.create_all(f"/api/v1/namespaces/{INIT_NAMESPACE}/pods", [
-                pod_body(workload.init_pod, f"init-{i:05d}", INIT_NAMESPACE, "init", init_node(workload.init_pod, i, size.nodes))
-                for i in range(size.init_pods)
-            ])
+            await kube.create_all(
+                f"/api/v1/namespaces/{INIT_NAMESPACE}/pods",
+                [
+                    pod_body(
+                        workload.init_pod,
+                        f"init-{i:05d}",
+                        INIT_NAMESPACE,
+                        "init",
+                        init_node(workload.init_pod, i, size.nodes),
+                    )
+                    for i in range(size.init_pods)
+                ],
+            )
             if any(c.key == "ours" for c in chosen):
                 await asyncio.to_thread(install_policy, cp, args.policy_file)
             setup_s = time.monotonic() - t0
@@ -843,15 +987,24 @@ async def run_workload(args: argparse.Namespace, workload: Workload, chosen: lis
                     progress.report(run)
         finally:
             await kube.close()
-    return {"name": workload.name, "title": workload.title, "steady": workload.steady, "memory": workload.memory,
-            "rate": args.rate if workload.steady else None,
-            "size": asdict(size), "setup_s": round(setup_s, 1), "runs": [asdict(r) for r in runs]}
+    return {
+        "name": workload.name,
+        "title": workload.title,
+        "steady": workload.steady,
+        "memory": workload.memory,
+        "rate": args.rate if workload.steady else None,
+        "size": asdict(size),
+        "setup_s": round(setup_s, 1),
+        "runs": [asdict(r) for r in runs],
+    }
 
 
 def install_policy(cp: ControlPlane, policy_file: Path) -> None:
     """The CRD file users install, then the policy (the operator accepts it when it starts)."""
     cp.kubectl("apply", "-f", str(CRD_FILE))
-    cp.kubectl("wait", "--for=condition=Established", "crd/schedulingpolicies.scheduling.kopf.dev", "--timeout=60s", timeout=70)
+    cp.kubectl(
+        "wait", "--for=condition=Established", "crd/schedulingpolicies.scheduling.kopf.dev", "--timeout=60s", timeout=70
+    )
     cp.kubectl("apply", "-f", str(policy_file))
 
 
@@ -867,23 +1020,49 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="1 round, fewer pods, no 5000-node workload (under 5 minutes)")
     ap.add_argument("--workloads", help=f"comma-separated, of: {', '.join(WORKLOADS)} (default: all)")
-    ap.add_argument("--contenders", default="raw,raw-events,upstream,ours", help="comma-separated, of: raw, raw-events, upstream, ours")
+    ap.add_argument(
+        "--contenders",
+        default="raw,raw-events,upstream,ours",
+        help="comma-separated, of: raw, raw-events, upstream, ours",
+    )
     ap.add_argument("--rounds", type=int, help="rounds of every contender (default 3; 1 with --quick)")
     ap.add_argument("--nodes", type=int, help="override every chosen workload's node count")
     ap.add_argument("--pods", type=int, help="override every chosen workload's measured pod count")
     ap.add_argument("--rate", type=float, default=100.0, help="steady arrival: pods created per second (default 100)")
-    ap.add_argument("--policy-file", type=Path, default=default_policy_file(),
-                    help="the SchedulingPolicy ours runs (default deploy/policies/default.yaml, else default-provider.yaml)")
-    ap.add_argument("--timeout", type=float, default=900.0, help="seconds one run may take to bind every pod (default 900)")
-    ap.add_argument("--ready-timeout", type=float, default=120.0, help="seconds a contender may take to be ready (default 120)")
-    ap.add_argument("--event-timeout", type=float, default=30.0,
-                    help="seconds to wait after the last bind for the Scheduled events still missing (default 30)")
-    ap.add_argument("--profile-ours", type=Path, metavar="DIR",
-                    help="sample ours with py-spy while it schedules; collapsed stacks and a top list go to DIR")
-    ap.add_argument("--out", type=Path, default=RESULTS, help="where the JSON, Markdown and PNG go (default bench/results)")
+    ap.add_argument(
+        "--policy-file",
+        type=Path,
+        default=default_policy_file(),
+        help="the SchedulingPolicy ours runs (default deploy/policies/default.yaml, else default-provider.yaml)",
+    )
+    ap.add_argument(
+        "--timeout", type=float, default=900.0, help="seconds one run may take to bind every pod (default 900)"
+    )
+    ap.add_argument(
+        "--ready-timeout", type=float, default=120.0, help="seconds a contender may take to be ready (default 120)"
+    )
+    ap.add_argument(
+        "--event-timeout",
+        type=float,
+        default=30.0,
+        help="seconds to wait after the last bind for the Scheduled events still missing (default 30)",
+    )
+    ap.add_argument(
+        "--profile-ours",
+        type=Path,
+        metavar="DIR",
+        help="sample ours with py-spy while it schedules; collapsed stacks and a top list go to DIR",
+    )
+    ap.add_argument(
+        "--out", type=Path, default=RESULTS, help="where the JSON, Markdown and PNG go (default bench/results)"
+    )
     args = ap.parse_args(argv)
     args.rounds = args.rounds or (1 if args.quick else 3)
-    names = args.workloads.split(",") if args.workloads else [w for w in WORKLOADS if not (args.quick and WORKLOADS[w].quick is None)]
+    names = (
+        args.workloads.split(",")
+        if args.workloads
+        else [w for w in WORKLOADS if not (args.quick and WORKLOADS[w].quick is None)]
+    )
     unknown = [n for n in names if n not in WORKLOADS]
     if unknown:
         ap.error(f"unknown workload(s) {', '.join(unknown)}; choose from {', '.join(WORKLOADS)}")
@@ -894,7 +1073,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args.policy_file = args.policy_file.resolve()
     args.py_spy = None
     if args.profile_ours is not None:
-        args.py_spy = shutil.which("py-spy", path=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+        args.py_spy = shutil.which(
+            "py-spy", path=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+        )
         if args.py_spy is None:
             ap.error("--profile-ours needs py-spy: pip install py-spy (or pip install -e '.[bench]')")
     return args

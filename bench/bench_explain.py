@@ -64,7 +64,11 @@ def main() -> int:
     ap.add_argument("--nodes", type=int, default=5000)
     ap.add_argument("--pods", type=int, default=2000)
     ap.add_argument("--rounds", type=int, default=12)
-    ap.add_argument("--memory", action="store_true", help="also measure what the kept records hold (one more run, under tracemalloc)")
+    ap.add_argument(
+        "--memory",
+        action="store_true",
+        help="also measure what the kept records hold (one more run, under tracemalloc)",
+    )
     args = ap.parse_args()
     nodes = [parse_node(node_body(i)) for i in range(args.nodes)]
     pods = [parse_pod(basic_pod(i)) for i in range(args.pods)]
@@ -100,7 +104,9 @@ def main() -> int:
         gc.collect()
         freed = held - tracemalloc.get_traced_memory()[0]
         tracemalloc.stop()
-        print(f"  records kept: {kept}, estimated {estimate / 2**20:.1f} MiB, measured {freed / 2**20:.1f} MiB (what freeing the log released)")
+        print(
+            f"  records kept: {kept}, estimated {estimate / 2**20:.1f} MiB, measured {freed / 2**20:.1f} MiB (what freeing the log released)"
+        )
     return 0
 
 

@@ -121,8 +121,12 @@ def run_cycles(cache: SchedulerCache, scheduler: Any, pods: int) -> float:
 def part_cycle(nodes: int, pods: int, rounds: int) -> None:
     from kopf_scheduler.core.algorithm import GenericScheduler
 
-    best = min(run_cycles(cache_of(nodes), GenericScheduler(default_profile("kopf-scheduler")), pods) for _ in range(rounds))
-    print(f"cycle: {nodes} nodes, {pods} pods, best of {rounds}: {best / pods * 1e6:.0f} us/pod ({pods / best:.0f} pods/s)")
+    best = min(
+        run_cycles(cache_of(nodes), GenericScheduler(default_profile("kopf-scheduler")), pods) for _ in range(rounds)
+    )
+    print(
+        f"cycle: {nodes} nodes, {pods} pods, best of {rounds}: {best / pods * 1e6:.0f} us/pod ({pods / best:.0f} pods/s)"
+    )
     body = pod_body(0)
     parse = min(timeit.repeat(lambda: parse_pod(body), number=2000, repeat=25)) / 2000
     cache, queue, rng = cache_of(1), SchedulingQueue(), random.Random(0)
@@ -139,7 +143,9 @@ def part_cycle(nodes: int, pods: int, rounds: int) -> None:
         queue.done(outcome.pod)
 
     overhead = min(timeit.repeat(one, number=2000, repeat=25)) / 2000
-    print(f"cycle: parse_pod {parse * 1e6:.1f} us; queue + schedule_one + forget, empty profile, 1 node: {overhead * 1e6:.1f} us (best of 25)")
+    print(
+        f"cycle: parse_pod {parse * 1e6:.1f} us; queue + schedule_one + forget, empty profile, 1 node: {overhead * 1e6:.1f} us (best of 25)"
+    )
 
 
 def part_hop(calls: int) -> None:
@@ -166,10 +172,18 @@ class _Extender(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         args = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        names = args["NodeNames"] if args["NodeNames"] is not None else [n["metadata"]["name"] for n in args["Nodes"]["items"]]
+        names = (
+            args["NodeNames"]
+            if args["NodeNames"] is not None
+            else [n["metadata"]["name"] for n in args["Nodes"]["items"]]
+        )
         if self.path.endswith("/filter"):
             keep = names[1:]
-            answer: Any = {"NodeNames": keep} if args["NodeNames"] is not None else {"Nodes": {"items": args["Nodes"]["items"][1:]}}
+            answer: Any = (
+                {"NodeNames": keep}
+                if args["NodeNames"] is not None
+                else {"Nodes": {"items": args["Nodes"]["items"][1:]}}
+            )
             answer["FailedNodes"] = {names[0]: "first node refused"} if names else {}
         else:
             answer = [{"Host": n, "Score": len(n) % 11} for n in names]
@@ -198,7 +212,9 @@ def part_extender(nodes: int, pods: int) -> None:
     url = f"http://127.0.0.1:{ports.get(timeout=10)}/ext"
     try:
         base = run_cycles(cache_of(nodes), GenericScheduler(default_profile("kopf-scheduler")), pods)
-        print(f"extender: {nodes} nodes, {pods} pods, no extender:                                  {base / pods * 1e3:7.2f} ms/pod")
+        print(
+            f"extender: {nodes} nodes, {pods} pods, no extender:                                  {base / pods * 1e3:7.2f} ms/pod"
+        )
         for cache_capable in (True, False):
             spec = {"schedulerName": "kopf-scheduler", "algorithmProvider": "DefaultProvider", "extenders": [
                 {"urlPrefix": url, "filterVerb": "filter", "prioritizeVerb": "prioritize", "nodeCacheCapable": cache_capable}]}  # fmt: skip
@@ -207,7 +223,9 @@ def part_extender(nodes: int, pods: int) -> None:
             seconds = run_cycles(cache_of(nodes), GenericScheduler(profile, extender_factory=HTTPExtender), pods)
             what = "node names (nodeCacheCapable)" if cache_capable else "whole Node objects        "
             cpu = _CPU
-            print(f"extender: {nodes} nodes, {pods} pods, filter+prioritize, {what}: {seconds / pods * 1e3:7.2f} ms/pod, {cpu / pods * 1e3:6.2f} ms/pod of our CPU")
+            print(
+                f"extender: {nodes} nodes, {pods} pods, filter+prioritize, {what}: {seconds / pods * 1e3:7.2f} ms/pod, {cpu / pods * 1e3:6.2f} ms/pod of our CPU"
+            )
     finally:
         server.terminate()
         server.join()

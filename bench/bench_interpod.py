@@ -35,8 +35,14 @@ def node_body(i: int) -> dict:
     name = f"node-{i}"
     return {
         "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": ZONES[i % 3]}},
-        "status": {"allocatable": {"cpu": "4", "memory": "32Gi", "pods": "110"}, "conditions": [{"type": "Ready", "status": "True"}]},
+        "metadata": {
+            "name": name,
+            "labels": {"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": ZONES[i % 3]},
+        },
+        "status": {
+            "allocatable": {"cpu": "4", "memory": "32Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
     }
 
 
@@ -84,7 +90,9 @@ def run(nodes: int, pods: int, every: int) -> None:
         if (i + 1) % every == 0:
             print(f"placed {i + 1 - every:5d}..{i:5d}: {1e6 * sum(window) / len(window):7.1f} µs/pod")
             window = []
-    print(f"mean over {len(pending)} pods: {1e6 * total / len(pending):.1f} µs/pod ({len(pending) / total:.0f} pods/s for this plugin)")
+    print(
+        f"mean over {len(pending)} pods: {1e6 * total / len(pending):.1f} µs/pod ({len(pending) / total:.0f} pods/s for this plugin)"
+    )
 
 
 def main() -> int:

@@ -52,20 +52,47 @@ def pod_body(i: int) -> dict[str, Any]:
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
-            "name": f"p-{i}", "namespace": "bench",
+            "name": f"p-{i}",
+            "namespace": "bench",
             "labels": {"app": "web", "pod-template-hash": "5d8f7c9b4", "tier": "frontend"},
-            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-5d8f7c9b4", "uid": "rs-uid", "controller": True}],
+            "ownerReferences": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "name": "web-5d8f7c9b4",
+                    "uid": "rs-uid",
+                    "controller": True,
+                }
+            ],
         },
         "spec": {
             "schedulerName": "kopf-scheduler",
             "containers": [
-                {"name": "web", "image": "registry.example/web:1.2.3", "ports": [{"containerPort": 8080}],
-                 "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}}},
-                {"name": "proxy", "image": "registry.example/proxy:4.5", "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}}},
+                {
+                    "name": "web",
+                    "image": "registry.example/web:1.2.3",
+                    "ports": [{"containerPort": 8080}],
+                    "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}},
+                },
+                {
+                    "name": "proxy",
+                    "image": "registry.example/proxy:4.5",
+                    "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}},
+                },
             ],
             "tolerations": [
-                {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
-                {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+                {
+                    "key": "node.kubernetes.io/not-ready",
+                    "operator": "Exists",
+                    "effect": "NoExecute",
+                    "tolerationSeconds": 300,
+                },
+                {
+                    "key": "node.kubernetes.io/unreachable",
+                    "operator": "Exists",
+                    "effect": "NoExecute",
+                    "tolerationSeconds": 300,
+                },
             ],
         },
         "status": {"phase": "Pending"},
@@ -145,7 +172,9 @@ async def consume_kopf(url: str, counter: Counter, *, tuned: bool, gc_tuned: boo
 
         _tune_gc()
     stop = asyncio.Event()
-    task = asyncio.create_task(kopf.operator(registry=registry, settings=settings, standalone=True, clusterwide=True, stop_flag=stop))
+    task = asyncio.create_task(
+        kopf.operator(registry=registry, settings=settings, standalone=True, clusterwide=True, stop_flag=stop)
+    )
     await counter.done.wait()
     stop.set()
     await asyncio.wait_for(task, 30)
@@ -166,7 +195,14 @@ async def consume_informer(url: str, counter: Counter, *, ready: asyncio.Event) 
         if ok:
             ready.set()
 
-    feed = Feed("Pod", "/api/v1/pods", apply, lambda b: str(b["metadata"]["uid"]), lambda keys: None, field_selector="spec.nodeName=")
+    feed = Feed(
+        "Pod",
+        "/api/v1/pods",
+        apply,
+        lambda b: str(b["metadata"]["uid"]),
+        lambda keys: None,
+        field_selector="spec.nodeName=",
+    )
     task = asyncio.create_task(Informer(api, feed, on_sync=synced).run())
     await counter.done.wait()
     task.cancel()
@@ -175,7 +211,9 @@ async def consume_informer(url: str, counter: Counter, *, ready: asyncio.Event) 
 
 
 async def one_run(variant: str, pods: int) -> float:
-    server = subprocess.Popen([sys.executable, __file__, "--serve", str(pods)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        [sys.executable, __file__, "--serve", str(pods)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     assert server.stdin is not None and server.stdout is not None
     try:
         url = server.stdout.readline().strip()
@@ -185,7 +223,9 @@ async def one_run(variant: str, pods: int) -> float:
             consumer = asyncio.create_task(consume_informer(url, counter, ready=ready))
         else:
             consumer = asyncio.create_task(
-                consume_kopf(url, counter, tuned=variant != "kopf-plain", gc_tuned=variant == "kopf-tuned-gc", ready=ready)
+                consume_kopf(
+                    url, counter, tuned=variant != "kopf-plain", gc_tuned=variant == "kopf-tuned-gc", ready=ready
+                )
             )
         await asyncio.wait_for(ready.wait(), 30)
         await asyncio.sleep(1.0)  # let Kopf's watch start after its (empty) list
@@ -221,7 +261,7 @@ def main() -> None:
     variants = args.variants.split(",")
     results: dict[str, list[float]] = {v: [] for v in variants}
     for r in range(args.rounds):
-        for variant in variants[r % len(variants):] + variants[: r % len(variants)]:
+        for variant in variants[r % len(variants) :] + variants[: r % len(variants)]:
             with asyncio.Runner(loop_factory=loop_factory) as runner:
                 us = runner.run(one_run(variant, args.pods))
             results[variant].append(us)

@@ -157,7 +157,10 @@ class FailedSchedulingWatch:
 
 async def pending_pods(port: int) -> dict[str, float]:
     """scheduler_pending_pods by queue, from the operator's /metrics."""
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session, session.get(f"http://127.0.0.1:{port}/metrics") as resp:
+    async with (
+        aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session,
+        session.get(f"http://127.0.0.1:{port}/metrics") as resp,
+    ):
         text = await resp.text()
     out = {}
     for line in text.splitlines():
@@ -186,18 +189,30 @@ def big_pod(name: str) -> dict[str, Any]:
     return body
 
 
-async def run_load(cp: ControlPlane, workdir: Path, *, nodes: int, pods: int, unschedulable: float = 0.1, timeout: float = 1800.0) -> LoadResult:
+async def run_load(
+    cp: ControlPlane, workdir: Path, *, nodes: int, pods: int, unschedulable: float = 0.1, timeout: float = 1800.0
+) -> LoadResult:
     """One load run on `cp` (nodes and pods are created in it); see the module docstring."""
     too_big = int(pods * unschedulable)
     result = LoadResult(nodes, pods, too_big)
     kube = Kube(cp.kubeconfig)
     try:
         t0 = time.monotonic()
-        await kube.call("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}, ok=(409,))
+        await kube.call(
+            "POST",
+            "/api/v1/namespaces",
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
+            ok=(409,),
+        )
         await kube.create_all("/api/v1/nodes", [node_body(i) for i in range(nodes)])
         await asyncio.to_thread(cp.kubectl, "apply", "-f", str(CRD_FILE))
         await established(kube, f"{PLURAL}.{GROUP}")
-        policy = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "SchedulingPolicy", "metadata": {"name": SCHEDULER}, "spec": {"schedulerName": SCHEDULER}}
+        policy = {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "SchedulingPolicy",
+            "metadata": {"name": SCHEDULER},
+            "spec": {"schedulerName": SCHEDULER},
+        }
         await kube.call("POST", f"/apis/{GROUP}/{VERSION}/{PLURAL}", policy)
         names = [f"pod-{i:05d}" for i in range(pods)]
         # the big ones spread evenly among the others: pod i is big when (i+1)*too_big/pods crosses an integer
@@ -212,7 +227,16 @@ async def run_load(cp: ControlPlane, workdir: Path, *, nodes: int, pods: int, un
         await events.start()
         port = free_port()
         log = workdir / "operator.log"
-        argv = [sys.executable, "-m", "kopf_scheduler.cli", "run", "--kubeconfig", str(cp.kubeconfig), "--metrics-port", str(port)]
+        argv = [
+            sys.executable,
+            "-m",
+            "kopf_scheduler.cli",
+            "run",
+            "--kubeconfig",
+            str(cp.kubeconfig),
+            "--metrics-port",
+            str(port),
+        ]
         proc = _popen(argv, log)
         stop = _stopper(proc)
         started = time.monotonic()
@@ -229,7 +253,9 @@ async def run_load(cp: ControlPlane, workdir: Path, *, nodes: int, pods: int, un
                         break
                 if time.monotonic() > deadline:
                     result.pending_at_end = await pending_pods(port)
-                    raise TimeoutError(f"not drained after {timeout:.0f}s: {len(watch.bound)}/{schedulable} bound, {len(big & events.pods())}/{too_big} reported")
+                    raise TimeoutError(
+                        f"not drained after {timeout:.0f}s: {len(watch.bound)}/{schedulable} bound, {len(big & events.pods())}/{too_big} reported"
+                    )
                 await asyncio.sleep(0.5)
             result.drained_s = time.monotonic() - started
             result.peak_rss_mib = peak_rss_mib(proc.pid)
@@ -250,7 +276,9 @@ async def run_load(cp: ControlPlane, workdir: Path, *, nodes: int, pods: int, un
             result.events_per_s = len(times) / result.drained_s
             result.busiest_second = max(Counter(int(t - started) for t in times).values())
         result.max_events_per_pod = max(Counter(pod for _, pod, _ in events.seen).values(), default=0)
-        result.expired_assumptions = log.read_text(errors="replace").count("expired: the watch never confirmed its binding")
+        result.expired_assumptions = log.read_text(errors="replace").count(
+            "expired: the watch never confirmed its binding"
+        )
         result.overcommitted_nodes = sum(1 for n in Counter(watch.node_of.values()).values() if n > PODS_PER_NODE)
         result.repeats_within_limit = events.repeats()
     finally:
@@ -262,12 +290,21 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--nodes", type=int, default=5000)
     ap.add_argument("--pods", type=int, default=20000)
-    ap.add_argument("--unschedulable", type=float, default=0.1, help="fraction of the pods that fit nowhere (default 0.1)")
+    ap.add_argument(
+        "--unschedulable", type=float, default=0.1, help="fraction of the pods that fit nowhere (default 0.1)"
+    )
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds for the operator to drain the queue")
     ap.add_argument("--json", type=Path, help="also write the result here")
     args = ap.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="bench-load-") as tmp, ControlPlane(Path(tmp) / "cp", die_with_parent=True) as cp:
-        result = asyncio.run(run_load(cp, Path(tmp), nodes=args.nodes, pods=args.pods, unschedulable=args.unschedulable, timeout=args.timeout))
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-load-") as tmp,
+        ControlPlane(Path(tmp) / "cp", die_with_parent=True) as cp,
+    ):
+        result = asyncio.run(
+            run_load(
+                cp, Path(tmp), nodes=args.nodes, pods=args.pods, unschedulable=args.unschedulable, timeout=args.timeout
+            )
+        )
         if result.error:
             print((Path(tmp) / "operator.log").read_text()[-3000:], file=sys.stderr)
     print(result.summary())

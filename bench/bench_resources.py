@@ -45,7 +45,9 @@ def pod(i: int, *, empty: bool = False) -> Pod:
     if not empty:
         r = {"cpu": "100m", "memory": "500Mi"}
         container["resources"] = {"requests": r, "limits": r}
-    return parse_pod({"metadata": {"name": f"p{i}", "namespace": "default", "uid": f"u{i}"}, "spec": {"containers": [container]}})
+    return parse_pod(
+        {"metadata": {"name": f"p{i}", "namespace": "default", "uid": f"u{i}"}, "spec": {"containers": [container]}}
+    )
 
 
 def main() -> None:

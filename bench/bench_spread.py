@@ -47,7 +47,10 @@ def node_body(i: int) -> dict:
     return {
         "kind": "Node",
         "metadata": {"name": name, "labels": {HOST: name, ZONE: ZONES[i % 3]}},
-        "status": {"allocatable": {"cpu": "64", "memory": "256Gi", "pods": "110"}, "conditions": [{"type": "Ready", "status": "True"}]},
+        "status": {
+            "allocatable": {"cpu": "64", "memory": "256Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
     }
 
 
@@ -64,7 +67,9 @@ def pod_body(i: int, workload: str, node: str = "") -> dict:
             {"maxSkew": 1, "topologyKey": HOST, "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": selector},
         ]
     else:
-        meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": f"rs-{app}", "uid": f"rs-{app}", "controller": True}]
+        meta["ownerReferences"] = [
+            {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": f"rs-{app}", "uid": f"rs-{app}", "controller": True}
+        ]
     return {"kind": "Pod", "metadata": meta, "spec": spec}
 
 
@@ -75,7 +80,11 @@ def run(nodes: int, existing: int, pods: int, workload: str, cold: bool) -> None
     for i in range(existing):
         cache.add_pod(parse_pod(pod_body(i, workload, node=f"node-{(i * 7) % nodes}")))
     for k in range(10):
-        rs = {"kind": "ReplicaSet", "metadata": {"namespace": "bench", "name": f"rs-app-{k}"}, "spec": {"selector": {"matchLabels": {"app": f"app-{k}"}}}}
+        rs = {
+            "kind": "ReplicaSet",
+            "metadata": {"namespace": "bench", "name": f"rs-app-{k}"},
+            "spec": {"selector": {"matchLabels": {"app": f"app-{k}"}}},
+        }
         cache.objects.controllers[f"ReplicaSet/bench/rs-app-{k}"] = parse_controller(rs)
     snap = Snapshot(cache.objects)
     plugin = PodTopologySpread()

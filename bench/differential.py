@@ -81,15 +81,15 @@ ROOT: Final = Path(__file__).resolve().parents[1]
 if str(ROOT / "operator") not in sys.path:
     sys.path.insert(0, str(ROOT / "operator"))
 
-from kubernetes import client, config  # noqa: E402
+from kubernetes import client, config
 
-from kopf_scheduler.cluster import ControlPlane, ensure_binaries  # noqa: E402
-from kopf_scheduler.core.cache import SchedulerCache  # noqa: E402
-from kopf_scheduler.core.parsing import parse_pod  # noqa: E402
-from kopf_scheduler.core.profile import Profile  # noqa: E402
-from kopf_scheduler.core.resources import format_quantity, to_milli, to_units  # noqa: E402
-from kopf_scheduler.sim.loader import load_cluster, load_policy  # noqa: E402
-from kopf_scheduler.sim.simulator import Simulation  # noqa: E402
+from kopf_scheduler.cluster import ControlPlane, ensure_binaries
+from kopf_scheduler.core.cache import SchedulerCache
+from kopf_scheduler.core.parsing import parse_pod
+from kopf_scheduler.core.profile import Profile
+from kopf_scheduler.core.resources import format_quantity, to_milli, to_units
+from kopf_scheduler.sim.loader import load_cluster, load_policy
+from kopf_scheduler.sim.simulator import Simulation
 
 T = TypeVar("T")
 
@@ -136,7 +136,11 @@ class Knobs:
     p_spread: float = 0.2  # 1..2 topologySpreadConstraints over an app's pods
     p_host_port: float = 0.08
     priority_classes: tuple[tuple[str | None, float], ...] = (
-        (None, 0.55), ("diff-low", 0.15), ("diff-mid", 0.1), ("diff-high", 0.15), ("diff-high-never", 0.05),
+        (None, 0.55),
+        ("diff-low", 0.15),
+        ("diff-mid", 0.1),
+        ("diff-high", 0.15),
+        ("diff-high-never", 0.05),
     )
 
 
@@ -190,7 +194,9 @@ def generate(seed: int, knobs: Knobs) -> Scenario:
 
 def _service(app: str) -> dict[str, Any]:
     return {
-        "apiVersion": "v1", "kind": "Service", "metadata": {"name": app, "namespace": NAMESPACE},
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": app, "namespace": NAMESPACE},
         "spec": {"clusterIP": "None", "selector": {"app": app}, "ports": [{"port": 80}]},
     }
 
@@ -198,11 +204,16 @@ def _service(app: str) -> dict[str, Any]:
 def _replica_set(app: str) -> dict[str, Any]:
     labels = {"app": app}
     return {
-        "apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": app, "namespace": NAMESPACE, "labels": labels},
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {"name": app, "namespace": NAMESPACE, "labels": labels},
         "spec": {
             "replicas": 0,  # nothing runs it; it exists so that default spreading finds the pods' owner
             "selector": {"matchLabels": labels},
-            "template": {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "c", "image": "registry.example/web:1.0"}]}},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "c", "image": "registry.example/web:1.0"}]},
+            },
         },
     }
 
@@ -211,9 +222,14 @@ def _node(rng: random.Random, knobs: Knobs, name: str, index: int) -> tuple[dict
     zone = knobs.zones[index % len(knobs.zones)]
     cpu = rng.choice(knobs.node_cpus)
     labels = {
-        HOSTNAME: name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
-        ZONE: zone, REGION: "region-2" if zone == knobs.zones[-1] else "region-1",
-        "disktype": rng.choice(("ssd", "hdd")), "tier": rng.choice(("gold", "silver", "bronze")), "example.com/cores": cpu,
+        HOSTNAME: name,
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+        ZONE: zone,
+        REGION: "region-2" if zone == knobs.zones[-1] else "region-1",
+        "disktype": rng.choice(("ssd", "hdd")),
+        "tier": rng.choice(("gold", "silver", "bronze")),
+        "example.com/cores": cpu,
     }
     spec: dict[str, Any] = {}
     if rng.random() < knobs.p_node_unschedulable:
@@ -221,10 +237,17 @@ def _node(rng: random.Random, knobs: Knobs, name: str, index: int) -> tuple[dict
     if rng.random() < knobs.p_node_taint:
         keys = rng.sample(sorted(TAINTS), rng.randint(1, 2))
         spec["taints"] = [
-            {"key": k, "value": rng.choice(TAINTS[k]), "effect": rng.choice(("NoSchedule", "PreferNoSchedule", "NoExecute"))} for k in keys
+            {
+                "key": k,
+                "value": rng.choice(TAINTS[k]),
+                "effect": rng.choice(("NoSchedule", "PreferNoSchedule", "NoExecute")),
+            }
+            for k in keys
         ]
     allocatable = {
-        "cpu": cpu, "memory": rng.choice(knobs.node_memories), "ephemeral-storage": "100Gi",
+        "cpu": cpu,
+        "memory": rng.choice(knobs.node_memories),
+        "ephemeral-storage": "100Gi",
         "pods": "3" if rng.random() < knobs.p_node_few_pods else "110",
     }
     if rng.random() < knobs.p_node_gpu:
@@ -232,14 +255,24 @@ def _node(rng: random.Random, knobs: Knobs, name: str, index: int) -> tuple[dict
     images = rng.sample(sorted(IMAGES), rng.randint(*knobs.images_per_node))
     status = {
         "status": {
-            "capacity": allocatable, "allocatable": allocatable,
+            "capacity": allocatable,
+            "allocatable": allocatable,
             "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}]
-            + [{"type": t, "status": "False", "reason": "Fake"} for t in ("MemoryPressure", "DiskPressure", "PIDPressure")],
+            + [
+                {"type": t, "status": "False", "reason": "Fake"}
+                for t in ("MemoryPressure", "DiskPressure", "PIDPressure")
+            ],
             "images": [{"names": [img], "sizeBytes": IMAGES[img] * 1024 * 1024} for img in images],
             "nodeInfo": {
-                "architecture": "amd64", "operatingSystem": "linux", "kubeletVersion": "v1.37.2",
-                "containerRuntimeVersion": "fake://0", "kernelVersion": "", "osImage": "fake",
-                "machineID": "", "systemUUID": "", "bootID": "",
+                "architecture": "amd64",
+                "operatingSystem": "linux",
+                "kubeletVersion": "v1.37.2",
+                "containerRuntimeVersion": "fake://0",
+                "kernelVersion": "",
+                "osImage": "fake",
+                "machineID": "",
+                "systemUUID": "",
+                "bootID": "",
             },
         }
     }
@@ -275,7 +308,11 @@ def _node_selector_requirement(rng: random.Random, knobs: Knobs) -> dict[str, An
     if kind == 2:
         return {"key": "tier", "operator": "In", "values": rng.sample(("gold", "silver", "bronze"), 2)}
     if kind == 3:
-        return {"key": "example.com/cores", "operator": rng.choice(("Gt", "Lt")), "values": [rng.choice(("3", "7", "12"))]}
+        return {
+            "key": "example.com/cores",
+            "operator": rng.choice(("Gt", "Lt")),
+            "values": [rng.choice(("3", "7", "12"))],
+        }
     if kind == 4:
         return {"key": "disktype", "operator": "Exists"}
     return {"key": "example.com/no-such-label", "operator": "DoesNotExist"}
@@ -289,11 +326,17 @@ def _affinity(rng: random.Random, knobs: Knobs, apps: Sequence[str]) -> dict[str
     affinity: dict[str, Any] = {}
     node: dict[str, Any] = {}
     if rng.random() < knobs.p_required_node_affinity:
-        terms = [{"matchExpressions": [_node_selector_requirement(rng, knobs) for _ in range(rng.randint(1, 2))]} for _ in range(rng.randint(1, 2))]
+        terms = [
+            {"matchExpressions": [_node_selector_requirement(rng, knobs) for _ in range(rng.randint(1, 2))]}
+            for _ in range(rng.randint(1, 2))
+        ]
         node["requiredDuringSchedulingIgnoredDuringExecution"] = {"nodeSelectorTerms": terms}
     if rng.random() < knobs.p_preferred_node_affinity:
         node["preferredDuringSchedulingIgnoredDuringExecution"] = [
-            {"weight": rng.randint(1, 100), "preference": {"matchExpressions": [_node_selector_requirement(rng, knobs)]}}
+            {
+                "weight": rng.randint(1, 100),
+                "preference": {"matchExpressions": [_node_selector_requirement(rng, knobs)]},
+            }
             for _ in range(rng.randint(1, 3))
         ]
     if node:
@@ -305,7 +348,8 @@ def _affinity(rng: random.Random, knobs: Knobs, apps: Sequence[str]) -> dict[str
             else:
                 affinity[key] = {
                     "preferredDuringSchedulingIgnoredDuringExecution": [
-                        {"weight": rng.randint(1, 100), "podAffinityTerm": _pod_affinity_term(rng, apps)} for _ in range(rng.randint(1, 2))
+                        {"weight": rng.randint(1, 100), "podAffinityTerm": _pod_affinity_term(rng, apps)}
+                        for _ in range(rng.randint(1, 2))
                     ]
                 }
     return affinity
@@ -335,8 +379,10 @@ def _spread(rng: random.Random, knobs: Knobs, app: str) -> list[dict[str, Any]]:
     out = []
     for key in rng.sample((ZONE, HOSTNAME), rng.randint(1, 2)):
         c: dict[str, Any] = {
-            "maxSkew": rng.randint(1, 3), "topologyKey": key,
-            "whenUnsatisfiable": rng.choice(("DoNotSchedule", "ScheduleAnyway")), "labelSelector": _selector(app),
+            "maxSkew": rng.randint(1, 3),
+            "topologyKey": key,
+            "whenUnsatisfiable": rng.choice(("DoNotSchedule", "ScheduleAnyway")),
+            "labelSelector": _selector(app),
         }
         if c["whenUnsatisfiable"] == "DoNotSchedule" and rng.random() < 0.2:
             c["minDomains"] = rng.randint(2, 4)
@@ -384,8 +430,13 @@ def _pod(rng: random.Random, knobs: Knobs, name: str, apps: Sequence[str], node_
     if rng.random() < knobs.p_node_selector:
         pick = rng.randrange(4)
         spec["nodeSelector"] = (
-            {"disktype": "ssd"} if pick == 0 else {ZONE: rng.choice(knobs.zones)} if pick == 1
-            else {"tier": "gold"} if pick == 2 else {HOSTNAME: rng.choice(node_names)}
+            {"disktype": "ssd"}
+            if pick == 0
+            else {ZONE: rng.choice(knobs.zones)}
+            if pick == 1
+            else {"tier": "gold"}
+            if pick == 2
+            else {HOSTNAME: rng.choice(node_names)}
         )
     affinity = _affinity(rng, knobs, apps)
     if affinity:
@@ -404,7 +455,9 @@ def _pod(rng: random.Random, knobs: Knobs, name: str, apps: Sequence[str], node_
             break
     metadata: dict[str, Any] = {"name": name, "namespace": NAMESPACE, "labels": labels}
     if app:
-        metadata["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": app, "uid": "", "controller": True}]
+        metadata["ownerReferences"] = [
+            {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": app, "uid": "", "controller": True}
+        ]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 
 
@@ -417,7 +470,10 @@ def describe_pod(body: Mapping[str, Any]) -> str:
             req[k] += _quantity(k, v)
     parts = [",".join(f"{k}={format_quantity(v, k)}" for k, v in sorted(req.items())) or "no-requests"]
     if spec.get("initContainers"):
-        parts.append("init:" + ",".join("sidecar" if c.get("restartPolicy") == "Always" else "init" for c in spec["initContainers"]))
+        parts.append(
+            "init:"
+            + ",".join("sidecar" if c.get("restartPolicy") == "Always" else "init" for c in spec["initContainers"])
+        )
     if any(p.get("hostPort") for c in spec.get("containers") or () for p in c.get("ports") or ()):
         parts.append("hostPort")
     if spec.get("nodeSelector"):
@@ -438,7 +494,9 @@ def describe_pod(body: Mapping[str, Any]) -> str:
     for c in spec.get("topologySpreadConstraints") or ():
         topo = "host" if c["topologyKey"] == HOSTNAME else "zone"
         mode = "DNS" if c["whenUnsatisfiable"] == "DoNotSchedule" else "SA"
-        parts.append(f"spread:{mode}/{topo}/skew{c['maxSkew']}" + (f"/minDomains{c['minDomains']}" if "minDomains" in c else ""))
+        parts.append(
+            f"spread:{mode}/{topo}/skew{c['maxSkew']}" + (f"/minDomains{c['minDomains']}" if "minDomains" in c else "")
+        )
     if spec.get("tolerations"):
         parts.append(f"tolerations x{len(spec['tolerations'])}")
     if spec.get("priorityClassName"):
@@ -479,8 +537,21 @@ NODE_EVENTS: Final = ("Add event for node", "Update event for node", "Delete eve
 POD_DELETE_EVENTS: Final = ("Delete event for scheduled pod", "Delete event for unscheduled pod")
 POD_ADD_EVENTS: Final = ("Add event for scheduled pod", "Add event for unscheduled pod")
 _WANTED: Final = frozenset(
-    (MSG_ATTEMPT, MSG_PLUGIN_SCORE, MSG_TOTAL_SCORE, MSG_BOUND, MSG_NO_FIT, MSG_ERROR, MSG_PREEMPTION_TARGET,
-     MSG_PREEMPTED_VICTIM, MSG_PREEMPTION_DONE, MSG_CONFIG, *NODE_EVENTS, *POD_DELETE_EVENTS, *POD_ADD_EVENTS)
+    (
+        MSG_ATTEMPT,
+        MSG_PLUGIN_SCORE,
+        MSG_TOTAL_SCORE,
+        MSG_BOUND,
+        MSG_NO_FIT,
+        MSG_ERROR,
+        MSG_PREEMPTION_TARGET,
+        MSG_PREEMPTED_VICTIM,
+        MSG_PREEMPTION_DONE,
+        MSG_CONFIG,
+        *NODE_EVENTS,
+        *POD_DELETE_EVENTS,
+        *POD_ADD_EVENTS,
+    )
 )
 _HEADER: Final = re.compile(r'^[IWEF]\d{4} [\d:.]+\s+\d+ [^\]]+\] "((?:[^"\\]|\\.)*)"(.*)$')
 _PAIR: Final = re.compile(r'\s([\w.-]+)=("(?:[^"\\]|\\.)*"|<|\S+)')
@@ -602,7 +673,10 @@ def score_weights(config_yaml: str) -> dict[str, int]:
     plugins = profile.get("plugins") or {}
     weights: dict[str, int] = {}
     disabled = {p["name"] for p in (plugins.get("score") or {}).get("disabled") or ()}
-    for entry in [*((plugins.get("score") or {}).get("enabled") or ()), *((plugins.get("multiPoint") or {}).get("enabled") or ())]:
+    for entry in [
+        *((plugins.get("score") or {}).get("enabled") or ()),
+        *((plugins.get("multiPoint") or {}).get("enabled") or ()),
+    ]:
         if entry["name"] not in weights and entry["name"] not in disabled:
             weights[entry["name"]] = int(entry.get("weight") or 0) or 1
     return weights
@@ -660,8 +734,17 @@ PLUGIN_PEERS: Final = {
 }
 #: upstream v1.37's default plugins that implement Score (apis/config/v1/default_plugins.go; each plugin's Score)
 UPSTREAM_SCORE_PLUGINS: Final = frozenset(
-    ("TaintToleration", "NodeAffinity", "NodeResourcesFit", "VolumeBinding", "PodTopologySpread", "InterPodAffinity",
-     "DynamicResources", "NodeResourcesBalancedAllocation", "ImageLocality")
+    (
+        "TaintToleration",
+        "NodeAffinity",
+        "NodeResourcesFit",
+        "VolumeBinding",
+        "PodTopologySpread",
+        "InterPodAffinity",
+        "DynamicResources",
+        "NodeResourcesBalancedAllocation",
+        "ImageLocality",
+    )
 )
 
 
@@ -675,7 +758,9 @@ def compared_names(ours: Iterable[str]) -> dict[str, str]:
     return out
 
 
-def upstream_decision(records: Sequence[LogRecord], weights: Mapping[str, int], score_plugins: Iterable[str]) -> Decision:
+def upstream_decision(
+    records: Sequence[LogRecord], weights: Mapping[str, int], score_plugins: Iterable[str]
+) -> Decision:
     """Upstream's decision from one pod's log records: its FIRST scheduling attempt (later ones, if any, are only
     counted in ``attempts``: after a preemption upstream may retry the pod before the harness deletes it)."""
     starts = [i for i, r in enumerate(records) if r.msg == MSG_ATTEMPT]
@@ -719,7 +804,9 @@ def upstream_decision(records: Sequence[LogRecord], weights: Mapping[str, int], 
     return d
 
 
-def our_decision(state: Sequence[Mapping[str, Any]], pod_body: Mapping[str, Any], profile: Profile, *, seed: int) -> tuple[Decision, dict[str, str]]:
+def our_decision(
+    state: Sequence[Mapping[str, Any]], pod_body: Mapping[str, Any], profile: Profile, *, seed: int
+) -> tuple[Decision, dict[str, str]]:
     """Our algorithm's decision for ``pod_body`` on the cluster ``state`` (API objects), and a one-line summary per
     node of that state (for reports)."""
     loaded = load_cluster(state, source="state")
@@ -823,8 +910,15 @@ def compare(case: PodCase) -> PodComparison:
         for plugin in sorted(up_plugins & our_plugins):
             for node in nodes:
                 pairs.append(
-                    ScorePair(case.pod, node, plugin, ours.score(plugin, node), up.score(plugin, node),
-                              plugin in up.skipped, plugin in ours.skipped)
+                    ScorePair(
+                        case.pod,
+                        node,
+                        plugin,
+                        ours.score(plugin, node),
+                        up.score(plugin, node),
+                        plugin in up.skipped,
+                        plugin in ours.skipped,
+                    )
                 )
         for plugin in sorted(up_plugins - our_plugins):
             nonzero = [(n, up.score(plugin, n)) for n in nodes if up.score(plugin, n)]
@@ -928,7 +1022,9 @@ class Report:
 
     comparisons: list[PodComparison]
     plugins: dict[str, PluginTally]
-    only_upstream: dict[str, tuple[int, int]]  # plugin -> (pods where it scored non-zero somewhere, pods it varied over nodes)
+    only_upstream: dict[
+        str, tuple[int, int]
+    ]  # plugin -> (pods where it scored non-zero somewhere, pods it varied over nodes)
     only_ours: dict[str, tuple[int, int]]
     message_categories: Counter[str]
     #: cause -> pods upstream scored where that cause alone (everything else as upstream) makes us miss its best set;
@@ -941,13 +1037,22 @@ class Report:
 
     def metrics(self) -> dict[str, dict[str, float | int]]:
         out: dict[str, dict[str, float | int]] = {}
-        for name, attr in (("fits", "fits"), ("best_node", "best"), ("best_sets_equal", "best_sets_equal"),
-                           ("feasible_sets_equal", "feasible"), ("messages", "message")):
+        for name, attr in (
+            ("fits", "fits"),
+            ("best_node", "best"),
+            ("best_sets_equal", "best_sets_equal"),
+            ("feasible_sets_equal", "feasible"),
+            ("messages", "message"),
+        ):
             ok, n = self.rate(attr)
             out[name] = {"agree": ok, "of": n, "percent": round(100.0 * ok / n, 2) if n else 100.0}
         compared = sum(t.compared for t in self.plugins.values())
         equal = sum(t.equal for t in self.plugins.values())
-        out["plugin_scores"] = {"agree": equal, "of": compared, "percent": round(100.0 * equal / compared, 2) if compared else 100.0}
+        out["plugin_scores"] = {
+            "agree": equal,
+            "of": compared,
+            "percent": round(100.0 * equal / compared, 2) if compared else 100.0,
+        }
         return out
 
 
@@ -995,8 +1100,11 @@ def build_report(comparisons: list[PodComparison], *, worst: int = 5) -> Report:
             if not counterfactual_best(c.case, cause or None) <= up.best:
                 causes[cause] += 1
     return Report(
-        comparisons, dict(plugins),
-        {k: (v[0], v[1]) for k, v in only_up.items()}, {k: (v[0], v[1]) for k, v in only_ours.items()}, categories,
+        comparisons,
+        dict(plugins),
+        {k: (v[0], v[1]) for k, v in only_up.items()},
+        {k: (v[0], v[1]) for k, v in only_ours.items()},
+        categories,
         dict(causes),
     )
 
@@ -1023,9 +1131,15 @@ def _plugin_gap(c: PodComparison) -> str:
     parts = []
     for plugin in sorted(set(up.scores) | set(ours.scores)):
         du = (up.score(plugin, b) - up.score(plugin, o)) * up.weights.get(plugin, 1) if o in up.feasible else None
-        do = (ours.score(plugin, o) - ours.score(plugin, b)) * ours.weights.get(plugin, 1) if b in ours.feasible else None
+        do = (
+            (ours.score(plugin, o) - ours.score(plugin, b)) * ours.weights.get(plugin, 1)
+            if b in ours.feasible
+            else None
+        )
         if du or do:
-            parts.append(f"{plugin} up{du:+d}/ours{do:+d}" if du is not None and do is not None else f"{plugin} up{du}/ours{do}")
+            parts.append(
+                f"{plugin} up{du:+d}/ours{do:+d}" if du is not None and do is not None else f"{plugin} up{du}/ours{do}"
+            )
     return ", ".join(parts)
 
 
@@ -1040,27 +1154,47 @@ def render(report: Report, *, worst: int = 5) -> str:
         "plugin_scores": "per-plugin normalised scores (pod, node, plugin)",
         "messages": "unschedulable message, whole text (pods upstream could not bind)",
     }
-    lines += _table([(labels[k], f"{v['agree']}/{v['of']}", _pct(int(v["agree"]), int(v["of"]))) for k, v in m.items()], ("METRIC", "AGREE", "%"))
+    lines += _table(
+        [(labels[k], f"{v['agree']}/{v['of']}", _pct(int(v["agree"]), int(v["of"]))) for k, v in m.items()],
+        ("METRIC", "AGREE", "%"),
+    )
 
     lines += ["", "PER PLUGIN (both sides run it; upstream-skipped counts as 0)"]
     rows = []
     for plugin, t in sorted(report.plugins.items(), key=lambda kv: kv[1].equal / max(kv[1].compared, 1)):
-        rows.append((
-            plugin, f"{t.equal}/{t.compared}", _pct(t.equal, t.compared), f"{t.abs_diff / max(t.compared, 1):.1f}",
-            f"{t.pods_all_equal}/{t.pods}", f"{t.pods_constant_offset}", f"{t.upstream_skipped_equal}/{t.upstream_skipped}",
-        ))
-    lines += _table(rows, ("PLUGIN", "EQUAL", "%", "MEAN|DIFF|", "PODS ALL EQUAL", "PODS CONST OFFSET", "UPSTREAM SKIPPED: WE AGREE"))
+        rows.append(
+            (
+                plugin,
+                f"{t.equal}/{t.compared}",
+                _pct(t.equal, t.compared),
+                f"{t.abs_diff / max(t.compared, 1):.1f}",
+                f"{t.pods_all_equal}/{t.pods}",
+                f"{t.pods_constant_offset}",
+                f"{t.upstream_skipped_equal}/{t.upstream_skipped}",
+            )
+        )
+    lines += _table(
+        rows,
+        ("PLUGIN", "EQUAL", "%", "MEAN|DIFF|", "PODS ALL EQUAL", "PODS CONST OFFSET", "UPSTREAM SKIPPED: WE AGREE"),
+    )
     for side, acc in (("upstream", report.only_upstream), ("ours", report.only_ours)):
         for plugin, (nonzero, varied) in sorted(acc.items()):
-            lines.append(f"only {side} runs {plugin}: non-zero in {nonzero} pods, varying over nodes (can change the choice) in {varied}")
+            lines.append(
+                f"only {side} runs {plugin}: non-zero in {nonzero} pods, varying over nodes (can change the choice) in {varied}"
+            )
 
     misses = [c for c in report.comparisons if c.best is False]
     if misses:
-        lines += ["", f"CAUSES OF BEST-NODE MISSES ({len(misses)} misses): with every plugin scoring as upstream's and "
-                      "upstream's weights, keeping only this one of ours, this many pods would miss upstream's best set",
-                  "(a counterfactual per cause: each row includes the first, and a row may exceed the real misses, where causes mix)"]
-        causes = [("(nothing: feasible sets differ)" if cause == "" else cause, str(n)) for cause, n in
-                  sorted(report.miss_causes.items(), key=lambda kv: (kv[0] != "", -kv[1]))]
+        lines += [
+            "",
+            f"CAUSES OF BEST-NODE MISSES ({len(misses)} misses): with every plugin scoring as upstream's and "
+            "upstream's weights, keeping only this one of ours, this many pods would miss upstream's best set",
+            "(a counterfactual per cause: each row includes the first, and a row may exceed the real misses, where causes mix)",
+        ]
+        causes = [
+            ("(nothing: feasible sets differ)" if cause == "" else cause, str(n))
+            for cause, n in sorted(report.miss_causes.items(), key=lambda kv: (kv[0] != "", -kv[1]))
+        ]
         lines += _table(causes, ("KEPT FROM OURS", "PODS MISSING"))
 
     bad = [c for c in report.comparisons if c.fits is False]
@@ -1069,13 +1203,18 @@ def render(report: Report, *, worst: int = 5) -> str:
         for c in bad[:worst]:
             lines += _case_lines(c)
     if misses:
-        lines += ["", f"BEST-NODE MISSES ({len(misses)}, first {min(worst, len(misses))}; 'up+N/ours+M': points upstream's pick led by upstream, ours led by ours)"]
+        lines += [
+            "",
+            f"BEST-NODE MISSES ({len(misses)}, first {min(worst, len(misses))}; 'up+N/ours+M': points upstream's pick led by upstream, ours led by ours)",
+        ]
         for c in misses[:worst]:
             lines += _case_lines(c)
             up, ours = c.case.upstream, c.case.ours
             assert up.node is not None and ours.node is not None
-            lines.append(f"    upstream totals: its pick {up.totals.get(up.node, '-')}, our node {up.totals.get(ours.node, 'not feasible' if ours.node not in up.feasible else '-')}"
-                         f"; ours: our node {ours.totals.get(ours.node, '-')}, its pick {ours.totals.get(up.node, 'not feasible' if up.node not in ours.feasible else '-')}")
+            lines.append(
+                f"    upstream totals: its pick {up.totals.get(up.node, '-')}, our node {up.totals.get(ours.node, 'not feasible' if ours.node not in up.feasible else '-')}"
+                f"; ours: our node {ours.totals.get(ours.node, '-')}, its pick {ours.totals.get(up.node, 'not feasible' if up.node not in ours.feasible else '-')}"
+            )
             gap = _plugin_gap(c)
             if gap:
                 lines.append(f"    by plugin: {gap}")
@@ -1089,7 +1228,9 @@ def render(report: Report, *, worst: int = 5) -> str:
                 for n in sorted(ours.feasible - up.feasible)[:3]:
                     lines.append(f"    only ours feasible: {n} [{c.case.nodes.get(n, '')}]")
                 for n in sorted(up.feasible - ours.feasible)[:3]:
-                    lines.append(f"    only upstream feasible: {n} [{c.case.nodes.get(n, '')}] ours: {ours.filtered.get(n, '?')}")
+                    lines.append(
+                        f"    only upstream feasible: {n} [{c.case.nodes.get(n, '')}] ours: {ours.filtered.get(n, '?')}"
+                    )
             else:
                 lines.append("    (upstream did not score: feasible set known only as its bound node)")
 
@@ -1098,15 +1239,21 @@ def render(report: Report, *, worst: int = 5) -> str:
     for plugin, t in sorted(report.plugins.items()):
         for p in t.worst[:worst]:
             case = by_pod[p.pod]
-            lines.append(f"  {plugin} on {p.node}: ours {p.ours}{' (skipped)' if p.ours_skipped else ''}, upstream {p.upstream}{' (skipped)' if p.upstream_skipped else ''}  "
-                         f"pod {p.pod} [{case.summary}] node [{case.nodes.get(p.node, '')}]")
+            lines.append(
+                f"  {plugin} on {p.node}: ours {p.ours}{' (skipped)' if p.ours_skipped else ''}, upstream {p.upstream}{' (skipped)' if p.upstream_skipped else ''}  "
+                f"pod {p.pod} [{case.summary}] node [{case.nodes.get(p.node, '')}]"
+            )
 
     if report.message_categories:
         lines += ["", "MESSAGE DIFFERENCES (pods per category)"]
         lines += [f"  {n:4d}  {cat}" for cat, n in report.message_categories.most_common(15)]
         wrong = [c for c in report.comparisons if c.message is False]
         for c in wrong[: min(worst, 3)]:
-            lines += [f"  {c.case.pod} [{c.case.summary}]", f"    ours:     {c.case.ours.message}", f"    upstream: {c.case.upstream.message}"]
+            lines += [
+                f"  {c.case.pod} [{c.case.summary}]",
+                f"    ours:     {c.case.ours.message}",
+                f"    upstream: {c.case.upstream.message}",
+            ]
     return "\n".join(lines)
 
 
@@ -1139,8 +1286,17 @@ def report_json(report: Report, *, run: Mapping[str, Any]) -> dict[str, Any]:
         "message_categories": dict(report.message_categories.most_common()),
         "miss_causes": report.miss_causes,
         "pods": [
-            {"seed": c.case.seed, "pod": c.case.pod, "summary": c.case.summary, "fits": c.fits, "best": c.best,
-             "feasible_equal": c.feasible, "message": c.message, "upstream": decision(c.case.upstream), "ours": decision(c.case.ours)}
+            {
+                "seed": c.case.seed,
+                "pod": c.case.pod,
+                "summary": c.case.summary,
+                "fits": c.fits,
+                "best": c.best,
+                "feasible_equal": c.feasible,
+                "message": c.message,
+                "upstream": decision(c.case.upstream),
+                "ours": decision(c.case.ours),
+            }
             for c in report.comparisons
         ],
     }
@@ -1176,7 +1332,9 @@ class Harness:
                 f"clientConnection: {{kubeconfig: {self.workdir / 'kube-scheduler.kubeconfig'}, qps: 5000, burst: 5000}}\n"
                 "leaderElection: {leaderElect: false}\n"
             )
-            self.cp.start_kube_scheduler(extra_args=[f"--config={cfg}", "-v=10", "--feature-gates=OpportunisticBatching=false"])
+            self.cp.start_kube_scheduler(
+                extra_args=[f"--config={cfg}", "-v=10", "--feature-gates=OpportunisticBatching=false"]
+            )
             self.log = KlogTail(self.workdir / "kube-scheduler.log")
             self.log.wait("component config line", lambda: self.log.config if self.log else "", self.timeout)
             self.weights = score_weights(self.log.config)
@@ -1186,7 +1344,9 @@ class Harness:
             self.core.create_namespace({"metadata": {"name": NAMESPACE}})
             scheduling = client.SchedulingV1Api(api)
             for name, (value, policy) in PRIORITY_CLASSES.items():
-                scheduling.create_priority_class({"metadata": {"name": name}, "value": value, "preemptionPolicy": policy})
+                scheduling.create_priority_class(
+                    {"metadata": {"name": name}, "value": value, "preemptionPolicy": policy}
+                )
         except BaseException:
             self.cp.down()
             raise
@@ -1209,7 +1369,11 @@ class Harness:
 
     def state(self) -> list[dict[str, Any]]:
         """The cluster both sides decide on: nodes, services, replica sets, bound pods."""
-        pods = [p for p in self._list(self.core.list_namespaced_pod, NAMESPACE, kind="Pod") if (p.get("spec") or {}).get("nodeName")]
+        pods = [
+            p
+            for p in self._list(self.core.list_namespaced_pod, NAMESPACE, kind="Pod")
+            if (p.get("spec") or {}).get("nodeName")
+        ]
         return [
             *self._list(self.core.list_node, kind="Node"),
             *self._list(self.core.list_namespaced_service, NAMESPACE, kind="Service"),
@@ -1229,8 +1393,14 @@ class Harness:
         for svc in self._list(self.core.list_namespaced_service, NAMESPACE, kind="Service"):
             self.core.delete_namespaced_service(svc["metadata"]["name"], NAMESPACE)
         self.apps.delete_collection_namespaced_replica_set(NAMESPACE)
-        log.wait("delete events of the previous seed", lambda: all(_deleted(log, f"{NAMESPACE}/{p}") for p in pods)
-                 and all(log.node_events[("Delete event for node", n)] for n in self._previous), self.timeout)
+        log.wait(
+            "delete events of the previous seed",
+            lambda: (
+                all(_deleted(log, f"{NAMESPACE}/{p}") for p in pods)
+                and all(log.node_events[("Delete event for node", n)] for n in self._previous)
+            ),
+            self.timeout,
+        )
 
     def setup(self, scenario: Scenario) -> None:
         assert self.log is not None
@@ -1239,7 +1409,9 @@ class Harness:
             self.core.create_namespaced_service(NAMESPACE, svc)
         uids = {}
         for rs in scenario.replica_sets:
-            uids[rs["metadata"]["name"]] = self._json(self.apps.create_namespaced_replica_set(NAMESPACE, rs, _preload_content=False))["metadata"]["uid"]
+            uids[rs["metadata"]["name"]] = self._json(
+                self.apps.create_namespaced_replica_set(NAMESPACE, rs, _preload_content=False)
+            )["metadata"]["uid"]
         for pod in scenario.pods:
             for ref in pod["metadata"].get("ownerReferences") or ():
                 ref["uid"] = uids[ref["name"]]
@@ -1248,9 +1420,14 @@ class Harness:
             self.core.patch_node_status(body["metadata"]["name"], status)
         names = [body["metadata"]["name"] for body, _ in scenario.nodes]
         self._previous = names
-        log.wait("add and status-update events of the new nodes",
-                 lambda: all(log.node_events[("Add event for node", n)] and log.node_events[("Update event for node", n)] for n in names),
-                 self.timeout)
+        log.wait(
+            "add and status-update events of the new nodes",
+            lambda: all(
+                log.node_events[("Add event for node", n)] and log.node_events[("Update event for node", n)]
+                for n in names
+            ),
+            self.timeout,
+        )
 
     def run_seed(self, scenario: Scenario, *, progress: Callable[[str], None] = lambda _: None) -> list[PodCase]:
         self.reset()
@@ -1292,7 +1469,11 @@ class Harness:
         self.core.delete_namespaced_pod(name, NAMESPACE, grace_period_seconds=0)
         gone = [key]
         if up.nominated_node:
-            log.wait(f"end of preemption for {key}", lambda: any(r.msg == MSG_PREEMPTION_DONE for r in log.by_pod[key]), self.timeout)
+            log.wait(
+                f"end of preemption for {key}",
+                lambda: any(r.msg == MSG_PREEMPTION_DONE for r in log.by_pod[key]),
+                self.timeout,
+            )
             up.victims = tuple(r.values["victim"] for r in log.by_pod[key] if r.msg == MSG_PREEMPTED_VICTIM)
             for victim in up.victims:
                 ns, _, victim_name = victim.partition("/")
@@ -1312,8 +1493,14 @@ def _deleted(log: KlogTail, pod: str) -> bool:
 # =============================================================================================== main
 
 
-def run(seeds: Sequence[int], knobs: Knobs, profile: Profile, *, workdir: Path | None = None,
-        progress: Callable[[str], None] = lambda _: None) -> list[PodCase]:
+def run(
+    seeds: Sequence[int],
+    knobs: Knobs,
+    profile: Profile,
+    *,
+    workdir: Path | None = None,
+    progress: Callable[[str], None] = lambda _: None,
+) -> list[PodCase]:
     """Every pod of every seed, compared-ready. Starts and stops its own control plane (in ``workdir`` if given)."""
     ensure_binaries()
     with tempfile.TemporaryDirectory(prefix="kopf-scheduler-diff-") as tmp:
@@ -1328,9 +1515,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, default=5, help="how many seeds (random clusters) to run")
     ap.add_argument("--seed-start", type=int, default=1, help="the first seed; seeds are consecutive")
-    ap.add_argument("--nodes", type=int, default=Knobs.nodes, help="nodes per cluster (keep below 100: above, both sides score only a sample)")
+    ap.add_argument(
+        "--nodes",
+        type=int,
+        default=Knobs.nodes,
+        help="nodes per cluster (keep below 100: above, both sides score only a sample)",
+    )
     ap.add_argument("--pods", type=int, default=Knobs.pods, help="pods per seed, created one at a time")
-    ap.add_argument("--policy", type=Path, help="our side runs this SchedulingPolicy / v1.9 Policy (default: our default profile)")
+    ap.add_argument(
+        "--policy", type=Path, help="our side runs this SchedulingPolicy / v1.9 Policy (default: our default profile)"
+    )
     ap.add_argument("--json", type=Path, help="also write every figure and every pod's outcome here")
     ap.add_argument("--worst", type=int, default=5, help="how many disagreements to print per category")
     ap.add_argument("--workdir", type=Path, help="keep the control plane's files (kube-scheduler.log) here")
@@ -1353,11 +1547,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(file=sys.stderr)
     report = build_report([compare(c) for c in cases], worst=args.worst)
     seconds = time.monotonic() - start
-    print(f"{len(seeds)} seeds ({seeds[0]}..{seeds[-1]}), {args.nodes} nodes, {args.pods} pods each; "
-          f"ours: {profile.source or 'default profile'}; {seconds:.0f}s\n")
+    print(
+        f"{len(seeds)} seeds ({seeds[0]}..{seeds[-1]}), {args.nodes} nodes, {args.pods} pods each; "
+        f"ours: {profile.source or 'default profile'}; {seconds:.0f}s\n"
+    )
     print(render(report, worst=args.worst))
     if args.json:
-        run_info = {"seeds": seeds, "nodes": args.nodes, "pods": args.pods, "policy": str(args.policy or ""), "seconds": round(seconds, 1)}
+        run_info = {
+            "seeds": seeds,
+            "nodes": args.nodes,
+            "pods": args.pods,
+            "policy": str(args.policy or ""),
+            "seconds": round(seconds, 1),
+        }
         args.json.write_text(json.dumps(report_json(report, run=run_info), indent=2) + "\n")
     return 0
 

@@ -77,7 +77,9 @@ def machine() -> dict[str, Any]:
             if line.startswith("model name"):
                 model = line.split(":", 1)[1].strip()
                 break
-    mem_kib = next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal:"))
+    mem_kib = next(
+        int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal:")
+    )
     return {
         "cores": os.cpu_count(),
         "cpu": model,
@@ -137,7 +139,9 @@ class Progress:
     def __init__(self, total_runs: int) -> None:
         self.total = total_runs
         self.done = 0
-        self.current: tuple[str, Mapping[str, float], Sized, int, float] | None = None  # label, bound, events, expected, since
+        self.current: tuple[str, Mapping[str, float], Sized, int, float] | None = (
+            None  # label, bound, events, expected, since
+        )
         self.tty = sys.stderr.isatty()
         self._task: asyncio.Task[None] | None = None
 
@@ -146,7 +150,9 @@ class Progress:
             self._task = asyncio.get_running_loop().create_task(self._tick())
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if self._task is not None:
             self._task.cancel()
         self._clear()
@@ -168,13 +174,17 @@ class Progress:
         width = 24
         filled = width * len(bound) // max(1, expected)
         bar = "#" * filled + "." * (width - filled)
-        line = (f"[{self.done + 1:>2}/{self.total}] {label} [{bar}] {len(bound)}/{expected} bound, {len(events)} Scheduled events, "
-                f"{time.monotonic() - since:.0f}s")
+        line = (
+            f"[{self.done + 1:>2}/{self.total}] {label} [{bar}] {len(bound)}/{expected} bound, {len(events)} Scheduled events, "
+            f"{time.monotonic() - since:.0f}s"
+        )
         cols = shutil.get_terminal_size((100, 20)).columns
         sys.stderr.write("\r\033[K" + line[: cols - 1])
         sys.stderr.flush()
 
-    def run_started(self, workload: str, round_: int, contender: str, expected: int, bound: Mapping[str, float], events: Sized) -> None:
+    def run_started(
+        self, workload: str, round_: int, contender: str, expected: int, bound: Mapping[str, float], events: Sized
+    ) -> None:
         self.current = (f"{workload} r{round_} {contender}", bound, events, expected, time.monotonic())
 
     def run_finished(self) -> None:
@@ -195,8 +205,10 @@ class Progress:
             lag = f"{run.event_lag_ms['p99']:.0f} ms" if run.event_lag_ms else "-"
             extra += f"; to last event {to_event}, event lag p99 {lag}, {run.events_missing} events missing"
         error = f"  ERROR {run.error}" if run.error else ""
-        self.note(f"  [{self.done}/{self.total}] r{run.round} {run.contender}: {run.bound}/{run.pods} bound, {rate}, {cpu}, {rss}, "
-                  f"first bind {run.first_bind_s or 0:.2f}s, ready {run.ready_s or 0:.1f}s{extra}{error}")
+        self.note(
+            f"  [{self.done}/{self.total}] r{run.round} {run.contender}: {run.bound}/{run.pods} bound, {rate}, {cpu}, {rss}, "
+            f"first bind {run.first_bind_s or 0:.2f}s, ready {run.ready_s or 0:.1f}s{extra}{error}"
+        )
 
 
 # --------------------------------------------------------------------------- summaries
@@ -293,8 +305,10 @@ def _errors(workload: Mapping[str, Any]) -> list[str]:
         if r.get("events_missing"):
             names = ", ".join(r.get("events_missing_pods", []))
             more = "..." if r["events_missing"] > len(r.get("events_missing_pods", [])) else ""
-            out.append(f"round {r['round']} {r['contender']}: {r['events_missing']} of {r['bound']} bound pods got no Scheduled "
-                       f"event: {names}{more}")
+            out.append(
+                f"round {r['round']} {r['contender']}: {r['events_missing']} of {r['bound']} bound pods got no Scheduled "
+                f"event: {names}{more}"
+            )
     return out
 
 
@@ -309,10 +323,10 @@ def _preamble(results: Mapping[str, Any]) -> list[str]:
         "figures: median [min-max] over rounds; pods/s from first to last bind seen by one pod watch; CPU of the "
         "contender process between those binds, per 1000 pods; RSS = VmHWM; others' load = cores busy meanwhile "
         "outside the contender, the apiserver, etcd and the benchmark (other users of a shared machine)",
-        "events: \"to last event\" = the same from the first bind to the last pod's Scheduled event seen by one event "
+        'events: "to last event" = the same from the first bind to the last pod\'s Scheduled event seen by one event '
         "watch (pods with an event / that window; CPU until then); event lag = a pod's event seen minus its bind seen; "
         "events missing = bound pods with no Scheduled event within the wait; first bind and ready after = s since "
-        "the contender's process started; \"-\" = not measured (a contender that writes no events, or an older file)",
+        'the contender\'s process started; "-" = not measured (a contender that writes no events, or an older file)',
     ]
 
 
@@ -323,7 +337,9 @@ def render_text(results: Mapping[str, Any]) -> str:
         widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
         lines += ["", _heading(workload)]
         for row in [header, *rows]:
-            lines.append("  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths))))
+            lines.append(
+                "  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths)))
+            )
         lines += _ratio_lines(workload) + [f"(!) {e}" for e in _errors(workload)]
     return "\n".join(lines)
 
@@ -385,10 +401,14 @@ def overview_markdown(results: Mapping[str, Any]) -> str:
 
 def render_markdown(results: Mapping[str, Any], pngs: Mapping[str, str]) -> str:
     lines = ["# End-to-end scheduling benchmark", ""] + [f"- {line}" for line in _preamble(results)]
-    lines += ["", "Medians (CPU-s = CPU seconds of the contender per 1000 pods, first to last bind; to last event = pods/s "
-              "from the first bind to the last Scheduled event; lag = bind to its Scheduled event; ours/upstream = the median "
-              "of the per-round ratios):",
-              "", overview_markdown(results).rstrip()]
+    lines += [
+        "",
+        "Medians (CPU-s = CPU seconds of the contender per 1000 pods, first to last bind; to last event = pods/s "
+        "from the first bind to the last Scheduled event; lag = bind to its Scheduled event; ours/upstream = the median "
+        "of the per-round ratios):",
+        "",
+        overview_markdown(results).rstrip(),
+    ]
     for workload in results["workloads"]:
         header, rows = _rows(results, workload)
         lines += ["", f"## {_heading(workload)}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
@@ -452,7 +472,10 @@ def _dump(results: Mapping[str, Any]) -> str:
         rows.append(json.dumps(run))
         return f"@run{len(rows) - 1}@"
 
-    shallow = {**results, "workloads": [{**w, "runs": [placeholder(r) for r in w["runs"]]} for w in results["workloads"]]}
+    shallow = {
+        **results,
+        "workloads": [{**w, "runs": [placeholder(r) for r in w["runs"]]} for w in results["workloads"]],
+    }
     text = json.dumps(shallow, indent=1)
     return re.sub(r'"@run(\d+)@"', lambda m: rows[int(m.group(1))], text) + "\n"
 

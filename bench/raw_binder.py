@@ -71,7 +71,10 @@ def kube_session(kubeconfig: Path, *, limit: int) -> tuple[str, aiohttp.ClientSe
         headers["Authorization"] = f"Bearer {user['token']}"
     connector = aiohttp.TCPConnector(ssl=_ssl_context(cluster, user), limit=limit)
     session = aiohttp.ClientSession(
-        connector=connector, headers=headers, read_bufsize=READ_BUFSIZE, timeout=aiohttp.ClientTimeout(total=None, sock_connect=10)
+        connector=connector,
+        headers=headers,
+        read_bufsize=READ_BUFSIZE,
+        timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
     )
     return cluster["server"].rstrip("/"), session
 
@@ -108,7 +111,14 @@ def scheduled_event_body(namespace: str, name: str, uid: str, node: str, *, comp
 
 
 class RawBinder:
-    def __init__(self, server: str, session: aiohttp.ClientSession, *, scheduler_name: str, event_session: aiohttp.ClientSession | None = None) -> None:
+    def __init__(
+        self,
+        server: str,
+        session: aiohttp.ClientSession,
+        *,
+        scheduler_name: str,
+        event_session: aiohttp.ClientSession | None = None,
+    ) -> None:
         self.server = server
         self.session = session
         self.scheduler_name = scheduler_name
@@ -149,8 +159,13 @@ class RawBinder:
 
     async def watch(self, resource_version: str) -> None:
         while True:
-            params = {"watch": "1", "fieldSelector": self.pending_selector, "resourceVersion": resource_version,
-                      "allowWatchBookmarks": "true", "timeoutSeconds": "600"}
+            params = {
+                "watch": "1",
+                "fieldSelector": self.pending_selector,
+                "resourceVersion": resource_version,
+                "allowWatchBookmarks": "true",
+                "timeoutSeconds": "600",
+            }
             async with self.session.get(self.server + "/api/v1/pods", params=params) as resp:
                 resp.raise_for_status()
                 async for line in resp.content:
@@ -176,7 +191,9 @@ class RawBinder:
             if not ok:
                 self.errors += 1
             elif self.event_session is not None:
-                self.event_queue.put_nowait(scheduled_event_body(namespace, name, uid, node, component=self.scheduler_name))
+                self.event_queue.put_nowait(
+                    scheduled_event_body(namespace, name, uid, node, component=self.scheduler_name)
+                )
 
     async def event_writer(self) -> None:
         """Post queued Scheduled events, one at a time, over the events' own connection pool."""
@@ -203,7 +220,9 @@ async def run(args: argparse.Namespace) -> None:
         if args.ready_file:
             Path(args.ready_file).write_text(f"{len(binder.nodes)} nodes, {binder.queue.qsize()} pending pods\n")
         workers = [asyncio.create_task(binder.worker()) for _ in range(args.in_flight)]
-        workers += [asyncio.create_task(binder.event_writer()) for _ in range(args.event_in_flight if args.events else 0)]
+        workers += [
+            asyncio.create_task(binder.event_writer()) for _ in range(args.event_in_flight if args.events else 0)
+        ]
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGTERM, stop.set)
@@ -216,7 +235,11 @@ async def run(args: argparse.Namespace) -> None:
         await asyncio.gather(watch, stopped, *workers, return_exceptions=True)
         if watch.done() and not watch.cancelled() and watch.exception() is not None:
             raise watch.exception()  # type: ignore[misc]
-        events = f", {binder.events} Scheduled events, {binder.event_errors} refused, {binder.event_queue.qsize()} unsent" if args.events else ""
+        events = (
+            f", {binder.events} Scheduled events, {binder.event_errors} refused, {binder.event_queue.qsize()} unsent"
+            if args.events
+            else ""
+        )
         print(f"raw_binder: {binder.next_node} binds, {binder.errors} refused{events}", file=sys.stderr)
 
 
@@ -226,7 +249,9 @@ def main() -> int:
     ap.add_argument("--scheduler-name", default="raw-binder", help="bind pods whose spec.schedulerName is this")
     ap.add_argument("--events", action="store_true", help="also post one Scheduled Event per bound pod")
     ap.add_argument("--in-flight", type=int, default=64, help="binds in flight at once (default 64)")
-    ap.add_argument("--event-in-flight", type=int, default=64, help="with --events: events in flight at once (default 64)")
+    ap.add_argument(
+        "--event-in-flight", type=int, default=64, help="with --events: events in flight at once (default 64)"
+    )
     ap.add_argument("--ready-file", help="write this file once the nodes and pending pods are listed")
     asyncio.run(run(ap.parse_args()))
     return 0

@@ -157,7 +157,9 @@ class PodBuilder:
     def node_affinity_in(self, key: str, *values: str) -> "PodBuilder":
         """A required node affinity term ``key In values`` (ANDed into the first term)."""
         na = self.spec.setdefault("affinity", {}).setdefault("nodeAffinity", {})
-        req = na.setdefault("requiredDuringSchedulingIgnoredDuringExecution", {"nodeSelectorTerms": [{"matchExpressions": []}]})
+        req = na.setdefault(
+            "requiredDuringSchedulingIgnoredDuringExecution", {"nodeSelectorTerms": [{"matchExpressions": []}]}
+        )
         req["nodeSelectorTerms"][0]["matchExpressions"].append({"key": key, "operator": "In", "values": list(values)})
         return self
 
@@ -173,7 +175,15 @@ class PodBuilder:
         )
         return self
 
-    def pod_affinity(self, topology_key: str, labels: dict[str, str], *, anti: bool = False, weight: int | None = None, namespaces: list[str] | None = None) -> "PodBuilder":
+    def pod_affinity(
+        self,
+        topology_key: str,
+        labels: dict[str, str],
+        *,
+        anti: bool = False,
+        weight: int | None = None,
+        namespaces: list[str] | None = None,
+    ) -> "PodBuilder":
         """A pod (anti-)affinity term selecting ``labels``; ``weight`` makes it preferred instead of required."""
         kind = "podAntiAffinity" if anti else "podAffinity"
         section = self.spec.setdefault("affinity", {}).setdefault(kind, {})
@@ -183,7 +193,9 @@ class PodBuilder:
         if weight is None:
             section.setdefault("requiredDuringSchedulingIgnoredDuringExecution", []).append(term)
         else:
-            section.setdefault("preferredDuringSchedulingIgnoredDuringExecution", []).append({"weight": weight, "podAffinityTerm": term})
+            section.setdefault("preferredDuringSchedulingIgnoredDuringExecution", []).append(
+                {"weight": weight, "podAffinityTerm": term}
+            )
         return self
 
     def spread(
@@ -249,7 +261,14 @@ class PodBuilder:
         self.spec["initContainers"][-1]["ports"] = [{"containerPort": port, "hostPort": port, "protocol": "TCP"}]
         return self
 
-    def container_status(self, name: str, *, actual: dict[str, str] | None = None, allocated: dict[str, str] | None = None, init: bool = False) -> "PodBuilder":
+    def container_status(
+        self,
+        name: str,
+        *,
+        actual: dict[str, str] | None = None,
+        allocated: dict[str, str] | None = None,
+        init: bool = False,
+    ) -> "PodBuilder":
         """A status entry for container ``name``: ``resources.requests`` (what runs) and ``allocatedResources``."""
         cs: dict[str, Any] = {"name": name}
         if actual is not None:
@@ -259,7 +278,9 @@ class PodBuilder:
         self.body["status"].setdefault("initContainerStatuses" if init else "containerStatuses", []).append(cs)
         return self
 
-    def pod_status_resources(self, *, actual: dict[str, str] | None = None, allocated: dict[str, str] | None = None) -> "PodBuilder":
+    def pod_status_resources(
+        self, *, actual: dict[str, str] | None = None, allocated: dict[str, str] | None = None
+    ) -> "PodBuilder":
         """Pod-level ``status.resources.requests`` and ``status.allocatedResources``."""
         if actual is not None:
             self.body["status"]["resources"] = {"requests": _res(actual)}
@@ -269,7 +290,9 @@ class PodBuilder:
 
     def resize_pending(self, reason: str) -> "PodBuilder":
         """A PodResizePending condition (reason Deferred or Infeasible)."""
-        self.body["status"].setdefault("conditions", []).append({"type": "PodResizePending", "status": "True", "reason": reason})
+        self.body["status"].setdefault("conditions", []).append(
+            {"type": "PodResizePending", "status": "True", "reason": reason}
+        )
         return self
 
     def raw(self) -> dict[str, Any]:
@@ -358,17 +381,28 @@ def make_pod(name: str = "pod", namespace: str = "default") -> PodBuilder:
 def make_pod_group(name: str, min_count: int, *, namespace: str = "default", basic: bool = False) -> PodGroup:
     """A ``scheduling.k8s.io/v1beta1`` PodGroup with a gang policy of `min_count` (or a basic policy), parsed."""
     policy = {"basic": {}} if basic else {"gang": {"minCount": min_count}}
-    body = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": {"name": name, "namespace": namespace, "uid": f"pg-{name}"},
-            "spec": {"schedulingPolicy": policy}}
+    body = {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": namespace, "uid": f"pg-{name}"},
+        "spec": {"schedulingPolicy": policy},
+    }
     return parse_pod_group(body)
 
 
-def make_coscheduling_group(name: str, min_member: int, *, namespace: str = "default", timeout: int | None = None) -> PodGroup:
+def make_coscheduling_group(
+    name: str, min_member: int, *, namespace: str = "default", timeout: int | None = None
+) -> PodGroup:
     """A ``scheduling.x-k8s.io/v1alpha1`` PodGroup, parsed."""
     spec: dict[str, Any] = {"minMember": min_member}
     if timeout is not None:
         spec["scheduleTimeoutSeconds"] = timeout
-    body = {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup", "metadata": {"name": name, "namespace": namespace}, "spec": spec}
+    body = {
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    }
     return parse_coscheduling_pod_group(body)
 
 

@@ -163,9 +163,7 @@ def create_nodes(
     def one(i: int) -> str:
         name = f"{name_prefix}{i}"
         zone = zones[i % len(zones)] if zones else None
-        core.create_node(
-            _node_body(name, labels=labels, zone=zone, taints=taints)
-        )
+        core.create_node(_node_body(name, labels=labels, zone=zone, taints=taints))
         core.patch_node_status(name, _node_status(i, cpu=cpu, memory=memory, pods=pods, conditions=conditions))
         return name
 
@@ -377,17 +375,40 @@ class Operator:
     """One `kopf-scheduler run` subprocess, its log in a file (``--verbose`` unless told otherwise)."""
 
     def __init__(
-        self, log: Path, args: Sequence[str], kubeconfig: Path, *, env: Mapping[str, str] | None = None, verbose: bool = True
+        self,
+        log: Path,
+        args: Sequence[str],
+        kubeconfig: Path,
+        *,
+        env: Mapping[str, str] | None = None,
+        verbose: bool = True,
     ) -> None:
         self.log = log
         self.args = list(args)
         if env is None:
-            env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "operator"), os.environ.get("PYTHONPATH", "")])}
+            env = {
+                **os.environ,
+                "PYTHONPATH": os.pathsep.join([str(ROOT / "operator"), os.environ.get("PYTHONPATH", "")]),
+            }
         self._file = open(log, "wb")
         flags = ["--verbose"] if verbose else []
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "kopf_scheduler.cli", "run", "--kubeconfig", str(kubeconfig), "--metrics-port", "0", *flags, *args],
-            stdout=self._file, stderr=subprocess.STDOUT, env=env, cwd=ROOT,
+            [
+                sys.executable,
+                "-m",
+                "kopf_scheduler.cli",
+                "run",
+                "--kubeconfig",
+                str(kubeconfig),
+                "--metrics-port",
+                "0",
+                *flags,
+                *args,
+            ],
+            stdout=self._file,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=ROOT,
         )
 
     def text(self) -> str:
@@ -410,7 +431,9 @@ class Operator:
         prefix, end = "cache dump: ", "cache dump: end "
         before = self.text().count(end)
         self.proc.send_signal(signal.SIGUSR2)
-        wait(self, lambda: self.text().count(end) > before, timeout=timeout, message="the operator logged its cache dump")
+        wait(
+            self, lambda: self.text().count(end) > before, timeout=timeout, message="the operator logged its cache dump"
+        )
         dumped = [line.split(prefix, 1)[1] for line in self.text().splitlines() if prefix in line]
         ends = [i for i, line in enumerate(dumped) if line.startswith("end ")]
         first = ends[before - 1] + 1 if before else 0
@@ -440,7 +463,12 @@ def wait(op_or_none: Operator | None, predicate: Callable[[], T], timeout: float
 
 
 def create_policy(custom: client.CustomObjectsApi, name: str, spec: Mapping[str, Any]) -> None:
-    body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "SchedulingPolicy", "metadata": {"name": name}, "spec": dict(spec)}
+    body = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "SchedulingPolicy",
+        "metadata": {"name": name},
+        "spec": dict(spec),
+    }
     custom.create_cluster_custom_object(GROUP, VERSION, PLURAL, body)
 
 
@@ -482,7 +510,9 @@ def accepted(custom: client.CustomObjectsApi, name: str) -> dict[str, Any] | Non
     return None
 
 
-def wait_accepted(custom: client.CustomObjectsApi, name: str, op: Operator | None, *, generation: int = 1, status: str = "True") -> dict[str, Any]:
+def wait_accepted(
+    custom: client.CustomObjectsApi, name: str, op: Operator | None, *, generation: int = 1, status: str = "True"
+) -> dict[str, Any]:
     def check() -> dict[str, Any] | None:
         c = accepted(custom, name)
         ok = c is not None and c["status"] == status and c["_status"].get("observedGeneration") == generation
@@ -507,9 +537,16 @@ class Group:
         self.names += names
         return names
 
-    def pod(self, name: str, scheduler: str | None = "", *, node_selector: Mapping[str, str] | None = None, **kwargs: Any) -> dict[str, Any]:
+    def pod(
+        self, name: str, scheduler: str | None = "", *, node_selector: Mapping[str, str] | None = None, **kwargs: Any
+    ) -> dict[str, Any]:
         """A pod body for one of this group's nodes; ``scheduler=None`` leaves it to the default scheduler."""
-        return make_pod_body(name, scheduler_name=self.scheduler if scheduler == "" else scheduler, node_selector={GROUP_LABEL: self.id, **(node_selector or {})}, **kwargs)
+        return make_pod_body(
+            name,
+            scheduler_name=self.scheduler if scheduler == "" else scheduler,
+            node_selector={GROUP_LABEL: self.id, **(node_selector or {})},
+            **kwargs,
+        )
 
     def __enter__(self) -> Group:
         return self
@@ -525,6 +562,3 @@ class Group:
             except ApiException as exc:
                 if exc.status != 404:
                     raise
-
-
-

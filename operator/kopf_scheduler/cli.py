@@ -27,11 +27,27 @@ class Subcommand(NamedTuple):
 
 
 SUBCOMMANDS: dict[str, Subcommand] = {
-    "cluster": Subcommand("kopf_scheduler.cluster.cli", "add_parser", "the local control plane (etcd + kube-apiserver)"),
-    "run": Subcommand("kopf_scheduler.kube.cli", "add_parser", "run the scheduler operator against a cluster (production entry)"),
-    "demo": Subcommand("kopf_scheduler.demo", "add_parser", "local control plane + simulated nodes + demo workload, ending in a summary"),
-    "simulate": Subcommand("kopf_scheduler.simulate", "add_parser", "schedule pods onto a cluster (YAML or a live snapshot), offline; count what fits"),
-    "explain": Subcommand("kopf_scheduler.explain", "add_parser", "why a pod went where it went, or is pending: its last attempt in a running operator"),
+    "cluster": Subcommand(
+        "kopf_scheduler.cluster.cli", "add_parser", "the local control plane (etcd + kube-apiserver)"
+    ),
+    "run": Subcommand(
+        "kopf_scheduler.kube.cli", "add_parser", "run the scheduler operator against a cluster (production entry)"
+    ),
+    "demo": Subcommand(
+        "kopf_scheduler.demo",
+        "add_parser",
+        "local control plane + simulated nodes + demo workload, ending in a summary",
+    ),
+    "simulate": Subcommand(
+        "kopf_scheduler.simulate",
+        "add_parser",
+        "schedule pods onto a cluster (YAML or a live snapshot), offline; count what fits",
+    ),
+    "explain": Subcommand(
+        "kopf_scheduler.explain",
+        "add_parser",
+        "why a pod went where it went, or is pending: its last attempt in a running operator",
+    ),
 }
 
 

@@ -67,7 +67,9 @@ def add_parser(subparsers: Any, name: str, help: str) -> None:
     parser.add_argument("--nodes", type=int, default=30, help="simulated nodes (default: 30)")
     parser.add_argument("--pods", type=int, default=300, help="pods to submit (default: 300)")
     parser.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for scheduling (default: 180)")
-    parser.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR, help=f"state and logs (default: {DEFAULT_WORKDIR})")
+    parser.add_argument(
+        "--workdir", type=Path, default=DEFAULT_WORKDIR, help=f"state and logs (default: {DEFAULT_WORKDIR})"
+    )
     parser.add_argument("--namespace", default="demo", help="namespace of the demo pods (default: demo)")
     parser.add_argument("--seed", type=int, default=1, help="seed of the workload mix (default: 1)")
     parser.add_argument("--keep", action="store_true", help="leave the control plane and operator running at the end")
@@ -92,7 +94,9 @@ def _repo_root() -> Path:
 def _kubectl(cp: ControlPlane, *args: str, timeout: float = 60.0) -> str:
     proc = cp.kubectl(*args, check=False, timeout=timeout)
     if proc.returncode != 0:
-        raise DemoError(f"kubectl {' '.join(args)} failed ({proc.returncode}): {proc.stderr.strip() or proc.stdout.strip()}")
+        raise DemoError(
+            f"kubectl {' '.join(args)} failed ({proc.returncode}): {proc.stderr.strip() or proc.stdout.strip()}"
+        )
     return proc.stdout
 
 
@@ -123,15 +127,20 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child between 
 
 
 def _start_operator(kubeconfig: Path, metrics_port: int, log: Path, keep: bool) -> subprocess.Popen[bytes]:
-    prefix = shlex.split(os.environ[ENV_OPERATOR]) if os.environ.get(ENV_OPERATOR) else [
-        sys.executable, "-m", "kopf_scheduler.cli", "run"
-    ]
+    prefix = (
+        shlex.split(os.environ[ENV_OPERATOR])
+        if os.environ.get(ENV_OPERATOR)
+        else [sys.executable, "-m", "kopf_scheduler.cli", "run"]
+    )
     argv = [*prefix, "--kubeconfig", str(kubeconfig), "--metrics-port", str(metrics_port)]
     with log.open("ab") as out:
         out.write(f"# demo: {shlex.join(argv)}\n".encode())
         out.flush()
         return subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
             start_new_session=True,  # Ctrl-C reaches the demo only; the demo stops the operator in order
             preexec_fn=None if keep else _die_with_parent,  # a killed demo leaves no operator behind
         )
@@ -197,7 +206,7 @@ def _create_pods(api: Any, namespace: str, pods: list[dict[str, Any]]) -> float:
     def one(body: dict[str, Any]) -> None:
         try:
             resp = core.create_namespaced_pod(namespace, body, _preload_content=False)
-            resp.data  # read the body before the connection goes back to the pool  # noqa: B018
+            resp.data  # read the body before the connection goes back to the pool
             resp.release_conn()
         except Exception as exc:  # report, keep creating the others
             errors.append(f"{body['metadata']['name']}: {exc}")
@@ -277,8 +286,10 @@ def _wait_for_scheduling(
             last_bound, last_progress = bound, now
         undecided = obs.pending_undecided()
         if now >= next_line:
-            _say(f"  [{now - deadline + timeout:5.1f}s] bound {bound:4d} / pending {len(undecided):4d} / "
-                 f"unschedulable (FailedScheduling) {len(obs.failed):4d}   of {len(obs.pods)}")
+            _say(
+                f"  [{now - deadline + timeout:5.1f}s] bound {bound:4d} / pending {len(undecided):4d} / "
+                f"unschedulable (FailedScheduling) {len(obs.failed):4d}   of {len(obs.pods)}"
+            )
             next_line += 1.0
         if operator.poll() is not None:
             raise DemoError(f"the operator exited with status {operator.returncode}; end of {log}:\n{_log_tail(log)}")
@@ -300,8 +311,16 @@ def _fmt_mem(b: float) -> str:
 
 
 def _summary(
-    obs: Observation, nodes: list[DemoNode], node_objs: dict[str, dict[str, Any]], first_create: float,
-    cp: ControlPlane, namespace: str, log: Path, metrics_url: str, kept: bool, metrics_saved: bool,
+    obs: Observation,
+    nodes: list[DemoNode],
+    node_objs: dict[str, dict[str, Any]],
+    first_create: float,
+    cp: ControlPlane,
+    namespace: str,
+    log: Path,
+    metrics_url: str,
+    kept: bool,
+    metrics_saved: bool,
 ) -> int:
     total = len(obs.pods)
     placed = sorted(n for n in obs.pods if obs.node_of(n))
@@ -314,8 +333,10 @@ def _summary(
     _say(f"placed {len(placed)} / unschedulable {len(unplaced)} (of {total} pods)")
     if obs.bound_at:
         span = max(obs.bound_at.values()) - first_create
-        _say(f"throughput: {len(placed) / span if span > 0 else float('inf'):.1f} pods/s "
-             f"({len(placed)} binds in {span:.1f}s from first create to last bind)")
+        _say(
+            f"throughput: {len(placed) / span if span > 0 else float('inf'):.1f} pods/s "
+            f"({len(placed)} binds in {span:.1f}s from first create to last bind)"
+        )
     else:
         _say("throughput: no pod was bound")
 
@@ -362,7 +383,9 @@ def _summary(
     _say(f"  events:       {kubectl} get events -n {namespace} --field-selector reason=FailedScheduling")
     _say(f"  placements:   {kubectl} get pods -n {namespace} -o wide")
     _say(f"  operator log: {log}")
-    saved_note = f"  (scraped at the end into {log.parent / 'metrics.txt'})" if metrics_saved else "  (was not reachable)"
+    saved_note = (
+        f"  (scraped at the end into {log.parent / 'metrics.txt'})" if metrics_saved else "  (was not reachable)"
+    )
     _say(f"  metrics:      {metrics_url}" + saved_note)
 
     ok = not missed and not impossible_placed and total > 0
@@ -442,23 +465,23 @@ def run(args: argparse.Namespace) -> int:
         metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
         _say(f"[4/6] operator (log {log}, metrics {metrics_url})")
         operator = _start_operator(cp.kubeconfig, metrics_port, log, args.keep)
-        _say("      " + _wait_operator_ready(
-            f"http://127.0.0.1:{metrics_port}/readyz", operator, log, 30.0, len(nodes)))
+        _say(
+            "      " + _wait_operator_ready(f"http://127.0.0.1:{metrics_port}/readyz", operator, log, 30.0, len(nodes))
+        )
 
         pods = demo_pods(args.pods, nodes, SCHEDULER_NAME, seed=args.seed)
         core: Any = client.CoreV1Api(api)
         core.create_namespace({"metadata": {"name": args.namespace}})
         mix = collections.Counter(_kind(p) for p in pods)
-        _say(f"[5/6] {len(pods)} pods in namespace {args.namespace}: "
-             + ", ".join(f"{k} {mix[k]}" for k in sorted(mix)))
+        _say(
+            f"[5/6] {len(pods)} pods in namespace {args.namespace}: " + ", ".join(f"{k} {mix[k]}" for k in sorted(mix))
+        )
         first_create = _create_pods(api, args.namespace, pods)
         _say(f"      created in {time.monotonic() - first_create:.1f}s")
 
         _say(f"[6/6] scheduling (timeout {args.timeout:.0f}s)")
         obs = _wait_for_scheduling(api, args.namespace, len(pods), args.timeout, operator, log)
-        node_objs = {
-            n["metadata"]["name"]: n for n in _list_json(client.CoreV1Api(api).list_node).get("items", [])
-        }
+        node_objs = {n["metadata"]["name"]: n for n in _list_json(client.CoreV1Api(api).list_node).get("items", [])}
         saved = _save_metrics(metrics_url, workdir / "metrics.txt")
         return _summary(obs, nodes, node_objs, first_create, cp, args.namespace, log, metrics_url, args.keep, saved)
     except KeyboardInterrupt:
@@ -471,9 +494,15 @@ def run(args: argparse.Namespace) -> int:
         if api is not None:
             api.close()
         if args.keep:
-            _say(f"\n--keep: control plane left running in {workdir} "
-                 f"(stop: kopf-scheduler cluster down --workdir {workdir}"
-                 + (f"; operator pid {operator.pid}: kill {operator.pid})" if operator and operator.poll() is None else ")"))
+            _say(
+                f"\n--keep: control plane left running in {workdir} "
+                f"(stop: kopf-scheduler cluster down --workdir {workdir}"
+                + (
+                    f"; operator pid {operator.pid}: kill {operator.pid})"
+                    if operator and operator.poll() is None
+                    else ")"
+                )
+            )
         else:
             if operator is not None:
                 _stop_operator(operator)

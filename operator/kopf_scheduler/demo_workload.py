@@ -107,17 +107,30 @@ def node_status(node: DemoNode, index: int) -> dict[str, Any]:
             ],
             "addresses": [{"type": "InternalIP", "address": f"10.128.{index // 250}.{index % 250 + 1}"}],
             "nodeInfo": {
-                "architecture": "amd64", "operatingSystem": "linux", "kubeletVersion": "v1.37.2",
-                "containerRuntimeVersion": "fake://0", "kernelVersion": "", "osImage": "kopf-scheduler demo",
-                "machineID": "", "systemUUID": "", "bootID": "",
+                "architecture": "amd64",
+                "operatingSystem": "linux",
+                "kubeletVersion": "v1.37.2",
+                "containerRuntimeVersion": "fake://0",
+                "kernelVersion": "",
+                "osImage": "kopf-scheduler demo",
+                "machineID": "",
+                "systemUUID": "",
+                "bootID": "",
             },
         }
     }
 
 
 def _pod(
-    name: str, kind: str, scheduler_name: str, *, cpu: str, memory: str, extra: dict[str, str] | None = None,
-    labels: dict[str, str] | None = None, **spec: Any,
+    name: str,
+    kind: str,
+    scheduler_name: str,
+    *,
+    cpu: str,
+    memory: str,
+    extra: dict[str, str] | None = None,
+    labels: dict[str, str] | None = None,
+    **spec: Any,
 ) -> dict[str, Any]:
     requests = {"cpu": cpu, "memory": memory, **(extra or {})}
     limits = {k: v for k, v in requests.items() if k == GPU_RESOURCE}  # extended resources need limits == requests
@@ -164,44 +177,85 @@ def demo_pods(count: int, nodes: list[DemoNode], scheduler_name: str, seed: int 
             cpu = rng.choice(("100m", "200m", "250m", "500m"))
             memory = rng.choice(("128Mi", "256Mi", "512Mi"))
             # Preferred spreading of web pods over hosts (soft pod anti-affinity).
-            affinity = {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
-                "weight": 50,
-                "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": HOSTNAME_LABEL},
-            }]}}
+            affinity = {
+                "podAntiAffinity": {
+                    "preferredDuringSchedulingIgnoredDuringExecution": [
+                        {
+                            "weight": 50,
+                            "podAffinityTerm": {
+                                "labelSelector": {"matchLabels": {"app": "web"}},
+                                "topologyKey": HOSTNAME_LABEL,
+                            },
+                        }
+                    ]
+                }
+            }
             pods.append(_pod(name, kind, scheduler_name, cpu=cpu, memory=memory, affinity=affinity))
         elif kind == "zonal":
             zone = zones_with_plain[i % len(zones_with_plain)] if zones_with_plain else ZONES[0]
-            pods.append(_pod(name, kind, scheduler_name, cpu=rng.choice(("250m", "500m")), memory="512Mi",
-                             nodeSelector={ZONE_LABEL: zone}))
+            pods.append(
+                _pod(
+                    name,
+                    kind,
+                    scheduler_name,
+                    cpu=rng.choice(("250m", "500m")),
+                    memory="512Mi",
+                    nodeSelector={ZONE_LABEL: zone},
+                )
+            )
         elif kind == "gpu":
-            pods.append(_pod(name, kind, scheduler_name, cpu="500m", memory="1Gi", extra={GPU_RESOURCE: "1"},
-                             tolerations=[{"key": "dedicated", "operator": "Equal", "value": "gpu",
-                                           "effect": "NoSchedule"}]))
+            pods.append(
+                _pod(
+                    name,
+                    kind,
+                    scheduler_name,
+                    cpu="500m",
+                    memory="1Gi",
+                    extra={GPU_RESOURCE: "1"},
+                    tolerations=[{"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}],
+                )
+            )
         elif kind == "cache":
             # At most one cache pod per host (required pod anti-affinity).
-            affinity = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-                {"labelSelector": {"matchLabels": {"app": "cache"}}, "topologyKey": HOSTNAME_LABEL},
-            ]}}
+            affinity = {
+                "podAntiAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": [
+                        {"labelSelector": {"matchLabels": {"app": "cache"}}, "topologyKey": HOSTNAME_LABEL},
+                    ]
+                }
+            }
             pods.append(_pod(name, kind, scheduler_name, cpu="500m", memory="1Gi", affinity=affinity))
         elif kind == "too-big":
             pods.append(_pod(name, kind, scheduler_name, cpu="64", memory="256Gi"))
         else:  # no-match
-            pods.append(_pod(name, kind, scheduler_name, cpu="100m", memory="128Mi",
-                             nodeSelector={"demo.kopf.dev/disk": "nvme"}))  # no node has this label
+            pods.append(
+                _pod(
+                    name, kind, scheduler_name, cpu="100m", memory="128Mi", nodeSelector={"demo.kopf.dev/disk": "nvme"}
+                )
+            )  # no node has this label
     return pods
 
 
 _CPU_SUFFIX = {"m": 1e-3}
 _MEM_SUFFIX = {
-    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12,
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+    "k": 1e3,
+    "K": 1e3,
+    "M": 1e6,
+    "G": 1e9,
+    "T": 1e12,
 }
 
 
 def parse_quantity(value: str | int | float, *, memory: bool = False) -> float:
     """A Kubernetes quantity as a float (cores for cpu, bytes for memory); enough for the demo's values."""
     text = str(value)
-    for suffix, factor in sorted((_MEM_SUFFIX if memory else {**_CPU_SUFFIX, **_MEM_SUFFIX}).items(),
-                                 key=lambda kv: -len(kv[0])):
+    for suffix, factor in sorted(
+        (_MEM_SUFFIX if memory else {**_CPU_SUFFIX, **_MEM_SUFFIX}).items(), key=lambda kv: -len(kv[0])
+    ):
         if text.endswith(suffix):
             return float(text[: -len(suffix)]) * factor
     return float(text)

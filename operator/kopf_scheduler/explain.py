@@ -49,7 +49,10 @@ def _fetch(endpoint: str, namespace: str, name: str) -> tuple[Any, str]:
         return None, f"{url}: HTTP {exc.code}: {detail}"
     except (urllib.error.URLError, OSError, ValueError) as exc:
         reason = getattr(exc, "reason", exc)
-        return None, f"cannot reach the operator at {endpoint} ({reason}); is it running with --metrics-port, and is this its address?"
+        return (
+            None,
+            f"cannot reach the operator at {endpoint} ({reason}); is it running with --metrics-port, and is this its address?",
+        )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -92,6 +95,10 @@ def add_parser(subparsers: Any, name: str, help: str) -> None:
         default=os.environ.get("KOPF_SCHEDULER_ENDPOINT") or DEFAULT_ENDPOINT,
         help=f"the operator's metrics port as a URL (default: $KOPF_SCHEDULER_ENDPOINT or {DEFAULT_ENDPOINT})",
     )
-    p.add_argument("--input", metavar="FILE", help="render this endpoint JSON instead of asking ('-': stdin), e.g. from the API server's pod proxy")
+    p.add_argument(
+        "--input",
+        metavar="FILE",
+        help="render this endpoint JSON instead of asking ('-': stdin), e.g. from the API server's pod proxy",
+    )
     p.add_argument("--output", choices=("table", "json"), default="table")
     p.set_defaults(func=run)

@@ -98,7 +98,9 @@ def node_json(node: Node) -> bytes:
     return to_json(node.source if node.source is not None else {"metadata": {"name": node.name}})
 
 
-def encode_extender_args(pod: bytes, *, nodes: Sequence[bytes] | None = None, node_names: Sequence[str] | None = None) -> bytes:
+def encode_extender_args(
+    pod: bytes, *, nodes: Sequence[bytes] | None = None, node_names: Sequence[str] | None = None
+) -> bytes:
     """``ExtenderArgs`` from encoded JSON: the pod, and the nodes (a ``NodeList``) or their names."""
     node_list = b"null" if nodes is None else b'{"metadata":{},"items":[' + b",".join(nodes) + b"]}"
     names = b"null" if node_names is None else to_json(list(node_names))
@@ -186,7 +188,9 @@ def decode_host_priorities(data: Any) -> ExtenderPrioritizeResult:
         host = _field(item, "Host") if isinstance(item, Mapping) else None
         score = _field(item, "Score") if isinstance(item, Mapping) else None
         if not isinstance(host, str) or isinstance(score, bool) or not isinstance(score, int):
-            return ExtenderPrioritizeResult(error=f"decoding the prioritize answer: [{i}]: expected {{Host: string, Score: integer}}")
+            return ExtenderPrioritizeResult(
+                error=f"decoding the prioritize answer: [{i}]: expected {{Host: string, Score: integer}}"
+            )
         out.append(HostPriority(host, score))
     return ExtenderPrioritizeResult(tuple(out))
 
@@ -207,7 +211,9 @@ def decode_binding_result(data: Any) -> str:
 def _tls_files(tls: ExtenderTLSConfig) -> tuple[str, ...]:
     """The files the context is built from (data wins over a file, as client-go)."""
     return tuple(
-        path for path, data in ((tls.ca_file, tls.ca_data), (tls.cert_file, tls.cert_data), (tls.key_file, tls.key_data)) if path and not data
+        path
+        for path, data in ((tls.ca_file, tls.ca_data), (tls.cert_file, tls.cert_data), (tls.key_file, tls.key_data))
+        if path and not data
     )
 
 
@@ -254,7 +260,9 @@ def setup_problems(configs: Sequence[ExtenderConfig]) -> list[FieldError]:
 class _HTTPSConnection(http.client.HTTPSConnection):
     """HTTPS whose certificate is checked against ``server_name`` (``tlsConfig.serverName``) when set."""
 
-    def __init__(self, host: str, port: int | None, *, timeout: float, context: ssl.SSLContext, server_name: str) -> None:
+    def __init__(
+        self, host: str, port: int | None, *, timeout: float, context: ssl.SSLContext, server_name: str
+    ) -> None:
         super().__init__(host, port, timeout=timeout, context=context)
         self._tls = context
         self._server_name = server_name
@@ -380,7 +388,9 @@ class HTTPExtender(Extender):
             ctx = self._context()
         except (OSError, ssl.SSLError, ValueError) as exc:
             raise ExtenderCallError(f'Post "{url}": cannot set up TLS: {exc}') from None
-        return _HTTPSConnection(self._host, self._port, timeout=timeout, context=ctx, server_name=self.config.tls.server_name), False
+        return _HTTPSConnection(
+            self._host, self._port, timeout=timeout, context=ctx, server_name=self.config.tls.server_name
+        ), False
 
     def _context(self) -> ssl.SSLContext:
         """The TLS context, built again when one of its files changed on disk."""
@@ -409,7 +419,9 @@ class HTTPExtender(Extender):
             conn.connect()
         assert conn.sock is not None
         conn.sock.settimeout(remaining())
-        conn.request("POST", path, body=body, headers={"Content-Type": "application/json", "Accept": "application/json"})
+        conn.request(
+            "POST", path, body=body, headers={"Content-Type": "application/json", "Accept": "application/json"}
+        )
         conn.sock.settimeout(remaining())
         resp = conn.getresponse()
         chunks = []

@@ -32,7 +32,12 @@ LIST_CHUNK: Final = 500
 #: kind -> (API class of the official client, its list method, extra list arguments)
 _LISTS: Final[tuple[tuple[str, str, str, dict[str, str]], ...]] = (
     ("Node", "CoreV1Api", "list_node", {}),
-    ("Pod", "CoreV1Api", "list_pod_for_all_namespaces", {"field_selector": "status.phase!=Succeeded,status.phase!=Failed"}),
+    (
+        "Pod",
+        "CoreV1Api",
+        "list_pod_for_all_namespaces",
+        {"field_selector": "status.phase!=Succeeded,status.phase!=Failed"},
+    ),
     ("Service", "CoreV1Api", "list_service_for_all_namespaces", {}),
     ("ReplicationController", "CoreV1Api", "list_replication_controller_for_all_namespaces", {}),
     ("ReplicaSet", "AppsV1Api", "list_replica_set_for_all_namespaces", {}),
@@ -70,7 +75,9 @@ def read_cluster(kubeconfig: str | None = None) -> LiveSnapshot:
     try:
         creds = load_credentials(kubeconfig)
     except CredentialsError as exc:
-        raise ClusterReadError(f"cannot load kubeconfig {kubeconfig}: {exc.reason}" if kubeconfig else str(exc)) from None
+        raise ClusterReadError(
+            f"cannot load kubeconfig {kubeconfig}: {exc.reason}" if kubeconfig else str(exc)
+        ) from None
     api = api_client(creds)
     documents: list[dict[str, Any]] = []
     missing: list[str] = []
@@ -86,9 +93,13 @@ def read_cluster(kubeconfig: str | None = None) -> LiveSnapshot:
                     if exc.status == 404:
                         missing.append(kind)
                         break
-                    raise ClusterReadError(f"cannot list {kind} objects: HTTP {exc.status} {exc.reason}: {_message(exc.body)}") from None
+                    raise ClusterReadError(
+                        f"cannot list {kind} objects: HTTP {exc.status} {exc.reason}: {_message(exc.body)}"
+                    ) from None
                 except Exception as exc:  # the transport's (urllib3's) errors: unreachable, TLS, timeouts
-                    raise ClusterReadError(f"cannot list {kind} objects from {creds.server}: {type(exc).__name__}: {exc}") from None
+                    raise ClusterReadError(
+                        f"cannot list {kind} objects from {creds.server}: {type(exc).__name__}: {exc}"
+                    ) from None
                 break
         return LiveSnapshot(documents, creds.server, tuple(missing))
     finally:

@@ -48,7 +48,9 @@ def run(args: argparse.Namespace) -> int:
         if args.without_extenders:
             profile = dataclasses.replace(profile, extenders=())
         elif problems := setup_problems(profile.extenders):
-            raise PolicyFileError(f"{args.policy}: cannot call its extenders:\n" + "\n".join(f"  {e.path}: {e.message}" for e in problems))
+            raise PolicyFileError(
+                f"{args.policy}: cannot call its extenders:\n" + "\n".join(f"  {e.path}: {e.message}" for e in problems)
+            )
         if args.from_cluster:
             snapshot = read_cluster(args.kubeconfig)
             source = f"the cluster at {snapshot.server}"
@@ -65,20 +67,30 @@ def run(args: argparse.Namespace) -> int:
             pods = [p for p in loaded.pending_in_cluster if p.scheduler_name == scheduler_name]
         template = None
         if args.max_replicas is not None:
-            templates = load_pods(read_documents(args.max_replicas), source=str(args.max_replicas), priority_classes=loaded.priority_classes)
+            templates = load_pods(
+                read_documents(args.max_replicas),
+                source=str(args.max_replicas),
+                priority_classes=loaded.priority_classes,
+            )
             if len(templates) != 1:
-                raise ManifestError(f"{args.max_replicas}: expected one pod, not bound to a node; found {len(templates)} pod(s)")
+                raise ManifestError(
+                    f"{args.max_replicas}: expected one pod, not bound to a node; found {len(templates)} pod(s)"
+                )
             if isinstance(templates[0], UnreadablePod):
                 raise ManifestError(f"{args.max_replicas}: {templates[0].message}")
             if templates[0].node_name:
-                raise ManifestError(f"{args.max_replicas}: expected one pod, not bound to a node; it is bound to {templates[0].node_name}")
+                raise ManifestError(
+                    f"{args.max_replicas}: expected one pod, not bound to a node; it is bound to {templates[0].node_name}"
+                )
             template = templates[0]
         if args.explain not in (None, EVERY_POD) and args.explain not in {p.key for p in pods}:
             raise ManifestError(f"--explain {args.explain}: no such pod among the {len(pods)} pending pod(s) simulated")
     except (ManifestError, PolicyFileError, ClusterReadError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    sim = Simulation(loaded.cache, profile, seed=args.seed, explain=args.explain is not None, extender_factory=HTTPExtender)
+    sim = Simulation(
+        loaded.cache, profile, seed=args.seed, explain=args.explain is not None, extender_factory=HTTPExtender
+    )
     result = sim.run(pods)
     capacity = sim.max_replicas(template, limit=args.max_limit) if template is not None else None
     if args.output == "json":
@@ -96,7 +108,10 @@ def run(args: argparse.Namespace) -> int:
 
 def _exit_status(result: SimulationResult) -> int:
     if result.unreadable:
-        print(f"error: {result.unreadable} pod(s) could not be read; the others were scheduled (see their messages)", file=sys.stderr)
+        print(
+            f"error: {result.unreadable} pod(s) could not be read; the others were scheduled (see their messages)",
+            file=sys.stderr,
+        )
         return 1
     return 0
 
@@ -105,15 +120,46 @@ def add_parser(subparsers: Any, name: str, help: str) -> None:
     p = subparsers.add_parser(name, help=help, description=__doc__.split("\n\n")[0])
     where = p.add_mutually_exclusive_group(required=True)
     where.add_argument(
-        "--cluster", type=Path, help="nodes, bound pods, services, volumes, PDBs, PriorityClasses... (YAML, multi-document or kind: List)"
+        "--cluster",
+        type=Path,
+        help="nodes, bound pods, services, volumes, PDBs, PriorityClasses... (YAML, multi-document or kind: List)",
     )
-    where.add_argument("--from-cluster", action="store_true", help="snapshot a live cluster, read-only (lists only), instead of --cluster")
-    p.add_argument("--kubeconfig", help="with --from-cluster: the kubeconfig (default: $KUBECONFIG, ~/.kube/config, then in-cluster)")
-    p.add_argument("--pods", type=Path, help="pending pods, scheduled in file order (default: the cluster's own pending pods of --scheduler-name)")
-    p.add_argument("--scheduler-name", help="without --pods: simulate the cluster's pending pods with this schedulerName (default: the policy's)")
-    p.add_argument("--policy", type=Path, help="a SchedulingPolicy manifest or a v1.9 Policy JSON/YAML (default: upstream v1.37's default profile)")
-    p.add_argument("--max-replicas", type=Path, metavar="POD.yaml", help="after the pods: how many copies of this pod fit, where, and what stops the next one")
-    p.add_argument("--max-limit", type=int, default=0, metavar="N", help="with --max-replicas: stop after N copies (default 0: until one does not fit)")
+    where.add_argument(
+        "--from-cluster",
+        action="store_true",
+        help="snapshot a live cluster, read-only (lists only), instead of --cluster",
+    )
+    p.add_argument(
+        "--kubeconfig",
+        help="with --from-cluster: the kubeconfig (default: $KUBECONFIG, ~/.kube/config, then in-cluster)",
+    )
+    p.add_argument(
+        "--pods",
+        type=Path,
+        help="pending pods, scheduled in file order (default: the cluster's own pending pods of --scheduler-name)",
+    )
+    p.add_argument(
+        "--scheduler-name",
+        help="without --pods: simulate the cluster's pending pods with this schedulerName (default: the policy's)",
+    )
+    p.add_argument(
+        "--policy",
+        type=Path,
+        help="a SchedulingPolicy manifest or a v1.9 Policy JSON/YAML (default: upstream v1.37's default profile)",
+    )
+    p.add_argument(
+        "--max-replicas",
+        type=Path,
+        metavar="POD.yaml",
+        help="after the pods: how many copies of this pod fit, where, and what stops the next one",
+    )
+    p.add_argument(
+        "--max-limit",
+        type=int,
+        default=0,
+        metavar="N",
+        help="with --max-replicas: stop after N copies (default 0: until one does not fit)",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of the random tie-break (default 0)")
     p.add_argument("--output", choices=("table", "json"), default="table")
     p.add_argument(
@@ -124,5 +170,9 @@ def add_parser(subparsers: Any, name: str, help: str) -> None:
         help="alone: every pod's feasible nodes, rejections and best scores in short; with a pod: that pod in full "
         "(every node's verdict, per-plugin raw, normalised and weighted scores, what preemption considered)",
     )
-    p.add_argument("--without-extenders", action="store_true", help="leave the policy's HTTP extenders out (offline, or when they are unreachable)")
+    p.add_argument(
+        "--without-extenders",
+        action="store_true",
+        help="leave the policy's HTTP extenders out (offline, or when they are unreachable)",
+    )
     p.set_defaults(func=run)

@@ -37,8 +37,12 @@ def test_client_certificate_from_the_admin_kubeconfig(kubeconfig: Path) -> None:
     assert response.ok and isinstance(response.body, dict) and response.body["metadata"]["name"] == "default"
 
 
-def test_a_rotated_token_file_is_read_again_after_a_401(control_plane: ControlPlane, namespace: str, tmp_path: Path) -> None:
-    sa = json.loads(control_plane.service_account_kubeconfig(namespace, "rotating", path=tmp_path / "sa.kubeconfig").read_text())
+def test_a_rotated_token_file_is_read_again_after_a_401(
+    control_plane: ControlPlane, namespace: str, tmp_path: Path
+) -> None:
+    sa = json.loads(
+        control_plane.service_account_kubeconfig(namespace, "rotating", path=tmp_path / "sa.kubeconfig").read_text()
+    )
     good = sa["users"][0]["user"]["token"]
     token_file = tmp_path / "token"
     token_file.write_text("expired-token")

@@ -41,7 +41,11 @@ def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120)
     environ = dict(os.environ if env is None else env)
     environ["PYTHONPATH"] = str(OPERATOR_DIR)
     return subprocess.run(
-        [sys.executable, "-m", "kopf_scheduler.cli", *args], env=environ, capture_output=True, text=True, timeout=timeout
+        [sys.executable, "-m", "kopf_scheduler.cli", *args],
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 
@@ -67,8 +71,12 @@ def test_bind_pod_with_custom_scheduler_name(api: client.ApiClient, namespace: s
     assert core.read_namespaced_pod("p", namespace).spec.node_name is None
 
     with FakeKubelet(api, namespace=namespace) as kubelet:
-        body = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p"},
-                "target": {"apiVersion": "v1", "kind": "Node", "name": nodes[1]}}
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": "p"},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": nodes[1]},
+        }
         # _preload_content=False: the client cannot deserialize the Status that binding returns.
         response = core.create_namespaced_pod_binding("p", namespace, body, _preload_content=False)
         assert response.status == 201
@@ -110,11 +118,19 @@ def test_crd_is_served(control_plane: ControlPlane, api: client.ApiClient, names
             "group": group,
             "scope": "Namespaced",
             "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-            "versions": [{
-                "name": "v1", "served": True, "storage": True,
-                "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {
-                    "type": "object", "properties": {"size": {"type": "integer"}}}}}},
-            }],
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "properties": {"spec": {"type": "object", "properties": {"size": {"type": "integer"}}}},
+                        }
+                    },
+                }
+            ],
         },
     }
     manifest = tmp_path / "crd.json"

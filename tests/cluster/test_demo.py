@@ -22,14 +22,29 @@ pytestmark = [
 def test_demo_places_every_schedulable_pod(tmp_path: Path) -> None:
     workdir = tmp_path / "demo"
     proc = subprocess.run(
-        [sys.executable, "-m", "kopf_scheduler.cli", "demo", "--nodes", "6", "--pods", "30",
-         "--timeout", "120", "--workdir", str(workdir)],
-        capture_output=True, text=True, timeout=150,
+        [
+            sys.executable,
+            "-m",
+            "kopf_scheduler.cli",
+            "demo",
+            "--nodes",
+            "6",
+            "--pods",
+            "30",
+            "--timeout",
+            "120",
+            "--workdir",
+            str(workdir),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=150,
     )
     out = proc.stdout
     assert proc.returncode == 0, f"exit {proc.returncode}\n{out}\n{proc.stderr}\n--- operator.log tail:\n" + "\n".join(
         (workdir / "operator.log").read_text(errors="replace").splitlines()[-40:]
-        if (workdir / "operator.log").exists() else ["(none)"]
+        if (workdir / "operator.log").exists()
+        else ["(none)"]
     )
     placed = re.search(r"^placed (\d+) / unschedulable (\d+) \(of 30 pods\)$", out, re.M)
     assert placed, out

@@ -25,12 +25,25 @@ PAUSE = "registry.k8s.io/pause:3.10"
 
 def node(name: str, cpu: str, memory: str, zone: str) -> tuple[dict[str, Any], dict[str, Any]]:
     alloc = {"cpu": cpu, "memory": memory, "ephemeral-storage": "100Gi", "pods": "110"}
-    body = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {dh.HOSTNAME: name, dh.ZONE: zone}}, "spec": {}}
-    status = {"status": {"capacity": alloc, "allocatable": alloc, "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}]}}
+    body = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {dh.HOSTNAME: name, dh.ZONE: zone}},
+        "spec": {},
+    }
+    status = {
+        "status": {
+            "capacity": alloc,
+            "allocatable": alloc,
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+        }
+    }
     return body, status
 
 
-def container(name: str, *, cpu: str = "", memory: str = "", host_port: int = 0, sidecar: bool = False) -> dict[str, Any]:
+def container(
+    name: str, *, cpu: str = "", memory: str = "", host_port: int = 0, sidecar: bool = False
+) -> dict[str, Any]:
     c: dict[str, Any] = {"name": name, "image": PAUSE}
     requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v}
     if requests:
@@ -42,26 +55,54 @@ def container(name: str, *, cpu: str = "", memory: str = "", host_port: int = 0,
     return c
 
 
-def pod(name: str, *containers: dict[str, Any], pod_requests: dict[str, str] | None = None,
-        init: list[dict[str, Any]] | None = None, pinned: tuple[str, ...] = ()) -> dict[str, Any]:
-    spec: dict[str, Any] = {"automountServiceAccountToken": False, "terminationGracePeriodSeconds": 0, "containers": list(containers)}
+def pod(
+    name: str,
+    *containers: dict[str, Any],
+    pod_requests: dict[str, str] | None = None,
+    init: list[dict[str, Any]] | None = None,
+    pinned: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "automountServiceAccountToken": False,
+        "terminationGracePeriodSeconds": 0,
+        "containers": list(containers),
+    }
     if pod_requests:
         spec["resources"] = {"requests": pod_requests}
     if init:
         spec["initContainers"] = init
     if pinned:  # one term per name: upstream's NodeAffinity PreFilter admits their union
         terms = [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [n]}]} for n in pinned]
-        spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": dh.NAMESPACE, "labels": {"kind": "solo"}}, "spec": spec}
+        spec["affinity"] = {
+            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}
+        }
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": dh.NAMESPACE, "labels": {"kind": "solo"}},
+        "spec": spec,
+    }
 
 
-NODES = [node("n0", "4", "8Gi", "a"), node("n1", "8", "16Gi", "a"), node("n2", "16", "16Gi", "b"), node("n3", "2", "4Gi", "b")]
+NODES = [
+    node("n0", "4", "8Gi", "a"),
+    node("n1", "8", "16Gi", "a"),
+    node("n2", "16", "16Gi", "b"),
+    node("n3", "2", "4Gi", "b"),
+]
 #: (pod, resize after it is bound: the cpu it then runs with)
 PODS: list[tuple[dict[str, Any], str]] = [
     (pod("pod-level", container("main", cpu="500m", memory="256Mi"), pod_requests={"cpu": "3", "memory": "2Gi"}), ""),
     (pod("resized", container("main", cpu="1", memory="1Gi")), "3"),
     (pod("after-resize", container("main", cpu="1", memory="1Gi")), ""),
-    (pod("sidecar-port", container("main", cpu="100m"), init=[container("proxy", cpu="100m", host_port=8080, sidecar=True)]), ""),
+    (
+        pod(
+            "sidecar-port",
+            container("main", cpu="100m"),
+            init=[container("proxy", cpu="100m", host_port=8080, sidecar=True)],
+        ),
+        "",
+    ),
     (pod("same-port", container("main", cpu="100m", host_port=8080)), ""),
     (pod("pinned-too-small", container("main", cpu="3"), pinned=("n3", "gone")), ""),
     (pod("pinned-two", container("main", cpu="1", memory="512Mi"), pinned=("n0", "n2")), ""),
@@ -72,9 +113,16 @@ PODS: list[tuple[dict[str, Any], str]] = [
 
 def resize(h: dh.Harness, name: str, cpu: str) -> None:
     """What the kubelet reports after resizing the pod's one container in place to ``cpu``."""
-    status = {"name": "main", "image": PAUSE, "imageID": "", "ready": True, "restartCount": 0,
-              "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}},
-              "allocatedResources": {"cpu": cpu, "memory": "1Gi"}, "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}
+    status = {
+        "name": "main",
+        "image": PAUSE,
+        "imageID": "",
+        "ready": True,
+        "restartCount": 0,
+        "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}},
+        "allocatedResources": {"cpu": cpu, "memory": "1Gi"},
+        "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}},
+    }
     h.core.patch_namespaced_pod_status(name, dh.NAMESPACE, {"status": {"containerStatuses": [status]}})
     time.sleep(2)  # the harness waits for pod adds and deletes in upstream's log; a status update it does not track
 
@@ -82,7 +130,10 @@ def resize(h: dh.Harness, name: str, cpu: str) -> None:
 @pytest.fixture(scope="module")
 def cases() -> Iterator[list[dh.PodCase]]:
     dh.ensure_binaries()
-    with tempfile.TemporaryDirectory(prefix="kopf-scheduler-semantics-") as tmp, dh.Harness(Path(tmp), load_policy(None)) as h:
+    with (
+        tempfile.TemporaryDirectory(prefix="kopf-scheduler-semantics-") as tmp,
+        dh.Harness(Path(tmp), load_policy(None)) as h,
+    ):
         h.reset()
         h.setup(dh.Scenario(0, [], [], NODES, []))
         out = []

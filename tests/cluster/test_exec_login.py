@@ -23,7 +23,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from kube_helpers import ROOT, Group, Operator, create_policy, delete_policy, make_pod_body, wait, wait_accepted, wait_for
+from kube_helpers import (
+    ROOT,
+    Group,
+    Operator,
+    create_policy,
+    delete_policy,
+    make_pod_body,
+    wait,
+    wait_accepted,
+    wait_for,
+)
 from kubernetes import client, config
 
 from kopf_scheduler.cli import main
@@ -72,7 +82,9 @@ subjects:
 
 
 @pytest.fixture(scope="module")
-def service_account(sa_kubeconfig: Path, control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+def service_account(
+    sa_kubeconfig: Path, control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[None]:
     """The deploy/ ServiceAccount with its RBAC, and list on PriorityClasses for simulate."""
     rbac = tmp_path_factory.mktemp("rbac") / "simulate.yaml"
     rbac.write_text(EXTRA_RBAC)
@@ -109,21 +121,39 @@ class ExecUser:
         return int(self.runs_path.read_text()) if self.runs_path.exists() else 0
 
 
-def simulate_pending(capsys: pytest.CaptureFixture[str], user: ExecUser, api: client.ApiClient, namespace: str) -> tuple[list[tuple[str, bool]], str]:
+def simulate_pending(
+    capsys: pytest.CaptureFixture[str], user: ExecUser, api: client.ApiClient, namespace: str
+) -> tuple[list[tuple[str, bool]], str]:
     """A pending pod for a scheduler nobody runs, simulated from the cluster as the plugin's user:
     [(pod, placed on this test's node)], and stderr."""
     with Group(api) as group:
         (node,) = group.nodes(1)
         queue = f"e2e-exec-{uuid.uuid4().hex[:6]}"
         client.CoreV1Api(api).create_namespaced_pod(namespace, group.pod("pending", queue))
-        rc = main(["simulate", "--from-cluster", "--kubeconfig", str(user.kubeconfig), "--scheduler-name", queue, "--output", "json"])
+        rc = main(
+            [
+                "simulate",
+                "--from-cluster",
+                "--kubeconfig",
+                str(user.kubeconfig),
+                "--scheduler-name",
+                queue,
+                "--output",
+                "json",
+            ]
+        )
         out = capsys.readouterr()
         assert rc == 0, out.err
         return [(p["pod"], p["node"] == node) for p in json.loads(out.out)["placements"]], out.err
 
 
 def test_simulate_from_cluster_logs_in_through_an_exec_plugin(
-    service_account: None, control_plane: ControlPlane, api: client.ApiClient, namespace: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    service_account: None,
+    control_plane: ControlPlane,
+    api: client.ApiClient,
+    namespace: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     user = ExecUser(tmp_path, control_plane, mode="good")
     placements, _ = simulate_pending(capsys, user, api, namespace)
@@ -132,7 +162,12 @@ def test_simulate_from_cluster_logs_in_through_an_exec_plugin(
 
 
 def test_a_401_runs_the_plugin_again_and_the_list_is_asked_once_more(
-    service_account: None, control_plane: ControlPlane, api: client.ApiClient, namespace: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    service_account: None,
+    control_plane: ControlPlane,
+    api: client.ApiClient,
+    namespace: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     user = ExecUser(tmp_path, control_plane, mode="bad-first")
     placements, _ = simulate_pending(capsys, user, api, namespace)
@@ -152,7 +187,12 @@ def readyz(port: int) -> str:
 
 
 def test_kopf_scheduler_run_logs_in_through_an_exec_plugin(
-    service_account: None, control_plane: ControlPlane, api: client.ApiClient, custom: client.CustomObjectsApi, namespace: str, tmp_path: Path
+    service_account: None,
+    control_plane: ControlPlane,
+    api: client.ApiClient,
+    custom: client.CustomObjectsApi,
+    namespace: str,
+    tmp_path: Path,
 ) -> None:
     user = ExecUser(tmp_path / "exec", control_plane, mode="good")
     name = f"e2e-exec-{uuid.uuid4().hex[:6]}"
@@ -163,13 +203,22 @@ def test_kopf_scheduler_run_logs_in_through_an_exec_plugin(
         op = Operator(tmp_path / "operator.log", ["--policy", name, "--metrics-port", str(port)], user.kubeconfig)
         try:
             wait_accepted(custom, name, op)  # Kopf watched the policy, the Api wrote its status
-            wait(op, lambda: readyz(port).startswith("ok"), timeout=30, message="the operator is ready")  # the informers listed
+            wait(
+                op, lambda: readyz(port).startswith("ok"), timeout=30, message="the operator is ready"
+            )  # the informers listed
             core = client.CoreV1Api(api)
             core.create_namespaced_pod(namespace, group.pod("pending"))
-            node = wait(op, lambda: core.read_namespaced_pod("pending", namespace).spec.node_name, timeout=30, message="the pod is bound")
+            node = wait(
+                op,
+                lambda: core.read_namespaced_pod("pending", namespace).spec.node_name,
+                timeout=30,
+                message="the pod is bound",
+            )
             assert node in group.names
             text = op.text()
-            assert f"credentials from --kubeconfig {user.kubeconfig}" in text  # the start-up line says where they came from
+            assert (
+                f"credentials from --kubeconfig {user.kubeconfig}" in text
+            )  # the start-up line says where they came from
             assert "Traceback" not in text
             assert user.runs >= 1
         finally:
@@ -201,7 +250,9 @@ def test_kopf_run_logs_in_through_an_exec_plugin(tmp_path: Path) -> None:
         try:
             wait_accepted(custom, "dev", None)
             core.create_namespaced_pod("default", make_pod_body("p", scheduler_name="dev"))
-            node = wait_for(lambda: core.read_namespaced_pod("p", "default").spec.node_name, timeout=30, message="p bound")
+            node = wait_for(
+                lambda: core.read_namespaced_pod("p", "default").spec.node_name, timeout=30, message="p bound"
+            )
             assert node in nodes
             text = log.read_text(errors="replace")
             assert "credentials from $KUBECONFIG" in text and "Traceback" not in text

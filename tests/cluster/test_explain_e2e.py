@@ -35,9 +35,15 @@ def free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def endpoint(sa_kubeconfig: Path, custom: client.CustomObjectsApi, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Operator, str]]:
+def endpoint(
+    sa_kubeconfig: Path, custom: client.CustomObjectsApi, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Operator, str]]:
     port = free_port()
-    op = Operator(tmp_path_factory.mktemp("operator") / "operator.log", ["--policy", POLICY, "--metrics-port", str(port)], sa_kubeconfig)
+    op = Operator(
+        tmp_path_factory.mktemp("operator") / "operator.log",
+        ["--policy", POLICY, "--metrics-port", str(port)],
+        sa_kubeconfig,
+    )
     try:
         create_policy(custom, POLICY, {"schedulerName": POLICY})
         wait_accepted(custom, POLICY, op)
@@ -79,7 +85,12 @@ def explained(capsys: pytest.CaptureFixture[str], op: Operator, url: str, pod: s
 
 
 def test_explain_lists_every_nodes_reason_for_an_unschedulable_pod(
-    endpoint: tuple[Operator, str], api: client.ApiClient, namespace: str, group: Group, stranger: str, capsys: pytest.CaptureFixture[str]
+    endpoint: tuple[Operator, str],
+    api: client.ApiClient,
+    namespace: str,
+    group: Group,
+    stranger: str,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     op, url = endpoint
     mine = group.nodes(2, cpu="1")
@@ -90,20 +101,30 @@ def test_explain_lists_every_nodes_reason_for_an_unschedulable_pod(
     assert set(reasons) == everyone and data["notEvaluated"] == [] and data["numNodes"] == len(everyone)
     # 2 cpu exceed the group's 1-cpu nodes; every other node fails the group's node selector
     assert {n: reasons[n] for n in mine} == {n: ("NodeResourcesFit", ["Insufficient cpu"]) for n in mine}
-    assert stranger in everyone and all(reasons[n] == ("NodeAffinity", [SELECTOR_MISMATCH]) for n in everyone - set(mine)), reasons
+    assert stranger in everyone and all(
+        reasons[n] == ("NodeAffinity", [SELECTOR_MISMATCH]) for n in everyone - set(mine)
+    ), reasons
     assert data["schedulerName"] == POLICY and data["attempts"] >= 1
-    histogram = sorted(["2 Insufficient cpu", f"{len(everyone) - 2} {SELECTOR_MISMATCH}"])  # as strings, as upstream sorts them
+    histogram = sorted(
+        ["2 Insufficient cpu", f"{len(everyone) - 2} {SELECTOR_MISMATCH}"]
+    )  # as strings, as upstream sorts them
     assert data["message"].startswith(f"0/{len(everyone)} nodes are available: {', '.join(histogram)}.")
 
     rc, table, _ = explain(capsys, f"{namespace}/big", "--endpoint", url)
     lines = table.splitlines()
     assert rc == 0 and lines[0] == f"pod {namespace}/big: unschedulable"
     for node in mine:
-        assert any(line.split() == [node, "unresolvable", "NodeResourcesFit", "Insufficient", "cpu"] for line in lines), table
+        assert any(
+            line.split() == [node, "unresolvable", "NodeResourcesFit", "Insufficient", "cpu"] for line in lines
+        ), table
 
 
 def test_explain_shows_the_scores_of_a_scheduled_pod(
-    endpoint: tuple[Operator, str], api: client.ApiClient, namespace: str, group: Group, capsys: pytest.CaptureFixture[str]
+    endpoint: tuple[Operator, str],
+    api: client.ApiClient,
+    namespace: str,
+    group: Group,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     op, url = endpoint
     mine = group.nodes(2, cpu="4")
@@ -132,7 +153,9 @@ def priorities(api: client.ApiClient) -> Iterator[dict[str, str]]:
     suffix = uuid.uuid4().hex[:6]
     names = {"low": (f"e2e-explain-low-{suffix}", 10), "high": (f"e2e-explain-high-{suffix}", 1000)}
     for name, value in names.values():
-        scheduling.create_priority_class({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value})
+        scheduling.create_priority_class(
+            {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value}
+        )
     try:
         yield {role: name for role, (name, _) in names.items()}
     finally:
@@ -141,12 +164,19 @@ def priorities(api: client.ApiClient) -> Iterator[dict[str, str]]:
 
 
 def test_explain_shows_the_victims_of_a_preemption_after_the_pod_landed(
-    endpoint: tuple[Operator, str], api: client.ApiClient, namespace: str, group: Group, priorities: dict[str, str], capsys: pytest.CaptureFixture[str]
+    endpoint: tuple[Operator, str],
+    api: client.ApiClient,
+    namespace: str,
+    group: Group,
+    priorities: dict[str, str],
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     op, url = endpoint
     (node,) = group.nodes(1, cpu="2")
     core = client.CoreV1Api(api)
-    core.create_namespaced_pod(namespace, group.pod("low", cpu="2", priority_class_name=priorities["low"]))  # no grace period: gone at once
+    core.create_namespaced_pod(
+        namespace, group.pod("low", cpu="2", priority_class_name=priorities["low"])
+    )  # no grace period: gone at once
     wait(op, lambda: core.read_namespaced_pod("low", namespace).spec.node_name, message="low bound")
     core.create_namespaced_pod(namespace, group.pod("high", cpu="2", priority_class_name=priorities["high"]))
     # the attempt that preempted nominated high to the node; the next one bound it there, and still tells why
@@ -155,13 +185,20 @@ def test_explain_shows_the_victims_of_a_preemption_after_the_pod_landed(
     preemption = data["preemption"]
     assert (preemption["plugin"], preemption["nominatedNode"]) == ("DefaultPreemption", node)
     assert preemption["victims"] == [{"pod": f"{namespace}/low", "priority": 10}]
-    assert preemption["message"] == f"preemption: found a potential placement for pod on node {node}, preempting 1 victims"
+    assert (
+        preemption["message"] == f"preemption: found a potential placement for pod on node {node}, preempting 1 victims"
+    )
     rc, table, _ = explain(capsys, f"{namespace}/high", "--endpoint", url)
     assert rc == 0 and f"  nominated {node}; victims {namespace}/low (priority 10)" in table.splitlines()
 
 
 def test_simulate_from_cluster_counts_the_copies_that_fit(
-    kubeconfig: Path, api: client.ApiClient, namespace: str, stranger: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    kubeconfig: Path,
+    api: client.ApiClient,
+    namespace: str,
+    stranger: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     group = Group(api)
     try:
@@ -176,18 +213,31 @@ def test_simulate_from_cluster_counts_the_copies_that_fit(
         web = tmp_path / "web.yaml"
         web.write_text(yaml.safe_dump(group.pod("web", None, namespace=namespace, cpu="500m")))
         everyone = len(core.list_node().items)
-        args = ["simulate", "--from-cluster", "--kubeconfig", str(kubeconfig), "--scheduler-name", queue, "--max-replicas", str(web)]
+        args = [
+            "simulate",
+            "--from-cluster",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--scheduler-name",
+            queue,
+            "--max-replicas",
+            str(web),
+        ]
         rc = main([*args, "--output", "json"])
         out = capsys.readouterr()
         assert rc == 0, out.err
         result = json.loads(out.out)
-        assert [(p["pod"], p["node"] in (first, second)) for p in result["placements"]] == [(f"{namespace}/queued", True)]
+        assert [(p["pod"], p["node"] in (first, second)) for p in result["placements"]] == [
+            (f"{namespace}/queued", True)
+        ]
         # room for 500m pods: first (2 - 1) / 0.5 = 2, second 2 / 0.5 = 4; the queued pod takes one: 5
         capacity = result["maxReplicas"]
         assert (capacity["pod"], capacity["replicas"]) == (f"{namespace}/web", 5)
         assert sum(capacity["nodes"].values()) == 5 and set(capacity["nodes"]) <= {first, second}
         # the group's nodes are full; the stranger (and any node other tests left) fails the selector
-        histogram = sorted(["2 Insufficient cpu", f"{everyone - 2} {SELECTOR_MISMATCH}"])  # as strings, as upstream sorts them
+        histogram = sorted(
+            ["2 Insufficient cpu", f"{everyone - 2} {SELECTOR_MISMATCH}"]
+        )  # as strings, as upstream sorts them
         assert capacity["stoppedBy"] == f"0/{everyone} nodes are available: {', '.join(histogram)}."
 
         rc = main(args)
@@ -196,4 +246,3 @@ def test_simulate_from_cluster_counts_the_copies_that_fit(
         assert f"(1 pending pod(s) with schedulerName {queue} in the cluster at " in table
     finally:
         group.cleanup()
-

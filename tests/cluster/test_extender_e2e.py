@@ -62,7 +62,10 @@ class Extender:
         return 200, {"Nodes": {"items": keep}, "FailedNodes": failed}
 
     def prioritize(self, args: Any) -> tuple[int, Any]:
-        return 200, [{"Host": n["metadata"]["name"], "Score": 10 if n["metadata"]["name"] == self.favourite else 0} for n in args["Nodes"]["items"]]
+        return 200, [
+            {"Host": n["metadata"]["name"], "Score": 10 if n["metadata"]["name"] == self.favourite else 0}
+            for n in args["Nodes"]["items"]
+        ]
 
     def bind(self, args: Any) -> tuple[int, Any]:
         body = {
@@ -93,7 +96,11 @@ def extender(api: client.ApiClient) -> Iterator[tuple[Extender, ExtenderServer]]
 
 
 def test_an_extender_filters_scores_and_binds(
-    operator: Operator, api: client.ApiClient, custom: client.CustomObjectsApi, namespace: str, extender: tuple[Extender, ExtenderServer]
+    operator: Operator,
+    api: client.ApiClient,
+    custom: client.CustomObjectsApi,
+    namespace: str,
+    extender: tuple[Extender, ExtenderServer],
 ) -> None:
     ext, server = extender
     core = client.CoreV1Api(api)
@@ -113,7 +120,11 @@ def test_an_extender_filters_scores_and_binds(
         wait_accepted(custom, POLICY, operator)
         for i in range(3):
             core.create_namespaced_pod(namespace, group.pod(f"web-{i}", cpu="100m"))
-        placed = wait(operator, lambda: (p := {i: node_of(core, namespace, f"web-{i}") for i in range(3)}) and all(p.values()) and p, message="3 pods bound")
+        placed = wait(
+            operator,
+            lambda: (p := {i: node_of(core, namespace, f"web-{i}") for i in range(3)}) and all(p.values()) and p,
+            message="3 pods bound",
+        )
         # the extender's 10 points x 10 x weight 5 outweigh the spread the plugins prefer
         assert set(placed.values()) == {favourite}, (placed, reserved, plain)
         verbs = server.verbs()
@@ -121,8 +132,14 @@ def test_an_extender_filters_scores_and_binds(
         assert verbs.count("filter") == 3 and verbs.count("prioritize") == 3
 
         # a pod only the reserved node could take: the extender's reason is in upstream's FitError text
-        core.create_namespaced_pod(namespace, group.pod("batch-only", cpu="100m", node_selector={"kubernetes.io/hostname": reserved}))
-        messages = wait(operator, lambda: failed_scheduling(core, namespace, "batch-only"), message="FailedScheduling for batch-only")
+        core.create_namespaced_pod(
+            namespace, group.pod("batch-only", cpu="100m", node_selector={"kubernetes.io/hostname": reserved})
+        )
+        messages = wait(
+            operator,
+            lambda: failed_scheduling(core, namespace, "batch-only"),
+            message="FailedScheduling for batch-only",
+        )
         assert "1 node(s) reserved for batch by the extender" in messages[0], messages
         assert messages[0].startswith("0/"), messages
     finally:
@@ -131,7 +148,11 @@ def test_an_extender_filters_scores_and_binds(
 
 
 def test_a_hanging_extender_fails_the_attempt_unless_ignorable(
-    operator: Operator, api: client.ApiClient, custom: client.CustomObjectsApi, namespace: str, extender: tuple[Extender, ExtenderServer]
+    operator: Operator,
+    api: client.ApiClient,
+    custom: client.CustomObjectsApi,
+    namespace: str,
+    extender: tuple[Extender, ExtenderServer],
 ) -> None:
     _, server = extender
     core = client.CoreV1Api(api)
@@ -148,10 +169,17 @@ def test_a_hanging_extender_fails_the_attempt_unless_ignorable(
         core.create_namespaced_pod(namespace, strict.pod("stuck", cpu="100m"))
         core.create_namespaced_pod(namespace, lenient.pod("skips-it", cpu="100m"))
 
-        bound = wait(operator, lambda: node_of(core, namespace, "skips-it"), message="skips-it bound without the extender")
+        bound = wait(
+            operator, lambda: node_of(core, namespace, "skips-it"), message="skips-it bound without the extender"
+        )
         assert bound == lenient.names[0]
-        messages = wait(operator, lambda: failed_scheduling(core, namespace, "stuck"), message="FailedScheduling for stuck")
-        assert messages[0] == f'Post "{server.url}/hang": context deadline exceeded (Client.Timeout exceeded while awaiting headers)'
+        messages = wait(
+            operator, lambda: failed_scheduling(core, namespace, "stuck"), message="FailedScheduling for stuck"
+        )
+        assert (
+            messages[0]
+            == f'Post "{server.url}/hang": context deadline exceeded (Client.Timeout exceeded while awaiting headers)'
+        )
         assert time.monotonic() - t0 < 15
         assert node_of(core, namespace, "stuck") is None
         assert "skipped ignorable extender" in operator.text()

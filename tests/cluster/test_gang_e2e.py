@@ -27,14 +27,19 @@ APIS = {"workload": ("scheduling.k8s.io", "v1beta1"), "coscheduling": ("scheduli
 
 @pytest.fixture(scope="module")
 def operator(
-    control_plane: ControlPlane, sa_kubeconfig: Path, custom: client.CustomObjectsApi, tmp_path_factory: pytest.TempPathFactory
+    control_plane: ControlPlane,
+    sa_kubeconfig: Path,
+    custom: client.CustomObjectsApi,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Operator]:
     control_plane.kubectl("apply", "-k", str(ROOT / "crds" / "optional"))
     control_plane.kubectl("wait", "--for=condition=Established", "crd/podgroups.scheduling.x-k8s.io", "--timeout=30s")
     op = Operator(tmp_path_factory.mktemp("operator") / "operator.log", ["--policy", POLICY], sa_kubeconfig)
     try:
         # today's default profile; Workload API gangs wait 3 s (coscheduling ones: their PodGroup says 3 s)
-        create_policy(custom, POLICY, {"schedulerName": POLICY, "gangScheduling": {"permitWaitingTimeSeconds": WAIT_SECONDS}})
+        create_policy(
+            custom, POLICY, {"schedulerName": POLICY, "gangScheduling": {"permitWaitingTimeSeconds": WAIT_SECONDS}}
+        )
         wait_accepted(custom, POLICY, op)
         yield op
     finally:
@@ -48,7 +53,15 @@ def group(api: client.ApiClient) -> Iterator[Group]:
         yield g
 
 
-def create_gang(api: client.ApiClient, custom: client.CustomObjectsApi, group: Group, namespace: str, kind: str, name: str, size: int) -> list[str]:
+def create_gang(
+    api: client.ApiClient,
+    custom: client.CustomObjectsApi,
+    group: Group,
+    namespace: str,
+    kind: str,
+    name: str,
+    size: int,
+) -> list[str]:
     """A PodGroup of `kind` with minimum `size`, then `size` members asking for 1 cpu each."""
     api_group, version = APIS[kind]
     if kind == "workload":
@@ -74,7 +87,11 @@ def nodes_of(core: client.CoreV1Api, namespace: str, names: list[str]) -> dict[s
 
 
 def failed_messages(core: client.CoreV1Api, namespace: str, pod: str) -> list[str]:
-    return [e.message for e in core.list_namespaced_event(namespace).items if e.reason == "FailedScheduling" and e.involved_object.name == pod]
+    return [
+        e.message
+        for e in core.list_namespaced_event(namespace).items
+        if e.reason == "FailedScheduling" and e.involved_object.name == pod
+    ]
 
 
 def unschedulable_message(core: client.CoreV1Api, namespace: str, pod: str) -> str:
@@ -85,7 +102,9 @@ def unschedulable_message(core: client.CoreV1Api, namespace: str, pod: str) -> s
 
 def pod_group_status(custom: client.CustomObjectsApi, kind: str, namespace: str, name: str) -> dict[str, Any]:
     api_group, version = APIS[kind]
-    status: dict[str, Any] = custom.get_namespaced_custom_object(api_group, version, namespace, "podgroups", name).get("status") or {}
+    status: dict[str, Any] = (
+        custom.get_namespaced_custom_object(api_group, version, namespace, "podgroups", name).get("status") or {}
+    )
     return status
 
 
@@ -100,15 +119,21 @@ def test_a_gang_of_4_that_fits_binds_all_4(
     core = client.CoreV1Api(api)
     nodes = group.nodes(4, cpu="1")
     names = create_gang(api, custom, group, namespace, kind, "train", 4)
-    placed = wait(operator, lambda: (p := nodes_of(core, namespace, names)) and all(p.values()) and p, message="all 4 bound")
+    placed = wait(
+        operator, lambda: (p := nodes_of(core, namespace, names)) and all(p.values()) and p, message="all 4 bound"
+    )
     assert sorted(placed.values()) == sorted(nodes)  # one member per node
     check: Callable[[], Any]
     if kind == "workload":
-        check = lambda: (c := initially_scheduled(pod_group_status(custom, kind, namespace, "train"))) and c["status"] == "True" and c  # noqa: E731
+        check = lambda: (
+            (c := initially_scheduled(pod_group_status(custom, kind, namespace, "train")))
+            and c["status"] == "True"
+            and c
+        )
         condition = wait(operator, check, message="PodGroupInitiallyScheduled=True")
         assert (condition["reason"], condition["message"]) == ("Scheduled", "4 of the 4 pods it needs are bound")
     else:
-        check = lambda: (s := pod_group_status(custom, kind, namespace, "train")).get("phase") == "Scheduled" and s  # noqa: E731
+        check = lambda: (s := pod_group_status(custom, kind, namespace, "train")).get("phase") == "Scheduled" and s
         status = wait(operator, check, message="phase Scheduled")
         assert (status["scheduled"], status["running"]) == (4, 0)
 
@@ -120,15 +145,26 @@ def test_a_gang_of_4_where_3_fit_binds_none_and_holds_nothing_after_its_timeout(
     core = client.CoreV1Api(api)
     group.nodes(3, cpu="1")
     names = create_gang(api, custom, group, namespace, kind, "train", 4)
-    expected = f"gang {namespace}/train: only 3 of the 4 pods it needs fit; none is bound and every reservation is released"
+    expected = (
+        f"gang {namespace}/train: only 3 of the 4 pods it needs fit; none is bound and every reservation is released"
+    )
 
     # the 3 members that fit waited at Permit, then the gang was rejected: one event each, saying how
     # many fit (a rejection at Permit is limited apart from the filters' failures, which came before),
     # and the same in each one's PodScheduled condition
     def rejected() -> list[str]:
-        return [n for n in names if expected in failed_messages(core, namespace, n) and expected in unschedulable_message(core, namespace, n)]
+        return [
+            n
+            for n in names
+            if expected in failed_messages(core, namespace, n) and expected in unschedulable_message(core, namespace, n)
+        ]
 
-    wait(operator, lambda: len(rejected()) == 3, timeout=WAIT_SECONDS + 20, message="3 members rejected with the gang's message")
+    wait(
+        operator,
+        lambda: len(rejected()) == 3,
+        timeout=WAIT_SECONDS + 20,
+        message="3 members rejected with the gang's message",
+    )
     assert nodes_of(core, namespace, names) == dict.fromkeys(names)  # nothing is half-bound
 
     # no reservation holds a node: three pods outside the gang, 1 cpu each, take the 3 nodes
@@ -139,7 +175,11 @@ def test_a_gang_of_4_where_3_fit_binds_none_and_holds_nothing_after_its_timeout(
     assert nodes_of(core, namespace, names) == dict.fromkeys(names)
     status = pod_group_status(custom, kind, namespace, "train")
     if kind == "workload":
-        condition = wait(operator, lambda: initially_scheduled(pod_group_status(custom, kind, namespace, "train")), message="condition")
+        condition = wait(
+            operator,
+            lambda: initially_scheduled(pod_group_status(custom, kind, namespace, "train")),
+            message="condition",
+        )
         assert (condition["status"], condition["reason"], condition["message"]) == ("False", "Unschedulable", expected)
     else:
         assert (status.get("phase"), status.get("scheduled"), status.get("running")) == ("Pending", 0, 0)

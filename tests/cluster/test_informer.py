@@ -17,7 +17,9 @@ from kopf_scheduler.edge.informer import Feed, Informer
 from kopf_scheduler.kube import convert
 
 
-def test_lists_in_pages_then_watches_adds_changes_and_deletions(kubeconfig: Path, api: client.ApiClient, namespace: str) -> None:
+def test_lists_in_pages_then_watches_adds_changes_and_deletions(
+    kubeconfig: Path, api: client.ApiClient, namespace: str
+) -> None:
     core = client.CoreV1Api(api)
     for name in ("a", "b", "c"):
         core.create_namespaced_pod(namespace, make_pod_body(name, scheduler_name="nobody"))
@@ -31,7 +33,9 @@ def test_lists_in_pages_then_watches_adds_changes_and_deletions(kubeconfig: Path
     async def main() -> None:
         client_api = Api(load_credentials(str(kubeconfig)))
         feed = Feed("Pod", f"/api/v1/namespaces/{namespace}/pods", apply, convert.pod_uid, relisted.append)
-        task = asyncio.create_task(Informer(client_api, feed, on_sync=lambda kind, synced: listed.append(kind), page=2).run())  # 3 pods: 2 pages
+        task = asyncio.create_task(
+            Informer(client_api, feed, on_sync=lambda kind, synced: listed.append(kind), page=2).run()
+        )  # 3 pods: 2 pages
         try:
             await asyncio.to_thread(wait_for, lambda: listed, 10)
             assert sorted(seen) == [("ADDED", "a"), ("ADDED", "b"), ("ADDED", "c")]
@@ -64,7 +68,9 @@ def test_an_optional_kind_the_server_does_not_serve_counts_as_listed_and_empty(k
             await asyncio.to_thread(wait_for, lambda: listed, 10)
             assert listed == ["Widget"] and relisted == [set()]  # the cache sync is not held up; stale objects go
             required = Feed("Widget", path, lambda kind, body: None, lambda body: "", relisted.append)
-            other = asyncio.create_task(Informer(client_api, required, on_sync=lambda kind, synced: synced and listed.append(kind)).run())
+            other = asyncio.create_task(
+                Informer(client_api, required, on_sync=lambda kind, synced: synced and listed.append(kind)).run()
+            )
             await asyncio.sleep(2)
             other.cancel()
             await asyncio.gather(other, return_exceptions=True)

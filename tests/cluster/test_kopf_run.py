@@ -26,17 +26,26 @@ def test_kopf_run_of_the_main_module_schedules(tmp_path: Path) -> None:
         core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
         create_nodes(api, 2)
         create_policy(custom, "dev", {"schedulerName": "dev"})
-        env = {**os.environ, "KUBECONFIG": str(cp.kubeconfig), "PYTHONPATH": os.pathsep.join([str(ROOT / "operator"), os.environ.get("PYTHONPATH", "")])}
+        env = {
+            **os.environ,
+            "KUBECONFIG": str(cp.kubeconfig),
+            "PYTHONPATH": os.pathsep.join([str(ROOT / "operator"), os.environ.get("PYTHONPATH", "")]),
+        }
         log = tmp_path / "kopf-run.log"
         with open(log, "wb") as out:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "kopf", "run", "-m", "kopf_scheduler.kube.main", "-A", "--standalone"],
-                stdout=out, stderr=subprocess.STDOUT, env=env, cwd=ROOT,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=ROOT,
             )
         try:
             wait_accepted(custom, "dev", None)
             core.create_namespaced_pod("default", make_pod_body("p", scheduler_name="dev"))
-            node = wait_for(lambda: core.read_namespaced_pod("p", "default").spec.node_name, timeout=30, message="p bound")
+            node = wait_for(
+                lambda: core.read_namespaced_pod("p", "default").spec.node_name, timeout=30, message="p bound"
+            )
             assert node in ("node-0", "node-1")
             assert "Traceback" not in log.read_text(errors="replace")
         except BaseException:

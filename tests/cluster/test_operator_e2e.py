@@ -49,7 +49,9 @@ BASIC = "e2e-basic"  # policy and schedulerName served from the module's start
 
 
 @pytest.fixture(scope="module")
-def operator(sa_kubeconfig: Path, custom: client.CustomObjectsApi, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Operator]:
+def operator(
+    sa_kubeconfig: Path, custom: client.CustomObjectsApi, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Operator]:
     args = [a for name in SHARD for a in ("--policy", name)]
     op = Operator(tmp_path_factory.mktemp("operator") / "operator.log", args, sa_kubeconfig)
     try:
@@ -115,14 +117,20 @@ def test_binds_respecting_selector_taints_and_resources(
     (small,) = group.nodes(cpu="1")
     toleration = {"key": "dedicated", "operator": "Equal", "value": "x", "effect": "NoSchedule"}
     core.create_namespaced_pod(namespace, group.pod("wants-ssd", node_selector={"disk": "ssd"}))
-    core.create_namespaced_pod(namespace, group.pod("tolerates", node_selector={"role": "dedicated"}, tolerations=[toleration]))
+    core.create_namespaced_pod(
+        namespace, group.pod("tolerates", node_selector={"role": "dedicated"}, tolerations=[toleration])
+    )
     core.create_namespaced_pod(namespace, group.pod("big", cpu="3"))
     for i in range(6):
         core.create_namespaced_pod(namespace, group.pod(f"plain-{i}"))
     core.create_namespaced_pod(namespace, group.pod("not-ours", scheduler=None))
 
     ours = ["wants-ssd", "tolerates", "big", *(f"plain-{i}" for i in range(6))]
-    placed = wait(operator, lambda: (p := {n: node_of(core, namespace, n) for n in ours}) and all(p.values()) and p, message="all bound")
+    placed = wait(
+        operator,
+        lambda: (p := {n: node_of(core, namespace, n) for n in ours}) and all(p.values()) and p,
+        message="all bound",
+    )
     assert placed["wants-ssd"] == ssd
     assert placed["tolerates"] == dedicated
     assert placed["big"] == ssd  # 3 cpu: too big for `small`, `dedicated` is tainted
@@ -148,7 +156,9 @@ def test_impossible_pod_gets_failed_scheduling_and_condition(
     core = client.CoreV1Api(api)
     group.nodes(2)
     core.create_namespaced_pod(namespace, group.pod("huge", cpu="64"))
-    (event,) = wait(operator, lambda: events_of(core, namespace, "FailedScheduling", "huge"), message="FailedScheduling")
+    (event,) = wait(
+        operator, lambda: events_of(core, namespace, "FailedScheduling", "huge"), message="FailedScheduling"
+    )
     assert event.type == "Warning"
     assert "Insufficient cpu" in event.message, event.message
     assert event.reporting_component == "kopf-scheduler" and event.action == "Scheduling"
@@ -169,12 +179,19 @@ def test_a_pods_do_not_schedule_spread_constraint_holds_under_a_policy_that_does
     # BASIC is the v1.9 DefaultProvider: no PodTopologySpread listed, yet every profile filters with it
     core = client.CoreV1Api(api)
     zone_key = f"e2e.kopf.dev/zone-{group.id}"  # only this test's nodes carry it, so no other node is a domain
-    zone_of = {name: "a" for name in group.nodes(2, labels={zone_key: "a"})} | {name: "b" for name in group.nodes(1, labels={zone_key: "b"})}
+    zone_of = {name: "a" for name in group.nodes(2, labels={zone_key: "a"})} | {
+        name: "b" for name in group.nodes(1, labels={zone_key: "b"})
+    }
     selector = {"matchLabels": {"app": "spread"}}
 
     def body(name: str, *, zone: str | None = None, policy: str | None = None) -> dict[str, Any]:
         pod = group.pod(name, labels={"app": "spread"}, node_selector={zone_key: zone} if zone else None)
-        constraint: dict[str, Any] = {"maxSkew": 1, "topologyKey": zone_key, "whenUnsatisfiable": "DoNotSchedule", "labelSelector": selector}
+        constraint: dict[str, Any] = {
+            "maxSkew": 1,
+            "topologyKey": zone_key,
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": selector,
+        }
         if policy:
             constraint["nodeAffinityPolicy"] = policy
         pod["spec"]["topologySpreadConstraints"] = [constraint]
@@ -183,14 +200,20 @@ def test_a_pods_do_not_schedule_spread_constraint_holds_under_a_policy_that_does
     names = [f"spread-{i}" for i in range(6)]
     for name in names:
         core.create_namespaced_pod(namespace, body(name))
-    placed = wait(operator, lambda: (p := {n: node_of(core, namespace, n) for n in names}) and all(p.values()) and p, message="all bound")
+    placed = wait(
+        operator,
+        lambda: (p := {n: node_of(core, namespace, n) for n in names}) and all(p.values()) and p,
+        message="all bound",
+    )
     per_zone = [zone_of[str(node)] for node in placed.values()]
     assert sorted(per_zone) == ["a", "a", "a", "b", "b", "b"], placed  # the skew never exceeded 1, so 6 pods end 3/3
     # pinned to zone a, counting zone b too (nodeAffinityPolicy Ignore): 3 + 1 - 3 <= 1 fits, then 4 + 1 - 3 does not
     core.create_namespaced_pod(namespace, body("pinned-1", zone="a", policy="Ignore"))
     assert zone_of[str(wait(operator, lambda: node_of(core, namespace, "pinned-1"), message="pinned-1 bound"))] == "a"
     core.create_namespaced_pod(namespace, body("pinned-2", zone="a", policy="Ignore"))
-    (event,) = wait(operator, lambda: events_of(core, namespace, "FailedScheduling", "pinned-2"), message="FailedScheduling")
+    (event,) = wait(
+        operator, lambda: events_of(core, namespace, "FailedScheduling", "pinned-2"), message="FailedScheduling"
+    )
     assert "2 node(s) didn't match pod topology spread constraints" in event.message, event.message
     assert node_of(core, namespace, "pinned-2") is None
 
@@ -261,7 +284,9 @@ def test_same_scheduler_name_older_policy_wins_and_delete_stops_scheduling(
     assert not events_of(core, namespace, "FailedScheduling", "orphan")
 
 
-def test_pod_deleted_while_queued_is_not_bound(operator: Operator, api: client.ApiClient, namespace: str, group: Group) -> None:
+def test_pod_deleted_while_queued_is_not_bound(
+    operator: Operator, api: client.ApiClient, namespace: str, group: Group
+) -> None:
     core = client.CoreV1Api(api)
     group.nodes(1, cpu="1")
     core.create_namespaced_pod(namespace, group.pod("doomed", cpu="8"))
@@ -279,14 +304,28 @@ def test_pod_deleted_while_queued_is_not_bound(operator: Operator, api: client.A
 
 
 def test_two_replicas_with_leader_election_bind_once_and_fail_over(
-    operator: Operator, sa_kubeconfig: Path, api: client.ApiClient, custom: client.CustomObjectsApi, namespace: str, group: Group,
+    operator: Operator,
+    sa_kubeconfig: Path,
+    api: client.ApiClient,
+    custom: client.CustomObjectsApi,
+    namespace: str,
+    group: Group,
     tmp_path: Path,
 ) -> None:
     core = client.CoreV1Api(api)
     group.nodes(3)
     flags = [
-        "--leader-elect", "--lease-namespace", "kopf-scheduler", "--policy", "e2e-ha",
-        "--lease-duration", "4", "--renew-deadline", "3", "--retry-period", "1",
+        "--leader-elect",
+        "--lease-namespace",
+        "kopf-scheduler",
+        "--policy",
+        "e2e-ha",
+        "--lease-duration",
+        "4",
+        "--renew-deadline",
+        "3",
+        "--retry-period",
+        "1",
     ]
     first = Operator(tmp_path / "replica-1.log", flags, sa_kubeconfig)
     _running.append(first)
@@ -321,7 +360,13 @@ def test_two_replicas_with_leader_election_bind_once_and_fail_over(
         took = time.monotonic() - started
         assert took < 4 + 3 + 4, f"failover took {took:.1f}s"
         events = [e for e in events_of(core, namespace, "Scheduled") if e.involved_object.name in later]
-        wait(second, lambda: len([e for e in events_of(core, namespace, "Scheduled") if e.involved_object.name in later]) == len(later))
+        wait(
+            second,
+            lambda: (
+                len([e for e in events_of(core, namespace, "Scheduled") if e.involved_object.name in later])
+                == len(later)
+            ),
+        )
         events = [e for e in events_of(core, namespace, "Scheduled") if e.involved_object.name in later]
         assert {e.reporting_instance for e in events} == {second.identity()}
     finally:
@@ -333,20 +378,32 @@ def test_two_replicas_with_leader_election_bind_once_and_fail_over(
 
 
 def test_nothing_is_scheduled_and_readyz_says_not_ready_until_the_node_list_is_in(
-    operator: Operator, control_plane: ControlPlane, api: client.ApiClient, custom: client.CustomObjectsApi, namespace: str,
-    group: Group, tmp_path: Path,
+    operator: Operator,
+    control_plane: ControlPlane,
+    api: client.ApiClient,
+    custom: client.CustomObjectsApi,
+    namespace: str,
+    group: Group,
+    tmp_path: Path,
 ) -> None:
     """Upstream's WaitForCacheSync: a ServiceAccount that may not list nodes yet keeps the operator
     unready and its loop idle (a pod waits without an attempt: no "0/0 nodes" FailedScheduling);
     once the permission comes, the nodes list, /readyz turns ready and the pod is bound."""
     core, rbac = client.CoreV1Api(api), client.RbacAuthorizationV1Api(api)
-    role = next(d for d in yaml.safe_load_all((ROOT / "deploy" / "rbac.yaml").read_text()) if d["kind"] == "ClusterRole")
+    role = next(
+        d for d in yaml.safe_load_all((ROOT / "deploy" / "rbac.yaml").read_text()) if d["kind"] == "ClusterRole"
+    )
     for rule in role["rules"]:
         rule["resources"] = [r for r in rule["resources"] if r != "nodes"]
     sa = "kopf-scheduler-no-nodes"
     names = [f"e2e-sync-{group.id}", f"e2e-sync-nodes-{group.id}"]
     rbac.create_cluster_role({**role, "metadata": {"name": names[0]}})
-    rbac.create_cluster_role({"metadata": {"name": names[1]}, "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["list", "watch"]}]})
+    rbac.create_cluster_role(
+        {
+            "metadata": {"name": names[1]},
+            "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["list", "watch"]}],
+        }
+    )
     subject = [{"kind": "ServiceAccount", "name": sa, "namespace": "kopf-scheduler"}]
 
     def bind(name: str) -> None:

@@ -70,7 +70,10 @@ def test_the_live_operator_uses_the_installed_plugin(
 ) -> None:
     group = Group(api, scheduler=POLICY)
     try:
-        cheap, dear = group.nodes(1, labels={COST: "0.10"}, cpu="4")[0], group.nodes(1, labels={COST: "0.90"}, cpu="4")[0]
+        cheap, dear = (
+            group.nodes(1, labels={COST: "0.10"}, cpu="4")[0],
+            group.nodes(1, labels={COST: "0.90"}, cpu="4")[0],
+        )
         spec = {
             "schedulerName": POLICY,
             "predicates": [{"name": "NodeResourcesFit"}],

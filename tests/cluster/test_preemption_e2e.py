@@ -25,7 +25,9 @@ POLICY = "e2e-preempt"
 
 
 @pytest.fixture(scope="module")
-def operator(sa_kubeconfig: Path, custom: client.CustomObjectsApi, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Operator]:
+def operator(
+    sa_kubeconfig: Path, custom: client.CustomObjectsApi, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Operator]:
     op = Operator(tmp_path_factory.mktemp("operator") / "operator.log", ["--policy", POLICY], sa_kubeconfig)
     try:
         # the v1.9 DefaultProvider's filters and scores, and preemption (spec.preemption defaults to true)
@@ -45,7 +47,12 @@ def priorities(api: client.ApiClient) -> Iterator[dict[str, str]]:
     classes = {"low": (10, None), "mid": (20, None), "high": (1000, None), "never": (1000, "Never")}
     names = {role: f"e2e-{role}-{suffix}" for role in classes}
     for role, (value, policy) in classes.items():
-        body: dict[str, Any] = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": names[role]}, "value": value}
+        body: dict[str, Any] = {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": names[role]},
+            "value": value,
+        }
         if policy:
             body["preemptionPolicy"] = policy  # the admission refuses a pod spec that differs from its class
         scheduling.create_priority_class(body)
@@ -72,7 +79,9 @@ def read(core: client.CoreV1Api, namespace: str, name: str) -> Any | None:
 
 
 def events_of(core: client.CoreV1Api, namespace: str, reason: str, pod: str) -> list[Any]:
-    return [e for e in core.list_namespaced_event(namespace).items if e.reason == reason and e.involved_object.name == pod]
+    return [
+        e for e in core.list_namespaced_event(namespace).items if e.reason == reason and e.involved_object.name == pod
+    ]
 
 
 def bound(core: client.CoreV1Api, namespace: str, *names: str) -> dict[str, str] | None:
@@ -90,7 +99,9 @@ def test_a_high_priority_pod_evicts_a_lower_one_and_lands(
     low["spec"]["terminationGracePeriodSeconds"] = 30  # it stays Terminating: there is no kubelet to end it
     core.create_namespaced_pod(namespace, low)
     wait(operator, lambda: bound(core, namespace, "low"), message="low bound")
-    high_uid = core.create_namespaced_pod(namespace, group.pod("high", cpu="2", priority_class_name=priorities["high"])).metadata.uid
+    high_uid = core.create_namespaced_pod(
+        namespace, group.pod("high", cpu="2", priority_class_name=priorities["high"])
+    ).metadata.uid
 
     # the victim: marked, deleted (gracefully), and told why
     def terminating() -> Any:
@@ -108,10 +119,14 @@ def test_a_high_priority_pod_evicts_a_lower_one_and_lands(
 
     # the preemptor: nominated to the node, told so, and waiting for the victim to be gone
     wait(operator, lambda: read(core, namespace, "high").status.nominated_node_name == node, message="high nominated")
-    failed = wait(operator, lambda: events_of(core, namespace, "FailedScheduling", "high"), message="FailedScheduling on high")
+    failed = wait(
+        operator, lambda: events_of(core, namespace, "FailedScheduling", "high"), message="FailedScheduling on high"
+    )
     # other tests' nodes fail the group's node selector; this group's one node lacks cpu
     assert " 1 Insufficient cpu" in failed[0].message, failed[0].message
-    assert failed[0].message.endswith(f". preemption: found a potential placement for pod on node {node}, preempting 1 victims")
+    assert failed[0].message.endswith(
+        f". preemption: found a potential placement for pod on node {node}, preempting 1 victims"
+    )
     # the victim is still there (Terminating): the preemptor waits, it does not preempt again
     assert read(core, namespace, "high").spec.node_name is None
 
@@ -130,8 +145,12 @@ def test_a_pod_disruption_budget_steers_the_victim_choice(
     client.PolicyV1Api(api).create_namespaced_pod_disruption_budget(
         namespace, {"metadata": {"name": "db"}, "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "db"}}}}
     )
-    core.create_namespaced_pod(namespace, group.pod("db", cpu="2", labels={"app": "db"}, priority_class_name=priorities["low"]))
-    core.create_namespaced_pod(namespace, group.pod("report", cpu="2", labels={"app": "report"}, priority_class_name=priorities["mid"]))
+    core.create_namespaced_pod(
+        namespace, group.pod("db", cpu="2", labels={"app": "db"}, priority_class_name=priorities["low"])
+    )
+    core.create_namespaced_pod(
+        namespace, group.pod("report", cpu="2", labels={"app": "report"}, priority_class_name=priorities["mid"])
+    )
     placed = wait(operator, lambda: bound(core, namespace, "db", "report"), message="db and report bound")
     assert placed["db"] != placed["report"]
 
@@ -151,7 +170,11 @@ def test_a_pod_with_preemption_policy_never_only_waits(
     core.create_namespaced_pod(namespace, group.pod("low", cpu="2", priority_class_name=priorities["low"]))
     wait(operator, lambda: bound(core, namespace, "low"), message="low bound")
     core.create_namespaced_pod(namespace, group.pod("patient", cpu="2", priority_class_name=priorities["never"]))
-    (event,) = wait(operator, lambda: events_of(core, namespace, "FailedScheduling", "patient"), message="FailedScheduling")
-    assert event.message.endswith(" 1 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never."), event.message
+    (event,) = wait(
+        operator, lambda: events_of(core, namespace, "FailedScheduling", "patient"), message="FailedScheduling"
+    )
+    assert event.message.endswith(" 1 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never."), (
+        event.message
+    )
     assert read(core, namespace, "low").metadata.deletion_timestamp is None
     assert not read(core, namespace, "patient").status.nominated_node_name

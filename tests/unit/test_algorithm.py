@@ -210,7 +210,9 @@ def test_no_nodes() -> None:
 
 def test_search_stops_at_enough_feasible_nodes_and_rotates_start() -> None:
     f = RejectNodes(reject=set())
-    sched = GenericScheduler(Profile("s", filters=(f,), scorers=((ScoreByName({}), 1),), percentage_of_nodes_to_score=10))
+    sched = GenericScheduler(
+        Profile("s", filters=(f,), scorers=((ScoreByName({}), 1),), percentage_of_nodes_to_score=10)
+    )
     snap = snapshot_of(1000)
     sched.schedule(make_pod("a").obj(), snap, rng=random.Random(0))
     assert len(f.calls) == 100 and f.calls[0] == "n0"
@@ -244,7 +246,9 @@ def test_the_vector_search_asks_why_nodes_failed_only_when_nothing_fits_or_to_ex
     assert found.node is not None and found.diagnosis.node_to_status == {} and vector.calls == []
     assert found.diagnosis.unschedulable_plugins == {vector.name}
     everything = VectorRejectNodes({f"n{i}" for i in range(10)})  # nothing fits: every node's reason is needed
-    unfit = GenericScheduler(Profile("s", filters=(everything,))).schedule(make_pod("p").obj(), snapshot_of(10), rng=random.Random(0))
+    unfit = GenericScheduler(Profile("s", filters=(everything,))).schedule(
+        make_pod("p").obj(), snapshot_of(10), rng=random.Random(0)
+    )
     assert unfit.node is None and len(unfit.diagnosis.node_to_status) == 10
 
 
@@ -306,7 +310,11 @@ def test_pre_filter_results_intersect() -> None:
     "admits, message",
     [
         # upstream framework.go RunPreFilterPlugins: one plugin, or several "simultaneously"
-        pytest.param({"A": frozenset()}, "0/3 nodes are available: node(s) didn't satisfy plugin A.", id="one plugin admits nothing"),
+        pytest.param(
+            {"A": frozenset()},
+            "0/3 nodes are available: node(s) didn't satisfy plugin A.",
+            id="one plugin admits nothing",
+        ),
         pytest.param(
             {"A": frozenset({"n0"}), "B": frozenset({"n1"})},
             "0/3 nodes are available: node(s) didn't satisfy plugin(s) [A B] simultaneously.",

@@ -31,7 +31,10 @@ def bound(pod: Pod, node: str = "n0") -> Bind:
 
 def unschedulable(rejected: int = 4, verdict: PostFilterResult | None = None) -> Unschedulable:
     """Rejected on the first `rejected` nodes."""
-    diagnosis = Diagnosis(num_all_nodes=4, node_to_status={n: Status(Code.UNSCHEDULABLE, ("Insufficient cpu",), "F") for n in NODES[:rejected]})
+    diagnosis = Diagnosis(
+        num_all_nodes=4,
+        node_to_status={n: Status(Code.UNSCHEDULABLE, ("Insufficient cpu",), "F") for n in NODES[:rejected]},
+    )
     result = ScheduleResult(None, diagnosis, evaluated_nodes=4, node_names=NODES, post_filter=verdict)
     return Unschedulable(result.message, frozenset({"F"}), result=result)
 
@@ -124,8 +127,18 @@ def test_a_pod_moves_between_the_pools_as_it_binds() -> None:
 
 def test_the_attempt_after_a_preemption_still_shows_what_preemption_considered() -> None:
     victim = make_pod("victim").priority(1).obj()
-    found = Status(Code.SUCCESS, ("preemption: found a potential placement for pod on node n1, preempting 1 victims",), "DefaultPreemption")
-    verdict = PostFilterResult(found, "n1", (victim,), (Candidate("n1", (victim,)),), {"n0": unresolvable("No preemption victims found for incoming pod")})
+    found = Status(
+        Code.SUCCESS,
+        ("preemption: found a potential placement for pod on node n1, preempting 1 victims",),
+        "DefaultPreemption",
+    )
+    verdict = PostFilterResult(
+        found,
+        "n1",
+        (victim,),
+        (Candidate("n1", (victim,)),),
+        {"n0": unresolvable("No preemption victims found for incoming pod")},
+    )
     log = AttemptLog()
     web = info("web")
     log.record(web, unschedulable(verdict=verdict), scheduler_name="s", now=0.0)
@@ -138,6 +151,11 @@ def test_the_attempt_after_a_preemption_still_shows_what_preemption_considered()
     # the carried attempt counts in the bytes: 512 + 2 x 32 for the bind, 512 + 4 x 128 for the preempting one
     assert log.bytes == 576 + 1024
     # an attempt that runs preemption itself shows its own verdict
-    log.record(web, unschedulable(verdict=PostFilterResult(unresolvable("preemption: not eligible"), "")), scheduler_name="s", now=3.0)
+    log.record(
+        web,
+        unschedulable(verdict=PostFilterResult(unresolvable("preemption: not eligible"), "")),
+        scheduler_name="s",
+        now=3.0,
+    )
     again = log.explanation("default", "web", now=3.0)
     assert again is not None and again.preemption is not None and again.preemption.nodes == ()

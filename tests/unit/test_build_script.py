@@ -47,7 +47,12 @@ def _env(tmp_path: Path) -> dict[str, str]:
 def test_two_concurrent_builds_share_one_build(tmp_path: Path) -> None:
     env = _env(tmp_path)
     cache = tmp_path / "cache"
-    runs = [subprocess.Popen(["bash", str(BUILD), str(cache)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    runs = [
+        subprocess.Popen(
+            ["bash", str(BUILD), str(cache)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
     outputs = [run.communicate(timeout=60) for run in runs]
     assert [run.returncode for run in runs] == [0, 0], outputs
     bins = {out.strip() for out, _ in outputs}

@@ -171,13 +171,18 @@ ILLEGAL: list[Any] = [
     pytest.param(lambda c, p: c.forget(c.get_pod("uid-added")), id="forget of an added pod"),
     pytest.param(lambda c, p: c.forget(c.get_pod("uid-assumed").with_node("n2")), id="forget on the wrong node"),  # type: ignore[union-attr]
     pytest.param(lambda c, p: c.add_pod(c.get_pod("uid-added")), id="add of an added pod"),
-    pytest.param(lambda c, p: c.update_pod(None, dataclasses.replace(c.get_pod("uid-added"), node_name="")), id="update of an added pod to no node"),
+    pytest.param(
+        lambda c, p: c.update_pod(None, dataclasses.replace(c.get_pod("uid-added"), node_name="")),
+        id="update of an added pod to no node",
+    ),
     pytest.param(lambda c, p: c.assume(p, ""), id="assume on no node"),
 ]
 
 
 @pytest.mark.parametrize("action", ILLEGAL)
-def test_illegal_transitions_raise_and_change_nothing(cache: SchedulerCache, action: Callable[[SchedulerCache, Pod], Any]) -> None:
+def test_illegal_transitions_raise_and_change_nothing(
+    cache: SchedulerCache, action: Callable[[SchedulerCache, Pod], Any]
+) -> None:
     cache.assume(make_pod("assumed").uid("uid-assumed").req(cpu="1").obj(), "n1")
     bound = cache.assume(make_pod("bound").uid("uid-bound").req(cpu="2").obj(), "n1")
     cache.finish_binding(bound, 0.0)
@@ -374,19 +379,41 @@ def test_snapshot_of_is_rebuilt_by_update_snapshot() -> None:
 # --------------------------------------------------------------------------- property
 
 
-TABLE_COLUMNS = ("alloc_cpu", "alloc_mem", "alloc_eph", "alloc_pods", "req_cpu", "req_mem", "req_eph", "pod_count", "nz_cpu", "nz_mem", "has_node")
+TABLE_COLUMNS = (
+    "alloc_cpu",
+    "alloc_mem",
+    "alloc_eph",
+    "alloc_pods",
+    "req_cpu",
+    "req_mem",
+    "req_eph",
+    "pod_count",
+    "nz_cpu",
+    "nz_mem",
+    "has_node",
+)
 
 NODE_NAMES = ["n0", "n1", "n2", "n3"]
 POD_NAMES = [f"p{i}" for i in range(8)]
 
 op = st.one_of(
-    st.tuples(st.just("add_node"), st.sampled_from(NODE_NAMES), st.sampled_from(["", "a", "b"]), st.sampled_from(["2", "4", "8"])),
+    st.tuples(
+        st.just("add_node"),
+        st.sampled_from(NODE_NAMES),
+        st.sampled_from(["", "a", "b"]),
+        st.sampled_from(["2", "4", "8"]),
+    ),
     st.tuples(st.just("remove_node"), st.sampled_from(NODE_NAMES)),
     st.tuples(st.just("assume"), st.sampled_from(POD_NAMES), st.sampled_from(NODE_NAMES)),
     st.tuples(st.just("finish_binding"), st.sampled_from(POD_NAMES)),
     st.tuples(st.just("forget"), st.sampled_from(POD_NAMES)),
     st.tuples(st.just("add_pod"), st.sampled_from(POD_NAMES), st.sampled_from(NODE_NAMES)),
-    st.tuples(st.just("update_pod"), st.sampled_from(POD_NAMES), st.sampled_from(NODE_NAMES), st.sampled_from(["100m", "1", "3"])),
+    st.tuples(
+        st.just("update_pod"),
+        st.sampled_from(POD_NAMES),
+        st.sampled_from(NODE_NAMES),
+        st.sampled_from(["100m", "1", "3"]),
+    ),
     st.tuples(st.just("remove_pod"), st.sampled_from(POD_NAMES)),
     st.tuples(st.just("expire"), st.sampled_from([0.0, 10.0, 31.0])),
     st.tuples(st.just("snapshot"), st.booleans()),
@@ -405,7 +432,9 @@ def _pods() -> dict[str, Pod]:
     return out
 
 
-def _apply(cache: SchedulerCache, pods: dict[str, Pod], step: tuple[Any, ...], clock: list[float], loop: Snapshot) -> None:
+def _apply(
+    cache: SchedulerCache, pods: dict[str, Pod], step: tuple[Any, ...], clock: list[float], loop: Snapshot
+) -> None:
     kind = step[0]
     if kind == "add_node":
         _, name, zone, cpu = step
@@ -423,7 +452,10 @@ def _apply(cache: SchedulerCache, pods: dict[str, Pod], step: tuple[Any, ...], c
     elif kind == "update_pod":
         _, name, node_name, cpu = step
         base = pods[name]
-        new = dataclasses.replace(base.with_node(node_name), requests=dataclasses.replace(base.requests, milli_cpu=Resources.from_mapping({"cpu": cpu}).milli_cpu))
+        new = dataclasses.replace(
+            base.with_node(node_name),
+            requests=dataclasses.replace(base.requests, milli_cpu=Resources.from_mapping({"cpu": cpu}).milli_cpu),
+        )
         cache.update_pod(cache.get_pod(base.uid), new)
     elif kind == "remove_pod":
         stored = cache.get_pod(pods[step[1]].uid)
@@ -463,7 +495,12 @@ def _check(cache: SchedulerCache, loop: Snapshot) -> None:
     for col in TABLE_COLUMNS:
         assert np.array_equal(getattr(loop.table, col), getattr(fresh.table, col)), col
     for a, b in zip(loop.node_infos, fresh.node_infos):
-        assert a.pods.keys() == b.pods.keys() and a.requested == b.requested and a.node is b.node and a.generation == b.generation
+        assert (
+            a.pods.keys() == b.pods.keys()
+            and a.requested == b.requested
+            and a.node is b.node
+            and a.generation == b.generation
+        )
     assert np.array_equal(loop.table.generation, fresh.table.generation)
     rebuilt = NodeTable(list(fresh.node_infos))
     for col in TABLE_COLUMNS:
@@ -475,7 +512,9 @@ def _check(cache: SchedulerCache, loop: Snapshot) -> None:
     fresh_ids, fresh_vocab = rebuilt.label_column(zone)
     inv, fresh_inv = {v: k for k, v in vocab.items()}, {v: k for k, v in fresh_vocab.items()}
     assert [inv.get(int(i)) for i in ids] == [fresh_inv.get(int(i)) for i in fresh_ids]
-    assert np.array_equal(loop.table.scalar_allocatable("example.com/gpu"), rebuilt.scalar_allocatable("example.com/gpu"))
+    assert np.array_equal(
+        loop.table.scalar_allocatable("example.com/gpu"), rebuilt.scalar_allocatable("example.com/gpu")
+    )
 
 
 @settings(max_examples=200, deadline=None)

@@ -36,8 +36,15 @@ from kopf_scheduler.edge.credentials import (
 )
 
 
-def kubeconfig(path: Path, server: str, *, user: dict[str, Any] | None = None, cluster: dict[str, Any] | None = None, current: str | None = "ctx",
-               context: dict[str, Any] | None = None) -> Path:
+def kubeconfig(
+    path: Path,
+    server: str,
+    *,
+    user: dict[str, Any] | None = None,
+    cluster: dict[str, Any] | None = None,
+    current: str | None = "ctx",
+    context: dict[str, Any] | None = None,
+) -> Path:
     doc: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Config",
@@ -111,24 +118,39 @@ def places(tmp_path: Path) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("flag", "env", "home", "in_cluster", "source", "server"),
     [
-        pytest.param(True, True, True, True, "--kubeconfig", "https://flag:6443", id="--kubeconfig wins over everything"),
-        pytest.param(False, True, True, True, "$KUBECONFIG", "https://env:6443", id="then $KUBECONFIG, even inside a pod"),
+        pytest.param(
+            True, True, True, True, "--kubeconfig", "https://flag:6443", id="--kubeconfig wins over everything"
+        ),
+        pytest.param(
+            False, True, True, True, "$KUBECONFIG", "https://env:6443", id="then $KUBECONFIG, even inside a pod"
+        ),
         pytest.param(False, False, True, True, "~/.kube/config", "https://home:6443", id="then ~/.kube/config"),
-        pytest.param(False, False, False, True, "in-cluster", "https://10.0.0.1:443", id="then the in-cluster ServiceAccount"),
+        pytest.param(
+            False, False, False, True, "in-cluster", "https://10.0.0.1:443", id="then the in-cluster ServiceAccount"
+        ),
     ],
 )
-def test_precedence(places: dict[str, Any], flag: bool, env: bool, home: bool, in_cluster: bool, source: str, server: str) -> None:
+def test_precedence(
+    places: dict[str, Any], flag: bool, env: bool, home: bool, in_cluster: bool, source: str, server: str
+) -> None:
     if home:
         kubeconfig(places["home"] / ".kube" / "config", "https://home:6443")
     environ = dict(places["cluster_env"]) if in_cluster else {}
     if env:
         environ["KUBECONFIG"] = str(places["env"])
-    creds = load_credentials(str(places["flag"]) if flag else None, environ=environ, home=str(places["home"]), service_account_dir=str(places["sa"]))
+    creds = load_credentials(
+        str(places["flag"]) if flag else None,
+        environ=environ,
+        home=str(places["home"]),
+        service_account_dir=str(places["sa"]),
+    )
     assert creds.source.startswith(source) and creds.server == server
 
 
 def test_in_cluster_reads_the_service_account_files(places: dict[str, Any]) -> None:
-    creds = load_credentials(environ=places["cluster_env"], home=str(places["home"]), service_account_dir=str(places["sa"]))
+    creds = load_credentials(
+        environ=places["cluster_env"], home=str(places["home"]), service_account_dir=str(places["sa"])
+    )
     assert creds.ca_path == str(places["sa"] / "ca.crt")
     assert creds.namespace == "kopf-scheduler"
     assert isinstance(creds.token, TokenFile) and creds.token.current() == "sa-token"
@@ -136,7 +158,10 @@ def test_in_cluster_reads_the_service_account_files(places: dict[str, Any]) -> N
 
 def test_in_cluster_ipv6_host_is_bracketed(places: dict[str, Any]) -> None:
     environ = {"KUBERNETES_SERVICE_HOST": "fd00::1", "KUBERNETES_SERVICE_PORT": "443"}
-    assert load_credentials(environ=environ, home=str(places["home"]), service_account_dir=str(places["sa"])).server == "https://[fd00::1]:443"
+    assert (
+        load_credentials(environ=environ, home=str(places["home"]), service_account_dir=str(places["sa"])).server
+        == "https://[fd00::1]:443"
+    )
 
 
 def test_in_cluster_without_its_ca_says_so(places: dict[str, Any]) -> None:
@@ -146,18 +171,27 @@ def test_in_cluster_without_its_ca_says_so(places: dict[str, Any]) -> None:
 
 
 def test_nothing_anywhere_says_where_it_looked(places: dict[str, Any]) -> None:
-    with pytest.raises(CredentialsError, match=r"no --kubeconfig, \$KUBECONFIG or ~/.kube/config, and not in a cluster"):
+    with pytest.raises(
+        CredentialsError, match=r"no --kubeconfig, \$KUBECONFIG or ~/.kube/config, and not in a cluster"
+    ):
         load_credentials(environ={}, home=str(places["home"]), service_account_dir=str(places["sa"]))
 
 
 def test_kubeconfig_list_merges_first_file_wins_and_skips_missing_files(tmp_path: Path) -> None:
     first = kubeconfig(tmp_path / "a.yaml", "https://first:6443", user={"token": "first-token"})
     second = tmp_path / "b.yaml"
-    second.write_text(json.dumps({
-        "current-context": "other",  # ignored: the first file set one (the official merger alone would take this)
-        "clusters": [{"name": "c", "cluster": {"server": "https://second:6443"}}, {"name": "extra", "cluster": {"server": "x"}}],
-        "users": [{"name": "u", "user": {"token": "second-token"}}],
-    }))
+    second.write_text(
+        json.dumps(
+            {
+                "current-context": "other",  # ignored: the first file set one (the official merger alone would take this)
+                "clusters": [
+                    {"name": "c", "cluster": {"server": "https://second:6443"}},
+                    {"name": "extra", "cluster": {"server": "x"}},
+                ],
+                "users": [{"name": "u", "user": {"token": "second-token"}}],
+            }
+        )
+    )
     environ = {"KUBECONFIG": os.pathsep.join([str(tmp_path / "missing.yaml"), str(first), str(second)])}
     creds = load_credentials(environ=environ, home=str(tmp_path))
     assert (creds.server, creds.token and creds.token.current()) == ("https://first:6443", "first-token")
@@ -168,7 +202,8 @@ def test_relative_paths_are_relative_to_the_kubeconfig_and_a_token_file_wins_ove
     (tmp_path / "conf" / "secrets" / "token").write_text("from-file")
     (tmp_path / "conf" / "secrets" / "ca.crt").write_text("the loader checks it exists\n")
     path = kubeconfig(
-        tmp_path / "conf" / "config", "https://s:6443/",
+        tmp_path / "conf" / "config",
+        "https://s:6443/",
         cluster={"certificate-authority": "secrets/ca.crt"},
         user={"token": "literal", "tokenFile": "secrets/token"},
         context={"namespace": "team"},
@@ -182,7 +217,12 @@ def test_relative_paths_are_relative_to_the_kubeconfig_and_a_token_file_wins_ove
 def test_a_literal_token_is_static(tmp_path: Path) -> None:
     creds = load_credentials(str(kubeconfig(tmp_path / "config", "https://s:6443", user={"token": "t"})))
     assert creds.token == StaticToken("t")
-    assert (creds.token.current(), creds.token.stale(), creds.token.refresh(), creds.token.expiration) == ("t", False, False, None)
+    assert (creds.token.current(), creds.token.stale(), creds.token.refresh(), creds.token.expiration) == (
+        "t",
+        False,
+        False,
+        None,
+    )
 
 
 def test_no_user_at_all_is_anonymous(tmp_path: Path) -> None:
@@ -196,21 +236,46 @@ def test_no_user_at_all_is_anonymous(tmp_path: Path) -> None:
         pytest.param(dict(current=None), "no current-context", id="no current context"),
         pytest.param(dict(current="nope"), "current-context 'nope' is not defined", id="current context undefined"),
         pytest.param(dict(server=None), "its cluster has no server", id="a cluster without a server"),
-        pytest.param(dict(user={"auth-provider": {"name": "azure", "config": {}}}),
-                     "auth-provider 'azure' is not supported .*kubelogin", id="azure is gone from the client"),
-        pytest.param(dict(user={"auth-provider": {"name": "oidc", "config": {"id-token": "not-a-jwt"}}}),
-                     "auth-provider 'oidc' gave no token", id="an oidc id-token that is no JWT"),
-        pytest.param(dict(user={"username": "a", "password": "b"}),
-                     "basic auth .* is not supported: kube-apiserver dropped it in v1.19", id="basic auth is refused"),
-        pytest.param(dict(user={"exec": {"command": "x"}}),
-                     "exec plugin 'x' failed: exec: malformed request. missing key 'apiVersion'", id="an exec plugin without apiVersion"),
-        pytest.param(dict(user={"client-certificate": "c.crt"}), "File does not exist: .*c.crt", id="a certificate file that is not there"),
-        pytest.param(dict(user={"client-key-data": base64.b64encode(b"-----BEGIN KEY-----").decode()}),
-                     "needs its key and a key its certificate", id="a key without its certificate"),
-        pytest.param(dict(user={"client-certificate-data": "!!!", "client-key-data": "!!!"}),
-                     "is not PEM", id="embedded data that is not base64 of a PEM"),
-        pytest.param(dict(user={"tokenFile": "/nonexistent/token"}),
-                     "No such file or directory: '/nonexistent/token'", id="a token file that is not there"),
+        pytest.param(
+            dict(user={"auth-provider": {"name": "azure", "config": {}}}),
+            "auth-provider 'azure' is not supported .*kubelogin",
+            id="azure is gone from the client",
+        ),
+        pytest.param(
+            dict(user={"auth-provider": {"name": "oidc", "config": {"id-token": "not-a-jwt"}}}),
+            "auth-provider 'oidc' gave no token",
+            id="an oidc id-token that is no JWT",
+        ),
+        pytest.param(
+            dict(user={"username": "a", "password": "b"}),
+            "basic auth .* is not supported: kube-apiserver dropped it in v1.19",
+            id="basic auth is refused",
+        ),
+        pytest.param(
+            dict(user={"exec": {"command": "x"}}),
+            "exec plugin 'x' failed: exec: malformed request. missing key 'apiVersion'",
+            id="an exec plugin without apiVersion",
+        ),
+        pytest.param(
+            dict(user={"client-certificate": "c.crt"}),
+            "File does not exist: .*c.crt",
+            id="a certificate file that is not there",
+        ),
+        pytest.param(
+            dict(user={"client-key-data": base64.b64encode(b"-----BEGIN KEY-----").decode()}),
+            "needs its key and a key its certificate",
+            id="a key without its certificate",
+        ),
+        pytest.param(
+            dict(user={"client-certificate-data": "!!!", "client-key-data": "!!!"}),
+            "is not PEM",
+            id="embedded data that is not base64 of a PEM",
+        ),
+        pytest.param(
+            dict(user={"tokenFile": "/nonexistent/token"}),
+            "No such file or directory: '/nonexistent/token'",
+            id="a token file that is not there",
+        ),
     ],
 )
 def test_unusable_kubeconfigs_are_refused_with_a_reason(tmp_path: Path, change: dict[str, Any], message: str) -> None:
@@ -240,18 +305,33 @@ def test_missing_or_broken_files_named_explicitly_are_errors(tmp_path: Path) -> 
 # --------------------------------------------------------------------------- TLS material
 
 
-def test_embedded_client_certificates_load_into_the_tls_context_and_leave_no_file(tmp_path: Path, pki: Pki, scratch: Path) -> None:
-    path = write_kubeconfig(tmp_path / "admin.kubeconfig", server="https://127.0.0.1:1", ca_cert=pki.ca.cert, user="admin", client_cert=pki.admin)
+def test_embedded_client_certificates_load_into_the_tls_context_and_leave_no_file(
+    tmp_path: Path, pki: Pki, scratch: Path
+) -> None:
+    path = write_kubeconfig(
+        tmp_path / "admin.kubeconfig",
+        server="https://127.0.0.1:1",
+        ca_cert=pki.ca.cert,
+        user="admin",
+        client_cert=pki.admin,
+    )
     creds = load_credentials(str(path))
     assert (creds.certificate_data, creds.private_key_data) == (pki.admin.cert.read_bytes(), pki.admin.key.read_bytes())
-    assert (creds.ca_data, creds.ca_path, creds.certificate_path, creds.token) == (pki.ca.cert.read_bytes(), None, None, None)
+    assert (creds.ca_data, creds.ca_path, creds.certificate_path, creds.token) == (
+        pki.ca.cert.read_bytes(),
+        None,
+        None,
+        None,
+    )
     ctx = ssl_context(creds)
     assert ctx.verify_mode is ssl.CERT_REQUIRED and len(ctx.get_ca_certs()) == 1
     assert not list(scratch.iterdir())  # what the official loader wrote for *-data, and the key for ssl, are gone
 
 
 def test_insecure_skip_tls_verify_turns_verification_off(tmp_path: Path) -> None:
-    creds = load_credentials(str(kubeconfig(tmp_path / "config", "https://s:6443", cluster={"insecure-skip-tls-verify": True})))
+    creds = load_credentials(
+        str(kubeconfig(tmp_path / "config", "https://s:6443", cluster={"insecure-skip-tls-verify": True}))
+    )
     assert creds.insecure
     ctx = ssl_context(creds)
     assert (ctx.verify_mode, ctx.check_hostname) == (ssl.CERT_NONE, False)
@@ -320,11 +400,15 @@ def plugin(tmp_path: Path) -> Plugin:
 def test_an_exec_token_is_refreshed_near_its_expiry_by_running_the_plugin_again(tmp_path: Path, plugin: Plugin) -> None:
     plugin.spec(ttl=60)
     clock, wall = Clock(), WallClock()
-    creds = load_credentials(str(kubeconfig(tmp_path / "config", "https://s:6443", user=plugin.user())), clock=clock, wall_clock=wall)
+    creds = load_credentials(
+        str(kubeconfig(tmp_path / "config", "https://s:6443", user=plugin.user())), clock=clock, wall_clock=wall
+    )
     token = creds.token
     assert isinstance(token, PluginToken)
     assert (token.current(), plugin.runs) == ("token-1", 1)
-    assert token.expiration is not None and timedelta(seconds=50) < token.expiration - datetime.now(UTC) <= timedelta(seconds=60)
+    assert token.expiration is not None and timedelta(seconds=50) < token.expiration - datetime.now(UTC) <= timedelta(
+        seconds=60
+    )
     assert not token.stale() and plugin.runs == 1  # looking is free: the plugin ran once, at load
 
     wall.offset = timedelta(seconds=60) - STALE_SKEW  # 10 s before its expiry
@@ -353,11 +437,17 @@ def test_an_exec_token_without_expiry_is_never_stale(tmp_path: Path, plugin: Plu
     plugin.spec(token="forever")
     path = kubeconfig(tmp_path / "config", "https://s:6443", user=plugin.user())
     creds = load_credentials(str(path), wall_clock=lambda: datetime.max.replace(tzinfo=UTC))
-    assert creds.token is not None and (creds.token.current(), creds.token.expiration, creds.token.stale()) == ("forever", None, False)
+    assert creds.token is not None and (creds.token.current(), creds.token.expiration, creds.token.stale()) == (
+        "forever",
+        None,
+        False,
+    )
 
 
 def test_a_failing_plugin_is_an_error_at_load_and_a_false_refresh_later(tmp_path: Path, plugin: Plugin) -> None:
-    path = kubeconfig(tmp_path / "config", "https://s:6443", user=plugin.user(installHint="install it with: pip install nothing"))
+    path = kubeconfig(
+        tmp_path / "config", "https://s:6443", user=plugin.user(installHint="install it with: pip install nothing")
+    )
     plugin.spec(fail="no SSO session: run aws sso login")
     with pytest.raises(CredentialsError) as err:
         load_credentials(str(path))
@@ -377,29 +467,52 @@ def test_a_failing_plugin_is_an_error_at_load_and_a_false_refresh_later(tmp_path
 
 
 def test_a_plugin_that_is_not_installed_says_so(tmp_path: Path) -> None:
-    user = {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": str(tmp_path / "aws"), "installHint": "see aws.amazon.com/cli"}}
-    with pytest.raises(CredentialsError, match=r"exec plugin '.*aws' failed: .*No such file or directory.* \(see aws.amazon.com/cli\)"):
+    user = {
+        "exec": {
+            "apiVersion": "client.authentication.k8s.io/v1",
+            "command": str(tmp_path / "aws"),
+            "installHint": "see aws.amazon.com/cli",
+        }
+    }
+    with pytest.raises(
+        CredentialsError, match=r"exec plugin '.*aws' failed: .*No such file or directory.* \(see aws.amazon.com/cli\)"
+    ):
         load_credentials(str(kubeconfig(tmp_path / "config", "https://s:6443", user=user)))
 
 
 def test_an_exec_plugin_may_give_a_client_certificate(tmp_path: Path, plugin: Plugin, pki: Pki, scratch: Path) -> None:
     plugin.spec(cert=str(pki.admin.cert), key=str(pki.admin.key))
     cluster = {"certificate-authority-data": b64(pki.ca.cert)}
-    creds = load_credentials(str(kubeconfig(tmp_path / "config", "https://s:6443", user=plugin.user(), cluster=cluster)))
-    assert (creds.certificate_data, creds.private_key_data, creds.token) == (pki.admin.cert.read_bytes(), pki.admin.key.read_bytes(), None)
+    creds = load_credentials(
+        str(kubeconfig(tmp_path / "config", "https://s:6443", user=plugin.user(), cluster=cluster))
+    )
+    assert (creds.certificate_data, creds.private_key_data, creds.token) == (
+        pki.admin.cert.read_bytes(),
+        pki.admin.key.read_bytes(),
+        None,
+    )
     ssl_context(creds)  # the pair loads
     assert not list(scratch.iterdir())
 
 
 def test_the_plugin_runs_in_the_kubeconfigs_folder_with_its_env(tmp_path: Path) -> None:
     (tmp_path / "conf").mkdir()
-    (tmp_path / "conf" / "p.py").write_text(textwrap.dedent('''\
+    (tmp_path / "conf" / "p.py").write_text(
+        textwrap.dedent("""\
         import json, os
         token = os.getcwd() + "|" + os.environ["REGION"] + "|" + json.loads(os.environ["KUBERNETES_EXEC_INFO"])["kind"]
         print(json.dumps({"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential", "status": {"token": token}}))
-    '''))
+    """)
+    )
     env = [{"name": "REGION", "value": "eu"}]
-    user = {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": sys.executable, "args": ["p.py"], "env": env}}
+    user = {
+        "exec": {
+            "apiVersion": "client.authentication.k8s.io/v1",
+            "command": sys.executable,
+            "args": ["p.py"],
+            "env": env,
+        }
+    }
     creds = load_credentials(str(kubeconfig(tmp_path / "conf" / "config", "https://s:6443", user=user)))
     assert creds.token is not None and creds.token.current() == f"{tmp_path / 'conf'}|eu|ExecCredential"
 
@@ -410,13 +523,17 @@ def test_the_plugin_runs_in_the_kubeconfigs_folder_with_its_env(tmp_path: Path) 
 def jwt(**claims: Any) -> str:
     def part(obj: dict[str, Any]) -> str:
         return base64.urlsafe_b64encode(json.dumps(obj).encode()).rstrip(b"=").decode()
+
     return f"{part({'alg': 'RS256', 'typ': 'JWT'})}.{part(claims)}.c2lnbmF0dXJl"
 
 
 def test_an_oidc_id_token_is_used_with_its_expiry(tmp_path: Path) -> None:
     exp = datetime(2099, 1, 1, tzinfo=UTC)
     id_token = jwt(iss="https://idp.example", sub="alice", exp=int(exp.timestamp()))
-    provider = {"name": "oidc", "config": {"idp-issuer-url": "https://idp.example", "client-id": "kubernetes", "id-token": id_token}}
+    provider = {
+        "name": "oidc",
+        "config": {"idp-issuer-url": "https://idp.example", "client-id": "kubernetes", "id-token": id_token},
+    }
     creds = load_credentials(str(kubeconfig(tmp_path / "config", "https://s:6443", user={"auth-provider": provider})))
     token = creds.token
     assert isinstance(token, PluginToken)
@@ -425,7 +542,10 @@ def test_an_oidc_id_token_is_used_with_its_expiry(tmp_path: Path) -> None:
 
 def test_a_gcp_access_token_in_the_file_is_used_until_it_expires(tmp_path: Path) -> None:
     expiry = datetime.now(UTC).replace(microsecond=0) + timedelta(hours=1)
-    provider = {"name": "gcp", "config": {"access-token": "ya29.token", "expiry": expiry.strftime("%Y-%m-%dT%H:%M:%SZ")}}
+    provider = {
+        "name": "gcp",
+        "config": {"access-token": "ya29.token", "expiry": expiry.strftime("%Y-%m-%dT%H:%M:%SZ")},
+    }
     creds = load_credentials(str(kubeconfig(tmp_path / "config", "https://s:6443", user={"auth-provider": provider})))
     assert creds.token is not None and (creds.token.current(), creds.token.expiration) == ("ya29.token", expiry)
 
@@ -488,7 +608,9 @@ def test_token_file_mid_rotation_keeps_the_last_token(tmp_path: Path) -> None:
 def test_a_kubeconfig_token_file_is_watched_too(tmp_path: Path) -> None:
     (tmp_path / "token").write_text("one")
     clock = Clock()
-    creds = load_credentials(str(kubeconfig(tmp_path / "config", "https://s:6443", user={"tokenFile": "token"})), clock=clock)
+    creds = load_credentials(
+        str(kubeconfig(tmp_path / "config", "https://s:6443", user={"tokenFile": "token"})), clock=clock
+    )
     (tmp_path / "token").write_text("rotated")
     clock.now = 1.0
     assert creds.token is not None and creds.token.current() == "rotated"
@@ -502,7 +624,9 @@ def test_kopf_can_be_given_every_field(tmp_path: Path, plugin: Plugin) -> None:
     plugin.spec(ttl=600)
     ca = base64.b64encode(b"-----BEGIN CERTIFICATE-----\n").decode()
     cluster = {"certificate-authority-data": ca}
-    path = kubeconfig(tmp_path / "config", "https://s:6443", cluster=cluster, user=plugin.user(), context={"namespace": "ns"})
+    path = kubeconfig(
+        tmp_path / "config", "https://s:6443", cluster=cluster, user=plugin.user(), context={"namespace": "ns"}
+    )
     creds = load_credentials(str(path))
     assert creds.token is not None
     info = kopf.ConnectionInfo(
@@ -511,7 +635,12 @@ def test_kopf_can_be_given_every_field(tmp_path: Path, plugin: Plugin) -> None:
         private_key_path=creds.private_key_path, private_key_data=creds.private_key_data,
         token=creds.token.current(), expiration=creds.token.expiration, default_namespace=creds.namespace, proxy_url=creds.proxy_url,
     )  # fmt: skip
-    assert (info.server, info.ca_data, info.token, info.default_namespace) == ("https://s:6443", b"-----BEGIN CERTIFICATE-----\n", "token-1", "ns")
+    assert (info.server, info.ca_data, info.token, info.default_namespace) == (
+        "https://s:6443",
+        b"-----BEGIN CERTIFICATE-----\n",
+        "token-1",
+        "ns",
+    )
     assert info.expiration == creds.token.expiration is not None
 
 
@@ -520,11 +649,21 @@ def test_api_client_carries_server_token_and_tls(tmp_path: Path, pki: Pki, plugi
     user = {**plugin.user(), "client-certificate-data": b64(pki.admin.cert), "client-key-data": b64(pki.admin.key)}
     cluster = {"certificate-authority-data": b64(pki.ca.cert), "tls-server-name": "kubernetes"}
     wall = WallClock()
-    creds = load_credentials(str(kubeconfig(tmp_path / "config", "https://10.9.9.9:6443", user=user, cluster=cluster)), wall_clock=wall)
+    creds = load_credentials(
+        str(kubeconfig(tmp_path / "config", "https://10.9.9.9:6443", user=user, cluster=cluster)), wall_clock=wall
+    )
     api = api_client(creds)
     c = api.configuration
-    assert (c.host, c.verify_ssl, c.tls_server_name, c.ca_cert_data) == ("https://10.9.9.9:6443", True, "kubernetes", pki.ca.cert.read_text())
-    assert (Path(c.cert_file).read_bytes(), Path(c.key_file).read_bytes()) == (pki.admin.cert.read_bytes(), pki.admin.key.read_bytes())
+    assert (c.host, c.verify_ssl, c.tls_server_name, c.ca_cert_data) == (
+        "https://10.9.9.9:6443",
+        True,
+        "kubernetes",
+        pki.ca.cert.read_text(),
+    )
+    assert (Path(c.cert_file).read_bytes(), Path(c.key_file).read_bytes()) == (
+        pki.admin.cert.read_bytes(),
+        pki.admin.key.read_bytes(),
+    )
     assert api.rest_client.pool_manager.connection_pool_kw["server_hostname"] == "kubernetes"
     assert c.auth_settings()["BearerToken"]["value"] == "Bearer token-1"
     wall.offset = timedelta(seconds=55)  # stale: the next request's header comes from a new run
@@ -535,7 +674,9 @@ class _Echo(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         peer = self.connection.getpeercert()
         subject = dict(item for rdn in peer["subject"] for item in rdn) if peer else {}
-        body = json.dumps({"path": self.path, "authorization": self.headers.get("Authorization"), "client": subject.get("commonName")}).encode()
+        body = json.dumps(
+            {"path": self.path, "authorization": self.headers.get("Authorization"), "client": subject.get("commonName")}
+        ).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
@@ -563,13 +704,17 @@ def tls_server(pki: Pki) -> Iterator[str]:
         server.server_close()
 
 
-def test_api_client_talks_tls_with_the_kubeconfigs_ca_name_and_certificate(tmp_path: Path, pki: Pki, tls_server: str) -> None:
+def test_api_client_talks_tls_with_the_kubeconfigs_ca_name_and_certificate(
+    tmp_path: Path, pki: Pki, tls_server: str
+) -> None:
     user = {"token": "tok", "client-certificate-data": b64(pki.admin.cert), "client-key-data": b64(pki.admin.key)}
     cluster = {"certificate-authority-data": b64(pki.ca.cert), "tls-server-name": "kubernetes"}
     creds = load_credentials(str(kubeconfig(tmp_path / "config", tls_server, user=user, cluster=cluster)))
     api = api_client(creds)
     try:
-        response: Any = kubernetes.client.VersionApi(api).get_code(_preload_content=False)  # raw: the echo is no VersionInfo
+        response: Any = kubernetes.client.VersionApi(api).get_code(
+            _preload_content=False
+        )  # raw: the echo is no VersionInfo
         answer = json.loads(response.data)
     finally:
         api.close()  # type: ignore[no-untyped-call]

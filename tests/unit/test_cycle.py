@@ -57,7 +57,13 @@ class Cycle:
 
     def run(self, scheduler: Any = None) -> object:
         return schedule_one(
-            self.info, self.snapshot, scheduler or default_scheduler(), cache=self.cache, queue=self.queue, rng=random.Random(7), now=NOW
+            self.info,
+            self.snapshot,
+            scheduler or default_scheduler(),
+            cache=self.cache,
+            queue=self.queue,
+            rng=random.Random(7),
+            now=NOW,
         )
 
 
@@ -116,7 +122,9 @@ def test_an_algorithm_that_raises_is_an_error_carrying_the_exception() -> None:
         pytest.param("deleting", "being deleted", id="a pod being deleted is skipped"),
         pytest.param("bound", "already bound to n1", id="a pod already bound is skipped"),
         pytest.param("assumed", "already assumed", id="a pod assumed earlier (its bind in flight) is skipped"),
-        pytest.param("confirmed", "already bound (the watch confirmed it)", id="a pod the cache holds as bound is skipped"),
+        pytest.param(
+            "confirmed", "already bound (the watch confirmed it)", id="a pod the cache holds as bound is skipped"
+        ),
     ],
 )
 def test_skips_leave_the_queue(setup: str, reason: str) -> None:
@@ -161,7 +169,12 @@ def test_preemption_nominates_the_pod_and_names_the_victims() -> None:
     assert outcome.message == (
         "0/1 nodes are available: 1 Insufficient cpu. preemption: found a potential placement for pod on node n1, preempting 1 victims"
     )
-    assert (outcome.nominated_node, outcome.victims, outcome.clear_nominations, outcome.post_filtered) == ("n1", (victim,), (), True)
+    assert (outcome.nominated_node, outcome.victims, outcome.clear_nominations, outcome.post_filtered) == (
+        "n1",
+        (victim,),
+        (),
+        True,
+    )
     # the pod waits (nominated) until the victim's deletion moves it; the victim stays cached until the watch says so
     assert cycle.queue.where(pod) == UNSCHEDULABLE
     assert cycle.queue.nominated_pods_for_node("n1") == [pod]
@@ -183,7 +196,9 @@ def test_a_failed_preemption_clears_the_nomination() -> None:
     assert cycle.queue.nominated_pods_for_node("n1") == [pod]
     outcome = cycle.run()
     assert isinstance(outcome, Unschedulable) and outcome.nominated_node == "" and outcome.victims == ()
-    assert outcome.message.endswith("preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.")
+    assert outcome.message.endswith(
+        "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+    )
     assert cycle.queue.nominated_pods_for_node("n1") == []
 
 
@@ -254,7 +269,9 @@ def test_a_failed_bind_of_a_pod_deleted_meanwhile_is_not_requeued() -> None:
         pytest.param("active", 0.0, id="a pod is ready: pop now"),
         pytest.param("backoff", 0.25, id="a pod backing off until 50.25: sleep 0.25 s (its 1 s backoff from 49.25)"),
         pytest.param("long backoff", 1.0, id="a backoff longer than the longest wait: the longest wait"),
-        pytest.param("unschedulable", 1.0, id="only an unschedulable pod: the longest wait (its 5 min leftover is far)"),
+        pytest.param(
+            "unschedulable", 1.0, id="only an unschedulable pod: the longest wait (its 5 min leftover is far)"
+        ),
     ],
 )
 def test_next_wait(state: str, expected: float) -> None:
@@ -280,7 +297,9 @@ def test_a_pod_bound_while_decide_ran_off_the_loop_is_skipped() -> None:
     assert prepare(cycle.info, cycle.snapshot, cache=cycle.cache, queue=cycle.queue, private_objects=True) is None
     decided = decide(cycle.info, cycle.snapshot, default_scheduler(), rng=random.Random(7))
     cycle.cache.add_pod(pod.with_node("n1"))  # meanwhile another scheduler bound it and the watch said so
-    outcome = conclude(cycle.info, decided, cache=cycle.cache, queue=cycle.queue, now=NOW, profile=default_scheduler().profile)
+    outcome = conclude(
+        cycle.info, decided, cache=cycle.cache, queue=cycle.queue, now=NOW, profile=default_scheduler().profile
+    )
     assert outcome == Skip("already bound (the watch confirmed it)")
     assert cycle.queue.where(pod) is None
 

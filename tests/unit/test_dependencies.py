@@ -54,7 +54,9 @@ def test_every_imported_distribution_is_declared() -> None:
                 continue
             owners = {_canonical(d) for d in distributions.get(top, [])}
             if not owners:
-                missing.setdefault(f"{top} (no installed distribution provides it)", set()).add(str(path.relative_to(ROOT)))
+                missing.setdefault(f"{top} (no installed distribution provides it)", set()).add(
+                    str(path.relative_to(ROOT))
+                )
             elif not owners & declared:
                 missing.setdefault(f"{top} (from {', '.join(sorted(owners))})", set()).add(str(path.relative_to(ROOT)))
     assert not missing, "imported but not declared in [project] dependencies:\n" + "\n".join(

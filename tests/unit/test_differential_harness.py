@@ -81,7 +81,10 @@ def test_the_tail_indexes_records_fed_in_pieces(tmp_path: Path) -> None:
         f.write(LOG[cut:])
     tail.poll()
     assert "TaintToleration" in tail.config
-    assert [r.msg for r in tail.by_pod["d/big"]][-2:] == [dh.MSG_PREEMPTED_VICTIM, dh.MSG_PREEMPTION_DONE]  # by preemptor
+    assert [r.msg for r in tail.by_pod["d/big"]][-2:] == [
+        dh.MSG_PREEMPTED_VICTIM,
+        dh.MSG_PREEMPTION_DONE,
+    ]  # by preemptor
     assert tail.pod_events[("Delete event for scheduled pod", "d/p3")] == 1
     assert tail.node_events[("Add event for node", "n2")] == 1
 
@@ -98,7 +101,12 @@ profiles:
 """
     # score.enabled comes first and wins; a weight of 0 means 1 (getValidScoreWeights)
     assert dh.score_weights(config) == {"NodeAffinity": 5, "VolumeBinding": 1}
-    assert dh.score_weights(records()[0].values["config"]) == {"TaintToleration": 3, "NodeResourcesFit": 1, "ImageLocality": 1, "InterPodAffinity": 2}
+    assert dh.score_weights(records()[0].values["config"]) == {
+        "TaintToleration": 3,
+        "NodeResourcesFit": 1,
+        "ImageLocality": 1,
+        "InterPodAffinity": 2,
+    }
 
 
 def test_upstream_decision_unweights_the_logged_scores() -> None:
@@ -106,7 +114,11 @@ def test_upstream_decision_unweights_the_logged_scores() -> None:
     weights = dh.score_weights(records()[0].values["config"])
     d = dh.upstream_decision(recs, weights, weights)
     assert d.node == "n1" and d.scored and d.feasible == {"n0", "n1"}
-    assert d.scores == {"TaintToleration": {"n0": 100, "n1": 100}, "NodeResourcesFit": {"n0": 80, "n1": 84}, "ImageLocality": {"n0": 0, "n1": 7}}
+    assert d.scores == {
+        "TaintToleration": {"n0": 100, "n1": 100},
+        "NodeResourcesFit": {"n0": 80, "n1": 84},
+        "ImageLocality": {"n0": 0, "n1": 7},
+    }
     assert d.skipped == {"InterPodAffinity"}  # in the profile, absent from the lines: its PreScore skipped the pod
     assert d.totals == {"n0": 380, "n1": 391} and d.best == {"n1"}
     # the totals are the weighted sums: n1 = 100x3 + 84x1 + 7x1 = 391
@@ -114,7 +126,10 @@ def test_upstream_decision_unweights_the_logged_scores() -> None:
 
 
 def test_upstream_decision_without_scores_is_the_one_feasible_node() -> None:
-    recs = [dh.LogRecord(dh.MSG_ATTEMPT, {"pod": "d/x"}), dh.LogRecord(dh.MSG_BOUND, {"pod": "d/x", "node": "n4", "feasibleNodes": "1"})]
+    recs = [
+        dh.LogRecord(dh.MSG_ATTEMPT, {"pod": "d/x"}),
+        dh.LogRecord(dh.MSG_BOUND, {"pod": "d/x", "node": "n4", "feasibleNodes": "1"}),
+    ]
     d = dh.upstream_decision(recs, {"NodeResourcesFit": 1}, ["NodeResourcesFit"])
     assert (d.node, d.scored, d.feasible, d.best, d.skipped) == ("n4", False, {"n4"}, {"n4"}, frozenset())
 
@@ -125,13 +140,18 @@ def test_upstream_decision_reads_the_first_attempt_and_the_victims() -> None:
     recs.append(dh.LogRecord(dh.MSG_BOUND, {"pod": "d/big", "node": "n0"}))
     d = dh.upstream_decision(recs, {}, [])
     assert d.node is None and d.attempts == 2 and d.victims == ("d/p3",) and d.nominated_node == "n0"
-    assert d.message == "0/3 nodes are available: 3 Insufficient cpu. preemption: found a potential placement for pod on node n0, preempting 1 victims"
+    assert (
+        d.message
+        == "0/3 nodes are available: 3 Insufficient cpu. preemption: found a potential placement for pod on node n0, preempting 1 victims"
+    )
 
 
 def test_a_weighted_score_that_is_not_a_multiple_of_the_weight_is_a_parse_error() -> None:
-    recs = [dh.LogRecord(dh.MSG_ATTEMPT, {"pod": "d/x"}),
-            dh.LogRecord(dh.MSG_PLUGIN_SCORE, {"pod": "d/x", "plugin": "TaintToleration", "node": "n0", "score": "100"}),
-            dh.LogRecord(dh.MSG_TOTAL_SCORE, {"pod": "d/x", "node": "n0", "score": "100"})]
+    recs = [
+        dh.LogRecord(dh.MSG_ATTEMPT, {"pod": "d/x"}),
+        dh.LogRecord(dh.MSG_PLUGIN_SCORE, {"pod": "d/x", "plugin": "TaintToleration", "node": "n0", "score": "100"}),
+        dh.LogRecord(dh.MSG_TOTAL_SCORE, {"pod": "d/x", "node": "n0", "score": "100"}),
+    ]
     with pytest.raises(ValueError, match="not a multiple of its weight 3"):
         dh.upstream_decision(recs, {"TaintToleration": 3}, ["TaintToleration"])
 
@@ -140,17 +160,27 @@ def hand_made_case() -> dh.PodCase:
     """Upstream: a and b tie at the top, c lower; ImageLocality only upstream, InterPodAffinity skipped upstream.
     Ours: picks b; NodePreferAvoidPods only ours; our BalancedAllocation differs on a."""
     up = dh.Decision(
-        node="a", feasible=frozenset("abc"), scored=True,
+        node="a",
+        feasible=frozenset("abc"),
+        scored=True,
         totals={"a": 300, "b": 300, "c": 250},
-        scores={"NodeResourcesBalancedAllocation": {"a": 90, "b": 80, "c": 50}, "ImageLocality": {"a": 0, "b": 10, "c": 0}},
+        scores={
+            "NodeResourcesBalancedAllocation": {"a": 90, "b": 80, "c": 50},
+            "ImageLocality": {"a": 0, "b": 10, "c": 0},
+        },
         weights={"NodeResourcesBalancedAllocation": 1, "ImageLocality": 1, "InterPodAffinity": 2},
         skipped=frozenset({"InterPodAffinity"}),
     )
     ours = dh.Decision(
-        node="b", feasible=frozenset("bcd"), scored=True,
+        node="b",
+        feasible=frozenset("bcd"),
+        scored=True,
         totals={"b": 280, "c": 250, "d": 100},
-        scores={"NodeResourcesBalancedAllocation": {"b": 80, "c": 60, "d": 0}, "InterPodAffinity": {"b": 0, "c": 0, "d": 0},
-                "NodePreferAvoidPods": {"b": 100, "c": 100, "d": 100}},
+        scores={
+            "NodeResourcesBalancedAllocation": {"b": 80, "c": 60, "d": 0},
+            "InterPodAffinity": {"b": 0, "c": 0, "d": 0},
+            "NodePreferAvoidPods": {"b": 100, "c": 100, "d": 100},
+        },
         weights={"NodeResourcesBalancedAllocation": 1, "InterPodAffinity": 1, "NodePreferAvoidPods": 10000},
     )
     return dh.PodCase(seed=1, pod="diff/p", summary="cpu=1", upstream=up, ours=ours)
@@ -176,10 +206,17 @@ def test_a_hand_made_case_compares_as_expected() -> None:
 
 def test_a_report_counts_agreement_and_renders() -> None:
     unschedulable = dh.PodCase(
-        seed=1, pod="diff/q", summary="cpu=64",
-        upstream=dh.Decision(node=None, message="0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu. "
-                                                "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."),
-        ours=dh.Decision(node=None, message="0/3 nodes are available: 1 node(s) had untolerated taint {a: b}, 2 Insufficient cpu."),
+        seed=1,
+        pod="diff/q",
+        summary="cpu=64",
+        upstream=dh.Decision(
+            node=None,
+            message="0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu. "
+            "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.",
+        ),
+        ours=dh.Decision(
+            node=None, message="0/3 nodes are available: 1 node(s) had untolerated taint {a: b}, 2 Insufficient cpu."
+        ),
     )
     report = dh.build_report([dh.compare(hand_made_case()), dh.compare(unschedulable)])
     m = report.metrics()
@@ -191,11 +228,13 @@ def test_a_report_counts_agreement_and_renders() -> None:
     assert (t.equal, t.compared, t.pods_constant_offset, t.worst[0].node) == (1, 2, 0, "c")
     assert report.only_upstream == {"ImageLocality": (1, 1)}  # non-zero in one pod, and not on every node
     assert report.only_ours == {"NodePreferAvoidPods": (1, 0)}  # 100 everywhere: cannot change a choice
-    assert report.message_categories == Counter({
-        "reason only ours: node(s) had untolerated taint {a: b}": 1,
-        "reason only upstream: node(s) had untolerated taint(s)": 1,
-        "preemption tail: upstream 'N/N nodes are available: N Preemption is not helpful for scheduling.', ours none": 1,
-    })
+    assert report.message_categories == Counter(
+        {
+            "reason only ours: node(s) had untolerated taint {a: b}": 1,
+            "reason only upstream: node(s) had untolerated taint(s)": 1,
+            "preemption tail: upstream 'N/N nodes are available: N Preemption is not helpful for scheduling.', ours none": 1,
+        }
+    )
     text = dh.render(report)
     assert "our node in upstream's best set" in text and "MESSAGE DIFFERENCES" in text
     json.dumps(dh.report_json(report, run={"seeds": [1]}))
@@ -204,11 +243,24 @@ def test_a_report_counts_agreement_and_renders() -> None:
 @pytest.mark.parametrize(
     "ours, upstream, expected",
     [
-        pytest.param("", "0/2 nodes are available: 2 Insufficient cpu.", ["ours: scheduled"], id="we placed what upstream could not"),
-        pytest.param("0/2 nodes are available: 1 Insufficient cpu.", "0/2 nodes are available: 2 Insufficient cpu.",
-                     ["count differs: Insufficient cpu"], id="same reason, other count"),
-        pytest.param("0/2 nodes are available: 2 Insufficient cpu.", "0/2 nodes are available: 2 Insufficient cpu",
-                     ["same reasons and counts, different text (order or punctuation)"], id="punctuation only"),
+        pytest.param(
+            "",
+            "0/2 nodes are available: 2 Insufficient cpu.",
+            ["ours: scheduled"],
+            id="we placed what upstream could not",
+        ),
+        pytest.param(
+            "0/2 nodes are available: 1 Insufficient cpu.",
+            "0/2 nodes are available: 2 Insufficient cpu.",
+            ["count differs: Insufficient cpu"],
+            id="same reason, other count",
+        ),
+        pytest.param(
+            "0/2 nodes are available: 2 Insufficient cpu.",
+            "0/2 nodes are available: 2 Insufficient cpu",
+            ["same reasons and counts, different text (order or punctuation)"],
+            id="punctuation only",
+        ),
     ],
 )
 def test_message_differences(ours: str, upstream: str, expected: list[str]) -> None:
@@ -224,16 +276,36 @@ def test_the_generator_is_deterministic_and_exercises_every_knob() -> None:
     statuses = [st["status"] for s in scenarios for _, st in s.nodes]
     text = json.dumps(pods)
     summaries = " ".join(dh.describe_pod(p) for p in pods)
-    for needle in ("init:init", "sidecar", "hostPort", "nodeSelector=", "nodeAffinity:required", "nodeAffinity:preferred",
-                   "podAffinity:req", "podAffinity:pref", "antiAffinity:req", "antiAffinity:pref", "spread:DNS", "spread:SA",
-                   "/host/", "/zone/", "tolerations", "priority=diff-high", "owner=", "no-requests", "example.com/gpu="):
+    for needle in (
+        "init:init",
+        "sidecar",
+        "hostPort",
+        "nodeSelector=",
+        "nodeAffinity:required",
+        "nodeAffinity:preferred",
+        "podAffinity:req",
+        "podAffinity:pref",
+        "antiAffinity:req",
+        "antiAffinity:pref",
+        "spread:DNS",
+        "spread:SA",
+        "/host/",
+        "/zone/",
+        "tolerations",
+        "priority=diff-high",
+        "owner=",
+        "no-requests",
+        "example.com/gpu=",
+    ):
         assert needle in summaries, needle
     for needle in ('"cpu": "64"', '"minDomains"', '"operator": "Exists"}]', '"tolerationSeconds"'):
         assert needle in text, needle
     effects = {t["effect"] for n in nodes for t in n["spec"].get("taints") or ()}
     assert effects == {"NoSchedule", "PreferNoSchedule", "NoExecute"}
     assert any(n["spec"].get("unschedulable") for n in nodes)
-    assert any(st["allocatable"]["pods"] == "3" for st in statuses) and any(dh.GPU in st["allocatable"] for st in statuses)
+    assert any(st["allocatable"]["pods"] == "3" for st in statuses) and any(
+        dh.GPU in st["allocatable"] for st in statuses
+    )
     assert any(st["images"] for st in statuses)
 
 
@@ -241,14 +313,23 @@ def image_locality_case() -> dh.PodCase:
     """Upstream picks b only thanks to ImageLocality, which we do not run; our BalancedAllocation agrees, our
     TaintToleration weight is 1 where upstream's is 3."""
     up = dh.Decision(
-        node="b", feasible=frozenset("bc"), scored=True,
+        node="b",
+        feasible=frozenset("bc"),
+        scored=True,
         # b: 50x1 + 10x1 + 100x3 = 360; c: 55x1 + 0x1 + 100x3 = 355
         totals={"b": 360, "c": 355},
-        scores={"NodeResourcesBalancedAllocation": {"b": 50, "c": 55}, "ImageLocality": {"b": 10, "c": 0}, "TaintToleration": {"b": 100, "c": 100}},
+        scores={
+            "NodeResourcesBalancedAllocation": {"b": 50, "c": 55},
+            "ImageLocality": {"b": 10, "c": 0},
+            "TaintToleration": {"b": 100, "c": 100},
+        },
         weights={"NodeResourcesBalancedAllocation": 1, "ImageLocality": 1, "TaintToleration": 3},
     )
     ours = dh.Decision(
-        node="c", feasible=frozenset("bc"), scored=True, totals={"b": 150, "c": 155},
+        node="c",
+        feasible=frozenset("bc"),
+        scored=True,
+        totals={"b": 150, "c": 155},
         scores={"NodeResourcesBalancedAllocation": {"b": 50, "c": 55}, "TaintToleration": {"b": 100, "c": 100}},
         weights={"NodeResourcesBalancedAllocation": 1, "TaintToleration": 1},
     )
@@ -276,7 +357,9 @@ def test_the_report_attributes_misses_to_their_causes() -> None:
 
 
 def test_our_plugin_names_map_to_upstream_peers_once() -> None:
-    assert dh.compared_names(["NodeResourcesLeastAllocated", "NodeResourcesMostAllocated", "SelectorSpread", "ImageLocality"]) == {
+    assert dh.compared_names(
+        ["NodeResourcesLeastAllocated", "NodeResourcesMostAllocated", "SelectorSpread", "ImageLocality"]
+    ) == {
         "NodeResourcesLeastAllocated": "NodeResourcesFit",
         "NodeResourcesMostAllocated": "NodeResourcesMostAllocated",  # NodeResourcesFit is taken: compared as itself
         "SelectorSpread": "PodTopologySpread",
@@ -287,17 +370,35 @@ def test_our_plugin_names_map_to_upstream_peers_once() -> None:
 def test_our_decision_runs_the_simulator_on_api_objects() -> None:
     from kopf_scheduler.core.policy import validate_policy
 
-    profile = validate_policy({"schedulerName": "x", "predicates": [{"name": "PodFitsResources"}, {"name": "PodToleratesNodeTaints"}],
-                               "priorities": [{"name": "LeastRequestedPriority", "weight": 2}, {"name": "NodeAffinityPriority", "weight": 1}]})
+    profile = validate_policy(
+        {
+            "schedulerName": "x",
+            "predicates": [{"name": "PodFitsResources"}, {"name": "PodToleratesNodeTaints"}],
+            "priorities": [
+                {"name": "LeastRequestedPriority", "weight": 2},
+                {"name": "NodeAffinityPriority", "weight": 1},
+            ],
+        }
+    )
     assert not isinstance(profile, list)
 
     def node(name: str, cpu: str, taints: list[dict[str, str]] | None = None) -> dict[str, object]:
-        return {"kind": "Node", "metadata": {"name": name, "labels": {dh.HOSTNAME: name}}, "spec": {"taints": taints or []},
-                "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"}, "conditions": [{"type": "Ready", "status": "True"}]}}
+        return {
+            "kind": "Node",
+            "metadata": {"name": name, "labels": {dh.HOSTNAME: name}},
+            "spec": {"taints": taints or []},
+            "status": {
+                "allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"},
+                "conditions": [{"type": "Ready", "status": "True"}],
+            },
+        }
 
     state = [node("a", "2"), node("b", "4"), node("c", "4", [{"key": "k", "value": "v", "effect": "NoSchedule"}])]
-    pod = {"kind": "Pod", "metadata": {"name": "p", "namespace": "diff", "uid": "u1"},
-           "spec": {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}}
+    pod = {
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "diff", "uid": "u1"},
+        "spec": {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]},
+    }
     d, nodes = dh.our_decision(state, pod, profile, seed=0)
     assert d.node == "b" and d.feasible == {"a", "b"} and d.scored
     assert d.filtered == {"c": "TaintToleration: node(s) had untolerated taint(s)"}
@@ -309,6 +410,9 @@ def test_our_decision_runs_the_simulator_on_api_objects() -> None:
 
 
 def test_a_bind_without_scores_must_be_the_one_feasible_node_shortcut() -> None:
-    recs = [dh.LogRecord(dh.MSG_ATTEMPT, {"pod": "d/x"}), dh.LogRecord(dh.MSG_BOUND, {"pod": "d/x", "node": "n4", "feasibleNodes": "7"})]
+    recs = [
+        dh.LogRecord(dh.MSG_ATTEMPT, {"pod": "d/x"}),
+        dh.LogRecord(dh.MSG_BOUND, {"pod": "d/x", "node": "n4", "feasibleNodes": "7"}),
+    ]
     with pytest.raises(ValueError, match="feasibleNodes=7"):
         dh.upstream_decision(recs, {}, [])

@@ -41,6 +41,11 @@ def test_nodes_queues_and_summary() -> None:
         "allocatable": {"cpu": 4000, "memory": 8 * 2**30},
         "pods": ["ns/assumed", "ns/bound"], "assumed": ["ns/assumed"], "nominated": [],
     }  # fmt: skip
-    assert (gone["node"], gone["deleted"], gone["requested"], gone["pods"]) == ("gone", True, {"cpu": 1000}, ["ns/left"])
+    assert (gone["node"], gone["deleted"], gone["requested"], gone["pods"]) == (
+        "gone",
+        True,
+        {"cpu": 1000},
+        ["ns/left"],
+    )
     assert dump["queue"] == [{"scheduler": "kopf-scheduler", "active": 1, "backoff": 0, "unschedulable": 0, "gated": 0}]
     assert dump["end"] == [{"nodes": 1, "pods": 3, "assumed": 1}]

@@ -133,11 +133,34 @@ def writes(server: FakeApiServer) -> list[tuple[str, str]]:
     ("response", "ok", "gone", "conflict", "described"),
     [
         pytest.param(Response(201, {"kind": "Pod"}), True, False, False, "HTTP 201 {'kind': 'Pod'}", id="2xx is ok"),
-        pytest.param(Response(404, {"message": 'pods "x" not found'}), False, True, False, 'HTTP 404 pods "x" not found', id="404 is gone"),
-        pytest.param(Response(409, {"message": "already bound"}), False, False, True, "HTTP 409 already bound", id="409 is a conflict"),
+        pytest.param(
+            Response(404, {"message": 'pods "x" not found'}),
+            False,
+            True,
+            False,
+            'HTTP 404 pods "x" not found',
+            id="404 is gone",
+        ),
+        pytest.param(
+            Response(409, {"message": "already bound"}),
+            False,
+            False,
+            True,
+            "HTTP 409 already bound",
+            id="409 is a conflict",
+        ),
         pytest.param(Response(500, "plain text"), False, False, False, "HTTP 500 plain text", id="a text body"),
-        pytest.param(Response(0, error="TimeoutError: no answer"), False, False, False, "TimeoutError: no answer", id="no answer"),
-        pytest.param(Response(0, fenced=True), False, False, False, "not sent: this replica is not the leader (its term ended or may have ended)", id="fenced"),
+        pytest.param(
+            Response(0, error="TimeoutError: no answer"), False, False, False, "TimeoutError: no answer", id="no answer"
+        ),
+        pytest.param(
+            Response(0, fenced=True),
+            False,
+            False,
+            False,
+            "not sent: this replica is not the leader (its term ended or may have ended)",
+            id="fenced",
+        ),
         pytest.param(Response(0), False, False, False, "no answer", id="nothing known"),
     ],
 )
@@ -176,7 +199,12 @@ def test_a_fenced_write_sends_nothing_while_reads_go() -> None:
         allowed = False
         api = make_api(server.url, fence=lambda: allowed)
         try:
-            for method, path in (("POST", NODES), ("PUT", f"{NODES}/n1"), ("PATCH", f"{NODES}/n1"), ("DELETE", f"{NODES}/n1")):
+            for method, path in (
+                ("POST", NODES),
+                ("PUT", f"{NODES}/n1"),
+                ("PATCH", f"{NODES}/n1"),
+                ("DELETE", f"{NODES}/n1"),
+            ):
                 response = await api.request(method, path, make_node("n1").body)
                 assert (response.status, response.fenced, response.ok) == (0, True, False)
             assert server.requests == []  # nothing reached the server
@@ -185,7 +213,9 @@ def test_a_fenced_write_sends_nothing_while_reads_go() -> None:
             listed = await api.request("GET", NODES)
             assert listed.ok and [(r.method, r.path) for r in server.requests] == [("GET", NODES)]
 
-            lease = await api.request("POST", NODES, make_node("lease-like").body, fence=False)  # the Lease's own writes
+            lease = await api.request(
+                "POST", NODES, make_node("lease-like").body, fence=False
+            )  # the Lease's own writes
             assert lease.status == 201 and writes(server) == [("POST", NODES)]
 
             allowed = True
@@ -266,7 +296,10 @@ def test_a_401_with_a_token_that_changed_on_refresh_is_sent_once_more() -> None:
         try:
             response = await api.request("POST", NODES, make_node("n1").body)
             assert response.status == 201 and token.refreshes == 1
-            assert [(r.headers["Authorization"], r.status) for r in server.requests] == [("Bearer one", 401), ("Bearer two", 201)]
+            assert [(r.headers["Authorization"], r.status) for r in server.requests] == [
+                ("Bearer one", 401),
+                ("Bearer two", 201),
+            ]
         finally:
             await api.close()
 
@@ -348,7 +381,9 @@ def test_a_watch_streams_events_and_bookmarks_keep_it_alive() -> None:
             server.add("", "v1", "nodes", make_node("n1").body)
             seen: list[tuple[str, str]] = []
             t0 = time.monotonic()
-            async with contextlib.aclosing(api.watch(NODES, {"allowWatchBookmarks": "true", "resourceVersion": "1"}, timeout=60)) as stream:
+            async with contextlib.aclosing(
+                api.watch(NODES, {"allowWatchBookmarks": "true", "resourceVersion": "1"}, timeout=60)
+            ) as stream:
                 async for event in stream:
                     seen.append((event["type"], event["object"]["metadata"].get("name", "")))
                     if len(seen) == 3:

@@ -42,7 +42,9 @@ class Recorder:
         self.log.append(("synced", synced))
 
     def feed(self, path: str = NODES, *, optional: bool = False) -> Feed:
-        return Feed("Node", path, self.apply, lambda body: str(body["metadata"]["name"]), self.relisted, optional=optional)
+        return Feed(
+            "Node", path, self.apply, lambda body: str(body["metadata"]["name"]), self.relisted, optional=optional
+        )
 
     def syncs(self) -> list[bool]:
         return [value for what, value in self.log if what == "synced"]
@@ -143,7 +145,9 @@ def test_watch_events_are_applied_in_order() -> None:
     run(scenario)
 
 
-def test_the_server_ending_a_watch_is_watched_again_from_the_last_resource_version(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_server_ending_a_watch_is_watched_again_from_the_last_resource_version(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setattr(informer_module, "MIN_WATCH_TIMEOUT", 1.0)  # the server ends each watch after 1 s
 
     async def scenario(server: FakeApiServer, api: Api, rec: Recorder) -> None:
@@ -158,7 +162,13 @@ def test_the_server_ending_a_watch_is_watched_again_from_the_last_resource_versi
             assert watches(server)[1]["resourceVersion"] == seen_at  # the last one the watch delivered
             add_nodes(server, "c")
             await rec.wait(lambda: ("ADDED", "c") in rec.log)
-            assert rec.log == [("ADDED", "a"), ("relisted", frozenset("a")), ("synced", True), ("ADDED", "b"), ("ADDED", "c")]
+            assert rec.log == [
+                ("ADDED", "a"),
+                ("relisted", frozenset("a")),
+                ("synced", True),
+                ("ADDED", "b"),
+                ("ADDED", "c"),
+            ]
             assert len(lists(server)) == 1  # no relist, never unsynced
         finally:
             await stop(task)
@@ -247,7 +257,9 @@ def test_an_optional_kind_that_is_not_served_counts_as_synced_and_empty(monkeypa
             assert rec.log == [("relisted", frozenset()), ("synced", True)] and watches(server, PODGROUPS) == []
             # installed later: found again when asked (every ABSENT_RETRY seconds, or on a resync)
             server.register("scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup")
-            server.add("scheduling.x-k8s.io", "v1alpha1", "podgroups", {"metadata": {"name": "g"}, "spec": {"minMember": 2}})
+            server.add(
+                "scheduling.x-k8s.io", "v1alpha1", "podgroups", {"metadata": {"name": "g"}, "spec": {"minMember": 2}}
+            )
             informer.resync()
             await rec.wait(lambda: rec.syncs() == [True, False, True])
             assert rec.log[-3:] == [("ADDED", "g"), ("relisted", frozenset("g")), ("synced", True)]

@@ -9,7 +9,7 @@ import pytest
 
 from kopf_scheduler.entry_points import GROUP, load_registry
 
-PLUGIN_MODULE = '''
+PLUGIN_MODULE = """
 from kopf_scheduler.framework import ScorePlugin
 
 
@@ -22,7 +22,7 @@ class Thrifty(ScorePlugin):
 
 class NotAPlugin:
     NAME = "NotAPlugin"
-'''
+"""
 
 
 @pytest.fixture

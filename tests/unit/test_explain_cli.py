@@ -29,10 +29,17 @@ from kopf_scheduler.telemetry.metrics import SchedulerMetrics
 def recorded_log() -> AttemptLog:
     """default/big asked for 8 cpu on two 4-cpu nodes, tried once at t=100."""
     pod = make_pod("big").req(cpu="8").obj()
-    snapshot = Snapshot.of([node_info(make_node(n).capacity(cpu="4", memory="8Gi", pods="110").obj()) for n in ("a", "b")])
+    snapshot = Snapshot.of(
+        [node_info(make_node(n).capacity(cpu="4", memory="8Gi", pods="110").obj()) for n in ("a", "b")]
+    )
     result = GenericScheduler(default_profile("kopf-scheduler")).schedule(pod, snapshot, rng=random.Random(0))
     log = AttemptLog()
-    log.record(QueuedPodInfo(pod, 0.0, 0.0, attempts=1), Unschedulable(result.message, frozenset(), result=result), scheduler_name="kopf-scheduler", now=100.0)
+    log.record(
+        QueuedPodInfo(pod, 0.0, 0.0, attempts=1),
+        Unschedulable(result.message, frozenset(), result=result),
+        scheduler_name="kopf-scheduler",
+        now=100.0,
+    )
     return log
 
 
@@ -50,7 +57,9 @@ def endpoint() -> Iterator[str]:
     holder: dict[str, Any] = {}
 
     async def serve() -> None:
-        holder["server"] = await start_health_server("127.0.0.1", 0, ready_check=lambda: (True, ""), metrics=SchedulerMetrics(), attempts=lookup)
+        holder["server"] = await start_health_server(
+            "127.0.0.1", 0, ready_check=lambda: (True, ""), metrics=SchedulerMetrics(), attempts=lookup
+        )
         started.set()
 
     thread = threading.Thread(target=loop.run_forever, daemon=True)
@@ -105,7 +114,10 @@ def test_explain_json_is_the_endpoints_json(endpoint: str, capsys: pytest.Captur
 def test_a_pod_without_a_kept_attempt_is_an_error(endpoint: str, capsys: pytest.CaptureFixture[str]) -> None:
     rc, out, err = explain(capsys, "default/other", "--endpoint", endpoint)
     assert (rc, out) == (1, "")
-    assert err == f"error: {endpoint}/debug/attempts/default/other: HTTP 404: no scheduling attempt of default/other is kept\n"
+    assert (
+        err
+        == f"error: {endpoint}/debug/attempts/default/other: HTTP 404: no scheduling attempt of default/other is kept\n"
+    )
 
 
 def test_no_operator_listening_is_an_error_that_says_where_it_looked(capsys: pytest.CaptureFixture[str]) -> None:
@@ -116,7 +128,14 @@ def test_no_operator_listening_is_an_error_that_says_where_it_looked(capsys: pyt
     assert rc == 1 and f"cannot reach the operator at http://127.0.0.1:{port}" in err
 
 
-@pytest.mark.parametrize("pod", [pytest.param("big", id="no namespace"), pytest.param("a/b/c", id="too many parts"), pytest.param("/big", id="empty namespace")])
+@pytest.mark.parametrize(
+    "pod",
+    [
+        pytest.param("big", id="no namespace"),
+        pytest.param("a/b/c", id="too many parts"),
+        pytest.param("/big", id="empty namespace"),
+    ],
+)
 def test_the_pod_is_namespace_slash_name(capsys: pytest.CaptureFixture[str], pod: str) -> None:
     rc, _, err = explain(capsys, pod)
     assert rc == 2 and "NAMESPACE/NAME" in err

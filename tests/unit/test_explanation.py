@@ -55,7 +55,9 @@ def four_nodes() -> list[NodeInfo]:
         node_info(make_node("a").capacity(cpu="4", memory="8Gi", pods="110").label(disk="ssd").obj()),
         node_info(make_node("b").capacity(cpu="4", memory="8Gi", pods="110").label(disk="hdd").obj()),
         node_info(make_node("c").capacity(cpu="4", memory="8Gi", pods="110").taint("dedicated", "gpu").obj()),
-        node_info(make_node("d").capacity(cpu="2", memory="8Gi", pods="110").obj(), make_pod("resident").req(cpu="1").obj()),
+        node_info(
+            make_node("d").capacity(cpu="2", memory="8Gi", pods="110").obj(), make_pod("resident").req(cpu="1").obj()
+        ),
     ]
 
 
@@ -74,9 +76,16 @@ def attempt(prof: Profile, pod: Pod, infos: list[NodeInfo], *, explain: bool = F
 
 
 def test_a_scheduled_pod_shows_raw_normalised_and_weighted_scores_and_every_rejection() -> None:
-    e = explanation_of(web(), attempt(profile(AFFINITY_AND_FIT), web(), four_nodes(), explain=True), scheduler_name="t", attempts=2)
+    e = explanation_of(
+        web(), attempt(profile(AFFINITY_AND_FIT), web(), four_nodes(), explain=True), scheduler_name="t", attempts=2
+    )
     assert (e.outcome, e.node, e.num_nodes, e.evaluated_nodes, e.not_evaluated) == ("scheduled", "a", 4, 4, ())
-    assert [(v.node, v.result, v.total) for v in e.nodes] == [("a", CHOSEN, 268), ("b", FEASIBLE, 134), ("c", UNRESOLVABLE, None), ("d", REJECTED, None)]
+    assert [(v.node, v.result, v.total) for v in e.nodes] == [
+        ("a", CHOSEN, 268),
+        ("b", FEASIBLE, 134),
+        ("c", UNRESOLVABLE, None),
+        ("d", REJECTED, None),
+    ]
     # NodeAffinity raw: a matches both terms (10 + 5 = 15), b only the second (5); normalised by the maximum:
     # a 15*100/15 = 100, b 5*100/15 = 33. NodeResourcesFit (least allocated) on 4 cpu, 8Gi: cpu (4-2)/4 -> 50,
     # memory (8-1)/8 -> 87, mean 68 on both. Totals: a 100*2 + 68 = 268, b 33*2 + 68 = 134.
@@ -119,12 +128,17 @@ def test_without_explain_a_scheduled_pods_rejections_name_the_plugin_but_not_its
         "c     filtered  TaintToleration   (not asked: the pod was scheduled)",
         "d     filtered  NodeResourcesFit  (not asked: the pod was scheduled)",
     ]
-    assert summary(e).splitlines()[1] == "  2 node(s) filtered out: 1 rejected by NodeResourcesFit, 1 rejected by TaintToleration."
+    assert (
+        summary(e).splitlines()[1]
+        == "  2 node(s) filtered out: 1 rejected by NodeResourcesFit, 1 rejected by TaintToleration."
+    )
     assert from_json(to_json(e)) == e
 
 
 def test_the_json_form_reads_back_to_the_same_explanation() -> None:
-    e = explanation_of(web(), attempt(profile(AFFINITY_AND_FIT), web(), four_nodes(), explain=True), scheduler_name="t", attempts=2)
+    e = explanation_of(
+        web(), attempt(profile(AFFINITY_AND_FIT), web(), four_nodes(), explain=True), scheduler_name="t", attempts=2
+    )
     data = to_json(e)
     assert data["nodes"][1] == {
         "node": "b", "result": "feasible", "total": 134,
@@ -133,7 +147,13 @@ def test_the_json_form_reads_back_to_the_same_explanation() -> None:
             {"plugin": "NodeResourcesFit", "raw": 68, "score": 68, "weight": 1, "weighted": 68},
         ],
     }  # fmt: skip
-    assert data["nodes"][3] == {"node": "d", "result": "unschedulable", "plugin": "NodeResourcesFit", "code": "Unschedulable", "reasons": ["Insufficient cpu"]}
+    assert data["nodes"][3] == {
+        "node": "d",
+        "result": "unschedulable",
+        "plugin": "NodeResourcesFit",
+        "code": "Unschedulable",
+        "reasons": ["Insufficient cpu"],
+    }
     assert from_json(data) == e
 
 
@@ -142,7 +162,10 @@ def test_the_json_form_reads_back_to_the_same_explanation() -> None:
     [
         pytest.param({}, id="empty"),
         pytest.param({"pod": "a/b", "outcome": "scheduled", "numNodes": "many"}, id="a count that is no number"),
-        pytest.param({"pod": "a/b", "outcome": "scheduled", "numNodes": 1, "nodes": [{"result": "chosen"}]}, id="a node without its name"),
+        pytest.param(
+            {"pod": "a/b", "outcome": "scheduled", "numNodes": 1, "nodes": [{"result": "chosen"}]},
+            id="a node without its name",
+        ),
     ],
 )
 def test_malformed_json_is_a_value_error(data: dict[str, object]) -> None:
@@ -152,7 +175,10 @@ def test_malformed_json_is_a_value_error(data: dict[str, object]) -> None:
 
 def test_one_feasible_node_is_chosen_unscored_unless_explain_asks() -> None:
     pod = make_pod("big").req(cpu="3").obj()
-    infos = [node_info(make_node("a").capacity(cpu="4", memory="8Gi", pods="110").obj()), node_info(make_node("b").capacity(cpu="2", memory="8Gi", pods="110").obj())]
+    infos = [
+        node_info(make_node("a").capacity(cpu="4", memory="8Gi", pods="110").obj()),
+        node_info(make_node("b").capacity(cpu="2", memory="8Gi", pods="110").obj()),
+    ]
     e = explanation_of(pod, attempt(profile(AFFINITY_AND_FIT), pod, infos))
     assert e.nodes[0] == NodeVerdict("a", CHOSEN)
     assert render(e).splitlines()[:3] == [
@@ -163,7 +189,9 @@ def test_one_feasible_node_is_chosen_unscored_unless_explain_asks() -> None:
     scored = explanation_of(pod, attempt(profile(AFFINITY_AND_FIT), pod, infos, explain=True))
     # NodeAffinity has no preferences to score (skipped); NodeResourcesFit: cpu (4-3)/4 -> 25, memory with the
     # scoring default of 200Mi (8192-200)/8192 -> 97; mean 61
-    assert [(v.node, v.total, [(s.plugin, s.raw, s.score) for s in v.scores]) for v in scored.scored] == [("a", 61, [("NodeResourcesFit", 61, 61)])]
+    assert [(v.node, v.total, [(s.plugin, s.raw, s.score) for s in v.scores]) for v in scored.scored] == [
+        ("a", 61, [("NodeResourcesFit", 61, 61)])
+    ]
 
 
 def test_a_pre_filter_rejection_stands_for_every_node() -> None:
@@ -177,7 +205,11 @@ def test_a_pre_filter_rejection_stands_for_every_node() -> None:
 
 
 def test_nodes_a_pre_filter_left_out_get_its_status_not_not_evaluated() -> None:
-    pod = make_pod("pinned").required_node_terms({"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["b"]}]}).obj()
+    pod = (
+        make_pod("pinned")
+        .required_node_terms({"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["b"]}]})
+        .obj()
+    )
     e = explanation_of(pod, attempt(default_profile("t"), pod, [node_info(make_node(n).obj()) for n in "abc"]))
     assert e.node == "b" and e.not_evaluated == ()
     assert [(v.node, v.result, v.reasons) for v in e.rejected] == [
@@ -225,14 +257,23 @@ def test_a_preemption_lists_the_candidates_and_victims_considered() -> None:
 def test_a_preemption_that_finds_nothing_says_why_per_node() -> None:
     e = preemption_placements()["default/batch-2"]
     assert e.outcome == "unschedulable" and e.preemption is not None
-    assert e.preemption.nodes == tuple(PreemptionNode(n, reasons=("No preemption victims found for incoming pod",)) for n in ("node-a", "node-b"))
-    assert e.preemption.message == "preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
+    assert e.preemption.nodes == tuple(
+        PreemptionNode(n, reasons=("No preemption victims found for incoming pod",)) for n in ("node-a", "node-b")
+    )
+    assert (
+        e.preemption.message == "preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
+    )
 
 
 def test_an_error_before_any_node_was_looked_at() -> None:
     pod = make_pod("p").obj()
     e = error_explanation(pod, "internal error: KeyError('x')", scheduler_name="s", attempts=3)
-    assert render(e).splitlines() == ["pod default/p: error", "  scheduler s, attempt 3", "  internal error: KeyError('x')", "  0 nodes: 0 feasible, 0 rejected"]
+    assert render(e).splitlines() == [
+        "pod default/p: error",
+        "  scheduler s, attempt 3",
+        "  internal error: KeyError('x')",
+        "  0 nodes: 0 feasible, 0 rejected",
+    ]
     assert from_json(to_json(e)) == e
 
 
@@ -242,4 +283,6 @@ def test_a_tie_at_the_top_says_the_choice_was_random() -> None:
     e = explanation_of(pod, attempt(profile(AFFINITY_AND_FIT), pod, infos))
     # both empty 4-cpu nodes: cpu (4-1)/4 -> 75, memory (8-1)/8 -> 87; mean 81 each
     assert [v.total for v in e.scored] == [81, 81]
-    assert "  2 nodes tied at the top total 81: the chosen one was drawn at random (as upstream)" in render(e).splitlines()
+    assert (
+        "  2 nodes tied at the top total 81: the chosen one was drawn at random (as upstream)" in render(e).splitlines()
+    )

@@ -21,7 +21,13 @@ from builders import make_node, make_pod, node_info
 from extender_server import ExtenderServer
 
 from kopf_scheduler.cluster.certs import Pki, create_pki
-from kopf_scheduler.core.extenders import ExtenderConfig, ExtenderFilterResult, ExtenderPrioritizeResult, ExtenderTLSConfig, HostPriority
+from kopf_scheduler.core.extenders import (
+    ExtenderConfig,
+    ExtenderFilterResult,
+    ExtenderPrioritizeResult,
+    ExtenderTLSConfig,
+    HostPriority,
+)
 from kopf_scheduler.core.parsing import parse_pod
 from kopf_scheduler.extender_client import (
     TIMEOUT_REASON,
@@ -42,7 +48,11 @@ NODES = [node_info(make_node(f"n{i}").obj()) for i in range(3)]
 
 def test_extender_args_with_nodes_or_names() -> None:
     full = json.loads(encode_extender_args(b'{"metadata":{"name":"p"}}', nodes=[b'{"metadata":{"name":"n0"}}']))
-    assert full == {"Pod": {"metadata": {"name": "p"}}, "Nodes": {"metadata": {}, "items": [{"metadata": {"name": "n0"}}]}, "NodeNames": None}
+    assert full == {
+        "Pod": {"metadata": {"name": "p"}},
+        "Nodes": {"metadata": {}, "items": [{"metadata": {"name": "n0"}}]},
+        "NodeNames": None,
+    }
     names = json.loads(encode_extender_args(b"{}", node_names=["n0", "n1"]))
     assert names == {"Pod": {}, "Nodes": None, "NodeNames": ["n0", "n1"]}
 
@@ -66,21 +76,58 @@ def test_a_bound_pod_keeps_no_body() -> None:
 @pytest.mark.parametrize(
     "answer,cache_capable,expected",
     [
-        pytest.param({"NodeNames": ["n0"], "FailedNodes": {"n1": "busy"}}, True,
-                     ExtenderFilterResult(("n0",), {"n1": "busy"}), id="names, node-cache capable"),  # fmt: skip
-        pytest.param({"nodenames": ["n0"], "failedAndUnresolvableNodes": {"n2": "never"}}, True,
-                     ExtenderFilterResult(("n0",), {}, {"n2": "never"}), id="keys in any case, as Go reads them"),  # fmt: skip
-        pytest.param({"Nodes": {"items": [{"metadata": {"name": "n2"}}]}}, False, ExtenderFilterResult(("n2",)), id="a NodeList"),
-        pytest.param({"NodeNames": ["n0"]}, False, ExtenderFilterResult(()), id="names count only when node-cache capable"),
-        pytest.param({"NodeNames": None, "Nodes": {"items": [{"metadata": {"name": "n1"}}]}}, True,
-                     ExtenderFilterResult(("n1",)), id="null names: the NodeList counts"),  # fmt: skip
+        pytest.param(
+            {"NodeNames": ["n0"], "FailedNodes": {"n1": "busy"}},
+            True,
+            ExtenderFilterResult(("n0",), {"n1": "busy"}),
+            id="names, node-cache capable",
+        ),  # fmt: skip
+        pytest.param(
+            {"nodenames": ["n0"], "failedAndUnresolvableNodes": {"n2": "never"}},
+            True,
+            ExtenderFilterResult(("n0",), {}, {"n2": "never"}),
+            id="keys in any case, as Go reads them",
+        ),  # fmt: skip
+        pytest.param(
+            {"Nodes": {"items": [{"metadata": {"name": "n2"}}]}}, False, ExtenderFilterResult(("n2",)), id="a NodeList"
+        ),
+        pytest.param(
+            {"NodeNames": ["n0"]}, False, ExtenderFilterResult(()), id="names count only when node-cache capable"
+        ),
+        pytest.param(
+            {"NodeNames": None, "Nodes": {"items": [{"metadata": {"name": "n1"}}]}},
+            True,
+            ExtenderFilterResult(("n1",)),
+            id="null names: the NodeList counts",
+        ),  # fmt: skip
         pytest.param({}, True, ExtenderFilterResult(()), id="an empty answer keeps no node"),
         pytest.param(None, False, ExtenderFilterResult(()), id="null keeps no node"),
-        pytest.param({"Error": "no GPU inventory", "NodeNames": ["n0"]}, True, ExtenderFilterResult(error="no GPU inventory"), id="the extender's error"),
-        pytest.param({"NodeNames": "n0"}, True, ExtenderFilterResult(error="decoding the filter answer: NodeNames: expected a list of node names"), id="names not a list"),
-        pytest.param({"FailedNodes": ["n1"]}, True,
-                     ExtenderFilterResult(error="decoding the filter answer: FailedNodes: expected an object of node names to messages"), id="failed not a map"),  # fmt: skip
-        pytest.param([], True, ExtenderFilterResult(error="decoding the filter answer: expected an ExtenderFilterResult object"), id="not an object"),
+        pytest.param(
+            {"Error": "no GPU inventory", "NodeNames": ["n0"]},
+            True,
+            ExtenderFilterResult(error="no GPU inventory"),
+            id="the extender's error",
+        ),
+        pytest.param(
+            {"NodeNames": "n0"},
+            True,
+            ExtenderFilterResult(error="decoding the filter answer: NodeNames: expected a list of node names"),
+            id="names not a list",
+        ),
+        pytest.param(
+            {"FailedNodes": ["n1"]},
+            True,
+            ExtenderFilterResult(
+                error="decoding the filter answer: FailedNodes: expected an object of node names to messages"
+            ),
+            id="failed not a map",
+        ),  # fmt: skip
+        pytest.param(
+            [],
+            True,
+            ExtenderFilterResult(error="decoding the filter answer: expected an ExtenderFilterResult object"),
+            id="not an object",
+        ),
     ],
 )
 def test_decode_filter_result(answer: Any, cache_capable: bool, expected: ExtenderFilterResult) -> None:
@@ -101,7 +148,14 @@ def test_decode_host_priorities(answer: Any, expected: ExtenderPrioritizeResult)
 
 
 @pytest.mark.parametrize(
-    "answer,error", [({}, ""), (None, ""), ({"Error": ""}, ""), ({"error": "node gone"}, "node gone"), ("x", "decoding the bind answer: expected an ExtenderBindingResult object")]
+    "answer,error",
+    [
+        ({}, ""),
+        (None, ""),
+        ({"Error": ""}, ""),
+        ({"error": "node gone"}, "node gone"),
+        ("x", "decoding the bind answer: expected an ExtenderBindingResult object"),
+    ],
 )
 def test_decode_binding_result(answer: Any, error: str) -> None:
     assert decode_binding_result(answer) == error
@@ -125,7 +179,9 @@ def test_filter_sends_the_pod_and_the_nodes() -> None:
     verb, body, headers = srv.requests[0]
     assert verb == "filter", "one slash between the prefix (trailing slash trimmed) and the verb"
     assert headers["Content-Type"] == "application/json"
-    assert body["Pod"]["metadata"]["name"] == "web" and body["Pod"]["spec"]["containers"][0]["resources"] == {"requests": {"cpu": "1"}}
+    assert body["Pod"]["metadata"]["name"] == "web" and body["Pod"]["spec"]["containers"][0]["resources"] == {
+        "requests": {"cpu": "1"}
+    }
     assert [n["metadata"]["name"] for n in body["Nodes"]["items"]] == ["n0", "n1", "n2"]
     assert body["Nodes"]["items"][0]["status"]["allocatable"]["cpu"] == "4", "whole Node objects"
     assert body["NodeNames"] is None
@@ -141,7 +197,10 @@ def test_a_node_cache_capable_extender_gets_names_only() -> None:
 def test_prioritize_and_bind() -> None:
     routes = {
         "prioritize": lambda args: (200, [{"Host": n, "Score": i} for i, n in enumerate(args["NodeNames"])]),
-        "bind": lambda args: (200, {"Error": ""} if args["Node"] == "n1" else {"Error": f"cannot bind to {args['Node']}"}),
+        "bind": lambda args: (
+            200,
+            {"Error": ""} if args["Node"] == "n1" else {"Error": f"cannot bind to {args['Node']}"},
+        ),
     }
     pod = make_pod("web").obj()
     with ExtenderServer(routes) as srv:
@@ -271,7 +330,9 @@ def test_a_rotated_ca_file_is_read_again(pki: Pki, tmp_path: Path) -> None:
     ca_file = tmp_path / "ca.crt"
     ca_file.write_bytes(other.ca.cert.read_bytes())
     with ExtenderServer({"filter": ok}, tls=server_tls(pki)) as srv:
-        ext = extender(srv.url, filter_verb="filter", node_cache_capable=True, tls=ExtenderTLSConfig(ca_file=str(ca_file)))
+        ext = extender(
+            srv.url, filter_verb="filter", node_cache_capable=True, tls=ExtenderTLSConfig(ca_file=str(ca_file))
+        )
         assert "CERTIFICATE_VERIFY_FAILED" in ext.filter(make_pod().obj(), NODES).error
         ca_file.write_bytes(pki.ca.cert.read_bytes())
         os.utime(ca_file, ns=(time.time_ns(), time.time_ns() + 1_000_000_000))

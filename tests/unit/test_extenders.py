@@ -123,7 +123,9 @@ def snapshot_of(n: int) -> Snapshot:
     return Snapshot.of(node_info(make_node(f"n{i}").obj()) for i in range(n))
 
 
-def scheduler(*extenders: FakeExtender, filters: tuple[FilterPlugin, ...] = (), scorers: tuple[tuple[ScorePlugin, int], ...] = ()) -> GenericScheduler:
+def scheduler(
+    *extenders: FakeExtender, filters: tuple[FilterPlugin, ...] = (), scorers: tuple[tuple[ScorePlugin, int], ...] = ()
+) -> GenericScheduler:
     by_url = {e.config.url_prefix: e for e in extenders}
     profile = Profile("s", filters=filters, scorers=scorers, extenders=tuple(e.config for e in extenders))
     return GenericScheduler(profile, extender_factory=lambda c: by_url[c.url_prefix])
@@ -177,10 +179,15 @@ def test_no_extender_is_called_once_no_node_is_left() -> None:
 
 
 def test_a_failing_extender_fails_the_attempt_with_its_error() -> None:
-    ext = filtering(filter_error='Post "http://ext/filter": context deadline exceeded (Client.Timeout exceeded while awaiting headers)')
+    ext = filtering(
+        filter_error='Post "http://ext/filter": context deadline exceeded (Client.Timeout exceeded while awaiting headers)'
+    )
     result = run(scheduler(ext))
     assert result.node is None and not result.unschedulable
-    assert result.message == 'Post "http://ext/filter": context deadline exceeded (Client.Timeout exceeded while awaiting headers)'
+    assert (
+        result.message
+        == 'Post "http://ext/filter": context deadline exceeded (Client.Timeout exceeded while awaiting headers)'
+    )
 
 
 def test_an_ignorable_extender_that_fails_is_skipped_and_called_last() -> None:
@@ -211,7 +218,9 @@ def test_an_extender_that_raises_is_an_error_not_a_crash() -> None:
         pytest.param(make_pod("gpu").req(**{"example.com/gpu": "1"}), True, id="requests one"),
         pytest.param(make_pod("zero").req(**{"example.com/gpu": "0"}), True, id="a zero request still names it"),
         pytest.param(make_pod("lim").lim(**{"example.com/gpu": "1"}), True, id="limits one"),
-        pytest.param(make_pod("init").init_container(**{"example.com/gpu": "1"}), True, id="an init container requests one"),
+        pytest.param(
+            make_pod("init").init_container(**{"example.com/gpu": "1"}), True, id="an init container requests one"
+        ),
         pytest.param(make_pod("other").req(**{"example.com/fpga": "1"}), False, id="another extended resource"),
     ],
 )
@@ -312,20 +321,27 @@ def test_a_profile_with_extenders_needs_a_factory() -> None:
 
 
 def _binders(*specs: tuple[str, bool, str, tuple[str, ...]]) -> list[Extender]:
-    return [FakeExtender(config(url, bind_verb="bind", ignorable=ign, managed_resources=managed), bind_error=err) for url, ign, err, managed in specs]
+    return [
+        FakeExtender(config(url, bind_verb="bind", ignorable=ign, managed_resources=managed), bind_error=err)
+        for url, ign, err, managed in specs
+    ]
 
 
 @pytest.mark.parametrize(
     "binders,expected",
     [
         pytest.param([], (None, ""), id="no binder: the API server binds"),
-        pytest.param([("http://b", False, "", ("example.com/gpu",))], (None, ""), id="a binder not interested in the pod"),
+        pytest.param(
+            [("http://b", False, "", ("example.com/gpu",))], (None, ""), id="a binder not interested in the pod"
+        ),
         pytest.param([("http://b", False, "", ())], (Code.SUCCESS, "http://b"), id="the binder binds"),
         pytest.param([("http://b", False, "no room", ())], (Code.ERROR, "http://b"), id="its error fails the bind"),
         pytest.param([("http://b", True, "no room", ())], (None, ""), id="an ignorable binder's error falls through"),
     ],
 )
-def test_bind_with_extenders(binders: list[tuple[str, bool, str, tuple[str, ...]]], expected: tuple[Code | None, str]) -> None:
+def test_bind_with_extenders(
+    binders: list[tuple[str, bool, str, tuple[str, ...]]], expected: tuple[Code | None, str]
+) -> None:
     exts = _binders(*binders)
     pod = make_pod("p").obj()
     outcome = bind_with_extenders(exts, pod, "n1")

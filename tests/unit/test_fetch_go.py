@@ -22,7 +22,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 FETCH = ROOT / "tools" / "controlplane" / "fetch_go.py"
 
-pytestmark = pytest.mark.skipif(platform.system() != "Linux" or platform.machine() not in ("x86_64", "aarch64"), reason="pins linux only")
+pytestmark = pytest.mark.skipif(
+    platform.system() != "Linux" or platform.machine() not in ("x86_64", "aarch64"), reason="pins linux only"
+)
 
 
 def toolchain_zip() -> bytes:
@@ -67,7 +69,9 @@ def fetch(cache: Path, goproxy: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, str(FETCH), str(cache)], env=env, capture_output=True, text=True, timeout=60)
 
 
-def test_a_zip_that_is_not_the_pinned_one_is_refused_and_nothing_is_installed(tmp_path: Path, proxy: tuple[str, list[str]]) -> None:
+def test_a_zip_that_is_not_the_pinned_one_is_refused_and_nothing_is_installed(
+    tmp_path: Path, proxy: tuple[str, list[str]]
+) -> None:
     url, asked = proxy
     result = fetch(tmp_path, url)
     assert result.returncode == 1 and "expected" in result.stderr
@@ -75,14 +79,18 @@ def test_a_zip_that_is_not_the_pinned_one_is_refused_and_nothing_is_installed(tm
     assert sorted(p.name for p in tmp_path.iterdir()) == []  # no partial download, no half-unpacked tree
 
 
-def test_the_pinned_zip_is_unpacked_with_its_modes_and_found_the_second_time(tmp_path: Path, proxy: tuple[str, list[str]], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_pinned_zip_is_unpacked_with_its_modes_and_found_the_second_time(
+    tmp_path: Path, proxy: tuple[str, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
     url, asked = proxy
     sys.path.insert(0, str(FETCH.parent))
     try:
         import fetch_go
     finally:
         sys.path.pop(0)
-    target = next(iter(k for k in fetch_go.PINNED if k.endswith("amd64" if platform.machine() == "x86_64" else "arm64")))
+    target = next(
+        iter(k for k in fetch_go.PINNED if k.endswith("amd64" if platform.machine() == "x86_64" else "arm64"))
+    )
     monkeypatch.setitem(fetch_go.PINNED, target, hashlib.sha256(toolchain_zip()).hexdigest())
     monkeypatch.setenv("GOPROXY", url)
     assert fetch_go.main(["fetch_go.py", str(tmp_path)]) == 0

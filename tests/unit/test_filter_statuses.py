@@ -66,6 +66,8 @@ def test_the_statuses_of_the_rejected_nodes_equal_the_per_node_form(plugin: Vect
         batch = plugin.filter_statuses(state, pod, snap.table, rejected)
         assert batch is not None
         distinct, which = batch
-        assert [distinct[i] for i in which.tolist()] == [plugin.filter(state, pod, snap.node_infos[k]) for k in rejected]
+        assert [distinct[i] for i in which.tolist()] == [
+            plugin.filter(state, pod, snap.node_infos[k]) for k in rejected
+        ]
         checked += len(rejected)
     assert checked > 0

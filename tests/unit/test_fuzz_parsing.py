@@ -44,14 +44,45 @@ from kopf_scheduler.core.specs import FieldError
 
 Path = tuple[str | int, ...]
 
-FUZZ = settings(max_examples=int(__import__("os").environ.get("FUZZ_N", "400")), derandomize=not __import__("os").environ.get("FUZZ_N"), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(
+    max_examples=int(__import__("os").environ.get("FUZZ_N", "400")),
+    derandomize=not __import__("os").environ.get("FUZZ_N"),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 # --------------------------------------------------------------------------- damage
 
 #: quantities Kubernetes refuses, or accepts only at the edges of what a number holds
 BAD_QUANTITIES = [
-    "", " ", "-1", "-100m", "1e400", "1e64", "1e-64", "9" * 40 + "Ei", "1.5.5", "Mi", "1 Gi", "NaN", "nan", "inf", "-inf",
-    "0x10", "１", "1e", "e3", "+", ".", "5.", ".5m", "-0", "1Ki1", "١٢", "1\n", "\x00",
+    "",
+    " ",
+    "-1",
+    "-100m",
+    "1e400",
+    "1e64",
+    "1e-64",
+    "9" * 40 + "Ei",
+    "1.5.5",
+    "Mi",
+    "1 Gi",
+    "NaN",
+    "nan",
+    "inf",
+    "-inf",
+    "0x10",
+    "１",
+    "1e",
+    "e3",
+    "+",
+    ".",
+    "5.",
+    ".5m",
+    "-0",
+    "1Ki1",
+    "١٢",
+    "1\n",
+    "\x00",
 ]
 NUMBERS = st.one_of(
     st.integers(),
@@ -75,7 +106,9 @@ def nested(depth: int) -> Any:
     return value
 
 
-DAMAGE = st.one_of(GARBAGE, st.sampled_from(BAD_QUANTITIES), st.builds(nested, st.integers(min_value=50, max_value=900)))
+DAMAGE = st.one_of(
+    GARBAGE, st.sampled_from(BAD_QUANTITIES), st.builds(nested, st.integers(min_value=50, max_value=900))
+)
 
 
 def paths(value: Any, prefix: Path = ()) -> Iterator[Path]:
@@ -160,20 +193,37 @@ POD: dict[str, Any] = {
             {
                 "name": "app",
                 "image": "web:1",
-                "resources": {"requests": {"cpu": "250m", "memory": "256Mi", "example.com/gpu": "1"}, "limits": {"cpu": "1", "memory": "1Gi"}},
+                "resources": {
+                    "requests": {"cpu": "250m", "memory": "256Mi", "example.com/gpu": "1"},
+                    "limits": {"cpu": "1", "memory": "1Gi"},
+                },
                 "ports": [{"containerPort": 8080, "hostPort": 8080, "protocol": "TCP", "hostIP": "0.0.0.0"}],
             },
-            {"name": "sidecar", "image": "log:1", "resources": {"requests": {"cpu": "50m", "ephemeral-storage": "1Gi"}}},
+            {
+                "name": "sidecar",
+                "image": "log:1",
+                "resources": {"requests": {"cpu": "50m", "ephemeral-storage": "1Gi"}},
+            },
         ],
         "initContainers": [
             {"name": "init", "image": "busybox", "resources": {"requests": {"cpu": "500m"}}},
-            {"name": "proxy", "image": "proxy", "restartPolicy": "Always", "resources": {"requests": {"memory": "64Mi"}}},
+            {
+                "name": "proxy",
+                "image": "proxy",
+                "restartPolicy": "Always",
+                "resources": {"requests": {"memory": "64Mi"}},
+            },
         ],
         "overhead": {"cpu": "10m", "memory": "8Mi"},
         "resources": {"requests": {"cpu": "2", "memory": "2Gi"}, "limits": {"cpu": "4"}},
         "tolerations": [
             {"key": "dedicated", "operator": "Equal", "value": "web", "effect": "NoSchedule"},
-            {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+            {
+                "key": "node.kubernetes.io/not-ready",
+                "operator": "Exists",
+                "effect": "NoExecute",
+                "tolerationSeconds": 300,
+            },
         ],
         "affinity": {
             "nodeAffinity": {
@@ -184,7 +234,10 @@ POD: dict[str, Any] = {
                     ]
                 },
                 "preferredDuringSchedulingIgnoredDuringExecution": [
-                    {"weight": 10, "preference": {"matchExpressions": [{"key": "gen", "operator": "Gt", "values": ["3"]}]}}
+                    {
+                        "weight": 10,
+                        "preference": {"matchExpressions": [{"key": "gen", "operator": "Gt", "values": ["3"]}]},
+                    }
                 ],
             },
             "podAffinity": {
@@ -197,7 +250,9 @@ POD: dict[str, Any] = {
                     {
                         "weight": 50,
                         "podAffinityTerm": {
-                            "labelSelector": {"matchExpressions": [{"key": "app", "operator": "In", "values": ["web"]}]},
+                            "labelSelector": {
+                                "matchExpressions": [{"key": "app", "operator": "In", "values": ["web"]}]
+                            },
                             "topologyKey": "kubernetes.io/hostname",
                             "namespaceSelector": {"matchLabels": {"team": "shop"}},
                         },
@@ -231,7 +286,11 @@ POD: dict[str, Any] = {
         "nominatedNodeName": "n1",
         "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}],
         "containerStatuses": [
-            {"name": "app", "allocatedResources": {"cpu": "250m"}, "resources": {"requests": {"cpu": "250m", "memory": "256Mi"}}}
+            {
+                "name": "app",
+                "allocatedResources": {"cpu": "250m"},
+                "resources": {"requests": {"cpu": "250m", "memory": "256Mi"}},
+            }
         ],
         "allocatedResources": {"cpu": "2"},
         "resources": {"requests": {"cpu": "2"}},
@@ -241,11 +300,22 @@ POD: dict[str, Any] = {
 NODE: dict[str, Any] = {
     "apiVersion": "v1",
     "kind": "Node",
-    "metadata": {"name": "n1", "uid": "node-uid", "labels": {"zone": "a", "disk": "ssd", "gen": "5"}, "annotations": {"a": "b"}},
+    "metadata": {
+        "name": "n1",
+        "uid": "node-uid",
+        "labels": {"zone": "a", "disk": "ssd", "gen": "5"},
+        "annotations": {"a": "b"},
+    },
     "spec": {"taints": [{"key": "dedicated", "value": "web", "effect": "NoSchedule"}], "unschedulable": False},
     "status": {
         "capacity": {"cpu": "8", "memory": "32Gi", "pods": "110", "ephemeral-storage": "100Gi", "example.com/gpu": "2"},
-        "allocatable": {"cpu": "7800m", "memory": "31Gi", "pods": "110", "ephemeral-storage": "90Gi", "example.com/gpu": "2"},
+        "allocatable": {
+            "cpu": "7800m",
+            "memory": "31Gi",
+            "pods": "110",
+            "ephemeral-storage": "90Gi",
+            "example.com/gpu": "2",
+        },
         "conditions": [{"type": "Ready", "status": "True"}, {"type": "MemoryPressure", "status": "False"}],
         "images": [{"names": ["web:1"], "sizeBytes": 123456789}],
     },
@@ -296,14 +366,22 @@ def test_a_damaged_node_is_read_or_refused_naming_the_field(case: tuple[dict[str
         return
     cache = SchedulerCache()
     cache.add_node(node)
-    schedule_pod = parse_pod({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}})
+    schedule_pod = parse_pod(
+        {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}
+    )
     GenericScheduler(default_profile("kopf-scheduler")).schedule(schedule_pod, cache.snapshot(), rng=random.Random(0))
 
 
 @FUZZ
-@given(st.sampled_from(["cpu", "memory", "ephemeral-storage", "example.com/gpu", "hugepages-2Mi", "pods"]), st.one_of(st.sampled_from(BAD_QUANTITIES), SCALARS))
+@given(
+    st.sampled_from(["cpu", "memory", "ephemeral-storage", "example.com/gpu", "hugepages-2Mi", "pods"]),
+    st.one_of(st.sampled_from(BAD_QUANTITIES), SCALARS),
+)
 def test_a_malformed_quantity_is_refused_naming_the_resource(resource: str, quantity: Any) -> None:
-    body = {"metadata": {"name": "q"}, "spec": {"containers": [{"name": "c", "resources": {"requests": {resource: quantity}}}]}}
+    body = {
+        "metadata": {"name": "q"},
+        "spec": {"containers": [{"name": "c", "resources": {"requests": {resource: quantity}}}]},
+    }
     try:
         pod = parse_pod(body)
     except ObjectError as exc:
@@ -315,16 +393,30 @@ def test_a_malformed_quantity_is_refused_naming_the_resource(resource: str, quan
 @pytest.mark.parametrize(
     "requests,problem",
     [
-        pytest.param({"cpu": "-1"}, "requests.cpu: must be greater than or equal to 0", id="a negative request (the API server's words)"),
-        pytest.param({"memory": "9223372036854775808"}, "requests.memory: must be at most 9223372036854775807", id="one past int64"),
-        pytest.param({"cpu": "9223372036854775807"}, "requests.cpu: must be at most", id="int64 cores are too many millicores"),
-        pytest.param({"cpu": float("nan")}, "requests.cpu: quantity must be a finite number", id="NaN from a YAML .nan"),
+        pytest.param(
+            {"cpu": "-1"},
+            "requests.cpu: must be greater than or equal to 0",
+            id="a negative request (the API server's words)",
+        ),
+        pytest.param(
+            {"memory": "9223372036854775808"},
+            "requests.memory: must be at most 9223372036854775807",
+            id="one past int64",
+        ),
+        pytest.param(
+            {"cpu": "9223372036854775807"}, "requests.cpu: must be at most", id="int64 cores are too many millicores"
+        ),
+        pytest.param(
+            {"cpu": float("nan")}, "requests.cpu: quantity must be a finite number", id="NaN from a YAML .nan"
+        ),
         pytest.param({"memory": "1e65"}, "quantity exponent out of range", id="exponent past 64"),
     ],
 )
 def test_amounts_outside_int64_are_refused(requests: dict[str, Any], problem: str) -> None:
     with pytest.raises(ObjectError, match=re.escape(problem)):
-        parse_pod({"metadata": {"name": "q"}, "spec": {"containers": [{"name": "c", "resources": {"requests": requests}}]}})
+        parse_pod(
+            {"metadata": {"name": "q"}, "spec": {"containers": [{"name": "c", "resources": {"requests": requests}}]}}
+        )
 
 
 def test_a_pod_whose_containers_together_pass_int64_is_refused() -> None:
@@ -345,7 +437,12 @@ def test_a_node_whose_pods_together_pass_int64_stays_usable() -> None:
             "metadata": {"name": f"hog-{i}", "uid": f"hog-{i}"},
             "spec": {"nodeName": NODES[0].name, "containers": [{"name": "c", "resources": {"requests": {"cpu": "9000000000000000", "example.com/x": "9E"}}}]},
         }))  # fmt: skip
-    pod = parse_pod({"metadata": {"name": "p", "uid": "p"}, "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1", "example.com/x": "1"}}}]}})
+    pod = parse_pod(
+        {
+            "metadata": {"name": "p", "uid": "p"},
+            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1", "example.com/x": "1"}}}]},
+        }
+    )
     result = GenericScheduler(default_profile("kopf-scheduler")).schedule(pod, cache.snapshot(), rng=random.Random(0))
     assert result.node is None and result.error is None
     assert "Insufficient cpu" in result.message and "Insufficient example.com/x" in result.message

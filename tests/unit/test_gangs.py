@@ -52,12 +52,23 @@ class Cluster:
 
     def create(self, *pods: Pod) -> None:
         for pod in pods:
-            routing.route_unassigned_pod(pod, gone=False, cache=self.cache, pending=routing.PendingPods(), served=self.served, now=T0)
+            routing.route_unassigned_pod(
+                pod, gone=False, cache=self.cache, pending=routing.PendingPods(), served=self.served, now=T0
+            )
 
     def attempt(self, now: float = T0) -> object:
         info = self.queue.pop(now)
         assert info is not None
-        return schedule_one(info, self.snapshot, self.scheduler, cache=self.cache, queue=self.queue, rng=random.Random(1), now=now, waiting=self.waiting)
+        return schedule_one(
+            info,
+            self.snapshot,
+            self.scheduler,
+            cache=self.cache,
+            queue=self.queue,
+            rng=random.Random(1),
+            now=now,
+            waiting=self.waiting,
+        )
 
     def assumed(self) -> int:
         return self.cache.assumed_count()
@@ -77,17 +88,70 @@ def coscheduling_gang(name: str, n: int, cpu: str = "1") -> list[Pod]:
 @pytest.mark.parametrize(
     ("plugin", "groups", "pods", "code", "message"),
     [
-        pytest.param(GangScheduling, [], workload_gang("g", 1), Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-                     "waiting for pods's pod group \"g\" to appear in scheduling queue", id="workload: no PodGroup yet"),
-        pytest.param(GangScheduling, [make_pod_group("g", 4)], workload_gang("g", 3), Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-                     "waiting for minCount pods from a gang to appear in scheduling queue", id="workload: 3 members of a gang of 4"),
-        pytest.param(GangScheduling, [make_pod_group("g", 4)], workload_gang("g", 4), Code.SKIP, "", id="workload: 4 of 4 go on (the filter is skipped)"),
-        pytest.param(GangScheduling, [make_pod_group("g", 4, basic=True)], workload_gang("g", 1), Code.SKIP, "", id="workload: a basic policy is no gang"),
-        pytest.param(GangScheduling, [], coscheduling_gang("g", 1), Code.SKIP, "", id="workload: a coscheduling member is not its business"),
-        pytest.param(Coscheduling, [make_coscheduling_group("g", 4)], coscheduling_gang("g", 2), Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-                     "pre-filter pod g-0 cannot find enough sibling pods, current pods number: 2, minMember of group: 4", id="coscheduling: 2 of 4"),
-        pytest.param(Coscheduling, [make_coscheduling_group("g", 2)], coscheduling_gang("g", 2), Code.SKIP, "", id="coscheduling: 2 of 2"),
-        pytest.param(Coscheduling, [], coscheduling_gang("g", 1), Code.SKIP, "", id="coscheduling: no PodGroup passes here (Permit rejects it)"),
+        pytest.param(
+            GangScheduling,
+            [],
+            workload_gang("g", 1),
+            Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+            'waiting for pods\'s pod group "g" to appear in scheduling queue',
+            id="workload: no PodGroup yet",
+        ),
+        pytest.param(
+            GangScheduling,
+            [make_pod_group("g", 4)],
+            workload_gang("g", 3),
+            Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+            "waiting for minCount pods from a gang to appear in scheduling queue",
+            id="workload: 3 members of a gang of 4",
+        ),
+        pytest.param(
+            GangScheduling,
+            [make_pod_group("g", 4)],
+            workload_gang("g", 4),
+            Code.SKIP,
+            "",
+            id="workload: 4 of 4 go on (the filter is skipped)",
+        ),
+        pytest.param(
+            GangScheduling,
+            [make_pod_group("g", 4, basic=True)],
+            workload_gang("g", 1),
+            Code.SKIP,
+            "",
+            id="workload: a basic policy is no gang",
+        ),
+        pytest.param(
+            GangScheduling,
+            [],
+            coscheduling_gang("g", 1),
+            Code.SKIP,
+            "",
+            id="workload: a coscheduling member is not its business",
+        ),
+        pytest.param(
+            Coscheduling,
+            [make_coscheduling_group("g", 4)],
+            coscheduling_gang("g", 2),
+            Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+            "pre-filter pod g-0 cannot find enough sibling pods, current pods number: 2, minMember of group: 4",
+            id="coscheduling: 2 of 4",
+        ),
+        pytest.param(
+            Coscheduling,
+            [make_coscheduling_group("g", 2)],
+            coscheduling_gang("g", 2),
+            Code.SKIP,
+            "",
+            id="coscheduling: 2 of 2",
+        ),
+        pytest.param(
+            Coscheduling,
+            [],
+            coscheduling_gang("g", 1),
+            Code.SKIP,
+            "",
+            id="coscheduling: no PodGroup passes here (Permit rejects it)",
+        ),
     ],
 )
 def test_a_gang_is_not_tried_before_it_has_its_minimum_of_members(
@@ -138,7 +202,8 @@ def test_a_gang_of_4_where_3_fit_binds_none_and_holds_nothing_after_its_deadline
     plugin = "GangScheduling" if api == "workload" else "Coscheduling"
     for r in late.rejected:  # one message per member, with how many of the gang fit
         assert (r.status.plugin, r.status.message) == (
-            plugin, "gang default/train: only 3 of the 4 pods it needs fit; none is bound and every reservation is released",
+            plugin,
+            "gang default/train: only 3 of the 4 pods it needs fit; none is bound and every reservation is released",
         )
         assert r.gangs == (group.key,)
     assert cluster.assumed() == 0 and cluster.cache.pod_count() == 0  # every reservation released
@@ -186,15 +251,40 @@ def test_pods_outside_gangs_are_bound_at_once() -> None:
 @pytest.mark.parametrize(
     ("nodes", "phases", "waiting", "expected"),
     [
-        pytest.param(["", "", ""], ["Pending"] * 3, 0, {"phase": "Pending", "scheduled": 0, "running": 0}, id="nothing placed"),
-        pytest.param(["", "", ""], ["Pending"] * 3, 2, {"phase": "Scheduling", "scheduled": 0, "running": 0}, id="two wait at Permit"),
-        pytest.param(["a", "b", ""], ["Pending"] * 3, 0, {"phase": "Scheduled", "scheduled": 2, "running": 0}, id="minMember 2 bound"),
-        pytest.param(["a", "b", "c"], ["Running", "Running", "Pending"], 0, {"phase": "Running", "scheduled": 3, "running": 2}, id="2 running of minMember 2"),
+        pytest.param(
+            ["", "", ""], ["Pending"] * 3, 0, {"phase": "Pending", "scheduled": 0, "running": 0}, id="nothing placed"
+        ),
+        pytest.param(
+            ["", "", ""],
+            ["Pending"] * 3,
+            2,
+            {"phase": "Scheduling", "scheduled": 0, "running": 0},
+            id="two wait at Permit",
+        ),
+        pytest.param(
+            ["a", "b", ""],
+            ["Pending"] * 3,
+            0,
+            {"phase": "Scheduled", "scheduled": 2, "running": 0},
+            id="minMember 2 bound",
+        ),
+        pytest.param(
+            ["a", "b", "c"],
+            ["Running", "Running", "Pending"],
+            0,
+            {"phase": "Running", "scheduled": 3, "running": 2},
+            id="2 running of minMember 2",
+        ),
     ],
 )
-def test_the_coscheduling_status_counts_members(nodes: list[str], phases: list[str], waiting: int, expected: dict[str, object]) -> None:
+def test_the_coscheduling_status_counts_members(
+    nodes: list[str], phases: list[str], waiting: int, expected: dict[str, object]
+) -> None:
     group = make_coscheduling_group("g", 2)
-    pods = [make_pod(f"p{i}").node(n).phase(ph).obj() if n else make_pod(f"p{i}").phase(ph).obj() for i, (n, ph) in enumerate(zip(nodes, phases, strict=True))]
+    pods = [
+        make_pod(f"p{i}").node(n).phase(ph).obj() if n else make_pod(f"p{i}").phase(ph).obj()
+        for i, (n, ph) in enumerate(zip(nodes, phases, strict=True))
+    ]
     assert pod_group_status(group, pods, waiting=waiting) == expected
 
 

@@ -45,8 +45,12 @@ def serve(
 
     async def main() -> None:
         server = await start_health_server(
-            "127.0.0.1", free_port() if port is None else port,
-            ready_check=ready_check, metrics=state["metrics"], leading=leading, attempts=attempts,
+            "127.0.0.1",
+            free_port() if port is None else port,
+            ready_check=ready_check,
+            metrics=state["metrics"],
+            leading=leading,
+            attempts=attempts,
         )
         try:
             await body(server, state)
@@ -117,7 +121,9 @@ def lookup(namespace: str, name: str) -> dict[str, Any] | str:
         pytest.param(None, "/debug/attempts/default", 404, None, id="a namespace alone is no pod"),
     ],
 )  # fmt: skip
-def test_debug_attempts_serves_the_lookup_as_json(leading: Callable[[], bool] | None, path: str, status: int, body: Any) -> None:
+def test_debug_attempts_serves_the_lookup_as_json(
+    leading: Callable[[], bool] | None, path: str, status: int, body: Any
+) -> None:
     async def main(server: HealthServer, state: dict[str, Any]) -> None:
         async with aiohttp.ClientSession() as session:
             async with session.get(f"http://127.0.0.1:{server.port}{path}") as response:

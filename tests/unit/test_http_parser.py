@@ -6,8 +6,10 @@ import pytest
 
 from kopf_scheduler.edge.client import ResponseParser
 
-BY_LENGTH = b"HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: 13\r\n\r\n{\"kind\":\"Ev\"}"
-CHUNKED = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{\"a\":\r\n3;ext=1\r\n 1}\r\n0\r\nX-Trailer: t\r\n\r\n"
+BY_LENGTH = b'HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: 13\r\n\r\n{"kind":"Ev"}'
+CHUNKED = (
+    b'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{"a":\r\n3;ext=1\r\n 1}\r\n0\r\nX-Trailer: t\r\n\r\n'
+)
 CLOSING = b"HTTP/1.1 409 Conflict\r\ncontent-length: 2\r\nConnection: close\r\n\r\n{}"
 NO_CONTENT = b"HTTP/1.1 204 No Content\r\n\r\n"
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n" + BY_LENGTH
@@ -23,7 +25,9 @@ OLD = b"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n"
         pytest.param(NO_CONTENT, [(204, b"", True)], id="204 has no body"),
         pytest.param(CONTINUE, [(201, b'{"kind":"Ev"}', True)], id="a 100 Continue is skipped"),
         pytest.param(OLD, [(200, b"", False)], id="HTTP/1.0 closes unless told otherwise"),
-        pytest.param(BY_LENGTH + CHUNKED, [(201, b'{"kind":"Ev"}', True), (200, b'{"a": 1}', True)], id="two answers in one read"),
+        pytest.param(
+            BY_LENGTH + CHUNKED, [(201, b'{"kind":"Ev"}', True), (200, b'{"a": 1}', True)], id="two answers in one read"
+        ),
     ],
 )
 def test_whole_and_split_answers(wire: bytes, expected: list[tuple[int, bytes, bool]]) -> None:

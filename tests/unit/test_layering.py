@@ -15,13 +15,21 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-FORBIDDEN = ("kopf", "kubernetes", "prometheus_client", "aiohttp", "asyncio", "kopf_scheduler.kube", "kopf_scheduler.telemetry")
+FORBIDDEN = (
+    "kopf",
+    "kubernetes",
+    "prometheus_client",
+    "aiohttp",
+    "asyncio",
+    "kopf_scheduler.kube",
+    "kopf_scheduler.telemetry",
+)
 
 
 def test_core_and_sim_import_nothing_that_does_io() -> None:
     code = f"""
 import importlib, pkgutil, sys
-sys.path.insert(0, {str(ROOT / 'operator')!r})
+sys.path.insert(0, {str(ROOT / "operator")!r})
 import kopf_scheduler.core, kopf_scheduler.core.plugins, kopf_scheduler.sim
 for pkg in (kopf_scheduler.core, kopf_scheduler.core.plugins, kopf_scheduler.sim):
     for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."):

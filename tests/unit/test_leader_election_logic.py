@@ -52,29 +52,59 @@ def stored(record: LeaseRecord, rv: str = "10") -> StoredLease:
         pytest.param(None, None, 100.0, Action.CREATE, 0, None, id="no lease: create it"),
         pytest.param(stored(rec()), None, 100.0, Action.WAIT, None, 100.0, id="first sight of a held lease: wait"),
         pytest.param(
-            stored(rec()), Observation(rec(), 86.0, "10"), 100.0, Action.WAIT, None, 86.0,
+            stored(rec()),
+            Observation(rec(), 86.0, "10"),
+            100.0,
+            Action.WAIT,
+            None,
+            86.0,
             id="unchanged for 14s of a 15s term: still valid",
         ),
         pytest.param(
-            stored(rec()), Observation(rec(), 85.0, "10"), 100.0, Action.ACQUIRE, 4, 85.0,
+            stored(rec()),
+            Observation(rec(), 85.0, "10"),
+            100.0,
+            Action.ACQUIRE,
+            4,
+            85.0,
             id="unchanged for exactly the term: expired, take over (3 + 1 transitions)",
         ),
         pytest.param(
-            stored(rec(renew=T0 + timedelta(seconds=2))), Observation(rec(), 60.0, "9"), 100.0, Action.WAIT, None, 100.0,
+            stored(rec(renew=T0 + timedelta(seconds=2))),
+            Observation(rec(), 60.0, "9"),
+            100.0,
+            Action.WAIT,
+            None,
+            100.0,
             id="holder renewed since we looked: its term restarts on our clock",
         ),
         pytest.param(
-            stored(rec(renew=T0 - timedelta(days=30))), None, 100.0, Action.WAIT, None, 100.0,
+            stored(rec(renew=T0 - timedelta(days=30))),
+            None,
+            100.0,
+            Action.WAIT,
+            None,
+            100.0,
             id="renewTime long past by the holder's clock: skew is ignored, we wait a full term",
         ),
         pytest.param(stored(rec("")), None, 100.0, Action.ACQUIRE, 4, 100.0, id="released: take it at once"),
         pytest.param(
-            stored(rec(duration=0)), None, 100.0, Action.ACQUIRE, 4, 100.0,
+            stored(rec(duration=0)),
+            None,
+            100.0,
+            Action.ACQUIRE,
+            4,
+            100.0,
             id="no leaseDurationSeconds: already expired",
         ),
         pytest.param(stored(rec(ME)), None, 100.0, Action.RENEW, 3, 100.0, id="ours: renew, transitions unchanged"),
         pytest.param(
-            stored(rec(ME)), Observation(rec(ME), 10.0, "10"), 100.0, Action.RENEW, 3, 10.0,
+            stored(rec(ME)),
+            Observation(rec(ME), 10.0, "10"),
+            100.0,
+            Action.RENEW,
+            3,
+            10.0,
             id="ours even though expired on our clock: nobody took it, renew",
         ),
     ],
@@ -475,7 +505,12 @@ def test_a_lease_that_no_longer_names_us_ends_the_term_when_taking_it_back_fails
 
     async def body(store: MemoryStore, clock: VirtualClock) -> None:
         client = Overtaken(store, "a")
-        a = Candidate(LeaderElector(LeaderElectionConfig(lease_name="sched", lease_namespace="ns", identity="a"), client, clock=clock), client)
+        a = Candidate(
+            LeaderElector(
+                LeaderElectionConfig(lease_name="sched", lease_namespace="ns", identity="a"), client, clock=clock
+            ),
+            client,
+        )
         a.start()
         await clock.run_until(lambda: a.events == ["started"])
         await clock.run_until(lambda: clock.t >= 1003)
@@ -527,7 +562,12 @@ def test_a_standby_counts_the_holders_term_from_when_its_read_returned() -> None
 
         client = SlowFirstRead(store, "b", clock=clock, latency=8.0, answering=partition_a)
         b = Candidate(
-            LeaderElector(LeaderElectionConfig(lease_name="sched", lease_namespace="ns", identity="b"), client, clock=clock, rng=random.Random(0)),
+            LeaderElector(
+                LeaderElectionConfig(lease_name="sched", lease_namespace="ns", identity="b"),
+                client,
+                clock=clock,
+                rng=random.Random(0),
+            ),
             client,
         )
         b.start()

@@ -33,7 +33,11 @@ def test_openshift_scheduler_json() -> None:
     spec = imported(FIXTURE.read_text(), scheduler_name="openshift")
     assert spec["schedulerName"] == "openshift"
     assert spec["predicates"][-1] == {"name": "Region", "argument": {"serviceAffinity": {"labels": ["region"]}}}
-    assert spec["priorities"][-2] == {"name": "Zone", "weight": 2, "argument": {"serviceAntiAffinity": {"label": "zone"}}}
+    assert spec["priorities"][-2] == {
+        "name": "Zone",
+        "weight": 2,
+        "argument": {"serviceAntiAffinity": {"label": "zone"}},
+    }
     assert spec["extenders"][0]["httpTimeout"] == "10s"
     assert spec["hardPodAffinitySymmetricWeight"] == 10
     profile = validate_policy(spec)
@@ -70,12 +74,19 @@ def test_configmap_wrapper() -> None:
 
 
 def test_configmap_errors_point_inside_policy_cfg() -> None:
-    cm = {"kind": "ConfigMap", "data": {"policy.cfg": json.dumps({"kind": "Policy", "predicates": [{"name": "PodFitResources"}]})}}
-    assert import_errors(cm) == {"data[policy.cfg].predicates[0].name": "unknown predicate 'PodFitResources'; did you mean 'PodFitsResources'?"}
+    cm = {
+        "kind": "ConfigMap",
+        "data": {"policy.cfg": json.dumps({"kind": "Policy", "predicates": [{"name": "PodFitResources"}]})},
+    }
+    assert import_errors(cm) == {
+        "data[policy.cfg].predicates[0].name": "unknown predicate 'PodFitResources'; did you mean 'PodFitsResources'?"
+    }
 
 
 def test_configmap_without_policy_cfg() -> None:
-    assert import_errors({"kind": "ConfigMap", "data": {"other": "x"}}) == {"data": "the ConfigMap has no 'policy.cfg' key"}
+    assert import_errors({"kind": "ConfigMap", "data": {"other": "x"}}) == {
+        "data": "the ConfigMap has no 'policy.cfg' key"
+    }
 
 
 def test_yaml_text() -> None:
@@ -87,13 +98,44 @@ def test_yaml_text() -> None:
 @pytest.mark.parametrize(
     "extender,expected",
     [
-        pytest.param({"urlPrefix": "http://u", "BindVerb": "bind"}, {"urlPrefix": "http://u", "bindVerb": "bind"}, id="v1.9 BindVerb"),
-        pytest.param({"urlPrefix": "http://u", "bindVerb": "bind"}, {"urlPrefix": "http://u", "bindVerb": "bind"}, id="v1.10 bindVerb"),
-        pytest.param({"URLPrefix": "http://u", "FilterVerb": "f"}, {"urlPrefix": "http://u", "filterVerb": "f"}, id="go case-insensitive keys"),
-        pytest.param({"urlPrefix": "http://u", "httpTimeout": 500_000_000}, {"urlPrefix": "http://u", "httpTimeout": "500ms"}, id="timeout ns"),
-        pytest.param({"urlPrefix": "http://u", "managedResources": [{"name": "x/y", "ignoredByScheduler": True}], "ignorable": True},
-                     {"urlPrefix": "http://u", "managedResources": [{"name": "x/y", "ignoredByScheduler": True}], "ignorable": True}, id="managed"),
-        pytest.param({"urlPrefix": "https://u", "tlsConfig": {"Insecure": True}}, {"urlPrefix": "https://u", "tlsConfig": {"insecure": True}}, id="tls"),
+        pytest.param(
+            {"urlPrefix": "http://u", "BindVerb": "bind"},
+            {"urlPrefix": "http://u", "bindVerb": "bind"},
+            id="v1.9 BindVerb",
+        ),
+        pytest.param(
+            {"urlPrefix": "http://u", "bindVerb": "bind"},
+            {"urlPrefix": "http://u", "bindVerb": "bind"},
+            id="v1.10 bindVerb",
+        ),
+        pytest.param(
+            {"URLPrefix": "http://u", "FilterVerb": "f"},
+            {"urlPrefix": "http://u", "filterVerb": "f"},
+            id="go case-insensitive keys",
+        ),
+        pytest.param(
+            {"urlPrefix": "http://u", "httpTimeout": 500_000_000},
+            {"urlPrefix": "http://u", "httpTimeout": "500ms"},
+            id="timeout ns",
+        ),
+        pytest.param(
+            {
+                "urlPrefix": "http://u",
+                "managedResources": [{"name": "x/y", "ignoredByScheduler": True}],
+                "ignorable": True,
+            },
+            {
+                "urlPrefix": "http://u",
+                "managedResources": [{"name": "x/y", "ignoredByScheduler": True}],
+                "ignorable": True,
+            },
+            id="managed",
+        ),
+        pytest.param(
+            {"urlPrefix": "https://u", "tlsConfig": {"Insecure": True}},
+            {"urlPrefix": "https://u", "tlsConfig": {"insecure": True}},
+            id="tls",
+        ),
     ],
 )
 def test_extender_keys(extender: dict[str, Any], expected: dict[str, Any]) -> None:
@@ -104,14 +146,52 @@ def test_extender_keys(extender: dict[str, Any], expected: dict[str, Any]) -> No
 @pytest.mark.parametrize(
     "doc,path,message",
     [
-        pytest.param({"kind": "Policy", "predicats": []}, "predicats", "unknown field; did you mean 'predicates'?", id="unknown key"),
-        pytest.param({"kind": "Policy", "schedulerName": "x"}, "schedulerName", "unknown field (allowed: kind, apiVersion, predicates, priorities, extenders, hardPodAffinitySymmetricWeight, alwaysCheckAllPredicates)", id="spec key is not a policy key"),
-        pytest.param({"kind": "KubeSchedulerConfiguration"}, "kind", "must be 'Policy', got 'KubeSchedulerConfiguration'", id="kind"),
+        pytest.param(
+            {"kind": "Policy", "predicats": []},
+            "predicats",
+            "unknown field; did you mean 'predicates'?",
+            id="unknown key",
+        ),
+        pytest.param(
+            {"kind": "Policy", "schedulerName": "x"},
+            "schedulerName",
+            "unknown field (allowed: kind, apiVersion, predicates, priorities, extenders, hardPodAffinitySymmetricWeight, alwaysCheckAllPredicates)",
+            id="spec key is not a policy key",
+        ),
+        pytest.param(
+            {"kind": "KubeSchedulerConfiguration"},
+            "kind",
+            "must be 'Policy', got 'KubeSchedulerConfiguration'",
+            id="kind",
+        ),
         pytest.param({"kind": "Policy", "apiVersion": "v2"}, "apiVersion", "must be 'v1', got 'v2'", id="apiVersion"),
-        pytest.param({"kind": "Policy", "extenders": [{"urlPrefix": "u", "httpTimeout": "5s"}]}, "extenders[0].httpTimeout", "must be a positive number of nanoseconds (v1.9 JSON), got '5s'", id="timeout not ns"),
-        pytest.param({"kind": "Policy", "predicates": [{"name": "X1", "argument": {"labelsPresence": {"label": ["a"]}}}]}, "predicates[0].argument.labelsPresence.label", "unknown field; did you mean 'labels'?", id="argument field"),
-        pytest.param({"kind": "Policy", "priorities": [{"name": "Zone", "weight": 0, "argument": {"serviceAntiAffinity": {"label": "zone"}}}]}, "priorities[0].weight", "must be an integer from 1 to 1000000, got 0", id="weight 0 from validation"),
-        pytest.param({"kind": "Policy", "predicates": [{"name": "Custom1"}]}, "predicates[0].name", "unknown predicate 'Custom1': no plugin of that name is installed", id="custom without argument"),
+        pytest.param(
+            {"kind": "Policy", "extenders": [{"urlPrefix": "u", "httpTimeout": "5s"}]},
+            "extenders[0].httpTimeout",
+            "must be a positive number of nanoseconds (v1.9 JSON), got '5s'",
+            id="timeout not ns",
+        ),
+        pytest.param(
+            {"kind": "Policy", "predicates": [{"name": "X1", "argument": {"labelsPresence": {"label": ["a"]}}}]},
+            "predicates[0].argument.labelsPresence.label",
+            "unknown field; did you mean 'labels'?",
+            id="argument field",
+        ),
+        pytest.param(
+            {
+                "kind": "Policy",
+                "priorities": [{"name": "Zone", "weight": 0, "argument": {"serviceAntiAffinity": {"label": "zone"}}}],
+            },
+            "priorities[0].weight",
+            "must be an integer from 1 to 1000000, got 0",
+            id="weight 0 from validation",
+        ),
+        pytest.param(
+            {"kind": "Policy", "predicates": [{"name": "Custom1"}]},
+            "predicates[0].name",
+            "unknown predicate 'Custom1': no plugin of that name is installed",
+            id="custom without argument",
+        ),
     ],
 )
 def test_import_errors(doc: dict[str, Any], path: str, message: str) -> None:
@@ -120,15 +200,29 @@ def test_import_errors(doc: dict[str, Any], path: str, message: str) -> None:
 
 def test_requested_to_capacity_ratio_arguments() -> None:
     shape = [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]
-    doc = {"kind": "Policy", "priorities": [{"name": "Ratio", "weight": 2, "argument": {"requestedToCapacityRatioArguments": {"shape": shape}}}]}
+    doc = {
+        "kind": "Policy",
+        "priorities": [
+            {"name": "Ratio", "weight": 2, "argument": {"requestedToCapacityRatioArguments": {"shape": shape}}}
+        ],
+    }
     spec = imported(doc)
-    assert spec["priorities"] == [{"name": "Ratio", "weight": 2, "argument": {"requestedToCapacityRatioArguments": {"shape": shape}}}]
+    assert spec["priorities"] == [
+        {"name": "Ratio", "weight": 2, "argument": {"requestedToCapacityRatioArguments": {"shape": shape}}}
+    ]
 
 
 def test_requested_to_capacity_ratio_error_paths() -> None:
     shape = [{"utilization": 0, "score": 11}]
-    doc = {"kind": "Policy", "priorities": [{"name": "Ratio", "weight": 2, "argument": {"requestedToCapacityRatioArguments": {"shape": shape}}}]}
-    assert import_errors(doc) == {"priorities[0].argument.requestedToCapacityRatioArguments.shape[0].score": "not in valid range [0, 10]"}
+    doc = {
+        "kind": "Policy",
+        "priorities": [
+            {"name": "Ratio", "weight": 2, "argument": {"requestedToCapacityRatioArguments": {"shape": shape}}}
+        ],
+    }
+    assert import_errors(doc) == {
+        "priorities[0].argument.requestedToCapacityRatioArguments.shape[0].score": "not in valid range [0, 10]"
+    }
 
 
 def test_not_json_or_yaml() -> None:
@@ -147,7 +241,10 @@ def test_policy_without_lists_uses_default_provider() -> None:
     assert isinstance(p, Profile) and p.source == "DefaultProvider"
 
 
-@pytest.mark.parametrize("ns,text", [(5_000_000_000, "5s"), (90_000_000_000, "90s"), (60_000_000_000, "1m"), (1_500, "1500ns"), (2_000, "2us")])
+@pytest.mark.parametrize(
+    "ns,text",
+    [(5_000_000_000, "5s"), (90_000_000_000, "90s"), (60_000_000_000, "1m"), (1_500, "1500ns"), (2_000, "2us")],
+)
 def test_format_duration_ns(ns: int, text: str) -> None:
     assert format_duration_ns(ns) == text
 

@@ -102,7 +102,11 @@ def violations(schema: dict[str, Any], value: Any, path: str = "") -> list[str]:
         for i, item in enumerate(value):
             found.extend(violations(schema.get("items", {}), item, f"{path}[{i}]"))
         if schema.get("x-kubernetes-list-type") == "map":
-            keys = [tuple(item.get(k) for k in schema["x-kubernetes-list-map-keys"]) for item in value if isinstance(item, dict)]
+            keys = [
+                tuple(item.get(k) for k in schema["x-kubernetes-list-map-keys"])
+                for item in value
+                if isinstance(item, dict)
+            ]
             if len(keys) != len(set(keys)):
                 found.append(f"{where}: duplicate list-map keys {keys}")
     if "anyOf" in schema and all(violations(sub, value, path) for sub in schema["anyOf"]):
@@ -159,8 +163,13 @@ def test_dashboard_is_json_and_queries_only_exported_metrics() -> None:
         exported.update(name + suffix for suffix in suffixes)
     used = {name for expr in exprs for name in re.findall(r"\b((?:scheduler|kopf_scheduler)_[a-z_]+)\b", expr)}
     assert used and used <= exported, f"not exported: {used - exported}"
-    for needed in ("scheduler_schedule_attempts_total", "scheduler_pending_pods", "kopf_scheduler_leader",
-                   "scheduler_binding_duration_seconds_bucket", "scheduler_scheduling_attempt_duration_seconds_bucket"):
+    for needed in (
+        "scheduler_schedule_attempts_total",
+        "scheduler_pending_pods",
+        "kopf_scheduler_leader",
+        "scheduler_binding_duration_seconds_bucket",
+        "scheduler_scheduling_attempt_duration_seconds_bucket",
+    ):
         assert needed in used
 
 
@@ -180,8 +189,17 @@ EXPECTED_CLUSTER_RULES = {
     ("", "pods/status"): {"patch", "update"},
     ("", "events"): {"create", "patch", "list"},
     ("events.k8s.io", "events"): {"create", "patch"},
-    **{("", r): {"list", "watch"} for r in
-       ("nodes", "services", "replicationcontrollers", "persistentvolumes", "persistentvolumeclaims", "namespaces")},
+    **{
+        ("", r): {"list", "watch"}
+        for r in (
+            "nodes",
+            "services",
+            "replicationcontrollers",
+            "persistentvolumes",
+            "persistentvolumeclaims",
+            "namespaces",
+        )
+    },
     ("apps", "replicasets"): {"list", "watch"},
     ("apps", "statefulsets"): {"list", "watch"},
     ("storage.k8s.io", "storageclasses"): {"list", "watch"},
@@ -278,7 +296,11 @@ def test_metrics_service_selects_the_deployment_pods() -> None:
 def test_crd_names_scope_columns_and_status() -> None:
     crd = find("CustomResourceDefinition", "schedulingpolicies.scheduling.kopf.dev")
     spec = crd["spec"]
-    assert (spec["group"], spec["scope"], spec["names"]["kind"]) == ("scheduling.kopf.dev", "Cluster", "SchedulingPolicy")
+    assert (spec["group"], spec["scope"], spec["names"]["kind"]) == (
+        "scheduling.kopf.dev",
+        "Cluster",
+        "SchedulingPolicy",
+    )
     assert spec["names"]["shortNames"] == ["schedpol"] and spec["names"]["categories"] == ["kopf-scheduler"]
     (version,) = spec["versions"]
     assert version["name"] == "v1alpha1" and version["served"] and version["storage"]
@@ -331,17 +353,33 @@ def test_example_policies_cover_what_they_promise() -> None:
         return doc["spec"]  # type: ignore[no-any-return]
 
     assert spec("default") == {"schedulerName": "kopf-scheduler"}  # today's default profile
-    assert spec("default-provider") == {"schedulerName": "kopf-default-provider", "algorithmProvider": "DefaultProvider"}
+    assert spec("default-provider") == {
+        "schedulerName": "kopf-default-provider",
+        "algorithmProvider": "DefaultProvider",
+    }
     binpack = spec("bin-packing")
     assert binpack["schedulerName"] == "kopf-binpack"
     assert {p["name"] for p in binpack["predicates"]} == {
-        "NoVolumeZoneConflict", "MaxEBSVolumeCount", "MaxGCEPDVolumeCount", "MaxAzureDiskVolumeCount",
-        "MatchInterPodAffinity", "NoDiskConflict", "GeneralPredicates", "CheckNodeMemoryPressure",
-        "CheckNodeDiskPressure", "CheckNodeCondition", "PodToleratesNodeTaints", "CheckVolumeBinding",
+        "NoVolumeZoneConflict",
+        "MaxEBSVolumeCount",
+        "MaxGCEPDVolumeCount",
+        "MaxAzureDiskVolumeCount",
+        "MatchInterPodAffinity",
+        "NoDiskConflict",
+        "GeneralPredicates",
+        "CheckNodeMemoryPressure",
+        "CheckNodeDiskPressure",
+        "CheckNodeCondition",
+        "PodToleratesNodeTaints",
+        "CheckVolumeBinding",
     }  # v1.9 DefaultProvider predicates
     assert {p["name"]: p["weight"] for p in binpack["priorities"]} == {
-        "MostRequestedPriority": 1, "SelectorSpreadPriority": 1, "InterPodAffinityPriority": 1,
-        "BalancedResourceAllocation": 1, "NodePreferAvoidPodsPriority": 10000, "NodeAffinityPriority": 1,
+        "MostRequestedPriority": 1,
+        "SelectorSpreadPriority": 1,
+        "InterPodAffinityPriority": 1,
+        "BalancedResourceAllocation": 1,
+        "NodePreferAvoidPodsPriority": 10000,
+        "NodeAffinityPriority": 1,
         "TaintTolerationPriority": 1,
     }  # v1.9 default priorities with LeastRequested -> MostRequested
     legacy = spec("legacy-imported")
@@ -360,32 +398,63 @@ def test_example_policies_cover_what_they_promise() -> None:
         pytest.param({"predicates": [{"name": "A1"}, {"name": "A1"}]}, "duplicate", id="duplicate predicate"),
         pytest.param({"predicates": [{"argument": {}}]}, "missing required 'name'", id="predicate without name"),
         pytest.param(
-            {"predicates": [{"name": "Zone", "argument": {"serviceAffinity": {"labels": ["z"]}, "labelsPresence": {"labels": ["z"]}}}]},
-            "anyOf", id="two v1.9 predicate arguments",
+            {
+                "predicates": [
+                    {
+                        "name": "Zone",
+                        "argument": {"serviceAffinity": {"labels": ["z"]}, "labelsPresence": {"labels": ["z"]}},
+                    }
+                ]
+            },
+            "anyOf",
+            id="two v1.9 predicate arguments",
         ),
         pytest.param(
             {"priorities": [{"name": "Spot", "argument": {"labelPreference": {"label": "spot"}, "weight": 2}}]},
-            "anyOf", id="v1.9 priority argument plus another key",
+            "anyOf",
+            id="v1.9 priority argument plus another key",
         ),
-        pytest.param({"predicates": [{"name": "Zone", "argument": {}}]}, "properties outside bounds", id="empty argument"),
+        pytest.param(
+            {"predicates": [{"name": "Zone", "argument": {}}]}, "properties outside bounds", id="empty argument"
+        ),
         pytest.param(
             {"predicates": [{"name": "Zone", "argument": {"labelsPresence": {"presence": True}}}]},
-            "missing required 'labels'", id="labelsPresence without labels",
+            "missing required 'labels'",
+            id="labelsPresence without labels",
         ),
         pytest.param(
             {"extenders": [{"urlPrefix": "https://e", "tlsConfig": {"insecureSkipVerify": True}}]},
-            "unknown field", id="unknown tlsConfig key",
+            "unknown field",
+            id="unknown tlsConfig key",
         ),
         pytest.param({"priorities": [{"name": "EqualPriority", "weight": 0}]}, "minimum", id="weight 0"),
         pytest.param({"priorities": [{"name": "EqualPriority", "weight": 1000001}]}, "maximum", id="weight too big"),
         pytest.param({"priorities": [{"name": "EqualPriority", "weight": True}]}, "expected integer", id="weight bool"),
         pytest.param(
-            {"priorities": [{"name": "Ratio", "argument": {"requestedToCapacityRatioArguments": {"shape": [{"utilization": 101, "score": 11}]}}}]},
-            "maximum", id="shape out of range",
+            {
+                "priorities": [
+                    {
+                        "name": "Ratio",
+                        "argument": {
+                            "requestedToCapacityRatioArguments": {"shape": [{"utilization": 101, "score": 11}]}
+                        },
+                    }
+                ]
+            },
+            "maximum",
+            id="shape out of range",
         ),
-        pytest.param({"extenders": [{"filterVerb": "filter"}]}, "missing required 'urlPrefix'", id="extender without url"),
-        pytest.param({"extenders": [{"urlPrefix": "http://e", "httpTimeout": 5000000000}]}, "expected string", id="timeout in ns"),
-        pytest.param({"extenders": [{"urlPrefix": "http://e", "httpTimeout": "5 sec"}]}, "does not match", id="timeout not a duration"),
+        pytest.param(
+            {"extenders": [{"filterVerb": "filter"}]}, "missing required 'urlPrefix'", id="extender without url"
+        ),
+        pytest.param(
+            {"extenders": [{"urlPrefix": "http://e", "httpTimeout": 5000000000}]}, "expected string", id="timeout in ns"
+        ),
+        pytest.param(
+            {"extenders": [{"urlPrefix": "http://e", "httpTimeout": "5 sec"}]},
+            "does not match",
+            id="timeout not a duration",
+        ),
         pytest.param({"hardPodAffinitySymmetricWeight": 101}, "maximum", id="symmetric weight"),
         pytest.param({"percentageOfNodesToScore": -1}, "minimum", id="negative percentage"),
         pytest.param({"podInitialBackoffSeconds": 0}, "minimum", id="zero backoff"),
@@ -405,18 +474,34 @@ def test_schema_accepts_every_field_at_once() -> None:
         priorities=[
             {"name": "NodeResourcesBalancedAllocation", "argument": {"resources": [{"name": "cpu", "weight": 1}]}},
             {"name": "NodeResourcesFit", "weight": 2, "argument": {"scoringStrategy": {"type": "MostAllocated"}}},
-            {"name": "Ratio", "weight": 3, "argument": {"requestedToCapacityRatioArguments": {
-                "shape": [{"utilization": 0, "score": 10}, {"utilization": 100, "score": 0}],
-                "resources": [{"name": "example.com/gpu", "weight": 5}]}}},
+            {
+                "name": "Ratio",
+                "weight": 3,
+                "argument": {
+                    "requestedToCapacityRatioArguments": {
+                        "shape": [{"utilization": 0, "score": 10}, {"utilization": 100, "score": 0}],
+                        "resources": [{"name": "example.com/gpu", "weight": 5}],
+                    }
+                },
+            },
             {"name": "ZoneSpread", "weight": 2, "argument": {"serviceAntiAffinity": {"label": "zone"}}},
             {"name": "AvoidSpot", "weight": 1, "argument": {"labelPreference": {"label": "spot", "presence": False}}},
         ],
-        extenders=[{
-            "urlPrefix": "https://extender.example:8443/scheduler", "filterVerb": "filter", "prioritizeVerb": "prioritize",
-            "bindVerb": "", "weight": 5, "enableHttps": True, "httpTimeout": "1m30s", "nodeCacheCapable": True,
-            "tlsConfig": {"insecure": False, "serverName": "extender.example", "caData": "aGVsbG8="},
-            "ignorable": False, "managedResources": [{"name": "example.com/gpu", "ignoredByScheduler": True}],
-        }],
+        extenders=[
+            {
+                "urlPrefix": "https://extender.example:8443/scheduler",
+                "filterVerb": "filter",
+                "prioritizeVerb": "prioritize",
+                "bindVerb": "",
+                "weight": 5,
+                "enableHttps": True,
+                "httpTimeout": "1m30s",
+                "nodeCacheCapable": True,
+                "tlsConfig": {"insecure": False, "serverName": "extender.example", "caData": "aGVsbG8="},
+                "ignorable": False,
+                "managedResources": [{"name": "example.com/gpu", "ignoredByScheduler": True}],
+            }
+        ],
         hardPodAffinitySymmetricWeight=10,
         alwaysCheckAllPredicates=True,
         percentageOfNodesToScore=50,
@@ -425,9 +510,17 @@ def test_schema_accepts_every_field_at_once() -> None:
         parallelism=16,
     )
     everything["status"] = {
-        "observedGeneration": 3, "activeGeneration": 2,
-        "conditions": [{"type": "Accepted", "status": "False", "reason": "UnknownPredicate",
-                        "message": "predicates[0]: unknown name", "lastTransitionTime": "2030-01-01T00:00:00Z",
-                        "observedGeneration": 3}],
+        "observedGeneration": 3,
+        "activeGeneration": 2,
+        "conditions": [
+            {
+                "type": "Accepted",
+                "status": "False",
+                "reason": "UnknownPredicate",
+                "message": "predicates[0]: unknown name",
+                "lastTransitionTime": "2030-01-01T00:00:00Z",
+                "observedGeneration": 3,
+            }
+        ],
     }
     assert violations(crd_schema(), everything) == []

@@ -45,11 +45,21 @@ def test_attempt_counts_and_latency_by_result_and_profile() -> None:
     m.observe_attempt("unschedulable", "p", 0.002)
     assert sample(m, "scheduler_schedule_attempts_total", result="scheduled", profile="p") == 2
     assert sample(m, "scheduler_scheduling_attempt_duration_seconds_count", result="scheduled", profile="p") == 2
-    assert sample(m, "scheduler_scheduling_attempt_duration_seconds_sum", result="scheduled", profile="p") == pytest.approx(0.503)
+    assert sample(
+        m, "scheduler_scheduling_attempt_duration_seconds_sum", result="scheduled", profile="p"
+    ) == pytest.approx(0.503)
     # 0.003 s lands in the 0.004 bucket (0.001 x 2^2), not in 0.002.
-    assert sample(m, "scheduler_scheduling_attempt_duration_seconds_bucket", result="scheduled", profile="p", le="0.002") == 0
-    assert sample(m, "scheduler_scheduling_attempt_duration_seconds_bucket", result="scheduled", profile="p", le="0.004") == 1
-    assert bucket_bounds(m, "scheduler_scheduling_attempt_duration_seconds") == pytest.approx(list(exponential_buckets(0.001, 2, 15)))
+    assert (
+        sample(m, "scheduler_scheduling_attempt_duration_seconds_bucket", result="scheduled", profile="p", le="0.002")
+        == 0
+    )
+    assert (
+        sample(m, "scheduler_scheduling_attempt_duration_seconds_bucket", result="scheduled", profile="p", le="0.004")
+        == 1
+    )
+    assert bucket_bounds(m, "scheduler_scheduling_attempt_duration_seconds") == pytest.approx(
+        list(exponential_buckets(0.001, 2, 15))
+    )
 
 
 @pytest.mark.parametrize(
@@ -77,7 +87,9 @@ def test_algorithm_binding_and_e2e_latencies() -> None:
     assert sample(m, "scheduler_scheduling_algorithm_duration_seconds_count") == 1
     assert sample(m, "scheduler_binding_duration_seconds_count", result="success") == 1
     assert sample(m, "scheduler_binding_duration_seconds_count", result="error") == 1
-    assert sample(m, "scheduler_e2e_scheduling_duration_seconds_sum", result="scheduled", profile="p") == pytest.approx(0.05)
+    assert sample(m, "scheduler_e2e_scheduling_duration_seconds_sum", result="scheduled", profile="p") == pytest.approx(
+        0.05
+    )
     for family in ("scheduler_scheduling_algorithm_duration_seconds", "scheduler_binding_duration_seconds"):
         assert len(bucket_bounds(m, family)) == 15
 
@@ -138,7 +150,11 @@ def test_render_is_parseable_exposition_with_help_and_types() -> None:
     assert "# HELP scheduler_pending_pods " in text
     assert m.content_type.startswith("text/plain")
     names = {fam.name for fam in text_string_to_metric_families(text)}
-    assert {"scheduler_schedule_attempts", "scheduler_scheduling_attempt_duration_seconds", "kopf_scheduler_leader"} <= names
+    assert {
+        "scheduler_schedule_attempts",
+        "scheduler_scheduling_attempt_duration_seconds",
+        "kopf_scheduler_leader",
+    } <= names
 
 
 def test_no_created_series_are_exported() -> None:

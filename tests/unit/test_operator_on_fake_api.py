@@ -51,7 +51,12 @@ class Operator:
     def __init__(self, server: FakeApiServer) -> None:
         self.server = server
         self.leading = True  # what the fence answers (the leader elector's term_valid)
-        self.api = Api(Credentials(server=server.url, source="fakeapi"), timeout=2.0, fence=lambda: self.leading, user_agent="replica-a")
+        self.api = Api(
+            Credentials(server=server.url, source="fakeapi"),
+            timeout=2.0,
+            fence=lambda: self.leading,
+            user_agent="replica-a",
+        )
         self.asked: list[tuple[str, str]] = []
         send = self.api.request
 
@@ -95,7 +100,9 @@ class Operator:
     def node(self, name: str, cpu: str = "4") -> None:
         self.server.add("", "v1", "nodes", make_node(name).capacity(cpu=cpu, memory="32Gi", pods="110").body)
 
-    async def pod(self, name: str, *, cpu: str = "1", scheduler: str = SCHEDULER, priority: int | None = None) -> dict[str, Any]:
+    async def pod(
+        self, name: str, *, cpu: str = "1", scheduler: str = SCHEDULER, priority: int | None = None
+    ) -> dict[str, Any]:
         """A pending pod created in the fake and handed to the operator as Kopf's watch would."""
         builder = make_pod(name).scheduler(scheduler).req(cpu=cpu)
         if priority is not None:
@@ -105,13 +112,22 @@ class Operator:
         return body
 
     def bound_pod(
-        self, name: str, node: str, *, cpu: str = "1", priority: int = 0, scheduled_ago: float | None = None, scheduler: str = SCHEDULER
+        self,
+        name: str,
+        node: str,
+        *,
+        cpu: str = "1",
+        priority: int = 0,
+        scheduled_ago: float | None = None,
+        scheduler: str = SCHEDULER,
     ) -> dict[str, Any]:
         """A running pod already on `node` (the assigned-pod informer sees it)."""
         builder = make_pod(name).scheduler(scheduler).req(cpu=cpu).priority(priority).node(node).phase("Running")
         if scheduled_ago is not None:
             stamp = (datetime.now(UTC) - timedelta(seconds=scheduled_ago)).strftime("%Y-%m-%dT%H:%M:%SZ")
-            builder.body["status"]["conditions"] = [{"type": "PodScheduled", "status": "True", "lastTransitionTime": stamp}]
+            builder.body["status"]["conditions"] = [
+                {"type": "PodScheduled", "status": "True", "lastTransitionTime": stamp}
+            ]
         return self.server.add("", "v1", "pods", builder.body)
 
     def informer(self, kind: str) -> informer_module.Informer:
@@ -122,7 +138,9 @@ class Operator:
     def bindings(self) -> list[tuple[str, str, int | None]]:
         """(pod, node, status) of every pods/binding request that reached the fake, in order."""
         return [
-            (r.path.split("/")[-2], r.body["target"]["name"], r.status) for r in self.server.requests if r.path.endswith("/binding")
+            (r.path.split("/")[-2], r.body["target"]["name"], r.status)
+            for r in self.server.requests
+            if r.path.endswith("/binding")
         ]
 
     def events(self, reason: str = "Scheduled") -> list[tuple[str, str]]:
@@ -187,12 +205,16 @@ def run(scenario: Callable[[Operator], Awaitable[None]], monkeypatch: pytest.Mon
 # ---- binds and their events
 
 
-def test_pods_are_bound_each_followed_by_its_scheduled_event_from_the_bind_task(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_pods_are_bound_each_followed_by_its_scheduled_event_from_the_bind_task(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     async def scenario(op: Operator) -> None:
         op.node("n1")
         op.node("n2")
         await op.start()
-        await op.hold(op.app.write_slots, WRITE_CONCURRENCY)  # every other write waits: an event queued behind them never goes
+        await op.hold(
+            op.app.write_slots, WRITE_CONCURRENCY
+        )  # every other write waits: an event queued behind them never goes
         await op.hold(op.app.bind_slots, BIND_CONCURRENCY - 1)  # one bind at a time
         op.server.delay("POST", r"/events$", 0.1)  # each event takes 0.1 s to be answered
         names = [f"p{i}" for i in range(4)]
@@ -201,14 +223,21 @@ def test_pods_are_bound_each_followed_by_its_scheduled_event_from_the_bind_task(
         await op.wait(lambda: len(op.events()) == len(names))
 
         posts = [r for r in op.server.requests if r.method == "POST"]
-        sequence = [(r.path.split("/")[-2], "bind") if r.path.endswith("/binding") else (r.body["involvedObject"]["name"], "event") for r in posts]
+        sequence = [
+            (r.path.split("/")[-2], "bind")
+            if r.path.endswith("/binding")
+            else (r.body["involvedObject"]["name"], "event")
+            for r in posts
+        ]
         order = [pod for pod, _ in sequence[::2]]
         assert sorted(order) == names and sequence == [(pod, what) for pod in order for what in ("bind", "event")]
         for event, next_bind in zip(posts[1::2], posts[2::2]):
             assert next_bind.time - event.time >= 0.1  # the bind's slot was held until its event was answered
         assert all(status == 201 for *_, status in op.bindings())
         assert op.events() == [(name, f"Successfully assigned default/{name} to {op.node_of(name)}") for name in order]
-        assert {op.node_of(name) for name in names} <= {"n1", "n2"} and op.bindings() == [(name, op.node_of(name), 201) for name in order]
+        assert {op.node_of(name) for name in names} <= {"n1", "n2"} and op.bindings() == [
+            (name, op.node_of(name), 201) for name in order
+        ]
         op.give_back(op.app.write_slots, WRITE_CONCURRENCY)
         op.give_back(op.app.bind_slots, BIND_CONCURRENCY - 1)
 
@@ -241,7 +270,9 @@ def test_nothing_is_bound_while_a_kind_is_unsynced(monkeypatch: pytest.MonkeyPat
     run(scenario, monkeypatch)
 
 
-def test_a_bind_to_a_node_deleted_after_the_decision_is_called_off_and_the_pod_goes_elsewhere(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_bind_to_a_node_deleted_after_the_decision_is_called_off_and_the_pod_goes_elsewhere(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     async def scenario(op: Operator) -> None:
         op.node("n1")
         op.node("n2")
@@ -279,7 +310,9 @@ def test_a_node_that_vanished_while_its_watch_was_down_goes_with_the_relist(monk
     run(scenario, monkeypatch)
 
 
-def test_a_frozen_process_is_not_current_at_once_relists_everything_and_binds_only_after(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_frozen_process_is_not_current_at_once_relists_everything_and_binds_only_after(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     async def scenario(op: Operator) -> None:
         op.node("n1")
         await op.start()
@@ -304,7 +337,9 @@ def test_a_frozen_process_is_not_current_at_once_relists_everything_and_binds_on
 # ---- fencing
 
 
-def test_a_fenced_replica_writes_nothing_and_binds_once_its_term_is_valid_again(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_fenced_replica_writes_nothing_and_binds_once_its_term_is_valid_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     async def scenario(op: Operator) -> None:
         op.server.register(*COSCHEDULING, "PodGroup")
         op.server.add(*COSCHEDULING, {"metadata": {"name": "gang", "namespace": "default"}, "spec": {"minMember": 2}})
@@ -328,14 +363,25 @@ def test_a_fenced_replica_writes_nothing_and_binds_once_its_term_is_valid_again(
             attempt = op.app.attempts.get("default", name, now=op.app.now())
             return attempt.attempts if attempt is not None else 0
 
-        await op.wait(lambda: tries("fits") >= 3)  # decided, its bind called off (binding.py asks the fence first), again
+        await op.wait(
+            lambda: tries("fits") >= 3
+        )  # decided, its bind called off (binding.py asks the fence first), again
         assert op.writes() == []
-        assert op.node_of("fits") == op.node_of("preemptor") == "" and op.server.get("", "v1", "pods", "victim") is not None
+        assert (
+            op.node_of("fits") == op.node_of("preemptor") == ""
+            and op.server.get("", "v1", "pods", "victim") is not None
+        )
 
         op.leading = True
         await op.wait(lambda: op.node_of("fits") == "small")
-        await op.wait(lambda: ("PATCH", "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups/gang/status") in op.writes())
-        assert op.bindings() == [("fits", "small", 201)] and op.events() == [("fits", "Successfully assigned default/fits to small")]
+        await op.wait(
+            lambda: (
+                ("PATCH", "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups/gang/status") in op.writes()
+            )
+        )
+        assert op.bindings() == [("fits", "small", 201)] and op.events() == [
+            ("fits", "Successfully assigned default/fits to small")
+        ]
 
     run(scenario, monkeypatch)
 
@@ -381,9 +427,16 @@ def test_reconcile_pending_drops_the_pending_pods_the_api_server_no_longer_has(m
         await op.wait(lambda: len(op.app.pending) == 1)
         task.cancel()
         assert [p.name for p in op.app.pending] == ["kept"]
-        assert state.queue.where(gone["metadata"]["uid"]) is None and state.queue.where(kept["metadata"]["uid"]) is not None
+        assert (
+            state.queue.where(gone["metadata"]["uid"]) is None
+            and state.queue.where(kept["metadata"]["uid"]) is not None
+        )
         assert op.app.pending.get("nobody", other["metadata"]["uid"]) is None
-        listing = [r for r in op.server.requests if r.path == "/api/v1/pods" and r.query.get("fieldSelector") == "spec.nodeName="]
+        listing = [
+            r
+            for r in op.server.requests
+            if r.path == "/api/v1/pods" and r.query.get("fieldSelector") == "spec.nodeName="
+        ]
         assert listing and listing[0].headers["Accept"] == handlers.METADATA_LIST
 
     run(scenario, monkeypatch)
@@ -392,7 +445,9 @@ def test_reconcile_pending_drops_the_pending_pods_the_api_server_no_longer_has(m
 # ---- a new leader's missing Scheduled events
 
 
-def test_recover_scheduled_writes_only_the_missing_events_of_pods_bound_before_it_led(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_recover_scheduled_writes_only_the_missing_events_of_pods_bound_before_it_led(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     async def scenario(op: Operator) -> None:
         op.node("n1")
         missing = op.bound_pod("missing", "n1", scheduled_ago=60)
@@ -449,7 +504,10 @@ def test_preemption_evicts_nothing_for_a_preemptor_bound_meanwhile(monkeypatch: 
         await op.wait(lambda: op.app.cache.get_pod(bound_meanwhile.uid) is not None)
         before = len(op.writes())
         await preemption.preempt(op.app, bound_meanwhile, "n1", [victim1], [])
-        assert len(op.writes()) == before and "deletionTimestamp" not in op.server.get("", "v1", "pods", "victim1")["metadata"]
+        assert (
+            len(op.writes()) == before
+            and "deletionTimestamp" not in op.server.get("", "v1", "pods", "victim1")["metadata"]
+        )
 
         still_pending, victim2 = await preemptor("still-pending", "n2")
         await preemption.preempt(op.app, still_pending, "n2", [victim2], [])

@@ -37,7 +37,14 @@ def profile(scheduler: str = "s") -> Profile:
     return Profile(scheduler_name=scheduler)
 
 
-def record(name: str, scheduler: str = "s", *, created: str = "2030-01-01T00:00:00Z", good: bool = True, errors: tuple[FieldError, ...] = ()) -> PolicyRecord:
+def record(
+    name: str,
+    scheduler: str = "s",
+    *,
+    created: str = "2030-01-01T00:00:00Z",
+    good: bool = True,
+    errors: tuple[FieldError, ...] = (),
+) -> PolicyRecord:
     r = PolicyRecord(meta(name, scheduler, created=created, generation=3), errors=errors)
     if good:
         r.profile, r.active_generation = profile(scheduler), 2
@@ -56,9 +63,19 @@ def condition(body: dict[str, Any] | Any) -> dict[str, Any]:
     ("claimants", "expected"),
     [
         pytest.param([], None, id="nobody claims the name: no owner"),
-        pytest.param([("b", "2030-01-01T00:00:01Z"), ("a", "2030-01-01T00:00:02Z")], "b", id="the oldest creationTimestamp wins"),
-        pytest.param([("b", "2030-01-01T00:00:01Z"), ("a", "2030-01-01T00:00:01Z")], "a", id="same second: the name breaks the tie"),
-        pytest.param([("z", "2029-12-31T23:59:59Z"), ("a", "2030-01-01T00:00:00Z")], "z", id="RFC 3339 text sorts as time across a year"),
+        pytest.param(
+            [("b", "2030-01-01T00:00:01Z"), ("a", "2030-01-01T00:00:02Z")], "b", id="the oldest creationTimestamp wins"
+        ),
+        pytest.param(
+            [("b", "2030-01-01T00:00:01Z"), ("a", "2030-01-01T00:00:01Z")],
+            "a",
+            id="same second: the name breaks the tie",
+        ),
+        pytest.param(
+            [("z", "2029-12-31T23:59:59Z"), ("a", "2030-01-01T00:00:00Z")],
+            "z",
+            id="RFC 3339 text sorts as time across a year",
+        ),
     ],
 )
 def test_owner_is_the_oldest_claimant_then_by_name(claimants: list[tuple[str, str]], expected: str | None) -> None:
@@ -69,18 +86,35 @@ def test_owner_is_the_oldest_claimant_then_by_name(claimants: list[tuple[str, st
 @pytest.mark.parametrize(
     ("errors", "owner", "status", "reason", "message"),
     [
-        pytest.param((), "self", "True", "Accepted", "serving schedulerName 's' with generation 3", id="valid and owner: accepted"),
         pytest.param(
-            (), "other", "False", "Conflict", "schedulerName 's' is already served by the older SchedulingPolicy 'old'",
+            (),
+            "self",
+            "True",
+            "Accepted",
+            "serving schedulerName 's' with generation 3",
+            id="valid and owner: accepted",
+        ),
+        pytest.param(
+            (),
+            "other",
+            "False",
+            "Conflict",
+            "schedulerName 's' is already served by the older SchedulingPolicy 'old'",
             id="valid but an older policy owns the name: conflict naming it",
         ),
         pytest.param(
-            BAD, "self", "False", "Invalid",
+            BAD,
+            "self",
+            "False",
+            "Invalid",
             "invalid fields: spec.priorities[1].name: spec.priorities[1].name: unknown priority 'Nope' (still serving generation 2)",
             id="invalid while serving: the last good generation stays in force and says so",
         ),
         pytest.param(
-            BAD, "other", "False", "Invalid",
+            BAD,
+            "other",
+            "False",
+            "Invalid",
             "invalid fields: spec.priorities[1].name: spec.priorities[1].name: unknown priority 'Nope'",
             id="invalid and not serving: field errors win over the conflict",
         ),
@@ -102,27 +136,67 @@ def test_an_invalid_message_is_cut_to_the_condition_limit_keeping_its_suffix() -
     ("previous", "previous_time", "current", "expected"),
     [
         pytest.param(None, "", Condition("True", "Accepted", "m"), LATER_TEXT, id="first report: now"),
-        pytest.param(Condition("True", "Accepted", "m"), T0_TEXT, Condition("True", "Accepted", "m2"), T0_TEXT, id="same status and reason, new message: kept"),
-        pytest.param(Condition("True", "Accepted", "m"), T0_TEXT, Condition("False", "Invalid", "m"), LATER_TEXT, id="status changed: now"),
-        pytest.param(Condition("False", "Invalid", "m"), T0_TEXT, Condition("False", "Conflict", "m"), LATER_TEXT, id="reason changed: now"),
-        pytest.param(Condition("True", "Accepted", "m"), "", Condition("True", "Accepted", "m"), LATER_TEXT, id="no time recorded yet: now"),
+        pytest.param(
+            Condition("True", "Accepted", "m"),
+            T0_TEXT,
+            Condition("True", "Accepted", "m2"),
+            T0_TEXT,
+            id="same status and reason, new message: kept",
+        ),
+        pytest.param(
+            Condition("True", "Accepted", "m"),
+            T0_TEXT,
+            Condition("False", "Invalid", "m"),
+            LATER_TEXT,
+            id="status changed: now",
+        ),
+        pytest.param(
+            Condition("False", "Invalid", "m"),
+            T0_TEXT,
+            Condition("False", "Conflict", "m"),
+            LATER_TEXT,
+            id="reason changed: now",
+        ),
+        pytest.param(
+            Condition("True", "Accepted", "m"),
+            "",
+            Condition("True", "Accepted", "m"),
+            LATER_TEXT,
+            id="no time recorded yet: now",
+        ),
     ],
 )
-def test_last_transition_time_moves_only_on_a_transition(previous: Condition | None, previous_time: str, current: Condition, expected: str) -> None:
+def test_last_transition_time_moves_only_on_a_transition(
+    previous: Condition | None, previous_time: str, current: Condition, expected: str
+) -> None:
     assert transition_time(previous, previous_time, current, LATER) == expected
 
 
 def test_status_body() -> None:
-    body = status_body(meta("p", generation=4), Condition("True", "Accepted", "ok"), transition_time=T0_TEXT, active_generation=4)
+    body = status_body(
+        meta("p", generation=4), Condition("True", "Accepted", "ok"), transition_time=T0_TEXT, active_generation=4
+    )
     assert body == {
         "observedGeneration": 4,
         "activeGeneration": 4,
         "conditions": [
-            {"type": "Accepted", "status": "True", "reason": "Accepted", "message": "ok", "lastTransitionTime": T0_TEXT, "observedGeneration": 4}
+            {
+                "type": "Accepted",
+                "status": "True",
+                "reason": "Accepted",
+                "message": "ok",
+                "lastTransitionTime": T0_TEXT,
+                "observedGeneration": 4,
+            }
         ],
     }
     # not serving: activeGeneration null, which a merge patch deletes
-    assert status_body(meta("p"), Condition("False", "Conflict", "x"), transition_time=T0_TEXT, active_generation=None)["activeGeneration"] is None
+    assert (
+        status_body(meta("p"), Condition("False", "Conflict", "x"), transition_time=T0_TEXT, active_generation=None)[
+            "activeGeneration"
+        ]
+        is None
+    )
 
 
 # --------------------------------------------------------------------------- the book, step by step
@@ -177,7 +251,12 @@ def test_two_claimants_older_wins_newer_takes_over_when_the_owner_goes() -> None
     s = book.delete("a", now=LATER)
     assert s.serve == (Serving("s", "b", 1, b_profile),)
     assert condition(s.statuses["b"]) | {"message": ""} == {
-        "type": "Accepted", "status": "True", "reason": "Accepted", "message": "", "lastTransitionTime": LATER_TEXT, "observedGeneration": 1,
+        "type": "Accepted",
+        "status": "True",
+        "reason": "Accepted",
+        "message": "",
+        "lastTransitionTime": LATER_TEXT,
+        "observedGeneration": 1,
     }
     s = book.delete("b", now=LATER)
     assert (s.serve, s.stop, dict(s.statuses)) == ((), ("s",), {})  # pods of "s" stay Pending

@@ -53,29 +53,46 @@ def run(plugin: NodeResourcesBalancedAllocation, p: Pod, infos: list[NodeInfo]) 
 CASES = [
     # n1: cpu 0 -> 3000/4000, mem 0 -> 5000/10000: with 87, without 100 -> 50 + 37/2 = 68
     # n2: cpu 0 -> 3000/6000, mem 0 -> 5000/10000: with 100, without 100 -> 75
-    pytest.param(cpu_and_memory(), [(n("n1", 4000, 10000), []), (n("n2", 6000, 10000), [])], {}, [68, 75], id="nothing scheduled, differently sized nodes"),
+    pytest.param(
+        cpu_and_memory(),
+        [(n("n1", 4000, 10000), []), (n("n2", 6000, 10000), [])],
+        {},
+        [68, 75],
+        id="nothing scheduled, differently sized nodes",
+    ),
     # n1 holds cpu-only: cpu 0.3 -> 0.6, mem 0 -> 0.25: with 82, without 85 -> 50 + 47/2 = 73
     # n2 holds cpu+mem: cpu 0.3 -> 0.6, mem 0.25 -> 0.5: with 95, without 97 -> 50 + 48/2 = 74
     pytest.param(
-        cpu_and_memory(), [(n("n1", 10000, 20000), [cpu_only()]), (n("n2", 10000, 20000), [cpu_and_memory()])], {}, [73, 74],
+        cpu_and_memory(),
+        [(n("n1", 10000, 20000), [cpu_only()]), (n("n2", 10000, 20000), [cpu_and_memory()])],
+        {},
+        [73, 74],
         id="pods scheduled with resources",
     ),
     # n2: cpu 0.3 -> 0.6, mem 0.1 -> 0.2: with 80, without 90 -> 50 + 40/2 = 70
     pytest.param(
-        cpu_and_memory(), [(n("n1", 10000, 20000), [cpu_only()]), (n("n2", 10000, 50000), [cpu_and_memory()])], {}, [73, 70],
+        cpu_and_memory(),
+        [(n("n1", 10000, 20000), [cpu_only()]), (n("n2", 10000, 50000), [cpu_and_memory()])],
+        {},
+        [73, 70],
         id="pods scheduled, differently sized nodes",
     ),
     # a memory-only pod. n1 holds cpu 3000/3000: cpu 1 -> 1, mem 0 -> 1: with 100, without 50 -> 100
     # n2 is empty: cpu 0, mem 0 -> 1: with 50, without 100 -> 50
     pytest.param(
         make_pod("mem").req(memory="2000").container(memory="3000").obj(),
-        [(n("n1", 3000, 5000), [cpu_only()]), (n("n2", 3000, 5000), [])], {}, [100, 50],
+        [(n("n1", 3000, 5000), [cpu_only()]), (n("n2", 3000, 5000), [])],
+        {},
+        [100, 50],
         id="nodes reaching the maximum and minimum score",
     ),
     # n1: cpu 0.5 -> 1, mem 0 -> 0: with 50, without 75 -> 50 + 25/2 = 62
     # n2: cpu 0.5 -> 1, mem 0.5 -> 0.5: with 75, without 100 -> 62
     pytest.param(
-        cpu_only(), [(n("n1", 6000, 10000), [cpu_only()]), (n("n2", 6000, 10000), [cpu_and_memory()])], {}, [62, 62],
+        cpu_only(),
+        [(n("n1", 6000, 10000), [cpu_only()]), (n("n2", 6000, 10000), [cpu_and_memory()])],
+        {},
+        [62, 62],
         id="requested resources at node capacity",
     ),
     # over capacity caps at 1: cpu 1 -> 1 (9000/6000), mem 0 -> 0: with 50, without 50 -> 75
@@ -85,18 +102,32 @@ CASES = [
     # n2 holds cpu+mem: 0.857, 0.125, gpu 0 -> 1/8: with 65, without 62 -> 50 + 53/2 = 76
     pytest.param(
         make_pod("gpu").req(memory="0", **{GPU: "1"}).obj(),
-        [(n("n1", 3500, 40000, **{GPU: "8"}), [cpu_memory_gpu()]), (n("n2", 3500, 40000, **{GPU: "8"}), [cpu_and_memory()])],
-        WITH_GPU, [75, 76], id="include scalar resource",
+        [
+            (n("n1", 3500, 40000, **{GPU: "8"}), [cpu_memory_gpu()]),
+            (n("n2", 3500, 40000, **{GPU: "8"}), [cpu_and_memory()]),
+        ],
+        WITH_GPU,
+        [75, 76],
+        id="include scalar resource",
     ),
     # the pod does not request the gpu: it takes no part -> cpu 0 -> 0.857, mem 0 -> 0.125:
     # with 63, without 100 -> 50 + 13/2 = 56 on both
     pytest.param(
-        cpu_and_memory(), [(n("n1", 3500, 40000, **{GPU: "8"}), []), (n("n2", 3500, 40000), [])], WITH_GPU, [56, 56],
+        cpu_and_memory(),
+        [(n("n1", 3500, 40000, **{GPU: "8"}), []), (n("n2", 3500, 40000), [])],
+        WITH_GPU,
+        [56, 56],
         id="scalar resource not requested is skipped",
     ),
     # real requests, not the 100m/200Mi defaults: a container asking only memory has cpu 0.
     # cpu 0, mem 0 -> 500/1000: with 75, without 100 -> 50 + 25/2 = 62
-    pytest.param(make_pod("m").req(memory="500").obj(), [(n("n1", 1000, 1000), [])], {}, [62], id="real requests not non-zero defaults"),
+    pytest.param(
+        make_pod("m").req(memory="500").obj(),
+        [(n("n1", 1000, 1000), [])],
+        {},
+        [62],
+        id="real requests not non-zero defaults",
+    ),
 ]
 
 
@@ -148,7 +179,11 @@ def test_args_rejected(args: dict[str, Any], field: str) -> None:
 
 
 def test_name() -> None:
-    assert NodeResourcesBalancedAllocation().name == NodeResourcesBalancedAllocation.NAME == "NodeResourcesBalancedAllocation"
+    assert (
+        NodeResourcesBalancedAllocation().name
+        == NodeResourcesBalancedAllocation.NAME
+        == "NodeResourcesBalancedAllocation"
+    )
     assert NodeResourcesBalancedAllocation(name="BalancedResourceAllocation").name == "BalancedResourceAllocation"
 
 
@@ -166,12 +201,19 @@ def _cluster(draw: st.DrawFn) -> tuple[list[NodeInfo], Pod]:
     for k in range(draw(st.integers(min_value=1, max_value=5))):
         raw = {r: str(draw(st.integers(min_value=0, max_value=30))) for r in ("memory", "ephemeral_storage", GPU)}
         nd = make_node(f"n{k}").capacity(cpu=f"{draw(st.integers(min_value=0, max_value=30))}m", pods="10", **raw).obj()
-        pods = [make_pod(f"e{i}").container().req(**req(12)).obj() for i in range(draw(st.integers(min_value=0, max_value=3)))]
+        pods = [
+            make_pod(f"e{i}").container().req(**req(12)).obj()
+            for i in range(draw(st.integers(min_value=0, max_value=3)))
+        ]
         infos.append(node_info(nd, *pods))
     return infos, make_pod("p").container().req(**req(20)).obj()
 
 
-_ARGS = [{}, WITH_GPU, {"resources": [{"name": "cpu"}, {"name": "ephemeral-storage"}, {"name": GPU}, {"name": "memory"}]}]
+_ARGS = [
+    {},
+    WITH_GPU,
+    {"resources": [{"name": "cpu"}, {"name": "ephemeral-storage"}, {"name": GPU}, {"name": "memory"}]},
+]
 
 
 @settings(max_examples=60, deadline=None)

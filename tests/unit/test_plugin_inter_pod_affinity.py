@@ -47,7 +47,9 @@ def snapshot_of(placement: dict[str, list[Pod]], ns_labels: dict[str, dict[str, 
     return Snapshot.of([node_info(n, *placement.get(n.name, [])) for n in nodes3()], objects)
 
 
-def run_filter(pod: Pod, snap: Snapshot, plugin: InterPodAffinity | None = None) -> tuple[Code, list[tuple[Code, tuple[str, ...]]]]:
+def run_filter(
+    pod: Pod, snap: Snapshot, plugin: InterPodAffinity | None = None
+) -> tuple[Code, list[tuple[Code, tuple[str, ...]]]]:
     plugin = plugin or InterPodAffinity()
     state = CycleState()
     pre = plugin.pre_filter(state, pod, snap)
@@ -66,7 +68,7 @@ def term_ns_selector(pod_body: dict[str, Any], kind: str, selector: dict[str, st
     return pod_body
 
 
-web = lambda name="w", ns="default": make_pod(name, ns).label(app="web")  # noqa: E731
+web = lambda name="w", ns="default": make_pod(name, ns).label(app="web")
 
 
 @pytest.mark.parametrize(
@@ -74,7 +76,12 @@ web = lambda name="w", ns="default": make_pod(name, ns).label(app="web")  # noqa
     [
         pytest.param(make_pod("p").obj(), {}, None, Code.SKIP, [], id="no terms anywhere: skip"),
         pytest.param(
-            make_pod("p").obj(), {"n1": [web().obj()]}, None, Code.SKIP, [], id="existing pods without anti-affinity: skip"
+            make_pod("p").obj(),
+            {"n1": [web().obj()]},
+            None,
+            Code.SKIP,
+            [],
+            id="existing pods without anti-affinity: skip",
         ),
         pytest.param(
             make_pod("p").label(app="db").obj(),
@@ -157,7 +164,11 @@ web = lambda name="w", ns="default": make_pod(name, ns).label(app="web")  # noqa
             id="two affinity terms: both pairs must hold pods",
         ),
         pytest.param(
-            make_pod("p").label(app="web").pod_affinity(ZONE, {"app": "web"}).pod_affinity(ZONE, {"app": "web"}, anti=True).obj(),
+            make_pod("p")
+            .label(app="web")
+            .pod_affinity(ZONE, {"app": "web"})
+            .pod_affinity(ZONE, {"app": "web"}, anti=True)
+            .obj(),
             {"n3": [web().obj()]},
             None,
             Code.SUCCESS,
@@ -165,7 +176,11 @@ web = lambda name="w", ns="default": make_pod(name, ns).label(app="web")  # noqa
             id="affinity is checked before anti-affinity",
         ),
         pytest.param(
-            parse_pod(term_ns_selector(make_pod("p").pod_affinity(HOST, {"app": "web"}, anti=True).raw(), "podAntiAffinity", {"team": "a"})),
+            parse_pod(
+                term_ns_selector(
+                    make_pod("p").pod_affinity(HOST, {"app": "web"}, anti=True).raw(), "podAntiAffinity", {"team": "a"}
+                )
+            ),
             {"n1": [web("w1", "team-a").obj()], "n2": [web("w2", "team-b").obj()]},
             {"team-a": {"team": "a"}, "team-b": {"team": "b"}},
             Code.SUCCESS,
@@ -270,7 +285,10 @@ def preferred(pod: Any, kind: str, weight: int, key: str, labels: dict[str, str]
         pytest.param(
             {},
             make_pod("p").label(app="db").obj(),
-            {"n3": [web().pod_affinity(ZONE, {"app": "db"}, weight=7).obj()], "n1": [web().pod_affinity(HOST, {"app": "db"}, anti=True, weight=3).obj()]},
+            {
+                "n3": [web().pod_affinity(ZONE, {"app": "db"}, weight=7).obj()],
+                "n1": [web().pod_affinity(HOST, {"app": "db"}, anti=True, weight=3).obj()],
+            },
             # n3 zone b +7; n1 host -3 -> min -3, max 7: n1 0, n2 100*3/10=30, n3 100, n4 30
             [-3, 0, 7, 0],
             [0, 30, 100, 30],
@@ -294,7 +312,9 @@ def preferred(pod: Any, kind: str, weight: int, key: str, labels: dict[str, str]
         ),
     ],
 )
-def test_score(plugin_args: dict[str, Any], pod: Pod, placement: dict[str, list[Pod]], want_raw: Any, want: Any) -> None:
+def test_score(
+    plugin_args: dict[str, Any], pod: Pod, placement: dict[str, list[Pod]], want_raw: Any, want: Any
+) -> None:
     code, raw, norm = run_score(pod, snapshot_of(placement), InterPodAffinity.new(plugin_args))
     if want is None:
         assert code is Code.SKIP
@@ -310,7 +330,9 @@ def test_score(plugin_args: dict[str, Any], pod: Pod, placement: dict[str, list[
         pytest.param({"hardPodAffinityWeight": -1}, "hardPodAffinityWeight", id="below range"),
         pytest.param({"hardPodAffinityWeight": 101}, "hardPodAffinityWeight", id="above range"),
         pytest.param({"hardPodAffinityWeight": "1"}, "hardPodAffinityWeight", id="not an integer"),
-        pytest.param({"ignorePreferredTermsOfExistingPods": 1}, "ignorePreferredTermsOfExistingPods", id="not a boolean"),
+        pytest.param(
+            {"ignorePreferredTermsOfExistingPods": 1}, "ignorePreferredTermsOfExistingPods", id="not a boolean"
+        ),
         pytest.param({"bogus": 1}, "bogus", id="unknown field"),
     ],
 )
@@ -331,14 +353,20 @@ def test_names() -> None:
     assert InterPodAffinity().name == InterPodAffinity.NAME == "InterPodAffinity"
     assert InterPodAffinity(name="MatchInterPodAffinity").name == "MatchInterPodAffinity"
     assert InterPodAffinity.new({"hardPodAffinityWeight": 100}).args.hard_pod_affinity_weight == 100
-    assert InterPodAffinity().args == InterPodAffinityArgs(hard_pod_affinity_weight=1, ignore_preferred_terms_of_existing_pods=False)
-    assert InterPodAffinity.new({"hardPodAffinityWeight": 0, "ignorePreferredTermsOfExistingPods": True}).args == InterPodAffinityArgs(0, True)
+    assert InterPodAffinity().args == InterPodAffinityArgs(
+        hard_pod_affinity_weight=1, ignore_preferred_terms_of_existing_pods=False
+    )
+    assert InterPodAffinity.new(
+        {"hardPodAffinityWeight": 0, "ignorePreferredTermsOfExistingPods": True}
+    ).args == InterPodAffinityArgs(0, True)
 
 
 # ----------------------------------------------------------------------------- PreFilter extensions
 
 
-def verdicts(plugin: InterPodAffinity, state: CycleState, pod: Pod, snap: Snapshot) -> list[tuple[Code, tuple[str, ...]]]:
+def verdicts(
+    plugin: InterPodAffinity, state: CycleState, pod: Pod, snap: Snapshot
+) -> list[tuple[Code, tuple[str, ...]]]:
     """Filter on every node of ``snap`` with ``state``; filter_nodes must agree."""
     statuses = [plugin.filter(state, pod, i) for i in snap.node_infos]
     mask = plugin.filter_nodes(state, pod, snap.table, np.arange(len(snap), dtype=np.intp))
@@ -380,7 +408,10 @@ def fresh_verdicts(pod: Pod, snap: Snapshot) -> list[tuple[Code, tuple[str, ...]
             id="the only pod the incoming pod's anti-affinity matches",
         ),
         pytest.param(
-            make_pod("p").pod_affinity(ZONE, {"app": "web"}, anti=True).pod_affinity(HOST, {"app": "web"}, anti=True).obj(),
+            make_pod("p")
+            .pod_affinity(ZONE, {"app": "web"}, anti=True)
+            .pod_affinity(HOST, {"app": "web"}, anti=True)
+            .obj(),
             {"n2": [web("w2").obj()]},
             web().obj(),
             "n3",
@@ -424,13 +455,25 @@ def fresh_verdicts(pod: Pod, snap: Snapshot) -> list[tuple[Code, tuple[str, ...]
         pytest.param(
             make_pod("p", "team-a").label(app="db").obj(),
             {},
-            parse_pod(term_ns_selector(web("w", "team-b").pod_affinity(ZONE, {"app": "db"}, anti=True).raw(), "podAntiAffinity", {"team": "a"})),
+            parse_pod(
+                term_ns_selector(
+                    web("w", "team-b").pod_affinity(ZONE, {"app": "db"}, anti=True).raw(),
+                    "podAntiAffinity",
+                    {"team": "a"},
+                )
+            ),
             "n1",
             [EXISTING, EXISTING, OK, OK],
             id="an existing pod's namespaceSelector reads the incoming pod's namespace labels",
         ),
         pytest.param(
-            parse_pod(term_ns_selector(make_pod("p", "team-a").pod_affinity(HOST, {"app": "web"}, anti=True).raw(), "podAntiAffinity", {"team": "b"})),
+            parse_pod(
+                term_ns_selector(
+                    make_pod("p", "team-a").pod_affinity(HOST, {"app": "web"}, anti=True).raw(),
+                    "podAntiAffinity",
+                    {"team": "b"},
+                )
+            ),
             {"n2": [web("w2", "team-a").obj()]},
             web("w", "team-b").obj(),
             "n3",
@@ -472,7 +515,9 @@ def test_add_pod_on_a_node_without_the_topology_key_moves_nothing() -> None:
     plugin.pre_filter(state, pod, snap)
     before = verdicts(plugin, state, pod, snap)
     # n4 has no zone label: a zone-scoped anti-affinity term there selects no topology pair
-    assert plugin.add_pod(state, pod, web().pod_affinity(ZONE, {"app": "db"}, anti=True).obj().with_node("n4"), snap.get("n4")).is_success  # type: ignore[arg-type]
+    assert plugin.add_pod(
+        state, pod, web().pod_affinity(ZONE, {"app": "db"}, anti=True).obj().with_node("n4"), snap.get("n4")
+    ).is_success  # type: ignore[arg-type]
     assert verdicts(plugin, state, pod, snap) == before == [EXISTING, OK, OK, OK]
 
 
@@ -517,7 +562,10 @@ def reference_filter(pod: Pod, snap: Snapshot, info: Any) -> Code:
         if t.topology_key in nl
     }
     anti_pairs = {
-        (t.topology_key, nl[t.topology_key]) for p, nl in placed for t in req_anti if t.topology_key in nl and t.selects(p, pod.namespace, nsl.get(p.namespace))
+        (t.topology_key, nl[t.topology_key])
+        for p, nl in placed
+        for t in req_anti
+        if t.topology_key in nl and t.selects(p, pod.namespace, nsl.get(p.namespace))
     }
     existing = {
         (t.topology_key, nl[t.topology_key])
@@ -550,7 +598,9 @@ def reference_score(pod: Pod, snap: Snapshot, info: Any, hard: int = 1) -> int:
     for other in snap.node_infos:
         nl = other.node.labels
         for p in other.pods.values():
-            terms = [(w.term, w.weight, p, pod.namespace) for w in pref_aff] + [(w.term, -w.weight, p, pod.namespace) for w in pref_anti]
+            terms = [(w.term, w.weight, p, pod.namespace) for w in pref_aff] + [
+                (w.term, -w.weight, p, pod.namespace) for w in pref_anti
+            ]
             pa = p.affinity
             if pa and pa.pod_affinity:
                 terms += [(t, hard, pod, p.namespace) for t in pa.pod_affinity.required]
@@ -559,7 +609,12 @@ def reference_score(pod: Pod, snap: Snapshot, info: Any, hard: int = 1) -> int:
                 terms += [(w.term, -w.weight, pod, p.namespace) for w in pa.pod_anti_affinity.preferred]
             for term, weight, target, owner in terms:
                 k = term.topology_key
-                if k in nl and k in labels and nl[k] == labels[k] and term.selects(target, owner, nsl.get(target.namespace)):
+                if (
+                    k in nl
+                    and k in labels
+                    and nl[k] == labels[k]
+                    and term.selects(target, owner, nsl.get(target.namespace))
+                ):
                     total += weight
     return total
 
@@ -604,7 +659,8 @@ def test_vector_matches_per_node_and_index_matches_fresh(seed: int) -> None:
             results.append((pre.code, codes, mask, scores))
         assert results[0] == results[1]
         assert [reference_filter(pod, snap, n) for n in snap.node_infos] == [
-            Code.SUCCESS if ok else c for ok, (c, _) in zip(results[0][2], results[0][1] or [(Code.SUCCESS, ())] * len(snap))
+            Code.SUCCESS if ok else c
+            for ok, (c, _) in zip(results[0][2], results[0][1] or [(Code.SUCCESS, ())] * len(snap))
         ]
         ref_scores = [reference_score(pod, snap, n) for n in snap.node_infos]
         if len(set(ref_scores)) > 1:  # a constant score may be skipped

@@ -51,29 +51,57 @@ NODE = make_node("n1").label(zone="a", disk="ssd", cores="8", odd="1_0").obj()
         pytest.param(make_pod().required_node_terms(term(expr("zone", "In", "a", "b"))).obj(), True, id="In"),
         pytest.param(make_pod().required_node_terms(term(expr("zone", "In", "b"))).obj(), False, id="In, other value"),
         pytest.param(make_pod().required_node_terms(term(expr("zone", "NotIn", "b"))).obj(), True, id="NotIn"),
-        pytest.param(make_pod().required_node_terms(term(expr("gpu", "NotIn", "x"))).obj(), True, id="NotIn, label absent"),
+        pytest.param(
+            make_pod().required_node_terms(term(expr("gpu", "NotIn", "x"))).obj(), True, id="NotIn, label absent"
+        ),
         pytest.param(make_pod().required_node_terms(term(expr("disk", "Exists"))).obj(), True, id="Exists"),
-        pytest.param(make_pod().required_node_terms(term(expr("disk", "DoesNotExist"))).obj(), False, id="DoesNotExist"),
+        pytest.param(
+            make_pod().required_node_terms(term(expr("disk", "DoesNotExist"))).obj(), False, id="DoesNotExist"
+        ),
         pytest.param(make_pod().required_node_terms(term(expr("cores", "Gt", "4"))).obj(), True, id="Gt"),
         pytest.param(make_pod().required_node_terms(term(expr("cores", "Lt", "4"))).obj(), False, id="Lt"),
-        pytest.param(make_pod().required_node_terms(term(expr("zone", "Gt", "4"))).obj(), False, id="Gt on a non-integer label"),
-        # Go's strconv.ParseInt: no underscores or spaces (Python's int() would read "1_0" as 10)
-        pytest.param(make_pod().required_node_terms(term(expr("odd", "Gt", "4"))).obj(), False, id="Gt parses labels as Go does"),
         pytest.param(
-            make_pod().required_node_terms(term(expr("zone", "In", "a"), expr("disk", "In", "hdd"))).obj(), False, id="expressions are ANDed"
+            make_pod().required_node_terms(term(expr("zone", "Gt", "4"))).obj(), False, id="Gt on a non-integer label"
+        ),
+        # Go's strconv.ParseInt: no underscores or spaces (Python's int() would read "1_0" as 10)
+        pytest.param(
+            make_pod().required_node_terms(term(expr("odd", "Gt", "4"))).obj(), False, id="Gt parses labels as Go does"
         ),
         pytest.param(
-            make_pod().required_node_terms(term(expr("zone", "In", "b")), term(expr("disk", "In", "ssd"))).obj(), True, id="terms are ORed"
+            make_pod().required_node_terms(term(expr("zone", "In", "a"), expr("disk", "In", "hdd"))).obj(),
+            False,
+            id="expressions are ANDed",
+        ),
+        pytest.param(
+            make_pod().required_node_terms(term(expr("zone", "In", "b")), term(expr("disk", "In", "ssd"))).obj(),
+            True,
+            id="terms are ORed",
         ),
         pytest.param(make_pod().required_node_terms().obj(), False, id="empty term list matches nothing"),
         pytest.param(make_pod().required_node_terms(term()).obj(), False, id="empty term matches nothing"),
         pytest.param(
-            make_pod().node_selector(zone="b").required_node_terms(term(expr("zone", "Exists"))).obj(), False, id="selector and affinity both apply"
+            make_pod().node_selector(zone="b").required_node_terms(term(expr("zone", "Exists"))).obj(),
+            False,
+            id="selector and affinity both apply",
         ),
-        pytest.param(make_pod().required_node_terms(term(fields=[expr("metadata.name", "In", "n1")])).obj(), True, id="matchFields name"),
-        pytest.param(make_pod().required_node_terms(term(fields=[expr("metadata.name", "In", "n2")])).obj(), False, id="matchFields other name"),
-        pytest.param(make_pod().required_node_terms(term(fields=[expr("metadata.name", "NotIn", "n2")])).obj(), True, id="matchFields NotIn"),
-        pytest.param(make_pod().preferred_node_term(5, expr("zone", "In", "b")).obj(), True, id="preferred terms never filter"),
+        pytest.param(
+            make_pod().required_node_terms(term(fields=[expr("metadata.name", "In", "n1")])).obj(),
+            True,
+            id="matchFields name",
+        ),
+        pytest.param(
+            make_pod().required_node_terms(term(fields=[expr("metadata.name", "In", "n2")])).obj(),
+            False,
+            id="matchFields other name",
+        ),
+        pytest.param(
+            make_pod().required_node_terms(term(fields=[expr("metadata.name", "NotIn", "n2")])).obj(),
+            True,
+            id="matchFields NotIn",
+        ),
+        pytest.param(
+            make_pod().preferred_node_term(5, expr("zone", "In", "b")).obj(), True, id="preferred terms never filter"
+        ),
     ],
 )
 def test_filter(pod, fit):
@@ -101,34 +129,56 @@ def test_pre_filter_skip(pod, skip):
 
 
 def test_pre_filter_skip_never_with_added_affinity():
-    plugin = NodeAffinity.new({"addedAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term(expr("zone", "Exists"))]}}})
+    plugin = NodeAffinity.new(
+        {
+            "addedAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term(expr("zone", "Exists"))]}
+            }
+        }
+    )
     assert plugin.pre_filter(CycleState(), make_pod().obj(), Snapshot.of([node_info(NODE)])).is_success
 
 
 def test_pre_filter_conflicting_node_names():
     # each term pins names, the intersections are empty: no node can match
-    pod = make_pod().required_node_terms(
-        term(fields=[expr("metadata.name", "In", "n1"), expr("metadata.name", "In", "n2")]),
-        term(fields=[expr("metadata.name", "In", "n3"), expr("metadata.name", "In", "n4")]),
-    ).obj()
+    pod = (
+        make_pod()
+        .required_node_terms(
+            term(fields=[expr("metadata.name", "In", "n1"), expr("metadata.name", "In", "n2")]),
+            term(fields=[expr("metadata.name", "In", "n3"), expr("metadata.name", "In", "n4")]),
+        )
+        .obj()
+    )
     status = NodeAffinity().pre_filter(CycleState(), pod, Snapshot.of([node_info(NODE)]))
     assert status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE and status.reasons == (ERR_REASON_CONFLICT,)
     # one term without a name pin: any node may match, no conflict
-    pod = make_pod().required_node_terms(term(fields=[expr("metadata.name", "In", "n9")]), term(expr("zone", "Exists"))).obj()
+    pod = (
+        make_pod()
+        .required_node_terms(term(fields=[expr("metadata.name", "In", "n9")]), term(expr("zone", "Exists")))
+        .obj()
+    )
     assert NodeAffinity().pre_filter(CycleState(), pod, Snapshot.of([node_info(NODE)])).is_success
 
 
 def test_pre_filter_admits_the_pinned_names():
     # upstream PreFilter: the union over terms of each term's intersection of metadata.name In values
-    pod = make_pod().required_node_terms(
-        term(fields=[expr("metadata.name", "In", "n1")]),
-        term(expr("zone", "Exists"), fields=[expr("metadata.name", "In", "n2")]),
-    ).obj()
+    pod = (
+        make_pod()
+        .required_node_terms(
+            term(fields=[expr("metadata.name", "In", "n1")]),
+            term(expr("zone", "Exists"), fields=[expr("metadata.name", "In", "n2")]),
+        )
+        .obj()
+    )
     state = CycleState()
     assert NodeAffinity().pre_filter(state, pod, Snapshot.of([node_info(NODE)])).is_success
     assert state.node_names == {"NodeAffinity": frozenset({"n1", "n2"})}
     # one term without a pin: no narrowing
-    pod = make_pod().required_node_terms(term(fields=[expr("metadata.name", "In", "n1")]), term(expr("zone", "Exists"))).obj()
+    pod = (
+        make_pod()
+        .required_node_terms(term(fields=[expr("metadata.name", "In", "n1")]), term(expr("zone", "Exists")))
+        .obj()
+    )
     state = CycleState()
     NodeAffinity().pre_filter(state, pod, Snapshot.of([node_info(NODE)]))
     assert state.node_names == {}
@@ -137,20 +187,42 @@ def test_pre_filter_admits_the_pinned_names():
 def test_pinned_pod_message_counts_the_other_nodes():
     # 4 nodes, the pod pins n1 (too small) and n9 (absent): n1 is filtered, the other 3 are left out
     nodes = [node_info(make_node(f"n{i}").capacity(cpu="1", memory="1Gi", pods="10").obj()) for i in range(4)]
-    pod = make_pod().req(cpu="2").required_node_terms(term(fields=[expr("metadata.name", "In", "n1")]), term(fields=[expr("metadata.name", "In", "n9")])).obj()
+    pod = (
+        make_pod()
+        .req(cpu="2")
+        .required_node_terms(
+            term(fields=[expr("metadata.name", "In", "n1")]), term(fields=[expr("metadata.name", "In", "n9")])
+        )
+        .obj()
+    )
     profile = Profile("s", filters=(NodeResourcesFit(), NodeAffinity()))
     result = GenericScheduler(profile).schedule(pod, Snapshot.of(nodes), rng=random.Random(0))
-    assert result.message == "0/4 nodes are available: 1 Insufficient cpu, 3 node(s) didn't satisfy plugin(s) [NodeAffinity]."
+    assert (
+        result.message
+        == "0/4 nodes are available: 1 Insufficient cpu, 3 node(s) didn't satisfy plugin(s) [NodeAffinity]."
+    )
     assert result.evaluated_nodes == 1
 
 
 def test_added_affinity_is_checked_first():
-    plugin = NodeAffinity.new({"addedAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term(expr("zone", "In", "b"))]}}})
+    plugin = NodeAffinity.new(
+        {
+            "addedAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term(expr("zone", "In", "b"))]}
+            }
+        }
+    )
     pod = make_pod().node_selector(gpu="yes").obj()
     status = plugin.filter(CycleState(), pod, node_info(NODE))
     assert status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
     assert status.reasons == (ERR_REASON_ENFORCED,) == ("node(s) didn't match scheduler-enforced node affinity",)
-    ok = NodeAffinity.new({"addedAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term(expr("zone", "In", "a"))]}}})
+    ok = NodeAffinity.new(
+        {
+            "addedAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term(expr("zone", "In", "a"))]}
+            }
+        }
+    )
     assert ok.filter(CycleState(), pod, node_info(NODE)).reasons == (ERR_REASON_POD,)
 
 
@@ -166,27 +238,55 @@ def test_added_affinity_is_checked_first():
             id="no terms",
         ),
         pytest.param(
-            {"addedAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term(expr("k", "Near", "x"))]}}},
+            {
+                "addedAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [term(expr("k", "Near", "x"))]
+                    }
+                }
+            },
             "addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].operator",
             id="bad operator",
         ),
         pytest.param(
-            {"addedAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term(expr("k", "In"))]}}},
+            {
+                "addedAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term(expr("k", "In"))]}
+                }
+            },
             "addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].values",
             id="In without values",
         ),
         pytest.param(
-            {"addedAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term(expr("k", "Gt", "x"))]}}},
+            {
+                "addedAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [term(expr("k", "Gt", "x"))]
+                    }
+                }
+            },
             "addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].values[0]",
             id="Gt not an integer",
         ),
         pytest.param(
-            {"addedAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term(fields=[expr("spec.x", "In", "a")])]}}},
+            {
+                "addedAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [term(fields=[expr("spec.x", "In", "a")])]
+                    }
+                }
+            },
             "addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchFields[0].key",
             id="unsupported field key",
         ),
         pytest.param(
-            {"addedAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 0, "preference": term(expr("k", "Exists"))}]}},
+            {
+                "addedAffinity": {
+                    "preferredDuringSchedulingIgnoredDuringExecution": [
+                        {"weight": 0, "preference": term(expr("k", "Exists"))}
+                    ]
+                }
+            },
             "addedAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight",
             id="weight out of range",
         ),
@@ -236,7 +336,9 @@ def test_score_weights_and_normalisation():
         make_node("c").label(zone="z1", disk="ssd").obj(),  # 2 + 3 = 5
         make_node("d").label(disk="ssd").obj(),  # 3
     ]
-    pod = make_pod().preferred_node_term(2, expr("zone", "In", "z1")).preferred_node_term(3, expr("disk", "Exists")).obj()
+    pod = (
+        make_pod().preferred_node_term(2, expr("zone", "In", "z1")).preferred_node_term(3, expr("disk", "Exists")).obj()
+    )
     raw, normalized = score_all(NodeAffinity(), pod, nodes)
     assert raw == [0, 2, 5, 3]
     # 100 * s // max: 0, 200//5 = 40, 100, 300//5 = 60
@@ -244,7 +346,13 @@ def test_score_weights_and_normalisation():
 
 
 def test_score_ignores_weight_zero_and_empty_terms_and_adds_added_preferences():
-    added = {"addedAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 4, "preference": term(expr("disk", "Exists"))}]}}
+    added = {
+        "addedAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 4, "preference": term(expr("disk", "Exists"))}
+            ]
+        }
+    }
     pod = make_pod().preferred_node_term(0, expr("zone", "Exists")).preferred_node_term(7).obj()
     nodes = [make_node("a").label(zone="z", disk="x").obj(), make_node("b").label(zone="z").obj()]
     assert score_all(NodeAffinity(), pod, nodes) is None  # nothing effective: SKIP
@@ -261,7 +369,12 @@ def test_all_zero_scores_stay_zero():
 # ----------------------------------------------------------------------------- vector vs per node
 
 _KEYS = ["zone", "disk", "rack", "cores"]
-_VALUES = {"zone": ["a", "b", "c"], "disk": ["ssd", "hdd"], "rack": ["r1", "r2", "r3", "r4"], "cores": ["2", "4", "8", "16"]}
+_VALUES = {
+    "zone": ["a", "b", "c"],
+    "disk": ["ssd", "hdd"],
+    "rack": ["r1", "r2", "r3", "r4"],
+    "cores": ["2", "4", "8", "16"],
+}
 
 
 def _random_expr(rng):
@@ -293,7 +406,11 @@ def test_vector_agrees_with_per_node(seed):
     snap = Snapshot.of(infos)
     added = None
     if rng.random() < 0.3:
-        added = {"addedAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [_random_term(rng, n)]}}}
+        added = {
+            "addedAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [_random_term(rng, n)]}
+            }
+        }
     plugin = NodeAffinity.new(added)
     for _ in range(10):
         b = make_pod()

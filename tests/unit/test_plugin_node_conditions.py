@@ -54,8 +54,12 @@ def test_reason_texts():
         pytest.param([("Ready", "False")], False, (ERR_REASON_NOT_READY,), id="not ready"),
         pytest.param([("Ready", "Unknown")], False, (ERR_REASON_NOT_READY,), id="ready unknown"),
         pytest.param([("Ready", "True"), ("OutOfDisk", "True")], False, (ERR_REASON_OUT_OF_DISK,), id="out of disk"),
-        pytest.param([("Ready", "True"), ("OutOfDisk", "Unknown")], False, (ERR_REASON_OUT_OF_DISK,), id="out of disk unknown"),
-        pytest.param([("Ready", "True"), ("NetworkUnavailable", "True")], False, (ERR_REASON_NETWORK_UNAVAILABLE,), id="network"),
+        pytest.param(
+            [("Ready", "True"), ("OutOfDisk", "Unknown")], False, (ERR_REASON_OUT_OF_DISK,), id="out of disk unknown"
+        ),
+        pytest.param(
+            [("Ready", "True"), ("NetworkUnavailable", "True")], False, (ERR_REASON_NETWORK_UNAVAILABLE,), id="network"
+        ),
         pytest.param([("Ready", "True"), ("MemoryPressure", "True")], False, (), id="pressure is not this predicate's"),
         pytest.param([("Ready", "True")], True, (ERR_REASON_UNSCHEDULABLE,), id="cordoned"),
         pytest.param(
@@ -100,10 +104,34 @@ def test_best_effort_v19(pod, best_effort):
 @pytest.mark.parametrize(
     "plugin, kind, pod, reason",
     [
-        pytest.param(CheckNodeMemoryPressure(), "MemoryPressure", make_pod().obj(), ERR_REASON_MEMORY_PRESSURE, id="memory, best effort"),
-        pytest.param(CheckNodeMemoryPressure(), "MemoryPressure", make_pod().req(memory="1Gi").obj(), None, id="memory, burstable passes"),
-        pytest.param(CheckNodeDiskPressure(), "DiskPressure", make_pod().req(cpu="1").obj(), ERR_REASON_DISK_PRESSURE, id="disk, any pod"),
-        pytest.param(CheckNodePIDPressure(), "PIDPressure", make_pod().req(cpu="1").obj(), ERR_REASON_PID_PRESSURE, id="pid, any pod"),
+        pytest.param(
+            CheckNodeMemoryPressure(),
+            "MemoryPressure",
+            make_pod().obj(),
+            ERR_REASON_MEMORY_PRESSURE,
+            id="memory, best effort",
+        ),
+        pytest.param(
+            CheckNodeMemoryPressure(),
+            "MemoryPressure",
+            make_pod().req(memory="1Gi").obj(),
+            None,
+            id="memory, burstable passes",
+        ),
+        pytest.param(
+            CheckNodeDiskPressure(),
+            "DiskPressure",
+            make_pod().req(cpu="1").obj(),
+            ERR_REASON_DISK_PRESSURE,
+            id="disk, any pod",
+        ),
+        pytest.param(
+            CheckNodePIDPressure(),
+            "PIDPressure",
+            make_pod().req(cpu="1").obj(),
+            ERR_REASON_PID_PRESSURE,
+            id="pid, any pod",
+        ),
     ],
 )
 def test_pressure(plugin, kind, pod, reason):
@@ -129,7 +157,9 @@ def test_pressure(plugin, kind, pod, reason):
         pytest.param([("k", "v", "NoSchedule")], [], True, id="NoSchedule is not checked"),
         pytest.param([("k", "v", "NoExecute")], [], False, id="NoExecute untolerated"),
         pytest.param([("k", "v", "NoExecute")], [("k", "v", "NoExecute", "Equal")], True, id="NoExecute tolerated"),
-        pytest.param([("k", "v", "NoExecute")], [("k", "", "NoSchedule", "Exists")], False, id="toleration for another effect"),
+        pytest.param(
+            [("k", "v", "NoExecute")], [("k", "", "NoSchedule", "Exists")], False, id="toleration for another effect"
+        ),
     ],
 )
 def test_no_execute_taints(taints, tolerations, fit):
@@ -143,7 +173,9 @@ def test_no_execute_taints(taints, tolerations, fit):
     if fit:
         assert status.is_success
     else:
-        assert status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE and status.reasons == (ERR_REASON_TAINTS_NOT_TOLERATED,)
+        assert status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE and status.reasons == (
+            ERR_REASON_TAINTS_NOT_TOLERATED,
+        )
 
 
 def test_check_node_condition_skips_on_a_healthy_cluster():
@@ -153,17 +185,27 @@ def test_check_node_condition_skips_on_a_healthy_cluster():
     assert CheckNodeCondition().pre_filter(CycleState(), make_pod().obj(), sick).is_success
 
 
-PLUGINS = (CheckNodeCondition, CheckNodeMemoryPressure, CheckNodeDiskPressure, CheckNodePIDPressure, PodToleratesNodeNoExecuteTaints)
+PLUGINS = (
+    CheckNodeCondition,
+    CheckNodeMemoryPressure,
+    CheckNodeDiskPressure,
+    CheckNodePIDPressure,
+    PodToleratesNodeNoExecuteTaints,
+)
 
 
 def test_names_and_args():
-    assert [c.NAME for c in PLUGINS] == [c().name for c in PLUGINS] == [
-        "CheckNodeCondition",
-        "CheckNodeMemoryPressure",
-        "CheckNodeDiskPressure",
-        "CheckNodePIDPressure",
-        "PodToleratesNodeNoExecuteTaints",
-    ]
+    assert (
+        [c.NAME for c in PLUGINS]
+        == [c().name for c in PLUGINS]
+        == [
+            "CheckNodeCondition",
+            "CheckNodeMemoryPressure",
+            "CheckNodeDiskPressure",
+            "CheckNodePIDPressure",
+            "PodToleratesNodeNoExecuteTaints",
+        ]
+    )
     assert CheckNodeCondition(name="mine").name == "mine"
     for cls in PLUGINS:
         with pytest.raises(PluginArgsError, match="x: unknown field: this plugin takes no arguments"):
@@ -184,7 +226,13 @@ def test_vector_agrees_with_per_node(seed):
         nodes.append(b.obj())
     snap = Snapshot.of([node_info(x) for x in nodes])
     pods = [make_pod().obj(), make_pod().req(cpu="1").obj(), make_pod().toleration("a", operator="Exists").obj()]
-    for plugin in (CheckNodeCondition(), CheckNodeMemoryPressure(), CheckNodeDiskPressure(), CheckNodePIDPressure(), PodToleratesNodeNoExecuteTaints()):
+    for plugin in (
+        CheckNodeCondition(),
+        CheckNodeMemoryPressure(),
+        CheckNodeDiskPressure(),
+        CheckNodePIDPressure(),
+        PodToleratesNodeNoExecuteTaints(),
+    ):
         for pod in pods:
             index = np.array(rng.sample(range(40), 30), dtype=np.intp)
             state = CycleState()

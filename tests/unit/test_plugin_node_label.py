@@ -32,7 +32,11 @@ NODE = make_node("n1").label(zone="a", retiring="2026-01-01").obj()
         pytest.param({"presentLabels": []}, True, id="v1.9 nothing listed"),
         pytest.param({"presentLabels": ["zone"], "absentLabels": ["gpu"]}, True, id="framework both satisfied"),
         pytest.param({"presentLabels": ["zone"], "absentLabels": ["retiring"]}, False, id="framework absent violated"),
-        pytest.param({"presentLabels": ["zone"], "presentLabelsPreference": ["gpu"]}, True, id="framework, score keys ignored by the filter"),
+        pytest.param(
+            {"presentLabels": ["zone"], "presentLabelsPreference": ["gpu"]},
+            True,
+            id="framework, score keys ignored by the filter",
+        ),
         pytest.param({}, True, id="no arguments"),
     ],
 )
@@ -58,8 +62,12 @@ def test_node_less_info_fails_the_filter():
         pytest.param({"absentLabelsPreference": ["gpu"]}, 100, id="v1.9 absent, unwanted"),
         pytest.param({"presentLabelsPreference": ["gpu"]}, 0, id="v1.9 absent, wanted"),
         # 2 of 3 satisfied: 200 // 3 = 66
-        pytest.param({"presentLabelsPreference": ["zone", "gpu"], "absentLabelsPreference": ["ssd"]}, 66, id="framework average"),
-        pytest.param({"presentLabelsPreference": ["zone"], "absentLabelsPreference": ["retiring"]}, 50, id="framework half"),
+        pytest.param(
+            {"presentLabelsPreference": ["zone", "gpu"], "absentLabelsPreference": ["ssd"]}, 66, id="framework average"
+        ),
+        pytest.param(
+            {"presentLabelsPreference": ["zone"], "absentLabelsPreference": ["retiring"]}, 50, id="framework half"
+        ),
         pytest.param({"presentLabels": ["zone"]}, 0, id="framework, no preferences"),
     ],
 )
@@ -67,18 +75,44 @@ def test_preference(args, score):
     assert NodeLabel.new(args).score(CycleState(), make_pod().obj(), node_info(NODE)) == score
 
 
-CONFLICT = "detecting at least one label (e.g., 'a') that exist in both the present['b', 'a'] and absent['a'] label list"
+CONFLICT = (
+    "detecting at least one label (e.g., 'a') that exist in both the present['b', 'a'] and absent['a'] label list"
+)
 
 
 @pytest.mark.parametrize(
     "args, field, message",
     [
-        pytest.param({"presentLabels": "zone"}, "presentLabels", "must be a list, not a string", id="labels not a list"),
-        pytest.param({"absentLabelsPreference": [None]}, "absentLabelsPreference[0]", "must be a string, not null", id="v1.9 label missing"),
-        pytest.param({"presentLabelsPreference": [3]}, "presentLabelsPreference[0]", "must be a string, not a number", id="label not a string"),
-        pytest.param({"presentLabels": ["b", "a"], "absentLabels": ["a"]}, "presentLabels", CONFLICT, id="present and absent"),
-        pytest.param({"presentLabelsPreference": ["b", "a"], "absentLabelsPreference": ["a"]}, "presentLabelsPreference", CONFLICT, id="score pair checked too"),
-        pytest.param({"labels": ["a"], "presence": True}, "labels", "unknown field", id="v1.9 shape is the registry's, not the plugin's"),
+        pytest.param(
+            {"presentLabels": "zone"}, "presentLabels", "must be a list, not a string", id="labels not a list"
+        ),
+        pytest.param(
+            {"absentLabelsPreference": [None]},
+            "absentLabelsPreference[0]",
+            "must be a string, not null",
+            id="v1.9 label missing",
+        ),
+        pytest.param(
+            {"presentLabelsPreference": [3]},
+            "presentLabelsPreference[0]",
+            "must be a string, not a number",
+            id="label not a string",
+        ),
+        pytest.param(
+            {"presentLabels": ["b", "a"], "absentLabels": ["a"]}, "presentLabels", CONFLICT, id="present and absent"
+        ),
+        pytest.param(
+            {"presentLabelsPreference": ["b", "a"], "absentLabelsPreference": ["a"]},
+            "presentLabelsPreference",
+            CONFLICT,
+            id="score pair checked too",
+        ),
+        pytest.param(
+            {"labels": ["a"], "presence": True},
+            "labels",
+            "unknown field",
+            id="v1.9 shape is the registry's, not the plugin's",
+        ),
         pytest.param({"bogus": 1}, "bogus", "unknown field", id="unknown field"),
     ],
 )
@@ -93,7 +127,11 @@ def test_bad_args(args, field, message):
     "pairs, field",
     [
         pytest.param({"present_labels": ("a",), "absent_labels": ("a",)}, "presentLabels", id="filter pair"),
-        pytest.param({"present_labels_preference": ("a",), "absent_labels_preference": ("a",)}, "presentLabelsPreference", id="score pair"),
+        pytest.param(
+            {"present_labels_preference": ("a",), "absent_labels_preference": ("a",)},
+            "presentLabelsPreference",
+            id="score pair",
+        ),
     ],
 )
 def test_typed_args_are_validated(pairs, field):
@@ -115,27 +153,40 @@ def test_names():
 
 
 def test_pre_steps_skip_when_nothing_can_differ():
-    snap = Snapshot.of([node_info(make_node("a").label(zone="1").obj()), node_info(make_node("b").label(zone="2").obj())])
+    snap = Snapshot.of(
+        [node_info(make_node("a").label(zone="1").obj()), node_info(make_node("b").label(zone="2").obj())]
+    )
     pod = make_pod().obj()
     assert NodeLabel().pre_filter(CycleState(), pod, snap).is_skip
     assert NodeLabel.new({"presentLabels": ["zone"]}).pre_filter(CycleState(), pod, snap).is_skip  # all pass
     assert NodeLabel.new({"presentLabels": ["gpu"]}).pre_filter(CycleState(), pod, snap).is_success
-    assert NodeLabel.new({"presentLabelsPreference": ["zone"]}).pre_score(CycleState(), pod, snap.node_infos, snap).is_skip  # 100 everywhere
+    assert (
+        NodeLabel.new({"presentLabelsPreference": ["zone"]}).pre_score(CycleState(), pod, snap.node_infos, snap).is_skip
+    )  # 100 everywhere
     assert NodeLabel.new({"presentLabels": ["zone"]}).pre_score(CycleState(), pod, snap.node_infos, snap).is_skip
     mixed = Snapshot.of([node_info(make_node("a").label(gpu="1").obj()), node_info(make_node("b").obj())])
-    assert NodeLabel.new({"presentLabelsPreference": ["gpu"]}).pre_score(CycleState(), pod, mixed.node_infos, mixed).is_success
+    assert (
+        NodeLabel.new({"presentLabelsPreference": ["gpu"]})
+        .pre_score(CycleState(), pod, mixed.node_infos, mixed)
+        .is_success
+    )
     # each pre-step reads only its own pair: a filter-only instance skips the score, and back
     assert NodeLabel.new({"presentLabels": ["gpu"]}).pre_score(CycleState(), pod, mixed.node_infos, mixed).is_skip
     assert NodeLabel.new({"presentLabelsPreference": ["gpu"]}).pre_filter(CycleState(), pod, mixed).is_skip
     both = NodeLabel.new({"presentLabels": ["gpu"], "presentLabelsPreference": ["gpu"]})
-    assert both.pre_filter(CycleState(), pod, mixed).is_success and both.pre_score(CycleState(), pod, mixed.node_infos, mixed).is_success
+    assert (
+        both.pre_filter(CycleState(), pod, mixed).is_success
+        and both.pre_score(CycleState(), pod, mixed.node_infos, mixed).is_success
+    )
 
 
 @pytest.mark.parametrize("seed", range(5))
 def test_vector_agrees_with_per_node(seed):
     rng = random.Random(seed)
     keys = ["a", "b", "c", "d"]
-    snap = Snapshot.of([node_info(make_node(f"n{i}").labels({k: "x" for k in keys if rng.random() < 0.5}).obj()) for i in range(30)])
+    snap = Snapshot.of(
+        [node_info(make_node(f"n{i}").labels({k: "x" for k in keys if rng.random() < 0.5}).obj()) for i in range(30)]
+    )
     pod = make_pod().obj()
     for _ in range(5):
         present = rng.sample(keys, rng.randint(0, 2))

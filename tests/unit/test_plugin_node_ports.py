@@ -32,13 +32,27 @@ def pod_with(*ports: Port, name: str = "p"):
         pytest.param([("UDP", "127.0.0.1", 8080)], [("UDP", "127.0.0.1", 8080)], False, id="same udp port"),
         pytest.param([("TCP", "127.0.0.1", 8080)], [("UDP", "127.0.0.1", 8080)], True, id="other protocol"),
         pytest.param([("TCP", "127.0.0.1", 8000)], [("TCP", "127.0.0.1", 8080)], True, id="other port"),
-        pytest.param([("TCP", "127.0.0.1", 8001), ("UDP", "127.0.0.1", 8080)], [("UDP", "127.0.0.1", 8080)], False, id="one of two conflicts"),
+        pytest.param(
+            [("TCP", "127.0.0.1", 8001), ("UDP", "127.0.0.1", 8080)],
+            [("UDP", "127.0.0.1", 8080)],
+            False,
+            id="one of two conflicts",
+        ),
         pytest.param([("TCP", "127.0.0.2", 8001)], [("TCP", "127.0.0.1", 8001)], True, id="second ip, same port"),
-        pytest.param([("TCP", "", 8001)], [("TCP", "127.0.0.1", 8001)], False, id="wanted wildcard blocks a specific ip"),
-        pytest.param([("TCP", "127.0.0.1", 8001)], [("TCP", "", 8001)], False, id="existing wildcard blocks a specific ip"),
+        pytest.param(
+            [("TCP", "", 8001)], [("TCP", "127.0.0.1", 8001)], False, id="wanted wildcard blocks a specific ip"
+        ),
+        pytest.param(
+            [("TCP", "127.0.0.1", 8001)], [("TCP", "", 8001)], False, id="existing wildcard blocks a specific ip"
+        ),
         pytest.param([("TCP", "0.0.0.0", 8001)], [("TCP", "0.0.0.0", 8001)], False, id="wildcard against wildcard"),
         pytest.param([("UDP", "", 8001)], [("TCP", "127.0.0.1", 8001)], True, id="wildcard, other protocol"),
-        pytest.param([("TCP", "", 8001)], [("UDP", "", 8001), ("TCP", "127.0.0.2", 9000)], True, id="wildcard, no same proto+port"),
+        pytest.param(
+            [("TCP", "", 8001)],
+            [("UDP", "", 8001), ("TCP", "127.0.0.2", 9000)],
+            True,
+            id="wildcard, no same proto+port",
+        ),
     ],
 )
 def test_filter(want, existing, fit):
@@ -106,7 +120,10 @@ def test_vector_agrees_with_filter(seed):
 
     infos = []
     for i in range(30):
-        olds = [pod_with(*[rand_port() for _ in range(rng.randint(0, 2))], name=f"o{i}{j}") for j in range(rng.randint(0, 2))]
+        olds = [
+            pod_with(*[rand_port() for _ in range(rng.randint(0, 2))], name=f"o{i}{j}")
+            for j in range(rng.randint(0, 2))
+        ]
         infos.append(node_info(make_node(f"n{i}").obj(), *olds))
     snap = Snapshot.of(infos)
     plugin = NodePorts()

@@ -20,7 +20,12 @@ def avoid(*controllers):
     return json.dumps(
         {
             "preferAvoidPods": [
-                {"podSignature": {"podController": {"apiVersion": "v1", "kind": kind, "name": "x", "uid": uid, "controller": True}}, "reason": "r"}
+                {
+                    "podSignature": {
+                        "podController": {"apiVersion": "v1", "kind": kind, "name": "x", "uid": uid, "controller": True}
+                    },
+                    "reason": "r",
+                }
                 for kind, uid in controllers
             ]
         }
@@ -43,7 +48,10 @@ RS_POD = make_pod().owner("ReplicaSet", "rs", "qwert12345").obj()
         pytest.param(RC_POD, json.dumps({"preferAvoidPods": "x"}), 100, id="wrong shape"),
         pytest.param(make_pod().obj(), avoid(("ReplicationController", "abcdef123456")), 100, id="no controller"),
         pytest.param(
-            make_pod().owner("StatefulSet", "ss", "abcdef123456").obj(), avoid(("StatefulSet", "abcdef123456")), 100, id="only RC and RS count"
+            make_pod().owner("StatefulSet", "ss", "abcdef123456").obj(),
+            avoid(("StatefulSet", "abcdef123456")),
+            100,
+            id="only RC and RS count",
         ),
         pytest.param(
             make_pod().owner("ReplicationController", "rc", "abcdef123456", controller=False).obj(),
@@ -86,7 +94,9 @@ def test_vector_over_many_nodes():
     plugin = NodePreferAvoidPods()
     index = np.array([11, 0, 3, 4, 5, 9], dtype=np.intp)
     for pod in (RC_POD, RS_POD):
-        assert plugin.score_nodes(CycleState(), pod, snap.table, index).tolist() == [plugin.score(CycleState(), pod, infos[k]) for k in index.tolist()]
+        assert plugin.score_nodes(CycleState(), pod, snap.table, index).tolist() == [
+            plugin.score(CycleState(), pod, infos[k]) for k in index.tolist()
+        ]
 
 
 def test_names_and_args():

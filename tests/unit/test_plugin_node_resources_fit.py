@@ -53,33 +53,124 @@ def run_filter(plugin: NodeResourcesFit, p: Pod, info: NodeInfo) -> Any:
 FILTER_CASES = [
     pytest.param(pod(), [pod(cpu="10m", memory="20")], {}, Code.SUCCESS, (), id="no resources requested always fits"),
     pytest.param(
-        pod(cpu="1m", memory="1"), [pod(cpu="10m", memory="20")], {}, Code.UNSCHEDULABLE,
-        (REASON_INSUFFICIENT_CPU, REASON_INSUFFICIENT_MEMORY), id="too many resources fails",
+        pod(cpu="1m", memory="1"),
+        [pod(cpu="10m", memory="20")],
+        {},
+        Code.UNSCHEDULABLE,
+        (REASON_INSUFFICIENT_CPU, REASON_INSUFFICIENT_MEMORY),
+        id="too many resources fails",
     ),
-    pytest.param(pod(cpu="1m", memory="1"), [pod(cpu="9m", memory="19")], {}, Code.SUCCESS, (), id="both resources fit"),
-    pytest.param(pod(cpu="2m", memory="1"), [pod(cpu="9m", memory="5")], {}, Code.UNSCHEDULABLE, (REASON_INSUFFICIENT_CPU,), id="one resource memory fits"),
-    pytest.param(pod(cpu="1m", memory="2"), [pod(cpu="5m", memory="19")], {}, Code.UNSCHEDULABLE, (REASON_INSUFFICIENT_MEMORY,), id="one resource cpu fits"),
+    pytest.param(
+        pod(cpu="1m", memory="1"), [pod(cpu="9m", memory="19")], {}, Code.SUCCESS, (), id="both resources fit"
+    ),
+    pytest.param(
+        pod(cpu="2m", memory="1"),
+        [pod(cpu="9m", memory="5")],
+        {},
+        Code.UNSCHEDULABLE,
+        (REASON_INSUFFICIENT_CPU,),
+        id="one resource memory fits",
+    ),
+    pytest.param(
+        pod(cpu="1m", memory="2"),
+        [pod(cpu="5m", memory="19")],
+        {},
+        Code.UNSCHEDULABLE,
+        (REASON_INSUFFICIENT_MEMORY,),
+        id="one resource cpu fits",
+    ),
     # 5 + 5 = 10 and 19 + 1 = 20: exactly full is fine
     pytest.param(pod(cpu="5m", memory="1"), [pod(cpu="5m", memory="19")], {}, Code.SUCCESS, (), id="equal edge case"),
     # the request alone exceeds allocatable: preemption cannot help
-    pytest.param(pod(cpu="11m", memory="1"), [], {}, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (REASON_INSUFFICIENT_CPU,), id="larger than the node is unresolvable"),
     pytest.param(
-        pod(cpu="1m", memory="1", ephemeral_storage="25"), [], {}, Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-        (REASON_INSUFFICIENT_EPHEMERAL_STORAGE,), id="storage ephemeral local storage request exceeds allocatable",
+        pod(cpu="11m", memory="1"),
+        [],
+        {},
+        Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+        (REASON_INSUFFICIENT_CPU,),
+        id="larger than the node is unresolvable",
     ),
-    pytest.param(pod(cpu="1m", memory="1", ephemeral_storage="10"), [pod(ephemeral_storage="10")], {}, Code.SUCCESS, (), id="ephemeral storage fits"),
-    pytest.param(pod(**{EXT_A: "1"}), [pod(**{EXT_A: "5"})], {}, Code.UNSCHEDULABLE, (f"Insufficient {EXT_A}",), id="extended resource allocatable enforced"),
-    pytest.param(pod(**{EXT_A: "10"}), [], {}, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (f"Insufficient {EXT_A}",), id="extended resource capacity enforced"),
+    pytest.param(
+        pod(cpu="1m", memory="1", ephemeral_storage="25"),
+        [],
+        {},
+        Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+        (REASON_INSUFFICIENT_EPHEMERAL_STORAGE,),
+        id="storage ephemeral local storage request exceeds allocatable",
+    ),
+    pytest.param(
+        pod(cpu="1m", memory="1", ephemeral_storage="10"),
+        [pod(ephemeral_storage="10")],
+        {},
+        Code.SUCCESS,
+        (),
+        id="ephemeral storage fits",
+    ),
+    pytest.param(
+        pod(**{EXT_A: "1"}),
+        [pod(**{EXT_A: "5"})],
+        {},
+        Code.UNSCHEDULABLE,
+        (f"Insufficient {EXT_A}",),
+        id="extended resource allocatable enforced",
+    ),
+    pytest.param(
+        pod(**{EXT_A: "10"}),
+        [],
+        {},
+        Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+        (f"Insufficient {EXT_A}",),
+        id="extended resource capacity enforced",
+    ),
     pytest.param(pod(**{EXT_A: "4"}), [pod(**{EXT_A: "1"})], {}, Code.SUCCESS, (), id="extended resource fits"),
-    pytest.param(pod(**{EXT_B: "1"}), [], {}, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (f"Insufficient {EXT_B}",), id="extended resource the node lacks"),
-    pytest.param(pod(**{EXT_B: "1"}), [], {"ignoredResources": [EXT_B]}, Code.SUCCESS, (), id="skip checking ignored extended resource"),
-    pytest.param(pod(**{EXT_B: "1"}), [], {"ignoredResourceGroups": ["example.com"]}, Code.SUCCESS, (), id="skip checking ignored extended resource via resource groups"),
     pytest.param(
-        pod(**{KUBE_EXT: "1"}), [], {"ignoredResources": [KUBE_EXT]}, Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-        (f"Insufficient {KUBE_EXT}",), id="kubernetes.io resources cannot be ignored",
+        pod(**{EXT_B: "1"}),
+        [],
+        {},
+        Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+        (f"Insufficient {EXT_B}",),
+        id="extended resource the node lacks",
     ),
-    pytest.param(pod(cpu="1m", memory="1", **{EXT_B: "0"}), [], {}, Code.SUCCESS, (), id="skip checking resource request with quantity zero"),
-    pytest.param(pod(**{HUGE_A: "10"}), [], {}, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (f"Insufficient {HUGE_A}",), id="hugepages capacity enforced"),
+    pytest.param(
+        pod(**{EXT_B: "1"}),
+        [],
+        {"ignoredResources": [EXT_B]},
+        Code.SUCCESS,
+        (),
+        id="skip checking ignored extended resource",
+    ),
+    pytest.param(
+        pod(**{EXT_B: "1"}),
+        [],
+        {"ignoredResourceGroups": ["example.com"]},
+        Code.SUCCESS,
+        (),
+        id="skip checking ignored extended resource via resource groups",
+    ),
+    pytest.param(
+        pod(**{KUBE_EXT: "1"}),
+        [],
+        {"ignoredResources": [KUBE_EXT]},
+        Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+        (f"Insufficient {KUBE_EXT}",),
+        id="kubernetes.io resources cannot be ignored",
+    ),
+    pytest.param(
+        pod(cpu="1m", memory="1", **{EXT_B: "0"}),
+        [],
+        {},
+        Code.SUCCESS,
+        (),
+        id="skip checking resource request with quantity zero",
+    ),
+    pytest.param(
+        pod(**{HUGE_A: "10"}),
+        [],
+        {},
+        Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+        (f"Insufficient {HUGE_A}",),
+        id="hugepages capacity enforced",
+    ),
     pytest.param(pod(**{HUGE_A: "3"}), [pod(**{HUGE_A: "2"})], {}, Code.SUCCESS, (), id="hugepages fits"),
     # a zero-cpu pod passes cpu even on an overcommitted node (upstream checks cpu only when requested)
     pytest.param(pod(memory="1"), [pod(cpu="20m")], {}, Code.SUCCESS, (), id="unrequested resource not checked"),
@@ -99,8 +190,15 @@ def test_filter(p: Pod, existing: list[Pod], args: dict[str, Any], code: Code, r
     [
         # 1 existing pod, node allows 1: no room, whatever the request
         pytest.param(pod(), [pod()], (REASON_TOO_MANY_PODS,), id="even without requests"),
-        pytest.param(pod(cpu="1m", memory="1"), [pod(cpu="10m", memory="20")], (REASON_TOO_MANY_PODS, REASON_INSUFFICIENT_CPU, REASON_INSUFFICIENT_MEMORY), id="pod count first, then resources"),
-        pytest.param(pod(cpu="1m", memory="1"), [pod(cpu="5m", memory="5")], (REASON_TOO_MANY_PODS,), id="only the count"),
+        pytest.param(
+            pod(cpu="1m", memory="1"),
+            [pod(cpu="10m", memory="20")],
+            (REASON_TOO_MANY_PODS, REASON_INSUFFICIENT_CPU, REASON_INSUFFICIENT_MEMORY),
+            id="pod count first, then resources",
+        ),
+        pytest.param(
+            pod(cpu="1m", memory="1"), [pod(cpu="5m", memory="5")], (REASON_TOO_MANY_PODS,), id="only the count"
+        ),
     ],
 )
 def test_filter_pod_count(p: Pod, existing: list[Pod], reasons: tuple[str, ...]) -> None:
@@ -172,25 +270,49 @@ def n(name: str, cpu: str, memory: str, **extra: str) -> Node:
 
 LEAST_CASES = [
     # no containers: no non-zero defaults; both nodes fully free -> 100
-    pytest.param(pod(), [n("n1", "4", "10000"), n("n2", "4", "10000")], [[], []], [100, 100], id="nothing scheduled, nothing requested"),
+    pytest.param(
+        pod(),
+        [n("n1", "4", "10000"), n("n2", "4", "10000")],
+        [[], []],
+        [100, 100],
+        id="nothing scheduled, nothing requested",
+    ),
     # n1: cpu (4000-3000)*100/4000 = 25, mem (10000-5000)*100/10000 = 50 -> 37
     # n2: cpu (6000-3000)*100/6000 = 50, mem 50 -> 50
-    pytest.param(pod(cpu="3", memory="5000"), [n("n1", "4", "10000"), n("n2", "6", "10000")], [[], []], [37, 50], id="differently sized nodes"),
+    pytest.param(
+        pod(cpu="3", memory="5000"),
+        [n("n1", "4", "10000"), n("n2", "6", "10000")],
+        [[], []],
+        [37, 50],
+        id="differently sized nodes",
+    ),
     # n1: cpu (10-6)/10 = 40, mem 100 -> 70;  n2: cpu 40, mem (20000-5000)/20000 = 75 -> 57
     pytest.param(
         pod(),
         [n("n1", "10", "20000"), n("n2", "10", "20000")],
         [[pod(cpu="3", memory="0"), pod(cpu="3", memory="0")], [pod(cpu="3", memory="0"), pod(cpu="3", memory="5000")]],
-        [70, 57], id="no resources requested, pods scheduled with resources",
+        [70, 57],
+        id="no resources requested, pods scheduled with resources",
     ),
     # n1: cpu (4000-6000) < 0 -> 0, mem 100 -> 50;  n2: cpu 0, mem 50 -> 25
     pytest.param(
-        pod(cpu="3", memory="0"), [n("n1", "4", "10000"), n("n2", "4", "10000")],
-        [[pod(cpu="3", memory="0")], [pod(cpu="3", memory="5000")]], [50, 25], id="requested resources exceed node capacity",
+        pod(cpu="3", memory="0"),
+        [n("n1", "4", "10000"), n("n2", "4", "10000")],
+        [[pod(cpu="3", memory="0")], [pod(cpu="3", memory="5000")]],
+        [50, 25],
+        id="requested resources exceed node capacity",
     ),
-    pytest.param(pod(), [n("n1", "0", "0"), n("n2", "0", "0")], [[pod(cpu="3", memory="0")], []], [0, 0], id="zero node resources"),
+    pytest.param(
+        pod(),
+        [n("n1", "0", "0"), n("n2", "0", "0")],
+        [[pod(cpu="3", memory="0")], []],
+        [0, 0],
+        id="zero node resources",
+    ),
     # a container without requests counts 100m / 200Mi: cpu (1000-100)*100/1000 = 90, mem (1Gi-200Mi)*100/1Gi = 80 -> 85
-    pytest.param(make_pod("p").container().obj(), [n("n1", "1", "1Gi")], [[]], [85], id="non-zero defaults for absent requests"),
+    pytest.param(
+        make_pod("p").container().obj(), [n("n1", "1", "1Gi")], [[]], [85], id="non-zero defaults for absent requests"
+    ),
 ]
 
 
@@ -200,7 +322,9 @@ def test_score_least_allocated(p: Pod, nodes: list[Node], existing: list[list[Po
     assert scores(NodeResourcesFit(), p, infos) == want
 
 
-def _strategy(kind: str, resources: list[dict[str, Any]] | None = None, shape: list[dict[str, int]] | None = None) -> dict[str, Any]:
+def _strategy(
+    kind: str, resources: list[dict[str, Any]] | None = None, shape: list[dict[str, int]] | None = None
+) -> dict[str, Any]:
     s: dict[str, Any] = {"type": kind}
     if resources is not None:
         s["resources"] = resources
@@ -211,10 +335,17 @@ def _strategy(kind: str, resources: list[dict[str, Any]] | None = None, shape: l
 
 def test_score_least_allocated_weights_and_extended() -> None:
     # cpu 25 * 1 + mem 50 * 2 = 125 / 3 = 41;  n2: 50 + 100 = 150 / 3 = 50
-    plugin = NodeResourcesFit.new(_strategy("LeastAllocated", [{"name": "memory", "weight": 2}, {"name": "cpu", "weight": 1}]))
+    plugin = NodeResourcesFit.new(
+        _strategy("LeastAllocated", [{"name": "memory", "weight": 2}, {"name": "cpu", "weight": 1}])
+    )
     infos = [node_info(n("n1", "4", "10000")), node_info(n("n2", "6", "10000"))]
     assert scores(plugin, pod(cpu="3", memory="5000"), infos) == [41, 50]
-    ext = NodeResourcesFit.new(_strategy("LeastAllocated", [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}, {"name": EXT_A, "weight": 1}]))
+    ext = NodeResourcesFit.new(
+        _strategy(
+            "LeastAllocated",
+            [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}, {"name": EXT_A, "weight": 1}],
+        )
+    )
     infos = [node_info(n("n1", "6", "10000", **{EXT_A: "4"})), node_info(n("n2", "6", "10000", **{EXT_A: "10"}))]
     # pod without the extended resource: it is bypassed -> (50 + 50) / 2 = 50 on both
     assert scores(ext, pod(cpu="3", memory="5000"), infos) == [50, 50]
@@ -224,11 +355,20 @@ def test_score_least_allocated_weights_and_extended() -> None:
 
 MOST_CASES = [
     # n1: cpu 3000/4000 = 75, mem 5000/10000 = 50 -> 62;  n2: cpu 50, mem 50 -> 50
-    pytest.param(pod(cpu="3", memory="5000"), [n("n1", "4", "10000"), n("n2", "6", "10000")], [[], []], [62, 50], id="differently sized nodes"),
+    pytest.param(
+        pod(cpu="3", memory="5000"),
+        [n("n1", "4", "10000"), n("n2", "6", "10000")],
+        [[], []],
+        [62, 50],
+        id="differently sized nodes",
+    ),
     # cpu 6000 > 4000 clamps to 100, mem 0 -> 50;  n2: cpu 100, mem 50 -> 75
     pytest.param(
-        pod(cpu="3", memory="0"), [n("n1", "4", "10000"), n("n2", "4", "10000")],
-        [[pod(cpu="3", memory="0")], [pod(cpu="3", memory="5000")]], [50, 75], id="requested over capacity clamps",
+        pod(cpu="3", memory="0"),
+        [n("n1", "4", "10000"), n("n2", "4", "10000")],
+        [[pod(cpu="3", memory="0")], [pod(cpu="3", memory="5000")]],
+        [50, 75],
+        id="requested over capacity clamps",
     ),
     pytest.param(pod(), [n("n1", "4", "10000")], [[]], [0], id="nothing requested"),
 ]
@@ -242,12 +382,16 @@ def test_score_most_allocated(p: Pod, nodes: list[Node], existing: list[list[Pod
 
 def test_score_requested_to_capacity_ratio() -> None:
     # shape 0 -> 0, 100 -> 10 (x10: 100): utilization cpu 75, mem 50 -> round(62.5) = 63
-    plugin = NodeResourcesFit.new(_strategy("RequestedToCapacityRatio", shape=[{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]))
+    plugin = NodeResourcesFit.new(
+        _strategy("RequestedToCapacityRatio", shape=[{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}])
+    )
     infos = [node_info(n("n1", "4", "10000")), node_info(n("n2", "6", "10000"))]
     # n2: cpu 50, mem 50 -> 50
     assert scores(plugin, pod(cpu="3", memory="5000"), infos) == [63, 50]
     # least-like shape: n1 cpu 25 mem 50 -> round(37.5) = 38; n2 50 50 -> 50
-    least = NodeResourcesFit.new(_strategy("RequestedToCapacityRatio", shape=[{"utilization": 0, "score": 10}, {"utilization": 100, "score": 0}]))
+    least = NodeResourcesFit.new(
+        _strategy("RequestedToCapacityRatio", shape=[{"utilization": 0, "score": 10}, {"utilization": 100, "score": 0}])
+    )
     assert scores(least, pod(cpu="3", memory="5000"), infos) == [38, 50]
 
 
@@ -255,18 +399,40 @@ def test_score_requested_to_capacity_ratio() -> None:
     "args, field",
     [
         pytest.param({"scoringStrategy": {"type": "Nope"}}, "scoringStrategy.type", id="unknown type"),
-        pytest.param(_strategy("LeastAllocated", [{"name": "cpu", "weight": -1}]), "scoringStrategy.resources[0].weight", id="negative weight"),
-        pytest.param(_strategy("LeastAllocated", [{"name": "memory", "weight": 1}, {"name": "cpu", "weight": 0}]), "scoringStrategy.resources[1].weight", id="zero weight"),
-        pytest.param(_strategy("MostAllocated", [{"name": "cpu", "weight": 101}]), "scoringStrategy.resources[0].weight", id="weight over 100"),
-        pytest.param(_strategy("RequestedToCapacityRatio"), "scoringStrategy.requestedToCapacityRatio", id="rtcr without shape"),
-        pytest.param(_strategy("RequestedToCapacityRatio", shape=[]), "scoringStrategy.requestedToCapacityRatio.shape", id="empty shape"),
         pytest.param(
-            _strategy("RequestedToCapacityRatio", shape=[{"utilization": 60, "score": 1}, {"utilization": 50, "score": 2}]),
-            "scoringStrategy.requestedToCapacityRatio.shape[1].utilization", id="shape not increasing",
+            _strategy("LeastAllocated", [{"name": "cpu", "weight": -1}]),
+            "scoringStrategy.resources[0].weight",
+            id="negative weight",
+        ),
+        pytest.param(
+            _strategy("LeastAllocated", [{"name": "memory", "weight": 1}, {"name": "cpu", "weight": 0}]),
+            "scoringStrategy.resources[1].weight",
+            id="zero weight",
+        ),
+        pytest.param(
+            _strategy("MostAllocated", [{"name": "cpu", "weight": 101}]),
+            "scoringStrategy.resources[0].weight",
+            id="weight over 100",
+        ),
+        pytest.param(
+            _strategy("RequestedToCapacityRatio"), "scoringStrategy.requestedToCapacityRatio", id="rtcr without shape"
+        ),
+        pytest.param(
+            _strategy("RequestedToCapacityRatio", shape=[]),
+            "scoringStrategy.requestedToCapacityRatio.shape",
+            id="empty shape",
+        ),
+        pytest.param(
+            _strategy(
+                "RequestedToCapacityRatio", shape=[{"utilization": 60, "score": 1}, {"utilization": 50, "score": 2}]
+            ),
+            "scoringStrategy.requestedToCapacityRatio.shape[1].utilization",
+            id="shape not increasing",
         ),
         pytest.param(
             _strategy("RequestedToCapacityRatio", shape=[{"utilization": 60, "score": 11}]),
-            "scoringStrategy.requestedToCapacityRatio.shape[0].score", id="shape score over 10",
+            "scoringStrategy.requestedToCapacityRatio.shape[0].score",
+            id="shape score over 10",
         ),
         pytest.param({"ignoredResourceGroups": ["example.com/x"]}, "ignoredResourceGroups[0]", id="group with slash"),
         pytest.param({"surprise": 1}, "surprise", id="unknown field"),
@@ -325,11 +491,21 @@ _STRATEGIES = [
     _strategy("LeastAllocated", [{"name": "memory", "weight": 7}, {"name": "cpu", "weight": 2}]),
     {"ignoredResources": [EXT_A]},
     {"ignoredResourceGroups": ["example.com"]},
-    _strategy("MostAllocated", [{"name": "cpu", "weight": 3}, {"name": "memory", "weight": 1}, {"name": EXT_A, "weight": 2}]),
-    _strategy("LeastAllocated", [{"name": "ephemeral-storage", "weight": 1}, {"name": HUGE_A, "weight": 5}, {"name": "cpu", "weight": 1}]),
+    _strategy(
+        "MostAllocated", [{"name": "cpu", "weight": 3}, {"name": "memory", "weight": 1}, {"name": EXT_A, "weight": 2}]
+    ),
+    _strategy(
+        "LeastAllocated",
+        [{"name": "ephemeral-storage", "weight": 1}, {"name": HUGE_A, "weight": 5}, {"name": "cpu", "weight": 1}],
+    ),
     _strategy(
         "RequestedToCapacityRatio",
-        [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 2}, {"name": EXT_A, "weight": 1}, {"name": "pods", "weight": 1}],
+        [
+            {"name": "cpu", "weight": 1},
+            {"name": "memory", "weight": 2},
+            {"name": EXT_A, "weight": 1},
+            {"name": "pods", "weight": 1},
+        ],
         [{"utilization": 0, "score": 10}, {"utilization": 30, "score": 2}, {"utilization": 80, "score": 9}],
     ),
 ]

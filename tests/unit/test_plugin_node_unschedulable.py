@@ -26,12 +26,20 @@ UNSCHED_KEY = "node.kubernetes.io/unschedulable"
     "pod, unschedulable, code, reasons",
     [
         pytest.param(make_pod().obj(), False, Code.SUCCESS, (), id="schedulable node"),
-        pytest.param(make_pod().obj(), True, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_REASON_UNSCHEDULABLE,), id="cordoned node"),
         pytest.param(
-            make_pod().toleration(UNSCHED_KEY, effect="NoSchedule", operator="Exists").obj(), True, Code.SUCCESS, (), id="tolerates the taint"
+            make_pod().obj(), True, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_REASON_UNSCHEDULABLE,), id="cordoned node"
+        ),
+        pytest.param(
+            make_pod().toleration(UNSCHED_KEY, effect="NoSchedule", operator="Exists").obj(),
+            True,
+            Code.SUCCESS,
+            (),
+            id="tolerates the taint",
         ),
         pytest.param(make_pod().toleration(operator="Exists").obj(), True, Code.SUCCESS, (), id="tolerates everything"),
-        pytest.param(make_pod().toleration(UNSCHED_KEY).obj(), True, Code.SUCCESS, (), id="Equal with empty value, any effect"),
+        pytest.param(
+            make_pod().toleration(UNSCHED_KEY).obj(), True, Code.SUCCESS, (), id="Equal with empty value, any effect"
+        ),
         pytest.param(
             make_pod().toleration(UNSCHED_KEY, effect="NoExecute", operator="Exists").obj(),
             True,

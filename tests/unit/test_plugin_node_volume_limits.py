@@ -31,7 +31,9 @@ OTHER = "pd.csi.storage.gke.io"
 
 
 def csi_pv(name: str, handle: str, driver: str = DRIVER):
-    return parse_persistent_volume({"metadata": {"name": name}, "spec": {"csi": {"driver": driver, "volumeHandle": handle}}})
+    return parse_persistent_volume(
+        {"metadata": {"name": name}, "spec": {"csi": {"driver": driver, "volumeHandle": handle}}}
+    )
 
 
 def intree_pv(name: str, kind: str, ident: str):
@@ -68,7 +70,11 @@ def cluster(limits: dict[str, int] | None = None) -> ClusterObjects:
         claim("lost-pv", "ghost-pv", sc="csi-late"),
         claim("p-eph"),  # the claim of pod "p"'s ephemeral volume "eph"
     ]
-    classes = [parse_storage_class({"metadata": {"name": "csi-late"}, "provisioner": DRIVER, "volumeBindingMode": "WaitForFirstConsumer"})]
+    classes = [
+        parse_storage_class(
+            {"metadata": {"name": "csi-late"}, "provisioner": DRIVER, "volumeBindingMode": "WaitForFirstConsumer"}
+        )
+    ]
     return ClusterObjects(
         persistent_volumes={p.name: p for p in pvs},
         persistent_volume_claims={c.key: c for c in claims},
@@ -160,13 +166,19 @@ def test_csi_missing_claim_of_new_pod_is_unresolvable_on_every_node():
     [
         pytest.param(make_pod("p").obj(), id="no volumes"),
         pytest.param(make_pod("p").volume({"name": "e", "emptyDir": {}}).obj(), id="no claims"),
-        pytest.param(make_pod("p").volume({"name": "c", "csi": {"driver": DRIVER}}).obj(), id="inline csi is not attachable"),
+        pytest.param(
+            make_pod("p").volume({"name": "c", "csi": {"driver": DRIVER}}).obj(), id="inline csi is not attachable"
+        ),
         pytest.param(pod_claims("c-ebs1"), id="claim on an in-tree PV"),
         pytest.param(pod_claims("unbound-noclass", "unbound-ghostclass"), id="unbound claims without a usable class"),
     ],
 )
 def test_csi_pre_filter_skips(pod):
-    assert NodeVolumeLimits().pre_filter(CycleState(), pod, Snapshot.of([node_info(make_node("n1").obj())], cluster())).is_skip
+    assert (
+        NodeVolumeLimits()
+        .pre_filter(CycleState(), pod, Snapshot.of([node_info(make_node("n1").obj())], cluster()))
+        .is_skip
+    )
 
 
 def test_csi_vector_agrees_with_filter():
@@ -219,12 +231,16 @@ def pod_vols(*volumes: dict[str, Any], name: str = "p"):
         pytest.param([ebs("a")], [[ebs("a"), ebs("b")]], 2, True, id="new volume already on the node"),
         pytest.param([ebs("c")], [[ebs("a")], [ebs("a")]], 2, True, id="same id on two pods counts once: 1 + 1"),
         pytest.param([pvc_vol("c-ebs2")], [[ebs("vol-1"), ebs("x")]], 2, False, id="bound PV of the type counts"),
-        pytest.param([pvc_vol("c-ebs1")], [[ebs("vol-1"), ebs("x")]], 2, True, id="bound PV with an id already on the node"),
+        pytest.param(
+            [pvc_vol("c-ebs1")], [[ebs("vol-1"), ebs("x")]], 2, True, id="bound PV with an id already on the node"
+        ),
         pytest.param([ebs("c")], [[pvc_vol("c-gce"), ebs("a")]], 2, True, id="PV of another type does not count"),
         pytest.param([ebs("c")], [[pvc_vol("nope"), ebs("a")]], 2, False, id="missing claim counts as one"),
         pytest.param([ebs("c")], [[pvc_vol("unbound"), ebs("a")]], 2, False, id="unbound claim counts as one"),
         pytest.param([ebs("c")], [[pvc_vol("lost-pv"), ebs("a")]], 2, False, id="claim of a missing PV counts as one"),
-        pytest.param([pvc_vol("nope")], [[pvc_vol("nope"), ebs("a")]], 2, True, id="the same missing claim counts once"),
+        pytest.param(
+            [pvc_vol("nope")], [[pvc_vol("nope"), ebs("a")]], 2, True, id="the same missing claim counts once"
+        ),
         pytest.param([pvc_vol("c0")], [[ebs("a"), ebs("b"), ebs("c")]], 2, True, id="a CSI PV is nothing new"),
         pytest.param([ebs("c")], [[ebs("a"), ebs("b")]], 3, True, id="maxVolumes 3: 2 + 1 <= 3"),
     ],
@@ -260,21 +276,32 @@ def test_default_limits(cls, kind, key, default):
     assert plugin.args.max_volumes == default
     info = node_info(make_node("n1").obj(), pod_vols(*(vol(i) for i in range(default - 1)), name="old"))
     assert run(plugin, pod_vols(vol(1000)), info, objs).is_success  # (default - 1) + 1 == default
-    assert run(plugin, pod_vols(vol(1000), vol(1001)), info, objs).reasons == (ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED,)  # + 2 > default
+    assert run(plugin, pod_vols(vol(1000), vol(1001)), info, objs).reasons == (
+        ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED,
+    )  # + 2 > default
     # other types never count
     other = {"name": "o", "emptyDir": {}}
     assert cls().pre_filter(CycleState(), pod_vols(other), Snapshot.of([info], objs)).is_skip
 
 
 def test_legacy_claim_without_name_is_an_error():
-    status = run(GCEPDLimits(), pod_vols({"name": "v", "persistentVolumeClaim": {"claimName": ""}}), node_info(make_node("n1").obj()), cluster())
+    status = run(
+        GCEPDLimits(),
+        pod_vols({"name": "v", "persistentVolumeClaim": {"claimName": ""}}),
+        node_info(make_node("n1").obj()),
+        cluster(),
+    )
     assert status.code is Code.ERROR
     assert status.reasons == ("PersistentVolumeClaim had no name",)
 
 
 def test_legacy_skips_when_no_volume_counts():
     snap = Snapshot.of([node_info(make_node("n1").obj())], cluster())
-    assert EBSLimits().pre_filter(CycleState(), pod_vols({"name": "g", "gcePersistentDisk": {"pdName": "x"}}), snap).is_skip
+    assert (
+        EBSLimits()
+        .pre_filter(CycleState(), pod_vols({"name": "g", "gcePersistentDisk": {"pdName": "x"}}), snap)
+        .is_skip
+    )
     assert EBSLimits().pre_filter(CycleState(), pod_vols(pvc_vol("c-gce")), snap).is_skip
     assert not EBSLimits().pre_filter(CycleState(), pod_vols(pvc_vol("unbound")), snap).is_skip
 
@@ -282,12 +309,24 @@ def test_legacy_skips_when_no_volume_counts():
 def test_legacy_vector_agrees_with_filter():
     rng = random.Random(5)
     objs = cluster()
-    choices = [ebs("a"), ebs("b"), ebs("c"), ebs("d"), pvc_vol("c-ebs1"), pvc_vol("c-ebs2"), pvc_vol("nope"), pvc_vol("c-gce")]
+    choices = [
+        ebs("a"),
+        ebs("b"),
+        ebs("c"),
+        ebs("d"),
+        pvc_vol("c-ebs1"),
+        pvc_vol("c-ebs2"),
+        pvc_vol("nope"),
+        pvc_vol("c-gce"),
+    ]
 
     def some() -> list[dict[str, Any]]:
         return rng.sample(choices, rng.randrange(4))
 
-    infos = [node_info(make_node(f"n{n}").obj(), *(pod_vols(*some(), name=f"e{n}-{j}") for j in range(rng.randrange(3)))) for n in range(30)]
+    infos = [
+        node_info(make_node(f"n{n}").obj(), *(pod_vols(*some(), name=f"e{n}-{j}") for j in range(rng.randrange(3))))
+        for n in range(30)
+    ]
     snap = Snapshot.of(infos, objs)
     plugin = EBSLimits(EBSLimitsArgs(max_volumes=3))
     for t in range(25):
@@ -302,7 +341,11 @@ def test_legacy_vector_agrees_with_filter():
 
 def test_names_and_args():
     assert NodeVolumeLimits().name == NodeVolumeLimits.NAME == "NodeVolumeLimits"
-    assert (EBSLimits().name, GCEPDLimits().name, AzureDiskLimits().name) == ("EBSLimits", "GCEPDLimits", "AzureDiskLimits")
+    assert (EBSLimits().name, GCEPDLimits().name, AzureDiskLimits().name) == (
+        "EBSLimits",
+        "GCEPDLimits",
+        "AzureDiskLimits",
+    )
     assert (EBSLimits.NAME, GCEPDLimits.NAME, AzureDiskLimits.NAME) == ("EBSLimits", "GCEPDLimits", "AzureDiskLimits")
     assert EBSLimits(name="MaxEBSVolumeCount").name == "MaxEBSVolumeCount"
     assert AzureDiskLimits.new({"maxVolumes": 5}).args == AzureDiskLimitsArgs(max_volumes=5)

@@ -118,13 +118,22 @@ SPREAD_2_1_0_3 = [*many("node-a", 2, "foo"), on("node-b", "foo"), *many("node-y"
     [
         pytest.param(_foo_pod((1, "zone", FOO)), FOUR, [], "S S S S", id="TestSingleConstraint: no existing pods"),
         pytest.param(
-            _foo_pod((1, "zone", BAR)), FOUR, [], "S S S S", id="TestSingleConstraint: no existing pods, the incoming pod does not match itself"
+            _foo_pod((1, "zone", BAR)),
+            FOUR,
+            [],
+            "S S S S",
+            id="TestSingleConstraint: no existing pods, the incoming pod does not match itself",
         ),
         pytest.param(
             _foo_pod((1, "zone", FOO)),
             FOUR,
             # zone1 counts 0 (ns1 and ns2 pods are ignored), zone2 counts 2: 2 + 1 - 0 > 1 on zone2
-            [on("node-a", "foo", namespace="ns1"), on("node-a", "foo", namespace="ns2"), on("node-x", "foo"), on("node-y", "foo")],
+            [
+                on("node-a", "foo", namespace="ns1"),
+                on("node-a", "foo", namespace="ns2"),
+                on("node-x", "foo"),
+                on("node-y", "foo"),
+            ],
             "S S U U",
             id="TestSingleConstraint: existing pods in another namespace do not count",
         ),
@@ -145,7 +154,12 @@ SPREAD_2_1_0_3 = [*many("node-a", 2, "foo"), on("node-b", "foo"), *many("node-y"
         ),
         pytest.param(
             _foo_pod((1, "zone", FOO)),
-            [zoned("node-a", "zone1"), node("node-b", {"zon": "zone1", "node": "node-b"}), zoned("node-x", "zone2"), zoned("node-y", "zone2")],
+            [
+                zoned("node-a", "zone1"),
+                node("node-b", {"zon": "zone1", "node": "node-b"}),
+                zoned("node-x", "zone2"),
+                zoned("node-y", "zone2"),
+            ],
             # node-b has no zone: its pod is not counted; zone1: 1, zone2: 2 -> zone2: 2 + 1 - 1 > 1
             [on("node-a", "foo"), on("node-b", "foo"), on("node-x", "foo"), on("node-y", "foo")],
             "S UU U U",
@@ -160,10 +174,18 @@ SPREAD_2_1_0_3 = [*many("node-a", 2, "foo"), on("node-b", "foo"), *many("node-y"
         ),
         pytest.param(
             # min 0 (node-x): a 2+1, b 1+1, x 0+1, y 3+1 against maxSkew 1
-            _foo_pod((1, "node", FOO)), FOUR, SPREAD_2_1_0_3, "U U S U", id="TestSingleConstraint: spread 2/1/0/3 over nodes, only node-x fits"
+            _foo_pod((1, "node", FOO)),
+            FOUR,
+            SPREAD_2_1_0_3,
+            "U U S U",
+            id="TestSingleConstraint: spread 2/1/0/3 over nodes, only node-x fits",
         ),
         pytest.param(
-            _foo_pod((2, "node", FOO)), FOUR, SPREAD_2_1_0_3, "U S S U", id="TestSingleConstraint: spread 2/1/0/3, maxSkew 2, node-b and node-x fit"
+            _foo_pod((2, "node", FOO)),
+            FOUR,
+            SPREAD_2_1_0_3,
+            "U S S U",
+            id="TestSingleConstraint: spread 2/1/0/3, maxSkew 2, node-b and node-x fit",
         ),
         pytest.param(
             # the pod does not count itself: a 2, b 1, x 0, y 3 against maxSkew 1
@@ -176,7 +198,11 @@ SPREAD_2_1_0_3 = [*many("node-a", 2, "foo"), on("node-b", "foo"), *many("node-y"
         pytest.param(
             # only node-a (2) and node-y (3) are eligible: min 2; node-b/x read 1 and 0 (the filter
             # does not check affinity itself)
-            make_pod("p").label(foo="").node_affinity_in("node", "node-a", "node-y").spread(1, "node", "DoNotSchedule", FOO).obj(),
+            make_pod("p")
+            .label(foo="")
+            .node_affinity_in("node", "node-a", "node-y")
+            .spread(1, "node", "DoNotSchedule", FOO)
+            .obj(),
             FOUR,
             SPREAD_2_1_0_3,
             "S S S U",
@@ -234,28 +260,40 @@ SPREAD_2_1_0_3 = [*many("node-a", 2, "foo"), on("node-b", "foo"), *many("node-y"
         pytest.param(
             # node-y fails the nodeSelector: 1/1/0/~1~, min 0
             make_pod("p").label(foo="").node_selector(foo="").spread(1, "node", "DoNotSchedule", FOO).obj(),
-            [node(n, {"node": n, "foo": ""}) for n in ("node-a", "node-b", "node-x")] + [node("node-y", {"node": "node-y"})],
+            [node(n, {"node": n, "foo": ""}) for n in ("node-a", "node-b", "node-x")]
+            + [node("node-y", {"node": "node-y"})],
             [on("node-a", "foo"), on("node-b", "foo"), on("node-y", "foo")],
             "U U S S",
             id="TestSingleConstraint: NodeAffinityPolicy honored with a nodeSelector",
         ),
         pytest.param(
-            make_pod("p").label(foo="").node_selector(foo="").spread(1, "node", "DoNotSchedule", FOO, node_affinity_policy="Ignore").obj(),
-            [node(n, {"node": n, "foo": ""}) for n in ("node-a", "node-b", "node-x")] + [node("node-y", {"node": "node-y"})],
+            make_pod("p")
+            .label(foo="")
+            .node_selector(foo="")
+            .spread(1, "node", "DoNotSchedule", FOO, node_affinity_policy="Ignore")
+            .obj(),
+            [node(n, {"node": n, "foo": ""}) for n in ("node-a", "node-b", "node-x")]
+            + [node("node-y", {"node": "node-y"})],
             [on("node-a", "foo"), on("node-b", "foo"), on("node-y", "foo")],
             "U U S U",
             id="TestSingleConstraint: NodeAffinityPolicy ignored with a nodeSelector",
         ),
         pytest.param(
             make_pod("p").label(foo="").node_affinity_in("foo", "").spread(1, "node", "DoNotSchedule", FOO).obj(),
-            [node(n, {"node": n, "foo": ""}) for n in ("node-a", "node-b", "node-x")] + [node("node-y", {"node": "node-y"})],
+            [node(n, {"node": n, "foo": ""}) for n in ("node-a", "node-b", "node-x")]
+            + [node("node-y", {"node": "node-y"})],
             [on("node-a", "foo"), on("node-b", "foo"), on("node-y", "foo")],
             "U U S S",
             id="TestSingleConstraint: NodeAffinityPolicy honored with node affinity",
         ),
         pytest.param(
-            make_pod("p").label(foo="").node_affinity_in("foo", "").spread(1, "node", "DoNotSchedule", FOO, node_affinity_policy="Ignore").obj(),
-            [node(n, {"node": n, "foo": ""}) for n in ("node-a", "node-b", "node-x")] + [node("node-y", {"node": "node-y"})],
+            make_pod("p")
+            .label(foo="")
+            .node_affinity_in("foo", "")
+            .spread(1, "node", "DoNotSchedule", FOO, node_affinity_policy="Ignore")
+            .obj(),
+            [node(n, {"node": n, "foo": ""}) for n in ("node-a", "node-b", "node-x")]
+            + [node("node-y", {"node": "node-y"})],
             [on("node-a", "foo"), on("node-b", "foo"), on("node-y", "foo")],
             "U U S U",
             id="TestSingleConstraint: NodeAffinityPolicy ignored with node affinity",
@@ -263,22 +301,29 @@ SPREAD_2_1_0_3 = [*many("node-a", 2, "foo"), on("node-b", "foo"), *many("node-y"
         pytest.param(
             # the tainted node-y is left out: 1/1/0/~1~
             _foo_pod((1, "node", FOO, {"node_taints_policy": "Honor"})),
-            [node(n, {"node": n, "foo": ""}) for n in ("node-a", "node-b", "node-x")] + [node("node-y", {"node": "node-y"}, tainted=True)],
+            [node(n, {"node": n, "foo": ""}) for n in ("node-a", "node-b", "node-x")]
+            + [node("node-y", {"node": "node-y"}, tainted=True)],
             [on("node-a", "foo"), on("node-b", "foo"), on("node-y", "foo")],
             "U U S S",
             id="TestSingleConstraint: NodeTaintsPolicy honored",
         ),
         pytest.param(
             _foo_pod((1, "node", FOO)),
-            [node(n, {"node": n, "foo": ""}) for n in ("node-a", "node-b", "node-x")] + [node("node-y", {"node": "node-y"}, tainted=True)],
+            [node(n, {"node": n, "foo": ""}) for n in ("node-a", "node-b", "node-x")]
+            + [node("node-y", {"node": "node-y"}, tainted=True)],
             [on("node-a", "foo"), on("node-b", "foo"), on("node-y", "foo")],
             "U U S U",
             id="TestSingleConstraint: NodeTaintsPolicy ignored by default",
         ),
         pytest.param(
             # tolerated: node-y counts again
-            make_pod("p").label(foo="").toleration(UNSCHEDULABLE_TAINT[0], operator="Exists").spread(1, "node", "DoNotSchedule", FOO, node_taints_policy="Honor").obj(),
-            [node(n, {"node": n, "foo": ""}) for n in ("node-a", "node-b", "node-x")] + [node("node-y", {"node": "node-y"}, tainted=True)],
+            make_pod("p")
+            .label(foo="")
+            .toleration(UNSCHEDULABLE_TAINT[0], operator="Exists")
+            .spread(1, "node", "DoNotSchedule", FOO, node_taints_policy="Honor")
+            .obj(),
+            [node(n, {"node": n, "foo": ""}) for n in ("node-a", "node-b", "node-x")]
+            + [node("node-y", {"node": "node-y"}, tainted=True)],
             [on("node-a", "foo"), on("node-b", "foo"), on("node-y", "foo")],
             "U U S U",
             id="NodeTaintsPolicy honored, but the pod tolerates the taint",
@@ -301,7 +346,12 @@ def _two(zone_selector, node_selector, *, labels=("foo",), zone_policy=None, nod
     return b.obj()
 
 
-FOO_NODES = [zoned("node-a", "zone1", foo=""), zoned("node-b", "zone1", foo=""), zoned("node-x", "zone2", foo=""), zoned("node-y", "zone2")]
+FOO_NODES = [
+    zoned("node-a", "zone1", foo=""),
+    zoned("node-b", "zone1", foo=""),
+    zoned("node-x", "zone2", foo=""),
+    zoned("node-y", "zone2"),
+]
 
 
 @pytest.mark.parametrize(
@@ -309,7 +359,11 @@ FOO_NODES = [zoned("node-a", "zone1", foo=""), zoned("node-b", "zone1", foo=""),
     [
         pytest.param(
             # zone: 3/3 -> anywhere; node: 2/1/0/3 -> node-x
-            _two(FOO, FOO), FOUR, SPREAD_2_1_0_3, "U U S U", id="TestMultipleConstraints: zone and node, spreads [3/3, 2/1/0/3]"
+            _two(FOO, FOO),
+            FOUR,
+            SPREAD_2_1_0_3,
+            "U U S U",
+            id="TestMultipleConstraints: zone and node, spreads [3/3, 2/1/0/3]",
         ),
         pytest.param(
             # zone: 3/4 -> zone1; node: 2/1/0/4 -> node-x: no intersection
@@ -339,7 +393,13 @@ FOO_NODES = [zoned("node-a", "zone1", foo=""), zoned("node-b", "zone1", foo=""),
             # zone(foo): 2/3 -> zone1; node(bar): 1/0/0/1 -> b, x
             _two(FOO, BAR, labels=("foo", "bar")),
             FOUR,
-            [on("node-a", "foo"), on("node-a", "foo", "bar"), on("node-y", "foo"), on("node-y", "foo", "bar"), on("node-y", "foo")],
+            [
+                on("node-a", "foo"),
+                on("node-a", "foo", "bar"),
+                on("node-y", "foo"),
+                on("node-y", "foo", "bar"),
+                on("node-y", "foo"),
+            ],
             "U S U U",
             id="TestMultipleConstraints: different selectors, spreads [2/3, 1/0/0/1]",
         ),
@@ -354,7 +414,12 @@ FOO_NODES = [zoned("node-a", "zone1", foo=""), zoned("node-b", "zone1", foo=""),
         pytest.param(
             # node-x lacks "node": excluded from both counts; zone 1/1, node 1/0/-/1
             _two(FOO, FOO),
-            [zoned("node-a", "zone1"), zoned("node-b", "zone1"), node("node-x", {"zone": "zone2"}), zoned("node-y", "zone2")],
+            [
+                zoned("node-a", "zone1"),
+                zoned("node-b", "zone1"),
+                node("node-x", {"zone": "zone2"}),
+                zoned("node-y", "zone2"),
+            ],
             [on("node-a", "foo"), on("node-y", "foo")],
             "U S UU U",
             id="TestMultipleConstraints: node-x lacks the node label, spreads [1/1, 1/0/0/1]",
@@ -370,7 +435,12 @@ FOO_NODES = [zoned("node-a", "zone1", foo=""), zoned("node-b", "zone1", foo=""),
         pytest.param(
             # zone honours taints (node-y tainted): 2/0 -> zone2; node: 1/1/0/1 -> node-x
             _two(FOO, FOO, zone_policy={"node_taints_policy": "Honor"}),
-            [zoned("node-a", "zone1", foo=""), zoned("node-b", "zone1", foo=""), zoned("node-x", "zone2", foo=""), node("node-y", {"zone": "zone2", "node": "node-y"}, tainted=True)],
+            [
+                zoned("node-a", "zone1", foo=""),
+                zoned("node-b", "zone1", foo=""),
+                zoned("node-x", "zone2", foo=""),
+                node("node-y", {"zone": "zone2", "node": "node-y"}, tainted=True),
+            ],
             [on("node-a", "foo"), on("node-b", "foo"), on("node-y", "foo")],
             "U U S U",
             id="TestMultipleConstraints: zone honor/honor, node honor/ignore",
@@ -378,32 +448,70 @@ FOO_NODES = [zoned("node-a", "zone1", foo=""), zoned("node-b", "zone1", foo=""),
         pytest.param(
             # nodeSelector foo: node-b out; zone 1/1 -> anywhere; node 1/~1~/0/1 -> node-b (not counted), node-x
             _two(FOO, FOO, node_sel=True),
-            [zoned("node-a", "zone1", foo=""), zoned("node-b", "zone1"), zoned("node-x", "zone2", foo=""), node("node-y", {"zone": "zone2", "node": "node-y", "foo": ""}, tainted=True)],
+            [
+                zoned("node-a", "zone1", foo=""),
+                zoned("node-b", "zone1"),
+                zoned("node-x", "zone2", foo=""),
+                node("node-y", {"zone": "zone2", "node": "node-y", "foo": ""}, tainted=True),
+            ],
             [on("node-a", "foo"), on("node-b", "foo"), on("node-y", "foo")],
             "U S S U",
             id="TestMultipleConstraints: zone honor/ignore, node honor/ignore",
         ),
         pytest.param(
             # zone honours selector and taints: only a, x count: 1/0 -> zone2; node ignores both: 1/1/0/1 -> node-x
-            _two(FOO, FOO, node_sel=True, zone_policy={"node_taints_policy": "Honor"}, node_policy={"node_affinity_policy": "Ignore"}),
-            [zoned("node-a", "zone1", foo=""), zoned("node-b", "zone1"), zoned("node-x", "zone2", foo=""), node("node-y", {"zone": "zone2", "node": "node-y", "foo": ""}, tainted=True)],
+            _two(
+                FOO,
+                FOO,
+                node_sel=True,
+                zone_policy={"node_taints_policy": "Honor"},
+                node_policy={"node_affinity_policy": "Ignore"},
+            ),
+            [
+                zoned("node-a", "zone1", foo=""),
+                zoned("node-b", "zone1"),
+                zoned("node-x", "zone2", foo=""),
+                node("node-y", {"zone": "zone2", "node": "node-y", "foo": ""}, tainted=True),
+            ],
             [on("node-a", "foo"), on("node-b", "foo"), on("node-y", "foo")],
             "U U S U",
             id="TestMultipleConstraints: zone honor/honor, node ignore/ignore",
         ),
         pytest.param(
             # bar: 2/1 -> zone2 (2 + 1 - 1 > 1 on zone1); foo: 3/3 -> anywhere
-            make_pod("p").label(foo="", bar="").spread(1, "zone", "DoNotSchedule", BAR).spread(1, "zone", "DoNotSchedule", FOO).obj(),
+            make_pod("p")
+            .label(foo="", bar="")
+            .spread(1, "zone", "DoNotSchedule", BAR)
+            .spread(1, "zone", "DoNotSchedule", FOO)
+            .obj(),
             FOUR,
-            [on("node-a", "foo", "bar"), on("node-a", "foo"), on("node-b", "foo", "bar"), on("node-y", "foo"), on("node-y", "foo", "bar"), on("node-y", "foo")],
+            [
+                on("node-a", "foo", "bar"),
+                on("node-a", "foo"),
+                on("node-b", "foo", "bar"),
+                on("node-y", "foo"),
+                on("node-y", "foo", "bar"),
+                on("node-y", "foo"),
+            ],
             "U U S S",
             id="TestMultipleConstraints: two constraints on zone, spreads [3/3, 2/1]",
         ),
         pytest.param(
             # bar: 2/1 -> zone2; foo: 3/4 -> zone1
-            make_pod("p").label(foo="", bar="").spread(1, "zone", "DoNotSchedule", BAR).spread(1, "zone", "DoNotSchedule", FOO).obj(),
+            make_pod("p")
+            .label(foo="", bar="")
+            .spread(1, "zone", "DoNotSchedule", BAR)
+            .spread(1, "zone", "DoNotSchedule", FOO)
+            .obj(),
             FOUR,
-            [on("node-a", "foo", "bar"), on("node-a", "foo"), on("node-b", "foo", "bar"), on("node-y", "foo"), on("node-y", "foo", "bar"), *many("node-y", 2, "foo")],
+            [
+                on("node-a", "foo", "bar"),
+                on("node-a", "foo"),
+                on("node-b", "foo", "bar"),
+                on("node-y", "foo"),
+                on("node-y", "foo", "bar"),
+                *many("node-y", 2, "foo"),
+            ],
             "U U U U",
             id="TestMultipleConstraints: two constraints on zone, spreads [3/4, 2/1]",
         ),
@@ -422,7 +530,13 @@ def domain_counts(d: Domains) -> dict[str, int]:
     return out
 
 
-def pre_filter(pod: Pod, nodes: list[Node], pods: list[Pod], args: PodTopologySpreadArgs = LIST, objects: ClusterObjects | None = None):
+def pre_filter(
+    pod: Pod,
+    nodes: list[Node],
+    pods: list[Pod],
+    args: PodTopologySpreadArgs = LIST,
+    objects: ClusterObjects | None = None,
+):
     plugin = PodTopologySpread(args)
     state = CycleState()
     snap = snapshot(nodes, pods, objects)
@@ -468,7 +582,13 @@ def pre_filter(pod: Pod, nodes: list[Node], pods: list[Pod], args: PodTopologySp
         pytest.param(
             _foo_pod((1, "zone", FOO)),
             FOUR,
-            [on("node-a", "foo"), on("node-a", "foo", namespace="ns1"), on("node-b", "foo"), on("node-y", "foo", namespace="ns2"), on("node-y", "foo")],
+            [
+                on("node-a", "foo"),
+                on("node-a", "foo", namespace="ns1"),
+                on("node-b", "foo"),
+                on("node-y", "foo", namespace="ns2"),
+                on("node-y", "foo"),
+            ],
             [{"zone1": 2, "zone2": 1}],
             [1],
             id="TestPreFilterState: another namespace does not count",
@@ -501,8 +621,16 @@ def pre_filter(pod: Pod, nodes: list[Node], pods: list[Pod], args: PodTopologySp
             id="TestPreFilterState: two constraints, node affinity excludes node-x",
         ),
         pytest.param(
-            make_pod("p").label(foo="").node_selector(foo="").spread(1, "node", "DoNotSchedule", BAR, node_affinity_policy="Ignore").obj(),
-            [node("node-a", {"node": "node-a", "foo": ""}), node("node-b", {"node": "node-b", "foo": ""}), node("node-c", {"node": "node-c", "bar": ""})],
+            make_pod("p")
+            .label(foo="")
+            .node_selector(foo="")
+            .spread(1, "node", "DoNotSchedule", BAR, node_affinity_policy="Ignore")
+            .obj(),
+            [
+                node("node-a", {"node": "node-a", "foo": ""}),
+                node("node-b", {"node": "node-b", "foo": ""}),
+                node("node-c", {"node": "node-c", "bar": ""}),
+            ],
             [on("node-a", "bar"), *many("node-b", 2, "bar"), on("node-c")],
             [{"node-a": 1, "node-b": 2, "node-c": 0}],
             [0],
@@ -510,16 +638,29 @@ def pre_filter(pod: Pod, nodes: list[Node], pods: list[Pod], args: PodTopologySp
         ),
         pytest.param(
             make_pod("p").label(foo="").spread(1, "node", "DoNotSchedule", BAR, node_taints_policy="Honor").obj(),
-            [node("node-a", {"node": "node-a"}), node("node-b", {"node": "node-b"}), node("node-c", {"node": "node-c", "bar": ""}, tainted=True)],
+            [
+                node("node-a", {"node": "node-a"}),
+                node("node-b", {"node": "node-b"}),
+                node("node-c", {"node": "node-c", "bar": ""}, tainted=True),
+            ],
             [on("node-a", "bar"), *many("node-b", 2, "bar"), on("node-c")],
             [{"node-a": 1, "node-b": 2}],
             [1],
             id="TestPreFilterState: NodeTaintsPolicy honored",
         ),
         pytest.param(
-            make_pod("p").label(foo="", bar="a").spread(1, "zone", "DoNotSchedule", FOO, match_label_keys=["bar"]).obj(),
+            make_pod("p")
+            .label(foo="", bar="a")
+            .spread(1, "zone", "DoNotSchedule", FOO, match_label_keys=["bar"])
+            .obj(),
             FOUR,
-            [on("node-a", "foo"), on("node-a", "foo", bar="a"), on("node-b", "foo"), on("node-y", "foo", bar="a"), on("node-y", "bar")],
+            [
+                on("node-a", "foo"),
+                on("node-a", "foo", bar="a"),
+                on("node-b", "foo"),
+                on("node-y", "foo", bar="a"),
+                on("node-y", "bar"),
+            ],
             [{"zone1": 1, "zone2": 1}],
             [1],
             id="TestPreFilterState: matchLabelKeys ANDed with a non-empty labelSelector",
@@ -580,23 +721,38 @@ def test_an_empty_selector_counts_no_existing_pod_but_matches_the_pod_itself():
     "pod, args, objects",
     [
         pytest.param(make_pod("p").label(foo="").obj(), LIST, None, id="no constraints and no defaults"),
-        pytest.param(make_pod("p").label(foo="").spread(1, "zone", "ScheduleAnyway", FOO).obj(), LIST, None, id="only ScheduleAnyway constraints"),
+        pytest.param(
+            make_pod("p").label(foo="").spread(1, "zone", "ScheduleAnyway", FOO).obj(),
+            LIST,
+            None,
+            id="only ScheduleAnyway constraints",
+        ),
         pytest.param(
             make_pod("p").label(foo="bar").obj(),
             PodTopologySpreadArgs(),
-            ClusterObjects(services={"default/s": parse_service({"metadata": {"name": "s"}, "spec": {"selector": {"foo": "bar"}}})}),
+            ClusterObjects(
+                services={"default/s": parse_service({"metadata": {"name": "s"}, "spec": {"selector": {"foo": "bar"}}})}
+            ),
             id="system defaults are all ScheduleAnyway",
         ),
         pytest.param(
             make_pod("p").label(foo="bar").obj(),
-            PodTopologySpreadArgs(default_constraints=(DefaultConstraint(3, "node", "DoNotSchedule"),), defaulting_type="List"),
-            ClusterObjects(services={"default/s": parse_service({"metadata": {"name": "s"}, "spec": {"selector": {"baz": "kep"}}})}),
+            PodTopologySpreadArgs(
+                default_constraints=(DefaultConstraint(3, "node", "DoNotSchedule"),), defaulting_type="List"
+            ),
+            ClusterObjects(
+                services={"default/s": parse_service({"metadata": {"name": "s"}, "spec": {"selector": {"baz": "kep"}}})}
+            ),
             id="TestPreFilterState: default constraints and a service that does not match",
         ),
         pytest.param(
             make_pod("p").label(foo="bar").obj(),
-            PodTopologySpreadArgs(default_constraints=(DefaultConstraint(2, "node", "ScheduleAnyway"),), defaulting_type="List"),
-            ClusterObjects(services={"default/s": parse_service({"metadata": {"name": "s"}, "spec": {"selector": {"foo": "bar"}}})}),
+            PodTopologySpreadArgs(
+                default_constraints=(DefaultConstraint(2, "node", "ScheduleAnyway"),), defaulting_type="List"
+            ),
+            ClusterObjects(
+                services={"default/s": parse_service({"metadata": {"name": "s"}, "spec": {"selector": {"foo": "bar"}}})}
+            ),
             id="TestPreFilterState: default soft constraints and a service",
         ),
     ],
@@ -615,7 +771,9 @@ def test_default_constraints_take_the_service_selector():
         ),
         defaulting_type="List",
     )
-    objects = ClusterObjects(services={"default/s": parse_service({"metadata": {"name": "s"}, "spec": {"selector": {"foo": "bar"}}})})
+    objects = ClusterObjects(
+        services={"default/s": parse_service({"metadata": {"name": "s"}, "spec": {"selector": {"foo": "bar"}}})}
+    )
     pod = make_pod("p").label(foo="bar", baz="kar").obj()
     _, _, _, status, s = pre_filter(pod, [], [], args, objects)
     assert status.is_success
@@ -628,8 +786,12 @@ def test_default_constraints_take_the_service_selector():
 
 def test_a_pods_own_constraints_replace_the_defaults():
     # TestPreFilterState "default constraints and a service, but pod has constraints"
-    args = PodTopologySpreadArgs(default_constraints=(DefaultConstraint(2, "node", "DoNotSchedule"),), defaulting_type="List")
-    objects = ClusterObjects(services={"default/s": parse_service({"metadata": {"name": "s"}, "spec": {"selector": {"foo": "bar"}}})})
+    args = PodTopologySpreadArgs(
+        default_constraints=(DefaultConstraint(2, "node", "DoNotSchedule"),), defaulting_type="List"
+    )
+    objects = ClusterObjects(
+        services={"default/s": parse_service({"metadata": {"name": "s"}, "spec": {"selector": {"foo": "bar"}}})}
+    )
     pod = (
         make_pod("p")
         .label(foo="bar", baz="tar")
@@ -638,7 +800,9 @@ def test_a_pods_own_constraints_replace_the_defaults():
         .obj()
     )
     _, _, _, _, s = pre_filter(pod, [], [], args, objects)
-    assert [(c.max_skew, c.topology_key, c.selector) for c in s.constraints] == [(1, "zone", LabelSelector({"baz": "tar"}))]
+    assert [(c.max_skew, c.topology_key, c.selector) for c in s.constraints] == [
+        (1, "zone", LabelSelector({"baz": "tar"}))
+    ]
 
 
 # --------------------------------------------------------------------------- critical paths
@@ -649,11 +813,23 @@ def test_a_pods_own_constraints_replace_the_defaults():
     [
         pytest.param([("a", 1), ("b", 2)], CriticalPaths("a", 1, "b", 2), id="two domains in order"),
         pytest.param([("a", 2), ("b", 1)], CriticalPaths("b", 1, "a", 2), id="a smaller domain goes first"),
-        pytest.param([("a", 1), ("b", 2), ("c", 0)], CriticalPaths("c", 0, "a", 1), id="a third, smaller domain pushes the first down"),
+        pytest.param(
+            [("a", 1), ("b", 2), ("c", 0)],
+            CriticalPaths("c", 0, "a", 1),
+            id="a third, smaller domain pushes the first down",
+        ),
         pytest.param([("a", 1), ("b", 1)], CriticalPaths("a", 1, "b", 1), id="ties keep the earlier domain first"),
-        pytest.param([("a", 1), ("b", 2), ("a", 3)], CriticalPaths("b", 2, "a", 3), id="a tracked domain growing past the other swaps"),
+        pytest.param(
+            [("a", 1), ("b", 2), ("a", 3)],
+            CriticalPaths("b", 2, "a", 3),
+            id="a tracked domain growing past the other swaps",
+        ),
         # upstream's caveat: with a, b, c at 1 and only a, b tracked, growing both hides c's 1
-        pytest.param([("a", 1), ("b", 1), ("c", 1), ("a", 2), ("b", 2)], CriticalPaths("b", 2, "a", 2), id="additions can hide an untracked minimum, as upstream"),
+        pytest.param(
+            [("a", 1), ("b", 1), ("c", 1), ("a", 2), ("b", 2)],
+            CriticalPaths("b", 2, "a", 2),
+            id="additions can hide an untracked minimum, as upstream",
+        ),
     ],
 )
 def test_critical_paths(updates, want):
@@ -680,13 +856,34 @@ def test_add_pod_updates_counts_and_minimum():
 @pytest.mark.parametrize(
     "added, node_name, want",
     [
-        pytest.param(on("node-b", "foo"), "node-b", {"zone1": 1, "zone2": 2}, id="TestPreFilterStateAddPod: a pod on a counted node"),
-        pytest.param(on("node-b", "bar"), "node-b", {"zone1": 1, "zone2": 1}, id="a pod the selector does not select changes nothing"),
-        pytest.param(on("node-b", "foo", namespace="other"), "node-b", {"zone1": 1, "zone2": 1}, id="a pod of another namespace changes nothing"),
+        pytest.param(
+            on("node-b", "foo"),
+            "node-b",
+            {"zone1": 1, "zone2": 2},
+            id="TestPreFilterStateAddPod: a pod on a counted node",
+        ),
+        pytest.param(
+            on("node-b", "bar"),
+            "node-b",
+            {"zone1": 1, "zone2": 1},
+            id="a pod the selector does not select changes nothing",
+        ),
+        pytest.param(
+            on("node-b", "foo", namespace="other"),
+            "node-b",
+            {"zone1": 1, "zone2": 1},
+            id="a pod of another namespace changes nothing",
+        ),
     ],
 )
 def test_add_pod(added, node_name, want):
-    pod = make_pod("p").label(foo="").toleration(UNSCHEDULABLE_TAINT[0], operator="Exists").spread(1, "zone", "DoNotSchedule", FOO).obj()
+    pod = (
+        make_pod("p")
+        .label(foo="")
+        .toleration(UNSCHEDULABLE_TAINT[0], operator="Exists")
+        .spread(1, "zone", "DoNotSchedule", FOO)
+        .obj()
+    )
     nodes = [node("node-a", {"zone": "zone1", "node": "node-a"}, tainted=True), zoned("node-b", "zone2")]
     plugin, state, snap, _, _ = pre_filter(pod, nodes, [on("node-a", "foo"), on("node-b", "foo")])
     plugin.add_pod(state, pod, added, snap.get(node_name))
@@ -760,7 +957,13 @@ def clusters(draw: st.DrawFn) -> tuple[list[Node], list[Pod], Pod]:
     pods = []
     for _ in range(draw(st.integers(0, 14))):
         keys = draw(st.lists(st.sampled_from(KEYS), unique=True))
-        pods.append(on(f"n{draw(st.integers(0, n - 1))}", *keys, namespace=draw(st.sampled_from(("default", "default", "other")))))
+        pods.append(
+            on(
+                f"n{draw(st.integers(0, n - 1))}",
+                *keys,
+                namespace=draw(st.sampled_from(("default", "default", "other"))),
+            )
+        )
     b = make_pod("incoming").labels({k: "" for k in draw(st.lists(st.sampled_from(KEYS), unique=True))})
     if draw(st.booleans()):
         b.node_selector_map({"zone": draw(st.sampled_from(ZONES))})
@@ -871,15 +1074,30 @@ def _soft(*constraints: tuple, labels: tuple[str, ...] = ("foo",)) -> Pod:
 
 HOSTS4 = [hosted("node-a"), hosted("node-b"), hosted("node-c"), hosted("node-d")]
 SPREAD_4_3_2_1 = [*many("node-a", 4, "foo"), *many("node-b", 3, "foo"), *many("node-c", 2, "foo"), on("node-d", "foo")]
-POLICY_NODES = [node("node-a", {"node": "node-a", "foo": ""}), node("node-b", {"node": "node-b", "foo": ""}), node("node-c", {"node": "node-c"})]
-TAINT_NODES = [node("node-a", {"node": "node-a"}), node("node-b", {"node": "node-b"}), node("node-c", {"node": "node-c"}, tainted=True)]
+POLICY_NODES = [
+    node("node-a", {"node": "node-a", "foo": ""}),
+    node("node-b", {"node": "node-b", "foo": ""}),
+    node("node-c", {"node": "node-c"}),
+]
+TAINT_NODES = [
+    node("node-a", {"node": "node-a"}),
+    node("node-b", {"node": "node-b"}),
+    node("node-c", {"node": "node-c"}, tainted=True),
+]
 POLICY_PODS = [*many("node-a", 2, "foo"), on("node-b", "foo"), on("node-c", "foo")]
 
 
 @pytest.mark.parametrize(
     "pod, nodes, failed, pods, want",
     [
-        pytest.param(_soft((1, HOST, FOO)), HOSTS4[:2], [], [], [100, 100], id="TestPodTopologySpreadScore: one constraint on node, no existing pods"),
+        pytest.param(
+            _soft((1, HOST, FOO)),
+            HOSTS4[:2],
+            [],
+            [],
+            [100, 100],
+            id="TestPodTopologySpreadScore: one constraint on node, no existing pods",
+        ),
         pytest.param(
             _soft((1, HOST, FOO)),
             HOSTS4[:1],
@@ -925,7 +1143,12 @@ POLICY_PODS = [*many("node-a", 2, "foo"), on("node-b", "foo"), on("node-c", "foo
             id="TestPodTopologySpreadScore: spread 2/1/0/3, maxSkew 2",
         ),
         pytest.param(
-            _soft((3, HOST, FOO)), HOSTS4, [], SPREAD_4_3_2_1, [44, 66, 77, 100], id="TestPodTopologySpreadScore: spread 4/3/2/1, maxSkew 3"
+            _soft((3, HOST, FOO)),
+            HOSTS4,
+            [],
+            SPREAD_4_3_2_1,
+            [44, 66, 77, 100],
+            id="TestPodTopologySpreadScore: spread 4/3/2/1, maxSkew 3",
         ),
         pytest.param(
             # w = log(3 + 2) = 1.61: round(4w)=6, round(2w)=3, round(w)=2 -> 100 * (6 + 2 - s) // 6
@@ -968,13 +1191,25 @@ POLICY_PODS = [*many("node-a", 2, "foo"), on("node-b", "foo"), on("node-c", "foo
             _soft((1, "zone", FOO), (1, "zone", BAR), labels=("foo", "bar")),
             [node("node-a", {"zone": "zone1"}), node("node-x", {"zone": "zone2"})],
             [node("node-b", {"zone": "zone1"}), node("node-y", {"zone": "zone2"})],
-            [on("node-a", "foo", "bar"), on("node-a", "foo"), on("node-b", "foo", "bar"), on("node-y", "foo"), on("node-y", "foo", "bar"), on("node-y", "foo")],
+            [
+                on("node-a", "foo", "bar"),
+                on("node-a", "foo"),
+                on("node-b", "foo", "bar"),
+                on("node-y", "foo"),
+                on("node-y", "foo", "bar"),
+                on("node-y", "foo"),
+            ],
             [85, 100],
             id="TestPodTopologySpreadScore: two constraints on zone, 2 of 4 nodes are candidates",
         ),
         pytest.param(
             _soft((1, "zone", FOO), (1, HOST, BAR), labels=("foo", "bar")),
-            [hosted("node-a", "zone1"), hosted("node-b", "zone1"), hosted("node-x", "zone2"), hosted("node-y", "zone2")],
+            [
+                hosted("node-a", "zone1"),
+                hosted("node-b", "zone1"),
+                hosted("node-x", "zone2"),
+                hosted("node-y", "zone2"),
+            ],
             [],
             [on("node-a", "foo"), on("node-b", "foo", "bar"), on("node-y", "foo"), on("node-y", "bar")],
             [60, 20, 100, 60],
@@ -982,7 +1217,12 @@ POLICY_PODS = [*many("node-a", 2, "foo"), on("node-b", "foo"), on("node-c", "foo
         ),
         pytest.param(
             _soft((1, "zone", FOO), (1, HOST, BAR), labels=("foo", "bar")),
-            [hosted("node-a", "zone1"), hosted("node-b", "zone1"), hosted("node-x", "zone2"), hosted("node-y", "zone2")],
+            [
+                hosted("node-a", "zone1"),
+                hosted("node-b", "zone1"),
+                hosted("node-x", "zone2"),
+                hosted("node-y", "zone2"),
+            ],
             [],
             [on("node-b", "bar"), on("node-x", "foo"), on("node-y", "foo", "bar")],
             [100, 60, 40, 0],
@@ -1030,7 +1270,11 @@ POLICY_PODS = [*many("node-a", 2, "foo"), on("node-b", "foo"), on("node-c", "foo
             id="TestPodTopologySpreadScore: NodeAffinityPolicy honored with a nodeSelector",
         ),
         pytest.param(
-            make_pod("p").label(foo="").node_selector(foo="").spread(1, "node", "ScheduleAnyway", FOO, node_affinity_policy="Ignore").obj(),
+            make_pod("p")
+            .label(foo="")
+            .node_selector(foo="")
+            .spread(1, "node", "ScheduleAnyway", FOO, node_affinity_policy="Ignore")
+            .obj(),
             POLICY_NODES,
             [],
             POLICY_PODS,
@@ -1053,20 +1297,51 @@ POLICY_PODS = [*many("node-a", 2, "foo"), on("node-b", "foo"), on("node-c", "foo
             [0, 33, 100],
             id="TestPodTopologySpreadScore: NodeTaintsPolicy honored",
         ),
-        pytest.param(_soft((1, "node", FOO)), TAINT_NODES, [], POLICY_PODS, [66, 100, 100], id="TestPodTopologySpreadScore: NodeTaintsPolicy ignored"),
         pytest.param(
-            make_pod("p").label(foo="", bar="").spread(1, "zone", "ScheduleAnyway", {}, match_label_keys=["foo"]).spread(1, HOST, "ScheduleAnyway", {}, match_label_keys=["bar"]).obj(),
-            [hosted("node-a", "zone1"), hosted("node-b", "zone1"), hosted("node-c", "zone2"), hosted("node-d", "zone2")],
+            _soft((1, "node", FOO)),
+            TAINT_NODES,
+            [],
+            POLICY_PODS,
+            [66, 100, 100],
+            id="TestPodTopologySpreadScore: NodeTaintsPolicy ignored",
+        ),
+        pytest.param(
+            make_pod("p")
+            .label(foo="", bar="")
+            .spread(1, "zone", "ScheduleAnyway", {}, match_label_keys=["foo"])
+            .spread(1, HOST, "ScheduleAnyway", {}, match_label_keys=["bar"])
+            .obj(),
+            [
+                hosted("node-a", "zone1"),
+                hosted("node-b", "zone1"),
+                hosted("node-c", "zone2"),
+                hosted("node-d", "zone2"),
+            ],
             [],
             [on("node-a", "foo"), on("node-b", "foo", "bar"), on("node-c", "foo"), on("node-c", "bar")],
             [60, 20, 60, 100],
             id="TestPodTopologySpreadScore: matchLabelKeys ANDed with an empty labelSelector",
         ),
         pytest.param(
-            make_pod("p").label(foo="", bar="", baz="").spread(1, "zone", "ScheduleAnyway", FOO).spread(1, HOST, "ScheduleAnyway", BAR, match_label_keys=["baz"]).obj(),
-            [hosted("node-a", "zone1"), hosted("node-b", "zone1"), hosted("node-c", "zone2"), hosted("node-d", "zone2")],
+            make_pod("p")
+            .label(foo="", bar="", baz="")
+            .spread(1, "zone", "ScheduleAnyway", FOO)
+            .spread(1, HOST, "ScheduleAnyway", BAR, match_label_keys=["baz"])
+            .obj(),
+            [
+                hosted("node-a", "zone1"),
+                hosted("node-b", "zone1"),
+                hosted("node-c", "zone2"),
+                hosted("node-d", "zone2"),
+            ],
             [],
-            [on("node-a", "foo"), on("node-b", "foo", "bar", "baz"), on("node-c", "foo"), on("node-c", "bar"), on("node-c", "bar", "baz")],
+            [
+                on("node-a", "foo"),
+                on("node-b", "foo", "bar", "baz"),
+                on("node-c", "foo"),
+                on("node-c", "bar"),
+                on("node-c", "bar", "baz"),
+            ],
             [60, 20, 60, 100],
             id="TestPodTopologySpreadScore: matchLabelKeys ANDed with a non-empty labelSelector",
         ),
@@ -1084,7 +1359,12 @@ def test_system_defaults_spread_by_hostname_when_nodes_have_no_zone():
     # TestPodTopologySpreadScore "system defaulting, nodes don't have zone, pods match service":
     # the zone constraint is skipped on nodes without zones (hostname maxSkew 3 alone, as "spread 4/3/2/1, maxSkew 3")
     objects = ClusterObjects(services=dict([_service("default", "svc", {"foo": ""})]))
-    assert run_score(make_pod("p").label(foo="").obj(), HOSTS4, [], SPREAD_4_3_2_1, objects=objects) == [44, 66, 77, 100]
+    assert run_score(make_pod("p").label(foo="").obj(), HOSTS4, [], SPREAD_4_3_2_1, objects=objects) == [
+        44,
+        66,
+        77,
+        100,
+    ]
 
 
 def test_system_defaults_need_a_selecting_service_or_controller():
@@ -1096,7 +1376,9 @@ def test_system_defaults_with_zones():
     # hostname w = log(6) = 1.79, zone w = log(4) = 1.39; node-a: 4 * 1.79 + 2 + 7 * 1.39 + 4 = 22.87 -> 23 ...
     objects = ClusterObjects(services=dict([_service("default", "svc", {"foo": ""})]))
     nodes = [hosted("node-a", None), hosted("node-b", None), hosted("node-c", None), hosted("node-d", None)]
-    nodes = [node(n.name, {HOST: n.name, LABEL_ZONE: "zone1" if n.name in ("node-a", "node-b") else "zone2"}) for n in nodes]
+    nodes = [
+        node(n.name, {HOST: n.name, LABEL_ZONE: "zone1" if n.name in ("node-a", "node-b") else "zone2"}) for n in nodes
+    ]
     raw = [round(c * math.log(6) + 2 + z * math.log(4) + 4) for c, z in ((4, 7), (3, 7), (2, 3), (1, 3))]
     assert raw == [23, 21, 14, 12]
     want = [100 * (23 + 12 - s) // 23 for s in raw]
@@ -1131,14 +1413,25 @@ def test_normalize_scores_zero_for_ignored_nodes_and_100_when_all_zero():
     "pod, args, objects",
     [
         pytest.param(make_pod("p").obj(), LIST, None, id="TestPreScoreSkip: the pod has no soft constraints"),
-        pytest.param(make_pod("p").label(foo="").spread(1, "zone", "DoNotSchedule", FOO).obj(), PodTopologySpreadArgs(), None, id="only hard constraints"),
+        pytest.param(
+            make_pod("p").label(foo="").spread(1, "zone", "DoNotSchedule", FOO).obj(),
+            PodTopologySpreadArgs(),
+            None,
+            id="only hard constraints",
+        ),
         pytest.param(
             make_pod("p").label(foo="bar", baz="sup").owner("ReplicaSet", "rs2", "uid-rs2").obj(),
-            PodTopologySpreadArgs(default_constraints=(DefaultConstraint(2, "planet", "ScheduleAnyway"),), defaulting_type="List"),
+            PodTopologySpreadArgs(
+                default_constraints=(DefaultConstraint(2, "planet", "ScheduleAnyway"),), defaulting_type="List"
+            ),
             ClusterObjects(
                 controllers={
                     "ReplicaSet/default/rs1": parse_controller(
-                        {"kind": "ReplicaSet", "metadata": {"namespace": "default", "name": "rs1"}, "spec": {"selector": {"matchExpressions": [{"key": "tar", "operator": "Exists"}]}}}
+                        {
+                            "kind": "ReplicaSet",
+                            "metadata": {"namespace": "default", "name": "rs1"},
+                            "spec": {"selector": {"matchExpressions": [{"key": "tar", "operator": "Exists"}]}},
+                        }
                     )
                 }
             ),
@@ -1147,7 +1440,9 @@ def test_normalize_scores_zero_for_ignored_nodes_and_100_when_all_zero():
     ],
 )
 def test_pre_score_skips(pod, args, objects):
-    assert run_score(pod, [node("node-a", {"planet": "mars", HOST: "node-a"})], [], [], args=args, objects=objects) is None
+    assert (
+        run_score(pod, [node("node-a", {"planet": "mars", HOST: "node-a"})], [], [], args=args, objects=objects) is None
+    )
 
 
 # --------------------------------------------------------------------------- default selectors (helper.DefaultSelector)
@@ -1155,7 +1450,9 @@ def test_pre_score_skips(pod, args, objects):
 
 def _controller(kind: str, name: str, selector: dict | None, ns: str = "default") -> tuple[str, object]:
     spec = {} if selector is None else {"selector": selector}
-    return f"{kind}/{ns}/{name}", parse_controller({"kind": kind, "metadata": {"namespace": ns, "name": name}, "spec": spec})
+    return f"{kind}/{ns}/{name}", parse_controller(
+        {"kind": kind, "metadata": {"namespace": ns, "name": name}, "spec": spec}
+    )
 
 
 def _in(key: str, value: str) -> LabelSelectorRequirement:
@@ -1165,10 +1462,16 @@ def _in(key: str, value: str) -> LabelSelectorRequirement:
 @pytest.mark.parametrize(
     "pod, services, controllers, want",
     [
-        pytest.param(make_pod("p").label(app="web").obj(), [], [], LabelSelector(), id="nothing selects the pod: empty"),
+        pytest.param(
+            make_pod("p").label(app="web").obj(), [], [], LabelSelector(), id="nothing selects the pod: empty"
+        ),
         pytest.param(
             make_pod("p").label(app="web", tier="fe").obj(),
-            [_service("default", "a", {"app": "web"}), _service("default", "b", {"tier": "fe"}), _service("default", "c", {"app": "db"})],
+            [
+                _service("default", "a", {"app": "web"}),
+                _service("default", "b", {"tier": "fe"}),
+                _service("default", "c", {"app": "db"}),
+            ],
             [],
             LabelSelector({"app": "web", "tier": "fe"}),
             id="the selectors of the services selecting the pod merge",
@@ -1190,7 +1493,13 @@ def _in(key: str, value: str) -> LabelSelectorRequirement:
         pytest.param(
             make_pod("p").label(app="web", v="1").owner("ReplicaSet", "rs", "u1").obj(),
             [_service("default", "a", {"app": "web"})],
-            [_controller("ReplicaSet", "rs", {"matchLabels": {"v": "1"}, "matchExpressions": [{"key": "app", "operator": "Exists"}]})],
+            [
+                _controller(
+                    "ReplicaSet",
+                    "rs",
+                    {"matchLabels": {"v": "1"}, "matchExpressions": [{"key": "app", "operator": "Exists"}]},
+                )
+            ],
             LabelSelector(
                 {"app": "web"},
                 (_in("v", "1"), LabelSelectorRequirement("app", "Exists")),
@@ -1219,7 +1528,11 @@ def _in(key: str, value: str) -> LabelSelectorRequirement:
             id="a controller is found by the owner's name, not by its selector",
         ),
         pytest.param(
-            make_pod("p").label(app="db").owner("Job", "j", "u1").obj(), [], [], LabelSelector(), id="other owner kinds do not count"
+            make_pod("p").label(app="db").owner("Job", "j", "u1").obj(),
+            [],
+            [],
+            LabelSelector(),
+            id="other owner kinds do not count",
         ),
     ],
 )
@@ -1265,23 +1578,35 @@ def test_counts_follow_node_changes_between_cycles():
 def test_args_defaults_and_names():
     plugin = PodTopologySpread()
     assert plugin.name == PodTopologySpread.NAME == "PodTopologySpread"
-    assert plugin.args == PodTopologySpreadArgs(default_constraints=(), defaulting_type="System") and plugin.system_defaulted
+    assert (
+        plugin.args == PodTopologySpreadArgs(default_constraints=(), defaulting_type="System")
+        and plugin.system_defaulted
+    )
     assert [(c.max_skew, c.topology_key, c.when_unsatisfiable) for c in plugin.default_constraints] == [
         (3, LABEL_HOSTNAME, "ScheduleAnyway"),
         (5, LABEL_ZONE, "ScheduleAnyway"),
     ]
     listed = PodTopologySpread.new(
-        {"defaultingType": "List", "defaultConstraints": [{"maxSkew": 2, "topologyKey": "rack", "whenUnsatisfiable": "DoNotSchedule", "nodeTaintsPolicy": "Honor"}]}
+        {
+            "defaultingType": "List",
+            "defaultConstraints": [
+                {"maxSkew": 2, "topologyKey": "rack", "whenUnsatisfiable": "DoNotSchedule", "nodeTaintsPolicy": "Honor"}
+            ],
+        }
     )
     assert not listed.system_defaulted
-    assert listed.args.default_constraints == (DefaultConstraint(2, "rack", "DoNotSchedule", node_taints_policy="Honor"),)
+    assert listed.args.default_constraints == (
+        DefaultConstraint(2, "rack", "DoNotSchedule", node_taints_policy="Honor"),
+    )
     assert PodTopologySpread.new({"defaultingType": "List"}).default_constraints == ()
 
 
 @pytest.mark.parametrize(
     "raw, field, message",
     [
-        pytest.param({"defaultingType": "Sometimes"}, "defaultingType", "unsupported value", id="unknown defaulting type"),
+        pytest.param(
+            {"defaultingType": "Sometimes"}, "defaultingType", "unsupported value", id="unknown defaulting type"
+        ),
         pytest.param(
             {"defaultConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}]},
             "defaultingType",
@@ -1289,31 +1614,48 @@ def test_args_defaults_and_names():
             id="System with default constraints",
         ),
         pytest.param(
-            {"defaultingType": "List", "defaultConstraints": [{"maxSkew": 0, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}]},
+            {
+                "defaultingType": "List",
+                "defaultConstraints": [{"maxSkew": 0, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}],
+            },
             "defaultConstraints[0].maxSkew",
             "not in valid range (0, inf)",
             id="maxSkew must be positive",
         ),
         pytest.param(
-            {"defaultingType": "List", "defaultConstraints": [{"maxSkew": 1, "topologyKey": "", "whenUnsatisfiable": "DoNotSchedule"}]},
+            {
+                "defaultingType": "List",
+                "defaultConstraints": [{"maxSkew": 1, "topologyKey": "", "whenUnsatisfiable": "DoNotSchedule"}],
+            },
             "defaultConstraints[0].topologyKey",
             "can not be empty",
             id="topologyKey is required",
         ),
         pytest.param(
-            {"defaultingType": "List", "defaultConstraints": [{"maxSkew": 1, "topologyKey": "not a label!", "whenUnsatisfiable": "DoNotSchedule"}]},
+            {
+                "defaultingType": "List",
+                "defaultConstraints": [
+                    {"maxSkew": 1, "topologyKey": "not a label!", "whenUnsatisfiable": "DoNotSchedule"}
+                ],
+            },
             "defaultConstraints[0].topologyKey",
             "invalid label name",
             id="topologyKey must be a label name",
         ),
         pytest.param(
-            {"defaultingType": "List", "defaultConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "Maybe"}]},
+            {
+                "defaultingType": "List",
+                "defaultConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "Maybe"}],
+            },
             "defaultConstraints[0].whenUnsatisfiable",
             "supported values",
             id="whenUnsatisfiable must be DoNotSchedule or ScheduleAnyway",
         ),
         pytest.param(
-            {"defaultingType": "List", "defaultConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": ""}]},
+            {
+                "defaultingType": "List",
+                "defaultConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": ""}],
+            },
             "defaultConstraints[0].whenUnsatisfiable",
             "can not be empty",
             id="whenUnsatisfiable can not be empty",
@@ -1327,7 +1669,14 @@ def test_args_defaults_and_names():
         pytest.param(
             {
                 "defaultingType": "List",
-                "defaultConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"a": "b"}}}],
+                "defaultConstraints": [
+                    {
+                        "maxSkew": 1,
+                        "topologyKey": "zone",
+                        "whenUnsatisfiable": "DoNotSchedule",
+                        "labelSelector": {"matchLabels": {"a": "b"}},
+                    }
+                ],
             },
             "defaultConstraints[0].labelSelector",
             "must not define a selector",
@@ -1346,7 +1695,17 @@ def test_args_defaults_and_names():
             id="no two default constraints share a key and an action",
         ),
         pytest.param(
-            {"defaultingType": "List", "defaultConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule", "nodeTaintsPolicy": "Sometimes"}]},
+            {
+                "defaultingType": "List",
+                "defaultConstraints": [
+                    {
+                        "maxSkew": 1,
+                        "topologyKey": "zone",
+                        "whenUnsatisfiable": "DoNotSchedule",
+                        "nodeTaintsPolicy": "Sometimes",
+                    }
+                ],
+            },
             "defaultConstraints[0].nodeTaintsPolicy",
             "unsupported value",
             id="node inclusion policies are Honor or Ignore",
@@ -1362,9 +1721,19 @@ def test_args_validation(raw, field, message):
 def test_typed_args_are_validated_too():
     with pytest.raises(PluginArgsError, match="duplicate value"):
         PodTopologySpreadArgs(
-            default_constraints=(DefaultConstraint(1, "zone", "DoNotSchedule"), DefaultConstraint(1, "zone", "DoNotSchedule")), defaulting_type="List"
+            default_constraints=(
+                DefaultConstraint(1, "zone", "DoNotSchedule"),
+                DefaultConstraint(1, "zone", "DoNotSchedule"),
+            ),
+            defaulting_type="List",
         )
-    assert PodTopologySpreadArgs(default_constraints=(DefaultConstraint(1, "zone", "DoNotSchedule"), DefaultConstraint(1, "zone", "ScheduleAnyway")), defaulting_type="List")
+    assert PodTopologySpreadArgs(
+        default_constraints=(
+            DefaultConstraint(1, "zone", "DoNotSchedule"),
+            DefaultConstraint(1, "zone", "ScheduleAnyway"),
+        ),
+        defaulting_type="List",
+    )
 
 
 def test_spread_constraint_policies_are_parsed_with_field_paths():

@@ -106,4 +106,6 @@ def test_vector_form_agrees(nodes: list[tuple[int, int]], cpu: int, mem: int) ->
     snap = Snapshot.of(infos)
     plugin = NodeResourceLimits()
     index = np.arange(len(infos), dtype=np.intp)[::-1].copy()
-    assert plugin.score_nodes(CycleState(), p, snap.table, index).tolist() == [plugin.score(CycleState(), p, infos[k]) for k in index]
+    assert plugin.score_nodes(CycleState(), p, snap.table, index).tolist() == [
+        plugin.score(CycleState(), p, infos[k]) for k in index
+    ]

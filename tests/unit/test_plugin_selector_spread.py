@@ -27,7 +27,9 @@ def web(name: str = "w", ns: str = "default", **extra: str) -> Any:
     return make_pod(name, ns).label(app="web", **extra)
 
 
-def run(plugin: SelectorSpread, pod: Pod, nodes: list[Any], placement: dict[str, list[Pod]], objects: ClusterObjects) -> tuple[Code, list[int], list[int]]:
+def run(
+    plugin: SelectorSpread, pod: Pod, nodes: list[Any], placement: dict[str, list[Pod]], objects: ClusterObjects
+) -> tuple[Code, list[int], list[int]]:
     snap = Snapshot.of([node_info(n, *placement.get(n.name, [])) for n in nodes], objects)
     state = CycleState()
     pre = plugin.pre_score(state, pod, list(snap.node_infos), snap)
@@ -43,13 +45,27 @@ def run(plugin: SelectorSpread, pod: Pod, nodes: list[Any], placement: dict[str,
 
 
 PLAIN = [make_node("n1").obj(), make_node("n2").obj(), make_node("n3").obj()]
-ZONED = [make_node("n1").zone("z1").obj(), make_node("n2").zone("z1").obj(), make_node("n3").zone("z2").obj(), make_node("n4").obj()]
+ZONED = [
+    make_node("n1").zone("z1").obj(),
+    make_node("n2").zone("z1").obj(),
+    make_node("n3").zone("z2").obj(),
+    make_node("n4").obj(),
+]
 
 
 @pytest.mark.parametrize(
     "args, pod, nodes, placement, objects, want_raw, want",
     [
-        pytest.param({}, web().obj(), PLAIN, {"n1": [web().obj()]}, ClusterObjects(), None, None, id="no service or controller: skip"),
+        pytest.param(
+            {},
+            web().obj(),
+            PLAIN,
+            {"n1": [web().obj()]},
+            ClusterObjects(),
+            None,
+            None,
+            id="no service or controller: skip",
+        ),
         pytest.param(
             {},
             web().obj(),
@@ -65,7 +81,10 @@ ZONED = [make_node("n1").zone("z1").obj(), make_node("n2").zone("z1").obj(), mak
             {},
             web().obj(),
             PLAIN,
-            {"n1": [web().terminating().obj(), web("x", "other").obj(), make_pod("db").label(app="db").obj()], "n2": [web().obj()]},
+            {
+                "n1": [web().terminating().obj(), web("x", "other").obj(), make_pod("db").label(app="db").obj()],
+                "n2": [web().obj()],
+            },
             ClusterObjects(services=dict(SVC)),
             # deleting, other-namespace and unselected pods do not count: 0, 1, 0 -> 100, 0, 100
             [0, 1, 0],
@@ -117,7 +136,15 @@ ZONED = [make_node("n1").zone("z1").obj(), make_node("n2").zone("z1").obj(), mak
         ),
     ],
 )
-def test_score(args: dict[str, Any], pod: Pod, nodes: list[Any], placement: dict[str, list[Pod]], objects: ClusterObjects, want_raw: Any, want: Any) -> None:
+def test_score(
+    args: dict[str, Any],
+    pod: Pod,
+    nodes: list[Any],
+    placement: dict[str, list[Pod]],
+    objects: ClusterObjects,
+    want_raw: Any,
+    want: Any,
+) -> None:
     code, raw, norm = run(SelectorSpread.new(args), pod, nodes, placement, objects)
     if want is None:
         assert code is Code.SKIP
@@ -136,7 +163,7 @@ def test_score(args: dict[str, Any], pod: Pod, nodes: list[Any], placement: dict
         # n1: 100*(3-3)/3 = 0 -> 0; n2: 100*(3-1)/3 = 66.6 -> 66.6/3 + 2/3 * 100*(4-4)/4 = 22.2 -> 22
         pytest.param([3, 1], ["z1", "z1"], [0, 22], id="one zone: zone term 0"),
         # unzoned nodes keep the node term even when others have zones: z1 holds 2 -> n1 0; n2 100*(2-0)/2 = 100
-        pytest.param([2, 0], ["z1", ""], [0, 100], id="unzoned node keeps node term")
+        pytest.param([2, 0], ["z1", ""], [0, 100], id="unzoned node keeps node term"),
     ],
 )
 def test_normalize(counts: list[int], zones: list[str], want: list[int]) -> None:
@@ -161,7 +188,10 @@ def test_names_and_args() -> None:
 def test_vector_agrees_and_index_follows_changes(seed: int) -> None:
     rng = random.Random(seed)
     objects = ClusterObjects(services=dict(SVC), controllers=dict(RS))
-    nodes = [make_node(f"n{k}").zone(rng.choice(["z1", "z2"])).obj() if rng.random() < 0.7 else make_node(f"n{k}").obj() for k in range(6)]
+    nodes = [
+        make_node(f"n{k}").zone(rng.choice(["z1", "z2"])).obj() if rng.random() < 0.7 else make_node(f"n{k}").obj()
+        for k in range(6)
+    ]
     placement: dict[str, list[Pod]] = {n.name: [] for n in nodes}
     kept = SelectorSpread()
     for i in range(15):
@@ -183,4 +213,7 @@ def test_vector_agrees_and_index_follows_changes(seed: int) -> None:
         assert raw == [fresh.score(fresh_state, pod, n) for n in infos]
         vec = kept.score_nodes(state, pod, snap.table, index)
         assert vec.tolist() == raw
-        assert kept.normalize_scores(state, pod, vec).tolist() == fresh.normalize_scores(fresh_state, pod, np.array(raw)).tolist()
+        assert (
+            kept.normalize_scores(state, pod, vec).tolist()
+            == fresh.normalize_scores(fresh_state, pod, np.array(raw)).tolist()
+        )

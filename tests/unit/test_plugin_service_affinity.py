@@ -11,7 +11,13 @@ from builders import make_node, make_pod, node_info
 from kopf_scheduler.core.arguments import PluginArgsError
 from kopf_scheduler.core.framework import Code, CycleState
 from kopf_scheduler.core.objects import Pod, Service
-from kopf_scheduler.core.plugins.service_affinity import ERR_REASON, ServiceAffinity, ServiceAffinityArgs, fits, normalize
+from kopf_scheduler.core.plugins.service_affinity import (
+    ERR_REASON,
+    ServiceAffinity,
+    ServiceAffinityArgs,
+    fits,
+    normalize,
+)
 from kopf_scheduler.core.snapshot import ClusterObjects, Snapshot
 
 SVC = {"default/web": Service("default", "web", {"app": "web"})}
@@ -28,7 +34,9 @@ NODES = [
 
 
 def snap_of(placement: dict[str, list[Pod]], services: dict[str, Service] | None = None) -> Snapshot:
-    return Snapshot.of([node_info(n, *placement.get(n.name, [])) for n in NODES], ClusterObjects(services=dict(services or {})))
+    return Snapshot.of(
+        [node_info(n, *placement.get(n.name, [])) for n in NODES], ClusterObjects(services=dict(services or {}))
+    )
 
 
 def web(name: str = "w", ns: str = "default") -> Any:
@@ -104,7 +112,9 @@ def web(name: str = "w", ns: str = "default") -> Any:
         ),
     ],
 )
-def test_filter(args: dict[str, Any], pod: Pod, placement: dict[str, list[Pod]], services: Any, want_pre: Code, want: list[Any]) -> None:
+def test_filter(
+    args: dict[str, Any], pod: Pod, placement: dict[str, list[Pod]], services: Any, want_pre: Code, want: list[Any]
+) -> None:
     snap = snap_of(placement, services)
     plugin = ServiceAffinity.new(args)
     state = CycleState()
@@ -117,7 +127,9 @@ def test_filter(args: dict[str, Any], pod: Pod, placement: dict[str, list[Pod]],
     assert [(s.code, s.reasons) for s in statuses] == want
     mask = plugin.filter_nodes(state, pod, snap.table, np.arange(len(snap), dtype=np.intp))
     assert mask.tolist() == [s.is_success for s in statuses]
-    assert [(s.code, s.reasons) for s in (fits(pod, i, plugin.args.affinity_labels, snap) for i in snap.node_infos)] == want
+    assert [
+        (s.code, s.reasons) for s in (fits(pod, i, plugin.args.affinity_labels, snap) for i in snap.node_infos)
+    ] == want
 
 
 def test_filter_what_if_node_hides_the_example_pod() -> None:
@@ -127,7 +139,12 @@ def test_filter_what_if_node_hides_the_example_pod() -> None:
     plugin = ServiceAffinity(ServiceAffinityArgs(affinity_labels=("region",)))
     state = CycleState()
     plugin.pre_filter(state, web().obj(), snap)
-    assert [plugin.filter(state, web().obj(), i).code for i in snap.node_infos] == [Code.SUCCESS, Code.SUCCESS, Code.UNSCHEDULABLE, Code.UNSCHEDULABLE]
+    assert [plugin.filter(state, web().obj(), i).code for i in snap.node_infos] == [
+        Code.SUCCESS,
+        Code.SUCCESS,
+        Code.UNSCHEDULABLE,
+        Code.UNSCHEDULABLE,
+    ]
     what_if = node_info(NODES[0])  # n1 without e2: e1 on n3 (region r2) becomes the example
     assert plugin.filter(state, web().obj(), what_if).code is Code.UNSCHEDULABLE
 
@@ -135,7 +152,15 @@ def test_filter_what_if_node_hides_the_example_pod() -> None:
 @pytest.mark.parametrize(
     "args, pod, placement, services, want_raw, want",
     [
-        pytest.param({"antiAffinityLabelsPreference": ["zone"]}, web().obj(), {}, SVC, [0, 0, 0, 0], [100, 100, 100, 0], id="no pods: labelled 100, unlabelled 0"),
+        pytest.param(
+            {"antiAffinityLabelsPreference": ["zone"]},
+            web().obj(),
+            {},
+            SVC,
+            [0, 0, 0, 0],
+            [100, 100, 100, 0],
+            id="no pods: labelled 100, unlabelled 0",
+        ),
         pytest.param(
             {"antiAffinityLabelsPreference": ["zone"]},
             web().obj(),
@@ -179,7 +204,9 @@ def test_filter_what_if_node_hides_the_example_pod() -> None:
         ),
     ],
 )
-def test_score(args: dict[str, Any], pod: Pod, placement: dict[str, list[Pod]], services: Any, want_raw: list[int], want: list[int]) -> None:
+def test_score(
+    args: dict[str, Any], pod: Pod, placement: dict[str, list[Pod]], services: Any, want_raw: list[int], want: list[int]
+) -> None:
     snap = snap_of(placement, services)
     plugin = ServiceAffinity.new(args)
     state = CycleState()
@@ -191,7 +218,11 @@ def test_score(args: dict[str, Any], pod: Pod, placement: dict[str, list[Pod]], 
 
 def test_score_skips_without_labels() -> None:
     snap = snap_of({}, SVC)
-    assert ServiceAffinity.new({"affinityLabels": ["region"]}).pre_score(CycleState(), web().obj(), list(snap.node_infos), snap).is_skip
+    assert (
+        ServiceAffinity.new({"affinityLabels": ["region"]})
+        .pre_score(CycleState(), web().obj(), list(snap.node_infos), snap)
+        .is_skip
+    )
 
 
 def test_normalize_empty_label_list_is_zero() -> None:
@@ -203,8 +234,12 @@ def test_normalize_empty_label_list_is_zero() -> None:
     [
         pytest.param({"affinityLabels": "region"}, "affinityLabels", id="labels must be a list"),
         pytest.param({"affinityLabels": [""]}, "affinityLabels[0]", id="empty label key"),
-        pytest.param({"antiAffinityLabelsPreference": [""]}, "antiAffinityLabelsPreference[0]", id="empty anti-affinity label"),
-        pytest.param({"antiAffinityLabelsPreference": [["zone"]]}, "antiAffinityLabelsPreference[0]", id="a label is a string"),
+        pytest.param(
+            {"antiAffinityLabelsPreference": [""]}, "antiAffinityLabelsPreference[0]", id="empty anti-affinity label"
+        ),
+        pytest.param(
+            {"antiAffinityLabelsPreference": [["zone"]]}, "antiAffinityLabelsPreference[0]", id="a label is a string"
+        ),
         pytest.param({"antiAffinityLabelsPreference": 3}, "antiAffinityLabelsPreference", id="not a list"),
         # the v1.9 shapes are registry.py's to translate (serviceAffinity / serviceAntiAffinity)
         pytest.param({"labels": ["region"]}, "labels", id="v1.9 labels is not a plugin argument"),
@@ -222,7 +257,9 @@ def test_args_errors(args: dict[str, Any], field: str) -> None:
     "kwargs, field",
     [
         pytest.param({"affinity_labels": ("region", "")}, "affinityLabels[1]", id="affinity label"),
-        pytest.param({"anti_affinity_labels_preference": ("",)}, "antiAffinityLabelsPreference[0]", id="anti-affinity label"),
+        pytest.param(
+            {"anti_affinity_labels_preference": ("",)}, "antiAffinityLabelsPreference[0]", id="anti-affinity label"
+        ),
     ],
 )
 def test_typed_args_reject_empty_label_keys(kwargs: dict[str, Any], field: str) -> None:
@@ -234,7 +271,9 @@ def test_typed_args_reject_empty_label_keys(kwargs: dict[str, Any], field: str) 
 def test_names() -> None:
     assert ServiceAffinity().name == ServiceAffinity.NAME == "ServiceAffinity"
     assert ServiceAffinity.new({"antiAffinityLabelsPreference": ["zone"]}, name="zone-spread").name == "zone-spread"
-    assert ServiceAffinity.new({"antiAffinityLabelsPreference": ["zone"]}).args == ServiceAffinityArgs(anti_affinity_labels_preference=("zone",))
+    assert ServiceAffinity.new({"antiAffinityLabelsPreference": ["zone"]}).args == ServiceAffinityArgs(
+        anti_affinity_labels_preference=("zone",)
+    )
 
 
 def test_filter_without_pre_filter_state() -> None:

@@ -44,7 +44,12 @@ UNTOLERATED = "node(s) had untolerated taint(s)"
             UNTOLERATED,
             id="other value",
         ),
-        pytest.param([("dedicated", "user1", "NoSchedule")], make_pod().toleration("dedicated", operator="Exists").obj(), None, id="Exists, any effect"),
+        pytest.param(
+            [("dedicated", "user1", "NoSchedule")],
+            make_pod().toleration("dedicated", operator="Exists").obj(),
+            None,
+            id="Exists, any effect",
+        ),
         pytest.param(
             [("dedicated", "user1", "NoSchedule")],
             make_pod().toleration("dedicated", operator="Exists", effect="NoExecute").obj(),
@@ -58,9 +63,14 @@ UNTOLERATED = "node(s) had untolerated taint(s)"
             id="one of two untolerated",
         ),
         pytest.param(
-            [("a", "1", "NoSchedule"), ("b", "2", "NoExecute")], make_pod().obj(), UNTOLERATED, id="two untolerated, one reason"
+            [("a", "1", "NoSchedule"), ("b", "2", "NoExecute")],
+            make_pod().obj(),
+            UNTOLERATED,
+            id="two untolerated, one reason",
         ),
-        pytest.param([("a", "1", "NoSchedule")], make_pod().toleration(operator="Exists").obj(), None, id="tolerate everything"),
+        pytest.param(
+            [("a", "1", "NoSchedule")], make_pod().toleration(operator="Exists").obj(), None, id="tolerate everything"
+        ),
     ],
 )
 def test_filter(taints, pod, reason):
@@ -103,7 +113,10 @@ def test_score_counts_untolerated_prefer_no_schedule():
         make_node("a").obj(),  # 0
         make_node("b").taint("cpu", "high", "PreferNoSchedule").obj(),  # tolerated: 0
         make_node("c").taint("mem", "high", "PreferNoSchedule").taint("disk", "slow", "PreferNoSchedule").obj(),  # 2
-        make_node("d").taint("mem", "high", "PreferNoSchedule").taint("x", "y", "NoSchedule").obj(),  # 1 (NoSchedule ignored)
+        make_node("d")
+        .taint("mem", "high", "PreferNoSchedule")
+        .taint("x", "y", "NoSchedule")
+        .obj(),  # 1 (NoSchedule ignored)
     ]
     pod = make_pod().toleration("cpu", "high", "PreferNoSchedule").obj()
     raw, normalized = score_all(pod, nodes)
@@ -122,7 +135,10 @@ def test_score_only_considers_prefer_no_schedule_or_empty_effect_tolerations():
 
 def test_every_node_scores_100_without_prefer_no_schedule_taints():
     # upstream DefaultNormalizeScore reversed, all counts 0: every node gets the maximum
-    assert score_all(make_pod().obj(), [make_node("a").obj(), make_node("b").taint("k", "v", "NoSchedule").obj()]) == ([0, 0], [100, 100])
+    assert score_all(make_pod().obj(), [make_node("a").obj(), make_node("b").taint("k", "v", "NoSchedule").obj()]) == (
+        [0, 0],
+        [100, 100],
+    )
 
 
 def test_names_and_args():
@@ -131,7 +147,9 @@ def test_names_and_args():
         TaintToleration.new({"x": 1})
 
 
-_TAINTS = [(k, v, e) for k in ("a", "b", "c") for v in ("", "1") for e in ("NoSchedule", "NoExecute", "PreferNoSchedule")]
+_TAINTS = [
+    (k, v, e) for k in ("a", "b", "c") for v in ("", "1") for e in ("NoSchedule", "NoExecute", "PreferNoSchedule")
+]
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -151,7 +169,12 @@ def test_vector_agrees_with_per_node(seed):
         for _ in range(rng.randint(0, 3)):
             key, value, effect = rng.choice(_TAINTS)
             op = rng.choice(["Equal", "Exists"])
-            b.toleration(rng.choice([key, ""]) if op == "Exists" else key, value if op == "Equal" else "", rng.choice([effect, ""]), op)
+            b.toleration(
+                rng.choice([key, ""]) if op == "Exists" else key,
+                value if op == "Equal" else "",
+                rng.choice([effect, ""]),
+                op,
+            )
         pod = b.obj()
         index = np.array(rng.sample(range(40), 25), dtype=np.intp)
         state = CycleState()
@@ -162,4 +185,6 @@ def test_vector_agrees_with_per_node(seed):
         else:
             assert all(plugin.filter(state, pod, i).is_success for i in infos)
         assert plugin.pre_score(state, pod, infos, snap).is_success
-        assert plugin.score_nodes(state, pod, snap.table, index).tolist() == [plugin.score(state, pod, snap.node_infos[k]) for k in index.tolist()]
+        assert plugin.score_nodes(state, pod, snap.table, index).tolist() == [
+            plugin.score(state, pod, snap.node_infos[k]) for k in index.tolist()
+        ]

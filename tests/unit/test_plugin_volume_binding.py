@@ -27,21 +27,49 @@ HOST = "kubernetes.io/hostname"
 
 
 def affinity(key: str, *values: str, op: str = "In") -> dict[str, Any]:
-    return {"required": {"nodeSelectorTerms": [{"matchExpressions": [{"key": key, "operator": op, "values": list(values)}]}]}}
+    return {
+        "required": {
+            "nodeSelectorTerms": [{"matchExpressions": [{"key": key, "operator": op, "values": list(values)}]}]
+        }
+    }
 
 
-def pv(name: str, *, sc: str = "local", size: str = "10Gi", modes=("ReadWriteOnce",), claim: str = "", phase: str = "Available",
-       node_affinity: dict[str, Any] | None = None, labels: dict[str, str] | None = None):
-    spec: dict[str, Any] = {"storageClassName": sc, "capacity": {"storage": size}, "accessModes": list(modes), "local": {"path": "/d"}}
+def pv(
+    name: str,
+    *,
+    sc: str = "local",
+    size: str = "10Gi",
+    modes=("ReadWriteOnce",),
+    claim: str = "",
+    phase: str = "Available",
+    node_affinity: dict[str, Any] | None = None,
+    labels: dict[str, str] | None = None,
+):
+    spec: dict[str, Any] = {
+        "storageClassName": sc,
+        "capacity": {"storage": size},
+        "accessModes": list(modes),
+        "local": {"path": "/d"},
+    }
     if claim:
         spec["claimRef"] = {"namespace": "default", "name": claim}
     if node_affinity is not None:
         spec["nodeAffinity"] = node_affinity
-    return parse_persistent_volume({"metadata": {"name": name, "labels": labels or {}}, "spec": spec, "status": {"phase": phase}})
+    return parse_persistent_volume(
+        {"metadata": {"name": name, "labels": labels or {}}, "spec": spec, "status": {"phase": phase}}
+    )
 
 
-def pvc(name: str, *, sc: str | None = "local", size: str = "5Gi", modes=("ReadWriteOnce",), volume: str = "", phase: str = "",
-        selector: dict[str, Any] | None = None):
+def pvc(
+    name: str,
+    *,
+    sc: str | None = "local",
+    size: str = "5Gi",
+    modes=("ReadWriteOnce",),
+    volume: str = "",
+    phase: str = "",
+    selector: dict[str, Any] | None = None,
+):
     spec: dict[str, Any] = {"accessModes": list(modes), "resources": {"requests": {"storage": size}}}
     if sc is not None:
         spec["storageClassName"] = sc
@@ -50,10 +78,17 @@ def pvc(name: str, *, sc: str | None = "local", size: str = "5Gi", modes=("ReadW
     if selector is not None:
         spec["selector"] = selector
     status = {"phase": phase or ("Bound" if volume else "Pending")}
-    return parse_persistent_volume_claim({"metadata": {"name": name, "namespace": "default"}, "spec": spec, "status": status})
+    return parse_persistent_volume_claim(
+        {"metadata": {"name": name, "namespace": "default"}, "spec": spec, "status": status}
+    )
 
 
-def sc(name: str, provisioner: str, mode: str = "WaitForFirstConsumer", topologies: list[dict[str, list[str]]] | None = None):
+def sc(
+    name: str,
+    provisioner: str,
+    mode: str = "WaitForFirstConsumer",
+    topologies: list[dict[str, list[str]]] | None = None,
+):
     body: dict[str, Any] = {"metadata": {"name": name}, "provisioner": provisioner, "volumeBindingMode": mode}
     if topologies is not None:
         body["allowedTopologies"] = [
@@ -108,43 +143,122 @@ N2 = make_node("n2").label(zone="c").obj()
     [
         # ---- bound claims
         pytest.param([pv("pv1", claim="c", phase="Bound")], [pvc("c", volume="pv1")], N1, (), id="bound, no affinity"),
-        pytest.param([pv("pv1", claim="c", phase="Bound", node_affinity=affinity(HOST, "n1"))], [pvc("c", volume="pv1")], N1, (),
-                     id="bound, affinity matches"),
-        pytest.param([pv("pv1", claim="c", phase="Bound", node_affinity=affinity(HOST, "n1"))], [pvc("c", volume="pv1")], N2,
-                     (ERR_REASON_NODE_CONFLICT,), id="bound, affinity to another node"),
+        pytest.param(
+            [pv("pv1", claim="c", phase="Bound", node_affinity=affinity(HOST, "n1"))],
+            [pvc("c", volume="pv1")],
+            N1,
+            (),
+            id="bound, affinity matches",
+        ),
+        pytest.param(
+            [pv("pv1", claim="c", phase="Bound", node_affinity=affinity(HOST, "n1"))],
+            [pvc("c", volume="pv1")],
+            N2,
+            (ERR_REASON_NODE_CONFLICT,),
+            id="bound, affinity to another node",
+        ),
         pytest.param([], [pvc("c", volume="ghost")], N1, (ERR_REASON_PV_NOT_EXIST,), id="bound to a missing pv"),
-        pytest.param([pv("pv1", claim="c", phase="Bound", node_affinity={"required": {"nodeSelectorTerms": []}})],
-                     [pvc("c", volume="pv1")], N1, (ERR_REASON_NODE_CONFLICT,), id="bound, empty required terms match nothing"),
+        pytest.param(
+            [pv("pv1", claim="c", phase="Bound", node_affinity={"required": {"nodeSelectorTerms": []}})],
+            [pvc("c", volume="pv1")],
+            N1,
+            (ERR_REASON_NODE_CONFLICT,),
+            id="bound, empty required terms match nothing",
+        ),
         # ---- WaitForFirstConsumer, static PVs
-        pytest.param([pv("pv1", node_affinity=affinity(HOST, "n1"))], [pvc("c")], N1, (), id="wffc, available pv on this node"),
-        pytest.param([pv("pv1", node_affinity=affinity(HOST, "n1"))], [pvc("c")], N2, (ERR_REASON_BIND_CONFLICT,),
-                     id="wffc, pv on another node"),
-        pytest.param([pv("pv1", size="1Gi")], [pvc("c")], N1, (ERR_REASON_BIND_CONFLICT,), id="wffc, pv too small (1Gi < 5Gi)"),
-        pytest.param([pv("pv1", modes=("ReadOnlyMany",))], [pvc("c")], N1, (ERR_REASON_BIND_CONFLICT,), id="wffc, access modes not a superset"),
-        pytest.param([pv("pv1", modes=("ReadWriteOnce", "ReadOnlyMany"))], [pvc("c")], N1, (), id="wffc, access modes a superset"),
-        pytest.param([pv("pv1", sc="other")], [pvc("c")], N1, (ERR_REASON_BIND_CONFLICT,), id="wffc, pv of another class"),
-        pytest.param([pv("pv1", phase="Released")], [pvc("c")], N1, (ERR_REASON_BIND_CONFLICT,), id="wffc, pv not Available"),
-        pytest.param([pv("pv1", claim="someone-else")], [pvc("c")], N1, (ERR_REASON_BIND_CONFLICT,), id="wffc, pv claimed by another claim"),
-        pytest.param([pv("pv1", claim="c", phase="Released")], [pvc("c")], N1, (), id="wffc, pv pre-bound to this claim"),
-        pytest.param([pv("pv1", claim="c", node_affinity=affinity(HOST, "n2")), pv("pv2")], [pvc("c")], N1,
-                     (ERR_REASON_BIND_CONFLICT,), id="wffc, pre-bound pv elsewhere: no other pv is tried"),
-        pytest.param([pv("pv1", labels={"tier": "gold"})], [pvc("c", selector={"matchLabels": {"tier": "gold"}})], N1, (),
-                     id="wffc, selector matches"),
-        pytest.param([pv("pv1", labels={"tier": "iron"})], [pvc("c", selector={"matchLabels": {"tier": "gold"}})], N1,
-                     (ERR_REASON_BIND_CONFLICT,), id="wffc, selector does not match"),
-        pytest.param([pv("pv1")], [pvc("c1"), pvc("c2")], N1, (ERR_REASON_BIND_CONFLICT,), id="wffc, two claims, one pv"),
+        pytest.param(
+            [pv("pv1", node_affinity=affinity(HOST, "n1"))], [pvc("c")], N1, (), id="wffc, available pv on this node"
+        ),
+        pytest.param(
+            [pv("pv1", node_affinity=affinity(HOST, "n1"))],
+            [pvc("c")],
+            N2,
+            (ERR_REASON_BIND_CONFLICT,),
+            id="wffc, pv on another node",
+        ),
+        pytest.param(
+            [pv("pv1", size="1Gi")], [pvc("c")], N1, (ERR_REASON_BIND_CONFLICT,), id="wffc, pv too small (1Gi < 5Gi)"
+        ),
+        pytest.param(
+            [pv("pv1", modes=("ReadOnlyMany",))],
+            [pvc("c")],
+            N1,
+            (ERR_REASON_BIND_CONFLICT,),
+            id="wffc, access modes not a superset",
+        ),
+        pytest.param(
+            [pv("pv1", modes=("ReadWriteOnce", "ReadOnlyMany"))], [pvc("c")], N1, (), id="wffc, access modes a superset"
+        ),
+        pytest.param(
+            [pv("pv1", sc="other")], [pvc("c")], N1, (ERR_REASON_BIND_CONFLICT,), id="wffc, pv of another class"
+        ),
+        pytest.param(
+            [pv("pv1", phase="Released")], [pvc("c")], N1, (ERR_REASON_BIND_CONFLICT,), id="wffc, pv not Available"
+        ),
+        pytest.param(
+            [pv("pv1", claim="someone-else")],
+            [pvc("c")],
+            N1,
+            (ERR_REASON_BIND_CONFLICT,),
+            id="wffc, pv claimed by another claim",
+        ),
+        pytest.param(
+            [pv("pv1", claim="c", phase="Released")], [pvc("c")], N1, (), id="wffc, pv pre-bound to this claim"
+        ),
+        pytest.param(
+            [pv("pv1", claim="c", node_affinity=affinity(HOST, "n2")), pv("pv2")],
+            [pvc("c")],
+            N1,
+            (ERR_REASON_BIND_CONFLICT,),
+            id="wffc, pre-bound pv elsewhere: no other pv is tried",
+        ),
+        pytest.param(
+            [pv("pv1", labels={"tier": "gold"})],
+            [pvc("c", selector={"matchLabels": {"tier": "gold"}})],
+            N1,
+            (),
+            id="wffc, selector matches",
+        ),
+        pytest.param(
+            [pv("pv1", labels={"tier": "iron"})],
+            [pvc("c", selector={"matchLabels": {"tier": "gold"}})],
+            N1,
+            (ERR_REASON_BIND_CONFLICT,),
+            id="wffc, selector does not match",
+        ),
+        pytest.param(
+            [pv("pv1")], [pvc("c1"), pvc("c2")], N1, (ERR_REASON_BIND_CONFLICT,), id="wffc, two claims, one pv"
+        ),
         pytest.param([pv("pv1"), pv("pv2")], [pvc("c1"), pvc("c2")], N1, (), id="wffc, two claims, two pvs"),
-        pytest.param([pv("big", size="20Gi"), pv("small", size="6Gi")], [pvc("c1", size="15Gi"), pvc("c2", size="5Gi")], N1, (),
-                     id="smallest claim first takes the smallest fitting pv"),
+        pytest.param(
+            [pv("big", size="20Gi"), pv("small", size="6Gi")],
+            [pvc("c1", size="15Gi"), pvc("c2", size="5Gi")],
+            N1,
+            (),
+            id="smallest claim first takes the smallest fitting pv",
+        ),
         # ---- dynamic provisioning
         pytest.param([], [pvc("c", sc="dyn")], N1, (), id="provisioner, no topology"),
         pytest.param([], [pvc("c", sc="dyn-zoned")], N1, (), id="provisioner, topology matches (zone a)"),
-        pytest.param([], [pvc("c", sc="dyn-zoned")], N2, (ERR_REASON_BIND_CONFLICT,), id="provisioner, topology does not match (zone c)"),
-        pytest.param([], [pvc("c", sc="dyn-empty-term")], N1, (ERR_REASON_BIND_CONFLICT,), id="provisioner, empty topology term"),
+        pytest.param(
+            [],
+            [pvc("c", sc="dyn-zoned")],
+            N2,
+            (ERR_REASON_BIND_CONFLICT,),
+            id="provisioner, topology does not match (zone c)",
+        ),
+        pytest.param(
+            [], [pvc("c", sc="dyn-empty-term")], N1, (ERR_REASON_BIND_CONFLICT,), id="provisioner, empty topology term"
+        ),
         pytest.param([], [pvc("c")], N1, (ERR_REASON_BIND_CONFLICT,), id="no-provisioner and no pv"),
         # ---- both kinds of reason together
-        pytest.param([pv("pv1", claim="b", phase="Bound", node_affinity=affinity(HOST, "n2"))], [pvc("b", volume="pv1"), pvc("c")], N1,
-                     (ERR_REASON_NODE_CONFLICT, ERR_REASON_BIND_CONFLICT), id="affinity conflict and nothing to bind"),
+        pytest.param(
+            [pv("pv1", claim="b", phase="Bound", node_affinity=affinity(HOST, "n2"))],
+            [pvc("b", volume="pv1"), pvc("c")],
+            N1,
+            (ERR_REASON_NODE_CONFLICT, ERR_REASON_BIND_CONFLICT),
+            id="affinity conflict and nothing to bind",
+        ),
     ],
 )
 def test_filter(pvs, pvcs, node, reasons):
@@ -168,14 +282,29 @@ def test_reason_strings():
     "pod, pvcs, reason",
     [
         pytest.param(pod_claims("nope"), [], 'persistentvolumeclaim "nope" not found', id="missing claim"),
-        pytest.param(make_pod("p").volume({"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}).obj(), [],
-                     'waiting for ephemeral volume controller to create the persistentvolumeclaim "p-scratch"', id="missing ephemeral claim"),
+        pytest.param(
+            make_pod("p").volume({"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}).obj(),
+            [],
+            'waiting for ephemeral volume controller to create the persistentvolumeclaim "p-scratch"',
+            id="missing ephemeral claim",
+        ),
         pytest.param(pod_claims("c"), [pvc("c", sc="now")], ERR_REASON_UNBOUND_IMMEDIATE, id="unbound immediate"),
         pytest.param(pod_claims("c"), [pvc("c", sc=None)], ERR_REASON_UNBOUND_IMMEDIATE, id="unbound without class"),
-        pytest.param(pod_claims("c"), [pvc("c", sc="ghost")], ERR_REASON_UNBOUND_IMMEDIATE, id="unbound, class missing"),
-        pytest.param(pod_claims("c"), [pvc("c", volume="pv1", phase="Pending")], ERR_REASON_UNBOUND_IMMEDIATE, id="pre-bound, not bound yet"),
-        pytest.param(pod_claims("c"), [pvc("c", volume="pv1", phase="Lost")],
-                     'persistentvolumeclaim "c" bound to non-existent persistentvolume "pv1"', id="lost claim"),
+        pytest.param(
+            pod_claims("c"), [pvc("c", sc="ghost")], ERR_REASON_UNBOUND_IMMEDIATE, id="unbound, class missing"
+        ),
+        pytest.param(
+            pod_claims("c"),
+            [pvc("c", volume="pv1", phase="Pending")],
+            ERR_REASON_UNBOUND_IMMEDIATE,
+            id="pre-bound, not bound yet",
+        ),
+        pytest.param(
+            pod_claims("c"),
+            [pvc("c", volume="pv1", phase="Lost")],
+            'persistentvolumeclaim "c" bound to non-existent persistentvolume "pv1"',
+            id="lost claim",
+        ),
     ],
 )
 def test_pre_filter_rejections(pod, pvcs, reason):
@@ -208,9 +337,15 @@ def test_filter_without_state_is_an_error():
 
 def test_vector_agrees_with_filter():
     rng = random.Random(13)
-    pvs = [pv(f"pv{i}", size=f"{rng.randrange(1, 20)}Gi", node_affinity=affinity(HOST, f"n{rng.randrange(20)}")) for i in range(15)]
+    pvs = [
+        pv(f"pv{i}", size=f"{rng.randrange(1, 20)}Gi", node_affinity=affinity(HOST, f"n{rng.randrange(20)}"))
+        for i in range(15)
+    ]
     pvs.append(pv("bound-pv", claim="b", phase="Bound", node_affinity=affinity("zone", "a")))
-    pvcs = [pvc(f"c{i}", size=f"{rng.randrange(1, 10)}Gi") for i in range(5)] + [pvc("b", volume="bound-pv"), pvc("d", sc="dyn-zoned")]
+    pvcs = [pvc(f"c{i}", size=f"{rng.randrange(1, 10)}Gi") for i in range(5)] + [
+        pvc("b", volume="bound-pv"),
+        pvc("d", sc="dyn-zoned"),
+    ]
     objs = objects(pvs, pvcs)
     infos = [node_info(make_node(f"n{n}").label(zone=rng.choice("abc")).obj()) for n in range(20)]
     snap = Snapshot.of(infos, objs)
@@ -236,9 +371,21 @@ def test_args_and_name():
 @pytest.mark.parametrize(
     "args, field, message",
     [
-        pytest.param({"bindTimeoutSeconds": -1}, "bindTimeoutSeconds", "invalid BindTimeoutSeconds, should not be a negative value", id="negative timeout"),
-        pytest.param({"bindTimeoutSeconds": "10"}, "bindTimeoutSeconds", "must be an integer, not '10'", id="timeout not an integer"),
-        pytest.param({"shape": [{"utilization": 0, "score": 0}]}, "shape", None, id="shape: no volume capacity scoring"),
+        pytest.param(
+            {"bindTimeoutSeconds": -1},
+            "bindTimeoutSeconds",
+            "invalid BindTimeoutSeconds, should not be a negative value",
+            id="negative timeout",
+        ),
+        pytest.param(
+            {"bindTimeoutSeconds": "10"},
+            "bindTimeoutSeconds",
+            "must be an integer, not '10'",
+            id="timeout not an integer",
+        ),
+        pytest.param(
+            {"shape": [{"utilization": 0, "score": 0}]}, "shape", None, id="shape: no volume capacity scoring"
+        ),
         pytest.param({"shape": []}, "shape", None, id="even an empty shape"),
         pytest.param({"nope": 1}, "nope", None, id="unknown field"),
     ],

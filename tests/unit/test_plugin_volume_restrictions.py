@@ -73,7 +73,9 @@ def objects_with(*claims) -> ClusterObjects:
         pytest.param([rbd(["m1"], "p", "img")], [rbd(["m3"], "p", "img")], False, id="rbd no shared monitor"),
         pytest.param([rbd(["m1"], "p", "img")], [rbd(["m1"], "q", "img")], False, id="rbd other pool"),
         pytest.param([rbd(["m1"], "p", "img")], [rbd(["m1"], "p", "img2")], False, id="rbd other image"),
-        pytest.param([rbd(["m1"], "p", "img", ro=True)], [rbd(["m1"], "p", "img", ro=True)], False, id="rbd both read-only"),
+        pytest.param(
+            [rbd(["m1"], "p", "img", ro=True)], [rbd(["m1"], "p", "img", ro=True)], False, id="rbd both read-only"
+        ),
         pytest.param([gce("a")], [ebs("a")], False, id="same name, other sources"),
         pytest.param([gce("x"), ebs("v1")], [gce("y"), ebs("v1")], True, id="second volume conflicts"),
     ],
@@ -127,7 +129,10 @@ def test_read_write_once_pod(modes, user_on, expect):
     objs = objects_with(claim("data", *modes))
     n1, n2 = make_node("n1").obj(), make_node("n2").obj()
     old = make_pod("old").pvc("data").obj()
-    infos = [node_info(n1, old) if user_on == "n1" else node_info(n1), node_info(n2, old) if user_on == "n2" else node_info(n2)]
+    infos = [
+        node_info(n1, old) if user_on == "n1" else node_info(n1),
+        node_info(n2, old) if user_on == "n2" else node_info(n2),
+    ]
     snap = Snapshot.of(infos, objs)
     pod = make_pod("p").pvc("data").obj()
     plugin = VolumeRestrictions()
@@ -183,7 +188,12 @@ def _verdicts(plugin: VolumeRestrictions, state: CycleState, pod, infos) -> list
 )
 def test_add_and_remove_pod_adjust_the_rwop_count(user_ns, volumes, want_count):
     """Removing the claim's only user equals a snapshot without it; adding it back equals the original."""
-    objs = objects_with(claim("data", "ReadWriteOncePod"), claim("other"), claim("data", "ReadWriteOncePod", ns="other"), claim("other", ns="other"))
+    objs = objects_with(
+        claim("data", "ReadWriteOncePod"),
+        claim("other"),
+        claim("data", "ReadWriteOncePod", ns="other"),
+        claim("other", ns="other"),
+    )
     user = make_pod("user", user_ns)
     for c in volumes:
         user.pvc(c)
@@ -207,7 +217,9 @@ def test_add_and_remove_pod_adjust_the_rwop_count(user_ns, volumes, want_count):
         assert _verdicts(plugin, removed, pod, without_blocker.node_infos) == [(Code.SUCCESS, ())] * 2
     else:
         assert want_count == 1
-        assert _verdicts(plugin, removed, pod, without_blocker.node_infos) == _verdicts(plugin, fresh, pod, without_blocker.node_infos)
+        assert _verdicts(plugin, removed, pod, without_blocker.node_infos) == _verdicts(
+            plugin, fresh, pod, without_blocker.node_infos
+        )
     # the original cycle still reads its own entry
     assert _verdicts(plugin, state, pod, with_user.node_infos) == before
 
@@ -241,8 +253,12 @@ def test_filter_without_pre_filter_state_is_an_error():
 
 def test_vector_agrees_with_filter():
     rng = random.Random(7)
-    sources = [lambda i: gce(f"pd{i}", rng.random() < 0.5), lambda i: ebs(f"v{i}"), lambda i: iscsi(f"q{i}", rng.random() < 0.5),
-               lambda i: rbd([f"m{rng.randrange(3)}"], "p", f"img{i}", rng.random() < 0.5)]
+    sources = [
+        lambda i: gce(f"pd{i}", rng.random() < 0.5),
+        lambda i: ebs(f"v{i}"),
+        lambda i: iscsi(f"q{i}", rng.random() < 0.5),
+        lambda i: rbd([f"m{rng.randrange(3)}"], "p", f"img{i}", rng.random() < 0.5),
+    ]
 
     def random_volumes() -> list[dict[str, Any]]:
         out = {}

@@ -49,7 +49,9 @@ def cluster() -> ClusterObjects:
         pvc("missing-pv", "ghost-pv"),
     ]
     classes = [
-        parse_storage_class({"metadata": {"name": "late"}, "provisioner": "p", "volumeBindingMode": "WaitForFirstConsumer"}),
+        parse_storage_class(
+            {"metadata": {"name": "late"}, "provisioner": "p", "volumeBindingMode": "WaitForFirstConsumer"}
+        ),
         parse_storage_class({"metadata": {"name": "now"}, "provisioner": "p"}),
     ]
     return ClusterObjects(
@@ -103,12 +105,36 @@ def test_filter(claims, labels, fit):
 @pytest.mark.parametrize(
     "volume, reason",
     [
-        pytest.param({"name": "v", "persistentVolumeClaim": {"claimName": ""}}, "PersistentVolumeClaim had no name", id="claim without name"),
-        pytest.param({"name": "v", "persistentVolumeClaim": {"claimName": "nope"}}, 'persistentvolumeclaim "nope" not found', id="missing claim"),
-        pytest.param({"name": "v", "persistentVolumeClaim": {"claimName": "no-class"}}, "PersistentVolumeClaim had no pv name and storageClass name", id="unbound without class"),
-        pytest.param({"name": "v", "persistentVolumeClaim": {"claimName": "missing-class"}}, 'storageclass.storage.k8s.io "ghost" not found', id="missing class"),
-        pytest.param({"name": "v", "persistentVolumeClaim": {"claimName": "immediate"}}, "PersistentVolume had no name", id="unbound immediate"),
-        pytest.param({"name": "v", "persistentVolumeClaim": {"claimName": "missing-pv"}}, 'persistentvolume "ghost-pv" not found', id="missing pv"),
+        pytest.param(
+            {"name": "v", "persistentVolumeClaim": {"claimName": ""}},
+            "PersistentVolumeClaim had no name",
+            id="claim without name",
+        ),
+        pytest.param(
+            {"name": "v", "persistentVolumeClaim": {"claimName": "nope"}},
+            'persistentvolumeclaim "nope" not found',
+            id="missing claim",
+        ),
+        pytest.param(
+            {"name": "v", "persistentVolumeClaim": {"claimName": "no-class"}},
+            "PersistentVolumeClaim had no pv name and storageClass name",
+            id="unbound without class",
+        ),
+        pytest.param(
+            {"name": "v", "persistentVolumeClaim": {"claimName": "missing-class"}},
+            'storageclass.storage.k8s.io "ghost" not found',
+            id="missing class",
+        ),
+        pytest.param(
+            {"name": "v", "persistentVolumeClaim": {"claimName": "immediate"}},
+            "PersistentVolume had no name",
+            id="unbound immediate",
+        ),
+        pytest.param(
+            {"name": "v", "persistentVolumeClaim": {"claimName": "missing-pv"}},
+            'persistentvolume "ghost-pv" not found',
+            id="missing pv",
+        ),
     ],
 )
 def test_pre_filter_errors_are_unresolvable(volume, reason):
@@ -123,9 +149,15 @@ def test_pre_filter_errors_are_unresolvable(volume, reason):
     [
         pytest.param([], id="no volumes"),
         pytest.param([{"name": "e", "emptyDir": {}}], id="no claims"),
-        pytest.param([{"name": "v", "persistentVolumeClaim": {"claimName": "wffc"}}], id="unbound wait-for-first-consumer"),
-        pytest.param([{"name": "v", "persistentVolumeClaim": {"claimName": "c-pv-plain"}}], id="pv without topology labels"),
-        pytest.param([{"name": "v", "persistentVolumeClaim": {"claimName": "c-pv-bad"}}], id="unparsable label is ignored"),
+        pytest.param(
+            [{"name": "v", "persistentVolumeClaim": {"claimName": "wffc"}}], id="unbound wait-for-first-consumer"
+        ),
+        pytest.param(
+            [{"name": "v", "persistentVolumeClaim": {"claimName": "c-pv-plain"}}], id="pv without topology labels"
+        ),
+        pytest.param(
+            [{"name": "v", "persistentVolumeClaim": {"claimName": "c-pv-bad"}}], id="unparsable label is ignored"
+        ),
         pytest.param([{"name": "g", "gcePersistentDisk": {"pdName": "x"}}], id="inline volumes are not checked"),
     ],
 )
@@ -133,7 +165,11 @@ def test_pre_filter_skips(volumes):
     b = make_pod("p")
     for v in volumes:
         b.volume(v)
-    assert VolumeZone().pre_filter(CycleState(), b.obj(), Snapshot.of([node_info(make_node("n1").obj())], cluster())).is_skip
+    assert (
+        VolumeZone()
+        .pre_filter(CycleState(), b.obj(), Snapshot.of([node_info(make_node("n1").obj())], cluster()))
+        .is_skip
+    )
 
 
 def test_zones_of():

@@ -16,7 +16,13 @@ from kopf_scheduler.core.framework import CycleState, FilterPlugin, ScorePlugin,
 from kopf_scheduler.core.plugins.node_label import NodeLabel
 from kopf_scheduler.core.plugins.node_resources_fit import NodeResourcesFit
 from kopf_scheduler.core.plugins.service_affinity import ServiceAffinity
-from kopf_scheduler.core.policy import FieldError, default_profile, default_provider_profile, parse_duration, validate_policy
+from kopf_scheduler.core.policy import (
+    FieldError,
+    default_profile,
+    default_provider_profile,
+    parse_duration,
+    validate_policy,
+)
 from kopf_scheduler.core.profile import Profile
 from kopf_scheduler.core.registry import Registry
 
@@ -88,7 +94,10 @@ def test_nothing_given_means_todays_default_profile() -> None:
     ]  # fmt: skip
     scorers = dict((s.name, s) for s, _ in p.scorers)
     filters = {f.name: f for f in p.filters}
-    assert all(scorers[n] is filters[n] for n in ("TaintToleration", "NodeAffinity", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity"))
+    assert all(
+        scorers[n] is filters[n]
+        for n in ("TaintToleration", "NodeAffinity", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity")
+    )
     assert filters["NodeResourcesFit"].args.scoring_strategy.type == "LeastAllocated"
 
 
@@ -158,10 +167,18 @@ def test_filters_run_in_canonical_order_whatever_the_listing() -> None:
 @pytest.mark.parametrize(
     "names,expected",
     [
-        pytest.param(["GeneralPredicates", "PodFitsResources"], ["NodeName", "NodeAffinity", "NodePorts", "NodeResourcesFit"], id="general + resources"),
+        pytest.param(
+            ["GeneralPredicates", "PodFitsResources"],
+            ["NodeName", "NodeAffinity", "NodePorts", "NodeResourcesFit"],
+            id="general + resources",
+        ),
         pytest.param(["PodFitsPorts", "PodFitsHostPorts"], ["NodePorts"], id="ports aliases"),
         pytest.param(["HostName", "PodFitsHost", "NodeName"], ["NodeName"], id="hostname aliases"),
-        pytest.param(["MatchNodeSelector", "GeneralPredicates"], ["NodeName", "NodeAffinity", "NodePorts", "NodeResourcesFit"], id="selector + general"),
+        pytest.param(
+            ["MatchNodeSelector", "GeneralPredicates"],
+            ["NodeName", "NodeAffinity", "NodePorts", "NodeResourcesFit"],
+            id="selector + general",
+        ),
     ],
 )
 def test_identical_filters_are_deduplicated(names: list[str], expected: list[str]) -> None:
@@ -187,22 +204,59 @@ def test_two_names_for_one_scorer_is_an_error() -> None:
 @pytest.mark.parametrize(
     "section,name,message",
     [
-        pytest.param("predicates", "PodFitResources", "unknown predicate 'PodFitResources'; did you mean 'PodFitsResources'?", id="pred typo"),
-        pytest.param("priorities", "LeastRequestPriority", "unknown priority 'LeastRequestPriority'; did you mean 'LeastRequestedPriority'?", id="prio typo"),
-        pytest.param("predicates", "LeastRequestedPriority", "'LeastRequestedPriority' is a priority, not a predicate; list it under spec.priorities", id="wrong list"),
-        pytest.param("priorities", "GeneralPredicates", "'GeneralPredicates' is a predicate, not a priority; list it under spec.predicates", id="wrong list 2"),
-        pytest.param("predicates", "NodeResourcesBalancedAllocation", "'NodeResourcesBalancedAllocation' is a score plugin, not a predicate; list it under spec.priorities", id="scorer as predicate"),
+        pytest.param(
+            "predicates",
+            "PodFitResources",
+            "unknown predicate 'PodFitResources'; did you mean 'PodFitsResources'?",
+            id="pred typo",
+        ),
+        pytest.param(
+            "priorities",
+            "LeastRequestPriority",
+            "unknown priority 'LeastRequestPriority'; did you mean 'LeastRequestedPriority'?",
+            id="prio typo",
+        ),
+        pytest.param(
+            "predicates",
+            "LeastRequestedPriority",
+            "'LeastRequestedPriority' is a priority, not a predicate; list it under spec.priorities",
+            id="wrong list",
+        ),
+        pytest.param(
+            "priorities",
+            "GeneralPredicates",
+            "'GeneralPredicates' is a predicate, not a priority; list it under spec.predicates",
+            id="wrong list 2",
+        ),
+        pytest.param(
+            "predicates",
+            "NodeResourcesBalancedAllocation",
+            "'NodeResourcesBalancedAllocation' is a score plugin, not a predicate; list it under spec.priorities",
+            id="scorer as predicate",
+        ),
     ],
 )
 def test_unknown_names(section: str, name: str, message: str) -> None:
-    assert errors(S(**{section: [{"name": "EqualPriority"} if section == "priorities" else {"name": "HostName"}, {"name": name}]}))[
-        f"spec.{section}[1].name"
-    ] == message
+    assert (
+        errors(
+            S(
+                **{
+                    section: [
+                        {"name": "EqualPriority"} if section == "priorities" else {"name": "HostName"},
+                        {"name": name},
+                    ]
+                }
+            )
+        )[f"spec.{section}[1].name"]
+        == message
+    )
 
 
 def test_a_name_nothing_installed_has_lists_the_installed_plugins() -> None:
     message = errors(S(predicates=[{"name": "Qqqqqq"}]))["spec.predicates[0].name"]
-    assert message.startswith("unknown predicate 'Qqqqqq': no plugin of that name is installed (out-of-tree plugins installed: none; filter plugins: ")
+    assert message.startswith(
+        "unknown predicate 'Qqqqqq': no plugin of that name is installed (out-of-tree plugins installed: none; filter plugins: "
+    )
     assert "NodeResourcesFit" in message and "argument.serviceAffinity or argument.labelsPresence" in message
     with_cheap = Registry.in_tree().extended([(_Cheap, "pkg:Cheap")])
     message = errors(S(priorities=[{"name": "Qqqqqq"}]), with_cheap)["spec.priorities[0].name"]
@@ -235,7 +289,11 @@ class _Cheap(ScorePlugin, FilterPlugin):
 def test_out_of_tree_names_resolve_through_the_registry_passed_in() -> None:
     with_cheap = Registry.in_tree().extended([(_Cheap, "pkg:Cheap")])
     p = ok(S(predicates=[{"name": "NodeName"}, {"name": "cheap"}], priorities=[{"name": "Cheap"}]), with_cheap)
-    assert p.filter_names == ["NodeName", "PodTopologySpread", "Cheap"]  # out-of-tree filters run after the in-tree ones
+    assert p.filter_names == [
+        "NodeName",
+        "PodTopologySpread",
+        "Cheap",
+    ]  # out-of-tree filters run after the in-tree ones
     assert p.score_names == [("Cheap", 3)]  # the class's DEFAULT_WEIGHT
     assert p.filters[2] is p.scorers[0][0]
     assert p.spec["predicates"][1] == {"name": "Cheap"}
@@ -322,7 +380,17 @@ def test_same_user_name_for_service_affinity_filter_and_score_shares_one_plugin(
 
 
 def test_label_preference_priority() -> None:
-    p = ok(S(priorities=[{"name": "PreferInfra", "weight": 3, "argument": {"labelPreference": {"label": "infra", "presence": False}}}]))
+    p = ok(
+        S(
+            priorities=[
+                {
+                    "name": "PreferInfra",
+                    "weight": 3,
+                    "argument": {"labelPreference": {"label": "infra", "presence": False}},
+                }
+            ]
+        )
+    )
     plugin, weight = p.scorers[0]
     assert (plugin.name, weight, type(plugin)) == ("PreferInfra", 3, NodeLabel)
     assert plugin.args.absent_labels_preference == ("infra",) and plugin.args.present_labels_preference == ()
@@ -330,22 +398,56 @@ def test_label_preference_priority() -> None:
 
 def test_requested_to_capacity_ratio_argument() -> None:
     shape = [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]
-    p = ok(S(priorities=[{"name": "MyRatio", "weight": 2, "argument": {"requestedToCapacityRatioArguments": {"shape": shape}}}]))
+    p = ok(
+        S(
+            priorities=[
+                {"name": "MyRatio", "weight": 2, "argument": {"requestedToCapacityRatioArguments": {"shape": shape}}}
+            ]
+        )
+    )
     plugin, weight = p.scorers[0]
     assert plugin.name == "RequestedToCapacityRatio" and weight == 2
     assert isinstance(plugin, NodeResourcesFit) and plugin.strategy.type == "RequestedToCapacityRatio"
     assert plugin.strategy.requested_to_capacity_ratio is not None
-    assert [(pt.utilization, pt.score) for pt in plugin.strategy.requested_to_capacity_ratio.shape] == [(0, 0), (100, 10)]
+    assert [(pt.utilization, pt.score) for pt in plugin.strategy.requested_to_capacity_ratio.shape] == [
+        (0, 0),
+        (100, 10),
+    ]
 
 
 @pytest.mark.parametrize(
     "argument,path,fragment",
     [
-        pytest.param({"labelsPresence": {"labels": ["a"]}, "serviceAffinity": {"labels": ["b"]}}, "spec.predicates[0].argument", "exactly one of", id="two kinds"),
-        pytest.param({"labelsPresence": {"labels": ["a"], "presense": True}}, "spec.predicates[0].argument.labelsPresence.presense", "did you mean 'presence'?", id="typo field"),
-        pytest.param({"labelsPresence": ["a"]}, "spec.predicates[0].argument.labelsPresence", "must be an object", id="not object"),
-        pytest.param({"labelsPresence": {"labels": "ssd"}}, "spec.predicates[0].argument.labelsPresence.labels", "must be a list", id="plugin rejects"),
-        pytest.param({"labelsPresence": {"labels": ["ssd"], "presence": "yes"}}, "spec.predicates[0].argument.labelsPresence.presence", "must be a boolean, not 'yes'", id="presence not a boolean"),
+        pytest.param(
+            {"labelsPresence": {"labels": ["a"]}, "serviceAffinity": {"labels": ["b"]}},
+            "spec.predicates[0].argument",
+            "exactly one of",
+            id="two kinds",
+        ),
+        pytest.param(
+            {"labelsPresence": {"labels": ["a"], "presense": True}},
+            "spec.predicates[0].argument.labelsPresence.presense",
+            "did you mean 'presence'?",
+            id="typo field",
+        ),
+        pytest.param(
+            {"labelsPresence": ["a"]},
+            "spec.predicates[0].argument.labelsPresence",
+            "must be an object",
+            id="not object",
+        ),
+        pytest.param(
+            {"labelsPresence": {"labels": "ssd"}},
+            "spec.predicates[0].argument.labelsPresence.labels",
+            "must be a list",
+            id="plugin rejects",
+        ),
+        pytest.param(
+            {"labelsPresence": {"labels": ["ssd"], "presence": "yes"}},
+            "spec.predicates[0].argument.labelsPresence.presence",
+            "must be a boolean, not 'yes'",
+            id="presence not a boolean",
+        ),
     ],
 )
 def test_bad_predicate_arguments(argument: Any, path: str, fragment: str) -> None:
@@ -375,7 +477,17 @@ def test_resources_argument_of_resource_priorities(name: str, where: tuple[str, 
 
 
 def test_resources_argument_keeps_the_strategy() -> None:
-    p = ok(S(priorities=[{"name": "MostRequestedPriority", "weight": 1, "argument": {"resources": [{"name": "cpu", "weight": 1}]}}]))
+    p = ok(
+        S(
+            priorities=[
+                {
+                    "name": "MostRequestedPriority",
+                    "weight": 1,
+                    "argument": {"resources": [{"name": "cpu", "weight": 1}]},
+                }
+            ]
+        )
+    )
     strategy = p.scorers[0][0].args.scoring_strategy
     assert strategy.type == "MostAllocated" and [(r.name, r.weight) for r in strategy.resources] == [("cpu", 1)]
 
@@ -402,18 +514,29 @@ def test_modern_plugin_args_errors_map_to_field_paths() -> None:
     spec = S(priorities=[{"name": "EqualPriority"},
                          {"name": "NodeResourcesFit", "weight": 1,
                           "argument": {"scoringStrategy": {"type": "MostAllocated", "resources": [{"name": "cpu", "weight": 0}]}}}])  # fmt: skip
-    assert errors(spec) == {"spec.priorities[1].argument.scoringStrategy.resources[0].weight": "resource weight of cpu not in valid range (0, 100]"}
+    assert errors(spec) == {
+        "spec.priorities[1].argument.scoringStrategy.resources[0].weight": "resource weight of cpu not in valid range (0, 100]"
+    }
 
 
 def test_rtcr_args_errors_map_back_to_the_policy_argument() -> None:
     shape = [{"utilization": 0, "score": 0}, {"utilization": 100, "score": "ten"}]
-    spec = S(priorities=[{"name": "Ratio", "weight": 1, "argument": {"requestedToCapacityRatioArguments": {"shape": shape}}}])
-    assert errors(spec) == {"spec.priorities[0].argument.requestedToCapacityRatioArguments.shape[1].score": "must be an integer, not 'ten'"}
+    spec = S(
+        priorities=[{"name": "Ratio", "weight": 1, "argument": {"requestedToCapacityRatioArguments": {"shape": shape}}}]
+    )
+    assert errors(spec) == {
+        "spec.priorities[0].argument.requestedToCapacityRatioArguments.shape[1].score": "must be an integer, not 'ten'"
+    }
 
 
 def test_modern_plugin_args_are_shared_between_filter_and_score() -> None:
     args = {"scoringStrategy": {"type": "MostAllocated"}}
-    p = ok(S(predicates=[{"name": "NodeResourcesFit"}], priorities=[{"name": "NodeResourcesFit", "weight": 1, "argument": args}]))
+    p = ok(
+        S(
+            predicates=[{"name": "NodeResourcesFit"}],
+            priorities=[{"name": "NodeResourcesFit", "weight": 1, "argument": args}],
+        )
+    )
     assert p.filters[0] is p.scorers[0][0] and p.filters[0].args.scoring_strategy.type == "MostAllocated"
 
 
@@ -440,7 +563,7 @@ def test_hard_pod_affinity_symmetric_weight(value: int, error: str | None) -> No
         assert errors(spec) == {"spec.hardPodAffinitySymmetricWeight": error}
         return
     p = ok(spec)
-    (plugin, _), = p.scorers
+    ((plugin, _),) = p.scorers
     # 0 is "unset" (v1.9 and the CRD): the plugin's default (1) applies
     assert plugin.args.hard_pod_affinity_weight == (value or 1)
 
@@ -457,15 +580,24 @@ def test_hard_pod_affinity_weight_rejected_by_plugin_points_at_spec_field() -> N
     "field,value,message",
     [
         pytest.param("schedulerName", "", "required: the name pods select with spec.schedulerName", id="empty name"),
-        pytest.param("percentageOfNodesToScore", 101, "must be an integer from 0 (adaptive) to 100, got 101", id="pct>100"),
+        pytest.param(
+            "percentageOfNodesToScore", 101, "must be an integer from 0 (adaptive) to 100, got 101", id="pct>100"
+        ),
         pytest.param("percentageOfNodesToScore", -1, "must be an integer from 0 (adaptive) to 100, got -1", id="pct<0"),
         pytest.param("alwaysCheckAllPredicates", "yes", "must be a boolean", id="bool"),
         pytest.param("podInitialBackoffSeconds", 0, "must be a positive number of seconds, got 0", id="backoff 0"),
-        pytest.param("podMaxBackoffSeconds", 0.5, "must be at least podInitialBackoffSeconds (1.0)", id="max < initial"),
+        pytest.param(
+            "podMaxBackoffSeconds", 0.5, "must be at least podInitialBackoffSeconds (1.0)", id="max < initial"
+        ),
         pytest.param("predicates", {}, "must be a list", id="predicates not list"),
         pytest.param("parallelism", 0, "must be an integer from 1 to 1024, got 0", id="parallelism"),
         pytest.param("preemption", "yes", "must be a boolean", id="preemption not a boolean"),
-        pytest.param("schedulerName", "My_Scheduler", "invalid scheduler name 'My_Scheduler': a DNS-1123 subdomain (lower-case letters, digits, '-' and '.')", id="bad scheduler name"),
+        pytest.param(
+            "schedulerName",
+            "My_Scheduler",
+            "invalid scheduler name 'My_Scheduler': a DNS-1123 subdomain (lower-case letters, digits, '-' and '.')",
+            id="bad scheduler name",
+        ),
     ],
 )
 def test_bad_scalar_fields(field: str, value: Any, message: str) -> None:
@@ -477,7 +609,9 @@ def test_missing_scheduler_name() -> None:
 
 
 def test_unknown_top_level_field_suggests() -> None:
-    assert errors(S(percentageOfNodeToScore=50)) == {"spec.percentageOfNodeToScore": "unknown field; did you mean 'percentageOfNodesToScore'?"}
+    assert errors(S(percentageOfNodeToScore=50)) == {
+        "spec.percentageOfNodeToScore": "unknown field; did you mean 'percentageOfNodesToScore'?"
+    }
 
 
 def test_scalar_settings_reach_the_profile() -> None:
@@ -492,7 +626,9 @@ def test_scalar_settings_reach_the_profile() -> None:
     ("spec", "expected"),
     [
         pytest.param(S(algorithmProvider="DefaultProvider"), True, id="on by default, as in every upstream profile"),
-        pytest.param(S(predicates=[{"name": "NodeResourcesFit"}]), True, id="on by default for plugin-name policies too"),
+        pytest.param(
+            S(predicates=[{"name": "NodeResourcesFit"}]), True, id="on by default for plugin-name policies too"
+        ),
         pytest.param(S(algorithmProvider="DefaultProvider", preemption=True), True, id="on when asked"),
         pytest.param(S(algorithmProvider="DefaultProvider", preemption=False), False, id="off when asked"),
     ],
@@ -512,8 +648,19 @@ def test_default_preemption_is_not_a_predicate_or_priority(section: str) -> None
 
 
 def test_every_error_is_reported_at_once() -> None:
-    errs = errors({"predicates": [{"name": "Nope"}], "priorities": [{"name": "EqualPriority", "weight": 0}], "percentageOfNodesToScore": 200})
-    assert set(errs) == {"spec.schedulerName", "spec.predicates[0].name", "spec.priorities[0].weight", "spec.percentageOfNodesToScore"}
+    errs = errors(
+        {
+            "predicates": [{"name": "Nope"}],
+            "priorities": [{"name": "EqualPriority", "weight": 0}],
+            "percentageOfNodesToScore": 200,
+        }
+    )
+    assert set(errs) == {
+        "spec.schedulerName",
+        "spec.predicates[0].name",
+        "spec.priorities[0].weight",
+        "spec.percentageOfNodesToScore",
+    }
 
 
 # ----------------------------------------------------------------------------- extenders
@@ -536,7 +683,9 @@ def test_extender_config() -> None:
 def test_extender_tls_config() -> None:
     p = ok(S(extenders=[{"urlPrefix": "https://ext:8443", "tlsConfig": {
         "serverName": "ext.example", "caData": "Q0E=", "certFile": "/tls/tls.crt", "keyData": "S0VZ"}}]))  # fmt: skip
-    assert p.extenders[0].tls == ExtenderTLSConfig(server_name="ext.example", ca_data=b"CA", cert_file="/tls/tls.crt", key_data=b"KEY")
+    assert p.extenders[0].tls == ExtenderTLSConfig(
+        server_name="ext.example", ca_data=b"CA", cert_file="/tls/tls.crt", key_data=b"KEY"
+    )
     assert "KEY" not in repr(p.extenders[0]), "the private key stays out of logs"
 
 
@@ -549,11 +698,16 @@ def _fit_ignored(p: Profile) -> tuple[str, ...]:
     "predicates,expected",
     [
         pytest.param([{"name": "PodFitsResources"}], ("example.com/gpu",), id="v1.9 name"),
-        pytest.param([{"name": "NodeResourcesFit", "argument": {"ignoredResources": ["example.com/nic"]}}],
-                     ("example.com/nic", "example.com/gpu"), id="added to the plugin's own"),  # fmt: skip
+        pytest.param(
+            [{"name": "NodeResourcesFit", "argument": {"ignoredResources": ["example.com/nic"]}}],
+            ("example.com/nic", "example.com/gpu"),
+            id="added to the plugin's own",
+        ),  # fmt: skip
     ],
 )
-def test_ignored_by_scheduler_reaches_node_resources_fit(predicates: list[dict[str, Any]], expected: tuple[str, ...]) -> None:
+def test_ignored_by_scheduler_reaches_node_resources_fit(
+    predicates: list[dict[str, Any]], expected: tuple[str, ...]
+) -> None:
     managed = [{"name": "example.com/gpu", "ignoredByScheduler": True}, {"name": "example.com/fpga"}]
     p = ok(S(predicates=predicates, priorities=[], extenders=[{"urlPrefix": "http://x", "managedResources": managed}]))
     assert _fit_ignored(p) == expected
@@ -588,7 +742,17 @@ def test_bad_extenders(extenders: Any, path: str, message: str) -> None:
 
 @pytest.mark.parametrize(
     "text,seconds",
-    [("5s", 5.0), ("1m30s", 90.0), ("250ms", 0.25), ("1h", 3600.0), ("1.5s", 1.5), (3, 3.0), ("", None), ("5", None), ("s", None)],
+    [
+        ("5s", 5.0),
+        ("1m30s", 90.0),
+        ("250ms", 0.25),
+        ("1h", 3600.0),
+        ("1.5s", 1.5),
+        (3, 3.0),
+        ("", None),
+        ("5", None),
+        ("s", None),
+    ],
 )
 def test_parse_duration(text: Any, seconds: float | None) -> None:
     assert parse_duration(text) == seconds
@@ -637,7 +801,9 @@ def test_real_plugin_args_errors_surface_as_field_errors() -> None:
 
 def test_real_rtcr_shape_error_maps_to_the_policy_argument() -> None:
     shape = [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 11}]  # scores are 0..10
-    spec = S(priorities=[{"name": "Ratio", "weight": 1, "argument": {"requestedToCapacityRatioArguments": {"shape": shape}}}])
+    spec = S(
+        priorities=[{"name": "Ratio", "weight": 1, "argument": {"requestedToCapacityRatioArguments": {"shape": shape}}}]
+    )
     assert list(errors(spec)) == ["spec.priorities[0].argument.requestedToCapacityRatioArguments.shape[1].score"]
 
 
@@ -648,7 +814,10 @@ def test_real_resources_argument_error_path() -> None:
 
 
 def test_real_modern_args_error_path() -> None:
-    spec = S(predicates=[{"name": "NodeName"}], priorities=[{"name": "NodeResourcesFit", "argument": {"scoringStrategy": {"type": "Least"}}}])
+    spec = S(
+        predicates=[{"name": "NodeName"}],
+        priorities=[{"name": "NodeResourcesFit", "argument": {"scoringStrategy": {"type": "Least"}}}],
+    )
     assert list(errors(spec)) == ["spec.priorities[0].argument.scoringStrategy.type"]
 
 
@@ -702,15 +871,23 @@ def test_provider_profiles_schedule(provider: str, expected: str) -> None:
     busy = make_node("n-busy").capacity(cpu="4", memory="8Gi", pods="110").obj()
     idle = make_node("n-idle").capacity(cpu="4", memory="8Gi", pods="110").obj()
     tainted = make_node("n-tainted").capacity(cpu="4", memory="8Gi", pods="110").taint("dedicated", "x").obj()
-    snap = Snapshot.of([node_info(busy, make_pod("old").req(cpu="3", memory="1Gi").node("n-busy").obj()), node_info(idle), node_info(tainted)])
-    result = GenericScheduler(profile).schedule(make_pod("p").req(cpu="500m", memory="1Gi").obj(), snap, rng=random.Random(0))
+    snap = Snapshot.of(
+        [
+            node_info(busy, make_pod("old").req(cpu="3", memory="1Gi").node("n-busy").obj()),
+            node_info(idle),
+            node_info(tainted),
+        ]
+    )
+    result = GenericScheduler(profile).schedule(
+        make_pod("p").req(cpu="500m", memory="1Gi").obj(), snap, rng=random.Random(0)
+    )
     assert result.node == expected, result
 
 
 # ============================================================================= a pod's own DoNotSchedule
 # topology spread constraints hold under every policy (issue 10): policy._honour_own_spread_constraints
 
-from kopf_scheduler.core.plugins.pod_topology_spread import PodTopologySpread  # noqa: E402
+from kopf_scheduler.core.plugins.pod_topology_spread import PodTopologySpread
 
 
 def _spread_filters(p: Profile) -> list[PodTopologySpread]:
@@ -724,7 +901,10 @@ def _spread_filters(p: Profile) -> list[PodTopologySpread]:
         pytest.param(S(algorithmProvider="ClusterAutoscalerProvider"), id="a v1.9 provider"),
         pytest.param(S(predicates=[], priorities=[]), id="empty v1.9 lists"),
         pytest.param(S(predicates=[{"name": "NodeName"}], priorities=[]), id="plugin names only"),
-        pytest.param(S(predicates=[{"name": "PodFitsResources"}], priorities=[{"name": "LeastRequestedPriority"}]), id="v1.9 names"),
+        pytest.param(
+            S(predicates=[{"name": "PodFitsResources"}], priorities=[{"name": "LeastRequestedPriority"}]),
+            id="v1.9 names",
+        ),
     ],
 )
 def test_every_profile_filters_with_pod_topology_spread(spec: dict[str, Any]) -> None:
@@ -732,11 +912,16 @@ def test_every_profile_filters_with_pod_topology_spread(spec: dict[str, Any]) ->
     (spread,) = _spread_filters(p)
     assert spread.name == "PodTopologySpread" and spread.args.defaulting_type == "System"
     assert p.filter_names.index("PodTopologySpread") == len(p.filter_names) - 1 - ("InterPodAffinity" in p.filter_names)
-    assert "predicates" not in p.spec or all(e["name"] != "PodTopologySpread" for e in p.spec["predicates"])  # implied, not listed
+    assert "predicates" not in p.spec or all(
+        e["name"] != "PodTopologySpread" for e in p.spec["predicates"]
+    )  # implied, not listed
 
 
 def test_a_listed_pod_topology_spread_filter_is_not_doubled() -> None:
-    args = {"defaultingType": "List", "defaultConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}]}
+    args = {
+        "defaultingType": "List",
+        "defaultConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}],
+    }
     p = ok(S(predicates=[{"name": "PodTopologySpread", "argument": args}]))
     (spread,) = _spread_filters(p)
     assert spread.args.defaulting_type == "List" and spread.default_constraints[0].topology_key == "zone"
@@ -744,8 +929,13 @@ def test_a_listed_pod_topology_spread_filter_is_not_doubled() -> None:
 
 def test_a_pod_topology_spread_priority_is_also_the_filter() -> None:
     # one instance per plugin and name: the implied filter is the scorer the policy configured
-    args = {"defaultingType": "List", "defaultConstraints": [{"maxSkew": 2, "topologyKey": "rack", "whenUnsatisfiable": "ScheduleAnyway"}]}
-    p = ok(S(predicates=[{"name": "NodeName"}], priorities=[{"name": "PodTopologySpread", "weight": 2, "argument": args}]))
+    args = {
+        "defaultingType": "List",
+        "defaultConstraints": [{"maxSkew": 2, "topologyKey": "rack", "whenUnsatisfiable": "ScheduleAnyway"}],
+    }
+    p = ok(
+        S(predicates=[{"name": "NodeName"}], priorities=[{"name": "PodTopologySpread", "weight": 2, "argument": args}])
+    )
     (spread,) = _spread_filters(p)
     assert p.scorers == ((spread, 2),) and spread.args.defaulting_type == "List"
 
@@ -767,8 +957,15 @@ def test_a_pods_do_not_schedule_constraint_holds_under_a_policy_that_does_not_na
     for seed in range(5):  # z1 2 + 1 - 0 > 1; z2 0 + 1 - 0 <= 1; "bare" has no zone
         assert GenericScheduler(profile).schedule(pod, snap, rng=random.Random(seed)).node == "b"
     # with minDomains 2 and only z1 known, the global minimum is 0: a's 2 + 1 - 0 > 1 as well
-    lonely = make_pod("web-new").label(app="web").spread(1, "topology.kubernetes.io/zone", "DoNotSchedule", web, min_domains=2).obj()
-    result = GenericScheduler(profile).schedule(lonely, Snapshot.of([node_info(a, *placed[:1]), node_info(bare)]), rng=random.Random(0))
+    lonely = (
+        make_pod("web-new")
+        .label(app="web")
+        .spread(1, "topology.kubernetes.io/zone", "DoNotSchedule", web, min_domains=2)
+        .obj()
+    )
+    result = GenericScheduler(profile).schedule(
+        lonely, Snapshot.of([node_info(a, *placed[:1]), node_info(bare)]), rng=random.Random(0)
+    )
     assert result.node is None
     assert result.message == (
         "0/2 nodes are available: 1 node(s) didn't match pod topology spread constraints, "

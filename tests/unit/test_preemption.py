@@ -84,7 +84,9 @@ def node(spec: str, res: dict[str, str] | None = None, **labels: str) -> Node:
     return b.obj()
 
 
-def pdb(labels: dict[str, str], allowed: int, *, disrupted: Sequence[str] = (), name: str = "pdb") -> PodDisruptionBudget:
+def pdb(
+    labels: dict[str, str], allowed: int, *, disrupted: Sequence[str] = (), name: str = "pdb"
+) -> PodDisruptionBudget:
     return PodDisruptionBudget("default", name, LabelSelector(labels), allowed, frozenset(disrupted))
 
 
@@ -271,7 +273,11 @@ def test_post_filter(
 
 
 def post_filter(
-    preemptor: Pod, nodes: list[Node], pods: list[Pod], statuses: dict[str, Code], pdbs: Sequence[PodDisruptionBudget] = ()
+    preemptor: Pod,
+    nodes: list[Node],
+    pods: list[Pod],
+    statuses: dict[str, Code],
+    pdbs: Sequence[PodDisruptionBudget] = (),
 ) -> PostFilterResult:
     snap = snapshot_of(nodes, pods, pdbs)
     sched = scheduler(NodeResourcesFit(), TestPlugin())
@@ -282,9 +288,13 @@ def post_filter(
 
 
 def test_post_filter_error_in_a_pre_filter_extension_on_the_only_node() -> None:
-    got = post_filter(pod("p", HIGH, res=LARGE), [node("node1", LARGE, error="true")], [pod("p1", on="node1")], {"node1": U})
+    got = post_filter(
+        pod("p", HIGH, res=LARGE), [node("node1", LARGE, error="true")], [pod("p1", on="node1")], {"node1": U}
+    )
     assert got.status.code is Code.ERROR
-    assert got.status.message == 'preemption: running RemovePod on PreFilter plugin "test-plugin": failed to remove pod: p'
+    assert (
+        got.status.message == 'preemption: running RemovePod on PreFilter plugin "test-plugin": failed to remove pod: p'
+    )
     assert got.nominated_node is None and got.victims == ()  # an error leaves the nomination alone
 
 
@@ -328,7 +338,9 @@ def dry_run(
     infos = sorted(snap.node_infos, key=lambda i: i.name)
     a = args or DefaultPreemptionArgs()
     wanted = calculate_num_candidates(len(infos), a.min_candidate_nodes_percentage, a.min_candidate_nodes_absolute)
-    candidates, _, _ = dry_run_preemption(state, preemptor, infos, list(pdbs), offset, wanted, sched.handle(random.Random(0)))
+    candidates, _, _ = dry_run_preemption(
+        state, preemptor, infos, list(pdbs), offset, wanted, sched.handle(random.Random(0))
+    )
     got = sorted((c.node, sorted(v.name for v in c.victims), c.num_pdb_violations) for c in candidates)
     return got, counter.calls
 
@@ -340,7 +352,10 @@ FOO = {"app": "foo"}
 
 def five(priorities: Sequence[int], labelled: Sequence[int] = ()) -> list[Pod]:
     """p1..p5 on node1..node5, large, with the given priorities; `labelled` (1-based) carry app=foo."""
-    return [pod(f"p{i}", prio, on=f"node{i}", res=LARGE, labels=FOO if i in labelled else None) for i, prio in enumerate(priorities, 1)]
+    return [
+        pod(f"p{i}", prio, on=f"node{i}", res=LARGE, labels=FOO if i in labelled else None)
+        for i, prio in enumerate(priorities, 1)
+    ]
 
 
 @pytest.mark.parametrize(
@@ -515,7 +530,10 @@ def test_dry_run_preemption_candidate_limits(
     calls: int,
 ) -> None:
     preemptor = pod("p", HIGH, res=LARGE)
-    assert dry_run(preemptor, FIVE_NODES, pods, NodeResourcesFit(), pdbs=pdbs, offset=offset, args=args) == (expected, calls)
+    assert dry_run(preemptor, FIVE_NODES, pods, NodeResourcesFit(), pdbs=pdbs, offset=offset, args=args) == (
+        expected,
+        calls,
+    )
 
 
 # --------------------------------------------------------------------------- TestSelectBestCandidate
@@ -629,14 +647,20 @@ def test_select_best_candidate(preemptor: Pod, nodes: list[Node], pods: list[Pod
     snap = snapshot_of(nodes, pods)
     state = pre_filtered(sched, preemptor, snap)
     wanted = calculate_num_candidates(len(nodes), 10, 100)
-    candidates, _, _ = dry_run_preemption(state, preemptor, snap.node_infos, [], 0, wanted, sched.handle(random.Random(0)))
+    candidates, _, _ = dry_run_preemption(
+        state, preemptor, snap.node_infos, [], 0, wanted, sched.handle(random.Random(0))
+    )
     best = pick_one_node_for_preemption(candidates)
     assert best is not None and best.node in expected
 
 
 def cand(node_name: str, *victims: tuple[int, int | None], pdb_violations: int = 0) -> Candidate:
     """A candidate whose victims are (priority, start) pairs, most important first."""
-    return Candidate(node_name, tuple(pod(f"{node_name}-{i}", prio, start=start) for i, (prio, start) in enumerate(victims)), pdb_violations)
+    return Candidate(
+        node_name,
+        tuple(pod(f"{node_name}-{i}", prio, start=start) for i, (prio, start) in enumerate(victims)),
+        pdb_violations,
+    )
 
 
 @pytest.mark.parametrize(
@@ -706,7 +730,9 @@ PREEMPTED = ("DisruptionTarget", "True", "PreemptionByScheduler")
         ),
     ],
 )  # fmt: skip
-def test_pod_eligible_to_preempt_others(preemptor: Pod, pods: list[Pod], nominated_status: Status, expected: tuple[bool, str]) -> None:
+def test_pod_eligible_to_preempt_others(
+    preemptor: Pod, pods: list[Pod], nominated_status: Status, expected: tuple[bool, str]
+) -> None:
     snap = snapshot_of([node("node1")], pods)
     assert pod_eligible_to_preempt_others(preemptor, snap, nominated_status) == expected
 
@@ -748,7 +774,9 @@ def test_select_victims_on_node(
     sched = scheduler(NodeResourcesFit())
     snap = snapshot_of([node("node1")], pods)
     state = pre_filtered(sched, preemptor, snap)
-    got, got_violations, status = select_victims_on_node(state, preemptor, snap.node_infos[0].clone(), pdbs, sched.handle(random.Random(0)))
+    got, got_violations, status = select_victims_on_node(
+        state, preemptor, snap.node_infos[0].clone(), pdbs, sched.handle(random.Random(0))
+    )
     assert ({v.name for v in got}, got_violations, status.code) == (victims, violations, code)
     if code is not Code.SUCCESS:
         assert status.message == "No preemption victims found for incoming pod"
@@ -834,7 +862,11 @@ def test_preempt_through_schedule(preemptor: Pod, node_name: str | None, victims
 
 def test_a_profile_without_preemption_leaves_the_message_and_the_nomination() -> None:
     sched = GenericScheduler(Profile("test", filters=(NodeResourcesFit(),)))
-    result = sched.schedule(pod("p", HIGH, res=VERY_LARGE), snapshot_of([node("node1")], [pod("v", on="node1", res=SMALL)]), rng=random.Random(0))
+    result = sched.schedule(
+        pod("p", HIGH, res=VERY_LARGE),
+        snapshot_of([node("node1")], [pod("v", on="node1", res=SMALL)]),
+        rng=random.Random(0),
+    )
     assert result.message == "0/1 nodes are available: 1 Insufficient cpu, 1 Insufficient memory."
     assert result.post_filter is None
 
@@ -855,9 +887,14 @@ def test_a_pre_filter_rejection_is_not_helped_by_preemption() -> None:
         def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
             return framework.SUCCESS
 
-    result = scheduler(Reject()).schedule(pod("p", HIGH), snapshot_of(TWO_NODES, [pod("v", on="node1")]), rng=random.Random(0))
+    result = scheduler(Reject()).schedule(
+        pod("p", HIGH), snapshot_of(TWO_NODES, [pod("v", on="node1")]), rng=random.Random(0)
+    )
     # the pre-filter's status stands for every node, so no node is worth a dry run
-    assert result.message == "0/2 nodes are available: no way. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+    assert (
+        result.message
+        == "0/2 nodes are available: no way. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+    )
 
 
 # --------------------------------------------------------------------------- arguments
@@ -910,7 +947,9 @@ def nominator_with(*pods: tuple[Pod, str]) -> Nominator:
     return n
 
 
-@pytest.mark.parametrize("check_all", [pytest.param(False, id="vector filters"), pytest.param(True, id="per-node filters")])
+@pytest.mark.parametrize(
+    "check_all", [pytest.param(False, id="vector filters"), pytest.param(True, id="per-node filters")]
+)
 @pytest.mark.parametrize(
     ("priority", "same_pod", "fits"),
     [
@@ -936,13 +975,30 @@ def test_nominated_pods_count_through_the_pre_filter_extensions() -> None:
     # the nominated pod refuses app=y pods on its host (required anti-affinity): InterPodAffinity must learn
     # of it through AddPod on a cloned state, since nothing is running there yet. (The incoming pod has a
     # term of its own, else InterPodAffinity's PreFilter skips it, as upstream's, and AddPod is not called.)
-    nominated = make_pod("nominated").uid("nominated").priority(100).pod_affinity("kubernetes.io/hostname", {"app": "y"}, anti=True).obj()
-    incoming = make_pod("incoming").uid("incoming").priority(10).label(app="y").pod_affinity("kubernetes.io/hostname", {"app": "z"}, anti=True).obj()
+    nominated = (
+        make_pod("nominated")
+        .uid("nominated")
+        .priority(100)
+        .pod_affinity("kubernetes.io/hostname", {"app": "y"}, anti=True)
+        .obj()
+    )
+    incoming = (
+        make_pod("incoming")
+        .uid("incoming")
+        .priority(10)
+        .label(app="y")
+        .pod_affinity("kubernetes.io/hostname", {"app": "z"}, anti=True)
+        .obj()
+    )
     sched = GenericScheduler(Profile("test", filters=(NodeResourcesFit(), InterPodAffinity())))
     nodes = [node_info(make_node("n1").obj()), node_info(make_node("n2").obj())]
-    result = sched.schedule(incoming, Snapshot.of(nodes), rng=random.Random(0), nominator=nominator_with((nominated, "n1")))
+    result = sched.schedule(
+        incoming, Snapshot.of(nodes), rng=random.Random(0), nominator=nominator_with((nominated, "n1"))
+    )
     assert result.node == "n2"
-    result = sched.schedule(incoming, Snapshot.of(nodes[:1]), rng=random.Random(0), nominator=nominator_with((nominated, "n1")))
+    result = sched.schedule(
+        incoming, Snapshot.of(nodes[:1]), rng=random.Random(0), nominator=nominator_with((nominated, "n1"))
+    )
     assert result.message == "0/1 nodes are available: 1 node(s) didn't satisfy existing pods anti-affinity rules."
     # without the nomination the same pod fits n1
     assert sched.schedule(incoming, Snapshot.of(nodes[:1]), rng=random.Random(0)).node == "n1"
@@ -952,7 +1008,9 @@ def test_nominated_pods_must_fit_without_them_too() -> None:
     # the incoming pod requires affinity to app=x; only the nominated pod has it: with it the filters pass,
     # without it they do not, and upstream asks for both (the nominated pod may land elsewhere)
     nominated = make_pod("nominated").uid("nominated").priority(100).label(app="x").obj()
-    incoming = make_pod("incoming").uid("incoming").priority(10).pod_affinity("kubernetes.io/hostname", {"app": "x"}).obj()
+    incoming = (
+        make_pod("incoming").uid("incoming").priority(10).pod_affinity("kubernetes.io/hostname", {"app": "x"}).obj()
+    )
     sched = GenericScheduler(Profile("test", filters=(InterPodAffinity(),)))
     snap = Snapshot.of([node_info(make_node("n1").obj())])
     result = sched.schedule(incoming, snap, rng=random.Random(0), nominator=nominator_with((nominated, "n1")))
@@ -980,21 +1038,35 @@ def test_the_dry_run_counts_nominated_pods() -> None:
 def test_pod_fields_preemption_reads() -> None:
     plain = make_pod("p").obj()
     assert (plain.preemption_policy, plain.start_time, plain.disruption_target, plain.terminating_by_preemption) == (
-        "PreemptLowerPriority", None, "", False
+        "PreemptLowerPriority",
+        None,
+        "",
+        False,
     )
     victim = make_pod("v").preemption_policy("Never").started(90).terminating().condition(*PREEMPTED).obj()
-    assert (victim.preemption_policy, victim.start_time, victim.disruption_target, victim.terminating_by_preemption) == (
-        "Never", 90.0, "PreemptionByScheduler", True
-    )
+    assert (
+        victim.preemption_policy,
+        victim.start_time,
+        victim.disruption_target,
+        victim.terminating_by_preemption,
+    ) == ("Never", 90.0, "PreemptionByScheduler", True)
     # the condition alone (not being deleted), or another reason, is not a termination by preemption
     assert not make_pod("v").condition(*PREEMPTED).obj().terminating_by_preemption
-    assert not make_pod("v").terminating().condition("DisruptionTarget", "True", "DeletionByTaintManager").obj().terminating_by_preemption
+    assert (
+        not make_pod("v")
+        .terminating()
+        .condition("DisruptionTarget", "True", "DeletionByTaintManager")
+        .obj()
+        .terminating_by_preemption
+    )
 
 
 def test_a_bad_start_time_names_the_field() -> None:
     body = make_pod("p").raw()
     body["status"]["startTime"] = "yesterday"
-    with pytest.raises(ObjectError, match=r"pod default/p: status.startTime: expected an RFC 3339 time, got 'yesterday'"):
+    with pytest.raises(
+        ObjectError, match=r"pod default/p: status.startTime: expected an RFC 3339 time, got 'yesterday'"
+    ):
         parse_pod(body)
 
 
@@ -1006,7 +1078,12 @@ def test_pod_disruption_budget_fields() -> None:
             "status": {"disruptionsAllowed": 1, "disruptedPods": {"db-0": "2030-01-01T00:00:00Z"}},
         }
     )
-    assert (got.namespace, got.name, got.disruptions_allowed, got.disrupted_pods) == ("prod", "db", 1, frozenset({"db-0"}))
+    assert (got.namespace, got.name, got.disruptions_allowed, got.disrupted_pods) == (
+        "prod",
+        "db",
+        1,
+        frozenset({"db-0"}),
+    )
     assert got.selects(pod("db-1", labels={"app": "db"}, namespace="prod"))
     assert not got.selects(pod("db-1", labels={"app": "db"}, namespace="dev"))
 

@@ -45,7 +45,12 @@ def changed(p: Pod, **fields: Any) -> Pod:
 def state(q: SchedulingQueue) -> dict[str, list[str]]:
     """Pod names per sub-queue (and in flight), sorted, for compact assertions."""
     out: dict[str, list[str]] = {ACTIVE: [], BACKOFF: [], UNSCHEDULABLE: [], GATED: [], "in_flight": []}
-    for sub, infos in ((ACTIVE, q._active), (BACKOFF, q._backoff), (UNSCHEDULABLE, q._unschedulable), (GATED, q._gated)):
+    for sub, infos in (
+        (ACTIVE, q._active),
+        (BACKOFF, q._backoff),
+        (UNSCHEDULABLE, q._unschedulable),
+        (GATED, q._gated),
+    ):
         out[sub] = sorted(i.pod.name for i in infos.values())
     out["in_flight"] = sorted(f.info.pod.name for f in q._in_flight.values())
     return out
@@ -154,7 +159,15 @@ def test_backoff_doubles_and_caps_with_explicit_times() -> None:
 def test_backoff_is_configurable() -> None:
     q = SchedulingQueue(pod_initial_backoff=0.5, pod_max_backoff=3.0)
     info = QueuedPodInfo(pod("p"), timestamp=0.0, added_at=0.0)
-    assert [q.backoff_duration(dataclasses.replace(info, attempts=a)) for a in range(7)] == [0.0, 0.5, 1.0, 2.0, 3.0, 3.0, 3.0]
+    assert [q.backoff_duration(dataclasses.replace(info, attempts=a)) for a in range(7)] == [
+        0.0,
+        0.5,
+        1.0,
+        2.0,
+        3.0,
+        3.0,
+        3.0,
+    ]
     with pytest.raises(ValueError):
         SchedulingQueue(pod_initial_backoff=5.0, pod_max_backoff=1.0)
 
@@ -586,7 +599,9 @@ class QueueMachine(RuleBasedStateMachine):
             self.q.done(info.pod)
             self.pods.pop(uid, None)
             return
-        queued = self.q.add_unschedulable(info, self.now) if how == "unschedulable" else self.q.add_backoff(info, self.now)
+        queued = (
+            self.q.add_unschedulable(info, self.now) if how == "unschedulable" else self.q.add_backoff(info, self.now)
+        )
         assert queued == (uid not in self.deleted)
         if queued:
             backoff = min(1.0 * 2 ** (info.attempts - 1), 4.0)
@@ -628,7 +643,13 @@ class QueueMachine(RuleBasedStateMachine):
 
     @invariant()
     def at_most_one_sub_queue(self) -> None:
-        subs = [set(self.q._active), set(self.q._backoff), set(self.q._unschedulable), set(self.q._gated), set(self.q._in_flight)]
+        subs = [
+            set(self.q._active),
+            set(self.q._backoff),
+            set(self.q._unschedulable),
+            set(self.q._gated),
+            set(self.q._in_flight),
+        ]
         total = sum(len(s) for s in subs)
         assert len(set().union(*subs)) == total
 

@@ -16,16 +16,26 @@ from kopf_scheduler.core.recording import STAGE_PERMIT, ConditionMemo, RepeatLim
     ("sends", "expected"),
     [
         pytest.param([("u", "Scheduling", 0.0)], [True], id="a first event goes out"),
-        pytest.param([("u", "Scheduling", 0.0), ("u", "Scheduling", 29.9)], [True, False], id="another 29.9 s later is dropped"),
-        pytest.param([("u", "Scheduling", 0.0), ("u", "Scheduling", 30.0)], [True, True], id="30 s later it goes out again"),
         pytest.param(
-            [("u", "Scheduling", 0.0), ("u", "Scheduling", 1.0)], [True, False],
+            [("u", "Scheduling", 0.0), ("u", "Scheduling", 29.9)], [True, False], id="another 29.9 s later is dropped"
+        ),
+        pytest.param(
+            [("u", "Scheduling", 0.0), ("u", "Scheduling", 30.0)], [True, True], id="30 s later it goes out again"
+        ),
+        pytest.param(
+            [("u", "Scheduling", 0.0), ("u", "Scheduling", 1.0)],
+            [True, False],
             id="whatever its message: '0/2455 nodes' then '0/3532 nodes' while nodes join is one event (upstream's key has no note)",
         ),
-        pytest.param([("u", "Scheduling", 0.0), ("u", "Binding", 1.0)], [True, True], id="a binding failure is another series (the action is in the key)"),
+        pytest.param(
+            [("u", "Scheduling", 0.0), ("u", "Binding", 1.0)],
+            [True, True],
+            id="a binding failure is another series (the action is in the key)",
+        ),
         pytest.param([("u", "Scheduling", 0.0), ("v", "Scheduling", 1.0)], [True, True], id="another pod's goes out"),
         pytest.param(
-            [("u", "Scheduling", 0.0), ("u", "Scheduling", 10.0), ("u", "Scheduling", 31.0), ("u", "Scheduling", 40.0)], [True, False, True, False],
+            [("u", "Scheduling", 0.0), ("u", "Scheduling", 10.0), ("u", "Scheduling", 31.0), ("u", "Scheduling", 40.0)],
+            [True, False, True, False],
             id="a dropped repeat does not restart the interval (0 -> 31 goes out, 40 is within 31 + 30)",
         ),
     ],

@@ -109,7 +109,9 @@ def test_predicate_aliases_map_to_the_same_plugin(alias: str, name: str) -> None
 
 
 def test_general_predicates_is_fit_name_ports_affinity() -> None:
-    assert _keys("GeneralPredicates") == _keys("NodeResourcesFit") | _keys("NodeName") | _keys("NodePorts") | _keys("NodeAffinity")
+    assert _keys("GeneralPredicates") == _keys("NodeResourcesFit") | _keys("NodeName") | _keys("NodePorts") | _keys(
+        "NodeAffinity"
+    )
 
 
 @pytest.mark.parametrize(
@@ -138,7 +140,9 @@ def test_priority_aliases_map_to_the_same_plugin(legacy: str, modern: str) -> No
         # upstream v1.19-1.22 ran these as their own plugins; we keep those names on NodeResourcesFit instances
         pytest.param("LeastRequestedPriority", "NodeResourcesLeastAllocated", "LeastAllocated", id="least"),
         pytest.param("MostRequestedPriority", "NodeResourcesMostAllocated", "MostAllocated", id="most"),
-        pytest.param("RequestedToCapacityRatioPriority", "RequestedToCapacityRatio", "RequestedToCapacityRatio", id="rtcr"),
+        pytest.param(
+            "RequestedToCapacityRatioPriority", "RequestedToCapacityRatio", "RequestedToCapacityRatio", id="rtcr"
+        ),
     ],
 )
 def test_resource_priorities_are_node_resources_fit_strategies(name: str, plugin_name: str, strategy: str) -> None:
@@ -153,7 +157,9 @@ def test_service_spreading_is_selector_spread_over_services_only() -> None:
     assert scorer.cls is SelectorSpread and dict(scorer.args) == {"servicesOnly": True}
 
 
-@pytest.mark.parametrize("kind", [*registry.ARGUMENT_PREDICATES.values(), *registry.ARGUMENT_PRIORITIES.values()], ids=lambda k: k.key)
+@pytest.mark.parametrize(
+    "kind", [*registry.ARGUMENT_PREDICATES.values(), *registry.ARGUMENT_PRIORITIES.values()], ids=lambda k: k.key
+)
 def test_argument_style_translations_build_their_plugin(kind: registry.ArgumentKind) -> None:
     sample = {
         "labels": ["a", "b"], "presence": True, "label": "a",

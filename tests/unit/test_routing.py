@@ -63,7 +63,9 @@ class World:
         return self.unassigned(pod, gone=deleted, now=now)
 
     def assigned(self, pod: Pod, *, deleted: bool = False, now: float = NOW) -> Routed:
-        return route_assigned_pod(pod, deleted=deleted, cache=self.cache, pending=self.pending, served=self.served, now=now)
+        return route_assigned_pod(
+            pod, deleted=deleted, cache=self.cache, pending=self.pending, served=self.served, now=now
+        )
 
     def unassigned(self, pod: Pod, *, gone: bool = False, now: float = NOW) -> Routed:
         return route_unassigned_pod(pod, gone=gone, cache=self.cache, pending=self.pending, served=self.served, now=now)
@@ -76,7 +78,9 @@ class World:
         self.queue.add_unschedulable(info, NOW)
 
 
-def pod(name: str = "p", *, scheduler: str = OURS, on: str = "", phase: str = "", deleting: bool = False, uid: str = "") -> Pod:
+def pod(
+    name: str = "p", *, scheduler: str = OURS, on: str = "", phase: str = "", deleting: bool = False, uid: str = ""
+) -> Pod:
     b = make_pod(name).req(cpu="1").scheduler(scheduler)
     if uid:
         b.uid(uid)
@@ -108,16 +112,45 @@ def world() -> World:
 @pytest.mark.parametrize(
     ("event", "wake", "pending", "queued", "cached"),
     [
-        pytest.param(dict(p=pod(uid="u")), (OURS,), True, ACTIVE, None, id="new unbound pod of ours: pending, active, its loop woken"),
-        pytest.param(dict(p=pod(uid="u", scheduler="other")), (), True, None, None, id="new unbound pod of an unserved name: pending only"),
+        pytest.param(
+            dict(p=pod(uid="u")),
+            (OURS,),
+            True,
+            ACTIVE,
+            None,
+            id="new unbound pod of ours: pending, active, its loop woken",
+        ),
+        pytest.param(
+            dict(p=pod(uid="u", scheduler="other")),
+            (),
+            True,
+            None,
+            None,
+            id="new unbound pod of an unserved name: pending only",
+        ),
         pytest.param(dict(p=pod(uid="u", on="n1")), (), False, None, PodState.ADDED, id="new bound pod: cached"),
-        pytest.param(dict(p=pod(uid="u", deleting=True)), (), False, None, None, id="unbound pod being deleted: nowhere"),
-        pytest.param(dict(p=pod(uid="u", phase="Succeeded")), (), False, None, None, id="unbound terminal pod: nowhere"),
-        pytest.param(dict(p=pod(uid="u", on="n1", phase="Failed")), (), False, None, None, id="bound terminal pod: not cached"),
-        pytest.param(dict(p=pod(uid="u"), deleted=True), (), False, None, None, id="deletion of an unknown pod: nothing"),
+        pytest.param(
+            dict(p=pod(uid="u", deleting=True)), (), False, None, None, id="unbound pod being deleted: nowhere"
+        ),
+        pytest.param(
+            dict(p=pod(uid="u", phase="Succeeded")), (), False, None, None, id="unbound terminal pod: nowhere"
+        ),
+        pytest.param(
+            dict(p=pod(uid="u", on="n1", phase="Failed")), (), False, None, None, id="bound terminal pod: not cached"
+        ),
+        pytest.param(
+            dict(p=pod(uid="u"), deleted=True), (), False, None, None, id="deletion of an unknown pod: nothing"
+        ),
     ],
 )
-def test_a_single_pod_event(world: World, event: dict[str, object], wake: tuple[str, ...], pending: bool, queued: str | None, cached: PodState | None) -> None:
+def test_a_single_pod_event(
+    world: World,
+    event: dict[str, object],
+    wake: tuple[str, ...],
+    pending: bool,
+    queued: str | None,
+    cached: PodState | None,
+) -> None:
     p = event["p"]
     assert isinstance(p, Pod)
     routed = world.pod(p, deleted=bool(event.get("deleted")))
@@ -187,7 +220,14 @@ def test_deleting_a_bound_pod_moves_unschedulable_pods_once(world: World) -> Non
 def test_an_in_place_resize_down_moves_unschedulable_pods(world: World) -> None:
     # upstream framework/events.go extractPodScaleDown: a bound pod's requests (status included) went down
     def running(actual_cpu: str) -> Pod:
-        return make_pod("bound").uid("b").node("n1").container("c0", cpu="1").container_status("c0", actual={"cpu": actual_cpu}).obj()
+        return (
+            make_pod("bound")
+            .uid("b")
+            .node("n1")
+            .container("c0", cpu="1")
+            .container_status("c0", actual={"cpu": actual_cpu})
+            .obj()
+        )
 
     world.pod(running("3"))
     waiting = pod("waiting", uid="w")
@@ -215,7 +255,12 @@ def test_pods_of_a_name_served_later_start_in_its_queue(world: World) -> None:
     world.pod(pod("a", scheduler="later", uid="a"))
     world.pod(pod("b", scheduler="later", uid="b"))
     world.pod(pod("b", scheduler="later", uid="b", on="n1"))  # bound meanwhile: not pending any more
-    queue = serve(Profile(scheduler_name="later", pod_initial_backoff_seconds=2, pod_max_backoff_seconds=20), None, pending=world.pending, now=NOW)
+    queue = serve(
+        Profile(scheduler_name="later", pod_initial_backoff_seconds=2, pod_max_backoff_seconds=20),
+        None,
+        pending=world.pending,
+        now=NOW,
+    )
     assert [p.uid for p in queue.pending_pods()] == ["a"]
     assert (queue.pod_initial_backoff, queue.pod_max_backoff) == (2, 20)
 
@@ -223,7 +268,12 @@ def test_pods_of_a_name_served_later_start_in_its_queue(world: World) -> None:
 def test_serving_a_new_profile_keeps_the_queue_and_retries_unschedulable_pods(world: World) -> None:
     waiting = pod("waiting", uid="w")
     world.park_unschedulable(waiting)
-    queue = serve(Profile(scheduler_name=OURS, pod_initial_backoff_seconds=3, pod_max_backoff_seconds=30), world.queue, pending=world.pending, now=NOW + 60)
+    queue = serve(
+        Profile(scheduler_name=OURS, pod_initial_backoff_seconds=3, pod_max_backoff_seconds=30),
+        world.queue,
+        pending=world.pending,
+        now=NOW + 60,
+    )
     assert queue is world.queue
     assert queue.where(waiting) == ACTIVE  # its 1 s backoff ran out long ago
     assert (queue.pod_initial_backoff, queue.pod_max_backoff) == (3, 30)
@@ -260,7 +310,10 @@ def test_node_add_update_delete(world: World) -> None:
     world.park_unschedulable(waiting)
     routed = route_node(make_node("n2").obj(), cache=world.cache, served=world.served, now=NOW)
     assert (routed.event, routed.wake) == ("NodeAdd", (OURS,))
-    assert route_node(make_node("n2").label(a="b").obj(), cache=world.cache, served=world.served, now=NOW).event == "NodeUpdate"
+    assert (
+        route_node(make_node("n2").label(a="b").obj(), cache=world.cache, served=world.served, now=NOW).event
+        == "NodeUpdate"
+    )
     assert route_node_deleted("n2", cache=world.cache) == NOTHING
     assert "n2" not in world.cache.node_names()
     assert route_node_deleted("never-seen", cache=world.cache) == NOTHING
@@ -269,9 +322,21 @@ def test_node_add_update_delete(world: World) -> None:
 @pytest.mark.parametrize(
     ("rejected_by", "cpu", "node_cpu", "moves"),
     [
-        pytest.param({"NodeResourcesFit"}, "64", "4", False, id="64 cpu fit no 4-cpu node, even empty: it stays (upstream's QueueSkip)"),
+        pytest.param(
+            {"NodeResourcesFit"},
+            "64",
+            "4",
+            False,
+            id="64 cpu fit no 4-cpu node, even empty: it stays (upstream's QueueSkip)",
+        ),
         pytest.param({"NodeResourcesFit"}, "64", "96", True, id="a 96-cpu node could hold it: it moves"),
-        pytest.param({"NodeResourcesFit", "TaintToleration"}, "64", "4", True, id="another rejecting plugin has no hint: it moves"),
+        pytest.param(
+            {"NodeResourcesFit", "TaintToleration"},
+            "64",
+            "4",
+            True,
+            id="another rejecting plugin has no hint: it moves",
+        ),
         pytest.param({"TaintToleration"}, "64", "4", True, id="rejected by a taint only: it moves"),
     ],
 )
@@ -283,7 +348,10 @@ def test_a_node_event_moves_a_pod_that_only_lacked_resources_when_the_node_could
     info = world.queue.pop(NOW)
     assert info is not None
     world.queue.add_unschedulable(info, NOW, plugins=rejected_by)
-    for event, node in (("NodeAdd", make_node("n2").capacity(cpu=node_cpu, memory="8Gi", pods="110")), ("NodeUpdate", make_node("n2").capacity(cpu=node_cpu, memory="8Gi", pods="110").label(a="b"))):
+    for event, node in (
+        ("NodeAdd", make_node("n2").capacity(cpu=node_cpu, memory="8Gi", pods="110")),
+        ("NodeUpdate", make_node("n2").capacity(cpu=node_cpu, memory="8Gi", pods="110").label(a="b")),
+    ):
         routed = route_node(node.obj(), cache=world.cache, served=world.served, now=NOW)
         assert routed.event == event
         assert (world.queue.pending_counts()["unschedulable"] == 0) is moves, event
@@ -300,11 +368,21 @@ def test_a_node_that_could_not_hold_it_does_not_send_a_pod_in_flight_to_backoff(
     info = world.queue.pop(NOW)
     assert info is not None
     world.queue.add_unschedulable(info, NOW, plugins={"NodeResourcesFit"})
-    route_node(make_node("n2").capacity(cpu="96", memory="8Gi", pods="110").obj(), cache=world.cache, served=world.served, now=NOW)  # moves it
+    route_node(
+        make_node("n2").capacity(cpu="96", memory="8Gi", pods="110").obj(),
+        cache=world.cache,
+        served=world.served,
+        now=NOW,
+    )  # moves it
     world.pod(first)
     popped = [world.queue.pop(NOW + 20), world.queue.pop(NOW + 20)]
     assert {p.uid for p in popped if p is not None} == {"big", "first"}
-    route_node(make_node("n3").capacity(cpu="4", memory="8Gi", pods="110").obj(), cache=world.cache, served=world.served, now=NOW + 20)
+    route_node(
+        make_node("n3").capacity(cpu="4", memory="8Gi", pods="110").obj(),
+        cache=world.cache,
+        served=world.served,
+        now=NOW + 20,
+    )
     for p in popped:
         assert p is not None
         world.queue.add_unschedulable(p, NOW + 20, plugins={"NodeResourcesFit"})
@@ -359,7 +437,9 @@ def test_other_kinds_are_stored_and_each_change_is_a_move(world: World) -> None:
         pytest.param({"team": "a"}, None, "", id="deleted: forgotten, nothing moves"),
     ],
 )
-def test_namespaces_move_pods_only_when_labels_change(world: World, before: dict[str, str] | None, labels: dict[str, str] | None, event: str) -> None:
+def test_namespaces_move_pods_only_when_labels_change(
+    world: World, before: dict[str, str] | None, labels: dict[str, str] | None, event: str
+) -> None:
     if before is not None:
         world.cache.objects.namespace_labels["ns"] = before
     assert route_namespace("ns", labels, cache=world.cache, served=world.served, now=NOW).event == event
@@ -404,7 +484,9 @@ def test_an_assigned_relist_deletes_the_bound_pods_it_lacks_and_keeps_assumption
 def test_the_pending_reconciliation_drops_what_it_lacks_of_the_pods_known_before_it(world: World) -> None:
     for uid in ("kept", "gone", "late"):
         world.pod(pod(uid, uid=uid))
-    routed = route_pending_reconciled({"kept"}, ["kept", "gone"], cache=world.cache, pending=world.pending, served=world.served, now=NOW)
+    routed = route_pending_reconciled(
+        {"kept"}, ["kept", "gone"], cache=world.cache, pending=world.pending, served=world.served, now=NOW
+    )
     assert sorted(p.uid for p in world.pending) == ["kept", "late"]  # "late" came after the list was asked for
     assert world.queue.where(pod("gone", uid="gone")) is None and routed == NOTHING
 
@@ -414,13 +496,23 @@ def test_binding_interleaves_the_two_watches_in_either_order(world: World) -> No
     for assigned_first in (True, False):
         w = World()
         w.cache.add_node(make_node("n1").capacity(cpu="4", memory="8Gi", pods="110").obj())
-        unbound = make_pod("g").req(cpu="1").scheduler(OURS).uid("u").labels({"scheduling.x-k8s.io/pod-group": "gang"}).obj()
+        unbound = (
+            make_pod("g").req(cpu="1").scheduler(OURS).uid("u").labels({"scheduling.x-k8s.io/pod-group": "gang"}).obj()
+        )
         w.unassigned(unbound)
         w.queue.pop(NOW)
         w.cache.assume(unbound, "n1")
         w.cache.finish_binding(unbound, NOW)
         w.queue.done(unbound)  # binding_succeeded
-        bound = make_pod("g").req(cpu="1").scheduler(OURS).uid("u").labels({"scheduling.x-k8s.io/pod-group": "gang"}).node("n1").obj()
+        bound = (
+            make_pod("g")
+            .req(cpu="1")
+            .scheduler(OURS)
+            .uid("u")
+            .labels({"scheduling.x-k8s.io/pod-group": "gang"})
+            .node("n1")
+            .obj()
+        )
         if assigned_first:
             w.assigned(bound)
         w.unassigned(unbound, gone=True)
@@ -469,7 +561,10 @@ def test_a_broken_watch_unsyncs_its_kind_until_it_lists_again() -> None:
 def test_a_relist_holding_everything_changes_nothing(world: World) -> None:
     world.pod(pod("kept", uid="k", on="n1"))
     world.pod(pod("pending", uid="p"))
-    assert route_assigned_pods_relisted({"k", "p"}, cache=world.cache, pending=world.pending, served=world.served, now=NOW) == NOTHING
+    assert (
+        route_assigned_pods_relisted({"k", "p"}, cache=world.cache, pending=world.pending, served=world.served, now=NOW)
+        == NOTHING
+    )
     assert len(world.pending) == 1 and world.cache.pod_count() == 1
 
 
@@ -477,7 +572,11 @@ def test_a_relist_deletes_nodes_objects_and_namespaces_it_lacks(world: World) ->
     route_node(make_node("n2").obj(), cache=world.cache, served=world.served, now=NOW)
     route_nodes_relisted({"n2"}, cache=world.cache)
     assert world.cache.node_names() == ["n2"]
-    for kind, key in [("ReplicaSet", "ReplicaSet/ns/a"), ("ReplicaSet", "ReplicaSet/ns/b"), ("StatefulSet", "StatefulSet/ns/a")]:
+    for kind, key in [
+        ("ReplicaSet", "ReplicaSet/ns/a"),
+        ("ReplicaSet", "ReplicaSet/ns/b"),
+        ("StatefulSet", "StatefulSet/ns/a"),
+    ]:
         route_object(kind, key, object(), cache=world.cache, served=world.served, now=NOW)
     routed = route_objects_relisted("ReplicaSet", {"ReplicaSet/ns/a"}, cache=world.cache, served=world.served, now=NOW)
     # the StatefulSet shares the controllers store but not the ReplicaSet list: it stays

@@ -150,7 +150,11 @@ def test_balanced_allocation(requested: list[int], allocated: list[int], allocat
     "raw, field",
     [
         pytest.param([], "shape", id="empty"),
-        pytest.param([{"utilization": 50, "score": 1}, {"utilization": 50, "score": 2}], "shape[1].utilization", id="not increasing"),
+        pytest.param(
+            [{"utilization": 50, "score": 1}, {"utilization": 50, "score": 2}],
+            "shape[1].utilization",
+            id="not increasing",
+        ),
         pytest.param([{"utilization": 101, "score": 1}], "shape[0].utilization", id="utilization over 100"),
         pytest.param([{"utilization": -1, "score": 1}], "shape[0].utilization", id="negative utilization"),
         pytest.param([{"utilization": 10, "score": 11}], "shape[0].score", id="score over 10"),
@@ -191,10 +195,16 @@ _values = st.integers(min_value=0, max_value=2**40)
 def _matrices(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, list[int]]:
     r = draw(st.integers(min_value=1, max_value=4))
     n = draw(st.integers(min_value=1, max_value=12))
-    alloc = np.array(draw(st.lists(st.lists(st.one_of(st.just(0), _values), min_size=n, max_size=n), min_size=r, max_size=r)), dtype=np.int64)
+    alloc = np.array(
+        draw(st.lists(st.lists(st.one_of(st.just(0), _values), min_size=n, max_size=n), min_size=r, max_size=r)),
+        dtype=np.int64,
+    )
     # requests near the allocatable make the boundary cases likely
     req = np.array(
-        [[draw(st.one_of(_values, st.integers(min_value=max(0, a - 3), max_value=a + 3))) for a in row] for row in alloc.tolist()],
+        [
+            [draw(st.one_of(_values, st.integers(min_value=max(0, a - 3), max_value=a + 3))) for a in row]
+            for row in alloc.tolist()
+        ],
         dtype=np.int64,
     )
     weights = draw(st.lists(st.integers(min_value=1, max_value=100), min_size=r, max_size=r))
@@ -209,8 +219,12 @@ def _columns(req: np.ndarray, alloc: np.ndarray) -> list[tuple[list[int], list[i
 @given(_matrices())
 def test_vector_least_most_agree(m: tuple[np.ndarray, np.ndarray, list[int]]) -> None:
     req, alloc, w = m
-    assert scoring.least_allocated_nodes(req, alloc, w).tolist() == [scoring.least_allocated(r, a, w) for r, a in _columns(req, alloc)]
-    assert scoring.most_allocated_nodes(req, alloc, w).tolist() == [scoring.most_allocated(r, a, w) for r, a in _columns(req, alloc)]
+    assert scoring.least_allocated_nodes(req, alloc, w).tolist() == [
+        scoring.least_allocated(r, a, w) for r, a in _columns(req, alloc)
+    ]
+    assert scoring.most_allocated_nodes(req, alloc, w).tolist() == [
+        scoring.most_allocated(r, a, w) for r, a in _columns(req, alloc)
+    ]
 
 
 @st.composite
@@ -250,7 +264,9 @@ def _with_and_without(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, np.ndarr
 @given(_with_and_without())
 def test_vector_balanced_allocation_agrees(m: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
     req, allocated, alloc = m
-    want = [scoring.balanced_allocation(r, h, a) for (r, a), (h, _) in zip(_columns(req, alloc), _columns(allocated, alloc))]
+    want = [
+        scoring.balanced_allocation(r, h, a) for (r, a), (h, _) in zip(_columns(req, alloc), _columns(allocated, alloc))
+    ]
     assert scoring.balanced_allocation_nodes(req, allocated, alloc).tolist() == want
     if req.shape[0] == 2 and (alloc > 0).all():
         assert scoring.balanced_allocation_positive(req, allocated, alloc).tolist() == want

@@ -46,7 +46,14 @@ def test_readme_example(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_readme_max_replicas_example(capsys: pytest.CaptureFixture[str]) -> None:
-    args = ("--cluster", str(EXAMPLES / "cluster.yaml"), "--pods", str(EXAMPLES / "pods.yaml"), "--max-replicas", str(EXAMPLES / "web.yaml"))
+    args = (
+        "--cluster",
+        str(EXAMPLES / "cluster.yaml"),
+        "--pods",
+        str(EXAMPLES / "pods.yaml"),
+        "--max-replicas",
+        str(EXAMPLES / "web.yaml"),
+    )
     rc, out, _ = simulate(capsys, *args, "--output", "json")
     # after the pods: node-a has 500m cpu and 3Gi free -> 1 copy (500m, 1Gi); node-b 1500m, 3.5Gi -> 3; node-c is tainted
     assert rc == 0 and json.loads(out)["maxReplicas"] == {
@@ -71,7 +78,10 @@ def node(name: str, cpu: str = "4", **labels: str) -> dict:
     return {
         "kind": "Node",
         "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **labels}},
-        "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"}, "conditions": [{"type": "Ready", "status": "True"}]},
+        "status": {
+            "allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
     }
 
 
@@ -79,7 +89,10 @@ def pod(name: str, cpu: str = "1", **spec: object) -> dict:
     return {
         "kind": "Pod",
         "metadata": {"name": name, "namespace": "ns"},
-        "spec": {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}], **spec},
+        "spec": {
+            "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}],
+            **spec,
+        },
     }
 
 
@@ -101,9 +114,18 @@ def test_bin_packing_policy_fills_one_node_first(tmp_path: Path, capsys: pytest.
     policy = write(
         tmp_path,
         "policy.yaml",
-        [{"apiVersion": "scheduling.kopf.dev/v1alpha1", "kind": "SchedulingPolicy", "metadata": {"name": "pack"},
-          "spec": {"schedulerName": "kopf-scheduler", "predicates": [{"name": "PodFitsResources"}],
-                   "priorities": [{"name": "MostRequestedPriority", "weight": 1}]}}],
+        [
+            {
+                "apiVersion": "scheduling.kopf.dev/v1alpha1",
+                "kind": "SchedulingPolicy",
+                "metadata": {"name": "pack"},
+                "spec": {
+                    "schedulerName": "kopf-scheduler",
+                    "predicates": [{"name": "PodFitsResources"}],
+                    "priorities": [{"name": "MostRequestedPriority", "weight": 1}],
+                },
+            }
+        ],
     )
     got = placements(capsys, "--cluster", cluster, "--pods", pods, "--policy", policy)
     assert len({got[f"ns/p{i}"]["node"] for i in range(4)}) == 1
@@ -118,7 +140,10 @@ def test_legacy_policy_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
 
 def test_extenders_of_the_policy_are_called(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     routes = {
-        "filter": lambda args: (200, {"NodeNames": [n for n in args["NodeNames"] if n != "a"], "FailedNodes": {"a": "no licence on a"}}),
+        "filter": lambda args: (
+            200,
+            {"NodeNames": [n for n in args["NodeNames"] if n != "a"], "FailedNodes": {"a": "no licence on a"}},
+        ),
         "prioritize": lambda args: (200, [{"Host": n, "Score": 10 if n == "c" else 0} for n in args["NodeNames"]]),
     }
     cluster = write(tmp_path, "c.yaml", [node("a"), node("b"), node("c")])
@@ -145,7 +170,9 @@ def test_same_seed_same_placements(tmp_path: Path, capsys: pytest.CaptureFixture
 
 def test_kind_list_and_bound_pods(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bound = pod("running", cpu="3", nodeName="a")
-    cluster = write(tmp_path, "c.yaml", [{"kind": "List", "items": [node("a"), node("b"), bound, {"kind": "ConfigMap"}]}])
+    cluster = write(
+        tmp_path, "c.yaml", [{"kind": "List", "items": [node("a"), node("b"), bound, {"kind": "ConfigMap"}]}]
+    )
     pods = write(tmp_path, "p.yaml", [pod("p0", cpu="2")])
     assert placements(capsys, "--cluster", cluster, "--pods", pods)["ns/p0"]["node"] == "b"
 
@@ -160,10 +187,27 @@ def test_a_document_that_is_not_a_pod_stops_the_run(tmp_path: Path, capsys: pyte
 @pytest.mark.parametrize(
     ("bad", "key", "needle"),
     [
-        pytest.param(pod("bad", cpu="lots"), "ns/bad", "spec.containers[0].resources.requests.cpu", id="a bad quantity names the field"),
-        pytest.param(pod("neg", cpu="-2"), "ns/neg", "requests.cpu: must be greater than or equal to 0", id="a negative request"),
-        pytest.param({"kind": "Pod", "metadata": "oops", "spec": {}}, "document 2", "pod.metadata: expected an object", id="no readable name: the document's place"),
-        pytest.param(pod("ghost", priorityClassName="nope"), "ns/ghost", "no PriorityClass with name nope was found", id="a pod the API server would refuse"),
+        pytest.param(
+            pod("bad", cpu="lots"),
+            "ns/bad",
+            "spec.containers[0].resources.requests.cpu",
+            id="a bad quantity names the field",
+        ),
+        pytest.param(
+            pod("neg", cpu="-2"), "ns/neg", "requests.cpu: must be greater than or equal to 0", id="a negative request"
+        ),
+        pytest.param(
+            {"kind": "Pod", "metadata": "oops", "spec": {}},
+            "document 2",
+            "pod.metadata: expected an object",
+            id="no readable name: the document's place",
+        ),
+        pytest.param(
+            pod("ghost", priorityClassName="nope"),
+            "ns/ghost",
+            "no PriorityClass with name nope was found",
+            id="a pod the API server would refuse",
+        ),
     ],
 )
 def test_an_unreadable_pod_is_reported_not_placed_and_the_rest_are_placed(
@@ -176,7 +220,9 @@ def test_an_unreadable_pod_is_reported_not_placed_and_the_rest_are_placed(
     got = json.loads(out)["placements"]
     assert [p["pod"] for p in got] == ["ns/first", key, "ns/last"]  # file order kept
     assert got[0]["node"] == got[2]["node"] == "a"
-    assert got[1]["node"] is None and got[1]["message"].startswith("cannot read the pod: ") and needle in got[1]["message"], got[1]
+    assert (
+        got[1]["node"] is None and got[1]["message"].startswith("cannot read the pod: ") and needle in got[1]["message"]
+    ), got[1]
     assert "1 pod(s) could not be read" in err
 
 
@@ -193,7 +239,16 @@ def test_the_table_shows_an_unreadable_pod_with_its_reason(tmp_path: Path, capsy
 def test_invalid_policy_names_the_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cluster = write(tmp_path, "c.yaml", [node("a")])
     pods = write(tmp_path, "p.yaml", [pod("p")])
-    policy = write(tmp_path, "policy.yaml", [{"kind": "SchedulingPolicy", "spec": {"schedulerName": "x", "priorities": [{"name": "LeastRequestedPrority", "weight": 1}]}}])
+    policy = write(
+        tmp_path,
+        "policy.yaml",
+        [
+            {
+                "kind": "SchedulingPolicy",
+                "spec": {"schedulerName": "x", "priorities": [{"name": "LeastRequestedPrority", "weight": 1}]},
+            }
+        ],
+    )
     rc, _, err = simulate(capsys, "--cluster", cluster, "--pods", pods, "--policy", policy)
     assert rc == 2 and "spec.priorities[0].name" in err and "LeastRequestedPriority" in err
 
@@ -202,17 +257,29 @@ def _least_allocated_policy(tmp_path: Path) -> str:
     return write(
         tmp_path,
         "policy.yaml",
-        [{"kind": "SchedulingPolicy", "spec": {"schedulerName": "x", "predicates": [{"name": "PodFitsResources"}, {"name": "PodToleratesNodeTaints"}],
-                                               "priorities": [{"name": "LeastRequestedPriority", "weight": 2}]}}],
+        [
+            {
+                "kind": "SchedulingPolicy",
+                "spec": {
+                    "schedulerName": "x",
+                    "predicates": [{"name": "PodFitsResources"}, {"name": "PodToleratesNodeTaints"}],
+                    "priorities": [{"name": "LeastRequestedPriority", "weight": 2}],
+                },
+            }
+        ],
     )
 
 
-def test_explain_json_gives_every_node_with_raw_and_normalised_scores(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_explain_json_gives_every_node_with_raw_and_normalised_scores(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     tainted = node("c")
     tainted["spec"] = {"taints": [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]}
     cluster = write(tmp_path, "c.yaml", [node("a", cpu="2"), node("b", cpu="4"), tainted])
     pods = write(tmp_path, "p.yaml", [pod("p0", cpu="1")])
-    got = placements(capsys, "--cluster", cluster, "--pods", pods, "--policy", _least_allocated_policy(tmp_path), "--explain")["ns/p0"]
+    got = placements(
+        capsys, "--cluster", cluster, "--pods", pods, "--policy", _least_allocated_policy(tmp_path), "--explain"
+    )["ns/p0"]
     (least,) = {part["plugin"] for v in got["explain"]["nodes"] for part in v.get("scores", ())}
     assert got["node"] == "b"
     assert got["explain"] == {
@@ -229,13 +296,20 @@ def test_explain_json_gives_every_node_with_raw_and_normalised_scores(tmp_path: 
     }  # fmt: skip
 
 
-def test_explain_scores_a_single_feasible_node_and_explains_an_unschedulable_pod(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_explain_scores_a_single_feasible_node_and_explains_an_unschedulable_pod(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     cluster = write(tmp_path, "c.yaml", [node("a", cpu="2"), node("b", cpu="4")])
     pods = write(tmp_path, "p.yaml", [pod("fits-b-only", cpu="3"), pod("too-big", cpu="8")])
-    got = placements(capsys, "--cluster", cluster, "--pods", pods, "--policy", _least_allocated_policy(tmp_path), "--explain")
+    got = placements(
+        capsys, "--cluster", cluster, "--pods", pods, "--policy", _least_allocated_policy(tmp_path), "--explain"
+    )
     one = got["ns/fits-b-only"]["explain"]
     # scored although alone: b cpu (4-3)/4 -> 25, memory (8-1)/8 -> 87; (25+87)/2 = 56; x2 = 112
-    assert [(v["node"], v["result"], v.get("total")) for v in one["nodes"]] == [("b", "chosen", 112), ("a", "unresolvable", None)]
+    assert [(v["node"], v["result"], v.get("total")) for v in one["nodes"]] == [
+        ("b", "chosen", 112),
+        ("a", "unresolvable", None),
+    ]
     big = got["ns/too-big"]
     assert big["node"] is None and big["explain"]["outcome"] == "unschedulable"
     # 8 cpu exceed both nodes' allocatable: no preemption could help (upstream fit.go), hence Unresolvable
@@ -243,16 +317,24 @@ def test_explain_scores_a_single_feasible_node_and_explains_an_unschedulable_pod
         ("a", "NodeResourcesFit", "UnschedulableAndUnresolvable"),
         ("b", "NodeResourcesFit", "UnschedulableAndUnresolvable"),
     }
-    assert big["message"] == "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+    assert (
+        big["message"]
+        == "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+    )
     assert big["explain"]["message"] == big["message"]
 
 
 def test_explain_table_prints_each_decision_in_short(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cluster = write(tmp_path, "c.yaml", [node("a", cpu="2"), node("b", cpu="4")])
     pods = write(tmp_path, "p.yaml", [pod("p0", cpu="1"), pod("p1", cpu="1")])
-    rc, out, _ = simulate(capsys, "--cluster", cluster, "--pods", pods, "--policy", _least_allocated_policy(tmp_path), "--explain")
+    rc, out, _ = simulate(
+        capsys, "--cluster", cluster, "--pods", pods, "--policy", _least_allocated_policy(tmp_path), "--explain"
+    )
     assert rc == 0
-    assert "pod ns/p0: scheduled to b\n  b: total 162 (NodeResourcesLeastAllocated 81x2)\n  a: total 136 (NodeResourcesLeastAllocated 68x2)" in out
+    assert (
+        "pod ns/p0: scheduled to b\n  b: total 162 (NodeResourcesLeastAllocated 81x2)\n  a: total 136 (NodeResourcesLeastAllocated 68x2)"
+        in out
+    )
     assert "pod ns/p1: scheduled to" in out
 
 
@@ -280,6 +362,7 @@ def test_without_explain_there_is_no_explanation(tmp_path: Path, capsys: pytest.
     pods = write(tmp_path, "p.yaml", [pod("p0")])
     assert "explain" not in placements(capsys, "--cluster", cluster, "--pods", pods)["ns/p0"]
 
+
 # --------------------------------------------------------------------------- priorities and preemption
 
 
@@ -287,19 +370,37 @@ def test_preemption_example(capsys: pytest.CaptureFixture[str]) -> None:
     args = ("--cluster", str(EXAMPLES / "preemption-cluster.yaml"), "--pods", str(EXAMPLES / "preemption-pods.yaml"))
     got = placements(capsys, *args)
     # both nodes are full of batch (100) pods; db-0's PDB allows no disruption, so report goes
-    assert got["default/api"] == {"pod": "default/api", "node": "node-b", "message": "", "nominatedNode": "node-b", "victims": ["default/report"]}
+    assert got["default/api"] == {
+        "pod": "default/api",
+        "node": "node-b",
+        "message": "",
+        "nominatedNode": "node-b",
+        "victims": ["default/report"],
+    }
     assert got["default/batch-2"]["message"] == (
         "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
     )
-    assert got["default/patient"]["message"] == "0/2 nodes are available: 2 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never."
+    assert (
+        got["default/patient"]["message"]
+        == "0/2 nodes are available: 2 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never."
+    )
     rc, out, _ = simulate(capsys, *args)
     assert rc == 0
-    assert out.splitlines()[:2] == ["POD              NODE    PREEMPTED       MESSAGE", "default/api      node-b  default/report"]
+    assert out.splitlines()[:2] == [
+        "POD              NODE    PREEMPTED       MESSAGE",
+        "default/api      node-b  default/report",
+    ]
     assert "1/3 pods scheduled, 2 unschedulable, 1 preempted" in out
 
 
 def priority_class(name: str, value: int, **extra: object) -> dict:
-    return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value, **extra}
+    return {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+        **extra,
+    }
 
 
 def full_cluster(tmp_path: Path, *extra: dict) -> str:
@@ -321,7 +422,9 @@ def full_cluster(tmp_path: Path, *extra: dict) -> str:
                      id="the class's preemptionPolicy Never"),
     ],
 )  # fmt: skip
-def test_priority_classes_stand_in_for_admission(tmp_path: Path, capsys: pytest.CaptureFixture[str], classes: list[dict], spec: dict, preempts: bool) -> None:
+def test_priority_classes_stand_in_for_admission(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], classes: list[dict], spec: dict, preempts: bool
+) -> None:
     cluster = full_cluster(tmp_path, *classes)
     pods = write(tmp_path, "p.yaml", [pod("new", cpu="2", **spec)])
     got = placements(capsys, "--cluster", cluster, "--pods", pods)["ns/new"]
@@ -331,7 +434,11 @@ def test_priority_classes_stand_in_for_admission(tmp_path: Path, capsys: pytest.
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        pytest.param({"priorityClassName": "nope"}, "pod ns/new: no PriorityClass with name nope was found", id="an unknown class"),
+        pytest.param(
+            {"priorityClassName": "nope"},
+            "pod ns/new: no PriorityClass with name nope was found",
+            id="an unknown class",
+        ),
         pytest.param(
             {"preemptionPolicy": "Never"},
             "pod ns/new: the string value of PreemptionPolicy (Never) must not be provided in pod spec; "
@@ -340,12 +447,13 @@ def test_priority_classes_stand_in_for_admission(tmp_path: Path, capsys: pytest.
         ),
     ],
 )
-def test_pods_the_api_server_would_refuse_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str], spec: dict, message: str) -> None:
+def test_pods_the_api_server_would_refuse_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], spec: dict, message: str
+) -> None:
     pods = write(tmp_path, "p.yaml", [pod("new", **spec)])
     rc, out, err = simulate(capsys, "--cluster", full_cluster(tmp_path), "--pods", pods, "--output", "json")
     (placement,) = json.loads(out)["placements"]
     assert rc == 1 and placement["node"] is None and message in placement["message"], (out, err)
-
 
 
 # --------------------------------------------------------------------------- gangs
@@ -353,9 +461,18 @@ def test_pods_the_api_server_would_refuse_are_refused(tmp_path: Path, capsys: py
 
 def pod_group(kind: str, name: str, size: int) -> dict:
     if kind == "workload":
-        return {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": {"name": name, "namespace": "ns"},
-                "spec": {"schedulingPolicy": {"gang": {"minCount": size}}}}
-    return {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup", "metadata": {"name": name, "namespace": "ns"}, "spec": {"minMember": size}}
+        return {
+            "apiVersion": "scheduling.k8s.io/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": "ns"},
+            "spec": {"schedulingPolicy": {"gang": {"minCount": size}}},
+        }
+    return {
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": "ns"},
+        "spec": {"minMember": size},
+    }
 
 
 def member(kind: str, name: str, group: str) -> dict:
@@ -368,8 +485,13 @@ def member(kind: str, name: str, group: str) -> dict:
 
 
 @pytest.mark.parametrize("kind", ["workload", "coscheduling"])
-@pytest.mark.parametrize(("nodes", "placed"), [pytest.param(4, 4, id="a gang of 4 on 4 nodes binds all 4"), pytest.param(3, 0, id="3 of 4 fit: none")])
-def test_gangs_are_placed_all_or_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, nodes: int, placed: int) -> None:
+@pytest.mark.parametrize(
+    ("nodes", "placed"),
+    [pytest.param(4, 4, id="a gang of 4 on 4 nodes binds all 4"), pytest.param(3, 0, id="3 of 4 fit: none")],
+)
+def test_gangs_are_placed_all_or_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, nodes: int, placed: int
+) -> None:
     # nodes of 1 cpu, members of 1 cpu; a pod outside the gang comes last
     cluster = write(tmp_path, "c.yaml", [pod_group(kind, "train", 4), *(node(f"n{i}", cpu="1") for i in range(nodes))])
     pods = write(tmp_path, "p.yaml", [*(member(kind, f"train-{i}", "train") for i in range(4))])
@@ -384,7 +506,9 @@ def test_gangs_are_placed_all_or_nothing(tmp_path: Path, capsys: pytest.CaptureF
 
 
 def test_the_gang_example(capsys: pytest.CaptureFixture[str]) -> None:
-    got = placements(capsys, "--cluster", str(EXAMPLES / "gang-cluster.yaml"), "--pods", str(EXAMPLES / "gang-pods.yaml"))
+    got = placements(
+        capsys, "--cluster", str(EXAMPLES / "gang-cluster.yaml"), "--pods", str(EXAMPLES / "gang-pods.yaml")
+    )
     # train (3 x 2 cpu, minCount 3) spreads over the three 4-cpu nodes; web (1 cpu) takes one more
     assert sorted(got[f"default/train-{i}"]["node"] for i in range(3)) == ["node-a", "node-b", "node-c"]  # type: ignore[type-var]
     assert got["default/web"]["node"]
@@ -402,7 +526,10 @@ def template(cpu: str = "1", memory: str = "1Gi", **spec: object) -> dict:
     return {
         "kind": "Pod",
         "metadata": {"name": "web", "namespace": "ns"},
-        "spec": {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu, "memory": memory}}}], **spec},
+        "spec": {
+            "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu, "memory": memory}}}],
+            **spec,
+        },
     }
 
 
@@ -453,7 +580,14 @@ def test_max_replicas_counts_the_copies_that_fit(
     tmp_path: Path, capsys: pytest.CaptureFixture[str],
     cluster: list[dict], pending: list[dict], tmpl: dict, limit: int, replicas: int, nodes: dict[str, int] | None, stopped_by: str,
 ) -> None:  # fmt: skip
-    args = ["--cluster", write(tmp_path, "c.yaml", cluster), "--max-replicas", write(tmp_path, "web.yaml", [tmpl]), "--max-limit", str(limit)]
+    args = [
+        "--cluster",
+        write(tmp_path, "c.yaml", cluster),
+        "--max-replicas",
+        write(tmp_path, "web.yaml", [tmpl]),
+        "--max-limit",
+        str(limit),
+    ]
     if pending:
         args += ["--pods", write(tmp_path, "p.yaml", pending)]
     rc, out, err = simulate(capsys, *args, "--output", "json")
@@ -468,7 +602,9 @@ def test_max_replicas_counts_the_copies_that_fit(
 
 def test_max_replicas_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cluster = write(tmp_path, "c.yaml", [node("a", cpu="2"), node("b", cpu="4")])
-    rc, out, _ = simulate(capsys, "--cluster", cluster, "--max-replicas", write(tmp_path, "web.yaml", [template(cpu="1")]))
+    rc, out, _ = simulate(
+        capsys, "--cluster", cluster, "--max-replicas", write(tmp_path, "web.yaml", [template(cpu="1")])
+    )
     assert rc == 0
     assert out.split("\n\n")[0] == "\n".join(
         [
@@ -485,16 +621,24 @@ def test_max_replicas_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     ("docs", "needle"),
     [
         pytest.param([template(), template()], "expected one pod, not bound to a node; found 2 pod(s)", id="two pods"),
-        pytest.param([template(nodeName="a")], "expected one pod, not bound to a node; it is bound to a", id="a bound pod"),
+        pytest.param(
+            [template(nodeName="a")], "expected one pod, not bound to a node; it is bound to a", id="a bound pod"
+        ),
         pytest.param([template(cpu="lots")], "cannot read the pod:", id="an unreadable pod"),
     ],
 )
-def test_max_replicas_wants_one_unbound_pod(tmp_path: Path, capsys: pytest.CaptureFixture[str], docs: list[dict], needle: str) -> None:
-    rc, _, err = simulate(capsys, "--cluster", write(tmp_path, "c.yaml", [node("a")]), "--max-replicas", write(tmp_path, "web.yaml", docs))
+def test_max_replicas_wants_one_unbound_pod(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], docs: list[dict], needle: str
+) -> None:
+    rc, _, err = simulate(
+        capsys, "--cluster", write(tmp_path, "c.yaml", [node("a")]), "--max-replicas", write(tmp_path, "web.yaml", docs)
+    )
     assert rc == 2 and needle in err
 
 
-def test_without_pods_the_clusters_own_pending_pods_of_the_scheduler_name_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_without_pods_the_clusters_own_pending_pods_of_the_scheduler_name_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     cluster = write(
         tmp_path, "c.yaml",
         [node("a"), pod("ours", schedulerName="kopf-scheduler"), pod("theirs"), pod("other", schedulerName="other"), pod("bound", nodeName="a")],
@@ -509,11 +653,19 @@ def test_without_pods_the_clusters_own_pending_pods_of_the_scheduler_name_run(tm
     ("extra", "needle"),
     [
         pytest.param(["--max-limit", "-1"], "--max-limit must be 0 (no limit) or more", id="a negative limit"),
-        pytest.param(["--max-limit", "3"], "--max-limit counts --max-replicas copies", id="a limit without --max-replicas"),
-        pytest.param(["--kubeconfig", "k.yaml"], "--kubeconfig is read with --from-cluster only", id="a kubeconfig for a file cluster"),
+        pytest.param(
+            ["--max-limit", "3"], "--max-limit counts --max-replicas copies", id="a limit without --max-replicas"
+        ),
+        pytest.param(
+            ["--kubeconfig", "k.yaml"],
+            "--kubeconfig is read with --from-cluster only",
+            id="a kubeconfig for a file cluster",
+        ),
     ],
 )
-def test_options_that_would_be_ignored_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], needle: str) -> None:
+def test_options_that_would_be_ignored_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], needle: str
+) -> None:
     rc, _, err = simulate(capsys, "--cluster", write(tmp_path, "c.yaml", [node("a")]), *extra)
     assert rc == 2 and needle in err
 

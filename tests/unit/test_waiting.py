@@ -61,7 +61,9 @@ def test_deadlines_are_data_and_expire_only_when_due() -> None:
     waiting.reject(b.uid, plugin, timeout_message(seconds, plugin))
     assert waiting.next_deadline() == 130.0  # a settled pod has no deadline any more
     [done] = waiting.take_settled()
-    assert done.outcome is not None and done.outcome.message == "rejected due to timeout after waiting 5s at plugin Gang"
+    assert (
+        done.outcome is not None and done.outcome.message == "rejected due to timeout after waiting 5s at plugin Gang"
+    )
 
 
 def test_a_wait_longer_than_fifteen_minutes_is_capped() -> None:

@@ -18,7 +18,11 @@ EXAMPLE = Path(__file__).resolve().parents[1] / "example"
 
 def node(name: str, cost: str | None, label: str = "example.com/hourly-cost") -> NodeInfo:
     labels = {label: cost} if cost is not None else {}
-    return NodeInfo(parse_node({"metadata": {"name": name, "labels": labels}, "status": {"allocatable": {"cpu": "4", "pods": "10"}}}))
+    return NodeInfo(
+        parse_node(
+            {"metadata": {"name": name, "labels": labels}, "status": {"allocatable": {"cpu": "4", "pods": "10"}}}
+        )
+    )
 
 
 def scores(plugin: CostAware, nodes: list[NodeInfo]) -> list[int]:
@@ -70,12 +74,17 @@ def test_bad_arguments(raw: dict[str, object], field: str) -> None:
 
 def test_a_policy_names_it_like_a_built_in() -> None:
     registry = Registry.in_tree().extended([(CostAware, "test")])
-    spec = {"schedulerName": "s", "priorities": [{"name": "CostAware", "weight": 5, "argument": {"label": "acme.io/price"}}]}
+    spec = {
+        "schedulerName": "s",
+        "priorities": [{"name": "CostAware", "weight": 5, "argument": {"label": "acme.io/price"}}],
+    }
     profile = validate_policy(spec, registry=registry)
     assert not isinstance(profile, list), profile
-    (plugin, weight), = profile.scorers
+    ((plugin, weight),) = profile.scorers
     assert isinstance(plugin, CostAware) and plugin.label == "acme.io/price" and weight == 5
-    bad = validate_policy({**spec, "priorities": [{"name": "CostAware", "argument": {"label": "!"}}]}, registry=registry)
+    bad = validate_policy(
+        {**spec, "priorities": [{"name": "CostAware", "argument": {"label": "!"}}]}, registry=registry
+    )
     assert isinstance(bad, list) and bad[0].path == "spec.priorities[0].argument.label"
     missing = validate_policy(spec)  # the in-tree registry does not know it
     assert isinstance(missing, list) and "no plugin of that name is installed" in missing[0].message

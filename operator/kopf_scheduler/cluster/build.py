@@ -94,9 +94,7 @@ def ensure_binaries(
     cmd = ["bash", str(script)] + ([str(cache_dir)] if cache_dir is not None else [])
     tail: collections.deque[str] = collections.deque(maxlen=40)
     try:
-        proc = subprocess.Popen(
-            cmd, env=environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )
+        proc = subprocess.Popen(cmd, env=environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     except FileNotFoundError as exc:  # no bash at all
         raise BuildError(f"cannot run {script}: {exc}") from exc
     assert proc.stderr is not None and proc.stdout is not None

@@ -132,9 +132,7 @@ def _leaf(
             critical=True,
         )
         .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
-        )
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
     )
     if sans is not None:
         builder = builder.add_extension(sans, critical=False)
@@ -184,8 +182,7 @@ def create_pki(directory: Path) -> Pki:
     _write_cert(ca.cert, ca_cert)
 
     sans = x509.SubjectAlternativeName(
-        [x509.DNSName(n) for n in SERVING_DNS_NAMES]
-        + [x509.IPAddress(ipaddress.ip_address(ip)) for ip in SERVING_IPS]
+        [x509.DNSName(n) for n in SERVING_DNS_NAMES] + [x509.IPAddress(ipaddress.ip_address(ip)) for ip in SERVING_IPS]
     )
     serving = _leaf(
         ca,
@@ -200,8 +197,6 @@ def create_pki(directory: Path) -> Pki:
     sa_key_path, sa_pub_path = directory / "sa.key", directory / "sa.pub"
     _write_key(sa_key_path, sa_key)
     sa_pub_path.write_bytes(
-        sa_key.public_key().public_bytes(
-            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-        )
+        sa_key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
     )
     return Pki(ca=ca, serving=serving, admin=admin, service_account_key=sa_key_path, service_account_pub=sa_pub_path)

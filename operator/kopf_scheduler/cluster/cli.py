@@ -23,7 +23,10 @@ def add_parser(subparsers: Any, name: str, help: str) -> None:
 
     def with_workdir(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         p.add_argument(
-            "--workdir", type=Path, default=DEFAULT_WORKDIR, help=f"state, certificates and logs (default: {DEFAULT_WORKDIR})"
+            "--workdir",
+            type=Path,
+            default=DEFAULT_WORKDIR,
+            help=f"state, certificates and logs (default: {DEFAULT_WORKDIR})",
         )
         return p
 
@@ -37,9 +40,9 @@ def add_parser(subparsers: Any, name: str, help: str) -> None:
     with_workdir(commands.add_parser("status", help="show processes and readiness; exit 1 unless ready")).set_defaults(
         func=_status
     )
-    commands.add_parser("build", help="build (or find cached) etcd, kube-apiserver, kube-scheduler, kubectl").set_defaults(
-        func=_build
-    )
+    commands.add_parser(
+        "build", help="build (or find cached) etcd, kube-apiserver, kube-scheduler, kubectl"
+    ).set_defaults(func=_build)
 
 
 def _fail(exc: Exception) -> int:
@@ -57,9 +60,11 @@ def _up(args: argparse.Namespace) -> int:
             cp.up()
         except (BuildError, ControlPlaneError) as exc:
             return _fail(exc)
-        print(f"control plane ready at {cp.server} in {time.monotonic() - started:.1f}s; "
-              f"logs in {cp.workdir}; stop with: kopf-scheduler cluster down --workdir {args.workdir}",
-              file=sys.stderr)
+        print(
+            f"control plane ready at {cp.server} in {time.monotonic() - started:.1f}s; "
+            f"logs in {cp.workdir}; stop with: kopf-scheduler cluster down --workdir {args.workdir}",
+            file=sys.stderr,
+        )
     print(f"KUBECONFIG={cp.kubeconfig}")
     return 0
 

@@ -441,7 +441,9 @@ class ControlPlane:
                 preexec_fn=_die_with_parent if self.die_with_parent else None,
             )
         self._popen[name] = popen
-        self._record(name, _Record(pid=popen.pid, start_time=_proc_start_time(popen.pid), log=str(log), port=port, argv=argv))
+        self._record(
+            name, _Record(pid=popen.pid, start_time=_proc_start_time(popen.pid), log=str(log), port=port, argv=argv)
+        )
         return popen
 
     def _wait_until(
@@ -457,9 +459,7 @@ class ControlPlane:
             if ready():
                 return
             if time.monotonic() > deadline:
-                raise ControlPlaneError(
-                    f"{name} was not ready after {timeout:.0f}s; end of {log}:\n{_log_tail(log)}"
-                )
+                raise ControlPlaneError(f"{name} was not ready after {timeout:.0f}s; end of {log}:\n{_log_tail(log)}")
             time.sleep(0.1)
 
     def _start_etcd(self, bin_dir: Path, port: int, peer_port: int) -> None:
@@ -531,7 +531,10 @@ class ControlPlane:
         """Run our pinned kubectl (never whatever `kubectl` is on PATH) as admin; capture output."""
         return subprocess.run(
             [str(self.binary("kubectl")), f"--kubeconfig={self.kubeconfig}", *args],
-            capture_output=True, text=True, check=check, timeout=timeout,
+            capture_output=True,
+            text=True,
+            check=check,
+            timeout=timeout,
         )
 
     # ----------------------------------------------------------------- talking to the apiserver

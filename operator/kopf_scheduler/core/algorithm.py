@@ -140,9 +140,15 @@ class ScheduleResult:
         """Every scored node's total and per-plugin parts (raw, normalised, weight), in scoring order."""
         if self.totals is None or self.scored is None:
             return []
-        columns = [(name, weight, raw.tolist(), normalised.tolist()) for name, weight, raw, normalised in self.plugin_scores]
+        columns = [
+            (name, weight, raw.tolist(), normalised.tolist()) for name, weight, raw, normalised in self.plugin_scores
+        ]
         return [
-            NodeScore(self.node_names[k], int(total), tuple(PluginScore(name, raw[i], normalised[i], weight) for name, weight, raw, normalised in columns))
+            NodeScore(
+                self.node_names[k],
+                int(total),
+                tuple(PluginScore(name, raw[i], normalised[i], weight) for name, weight, raw, normalised in columns),
+            )
             for i, (k, total) in enumerate(zip(self.scored.tolist(), self.totals.tolist()))
         ]
 
@@ -154,7 +160,9 @@ class GenericScheduler:
     ``ExtenderConfig`` is called through (the edge's HTTP client; a fake in tests).
     """
 
-    def __init__(self, profile: Profile, *, extender_factory: Callable[[ExtenderConfig], Extender] | None = None) -> None:
+    def __init__(
+        self, profile: Profile, *, extender_factory: Callable[[ExtenderConfig], Extender] | None = None
+    ) -> None:
         self.profile = profile
         self.next_start_node_index = 0
         self._filters: list[FilterPlugin] = list(profile.filters)
@@ -162,7 +170,9 @@ class GenericScheduler:
         self._vector_filters = [isinstance(p, VectorFilter) for p in self._filters]
         self._extensions = [p for p in self._filters if isinstance(p, PreFilterExtensions)]
         if profile.extenders and extender_factory is None:
-            raise ValueError(f"profile {profile.scheduler_name!r} has {len(profile.extenders)} extender(s): pass an extender_factory")
+            raise ValueError(
+                f"profile {profile.scheduler_name!r} has {len(profile.extenders)} extender(s): pass an extender_factory"
+            )
         built = [extender_factory(c) for c in profile.extenders] if extender_factory is not None else []
         #: upstream ``buildExtenders``: ignorable extenders are called after the others
         self.extenders: tuple[Extender, ...] = tuple(sorted(built, key=lambda e: e.is_ignorable))
@@ -172,7 +182,13 @@ class GenericScheduler:
     # ------------------------------------------------------------------ entry point
 
     def schedule(
-        self, pod: Pod, snapshot: Snapshot, *, rng: random.Random, explain: bool = False, nominator: Nominator | None = None
+        self,
+        pod: Pod,
+        snapshot: Snapshot,
+        *,
+        rng: random.Random,
+        explain: bool = False,
+        nominator: Nominator | None = None,
     ) -> ScheduleResult:
         """Place `pod`; `nominator` holds the pods preemption nominated (None: there are none). With
         `explain`, a single feasible node is scored too (upstream binds it unscored), so that its scores
@@ -181,7 +197,9 @@ class GenericScheduler:
         result.node_names = snapshot.table.names
         return result
 
-    def _schedule(self, pod: Pod, snapshot: Snapshot, rng: random.Random, explain: bool, nominator: Nominator | None) -> ScheduleResult:
+    def _schedule(
+        self, pod: Pod, snapshot: Snapshot, rng: random.Random, explain: bool, nominator: Nominator | None
+    ) -> ScheduleResult:
         n = len(snapshot)
         diagnosis = Diagnosis(num_all_nodes=n)
         if n == 0:
@@ -190,7 +208,11 @@ class GenericScheduler:
 
         active, failure = self._run_pre_filters(state, pod, snapshot, diagnosis)
         if failure is not None:
-            return self._run_post_filters(state, pod, snapshot, failure, rng, nominator) if failure.unschedulable else failure
+            return (
+                self._run_post_filters(state, pod, snapshot, failure, rng, nominator)
+                if failure.unschedulable
+                else failure
+            )
         nominated = self._nominated_positions(pod, snapshot, nominator)
 
         feasible: list[int] | None = None
@@ -205,20 +227,26 @@ class GenericScheduler:
         only: npt.NDArray[np.intp] | None = None
         if not feasible:
             only = _admitted(state, snapshot, diagnosis)
-            want = num_feasible_nodes_to_find(n if only is None else len(only), self.profile.percentage_of_nodes_to_score)
+            want = num_feasible_nodes_to_find(
+                n if only is None else len(only), self.profile.percentage_of_nodes_to_score
+            )
             if not self._scorers and not self._extenders_choose:
                 want = 1
             # the rejected nodes' statuses only matter when nothing fits (or to explain), and the
             # extenders may still reject every node the filters kept
             explain_all = explain or bool(self.extenders)
-            feasible, evaluated, err = self._find_feasible(state, pod, snapshot, active, want, diagnosis, nominated, only, explain_all)
+            feasible, evaluated, err = self._find_feasible(
+                state, pod, snapshot, active, want, diagnosis, nominated, only, explain_all
+            )
             if err is not None:
                 return ScheduleResult(None, diagnosis, evaluated_nodes=evaluated, error=err)
             self.next_start_node_index = (self.next_start_node_index + evaluated) % n
             if self.extenders:
                 feasible, err = self._filter_with_extenders(pod, snapshot, feasible, diagnosis, skipped)
                 if err is not None:
-                    return ScheduleResult(None, diagnosis, evaluated_nodes=evaluated, error=err, extender_errors=skipped)
+                    return ScheduleResult(
+                        None, diagnosis, evaluated_nodes=evaluated, error=err, extender_errors=skipped
+                    )
         else:
             evaluated = 1
 
@@ -227,8 +255,13 @@ class GenericScheduler:
             return self._run_post_filters(state, pod, snapshot, unfit, rng, nominator)
         if len(feasible) == 1 and not explain:
             return ScheduleResult(
-                snapshot.node_infos[feasible[0]].name, diagnosis, evaluated_nodes=evaluated, feasible_nodes=1, extender_errors=skipped,
-                state=state, admitted=only,
+                snapshot.node_infos[feasible[0]].name,
+                diagnosis,
+                evaluated_nodes=evaluated,
+                feasible_nodes=1,
+                extender_errors=skipped,
+                state=state,
+                admitted=only,
             )
 
         index, totals, parts, err = self._prioritize(state, pod, snapshot, feasible)
@@ -238,8 +271,16 @@ class GenericScheduler:
             self._score_with_extenders(pod, snapshot, feasible, totals, parts, skipped)
         chosen = select_host(totals, rng)
         return ScheduleResult(
-            snapshot.node_infos[feasible[chosen]].name, diagnosis, evaluated_nodes=evaluated, feasible_nodes=len(feasible),
-            extender_errors=skipped, state=state, scored=index, totals=totals, plugin_scores=parts, admitted=only,
+            snapshot.node_infos[feasible[chosen]].name,
+            diagnosis,
+            evaluated_nodes=evaluated,
+            feasible_nodes=len(feasible),
+            extender_errors=skipped,
+            state=state,
+            scored=index,
+            totals=totals,
+            plugin_scores=parts,
+            admitted=only,
         )
 
     # ------------------------------------------------------------------ filtering
@@ -266,7 +307,9 @@ class GenericScheduler:
                     state.skip_filter.add(plugin.name)
                     continue
                 if status.code is Code.ERROR:
-                    return active, ScheduleResult(None, diagnosis, error=f"running PreFilter plugin {plugin.name!r}: {status.message}")
+                    return active, ScheduleResult(
+                        None, diagnosis, error=f"running PreFilter plugin {plugin.name!r}: {status.message}"
+                    )
                 if status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
                     return active, _pre_filter_rejected(diagnosis, status)
                 if not status.is_success:
@@ -319,7 +362,9 @@ class GenericScheduler:
             return order[:want].tolist(), min(want, len(order)), None
         check_all = self.profile.always_check_all_predicates
         if only is None and not check_all and all(self._vector_filters[j] for j in active):
-            return self._find_feasible_vector(state, pod, snapshot, active, want, diagnosis, order, nominated, explain_all)
+            return self._find_feasible_vector(
+                state, pod, snapshot, active, want, diagnosis, order, nominated, explain_all
+            )
         return self._find_feasible_scalar(state, pod, snapshot, active, want, diagnosis, order, check_all, nominated)
 
     def _find_feasible_vector(
@@ -357,7 +402,13 @@ class GenericScheduler:
             plugins = [self._filters[j] for j in active]
             for k in sorted(nominated, key=lambda k: (k - start) % n):
                 status = self._run_filters_with_nominated(
-                    state, pod, snapshot.node_infos[k], plugins, nominated[k], check_all=False, rejectors=diagnosis.unschedulable_plugins
+                    state,
+                    pod,
+                    snapshot.node_infos[k],
+                    plugins,
+                    nominated[k],
+                    check_all=False,
+                    rejectors=diagnosis.unschedulable_plugins,
                 )
                 if status.code is Code.ERROR:
                     return [], n, status.message
@@ -432,7 +483,9 @@ class GenericScheduler:
             processed += 1
             info = infos[k]
             if k in nominated:
-                status = self._run_filters_with_nominated(state, pod, info, plugins, nominated[k], check_all=check_all, rejectors=rejectors)
+                status = self._run_filters_with_nominated(
+                    state, pod, info, plugins, nominated[k], check_all=check_all, rejectors=rejectors
+                )
             else:
                 status = _run_filters(state, pod, info, plugins, check_all, rejectors)
             if status.code is Code.ERROR:
@@ -489,7 +542,9 @@ class GenericScheduler:
                 return status
         return _run_filters(state, pod, info, plugins, check_all, rejectors)
 
-    def _run_pre_filter_extensions(self, state: CycleState, pod: Pod, other: Pod, info: NodeInfo, *, add: bool) -> Status:
+    def _run_pre_filter_extensions(
+        self, state: CycleState, pod: Pod, other: Pod, info: NodeInfo, *, add: bool
+    ) -> Status:
         """Upstream ``RunPreFilterExtensionAddPod`` / ``RemovePod``: tell every PreFilterExtensions
         plugin not skipped for this pod that `other` joins (leaves) `info`; an ERROR on any failure."""
         for plugin in self._extensions:
@@ -498,7 +553,9 @@ class GenericScheduler:
             status = _call(plugin, plugin.add_pod if add else plugin.remove_pod, state, pod, other, info)
             if not status.is_success:
                 what = "AddPod" if add else "RemovePod"
-                return Status(Code.ERROR, (f'running {what} on PreFilter plugin "{plugin.name}": {status.message}',), plugin.name)
+                return Status(
+                    Code.ERROR, (f'running {what} on PreFilter plugin "{plugin.name}": {status.message}',), plugin.name
+                )
         return SUCCESS
 
     # ------------------------------------------------------------------ post-filter
@@ -508,7 +565,13 @@ class GenericScheduler:
         return _CycleHandle(self, rng, nominator)
 
     def _run_post_filters(
-        self, state: CycleState, pod: Pod, snapshot: Snapshot, result: ScheduleResult, rng: random.Random, nominator: Nominator | None
+        self,
+        state: CycleState,
+        pod: Pod,
+        snapshot: Snapshot,
+        result: ScheduleResult,
+        rng: random.Random,
+        nominator: Nominator | None,
     ) -> ScheduleResult:
         """Upstream ``RunPostFilterPlugins`` on an unschedulable result: the first plugin that succeeds,
         finds the pod unresolvable or fails decides; otherwise the rejections add up, and the last
@@ -532,7 +595,9 @@ class GenericScheduler:
                 final = dataclasses.replace(answer, status=status)
                 break
             if not status.is_rejected:
-                final = PostFilterResult(Status(Code.ERROR, status.reasons, plugin.name), node_statuses=answer.node_statuses)
+                final = PostFilterResult(
+                    Status(Code.ERROR, status.reasons, plugin.name), node_statuses=answer.node_statuses
+                )
                 break
             if answer.nominated_node is not None:
                 kept = answer
@@ -541,7 +606,11 @@ class GenericScheduler:
             last = answer
         if final is None:
             rejected = Status(Code.UNSCHEDULABLE, tuple(reasons), rejector)
-            final = dataclasses.replace(kept, status=rejected) if kept is not None else PostFilterResult(rejected, node_statuses=last.node_statuses)
+            final = (
+                dataclasses.replace(kept, status=rejected)
+                if kept is not None
+                else PostFilterResult(rejected, node_statuses=last.node_statuses)
+            )
         result.diagnosis.post_filter_msg = final.status.message
         result.post_filter = final
         return result
@@ -578,13 +647,14 @@ class GenericScheduler:
                     if infos is None:
                         infos = _pick(snapshot.node_infos, feasible)
                     raw = np.fromiter((plugin.score(state, pod, info) for info in infos), dtype=np.int64, count=m)
-                scores = plugin.normalize_scores(state, pod, raw.copy()) if isinstance(plugin, NormalizeScorePlugin) else raw
+                scores = (
+                    plugin.normalize_scores(state, pod, raw.copy()) if isinstance(plugin, NormalizeScorePlugin) else raw
+                )
             except Exception as exc:
                 return index, totals, parts, f"running Score plugin {plugin.name!r}: {type(exc).__name__}: {exc}"
             totals += scores * weight
             parts.append((plugin.name, weight, raw, scores))
         return index, totals, parts, None
-
 
     # ------------------------------------------------------------------ extenders
 
@@ -613,7 +683,9 @@ class GenericScheduler:
                 sent = {info.name for info in nodes}
                 stray = next((name for name in result.nodes if name not in sent), None)
                 if stray is not None:
-                    result = ExtenderFilterResult(error=f"extender {ext.name!r} claims a filtered node {stray!r} which is not found in the input node list")
+                    result = ExtenderFilterResult(
+                        error=f"extender {ext.name!r} claims a filtered node {stray!r} which is not found in the input node list"
+                    )
             if result.error:
                 if ext.is_ignorable:
                     skipped.append(f"skipped ignorable extender {ext.name}: {result.error}")
@@ -662,8 +734,6 @@ class GenericScheduler:
             parts.append((ext.name, ext.weight, raw, scaled))
 
 
-
-
 def _pre_filter_rejected(diagnosis: Diagnosis, status: Status) -> ScheduleResult:
     """A pre-filter rejection: its message stands for every node (upstream sets it as the absent nodes' status)."""
     diagnosis.pre_filter_msg = status.message
@@ -680,7 +750,9 @@ def _no_node_admitted(state: CycleState) -> Status | None:
     plugins = sorted(state.node_names)
     if len(plugins) == 1:
         return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (f"node(s) didn't satisfy plugin {plugins[0]}",))
-    return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (f"node(s) didn't satisfy plugin(s) [{' '.join(plugins)}] simultaneously",))
+    return Status(
+        Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (f"node(s) didn't satisfy plugin(s) [{' '.join(plugins)}] simultaneously",)
+    )
 
 
 def _admitted(state: CycleState, snapshot: Snapshot, diagnosis: Diagnosis) -> npt.NDArray[np.intp] | None:
@@ -693,7 +765,9 @@ def _admitted(state: CycleState, snapshot: Snapshot, diagnosis: Diagnosis) -> np
     if not state.node_names:
         return None
     plugins = sorted(state.node_names)
-    diagnosis.absent_nodes_status = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (f"node(s) didn't satisfy plugin(s) [{' '.join(plugins)}]",))
+    diagnosis.absent_nodes_status = Status(
+        Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (f"node(s) didn't satisfy plugin(s) [{' '.join(plugins)}]",)
+    )
     diagnosis.unschedulable_plugins.update(plugins)
     position = snapshot.table.position
     names = frozenset.intersection(*state.node_names.values())
@@ -729,8 +803,12 @@ class _CycleHandle:
     def run_filter_plugins_with_nominated_pods(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
         sched = self._scheduler
         plugins = [p for p in sched._filters if p.name not in state.skip_filter]
-        nominated = [p for p in self.nominated_pods_for_node(node.name) if p.priority >= pod.priority and p.uid != pod.uid]
-        return sched._run_filters_with_nominated(state, pod, node, plugins, nominated, check_all=sched.profile.always_check_all_predicates)
+        nominated = [
+            p for p in self.nominated_pods_for_node(node.name) if p.priority >= pod.priority and p.uid != pod.uid
+        ]
+        return sched._run_filters_with_nominated(
+            state, pod, node, plugins, nominated, check_all=sched.profile.always_check_all_predicates
+        )
 
     def run_pre_filter_extension_add_pod(self, state: CycleState, pod: Pod, added: Pod, node: NodeInfo) -> Status:
         return self._scheduler._run_pre_filter_extensions(state, pod, added, node, add=True)
@@ -739,7 +817,14 @@ class _CycleHandle:
         return self._scheduler._run_pre_filter_extensions(state, pod, removed, node, add=False)
 
 
-def _run_filters(state: CycleState, pod: Pod, info: NodeInfo, plugins: Sequence[FilterPlugin], check_all: bool, rejectors: set[str] | None) -> Status:
+def _run_filters(
+    state: CycleState,
+    pod: Pod,
+    info: NodeInfo,
+    plugins: Sequence[FilterPlugin],
+    check_all: bool,
+    rejectors: set[str] | None,
+) -> Status:
     """Upstream ``RunFilterPlugins`` on one node: SUCCESS, the first rejection (every rejection merged
     when `check_all`; the rejecting plugins go into `rejectors`), or an ERROR naming the plugin."""
     failed: Status | None = None

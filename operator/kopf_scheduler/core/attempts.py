@@ -102,7 +102,11 @@ def estimated_bytes(result: ScheduleResult | None) -> int:
     """What a record of `result` keeps alive, roughly (see the module docstring)."""
     if result is None:
         return RECORD_BYTES
-    scored = len(result.scored) * (SCORED_NODE_BYTES + SCORE_BYTES * len(result.plugin_scores)) if result.scored is not None else 0
+    scored = (
+        len(result.scored) * (SCORED_NODE_BYTES + SCORE_BYTES * len(result.plugin_scores))
+        if result.scored is not None
+        else 0
+    )
     return RECORD_BYTES + REJECTED_NODE_BYTES * len(result.diagnosis.node_to_status) + scored
 
 

@@ -133,7 +133,9 @@ class SchedulerCache:
         if not node_name:
             raise CacheError(f"assume: no node given for pod {pod.key}")
         if pod.uid in self._pods:
-            raise CacheError(f"pod {pod.key} is already in the cache ({self._pods[pod.uid].state.value}); cannot assume it")
+            raise CacheError(
+                f"pod {pod.key} is already in the cache ({self._pods[pod.uid].state.value}); cannot assume it"
+            )
         placed = pod if pod.node_name == node_name else pod.with_node(node_name)
         self._node_info_for(node_name).add_pod(placed)
         self._pods[pod.uid] = self._assumed[pod.uid] = _Entry(placed, PodState.ASSUMED)
@@ -143,7 +145,9 @@ class SchedulerCache:
         """The bind call succeeded: start the TTL after which an unconfirmed assumption is dropped."""
         e = self._pods.get(pod.uid)
         if e is None or e.state is not PodState.ASSUMED:
-            raise CacheError(f"finish_binding: pod {pod.key} is {e.state.value if e else 'not in the cache'}, not assumed")
+            raise CacheError(
+                f"finish_binding: pod {pod.key} is {e.state.value if e else 'not in the cache'}, not assumed"
+            )
         e.state = PodState.BOUND
         e.deadline = now + self.ttl
 
@@ -194,7 +198,11 @@ class SchedulerCache:
 
     def expire(self, now: float) -> list[Pod]:
         """Drop bound-but-unconfirmed assumptions whose TTL ran out; returns them."""
-        gone = [e.pod for e in self._assumed.values() if e.state is PodState.BOUND and e.deadline is not None and e.deadline <= now]
+        gone = [
+            e.pod
+            for e in self._assumed.values()
+            if e.state is PodState.BOUND and e.deadline is not None and e.deadline <= now
+        ]
         for pod in gone:
             self._remove_from_node(pod)
             del self._pods[pod.uid], self._assumed[pod.uid]
@@ -289,7 +297,6 @@ class SchedulerCache:
             self._recent.pop(pod.node_name, None)
         else:
             self._touch(pod.node_name)
-
 
 
 def _zone_of(node: Node | None) -> str:

@@ -239,7 +239,14 @@ def schedule_one(
     return conclude(info, decided, cache=cache, queue=queue, now=now, profile=scheduler.profile, waiting=waiting)
 
 
-def prepare(info: QueuedPodInfo, snapshot: Snapshot, *, cache: SchedulerCache, queue: SchedulingQueue, private_objects: bool = False) -> Skip | None:
+def prepare(
+    info: QueuedPodInfo,
+    snapshot: Snapshot,
+    *,
+    cache: SchedulerCache,
+    queue: SchedulingQueue,
+    private_objects: bool = False,
+) -> Skip | None:
     """Skip the pod (it leaves the queue), or bring `snapshot` up to date for ``decide``. With
     `private_objects` the snapshot gets its own copy of the cluster objects, for a ``decide`` run
     while watch events change the cache's."""
@@ -252,7 +259,12 @@ def prepare(info: QueuedPodInfo, snapshot: Snapshot, *, cache: SchedulerCache, q
 
 
 def decide(
-    info: QueuedPodInfo, snapshot: Snapshot, scheduler: GenericScheduler, *, rng: random.Random, nominator: Nominator | None = None
+    info: QueuedPodInfo,
+    snapshot: Snapshot,
+    scheduler: GenericScheduler,
+    *,
+    rng: random.Random,
+    nominator: Nominator | None = None,
 ) -> ScheduleResult | Error:
     """The algorithm's result, or an ``Error`` when it raised (a bug: the plugin runtime turns plugin
     errors into statuses, this is the last resort). Touches only its arguments: off the event loop,
@@ -306,7 +318,9 @@ def conclude(
         queue.delete_nominated_pod(other)
     if queued:
         queue.add_nominated_pod(info.pod, nominated)
-    return Unschedulable(decided.message, plugins, nominated, verdict.victims, lower, post_filtered=True, result=decided)
+    return Unschedulable(
+        decided.message, plugins, nominated, verdict.victims, lower, post_filtered=True, result=decided
+    )
 
 
 def reserve_and_permit(
@@ -331,7 +345,9 @@ def reserve_and_permit(
         except Exception as exc:  # a plugin bug must not take the scheduler down
             status = Status(Code.ERROR, (f"{type(exc).__name__}: {exc}",), reserver.name)
         if not status.is_success:
-            return _undo(info, placed, state, profile, status, "Reserve", cache=cache, queue=queue, now=now, handle=handle)
+            return _undo(
+                info, placed, state, profile, status, "Reserve", cache=cache, queue=queue, now=now, handle=handle
+            )
     timeouts: dict[str, float] = {}
     for permitter in profile.permitters:
         try:
@@ -342,7 +358,9 @@ def reserve_and_permit(
         if status.code is Code.WAIT:
             timeouts[permitter.name] = result.timeout
         elif not status.is_success:
-            return _undo(info, placed, state, profile, status, "Permit", cache=cache, queue=queue, now=now, handle=handle)
+            return _undo(
+                info, placed, state, profile, status, "Permit", cache=cache, queue=queue, now=now, handle=handle
+            )
     if not timeouts:
         return Bind(placed, node, state)
     if waiting is None:
@@ -362,8 +380,17 @@ def _unreserve(profile: Profile, state: CycleState, pod: Pod, node: str, handle:
 
 
 def _undo(
-    info: QueuedPodInfo, placed: Pod, state: CycleState, profile: Profile, status: Status, point: str, *,
-    cache: SchedulerCache, queue: SchedulingQueue | None, now: float, handle: PermitHandle,
+    info: QueuedPodInfo,
+    placed: Pod,
+    state: CycleState,
+    profile: Profile,
+    status: Status,
+    point: str,
+    *,
+    cache: SchedulerCache,
+    queue: SchedulingQueue | None,
+    now: float,
+    handle: PermitHandle,
 ) -> Unschedulable | Error:
     """A Reserve or Permit plugin said no: unreserve, forget, and requeue (unschedulable, or backoff on an error)."""
     _unreserve(profile, state, placed, placed.node_name, handle)
@@ -419,7 +446,9 @@ def _clear(queue: SchedulingQueue, pod: Pod) -> str:
     return ""
 
 
-def next_wait(queue: SchedulingQueue, now: float, *, longest: float, waiting: WaitingPods[Parked] | None = None) -> float:
+def next_wait(
+    queue: SchedulingQueue, now: float, *, longest: float, waiting: WaitingPods[Parked] | None = None
+) -> float:
     """Seconds the loop may sleep before it pops: 0 when a pod is ready, else until the earliest
     backoff expiry, unschedulable-leftover deadline or waiting pod's deadline, at most `longest`
     (a handler's wake-up, or a pod that nothing but an event will make ready, is waited for that long)."""
@@ -454,8 +483,15 @@ def binding_succeeded(placed: Pod, *, cache: SchedulerCache, queue: SchedulingQu
 
 
 def binding_failed(
-    info: QueuedPodInfo, placed: Pod, *, cache: SchedulerCache, queue: SchedulingQueue, now: float,
-    profile: Profile | None = None, state: CycleState | None = None, waiting: WaitingPods[Parked] | None = None,
+    info: QueuedPodInfo,
+    placed: Pod,
+    *,
+    cache: SchedulerCache,
+    queue: SchedulingQueue,
+    now: float,
+    profile: Profile | None = None,
+    state: CycleState | None = None,
+    waiting: WaitingPods[Parked] | None = None,
 ) -> bool:
     """The bind call failed: `profile`'s Reserve plugins unreserve (upstream ``handleBindingCycleError``),
     the assumption is undone (unless the watch already settled the pod) and the pod backs off.

@@ -69,7 +69,10 @@ UNRESOLVABLE: Final = "unresolvable"
 #: rejected by the plugin named, which was not asked why: the pod was scheduled and the operator
 #: keeps the filters' reasons only for pods that fit nowhere (``simulate --explain`` keeps them all)
 FILTERED: Final = "filtered"
-_RESULT_OF_CODE: Final[Mapping[Code, str]] = {Code.UNSCHEDULABLE: REJECTED, Code.UNSCHEDULABLE_AND_UNRESOLVABLE: UNRESOLVABLE}
+_RESULT_OF_CODE: Final[Mapping[Code, str]] = {
+    Code.UNSCHEDULABLE: REJECTED,
+    Code.UNSCHEDULABLE_AND_UNRESOLVABLE: UNRESOLVABLE,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,7 +187,8 @@ def explanation_of(pod: Pod, result: ScheduleResult, *, scheduler_name: str = ""
         else:
             not_evaluated.append(name)
     verdicts = scored + sorted(
-        [_rejection(name, status) for name, status in rejected.items()] + [NodeVerdict(name, FILTERED, plugin=plugin) for name, plugin in filtered.items()],
+        [_rejection(name, status) for name, status in rejected.items()]
+        + [NodeVerdict(name, FILTERED, plugin=plugin) for name, plugin in filtered.items()],
         key=lambda v: v.node,
     )
     if result.node is not None:
@@ -215,7 +219,13 @@ def error_explanation(pod: Pod, message: str, *, scheduler_name: str = "", attem
 
 
 def _rejection(name: str, status: Status) -> NodeVerdict:
-    return NodeVerdict(name, _RESULT_OF_CODE.get(status.code, ERROR), plugin=status.plugin, code=CODE_NAMES[status.code], reasons=status.reasons)
+    return NodeVerdict(
+        name,
+        _RESULT_OF_CODE.get(status.code, ERROR),
+        plugin=status.plugin,
+        code=CODE_NAMES[status.code],
+        reasons=status.reasons,
+    )
 
 
 def _victims(pods: Iterable[Pod]) -> tuple[Victim, ...]:
@@ -226,7 +236,9 @@ def preemption_of(verdict: PostFilterResult) -> Preemption:
     """What the PostFilter stage considered and decided."""
     tried = [PreemptionNode(c.node, _victims(c.victims), c.num_pdb_violations) for c in verdict.candidates]
     tried += [PreemptionNode(name, reasons=status.reasons) for name, status in sorted(verdict.node_statuses.items())]
-    return Preemption(verdict.status.plugin, verdict.status.message, verdict.nominated_node, _victims(verdict.victims), tuple(tried))
+    return Preemption(
+        verdict.status.plugin, verdict.status.message, verdict.nominated_node, _victims(verdict.victims), tuple(tried)
+    )
 
 
 # --------------------------------------------------------------------------- the wire form
@@ -257,7 +269,12 @@ def to_json(e: Explanation) -> dict[str, Any]:
             "nominatedNode": p.nominated_node,
             "victims": [_victim_json(v) for v in p.victims],
             "nodes": [
-                {"node": n.node, "victims": [_victim_json(v) for v in n.victims], "pdbViolations": n.pdb_violations, "reasons": list(n.reasons)}
+                {
+                    "node": n.node,
+                    "victims": [_victim_json(v) for v in n.victims],
+                    "pdbViolations": n.pdb_violations,
+                    "reasons": list(n.reasons),
+                }
                 for n in p.nodes
             ],
         }
@@ -270,7 +287,10 @@ def _verdict_json(v: NodeVerdict) -> dict[str, Any]:
             "node": v.node,
             "result": v.result,
             "total": v.total,
-            "scores": [{"plugin": s.plugin, "raw": s.raw, "score": s.score, "weight": s.weight, "weighted": s.weighted} for s in v.scores],
+            "scores": [
+                {"plugin": s.plugin, "raw": s.raw, "score": s.score, "weight": s.weight, "weighted": s.weighted}
+                for s in v.scores
+            ],
         }
     return {"node": v.node, "result": v.result, "plugin": v.plugin, "code": v.code, "reasons": list(v.reasons)}
 
@@ -291,7 +311,12 @@ def from_json(data: Mapping[str, Any]) -> Explanation:
                 p.get("nominatedNode"),
                 tuple(_victim(v) for v in p.get("victims") or ()),
                 tuple(
-                    PreemptionNode(str(n["node"]), tuple(_victim(v) for v in n.get("victims") or ()), int(n.get("pdbViolations", 0)), tuple(n.get("reasons") or ()))
+                    PreemptionNode(
+                        str(n["node"]),
+                        tuple(_victim(v) for v in n.get("victims") or ()),
+                        int(n.get("pdbViolations", 0)),
+                        tuple(n.get("reasons") or ()),
+                    )
                     for n in p.get("nodes") or ()
                 ),
             )
@@ -315,7 +340,9 @@ def from_json(data: Mapping[str, Any]) -> Explanation:
 
 
 def _verdict(d: Mapping[str, Any]) -> NodeVerdict:
-    scores = tuple(PluginScore(str(s["plugin"]), int(s["raw"]), int(s["score"]), int(s["weight"])) for s in d.get("scores") or ())
+    scores = tuple(
+        PluginScore(str(s["plugin"]), int(s["raw"]), int(s["score"]), int(s["weight"])) for s in d.get("scores") or ()
+    )
     total = d.get("total")
     return NodeVerdict(
         str(d["node"]), str(d["result"]), int(total) if total is not None else None, scores,
@@ -345,12 +372,16 @@ def render(e: Explanation) -> str:
     scored, rejected = e.scored, e.rejected
     counts = [f"{len(scored)} feasible", f"{len(rejected)} rejected"]
     if e.not_evaluated:
-        counts.append(f"{len(e.not_evaluated)} not evaluated (the search stopped: enough feasible nodes found, or the nominated node fitted)")
+        counts.append(
+            f"{len(e.not_evaluated)} not evaluated (the search stopped: enough feasible nodes found, or the nominated node fitted)"
+        )
     lines.append(f"  {e.num_nodes} nodes: " + ", ".join(counts))
     if any(v.total is None for v in scored):
         lines.append(f"  {e.node}: the only feasible node, bound without scoring (as upstream)")
     elif scored and (tied := sum(1 for v in scored if v.total == scored[0].total)) > 1:
-        lines.append(f"  {tied} nodes tied at the top total {scored[0].total}: the chosen one was drawn at random (as upstream)")
+        lines.append(
+            f"  {tied} nodes tied at the top total {scored[0].total}: the chosen one was drawn at random (as upstream)"
+        )
     rows: list[tuple[str, ...]] = []
     for v in scored:
         if v.total is None:
@@ -358,11 +389,23 @@ def render(e: Explanation) -> str:
         first = (v.node, v.result, str(v.total))
         for i, s in enumerate(v.scores or (None,)):
             head = first if i == 0 else ("", "", "")
-            rows.append(head + ((s.plugin, str(s.raw), str(s.score), str(s.weight), str(s.weighted)) if s is not None else ("", "", "", "", "")))
+            rows.append(
+                head
+                + (
+                    (s.plugin, str(s.raw), str(s.score), str(s.weight), str(s.weighted))
+                    if s is not None
+                    else ("", "", "", "", "")
+                )
+            )
     if rows:
-        lines += [""] + table(rows, ("NODE", "RESULT", "TOTAL", "PLUGIN", "RAW", "SCORE", "WEIGHT", "WEIGHTED"), right=(2, 4, 5, 6, 7))
+        lines += [""] + table(
+            rows, ("NODE", "RESULT", "TOTAL", "PLUGIN", "RAW", "SCORE", "WEIGHT", "WEIGHTED"), right=(2, 4, 5, 6, 7)
+        )
     if rejected:
-        rows = [(v.node, v.result, v.plugin or "-", "; ".join(v.reasons) or _NOT_ASKED * (v.result == FILTERED)) for v in rejected]
+        rows = [
+            (v.node, v.result, v.plugin or "-", "; ".join(v.reasons) or _NOT_ASKED * (v.result == FILTERED))
+            for v in rejected
+        ]
         lines += [""] + table(rows, ("NODE", "RESULT", "PLUGIN", "REASONS"))
     p = e.preemption
     if p is not None:
@@ -374,7 +417,9 @@ def render(e: Explanation) -> str:
             for n in p.nodes:
                 if n.candidate:
                     chosen = n.node == p.nominated_node and n.victims == p.victims
-                    what = ", ".join(_victim_text(v) for v in n.victims) + (f"; {n.pdb_violations} PDB violation(s)" if n.pdb_violations else "")
+                    what = ", ".join(_victim_text(v) for v in n.victims) + (
+                        f"; {n.pdb_violations} PDB violation(s)" if n.pdb_violations else ""
+                    )
                     rows.append((n.node, "chosen" if chosen else "candidate", what))
                 else:
                     rows.append((n.node, "none", "; ".join(n.reasons)))
@@ -396,7 +441,11 @@ def summary(e: Explanation, *, top: int = 5) -> str:
             for reason in v.reasons or ((f"rejected by {v.plugin}",) if v.result == FILTERED else ()):
                 counts[reason] = counts.get(reason, 0) + 1
         if counts:
-            lines.append(f"  {len(e.rejected)} node(s) filtered out: " + ", ".join(sorted(f"{n} {r}" for r, n in counts.items())) + ".")
+            lines.append(
+                f"  {len(e.rejected)} node(s) filtered out: "
+                + ", ".join(sorted(f"{n} {r}" for r, n in counts.items()))
+                + "."
+            )
     for v in e.scored[:top]:
         if v.total is None:
             lines.append(f"  {v.node}: the only feasible node (not scored)")
@@ -415,6 +464,8 @@ def table(rows: Sequence[tuple[str, ...]], header: tuple[str, ...], *, right: tu
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(header)]
 
     def line(cells: tuple[str, ...]) -> str:
-        return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+        return "  ".join(
+            c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))
+        ).rstrip()
 
     return [line(header)] + [line(r) for r in rows]

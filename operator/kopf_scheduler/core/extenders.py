@@ -82,7 +82,9 @@ MANAGED_RESOURCE_KEYS: Final = ("name", "ignoredByScheduler")
 
 _URL: Final = re.compile(r"^(?P<scheme>https?)://[^\s/?#]+[^\s]*$")
 #: apimachinery ``IsQualifiedName``: an optional DNS-subdomain prefix and "/", then a name of at most 63 characters
-_QUALIFIED_NAME: Final = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+_QUALIFIED_NAME: Final = re.compile(
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,13 +166,17 @@ def validate_extenders(value: Any, errors: list[FieldError]) -> tuple[list[Exten
         if weight is None:
             weight = 1
         elif not is_int(weight) or weight > MAX_EXTENDER_WEIGHT or weight < 0:
-            errors.append(FieldError(f"{path}.weight", f"must be an integer from 1 to {MAX_EXTENDER_WEIGHT}, got {weight!r}"))
+            errors.append(
+                FieldError(f"{path}.weight", f"must be an integer from 1 to {MAX_EXTENDER_WEIGHT}, got {weight!r}")
+            )
             weight = 1
         if verbs["prioritizeVerb"] and weight <= 0:
             errors.append(FieldError(f"{path}.weight", "an extender with a prioritizeVerb needs a positive weight"))
         if verbs["bindVerb"]:
             if binder is not None:
-                errors.append(FieldError(f"{path}.bindVerb", f"only one extender may bind; {binder} already has a bindVerb"))
+                errors.append(
+                    FieldError(f"{path}.bindVerb", f"only one extender may bind; {binder} already has a bindVerb")
+                )
             else:
                 binder = path
         flags: dict[str, bool] = {}
@@ -186,7 +192,12 @@ def validate_extenders(value: Any, errors: list[FieldError]) -> tuple[list[Exten
         if "httpTimeout" in ext:
             parsed = parse_duration(ext["httpTimeout"])
             if parsed is None or parsed <= 0:
-                errors.append(FieldError(f"{path}.httpTimeout", f"must be a positive duration such as \"5s\" or a number of seconds, got {ext['httpTimeout']!r}"))
+                errors.append(
+                    FieldError(
+                        f"{path}.httpTimeout",
+                        f'must be a positive duration such as "5s" or a number of seconds, got {ext["httpTimeout"]!r}',
+                    )
+                )
             else:
                 timeout = parsed
         tls = ExtenderTLSConfig()
@@ -213,7 +224,9 @@ def validate_extenders(value: Any, errors: list[FieldError]) -> tuple[list[Exten
                 ignored_by_scheduler=ignored,
             )
         )
-        normal.append({k: ext[k] for k in EXTENDER_KEYS if k in ext} | {"weight": weight, "httpTimeout": _render_seconds(timeout)})
+        normal.append(
+            {k: ext[k] for k in EXTENDER_KEYS if k in ext} | {"weight": weight, "httpTimeout": _render_seconds(timeout)}
+        )
     return configs, normal
 
 
@@ -245,11 +258,15 @@ def _tls_config(value: Any, path: str, errors: list[FieldError]) -> ExtenderTLSC
         if not isinstance(v, str):
             errors.append(FieldError(f"{path}.{key}", "must be a base64 string"))
     if insecure and (text["caFile"] or data["caData"]):
-        errors.append(FieldError(f"{path}.insecure", "specifying a root certificates file with the insecure flag is not allowed"))
+        errors.append(
+            FieldError(f"{path}.insecure", "specifying a root certificates file with the insecure flag is not allowed")
+        )
     has_cert, has_key = bool(text["certFile"] or data["certData"]), bool(text["keyFile"] or data["keyData"])
     if has_cert != has_key:
         missing = "keyFile or keyData" if has_cert else "certFile or certData"
-        errors.append(FieldError(path, f"a client certificate needs both a certificate and a key: {missing} is missing"))
+        errors.append(
+            FieldError(path, f"a client certificate needs both a certificate and a key: {missing} is missing")
+        )
     return ExtenderTLSConfig(
         insecure=insecure,
         server_name=text["serverName"],
@@ -262,7 +279,9 @@ def _tls_config(value: Any, path: str, errors: list[FieldError]) -> ExtenderTLSC
     )
 
 
-def _managed_resources(value: Any, path: str, managed_by: dict[str, str], errors: list[FieldError]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def _managed_resources(
+    value: Any, path: str, managed_by: dict[str, str], errors: list[FieldError]
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
     if not isinstance(value, list):
         errors.append(FieldError(f"{path}.managedResources", "must be a list"))
         return (), ()
@@ -279,10 +298,19 @@ def _managed_resources(value: Any, path: str, managed_by: dict[str, str], errors
             errors.append(FieldError(f"{rpath}.name", "required: a resource name"))
             continue
         if not _QUALIFIED_NAME.match(rname) or not is_extended_resource(rname):
-            errors.append(FieldError(f"{rpath}.name", f"{rname!r} is an invalid extended resource name (a domain-prefixed name outside kubernetes.io, such as example.com/gpu)"))
+            errors.append(
+                FieldError(
+                    f"{rpath}.name",
+                    f"{rname!r} is an invalid extended resource name (a domain-prefixed name outside kubernetes.io, such as example.com/gpu)",
+                )
+            )
             continue
         if rname in managed_by:
-            errors.append(FieldError(f"{rpath}.name", f"duplicate extender managed resource name: {managed_by[rname]} manages it already"))
+            errors.append(
+                FieldError(
+                    f"{rpath}.name", f"duplicate extender managed resource name: {managed_by[rname]} manages it already"
+                )
+            )
             continue
         managed_by[rname] = f"{rpath}.name"
         flag = res.get("ignoredByScheduler", False)

@@ -280,7 +280,9 @@ class VectorFilter(FilterPlugin):
     """Optional capability: ``filter`` over many nodes at once, equal to ``filter(...).is_success`` per node."""
 
     @abc.abstractmethod
-    def filter_nodes(self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]) -> npt.NDArray[np.bool_]:
+    def filter_nodes(
+        self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]
+    ) -> npt.NDArray[np.bool_]:
         """The feasibility of the nodes ``index`` (positions in the table)."""
 
     def filter_statuses(
@@ -336,12 +338,16 @@ class Handle(Protocol):
 
     def run_pre_filter_extension_add_pod(self, state: CycleState, pod: Pod, added: Pod, node: NodeInfo) -> Status: ...
 
-    def run_pre_filter_extension_remove_pod(self, state: CycleState, pod: Pod, removed: Pod, node: NodeInfo) -> Status: ...
+    def run_pre_filter_extension_remove_pod(
+        self, state: CycleState, pod: Pod, removed: Pod, node: NodeInfo
+    ) -> Status: ...
 
 
 class PostFilterPlugin(Plugin):
     @abc.abstractmethod
-    def post_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot, diagnosis: Diagnosis, handle: Handle) -> PostFilterResult:
+    def post_filter(
+        self, state: CycleState, pod: Pod, snapshot: Snapshot, diagnosis: Diagnosis, handle: Handle
+    ) -> PostFilterResult:
         """Called when no node fits; may make room (upstream DefaultPreemption). ``diagnosis`` holds
         every node's rejection; ``state`` is the cycle's (clone it before changing it)."""
 
@@ -365,7 +371,9 @@ class VectorScore(ScorePlugin):
     """Optional capability: ``score`` over many nodes at once, equal to it per node."""
 
     @abc.abstractmethod
-    def score_nodes(self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]) -> npt.NDArray[np.int64]: ...
+    def score_nodes(
+        self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]
+    ) -> npt.NDArray[np.int64]: ...
 
 
 class NormalizeScorePlugin(ScorePlugin):
@@ -429,7 +437,9 @@ class ApiClient(Protocol):
     Never raises for HTTP errors: returns (status code, decoded body); 0 on a transport failure.
     """
 
-    async def request(self, method: str, path: str, body: Any = None, *, content_type: str = "application/json") -> tuple[int, Any]: ...
+    async def request(
+        self, method: str, path: str, body: Any = None, *, content_type: str = "application/json"
+    ) -> tuple[int, Any]: ...
 
 
 class PreBindPlugin(Plugin):

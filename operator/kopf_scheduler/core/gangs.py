@@ -112,7 +112,9 @@ def pre_filter(group: PodGroup | None, members: int) -> Status | None:
     return SKIP if members >= group.min_count else None
 
 
-def permit(plugin: str, group: PodGroup, key: str, handle: PermitHandle, *, timeout: float, waiting_reason: str) -> PermitResult:
+def permit(
+    plugin: str, group: PodGroup, key: str, handle: PermitHandle, *, timeout: float, waiting_reason: str
+) -> PermitResult:
     """Upstream ``permitPodGroup``: the pod (assumed already) waits until `group.min_count` members
     hold a node; the member that completes the gang allows every waiting member and passes."""
     now = counts(key, handle)

@@ -80,7 +80,9 @@ def _list(value: Any, path: str, errors: list[FieldError]) -> list[Any]:
     return value
 
 
-def _argument(value: Any, kinds: Mapping[str, Sequence[str]], path: str, errors: list[FieldError]) -> dict[str, Any] | None:
+def _argument(
+    value: Any, kinds: Mapping[str, Sequence[str]], path: str, errors: list[FieldError]
+) -> dict[str, Any] | None:
     if value is None:
         return None
     if not isinstance(value, Mapping):
@@ -108,7 +110,13 @@ def _argument(value: Any, kinds: Mapping[str, Sequence[str]], path: str, errors:
 
 def format_duration_ns(ns: int) -> str:
     """Nanoseconds -> a Go-style duration string in the largest exact unit ("5s", "250ms", "1500us")."""
-    for unit, size in (("h", 3_600_000_000_000), ("m", 60_000_000_000), ("s", 1_000_000_000), ("ms", 1_000_000), ("us", 1_000)):
+    for unit, size in (
+        ("h", 3_600_000_000_000),
+        ("m", 60_000_000_000),
+        ("s", 1_000_000_000),
+        ("ms", 1_000_000),
+        ("us", 1_000),
+    ):
         if ns % size == 0:
             return f"{ns // size}{unit}"
     return f"{ns}ns"
@@ -122,14 +130,18 @@ def _extender(value: Any, path: str, errors: list[FieldError]) -> dict[str, Any]
     if "httpTimeout" in ext:
         ns = ext["httpTimeout"]
         if isinstance(ns, bool) or not isinstance(ns, (int, float)) or ns <= 0:
-            errors.append(FieldError(f"{path}.httpTimeout", f"must be a positive number of nanoseconds (v1.9 JSON), got {ns!r}"))
+            errors.append(
+                FieldError(f"{path}.httpTimeout", f"must be a positive number of nanoseconds (v1.9 JSON), got {ns!r}")
+            )
         else:
             ext["httpTimeout"] = format_duration_ns(int(ns))
     if isinstance(ext.get("tlsConfig"), Mapping):
         ext["tlsConfig"] = _canonical(ext["tlsConfig"], TLS_KEYS, f"{path}.tlsConfig.", errors)
     if isinstance(ext.get("managedResources"), list):
         ext["managedResources"] = [
-            _canonical(r, MANAGED_RESOURCE_KEYS, f"{path}.managedResources[{i}].", errors) if isinstance(r, Mapping) else r
+            _canonical(r, MANAGED_RESOURCE_KEYS, f"{path}.managedResources[{i}].", errors)
+            if isinstance(r, Mapping)
+            else r
             for i, r in enumerate(ext["managedResources"])
         ]
     return ext
@@ -183,7 +195,10 @@ def import_policy(
         errors.append(FieldError(f"{prefix}apiVersion", f"must be 'v1', got {api_version!r}"))
 
     spec: dict[str, Any] = {"schedulerName": scheduler_name}
-    for key, allowed, kinds in (("predicates", PREDICATE_KEYS, PREDICATE_ARGUMENT_KEYS), ("priorities", PRIORITY_KEYS, PRIORITY_ARGUMENT_KEYS)):
+    for key, allowed, kinds in (
+        ("predicates", PREDICATE_KEYS, PREDICATE_ARGUMENT_KEYS),
+        ("priorities", PRIORITY_KEYS, PRIORITY_ARGUMENT_KEYS),
+    ):
         if key not in policy:
             continue
         items = []
@@ -199,7 +214,10 @@ def import_policy(
             items.append(entry)
         spec[key] = items
     if "extenders" in policy:
-        exts = [_extender(e, f"{prefix}extenders[{i}]", errors) for i, e in enumerate(_list(policy["extenders"], f"{prefix}extenders", errors))]
+        exts = [
+            _extender(e, f"{prefix}extenders[{i}]", errors)
+            for i, e in enumerate(_list(policy["extenders"], f"{prefix}extenders", errors))
+        ]
         spec["extenders"] = [e for e in exts if e is not None]
     for key in ("hardPodAffinitySymmetricWeight", "alwaysCheckAllPredicates"):
         if key in policy:

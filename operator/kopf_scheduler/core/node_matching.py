@@ -20,7 +20,17 @@ from typing import TYPE_CHECKING, Final
 import numpy as np
 import numpy.typing as npt
 
-from .objects import NO_EXECUTE, NO_SCHEDULE, Node, NodeSelectorRequirement, NodeSelectorTerm, Pod, Taint, Toleration, tolerates_all
+from .objects import (
+    NO_EXECUTE,
+    NO_SCHEDULE,
+    Node,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    Pod,
+    Taint,
+    Toleration,
+    tolerates_all,
+)
 
 if TYPE_CHECKING:
     from .snapshot import NodeTable
@@ -118,7 +128,9 @@ def _field_mask(req: NodeSelectorRequirement, table: NodeTable, index: npt.NDArr
         return np.zeros(len(index), dtype=np.bool_)
     if req.operator in ("In", "NotIn"):
         positions = [k for k in (table.position.get(v) for v in req.values) if k is not None]
-        hit = np.isin(index, np.asarray(positions, dtype=np.intp)) if positions else np.zeros(len(index), dtype=np.bool_)
+        hit = (
+            np.isin(index, np.asarray(positions, dtype=np.intp)) if positions else np.zeros(len(index), dtype=np.bool_)
+        )
         return hit if req.operator == "In" else ~hit
     names = table.names
     return np.fromiter((req.matches(names[k]) for k in index.tolist()), dtype=np.bool_, count=len(index))
@@ -135,7 +147,9 @@ def term_mask(term: NodeSelectorTerm, table: NodeTable, index: npt.NDArray[np.in
     return mask
 
 
-def required_mask(terms: tuple[NodeSelectorTerm, ...] | None, table: NodeTable, index: npt.NDArray[np.intp]) -> BoolArray:
+def required_mask(
+    terms: tuple[NodeSelectorTerm, ...] | None, table: NodeTable, index: npt.NDArray[np.intp]
+) -> BoolArray:
     if terms is None:
         return np.ones(len(index), dtype=np.bool_)
     mask = np.zeros(len(index), dtype=np.bool_)

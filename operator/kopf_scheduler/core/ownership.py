@@ -125,25 +125,39 @@ def condition_of(record: PolicyRecord, owner: PolicyRecord | None) -> Condition:
     """Invalid (field errors win), else Conflict (another policy owns the name), else Accepted."""
     meta = record.meta
     if record.errors:
-        message = "invalid fields: " + ", ".join(e.path for e in record.errors) + ": " + "; ".join(str(e) for e in record.errors)
+        message = (
+            "invalid fields: "
+            + ", ".join(e.path for e in record.errors)
+            + ": "
+            + "; ".join(str(e) for e in record.errors)
+        )
         suffix = f" (still serving generation {record.active_generation})" if owner is record else ""
         return Condition("False", REASON_INVALID, message[: MAX_CONDITION_MESSAGE - len(suffix)] + suffix)
     if owner is not None and owner is not record:
         return Condition(
-            "False", REASON_CONFLICT,
+            "False",
+            REASON_CONFLICT,
             f"schedulerName {meta.scheduler_name!r} is already served by the older SchedulingPolicy {owner.meta.name!r}",
         )
-    return Condition("True", REASON_ACCEPTED, f"serving schedulerName {meta.scheduler_name!r} with generation {meta.generation}")
+    return Condition(
+        "True", REASON_ACCEPTED, f"serving schedulerName {meta.scheduler_name!r} with generation {meta.generation}"
+    )
 
 
 def transition_time(previous: Condition | None, previous_time: str, current: Condition, now: datetime) -> str:
     """Kept while status and reason stay the same (a new message alone is no transition)."""
-    if previous is not None and previous_time and (previous.status, previous.reason) == (current.status, current.reason):
+    if (
+        previous is not None
+        and previous_time
+        and (previous.status, previous.reason) == (current.status, current.reason)
+    ):
         return previous_time
     return rfc3339(now)
 
 
-def status_body(meta: PolicyMeta, condition: Condition, *, transition_time: str, active_generation: int | None) -> dict[str, Any]:
+def status_body(
+    meta: PolicyMeta, condition: Condition, *, transition_time: str, active_generation: int | None
+) -> dict[str, Any]:
     """The ``status`` merge patch: observedGeneration, activeGeneration (None deletes it), the condition."""
     return {
         "observedGeneration": meta.generation,

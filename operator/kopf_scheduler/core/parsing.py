@@ -226,7 +226,10 @@ def _pod_affinity(raw: Any, where: str) -> PodAffinity | None:
         if not isinstance(t, Mapping):
             raise ObjectError(f"{w}: expected {{weight, podAffinityTerm}}")
         preferred.append(
-            WeightedPodAffinityTerm(_int(t.get("weight"), f"{w}.weight"), _pod_affinity_term(t.get("podAffinityTerm"), f"{w}.podAffinityTerm"))
+            WeightedPodAffinityTerm(
+                _int(t.get("weight"), f"{w}.weight"),
+                _pod_affinity_term(t.get("podAffinityTerm"), f"{w}.podAffinityTerm"),
+            )
         )
     return PodAffinity(required, tuple(preferred))
 
@@ -257,7 +260,10 @@ def parse_affinity(raw: Any, where: str = "spec.affinity") -> Affinity | None:
             if not isinstance(t, Mapping):
                 raise ObjectError(f"{pw}: expected {{weight, preference}}")
             preferred.append(
-                PreferredSchedulingTerm(_int(t.get("weight"), f"{pw}.weight"), parse_node_selector_term(t.get("preference") or {}, f"{pw}.preference"))
+                PreferredSchedulingTerm(
+                    _int(t.get("weight"), f"{pw}.weight"),
+                    parse_node_selector_term(t.get("preference") or {}, f"{pw}.preference"),
+                )
             )
         node_aff = NodeAffinity(required, tuple(preferred))
     return Affinity(
@@ -344,7 +350,9 @@ def _resize_infeasible(status: Mapping[str, Any], where: str) -> bool:
     return False
 
 
-def _default_pod_level_requests(requests: dict[str, int], limits: ResourceList, containers: ResourceList) -> dict[str, int]:
+def _default_pod_level_requests(
+    requests: dict[str, int], limits: ResourceList, containers: ResourceList
+) -> dict[str, int]:
     """The API server's defaulting of pod-level requests (upstream ``defaultPodLevelRequests``), for
     bodies that did not go through it (simulation files): cpu / memory the containers request, then
     anything with a pod-level limit. Hugepages are left out: their requests must equal their
@@ -379,11 +387,15 @@ def _volume(raw: Any, where: str) -> Volume:
         read_only = bool(value.get("readOnly", False))
         if kind == "rbd":
             ident = f"{value.get('pool') or 'rbd'}/{value.get('image') or ''}"
-            return Volume(name, kind, ident, read_only, frozenset(str(m) for m in _list(value, "monitors", f"{where}.rbd")))
+            return Volume(
+                name, kind, ident, read_only, frozenset(str(m) for m in _list(value, "monitors", f"{where}.rbd"))
+            )
         if kind == "iscsi":
             return Volume(name, kind, str(value.get("iqn") or ""), read_only)
         if kind == "csi":
-            return Volume(name, kind, str(value.get("volumeHandle") or ""), read_only, driver=str(value.get("driver") or ""))
+            return Volume(
+                name, kind, str(value.get("volumeHandle") or ""), read_only, driver=str(value.get("driver") or "")
+            )
         if kind == "ephemeral":
             # A generic ephemeral volume is backed by a PVC named <pod>-<volume>.
             return Volume(name, kind, name, read_only)
@@ -453,8 +465,13 @@ def parse_pod(body: Mapping[str, Any]) -> Pod:
     name = str(meta.get("name") or "")
     namespace = str(meta.get("namespace") or "default")
     where = f"pod {namespace}/{name}: spec"
-    regular = [_container(c, f"{where}.containers[{i}]", init=False) for i, c in enumerate(_list(spec, "containers", where))]
-    init_parsed = [_container(c, f"{where}.initContainers[{i}]", init=True) for i, c in enumerate(_list(spec, "initContainers", where))]
+    regular = [
+        _container(c, f"{where}.containers[{i}]", init=False) for i, c in enumerate(_list(spec, "containers", where))
+    ]
+    init_parsed = [
+        _container(c, f"{where}.initContainers[{i}]", init=True)
+        for i, c in enumerate(_list(spec, "initContainers", where))
+    ]
     containers = tuple(c for c, _, _ in regular)
     init = tuple(c for c, _, _ in init_parsed)
     overhead_list = _resource_list(spec.get("overhead"), f"{where}.overhead")
@@ -463,11 +480,18 @@ def parse_pod(body: Mapping[str, Any]) -> Pod:
     # upstream PodInfo.CalculateResource: requests, and the non-zero requests NodeInfo sums
     requested = pod_requests(resources, use_status=True, pod_level=True)
     non_missing = non_missing_defaults(requested, resources.pod_level_requests_set)
-    non_zero = pod_requests(resources, use_status=True, pod_level=True, non_missing=non_missing) if non_missing else requested
+    non_zero = (
+        pod_requests(resources, use_status=True, pod_level=True, non_missing=non_missing) if non_missing else requested
+    )
     for totals in (requested, non_zero):
         _check_totals(totals, where)
     owners = tuple(
-        OwnerReference(str(o.get("kind") or ""), str(o.get("name") or ""), str(o.get("uid") or ""), bool(o.get("controller", False)))
+        OwnerReference(
+            str(o.get("kind") or ""),
+            str(o.get("name") or ""),
+            str(o.get("uid") or ""),
+            bool(o.get("controller", False)),
+        )
         for o in _list(meta, "ownerReferences", f"pod {namespace}/{name}: metadata")
         if isinstance(o, Mapping)
     )
@@ -478,8 +502,14 @@ def parse_pod(body: Mapping[str, Any]) -> Pod:
             if c.get("type") == CONDITION_DISRUPTION_TARGET:
                 disruption = str(c.get("reason") or "")
             elif c.get("type") == CONDITION_POD_SCHEDULED and spec.get("nodeName"):
-                scheduled_at = _time(c.get("lastTransitionTime"), f"pod {namespace}/{name}: status.conditions[PodScheduled]")
-    pending = {} if spec.get("nodeName") else _pending_fields(body, meta, spec, status, where, resources, regular, init_parsed, overhead_list)
+                scheduled_at = _time(
+                    c.get("lastTransitionTime"), f"pod {namespace}/{name}: status.conditions[PodScheduled]"
+                )
+    pending = (
+        {}
+        if spec.get("nodeName")
+        else _pending_fields(body, meta, spec, status, where, resources, regular, init_parsed, overhead_list)
+    )
     return Pod(
         namespace=namespace,
         name=name,
@@ -505,7 +535,8 @@ def parse_pod(body: Mapping[str, Any]) -> Pod:
         scheduled_at=scheduled_at,
         requests=to_resources(requested),
         non_zero_requests=to_resources(non_zero),
-        host_ports=tuple(p for c in init if c.restartable for p in c.ports) + tuple(p for c in containers for p in c.ports),
+        host_ports=tuple(p for c in init if c.restartable for p in c.ports)
+        + tuple(p for c in containers for p in c.ports),
         **pending,
     )
 
@@ -525,7 +556,9 @@ def _pending_fields(
     tolerations, spread constraints, gates, nomination), what it is scored with (the containers'
     requests, its limits) and its body (for extenders). A bound pod leaves them at their defaults."""
     # upstream NodeResourcesFit's scorer: no pod-level resources, no status, defaults for cpu / memory
-    container_non_zero = pod_requests(resources, use_status=False, pod_level=False, non_missing=non_missing_defaults({}, False))
+    container_non_zero = pod_requests(
+        resources, use_status=False, pod_level=False, non_missing=non_missing_defaults({}, False)
+    )
     _check_totals(container_non_zero, where)
     limit_lists = PodResources(
         tuple(ContainerResources(lim) for _, _, lim in regular),
@@ -568,7 +601,9 @@ def _pending_fields(
         "node_selector": _str_map(spec, "nodeSelector", where),
         "tolerations": tuple(tolerations),
         "topology_spread_constraints": tuple(spread),
-        "scheduling_gates": tuple(str(g.get("name")) for g in _list(spec, "schedulingGates", where) if isinstance(g, Mapping)),
+        "scheduling_gates": tuple(
+            str(g.get("name")) for g in _list(spec, "schedulingGates", where) if isinstance(g, Mapping)
+        ),
         "nominated_node_name": str(status.get("nominatedNodeName") or ""),
         "container_non_zero_requests": to_resources(container_non_zero),
         "limits": to_resources(pod_requests(limit_lists, use_status=False, pod_level=False)),
@@ -712,7 +747,11 @@ def parse_storage_class(body: Mapping[str, Any]) -> StorageClass:
         if isinstance(t, Mapping):
             w = f"storageclass {name}: allowedTopologies[{i}]"
             exprs = tuple(
-                NodeSelectorRequirement(str(e.get("key")), "In", tuple(str(v) for v in _list(e, "values", f"{w}.matchLabelExpressions[{j}]")))
+                NodeSelectorRequirement(
+                    str(e.get("key")),
+                    "In",
+                    tuple(str(v) for v in _list(e, "values", f"{w}.matchLabelExpressions[{j}]")),
+                )
                 for j, e in enumerate(_list(t, "matchLabelExpressions", w))
                 if isinstance(e, Mapping)
             )
@@ -728,7 +767,9 @@ def parse_storage_class(body: Mapping[str, Any]) -> StorageClass:
 def parse_service(body: Mapping[str, Any]) -> Service:
     meta = _map(body, "metadata", "service")
     spec = _map(body, "spec", "service")
-    return Service(str(meta.get("namespace") or "default"), str(meta.get("name") or ""), _str_map(spec, "selector", "service spec"))
+    return Service(
+        str(meta.get("namespace") or "default"), str(meta.get("name") or ""), _str_map(spec, "selector", "service spec")
+    )
 
 
 def parse_controller(body: Mapping[str, Any]) -> Controller:
@@ -771,7 +812,10 @@ def parse_pod_group(body: Mapping[str, Any]) -> PodGroup:
         if isinstance(c, Mapping) and c.get("type") == CONDITION_POD_GROUP_INITIALLY_SCHEDULED:
             scheduled = str(c.get("status") or "")
     return PodGroup(
-        WORKLOAD_API, ns, name, str(meta.get("uid") or ""),
+        WORKLOAD_API,
+        ns,
+        name,
+        str(meta.get("uid") or ""),
         gang="gang" in policy,
         min_count=_int(gang.get("minCount"), f"{where}: spec.schedulingPolicy.gang.minCount", 1),
         generation=_int(meta.get("generation"), f"{where}: metadata.generation"),
@@ -787,7 +831,10 @@ def parse_coscheduling_pod_group(body: Mapping[str, Any]) -> PodGroup:
     spec = _map(body, "spec", where)
     timeout = spec.get("scheduleTimeoutSeconds")
     return PodGroup(
-        COSCHEDULING_API, ns, name, str(meta.get("uid") or ""),
+        COSCHEDULING_API,
+        ns,
+        name,
+        str(meta.get("uid") or ""),
         min_count=_int(spec.get("minMember"), f"{where}.minMember", 1),
         schedule_timeout_seconds=None if timeout is None else _int(timeout, f"{where}.scheduleTimeoutSeconds"),
         generation=_int(meta.get("generation"), f"podgroup {ns}/{name}: metadata.generation"),
@@ -811,6 +858,13 @@ def parse_csi_node(body: Mapping[str, Any]) -> CSINode:
     meta = _map(body, "metadata", "csinode")
     limits = {}
     for d in _list(_map(body, "spec", "csinode"), "drivers", "csinode spec"):
-        if isinstance(d, Mapping) and isinstance(d.get("allocatable"), Mapping) and d["allocatable"].get("count") is not None:
-            limits[str(d.get("name"))] = _int(d["allocatable"]["count"], f"csinode {meta.get('name') or ''}: spec.drivers[{d.get('name')}].allocatable.count")
+        if (
+            isinstance(d, Mapping)
+            and isinstance(d.get("allocatable"), Mapping)
+            and d["allocatable"].get("count") is not None
+        ):
+            limits[str(d.get("name"))] = _int(
+                d["allocatable"]["count"],
+                f"csinode {meta.get('name') or ''}: spec.drivers[{d.get('name')}].allocatable.count",
+            )
     return CSINode(str(meta.get("name") or ""), limits)

@@ -189,7 +189,12 @@ def _scheduler_name(spec: Mapping[str, Any], errors: list[FieldError]) -> str:
         errors.append(FieldError("spec.schedulerName", "required: the name pods select with spec.schedulerName"))
         return ""
     if len(name) > 253 or not SCHEDULER_NAME_PATTERN.match(name):
-        errors.append(FieldError("spec.schedulerName", f"invalid scheduler name {name!r}: a DNS-1123 subdomain (lower-case letters, digits, '-' and '.')"))
+        errors.append(
+            FieldError(
+                "spec.schedulerName",
+                f"invalid scheduler name {name!r}: a DNS-1123 subdomain (lower-case letters, digits, '-' and '.')",
+            )
+        )
     return name
 
 
@@ -200,7 +205,9 @@ def _provider(spec: Mapping[str, Any], errors: list[FieldError]) -> registry.Pro
     if name is None:
         return None
     if has_lists:
-        errors.append(FieldError("spec.algorithmProvider", "give either algorithmProvider or predicates/priorities, not both"))
+        errors.append(
+            FieldError("spec.algorithmProvider", "give either algorithmProvider or predicates/priorities, not both")
+        )
     if not isinstance(name, str):
         errors.append(FieldError("spec.algorithmProvider", "must be a string"))
         return None
@@ -214,7 +221,9 @@ def _provider(spec: Mapping[str, Any], errors: list[FieldError]) -> registry.Pro
 # ----------------------------------------------------------------------------- stage: list items
 
 
-def _name_and_argument(item: Any, path: str, keys: Sequence[str], errors: list[FieldError]) -> tuple[str, Mapping[str, Any] | None] | None:
+def _name_and_argument(
+    item: Any, path: str, keys: Sequence[str], errors: list[FieldError]
+) -> tuple[str, Mapping[str, Any] | None] | None:
     """The checked name and argument object of one predicates[] / priorities[] item, or None after reporting."""
     if not isinstance(item, Mapping):
         errors.append(FieldError(path, "must be an object with a name"))
@@ -225,7 +234,12 @@ def _name_and_argument(item: Any, path: str, keys: Sequence[str], errors: list[F
         errors.append(FieldError(f"{path}.name", "required: a non-empty string"))
         return None
     if not NAME_PATTERN.match(name):
-        errors.append(FieldError(f"{path}.name", f"invalid name {name!r}: letters, digits and '-', at least 2 characters, starting and ending with a letter or digit"))
+        errors.append(
+            FieldError(
+                f"{path}.name",
+                f"invalid name {name!r}: letters, digits and '-', at least 2 characters, starting and ending with a letter or digit",
+            )
+        )
         return None
     argument = item.get("argument")
     if argument is not None and not isinstance(argument, Mapping):
@@ -234,13 +248,20 @@ def _name_and_argument(item: Any, path: str, keys: Sequence[str], errors: list[F
     return name, argument
 
 
-def _argument_kind(argument: Mapping[str, Any], kinds: Mapping[str, registry.ArgumentKind], path: str, errors: list[FieldError]) -> registry.ArgumentKind | None | bool:
+def _argument_kind(
+    argument: Mapping[str, Any], kinds: Mapping[str, registry.ArgumentKind], path: str, errors: list[FieldError]
+) -> registry.ArgumentKind | None | bool:
     """The v1.9 argument kind used, None if none is, False (after reporting) if the argument is malformed."""
     used = [k for k in argument if k in kinds]
     if not used:
         return None
     if len(argument) != 1:
-        errors.append(FieldError(f"{path}.argument", f"exactly one of {', '.join(kinds)} is required, got {', '.join(map(str, argument))}"))
+        errors.append(
+            FieldError(
+                f"{path}.argument",
+                f"exactly one of {', '.join(kinds)} is required, got {', '.join(map(str, argument))}",
+            )
+        )
         return False
     kind = kinds[used[0]]
     body = argument[kind.key]
@@ -253,7 +274,13 @@ def _argument_kind(argument: Mapping[str, Any], kinds: Mapping[str, registry.Arg
 
 
 def _argument_style(
-    kind: registry.ArgumentKind, name: str, argument: Mapping[str, Any], path: str, order: int, weight: int, errors: list[FieldError]
+    kind: registry.ArgumentKind,
+    name: str,
+    argument: Mapping[str, Any],
+    path: str,
+    order: int,
+    weight: int,
+    errors: list[FieldError],
 ) -> _Item | None:
     body = dict(argument[kind.key])
     where = f"{path}.argument.{kind.key}"
@@ -273,13 +300,25 @@ def _unknown(name: str, path: str, *, want: str, registry_: Registry) -> FieldEr
     other_list = "spec.priorities" if want == "predicate" else "spec.predicates"
     other_found: object
     if want == "predicate":
-        names, other_found = registry_.predicate_names(), registry.lookup_legacy_priority(name) or registry_.score_plugin(name)
+        names, other_found = (
+            registry_.predicate_names(),
+            registry.lookup_legacy_priority(name) or registry_.score_plugin(name),
+        )
     else:
-        names, other_found = registry_.priority_names(), registry.lookup_legacy_predicate(name) or registry_.filter_plugin(name)
+        names, other_found = (
+            registry_.priority_names(),
+            registry.lookup_legacy_predicate(name) or registry_.filter_plugin(name),
+        )
     if registry_.plugin(name) in registry.GANG_PLUGINS:
-        return FieldError(f"{path}.name", f"{registry_.plugin(name).NAME} is a gang plugin, not a {want}; spec.gangScheduling (enabled by default) enables it")  # type: ignore[union-attr]
+        return FieldError(
+            f"{path}.name",
+            f"{registry_.plugin(name).NAME} is a gang plugin, not a {want}; spec.gangScheduling (enabled by default) enables it",
+        )  # type: ignore[union-attr]
     if registry_.plugin(name) is DefaultPreemption:
-        return FieldError(f"{path}.name", f"{DefaultPreemption.NAME} is a PostFilter plugin, not a {want}; spec.preemption (default true) enables it")
+        return FieldError(
+            f"{path}.name",
+            f"{DefaultPreemption.NAME} is a PostFilter plugin, not a {want}; spec.preemption (default true) enables it",
+        )
     if other_found is not None:
         kind = "a score plugin" if want == "predicate" else "a filter plugin"
         if registry_.plugin(name) is None:
@@ -317,16 +356,25 @@ def _predicate(item: Any, path: str, order: int, errors: list[FieldError], regis
     legacy = registry.lookup_legacy_predicate(name)
     if legacy is not None:
         if argument:
-            errors.append(FieldError(f"{path}.argument", f"{legacy.name} takes no argument (v1.9 arguments, under a name of your own: {', '.join(registry.ARGUMENT_PREDICATES)})"))
+            errors.append(
+                FieldError(
+                    f"{path}.argument",
+                    f"{legacy.name} takes no argument (v1.9 arguments, under a name of your own: {', '.join(registry.ARGUMENT_PREDICATES)})",
+                )
+            )
             return None
-        return _Item(legacy.name, {"name": legacy.name}, [_Request(ref, path, (), order) for ref in legacy.filters], 0, True)
+        return _Item(
+            legacy.name, {"name": legacy.name}, [_Request(ref, path, (), order) for ref in legacy.filters], 0, True
+        )
     cls = registry_.filter_plugin(name)
     if cls is None:
         errors.append(_unknown(name, path, want="predicate", registry_=registry_))
         return None
     ref = PluginRef(cls, None, dict(argument or {}))
     normal: dict[str, Any] = {"name": cls.NAME, **({"argument": dict(argument)} if argument else {})}
-    return _Item(cls.NAME, normal, [_Request(ref, path, (("", f"{path}.argument"),), order)], 0, registry.is_v19_name(cls.NAME))
+    return _Item(
+        cls.NAME, normal, [_Request(ref, path, (("", f"{path}.argument"),), order)], 0, registry.is_v19_name(cls.NAME)
+    )
 
 
 def _priority(item: Any, path: str, order: int, errors: list[FieldError], registry_: Registry) -> _Item | None:
@@ -338,14 +386,24 @@ def _priority(item: Any, path: str, order: int, errors: list[FieldError], regist
     legacy = registry.lookup_legacy_priority(name)
     cls = registry_.score_plugin(name) if legacy is None else None
     base = legacy.scorer if legacy is not None else (PluginRef(cls) if cls is not None else None)
-    default_weight = legacy.weight if legacy is not None else (cls.DEFAULT_WEIGHT if cls is not None and issubclass(cls, ScorePlugin) else 1)
+    default_weight = (
+        legacy.weight
+        if legacy is not None
+        else (cls.DEFAULT_WEIGHT if cls is not None and issubclass(cls, ScorePlugin) else 1)
+    )
     built: _Item | None = None
     if argument and base is not None and base.cls in registry.RESOURCES_ARGUMENT and set(argument) == {"resources"}:
         where = registry.RESOURCES_ARGUMENT[base.cls]
         ref = PluginRef(base.cls, base.name, registry.with_resources(base.args, where, argument["resources"]))
         fmap = ((where, f"{path}.argument.resources"), ("", f"{path}.argument"))
         canonical = legacy.name if legacy is not None else base.cls.NAME
-        built = _Item(canonical, {"name": canonical, "argument": {"resources": argument["resources"]}}, [_Request(ref, path, fmap, order)], default_weight, legacy is not None)
+        built = _Item(
+            canonical,
+            {"name": canonical, "argument": {"resources": argument["resources"]}},
+            [_Request(ref, path, fmap, order)],
+            default_weight,
+            legacy is not None,
+        )
     elif argument:
         kind = _argument_kind(argument, registry.ARGUMENT_PRIORITIES, path, errors)
         if kind is False:
@@ -355,8 +413,17 @@ def _priority(item: Any, path: str, order: int, errors: list[FieldError], regist
             if built is None:
                 return None
         elif legacy is not None:
-            what = "takes only argument.resources" if legacy.scorer.cls in registry.RESOURCES_ARGUMENT else "takes no argument"
-            errors.append(FieldError(f"{path}.argument", f"{legacy.name} {what} (v1.9 arguments, under a name of your own: {', '.join(registry.ARGUMENT_PRIORITIES)})"))
+            what = (
+                "takes only argument.resources"
+                if legacy.scorer.cls in registry.RESOURCES_ARGUMENT
+                else "takes no argument"
+            )
+            errors.append(
+                FieldError(
+                    f"{path}.argument",
+                    f"{legacy.name} {what} (v1.9 arguments, under a name of your own: {', '.join(registry.ARGUMENT_PRIORITIES)})",
+                )
+            )
             return None
     if built is None:
         if base is None:
@@ -367,14 +434,29 @@ def _priority(item: Any, path: str, order: int, errors: list[FieldError], regist
         else:
             ref = PluginRef(base.cls, None, dict(argument or {}))
             normal: dict[str, Any] = {"name": base.cls.NAME, **({"argument": dict(argument)} if argument else {})}
-            built = _Item(base.cls.NAME, normal, [_Request(ref, path, (("", f"{path}.argument"),), order)], default_weight, registry.is_v19_name(base.cls.NAME))
+            built = _Item(
+                base.cls.NAME,
+                normal,
+                [_Request(ref, path, (("", f"{path}.argument"),), order)],
+                default_weight,
+                registry.is_v19_name(base.cls.NAME),
+            )
     weight = item.get("weight", None)
     if weight is None:
         weight = built.weight
     elif not is_int(weight) or not registry.MIN_WEIGHT <= weight <= registry.MAX_WEIGHT:
-        errors.append(FieldError(f"{path}.weight", f"must be an integer from {registry.MIN_WEIGHT} to {registry.MAX_WEIGHT}, got {weight!r}"))
+        errors.append(
+            FieldError(
+                f"{path}.weight",
+                f"must be an integer from {registry.MIN_WEIGHT} to {registry.MAX_WEIGHT}, got {weight!r}",
+            )
+        )
         return None
-    normal = {"name": built.name, "weight": weight, **({"argument": built.normal["argument"]} if "argument" in built.normal else {})}
+    normal = {
+        "name": built.name,
+        "weight": weight,
+        **({"argument": built.normal["argument"]} if "argument" in built.normal else {}),
+    }
     return _Item(built.name, normal, built.requests, weight, built.v19)
 
 
@@ -415,7 +497,9 @@ def _must(cls: type[Plugin] | None, name: str) -> type[Plugin]:
     return cls
 
 
-def _from_lists(spec: Mapping[str, Any], normal: dict[str, Any], errors: list[FieldError], registry_: Registry) -> _Requests:
+def _from_lists(
+    spec: Mapping[str, Any], normal: dict[str, Any], errors: list[FieldError], registry_: Registry
+) -> _Requests:
     out = _Requests()
     names_seen = 0
     plugin_names_only = True
@@ -435,7 +519,12 @@ def _from_lists(spec: Mapping[str, Any], normal: dict[str, Any], errors: list[Fi
             if item is None:
                 continue
             if item.name.lower() in seen:
-                errors.append(FieldError(f"{path}.name", f"duplicate {key[:-1].replace('ie', 'y')} {item.name!r} (also at {seen[item.name.lower()]})"))
+                errors.append(
+                    FieldError(
+                        f"{path}.name",
+                        f"duplicate {key[:-1].replace('ie', 'y')} {item.name!r} (also at {seen[item.name.lower()]})",
+                    )
+                )
                 continue
             seen[item.name.lower()] = path
             listed.append(item.normal)
@@ -509,7 +598,12 @@ def _gang_settings(spec: Mapping[str, Any], out: _Settings, normal: dict[str, An
     wait = raw.get("permitWaitingTimeSeconds")
     if wait is not None:
         if not is_int(wait) or not 1 <= wait <= MAX_PERMIT_WAITING_TIME_SECONDS:
-            errors.append(FieldError("spec.gangScheduling.permitWaitingTimeSeconds", f"must be an integer from 1 to {MAX_PERMIT_WAITING_TIME_SECONDS}, got {wait!r}"))
+            errors.append(
+                FieldError(
+                    "spec.gangScheduling.permitWaitingTimeSeconds",
+                    f"must be an integer from 1 to {MAX_PERMIT_WAITING_TIME_SECONDS}, got {wait!r}",
+                )
+            )
         else:
             out.permit_waiting_time_seconds = normal["gangScheduling"]["permitWaitingTimeSeconds"] = wait
 
@@ -517,7 +611,11 @@ def _gang_settings(spec: Mapping[str, Any], out: _Settings, normal: dict[str, An
 def _gang_plugins(settings: _Settings) -> tuple[Plugin, ...]:
     if not settings.gang_scheduling:
         return ()
-    raw = None if settings.permit_waiting_time_seconds is None else {"permitWaitingTimeSeconds": settings.permit_waiting_time_seconds}
+    raw = (
+        None
+        if settings.permit_waiting_time_seconds is None
+        else {"permitWaitingTimeSeconds": settings.permit_waiting_time_seconds}
+    )
     return tuple(cls.new(raw) for cls in registry.GANG_PLUGINS)
 
 
@@ -528,7 +626,12 @@ def _settings(spec: Mapping[str, Any], normal: dict[str, Any], errors: list[Fiel
         hard_weight = None  # 0 = unset: the plugin default (1), as v1.9 and the CRD say
     if hard_weight is not None:
         if not is_int(hard_weight) or not 0 <= hard_weight <= MAX_HARD_POD_AFFINITY_WEIGHT:
-            errors.append(FieldError("spec.hardPodAffinitySymmetricWeight", f"must be an integer from 0 to {MAX_HARD_POD_AFFINITY_WEIGHT}, got {hard_weight!r}"))
+            errors.append(
+                FieldError(
+                    "spec.hardPodAffinitySymmetricWeight",
+                    f"must be an integer from 0 to {MAX_HARD_POD_AFFINITY_WEIGHT}, got {hard_weight!r}",
+                )
+            )
         else:
             out.hard_pod_affinity_weight = hard_weight
             normal["hardPodAffinitySymmetricWeight"] = hard_weight
@@ -539,11 +642,18 @@ def _settings(spec: Mapping[str, Any], normal: dict[str, Any], errors: list[Fiel
     out.always_check_all_predicates = normal["alwaysCheckAllPredicates"] = check_all
     percentage = spec.get("percentageOfNodesToScore", 0)
     if not is_int(percentage) or not 0 <= percentage <= 100:
-        errors.append(FieldError("spec.percentageOfNodesToScore", f"must be an integer from 0 (adaptive) to 100, got {percentage!r}"))
+        errors.append(
+            FieldError(
+                "spec.percentageOfNodesToScore", f"must be an integer from 0 (adaptive) to 100, got {percentage!r}"
+            )
+        )
         percentage = 0
     out.percentage_of_nodes_to_score = normal["percentageOfNodesToScore"] = percentage
     bad_backoff = False
-    for key, default in (("podInitialBackoffSeconds", DEFAULT_POD_INITIAL_BACKOFF_SECONDS), ("podMaxBackoffSeconds", DEFAULT_POD_MAX_BACKOFF_SECONDS)):
+    for key, default in (
+        ("podInitialBackoffSeconds", DEFAULT_POD_INITIAL_BACKOFF_SECONDS),
+        ("podMaxBackoffSeconds", DEFAULT_POD_MAX_BACKOFF_SECONDS),
+    ):
         value = spec.get(key, default)
         if not is_number(value) or value <= 0:
             errors.append(FieldError(f"spec.{key}", f"must be a positive number of seconds, got {value!r}"))
@@ -552,7 +662,12 @@ def _settings(spec: Mapping[str, Any], normal: dict[str, Any], errors: list[Fiel
     out.pod_initial_backoff_seconds = float(normal["podInitialBackoffSeconds"])
     out.pod_max_backoff_seconds = float(normal["podMaxBackoffSeconds"])
     if out.pod_max_backoff_seconds < out.pod_initial_backoff_seconds and not bad_backoff:
-        errors.append(FieldError("spec.podMaxBackoffSeconds", f"must be at least podInitialBackoffSeconds ({normal['podInitialBackoffSeconds']})"))
+        errors.append(
+            FieldError(
+                "spec.podMaxBackoffSeconds",
+                f"must be at least podInitialBackoffSeconds ({normal['podInitialBackoffSeconds']})",
+            )
+        )
     preemption = spec.get("preemption", True)
     if not isinstance(preemption, bool):
         errors.append(FieldError("spec.preemption", "must be a boolean"))
@@ -563,7 +678,9 @@ def _settings(spec: Mapping[str, Any], normal: dict[str, Any], errors: list[Fiel
     if parallelism is not None:
         # carried in the normalised spec for the runtime; the core algorithm is single-threaded
         if not is_int(parallelism) or not 1 <= parallelism <= MAX_PARALLELISM:
-            errors.append(FieldError("spec.parallelism", f"must be an integer from 1 to {MAX_PARALLELISM}, got {parallelism!r}"))
+            errors.append(
+                FieldError("spec.parallelism", f"must be an integer from 1 to {MAX_PARALLELISM}, got {parallelism!r}")
+            )
         else:
             normal["parallelism"] = parallelism
     return out
@@ -590,7 +707,12 @@ def _group(requests: _Requests, settings: _Settings, errors: list[FieldError]) -
         else:
             for k, v in req.ref.args.items():
                 if k in inst.args and inst.args[k] != v:
-                    errors.append(FieldError(f"{req.path}.argument", f"conflicting arguments for {req.ref.instance_name} ({k!r} differs from {inst.requests[0].path})"))
+                    errors.append(
+                        FieldError(
+                            f"{req.path}.argument",
+                            f"conflicting arguments for {req.ref.instance_name} ({k!r} differs from {inst.requests[0].path})",
+                        )
+                    )
                     return None
                 inst.args[k] = v
         inst.requests.append(req)
@@ -606,7 +728,9 @@ def _group(requests: _Requests, settings: _Settings, errors: list[FieldError]) -
         if inst is None:
             continue
         if id(inst) in owner:
-            errors.append(FieldError(req.path, f"{asked_by} configures the same scorer as {owner[id(inst)]}; list it once"))
+            errors.append(
+                FieldError(req.path, f"{asked_by} configures the same scorer as {owner[id(inst)]}; list it once")
+            )
             continue
         owner[id(inst)] = asked_by
         out.scored.append((inst, weight))
@@ -616,8 +740,20 @@ def _group(requests: _Requests, settings: _Settings, errors: list[FieldError]) -
             if inst.ref.cls is InterPodAffinity:
                 inst.args.setdefault("hardPodAffinityWeight", hard)
                 if inst.args["hardPodAffinityWeight"] != hard:
-                    errors.append(FieldError("spec.hardPodAffinitySymmetricWeight", "conflicts with the InterPodAffinity argument hardPodAffinityWeight"))
-                inst.requests.append(_Request(inst.ref, "spec", (("hardPodAffinityWeight", "spec.hardPodAffinitySymmetricWeight"),), requests.next_order))
+                    errors.append(
+                        FieldError(
+                            "spec.hardPodAffinitySymmetricWeight",
+                            "conflicts with the InterPodAffinity argument hardPodAffinityWeight",
+                        )
+                    )
+                inst.requests.append(
+                    _Request(
+                        inst.ref,
+                        "spec",
+                        (("hardPodAffinityWeight", "spec.hardPodAffinitySymmetricWeight"),),
+                        requests.next_order,
+                    )
+                )
     return out
 
 
@@ -644,7 +780,9 @@ def _build(instances: _Instances, errors: list[FieldError]) -> None:
 # ----------------------------------------------------------------------------- the entry point
 
 
-def validate_policy(spec: Mapping[str, Any], *, source: str = "", registry: Registry | None = None) -> Profile | list[FieldError]:
+def validate_policy(
+    spec: Mapping[str, Any], *, source: str = "", registry: Registry | None = None
+) -> Profile | list[FieldError]:
     """Validate a SchedulingPolicy spec into a Profile with live plugins, or return every error found.
 
     ``registry`` resolves plugin names (default: the in-tree plugins; the operator and ``simulate``
@@ -688,12 +826,23 @@ def validate_policy(spec: Mapping[str, Any], *, source: str = "", registry: Regi
         return errors
     if not source:
         lists = "predicates" in spec or "priorities" in spec
-        source = provider.name if provider is not None else f"policy {scheduler_name}" if lists else DEFAULT_PROFILE.name
+        source = (
+            provider.name if provider is not None else f"policy {scheduler_name}" if lists else DEFAULT_PROFILE.name
+        )
     return _profile(scheduler_name, instances, settings, extenders, source, normal)
 
 
-def _profile(name: str, instances: _Instances, settings: _Settings, extenders: list[ExtenderConfig], source: str, normal: dict[str, Any]) -> Profile:
-    filters = sorted(instances.filters, key=lambda inst: (registry.filter_rank(inst.ref.cls), min(r.order for r in inst.requests)))
+def _profile(
+    name: str,
+    instances: _Instances,
+    settings: _Settings,
+    extenders: list[ExtenderConfig],
+    source: str,
+    normal: dict[str, Any],
+) -> Profile:
+    filters = sorted(
+        instances.filters, key=lambda inst: (registry.filter_rank(inst.ref.cls), min(r.order for r in inst.requests))
+    )
     filter_plugins: list[FilterPlugin] = []
     for inst in filters:
         assert isinstance(inst.plugin, FilterPlugin)  # the registry resolved the name as a filter plugin
@@ -713,7 +862,8 @@ def _profile(name: str, instances: _Instances, settings: _Settings, extenders: l
         filters=tuple(filter_plugins),
         pre_filter_only=tuple(p for p in gang if isinstance(p, PreFilterPlugin)),
         scorers=tuple(scorers),
-        post_filters=tuple(p for p in everything if isinstance(p, PostFilterPlugin)) + ((DefaultPreemption(),) if settings.preemption else ()),
+        post_filters=tuple(p for p in everything if isinstance(p, PostFilterPlugin))
+        + ((DefaultPreemption(),) if settings.preemption else ()),
         plugins=tuple(everything),
         always_check_all_predicates=settings.always_check_all_predicates,
         percentage_of_nodes_to_score=settings.percentage_of_nodes_to_score,

@@ -49,7 +49,18 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Final
 
 from .diagnosis import Diagnosis
-from .framework import SUCCESS, Candidate, Code, CycleState, Handle, PostFilterResult, Status, error, unresolvable, unschedulable
+from .framework import (
+    SUCCESS,
+    Candidate,
+    Code,
+    CycleState,
+    Handle,
+    PostFilterResult,
+    Status,
+    error,
+    unresolvable,
+    unschedulable,
+)
 from .nodeinfo import NodeInfo
 from .objects import PREEMPT_NEVER, Pod, PodDisruptionBudget
 from .snapshot import Snapshot
@@ -117,7 +128,9 @@ def more_important_first(pods: Iterable[Pod]) -> list[Pod]:
     return sorted(pods, key=lambda p: (-p.priority, p.start_time if p.start_time is not None else math.inf))
 
 
-def filter_victims_with_pdb_violation(victims: Sequence[Pod], pdbs: Sequence[PodDisruptionBudget]) -> tuple[list[Pod], list[Pod]]:
+def filter_victims_with_pdb_violation(
+    victims: Sequence[Pod], pdbs: Sequence[PodDisruptionBudget]
+) -> tuple[list[Pod], list[Pod]]:
     """Split `victims` (in order) into those whose eviction would violate a PDB and the others.
 
     Each PDB's ``disruptionsAllowed`` is spent by the victims it selects, in order; a victim
@@ -320,7 +333,9 @@ def preempt(
         return PostFilterResult(error(_aggregate(errors)), node_statuses=statuses)
     best = pick_one_node_for_preemption(candidates)
     if best is None:
-        fit = Diagnosis(num_all_nodes=len(all_nodes), node_to_status=statuses, absent_nodes_status=unresolvable(NOT_HELPFUL))
+        fit = Diagnosis(
+            num_all_nodes=len(all_nodes), node_to_status=statuses, absent_nodes_status=unresolvable(NOT_HELPFUL)
+        )
         return PostFilterResult(unschedulable(fit.message()), nominated_node="", node_statuses=statuses)
     found = f"found a potential placement for pod on node {best.node}, preempting {len(best.victims)} victims"
     return PostFilterResult(Status(Code.SUCCESS, (found,)), best.node, best.victims, tuple(candidates), statuses)

@@ -63,7 +63,9 @@ EVENT_ASSIGNED_POD_ADD: Final = "AssignedPodAdd"
 EVENT_ASSIGNED_POD_UPDATE: Final = "AssignedPodUpdate"
 
 #: Pod fields whose change never makes a pod schedulable (status and bookkeeping).
-_IGNORED_FIELDS: Final = frozenset({"resource_version", "phase", "nominated_node_name", "start_time", "disruption_target"})
+_IGNORED_FIELDS: Final = frozenset(
+    {"resource_version", "phase", "nominated_node_name", "start_time", "disruption_target"}
+)
 _COMPARED_FIELDS: Final = tuple(f.name for f in dataclasses.fields(Pod) if f.name not in _IGNORED_FIELDS)
 
 
@@ -113,7 +115,9 @@ def is_pod_updated(old: Pod | None, new: Pod) -> bool:
     return any(getattr(old, f) != getattr(new, f) for f in _COMPARED_FIELDS)
 
 
-def required_affinity_terms_select(waiting: Pod, assigned: Pod, namespace_labels: Mapping[str, str] | None = None) -> bool:
+def required_affinity_terms_select(
+    waiting: Pod, assigned: Pod, namespace_labels: Mapping[str, str] | None = None
+) -> bool:
     """Whether any required pod-affinity term of ``waiting`` selects ``assigned``."""
     a = waiting.affinity
     if a is None or a.pod_affinity is None:
@@ -279,7 +283,12 @@ class SchedulingQueue:
     def where(self, pod: Pod | str) -> str | None:
         """The sub-queue holding the pod, ``"in_flight"``, or ``None`` when the queue does not know it."""
         uid = pod.uid if isinstance(pod, Pod) else pod
-        for name, sub in ((ACTIVE, self._active), (BACKOFF, self._backoff), (UNSCHEDULABLE, self._unschedulable), (GATED, self._gated)):
+        for name, sub in (
+            (ACTIVE, self._active),
+            (BACKOFF, self._backoff),
+            (UNSCHEDULABLE, self._unschedulable),
+            (GATED, self._gated),
+        ):
             if uid in sub:
                 return name
         return "in_flight" if uid in self._in_flight else None
@@ -569,7 +578,9 @@ class SchedulingQueue:
 
     # ------------------------------------------------------------------ internals
 
-    def _finish_attempt(self, info: QueuedPodInfo, now: float, plugins: Iterable[str]) -> tuple[QueuedPodInfo, _Flight | None] | None:
+    def _finish_attempt(
+        self, info: QueuedPodInfo, now: float, plugins: Iterable[str]
+    ) -> tuple[QueuedPodInfo, _Flight | None] | None:
         uid = info.uid
         flight = self._in_flight.pop(uid, None)
         if flight is not None:
@@ -584,7 +595,9 @@ class SchedulingQueue:
         info.unschedulable_plugins = frozenset(plugins)
         return info, flight
 
-    def _move_affinity_matches(self, pod: Pod, now: float, event: str, namespace_labels: Mapping[str, str] | None) -> int:
+    def _move_affinity_matches(
+        self, pod: Pod, now: float, event: str, namespace_labels: Mapping[str, str] | None
+    ) -> int:
         for flight in self._in_flight.values():
             waiting = flight.latest if flight.latest is not None else flight.info.pod
             if required_affinity_terms_select(waiting, pod, namespace_labels):

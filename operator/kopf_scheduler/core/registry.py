@@ -204,7 +204,9 @@ class LegacyPriority:
 
 
 def _resources_strategy(kind: str) -> dict[str, Any]:
-    return {"scoringStrategy": {"type": kind, "resources": [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]}}
+    return {
+        "scoringStrategy": {"type": kind, "resources": [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]}
+    }
 
 
 def rtcr_args(argument: Mapping[str, Any]) -> dict[str, Any]:
@@ -270,7 +272,14 @@ LEGACY_PRIORITIES: Final[Mapping[str, LegacyPriority]] = {e.name: e for e in _LE
 #: v1.9-style (mandatory predicates, EqualPriority when no priority is given) like the names above.
 V19_PLUGIN_NAMES: Final = frozenset(
     cls.NAME
-    for cls in (CheckNodeCondition, CheckNodeMemoryPressure, CheckNodeDiskPressure, CheckNodePIDPressure, PodToleratesNodeNoExecuteTaints, EqualPriority)
+    for cls in (
+        CheckNodeCondition,
+        CheckNodeMemoryPressure,
+        CheckNodeDiskPressure,
+        CheckNodePIDPressure,
+        PodToleratesNodeNoExecuteTaints,
+        EqualPriority,
+    )
 )
 
 
@@ -335,23 +344,40 @@ def _label_preference(a: Mapping[str, Any]) -> dict[str, Any]:
 
 ARGUMENT_PREDICATES: Final[Mapping[str, ArgumentKind]] = {
     "serviceAffinity": ArgumentKind(
-        "serviceAffinity", ServiceAffinity, ("labels",), lambda a: {"affinityLabels": a.get("labels", [])}, (("affinityLabels", "labels"),)
+        "serviceAffinity",
+        ServiceAffinity,
+        ("labels",),
+        lambda a: {"affinityLabels": a.get("labels", [])},
+        (("affinityLabels", "labels"),),
     ),
     "labelsPresence": ArgumentKind(
-        "labelsPresence", NodeLabel, ("labels", "presence"), _labels_presence, (("presentLabels", "labels"), ("absentLabels", "labels"))
+        "labelsPresence",
+        NodeLabel,
+        ("labels", "presence"),
+        _labels_presence,
+        (("presentLabels", "labels"), ("absentLabels", "labels")),
     ),
 }
 ARGUMENT_PRIORITIES: Final[Mapping[str, ArgumentKind]] = {
     "serviceAntiAffinity": ArgumentKind(
-        "serviceAntiAffinity", ServiceAffinity, ("label",), lambda a: {"antiAffinityLabelsPreference": [a.get("label")]},
+        "serviceAntiAffinity",
+        ServiceAffinity,
+        ("label",),
+        lambda a: {"antiAffinityLabelsPreference": [a.get("label")]},
         (("antiAffinityLabelsPreference[0]", "label"), ("antiAffinityLabelsPreference", "label")),
     ),
     "labelPreference": ArgumentKind(
-        "labelPreference", NodeLabel, ("label", "presence"), _label_preference,
+        "labelPreference",
+        NodeLabel,
+        ("label", "presence"),
+        _label_preference,
         (("presentLabelsPreference[0]", "label"), ("absentLabelsPreference[0]", "label")),
     ),
     "requestedToCapacityRatioArguments": ArgumentKind(
-        "requestedToCapacityRatioArguments", NodeResourcesFit, ("shape", "resources"), rtcr_args,
+        "requestedToCapacityRatioArguments",
+        NodeResourcesFit,
+        ("shape", "resources"),
+        rtcr_args,
         (("scoringStrategy.requestedToCapacityRatio.shape", "shape"), ("scoringStrategy.resources", "resources")),
         fixed_name=RTCR_NAME,
     ),
@@ -444,7 +470,9 @@ PROVIDERS: Final[Mapping[str, Provider]] = {
     CLUSTER_AUTOSCALER_PROVIDER: Provider(
         CLUSTER_AUTOSCALER_PROVIDER,
         _DEFAULT_PREDICATES,
-        tuple(("MostRequestedPriority", w) if n == "LeastRequestedPriority" else (n, w) for n, w in _DEFAULT_PRIORITIES),
+        tuple(
+            ("MostRequestedPriority", w) if n == "LeastRequestedPriority" else (n, w) for n, w in _DEFAULT_PRIORITIES
+        ),
     ),
 }
 
@@ -481,7 +509,9 @@ class Registry:
     def in_tree(cls) -> Registry:
         return _IN_TREE
 
-    def extended(self, extra: Iterable[tuple[type[Plugin], str]], problems: Mapping[str, str] | None = None) -> Registry:
+    def extended(
+        self, extra: Iterable[tuple[type[Plugin], str]], problems: Mapping[str, str] | None = None
+    ) -> Registry:
         """This registry plus out-of-tree ``(class, origin)`` pairs; a clashing name is a problem, not a plugin."""
         plugins = dict(self.plugins)
         origins = dict(self.origins)
@@ -569,4 +599,3 @@ def lookup_legacy_predicate(name: str) -> LegacyPredicate | None:
 def lookup_legacy_priority(name: str) -> LegacyPriority | None:
     key = _find(LEGACY_PRIORITIES, name)
     return LEGACY_PRIORITIES[key] if key is not None else None
-

@@ -249,12 +249,16 @@ def route_assigned_pod(
         if cached is None:
             return Routed(settled=pod.uid)
         cache.remove_pod(cached)
-        return _settled(broadcast(EVENT_ASSIGNED_POD_DELETE, served, now, skip=_freed_on(cache, cached.node_name)), pod.uid)
+        return _settled(
+            broadcast(EVENT_ASSIGNED_POD_DELETE, served, now, skip=_freed_on(cache, cached.node_name)), pod.uid
+        )
     if cache.state_of(pod) is PodState.ADDED:
         assert cached is not None
         cache.update_pod(cached, pod)
         if _scaled_down(cached.requests, pod.requests):
-            return _settled(broadcast(EVENT_ASSIGNED_POD_SCALE_DOWN, served, now, skip=_freed_on(cache, pod.node_name)), pod.uid)
+            return _settled(
+                broadcast(EVENT_ASSIGNED_POD_SCALE_DOWN, served, now, skip=_freed_on(cache, pod.node_name)), pod.uid
+            )
         return Routed(settled=pod.uid)
     cache.add_pod(pod)  # new to us, or the watch confirming our assumption (maybe on another node)
     labels = cache.objects.namespace_labels.get(pod.namespace)
@@ -298,7 +302,9 @@ def route_unassigned_pod(
     return Routed(wake=(pod.scheduler_name,))
 
 
-def route_pod_vanished(pod: Pod, *, cache: SchedulerCache, pending: PendingPods, served: Mapping[str, Queued], now: float) -> Routed:
+def route_pod_vanished(
+    pod: Pod, *, cache: SchedulerCache, pending: PendingPods, served: Mapping[str, Queued], now: float
+) -> Routed:
     """A write about an unassigned pod of ours answered 404: it was deleted, though no watch said so
     (Kopf's relist after a 410 does not report deletions). Its assumption, if any, is undone."""
     if cache.is_assumed(pod):
@@ -320,19 +326,28 @@ def route_assigned_pods_relisted(
     """A list of every assigned pod held `uids`: the confirmed pods we know that it lacks were deleted
     (or turned terminal) meanwhile. Assumptions stay: their binds are in flight, or bound after the list."""
     gone = [p for p in cache.pods() if p.uid not in uids and cache.state_of(p) is PodState.ADDED]
-    return _merge(route_assigned_pod(p, deleted=True, cache=cache, pending=pending, served=served, now=now) for p in gone)
+    return _merge(
+        route_assigned_pod(p, deleted=True, cache=cache, pending=pending, served=served, now=now) for p in gone
+    )
 
 
 def route_pending_reconciled(
-    listed: Container[str], known_before: Iterable[str], *, cache: SchedulerCache, pending: PendingPods,
-    served: Mapping[str, Queued], now: float,
+    listed: Container[str],
+    known_before: Iterable[str],
+    *,
+    cache: SchedulerCache,
+    pending: PendingPods,
+    served: Mapping[str, Queued],
+    now: float,
 ) -> Routed:
     """A list of every unassigned pod held `listed`: the pending pods we knew before it was asked for
     (`known_before`) that it lacks were deleted or bound meanwhile (client-go's Replace, for the pod
     set Kopf watches: its relist after a 410 does not report deletions)."""
     before = set(known_before)
     gone = [p for p in pending if p.uid in before and p.uid not in listed]
-    return _merge(route_unassigned_pod(p, gone=True, cache=cache, pending=pending, served=served, now=now) for p in gone)
+    return _merge(
+        route_unassigned_pod(p, gone=True, cache=cache, pending=pending, served=served, now=now) for p in gone
+    )
 
 
 def reports_unreadable(scheduler_name: object, node_name: object, served: Mapping[str, Queued]) -> bool:
@@ -388,7 +403,9 @@ def _cannot_hold(*nodes: Node) -> Callable[[QueuedPodInfo], bool]:
     NodeResourcesFit rejected and whose requests fit none of `nodes` even empty."""
     empties = [NodeInfo(node) for node in nodes]
     rejected_by_fit = frozenset({NodeResourcesFit.NAME})
-    return lambda info: info.unschedulable_plugins == rejected_by_fit and not any(fits(info.pod, e).is_success for e in empties)
+    return lambda info: (
+        info.unschedulable_plugins == rejected_by_fit and not any(fits(info.pod, e).is_success for e in empties)
+    )
 
 
 def _freed_on(cache: SchedulerCache, *names: str) -> Callable[[QueuedPodInfo], bool] | None:
@@ -416,7 +433,9 @@ def route_nodes_relisted(names: set[str], *, cache: SchedulerCache) -> Routed:
     return NOTHING
 
 
-def route_object(kind: str, key: str, obj: object | None, *, cache: SchedulerCache, served: Mapping[str, Queued], now: float) -> Routed:
+def route_object(
+    kind: str, key: str, obj: object | None, *, cache: SchedulerCache, served: Mapping[str, Queued], now: float
+) -> Routed:
     """A Service, controller, volume, claim, storage class, PDB or CSINode changed (None: deleted)."""
     store: dict[str, object] = getattr(cache.objects, OBJECT_STORES[kind])
     if obj is None:
@@ -427,7 +446,9 @@ def route_object(kind: str, key: str, obj: object | None, *, cache: SchedulerCac
     return broadcast(f"{kind}Change", served, now)
 
 
-def route_objects_relisted(kind: str, keys: set[str], *, cache: SchedulerCache, served: Mapping[str, Queued], now: float) -> Routed:
+def route_objects_relisted(
+    kind: str, keys: set[str], *, cache: SchedulerCache, served: Mapping[str, Queued], now: float
+) -> Routed:
     """A list of every `kind` held `keys`: the objects of that kind we know that it lacks are gone."""
     store: dict[str, object] = getattr(cache.objects, OBJECT_STORES[kind])
     prefix = key_prefix(kind)
@@ -451,7 +472,9 @@ def route_namespace(
     return broadcast(EVENT_NAMESPACE_CHANGE, served, now)
 
 
-def route_namespaces_relisted(names: set[str], *, cache: SchedulerCache, served: Mapping[str, Queued], now: float) -> Routed:
+def route_namespaces_relisted(
+    names: set[str], *, cache: SchedulerCache, served: Mapping[str, Queued], now: float
+) -> Routed:
     """A list of every namespace held `names`: the namespaces we know that it lacks are gone."""
     gone = [n for n in cache.objects.namespace_labels if n not in names]
     return _merge(route_namespace(n, None, cache=cache, served=served, now=now) for n in gone)
@@ -461,8 +484,12 @@ def route_namespaces_relisted(names: set[str], *, cache: SchedulerCache, served:
 
 
 def broadcast(
-    event: str, served: Mapping[str, Queued], now: float, *,
-    keep: Container[str] = (), skip: Callable[[QueuedPodInfo], bool] | None = None,
+    event: str,
+    served: Mapping[str, Queued],
+    now: float,
+    *,
+    keep: Container[str] = (),
+    skip: Callable[[QueuedPodInfo], bool] | None = None,
 ) -> Routed:
     """A cluster event that may make unschedulable pods schedulable, to every served name's queue
     (the pods of `keep` stay: a gang that was just rejected; so do those `skip` rules out)."""
@@ -475,7 +502,11 @@ def broadcast(
 def expire_assumed(cache: SchedulerCache, served: Mapping[str, Queued], now: float) -> tuple[tuple[Pod, ...], Routed]:
     """Drop bound assumptions the watch never confirmed (their resources are free again): a move."""
     gone = tuple(cache.expire(now))
-    return gone, (broadcast(EVENT_ASSIGNED_POD_DELETE, served, now, skip=_freed_on(cache, *(p.node_name for p in gone))) if gone else NOTHING)
+    return gone, (
+        broadcast(EVENT_ASSIGNED_POD_DELETE, served, now, skip=_freed_on(cache, *(p.node_name for p in gone)))
+        if gone
+        else NOTHING
+    )
 
 
 def serve(profile: Profile, queue: SchedulingQueue | None, *, pending: PendingPods, now: float) -> SchedulingQueue:
@@ -483,7 +514,9 @@ def serve(profile: Profile, queue: SchedulingQueue | None, *, pending: PendingPo
     queue holding the name's pending pods), or goes on being served with a new one (the backoff
     settings follow it; unschedulable pods get another try)."""
     if queue is None:
-        queue = SchedulingQueue(pod_initial_backoff=profile.pod_initial_backoff_seconds, pod_max_backoff=profile.pod_max_backoff_seconds)
+        queue = SchedulingQueue(
+            pod_initial_backoff=profile.pod_initial_backoff_seconds, pod_max_backoff=profile.pod_max_backoff_seconds
+        )
         for pod in pending.of(profile.scheduler_name):
             queue.add(pod, now)
         return queue

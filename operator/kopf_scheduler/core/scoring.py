@@ -66,7 +66,13 @@ class ResourceSpec:
 DEFAULT_RESOURCES: Final = (ResourceSpec(CPU, 1), ResourceSpec(MEMORY, 1))
 
 
-def check_resources(resources: tuple[ResourceSpec, ...], field: str, *, weight_must_be_one: bool = False, reject_duplicates: bool = False) -> None:
+def check_resources(
+    resources: tuple[ResourceSpec, ...],
+    field: str,
+    *,
+    weight_must_be_one: bool = False,
+    reject_duplicates: bool = False,
+) -> None:
     """Upstream ``validateResources``: weights 1..100 (BalancedAllocation: exactly 1, no resource twice)."""
     seen: set[str] = set()
     for i, spec in enumerate(resources):
@@ -75,7 +81,9 @@ def check_resources(resources: tuple[ResourceSpec, ...], field: str, *, weight_m
             if spec.weight != 1:
                 raise PluginArgsError(f"{where}.weight", "must be 1")
         elif not MIN_WEIGHT <= spec.weight <= MAX_WEIGHT:
-            raise PluginArgsError(f"{where}.weight", f"resource weight of {spec.name} not in valid range (0, {MAX_WEIGHT}]")
+            raise PluginArgsError(
+                f"{where}.weight", f"resource weight of {spec.name} not in valid range (0, {MAX_WEIGHT}]"
+            )
         if reject_duplicates and spec.name in seen:
             raise PluginArgsError(f"{where}.name", f"duplicate resource {spec.name!r}")
         seen.add(spec.name)
@@ -329,7 +337,9 @@ def balance_change_nodes(with_pod: IntArray, without_pod: IntArray) -> IntArray:
 
 def balanced_allocation_nodes(requested: IntArray, allocated: IntArray, allocatable: IntArray) -> IntArray:
     """``balanced_allocation`` per column of (R, N) arrays."""
-    return balance_change_nodes(balance_score_nodes(requested, allocatable), balance_score_nodes(allocated, allocatable))
+    return balance_change_nodes(
+        balance_score_nodes(requested, allocatable), balance_score_nodes(allocated, allocatable)
+    )
 
 
 # ----------------------------------------------------------------------------- inputs

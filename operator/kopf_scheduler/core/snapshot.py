@@ -74,7 +74,11 @@ class ClusterObjects:
         """Services in the pod's namespace whose (non-empty) selector matches the pod."""
         out = []
         for svc in self.services.values():
-            if svc.namespace == pod.namespace and svc.selector and all(pod.labels.get(k) == v for k, v in svc.selector.items()):
+            if (
+                svc.namespace == pod.namespace
+                and svc.selector
+                and all(pod.labels.get(k) == v for k, v in svc.selector.items())
+            ):
                 out.append(svc)
         return out
 
@@ -89,7 +93,9 @@ class ClusterObjects:
             return None
         return self.controllers.get(f"{ref.kind}/{pod.namespace}/{ref.name}")
 
-    def controllers_of(self, pod: Pod, kinds: Iterable[str] = ("ReplicationController", "ReplicaSet", "StatefulSet")) -> list[Controller]:
+    def controllers_of(
+        self, pod: Pod, kinds: Iterable[str] = ("ReplicationController", "ReplicaSet", "StatefulSet")
+    ) -> list[Controller]:
         """Controllers of the given kinds in the pod's namespace whose selector matches the pod."""
         wanted = set(kinds)
         return [
@@ -154,7 +160,9 @@ class NodeTable:
         if previous is not None and len(previous):
             old_infos, old_position = previous._infos, previous.position
             source = np.fromiter(
-                ((j if (j := old_position.get(i.name, -1)) >= 0 and old_infos[j] is i else -1) for i in infos), dtype=np.intp, count=n
+                ((j if (j := old_position.get(i.name, -1)) >= 0 and old_infos[j] is i else -1) for i in infos),
+                dtype=np.intp,
+                count=n,
             )
             kept = np.flatnonzero(source >= 0)
             for column in self._COLUMNS:
@@ -175,7 +183,11 @@ class NodeTable:
             self.has_node[k] = True
         self.generation[k] = info.generation
         r = info.requested  # sums of pods, each within MAX_AMOUNT: saturated so they fit the int64 columns
-        self.req_cpu[k], self.req_mem[k], self.req_eph[k] = saturated(r.milli_cpu), saturated(r.memory), saturated(r.ephemeral_storage)
+        self.req_cpu[k], self.req_mem[k], self.req_eph[k] = (
+            saturated(r.milli_cpu),
+            saturated(r.memory),
+            saturated(r.ephemeral_storage),
+        )
         self.pod_count[k] = len(info.pods)
         nz = info.non_zero_requested
         self.nz_cpu[k], self.nz_mem[k] = saturated(nz.milli_cpu), saturated(nz.memory)

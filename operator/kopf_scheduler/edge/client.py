@@ -267,9 +267,15 @@ class Api:
     """
 
     def __init__(
-        self, credentials: Credentials, *, timeout: float = 15.0, connections: int = CONNECTION_LIMIT,
-        user_agent: str = "kopf-scheduler", fence: Callable[[], bool] | None = None,
-        max_idle_age: float = MAX_IDLE_AGE, watch_idle_timeout: float = WATCH_IDLE_TIMEOUT,
+        self,
+        credentials: Credentials,
+        *,
+        timeout: float = 15.0,
+        connections: int = CONNECTION_LIMIT,
+        user_agent: str = "kopf-scheduler",
+        fence: Callable[[], bool] | None = None,
+        max_idle_age: float = MAX_IDLE_AGE,
+        watch_idle_timeout: float = WATCH_IDLE_TIMEOUT,
     ) -> None:
         self.credentials = credentials
         self.host = credentials.server
@@ -294,8 +300,15 @@ class Api:
         return self.fence is None or self.fence()
 
     async def request(
-        self, method: str, path: str, body: Any = None, *, content_type: str = "application/json", fence: bool = True,
-        accept: str | None = None, decode: bool = True,
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        content_type: str = "application/json",
+        fence: bool = True,
+        accept: str | None = None,
+        decode: bool = True,
     ) -> Response:
         """One request; `fence=False` only for the Lease itself (see the module docstring). With
         `decode` False a successful answer's body is not parsed (a created Event, a bind's Status:
@@ -329,7 +342,14 @@ class Api:
             return await asyncio.to_thread(token.refresh)
 
     async def _send(
-        self, method: str, path: str, data: bytes | None, content_type: str, accept: str | None, decode: bool, fence: bool,
+        self,
+        method: str,
+        path: str,
+        data: bytes | None,
+        content_type: str,
+        accept: str | None,
+        decode: bool,
+        fence: bool,
     ) -> Response:
         head = f"{method} {self._prefix}{path} HTTP/1.1\r\n{self._head}{self._authorization()}"
         if accept is not None:
@@ -374,7 +394,9 @@ class Api:
         try:
             status, raw, keep_alive = await conn.send(request)
         except BaseException as exc:
-            lost_early = conn.closed and conn.parser.idle and not isinstance(exc, (asyncio.CancelledError, TimeoutError))
+            lost_early = (
+                conn.closed and conn.parser.idle and not isinstance(exc, (asyncio.CancelledError, TimeoutError))
+            )
             if conn.transport is not None:
                 conn.transport.close()  # an answer may still be on its way: never reuse this one
             conn.closed = True
@@ -412,7 +434,9 @@ class Api:
     async def _connect(self) -> _Connection:
         host, port = self._address
         loop = asyncio.get_running_loop()
-        _, conn = await loop.create_connection(_Connection, host, port, ssl=self._tls, server_hostname=self._server_hostname)
+        _, conn = await loop.create_connection(
+            _Connection, host, port, ssl=self._tls, server_hostname=self._server_hostname
+        )
         return conn
 
     def _authorization(self) -> str:
@@ -423,12 +447,16 @@ class Api:
         """The events of ``GET path?watch=1&...`` until the server ends it (after `timeout` seconds),
         the connection fails or nothing arrives for ``watch_idle_timeout`` seconds."""
         query = urlencode({**params, "watch": "1", "timeoutSeconds": str(int(timeout))})
-        client_timeout = aiohttp.ClientTimeout(total=None, sock_connect=self._timeout, sock_read=self.watch_idle_timeout)
+        client_timeout = aiohttp.ClientTimeout(
+            total=None, sock_connect=self._timeout, sock_read=self.watch_idle_timeout
+        )
         await self._fresh_token()
         for attempt in range(2):
             try:
                 async with self._watch_session().get(
-                    f"{self.host}{path}?{query}", headers=self._watch_headers(), timeout=client_timeout,
+                    f"{self.host}{path}?{query}",
+                    headers=self._watch_headers(),
+                    timeout=client_timeout,
                     server_hostname=self._server_hostname if self._tls is not None else None,
                 ) as resp:
                     if resp.status == 401 and attempt == 0 and await self._refresh_token():
@@ -449,7 +477,10 @@ class Api:
                     return
             except TimeoutError:
                 self._drop_idle()  # a silent stall: the pooled connections opened before it are likely as dead
-                yield {"type": "ERROR", "object": {"code": 0, "message": f"nothing received for {self.watch_idle_timeout:g}s"}}
+                yield {
+                    "type": "ERROR",
+                    "object": {"code": 0, "message": f"nothing received for {self.watch_idle_timeout:g}s"},
+                }
                 return
             except (aiohttp.ClientError, OSError, ValueError) as exc:
                 yield {"type": "ERROR", "object": {"code": 0, "message": f"{type(exc).__name__}: {exc}"}}
@@ -458,8 +489,12 @@ class Api:
     def _watch_session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
             # a fresh connection per watch: never a pooled one that may have died while idle
-            connector = aiohttp.TCPConnector(ssl=self._tls if self._tls is not None else False, limit=0, force_close=True)
-            self._session = aiohttp.ClientSession(connector=connector, headers={"Accept": "application/json", "User-Agent": self.user_agent})
+            connector = aiohttp.TCPConnector(
+                ssl=self._tls if self._tls is not None else False, limit=0, force_close=True
+            )
+            self._session = aiohttp.ClientSession(
+                connector=connector, headers={"Accept": "application/json", "User-Agent": self.user_agent}
+            )
         return self._session
 
     def _watch_headers(self) -> dict[str, str]:

@@ -141,7 +141,9 @@ class TokenFile:
     rotates about hourly): the file's mtime is looked at at most once a second and the file re-read
     when it changed; ``refresh`` (after a 401) re-reads it at once."""
 
-    def __init__(self, path: str, *, clock: Callable[[], float] = time.monotonic, interval: float = TOKEN_CHECK_INTERVAL) -> None:
+    def __init__(
+        self, path: str, *, clock: Callable[[], float] = time.monotonic, interval: float = TOKEN_CHECK_INTERVAL
+    ) -> None:
         self.path = path
         self._clock = clock
         self._interval = interval
@@ -304,7 +306,9 @@ def _in_cluster(env: Mapping[str, str], directory: str, *, clock: Callable[[], f
     token_path, ca_path = os.path.join(directory, "token"), os.path.join(directory, "ca.crt")
     configuration = kubernetes.client.Configuration()
     # the official loader: host and port joined (IPv6 bracketed), token and CA files present and not empty
-    loader = InClusterConfigLoader(token_filename=token_path, cert_filename=ca_path, try_refresh_token=False, environ=env)  # type: ignore[no-untyped-call]
+    loader = InClusterConfigLoader(
+        token_filename=token_path, cert_filename=ca_path, try_refresh_token=False, environ=env
+    )  # type: ignore[no-untyped-call]
     try:
         loader.load_and_set(configuration)  # type: ignore[no-untyped-call]
     except Exception as exc:
@@ -344,7 +348,9 @@ class _Kubeconfig:
     loader (again for every refresh: a fresh ``KubeConfigLoader`` each time, so a plugin that fails
     shows as no token rather than the last run's)."""
 
-    def __init__(self, paths: Sequence[str], source: str, *, clock: Callable[[], float], wall_clock: Callable[[], datetime]) -> None:
+    def __init__(
+        self, paths: Sequence[str], source: str, *, clock: Callable[[], float], wall_clock: Callable[[], datetime]
+    ) -> None:
         self.source = source
         self._clock = clock
         self._wall_clock = wall_clock
@@ -355,7 +361,10 @@ class _Kubeconfig:
         if self._merger.config is None:
             raise CredentialsError(source, "no kubeconfig in the file(s)")
         # kubectl: the first file that sets a current-context wins (the merger keeps the last)
-        self._context = next((str(c) for p in self._merger.paths if (c := (self._merger.config_files[p] or {}).get("current-context"))), "")
+        self._context = next(
+            (str(c) for p in self._merger.paths if (c := (self._merger.config_files[p] or {}).get("current-context"))),
+            "",
+        )
         if not self._context:
             raise CredentialsError(source, "no current-context")
         config = self._merger.config
@@ -363,11 +372,15 @@ class _Kubeconfig:
         if context is None:
             raise CredentialsError(source, f"current-context {self._context!r} is not defined")
         self._user_name = str((context.value.get("context") or {}).get("user") or "")
-        user_node = config["users"].get_with_name(self._user_name, safe=True) if self._user_name and "users" in config else None
+        user_node = (
+            config["users"].get_with_name(self._user_name, safe=True) if self._user_name and "users" in config else None
+        )
         user = user_node.value.get("user") if user_node is not None else None
         self._user: Mapping[str, Any] = user if isinstance(user, Mapping) else {}
         # where the user was defined: the loader resolves its relative paths against that file's folder
-        self._user_dir = os.path.dirname(os.path.abspath(user_node.path)) if user_node is not None and user_node.path else ""
+        self._user_dir = (
+            os.path.dirname(os.path.abspath(user_node.path)) if user_node is not None and user_node.path else ""
+        )
         self._where = f"user {self._user_name!r}"
 
     def credentials(self) -> Credentials:
@@ -384,7 +397,9 @@ class _Kubeconfig:
         elif method == "token" and loaded.token is not None:
             token = StaticToken(loaded.token)
         elif method in ("auth-provider", "exec") and loaded.token is not None:
-            token = PluginToken(self._login, loaded.token, loaded.expiration, clock=self._clock, wall_clock=self._wall_clock)
+            token = PluginToken(
+                self._login, loaded.token, loaded.expiration, clock=self._clock, wall_clock=self._wall_clock
+            )
         elif method in ("auth-provider", "exec") and loaded.certificate == (None, None):
             raise CredentialsError(self.source, f"{self._where}: {self._what(method)} gave no token")
         return Credentials(
@@ -419,8 +434,15 @@ class _Kubeconfig:
         method = self._method()
         provider = str((self._user.get("auth-provider") or {}).get("name") or "")
         if method == "auth-provider" and provider not in ("oidc", "gcp"):
-            hint = "use kubelogin, an exec plugin, as kubectl does since v1.26" if provider == "azure" else "use an exec plugin"
-            raise CredentialsError(self.source, f"{self._where}: auth-provider {provider!r} is not supported by the kubernetes client ({hint})")
+            hint = (
+                "use kubelogin, an exec plugin, as kubectl does since v1.26"
+                if provider == "azure"
+                else "use an exec plugin"
+            )
+            raise CredentialsError(
+                self.source,
+                f"{self._where}: auth-provider {provider!r} is not supported by the kubernetes client ({hint})",
+            )
         if method == "username":
             raise CredentialsError(
                 self.source,
@@ -452,18 +474,26 @@ class _Kubeconfig:
                     )
                     loader.load_and_set(configuration)  # type: ignore[no-untyped-call]
                 except Exception as exc:
-                    what = f"{self._where}: {self._what(method)}" if method in ("auth-provider", "exec") else f"context {self._context!r}"
+                    what = (
+                        f"{self._where}: {self._what(method)}"
+                        if method in ("auth-provider", "exec")
+                        else f"context {self._context!r}"
+                    )
                     raise CredentialsError(self.source, f"{what}: {_reason(exc)}{self._hint(method)}") from None
             found = vars(loader)
             if method == "exec" and (complaints or not (found.get("token") or found.get("cert_file"))):
                 why = "; ".join(complaints) or "it gave neither a token nor a client certificate"
-                raise CredentialsError(self.source, f"{self._where}: {self._what(method)} failed: {why}{self._hint(method)}")
+                raise CredentialsError(
+                    self.source, f"{self._where}: {self._what(method)} failed: {why}{self._hint(method)}"
+                )
             if "host" not in found:
                 raise CredentialsError(self.source, f"context {self._context!r}: its cluster has no server")
             certificate = _material(configuration.cert_file, scratch, self.source, "client certificate")
             private_key = _material(configuration.key_file, scratch, self.source, "client key")
             if (certificate == (None, None)) != (private_key == (None, None)):
-                raise CredentialsError(self.source, f"{self._where}: a client certificate needs its key and a key its certificate")
+                raise CredentialsError(
+                    self.source, f"{self._where}: a client certificate needs its key and a key its certificate"
+                )
             token = configuration.api_key.get("BearerToken")
             token = str(token).split(" ", 1)[1] if token and " " in str(token) else token
             expiration = found.get("expiry")

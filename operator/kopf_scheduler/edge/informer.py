@@ -87,7 +87,12 @@ class Informer:
     """Lists and watches one ``Feed`` forever (cancel the task to stop); see the module docstring."""
 
     def __init__(
-        self, api: Api, feed: Feed, *, on_sync: Callable[[str, bool], None], page: int = LIST_PAGE,
+        self,
+        api: Api,
+        feed: Feed,
+        *,
+        on_sync: Callable[[str, bool], None],
+        page: int = LIST_PAGE,
         rng: random.Random | None = None,
     ) -> None:
         self.api = api
@@ -125,7 +130,9 @@ class Informer:
         if synced != self.synced:
             self.synced = synced
             if not synced:
-                logger.warning("%s: the watch broke; nothing is scheduled until the kind is listed again", self.feed.kind)
+                logger.warning(
+                    "%s: the watch broke; nothing is scheduled until the kind is listed again", self.feed.kind
+                )
             self._on_sync(self.feed.kind, synced)
 
     async def _back_off(self) -> None:

@@ -99,7 +99,9 @@ class PolicyState:
 class App:
     """Shared state of one process; see the module docstring."""
 
-    def __init__(self, api: Api, *, identity: str, metrics: SchedulerMetrics | None = None, leader_election: bool = False) -> None:
+    def __init__(
+        self, api: Api, *, identity: str, metrics: SchedulerMetrics | None = None, leader_election: bool = False
+    ) -> None:
         self.api = api
         self.identity = identity
         self.metrics = metrics or SchedulerMetrics()
@@ -187,8 +189,11 @@ class App:
         first = not self.ever_synced
         self.ever_synced = True
         logger.info(
-            "caches %s: %d nodes, %d pods bound, %d pending", "synced" if first else "synced again",
-            self.cache.node_count(), self.cache.pod_count(), len(self.pending),
+            "caches %s: %d nodes, %d pods bound, %d pending",
+            "synced" if first else "synced again",
+            self.cache.node_count(),
+            self.cache.pod_count(),
+            len(self.pending),
         )
         if first:
             _freeze_heap()
@@ -237,7 +242,11 @@ class App:
 
     def observe_policy(self, meta: PolicyMeta) -> Mapping[str, Mapping[str, Any]]:
         """Validate and settle a policy; returns {policy name: status} to write."""
-        validated = validate_policy(meta.spec, source=f"SchedulingPolicy {meta.name} generation {meta.generation}", registry=installed_registry())
+        validated = validate_policy(
+            meta.spec,
+            source=f"SchedulingPolicy {meta.name} generation {meta.generation}",
+            registry=installed_registry(),
+        )
         if not isinstance(validated, list) and validated.extenders:
             validated = setup_problems(validated.extenders) or validated
         return self._carry_out(self.policies.observe(meta, validated, now=datetime.now(UTC)))
@@ -269,7 +278,12 @@ class App:
                 _close_extenders(state.scheduler)
                 state.serving, state.scheduler = serving, scheduler
             self.metrics.set_policy_generation(serving.policy, serving.generation)
-            logger.info("scheduler name %r served by SchedulingPolicy %s generation %d", serving.scheduler_name, serving.policy, serving.generation)
+            logger.info(
+                "scheduler name %r served by SchedulingPolicy %s generation %d",
+                serving.scheduler_name,
+                serving.policy,
+                serving.generation,
+            )
             state.wakeup.set()
         return settlement.statuses
 
@@ -277,7 +291,9 @@ class App:
         """Patch a policy's status (only the leader writes: a standby's patch is fenced and left to the leader)."""
         self.policy_statuses[name] = status
         path = f"/apis/{POLICY_GROUP}/{POLICY_VERSION}/{POLICY_PLURAL}/{name}/status"
-        response = await self.api.request("PATCH", path, {"status": dict(status)}, content_type="application/merge-patch+json")
+        response = await self.api.request(
+            "PATCH", path, {"status": dict(status)}, content_type="application/merge-patch+json"
+        )
         if not response.ok and not response.gone and not response.fenced:
             logger.warning("cannot write the status of SchedulingPolicy %s: %s", name, response.describe())
 

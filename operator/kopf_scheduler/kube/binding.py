@@ -63,7 +63,9 @@ def _binding_body(pod: Pod, node: str) -> dict[str, object]:
     }
 
 
-async def bind(app: App, state: PolicyState, info: QueuedPodInfo, placed: Pod, *, started: float, cycle: CycleState | None = None) -> None:
+async def bind(
+    app: App, state: PolicyState, info: QueuedPodInfo, placed: Pod, *, started: float, cycle: CycleState | None = None
+) -> None:
     """Bind `placed` (the assumed pod; `cycle` its cycle's state, for the Reserve plugins' unreserve
     on a failure), then record its Scheduled event; releases one of app.bind_slots when done (the
     loop acquired it)."""
@@ -81,20 +83,37 @@ async def bind(app: App, state: PolicyState, info: QueuedPodInfo, placed: Pod, *
                 app.metrics.observe_pod_scheduled(info.attempts, t1 - info.initial_attempt_timestamp)
             binding_succeeded(placed, cache=app.cache, queue=state.queue, now=t1)
             logger.debug("bound %s to %s", placed.key, node)  # the Scheduled event says it (upstream: V(2))
-            await events.scheduled(app, namespace=placed.namespace, name=placed.name, uid=placed.uid, node=node, pipelined=True)
+            await events.scheduled(
+                app, namespace=placed.namespace, name=placed.name, uid=placed.uid, node=node, pipelined=True
+            )
             return
         app.metrics.observe_binding("error", t1 - t0)
         app.metrics.observe_attempt("error", profile, t1 - started)
-        binding_failed(info, placed, cache=app.cache, queue=state.queue, now=t1, profile=state.scheduler.profile, state=cycle, waiting=app.waiting)
+        binding_failed(
+            info,
+            placed,
+            cache=app.cache,
+            queue=state.queue,
+            now=t1,
+            profile=state.scheduler.profile,
+            state=cycle,
+            waiting=app.waiting,
+        )
         if rejected.vanished:
-            app.perform(routing.route_pod_vanished(placed, cache=app.cache, pending=app.pending, served=app.states, now=t1))
+            app.perform(
+                routing.route_pod_vanished(placed, cache=app.cache, pending=app.pending, served=app.states, now=t1)
+            )
         state.wakeup.set()
         if rejected.quiet:
             return
         app.spawn(
             events.failed_scheduling(
-                app, namespace=placed.namespace, name=placed.name, uid=placed.uid,
-                message=f"Binding rejected: {rejected.message}", action=events.ACTION_BINDING,
+                app,
+                namespace=placed.namespace,
+                name=placed.name,
+                uid=placed.uid,
+                message=f"Binding rejected: {rejected.message}",
+                action=events.ACTION_BINDING,
             )
         )
     finally:
@@ -104,7 +123,9 @@ async def bind(app: App, state: PolicyState, info: QueuedPodInfo, placed: Pod, *
 async def _bind(app: App, state: PolicyState, placed: Pod, node: str) -> _Rejection | None:
     """Bind through an extender or the API server: None when bound, else why not."""
     if not app.current():
-        logger.info("not binding %s to %s: the cache is not current (a watch broke or the process was frozen)", placed.key, node)
+        logger.info(
+            "not binding %s to %s: the cache is not current (a watch broke or the process was frozen)", placed.key, node
+        )
         return _Rejection("the cache is not current", quiet=True)
     known = app.cache.get_node_info(node)
     if known is None or known.node is None:
@@ -119,10 +140,19 @@ async def _bind(app: App, state: PolicyState, placed: Pod, node: str) -> _Reject
             logger.warning("binding %s to %s: skipped ignorable extender %s", placed.key, node, problem)
         if done.status is not None:
             if not done.status.is_success:
-                logger.warning("binding %s to %s rejected by extender %s: %s", placed.key, node, done.binder, done.status.message[:300])
+                logger.warning(
+                    "binding %s to %s rejected by extender %s: %s",
+                    placed.key,
+                    node,
+                    done.binder,
+                    done.status.message[:300],
+                )
             return None if done.status.is_success else _Rejection(done.status.message)
     response = await app.api.request(
-        "POST", f"/api/v1/namespaces/{placed.namespace}/pods/{placed.name}/binding", _binding_body(placed, node), decode=False
+        "POST",
+        f"/api/v1/namespaces/{placed.namespace}/pods/{placed.name}/binding",
+        _binding_body(placed, node),
+        decode=False,
     )
     if response.ok:
         return None
@@ -133,10 +163,17 @@ async def _bind(app: App, state: PolicyState, placed: Pod, node: str) -> _Reject
         logger.info("binding %s to %s: the pod is gone (HTTP 404)", placed.key, node)
         return _Rejection(response.detail(), quiet=True, vanished=True)
     if response.conflict:
-        logger.info("binding %s to %s: the pod is bound already or was replaced (%s)", placed.key, node, response.describe())
+        logger.info(
+            "binding %s to %s: the pod is bound already or was replaced (%s)", placed.key, node, response.describe()
+        )
         return _Rejection(response.detail(), quiet=True)
     if response.status == 0:  # no answer: bound or not, the watch will tell; nothing to tell the pod's owner
-        logger.warning("binding %s to %s: no answer (%s); trying again unless the watch shows it bound", placed.key, node, response.detail())
+        logger.warning(
+            "binding %s to %s: no answer (%s); trying again unless the watch shows it bound",
+            placed.key,
+            node,
+            response.detail(),
+        )
         return _Rejection(response.detail(), quiet=True)
     logger.warning("binding %s to %s rejected: %s", placed.key, node, response.describe())
     return _Rejection(response.detail())

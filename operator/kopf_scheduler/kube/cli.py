@@ -38,10 +38,15 @@ def add_parser(subparsers: Any, name: str, help: str) -> argparse.ArgumentParser
     p.add_argument("--lease-duration", type=int, default=15, help="seconds (default 15)")
     p.add_argument("--renew-deadline", type=float, default=10.0, help="seconds (default 10)")
     p.add_argument("--retry-period", type=float, default=2.0, help="seconds (default 2)")
-    p.add_argument("--policy", action="append", default=[], metavar="NAME", help="serve only this SchedulingPolicy (repeatable)")
+    p.add_argument(
+        "--policy", action="append", default=[], metavar="NAME", help="serve only this SchedulingPolicy (repeatable)"
+    )
     p.add_argument("--metrics-port", type=int, default=10259, help="health and metrics port (default 10259, 0 = off)")
     p.add_argument(
-        "--watch-idle-timeout", type=float, default=120.0, metavar="SECONDS",
+        "--watch-idle-timeout",
+        type=float,
+        default=120.0,
+        metavar="SECONDS",
         help="give up a watch that delivered nothing, not even a bookmark, for this long (default 120: twice the API server's bookmark interval)",
     )
     p.add_argument("--verbose", action="store_true")
@@ -133,14 +138,21 @@ async def _serve(args: argparse.Namespace, credentials: Credentials) -> None:
     asyncio.get_running_loop().add_signal_handler(signal.SIGUSR2, _dump_cache, app)
     if args.metrics_port:
         health = await start_health_server(
-            "0.0.0.0", args.metrics_port, ready_check=app.ready, metrics=app.metrics,
-            leading=(lambda: elector.is_leader) if elector is not None else None, attempts=app.explain,
+            "0.0.0.0",
+            args.metrics_port,
+            ready_check=app.ready,
+            metrics=app.metrics,
+            leading=(lambda: elector.is_leader) if elector is not None else None,
+            attempts=app.explain,
         )
         logger.info("health and metrics on port %d", health.port)
     operator = asyncio.ensure_future(
         kopf.operator(
-            registry=registry, settings=settings, memo=kopf.Memo(app=app),
-            standalone=True, clusterwide=True,
+            registry=registry,
+            settings=settings,
+            memo=kopf.Memo(app=app),
+            standalone=True,
+            clusterwide=True,
         )
     )
     try:

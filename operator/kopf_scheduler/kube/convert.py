@@ -76,8 +76,11 @@ def pod_ref(body: Mapping[str, Any]) -> PodRef:
     spec = body.get("spec")
     spec = spec if isinstance(spec, Mapping) else {}
     return PodRef(
-        str(meta.get("namespace") or "default"), str(meta.get("name") or ""), str(meta.get("uid") or ""),
-        spec.get("schedulerName", "default-scheduler"), spec.get("nodeName"),
+        str(meta.get("namespace") or "default"),
+        str(meta.get("name") or ""),
+        str(meta.get("uid") or ""),
+        spec.get("schedulerName", "default-scheduler"),
+        spec.get("nodeName"),
     )
 
 

@@ -63,8 +63,17 @@ CLOCK_SKEW: Final = 2.0
 
 
 async def record(
-    app: App, *, namespace: str, name: str, uid: str, type_: str, reason: str, action: str, message: str,
-    related: Pod | None = None, pipelined: bool = False,
+    app: App,
+    *,
+    namespace: str,
+    name: str,
+    uid: str,
+    type_: str,
+    reason: str,
+    action: str,
+    message: str,
+    related: Pod | None = None,
+    pipelined: bool = False,
 ) -> None:
     """One Event about the pod `namespace/name` (`uid`); `related` names a second pod (upstream's related
     object). `pipelined`: the caller's own slot bounds the writes in flight (a bind's), so the event
@@ -89,7 +98,13 @@ async def record(
         "count": 1,
     }
     if related is not None:
-        body["related"] = {"apiVersion": "v1", "kind": "Pod", "namespace": related.namespace, "name": related.name, "uid": related.uid}
+        body["related"] = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "namespace": related.namespace,
+            "name": related.name,
+            "uid": related.uid,
+        }
     path = f"/api/v1/namespaces/{namespace}/events"
     if pipelined:
         response = await app.api.request("POST", path, body, decode=False)
@@ -102,8 +117,15 @@ async def record(
 
 async def scheduled(app: App, *, namespace: str, name: str, uid: str, node: str, pipelined: bool = False) -> None:
     await record(
-        app, namespace=namespace, name=name, uid=uid, type_="Normal", reason="Scheduled", action=ACTION_BINDING,
-        message=f"Successfully assigned {namespace}/{name} to {node}", pipelined=pipelined,
+        app,
+        namespace=namespace,
+        name=name,
+        uid=uid,
+        type_="Normal",
+        reason="Scheduled",
+        action=ACTION_BINDING,
+        message=f"Successfully assigned {namespace}/{name} to {node}",
+        pipelined=pipelined,
     )
 
 
@@ -119,8 +141,12 @@ async def recover_scheduled(app: App, *, window: float = RECOVERY_WINDOW) -> int
         await asyncio.sleep(0.5)
     cutoff = leading_since - window
     candidates = [
-        p for p in app.cache.pods()
-        if p.scheduler_name in app.states and p.node_name and p.scheduled_at is not None and cutoff <= p.scheduled_at < leading_since
+        p
+        for p in app.cache.pods()
+        if p.scheduler_name in app.states
+        and p.node_name
+        and p.scheduled_at is not None
+        and cutoff <= p.scheduled_at < leading_since
         and not app.cache.is_assumed(p)
     ]
     if not candidates:
@@ -165,13 +191,27 @@ async def failed_scheduling(
         logger.debug("repeated FailedScheduling for %s/%s suppressed", namespace, name)
         return
     await record(
-        app, namespace=namespace, name=name, uid=uid, type_="Warning", reason="FailedScheduling", action=action, message=message
+        app,
+        namespace=namespace,
+        name=name,
+        uid=uid,
+        type_="Warning",
+        reason="FailedScheduling",
+        action=action,
+        message=message,
     )
 
 
 async def preempted(app: App, victim: Pod, *, preemptor: Pod, node: str) -> None:
     """The Normal Preempted event on a victim, upstream's text: ``Preempted by pod <uid> on node <node>``."""
     await record(
-        app, namespace=victim.namespace, name=victim.name, uid=victim.uid, type_="Normal", reason="Preempted",
-        action=ACTION_PREEMPTING, message=f"Preempted by pod {preemptor.uid} on node {node}", related=preemptor,
+        app,
+        namespace=victim.namespace,
+        name=victim.name,
+        uid=victim.uid,
+        type_="Normal",
+        reason="Preempted",
+        action=ACTION_PREEMPTING,
+        message=f"Preempted by pod {preemptor.uid} on node {node}",
+        related=preemptor,
     )

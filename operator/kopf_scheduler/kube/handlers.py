@@ -119,7 +119,11 @@ async def on_pod_event(event: Mapping[str, Any], memo: Any, **_: Any) -> None:
         except convert.ObjectError as exc:
             _unreadable_pod(app, body, str(exc))
             return
-    app.perform(routing.route_unassigned_pod(pod, gone=gone, cache=app.cache, pending=app.pending, served=app.states, now=app.now()))
+    app.perform(
+        routing.route_unassigned_pod(
+            pod, gone=gone, cache=app.cache, pending=app.pending, served=app.states, now=app.now()
+        )
+    )
 
 
 async def reconcile_pending(app: App, *, period: float = RECONCILE_PERIOD) -> None:
@@ -131,7 +135,11 @@ async def reconcile_pending(app: App, *, period: float = RECONCILE_PERIOD) -> No
             continue
         listed = await _unassigned_uids(app)
         if listed is not None:
-            app.perform(routing.route_pending_reconciled(listed, known, cache=app.cache, pending=app.pending, served=app.states, now=app.now()))
+            app.perform(
+                routing.route_pending_reconciled(
+                    listed, known, cache=app.cache, pending=app.pending, served=app.states, now=app.now()
+                )
+            )
 
 
 async def _unassigned_uids(app: App) -> set[str] | None:
@@ -166,10 +174,18 @@ def feeds(app: App) -> list[Feed]:
         except convert.ObjectError as exc:
             logger.warning("skipping bound pod %s: %s", convert.pod_uid(body), exc)
             return
-        app.perform(routing.route_assigned_pod(pod, deleted=kind == "DELETED", cache=app.cache, pending=app.pending, served=app.states, now=app.now()))
+        app.perform(
+            routing.route_assigned_pod(
+                pod, deleted=kind == "DELETED", cache=app.cache, pending=app.pending, served=app.states, now=app.now()
+            )
+        )
 
     def pods_relisted(uids: set[str]) -> None:
-        app.perform(routing.route_assigned_pods_relisted(uids, cache=app.cache, pending=app.pending, served=app.states, now=app.now()))
+        app.perform(
+            routing.route_assigned_pods_relisted(
+                uids, cache=app.cache, pending=app.pending, served=app.states, now=app.now()
+            )
+        )
 
     def nodes(kind: str, body: Mapping[str, Any]) -> None:
         if kind == "DELETED":
@@ -188,7 +204,11 @@ def feeds(app: App) -> list[Feed]:
     def namespaces(kind: str, body: Mapping[str, Any]) -> None:
         name, labels = convert.namespace_labels(body)
         deleted = kind == "DELETED"
-        app.perform(routing.route_namespace(name, None if deleted else labels, cache=app.cache, served=app.states, now=app.now()))
+        app.perform(
+            routing.route_namespace(
+                name, None if deleted else labels, cache=app.cache, served=app.states, now=app.now()
+            )
+        )
 
     def namespaces_relisted(names: set[str]) -> None:
         app.perform(routing.route_namespaces_relisted(names, cache=app.cache, served=app.states, now=app.now()))
@@ -225,7 +245,12 @@ def _object_feed(app: App, path: str, kind: str, *, optional: bool = False) -> F
 def _unreadable_pod(app: App, body: Mapping[str, Any], problem: str) -> None:
     ref = convert.pod_ref(body)
     logger.warning("skipping pod %s/%s: %s", ref.namespace, ref.name, problem)
-    if routing.reports_unreadable(ref.scheduler_name, ref.node_name, app.states) and app.leading.is_set() and ref.name and ref.uid:
+    if (
+        routing.reports_unreadable(ref.scheduler_name, ref.node_name, app.states)
+        and app.leading.is_set()
+        and ref.name
+        and ref.uid
+    ):
         message = f"cannot read the pod: {problem}"
         app.spawn(events.failed_scheduling(app, namespace=ref.namespace, name=ref.name, uid=ref.uid, message=message))
 
@@ -294,7 +319,9 @@ class _PolicyDiffBase(kopf.AnnotationsDiffBaseStorage):
         return None if body.get("kind") == "Pod" else super().fetch(body=body)
 
 
-def configure(settings: kopf.OperatorSettings, *, shard: str = "", watch_idle_timeout: float = WATCH_IDLE_TIMEOUT) -> None:
+def configure(
+    settings: kopf.OperatorSettings, *, shard: str = "", watch_idle_timeout: float = WATCH_IDLE_TIMEOUT
+) -> None:
     """Settings of Kopf, which serves the unassigned pods and the SchedulingPolicies:
     - pods: only unassigned ones, selected by the API server; an empty diff-base essence; the
       per-object loggers (``kopf.objects``) at WARNING, since their debug lines are built per event;
@@ -345,7 +372,12 @@ async def startup(settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
     if app.leading.is_set():  # no leader election: lead from the start
         app.spawn(events.recover_scheduled(app))
     credentials = app.api.credentials
-    logger.info("kopf-scheduler %s started; API server %s, credentials from %s", app.identity, credentials.server, credentials.source)
+    logger.info(
+        "kopf-scheduler %s started; API server %s, credentials from %s",
+        app.identity,
+        credentials.server,
+        credentials.source,
+    )
     plugins = installed_registry()
     for name in plugins.out_of_tree():
         logger.info("out-of-tree plugin %s from %s", name, plugins.origins[name])

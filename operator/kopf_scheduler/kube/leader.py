@@ -303,7 +303,9 @@ class ApiLeaseClient:
 
     async def replace(self, record: LeaseRecord, *, resource_version: str) -> StoredLease:
         body = lease_body(record, name=self._name, namespace=self._namespace, resource_version=resource_version)
-        return self._stored("PUT", await self._api.request("PUT", f"{self._collection}/{self._name}", body, fence=False))
+        return self._stored(
+            "PUT", await self._api.request("PUT", f"{self._collection}/{self._name}", body, fence=False)
+        )
 
     def _stored(self, method: str, response: Response) -> StoredLease:
         ref = f"{method} lease {self._namespace}/{self._name}"
@@ -433,7 +435,12 @@ class LeaderElector:
             done, _ = await asyncio.wait({work, renewing}, return_when=asyncio.FIRST_COMPLETED)
             if renewing in done:
                 graceful = False
-                logger.warning("%s: lost lease %s: no renewal within %.1fs", self.identity, self._lease_ref, self._config.renew_deadline)
+                logger.warning(
+                    "%s: lost lease %s: no renewal within %.1fs",
+                    self.identity,
+                    self._lease_ref,
+                    self._config.renew_deadline,
+                )
             elif not work.cancelled() and work.exception() is not None:
                 logger.error("%s: the leading work failed; stepping down", self.identity, exc_info=work.exception())
             else:
@@ -462,7 +469,12 @@ class LeaderElector:
             deadline = self._clock.monotonic() + self._config.renew_deadline
             while not await self._attempt():
                 if self._renewed_at is None:  # a read showed another holder with a valid term: over now
-                    logger.warning("%s: lease %s is held by %s; stepping down", self.identity, self._lease_ref, self.leader_identity)
+                    logger.warning(
+                        "%s: lease %s is held by %s; stepping down",
+                        self.identity,
+                        self._lease_ref,
+                        self.leader_identity,
+                    )
                     return
                 if self._clock.monotonic() + self._config.retry_period >= deadline:
                     return

@@ -39,7 +39,20 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from ..core import routing
-from ..core.cycle import Bind, Error, Outcome, Skip, Unschedulable, Wait, conclude, decide, next_wait, prepare, schedule_one, settle_waiting
+from ..core.cycle import (
+    Bind,
+    Error,
+    Outcome,
+    Skip,
+    Unschedulable,
+    Wait,
+    conclude,
+    decide,
+    next_wait,
+    prepare,
+    schedule_one,
+    settle_waiting,
+)
 from ..core.diagnosis import truncate_message
 from ..core.objects import Pod
 from ..core.queueing import QueuedPodInfo
@@ -108,8 +121,12 @@ def _housekeeping(app: App, state: PolicyState, now: float) -> None:
         logger.warning("assumed pod %s expired: the watch never confirmed its binding", pod.key)
     app.perform(routed)
     counts = state.queue.pending_counts()
-    app.metrics.set_pending_pods({k: v for k, v in counts.items() if k in ("active", "backoff", "unschedulable", "gated")})  # type: ignore[misc]
-    app.metrics.set_cache_size(nodes=app.cache.node_count(), pods=app.cache.pod_count(), assumed_pods=app.cache.assumed_count())
+    app.metrics.set_pending_pods(
+        {k: v for k, v in counts.items() if k in ("active", "backoff", "unschedulable", "gated")}
+    )  # type: ignore[misc]
+    app.metrics.set_cache_size(
+        nodes=app.cache.node_count(), pods=app.cache.pod_count(), assumed_pods=app.cache.assumed_count()
+    )
     app.metrics.set_leader(state.policy, app.leading.is_set())
     podgroups.refresh(app)
 
@@ -122,7 +139,14 @@ async def _attempt(app: App, state: PolicyState, info: QueuedPodInfo) -> None:
         outcome = await _schedule_one_off_loop(app, state, info)
     else:
         outcome = schedule_one(
-            info, state.snapshot, state.scheduler, cache=app.cache, queue=state.queue, rng=state.rng, now=started, waiting=app.waiting
+            info,
+            state.snapshot,
+            state.scheduler,
+            cache=app.cache,
+            queue=state.queue,
+            rng=state.rng,
+            now=started,
+            waiting=app.waiting,
         )
     done = app.now()
     profile = state.scheduler_name
@@ -143,7 +167,9 @@ async def _attempt(app: App, state: PolicyState, info: QueuedPodInfo) -> None:
             if post_filtered:
                 app.metrics.observe_preemption(len(victims))
             logger.info("%s is unschedulable: %s", pod.key, message)
-            app.spawn(events.failed_scheduling(app, namespace=pod.namespace, name=pod.name, uid=pod.uid, message=message))
+            app.spawn(
+                events.failed_scheduling(app, namespace=pod.namespace, name=pod.name, uid=pod.uid, message=message)
+            )
             condition = app.conditions.should_write(pod.uid, message)
             renominate = nominated if nominated is not None and nominated != pod.nominated_node_name else None
             if condition or renominate is not None:
@@ -154,7 +180,9 @@ async def _attempt(app: App, state: PolicyState, info: QueuedPodInfo) -> None:
             app.metrics.observe_algorithm(done - started)
             app.metrics.observe_attempt("error", profile, done - started)
             logger.warning("error scheduling %s: %s", pod.key, message, exc_info=exception)
-            app.spawn(events.failed_scheduling(app, namespace=pod.namespace, name=pod.name, uid=pod.uid, message=message))
+            app.spawn(
+                events.failed_scheduling(app, namespace=pod.namespace, name=pod.name, uid=pod.uid, message=message)
+            )
             if nominated == "" and pod.nominated_node_name:
                 app.spawn(preemption.patch_pod_status(app, pod, nominated_node=""))
 
@@ -165,11 +193,15 @@ async def _schedule_one_off_loop(app: App, state: PolicyState, info: QueuedPodIn
     skip = prepare(info, snapshot, cache=app.cache, queue=state.queue, private_objects=True)
     if skip is not None:
         return skip
-    decided = await app.run_blocking(decide, info, snapshot, scheduler, rng=state.rng, nominator=state.queue.nominator.copy())
+    decided = await app.run_blocking(
+        decide, info, snapshot, scheduler, rng=state.rng, nominator=state.queue.nominator.copy()
+    )
     if not isinstance(decided, Error):
         for problem in decided.extender_errors:
             logger.info("scheduling %s: %s", info.pod.key, problem)
-    return conclude(info, decided, cache=app.cache, queue=state.queue, now=app.now(), profile=scheduler.profile, waiting=app.waiting)
+    return conclude(
+        info, decided, cache=app.cache, queue=state.queue, now=app.now(), profile=scheduler.profile, waiting=app.waiting
+    )
 
 
 async def _settle(app: App, now: float) -> None:
@@ -190,7 +222,11 @@ async def _settle(app: App, now: float) -> None:
         pod, message = r.pod, r.status.message
         logger.info("%s was rejected at Permit by %s: %s", pod.key, r.status.plugin, message)
         app.metrics.observe_attempt("unschedulable", r.scheduler_name, 0.0)
-        app.spawn(events.failed_scheduling(app, namespace=pod.namespace, name=pod.name, uid=pod.uid, message=message, stage=STAGE_PERMIT))
+        app.spawn(
+            events.failed_scheduling(
+                app, namespace=pod.namespace, name=pod.name, uid=pod.uid, message=message, stage=STAGE_PERMIT
+            )
+        )
         if app.conditions.should_write(pod.uid, message):
             app.spawn(_update_status(app, pod, message, None))
         rejections.update(dict.fromkeys(r.gangs, message))

@@ -39,7 +39,11 @@ def refresh(app: App, *, rejected: dict[str, str] | None = None) -> None:
     waiting_uids = {w.pod.uid for w in app.waiting}
     for key, group in app.cache.objects.pod_groups.items():
         members = app.cache.objects.gang_members.get(key, frozenset())
-        bound = [p for uid in members if (p := app.cache.get_pod(uid)) is not None and app.cache.state_of(p) is not PodState.ASSUMED]
+        bound = [
+            p
+            for uid in members
+            if (p := app.cache.get_pod(uid)) is not None and app.cache.state_of(p) is not PodState.ASSUMED
+        ]
         waiting = len(members & waiting_uids)
         if group.api == WORKLOAD_API:
             status = _workload_status(app, group, len(bound), rejected.get(key))
@@ -58,7 +62,11 @@ def _workload_status(app: App, group: PodGroup, bound: int, rejection: str | Non
     if group.initially_scheduled == "True" or (last is not None and last["status"] == "True"):
         return last  # terminal: never regresses
     if bound >= group.min_count:
-        return {"status": "True", "reason": REASON_SCHEDULED, "message": f"{bound} of the {group.min_count} pods it needs are bound"}
+        return {
+            "status": "True",
+            "reason": REASON_SCHEDULED,
+            "message": f"{bound} of the {group.min_count} pods it needs are bound",
+        }
     if rejection is not None:
         return {"status": "False", "reason": REASON_UNSCHEDULABLE, "message": rejection}
     return last

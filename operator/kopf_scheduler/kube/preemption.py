@@ -45,12 +45,20 @@ __all__ = ["evict", "patch_pod_status", "preempt"]
 logger = logging.getLogger(__name__)
 
 
-async def preempt(app: App, preemptor: Pod, node: str, victims: Sequence[Pod], clear_nominations: Sequence[Pod]) -> None:
+async def preempt(
+    app: App, preemptor: Pod, node: str, victims: Sequence[Pod], clear_nominations: Sequence[Pod]
+) -> None:
     """Evict `victims` for `preemptor` on `node` (concurrently), then clear the lower nominations."""
     if not _still_wanted(app, preemptor, node):
-        logger.info("not preempting on %s for %s: it is no longer pending here or no longer nominated there", node, preemptor.key)
+        logger.info(
+            "not preempting on %s for %s: it is no longer pending here or no longer nominated there",
+            node,
+            preemptor.key,
+        )
         return
-    await asyncio.gather(*(evict(app, victim, preemptor=preemptor, node=node) for victim in victims if not victim.deleting))
+    await asyncio.gather(
+        *(evict(app, victim, preemptor=preemptor, node=node) for victim in victims if not victim.deleting)
+    )
     for other in clear_nominations:
         if other.nominated_node_name:
             await patch_pod_status(app, other, nominated_node="")
@@ -99,7 +107,9 @@ async def evict(app: App, victim: Pod, *, preemptor: Pod, node: str) -> bool:
     return True
 
 
-async def patch_pod_status(app: App, pod: Pod, *, condition: dict[str, Any] | None = None, nominated_node: str | None = None) -> Response:
+async def patch_pod_status(
+    app: App, pod: Pod, *, condition: dict[str, Any] | None = None, nominated_node: str | None = None
+) -> Response:
     """One pods/status patch: a condition (merged by type) and/or ``nominatedNodeName`` ("" removes it).
 
     Anything but 2xx, 404 and a fenced write is logged; a 404 for a pending pod drops it
@@ -116,7 +126,9 @@ async def patch_pod_status(app: App, pod: Pod, *, condition: dict[str, Any] | No
             content_type="application/strategic-merge-patch+json",
         )  # fmt: skip
     if response.gone and not pod.node_name:
-        app.perform(routing.route_pod_vanished(pod, cache=app.cache, pending=app.pending, served=app.states, now=app.now()))
+        app.perform(
+            routing.route_pod_vanished(pod, cache=app.cache, pending=app.pending, served=app.states, now=app.now())
+        )
     elif not response.ok and not response.gone and not response.fenced:
         logger.warning("cannot patch the status of %s: %s", pod.key, response.describe())
     return response

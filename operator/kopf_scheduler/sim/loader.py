@@ -164,7 +164,9 @@ def load_cluster(docs: Iterable[Mapping[str, Any]], *, source: str = "cluster") 
                 elif api_version.startswith(o.WORKLOAD_API + "/"):
                     pg = parsing.parse_pod_group(doc)
                 else:
-                    raise parsing.ObjectError(f"PodGroup of apiVersion {api_version!r}: expected {o.WORKLOAD_API}/v1beta1 or {o.COSCHEDULING_API}/v1alpha1")
+                    raise parsing.ObjectError(
+                        f"PodGroup of apiVersion {api_version!r}: expected {o.WORKLOAD_API}/v1beta1 or {o.COSCHEDULING_API}/v1alpha1"
+                    )
                 objs.pod_groups[pg.key] = pg
             elif kind == "Namespace":
                 meta = doc.get("metadata") or {}
@@ -181,7 +183,10 @@ def load_cluster(docs: Iterable[Mapping[str, Any]], *, source: str = "cluster") 
 
 
 def load_pods(
-    docs: Iterable[Mapping[str, Any]], *, source: str = "pods", priority_classes: Mapping[str, o.PriorityClass] | None = None
+    docs: Iterable[Mapping[str, Any]],
+    *,
+    source: str = "pods",
+    priority_classes: Mapping[str, o.PriorityClass] | None = None,
 ) -> list[o.Pod | UnreadablePod]:
     """The pending pods of ``docs``, in file order, their priorities resolved through `priority_classes`
     (default: only the system classes). A pod that cannot be read, or that the API server would refuse,
@@ -225,7 +230,9 @@ def load_policy(path: str | Path | None, *, scheduler_name: str = DEFAULT_SCHEDU
     elif kind in ("Policy", "ConfigMap") or "predicates" in raw or "priorities" in raw:
         converted = legacy.import_policy(raw, scheduler_name=scheduler_name)
         if isinstance(converted, list):
-            raise PolicyFileError(f"{p}: not a valid v1.9 Policy:\n" + "\n".join(f"  {e.path}: {e.message}" for e in converted))
+            raise PolicyFileError(
+                f"{p}: not a valid v1.9 Policy:\n" + "\n".join(f"  {e.path}: {e.message}" for e in converted)
+            )
         spec = converted
     else:
         raise PolicyFileError(f"{p}: expected kind SchedulingPolicy or Policy, got {kind!r}")

@@ -24,19 +24,33 @@ def _explained(p: Placement, explained: str | None) -> bool:
 
 
 def placement_json(p: Placement, *, explain: bool = True) -> dict[str, Any]:
-    out: dict[str, Any] = {"pod": p.pod, "node": p.node, "message": p.message, "nominatedNode": p.nominated_node or None, "victims": list(p.victims)}
+    out: dict[str, Any] = {
+        "pod": p.pod,
+        "node": p.node,
+        "message": p.message,
+        "nominatedNode": p.nominated_node or None,
+        "victims": list(p.victims),
+    }
     if explain and p.explanation is not None:
         out["explain"] = to_json(p.explanation)
     return out
 
 
 def capacity_json(c: Capacity) -> dict[str, Any]:
-    return {"pod": c.pod, "replicas": c.replicas, "nodes": dict(sorted(c.nodes.items())), "stoppedBy": c.stopped_by, "limit": c.limit}
+    return {
+        "pod": c.pod,
+        "replicas": c.replicas,
+        "nodes": dict(sorted(c.nodes.items())),
+        "stoppedBy": c.stopped_by,
+        "limit": c.limit,
+    }
 
 
 def report_json(result: SimulationResult, *, explained: str | None = None, capacity: Capacity | None = None) -> str:
     """The placements (``explain`` on the `explained` pod, or on each with ``EVERY_POD``) and ``maxReplicas``."""
-    out: dict[str, Any] = {"placements": [placement_json(p, explain=_explained(p, explained)) for p in result.placements]}
+    out: dict[str, Any] = {
+        "placements": [placement_json(p, explain=_explained(p, explained)) for p in result.placements]
+    }
     if capacity is not None:
         out["maxReplicas"] = capacity_json(capacity)
     return json.dumps(out, indent=2)
@@ -65,7 +79,10 @@ def utilization_rows(cache: SchedulerCache) -> list[tuple[str, ...]]:
 
 def capacity_lines(c: Capacity) -> list[str]:
     """``N copies of POD fit``, the copies per node, and the FitError text of the first one that did not."""
-    lines = [f"{c.replicas} {'copy' if c.replicas == 1 else 'copies'} of {c.pod} fit" + (f" (stopped at --max-limit {c.limit})" if not c.stopped_by else "")]
+    lines = [
+        f"{c.replicas} {'copy' if c.replicas == 1 else 'copies'} of {c.pod} fit"
+        + (f" (stopped at --max-limit {c.limit})" if not c.stopped_by else "")
+    ]
     if c.nodes:
         lines += table([(node, str(n)) for node, n in sorted(c.nodes.items())], ("NODE", "COPIES"), right=(1,))
     if c.stopped_by:
@@ -73,14 +90,20 @@ def capacity_lines(c: Capacity) -> list[str]:
     return lines
 
 
-def report_table(result: SimulationResult, cache: SchedulerCache, *, explained: str | None = None, capacity: Capacity | None = None) -> str:
+def report_table(
+    result: SimulationResult, cache: SchedulerCache, *, explained: str | None = None, capacity: Capacity | None = None
+) -> str:
     lines: list[str] = []
     if result.placements:
         if any(p.victims for p in result.placements):
-            rows: Iterable[tuple[str, ...]] = ((p.pod, p.node or "<none>", ", ".join(p.victims) or "-", p.message) for p in result.placements)
+            rows: Iterable[tuple[str, ...]] = (
+                (p.pod, p.node or "<none>", ", ".join(p.victims) or "-", p.message) for p in result.placements
+            )
             lines += table(list(rows), ("POD", "NODE", "PREEMPTED", "MESSAGE"))
         else:
-            lines += table([(p.pod, p.node or "<none>", p.message) for p in result.placements], ("POD", "NODE", "MESSAGE"))
+            lines += table(
+                [(p.pod, p.node or "<none>", p.message) for p in result.placements], ("POD", "NODE", "MESSAGE")
+            )
         lines.append("")
     for p in result.placements:
         if _explained(p, explained):

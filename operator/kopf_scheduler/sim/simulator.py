@@ -137,7 +137,9 @@ class Simulation:
         self.cache.update_snapshot(self.snapshot)
         return self.algorithm.schedule(pod, self.snapshot, rng=self.rng, explain=self.explain, nominator=self.nominator)
 
-    def _explanation(self, pod: Pod, result: ScheduleResult, preempted: ScheduleResult | None = None) -> Explanation | None:
+    def _explanation(
+        self, pod: Pod, result: ScheduleResult, preempted: ScheduleResult | None = None
+    ) -> Explanation | None:
         """With ``explain``: `result`'s explanation; after a preemption, `preempted` (the attempt that chose the
         victims) says what preemption considered."""
         if not self.explain:
@@ -184,11 +186,19 @@ class Simulation:
         retry = self._decide(nominated)
         if retry.node is None:
             return Placement(pod.key, None, retry.message, self._explanation(pod, retry, result), node, victims)
-        return self._place(nominated, retry.node, node, victims, explanation=self._explanation(pod, retry, result), state=retry.state)
+        return self._place(
+            nominated, retry.node, node, victims, explanation=self._explanation(pod, retry, result), state=retry.state
+        )
 
     def _place(
-        self, pod: Pod, node: str, nominated_node: str = "", victims: tuple[str, ...] = (), *,
-        explanation: Explanation | None = None, state: CycleState | None = None,
+        self,
+        pod: Pod,
+        node: str,
+        nominated_node: str = "",
+        victims: tuple[str, ...] = (),
+        *,
+        explanation: Explanation | None = None,
+        state: CycleState | None = None,
     ) -> Placement:
         """Assume `pod` on `node`, run the Reserve and Permit plugins, and confirm it (the simulated
         bind), or hold it waiting for its gang, or undo it when a plugin says no."""
@@ -196,7 +206,14 @@ class Simulation:
         placed = self.cache.assume(pod, node)
         info = QueuedPodInfo(pod, timestamp=0.0, added_at=0.0)
         outcome = reserve_and_permit(
-            info, placed, state or CycleState(), self.profile, cache=self.cache, queue=None, now=0.0, waiting=self.waiting
+            info,
+            placed,
+            state or CycleState(),
+            self.profile,
+            cache=self.cache,
+            queue=None,
+            now=0.0,
+            waiting=self.waiting,
         )
         match outcome:
             case Bind():
@@ -225,11 +242,15 @@ class Simulation:
         """Place copies of `template` (``<name>-<i>``) one after another, each counting for the next, until one
         does not fit or `limit` copies (0: no limit) are placed. Copies never preempt: the question is how
         many fit in the room there is, as cluster-capacity asks it."""
-        algorithm = GenericScheduler(dataclasses.replace(self.profile, post_filters=()), extender_factory=self._extender_factory)
+        algorithm = GenericScheduler(
+            dataclasses.replace(self.profile, post_filters=()), extender_factory=self._extender_factory
+        )
         placed: dict[str, int] = {}
         count = 0
         while not limit or count < limit:
-            copy = dataclasses.replace(template, name=f"{template.name}-{count}", uid=f"{template.uid}-copy-{count}", nominated_node_name="")
+            copy = dataclasses.replace(
+                template, name=f"{template.name}-{count}", uid=f"{template.uid}-copy-{count}", nominated_node_name=""
+            )
             self.cache.update_snapshot(self.snapshot)
             result = algorithm.schedule(copy, self.snapshot, rng=self.rng, nominator=self.nominator)
             if result.node is None:

@@ -47,7 +47,12 @@ class HealthServer:
         await self.runner.cleanup()
 
 
-def _app(ready_check: ReadyCheck, metrics: SchedulerMetrics, leading: Callable[[], bool] | None, attempts: AttemptLookup | None) -> web.Application:
+def _app(
+    ready_check: ReadyCheck,
+    metrics: SchedulerMetrics,
+    leading: Callable[[], bool] | None,
+    attempts: AttemptLookup | None,
+) -> web.Application:
     async def healthz(_: web.Request) -> web.Response:
         return web.Response(text="ok\n")
 
@@ -69,7 +74,9 @@ def _app(ready_check: ReadyCheck, metrics: SchedulerMetrics, leading: Callable[[
         found = attempts(namespace, name)
         if isinstance(found, str):
             standby = leading is not None and not leading()
-            return web.json_response({"error": found + ("; this replica is standing by: ask the leader" if standby else "")}, status=404)
+            return web.json_response(
+                {"error": found + ("; this replica is standing by: ask the leader" if standby else "")}, status=404
+            )
         return web.json_response(found)
 
     app = web.Application()

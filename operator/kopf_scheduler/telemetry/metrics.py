@@ -17,7 +17,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final, Literal
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics, generate_latest
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    disable_created_metrics,
+    generate_latest,
+)
 
 __all__ = [
     "ATTEMPT_RESULTS",

@@ -59,7 +59,11 @@ def control_plane(tmp_path_factory: pytest.TempPathFactory, audit_log: Path) -> 
     cp = ControlPlane(
         tmp_path_factory.mktemp("fault-plane"),
         die_with_parent=True,
-        extra_apiserver_args=[f"--audit-policy-file={policy}", f"--audit-log-path={audit_log}", "--audit-log-format=json"],
+        extra_apiserver_args=[
+            f"--audit-policy-file={policy}",
+            f"--audit-log-path={audit_log}",
+            "--audit-log-format=json",
+        ],
     )
     cp.up()
     try:
@@ -84,8 +88,14 @@ def api(kubeconfig: Path) -> Iterator[client.ApiClient]:
 
 @pytest.fixture
 def rig(
-    control_plane: ControlPlane, api: client.ApiClient, custom: client.CustomObjectsApi, sa_kubeconfig: Path,
-    namespace: str, audit_log: Path, tmp_path: Path, request: pytest.FixtureRequest,
+    control_plane: ControlPlane,
+    api: client.ApiClient,
+    custom: client.CustomObjectsApi,
+    sa_kubeconfig: Path,
+    namespace: str,
+    audit_log: Path,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
 ) -> Iterator[Rig]:
     """Nodes, a policy, operators and pods for one test; torn down after it (operator logs printed on failure)."""
     r = Rig(control_plane, api, custom, sa_kubeconfig, namespace, audit_log, tmp_path)

@@ -155,7 +155,9 @@ class StallProxy:
     @property
     def held(self) -> int:
         """Bytes held by stalled connections right now (both directions)."""
-        return sum(len(data) for link in list(self._links) for chunks in list(link.held.values()) for data in list(chunks))
+        return sum(
+            len(data) for link in list(self._links) for chunks in list(link.held.values()) for data in list(chunks)
+        )
 
     # ---- lifecycle
 
@@ -185,7 +187,9 @@ class StallProxy:
     def __enter__(self) -> StallProxy:
         return self.start()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()
 
     # ---- faults
@@ -355,7 +359,10 @@ def _etcd(control_plane: ControlPlane, path: str, body: dict[str, Any], timeout:
     if port is None:
         raise RuntimeError(f"no etcd is recorded in {control_plane.workdir}")
     request = urllib.request.Request(
-        f"http://{LOOPBACK}:{port}{path}", data=json.dumps(body).encode(), method="POST", headers={"Content-Type": "application/json"}
+        f"http://{LOOPBACK}:{port}{path}",
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={"Content-Type": "application/json"},
     )
     with urllib.request.urlopen(request, timeout=timeout) as response:
         return dict(json.load(response))

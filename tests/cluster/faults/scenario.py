@@ -182,7 +182,14 @@ class Producer(threading.Thread):
     """Creates pods in order as a workload controller would, through outages: a failed create is
     tried again (a create that worked but whose answer was lost comes back 409 AlreadyExists: done)."""
 
-    def __init__(self, core: client.CoreV1Api, namespace: str, bodies: Sequence[dict[str, Any]], *, after_create: Callable[[dict[str, Any]], None] | None = None) -> None:
+    def __init__(
+        self,
+        core: client.CoreV1Api,
+        namespace: str,
+        bodies: Sequence[dict[str, Any]],
+        *,
+        after_create: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
         super().__init__(name="producer", daemon=True)
         self.core, self.namespace, self.bodies = core, namespace, list(bodies)
         self.after_create = after_create
@@ -276,8 +283,14 @@ class Rig:
     """One fault test's world; see the module docstring."""
 
     def __init__(
-        self, cp: ControlPlane, api: client.ApiClient, custom: client.CustomObjectsApi, sa_kubeconfig: Path,
-        namespace: str, audit_log: Path, tmp_path: Path,
+        self,
+        cp: ControlPlane,
+        api: client.ApiClient,
+        custom: client.CustomObjectsApi,
+        sa_kubeconfig: Path,
+        namespace: str,
+        audit_log: Path,
+        tmp_path: Path,
     ) -> None:
         self.cp, self.api, self.custom, self.sa_kubeconfig = cp, api, custom, sa_kubeconfig
         self.core = client.CoreV1Api(api)
@@ -295,11 +308,15 @@ class Rig:
     def policy(self, spec: dict[str, Any] | None = None, *, name: str | None = None) -> str:
         """A SchedulingPolicy serving this rig's scheduler name (DefaultProvider unless `spec` says more)."""
         name = name or self.scheduler
-        create_policy(self.custom, name, {"schedulerName": self.scheduler, "algorithmProvider": "DefaultProvider", **(spec or {})})
+        create_policy(
+            self.custom, name, {"schedulerName": self.scheduler, "algorithmProvider": "DefaultProvider", **(spec or {})}
+        )
         self.policies.append(name)
         return name
 
-    def operator(self, *flags: str, name: str = "operator", kubeconfig: Path | None = None, verbose: bool = True) -> Operator:
+    def operator(
+        self, *flags: str, name: str = "operator", kubeconfig: Path | None = None, verbose: bool = True
+    ) -> Operator:
         """`kopf-scheduler run` for this rig's policies (a --policy shard: it leaves other tests' policies alone)."""
         shard = [a for p in self.policies for a in ("--policy", p)]
         config = kubeconfig or self.sa_kubeconfig
@@ -312,7 +329,9 @@ class Rig:
         for name in self.policies:
             wait_accepted(self.custom, name, op)
 
-    def pods(self, n: int, *, prefix: str = "p", cpu: str = "100m", memory: str = "128Mi", **kwargs: Any) -> list[dict[str, Any]]:
+    def pods(
+        self, n: int, *, prefix: str = "p", cpu: str = "100m", memory: str = "128Mi", **kwargs: Any
+    ) -> list[dict[str, Any]]:
         return [self.group.pod(f"{prefix}-{i}", cpu=cpu, memory=memory, **kwargs) for i in range(n)]
 
     def produce(self, bodies: Sequence[dict[str, Any]], **kwargs: Any) -> Producer:
@@ -331,7 +350,9 @@ class Rig:
             return {}
         return {p.metadata.name: p.spec.node_name for p in items}
 
-    def wait_bound(self, names: Iterable[str], *, timeout: float, op: Operator | None = None, at_least: int | None = None) -> float:
+    def wait_bound(
+        self, names: Iterable[str], *, timeout: float, op: Operator | None = None, at_least: int | None = None
+    ) -> float:
         """Wait until all `names` (or `at_least` of them) are bound; returns when (time.monotonic())."""
         wanted = set(names)
         need = len(wanted) if at_least is None else at_least
@@ -340,7 +361,12 @@ class Rig:
             placed = self.placement()
             return sum(1 for n in wanted if placed.get(n)) >= need
 
-        wait(op or (self.operators[-1] if self.operators else None), enough, timeout=timeout, message=f"{need} of {len(wanted)} pods bound")
+        wait(
+            op or (self.operators[-1] if self.operators else None),
+            enough,
+            timeout=timeout,
+            message=f"{need} of {len(wanted)} pods bound",
+        )
         return time.monotonic()
 
     def events(self, reason: str) -> list[Any]:
@@ -355,7 +381,9 @@ class Rig:
         """Every write in the audit log (all namespaces unless told: Leases live in kopf-scheduler)."""
         return writes(self.audit_log, namespace, since)
 
-    def writes_by(self, identity: str | Operator, *, since: datetime | None = None, namespace: str | None = None) -> list[Write]:
+    def writes_by(
+        self, identity: str | Operator, *, since: datetime | None = None, namespace: str | None = None
+    ) -> list[Write]:
         """The writes one operator replica made itself (its user agent names `identity`, as its start-up
         line does: ``Operator.identity``); Kopf's requests inside the same process are not counted."""
         who = identity.identity() if isinstance(identity, Operator) else identity
@@ -394,7 +422,9 @@ class Rig:
 
     # ---- the verdict
 
-    def verdict(self, *, pods: Iterable[str], ops: Sequence[Operator], audit_complete: bool = True, timeout: float = 60.0) -> Figures:
+    def verdict(
+        self, *, pods: Iterable[str], ops: Sequence[Operator], audit_complete: bool = True, timeout: float = 60.0
+    ) -> Figures:
         """Check the module docstring's promises for `pods`, with the cache of each operator in `ops` (still running)."""
         names = set(pods)
         figures = Figures(pods=len(names))
@@ -407,7 +437,9 @@ class Rig:
             failed = {e.involved_object.name for e in self.events("FailedScheduling")}
             return placed if all(placed[n] or n in failed for n in names) else None
 
-        placed = wait(op, every_pod_accounted, timeout=timeout, message="every pod bound or Pending with a FailedScheduling event")
+        placed = wait(
+            op, every_pod_accounted, timeout=timeout, message="every pod bound or Pending with a FailedScheduling event"
+        )
         bound = {n: placed[n] for n in names if placed[n]}
         figures.bound, figures.pending = len(bound), len(names) - len(bound)
 
@@ -418,7 +450,9 @@ class Rig:
         assert figures.double_binds == 0, {n: c for n, c in successes.items() if c > 1}
         for name, node in bound.items():
             if audit_complete:
-                assert successes[name] == 1, f"{name} is on {node} but the audit log has {successes[name]} successful bindings"
+                assert successes[name] == 1, (
+                    f"{name} is on {node} but the audit log has {successes[name]} successful bindings"
+                )
             ok = [r for r in requests if r.pod == name and r.code == 201]
             assert all(r.node == node for r in ok), (name, node, ok)
 
@@ -427,7 +461,9 @@ class Rig:
         for e in self.events("Scheduled"):
             if e.involved_object.name in bound:
                 assert e.message.endswith(f" to {bound[e.involved_object.name]}"), e.message
-        conflicts = [e.message for e in self.events("FailedScheduling") if "already assigned" in e.message or "409" in e.message]
+        conflicts = [
+            e.message for e in self.events("FailedScheduling") if "already assigned" in e.message or "409" in e.message
+        ]
         assert not conflicts, f"a 409 on binding reached users: {conflicts[:3]}"
 
         for running in ops:
@@ -467,7 +503,9 @@ class Rig:
                 ours = {k for k in entry["pods"] if k.startswith(self.namespace + "/")}
                 got = (entry["requested"].get("cpu", 0), entry["requested"].get("memory", 0), ours)
                 if got != (cpu, memory, keys) or entry["assumed"]:
-                    last.append(f"{node}: cache {got[:2]} {sorted(ours)} assumed {entry['assumed']}, API server {(cpu, memory)} {sorted(keys)}")
+                    last.append(
+                        f"{node}: cache {got[:2]} {sorted(ours)} assumed {entry['assumed']}, API server {(cpu, memory)} {sorted(keys)}"
+                    )
             return not last
 
         try:

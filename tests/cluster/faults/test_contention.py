@@ -43,12 +43,26 @@ def bind(core: client.CoreV1Api, namespace: str, pod: str, node: str) -> bool:
 def test_the_leader_killed_under_load(rig: Rig) -> None:
     rig.group.nodes(20, cpu="8", memory="32Gi")
     rig.policy()
-    flags = ["--leader-elect", "--lease-namespace", "kopf-scheduler", "--lease-duration", str(LEASE), "--renew-deadline", str(RENEW), "--retry-period", str(RETRY)]
+    flags = [
+        "--leader-elect",
+        "--lease-namespace",
+        "kopf-scheduler",
+        "--lease-duration",
+        str(LEASE),
+        "--renew-deadline",
+        str(RENEW),
+        "--retry-period",
+        str(RETRY),
+    ]
     leader = rig.operator(*flags, name="replica")
     rig.accepted(leader)
     wait(leader, lambda: "started leading" in leader.text(), message="the first replica leads")
     standby = rig.operator(*flags, name="replica")
-    wait(standby, lambda: "attempting to acquire lease" in standby.text(), message="the second replica stands as a candidate")
+    wait(
+        standby,
+        lambda: "attempting to acquire lease" in standby.text(),
+        message="the second replica stands as a candidate",
+    )
     pods = [p["metadata"]["name"] for p in rig.pods(400)]
     rig.produce(rig.pods(400))
     rig.wait_bound(pods, at_least=len(pods) // 3, timeout=60)
@@ -60,7 +74,12 @@ def test_the_leader_killed_under_load(rig: Rig) -> None:
     rig.producers[0].done(60)
     figures = rig.verdict(pods=pods, ops=[standby])
     by = Counter(e.reporting_instance for e in rig.events("Scheduled"))
-    figures.extra.update(takeover_s=round(took, 1), all_bound_after_kill_s=round(done - killed, 1), scheduled_by_leader=by[leader.identity()], by_standby=by[standby.identity()])
+    figures.extra.update(
+        takeover_s=round(took, 1),
+        all_bound_after_kill_s=round(done - killed, 1),
+        scheduled_by_leader=by[leader.identity()],
+        by_standby=by[standby.identity()],
+    )
     log(figures.line(f"leader SIGKILL, standby takes over (lease {LEASE}s, retry {RETRY}s)"))
     assert figures.bound == len(pods) and figures.lost == 0
     assert set(by) <= {leader.identity(), standby.identity()} and by[standby.identity()] > 0
@@ -78,9 +97,15 @@ def test_a_racing_binder_binds_some_of_our_pods_first(rig: Rig) -> None:
     rig.accepted(op)
     rng = random.Random(7)
     # 1. pods we cannot place (their selector matches no node) wait as unschedulable; another binder places them
-    elsewhere = [p["metadata"]["name"] for p in rig.pods(20, prefix="elsewhere", node_selector={"e2e.kopf.dev/none": "x"})]
+    elsewhere = [
+        p["metadata"]["name"] for p in rig.pods(20, prefix="elsewhere", node_selector={"e2e.kopf.dev/none": "x"})
+    ]
     rig.produce(rig.pods(20, prefix="elsewhere", node_selector={"e2e.kopf.dev/none": "x"})).done(30)
-    wait(op, lambda: {e.involved_object.name for e in rig.events("FailedScheduling")} >= set(elsewhere), message="the operator gave up on them")
+    wait(
+        op,
+        lambda: {e.involved_object.name for e in rig.events("FailedScheduling")} >= set(elsewhere),
+        message="the operator gave up on them",
+    )
     for i, name in enumerate(elsewhere):
         assert bind(rig.core, rig.namespace, name, nodes[i % len(nodes)])
     # 2. every third pod is bound by the racer the moment it exists, while our operator tries too
@@ -95,8 +120,14 @@ def test_a_racing_binder_binds_some_of_our_pods_first(rig: Rig) -> None:
     rig.produce(rig.pods(300), after_create=race).done(60)
     rig.wait_bound(pods, timeout=60)
     figures = rig.verdict(pods=pods + elsewhere, ops=[op])
-    racer = [r for r in binding_requests(rig.audit_log, rig.namespace) if r.user != "system:serviceaccount:kopf-scheduler:kopf-scheduler"]
-    figures.extra.update(racer_won=sum(raced) + len(elsewhere), racer_lost=raced.count(False), racer_requests=len(racer))
+    racer = [
+        r
+        for r in binding_requests(rig.audit_log, rig.namespace)
+        if r.user != "system:serviceaccount:kopf-scheduler:kopf-scheduler"
+    ]
+    figures.extra.update(
+        racer_won=sum(raced) + len(elsewhere), racer_lost=raced.count(False), racer_requests=len(racer)
+    )
     log(figures.line("a racing binder"))
     assert figures.bound == len(pods) + len(elsewhere) and figures.lost == 0
     # the unschedulable pods the racer placed are out of the queue: no attempt after they were bound
@@ -158,7 +189,11 @@ def test_a_node_deleted_while_pods_are_assumed_on_it(rig: Rig, held_binder: tupl
         victim, _ = Counter(node for _, node in binder.held).most_common(1)[0]
     on_victim = {pod for pod, node in binder.held if node == victim}
     rig.core.delete_node(victim)
-    wait(op, lambda: victim not in {e["node"] for e in op.dump_cache()["node"] if not e["deleted"]}, message="the operator saw the node go")
+    wait(
+        op,
+        lambda: victim not in {e["node"] for e in op.dump_cache()["node"] if not e["deleted"]},
+        message="the operator saw the node go",
+    )
     binder.release.set()
     rig.wait_bound(pods, timeout=90)
     rig.producers[0].done(60)
@@ -195,7 +230,14 @@ def test_an_extender_that_answers_garbage_or_hangs(rig: Rig) -> None:
     with ExtenderServer({"filter": filter_, "prioritize": prioritize}) as server:
         try:
             rig.group.nodes(10, cpu="8", memory="32Gi")
-            extender = {"urlPrefix": server.url, "filterVerb": "filter", "prioritizeVerb": "prioritize", "weight": 1, "nodeCacheCapable": True, "httpTimeout": "300ms"}
+            extender = {
+                "urlPrefix": server.url,
+                "filterVerb": "filter",
+                "prioritizeVerb": "prioritize",
+                "weight": 1,
+                "nodeCacheCapable": True,
+                "httpTimeout": "300ms",
+            }
             rig.policy({"extenders": [extender], "podInitialBackoffSeconds": 1, "podMaxBackoffSeconds": 2})
             op = rig.operator()
             rig.accepted(op)
@@ -215,7 +257,12 @@ def test_an_extender_that_answers_garbage_or_hangs(rig: Rig) -> None:
         "hang": "context deadline exceeded",
     }
     seen = {kind: sum(1 for line in attempts if needle in line) for kind, needle in kinds.items()}
-    figures.extra.update(filter_calls=next(calls), failed_attempts=len(attempts), events=len(events), **{k.replace(" ", "_"): v for k, v in seen.items()})
+    figures.extra.update(
+        filter_calls=next(calls),
+        failed_attempts=len(attempts),
+        events=len(events),
+        **{k.replace(" ", "_"): v for k, v in seen.items()},
+    )
     log(figures.line("an extender answering garbage (1 in 8 calls each: not JSON, HTTP 500, wrong types, a hang)"))
     assert figures.bound == len(pods) and figures.lost == 0
     assert all(seen.values()), seen  # each kind of garbage was met, and reported, not crashed on

@@ -93,7 +93,10 @@ def test_the_operator_killed_mid_batch_and_started_again(rig: Rig) -> None:
     rig.producers[0].done(RECOVERY_DEADLINE)
     figures = rig.verdict(pods=pods + too_big, ops=[second])
     figures.extra.update(
-        progress, assumed_at_kill=len(assumed), of_them_unbound=len(assumed - bound_at_kill), bound_at_kill=len(bound_at_kill & set(pods)),
+        progress,
+        assumed_at_kill=len(assumed),
+        of_them_unbound=len(assumed - bound_at_kill),
+        bound_at_kill=len(bound_at_kill & set(pods)),
         all_bound_after_kill_s=round(done - killed, 1),
     )
     log(figures.line("operator SIGKILL mid-batch + restart"))

@@ -151,7 +151,9 @@ def test_a_disconnection_with_deletions_and_410s(rig: Rig, stall_proxy: StallPro
     )  # fmt: skip
     log(figures.line("a disconnection with node and pod deletions, then 410s"))
     assert not late, f"bindings to deleted nodes after their deletion: {late[:5]}"
-    assert all(node in existing for node in placed.values() if node), {p: n for p, n in placed.items() if n and n not in existing}
+    assert all(node in existing for node in placed.values() if node), {
+        p: n for p, n in placed.items() if n and n not in existing
+    }
     assert all(placed[n] in fresh for n in names(shaped)), {n: placed[n] for n in names(shaped)}
     assert figures.bound == len(pods) - 1 and figures.pending == 1 and not placed[names(nowhere)[0]]
     # the fault happened: Kopf resumed its pod watch and got 410 Gone; the informers listed everything again
@@ -214,7 +216,11 @@ def test_a_leader_frozen_past_its_lease_writes_nothing_once_resumed(rig: Rig) ->
     rig.accepted(leader)
     wait(leader, lambda: "started leading" in leader.text(), message="the first replica leads")
     standby = rig.operator(*flags, "--metrics-port", str(ports[1]), name="replica")
-    wait(standby, lambda: "attempting to acquire lease" in standby.text(), message="the second replica stands as a candidate")
+    wait(
+        standby,
+        lambda: "attempting to acquire lease" in standby.text(),
+        message="the second replica stands as a candidate",
+    )
     wait(standby, lambda: standing_by(ports[1]), message="the standby is ready")
     bodies = rig.pods(PODS)
     producer = rig.produce(bodies)
@@ -222,7 +228,12 @@ def test_a_leader_frozen_past_its_lease_writes_nothing_once_resumed(rig: Rig) ->
     rig.wait_bound(pods, at_least=PODS // 3, timeout=60)
 
     pause = rig.pause(leader)
-    wait(standby, lambda: "started leading" in standby.text(), timeout=LEASE + 4 * (1 + JITTER) * RETRY, message="the standby took over")
+    wait(
+        standby,
+        lambda: "started leading" in standby.text(),
+        timeout=LEASE + 4 * (1 + JITTER) * RETRY,
+        message="the standby took over",
+    )
     took = pause.seconds
     ours = standby.identity()
     wait(standby, lambda: any(r.identity == ours and r.code == 201 for r in binding_requests(rig.audit_log, rig.namespace)),
@@ -235,7 +246,12 @@ def test_a_leader_frozen_past_its_lease_writes_nothing_once_resumed(rig: Rig) ->
     assert pause.resumed is not None
 
     resumed_ready = readyz(ports[0])  # its term is over on its own clock the instant it runs again
-    wait(leader, lambda: "not leading; the scheduling loops pause" in leader.text(), timeout=30, message="the old leader stepped down")
+    wait(
+        leader,
+        lambda: "not leading; the scheduling loops pause" in leader.text(),
+        timeout=30,
+        message="the old leader stepped down",
+    )
     # it lists every kind again (the watchdog saw the freeze), then stands by, ready
     old_ready = wait(leader, lambda: standing_by(ports[0]), message="the old leader is a ready standby")
     pods += names(late)
@@ -253,7 +269,9 @@ def test_a_leader_frozen_past_its_lease_writes_nothing_once_resumed(rig: Rig) ->
     )  # fmt: skip
     log(figures.line(f"a leader frozen {PAUSE:g}s past its {LEASE}s lease, then resumed"))
     # nothing but Lease requests, and none of them took the Lease back: the holder and the transitions are the new leader's
-    assert not [w for w in after if w.resource != "leases"], [(w.verb, w.resource, w.subresource, w.name, w.code) for w in after][:10]
+    assert not [w for w in after if w.resource != "leases"], [
+        (w.verb, w.resource, w.subresource, w.name, w.code) for w in after
+    ][:10]
     assert lease.spec.holder_identity == ours and lease.spec.lease_transitions == transitions, lease.spec
     assert "(leading)" not in resumed_ready and "(leading)" not in old_ready, (resumed_ready, old_ready)
     assert "(leading)" in readyz(ports[1])

@@ -25,7 +25,16 @@ from kopf_scheduler.cluster import ControlPlane
 NAMESPACE = "kopf-scheduler"  # deploy/namespace.yaml: where the ServiceAccount and its Lease Role live
 
 
-def allowed(api: client.ApiClient, verb: str, resource: str, *, group: str = "", namespace: str = "", subresource: str = "", name: str = "") -> bool:
+def allowed(
+    api: client.ApiClient,
+    verb: str,
+    resource: str,
+    *,
+    group: str = "",
+    namespace: str = "",
+    subresource: str = "",
+    name: str = "",
+) -> bool:
     review = client.AuthorizationV1Api(api).create_subject_access_review({
         "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
         "spec": {
@@ -59,7 +68,9 @@ def allowed(api: client.ApiClient, verb: str, resource: str, *, group: str = "",
         pytest.param("delete", "namespaces", {}, id="delete a namespace"),
     ],
 )  # fmt: skip
-def test_the_operator_identity_is_denied(api: client.ApiClient, sa_kubeconfig: Path, verb: str, resource: str, attrs: dict[str, str]) -> None:
+def test_the_operator_identity_is_denied(
+    api: client.ApiClient, sa_kubeconfig: Path, verb: str, resource: str, attrs: dict[str, str]
+) -> None:
     assert not allowed(api, verb, resource, **attrs)
 
 
@@ -75,11 +86,15 @@ def test_the_operator_identity_is_denied(api: client.ApiClient, sa_kubeconfig: P
         pytest.param("patch", "schedulingpolicies", {"group": "scheduling.kopf.dev", "subresource": "status"}, id="write policy status"),
     ],
 )  # fmt: skip
-def test_the_operator_identity_may_do_its_job(api: client.ApiClient, sa_kubeconfig: Path, verb: str, resource: str, attrs: dict[str, str]) -> None:
+def test_the_operator_identity_may_do_its_job(
+    api: client.ApiClient, sa_kubeconfig: Path, verb: str, resource: str, attrs: dict[str, str]
+) -> None:
     assert allowed(api, verb, resource, **attrs)  # the reviews above can say yes: their "no" means something
 
 
-def test_real_requests_under_its_token_are_refused(control_plane: ControlPlane, sa_kubeconfig: Path, namespace: str, rig: Rig) -> None:
+def test_real_requests_under_its_token_are_refused(
+    control_plane: ControlPlane, sa_kubeconfig: Path, namespace: str, rig: Rig
+) -> None:
     (node,) = rig.group.nodes(1)
     core = client.CoreV1Api(rig.api)
     core.create_namespaced_pod(namespace, rig.group.pod("target", scheduler=None))
@@ -88,11 +103,18 @@ def test_real_requests_under_its_token_are_refused(control_plane: ControlPlane, 
     attempts = {
         "read a secret": ("GET", f"/api/v1/namespaces/{namespace}/secrets/s", None),
         "delete a node": ("DELETE", f"/api/v1/nodes/{node}", None),
-        "patch a pod's spec": ("PATCH", f"/api/v1/namespaces/{namespace}/pods/target", {"spec": {"activeDeadlineSeconds": 5}}),
+        "patch a pod's spec": (
+            "PATCH",
+            f"/api/v1/namespaces/{namespace}/pods/target",
+            {"spec": {"activeDeadlineSeconds": 5}},
+        ),
     }
     codes = {what: request_as(control_plane, token, *call) for what, call in attempts.items()}
     assert codes == dict.fromkeys(attempts, 403)
-    assert core.read_node(node).metadata.name == node and core.read_namespaced_pod("target", namespace).spec.active_deadline_seconds is None
+    assert (
+        core.read_node(node).metadata.name == node
+        and core.read_namespaced_pod("target", namespace).spec.active_deadline_seconds is None
+    )
 
 
 def request_as(cp: ControlPlane, token: str, method: str, path: str, body: Any) -> int:
@@ -102,11 +124,15 @@ def request_as(cp: ControlPlane, token: str, method: str, path: str, body: Any) 
     import urllib.request
 
     data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(cp.server + path, data=data, method=method, headers={"Authorization": f"Bearer {token}"})
+    req = urllib.request.Request(
+        cp.server + path, data=data, method=method, headers={"Authorization": f"Bearer {token}"}
+    )
     if data is not None:
         req.add_header("Content-Type", "application/merge-patch+json")
     try:
-        with urllib.request.urlopen(req, timeout=10, context=ssl.create_default_context(cafile=str(cp.ca_cert))) as resp:
+        with urllib.request.urlopen(
+            req, timeout=10, context=ssl.create_default_context(cafile=str(cp.ca_cert))
+        ) as resp:
             return int(resp.status)
     except urllib.error.HTTPError as exc:
         return int(exc.code)
@@ -147,7 +173,9 @@ def bound_token(control_plane: ControlPlane, secret: str) -> str:
 
 
 def authenticated(api: client.ApiClient, token: str) -> bool:
-    review = client.AuthenticationV1Api(api).create_token_review({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}})
+    review = client.AuthenticationV1Api(api).create_token_review(
+        {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}}
+    )
     return bool(review.status.authenticated)
 
 
@@ -180,7 +208,12 @@ def test_a_rotated_token_is_taken_up_by_the_writes_and_the_watches(control_plane
         rotated.write_text(second := bound_token(control_plane, "token-b"))
         os.replace(rotated, token_file)
         core.delete_namespaced_secret("token-a", NAMESPACE)
-        wait(op, lambda: not authenticated(rig.api, first), timeout=30, message="the old token is refused (the API server caches a good token for 10 s)")
+        wait(
+            op,
+            lambda: not authenticated(rig.api, first),
+            timeout=30,
+            message="the old token is refused (the API server caches a good token for 10 s)",
+        )
         names += batch("after-rotation")  # binds and events: the Api re-reads the file (or on the first 401)
         # the watches logged in with the old token: make them reconnect, and Kopf's re-login must bring the new one
         control_plane.kill("kube-apiserver")
@@ -189,7 +222,11 @@ def test_a_rotated_token_is_taken_up_by_the_writes_and_the_watches(control_plane
         figures = rig.verdict(pods=names, ops=[op], audit_complete=False)
         text = op.text()
         assert first not in text and second not in text
-        log(figures.line("bearer token rotated (TokenRequest bound to a Secret, the old one revoked), then the API server restarted"))
+        log(
+            figures.line(
+                "bearer token rotated (TokenRequest bound to a Secret, the old one revoked), then the API server restarted"
+            )
+        )
         assert figures.bound == len(names)
     finally:
         for name in ("token-a", "token-b"):

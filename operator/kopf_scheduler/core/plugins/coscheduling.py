@@ -47,7 +47,9 @@ class CoschedulingArgs:
 
     def __post_init__(self) -> None:
         if not 1 <= self.permit_waiting_time_seconds <= 900:
-            raise PluginArgsError("permitWaitingTimeSeconds", "must be 1..900 (upstream caps Permit waits at 15 minutes)")
+            raise PluginArgsError(
+                "permitWaitingTimeSeconds", "must be 1..900 (upstream caps Permit waits at 15 minutes)"
+            )
 
 
 class Coscheduling(PreFilterPlugin, ReservePlugin, PermitPlugin):

@@ -35,14 +35,18 @@ class DefaultPreemptionArgs:
         if self.min_candidate_nodes_absolute < 0:
             raise PluginArgsError("minCandidateNodesAbsolute", "not in valid range [0, inf)")
         if self.min_candidate_nodes_percentage == 0 and self.min_candidate_nodes_absolute == 0:
-            raise PluginArgsError("minCandidateNodesPercentage", "cannot be zero at the same time as minCandidateNodesAbsolute")
+            raise PluginArgsError(
+                "minCandidateNodesPercentage", "cannot be zero at the same time as minCandidateNodesAbsolute"
+            )
 
 
 class DefaultPreemption(PostFilterPlugin):
     NAME = "DefaultPreemption"
     Args = DefaultPreemptionArgs
 
-    def post_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot, diagnosis: Diagnosis, handle: Handle) -> PostFilterResult:
+    def post_filter(
+        self, state: CycleState, pod: Pod, snapshot: Snapshot, diagnosis: Diagnosis, handle: Handle
+    ) -> PostFilterResult:
         args: DefaultPreemptionArgs = self.args
         result = preempt(
             state, pod, snapshot, diagnosis, handle,
@@ -52,4 +56,6 @@ class DefaultPreemption(PostFilterPlugin):
         status = result.status
         if not status.message:
             return result
-        return dataclasses.replace(result, status=Status(status.code, (f"preemption: {status.message}",), status.plugin))
+        return dataclasses.replace(
+            result, status=Status(status.code, (f"preemption: {status.message}",), status.plugin)
+        )

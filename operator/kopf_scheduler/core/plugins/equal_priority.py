@@ -33,5 +33,7 @@ class EqualPriority(VectorScore):
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
         return SCORE
 
-    def score_nodes(self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]) -> npt.NDArray[np.int64]:
+    def score_nodes(
+        self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]
+    ) -> npt.NDArray[np.int64]:
         return np.full(len(index), SCORE, dtype=np.int64)

@@ -48,7 +48,9 @@ class GangSchedulingArgs:
 
     def __post_init__(self) -> None:
         if not 1 <= self.permit_waiting_time_seconds <= 900:
-            raise PluginArgsError("permitWaitingTimeSeconds", "must be 1..900 (upstream caps Permit waits at 15 minutes)")
+            raise PluginArgsError(
+                "permitWaitingTimeSeconds", "must be 1..900 (upstream caps Permit waits at 15 minutes)"
+            )
 
 
 class GangScheduling(PreFilterPlugin, ReservePlugin, PermitPlugin):
@@ -79,7 +81,9 @@ class GangScheduling(PreFilterPlugin, ReservePlugin, PermitPlugin):
             return PermitResult()
         group = handle.objects.pod_groups.get(key)
         if group is None:
-            return PermitResult(framework.error(f"failed to get podGroup {pod.namespace}/{pod.scheduling_group}: not found"))
+            return PermitResult(
+                framework.error(f"failed to get podGroup {pod.namespace}/{pod.scheduling_group}: not found")
+            )
         if not group.gang:
             return PermitResult()
         timeout = float(self.args.permit_waiting_time_seconds)

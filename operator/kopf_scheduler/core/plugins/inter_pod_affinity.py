@@ -97,7 +97,12 @@ def _selector_key(sel: LabelSelector | None) -> object:
 
 
 def _term_key(term: PodAffinityTerm) -> object:
-    return (term.topology_key, _selector_key(term.label_selector), term.namespaces, _selector_key(term.namespace_selector))
+    return (
+        term.topology_key,
+        _selector_key(term.label_selector),
+        term.namespaces,
+        _selector_key(term.namespace_selector),
+    )
 
 
 def _terms_of(pod: Pod) -> Iterator[tuple[int, int, PodAffinityTerm]]:
@@ -361,7 +366,8 @@ class InterPodAffinityArgs:
     def __post_init__(self) -> None:
         if not MIN_HARD_POD_AFFINITY_WEIGHT <= self.hard_pod_affinity_weight <= MAX_HARD_POD_AFFINITY_WEIGHT:
             raise PluginArgsError(
-                "hardPodAffinityWeight", f"not in valid range [{MIN_HARD_POD_AFFINITY_WEIGHT}-{MAX_HARD_POD_AFFINITY_WEIGHT}]"
+                "hardPodAffinityWeight",
+                f"not in valid range [{MIN_HARD_POD_AFFINITY_WEIGHT}-{MAX_HARD_POD_AFFINITY_WEIGHT}]",
             )
 
 
@@ -492,7 +498,9 @@ class InterPodAffinity(PreFilterExtensions, VectorFilter, PreScorePlugin, Vector
         pref_aff = a.pod_affinity.preferred if a is not None and a.pod_affinity is not None else ()
         pref_anti = a.pod_anti_affinity.preferred if a is not None and a.pod_anti_affinity is not None else ()
         has_constraints = bool(pref_aff or pref_anti)
-        if not has_constraints and (self.args.ignore_preferred_terms_of_existing_pods or not snapshot.any_pods_with_affinity):
+        if not has_constraints and (
+            self.args.ignore_preferred_terms_of_existing_pods or not snapshot.any_pods_with_affinity
+        ):
             return framework.SKIP
         scores = self.topology_scores(pod, snapshot)
         # Upstream skips when no pair was scored; a map whose entries are all 0 also scores
@@ -620,13 +628,20 @@ def with_pod(s: _FilterState, pod: Pod, other: Pod, labels: Mapping[str, str], s
     _, other_anti = _required_terms(other)
     if other_anti:
         own = ns_labels.get(pod.namespace)
-        existing = _moved(existing, (t.topology_key for t in other_anti if t.selects(pod, other.namespace, own)), labels, sign)
+        existing = _moved(
+            existing, (t.topology_key for t in other_anti if t.selects(pod, other.namespace, own)), labels, sign
+        )
     affinity, anti = s.affinity, s.anti_affinity
     if s.affinity_terms or s.anti_affinity_terms:
         theirs = ns_labels.get(other.namespace)
         if s.affinity_terms and all(t.selects(other, pod.namespace, theirs) for t in s.affinity_terms):
             affinity = _moved(affinity, (t.topology_key for t in s.affinity_terms), labels, sign)
-        anti = _moved(anti, (t.topology_key for t in s.anti_affinity_terms if t.selects(other, pod.namespace, theirs)), labels, sign)
+        anti = _moved(
+            anti,
+            (t.topology_key for t in s.anti_affinity_terms if t.selects(other, pod.namespace, theirs)),
+            labels,
+            sign,
+        )
     if existing is s.existing_anti_affinity and affinity is s.affinity and anti is s.anti_affinity:
         return s
     return _FilterState(
@@ -694,7 +709,9 @@ def normalize(scores: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     return out.astype(np.int64)
 
 
-def _hits(table: NodeTable, key: str, values: Mapping[str, int] | None, ids: npt.NDArray[np.int32]) -> npt.NDArray[np.bool_]:
+def _hits(
+    table: NodeTable, key: str, values: Mapping[str, int] | None, ids: npt.NDArray[np.int32]
+) -> npt.NDArray[np.bool_]:
     """Per node of ``ids`` (label value ids of ``key``), whether its value is among ``values``."""
     if not values:
         return np.zeros(ids.size, dtype=np.bool_)

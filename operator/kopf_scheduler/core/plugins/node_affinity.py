@@ -99,7 +99,11 @@ def fits(pod: Pod, node_info: NodeInfo, *, added: tuple[NodeSelectorTerm, ...] |
     node = node_info.node
     if added is not None and (node is None or not matches_required(added, node)):
         return framework.unresolvable(ERR_REASON_ENFORCED)
-    if node is None or not matches_selector(pod.node_selector, node) or not matches_required(pod_required_terms(pod), node):
+    if (
+        node is None
+        or not matches_selector(pod.node_selector, node)
+        or not matches_required(pod_required_terms(pod), node)
+    ):
         return framework.unresolvable(ERR_REASON_POD)
     return framework.SUCCESS
 
@@ -138,7 +142,9 @@ def _validate_requirements(raw: Any, where: str, *, fields: bool) -> None:
             raise PluginArgsError(f"{w}.values", "must be a list of strings")
         if fields:
             if key != OBJECT_NAME_FIELD:
-                raise PluginArgsError(f"{w}.key", f"not a valid field selector key: only {OBJECT_NAME_FIELD} is supported")
+                raise PluginArgsError(
+                    f"{w}.key", f"not a valid field selector key: only {OBJECT_NAME_FIELD} is supported"
+                )
             if op not in ("In", "NotIn"):
                 raise PluginArgsError(f"{w}.operator", f"{op!r}: must be In or NotIn for a field selector")
             if len(values) != 1:
@@ -289,7 +295,10 @@ class NodeAffinity(PreFilterPlugin, VectorFilter, PreScorePlugin, VectorScore, N
         self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]
     ) -> tuple[list[Status], npt.NDArray[np.intp]]:
         """Two statuses: the added terms failed (checked first), or the pod's own did."""
-        pod_failed, enforced_failed = framework.unresolvable(ERR_REASON_POD), framework.unresolvable(ERR_REASON_ENFORCED)
+        pod_failed, enforced_failed = (
+            framework.unresolvable(ERR_REASON_POD),
+            framework.unresolvable(ERR_REASON_ENFORCED),
+        )
         if self.args.added_required is None:
             return [pod_failed], np.zeros(len(index), dtype=np.intp)
         enforced = ~(table.has_node[index] & required_mask(self.args.added_required, table, index))

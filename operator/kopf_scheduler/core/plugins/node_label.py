@@ -51,7 +51,8 @@ def _check_no_conflict(present: tuple[str, ...], absent: tuple[str, ...], presen
     both = sorted(set(present) & set(absent))
     if both:
         raise PluginArgsError(
-            present_key, f"detecting at least one label (e.g., {both[0]!r}) that exist in both the present{list(present)} and absent{list(absent)} label list"
+            present_key,
+            f"detecting at least one label (e.g., {both[0]!r}) that exist in both the present{list(present)} and absent{list(absent)} label list",
         )
 
 

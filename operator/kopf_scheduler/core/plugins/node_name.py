@@ -47,7 +47,9 @@ class NodeName(PreFilterPlugin, VectorFilter):
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
         return fits(pod, node)
 
-    def filter_nodes(self, state: CycleState, pod: Pod, table: "NodeTable", index: npt.NDArray[np.intp]) -> npt.NDArray[np.bool_]:
+    def filter_nodes(
+        self, state: CycleState, pod: Pod, table: "NodeTable", index: npt.NDArray[np.intp]
+    ) -> npt.NDArray[np.bool_]:
         if not pod.node_name:
             return np.ones(len(index), dtype=np.bool_)
         k = table.position.get(pod.node_name)

@@ -42,7 +42,9 @@ WILDCARD_IP: Final = "0.0.0.0"
 def wanted_ports(pod: Pod) -> tuple[PortKey, ...]:
     """The pod's host ports as (protocol, host IP, port), defaults applied, hostPort 0 dropped."""
     return tuple(
-        (p.protocol or DEFAULT_PROTOCOL, p.host_ip or WILDCARD_IP, p.host_port) for p in pod.host_ports if p.host_port > 0
+        (p.protocol or DEFAULT_PROTOCOL, p.host_ip or WILDCARD_IP, p.host_port)
+        for p in pod.host_ports
+        if p.host_port > 0
     )
 
 
@@ -94,7 +96,9 @@ class NodePorts(PreFilterPlugin, VectorFilter):
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
         return framework.SUCCESS if fits_ports(self._wanted(state, pod), node) else framework.unschedulable(ERR_REASON)
 
-    def filter_nodes(self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]) -> npt.NDArray[np.bool_]:
+    def filter_nodes(
+        self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]
+    ) -> npt.NDArray[np.bool_]:
         wanted = self._wanted(state, pod)
         if not wanted:
             return np.ones(len(index), dtype=np.bool_)

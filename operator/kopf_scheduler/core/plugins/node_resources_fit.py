@@ -97,7 +97,13 @@ def insufficient_resources(
     for name, reason, want, have, cap in (
         (CPU, REASON_INSUFFICIENT_CPU, request.milli_cpu, used.milli_cpu, alloc.milli_cpu),
         (MEMORY, REASON_INSUFFICIENT_MEMORY, request.memory, used.memory, alloc.memory),
-        (EPHEMERAL_STORAGE, REASON_INSUFFICIENT_EPHEMERAL_STORAGE, request.ephemeral_storage, used.ephemeral_storage, alloc.ephemeral_storage),
+        (
+            EPHEMERAL_STORAGE,
+            REASON_INSUFFICIENT_EPHEMERAL_STORAGE,
+            request.ephemeral_storage,
+            used.ephemeral_storage,
+            alloc.ephemeral_storage,
+        ),
     ):
         if want > 0 and want > cap - have:
             out.append(InsufficientResource(name, reason, want, have, cap, want > cap))
@@ -157,7 +163,10 @@ class NodeResourcesFitArgs:
         for i, group in enumerate(self.ignored_resource_groups):
             if "/" in group:
                 raise PluginArgsError(f"ignoredResourceGroups[{i}]", "resource group name can't contain '/'")
-        for key, names in (("ignoredResources", self.ignored_resources), ("ignoredResourceGroups", self.ignored_resource_groups)):
+        for key, names in (
+            ("ignoredResources", self.ignored_resources),
+            ("ignoredResourceGroups", self.ignored_resource_groups),
+        ):
             for i, name in enumerate(names):
                 if not name:
                     raise PluginArgsError(f"{key}[{i}]", "must be a non-empty string")
@@ -247,11 +256,14 @@ class NodeResourcesFit(PreFilterPlugin, VectorFilter, PreScorePlugin, VectorScor
                     checks.append((reason, want > cap - used[index], want > cap))
             for name, want in r.scalar.items():
                 if want == 0 or (
-                    is_extended_resource(name) and (name in self.ignored_resources or name.split("/", 1)[0] in self.ignored_resource_groups)
+                    is_extended_resource(name)
+                    and (name in self.ignored_resources or name.split("/", 1)[0] in self.ignored_resource_groups)
                 ):
                     continue
                 cap = table.scalar_allocatable(name)[index]
-                checks.append((INSUFFICIENT_FORMAT.format(name), want > cap - table.scalar_requested(name)[index], want > cap))
+                checks.append(
+                    (INSUFFICIENT_FORMAT.format(name), want > cap - table.scalar_requested(name)[index], want > cap)
+                )
         if len(checks) > 31:  # the key below holds two bits a check
             return None
         key = np.zeros(len(index), dtype=np.int64)

@@ -72,7 +72,9 @@ class NodeUnschedulable(PreFilterPlugin, VectorFilter):
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
         return fits(pod, node)
 
-    def filter_nodes(self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]) -> npt.NDArray[np.bool_]:
+    def filter_nodes(
+        self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]
+    ) -> npt.NDArray[np.bool_]:
         if tolerates_unschedulable(pod):
             # a tolerating pod still cannot go to a NodeInfo without its Node
             return np.array(table.has_node[index], dtype=np.bool_)
@@ -83,5 +85,8 @@ class NodeUnschedulable(PreFilterPlugin, VectorFilter):
         self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]
     ) -> tuple[list[Status], npt.NDArray[np.intp]]:
         """Cordoned, or (a NodeInfo without its Node) unknown conditions."""
-        statuses = [framework.unresolvable(ERR_REASON_UNSCHEDULABLE), framework.unresolvable(ERR_REASON_UNKNOWN_CONDITION)]
+        statuses = [
+            framework.unresolvable(ERR_REASON_UNSCHEDULABLE),
+            framework.unresolvable(ERR_REASON_UNKNOWN_CONDITION),
+        ]
         return statuses, (~table.has_node[index]).astype(np.intp)

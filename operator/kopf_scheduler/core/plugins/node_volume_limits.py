@@ -206,7 +206,9 @@ class NodeVolumeLimits(PreFilterPlugin, VectorFilter):
             return framework.error(_not_found(self._key.label))
         return csi_check(s, node)
 
-    def filter_nodes(self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]) -> npt.NDArray[np.bool_]:
+    def filter_nodes(
+        self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]
+    ) -> npt.NDArray[np.bool_]:
         s = state.read(self._key)
         if s is None:
             raise LookupError(_not_found(self._key.label))
@@ -347,12 +349,16 @@ class _LegacyVolumeCount(PreFilterPlugin, VectorFilter):
             return framework.error(_not_found(self._key.label))
         return legacy_check(s, node, self.KIND, self.args.max_volumes)
 
-    def filter_nodes(self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]) -> npt.NDArray[np.bool_]:
+    def filter_nodes(
+        self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]
+    ) -> npt.NDArray[np.bool_]:
         s = state.read(self._key)
         if s is None:
             raise LookupError(_not_found(self._key.label))
         info, kind, top = table.info, self.KIND, self.args.max_volumes
-        return np.fromiter((legacy_check(s, info(k), kind, top).is_success for k in index.tolist()), dtype=np.bool_, count=len(index))
+        return np.fromiter(
+            (legacy_check(s, info(k), kind, top).is_success for k in index.tolist()), dtype=np.bool_, count=len(index)
+        )
 
 
 class EBSLimits(_LegacyVolumeCount):

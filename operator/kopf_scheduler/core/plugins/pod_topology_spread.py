@@ -68,7 +68,15 @@ from ..framework import (
     VectorScore,
 )
 from ..node_matching import find_untolerated, matches_required_affinity, required_affinity_mask, tolerated_mask
-from ..objects import LABEL_HOSTNAME, LABEL_ZONE, LabelSelector, LabelSelectorRequirement, Node, Pod, TopologySpreadConstraint
+from ..objects import (
+    LABEL_HOSTNAME,
+    LABEL_ZONE,
+    LabelSelector,
+    LabelSelectorRequirement,
+    Node,
+    Pod,
+    TopologySpreadConstraint,
+)
 
 if TYPE_CHECKING:
     from ..nodeinfo import NodeInfo
@@ -143,10 +151,13 @@ class DefaultConstraint:
             raise PluginArgsError("whenUnsatisfiable", "can not be empty")
         if self.when_unsatisfiable not in (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY):
             raise PluginArgsError(
-                "whenUnsatisfiable", f"unsupported value {self.when_unsatisfiable!r}: supported values: {DO_NOT_SCHEDULE!r}, {SCHEDULE_ANYWAY!r}"
+                "whenUnsatisfiable",
+                f"unsupported value {self.when_unsatisfiable!r}: supported values: {DO_NOT_SCHEDULE!r}, {SCHEDULE_ANYWAY!r}",
             )
         if self.label_selector is not None:
-            raise PluginArgsError("labelSelector", "constraint must not define a selector, as they deduced for each pod")
+            raise PluginArgsError(
+                "labelSelector", "constraint must not define a selector, as they deduced for each pod"
+            )
 
     def as_constraint(self) -> TopologySpreadConstraint:
         return TopologySpreadConstraint(
@@ -168,11 +179,15 @@ class PodTopologySpreadArgs:
 
     def __post_init__(self) -> None:
         if self.defaulting_type == SYSTEM_DEFAULTING and self.default_constraints:
-            raise PluginArgsError("defaultingType", f"invalid value {SYSTEM_DEFAULTING!r}: when .defaultConstraints are not empty")
+            raise PluginArgsError(
+                "defaultingType", f"invalid value {SYSTEM_DEFAULTING!r}: when .defaultConstraints are not empty"
+            )
         for i, c in enumerate(self.default_constraints):
             for other in self.default_constraints[:i]:
                 if (c.topology_key, c.when_unsatisfiable) == (other.topology_key, other.when_unsatisfiable):
-                    raise PluginArgsError(f"defaultConstraints[{i}]", f"duplicate value: {{{c.topology_key}, {c.when_unsatisfiable}}}")
+                    raise PluginArgsError(
+                        f"defaultConstraints[{i}]", f"duplicate value: {{{c.topology_key}, {c.when_unsatisfiable}}}"
+                    )
 
 
 # --------------------------------------------------------------------------- constraints
@@ -207,7 +222,9 @@ class SpreadConstraint:
         return not (self.honor_node_taints and find_untolerated(node.taints, pod.tolerations) is not None)
 
 
-def _with_match_label_keys(selector: LabelSelector | None, keys: tuple[str, ...], labels: Mapping[str, str]) -> LabelSelector | None:
+def _with_match_label_keys(
+    selector: LabelSelector | None, keys: tuple[str, ...], labels: Mapping[str, str]
+) -> LabelSelector | None:
     """Upstream ``mergeLabelSetWithSelector``: ``key In (value)`` for each key the pod has; nothing stays nothing."""
     if selector is None or not keys:
         return selector
@@ -217,7 +234,9 @@ def _with_match_label_keys(selector: LabelSelector | None, keys: tuple[str, ...]
     return LabelSelector(selector.match_labels, selector.match_expressions + added)
 
 
-def select_constraints(constraints: Iterable[TopologySpreadConstraint], labels: Mapping[str, str], action: str) -> tuple[SpreadConstraint, ...]:
+def select_constraints(
+    constraints: Iterable[TopologySpreadConstraint], labels: Mapping[str, str], action: str
+) -> tuple[SpreadConstraint, ...]:
     """Upstream ``filterTopologySpreadConstraints``: those with ``action``, their selectors built."""
     return tuple(
         SpreadConstraint(
@@ -249,7 +268,10 @@ def default_selector(pod: Pod, objects: ClusterObjects) -> LabelSelector:
             labels.update(owner.selector.match_labels)
         else:
             sel = owner.selector
-            extra = tuple(LabelSelectorRequirement(k, "In", frozenset((v,))) for k, v in sel.match_labels.items()) + sel.match_expressions
+            extra = (
+                tuple(LabelSelectorRequirement(k, "In", frozenset((v,))) for k, v in sel.match_labels.items())
+                + sel.match_expressions
+            )
     return LabelSelector(labels, extra)
 
 
@@ -258,7 +280,11 @@ def count_matching(pods: Iterable[Pod], constraint: SpreadConstraint, namespace:
     selector = constraint.selector
     if selector is None or selector.is_empty:
         return 0
-    return sum(1 for p in pods if p.namespace == namespace and not p.deleting and not p.is_terminal and selector.matches(p.labels))
+    return sum(
+        1
+        for p in pods
+        if p.namespace == namespace and not p.deleting and not p.is_terminal and selector.matches(p.labels)
+    )
 
 
 def _selector_key(selector: LabelSelector) -> tuple[object, ...]:
@@ -293,7 +319,9 @@ class _CountCache:
         cached = self._columns.pop(key, None)
         if cached is None or len(cached.counts) != len(table):
             counts = np.fromiter(
-                (count_matching(table.info(k).pods.values(), constraint, namespace) for k in range(len(table))), dtype=np.int64, count=len(table)
+                (count_matching(table.info(k).pods.values(), constraint, namespace) for k in range(len(table))),
+                dtype=np.int64,
+                count=len(table),
             )
             cached = _CountColumn(table.generation.copy(), counts)
         else:
@@ -386,7 +414,11 @@ class Domains:
     @classmethod
     def of(cls, vocab: Mapping[str, int], ids: npt.NDArray[np.int32], rows: IntArray) -> Domains:
         """The domains of the rows ``ids`` (value ids, all >= 0) holding ``rows`` matching pods each."""
-        counts = np.bincount(ids, weights=rows, minlength=len(vocab)).astype(np.int64) if len(vocab) else np.zeros(0, dtype=np.int64)
+        counts = (
+            np.bincount(ids, weights=rows, minlength=len(vocab)).astype(np.int64)
+            if len(vocab)
+            else np.zeros(0, dtype=np.int64)
+        )
         present = np.zeros(len(vocab), dtype=np.bool_)
         present[ids] = True
         listed = np.flatnonzero(present)
@@ -462,7 +494,9 @@ class PodTopologySpread(PreFilterExtensions, VectorFilter, PreScorePlugin, Vecto
         self.args: PodTopologySpreadArgs
         self.system_defaulted = self.args.defaulting_type == SYSTEM_DEFAULTING
         self.default_constraints: tuple[TopologySpreadConstraint, ...] = (
-            SYSTEM_DEFAULT_CONSTRAINTS if self.system_defaulted else tuple(c.as_constraint() for c in self.args.default_constraints)
+            SYSTEM_DEFAULT_CONSTRAINTS
+            if self.system_defaulted
+            else tuple(c.as_constraint() for c in self.args.default_constraints)
         )
         self._filter_key = StateKey[PreFilterState](f"PreFilter{self.name}")
         self._score_key = StateKey[PreScoreState](f"PreScore{self.name}")
@@ -480,7 +514,9 @@ class PodTopologySpread(PreFilterExtensions, VectorFilter, PreScorePlugin, Vecto
             return ()
         return tuple(replace(c, selector=selector) for c in defaults)
 
-    def _inclusion(self, pod: Pod, table: NodeTable, constraint: SpreadConstraint, masks: dict[str, BoolArray]) -> BoolArray:
+    def _inclusion(
+        self, pod: Pod, table: NodeTable, constraint: SpreadConstraint, masks: dict[str, BoolArray]
+    ) -> BoolArray:
         """Per table row: whether the constraint's node inclusion policies count the node (masks memoised in ``masks``)."""
         rows = np.arange(len(table), dtype=np.intp)
         mask = table.has_node.copy()
@@ -529,7 +565,11 @@ class PodTopologySpread(PreFilterExtensions, VectorFilter, PreScorePlugin, Vecto
         for c, d, own in zip(s.constraints, s.domains, s.self_match):
             ids, vocab = table.label_column(c.topology_key)
             if table is not s.table or vocab is not d.vocab:  # not the snapshot PreFilter saw: ask per node
-                return np.fromiter((self.filter(state, pod, table.info(k)).is_success for k in index.tolist()), dtype=np.bool_, count=len(index))
+                return np.fromiter(
+                    (self.filter(state, pod, table.info(k)).is_success for k in index.tolist()),
+                    dtype=np.bool_,
+                    count=len(index),
+                )
             at = ids[index]
             has = at >= 0
             if not len(vocab):
@@ -604,7 +644,15 @@ class PodTopologySpread(PreFilterExtensions, VectorFilter, PreScorePlugin, Vecto
         state.write(
             self._score_key,
             PreScoreState(
-                table, constraints, require_all, ignored, names, tuple(weights), tuple(v for _, v in columns), tuple(domain_counts), tuple(row_counts)
+                table,
+                constraints,
+                require_all,
+                ignored,
+                names,
+                tuple(weights),
+                tuple(v for _, v in columns),
+                tuple(domain_counts),
+                tuple(row_counts),
             ),
         )
         return framework.SUCCESS
@@ -635,8 +683,12 @@ class PodTopologySpread(PreFilterExtensions, VectorFilter, PreScorePlugin, Vecto
 
     def score_nodes(self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]) -> IntArray:
         s = self._score_state(state)
-        if table is not s.table or any(table.label_column(c.topology_key)[1] is not v for c, v in zip(s.constraints, s.vocabs)):
-            return np.fromiter((self.score(state, pod, table.info(k)) for k in index.tolist()), dtype=np.int64, count=len(index))
+        if table is not s.table or any(
+            table.label_column(c.topology_key)[1] is not v for c, v in zip(s.constraints, s.vocabs)
+        ):
+            return np.fromiter(
+                (self.score(state, pod, table.info(k)) for k in index.tolist()), dtype=np.int64, count=len(index)
+            )
         total = np.zeros(len(index), dtype=np.float64)
         counted = table.has_node[index].copy()
         for c, w, sums, rows in zip(s.constraints, s.weights, s.domain_counts, s.row_counts):

@@ -196,7 +196,9 @@ class SelectorSpread(PreScorePlugin, VectorScore, NormalizeScorePlugin):
             return 0
         return s.counts.get(node.name, 0)
 
-    def score_nodes(self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]) -> npt.NDArray[np.int64]:
+    def score_nodes(
+        self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]
+    ) -> npt.NDArray[np.int64]:
         s = state.read(self._key)
         if s is None or not s.counts:
             return np.zeros(index.size, dtype=np.int64)

@@ -57,7 +57,9 @@ from ..snapshot import NodeTable, Snapshot
 ERR_REASON: Final = "node(s) didn't match service affinity"
 
 
-def affinity_selector(pod: Pod, labels: Sequence[str], snapshot: Snapshot, node: NodeInfo | None = None) -> dict[str, str]:
+def affinity_selector(
+    pod: Pod, labels: Sequence[str], snapshot: Snapshot, node: NodeInfo | None = None
+) -> dict[str, str]:
     """The key=value map a node must carry (upstream Filter steps 1 and 2, before matching).
 
     ``node``, when given, is the NodeInfo being checked: a pod bound to it but absent from
@@ -131,7 +133,10 @@ class ServiceAffinityArgs:
     anti_affinity_labels_preference: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        for key, labels in (("affinityLabels", self.affinity_labels), ("antiAffinityLabelsPreference", self.anti_affinity_labels_preference)):
+        for key, labels in (
+            ("affinityLabels", self.affinity_labels),
+            ("antiAffinityLabelsPreference", self.anti_affinity_labels_preference),
+        ):
             for i, label in enumerate(labels):
                 if not label:
                     raise PluginArgsError(f"{key}[{i}]", "must be a non-empty label key")
@@ -198,7 +203,9 @@ class ServiceAffinity(PreFilterPlugin, VectorFilter, PreScorePlugin, NormalizeSc
             return framework.SUCCESS
         return framework.unschedulable(ERR_REASON)
 
-    def filter_nodes(self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]) -> npt.NDArray[np.bool_]:
+    def filter_nodes(
+        self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]
+    ) -> npt.NDArray[np.bool_]:
         s = state.read(self._filter_key)
         if s is None:
             raise LookupError(_not_found(self._filter_key.label))
@@ -237,6 +244,7 @@ class ServiceAffinity(PreFilterPlugin, VectorFilter, PreScorePlugin, NormalizeSc
         if s is None or scores.size == 0:
             return scores
         columns = [
-            [i.node.labels.get(label) if i.node is not None else None for i in s.nodes] for label in self.args.anti_affinity_labels_preference
+            [i.node.labels.get(label) if i.node is not None else None for i in s.nodes]
+            for label in self.args.anti_affinity_labels_preference
         ]
         return normalize(scores, columns)

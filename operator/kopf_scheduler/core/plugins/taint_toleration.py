@@ -60,8 +60,6 @@ BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
 
 
-
-
 def prefer_no_schedule_tolerations(tolerations: Iterable[Toleration]) -> tuple[Toleration, ...]:
     """Tolerations that can tolerate a PreferNoSchedule taint (effect empty or PreferNoSchedule)."""
     return tuple(t for t in tolerations if not t.effect or t.effect == PREFER_NO_SCHEDULE)
@@ -146,7 +144,9 @@ class TaintToleration(PreFilterPlugin, VectorFilter, PreScorePlugin, VectorScore
     def _score_lut(pod: Pod, table: NodeTable) -> IntArray:
         _, sets = table.taint_sets()
         tol = prefer_no_schedule_tolerations(pod.tolerations)
-        return np.fromiter((count_intolerable_prefer_no_schedule(s, tol) for s in sets), dtype=np.int64, count=len(sets))
+        return np.fromiter(
+            (count_intolerable_prefer_no_schedule(s, tol) for s in sets), dtype=np.int64, count=len(sets)
+        )
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo], snapshot: Snapshot) -> Status:
         table = snapshot.table

@@ -197,7 +197,9 @@ def pod_volume_claims(pod: Pod, objects: ClusterObjects) -> PodVolumeClaims | St
         pvc = claims.get(f"{pod.namespace}/{name}")
         if pvc is None:
             if ephemeral:
-                return framework.unresolvable(f'waiting for ephemeral volume controller to create the persistentvolumeclaim "{name}"')
+                return framework.unresolvable(
+                    f'waiting for ephemeral volume controller to create the persistentvolumeclaim "{name}"'
+                )
             return framework.unresolvable(claim_not_found(name))
         if pvc.phase == PHASE_LOST:
             return framework.unresolvable(
@@ -261,7 +263,11 @@ def find_pod_volumes(claims: PodVolumeClaims, labels: Mapping[str, str]) -> Stat
                 sc = objects.storage_classes.get(name)
                 if sc is None:
                     return framework.error(f'failed to find storage class "{name}"')
-                if not sc.provisioner or sc.provisioner == NOT_SUPPORTED_PROVISIONER or not topology_matches(sc, labels):
+                if (
+                    not sc.provisioner
+                    or sc.provisioner == NOT_SUPPORTED_PROVISIONER
+                    or not topology_matches(sc, labels)
+                ):
                     unbound_ok = False
                     break
     reasons = []
@@ -298,7 +304,10 @@ class VolumeBindingArgs:
         if self.bind_timeout_seconds < 0:
             raise PluginArgsError("bindTimeoutSeconds", "invalid BindTimeoutSeconds, should not be a negative value")
         if self.shape is not None:
-            raise PluginArgsError("shape", "not supported: kopf-scheduler does not score volume capacity (upstream's StorageCapacityScoring)")
+            raise PluginArgsError(
+                "shape",
+                "not supported: kopf-scheduler does not score volume capacity (upstream's StorageCapacityScoring)",
+            )
 
 
 class VolumeBinding(PreFilterPlugin, VectorFilter):
@@ -330,14 +339,14 @@ class VolumeBinding(PreFilterPlugin, VectorFilter):
             return framework.error("node not found")
         return find_pod_volumes(s, node.node.labels)
 
-    def filter_nodes(self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]) -> npt.NDArray[np.bool_]:
+    def filter_nodes(
+        self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]
+    ) -> npt.NDArray[np.bool_]:
         claims = state.read(self._key)
         if claims is None:
             raise LookupError(self._not_found())
         info = table.info
-        return np.fromiter(
-            (_node_verdict(claims, info(k)) for k in index.tolist()), dtype=np.bool_, count=len(index)
-        )
+        return np.fromiter((_node_verdict(claims, info(k)) for k in index.tolist()), dtype=np.bool_, count=len(index))
 
 
 def _node_verdict(claims: PodVolumeClaims, node_info: NodeInfo) -> bool:

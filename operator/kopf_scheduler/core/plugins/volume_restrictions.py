@@ -133,7 +133,9 @@ def read_write_once_pod_claims(pod: Pod, claims: Mapping[str, PersistentVolumeCl
     return frozenset(out)
 
 
-def claim_uses(pod: Pod, rwop_claims: frozenset[str], snapshot: Snapshot, *, stand_in: NodeInfo | None = None) -> dict[str, int]:
+def claim_uses(
+    pod: Pod, rwop_claims: frozenset[str], snapshot: Snapshot, *, stand_in: NodeInfo | None = None
+) -> dict[str, int]:
     """Per claim of the pod, the volumes of scheduled pods using it (upstream ``IsPVCUsedByPods``, counted).
 
     ``stand_in`` replaces the snapshot's NodeInfo of the same name (a preemption what-if).
@@ -146,7 +148,9 @@ def claim_uses(pod: Pod, rwop_claims: frozenset[str], snapshot: Snapshot, *, sta
         key = f"{pod.namespace}/{c}"
         uses = snapshot.pvc_uses(key)
         if stand_in is not None:
-            uses += stand_in.pvc_ref_counts.get(key, 0) - (replaced.pvc_ref_counts.get(key, 0) if replaced is not None else 0)
+            uses += stand_in.pvc_ref_counts.get(key, 0) - (
+                replaced.pvc_ref_counts.get(key, 0) if replaced is not None else 0
+            )
         out[c] = uses
     return out
 
@@ -238,7 +242,9 @@ class VolumeRestrictions(PreFilterExtensions, VectorFilter):
             return framework.error(self._not_found())
         return check(s, node)
 
-    def filter_nodes(self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]) -> npt.NDArray[np.bool_]:
+    def filter_nodes(
+        self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]
+    ) -> npt.NDArray[np.bool_]:
         s = state.read(self._key)
         if s is None:
             raise LookupError(self._not_found())
@@ -246,4 +252,6 @@ class VolumeRestrictions(PreFilterExtensions, VectorFilter):
             return np.zeros(len(index), dtype=np.bool_)
         info = table.info
         volumes = s.volumes
-        return np.fromiter((not has_disk_conflict(volumes, info(k)) for k in index.tolist()), dtype=np.bool_, count=len(index))
+        return np.fromiter(
+            (not has_disk_conflict(volumes, info(k)) for k in index.tolist()), dtype=np.bool_, count=len(index)
+        )

@@ -179,7 +179,9 @@ class VolumeZone(PreFilterPlugin, VectorFilter):
             return framework.error(f"reading {self._key.label!r} from cycle state: not found")
         return check(s.topologies, node.node)
 
-    def filter_nodes(self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]) -> npt.NDArray[np.bool_]:
+    def filter_nodes(
+        self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]
+    ) -> npt.NDArray[np.bool_]:
         topologies = self._topologies(state)
         out = np.empty(len(index), dtype=np.bool_)
         seen: dict[tuple[str | None, ...], bool] = {}
