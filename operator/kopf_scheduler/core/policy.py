@@ -309,11 +309,12 @@ def _unknown(name: str, path: str, *, want: str, registry_: Registry) -> FieldEr
             registry_.priority_names(),
             registry.lookup_legacy_predicate(name) or registry_.filter_plugin(name),
         )
-    if registry_.plugin(name) in registry.GANG_PLUGINS:
+    gang = registry_.plugin(name)
+    if gang is not None and gang in registry.GANG_PLUGINS:
         return FieldError(
             f"{path}.name",
-            f"{registry_.plugin(name).NAME} is a gang plugin, not a {want}; spec.gangScheduling (enabled by default) enables it",
-        )  # type: ignore[union-attr]
+            f"{gang.NAME} is a gang plugin, not a {want}; spec.gangScheduling (enabled by default) enables it",
+        )
     if registry_.plugin(name) is DefaultPreemption:
         return FieldError(
             f"{path}.name",

@@ -122,8 +122,8 @@ def _housekeeping(app: App, state: PolicyState, now: float) -> None:
     app.perform(routed)
     counts = state.queue.pending_counts()
     app.metrics.set_pending_pods(
-        {k: v for k, v in counts.items() if k in ("active", "backoff", "unschedulable", "gated")}
-    )  # type: ignore[misc]
+        {k: v for k, v in counts.items() if k in ("active", "backoff", "unschedulable", "gated")}  # type: ignore[misc]
+    )
     app.metrics.set_cache_size(
         nodes=app.cache.node_count(), pods=app.cache.pod_count(), assumed_pods=app.cache.assumed_count()
     )
