@@ -3,7 +3,7 @@
     python bench/bench_client.py                   # 1000 binds per client, 64 in flight
     python bench/bench_client.py --pods 3000 --concurrency 16
 
-Why it exists: kube/client.py speaks HTTP/1.1 itself over a small keep-alive pool for every
+Why it exists: edge/client.py speaks HTTP/1.1 itself over a small keep-alive pool for every
 write the operator makes (binds, events, statuses, the Lease) on the claim that it costs less of
 our CPU than aiohttp's request machinery (which it used before) and the official client; this
 measures that claim on the write that matters most. On one local control plane (etcd +

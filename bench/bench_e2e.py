@@ -570,7 +570,7 @@ def start_ours(bench: Bench) -> Running:
     argv = [
         sys.executable,
         "-m",
-        "kopf_scheduler.cli",
+        "kopf_scheduler.commands",
         "run",
         "--kubeconfig",
         str(bench.cp.kubeconfig),

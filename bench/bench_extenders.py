@@ -204,7 +204,7 @@ def _serve(ports: multiprocessing.Queue[int]) -> None:
 
 def part_extender(nodes: int, pods: int) -> None:
     from kopf_scheduler.core.algorithm import GenericScheduler
-    from kopf_scheduler.extender_client import HTTPExtender
+    from kopf_scheduler.edge.extenders import HTTPExtender
 
     ports: multiprocessing.Queue[int] = multiprocessing.Queue()
     server = multiprocessing.Process(target=_serve, args=(ports,), daemon=True)

@@ -254,7 +254,7 @@ def main() -> None:
         asyncio.run(serve(args.serve))
         return
     logging.basicConfig(level=logging.WARNING)
-    from kopf_scheduler.kube.cli import _loop_factory
+    from kopf_scheduler.commands.run import _loop_factory
 
     loop_factory = None if args.asyncio else _loop_factory()
     print(f"event loop: {'uvloop' if loop_factory else 'asyncio'}")

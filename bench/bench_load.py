@@ -230,7 +230,7 @@ async def run_load(
         argv = [
             sys.executable,
             "-m",
-            "kopf_scheduler.cli",
+            "kopf_scheduler.commands",
             "run",
             "--kubeconfig",
             str(cp.kubeconfig),

@@ -88,6 +88,7 @@ from kopf_scheduler.core.cache import SchedulerCache
 from kopf_scheduler.core.parsing import parse_pod
 from kopf_scheduler.core.profile import Profile
 from kopf_scheduler.core.resources import format_quantity, to_milli, to_units
+from kopf_scheduler.edge.plugins import installed_registry
 from kopf_scheduler.sim.loader import load_cluster, load_policy
 from kopf_scheduler.sim.simulator import Simulation
 
@@ -1530,7 +1531,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--workdir", type=Path, help="keep the control plane's files (kube-scheduler.log) here")
     args = ap.parse_args(argv)
     knobs = Knobs(nodes=args.nodes, pods=args.pods)
-    profile = load_policy(args.policy)
+    profile = load_policy(args.policy, registry=installed_registry())
     seeds = list(range(args.seed_start, args.seed_start + args.seeds))
     start = time.monotonic()
 

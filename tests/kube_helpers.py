@@ -396,7 +396,7 @@ class Operator:
             [
                 sys.executable,
                 "-m",
-                "kopf_scheduler.cli",
+                "kopf_scheduler.commands",
                 "run",
                 "--kubeconfig",
                 str(kubeconfig),

@@ -7,6 +7,7 @@ Layers (see README "Architecture"):
   telemetry/  Prometheus metrics
   edge/       what leaves the process: credentials, the API client, informers
   kube/       the Kopf operator: handlers, scheduling loops and their effects, through edge/
+  commands/   the kopf-scheduler command (run, simulate, explain, demo, cluster), on top of the rest
 """
 
 __version__ = "0.1.0"

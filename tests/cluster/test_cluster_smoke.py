@@ -41,7 +41,7 @@ def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120)
     environ = dict(os.environ if env is None else env)
     environ["PYTHONPATH"] = str(OPERATOR_DIR)
     return subprocess.run(
-        [sys.executable, "-m", "kopf_scheduler.cli", *args],
+        [sys.executable, "-m", "kopf_scheduler.commands", *args],
         env=environ,
         capture_output=True,
         text=True,

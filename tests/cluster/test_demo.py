@@ -25,7 +25,7 @@ def test_demo_places_every_schedulable_pod(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "kopf_scheduler.cli",
+            "kopf_scheduler.commands",
             "demo",
             "--nodes",
             "6",

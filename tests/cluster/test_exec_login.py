@@ -36,9 +36,9 @@ from kube_helpers import (
 )
 from kubernetes import client, config
 
-from kopf_scheduler.cli import main
 from kopf_scheduler.cluster import ControlPlane
 from kopf_scheduler.cluster.controlplane import free_port
+from kopf_scheduler.commands import main
 
 SERVICE_ACCOUNT = ("kopf-scheduler", "kopf-scheduler")  # namespace, name: deploy/
 

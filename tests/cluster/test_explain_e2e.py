@@ -20,7 +20,7 @@ import yaml
 from kube_helpers import Group, Operator, create_policy, delete_policy, wait, wait_accepted
 from kubernetes import client
 
-from kopf_scheduler.cli import main
+from kopf_scheduler.commands import main
 
 pytestmark = pytest.mark.cluster
 

@@ -48,7 +48,7 @@ def _env(plugin_path: Path) -> dict[str, str]:
 
 def test_simulate_uses_the_installed_plugin(plugin_path: Path) -> None:
     example = EXAMPLE / "example"
-    run = [sys.executable, "-m", "kopf_scheduler.cli", "simulate", "--cluster", str(example / "cluster.yaml"),
+    run = [sys.executable, "-m", "kopf_scheduler.commands", "simulate", "--cluster", str(example / "cluster.yaml"),
            "--pods", str(example / "pods.yaml"), "--policy", str(example / "policy.yaml")]  # fmt: skip
     out = subprocess.run(run, env=_env(plugin_path), check=True, capture_output=True, text=True).stdout
     placed = [line.split()[1] for line in out.splitlines() if line.startswith("default/web-")]

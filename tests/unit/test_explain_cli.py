@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from builders import make_node, make_pod, node_info
 
-from kopf_scheduler.cli import main
+from kopf_scheduler.commands import main
 from kopf_scheduler.core.algorithm import GenericScheduler
 from kopf_scheduler.core.attempts import AttemptLog
 from kopf_scheduler.core.cycle import Unschedulable

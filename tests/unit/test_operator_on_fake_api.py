@@ -1,5 +1,5 @@
 """The operator's effects on the in-process fake API server (tests/fakeapi.py), without Kopf and without the
-real control plane: an ``App`` as kube/cli.py builds it, its informers (``handlers.start_informers``) and
+real control plane: an ``App`` as commands/run.py builds it, its informers (``handlers.start_informers``) and
 one scheduling loop (``loop.run``), unassigned pods fed through ``handlers.on_pod_event`` as Kopf would.
 
 What is asserted is what reaches the API server (the fake's ``requests``): binds and their Scheduled events

@@ -10,7 +10,7 @@ import pytest
 import yaml
 from extender_server import ExtenderServer
 
-from kopf_scheduler.cli import main
+from kopf_scheduler.commands import main
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "operator" / "kopf_scheduler" / "sim" / "examples"
 LEGACY = Path(__file__).resolve().parent / "fixtures" / "legacy" / "openshift-scheduler.json"

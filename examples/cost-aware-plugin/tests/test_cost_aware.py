@@ -91,13 +91,13 @@ def test_a_policy_names_it_like_a_built_in() -> None:
 
 
 def test_installed_entry_point_is_found() -> None:
-    from kopf_scheduler.entry_points import load_registry
+    from kopf_scheduler.edge.plugins import load_registry
 
     assert load_registry().plugin("CostAware") is CostAware
 
 
 def test_simulate_prefers_the_cheapest_node(capsys: pytest.CaptureFixture[str]) -> None:
-    from kopf_scheduler.cli import main
+    from kopf_scheduler.commands import main
 
     args = ["simulate", "--cluster", str(EXAMPLE / "cluster.yaml"), "--pods", str(EXAMPLE / "pods.yaml")]
     assert main([*args, "--policy", str(EXAMPLE / "policy.yaml")]) == 0

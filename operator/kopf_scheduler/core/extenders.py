@@ -19,7 +19,7 @@ extended resource names, each managed by one extender. Decisions (marked * where
 - *``preemptVerb`` is known but rejected: preemption does not call extenders yet.
 
 Pure: ``Extender`` is the interface the algorithm calls synchronously; the HTTP implementation
-lives at the edge (``kopf_scheduler/extender_client.py``), so does the I/O.
+lives at the edge (``kopf_scheduler/edge/extenders.py``), so does the I/O.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ Shape:
 
 - ``IN_TREE`` lists the plugin classes by symbol; each carries its ``NAME`` (written once, on the
   class). A ``Registry`` maps names to classes; ``Registry.in_tree()`` holds ours, and
-  ``kopf_scheduler.entry_points`` adds the out-of-tree plugins installed through the
+  ``kopf_scheduler.edge.plugins`` adds the out-of-tree plugins installed through the
   ``kopf_scheduler.plugins`` entry-point group (discovery is I/O, so it happens at the edge).
 - A plugin name listed in a policy's ``predicates`` enables the class's filter (it must be a
   ``FilterPlugin``), in ``priorities`` its score (a ``ScorePlugin``), with the policy's weight or the

@@ -17,7 +17,7 @@ process not frozen since the watchdog last ran. The watchdog ticks every ``TICK`
 more than ``FREEZE_GAP`` (SIGSTOP, a paused VM, a starved host) means any watch may have missed
 anything, so every informer lists again; until the watchdog has run, ``current`` is already false.
 
-A policy's HTTP extenders are ``extender_client.HTTPExtender`` objects held by its
+A policy's HTTP extenders are ``edge.extenders.HTTPExtender`` objects held by its
 GenericScheduler; their blocking calls run on ``run_blocking``'s thread pool, never on the event
 loop. A policy whose extenders cannot be set up (unreadable TLS files) is rejected like an
 invalid one.
@@ -49,9 +49,9 @@ from ..core.recording import ConditionMemo, RepeatLimiter
 from ..core.snapshot import Snapshot
 from ..core.waiting import WaitingPods
 from ..edge.client import Api
+from ..edge.extenders import HTTPExtender, setup_problems
 from ..edge.informer import Informer
-from ..entry_points import installed_registry
-from ..extender_client import HTTPExtender, setup_problems
+from ..edge.plugins import installed_registry
 from ..telemetry.metrics import SchedulerMetrics
 
 __all__ = ["App", "PolicyState"]

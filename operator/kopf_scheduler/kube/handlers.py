@@ -43,7 +43,7 @@ from ..core import routing
 from ..edge.client import WATCH_IDLE_TIMEOUT, Api
 from ..edge.credentials import load_credentials
 from ..edge.informer import Feed, Informer
-from ..entry_points import installed_registry
+from ..edge.plugins import installed_registry
 from . import convert, events, loop
 from .app import POLICY_GROUP, POLICY_PLURAL, POLICY_VERSION, App
 from .leader import default_identity

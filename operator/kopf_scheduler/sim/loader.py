@@ -26,7 +26,7 @@ from ..core import gangs, parsing
 from ..core import objects as o
 from ..core.cache import SchedulerCache
 from ..core.profile import Profile
-from ..entry_points import installed_registry
+from ..core.registry import Registry
 from .simulator import UnreadablePod
 
 
@@ -211,8 +211,12 @@ class PolicyFileError(ValueError):
     """A policy file that cannot be read or is not a valid policy; the message names the file."""
 
 
-def load_policy(path: str | Path | None, *, scheduler_name: str = DEFAULT_SCHEDULER_NAME) -> Profile:
-    """A Profile from a SchedulingPolicy manifest or a legacy v1.9 Policy (JSON/YAML); today's default profile if None."""
+def load_policy(
+    path: str | Path | None, *, scheduler_name: str = DEFAULT_SCHEDULER_NAME, registry: Registry | None = None
+) -> Profile:
+    """A Profile from a SchedulingPolicy manifest or a legacy v1.9 Policy (JSON/YAML); today's default profile if
+    None. `registry` names the plugins a policy may use (the installed ones: ``edge.plugins.installed_registry``;
+    None: the in-tree ones)."""
     from ..core import legacy, policy
 
     if path is None:
@@ -236,7 +240,7 @@ def load_policy(path: str | Path | None, *, scheduler_name: str = DEFAULT_SCHEDU
         spec = converted
     else:
         raise PolicyFileError(f"{p}: expected kind SchedulingPolicy or Policy, got {kind!r}")
-    profile = policy.validate_policy(spec, registry=installed_registry())
+    profile = policy.validate_policy(spec, registry=registry)
     if isinstance(profile, list):
         raise PolicyFileError(f"{p}: invalid policy:\n" + "\n".join(f"  {e.path}: {e.message}" for e in profile))
     return profile

@@ -25,7 +25,7 @@ simulation would make room later) and read how many of their gang fit. Later pod
 the waiting members' nodes as taken, as they would within the operator's timeout.
 
 A policy's extenders are called through ``extender_factory`` (``simulate`` passes the HTTP
-client, ``kopf_scheduler.extender_client.HTTPExtender``); the simulated bind never calls them.
+client, ``kopf_scheduler.edge.extenders.HTTPExtender``); the simulated bind never calls them.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 2. installs the CRDs from crds/ and the example policy deploy/policies/default.yaml;
 3. creates ``--nodes`` Node objects over three zones (4/8/16 CPUs, a few GPU nodes tainted
    ``dedicated=gpu:NoSchedule``, one cordoned);
-4. starts the operator as ``python -m kopf_scheduler.cli run --kubeconfig K --metrics-port P``,
+4. starts the operator as ``python -m kopf_scheduler.commands run --kubeconfig K --metrics-port P``,
    logging to WORKDIR/operator.log;
 5. submits ``--pods`` mixed pods (``schedulerName: kopf-scheduler``) in namespace ``demo``,
    about 5% of them unschedulable on purpose;
@@ -14,7 +14,7 @@
 Exit status 0 when every schedulable pod was placed (and no impossible one was), else 1.
 
 For development against another scheduler, $KOPF_SCHEDULER_DEMO_OPERATOR replaces the
-``python -m kopf_scheduler.cli run`` prefix (split like a shell would); ``--kubeconfig K
+``python -m kopf_scheduler.commands run`` prefix (split like a shell would); ``--kubeconfig K
 --metrics-port P`` are still appended.
 """
 
@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .cluster import BuildError, ControlPlane, ControlPlaneError, ensure_binaries, free_port
-from .cluster.build import controlplane_dir
+from ..cluster import BuildError, ControlPlane, ControlPlaneError, ensure_binaries, free_port
+from ..cluster.build import controlplane_dir
 from .demo_workload import (
     KIND_LABEL,
     UNSCHEDULABLE_KINDS,
@@ -130,7 +130,7 @@ def _start_operator(kubeconfig: Path, metrics_port: int, log: Path, keep: bool) 
     prefix = (
         shlex.split(os.environ[ENV_OPERATOR])
         if os.environ.get(ENV_OPERATOR)
-        else [sys.executable, "-m", "kopf_scheduler.cli", "run"]
+        else [sys.executable, "-m", "kopf_scheduler.commands", "run"]
     )
     argv = [*prefix, "--kubeconfig", str(kubeconfig), "--metrics-port", str(metrics_port)]
     with log.open("ab") as out:

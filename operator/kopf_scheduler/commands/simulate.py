@@ -1,7 +1,7 @@
 """``kopf-scheduler simulate``: schedule pending pods onto a cluster as the operator would, and count what fits.
 
 The cluster is a CLUSTER.yaml (``--cluster``) or a read-only snapshot of a live one (``--from-cluster``,
-``live_cluster.py``). The pods are PODS.yaml (``--pods``), scheduled in file order, or else the
+``edge/snapshot.py``). The pods are PODS.yaml (``--pods``), scheduled in file order, or else the
 cluster's own pending pods whose schedulerName is ``--scheduler-name`` (default: the policy's).
 ``--max-replicas POD.yaml`` then counts how many copies of that pod fit, where they go and what stops
 the next one. ``--explain`` explains every pod in short, ``--explain NAMESPACE/POD`` one pod in full.
@@ -23,11 +23,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .extender_client import HTTPExtender, setup_problems
-from .live_cluster import ClusterReadError, read_cluster
-from .sim.loader import ManifestError, PolicyFileError, load_cluster, load_pods, load_policy, read_documents
-from .sim.report import EVERY_POD, report_json, report_table
-from .sim.simulator import Simulation, SimulationResult, UnreadablePod
+from ..edge.extenders import HTTPExtender, setup_problems
+from ..edge.plugins import installed_registry
+from ..edge.snapshot import ClusterReadError, read_cluster
+from ..sim.loader import ManifestError, PolicyFileError, load_cluster, load_pods, load_policy, read_documents
+from ..sim.report import EVERY_POD, report_json, report_table
+from ..sim.simulator import Simulation, SimulationResult, UnreadablePod
 
 __all__ = ["add_parser", "run"]
 
@@ -44,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {misuse}", file=sys.stderr)
         return 2
     try:
-        profile = load_policy(args.policy)
+        profile = load_policy(args.policy, registry=installed_registry())
         if args.without_extenders:
             profile = dataclasses.replace(profile, extenders=())
         elif problems := setup_problems(profile.extenders):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kopf_scheduler.entry_points import GROUP, load_registry
+from kopf_scheduler.edge.plugins import GROUP, load_registry
 
 PLUGIN_MODULE = """
 from kopf_scheduler.framework import ScorePlugin

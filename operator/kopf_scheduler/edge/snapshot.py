@@ -70,7 +70,7 @@ def read_cluster(kubeconfig: str | None = None) -> LiveSnapshot:
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
 
-    from .edge.credentials import CredentialsError, api_client, load_credentials
+    from .credentials import CredentialsError, api_client, load_credentials
 
     try:
         creds = load_credentials(kubeconfig)

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from . import __version__
+from .. import __version__
 
 __all__ = ["SUBCOMMANDS", "Subcommand", "main"]
 
@@ -28,23 +28,23 @@ class Subcommand(NamedTuple):
 
 SUBCOMMANDS: dict[str, Subcommand] = {
     "cluster": Subcommand(
-        "kopf_scheduler.cluster.cli", "add_parser", "the local control plane (etcd + kube-apiserver)"
+        "kopf_scheduler.commands.cluster", "add_parser", "the local control plane (etcd + kube-apiserver)"
     ),
     "run": Subcommand(
-        "kopf_scheduler.kube.cli", "add_parser", "run the scheduler operator against a cluster (production entry)"
+        "kopf_scheduler.commands.run", "add_parser", "run the scheduler operator against a cluster (production entry)"
     ),
     "demo": Subcommand(
-        "kopf_scheduler.demo",
+        "kopf_scheduler.commands.demo",
         "add_parser",
         "local control plane + simulated nodes + demo workload, ending in a summary",
     ),
     "simulate": Subcommand(
-        "kopf_scheduler.simulate",
+        "kopf_scheduler.commands.simulate",
         "add_parser",
         "schedule pods onto a cluster (YAML or a live snapshot), offline; count what fits",
     ),
     "explain": Subcommand(
-        "kopf_scheduler.explain",
+        "kopf_scheduler.commands.explain",
         "add_parser",
         "why a pod went where it went, or is pending: its last attempt in a running operator",
     ),

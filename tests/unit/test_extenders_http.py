@@ -29,7 +29,7 @@ from kopf_scheduler.core.extenders import (
     HostPriority,
 )
 from kopf_scheduler.core.parsing import parse_pod
-from kopf_scheduler.extender_client import (
+from kopf_scheduler.edge.extenders import (
     TIMEOUT_REASON,
     HTTPExtender,
     decode_binding_result,

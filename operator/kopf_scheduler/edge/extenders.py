@@ -39,7 +39,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-from .core.extenders import (
+from ..core.extenders import (
     Extender,
     ExtenderConfig,
     ExtenderFilterResult,
@@ -47,9 +47,9 @@ from .core.extenders import (
     ExtenderTLSConfig,
     HostPriority,
 )
-from .core.nodeinfo import NodeInfo
-from .core.objects import Node, Pod
-from .core.specs import FieldError
+from ..core.nodeinfo import NodeInfo
+from ..core.objects import Node, Pod
+from ..core.specs import FieldError
 
 __all__ = [
     "HTTPExtender",

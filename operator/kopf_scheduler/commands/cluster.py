@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .build import BuildError, ensure_binaries
-from .controlplane import ControlPlane, ControlPlaneError
+from ..cluster.build import BuildError, ensure_binaries
+from ..cluster.controlplane import ControlPlane, ControlPlaneError
 
 __all__ = ["add_parser"]
 

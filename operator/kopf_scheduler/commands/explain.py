@@ -22,7 +22,7 @@ import urllib.parse
 import urllib.request
 from typing import Any, Final
 
-from .core.explanation import from_json, render
+from ..core.explanation import from_json, render
 
 __all__ = ["DEFAULT_ENDPOINT", "add_parser", "attempt_path", "run"]
 

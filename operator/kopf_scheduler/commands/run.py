@@ -86,11 +86,11 @@ async def _serve(args: argparse.Namespace, credentials: Credentials) -> None:
     import kopf
 
     from ..edge.client import Api
+    from ..kube import handlers
+    from ..kube.app import App
+    from ..kube.leader import ApiLeaseClient, LeaderElectionConfig, LeaderElector, default_identity
+    from ..kube.login import user_agent
     from ..telemetry.health import start_health_server
-    from . import handlers
-    from .app import App
-    from .leader import ApiLeaseClient, LeaderElectionConfig, LeaderElector, default_identity
-    from .login import user_agent
 
     identity = default_identity()
     # Kopf's login, the informers, the writes and the Lease all use these credentials
@@ -173,7 +173,7 @@ def _dump_cache(app: Any) -> None:
 async def _elect(app: Any, elector: Any) -> None:
     """Stand as a candidate forever: lead while elected, pause the loops between terms."""
 
-    from . import events
+    from ..kube import events
 
     async def started() -> None:
         logger.info("%s: leading; the scheduling loops run", elector.identity)

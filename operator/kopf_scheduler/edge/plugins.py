@@ -23,7 +23,7 @@ import importlib.metadata
 from functools import cache
 from typing import Any, Final
 
-from .core.registry import Registry
+from ..core.registry import Registry
 
 __all__ = ["GROUP", "installed_registry", "load_registry"]
 
