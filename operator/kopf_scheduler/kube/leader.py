@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
+import os
 import random
 import socket
 import time
@@ -70,12 +71,14 @@ LEASE_API_VERSION: Final = "coordination.k8s.io/v1"
 
 
 def default_identity() -> str:
-    """Hostname (the pod name in a cluster) plus a random suffix, unique per process start.
+    """``$POD_NAME`` (deploy/ sets it from the Downward API) or the hostname (the pod name in a cluster,
+    but not with hostNetwork) plus a random suffix, unique per process start. ``kubectl kopf-scheduler``
+    finds the leader's pod by the part before the suffix.
 
     The suffix matters: a restarted pod keeps its hostname but must not mistake the Lease
     its previous incarnation held for its own.
     """
-    return f"{socket.gethostname()}_{uuid.uuid4()}"
+    return f"{os.environ.get('POD_NAME') or socket.gethostname()}_{uuid.uuid4()}"
 
 
 @dataclass(frozen=True, slots=True)
