@@ -1,0 +1,612 @@
+"""DynamicResources: a pod's ResourceClaims must be allocatable on the node (DRA, structured parameters).
+
+Follows upstream ``pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go`` (v1.37.2,
+default feature gates); the allocator is ``core/dra/allocator.py``, the cluster's DRA objects and the
+allocations in flight are ``core/dra/tracker.py`` (upstream's DRA manager). Every rejection is
+UnschedulableAndUnresolvable, as upstream's ``statusUnschedulable`` makes it.
+
+- PreEnqueue (``pre_enqueue``, for the queue): a pod whose claims do not all exist waits.
+- PreFilter: SKIP for a pod without ``spec.resourceClaims`` (it costs two dictionary lookups).
+  Each claim must exist (``could not find ResourceClaim "<ns>/<name>"``; a template's claim must be
+  in ``status.resourceClaimStatuses``: ``pod "<ns>/<pod>": ResourceClaim not created yet``), not be
+  deleted, and be owned by the pod when generated from a template. An allocated claim restricts the
+  nodes to its allocation's node selector; an unallocated one must not be in flight for another pod
+  (``resource claim <ns>/<name> is in the process of being allocated``) and its classes must exist
+  (``request <r>: device class <c> does not exist``). The allocator is set up once per cycle.
+- Filter: allocated claims whose node selector does not match: ``resourceclaim not available on the
+  node`` (remembered for PostFilter); the unallocated ones must be allocatable on the node (``cannot
+  allocate all claims``); an allocator error (a CEL error, a class that vanished...) is an ERROR.
+  The allocation found is kept per node for Score and Reserve.
+- PostFilter: when no node fits and an allocated claim was unavailable, a claim reserved for nobody
+  (or only for this pod) is deallocated so another node may be tried: the write goes to the tracker's
+  outbox (``DraTracker.drain``) and the status is Unschedulable ``deallocation of ResourceClaim
+  completed`` (the next PostFilter plugin, DefaultPreemption, still runs, as upstream). A pod whose
+  PreFilter never ran (an earlier PreFilter rejected it) gets upstream's ERROR ``not found``, which
+  ends the PostFilter stage.
+- Score (weight 2 in the default profile): the prioritized-list score, for each allocated
+  ``firstAvailable`` subrequest ``8 - its index``, normalised by the maximum; 0 without claims.
+- Reserve: the node's allocations become allocations in flight (the next pod cannot take the devices);
+  Unreserve releases them and, for a claim PreBind had already reserved for the pod, queues the patch
+  removing the pod from ``reservedFor``.
+- PreBind: for each claim not yet reserved for the pod, add the finalizer if missing (an update),
+  then write ``status.allocation`` (when Reserve allocated it) and append the pod to ``reservedFor``
+  (a status update), retried on conflicts as upstream's ``retry.DefaultRetry`` (5 tries, re-reading
+  the claim); the result is assumed in the tracker and the in-flight allocation released. The writes
+  are pure functions of the claim (``finalizer_write``, ``status_write``).
+
+Not supported (clear errors rather than different decisions): extended resources backed by DRA
+(DRAExtendedResource: a pod requesting an extended resource some DeviceClass maps gets an ERROR),
+waiting in PreBind for devices' binding conditions (an ERROR names the devices), DeviceTaintRules,
+PodGroup-scoped claims (DRAWorkloadResourceClaims, beta, off), node-allocatable resources (alpha).
+The binding-conditions timeout in Filter needs a clock and is not checked.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from .. import framework
+from ..dra.allocator import AllocationError, Allocator, Features, NodeAllocationError
+from ..dra.objects import (
+    ADMIN_ACCESS_LABEL,
+    FINALIZER,
+    FIRST_AVAILABLE_MAX_SIZE,
+    NO_POD_CLAIMS,
+    AllocationResult,
+    ConsumerReference,
+    PodClaims,
+    ResourceClaim,
+)
+from ..dra.parsing import allocation_body, parse_pod_claims
+from ..dra.tracker import ApiWrite, DraTracker
+from ..framework import (
+    ApiClient,
+    CycleState,
+    Handle,
+    NormalizeScorePlugin,
+    PermitHandle,
+    PostFilterPlugin,
+    PostFilterResult,
+    PreBindPlugin,
+    PreFilterPlugin,
+    ReservePlugin,
+    StateKey,
+    Status,
+    VectorScore,
+)
+from ..nodeinfo import NodeInfo
+from ..objects import NodeSelectorTerm, Pod
+
+if TYPE_CHECKING:
+    from ..diagnosis import Diagnosis
+    from ..snapshot import ClusterObjects, NodeTable, Snapshot
+
+NAME: Final = "DynamicResources"
+
+ERR_CLAIM_IN_USE: Final = "resourceclaim in use"
+ERR_NOT_AVAILABLE: Final = "resourceclaim not available on the node"
+ERR_CANNOT_ALLOCATE: Final = "cannot allocate all claims"
+MSG_DEALLOCATED: Final = "deallocation of ResourceClaim completed"
+#: upstream ``fwk.ErrNotFound``: PostFilter for a pod whose PreFilter never ran
+ERR_STATE_NOT_FOUND: Final = "not found"
+RESOURCE_API: Final = "/apis/resource.k8s.io/v1"
+#: the binding cycle may put the bind time (RFC 3339) here; PreBind writes it as ``allocationTimestamp``
+BIND_TIME: Final = StateKey[str]("DynamicResources/bind-time")
+#: upstream's implicit extended resource name of a DeviceClass
+IMPLICIT_EXTENDED_RESOURCE_PREFIX: Final = "deviceclass.resource.kubernetes.io/"
+#: retry.DefaultRetry's steps
+CONFLICT_RETRIES: Final = 5
+
+
+def claim_not_found(namespace: str, name: str) -> str:
+    return f'could not find ResourceClaim "{namespace}/{name}"'
+
+
+def claim_not_created(pod: Pod) -> str:
+    return f'pod "{pod.namespace}/{pod.name}": ResourceClaim not created yet'
+
+
+def claim_deleting(name: str) -> str:
+    return f'resourceclaim "{name}" is being deleted'
+
+
+def claim_in_flight(claim: ResourceClaim) -> str:
+    return f"resource claim {claim.key} is in the process of being allocated"
+
+
+def class_missing(request: str, device_class: str) -> str:
+    return f"request {request}: device class {device_class} does not exist"
+
+
+# --------------------------------------------------------------------------- the pod's claims
+
+
+def pod_claims(pod: Pod) -> PodClaims:
+    """The pod's claim references. Read from its body until ``Pod`` carries them (see the report)."""
+    own = getattr(pod, "resource_claims", None)
+    if isinstance(own, PodClaims):
+        return own
+    return parse_pod_claims(pod.source) if pod.source is not None else NO_POD_CLAIMS
+
+
+def dra_of(objects: ClusterObjects) -> DraTracker:
+    """The cluster's DRA store. ``ClusterObjects.dra`` once the cache has it; an empty one until then."""
+    tracker = getattr(objects, "dra", None)
+    return tracker if isinstance(tracker, DraTracker) else DraTracker()
+
+
+def resolve_claims(pod: Pod, refs: PodClaims, tracker: DraTracker) -> list[ResourceClaim] | str:
+    """Upstream ``foreachPodResourceClaim``: the pod's claims, or why they cannot be read."""
+    out = []
+    for ref in refs.claims:
+        if ref.resource_claim_name is not None:
+            name: str | None = ref.resource_claim_name
+            check_owner = False
+        elif ref.resource_claim_template_name is not None:
+            if ref.name not in refs.statuses:
+                return claim_not_created(pod)
+            name, check_owner = refs.statuses[ref.name], True
+        else:
+            where = f'pod "{pod.namespace}/{pod.name}", spec.resourceClaim "{ref.name}"'
+            return f"{where}: none of the supported fields are set"
+        if name is None:
+            continue  # the controller decided no claim is needed
+        claim = tracker.get_claim(pod.namespace, name)
+        if claim is None:
+            return claim_not_found(pod.namespace, name)
+        if claim.deleting:
+            return claim_deleting(claim.name)
+        if check_owner and not claim.is_controlled_by(pod.uid):
+            return (
+                f"ResourceClaim {claim.namespace}/{claim.name} was not created for Pod "
+                f"{pod.namespace}/{pod.name} (Pod is not owner)"
+            )
+        out.append(claim)
+    return out
+
+
+def pre_enqueue(pod: Pod, tracker: DraTracker) -> Status:
+    """Upstream ``PreEnqueue``: SUCCESS, or why the pod must wait out of the active queue."""
+    refs = pod_claims(pod)
+    if not refs:
+        return framework.SUCCESS
+    claims = resolve_claims(pod, refs, tracker)
+    return framework.unresolvable(claims) if isinstance(claims, str) else framework.SUCCESS
+
+
+def admin_access_forbidden(claim: ResourceClaim, namespace_labels: Mapping[str, str]) -> str | None:
+    """The API server's check (``AuthorizedForAdmin``) of a claim asking for admin access: its
+    namespace needs the label ``resource.kubernetes.io/admin-access: "true"``. The scheduler never
+    checks it (the API server refuses such claims, and such allocations); ``simulate``, which has no
+    API server, refuses such claims with this message."""
+    for i, request in enumerate(claim.spec.requests):
+        if request.exactly is not None and request.exactly.admin_access:
+            if namespace_labels.get(ADMIN_ACCESS_LABEL) == "true":
+                return None
+            return (
+                f"spec.devices.requests[{i}].adminAccess: Forbidden: admin access to devices requires the "
+                f"`{ADMIN_ACCESS_LABEL}: true` label on the containing namespace"
+            )
+    return None
+
+
+# --------------------------------------------------------------------------- cycle state
+
+
+@dataclass(slots=True)
+class PodClaimsState:
+    """Upstream ``stateData``: shared (not copied) by clones of the cycle state, as upstream's pointer is."""
+
+    claims: tuple[ResourceClaim, ...] = ()
+    #: per claim: the node selector of its allocation (None: every node)
+    available_on: tuple[tuple[NodeSelectorTerm, ...] | None, ...] = ()
+    allocator: Allocator | None = None
+    #: node -> the allocations of the unallocated claims, in order
+    node_allocations: dict[str, list[AllocationResult]] = field(default_factory=dict)
+    #: indices of allocated claims some node could not use
+    unavailable: set[int] = field(default_factory=set)
+    #: index -> the allocation Reserve made
+    reserved: dict[int, AllocationResult] = field(default_factory=dict)
+    #: the cluster's DRA store (PreBind assumes the claims it writes there)
+    tracker: DraTracker | None = None
+
+
+def compute_score(claims: Sequence[ResourceClaim], allocations: Sequence[AllocationResult]) -> int:
+    """Upstream ``computeScore``: each allocated subrequest scores 8 minus its index in ``firstAvailable``."""
+    score = 0
+    pending = iter(allocations)
+    for claim in claims:
+        allocation = claim.allocation if claim.allocation is not None else next(pending, None)
+        if allocation is None:
+            raise ValueError("number of allocations is smaller than number of claims needing allocation")
+        chosen = {r.request for r in allocation.results if r.request.count("/") == 1}
+        for request in claim.spec.requests:
+            if request.exactly is not None:
+                continue
+            for i, sub in enumerate(request.first_available):
+                if f"{request.name}/{sub.name}" in chosen:
+                    score += FIRST_AVAILABLE_MAX_SIZE - i
+    return score
+
+
+# --------------------------------------------------------------------------- PreBind's writes
+
+
+def claim_path(claim: ResourceClaim, *, status: bool = False) -> str:
+    base = f"{RESOURCE_API}/namespaces/{claim.namespace}/resourceclaims/{claim.name}"
+    return base + "/status" if status else base
+
+
+def _body_of(claim: ResourceClaim) -> dict[str, Any]:
+    if claim.source is None:
+        raise ValueError(f"claim {claim.key}: its body is not kept, so it cannot be updated")
+    return dict(claim.source)
+
+
+def finalizer_write(claim: ResourceClaim) -> ApiWrite | None:
+    """The update adding the scheduler's finalizer to a claim it allocates (None: already there)."""
+    if FINALIZER in claim.finalizers:
+        return None
+    body = _body_of(claim)
+    meta = dict(body.get("metadata") or {})
+    meta["finalizers"] = [*claim.finalizers, FINALIZER]
+    body["metadata"] = meta
+    return ApiWrite("PUT", claim_path(claim), body, purpose=f"add finalizer to claim {claim.key}")
+
+
+def status_write(
+    claim: ResourceClaim, allocation: AllocationResult | None, binding: ConsumerReference, *, now: str | None = None
+) -> ApiWrite | str:
+    """Upstream ``bindClaim``'s status update on the claim as last read: the allocation (if any) and
+    the reservation, or why it cannot be written (the claim changed meanwhile)."""
+    if claim.deleting:
+        return f"claim {claim.key} got deleted in the meantime"
+    body = _body_of(claim)
+    status = dict(body.get("status") or {})
+    if allocation is not None:
+        if claim.allocation is not None:
+            return f"claim {claim.key} got allocated elsewhere in the meantime"
+        if now is not None:
+            allocation = dataclasses.replace(allocation, allocation_timestamp=now)
+        status["allocation"] = allocation_body(allocation)
+    elif claim.allocation is None:
+        return f"claim {claim.key} got deallocated elsewhere in the meantime"
+    elif now is not None and claim.allocation.allocation_timestamp is None:
+        status["allocation"] = {**status.get("allocation", {}), "allocationTimestamp": now}
+    status["reservedFor"] = [*(status.get("reservedFor") or []), binding.body()]
+    body["status"] = status
+    what = "add allocation and reservation to" if allocation is not None else "add reservation to"
+    return ApiWrite("PUT", claim_path(claim, status=True), body, purpose=f"{what} claim {claim.key}")
+
+
+def unreserve_write(claim: ResourceClaim, pod: Pod) -> ApiWrite:
+    """Upstream Unreserve's strategic-merge patch removing the pod from ``reservedFor``."""
+    body = {"metadata": {"uid": claim.uid}, "status": {"reservedFor": [{"$patch": "delete", "uid": pod.uid}]}}
+    return ApiWrite(
+        "PATCH",
+        claim_path(claim, status=True),
+        body,
+        "application/strategic-merge-patch+json",
+        purpose=f"unreserve claim {claim.key}",
+    )
+
+
+def deallocate_write(claim: ResourceClaim) -> ApiWrite:
+    """Upstream PostFilter's status update clearing ``reservedFor``, ``allocation`` and ``devices``."""
+    body = _body_of(claim)
+    body["status"] = {
+        k: v for k, v in (body.get("status") or {}).items() if k not in ("reservedFor", "allocation", "devices")
+    }
+    return ApiWrite("PUT", claim_path(claim, status=True), body, purpose=f"deallocate claim {claim.key}")
+
+
+def pod_binding(pod: Pod) -> ConsumerReference:
+    return ConsumerReference(resource="pods", name=pod.name, uid=pod.uid)
+
+
+# --------------------------------------------------------------------------- the plugin
+
+
+class DynamicResources(
+    PreFilterPlugin, PostFilterPlugin, VectorScore, NormalizeScorePlugin, ReservePlugin, PreBindPlugin
+):
+    """See the module docstring."""
+
+    NAME = NAME
+
+    def __init__(self, args: Any = None, *, name: str | None = None) -> None:
+        super().__init__(args, name=name)
+        self.features = Features()
+        self._key = StateKey[PodClaimsState](f"PreFilter{self.name}")
+
+    # ------------------------------------------------------------------ PreFilter
+
+    def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
+        refs = pod_claims(pod)
+        s = PodClaimsState()
+        state.write(self._key, s)
+        if not refs and not pod.requests.scalar:
+            return framework.SKIP
+        tracker = dra_of(snapshot.objects)
+        refused = self._extended_resources(pod, tracker)
+        if refused is not None:
+            return refused
+        if not refs:
+            return framework.SKIP
+        claims = resolve_claims(pod, refs, tracker)
+        if isinstance(claims, str):
+            return framework.unresolvable(claims)
+        if not claims:
+            return framework.SKIP
+        available_on: list[tuple[NodeSelectorTerm, ...] | None] = []
+        to_allocate = 0
+        for claim in claims:
+            if claim.allocation is not None:
+                available_on.append(claim.allocation.node_selector)
+                continue
+            available_on.append(None)
+            to_allocate += 1
+            if tracker.pending_allocation(claim.uid) is not None:
+                return framework.unresolvable(claim_in_flight(claim))
+            checked = self._check_classes(claim, tracker)
+            if checked is not None:
+                return checked
+        s.claims, s.available_on, s.tracker = tuple(claims), tuple(available_on), tracker
+        if to_allocate:
+            s.allocator = Allocator(
+                classes=tracker.classes,
+                slices=list(tracker.slices.values()),
+                allocated=tracker.allocated_state(),
+                features=self.features,
+            )
+        return framework.SUCCESS
+
+    def _check_classes(self, claim: ResourceClaim, tracker: DraTracker) -> Status | None:
+        for request in claim.spec.requests:
+            if request.exactly is not None:
+                names = [(request.name, request.exactly.device_class_name)]
+            elif request.first_available:
+                names = [(f"{request.name}/{sub.name}", sub.spec.device_class_name) for sub in request.first_available]
+            else:
+                return framework.unresolvable(
+                    f"resource claim {claim.key}, request {request.name}: unknown request type"
+                )
+            for request_name, class_name in names:
+                if not class_name:
+                    return framework.error(f"request {request_name}: unsupported request type")
+                if class_name not in tracker.classes:
+                    return framework.unresolvable(class_missing(request_name, class_name))
+        return None
+
+    def _extended_resources(self, pod: Pod, tracker: DraTracker) -> Status | None:
+        """DRA-backed extended resources are not supported: say so instead of deciding differently."""
+        if not pod.requests.scalar or not tracker.classes:
+            return None
+        for resource, amount in pod.requests.scalar.items():
+            if amount <= 0:
+                continue
+            for cls in tracker.classes.values():
+                if resource == cls.extended_resource_name or resource == IMPLICIT_EXTENDED_RESOURCE_PREFIX + cls.name:
+                    return framework.error(
+                        f"extended resource {resource} is backed by DeviceClass {cls.name} (DRAExtendedResource), "
+                        "which kopf-scheduler does not support"
+                    )
+        return None
+
+    # ------------------------------------------------------------------ Filter
+
+    def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
+        s = state.read(self._key)
+        if s is None:
+            return framework.error(ERR_STATE_NOT_FOUND)
+        if not s.claims:
+            return framework.SUCCESS
+        if node.node is None:
+            return framework.error("node not found")
+        return filter_node(s, node.node)
+
+    # ------------------------------------------------------------------ PostFilter
+
+    def post_filter(
+        self, state: CycleState, pod: Pod, snapshot: Snapshot, diagnosis: Diagnosis, handle: Handle
+    ) -> PostFilterResult:
+        s = state.read(self._key)
+        if s is None:
+            return PostFilterResult(framework.error(ERR_STATE_NOT_FOUND))
+        if not s.claims:
+            return PostFilterResult(framework.Status(framework.Code.UNSCHEDULABLE))
+        for index in sorted(s.unavailable):  # upstream picks one at random (map order): we take the first
+            claim = s.claims[index]
+            if not claim.reserved_for or (len(claim.reserved_for) == 1 and claim.reserved_for[0].uid == pod.uid):
+                dra_of(snapshot.objects).outbox.append(deallocate_write(claim))
+                return PostFilterResult(framework.unschedulable(MSG_DEALLOCATED))
+        return PostFilterResult(framework.Status(framework.Code.UNSCHEDULABLE))
+
+    # ------------------------------------------------------------------ Score
+
+    def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
+        s = state.read(self._key)
+        if s is None or not s.claims:
+            return 0
+        allocations = s.node_allocations.get(node.name)
+        return 0 if allocations is None else compute_score(s.claims, allocations)
+
+    def score_nodes(
+        self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]
+    ) -> npt.NDArray[np.int64]:
+        s = state.read(self._key)
+        if s is None or not s.claims or not s.node_allocations:
+            return np.zeros(len(index), dtype=np.int64)
+        names = table.names
+        return np.fromiter(
+            (
+                compute_score(s.claims, a) if (a := s.node_allocations.get(names[k])) is not None else 0
+                for k in index.tolist()
+            ),
+            dtype=np.int64,
+            count=len(index),
+        )
+
+    def normalize_scores(self, state: CycleState, pod: Pod, scores: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        return framework.default_normalize(scores)
+
+    # ------------------------------------------------------------------ Reserve / Unreserve
+
+    def reserve(self, state: CycleState, pod: Pod, node_name: str, handle: PermitHandle) -> Status:
+        s = state.read(self._key)
+        if s is None or not s.claims:
+            return framework.SUCCESS
+        pending = [i for i, c in enumerate(s.claims) if c.allocation is None]
+        if not pending:
+            return framework.SUCCESS
+        allocations = s.node_allocations.get(node_name)
+        if not allocations:
+            return framework.error("claim allocation not found for node")
+        if len(allocations) != len(pending):
+            n = len(pending)
+            return framework.error(
+                f"internal error, have {len(allocations)} allocations, {n} claims to allocate, want {n} claims"
+            )
+        tracker = dra_of(handle.objects)
+        for index, allocation in zip(pending, allocations):
+            s.reserved[index] = allocation
+            claim = s.claims[index]
+            tracker.signal_pending_allocation(claim.uid, dataclasses.replace(claim, allocation=allocation))
+        return framework.SUCCESS
+
+    def unreserve(self, state: CycleState, pod: Pod, node_name: str, handle: PermitHandle) -> None:
+        s = state.read(self._key)
+        if s is None or not s.claims:
+            return
+        tracker = dra_of(handle.objects)
+        for claim in s.claims:
+            if tracker.maybe_remove_pending_allocation(claim.uid):
+                tracker.restore_claim(claim.key)
+            if claim.allocation is not None and claim.is_reserved_for(pod.uid):
+                tracker.outbox.append(unreserve_write(claim, pod))
+
+    # ------------------------------------------------------------------ PreBind
+
+    async def pre_bind(self, state: CycleState, pod: Pod, node_name: str, client: ApiClient) -> Status:
+        s = state.read(self._key)
+        if s is None or not s.claims:
+            return framework.SKIP
+        tracker = s.tracker
+        now = state.read(BIND_TIME)
+        done: list[ResourceClaim] = []
+        claims = list(s.claims)
+        for index, claim in enumerate(claims):
+            if claim.is_reserved_for(pod.uid):
+                continue
+            bound = await bind_claim(client, claim, s.reserved.get(index), pod_binding(pod), now=now)
+            if isinstance(bound, str):
+                return framework.error(bound)
+            claims[index] = bound
+            done.append(bound)
+            if tracker is not None:
+                tracker.assume_claim(bound)
+        s.claims = tuple(claims)
+        waiting = [
+            f"<driver={r.driver}, pool={r.pool}> {r.device}"
+            for c in s.claims
+            if c.allocation is not None
+            for r in c.allocation.results
+            if r.binding_conditions
+        ]
+        if tracker is not None:
+            for claim in done:
+                tracker.maybe_remove_pending_allocation(claim.uid, force=True)
+        if waiting:
+            return framework.error(
+                "waiting for binding conditions is not supported by kopf-scheduler; devices: " + "; ".join(waiting)
+            )
+        return framework.SUCCESS
+
+
+def filter_node(s: PodClaimsState, node: Any) -> Status:
+    """Upstream ``Filter`` for one node, with the cycle's claims (the pure helper tests and preemption call)."""
+    unavailable = [
+        i for i, sel in enumerate(s.available_on) if sel is not None and not any(t.matches(node) for t in sel)
+    ]
+    for i, claim in enumerate(s.claims):
+        if claim.allocation is not None and i not in unavailable and binding_failed(claim):
+            unavailable.append(i)
+    allocations: list[AllocationResult] | None = None
+    if s.allocator is not None:
+        to_allocate = [c for c in s.claims if c.allocation is None]
+        try:
+            allocations = s.allocator.allocate(node, to_allocate)
+        except NodeAllocationError as exc:
+            return framework.unresolvable(str(exc))
+        except AllocationError as exc:
+            return framework.error(str(exc))
+        if allocations is None or len(allocations) != len(to_allocate):
+            return framework.unresolvable(ERR_CANNOT_ALLOCATE)
+    if unavailable:
+        s.unavailable.update(unavailable)
+        return framework.unresolvable(ERR_NOT_AVAILABLE)
+    if allocations is not None:
+        s.node_allocations[node.name] = allocations
+    return framework.SUCCESS
+
+
+def binding_failed(claim: ResourceClaim) -> bool:
+    """Upstream ``isClaimReadyForBinding``'s error: some device's binding failure condition is True."""
+    if claim.allocation is None:
+        return False
+    for r in claim.allocation.results:
+        if not r.binding_conditions:
+            continue
+        status = next((d for d in claim.devices if (d.driver, d.pool, d.device) == (r.driver, r.pool, r.device)), None)
+        if status is None:
+            continue
+        for cond in status.conditions:
+            if cond.type in r.binding_failure_conditions and cond.status == "True":
+                return True
+    return False
+
+
+async def bind_claim(
+    client: ApiClient,
+    claim: ResourceClaim,
+    allocation: AllocationResult | None,
+    binding: ConsumerReference,
+    *,
+    now: str | None = None,
+) -> ResourceClaim | str:
+    """Upstream ``bindClaim``: the claim as written, or the error's text. Conflicts re-read the claim."""
+    from ..dra.parsing import parse_resource_claim
+
+    latest = claim
+    for attempt in range(CONFLICT_RETRIES):
+        if attempt:
+            got = await client.request("GET", claim_path(claim))
+            if not got.ok:
+                return f"get updated claim {claim.key} after conflict: {got.detail()}"
+            latest = parse_resource_claim(got.body)
+        if allocation is not None and latest.allocation is None:
+            write = finalizer_write(latest)
+            if write is not None:
+                answer = await client.request(write.method, write.path, write.body)
+                if answer.conflict:
+                    continue
+                if not answer.ok:
+                    return f"add finalizer to claim {claim.key}: {answer.detail()}"
+                latest = parse_resource_claim(answer.body)
+        update = status_write(latest, allocation, binding, now=now)
+        if isinstance(update, str):
+            return update
+        answer = await client.request(update.method, update.path, update.body)
+        if answer.conflict:
+            continue
+        if not answer.ok:
+            return f"{update.purpose}: {answer.detail()}"
+        return parse_resource_claim(answer.body)
+    what = "add allocation and reservation to" if allocation is not None else "add reservation to"
+    return f"{what} claim {claim.key}: conflict"

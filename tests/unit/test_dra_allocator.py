@@ -1,0 +1,705 @@
+"""The structured allocator (core/dra/allocator.py) against upstream's own cases.
+
+Cases named like upstream's come from dynamic-resource-allocation v0.37.2
+``structured/internal/allocatortesting/allocator_testing.go`` with the same objects and the same
+expected devices (upstream compares the results of a claim as a set; we compare them in order,
+which upstream's search order fixes). Node "node-1" has labels region=region-1, planet=earth.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from dra_builders import (
+    DRIVER_A,
+    DRIVER_B,
+    allocated,
+    claim,
+    claim_obj,
+    class_obj,
+    device,
+    device_class,
+    first_available,
+    label_selector,
+    request,
+    resource_slice,
+    slice_obj,
+)
+
+from kopf_scheduler.core.dra.allocator import AllocatedState, AllocationError, Allocator, Features, NodeAllocationError
+from kopf_scheduler.core.dra.objects import AllocationResult, DeviceID
+from kopf_scheduler.core.objects import Node, NodeSelectorRequirement, NodeSelectorTerm
+
+POOL1, POOL2, POOL3, POOL4 = "pool-1", "pool-2", "pool-3", "pool-4"
+NODE1 = Node("node-1", labels={"region": "region-1", "planet": "earth"})
+NODE2 = Node("node-2", labels={"region": "region-2", "planet": "earth"})
+CLASS_A, CLASS_B = device_class("class-a", DRIVER_A), device_class("class-b", DRIVER_B)
+
+Picked = tuple[str, str, str, str]
+DEFAULT_FEATURES = Features()
+
+
+def allocate(
+    claims: list[dict[str, Any]],
+    slices: list[dict[str, Any]],
+    *,
+    classes: list[dict[str, Any]] | None = None,
+    node: Node = NODE1,
+    in_use: tuple[tuple[str, str, str], ...] = (),
+    features: Features = DEFAULT_FEATURES,
+) -> list[AllocationResult] | None:
+    allocator = Allocator(
+        classes={c["metadata"]["name"]: class_obj(c) for c in (classes if classes is not None else [CLASS_A, CLASS_B])},
+        slices=[slice_obj(s) for s in slices],
+        allocated=AllocatedState(frozenset(DeviceID(*d) for d in in_use)),
+        features=features,
+    )
+    return allocator.allocate(node, [claim_obj(c) for c in claims])
+
+
+def devices_of(results: list[AllocationResult] | None) -> list[list[Picked]] | None:
+    if results is None:
+        return None
+    return [[(r.request, r.driver, r.pool, r.device) for r in a.results] for a in results]
+
+
+def local(node: str) -> tuple[NodeSelectorTerm, ...]:
+    """Upstream ``localNodeSelector``."""
+    return (NodeSelectorTerm(match_fields=(NodeSelectorRequirement("metadata.name", "In", (node,)),)),)
+
+
+def one(name: str = "device-1", **kw: Any) -> dict[str, Any]:
+    return device(name, **kw)
+
+
+MEM_1G = f'device.capacity["{DRIVER_A}"].memory.compareTo(quantity("1Gi")) >= 0'
+MEM_2G = f'device.capacity["{DRIVER_A}"].memory.compareTo(quantity("2Gi")) >= 0'
+C0 = "claim-0"
+
+
+@pytest.mark.parametrize(
+    ("claims", "slices", "kwargs", "expected"),
+    [
+        pytest.param(
+            [claim(C0, request("req-0", "class-a"))],
+            [resource_slice("slice-1", POOL1, one(), node="node-1")],
+            {},
+            [[("req-0", DRIVER_A, POOL1, "device-1")]],
+            id="simple",
+        ),
+        pytest.param(
+            [claim(C0, request("req-0", "class-a"))],
+            [
+                resource_slice("slice-1", POOL1, one(), node="node-1", driver=DRIVER_B),
+                resource_slice("slice-2", POOL2, one(), node="node-2"),
+            ],
+            {"node": NODE2},
+            [[("req-0", DRIVER_A, POOL2, "device-1")]],
+            id="other-node",
+        ),
+        pytest.param(
+            [claim(C0, request("req-0", "class-a", MEM_1G), request("req-1", "class-a", MEM_2G))],
+            [
+                resource_slice(
+                    "slice-1",
+                    POOL1,
+                    device("device-1", capacity={"memory": "1Gi"}),
+                    device("device-2", capacity={"memory": "2Gi"}),
+                    node="node-1",
+                )
+            ],
+            {},
+            [[("req-0", DRIVER_A, POOL1, "device-1"), ("req-1", DRIVER_A, POOL1, "device-2")]],
+            id="small-and-large",
+        ),
+        pytest.param(
+            [claim(C0, request("req-0", "class-a", MEM_1G), request("req-1", "class-a", MEM_2G))],
+            [
+                resource_slice(
+                    "slice-1",
+                    POOL1,
+                    device("device-2", capacity={"memory": "2Gi"}),
+                    device("device-1", capacity={"memory": "1Gi"}),
+                    node="node-1",
+                )
+            ],
+            {},
+            # the large device first goes to the small request; the search backtracks
+            [[("req-0", DRIVER_A, POOL1, "device-1"), ("req-1", DRIVER_A, POOL1, "device-2")]],
+            id="small-and-large-backtrack-requests",
+        ),
+        pytest.param(
+            [claim(C0, request("req-0", "class-a", mode="All"))],
+            [resource_slice("slice-1", POOL1, one("device-1"), one("device-2"), node="node-1")],
+            {"in_use": ((DRIVER_A, POOL1, "device-1"),)},
+            None,
+            id="all-devices-some-allocated",
+        ),
+        pytest.param(
+            [claim(C0, request("req-0", "class-a", mode="All"))],
+            [resource_slice("slice-1", POOL1, one("device-1"), one("device-2"), node="node-1")],
+            {},
+            [[("req-0", DRIVER_A, POOL1, "device-1"), ("req-0", DRIVER_A, POOL1, "device-2")]],
+            id="all-devices-many",
+        ),
+        pytest.param(
+            [claim(C0, request("req-0", "class-a"))],
+            [resource_slice("slice-1", POOL1, one(), node_selector=label_selector("region", "region-1"))],
+            {"node": NODE2},
+            None,
+            id="unsuccessful-allocation-network-attached-device",
+        ),
+        pytest.param(
+            [claim(C0, request("req-0", "class-a"))],
+            [resource_slice("slice-1", POOL1, one(), node="node-1")],
+            {"in_use": ((DRIVER_A, POOL1, "device-1"),)},
+            None,
+            id="already-allocated-devices",
+        ),
+        pytest.param(
+            [claim(C0, request("req-0", "class-a", admin_access=True))],
+            [resource_slice("slice-1", POOL1, one(), node="node-1")],
+            {"in_use": ((DRIVER_A, POOL1, "device-1"), (DRIVER_A, POOL1, "device-2"))},
+            [[("req-0", DRIVER_A, POOL1, "device-1")]],
+            id="admin-access-enabled",
+        ),
+        pytest.param(
+            [
+                claim(
+                    C0,
+                    request("req-0", "class-a"),
+                    request("req-1", "class-a"),
+                    constraints=[
+                        {"matchAttribute": f"{DRIVER_A}/numa"},
+                        {"matchAttribute": f"{DRIVER_A}/driverVersion"},
+                        {"matchAttribute": f"{DRIVER_A}/stringAttribute"},
+                        {"matchAttribute": f"{DRIVER_A}/boolAttribute"},
+                    ],
+                )
+            ],
+            [
+                resource_slice(
+                    "slice-1",
+                    POOL1,
+                    *(
+                        device(
+                            n,
+                            attributes={
+                                "driverVersion": {"version": "1.0.0"},
+                                "numa": 1,
+                                "stringAttribute": "stringAttributeValue",
+                                "boolAttribute": True,
+                            },
+                        )
+                        for n in ("device-1", "device-2")
+                    ),
+                    node="node-1",
+                )
+            ],
+            {},
+            [[("req-0", DRIVER_A, POOL1, "device-1"), ("req-1", DRIVER_A, POOL1, "device-2")]],
+            id="with-constraint",
+        ),
+        pytest.param(
+            [
+                claim(
+                    C0,
+                    request("req-0", "class-a"),
+                    request("req-1", "class-a"),
+                    constraints=[{"matchAttribute": f"{DRIVER_A}/numa"}],
+                )
+            ],
+            [
+                resource_slice(
+                    "slice-1",
+                    POOL1,
+                    device("device-1", attributes={"numa": 1}),
+                    device("device-2", attributes={"numa": 2}),
+                    node="node-1",
+                )
+            ],
+            {},
+            None,
+            id="with-constraint-not-matching-int-attribute",
+        ),
+        pytest.param(
+            [
+                claim(
+                    C0,
+                    request("req-0", "class-a"),
+                    request("req-1", "class-a"),
+                    constraints=[{"requests": ["req-0"], "matchAttribute": f"{DRIVER_A}/driverVersion"}],
+                )
+            ],
+            [
+                resource_slice(
+                    "slice-1",
+                    POOL1,
+                    device("device-1", attributes={"driverVersion": {"version": "1.0.0"}}),
+                    device("device-2", attributes={"driverVersion": {"version": "2.0.0"}}),
+                    node="node-1",
+                )
+            ],
+            {},
+            [[("req-0", DRIVER_A, POOL1, "device-1"), ("req-1", DRIVER_A, POOL1, "device-2")]],
+            id="with-constraint-for-request",
+        ),
+        pytest.param(
+            [
+                claim(
+                    C0,
+                    request("req-0", "class-a"),
+                    request("req-1", "class-a"),
+                    constraints=[
+                        {"requests": ["req-0"], "matchAttribute": f"{DRIVER_A}/driverVersion"},
+                        {"matchAttribute": f"{DRIVER_A}/stringAttribute"},
+                    ],
+                )
+            ],
+            [
+                resource_slice(
+                    "slice-1",
+                    POOL1,
+                    device("device-1", attributes={"driverVersion": {"version": "1.0.0"}, "stringAttribute": "a"}),
+                    device("device-2", attributes={"driverVersion": {"version": "2.0.0"}, "stringAttribute": "b"}),
+                    device("device-3", attributes={"driverVersion": {"version": "3.0.0"}, "stringAttribute": "b"}),
+                    node="node-1",
+                )
+            ],
+            {},
+            [[("req-0", DRIVER_A, POOL1, "device-2"), ("req-1", DRIVER_A, POOL1, "device-3")]],
+            id="with-constraint-for-request-retry",
+        ),
+        pytest.param(
+            [claim(C0, request("req-0", "class-a")), claim("claim-1", request("req-0", "class-b"))],
+            [
+                resource_slice("slice-1", POOL1, one(), node="node-1"),
+                resource_slice("slice-2", POOL1, one(), node="node-1", driver=DRIVER_B),
+            ],
+            {},
+            [[("req-0", DRIVER_A, POOL1, "device-1")], [("req-0", DRIVER_B, POOL1, "device-1")]],
+            id="several-different-drivers",
+        ),
+    ],
+)
+def test_upstream_cases(
+    claims: list[dict[str, Any]], slices: list[dict[str, Any]], kwargs: dict[str, Any], expected: Any
+) -> None:
+    got = allocate(claims, slices, **kwargs)
+    assert devices_of(got) == expected
+    if got is not None and kwargs.get("node", NODE1) is NODE1 and all(s["spec"].get("nodeName") for s in slices):
+        assert all(a.node_selector == local("node-1") for a in got)
+
+
+def test_network_attached_device_selector_is_the_slices() -> None:
+    """Upstream "network-attached-device": the allocation is usable where the slice is."""
+    got = allocate(
+        [claim(C0, request("req-0", "class-a"))],
+        [resource_slice("slice-1", POOL1, one(), node_selector=label_selector("region", "region-1"))],
+    )
+    assert got is not None
+    assert devices_of(got) == [[("req-0", DRIVER_A, POOL1, "device-1")]]
+    assert got[0].node_selector == (
+        NodeSelectorTerm(match_expressions=(NodeSelectorRequirement("region", "In", ("region-1",)),)),
+    )
+
+
+def test_many_network_attached_devices_union_of_selectors() -> None:
+    """Upstream "many-network-attached-devices": pools in name order, the selectors' union."""
+    got = allocate(
+        [claim(C0, request("req-0", "class-a", count=4))],
+        [
+            resource_slice("slice-1", POOL1, one(), node_selector=label_selector("region", "region-1")),
+            resource_slice("slice-1", POOL2, one(), all_nodes=True),
+            resource_slice("slice-1", POOL3, one(), node_selector=label_selector("planet", "earth")),
+            resource_slice(
+                "slice-1",
+                POOL4,
+                one(),
+                node_selector={
+                    "nodeSelectorTerms": [
+                        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node-1"]}]}
+                    ]
+                },
+            ),
+        ],
+    )
+    assert devices_of(got) == [[("req-0", DRIVER_A, p, "device-1") for p in (POOL1, POOL2, POOL3, POOL4)]]
+    assert got is not None
+    assert got[0].node_selector == (
+        NodeSelectorTerm(
+            match_expressions=(
+                NodeSelectorRequirement("region", "In", ("region-1",)),
+                NodeSelectorRequirement("planet", "In", ("earth",)),
+            ),
+            match_fields=(NodeSelectorRequirement("metadata.name", "In", ("node-1",)),),
+        ),
+    )
+
+
+def test_local_and_network_attached_devices_pin_to_the_node() -> None:
+    """Upstream "local-and-network-attached-devices": once a device is node-local, the claim is that node's."""
+    got = allocate(
+        [claim(C0, request("req-0", "class-a", count=2))],
+        [
+            resource_slice("slice-1", POOL1, one(), node_selector=label_selector("region", "region-1")),
+            resource_slice("slice-1", POOL2, one(), node="node-1"),
+        ],
+    )
+    assert devices_of(got) == [[("req-0", DRIVER_A, POOL1, "device-1"), ("req-0", DRIVER_A, POOL2, "device-1")]]
+    assert got is not None and got[0].node_selector == local("node-1")
+
+
+def test_admin_access_disabled_is_an_error() -> None:
+    """Upstream "admin-access-disabled" (the gate off; v1.37 locks it on)."""
+    with pytest.raises(AllocationError) as err:
+        allocate(
+            [claim(C0, request("req-0", "class-a", admin_access=True))],
+            [resource_slice("slice-1", POOL1, one(), node="node-1")],
+            features=Features(admin_access=False),
+        )
+    assert (
+        str(err.value) == "claim default/claim-0, request req-0: admin access is requested, but the feature is disabled"
+    )
+
+
+def test_admin_access_results_are_marked() -> None:
+    got = allocate(
+        [claim(C0, request("req-0", "class-a", admin_access=True))],
+        [resource_slice("slice-1", POOL1, one(), node="node-1")],
+        in_use=((DRIVER_A, POOL1, "device-1"),),
+    )
+    assert got is not None and got[0].results[0].admin_access is True
+
+
+@pytest.mark.parametrize(
+    ("claims", "slices", "message"),
+    [
+        pytest.param(
+            [claim(C0, request("req-0", "class-x"))],
+            [resource_slice("slice-1", POOL1, one(), node="node-1")],
+            "claim default/claim-0, request req-0: could not retrieve device class class-x: "
+            'deviceclass.resource.k8s.io "class-x" not found',
+            id="unknown-class",
+        ),
+        pytest.param(
+            [claim(C0, request("req-0", "class-a", mode="All"))],
+            [resource_slice("slice-1", POOL1, one(), node="node-1", count=2)],
+            "claim default/claim-0, request req-0: asks for all devices, but resource pool "
+            "driver-a/pool-1 is currently being updated",
+            id="all-devices-of-the-incomplete-pool",
+        ),
+        pytest.param(
+            [claim(C0, request("req-0", "class-a", f'device.attributes["{DRIVER_A}"].model == "a100"'))],
+            [resource_slice("slice-1", POOL1, one(), node="node-1")],
+            "claim default/claim-0: selector #0 on device driver-a/pool-1/device-1: CEL runtime "
+            "error: no such key: model. "
+            "consider using CEL optional chaining (.? followed by orValue()) "
+            "or guarding the check with has() for optional fields",
+            id="CEL runtime error",
+        ),
+        pytest.param(
+            [claim(C0, request("req-0", "class-a", "device.driver =="))],
+            [resource_slice("slice-1", POOL1, one(), node="node-1")],
+            "claim default/claim-0: selector #0: CEL compile error: compilation failed: "
+            "ERROR: <input>:1:17: Syntax error:",
+            id="CEL compile error",
+        ),
+        pytest.param(
+            [claim(C0, request("req-0", "class-a", count=33))],
+            [resource_slice("slice-1", POOL1, one(), node="node-1")],
+            "claim default/claim-0, request req-0: adding 33 devices exceeds the claim limit of 32, "
+            "with 0 already accounted for",
+            id="too-many-devices-single-request",
+        ),
+        pytest.param(
+            [claim(C0, request("req-0", "class-a"), constraints=[{"requests": ["req-0"]}])],
+            [resource_slice("slice-1", POOL1, one(), node="node-1")],
+            "claim default/claim-0, constraint #0: empty constraint (unsupported constraint type?)",
+            id="unknown-constraint",
+        ),
+        pytest.param(
+            [
+                claim(
+                    C0,
+                    request("req-0", "class-a", mode="All"),
+                    constraints=[{"matchAttribute": f"{DRIVER_A}/numa"}],
+                )
+            ],
+            [
+                resource_slice(
+                    "slice-1",
+                    POOL1,
+                    device("device-1", attributes={"numa": 1}),
+                    device("device-2", attributes={"numa": 2}),
+                    node="node-1",
+                )
+            ],
+            "claim default/claim-0, request req-0: cannot add device driver-a/pool-1/device-2 because a claim "
+            "constraint would not be satisfied",
+            id="with-constraint-not-matching-int-attribute-all-devices",
+        ),
+    ],
+)
+def test_errors(claims: list[dict[str, Any]], slices: list[dict[str, Any]], message: str) -> None:
+    with pytest.raises(AllocationError) as err:
+        allocate(claims, slices)
+    assert str(err.value).startswith(message)
+
+
+def test_invalid_pool_fails_only_this_node() -> None:
+    with pytest.raises(NodeAllocationError) as err:
+        allocate(
+            [claim(C0, request("req-0", "class-a"))],
+            [resource_slice("slice-1", POOL1, one(), one(), node="node-1")],  # duplicate device name
+        )
+    assert str(err.value) == "invalid resource pools were encountered"
+
+
+# --------------------------------------------------------------------------- our own cases
+
+
+@pytest.mark.parametrize(
+    ("claims", "slices", "kwargs", "expected"),
+    [
+        pytest.param(
+            [claim(C0, request("req-0", "class-a", count=3))],
+            [resource_slice("slice-1", POOL1, *(one(f"gpu-{i}") for i in range(4)), node="node-1")],
+            {},
+            [[("req-0", DRIVER_A, POOL1, f"gpu-{i}") for i in range(3)]],
+            id="exact count takes the first devices in slice order",
+        ),
+        pytest.param(
+            [claim(C0, request("req-0", "class-a", count=2))],
+            [resource_slice("slice-1", POOL1, one("gpu-0"), one("gpu-1"), node="node-1")],
+            {"in_use": ((DRIVER_A, POOL1, "gpu-0"),)},
+            None,
+            id="a device allocated elsewhere is not taken",
+        ),
+        pytest.param(
+            [claim(C0, request("req-0", "class-a")), claim("claim-1", request("req-0", "class-a"))],
+            [resource_slice("slice-1", POOL1, one("gpu-0"), one("gpu-1"), node="node-1")],
+            {},
+            [[("req-0", DRIVER_A, POOL1, "gpu-0")], [("req-0", DRIVER_A, POOL1, "gpu-1")]],
+            id="two claims of one pod do not share a device",
+        ),
+        pytest.param(
+            [claim(C0, request("req-0", "class-a")), claim("claim-1", request("req-0", "class-a"))],
+            [resource_slice("slice-1", POOL1, one("gpu-0"), node="node-1")],
+            {},
+            None,
+            id="two claims and one device",
+        ),
+        pytest.param(
+            [claim(C0, request("req-0", "class-model"))],
+            [
+                resource_slice(
+                    "slice-1",
+                    POOL1,
+                    device("gpu-0", attributes={"model": "t4"}),
+                    device("gpu-1", attributes={"model": "a100"}),
+                    node="node-1",
+                )
+            ],
+            {
+                "classes": [
+                    device_class("class-model", DRIVER_A, f'device.attributes["{DRIVER_A}"].model == "a100"'),
+                ]
+            },
+            [[("req-0", DRIVER_A, POOL1, "gpu-1")]],
+            id="class selector",
+        ),
+        pytest.param(
+            [claim(C0, request("req-0", "class-model", f'device.attributes["{DRIVER_A}"].index > 0'))],
+            [
+                resource_slice(
+                    "slice-1",
+                    POOL1,
+                    device("gpu-0", attributes={"model": "a100", "index": 0}),
+                    device("gpu-1", attributes={"model": "t4", "index": 1}),
+                    device("gpu-2", attributes={"model": "a100", "index": 2}),
+                    node="node-1",
+                )
+            ],
+            {
+                "classes": [
+                    device_class("class-model", DRIVER_A, f'device.attributes["{DRIVER_A}"].model == "a100"'),
+                ]
+            },
+            [[("req-0", DRIVER_A, POOL1, "gpu-2")]],
+            id="class and claim selectors both hold",
+        ),
+        pytest.param(
+            [
+                claim(
+                    C0,
+                    request(
+                        "req-0",
+                        "class-a",
+                        f'device.capacity["{DRIVER_A}"].memory.isGreaterThan(quantity("16Gi"))',
+                        f'device.attributes["{DRIVER_A}"].driverVersion.isGreaterThan(semver("1.2.0"))',
+                    ),
+                )
+            ],
+            [
+                resource_slice(
+                    "slice-1",
+                    POOL1,
+                    device("gpu-0", capacity={"memory": "16Gi"}, attributes={"driverVersion": {"version": "1.3.0"}}),
+                    device("gpu-1", capacity={"memory": "40Gi"}, attributes={"driverVersion": {"version": "1.1.0"}}),
+                    device("gpu-2", capacity={"memory": "40Gi"}, attributes={"driverVersion": {"version": "1.2.1"}}),
+                    node="node-1",
+                )
+            ],
+            {},
+            [[("req-0", DRIVER_A, POOL1, "gpu-2")]],
+            id="capacity quantity and semver comparisons",
+        ),
+        pytest.param(
+            [claim(C0, request("req-0", "class-a"))],
+            [resource_slice("slice-1", POOL1, one("gpu-0"), node="node-2")],
+            {},
+            None,
+            id="another node's local slice",
+        ),
+        pytest.param(
+            [claim(C0, request("req-0", "class-a"))],
+            [
+                resource_slice("slice-b", POOL2, one("gpu-0"), node="node-1"),
+                resource_slice("slice-a", POOL1, one("gpu-9"), all_nodes=True),
+            ],
+            {},
+            [[("req-0", DRIVER_A, POOL1, "gpu-9")]],
+            id="pools in name order, network-attached ones included",
+        ),
+        pytest.param(
+            [claim(C0, first_available("req-0", request("big", "class-a", count=2), request("small", "class-a")))],
+            [resource_slice("slice-1", POOL1, one("gpu-0"), node="node-1")],
+            {},
+            [[("req-0/small", DRIVER_A, POOL1, "gpu-0")]],
+            id="firstAvailable falls back to the next subrequest",
+        ),
+        pytest.param(
+            [claim(C0, first_available("req-0", request("big", "class-a", count=2), request("small", "class-a")))],
+            [resource_slice("slice-1", POOL1, one("gpu-0"), one("gpu-1"), node="node-1")],
+            {},
+            [[("req-0/big", DRIVER_A, POOL1, "gpu-0"), ("req-0/big", DRIVER_A, POOL1, "gpu-1")]],
+            id="firstAvailable prefers the first subrequest",
+        ),
+        pytest.param(
+            [claim(C0, request("req-0", "class-a"))],
+            [
+                resource_slice(
+                    "slice-1",
+                    POOL1,
+                    one("gpu-0", taints=[{"key": "broken", "effect": "NoSchedule"}]),
+                    one("gpu-1"),
+                    node="node-1",
+                )
+            ],
+            {},
+            [[("req-0", DRIVER_A, POOL1, "gpu-1")]],
+            id="a tainted device is skipped",
+        ),
+        pytest.param(
+            [claim(C0, request("req-0", "class-a", tolerations=[{"key": "broken", "operator": "Exists"}]))],
+            [
+                resource_slice(
+                    "slice-1",
+                    POOL1,
+                    one("gpu-0", taints=[{"key": "broken", "effect": "NoSchedule"}]),
+                    node="node-1",
+                )
+            ],
+            {},
+            [[("req-0", DRIVER_A, POOL1, "gpu-0")]],
+            id="a tolerated taint",
+        ),
+        pytest.param(
+            [claim(C0, request("req-0", "class-a", capacity={"memory": "20Gi"}))],
+            [
+                resource_slice(
+                    "slice-1",
+                    POOL1,
+                    device("gpu-0", capacity={"memory": "16Gi"}),
+                    device("gpu-1", capacity={"memory": "40Gi"}),
+                    node="node-1",
+                )
+            ],
+            {},
+            [[("req-0", DRIVER_A, POOL1, "gpu-1")]],
+            id="capacity requests filter devices",
+        ),
+        pytest.param(
+            [claim(C0, request("req-0", "class-a"))],
+            [
+                resource_slice("slice-old", POOL1, one("gpu-0"), node="node-1", generation=1),
+                resource_slice("slice-new", POOL1, one("gpu-1"), node="node-1", generation=2),
+            ],
+            {},
+            [[("req-0", DRIVER_A, POOL1, "gpu-1")]],
+            id="only the newest generation of a pool",
+        ),
+    ],
+)
+def test_allocations(
+    claims: list[dict[str, Any]], slices: list[dict[str, Any]], kwargs: dict[str, Any], expected: Any
+) -> None:
+    assert devices_of(allocate(claims, slices, **kwargs)) == expected
+
+
+def test_partitionable_devices_share_counters() -> None:
+    """Two partitions of one GPU consume its memory counter: only one fits at a time."""
+    counters = resource_slice(
+        "slice-counters",
+        POOL1,
+        node="node-1",
+        count=2,
+        sharedCounters=[{"name": "gpu-0", "counters": {"memory": {"value": "40Gi"}}}],
+    )
+    partitions = resource_slice(
+        "slice-partitions",
+        POOL1,
+        *(
+            device(
+                f"gpu-0-part-{i}",
+                consumesCounters=[{"counterSet": "gpu-0", "counters": {"memory": {"value": "30Gi"}}}],
+            )
+            for i in range(2)
+        ),
+        node="node-1",
+        count=2,
+    )
+    one_part = allocate([claim(C0, request("req-0", "class-a"))], [counters, partitions])
+    assert devices_of(one_part) == [[("req-0", DRIVER_A, POOL1, "gpu-0-part-0")]]
+    assert allocate([claim(C0, request("req-0", "class-a", count=2))], [counters, partitions]) is None
+    taken = allocate(
+        [claim(C0, request("req-0", "class-a"))], [counters, partitions], in_use=((DRIVER_A, POOL1, "gpu-0-part-1"),)
+    )
+    assert taken is None
+
+
+def test_config_from_class_and_claim() -> None:
+    """Upstream "with-class-device-config" and "claim-with-device-config": class configs first, per class."""
+    opaque = {"opaque": {"driver": DRIVER_A, "parameters": {"k": "v"}}}
+    got = allocate(
+        [claim(C0, request("req-0", "class-c"), config=[{"requests": ["req-0"], **opaque}])],
+        [resource_slice("slice-1", POOL1, one(), node="node-1")],
+        classes=[device_class("class-c", DRIVER_A, config=[opaque])],
+    )
+    assert got is not None
+    config = [(c.source, c.requests, c.opaque.driver if c.opaque else None) for c in got[0].config]
+    assert config == [("FromClass", (), DRIVER_A), ("FromClaim", (), DRIVER_A)]  # both apply to every request
+
+
+def test_allocated_claim_devices_are_in_use() -> None:
+    """An allocated claim's devices count as in use (tracker.allocated_state), admin access excepted."""
+    from kopf_scheduler.core.dra.tracker import DraTracker
+
+    tracker = DraTracker()
+    tracker.set_claim(claim_obj(allocated(claim("other", request("r", "class-a")), ("r", DRIVER_A, POOL1, "gpu-0"))))
+    admin = allocated(claim("admin", request("r", "class-a", admin_access=True)), ("r", DRIVER_A, POOL1, "gpu-1"))
+    admin["status"]["allocation"]["devices"]["results"][0]["adminAccess"] = True
+    tracker.set_claim(claim_obj(admin))
+    assert tracker.allocated_state().devices == frozenset({DeviceID(DRIVER_A, POOL1, "gpu-0")})
