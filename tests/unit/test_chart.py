@@ -1,0 +1,275 @@
+"""Checks of charts/kopf-scheduler, tools/helm and tools/image that need neither Go nor helm.
+
+The chart's CRDs are copies (Helm installs crds/ verbatim and `helm package` drops symlinks), so
+one test holds them byte-equal to the repository's crds/, the one source of truth. The rest:
+every value is documented and typed by the schema, the templates read no value that does not
+exist, the versions agree, tools/helm/build.sh builds once under concurrency, and the Dockerfile
+reader of tools/image/check_install.py sees the steps and the context BuildKit would.
+tests/cluster/test_helm_chart.py renders the chart with helm and compares it with `kubectl kustomize`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import stat
+import subprocess
+import sys
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+import yaml  # type: ignore[import-untyped]
+
+ROOT = Path(__file__).resolve().parents[2]
+CHART = ROOT / "charts" / "kopf-scheduler"
+HELM_BUILD = ROOT / "tools" / "helm" / "build.sh"
+
+
+def load_yaml(path: Path) -> Any:
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+def values() -> dict[str, Any]:
+    loaded: dict[str, Any] = load_yaml(CHART / "values.yaml")
+    return loaded
+
+
+# --- CRDs: one source of truth ---------------------------------------------------------------
+
+
+def test_chart_crds_are_the_repository_crds_byte_for_byte() -> None:
+    listed = load_yaml(ROOT / "crds" / "kustomization.yaml")["resources"]
+    shipped = sorted(p.name for p in (CHART / "crds").iterdir())
+    assert shipped == sorted(listed), "charts/kopf-scheduler/crds/ must hold exactly crds/kustomization.yaml's files"
+    for name in listed:
+        chart_copy, source = CHART / "crds" / name, ROOT / "crds" / name
+        assert chart_copy.read_bytes() == source.read_bytes(), (
+            f"{chart_copy.relative_to(ROOT)} differs from {source.relative_to(ROOT)}; "
+            f"crds/ is the source: cp {source.relative_to(ROOT)} {chart_copy.relative_to(ROOT)}"
+        )
+
+
+# --- values: documented, typed, used ---------------------------------------------------------
+
+
+def undocumented_keys(text: str) -> list[str]:
+    """Mapping keys (outside list items) whose previous non-blank line is not a comment."""
+    missing: list[str] = []
+    stack: list[tuple[int, bool]] = []  # (indent, is a list item) of the enclosing lines
+    previous = ""
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.lstrip()
+        if not stripped:
+            continue
+        if stripped.startswith("#"):
+            previous = stripped
+            continue
+        indent = len(line) - len(stripped)
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        in_list = any(is_item for _, is_item in stack)
+        if stripped.startswith("- "):
+            stack.append((indent, True))
+        elif match := re.match(r"([\w.-]+):", stripped):
+            if not in_list and not previous.startswith("#"):
+                missing.append(f"line {number}: {match.group(1)}")
+            stack.append((indent, False))
+        previous = stripped
+    return missing
+
+
+def test_every_value_has_a_comment() -> None:
+    assert undocumented_keys((CHART / "values.yaml").read_text()) == []
+
+
+def test_the_documentation_check_finds_an_undocumented_key() -> None:
+    text = "# ok\na: 1\nb:\n  # ok\n  c: 2\nlist:\n  - d: 3\n    e: 4\n"
+    assert undocumented_keys(text) == ["line 3: b", "line 6: list"]
+
+
+def schema_paths(schema: dict[str, Any], prefix: str = "") -> set[str]:
+    paths: set[str] = set()
+    for key, sub in schema.get("properties", {}).items():
+        paths.add(prefix + key)
+        if sub.get("additionalProperties") is False:
+            paths |= schema_paths(sub, f"{prefix}{key}.")
+    return paths
+
+
+def value_paths(tree: dict[str, Any], schema: dict[str, Any], prefix: str = "") -> set[str]:
+    """values.yaml's keys, descending only where the schema closes the object."""
+    paths: set[str] = set()
+    for key, sub in tree.items():
+        paths.add(prefix + key)
+        sub_schema = schema.get("properties", {}).get(key, {})
+        if isinstance(sub, dict) and sub_schema.get("additionalProperties") is False:
+            paths |= value_paths(sub, sub_schema, f"{prefix}{key}.")
+    return paths
+
+
+def test_the_schema_names_exactly_the_values() -> None:
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    assert schema["additionalProperties"] is False
+    assert value_paths(values(), schema) == schema_paths(schema)
+
+
+def test_templates_read_only_values_that_exist_and_every_value_is_read() -> None:
+    templates = "\n".join(p.read_text() for p in sorted((CHART / "templates").iterdir()))
+    tree = values()
+    read = set(re.findall(r"\.Values\.([\w.]+)", templates))
+    for path in read:
+        node: Any = tree
+        for part in path.split("."):
+            assert isinstance(node, dict) and part in node, f"templates read .Values.{path}, which values.yaml lacks"
+            node = node[part]
+    assert {path.split(".")[0] for path in read} == set(tree)
+
+
+def test_the_readmes_values_table_names_real_values() -> None:
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("### Install with Helm", 1)[1].split("\n#", 1)[0]
+    rows = [line.split("|")[1] for line in section.splitlines() if line.startswith("| `")]
+    assert rows, "README's Install with Helm section has no values table"
+    tree = values()
+    for row in rows:
+        parent = ""
+        for name in re.findall(r"`([^`]+)`", row):
+            path = f"{parent}{name}" if name.startswith(".") else name
+            parent = path.rsplit(".", 1)[0] if "." in path else ""
+            node: Any = tree
+            for part in path.lstrip(".").split("."):
+                assert isinstance(node, dict) and part in node, f"README names `{path}`, which values.yaml lacks"
+                node = node[part]
+
+
+# --- versions agree --------------------------------------------------------------------------
+
+
+def test_chart_app_version_is_the_package_version_and_deploys_image_tag() -> None:
+    chart = load_yaml(CHART / "Chart.yaml")
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert chart["name"] == "kopf-scheduler"
+    assert chart["appVersion"] == project["version"]
+    deployment = load_yaml(ROOT / "deploy" / "deployment.yaml")
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    image = values()["image"]
+    assert container["image"] == f"{image['repository']}:{image['tag'] or chart['appVersion']}"
+    assert container["imagePullPolicy"] == image["pullPolicy"]
+    assert deployment["spec"]["replicas"] == values()["replicas"]
+
+
+def test_tools_helm_pins_helm_v4() -> None:
+    go_mod = (ROOT / "tools" / "helm" / "go.mod").read_text()
+    assert re.search(r"^require helm\.sh/helm/v4 v4\.\d+\.\d+$", go_mod, re.M), go_mod
+    assert "_ \"helm.sh/helm/v4/cmd/helm\"" in (ROOT / "tools" / "helm" / "tools.go").read_text()
+
+
+# --- tools/helm/build.sh: stamp and lock -----------------------------------------------------
+
+FAKE_GO = r"""#!/usr/bin/env bash
+# fake go: `go build ... -o OUT PKG`; writes an executable stub at OUT and logs the call
+echo "$*" >> "$FAKE_GO_LOG"
+sleep 1
+out=""
+while (($#)); do
+  case $1 in
+    -o) out=$2; shift 2 ;;
+    -ldflags) shift 2 ;;
+    *) shift ;;
+  esac
+done
+printf '#!/bin/sh\n' > "$out"; chmod +x "$out"
+"""
+
+
+def _fake_go_env(tmp_path: Path) -> dict[str, str]:
+    fake_bin = tmp_path / "fakebin"
+    fake_bin.mkdir()
+    go = fake_bin / "go"
+    go.write_text(FAKE_GO)
+    go.chmod(go.stat().st_mode | stat.S_IEXEC)
+    return {**os.environ, "PATH": f"{fake_bin}:{os.environ['PATH']}", "FAKE_GO_LOG": str(tmp_path / "go.log")}
+
+
+def test_helm_build_two_concurrent_callers_share_one_build(tmp_path: Path) -> None:
+    env = _fake_go_env(tmp_path)
+    cache = tmp_path / "cache"
+    runs = [
+        subprocess.Popen(
+            ["bash", str(HELM_BUILD), str(cache)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
+    outputs = [run.communicate(timeout=60) for run in runs]
+    assert [run.returncode for run in runs] == [0, 0], outputs
+    (bin_dir,) = {out.strip() for out, _ in outputs}
+    assert re.search(r"/helm-v4\.\d+\.\d+/bin$", bin_dir), bin_dir
+    assert os.access(Path(bin_dir) / "helm", os.X_OK)
+    (call,) = (tmp_path / "go.log").read_text().splitlines()
+    assert "helm.sh/helm/v4/cmd/helm" in call and "internal/version.version=v4." in call
+    assert any("waiting for it" in err for _, err in outputs)
+
+
+def test_helm_build_warm_cache_returns_without_go_and_a_new_stamp_rebuilds(tmp_path: Path) -> None:
+    env = _fake_go_env(tmp_path)
+    cache = tmp_path / "cache"
+    bin_dir = subprocess.run(
+        ["bash", str(HELM_BUILD), str(cache)], env=env, check=True, capture_output=True, text=True
+    ).stdout.strip()
+    (tmp_path / "go.log").unlink()
+    warm = subprocess.run(["bash", str(HELM_BUILD), str(cache)], env=env, check=True, capture_output=True, text=True)
+    assert warm.stdout.strip() == bin_dir
+    assert not (tmp_path / "go.log").exists()
+    (Path(bin_dir) / ".stamp").write_text("stale\n")
+    subprocess.run(["bash", str(HELM_BUILD), str(cache)], env=env, check=True, capture_output=True)
+    assert len((tmp_path / "go.log").read_text().splitlines()) == 1
+
+
+# --- tools/image/check_install.py: reads the Dockerfile as BuildKit does ---------------------
+
+
+@pytest.fixture(scope="module")
+def image_check() -> Iterator[ModuleType]:
+    path = ROOT / "tools" / "image" / "check_install.py"
+    spec = importlib.util.spec_from_file_location("_tools_image_check_install", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    try:
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        del sys.modules[spec.name]
+
+
+def test_image_check_finds_the_dockerfiles_pip_steps(image_check: ModuleType) -> None:
+    steps = image_check.instructions((ROOT / "deploy" / "Dockerfile").read_text())
+    runs = [args for keyword, args in steps if keyword == "RUN"]
+    pip_runs = [args for args in runs if re.search(r"(^|\s)pip (wheel|install)\b", args)]
+    assert len(pip_runs) == 2, runs  # the wheels in the build stage, their install in the runtime one
+    assert [keyword for keyword, _ in steps].count("FROM") == 2
+    assert ("CMD", '["kopf-scheduler"]') in steps
+
+
+@pytest.mark.parametrize(
+    ("path", "ignored"),
+    [
+        pytest.param("pyproject.toml", False, id="listed file"),
+        pytest.param("operator/kopf_scheduler/core/cache.py", False, id="file under a listed folder"),
+        pytest.param("operator/kopf_scheduler/core/__pycache__/cache.cpython-311.pyc", True, id="pycache deep"),
+        pytest.param("operator/kopf_scheduler.egg-info/PKG-INFO", True, id="egg-info"),
+        pytest.param("bench/bench_core.py", True, id="not listed"),
+        pytest.param(".git/HEAD", True, id="git"),
+    ],
+)
+def test_image_check_filters_the_context_as_the_dockerignore_says(
+    image_check: ModuleType, path: str, ignored: bool
+) -> None:
+    rules = image_check.ignore_rules(ROOT / "deploy" / "Dockerfile")
+    assert image_check.ignored(path, rules) is ignored
