@@ -33,12 +33,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "operator"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "operator"))
 
 import aiohttp
 from kubernetes import client, config
 
+from kopf_scheduler.cluster import bodies
 from kopf_scheduler.cluster.build import ensure_binaries
 from kopf_scheduler.cluster.controlplane import ControlPlane
 from kopf_scheduler.edge.client import Api
@@ -49,16 +49,8 @@ NODE = "node-0"
 
 
 def pod_body(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": NAMESPACE},
-        "spec": {
-            "schedulerName": "nobody",
-            "automountServiceAccountToken": False,
-            "containers": [{"name": "pause", "image": "pause"}],
-        },
-    }
+    pod = bodies.pod_body(name, NAMESPACE).scheduler("nobody").automount_service_account_token(False)
+    return pod.container("pause", "pause").obj()
 
 
 def binding_body(name: str) -> dict[str, Any]:
@@ -179,7 +171,7 @@ def main() -> int:
         client.Configuration.set_default(configuration)
         core = client.CoreV1Api()
         core.create_namespace({"metadata": {"name": NAMESPACE}})
-        core.create_node({"apiVersion": "v1", "kind": "Node", "metadata": {"name": NODE}})
+        core.create_node(bodies.node_body(NODE).manifest())
         results: dict[str, Timed] = {}
         for label in ("Api", "aiohttp", "kubernetes"):
             names = [f"{label.lower()}-{i}" for i in range(args.pods)]
@@ -193,14 +185,14 @@ def main() -> int:
                 results[label] = bind_with_official_client(names, args.concurrency)
             r = results[label]
             print(
-                f"{label:<11} {r.rate:7.0f} binds/s  {r.cpu_us:6.0f} us CPU per bind  ({args.pods} binds, {args.concurrency} in flight)",
+                f"{label:<11} {r.rate:7.0f} binds/s  {r.cpu_us:6.0f} us CPU per bind  "
+                f"({args.pods} binds, {args.concurrency} in flight)",
                 flush=True,
             )
         api = results["Api"]
         for other in ("aiohttp", "kubernetes"):
-            print(
-                f"Api/{other}: binds/s {api.rate / results[other].rate:.2f}x, CPU per bind {api.cpu_us / results[other].cpu_us:.2f}x"
-            )
+            rate, cpu = api.rate / results[other].rate, api.cpu_us / results[other].cpu_us
+            print(f"Api/{other}: binds/s {rate:.2f}x, CPU per bind {cpu:.2f}x")
     return 0
 
 

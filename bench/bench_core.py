@@ -7,7 +7,7 @@
     python bench/bench_core.py --workload unschedulable   # 1000 pods that fit none of 5000 nodes: the FitError's cost
     python bench/bench_core.py --workload no-match        # the same with a nodeSelector no node matches
     python bench/bench_core.py --profile out.prof    # also write a cProfile
-    python bench/bench_core.py --path loop           # the operator loop's core path (bench_explain.py adds its attempt log)
+    python bench/bench_core.py --path loop           # the operator loop's core path (bench_explain.py: + attempt log)
 
 Workloads follow upstream scheduler_perf templates: node-default (4 cpu, 32Gi,
 110 pods, zones a..c), pod-default (100m / 500Mi requests and limits),
@@ -34,66 +34,40 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "operator"))
 
+from kopf_scheduler.cluster import bodies
+from kopf_scheduler.cluster.bodies import HOSTNAME_LABEL, ZONE_LABEL
 from kopf_scheduler.core.algorithm import GenericScheduler
 from kopf_scheduler.core.attempts import AttemptLog
 from kopf_scheduler.core.cache import SchedulerCache
-from kopf_scheduler.core.cycle import Bind, binding_succeeded, schedule_one
+from kopf_scheduler.core.cycle import Bind, Parked, binding_succeeded, schedule_one
 from kopf_scheduler.core.objects import Pod
 from kopf_scheduler.core.parsing import parse_node, parse_pod
 from kopf_scheduler.core.policy import default_profile
 from kopf_scheduler.core.queueing import SchedulingQueue
 from kopf_scheduler.core.snapshot import Snapshot
+from kopf_scheduler.core.waiting import WaitingPods
 from kopf_scheduler.sim.simulator import Simulation
 
 ZONES = ("zone-a", "zone-b", "zone-c")
 
 
 def node_body(i: int) -> dict:
-    name = f"node-{i}"
-    return {
-        "kind": "Node",
-        "metadata": {
-            "name": name,
-            "labels": {"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": ZONES[i % 3]},
-        },
-        "status": {
-            "allocatable": {"cpu": "4", "memory": "32Gi", "pods": "110"},
-            "capacity": {"cpu": "4", "memory": "32Gi", "pods": "110"},
-            "conditions": [{"type": "Ready", "status": "True"}],
-        },
-    }
+    node = bodies.node_body(f"node-{i}").hostname().zone(ZONES[i % 3])
+    return node.capacity(cpu="4", memory="32Gi", pods="110").ready().obj()
+
+
+def _basic(i: int) -> bodies.PodBody:
+    res = {"cpu": "100m", "memory": "500Mi"}
+    pod = bodies.pod_body(f"pod-{i}", "bench").uid(f"uid-{i}").scheduler("kopf-scheduler")
+    return pod.container("pause", "registry.k8s.io/pause:3.10").port(80).req(res).lim(res)
 
 
 def basic_pod(i: int) -> dict:
-    res = {"cpu": "100m", "memory": "500Mi"}
-    return {
-        "kind": "Pod",
-        "metadata": {"name": f"pod-{i}", "namespace": "bench", "uid": f"uid-{i}"},
-        "spec": {
-            "schedulerName": "kopf-scheduler",
-            "containers": [
-                {
-                    "name": "pause",
-                    "image": "registry.k8s.io/pause:3.10",
-                    "ports": [{"containerPort": 80}],
-                    "resources": {"requests": res, "limits": res},
-                }
-            ],
-        },
-    }
+    return _basic(i).obj()
 
 
 def anti_affinity_pod(i: int) -> dict:
-    body = basic_pod(i)
-    body["metadata"]["labels"] = {"color": "green"}
-    body["spec"]["affinity"] = {
-        "podAntiAffinity": {
-            "requiredDuringSchedulingIgnoredDuringExecution": [
-                {"labelSelector": {"matchLabels": {"color": "green"}}, "topologyKey": "kubernetes.io/hostname"}
-            ]
-        }
-    }
-    return body
+    return _basic(i).label(color="green").pod_affinity(HOSTNAME_LABEL, {"color": "green"}, anti=True).obj()
 
 
 def run_loop_path(cache: SchedulerCache, pending: list[Pod], seed: int, log: AttemptLog | None = None) -> int:
@@ -102,12 +76,13 @@ def run_loop_path(cache: SchedulerCache, pending: list[Pod], seed: int, log: Att
     profile = default_profile("kopf-scheduler")
     scheduler, queue, snapshot = GenericScheduler(profile), SchedulingQueue(), Snapshot(cache.objects)
     rng = random.Random(seed)
+    parked: WaitingPods[Parked] = WaitingPods()  # pods a Permit plugin holds (none: no gangs here)
     now = 0.0
     for pod in pending:
         queue.add(pod, now)
     scheduled = 0
     while (info := queue.pop(now)) is not None:
-        outcome = schedule_one(info, snapshot, scheduler, cache=cache, queue=queue, rng=rng, now=now)
+        outcome = schedule_one(info, snapshot, scheduler, cache=cache, queue=queue, waiting=parked, rng=rng, now=now)
         if log is not None:
             log.record(info, outcome, scheduler_name=profile.scheduler_name, now=now)
         if isinstance(outcome, Bind):
@@ -119,48 +94,25 @@ def run_loop_path(cache: SchedulerCache, pending: list[Pod], seed: int, log: Att
 
 
 def node_affinity_pod(i: int) -> dict:
-    body = basic_pod(i)
-    term = {"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": list(ZONES[:2])}]}
-    body["spec"]["affinity"] = {
-        "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}
-    }
-    return body
+    return _basic(i).node_affinity_in(ZONE_LABEL, *ZONES[:2]).obj()
 
 
 def topology_spread_pod(i: int) -> dict:
-    body = basic_pod(i)
-    body["metadata"]["labels"] = {"color": "blue"}
-    body["spec"]["topologySpreadConstraints"] = [
-        {
-            "maxSkew": 5,
-            "topologyKey": "topology.kubernetes.io/zone",
-            "whenUnsatisfiable": "DoNotSchedule",
-            "labelSelector": {"matchLabels": {"color": "blue"}},
-        }
-    ]
-    return body
+    return (
+        _basic(i).label(color="blue").spread(5, ZONE_LABEL, "DoNotSchedule", {"matchLabels": {"color": "blue"}}).obj()
+    )
 
 
 def preferred_affinity_pod(i: int) -> dict:
-    body = basic_pod(i)
-    body["metadata"]["labels"] = {"color": "red"}
-    term = {"labelSelector": {"matchLabels": {"color": "red"}}, "topologyKey": "topology.kubernetes.io/zone"}
-    body["spec"]["affinity"] = {
-        "podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 10, "podAffinityTerm": term}]}
-    }
-    return body
+    return _basic(i).label(color="red").pod_affinity(ZONE_LABEL, {"color": "red"}, weight=10).obj()
 
 
 def too_big_pod(i: int) -> dict:
-    body = basic_pod(i)
-    body["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "64"  # fits no node-default node
-    return body
+    return _basic(i).req(cpu="64").lim(cpu="64").obj()  # fits no node-default node
 
 
 def no_match_pod(i: int) -> dict:
-    body = basic_pod(i)
-    body["spec"]["nodeSelector"] = {"disk": "nvme"}  # no node has the label
-    return body
+    return _basic(i).node_selector(disk="nvme").obj()  # no node has the label
 
 
 #: workload -> (pod shape, default nodes, default pods); scheduler_perf's templates, and pods that fit nowhere
@@ -197,9 +149,8 @@ def run(
         prof.dump_stats(profile_path)
         pstats.Stats(prof).sort_stats("cumulative").print_stats(25)
     rate = pods / seconds
-    print(
-        f"{workload} ({path} path): {nodes} nodes, {pods} pods: {scheduled} scheduled in {seconds:.2f}s = {rate:.0f} pods/s"
-    )
+    what = f"{workload} ({path} path): {nodes} nodes, {pods} pods"
+    print(f"{what}: {scheduled} scheduled in {seconds:.2f}s = {rate:.0f} pods/s")
     return rate
 
 

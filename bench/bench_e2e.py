@@ -1,6 +1,6 @@
 """End-to-end scheduling benchmark on a real API server: kopf-scheduler against upstream and two ceilings.
 
-    python bench/bench_e2e.py --quick                      # every workload but the 5000-node ones, small, 1 round (< 5 min)
+    python bench/bench_e2e.py --quick                      # all but the 5000-node workloads, small, 1 round (< 5 min)
     python bench/bench_e2e.py                              # every workload, 3 rounds (about 25 min on 2 cores)
     python bench/bench_e2e.py --workloads basic-200,basic-5000 --rounds 3
     python bench/bench_e2e.py --workloads steady --contenders ours,upstream --rate 100
@@ -21,12 +21,12 @@ rounds whose order rotates, so slow drift and noise cancel in the per-round rati
               scheduler does it: without holding up the next bind, on a connection pool of its own.
 
 What is counted. The pods are created first (steady arrival excepted), then the contender is
-started; the benchmark waits for it to report ready (ours and upstream: /readyz; the raw binders:
-a file written after their initial lists) and records when, and how many binds came before. One
-pod watch in this process records when each pod's spec.nodeName first appears, and where.
-Throughput = pods bound / (last bind - first bind): start-up, informer sync and pod creation are
-outside the window. A scheduler's job ends with its Scheduled event, so one event watch (core/v1
-Events of the measured namespace, reason=Scheduled as a server-side field selector; upstream writes
+started; the benchmark waits for it to report ready (ours and upstream: /readyz; the raw binders: a
+file written after their initial lists) and records when, and how many binds came before. One pod
+watch in this process records when each pod's spec.nodeName first appears, and where. Throughput =
+pods bound / (last bind - first bind): start-up, informer sync and pod creation are outside the
+window. A scheduler's job ends with its Scheduled event, so one event watch (core/v1 Events of the
+measured namespace, reason=Scheduled as a server-side field selector; upstream writes
 events.k8s.io/v1 Events, the same objects seen through core/v1) records when each pod's first
 Scheduled event appears, matched by involvedObject.uid (by name if an event has no uid). After the
 last bind the benchmark waits up to `--event-timeout` s for the events still missing; those that
@@ -35,24 +35,26 @@ Scheduled event - first bind); the lag of a pod is its event's arrival minus its
 this process's watches see them (p50, p99, max; min in the JSON). The two streams travel apart: the
 API server keeps no watch cache for events (kube-apiserver's DefaultWatchCacheSizes), so events come
 straight from etcd while pods come through the watch cache, which falls behind under load: then an
-event can be seen before its bind (a negative lag), and a lag understates how late the event was. "Ready after" and "first bind after" count from
-the contender's process start (its start time in /proc/PID/stat, 10 ms ticks, the same for every
-contender; the time the benchmark spent before that, e.g. issuing upstream's client certificate,
-is `spawn_s` in the JSON). CPU is utime+stime(+children) from /proc/PID/stat of the contender and
-its descendants between the first and the last bind, per 1000 pods, and again until the last
-Scheduled event; the API server's, etcd's and this process's CPU over the first window are
-recorded too (all share the machine's cores), and so is the CPU the rest of the machine burnt
-meanwhile ("others' load", in cores: other users of a shared machine). Peak RSS is VmHWM at the end. "Nodes used" counts the distinct nodes the pods went to: a
-spreading scheduler that saw every node uses min(pods, feasible nodes). In steady arrival the pods
-are created at `--rate` pods/s once the contender is ready, and latency runs from the 201 of each
-create to the watch seeing the bind.
+event can be seen before its bind (a negative lag), and a lag understates how late the event was.
+"Ready after" and "first bind after" count from the contender's process start (its start time in
+/proc/PID/stat, 10 ms ticks, the same for every contender; the time the benchmark spent before that,
+e.g. issuing upstream's client certificate, is `spawn_s` in the JSON). CPU is utime+stime(+children)
+from /proc/PID/stat of the contender and its descendants between the first and the last bind, per
+1000 pods, and again until the last Scheduled event; the API server's, etcd's and this process's CPU
+over the first window are recorded too (all share the machine's cores), and so is the CPU the rest
+of the machine burnt meanwhile ("others' load", in cores: other users of a shared machine). Peak RSS
+is VmHWM at the end. "Nodes used" counts the distinct nodes the pods went to: a spreading scheduler
+that saw every node uses min(pods, feasible nodes). In steady arrival the pods are created at
+`--rate` pods/s once the contender is ready, and latency runs from the 201 of each create to the
+watch seeing the bind.
 
 Workloads follow upstream test/integration/scheduler_perf (templates node-default, pod-default,
 pod-with-node-affinity, pod-with-pod-anti-affinity, pod-with-topology-spreading); "init" pods are
 created already bound (spec.nodeName set), so they load the nodes without being scheduled. The
 "memory" workload places 20k of them on 5000 nodes: what a scheduler's cache of a large cluster
-costs shows in its peak RSS, which the overview quotes for it. One deviation: nodes are spread over zone1..zone3 in every workload, so node affinity (zone In
-[zone1, zone2]) rules out a third of them (scheduler_perf labels every node zone1).
+costs shows in its peak RSS, which the overview quotes for it. One deviation: nodes are spread over
+zone1..zone3 in every workload, so node affinity (zone In [zone1, zone2]) rules out a third of them
+(scheduler_perf labels every node zone1).
 
 Results: a table on stdout; bench/results/e2e-<stamp>.{json,md} plus a PNG of bound pods over time
 per workload (with matplotlib: ``pip install -e '.[bench]'``), and the same as latest* (or
@@ -85,15 +87,16 @@ from typing import Any
 import aiohttp
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "operator"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "operator"))
 
 import e2e_report
 from raw_binder import kube_session
 
+from kopf_scheduler.cluster import bodies
 from kopf_scheduler.cluster.build import ensure_binaries
 from kopf_scheduler.cluster.controlplane import ControlPlane, free_port
 
+ROOT = Path(__file__).resolve().parents[1]
 NAMESPACE = "bench"  # the measured pods; emptied between contenders
 INIT_NAMESPACE = "bench-init"  # pods created already bound; they stay for the whole workload
 CRD_FILE = ROOT / "crds" / "schedulingpolicy.yaml"
@@ -169,74 +172,29 @@ WORKLOADS: dict[str, Workload] = {
 
 def node_body(i: int) -> dict[str, Any]:
     """scheduler_perf's node-default (4 cpu, 32Gi, 110 pods, Ready) with hostname and a zone."""
-    name = f"node-{i:05d}"
-    resources = {"cpu": "4", "memory": "32Gi", "pods": "110"}
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": {HOSTNAME: name, ZONE: f"zone{i % 3 + 1}", "kubernetes.io/os": "linux"}},
-        "spec": {},
-        # a Node may carry its status on create (pkg/registry/core/node/strategy.go), as kubelets do
-        "status": {
-            "capacity": resources,
-            "allocatable": resources,
-            "conditions": [{"type": "Ready", "status": "True"}],
-            "phase": "Running",
-        },
-    }
+    node = bodies.node_body(f"node-{i:05d}").hostname().zone(f"zone{i % 3 + 1}").platform(arch=None)
+    # a Node may carry its status on create (pkg/registry/core/node/strategy.go), as kubelets do
+    return node.capacity(cpu="4", memory="32Gi", pods="110").ready().set("status.phase", "Running").obj()
 
 
 def pod_body(shape: str, name: str, namespace: str, scheduler_name: str, node: str | None = None) -> dict[str, Any]:
     """A pod of scheduler_perf's templates: pod-default, or it plus the shape's constraint."""
     resources = {"cpu": "100m", "memory": "500Mi"}
-    spec: dict[str, Any] = {
-        "schedulerName": scheduler_name,
-        "containers": [
-            {
-                "name": "pause",
-                "image": "registry.k8s.io/pause:3.10.2",
-                "ports": [{"containerPort": 80}],
-                "resources": {"requests": resources, "limits": resources},
-            }
-        ],
-    }
-    labels: dict[str, str] = {}
+    pod = bodies.pod_body(name, namespace).scheduler(scheduler_name)
+    pod.container("pause", "registry.k8s.io/pause:3.10.2").port(80).req(resources).lim(resources)
     if shape == "node-affinity":
-        term = {"matchExpressions": [{"key": ZONE, "operator": "In", "values": ["zone1", "zone2"]}]}
-        spec["affinity"] = {
-            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}
-        }
+        pod.node_affinity_in(ZONE, "zone1", "zone2")
     elif shape == "anti-affinity":
-        labels["color"] = "green"
-        spec["affinity"] = {
-            "podAntiAffinity": {
-                "requiredDuringSchedulingIgnoredDuringExecution": [
-                    {
-                        "labelSelector": {"matchLabels": {"color": "green"}},
-                        "topologyKey": HOSTNAME,
-                        "namespaces": [NAMESPACE, INIT_NAMESPACE],
-                    }
-                ]
-            }
-        }
+        pod.label(color="green").pod_affinity(
+            HOSTNAME, {"color": "green"}, anti=True, namespaces=[NAMESPACE, INIT_NAMESPACE]
+        )
     elif shape == "topology-spread":
-        labels["color"] = "blue"
-        spec["topologySpreadConstraints"] = [
-            {
-                "maxSkew": 5,
-                "topologyKey": ZONE,
-                "whenUnsatisfiable": "DoNotSchedule",
-                "labelSelector": {"matchLabels": {"color": "blue"}},
-            }
-        ]
+        pod.label(color="blue").spread(5, ZONE, "DoNotSchedule", {"matchLabels": {"color": "blue"}})
     elif shape != "default":
         raise ValueError(f"unknown pod shape {shape!r}")
     if node is not None:
-        spec["nodeName"] = node
-    metadata: dict[str, Any] = {"name": name, "namespace": namespace}
-    if labels:
-        metadata["labels"] = labels
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+        pod.node(node)
+    return pod.obj()
 
 
 def init_node(shape: str, i: int, nodes: int) -> str:
@@ -578,9 +536,11 @@ def start_ours(bench: Bench) -> Running:
         str(port),
     ]
     proc = _popen(argv, log)
-    ready = lambda: _poll_http(
-        f"http://127.0.0.1:{port}/readyz", lambda: proc.poll() is None, log, bench.args.ready_timeout
-    )
+
+    async def ready() -> str:
+        url = f"http://127.0.0.1:{port}/readyz"
+        return await _poll_http(url, lambda: proc.poll() is None, log, bench.args.ready_timeout)
+
     return Running(pid=lambda: proc.pid, ready=ready, stop=_stopper(proc), log=log)
 
 
@@ -592,7 +552,8 @@ def start_upstream(bench: Bench) -> Running:
     config.write_text(
         "apiVersion: kubescheduler.config.k8s.io/v1\n"
         "kind: KubeSchedulerConfiguration\n"
-        f"clientConnection: {{kubeconfig: {bench.cp.workdir / (name + '.kubeconfig')}, qps: {UPSTREAM_QPS}, burst: {UPSTREAM_QPS}}}\n"
+        f"clientConnection: {{kubeconfig: {bench.cp.workdir / (name + '.kubeconfig')}, "
+        f"qps: {UPSTREAM_QPS}, burst: {UPSTREAM_QPS}}}\n"
         "leaderElection: {leaderElect: false}\n"
     )
     # start_kube_scheduler blocks until /healthz answers: run it beside the event loop, which must
@@ -704,7 +665,8 @@ def describe_policy(policy_file: Path) -> str:
         what = f"{len(spec.get('predicates', []))} predicates, {len(spec.get('priorities', []))} priorities"
     else:
         what = "the default profile"
-    return f"SchedulingPolicy {policy['metadata']['name']} ({what}) from {policy_file.relative_to(ROOT) if policy_file.is_relative_to(ROOT) else policy_file}"
+    where = policy_file.relative_to(ROOT) if policy_file.is_relative_to(ROOT) else policy_file
+    return f"SchedulingPolicy {policy['metadata']['name']} ({what}) from {where}"
 
 
 def contenders(policy_file: Path) -> dict[str, Contender]:
@@ -1095,7 +1057,8 @@ async def main_async(args: argparse.Namespace, command: str) -> dict[str, Any]:
         "quick": args.quick,
         "contenders": {c.key: {"label": c.label, "scheduler_name": c.scheduler_name} for c in chosen},
         "ours": f"kopf-scheduler run --metrics-port P, {describe_policy(args.policy_file)}",
-        "upstream": f"kube-scheduler v1.37.2, profile {UPSTREAM_PROFILE}, clientConnection qps/burst {UPSTREAM_QPS}, leader election off",
+        "upstream": f"kube-scheduler v1.37.2, profile {UPSTREAM_PROFILE}, "
+        f"clientConnection qps/burst {UPSTREAM_QPS}, leader election off",
         "workloads": [],
     }
     with progress:

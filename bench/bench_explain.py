@@ -90,10 +90,12 @@ def main() -> int:
     n = args.pods
     print(f"{args.nodes} nodes, {n} pods, {args.rounds} paired rounds (CPU time):")
     print(f"  without the log: median {n / statistics.median(plain):.0f} pods/s")
-    print(f"  with the log:    median {n / statistics.median(recording):.0f} pods/s; paired: median {100 * statistics.median(slower):+.1f}%"
-          f" (quartiles {100 * statistics.quantiles(slower)[0]:+.1f}% .. {100 * statistics.quantiles(slower)[2]:+.1f}%)")  # fmt: skip
-    print(f"  record call: {1e6 * statistics.median(filling):.1f} us while the pools fill"
-          + (f", {1e6 * statistics.median(full):.1f} us once full (freeing the oldest record)" if full else ""))  # fmt: skip
+    low, _, high = statistics.quantiles(slower)
+    print(f"  with the log:    median {n / statistics.median(recording):.0f} pods/s; "
+          f"paired: median {100 * statistics.median(slower):+.1f}% "
+          f"(quartiles {100 * low:+.1f}% .. {100 * high:+.1f}%)")  # fmt: skip
+    once_full = f", {1e6 * statistics.median(full):.1f} us once full (freeing the oldest record)" if full else ""
+    print(f"  record call: {1e6 * statistics.median(filling):.1f} us while the pools fill{once_full}")
     if args.memory:
         tracemalloc.start()
         log = AttemptLog()
@@ -105,7 +107,8 @@ def main() -> int:
         freed = held - tracemalloc.get_traced_memory()[0]
         tracemalloc.stop()
         print(
-            f"  records kept: {kept}, estimated {estimate / 2**20:.1f} MiB, measured {freed / 2**20:.1f} MiB (what freeing the log released)"
+            f"  records kept: {kept}, estimated {estimate / 2**20:.1f} MiB, "
+            f"measured {freed / 2**20:.1f} MiB (what freeing the log released)"
         )
     return 0
 

@@ -38,6 +38,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "operator"))
 
+from kopf_scheduler.cluster import bodies
 from kopf_scheduler.core.cache import SchedulerCache
 from kopf_scheduler.core.cycle import Bind, schedule_one
 from kopf_scheduler.core.parsing import parse_node, parse_pod
@@ -45,49 +46,43 @@ from kopf_scheduler.core.policy import default_profile, validate_policy
 from kopf_scheduler.core.profile import Profile
 from kopf_scheduler.core.queueing import SchedulingQueue
 from kopf_scheduler.core.snapshot import Snapshot
+from kopf_scheduler.core.waiting import WaitingPods
 
 ZONES = ("zone-a", "zone-b", "zone-c")
 #: this process's CPU seconds in the last run_cycles
 _CPU = 0.0
 
 
+#: the nodeInfo of a containerd node, as much of it as the extenders get
+NODE_INFO = {
+    "kubeletVersion": "v1.37.2",
+    "containerRuntimeVersion": "containerd://2.0",
+    "operatingSystem": "linux",
+    "architecture": "amd64",
+}
+
+
 def node_body(i: int) -> dict[str, Any]:
     """node-default, with the status a kubelet reports (images, addresses...), so encoding it costs what it costs."""
     name = f"node-{i}"
-    res = {"cpu": "4", "memory": "32Gi", "pods": "110", "ephemeral-storage": "100Gi"}
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": name, "uid": f"uid-node-{i}", "resourceVersion": str(1000 + i),
-            "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "topology.kubernetes.io/zone": ZONES[i % 3]},
-        },
-        "spec": {"podCIDR": f"10.244.{i % 250}.0/24"},
-        "status": {
-            "allocatable": res, "capacity": res,
-            "conditions": [{"type": t, "status": s, "reason": f"Kubelet{t}", "lastHeartbeatTime": "2024-01-01T00:00:00Z"}
-                           for t, s in (("Ready", "True"), ("MemoryPressure", "False"), ("DiskPressure", "False"), ("PIDPressure", "False"))],
-            "addresses": [{"type": "InternalIP", "address": f"10.0.{i // 250}.{i % 250}"}, {"type": "Hostname", "address": name}],
-            "images": [{"names": [f"registry.example/team/app-{k}@sha256:{k:064x}", f"registry.example/team/app-{k}:v{k}"], "sizeBytes": 100_000_000 + k}
-                       for k in range(20)],
-            "nodeInfo": {"kubeletVersion": "v1.37.2", "containerRuntimeVersion": "containerd://2.0", "operatingSystem": "linux", "architecture": "amd64"},
-        },
-    }  # fmt: skip
+    node = bodies.node_body(name).uid(f"uid-node-{i}").set("metadata.resourceVersion", str(1000 + i))
+    node.hostname().platform(arch=None).zone(ZONES[i % 3]).set("spec.podCIDR", f"10.244.{i % 250}.0/24")
+    node.capacity(cpu="4", memory="32Gi", pods="110", ephemeral_storage="100Gi")
+    node.conditions({"Ready": "True", **bodies.NO_PRESSURE}, reason="Kubelet{type}", heartbeat="2024-01-01T00:00:00Z")
+    node.address(f"10.0.{i // 250}.{i % 250}").address(name, "Hostname")
+    for k in range(20):
+        node.image(
+            100_000_000 + k, f"registry.example/team/app-{k}@sha256:{k:064x}", f"registry.example/team/app-{k}:v{k}"
+        )
+    return node.node_info(NODE_INFO).obj()
 
 
 def pod_body(i: int) -> dict[str, Any]:
     res = {"cpu": "100m", "memory": "500Mi"}
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": f"pod-{i}", "namespace": "bench", "uid": f"uid-{i}", "labels": {"app": "bench"},
-                     "managedFields": [{"manager": "kubectl", "operation": "Update", "fieldsV1": {"f:spec": {}}}]},
-        "spec": {
-            "schedulerName": "kopf-scheduler",
-            "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10", "resources": {"requests": res, "limits": res}}],
-        },
-        "status": {"phase": "Pending"},
-    }  # fmt: skip
+    pod = bodies.pod_body(f"pod-{i}", "bench").uid(f"uid-{i}").label(app="bench")
+    pod.set("metadata.managedFields", [{"manager": "kubectl", "operation": "Update", "fieldsV1": {"f:spec": {}}}])
+    pod.scheduler("kopf-scheduler").container("pause", "registry.k8s.io/pause:3.10").req(res).lim(res)
+    return pod.phase("Pending").obj()
 
 
 def cache_of(nodes: int) -> SchedulerCache:
@@ -108,7 +103,9 @@ def run_cycles(cache: SchedulerCache, scheduler: Any, pods: int) -> float:
         queue.add(parse_pod(body), 0.0)
         info = queue.pop(0.0)
         assert info is not None
-        outcome = schedule_one(info, snapshot, scheduler, cache=cache, queue=queue, rng=rng, now=0.0)
+        outcome = schedule_one(
+            info, snapshot, scheduler, cache=cache, queue=queue, waiting=WaitingPods(), rng=rng, now=0.0
+        )
         placed = getattr(outcome, "pod", None)
         if placed is not None:
             cache.add_pod(placed)
@@ -124,9 +121,8 @@ def part_cycle(nodes: int, pods: int, rounds: int) -> None:
     best = min(
         run_cycles(cache_of(nodes), GenericScheduler(default_profile("kopf-scheduler")), pods) for _ in range(rounds)
     )
-    print(
-        f"cycle: {nodes} nodes, {pods} pods, best of {rounds}: {best / pods * 1e6:.0f} us/pod ({pods / best:.0f} pods/s)"
-    )
+    per_pod = f"{best / pods * 1e6:.0f} us/pod ({pods / best:.0f} pods/s)"
+    print(f"cycle: {nodes} nodes, {pods} pods, best of {rounds}: {per_pod}")
     body = pod_body(0)
     parse = min(timeit.repeat(lambda: parse_pod(body), number=2000, repeat=25)) / 2000
     cache, queue, rng = cache_of(1), SchedulingQueue(), random.Random(0)
@@ -137,14 +133,17 @@ def part_cycle(nodes: int, pods: int, rounds: int) -> None:
         queue.add(next(waiting), 0.0)
         info = queue.pop(0.0)
         assert info is not None
-        outcome = schedule_one(info, snapshot, scheduler, cache=cache, queue=queue, rng=rng, now=0.0)
+        outcome = schedule_one(
+            info, snapshot, scheduler, cache=cache, queue=queue, waiting=WaitingPods(), rng=rng, now=0.0
+        )
         assert isinstance(outcome, Bind)
         cache.forget(outcome.pod)
         queue.done(outcome.pod)
 
     overhead = min(timeit.repeat(one, number=2000, repeat=25)) / 2000
     print(
-        f"cycle: parse_pod {parse * 1e6:.1f} us; queue + schedule_one + forget, empty profile, 1 node: {overhead * 1e6:.1f} us (best of 25)"
+        f"cycle: parse_pod {parse * 1e6:.1f} us; "
+        f"queue + schedule_one + forget, empty profile, 1 node: {overhead * 1e6:.1f} us (best of 25)"
     )
 
 
@@ -212,19 +211,19 @@ def part_extender(nodes: int, pods: int) -> None:
     url = f"http://127.0.0.1:{ports.get(timeout=10)}/ext"
     try:
         base = run_cycles(cache_of(nodes), GenericScheduler(default_profile("kopf-scheduler")), pods)
-        print(
-            f"extender: {nodes} nodes, {pods} pods, no extender:                                  {base / pods * 1e3:7.2f} ms/pod"
-        )
+        print(f"extender: {nodes} nodes, {pods} pods, no extender:{' ' * 34}{base / pods * 1e3:7.2f} ms/pod")
         for cache_capable in (True, False):
-            spec = {"schedulerName": "kopf-scheduler", "algorithmProvider": "DefaultProvider", "extenders": [
-                {"urlPrefix": url, "filterVerb": "filter", "prioritizeVerb": "prioritize", "nodeCacheCapable": cache_capable}]}  # fmt: skip
+            extender = {"urlPrefix": url, "filterVerb": "filter", "prioritizeVerb": "prioritize"}
+            spec = {"schedulerName": "kopf-scheduler", "algorithmProvider": "DefaultProvider",
+                    "extenders": [{**extender, "nodeCacheCapable": cache_capable}]}  # fmt: skip
             profile = validate_policy(spec)
             assert not isinstance(profile, list), profile
             seconds = run_cycles(cache_of(nodes), GenericScheduler(profile, extender_factory=HTTPExtender), pods)
             what = "node names (nodeCacheCapable)" if cache_capable else "whole Node objects        "
             cpu = _CPU
             print(
-                f"extender: {nodes} nodes, {pods} pods, filter+prioritize, {what}: {seconds / pods * 1e3:7.2f} ms/pod, {cpu / pods * 1e3:6.2f} ms/pod of our CPU"
+                f"extender: {nodes} nodes, {pods} pods, filter+prioritize, {what}: {seconds / pods * 1e3:7.2f} ms/pod, "
+                f"{cpu / pods * 1e3:6.2f} ms/pod of our CPU"
             )
     finally:
         server.terminate()

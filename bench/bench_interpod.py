@@ -22,6 +22,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "operator"))
 
+from kopf_scheduler.cluster import bodies
 from kopf_scheduler.core.cache import SchedulerCache
 from kopf_scheduler.core.framework import CycleState
 from kopf_scheduler.core.parsing import parse_node, parse_pod
@@ -32,36 +33,15 @@ ZONES = ("zone-a", "zone-b", "zone-c")
 
 
 def node_body(i: int) -> dict:
-    name = f"node-{i}"
-    return {
-        "kind": "Node",
-        "metadata": {
-            "name": name,
-            "labels": {"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": ZONES[i % 3]},
-        },
-        "status": {
-            "allocatable": {"cpu": "4", "memory": "32Gi", "pods": "110"},
-            "conditions": [{"type": "Ready", "status": "True"}],
-        },
-    }
+    node = bodies.node_body(f"node-{i}").hostname().zone(ZONES[i % 3])
+    return node.allocatable(cpu="4", memory="32Gi", pods="110").ready().obj()
 
 
 def pod_body(i: int) -> dict:
     res = {"cpu": "100m", "memory": "500Mi"}
-    return {
-        "kind": "Pod",
-        "metadata": {"name": f"pod-{i}", "namespace": "bench", "uid": f"uid-{i}", "labels": {"color": "green"}},
-        "spec": {
-            "containers": [{"name": "pause", "image": "pause", "resources": {"requests": res, "limits": res}}],
-            "affinity": {
-                "podAntiAffinity": {
-                    "requiredDuringSchedulingIgnoredDuringExecution": [
-                        {"labelSelector": {"matchLabels": {"color": "green"}}, "topologyKey": "kubernetes.io/hostname"}
-                    ]
-                }
-            },
-        },
-    }
+    pod = bodies.pod_body(f"pod-{i}", "bench").uid(f"uid-{i}").label(color="green")
+    pod.container("pause", "pause").req(res).lim(res)
+    return pod.pod_affinity(bodies.HOSTNAME_LABEL, {"color": "green"}, anti=True).obj()
 
 
 def run(nodes: int, pods: int, every: int) -> None:
@@ -91,7 +71,8 @@ def run(nodes: int, pods: int, every: int) -> None:
             print(f"placed {i + 1 - every:5d}..{i:5d}: {1e6 * sum(window) / len(window):7.1f} µs/pod")
             window = []
     print(
-        f"mean over {len(pending)} pods: {1e6 * total / len(pending):.1f} µs/pod ({len(pending) / total:.0f} pods/s for this plugin)"
+        f"mean over {len(pending)} pods: {1e6 * total / len(pending):.1f} µs/pod "
+        f"({len(pending) / total:.0f} pods/s for this plugin)"
     )
 
 

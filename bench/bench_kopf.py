@@ -48,55 +48,19 @@ VARIANTS = ("kopf-plain", "kopf-tuned", "kopf-tuned-gc", "informer")
 
 def pod_body(i: int) -> dict[str, Any]:
     """A pod of the size a real workload pod has (labels, owner, two containers, tolerations)."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": f"p-{i}",
-            "namespace": "bench",
-            "labels": {"app": "web", "pod-template-hash": "5d8f7c9b4", "tier": "frontend"},
-            "ownerReferences": [
-                {
-                    "apiVersion": "apps/v1",
-                    "kind": "ReplicaSet",
-                    "name": "web-5d8f7c9b4",
-                    "uid": "rs-uid",
-                    "controller": True,
-                }
-            ],
-        },
-        "spec": {
-            "schedulerName": "kopf-scheduler",
-            "containers": [
-                {
-                    "name": "web",
-                    "image": "registry.example/web:1.2.3",
-                    "ports": [{"containerPort": 8080}],
-                    "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}},
-                },
-                {
-                    "name": "proxy",
-                    "image": "registry.example/proxy:4.5",
-                    "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}},
-                },
-            ],
-            "tolerations": [
-                {
-                    "key": "node.kubernetes.io/not-ready",
-                    "operator": "Exists",
-                    "effect": "NoExecute",
-                    "tolerationSeconds": 300,
-                },
-                {
-                    "key": "node.kubernetes.io/unreachable",
-                    "operator": "Exists",
-                    "effect": "NoExecute",
-                    "tolerationSeconds": 300,
-                },
-            ],
-        },
-        "status": {"phase": "Pending"},
-    }
+    from kopf_scheduler.cluster import bodies  # in the server process only, as its fake API server
+
+    pod = bodies.pod_body(f"p-{i}", "bench").labels(
+        {"app": "web", "pod-template-hash": "5d8f7c9b4", "tier": "frontend"}
+    )
+    pod.owner("ReplicaSet", "web-5d8f7c9b4", "rs-uid", api_version="apps/v1").scheduler("kopf-scheduler")
+    pod.container("web", "registry.example/web:1.2.3").port(8080).req(cpu="100m", memory="128Mi").lim(memory="256Mi")
+    pod.container("proxy", "registry.example/proxy:4.5", cpu="50m", memory="64Mi")
+    pod.tolerations(
+        {"key": f"node.kubernetes.io/{key}", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}
+        for key in ("not-ready", "unreachable")
+    )
+    return pod.phase("Pending").obj()
 
 
 # --------------------------------------------------------------------------- the server process

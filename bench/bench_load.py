@@ -3,16 +3,20 @@ events per second, and whether the queue drains.
 
     python bench/bench_load.py                              # 5000 nodes, 20000 pending pods: the issue's size
     python bench/bench_load.py --nodes 500 --pods 3000      # what CI runs (tests/cluster/faults/test_load.py)
+    python bench/bench_load.py --no-kwok                    # nodes created Ready, bound pods left Pending
 
 On a fresh local control plane: ``--nodes`` nodes of scheduler_perf's node-default (4 cpu, 32Gi,
-110 pods), then ``--pods`` pending pods of pod-default (100m, 500Mi), of which ``--unschedulable``
-(a fraction, default 10%) ask for 64 cpu and fit nowhere. Only then is the operator started
-(``kopf-scheduler run``, not verbose, admin credentials, today's default profile), so its queue
-starts with every pod. The run has drained when every schedulable pod is bound, every
-unschedulable one has a FailedScheduling event, and the operator's /metrics say its active and
-backoff queues are empty.
+110 pods) that KWOK (``cluster.Kwok``: no heartbeats, no Leases) makes Ready, then ``--pods``
+pending pods of pod-default (100m, 500Mi), of which ``--unschedulable`` (a fraction, default 10%)
+ask for 64 cpu and fit nowhere. Only then is the operator started (``kopf-scheduler run``, not
+verbose, admin credentials, today's default profile), so its queue starts with every pod. KWOK
+runs each pod once it is bound (a status write, and an update event the operator's informer of
+assigned pods takes in, as with real kubelets). The run has drained when every schedulable pod is
+bound, every unschedulable one has a FailedScheduling event, and the operator's /metrics say its
+active and backoff queues are empty.
 
-Reported: the times (creating, the operator ready, drained), the pods bound, the FailedScheduling
+Reported: the times (creating, the nodes Ready, the operator ready, drained, every bound pod
+Running), the pods bound and Running, the FailedScheduling
 events (in all, per second over the drain, the busiest second, the most any one pod got), the
 operator's peak RSS (VmHWM) and its scheduler_pending_pods at the end. FailedScheduling events are
 limited per pod (``core/recording.py``: one per pod per 30 s, whatever the message) and in flight
@@ -51,7 +55,9 @@ from bench_e2e import (
     pod_body,
 )
 
+from kopf_scheduler.cluster import bodies
 from kopf_scheduler.cluster.controlplane import ControlPlane, free_port
+from kopf_scheduler.cluster.kwok import Kwok, kwok_node
 from kopf_scheduler.core.recording import REPEAT_INTERVAL
 
 SCHEDULER = "load"
@@ -65,11 +71,15 @@ class LoadResult:
     nodes: int
     pods: int
     unschedulable: int
+    kwok: bool = True  # KWOK made the nodes Ready and runs the bound pods
     setup_s: float = 0.0  # creating the nodes and the pods
+    nodes_ready_s: float = 0.0  # KWOK: the nodes created -> every one Ready
     ready_s: float = 0.0  # operator start -> /readyz 200
     drained_s: float = 0.0  # operator start -> drained (see the module docstring)
     last_bind_s: float = 0.0  # operator start -> the last schedulable pod bound
     bound: int = 0
+    running: int = 0  # KWOK: bound pods seen Running
+    last_running_s: float = 0.0  # KWOK: operator start -> the last bound pod Running
     reported_unschedulable: int = 0  # unschedulable pods with at least one FailedScheduling event
     failed_events: int = 0
     events_per_s: float = 0.0  # FailedScheduling events / the drain
@@ -86,14 +96,28 @@ class LoadResult:
     error: str | None = None
 
     def summary(self) -> str:
+        kubelets = (
+            f"KWOK nodes Ready {self.nodes_ready_s:.1f}s after their creation; "
+            if self.kwok
+            else "nodes created Ready, no kubelet; "
+        )
+        running = (
+            f", running {self.running} (the last {self.last_running_s:.1f}s after the operator's start)"
+            if self.kwok
+            else ""
+        )
         return (
             f"{self.nodes} nodes, {self.pods} pods ({self.unschedulable} fit nowhere): set up in {self.setup_s:.0f}s; "
-            f"operator ready after {self.ready_s:.1f}s, every pod bound after {self.last_bind_s:.1f}s, drained after {self.drained_s:.1f}s; bound {self.bound}, "
+            + kubelets
+            + f"operator ready after {self.ready_s:.1f}s, every pod bound after {self.last_bind_s:.1f}s, "
+            f"drained after {self.drained_s:.1f}s; bound {self.bound}{running}, "
             f"unschedulable reported {self.reported_unschedulable}; FailedScheduling events {self.failed_events} "
-            f"({self.events_per_s:.0f}/s over the drain, busiest second {self.busiest_second}, at most {self.max_events_per_pod} per pod, {self.repeats_within_limit} repeats within {REPEAT_INTERVAL:.0f}s); "
+            f"({self.events_per_s:.0f}/s over the drain, busiest second {self.busiest_second}, "
+            f"at most {self.max_events_per_pod} per pod, "
+            f"{self.repeats_within_limit} repeats within {REPEAT_INTERVAL:.0f}s); "
             f"peak RSS {self.peak_rss_mib or 0:.0f} MiB; pending at the end {self.pending_at_end}; "
-            f"assumptions expired before the watch confirmed them {self.expired_assumptions}; overcommitted nodes {self.overcommitted_nodes}"
-            + (f"; ERROR {self.error}" if self.error else "")
+            f"assumptions expired before the watch confirmed them {self.expired_assumptions}; "
+            f"overcommitted nodes {self.overcommitted_nodes}" + (f"; ERROR {self.error}" if self.error else "")
         )
 
 
@@ -183,6 +207,27 @@ async def established(kube: Kube, crd: str, timeout: float = 60.0) -> None:
         await asyncio.sleep(0.2)
 
 
+def kwok_node_body(i: int) -> dict[str, Any]:
+    """bench_e2e's node_body(i) for KWOK to make Ready: the same node, an InternalIP, no conditions."""
+    node = bodies.node_body(f"node-{i:05d}").hostname().zone(f"zone{i % 3 + 1}").platform(arch=None)
+    node.capacity(cpu="4", memory="32Gi", pods="110").address(bodies.fake_node_ip(i))
+    return kwok_node(node).obj()
+
+
+class LifecycleWatch(BindWatch):
+    """BindWatch, and when each bound pod was first seen Running (KWOK's pod-ready stage)."""
+
+    def __init__(self, kube: Kube, expected: int) -> None:
+        super().__init__(kube, expected, on_first=lambda: None, on_last=lambda: None)
+        self.running: dict[str, float] = {}  # pod name -> time.monotonic() when seen Running
+
+    def _see(self, obj: dict[str, Any], now: float) -> None:
+        super()._see(obj, now)
+        name = obj["metadata"]["name"]
+        if (obj.get("status") or {}).get("phase") == "Running" and name not in self.running:
+            self.running[name] = now
+
+
 def big_pod(name: str) -> dict[str, Any]:
     body = pod_body("default", name, NAMESPACE, SCHEDULER)
     body["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "64"}, "limits": {"cpu": "64"}}
@@ -190,11 +235,37 @@ def big_pod(name: str) -> dict[str, Any]:
 
 
 async def run_load(
-    cp: ControlPlane, workdir: Path, *, nodes: int, pods: int, unschedulable: float = 0.1, timeout: float = 1800.0
+    cp: ControlPlane,
+    workdir: Path,
+    *,
+    nodes: int,
+    pods: int,
+    unschedulable: float = 0.1,
+    timeout: float = 1800.0,
+    kwok: bool = True,
 ) -> LoadResult:
     """One load run on `cp` (nodes and pods are created in it); see the module docstring."""
+    if not kwok:
+        return await _run_load(cp, workdir, None, nodes=nodes, pods=pods, unschedulable=unschedulable, timeout=timeout)
+    # WARN: at INFO KWOK logs a line per node and pod it patches
+    with Kwok(cp, log_level="WARN") as kubelets:
+        return await _run_load(
+            cp, workdir, kubelets, nodes=nodes, pods=pods, unschedulable=unschedulable, timeout=timeout
+        )
+
+
+async def _run_load(
+    cp: ControlPlane,
+    workdir: Path,
+    kubelets: Kwok | None,
+    *,
+    nodes: int,
+    pods: int,
+    unschedulable: float,
+    timeout: float,
+) -> LoadResult:
     too_big = int(pods * unschedulable)
-    result = LoadResult(nodes, pods, too_big)
+    result = LoadResult(nodes, pods, too_big, kwok=kubelets is not None)
     kube = Kube(cp.kubeconfig)
     try:
         t0 = time.monotonic()
@@ -204,7 +275,15 @@ async def run_load(
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
             ok=(409,),
         )
-        await kube.create_all("/api/v1/nodes", [node_body(i) for i in range(nodes)])
+        if kubelets is None:
+            await kube.create_all("/api/v1/nodes", [node_body(i) for i in range(nodes)])
+        else:
+            node_bodies = [kwok_node_body(i) for i in range(nodes)]
+            created = time.monotonic()
+            await kube.create_all("/api/v1/nodes", node_bodies)
+            names = [b["metadata"]["name"] for b in node_bodies]
+            await asyncio.to_thread(kubelets.wait_nodes_ready, names, 120.0)
+            result.nodes_ready_s = time.monotonic() - created
         await asyncio.to_thread(cp.kubectl, "apply", "-f", str(CRD_FILE))
         await established(kube, f"{PLURAL}.{GROUP}")
         policy = {
@@ -221,7 +300,7 @@ async def run_load(
         await kube.create_all(f"/api/v1/namespaces/{NAMESPACE}/pods", bodies)
         result.setup_s = time.monotonic() - t0
         schedulable = pods - too_big
-        watch = BindWatch(kube, schedulable, on_first=lambda: None, on_last=lambda: None)
+        watch = LifecycleWatch(kube, schedulable)
         events = FailedSchedulingWatch(kube)
         await watch.start()
         await events.start()
@@ -254,10 +333,14 @@ async def run_load(
                 if time.monotonic() > deadline:
                     result.pending_at_end = await pending_pods(port)
                     raise TimeoutError(
-                        f"not drained after {timeout:.0f}s: {len(watch.bound)}/{schedulable} bound, {len(big & events.pods())}/{too_big} reported"
+                        f"not drained after {timeout:.0f}s: {len(watch.bound)}/{schedulable} bound, "
+                        f"{len(big & events.pods())}/{too_big} reported"
                     )
                 await asyncio.sleep(0.5)
             result.drained_s = time.monotonic() - started
+            if kubelets is not None:  # KWOK runs the last bound pods a moment after their bind
+                while len(watch.running) < len(watch.bound) and time.monotonic() < deadline:
+                    await asyncio.sleep(0.2)
             result.peak_rss_mib = peak_rss_mib(proc.pid)
         except Exception as exc:
             result.error = f"{type(exc).__name__}: {exc}"
@@ -269,6 +352,9 @@ async def run_load(
         result.bound = len(watch.bound)
         if watch.bound and len(watch.bound) >= schedulable:
             result.last_bind_s = max(watch.bound.values()) - started
+        result.running = len(watch.running)
+        if watch.running:
+            result.last_running_s = max(watch.running.values()) - started
         result.reported_unschedulable = len(big & events.pods())
         times = [t for t, _, _ in events.seen]
         result.failed_events = len(times)
@@ -295,6 +381,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds for the operator to drain the queue")
     ap.add_argument("--json", type=Path, help="also write the result here")
+    ap.add_argument(
+        "--no-kwok",
+        dest="kwok",
+        action="store_false",
+        help="create the nodes Ready and run no kubelet (bound pods stay Pending), as before KWOK",
+    )
     args = ap.parse_args(argv)
     with (
         tempfile.TemporaryDirectory(prefix="bench-load-") as tmp,
@@ -302,7 +394,13 @@ def main(argv: list[str] | None = None) -> int:
     ):
         result = asyncio.run(
             run_load(
-                cp, Path(tmp), nodes=args.nodes, pods=args.pods, unschedulable=args.unschedulable, timeout=args.timeout
+                cp,
+                Path(tmp),
+                nodes=args.nodes,
+                pods=args.pods,
+                unschedulable=args.unschedulable,
+                timeout=args.timeout,
+                kwok=args.kwok,
             )
         )
         if result.error:

@@ -24,6 +24,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "operator"))
 
+from kopf_scheduler.cluster.bodies import node_body, pod_body
 from kopf_scheduler.core.algorithm import num_feasible_nodes_to_find
 from kopf_scheduler.core.framework import Code, CycleState
 from kopf_scheduler.core.nodeinfo import NodeInfo
@@ -36,18 +37,15 @@ from kopf_scheduler.core.snapshot import Snapshot
 
 
 def node(i: int) -> NodeInfo:
-    res = {"cpu": "4", "memory": "32Gi", "pods": "110"}
-    return NodeInfo(parse_node({"metadata": {"name": f"node-{i}"}, "status": {"capacity": res, "allocatable": res}}))
+    return NodeInfo(parse_node(node_body(f"node-{i}").capacity(cpu="4", memory="32Gi", pods="110").obj()))
 
 
 def pod(i: int, *, empty: bool = False) -> Pod:
-    container: dict = {"name": "c", "image": "pause"}
+    body = pod_body(f"p{i}", "default").uid(f"u{i}").container("c", "pause")
     if not empty:
         r = {"cpu": "100m", "memory": "500Mi"}
-        container["resources"] = {"requests": r, "limits": r}
-    return parse_pod(
-        {"metadata": {"name": f"p{i}", "namespace": "default", "uid": f"u{i}"}, "spec": {"containers": [container]}}
-    )
+        body.req(r).lim(r)
+    return parse_pod(body.obj())
 
 
 def main() -> None:

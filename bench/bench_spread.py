@@ -30,6 +30,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "operator"))
 
+from kopf_scheduler.cluster import bodies
 from kopf_scheduler.core.algorithm import num_feasible_nodes_to_find
 from kopf_scheduler.core.cache import SchedulerCache
 from kopf_scheduler.core.framework import CycleState
@@ -43,34 +44,21 @@ ZONE = "topology.kubernetes.io/zone"
 
 
 def node_body(i: int) -> dict:
-    name = f"node-{i}"
-    return {
-        "kind": "Node",
-        "metadata": {"name": name, "labels": {HOST: name, ZONE: ZONES[i % 3]}},
-        "status": {
-            "allocatable": {"cpu": "64", "memory": "256Gi", "pods": "110"},
-            "conditions": [{"type": "Ready", "status": "True"}],
-        },
-    }
+    node = bodies.node_body(f"node-{i}").hostname().zone(ZONES[i % 3])
+    return node.allocatable(cpu="64", memory="256Gi", pods="110").ready().obj()
 
 
 def pod_body(i: int, workload: str, node: str = "") -> dict:
     app = f"app-{i % 10}"
-    meta: dict = {"name": f"pod-{i}", "namespace": "bench", "uid": f"uid-{i}", "labels": {"app": app}}
-    spec: dict = {"containers": [{"name": "pause", "image": "pause"}]}
+    pod = bodies.pod_body(f"pod-{i}", "bench").uid(f"uid-{i}").label(app=app).container("pause", "pause")
     if node:
-        spec["nodeName"] = node
+        pod.node(node)
     if workload == "hard":
         selector = {"matchLabels": {"app": app}}
-        spec["topologySpreadConstraints"] = [
-            {"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule", "labelSelector": selector},
-            {"maxSkew": 1, "topologyKey": HOST, "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": selector},
-        ]
+        pod.spread(1, ZONE, "DoNotSchedule", selector).spread(1, HOST, "ScheduleAnyway", selector)
     else:
-        meta["ownerReferences"] = [
-            {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": f"rs-{app}", "uid": f"rs-{app}", "controller": True}
-        ]
-    return {"kind": "Pod", "metadata": meta, "spec": spec}
+        pod.owner("ReplicaSet", f"rs-{app}", f"rs-{app}", api_version="apps/v1")
+    return pod.obj()
 
 
 def run(nodes: int, existing: int, pods: int, workload: str, cold: bool) -> None:

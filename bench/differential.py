@@ -16,7 +16,8 @@ created ONE AT A TIME, and for each:
    and a preemption's target node and victims, come from the same log (the log, not the pod's condition, because
    after a preemption upstream may retry the pod and overwrite the condition before the harness reads it);
 3. our algorithm decides for the same pod (as the API server stored it: admission filled in its priority) in the
-   same state, through the simulator's Python API (``Simulation(explain=True).evaluate``) with our default profile
+   same state, through the simulator's Python API (``Simulation(explain=True).evaluate``: one attempt through
+   ``core.cycle.schedule_one``, prepare, decide and conclude as the operator runs them) with our default profile
    (what ``kopf-scheduler simulate`` runs without ``--policy``) or ``--policy``;
 4. an unschedulable pod is deleted so it changes nothing later; if upstream preempted for it, its victims are
    gone for good (upstream deletes them; they have no grace period, and the harness force-deletes any left):
@@ -77,13 +78,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
-ROOT: Final = Path(__file__).resolve().parents[1]
-if str(ROOT / "operator") not in sys.path:
-    sys.path.insert(0, str(ROOT / "operator"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "operator"))  # when run as a script
 
 from kubernetes import client, config
 
-from kopf_scheduler.cluster import ControlPlane, ensure_binaries
+from kopf_scheduler.cluster import ControlPlane, bodies, ensure_binaries
 from kopf_scheduler.core.cache import SchedulerCache
 from kopf_scheduler.core.parsing import parse_pod
 from kopf_scheduler.core.profile import Profile
@@ -220,31 +219,23 @@ def _replica_set(app: str) -> dict[str, Any]:
 
 
 def _node(rng: random.Random, knobs: Knobs, name: str, index: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the Node to create, its status to patch); the draws in a fixed order, so a seed makes one cluster."""
     zone = knobs.zones[index % len(knobs.zones)]
     cpu = rng.choice(knobs.node_cpus)
-    labels = {
-        HOSTNAME: name,
-        "kubernetes.io/os": "linux",
-        "kubernetes.io/arch": "amd64",
-        ZONE: zone,
-        REGION: "region-2" if zone == knobs.zones[-1] else "region-1",
-        "disktype": rng.choice(("ssd", "hdd")),
-        "tier": rng.choice(("gold", "silver", "bronze")),
-        "example.com/cores": cpu,
-    }
-    spec: dict[str, Any] = {}
+    node = bodies.node_body(name).hostname().platform()
+    node.zone(zone, "region-2" if zone == knobs.zones[-1] else "region-1")
+    node.labels(
+        {
+            "disktype": rng.choice(("ssd", "hdd")),
+            "tier": rng.choice(("gold", "silver", "bronze")),
+            "example.com/cores": cpu,
+        }
+    )
     if rng.random() < knobs.p_node_unschedulable:
-        spec["unschedulable"] = True
+        node.unschedulable()
     if rng.random() < knobs.p_node_taint:
-        keys = rng.sample(sorted(TAINTS), rng.randint(1, 2))
-        spec["taints"] = [
-            {
-                "key": k,
-                "value": rng.choice(TAINTS[k]),
-                "effect": rng.choice(("NoSchedule", "PreferNoSchedule", "NoExecute")),
-            }
-            for k in keys
-        ]
+        for key in rng.sample(sorted(TAINTS), rng.randint(1, 2)):
+            node.taint(key, rng.choice(TAINTS[key]), rng.choice(("NoSchedule", "PreferNoSchedule", "NoExecute")))
     allocatable = {
         "cpu": cpu,
         "memory": rng.choice(knobs.node_memories),
@@ -253,31 +244,12 @@ def _node(rng: random.Random, knobs: Knobs, name: str, index: int) -> tuple[dict
     }
     if rng.random() < knobs.p_node_gpu:
         allocatable[GPU] = str(rng.randint(1, 4))
-    images = rng.sample(sorted(IMAGES), rng.randint(*knobs.images_per_node))
-    status = {
-        "status": {
-            "capacity": allocatable,
-            "allocatable": allocatable,
-            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}]
-            + [
-                {"type": t, "status": "False", "reason": "Fake"}
-                for t in ("MemoryPressure", "DiskPressure", "PIDPressure")
-            ],
-            "images": [{"names": [img], "sizeBytes": IMAGES[img] * 1024 * 1024} for img in images],
-            "nodeInfo": {
-                "architecture": "amd64",
-                "operatingSystem": "linux",
-                "kubeletVersion": "v1.37.2",
-                "containerRuntimeVersion": "fake://0",
-                "kernelVersion": "",
-                "osImage": "fake",
-                "machineID": "",
-                "systemUUID": "",
-                "bootID": "",
-            },
-        }
-    }
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}, "spec": spec}, status
+    node.capacity(allocatable).ready(reason="KubeletReady").conditions(bodies.NO_PRESSURE, reason="Fake")
+    node.set("status.images", [])  # listed even when empty, as a kubelet that pulled nothing reports it
+    for image in rng.sample(sorted(IMAGES), rng.randint(*knobs.images_per_node)):
+        node.image(IMAGES[image] * 1024 * 1024, image)
+    node.node_info()
+    return node.manifest(), node.status()
 
 
 def _requests(rng: random.Random, knobs: Knobs) -> dict[str, str]:
@@ -287,13 +259,6 @@ def _requests(rng: random.Random, knobs: Knobs) -> dict[str, str]:
     if rng.random() < 0.85:  # sometimes cpu only: memory takes the scoring default
         out["memory"] = rng.choice(MEMORY_REQUESTS)
     return out
-
-
-def _container(rng: random.Random, name: str, requests: Mapping[str, str]) -> dict[str, Any]:
-    c: dict[str, Any] = {"name": name, "image": rng.choice(sorted(IMAGES))}
-    if requests:
-        c["resources"] = {"requests": dict(requests)}
-    return c
 
 
 def _selector(app: str) -> dict[str, Any]:
@@ -376,61 +341,53 @@ def _tolerations(rng: random.Random, knobs: Knobs) -> list[dict[str, Any]]:
     return out
 
 
-def _spread(rng: random.Random, knobs: Knobs, app: str) -> list[dict[str, Any]]:
-    out = []
+def _spread(rng: random.Random, app: str, pod: bodies.PodBody) -> None:
     for key in rng.sample((ZONE, HOSTNAME), rng.randint(1, 2)):
-        c: dict[str, Any] = {
-            "maxSkew": rng.randint(1, 3),
-            "topologyKey": key,
-            "whenUnsatisfiable": rng.choice(("DoNotSchedule", "ScheduleAnyway")),
-            "labelSelector": _selector(app),
-        }
-        if c["whenUnsatisfiable"] == "DoNotSchedule" and rng.random() < 0.2:
-            c["minDomains"] = rng.randint(2, 4)
-        if rng.random() < 0.15:
-            c["nodeAffinityPolicy"] = rng.choice(("Honor", "Ignore"))
-        if rng.random() < 0.15:
-            c["nodeTaintsPolicy"] = rng.choice(("Honor", "Ignore"))
-        out.append(c)
-    return out
+        max_skew, when = rng.randint(1, 3), rng.choice(("DoNotSchedule", "ScheduleAnyway"))
+        min_domains = rng.randint(2, 4) if when == "DoNotSchedule" and rng.random() < 0.2 else None
+        affinity_policy = rng.choice(("Honor", "Ignore")) if rng.random() < 0.15 else None
+        taints_policy = rng.choice(("Honor", "Ignore")) if rng.random() < 0.15 else None
+        pod.spread(
+            max_skew,
+            key,
+            when,
+            _selector(app),
+            min_domains=min_domains,
+            node_affinity_policy=affinity_policy,
+            node_taints_policy=taints_policy,
+        )
 
 
 def _pod(rng: random.Random, knobs: Knobs, name: str, apps: Sequence[str], node_names: Sequence[str]) -> dict[str, Any]:
+    """A pod; the draws in a fixed order (the images after the requests), so a seed makes one pod list."""
     app = rng.choice(apps) if rng.random() < knobs.p_app else None
-    labels = {"app": app} if app else {"kind": "solo"}
+    pod = bodies.pod_body(name, NAMESPACE).labels({"app": app} if app else {"kind": "solo"})
+    if app:
+        pod.owner("ReplicaSet", app, "", api_version="apps/v1")
+    pod.automount_service_account_token(False).termination_grace_period(0)
     requests = _requests(rng, knobs)
     if rng.random() < knobs.p_large:
         cores = int(rng.choice(knobs.node_cpus))
         requests = {"cpu": f"{int(cores * 1000 * rng.uniform(0.6, 0.95))}m", "memory": "1Gi"}
     if rng.random() < knobs.p_huge:
         requests = {"cpu": "64", "memory": "1Gi"}
-    containers = [_container(rng, "main", requests)]
-    if rng.random() < 0.25:
-        containers.append(_container(rng, "helper", _requests(rng, knobs)))
+    pod.container("main", rng.choice(sorted(IMAGES)), **requests)
+    helper = (_requests(rng, knobs), rng.choice(sorted(IMAGES))) if rng.random() < 0.25 else None
     if rng.random() < knobs.p_extended:
         gpus = str(rng.randint(1, 2))
-        containers[0].setdefault("resources", {}).setdefault("requests", {})[GPU] = gpus
-        containers[0]["resources"]["limits"] = {GPU: gpus}
+        pod.req({GPU: gpus}).lim({GPU: gpus})
     if rng.random() < knobs.p_host_port:
-        port = rng.choice((8080, 9090))
-        containers[0]["ports"] = [{"containerPort": port, "hostPort": port, "protocol": "TCP"}]
-    spec: dict[str, Any] = {
-        "automountServiceAccountToken": False,
-        "terminationGracePeriodSeconds": 0,
-        "containers": containers,
-    }
-    init: list[dict[str, Any]] = []
+        pod.host_port(rng.choice((8080, 9090)))
+    if helper is not None:
+        pod.container("helper", helper[1], **helper[0])
     if rng.random() < knobs.p_init_container:
-        init.append(_container(rng, "init", {"cpu": rng.choice(CPU_REQUESTS), "memory": rng.choice(MEMORY_REQUESTS)}))
+        init = {"cpu": rng.choice(CPU_REQUESTS), "memory": rng.choice(MEMORY_REQUESTS)}
+        pod.init_container("init", rng.choice(sorted(IMAGES)), **init)
     if rng.random() < knobs.p_sidecar:
-        sidecar = _container(rng, "sidecar", {"cpu": "100m", "memory": "64Mi"})
-        sidecar["restartPolicy"] = "Always"
-        init.append(sidecar)
-    if init:
-        spec["initContainers"] = init
+        pod.init_container("sidecar", rng.choice(sorted(IMAGES)), restartable=True, cpu="100m", memory="64Mi")
     if rng.random() < knobs.p_node_selector:
         pick = rng.randrange(4)
-        spec["nodeSelector"] = (
+        pod.node_selector_map(
             {"disktype": "ssd"}
             if pick == 0
             else {ZONE: rng.choice(knobs.zones)}
@@ -439,27 +396,20 @@ def _pod(rng: random.Random, knobs: Knobs, name: str, apps: Sequence[str], node_
             if pick == 2
             else {HOSTNAME: rng.choice(node_names)}
         )
-    affinity = _affinity(rng, knobs, apps)
-    if affinity:
-        spec["affinity"] = affinity
-    tolerations = _tolerations(rng, knobs)
-    if tolerations:
-        spec["tolerations"] = tolerations
+    if affinity := _affinity(rng, knobs, apps):
+        pod.affinity(affinity)
+    if tolerations := _tolerations(rng, knobs):
+        pod.tolerations(tolerations)
     if rng.random() < knobs.p_spread:
-        spec["topologySpreadConstraints"] = _spread(rng, knobs, app or rng.choice(apps))
+        _spread(rng, app or rng.choice(apps), pod)
     r, acc = rng.random(), 0.0
     for pc, weight in knobs.priority_classes:
         acc += weight
         if r < acc:
             if pc:
-                spec["priorityClassName"] = pc
+                pod.priority_class(pc)
             break
-    metadata: dict[str, Any] = {"name": name, "namespace": NAMESPACE, "labels": labels}
-    if app:
-        metadata["ownerReferences"] = [
-            {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": app, "uid": "", "controller": True}
-        ]
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+    return pod.obj()
 
 
 def describe_pod(body: Mapping[str, Any]) -> str:
@@ -847,7 +797,8 @@ def node_summaries(cache: SchedulerCache) -> dict[str, str]:
         taints = ",".join(f"{t.key.rsplit('/', 1)[-1]}={t.value}:{t.effect}" for t in n.taints)
         out[name] = (
             f"cpu {format_quantity(r.milli_cpu, 'cpu')}/{format_quantity(a.milli_cpu, 'cpu')} "
-            f"mem {format_quantity(r.memory, 'memory')}/{format_quantity(a.memory, 'memory')} pods {len(info.pods)}/{info.allowed_pod_number} "
+            f"mem {format_quantity(r.memory, 'memory')}/{format_quantity(a.memory, 'memory')} "
+            f"pods {len(info.pods)}/{info.allowed_pod_number} "
             f"{labels.get(ZONE, '-')} {labels.get('disktype', '-')} {labels.get('tier', '-')}"
             + (f" gpu {a.get(GPU)}" if a.get(GPU) else "")
             + (f" taints {taints}" if taints else "")
@@ -1181,7 +1132,8 @@ def render(report: Report, *, worst: int = 5) -> str:
     for side, acc in (("upstream", report.only_upstream), ("ours", report.only_ours)):
         for plugin, (nonzero, varied) in sorted(acc.items()):
             lines.append(
-                f"only {side} runs {plugin}: non-zero in {nonzero} pods, varying over nodes (can change the choice) in {varied}"
+                f"only {side} runs {plugin}: non-zero in {nonzero} pods, "
+                f"varying over nodes (can change the choice) in {varied}"
             )
 
     misses = [c for c in report.comparisons if c.best is False]
@@ -1190,7 +1142,8 @@ def render(report: Report, *, worst: int = 5) -> str:
             "",
             f"CAUSES OF BEST-NODE MISSES ({len(misses)} misses): with every plugin scoring as upstream's and "
             "upstream's weights, keeping only this one of ours, this many pods would miss upstream's best set",
-            "(a counterfactual per cause: each row includes the first, and a row may exceed the real misses, where causes mix)",
+            "(a counterfactual per cause: each row includes the first, and a row may exceed the real misses, "
+            "where causes mix)",
         ]
         causes = [
             ("(nothing: feasible sets differ)" if cause == "" else cause, str(n))
@@ -1206,15 +1159,16 @@ def render(report: Report, *, worst: int = 5) -> str:
     if misses:
         lines += [
             "",
-            f"BEST-NODE MISSES ({len(misses)}, first {min(worst, len(misses))}; 'up+N/ours+M': points upstream's pick led by upstream, ours led by ours)",
+            f"BEST-NODE MISSES ({len(misses)}, first {min(worst, len(misses))}; "
+            "'up+N/ours+M': points upstream's pick led by upstream, ours led by ours)",
         ]
         for c in misses[:worst]:
             lines += _case_lines(c)
             up, ours = c.case.upstream, c.case.ours
             assert up.node is not None and ours.node is not None
             lines.append(
-                f"    upstream totals: its pick {up.totals.get(up.node, '-')}, our node {up.totals.get(ours.node, 'not feasible' if ours.node not in up.feasible else '-')}"
-                f"; ours: our node {ours.totals.get(ours.node, '-')}, its pick {ours.totals.get(up.node, 'not feasible' if up.node not in ours.feasible else '-')}"
+                f"    upstream totals: its pick {up.totals.get(up.node, '-')}, our node {_total(up, ours.node)}"
+                f"; ours: our node {ours.totals.get(ours.node, '-')}, its pick {_total(ours, up.node)}"
             )
             gap = _plugin_gap(c)
             if gap:
@@ -1240,8 +1194,10 @@ def render(report: Report, *, worst: int = 5) -> str:
     for plugin, t in sorted(report.plugins.items()):
         for p in t.worst[:worst]:
             case = by_pod[p.pod]
+            our_score = f"{p.ours}{' (skipped)' if p.ours_skipped else ''}"
+            upstream_score = f"{p.upstream}{' (skipped)' if p.upstream_skipped else ''}"
             lines.append(
-                f"  {plugin} on {p.node}: ours {p.ours}{' (skipped)' if p.ours_skipped else ''}, upstream {p.upstream}{' (skipped)' if p.upstream_skipped else ''}  "
+                f"  {plugin} on {p.node}: ours {our_score}, upstream {upstream_score}  "
                 f"pod {p.pod} [{case.summary}] node [{case.nodes.get(p.node, '')}]"
             )
 
@@ -1262,10 +1218,22 @@ def _case_lines(c: PodComparison) -> list[str]:
     up, ours = c.case.upstream, c.case.ours
     return [
         f"  {c.case.pod} [{c.case.summary}]",
-        f"    upstream: {up.node or 'unschedulable'} (best {sorted(up.best)[:4]}{'...' if len(up.best) > 4 else ''}, {len(up.feasible)} feasible)"
-        f"{' nominated ' + up.nominated_node if up.nominated_node else ''}{' victims ' + ','.join(up.victims) if up.victims else ''}"
-        f"  ours: {ours.node or 'unschedulable'} (best {sorted(ours.best)[:4]}{'...' if len(ours.best) > 4 else ''}, {len(ours.feasible)} feasible)",
+        f"    upstream: {_choice(up)}"
+        f"{' nominated ' + up.nominated_node if up.nominated_node else ''}"
+        f"{' victims ' + ','.join(up.victims) if up.victims else ''}"
+        f"  ours: {_choice(ours)}",
     ]
+
+
+def _choice(d: Decision) -> str:
+    """Where a side put the pod, with (the first of) its best nodes and how many were feasible."""
+    best = f"{sorted(d.best)[:4]}{'...' if len(d.best) > 4 else ''}"
+    return f"{d.node or 'unschedulable'} (best {best}, {len(d.feasible)} feasible)"
+
+
+def _total(d: Decision, node: str) -> object:
+    """A side's total score for `node`, or why it has none."""
+    return d.totals.get(node, "not feasible" if node not in d.feasible else "-")
 
 
 def report_json(report: Report, *, run: Mapping[str, Any]) -> dict[str, Any]:
@@ -1325,12 +1293,12 @@ class Harness:
     def __enter__(self) -> Harness:
         self.cp.up()
         try:
-            cfg = self.workdir / "kube-scheduler-config.yaml"
+            cfg, kubeconfig = self.workdir / "kube-scheduler-config.yaml", self.workdir / "kube-scheduler.kubeconfig"
             cfg.write_text(
                 "apiVersion: kubescheduler.config.k8s.io/v1\n"
                 "kind: KubeSchedulerConfiguration\n"
                 # the default client limits (qps 50) would make upstream wait on itself between our pods
-                f"clientConnection: {{kubeconfig: {self.workdir / 'kube-scheduler.kubeconfig'}, qps: 5000, burst: 5000}}\n"
+                f"clientConnection: {{kubeconfig: {kubeconfig}, qps: 5000, burst: 5000}}\n"
                 "leaderElection: {leaderElect: false}\n"
             )
             self.cp.start_kube_scheduler(

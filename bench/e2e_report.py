@@ -91,7 +91,8 @@ def machine() -> dict[str, Any]:
 
 
 def _package(frame: str) -> str:
-    """'f (kopf_scheduler/core/cache.py)' -> 'kopf_scheduler.core'; 'g (aiohttp/client.py)' -> 'aiohttp'; 'h (ssl.py)' -> 'ssl'."""
+    """'f (kopf_scheduler/core/cache.py)' -> 'kopf_scheduler.core'; 'g (aiohttp/client.py)' -> 'aiohttp';
+    'h (ssl.py)' -> 'ssl'."""
     path = frame[frame.rfind("(") + 1 : -1]
     parts = path.removesuffix(".py").split("/")
     return ".".join(parts[:2]) if parts[0] == "kopf_scheduler" and len(parts) > 1 else parts[0]
@@ -175,8 +176,8 @@ class Progress:
         filled = width * len(bound) // max(1, expected)
         bar = "#" * filled + "." * (width - filled)
         line = (
-            f"[{self.done + 1:>2}/{self.total}] {label} [{bar}] {len(bound)}/{expected} bound, {len(events)} Scheduled events, "
-            f"{time.monotonic() - since:.0f}s"
+            f"[{self.done + 1:>2}/{self.total}] {label} [{bar}] {len(bound)}/{expected} bound, "
+            f"{len(events)} Scheduled events, {time.monotonic() - since:.0f}s"
         )
         cols = shutil.get_terminal_size((100, 20)).columns
         sys.stderr.write("\r\033[K" + line[: cols - 1])
@@ -206,8 +207,9 @@ class Progress:
             extra += f"; to last event {to_event}, event lag p99 {lag}, {run.events_missing} events missing"
         error = f"  ERROR {run.error}" if run.error else ""
         self.note(
-            f"  [{self.done}/{self.total}] r{run.round} {run.contender}: {run.bound}/{run.pods} bound, {rate}, {cpu}, {rss}, "
-            f"first bind {run.first_bind_s or 0:.2f}s, ready {run.ready_s or 0:.1f}s{extra}{error}"
+            f"  [{self.done}/{self.total}] r{run.round} {run.contender}: {run.bound}/{run.pods} bound, "
+            f"{rate}, {cpu}, {rss}, first bind {run.first_bind_s or 0:.2f}s, "
+            f"ready {run.ready_s or 0:.1f}s{extra}{error}"
         )
 
 
@@ -306,8 +308,8 @@ def _errors(workload: Mapping[str, Any]) -> list[str]:
             names = ", ".join(r.get("events_missing_pods", []))
             more = "..." if r["events_missing"] > len(r.get("events_missing_pods", [])) else ""
             out.append(
-                f"round {r['round']} {r['contender']}: {r['events_missing']} of {r['bound']} bound pods got no Scheduled "
-                f"event: {names}{more}"
+                f"round {r['round']} {r['contender']}: {r['events_missing']} of {r['bound']} bound pods "
+                f"got no Scheduled event: {names}{more}"
             )
     return out
 
@@ -404,8 +406,8 @@ def render_markdown(results: Mapping[str, Any], pngs: Mapping[str, str]) -> str:
     lines += [
         "",
         "Medians (CPU-s = CPU seconds of the contender per 1000 pods, first to last bind; to last event = pods/s "
-        "from the first bind to the last Scheduled event; lag = bind to its Scheduled event; ours/upstream = the median "
-        "of the per-round ratios):",
+        "from the first bind to the last Scheduled event; lag = bind to its Scheduled event; "
+        "ours/upstream = the median of the per-round ratios):",
         "",
         overview_markdown(results).rstrip(),
     ]

@@ -1,6 +1,7 @@
 """The ceiling for any scheduler: bind pending pods round-robin to nodes, nothing else.
 
-    python bench/raw_binder.py --kubeconfig K --scheduler-name raw-binder [--events] [--in-flight 64] [--event-in-flight 64] [--ready-file F]
+    python bench/raw_binder.py --kubeconfig K --scheduler-name raw-binder [--events]
+        [--in-flight 64] [--event-in-flight 64] [--ready-file F]
 
 A contender of bench/bench_e2e.py, run as its own process so its CPU and memory are measured
 like a real scheduler's. It lists the nodes once, lists the pending pods whose

@@ -1,22 +1,21 @@
 """Helpers for tests against the real local control plane (see conftest.py).
 
 The control plane has no kubelet and no controller-manager, so these helpers
-play their parts: create Node objects with a Ready status, mark bound pods
-Running (FakeKubelet), and tear namespaces down (the namespace controller
-would otherwise leave them Terminating forever). The second half runs our
-operator as a subprocess (``Operator``) and manages SchedulingPolicies and
-per-test node groups for the end-to-end tests.
+play their parts: create Node objects with a Ready status (or, with
+``kwok=True``, for KWOK to make Ready and run their pods: the ``kwok`` fixture),
+and tear namespaces down (the namespace controller would otherwise leave them
+Terminating forever). The second half runs our operator as a subprocess
+(``Operator``) and manages SchedulingPolicies and per-test node groups for the
+end-to-end tests.
 """
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -24,8 +23,19 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-from kubernetes import client, watch
+from kubernetes import client
 from kubernetes.client.exceptions import ApiException
+
+from kopf_scheduler.cluster.bodies import (
+    NO_PRESSURE,
+    PAUSE_IMAGE,
+    NodeBody,
+    fake_node_ip,
+    node_body,
+    pod_body,
+    timestamp,
+)
+from kopf_scheduler.cluster.kwok import kwok_node
 
 __all__ = [
     "GROUP",
@@ -33,7 +43,6 @@ __all__ = [
     "PLURAL",
     "ROOT",
     "VERSION",
-    "FakeKubelet",
     "Group",
     "Operator",
     "accepted",
@@ -50,13 +59,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-
-PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
-ZONE_LABEL = "topology.kubernetes.io/zone"
-
-
-def _now() -> str:
-    return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def wait_for(predicate: Callable[[], T], timeout: float = 30.0, interval: float = 0.1, message: str = "") -> T:
@@ -76,65 +78,31 @@ def wait_for(predicate: Callable[[], T], timeout: float = 30.0, interval: float 
 
 def _node_body(
     name: str,
+    index: int,
     *,
+    cpu: str,
+    memory: str,
+    pods: int,
     labels: Mapping[str, str] | None,
     zone: str | None,
     taints: Sequence[Mapping[str, str]] | None,
-) -> dict[str, Any]:
-    node_labels = {
-        "kubernetes.io/hostname": name,
-        "kubernetes.io/os": "linux",
-        "kubernetes.io/arch": "amd64",
-        **(labels or {}),
-    }
+    conditions: Mapping[str, str] | None,
+) -> NodeBody:
+    """A node as a fake kubelet registers it: platform labels, capacity == allocatable, no pressure."""
+    body = node_body(name).hostname().platform().labels(labels or {})
     if zone is not None:
-        node_labels[ZONE_LABEL] = zone
-    spec: dict[str, Any] = {}
+        body.zone(zone)
     if taints:
-        spec["taints"] = [dict(t) for t in taints]
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": node_labels}, "spec": spec}
-
-
-def _node_status(
-    index: int, *, cpu: str, memory: str, pods: int, conditions: Mapping[str, str] | None
-) -> dict[str, Any]:
-    resources = {"cpu": cpu, "memory": memory, "pods": str(pods), "ephemeral-storage": "100Gi"}
-    statuses = {
-        "Ready": "True",
-        "MemoryPressure": "False",
-        "DiskPressure": "False",
-        "PIDPressure": "False",
-        **(conditions or {}),
-    }
-    now = _now()
-    return {
-        "status": {
-            "capacity": resources,
-            "allocatable": resources,
-            "conditions": [
-                {
-                    "type": kind,
-                    "status": status,
-                    "reason": f"Fake{kind}",
-                    "lastHeartbeatTime": now,
-                    "lastTransitionTime": now,
-                }
-                for kind, status in statuses.items()
-            ],
-            "addresses": [{"type": "InternalIP", "address": f"10.128.{index // 250}.{index % 250 + 1}"}],
-            "nodeInfo": {
-                "architecture": "amd64",
-                "operatingSystem": "linux",
-                "kubeletVersion": "v1.37.2",
-                "containerRuntimeVersion": "fake://0",
-                "kernelVersion": "",
-                "osImage": "fake",
-                "machineID": "",
-                "systemUUID": "",
-                "bootID": "",
-            },
-        }
-    }
+        body.taints(taints)
+    now = timestamp()
+    return (
+        body.capacity({"cpu": cpu, "memory": memory, "pods": str(pods), "ephemeral-storage": "100Gi"})
+        .conditions(
+            {"Ready": "True", **NO_PRESSURE, **(conditions or {})}, reason="Fake{type}", heartbeat=now, transition=now
+        )
+        .address(fake_node_ip(index))
+        .node_info()
+    )
 
 
 def create_nodes(
@@ -149,6 +117,7 @@ def create_nodes(
     taints: Sequence[Mapping[str, str]] | None = None,
     conditions: Mapping[str, str] | None = None,
     name_prefix: str = "node-",
+    kwok: bool = False,
 ) -> list[str]:
     """Create `n` Nodes named `<name_prefix><i>` and set their status; return the names.
 
@@ -157,14 +126,26 @@ def create_nodes(
     (override with e.g. ``conditions={"Ready": "False"}``), and, when `zones`
     is given, topology.kubernetes.io/zone round-robin over them. `taints` are
     dicts like ``{"key": "k", "value": "v", "effect": "NoSchedule"}``.
+
+    With `kwok`, the nodes are KWOK's (the ``kwok`` fixture must run): created with their status
+    but no conditions, in one create, and KWOK makes them Ready and runs the pods bound to them.
+    The caller waits for Ready (``Kwok.wait_nodes_ready``) if it matters; `conditions` is refused.
     """
+    if kwok and conditions:
+        raise ValueError("KWOK writes a KWOK node's conditions: conditions= would be overwritten")
     core = client.CoreV1Api(api)
 
     def one(i: int) -> str:
         name = f"{name_prefix}{i}"
         zone = zones[i % len(zones)] if zones else None
-        core.create_node(_node_body(name, labels=labels, zone=zone, taints=taints))
-        core.patch_node_status(name, _node_status(i, cpu=cpu, memory=memory, pods=pods, conditions=conditions))
+        body = _node_body(
+            name, i, cpu=cpu, memory=memory, pods=pods, labels=labels, zone=zone, taints=taints, conditions=conditions
+        )
+        if kwok:
+            core.create_node(kwok_node(body).obj())
+        else:
+            core.create_node(body.manifest())
+            core.patch_node_status(name, body.status())
         return name
 
     with ThreadPoolExecutor(max_workers=max(1, min(8, n))) as pool:
@@ -201,28 +182,21 @@ def make_pod_body(
     The pod mounts no ServiceAccount token: there is no token controller.
     """
     requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None}
-    spec: dict[str, Any] = {
-        "automountServiceAccountToken": False,
-        "terminationGracePeriodSeconds": 0,
-        "containers": [
-            {"name": f"c{i}", "image": PAUSE_IMAGE, "resources": {"requests": requests} if requests else {}}
-            for i in range(containers)
-        ],
-    }
+    body = pod_body(name, namespace or None).labels(labels or {})
+    body.automount_service_account_token(False).termination_grace_period(0)
+    for i in range(containers):
+        body.container(f"c{i}", PAUSE_IMAGE, **requests)
     if scheduler_name:
-        spec["schedulerName"] = scheduler_name
+        body.scheduler(scheduler_name)
     if node_selector:
-        spec["nodeSelector"] = dict(node_selector)
+        body.node_selector_map(node_selector)
     if tolerations:
-        spec["tolerations"] = [dict(t) for t in tolerations]
+        body.tolerations(tolerations)
     if affinity:
-        spec["affinity"] = dict(affinity)
+        body.affinity(affinity)
     if priority_class_name:
-        spec["priorityClassName"] = priority_class_name
-    metadata: dict[str, Any] = {"name": name, "labels": dict(labels or {})}
-    if namespace:
-        metadata["namespace"] = namespace
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+        body.priority_class(priority_class_name)
+    return body.obj()
 
 
 def delete_namespace(api: client.ApiClient, name: str) -> None:
@@ -245,122 +219,6 @@ def delete_namespace(api: client.ApiClient, name: str) -> None:
         core.replace_namespace_finalize(
             name, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}, "spec": {"finalizers": []}}
         )
-
-
-# --------------------------------------------------------------------------- fake kubelet
-
-
-class FakeKubelet:
-    """Plays every node's kubelet: bound pods become Running, deleted bound pods go away.
-
-    Watches pods (in `namespace`, or all) in a daemon thread. Nothing runs;
-    only the status a scheduler and its users look at is written. Use as a
-    context manager or call start()/stop().
-    """
-
-    def __init__(self, api: client.ApiClient, namespace: str | None = None) -> None:
-        self.core = client.CoreV1Api(api)
-        self.namespace = namespace
-        self.started: set[str] = set()  # "namespace/name" of pods marked Running
-        self.errors: list[BaseException] = []
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._watch: watch.Watch | None = None
-
-    def __enter__(self) -> FakeKubelet:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
-    def start(self) -> FakeKubelet:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="fake-kubelet", daemon=True)
-            self._thread.start()
-        return self
-
-    def stop(self, timeout: float = 10.0) -> None:
-        self._stop.set()
-        if self._watch is not None:
-            self._watch.stop()
-        if self._thread is not None:
-            self._thread.join(timeout)
-            self._thread = None
-
-    def _list(self, **kwargs: Any) -> Any:
-        if self.namespace:
-            return self.core.list_namespaced_pod(self.namespace, **kwargs)
-        return self.core.list_pod_for_all_namespaces(**kwargs)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                listing = self._list()
-                for pod in listing.items:
-                    self._handle(pod)
-                self._watch = watch.Watch()
-                func = self.core.list_namespaced_pod if self.namespace else self.core.list_pod_for_all_namespaces
-                args = (self.namespace,) if self.namespace else ()
-                for event in self._watch.stream(
-                    func, *args, resource_version=listing.metadata.resource_version, timeout_seconds=5
-                ):
-                    if self._stop.is_set():
-                        return
-                    if event["type"] in ("ADDED", "MODIFIED"):
-                        self._handle(event["object"])
-            except ApiException as exc:
-                if exc.status != 410:  # 410 Gone: our resourceVersion expired; relist
-                    self.errors.append(exc)
-                    self._stop.wait(0.5)
-            except Exception as exc:  # keep playing kubelet; tests can inspect .errors
-                if not self._stop.is_set():
-                    self.errors.append(exc)
-                    self._stop.wait(0.5)
-
-    def _handle(self, pod: Any) -> None:
-        if not pod.spec.node_name:
-            return
-        ns, name = pod.metadata.namespace, pod.metadata.name
-        try:
-            if pod.metadata.deletion_timestamp is not None:
-                self.core.delete_namespaced_pod(name, ns, grace_period_seconds=0)
-            elif (pod.status.phase or "Pending") == "Pending":
-                self.started.add(f"{ns}/{name}")  # before the patch: whoever sees it Running finds it here
-                self.core.patch_namespaced_pod_status(name, ns, self._running_status(pod))
-        except ApiException as exc:
-            if pod.metadata.deletion_timestamp is None and (pod.status.phase or "Pending") == "Pending":
-                self.started.discard(f"{ns}/{name}")
-            if exc.status not in (404, 409):  # gone or changed meanwhile: the watch brings news
-                raise
-
-    @staticmethod
-    def _running_status(pod: Any) -> dict[str, Any]:
-        now = _now()
-        conditions = [
-            {"type": kind, "status": "True", "lastTransitionTime": now}
-            for kind in ("PodScheduled", "Initialized", "ContainersReady", "Ready")
-        ]
-        return {
-            "status": {
-                "phase": "Running",
-                "startTime": now,
-                "hostIP": "10.128.0.1",
-                "podIP": "10.244.0.1",
-                "conditions": conditions,
-                "containerStatuses": [
-                    {
-                        "name": c.name,
-                        "image": c.image,
-                        "imageID": "",
-                        "ready": True,
-                        "restartCount": 0,
-                        "started": True,
-                        "state": {"running": {"startedAt": now}},
-                    }
-                    for c in pod.spec.containers
-                ],
-            }
-        }
 
 
 # --------------------------------------------------------------------------- the operator and its policies

@@ -2,7 +2,12 @@
 
 Everything here is re-exported from ``kopf_scheduler.core`` (the pure scheduling core), so a
 plugin sees exactly the types the built-in plugins use. Import from this module, not from
-``kopf_scheduler.core.*``: these names are the stable surface.
+``kopf_scheduler.core.*``: these names are the stable surface (``__all__``, pinned by
+tests/unit/test_framework_api.py). PreBind and Bind plugins talk to the API server through the
+``ApiClient`` they are given; ``binding_path`` and ``binding_body`` build the pods/binding request
+DefaultBinder sends. A ``QueueSortPlugin`` compares two ``QueuedPodInfo``s; a plugin that
+subclasses ``EnqueueExtensions`` lists the ``ClusterEvent``s that may make a pod it rejected
+schedulable, each with an optional hint answering a ``QueueingHint``.
 
     from kopf_scheduler.framework import NodeInfo, Pod, ScorePlugin, CycleState
 
@@ -22,9 +27,14 @@ from .core.framework import (
     SKIP,
     SUCCESS,
     ApiClient,
+    ApiResponse,
     BindPlugin,
+    ClusterEvent,
+    ClusterEventWithHint,
     Code,
     CycleState,
+    EnqueueExtensions,
+    EnqueueHandle,
     FilterPlugin,
     Handle,
     NormalizeScorePlugin,
@@ -38,6 +48,8 @@ from .core.framework import (
     PreFilterExtensions,
     PreFilterPlugin,
     PreScorePlugin,
+    QueueingHint,
+    QueueingHintFn,
     QueueSortPlugin,
     ReservePlugin,
     ScorePlugin,
@@ -53,6 +65,8 @@ from .core.framework import (
 from .core.nodeinfo import NodeInfo
 from .core.objects import Node, Pod, Taint, Toleration
 from .core.parsing import parse_node, parse_pod
+from .core.plugins.default_binder import binding_body, binding_path
+from .core.queueing import QueuedPodInfo
 from .core.resources import Resources
 from .core.snapshot import NodeTable, Snapshot
 from .core.waiting import WaitingPod
@@ -64,10 +78,15 @@ __all__ = [
     "SKIP",
     "SUCCESS",
     "ApiClient",
+    "ApiResponse",
     "BindPlugin",
+    "ClusterEvent",
+    "ClusterEventWithHint",
     "Code",
     "CycleState",
     "Diagnosis",
+    "EnqueueExtensions",
+    "EnqueueHandle",
     "FilterPlugin",
     "Handle",
     "NoArgs",
@@ -88,6 +107,9 @@ __all__ = [
     "PreFilterPlugin",
     "PreScorePlugin",
     "QueueSortPlugin",
+    "QueuedPodInfo",
+    "QueueingHint",
+    "QueueingHintFn",
     "ReservePlugin",
     "Resources",
     "ScorePlugin",
@@ -99,6 +121,8 @@ __all__ = [
     "VectorFilter",
     "VectorScore",
     "WaitingPod",
+    "binding_body",
+    "binding_path",
     "default_normalize",
     "error",
     "parse_args",

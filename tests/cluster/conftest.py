@@ -3,8 +3,9 @@
 Every test under tests/cluster/ is marked ``cluster``. The binaries are built before any test
 runs when a *selected* test is marked ``cluster`` and they are missing (a cold build takes 10-30
 minutes, longer than the per-test timeout). The hook runs last, after ``-m``/``-k`` deselection,
-so ``pytest -m "not cluster"`` never builds or looks for Go. A failing build or start fails the
-run loudly; nothing is skipped.
+so ``pytest -m "not cluster"`` never builds or looks for Go. KWOK (the ``kwok`` fixture) is built
+the same way when a selected test uses it. A failing build or start fails the run loudly; nothing
+is skipped.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import pytest
 from kube_helpers import GROUP, PLURAL, ROOT, delete_namespace
 from kubernetes import client, config
 
-from kopf_scheduler.cluster import BuildError, ControlPlane, ensure_binaries
+from kopf_scheduler.cluster import BuildError, ControlPlane, Kwok, ensure_binaries, ensure_kwok
 
 _HERE = Path(__file__).resolve().parent
 
@@ -33,12 +34,18 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Build (or find) the control-plane binaries once, outside any test's timeout, if a selected test needs them."""
+    """Build (or find) the control-plane binaries, and KWOK when a selected test uses the ``kwok``
+    fixture, once, outside any test's timeout."""
     if any(item.get_closest_marker("cluster") for item in session.items):
         try:
             ensure_binaries()
         except BuildError as exc:
             pytest.exit(f"cannot build the control plane for the `cluster` tests:\n{exc}", returncode=1)
+    if any("kwok" in getattr(item, "fixturenames", ()) for item in session.items):
+        try:
+            ensure_kwok()
+        except BuildError as exc:
+            pytest.exit(f"cannot build KWOK for the tests that use it:\n{exc}", returncode=1)
 
 
 @pytest.fixture(scope="session")
@@ -54,6 +61,14 @@ def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlP
         yield cp
     finally:
         cp.down()
+
+
+@pytest.fixture(scope="session")
+def kwok(control_plane: ControlPlane) -> Iterator[Kwok]:
+    """KWOK playing the kubelets of the session's KWOK nodes (``create_nodes(..., kwok=True)``):
+    they become Ready, pods bound to them go Running, deleted ones go away. No heartbeats."""
+    with Kwok(control_plane) as running:
+        yield running
 
 
 @pytest.fixture(scope="session")

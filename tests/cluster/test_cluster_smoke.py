@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import shutil
@@ -15,11 +16,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from kube_helpers import FakeKubelet, create_nodes, delete_all_nodes, make_pod_body, wait_for
+from kube_helpers import create_nodes, delete_all_nodes, make_pod_body, wait_for
 from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 
-from kopf_scheduler.cluster import ControlPlane, GoNotFoundError, PortInUseError, ensure_binaries
+from kopf_scheduler.cluster import ControlPlane, GoNotFoundError, Kwok, PortInUseError, ensure_binaries, ensure_kwok
 from kopf_scheduler.cluster.controlplane import _proc_start_time
+from kopf_scheduler.cluster.kwok import KWOK_NODE_ANNOTATION, POD_CIDR
 
 pytestmark = pytest.mark.cluster
 
@@ -27,10 +30,11 @@ OPERATOR_DIR = Path(__file__).resolve().parents[2] / "operator"
 
 
 @pytest.fixture
-def nodes(api: client.ApiClient) -> Iterator[list[str]]:
-    """Two Ready nodes in two zones, removed afterwards (nodes are cluster-wide)."""
-    names = create_nodes(api, 2, zones=["zone-a", "zone-b"], name_prefix=f"smoke-{uuid.uuid4().hex[:4]}-")
+def nodes(api: client.ApiClient, kwok: Kwok) -> Iterator[list[str]]:
+    """Two KWOK nodes in two zones, Ready, removed afterwards (nodes are cluster-wide)."""
+    names = create_nodes(api, 2, zones=["zone-a", "zone-b"], name_prefix=f"smoke-{uuid.uuid4().hex[:4]}-", kwok=True)
     try:
+        kwok.wait_nodes_ready(names, timeout=30)
         yield names
     finally:
         delete_all_nodes(api)
@@ -55,14 +59,33 @@ def test_readyz_via_our_kubectl(control_plane: ControlPlane) -> None:
     assert version["serverVersion"]["gitVersion"] == "v1.37.2"
 
 
-def test_nodes_are_created_ready(api: client.ApiClient, nodes: list[str]) -> None:
+def test_kwok_makes_nodes_ready_as_created(api: client.ApiClient, nodes: list[str]) -> None:
+    """KWOK's node-initialize stage writes a kubelet's conditions once and keeps what the node was created with."""
     core = client.CoreV1Api(api)
-    for name, zone in zip(nodes, ["zone-a", "zone-b"]):
+    for i, (name, zone) in enumerate(zip(nodes, ["zone-a", "zone-b"])):
         node = core.read_node(name)
+        assert node.metadata.annotations[KWOK_NODE_ANNOTATION[0]] == KWOK_NODE_ANNOTATION[1]
         assert node.metadata.labels["topology.kubernetes.io/zone"] == zone
         assert node.status.allocatable == {"cpu": "4", "memory": "32Gi", "pods": "110", "ephemeral-storage": "100Gi"}
-        assert {c.type: c.status for c in node.status.conditions}["Ready"] == "True"
+        assert node.status.capacity == node.status.allocatable
+        conditions = {c.type: (c.status, c.reason) for c in node.status.conditions}
+        assert conditions["Ready"] == ("True", "KubeletReady")
+        assert {conditions[k][0] for k in ("MemoryPressure", "DiskPressure", "PIDPressure")} == {"False"}
+        assert [a.address for a in node.status.addresses if a.type == "InternalIP"] == [f"10.128.0.{i + 1}"]
         assert not node.spec.taints  # TaintNodesByCondition is off: no not-ready taint that nobody would lift
+
+
+def test_kwok_leaves_other_nodes_alone(api: client.ApiClient, nodes: list[str]) -> None:
+    """Only annotated nodes are KWOK's: a node created NotReady by a test stays NotReady."""
+    core = client.CoreV1Api(api)
+    [other] = create_nodes(api, 1, conditions={"Ready": "False"}, name_prefix=f"smoke-other-{uuid.uuid4().hex[:4]}-")
+    wait_for(lambda: all(_ready(core, n) for n in nodes), timeout=10)  # KWOK has been at work meanwhile
+    assert not _ready(core, other)
+    assert not (core.read_node(other).metadata.annotations or {})
+
+
+def _ready(core: client.CoreV1Api, name: str) -> bool:
+    return any(c.type == "Ready" and c.status == "True" for c in core.read_node(name).status.conditions or [])
 
 
 def test_bind_pod_with_custom_scheduler_name(api: client.ApiClient, namespace: str, nodes: list[str]) -> None:
@@ -70,20 +93,51 @@ def test_bind_pod_with_custom_scheduler_name(api: client.ApiClient, namespace: s
     core.create_namespaced_pod(namespace, make_pod_body("p", scheduler_name="kopf-scheduler-smoke"))
     assert core.read_namespaced_pod("p", namespace).spec.node_name is None
 
-    with FakeKubelet(api, namespace=namespace) as kubelet:
-        body = {
-            "apiVersion": "v1",
-            "kind": "Binding",
-            "metadata": {"name": "p"},
-            "target": {"apiVersion": "v1", "kind": "Node", "name": nodes[1]},
-        }
-        # _preload_content=False: the client cannot deserialize the Status that binding returns.
-        response = core.create_namespaced_pod_binding("p", namespace, body, _preload_content=False)
-        assert response.status == 201
-        assert core.read_namespaced_pod("p", namespace).spec.node_name == nodes[1]
-        wait_for(lambda: core.read_namespaced_pod("p", namespace).status.phase == "Running", timeout=10)
-        assert kubelet.started == {f"{namespace}/p"}
-        assert not kubelet.errors
+    body = {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": "p"},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": nodes[1]},
+    }
+    # _preload_content=False: the client cannot deserialize the Status that binding returns.
+    response = core.create_namespaced_pod_binding("p", namespace, body, _preload_content=False)
+    assert response.status == 201
+    assert core.read_namespaced_pod("p", namespace).spec.node_name == nodes[1]
+
+    # KWOK's pod-ready stage plays the kubelet: Running, Ready, an IP on the node, the containers started
+    pod = wait_for(lambda: _running(core, "p", namespace), timeout=10, message="KWOK runs the bound pod")
+    assert {c.type: c.status for c in pod.status.conditions}["Ready"] == "True"
+    assert pod.status.host_ip == "10.128.0.2"  # the node's InternalIP
+    assert ipaddress.ip_address(pod.status.pod_ip) in ipaddress.ip_network(POD_CIDR)
+    assert [(c.name, c.ready, c.state.running is not None) for c in pod.status.container_statuses] == [
+        ("c0", True, True)
+    ]
+
+
+def test_kwok_finishes_a_deleted_pod(api: client.ApiClient, namespace: str, nodes: list[str]) -> None:
+    """A running pod deleted with a grace period goes away (KWOK's pod-delete stage), as after its kubelet's
+    confirmation; without a kubelet it would stay Terminating for good."""
+    core = client.CoreV1Api(api)
+    pod = make_pod_body("graceful")
+    pod["spec"]["nodeName"] = nodes[0]
+    pod["spec"]["terminationGracePeriodSeconds"] = 30
+    core.create_namespaced_pod(namespace, pod)
+    wait_for(lambda: _running(core, "graceful", namespace), timeout=10, message="KWOK runs the pod")
+    core.delete_namespaced_pod("graceful", namespace)
+    wait_for(lambda: _gone(core, "graceful", namespace), timeout=10, message="KWOK deletes the terminating pod")
+
+
+def _running(core: client.CoreV1Api, name: str, namespace: str) -> client.V1Pod | None:
+    pod = core.read_namespaced_pod(name, namespace)
+    return pod if pod.status.phase == "Running" else None
+
+
+def _gone(core: client.CoreV1Api, name: str, namespace: str) -> bool:
+    try:
+        core.read_namespaced_pod(name, namespace)
+    except ApiException as exc:
+        return exc.status == 404
+    return False
 
 
 def test_upstream_kube_scheduler_schedules_default_pods(
@@ -226,3 +280,6 @@ def test_missing_go_is_a_clear_error(tmp_path: Path) -> None:
     cli = run_cli("cluster", "build", env={**env, "KOPF_SCHEDULER_CACHE": str(tmp_path / "cli-cache")})
     assert cli.returncode == 1
     assert "error: cannot build the control plane: Go is not installed" in cli.stderr
+
+    with pytest.raises(GoNotFoundError, match="cannot build KWOK: Go is not installed"):
+        ensure_kwok(tmp_path / "kwok-cache", env=env, echo=False)

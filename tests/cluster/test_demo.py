@@ -1,4 +1,4 @@
-"""`kopf-scheduler demo` end to end: its own control plane, the operator, 6 nodes and 30 pods.
+"""`kopf-scheduler demo` end to end: its own control plane, KWOK, the operator, 6 nodes and 30 pods.
 
 Runs the command as a subprocess; the demo starts its own control plane on free ports in
 a temporary workdir (beside the session's cluster, which this test does not use).
@@ -56,4 +56,9 @@ def test_demo_places_every_schedulable_pod(tmp_path: Path) -> None:
     assert "per zone: " in out and "where to look:" in out
     assert str(workdir / "operator.log") in out
     assert "OK: every schedulable pod was placed" in out
+    # KWOK plays the kubelets: the nodes became Ready through it and every placed pod runs
+    assert re.search(r"^      all Ready \(KWOK\) in [\d.]+s$", out, re.M), out
+    running = re.search(r"^running: (\d+) of the (\d+) placed pods \(started by KWOK", out, re.M)
+    assert running and running.group(1) == running.group(2) == placed.group(1), out
+    assert (workdir / "kwok.log").exists()
     assert not (workdir / "state.json").exists(), "the demo must stop its control plane"

@@ -18,70 +18,27 @@ from typing import Any
 import differential as dh
 import pytest
 
+from kopf_scheduler.cluster import bodies
 from kopf_scheduler.sim.loader import load_policy
 
-PAUSE = "registry.k8s.io/pause:3.10"
+PAUSE = bodies.PAUSE_IMAGE
 
 
 def node(name: str, cpu: str, memory: str, zone: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    alloc = {"cpu": cpu, "memory": memory, "ephemeral-storage": "100Gi", "pods": "110"}
-    body = {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": {dh.HOSTNAME: name, dh.ZONE: zone}},
-        "spec": {},
-    }
-    status = {
-        "status": {
-            "capacity": alloc,
-            "allocatable": alloc,
-            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
-        }
-    }
-    return body, status
+    body = bodies.node_body(name).hostname().zone(zone)
+    body.capacity(cpu=cpu, memory=memory, ephemeral_storage="100Gi", pods="110").ready(reason="KubeletReady")
+    return body.manifest(), body.status()
 
 
-def container(
-    name: str, *, cpu: str = "", memory: str = "", host_port: int = 0, sidecar: bool = False
-) -> dict[str, Any]:
-    c: dict[str, Any] = {"name": name, "image": PAUSE}
-    requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v}
-    if requests:
-        c["resources"] = {"requests": requests}
-    if host_port:
-        c["ports"] = [{"containerPort": host_port, "hostPort": host_port, "protocol": "TCP"}]
-    if sidecar:
-        c["restartPolicy"] = "Always"
-    return c
+def pod(name: str) -> bodies.PodBody:
+    body = bodies.pod_body(name, dh.NAMESPACE).label(kind="solo")
+    return body.automount_service_account_token(False).termination_grace_period(0)
 
 
-def pod(
-    name: str,
-    *containers: dict[str, Any],
-    pod_requests: dict[str, str] | None = None,
-    init: list[dict[str, Any]] | None = None,
-    pinned: tuple[str, ...] = (),
-) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "automountServiceAccountToken": False,
-        "terminationGracePeriodSeconds": 0,
-        "containers": list(containers),
-    }
-    if pod_requests:
-        spec["resources"] = {"requests": pod_requests}
-    if init:
-        spec["initContainers"] = init
-    if pinned:  # one term per name: upstream's NodeAffinity PreFilter admits their union
-        terms = [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [n]}]} for n in pinned]
-        spec["affinity"] = {
-            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}
-        }
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": dh.NAMESPACE, "labels": {"kind": "solo"}},
-        "spec": spec,
-    }
+def pinned(body: bodies.PodBody, *nodes: str) -> bodies.PodBody:
+    """One term per name: upstream's NodeAffinity PreFilter admits their union."""
+    terms = [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [n]}]} for n in nodes]
+    return body.required_node_terms(*terms)
 
 
 NODES = [
@@ -92,22 +49,24 @@ NODES = [
 ]
 #: (pod, resize after it is bound: the cpu it then runs with)
 PODS: list[tuple[dict[str, Any], str]] = [
-    (pod("pod-level", container("main", cpu="500m", memory="256Mi"), pod_requests={"cpu": "3", "memory": "2Gi"}), ""),
-    (pod("resized", container("main", cpu="1", memory="1Gi")), "3"),
-    (pod("after-resize", container("main", cpu="1", memory="1Gi")), ""),
     (
-        pod(
-            "sidecar-port",
-            container("main", cpu="100m"),
-            init=[container("proxy", cpu="100m", host_port=8080, sidecar=True)],
-        ),
+        pod("pod-level").container("main", PAUSE, cpu="500m", memory="256Mi").pod_requests(cpu="3", memory="2Gi").obj(),
         "",
     ),
-    (pod("same-port", container("main", cpu="100m", host_port=8080)), ""),
-    (pod("pinned-too-small", container("main", cpu="3"), pinned=("n3", "gone")), ""),
-    (pod("pinned-two", container("main", cpu="1", memory="512Mi"), pinned=("n0", "n2")), ""),
-    (pod("pod-level-memory", container("main", cpu="200m"), pod_requests={"memory": "3Gi"}), ""),
-    (pod("plain", container("main", cpu="1", memory="1Gi")), ""),
+    (pod("resized").container("main", PAUSE, cpu="1", memory="1Gi").obj(), "3"),
+    (pod("after-resize").container("main", PAUSE, cpu="1", memory="1Gi").obj(), ""),
+    (
+        pod("sidecar-port")
+        .container("main", PAUSE, cpu="100m")
+        .init_container("proxy", PAUSE, restartable=True, host_port=8080, cpu="100m")
+        .obj(),
+        "",
+    ),
+    (pod("same-port").container("main", PAUSE, cpu="100m").host_port(8080).obj(), ""),
+    (pinned(pod("pinned-too-small").container("main", PAUSE, cpu="3"), "n3", "gone").obj(), ""),
+    (pinned(pod("pinned-two").container("main", PAUSE, cpu="1", memory="512Mi"), "n0", "n2").obj(), ""),
+    (pod("pod-level-memory").container("main", PAUSE, cpu="200m").pod_requests(memory="3Gi").obj(), ""),
+    (pod("plain").container("main", PAUSE, cpu="1", memory="1Gi").obj(), ""),
 ]
 
 

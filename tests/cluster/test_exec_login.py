@@ -54,7 +54,8 @@ PLUGIN = textwrap.dedent('''\
     else:
         ctx = ssl.create_default_context(cafile=ca)
         ctx.load_cert_chain(cert, key)
-        body = json.dumps({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 600}}).encode()
+        request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 600}}
+        body = json.dumps(request).encode()
         request = urllib.request.Request(
             f"{server}/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token",
             data=body, method="POST", headers={"Content-Type": "application/json"},
@@ -104,14 +105,18 @@ class ExecUser:
         self.runs_path = folder / "runs"
         args = [
             str(folder / "plugin.py"), control_plane.server, str(control_plane.ca_cert),
-            str(control_plane.pki_dir / "admin.crt"), str(control_plane.pki_dir / "admin.key"), *SERVICE_ACCOUNT, str(self.runs_path), mode,
+            str(control_plane.pki_dir / "admin.crt"), str(control_plane.pki_dir / "admin.key"), *SERVICE_ACCOUNT,
+            str(self.runs_path), mode,
         ]  # fmt: skip
         self.kubeconfig = folder / "kubeconfig"
         self.kubeconfig.write_text(json.dumps({
             "apiVersion": "v1", "kind": "Config", "current-context": "exec",
-            "clusters": [{"name": "local", "cluster": {"server": control_plane.server, "certificate-authority": str(control_plane.ca_cert)}}],
+            "clusters": [{"name": "local", "cluster": {
+                "server": control_plane.server, "certificate-authority": str(control_plane.ca_cert),
+            }}],
             "users": [{"name": "sa-by-plugin", "user": {"exec": {
-                "apiVersion": "client.authentication.k8s.io/v1", "interactiveMode": "Never", "command": sys.executable, "args": args,
+                "apiVersion": "client.authentication.k8s.io/v1", "interactiveMode": "Never",
+                "command": sys.executable, "args": args,
             }}}],
             "contexts": [{"name": "exec", "context": {"cluster": "local", "user": "sa-by-plugin"}}],
         }))  # fmt: skip

@@ -8,7 +8,7 @@ fits 4 nodes and only 3 of it fit 3 nodes. Members wait at Permit for 3 seconds.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -123,18 +123,21 @@ def test_a_gang_of_4_that_fits_binds_all_4(
         operator, lambda: (p := nodes_of(core, namespace, names)) and all(p.values()) and p, message="all 4 bound"
     )
     assert sorted(placed.values()) == sorted(nodes)  # one member per node
-    check: Callable[[], Any]
     if kind == "workload":
-        check = lambda: (
-            (c := initially_scheduled(pod_group_status(custom, kind, namespace, "train")))
-            and c["status"] == "True"
-            and c
-        )
-        condition = wait(operator, check, message="PodGroupInitiallyScheduled=True")
+
+        def initially_scheduled_true() -> Any:
+            c = initially_scheduled(pod_group_status(custom, kind, namespace, "train"))
+            return c and c["status"] == "True" and c
+
+        condition = wait(operator, initially_scheduled_true, message="PodGroupInitiallyScheduled=True")
         assert (condition["reason"], condition["message"]) == ("Scheduled", "4 of the 4 pods it needs are bound")
     else:
-        check = lambda: (s := pod_group_status(custom, kind, namespace, "train")).get("phase") == "Scheduled" and s
-        status = wait(operator, check, message="phase Scheduled")
+
+        def phase_scheduled() -> Any:
+            s = pod_group_status(custom, kind, namespace, "train")
+            return s.get("phase") == "Scheduled" and s
+
+        status = wait(operator, phase_scheduled, message="phase Scheduled")
         assert (status["scheduled"], status["running"]) == (4, 0)
 
 

@@ -1,4 +1,4 @@
-"""An out-of-tree plugin, pip-installed, changes placements in `simulate` and in the live operator.
+"""Out-of-tree plugins, pip-installed, change placements in `simulate` and in the live operator, and bind pods.
 
 `pip install --target` puts examples/cost-aware-plugin (and its entry point) in a folder of its own,
 which the subprocesses get on PYTHONPATH: the same as installing it into the scheduler's
@@ -12,6 +12,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kube_helpers import (
@@ -28,6 +29,7 @@ from kubernetes import client
 
 EXAMPLE = ROOT / "examples" / "cost-aware-plugin"
 POLICY = "e2e-cost-aware"
+BINDER_POLICY = "e2e-priced-binder"
 COST = "example.com/hourly-cost"
 
 
@@ -57,7 +59,8 @@ def test_simulate_uses_the_installed_plugin(plugin_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def operator(sa_kubeconfig: Path, plugin_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Operator]:
-    op = Operator(tmp_path_factory.mktemp("operator") / "operator.log", ["--policy", POLICY, "--policy", "e2e-cost-typo"], sa_kubeconfig,
+    op = Operator(tmp_path_factory.mktemp("operator") / "operator.log",
+                  ["--policy", POLICY, "--policy", "e2e-cost-typo", "--policy", BINDER_POLICY], sa_kubeconfig,
                   env=_env(plugin_path))  # fmt: skip
     try:
         yield op
@@ -104,4 +107,38 @@ def test_the_live_operator_uses_the_installed_plugin(
     finally:
         delete_policy(custom, POLICY)
         delete_policy(custom, "e2e-cost-typo")
+        group.cleanup()
+
+
+def test_a_bind_plugin_of_the_package_binds_pods_on_the_real_control_plane(
+    operator: Operator, custom: client.CustomObjectsApi, api: client.ApiClient, namespace: str
+) -> None:
+    """PricedBinder (cost_aware.binding, its own entry point) binds the pod headed for a priced node
+    itself, the price on its Binding (which the API server copies onto the pod); it SKIPs the pod
+    headed for an unpriced node, which DefaultBinder binds."""
+    group = Group(api, scheduler=BINDER_POLICY)
+    bound_at = "example.com/bound-at-hourly-cost"
+    try:
+        priced = group.nodes(1, labels={COST: "0.25"}, cpu="4")[0]
+        unpriced = group.nodes(1, labels={"example.com/tier": "free"}, cpu="4")[0]
+        create_policy(custom, BINDER_POLICY, {"schedulerName": BINDER_POLICY, "plugins": [{"name": "PricedBinder"}]})
+        wait_accepted(custom, BINDER_POLICY, operator)
+        assert "PricedBinder from cost_aware.binding:PricedBinder" in operator.text()  # logged at start
+        core = client.CoreV1Api(api)
+        core.create_namespaced_pod(namespace, group.pod("on-priced", cpu="1", node_selector={COST: "0.25"}))
+        core.create_namespaced_pod(
+            namespace, group.pod("on-unpriced", cpu="1", node_selector={"example.com/tier": "free"})
+        )
+
+        def bound() -> dict[str, Any] | None:
+            pods = {p.metadata.name: p for p in core.list_namespaced_pod(namespace).items}
+            return pods if len(pods) == 2 and all(p.spec.node_name for p in pods.values()) else None
+
+        pods = wait(operator, bound, message="both pods bound")
+        assert pods["on-priced"].spec.node_name == priced
+        assert (pods["on-priced"].metadata.annotations or {}).get(bound_at) == "0.25"  # PricedBinder's Binding
+        assert pods["on-unpriced"].spec.node_name == unpriced
+        assert bound_at not in (pods["on-unpriced"].metadata.annotations or {})  # DefaultBinder's
+    finally:
+        delete_policy(custom, BINDER_POLICY)
         group.cleanup()

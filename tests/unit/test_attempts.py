@@ -7,9 +7,9 @@ from builders import make_pod
 
 from kopf_scheduler.core.algorithm import ScheduleResult
 from kopf_scheduler.core.attempts import MAX_AGE_SECONDS, AttemptLog, estimated_bytes
-from kopf_scheduler.core.cycle import Bind, Error, Skip, Unschedulable
+from kopf_scheduler.core.cycle import Bind, BindingPlan, Error, Skip, Unschedulable
 from kopf_scheduler.core.diagnosis import Diagnosis
-from kopf_scheduler.core.framework import Candidate, Code, PostFilterResult, Status, unresolvable
+from kopf_scheduler.core.framework import Candidate, Code, CycleState, PostFilterResult, Status, unresolvable
 from kopf_scheduler.core.objects import Pod
 from kopf_scheduler.core.queueing import QueuedPodInfo
 
@@ -23,10 +23,10 @@ def info(name: str, *, attempts: int = 1) -> QueuedPodInfo:
 def bound(pod: Pod, node: str = "n0") -> Bind:
     """Scored on n0 and n1 with one plugin."""
     result = ScheduleResult(
-        node, Diagnosis(num_all_nodes=4), evaluated_nodes=2, feasible_nodes=2, node_names=NODES, scored=np.array([0, 1]),
-        totals=np.array([7, 5]), plugin_scores=[("P", 1, np.array([7, 5]), np.array([7, 5]))],
+        node, Diagnosis(num_all_nodes=4), evaluated_nodes=2, feasible_nodes=2, node_names=NODES,
+        scored=np.array([0, 1]), totals=np.array([7, 5]), plugin_scores=[("P", 1, np.array([7, 5]), np.array([7, 5]))],
     )  # fmt: skip
-    return Bind(pod.with_node(node), node, result=result)
+    return Bind(pod.with_node(node), node, CycleState(), BindingPlan((), (), ()), result=result)
 
 
 def unschedulable(rejected: int = 4, verdict: PostFilterResult | None = None) -> Unschedulable:

@@ -183,7 +183,8 @@ def test_kubeconfig_list_merges_first_file_wins_and_skips_missing_files(tmp_path
     second.write_text(
         json.dumps(
             {
-                "current-context": "other",  # ignored: the first file set one (the official merger alone would take this)
+                # ignored: the first file set one (the official merger alone would take this)
+                "current-context": "other",
                 "clusters": [
                     {"name": "c", "cluster": {"server": "https://second:6443"}},
                     {"name": "extra", "cluster": {"server": "x"}},
@@ -501,7 +502,8 @@ def test_the_plugin_runs_in_the_kubeconfigs_folder_with_its_env(tmp_path: Path) 
         textwrap.dedent("""\
         import json, os
         token = os.getcwd() + "|" + os.environ["REGION"] + "|" + json.loads(os.environ["KUBERNETES_EXEC_INFO"])["kind"]
-        print(json.dumps({"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential", "status": {"token": token}}))
+        status = {"token": token}
+        print(json.dumps({"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential", "status": status}))
     """)
     )
     env = [{"name": "REGION", "value": "eu"}]
@@ -633,7 +635,8 @@ def test_kopf_can_be_given_every_field(tmp_path: Path, plugin: Plugin) -> None:
         server=creds.server, ca_path=creds.ca_path, ca_data=creds.ca_data, insecure=creds.insecure or None,
         certificate_path=creds.certificate_path, certificate_data=creds.certificate_data,
         private_key_path=creds.private_key_path, private_key_data=creds.private_key_data,
-        token=creds.token.current(), expiration=creds.token.expiration, default_namespace=creds.namespace, proxy_url=creds.proxy_url,
+        token=creds.token.current(), expiration=creds.token.expiration, default_namespace=creds.namespace,
+        proxy_url=creds.proxy_url,
     )  # fmt: skip
     assert (info.server, info.ca_data, info.token, info.default_namespace) == (
         "https://s:6443",

@@ -14,6 +14,7 @@ from kopf_scheduler.core.cache import PodState, SchedulerCache
 from kopf_scheduler.core.cycle import (
     Bind,
     Error,
+    Parked,
     Skip,
     Unschedulable,
     binding_failed,
@@ -24,6 +25,7 @@ from kopf_scheduler.core.cycle import (
     prepare,
     schedule_one,
 )
+from kopf_scheduler.core.framework import CycleState
 from kopf_scheduler.core.objects import Pod
 from kopf_scheduler.core.parsing import parse_service
 from kopf_scheduler.core.policy import validate_policy
@@ -31,6 +33,7 @@ from kopf_scheduler.core.profile import Profile
 from kopf_scheduler.core.queueing import BACKOFF, UNSCHEDULABLE, QueuedPodInfo, SchedulingQueue
 from kopf_scheduler.core.routing import route_namespace, route_object
 from kopf_scheduler.core.snapshot import Snapshot
+from kopf_scheduler.core.waiting import WaitingPods
 
 NOW = 50.0
 
@@ -54,6 +57,7 @@ class Cycle:
         assert info is not None
         self.info: QueuedPodInfo = info
         self.snapshot = Snapshot(self.cache.objects)
+        self.waiting: WaitingPods[Parked] = WaitingPods()
 
     def run(self, scheduler: Any = None) -> object:
         return schedule_one(
@@ -62,9 +66,17 @@ class Cycle:
             scheduler or default_scheduler(),
             cache=self.cache,
             queue=self.queue,
+            waiting=self.waiting,
             rng=random.Random(7),
             now=NOW,
         )
+
+    def failed(self, placed: Pod, now: float) -> bool:
+        """``binding_failed`` for `placed`, bound by the default scheduler's profile."""
+        return binding_failed(
+            self.info, placed, cache=self.cache, queue=self.queue, waiting=self.waiting, now=now,
+            profile=default_scheduler().profile, state=CycleState(),
+        )  # fmt: skip
 
 
 def test_a_pod_that_fits_is_assumed_and_stays_in_flight_for_its_bind() -> None:
@@ -167,7 +179,8 @@ def test_preemption_nominates_the_pod_and_names_the_victims() -> None:
     outcome = cycle.run()
     assert isinstance(outcome, Unschedulable)
     assert outcome.message == (
-        "0/1 nodes are available: 1 Insufficient cpu. preemption: found a potential placement for pod on node n1, preempting 1 victims"
+        "0/1 nodes are available: 1 Insufficient cpu. "
+        "preemption: found a potential placement for pod on node n1, preempting 1 victims"
     )
     assert (outcome.nominated_node, outcome.victims, outcome.clear_nominations, outcome.post_filtered) == (
         "n1",
@@ -246,7 +259,7 @@ def test_a_bind_the_watch_confirmed_first_stays_confirmed() -> None:
 
 def test_a_failed_bind_forgets_the_assumption_and_backs_off() -> None:
     cycle, placed = bound_cycle()
-    assert binding_failed(cycle.info, placed, cache=cycle.cache, queue=cycle.queue, now=NOW + 1) is True
+    assert cycle.failed(placed, NOW + 1) is True
     assert cycle.cache.state_of(placed) is None
     assert cycle.queue.where(placed) == BACKOFF
 
@@ -255,7 +268,7 @@ def test_a_failed_bind_of_a_pod_deleted_meanwhile_is_not_requeued() -> None:
     cycle, placed = bound_cycle()
     cycle.cache.remove_pod(placed)  # the watch saw the deletion and freed it
     cycle.queue.delete(placed)
-    assert binding_failed(cycle.info, placed, cache=cycle.cache, queue=cycle.queue, now=NOW + 1) is False
+    assert cycle.failed(placed, NOW + 1) is False
     assert cycle.queue.where(placed) is None
 
 
@@ -285,7 +298,7 @@ def test_next_wait(state: str, expected: float) -> None:
             queue.add_unschedulable(info, NOW)
         else:
             queue.add_backoff(info, NOW - 0.75 if state == "backoff" else NOW + 5)
-    assert next_wait(queue, NOW, longest=1.0) == pytest.approx(expected)
+    assert next_wait(queue, NOW, longest=1.0, waiting=WaitingPods()) == pytest.approx(expected)
 
 
 # ----------------------------------------------------------------------------- the three steps, run apart
@@ -298,7 +311,13 @@ def test_a_pod_bound_while_decide_ran_off_the_loop_is_skipped() -> None:
     decided = decide(cycle.info, cycle.snapshot, default_scheduler(), rng=random.Random(7))
     cycle.cache.add_pod(pod.with_node("n1"))  # meanwhile another scheduler bound it and the watch said so
     outcome = conclude(
-        cycle.info, decided, cache=cycle.cache, queue=cycle.queue, now=NOW, profile=default_scheduler().profile
+        cycle.info,
+        decided,
+        cache=cycle.cache,
+        queue=cycle.queue,
+        waiting=cycle.waiting,
+        scheduler=default_scheduler(),
+        now=NOW,
     )
     assert outcome == Skip("already bound (the watch confirmed it)")
     assert cycle.queue.where(pod) is None

@@ -13,46 +13,10 @@ from pathlib import Path
 import differential as dh
 import pytest
 
+from kopf_scheduler.cluster.bodies import NodeBody, node_body, pod_body
+
 # Lines as kube-scheduler v1.37.2 writes them at -v=10 (klog text format), trimmed to what matters.
-LOG = """\
-I1204 05:11:16.785495   21210 configfile.go:94] "Using component config" config=<
-\tapiVersion: kubescheduler.config.k8s.io/v1
-\tkind: KubeSchedulerConfiguration
-\tprofiles:
-\t- plugins:
-\t    multiPoint:
-\t      enabled:
-\t      - name: TaintToleration
-\t        weight: 3
-\t      - name: NodeResourcesFit
-\t        weight: 1
-\t      - name: ImageLocality
-\t        weight: 1
-\t      - name: InterPodAffinity
-\t        weight: 2
-\t  schedulerName: default-scheduler
- >
-I1204 05:11:17.315236   21210 round_trippers.go:632] "Response" verb="GET" status="200 OK" headers=<
-\tAudit-Id: 0aa93387
- > milliseconds=6 dnsLookupMilliseconds=0
-I1204 05:11:17.713336   21210 schedule_one.go:117] "Attempting to schedule pod" pod="d/p3"
-I1204 05:11:17.713627   21210 schedule_one.go:984] "Plugin scored node for pod" pod="d/p3" plugin="TaintToleration" node="n0" score=300
-I1204 05:11:17.713639   21210 schedule_one.go:984] "Plugin scored node for pod" pod="d/p3" plugin="NodeResourcesFit" node="n0" score=80
-I1204 05:11:17.713657   21210 schedule_one.go:984] "Plugin scored node for pod" pod="d/p3" plugin="ImageLocality" node="n0" score=0
-I1204 05:11:17.713661   21210 schedule_one.go:984] "Plugin scored node for pod" pod="d/p3" plugin="TaintToleration" node="n1" score=300
-I1204 05:11:17.713666   21210 schedule_one.go:984] "Plugin scored node for pod" pod="d/p3" plugin="NodeResourcesFit" node="n1" score=84
-I1204 05:11:17.713683   21210 schedule_one.go:984] "Plugin scored node for pod" pod="d/p3" plugin="ImageLocality" node="n1" score=7
-I1204 05:11:17.713788   21210 schedule_one.go:1052] "Calculated node's final score for pod" pod="d/p3" node="n0" score=380
-I1204 05:11:17.713793   21210 schedule_one.go:1052] "Calculated node's final score for pod" pod="d/p3" node="n1" score=391
-I1204 05:11:17.719259   21210 schedule_one.go:483] "Successfully bound pod to node" pod="d/p3" node="n1" evaluatedNodes=3 feasibleNodes=2
-I1204 05:11:18.635305   21210 schedule_one.go:117] "Attempting to schedule pod" pod="d/big"
-I1204 05:11:18.636108   21210 preemption.go:189] "the target node for the preemption is determined" logger="PostFilter.DefaultPreemption" pod="d/big" node="n0"
-I1204 05:11:18.638306   21210 schedule_one.go:1194] "Unable to schedule pod; no fit; waiting" pod="d/big" err="0/3 nodes are available: 3 Insufficient cpu. preemption: found a potential placement for pod on node n0, preempting 1 victims"
-I1204 05:11:18.661180   21210 executor.go:153] "Preemptor Pod preempted victim Pod" preemptor="d/big" victim="d/p3" node="n0"
-I1204 05:11:18.672781   21210 executor.go:310] "Async Preemption finished completely" preemptor="d/big" node="n0" result="success"
-I1204 05:11:18.673011   21210 eventhandlers.go:450] "Delete event for scheduled pod" pod="d/p3"
-I1204 05:11:18.700000   21210 eventhandlers.go:64] "Add event for node" node="n2"
-"""
+LOG = (Path(__file__).parent / "fixtures" / "kube-scheduler-v10.log").read_text()
 
 
 def records() -> list[dh.LogRecord]:
@@ -140,9 +104,9 @@ def test_upstream_decision_reads_the_first_attempt_and_the_victims() -> None:
     recs.append(dh.LogRecord(dh.MSG_BOUND, {"pod": "d/big", "node": "n0"}))
     d = dh.upstream_decision(recs, {}, [])
     assert d.node is None and d.attempts == 2 and d.victims == ("d/p3",) and d.nominated_node == "n0"
-    assert (
-        d.message
-        == "0/3 nodes are available: 3 Insufficient cpu. preemption: found a potential placement for pod on node n0, preempting 1 victims"
+    assert d.message == (
+        "0/3 nodes are available: 3 Insufficient cpu. "
+        "preemption: found a potential placement for pod on node n0, preempting 1 victims"
     )
 
 
@@ -232,7 +196,8 @@ def test_a_report_counts_agreement_and_renders() -> None:
         {
             "reason only ours: node(s) had untolerated taint {a: b}": 1,
             "reason only upstream: node(s) had untolerated taint(s)": 1,
-            "preemption tail: upstream 'N/N nodes are available: N Preemption is not helpful for scheduling.', ours none": 1,
+            "preemption tail: upstream 'N/N nodes are available: N Preemption is not helpful for scheduling.', "
+            "ours none": 1,
         }
     )
     text = dh.render(report)
@@ -382,23 +347,11 @@ def test_our_decision_runs_the_simulator_on_api_objects() -> None:
     )
     assert not isinstance(profile, list)
 
-    def node(name: str, cpu: str, taints: list[dict[str, str]] | None = None) -> dict[str, object]:
-        return {
-            "kind": "Node",
-            "metadata": {"name": name, "labels": {dh.HOSTNAME: name}},
-            "spec": {"taints": taints or []},
-            "status": {
-                "allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"},
-                "conditions": [{"type": "Ready", "status": "True"}],
-            },
-        }
+    def node(name: str, cpu: str) -> NodeBody:
+        return node_body(name).hostname().allocatable(cpu=cpu, memory="8Gi", pods="110").ready()
 
-    state = [node("a", "2"), node("b", "4"), node("c", "4", [{"key": "k", "value": "v", "effect": "NoSchedule"}])]
-    pod = {
-        "kind": "Pod",
-        "metadata": {"name": "p", "namespace": "diff", "uid": "u1"},
-        "spec": {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]},
-    }
+    state = [node("a", "2").obj(), node("b", "4").obj(), node("c", "4").taint("k", "v", "NoSchedule").obj()]
+    pod = pod_body("p", "diff").uid("u1").container("c", "x", cpu="1", memory="1Gi").obj()
     d, nodes = dh.our_decision(state, pod, profile, seed=0)
     assert d.node == "b" and d.feasible == {"a", "b"} and d.scored
     assert d.filtered == {"c": "TaintToleration: node(s) had untolerated taint(s)"}

@@ -1,6 +1,8 @@
 """``Api`` (edge/client.py) against the in-process fake API server (tests/fakeapi.py): the one status rule,
 the fence, the connection pool (keep-alive, maximum idle age, dropped after a timeout), bearer tokens
-(refreshed when stale, retried once after a 401 when the refresh changed them) and the watch's idle deadline.
+(refreshed when stale, retried once after a 401 when the refresh changed them) and the watch's idle deadline;
+then the transport under it (edge/transport.py): which requests are sent again on a new connection, how a
+refused connection reads, and ``LoopBridge`` for blocking callers.
 
 Connections are counted server-side: the ``Api`` talks to the fake through ``CountingProxy``, a TCP relay
 that counts the connections it accepts. Sync tests around ``asyncio.run``: this project has no pytest-asyncio.
@@ -21,6 +23,7 @@ from fakeapi import FakeApiServer
 
 from kopf_scheduler.edge.client import Api, Response
 from kopf_scheduler.edge.credentials import Credentials
+from kopf_scheduler.edge.transport import LoopBridge, LostConnection, Pool
 
 NODES = "/api/v1/nodes"
 PODS = "/api/v1/namespaces/default/pods"
@@ -167,6 +170,10 @@ def writes(server: FakeApiServer) -> list[tuple[str, str]]:
 def test_response_status_rule(response: Response, ok: bool, gone: bool, conflict: bool, described: str) -> None:
     assert (response.ok, response.gone, response.conflict) == (ok, gone, conflict)
     assert response.describe() == described
+
+
+def test_401_is_unauthorized() -> None:
+    assert Response(401).unauthorized and not Response(403).unauthorized and not Response(0).unauthorized
 
 
 def test_response_detail_is_the_status_message_cut_to_the_limit() -> None:
@@ -440,3 +447,120 @@ def test_a_watch_answered_with_an_error_status_is_one_error_event_with_its_code(
             await api.close()
 
     run(scenario)
+
+
+# ---- the transport
+
+
+class OneAnswerPerConnection:
+    """Answers the first request on each connection (keep-alive), then reads the next one and hangs up
+    without answering: a request lost on a reused connection, after the server read it."""
+
+    def __init__(self) -> None:
+        self.accepted = 0
+        self.requests = 0
+        self._server: asyncio.Server | None = None
+
+    async def start(self) -> int:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        return int(self._server.sockets[0].getsockname()[1])
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.accepted += 1
+        await reader.readuntil(b"\r\n\r\n")
+        self.requests += 1
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        await writer.drain()
+        with contextlib.suppress(asyncio.IncompleteReadError):
+            await reader.readuntil(b"\r\n\r\n")
+            self.requests += 1
+        writer.close()
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+
+
+REQUEST = b"GET / HTTP/1.1\r\nHost: test\r\n\r\n"
+
+
+def test_a_request_lost_on_a_reused_connection_is_sent_again_only_when_replayable() -> None:
+    async def main() -> None:
+        server = OneAnswerPerConnection()
+        pool = Pool("127.0.0.1", await server.start(), timeout=5)
+        try:
+            assert await pool.send(REQUEST, replayable=True) == (200, b"ok")
+            assert await pool.send(REQUEST, replayable=True) == (200, b"ok")  # lost, then sent on a new connection
+            assert (server.accepted, server.requests) == (2, 3)
+            with pytest.raises(LostConnection):  # a POST's rule: the server read it and may have acted
+                await pool.send(REQUEST, replayable=False)
+            assert (server.accepted, server.requests) == (2, 4)
+        finally:
+            pool.close()
+            server.close()
+
+    asyncio.run(main())
+
+
+def test_a_refused_connection_reads_as_gos_dialer_says_it() -> None:
+    async def main() -> Response:
+        server = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        server.close()
+        await server.wait_closed()
+        api = make_api(f"http://127.0.0.1:{port}")
+        try:
+            response = await api.request("GET", NODES)
+        finally:
+            await api.close()
+        assert response.error == f"ConnectError: dial tcp 127.0.0.1:{port}: connect: connection refused"
+        return response
+
+    assert asyncio.run(main()).status == 0
+
+
+def test_a_loop_bridge_runs_a_worker_threads_call_on_the_loop() -> None:
+    async def where() -> asyncio.AbstractEventLoop:
+        return asyncio.get_running_loop()
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        bridge = LoopBridge(loop)
+        assert await asyncio.to_thread(bridge.run, where(), timeout=5) is loop
+        with pytest.raises(RuntimeError, match="its own event loop's thread"):  # it would wait for itself
+            bridge.run(where(), timeout=5)
+
+    asyncio.run(main())
+
+
+def test_a_loop_bridge_gives_up_after_its_timeout_and_cancels_the_call() -> None:
+    cancelled = asyncio.Event()
+
+    async def hang() -> None:
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    async def main() -> None:
+        bridge = LoopBridge(asyncio.get_running_loop())
+        t0 = time.monotonic()
+        with pytest.raises(TimeoutError):
+            await asyncio.to_thread(bridge.run, hang(), timeout=0.2)
+        assert time.monotonic() - t0 < 2
+        await asyncio.wait_for(cancelled.wait(), 2)
+
+    asyncio.run(main())
+
+
+def test_without_a_loop_the_caller_runs_one_private_loop_for_every_call() -> None:
+    async def where() -> asyncio.AbstractEventLoop:
+        return asyncio.get_running_loop()
+
+    bridge = LoopBridge()
+    first = bridge.run(where(), timeout=5)
+    assert bridge.run(where(), timeout=5) is first  # one loop: its connections stay alive between calls
+    closed: list[bool] = []
+    bridge.close(lambda: closed.append(True))
+    assert closed == [True] and first.is_closed()

@@ -84,7 +84,8 @@ def explain(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, s
 EXPECTED_TABLE = [
     "pod default/big: unschedulable",
     "  scheduler kopf-scheduler, attempt 1, 2.5s ago",
-    "  0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.",
+    "  0/2 nodes are available: 2 Insufficient cpu. "
+    "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.",
     "  2 nodes: 0 feasible, 2 rejected",
     "",
     "NODE  RESULT        PLUGIN            REASONS",

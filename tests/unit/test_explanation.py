@@ -1,4 +1,5 @@
-"""Explanations of attempts (core/explanation.py): every node's verdict, raw and normalised scores, the tables, the JSON."""
+"""Explanations of attempts (core/explanation.py): every node's verdict, raw and normalised scores, the tables,
+the JSON."""
 
 from __future__ import annotations
 

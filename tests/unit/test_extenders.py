@@ -180,7 +180,8 @@ def test_no_extender_is_called_once_no_node_is_left() -> None:
 
 def test_a_failing_extender_fails_the_attempt_with_its_error() -> None:
     ext = filtering(
-        filter_error='Post "http://ext/filter": context deadline exceeded (Client.Timeout exceeded while awaiting headers)'
+        filter_error='Post "http://ext/filter": '
+        "context deadline exceeded (Client.Timeout exceeded while awaiting headers)"
     )
     result = run(scheduler(ext))
     assert result.node is None and not result.unschedulable

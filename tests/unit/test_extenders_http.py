@@ -1,4 +1,5 @@
-"""HTTPExtender: the wire format (pure tables), then real calls to a local HTTP(S) server in a thread.
+"""HTTPExtender: the wire format (pure tables), then real calls to a local HTTP(S) server in a thread:
+without an event loop (as ``simulate`` calls), then from worker threads with the operator's loop running.
 
 TLS uses a throw-away PKI from ``kopf_scheduler.cluster.certs``: its serving certificate is valid
 for 127.0.0.1, localhost and kubernetes, and its admin certificate is a client certificate of the
@@ -7,12 +8,14 @@ same CA.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import datetime as _dt
 import json
 import os
 import ssl
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +42,7 @@ from kopf_scheduler.edge.extenders import (
     pod_json,
     setup_problems,
 )
+from kopf_scheduler.edge.transport import Pool
 
 NODES = [node_info(make_node(f"n{i}").obj()) for i in range(3)]
 
@@ -137,10 +141,24 @@ def test_decode_filter_result(answer: Any, cache_capable: bool, expected: Extend
 @pytest.mark.parametrize(
     "answer,expected",
     [
-        pytest.param([{"Host": "n0", "Score": 7}, {"host": "n1", "score": 0}], ExtenderPrioritizeResult((HostPriority("n0", 7), HostPriority("n1", 0))), id="any case"),
+        pytest.param(
+            [{"Host": "n0", "Score": 7}, {"host": "n1", "score": 0}],
+            ExtenderPrioritizeResult((HostPriority("n0", 7), HostPriority("n1", 0))),
+            id="any case",
+        ),
         pytest.param(None, ExtenderPrioritizeResult(), id="null is empty"),
-        pytest.param([{"Host": "n0", "Score": 7.5}], ExtenderPrioritizeResult(error="decoding the prioritize answer: [0]: expected {Host: string, Score: integer}"), id="a fractional score"),
-        pytest.param({"n0": 7}, ExtenderPrioritizeResult(error="decoding the prioritize answer: expected a HostPriorityList (a list)"), id="a map"),
+        pytest.param(
+            [{"Host": "n0", "Score": 7.5}],
+            ExtenderPrioritizeResult(
+                error="decoding the prioritize answer: [0]: expected {Host: string, Score: integer}"
+            ),
+            id="a fractional score",
+        ),
+        pytest.param(
+            {"n0": 7},
+            ExtenderPrioritizeResult(error="decoding the prioritize answer: expected a HostPriorityList (a list)"),
+            id="a map",
+        ),
     ],
 )  # fmt: skip
 def test_decode_host_priorities(answer: Any, expected: ExtenderPrioritizeResult) -> None:
@@ -240,7 +258,7 @@ def test_an_unreachable_extender_is_an_error() -> None:
     with ExtenderServer({}) as srv:
         url = srv.url
     result = extender(url, filter_verb="filter").filter(make_pod().obj(), NODES)
-    assert result.error.startswith(f'Post "{url}/filter": ') and "refused" in result.error.lower()
+    assert result.error == f'Post "{url}/filter": dial tcp 127.0.0.1:{srv.port}: connect: connection refused'
 
 
 def test_connections_are_kept_alive() -> None:
@@ -265,6 +283,63 @@ def test_a_changed_node_is_encoded_again() -> None:
         ext.filter(make_pod().obj(), NODES[:1])
         ext.filter(make_pod().obj(), [node_info(make_node("n0").label(gpu="yes").obj())])
     assert [body["Nodes"]["items"][0]["metadata"]["labels"].get("gpu") for _, body, _ in srv.requests] == [None, "yes"]
+
+
+# ----------------------------------------------------------------------------- on the operator's event loop
+
+
+def test_calls_from_worker_threads_run_on_the_operators_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As the operator makes them: its loop runs here, attempts and binds call from worker threads, and
+    every call's I/O runs on the loop, through one pool of keep-alive connections."""
+    loops: list[asyncio.AbstractEventLoop] = []
+    send = Pool.send
+
+    async def spy(self: Pool, request: bytes, **kwargs: Any) -> tuple[int, bytes]:
+        loops.append(asyncio.get_running_loop())
+        return await send(self, request, **kwargs)
+
+    monkeypatch.setattr(Pool, "send", spy)
+
+    async def main(url: str) -> list[str]:
+        loop = asyncio.get_running_loop()
+        ext = HTTPExtender(ExtenderConfig(url_prefix=url, filter_verb="filter", bind_verb="bind"), loop=loop)
+        with ThreadPoolExecutor(4) as pool:
+            errors = [(await loop.run_in_executor(pool, ext.filter, make_pod().obj(), NODES)).error for _ in range(3)]
+            errors.append(await loop.run_in_executor(pool, ext.bind, make_pod().obj(), "n1"))
+        ext.close()
+        assert loops == [loop] * 4
+        return errors
+
+    with ExtenderServer({"filter": lambda args: (200, {}), "bind": lambda args: (200, {})}) as srv:
+        assert asyncio.run(main(srv.url)) == ["", "", "", ""]
+    assert srv.connections == 1
+
+
+def test_httptimeout_bounds_a_call_on_the_operators_loop() -> None:
+    def hang(args: Any) -> tuple[int, Any]:
+        time.sleep(2)
+        return 200, {}
+
+    async def main(url: str) -> tuple[str, float]:
+        loop = asyncio.get_running_loop()
+        ext = HTTPExtender(ExtenderConfig(url_prefix=url, filter_verb="filter", http_timeout_seconds=0.2), loop=loop)
+        t0 = time.monotonic()
+        result = await asyncio.to_thread(ext.filter, make_pod().obj(), NODES)
+        return result.error, time.monotonic() - t0
+
+    with ExtenderServer({"filter": hang}) as srv:
+        error, elapsed = asyncio.run(main(srv.url))
+    assert error == f'Post "{srv.url}/filter": {TIMEOUT_REASON}' and elapsed < 1.5
+
+
+def test_a_call_on_the_loops_own_thread_is_an_error_not_a_deadlock() -> None:
+    async def main(url: str) -> str:
+        ext = HTTPExtender(ExtenderConfig(url_prefix=url, filter_verb="filter"), loop=asyncio.get_running_loop())
+        return ext.filter(make_pod().obj(), NODES).error
+
+    with ExtenderServer({"filter": lambda args: (200, {})}) as srv:
+        assert asyncio.run(main(srv.url)) == f'Post "{srv.url}/filter": a blocking call on its own event loop\'s thread'
+    assert srv.requests == []
 
 
 # ----------------------------------------------------------------------------- TLS
@@ -298,10 +373,19 @@ def call(url: str, tls: ExtenderTLSConfig) -> str:
     [
         pytest.param(lambda p: ExtenderTLSConfig(ca_data=p.ca.cert.read_bytes()), "", id="the CA as data"),
         pytest.param(lambda p: ExtenderTLSConfig(ca_file=str(p.ca.cert)), "", id="the CA as a file"),
-        pytest.param(lambda p: ExtenderTLSConfig(), "CERTIFICATE_VERIFY_FAILED", id="verified by default: an unknown CA fails"),
+        pytest.param(
+            lambda p: ExtenderTLSConfig(), "CERTIFICATE_VERIFY_FAILED", id="verified by default: an unknown CA fails"
+        ),
         pytest.param(lambda p: ExtenderTLSConfig(insecure=True), "", id="insecure skips verification"),
-        pytest.param(lambda p: ExtenderTLSConfig(ca_file=str(p.ca.cert), server_name="kubernetes"), "", id="serverName names another SAN"),
-        pytest.param(lambda p: ExtenderTLSConfig(ca_file=str(p.ca.cert), server_name="wrong.example"), "CERTIFICATE_VERIFY_FAILED", id="serverName that the certificate lacks"),
+        pytest.param(
+            lambda p: ExtenderTLSConfig(ca_file=str(p.ca.cert), server_name="kubernetes"), "",
+            id="serverName names another SAN",
+        ),
+        pytest.param(
+            lambda p: ExtenderTLSConfig(ca_file=str(p.ca.cert), server_name="wrong.example"),
+            "CERTIFICATE_VERIFY_FAILED",
+            id="serverName that the certificate lacks",
+        ),
     ],
 )  # fmt: skip
 def test_https(pki: Pki, tls: Any, problem: str) -> None:
@@ -313,8 +397,18 @@ def test_https(pki: Pki, tls: Any, problem: str) -> None:
 @pytest.mark.parametrize(
     "tls,problem",
     [
-        pytest.param(lambda p: ExtenderTLSConfig(ca_file=str(p.ca.cert), cert_file=str(p.admin.cert), key_file=str(p.admin.key)), "", id="files"),
-        pytest.param(lambda p: ExtenderTLSConfig(ca_file=str(p.ca.cert), cert_data=p.admin.cert.read_bytes(), key_data=p.admin.key.read_bytes()), "", id="data"),
+        pytest.param(
+            lambda p: ExtenderTLSConfig(ca_file=str(p.ca.cert), cert_file=str(p.admin.cert), key_file=str(p.admin.key)),
+            "",
+            id="files",
+        ),
+        pytest.param(
+            lambda p: ExtenderTLSConfig(
+                ca_file=str(p.ca.cert), cert_data=p.admin.cert.read_bytes(), key_data=p.admin.key.read_bytes()
+            ),
+            "",
+            id="data",
+        ),
         pytest.param(lambda p: ExtenderTLSConfig(ca_file=str(p.ca.cert)), 'Post "', id="no client certificate"),
     ],
 )  # fmt: skip

@@ -435,7 +435,9 @@ def test_a_node_whose_pods_together_pass_int64_stays_usable() -> None:
     for i in range(3):
         cache.add_pod(parse_pod({
             "metadata": {"name": f"hog-{i}", "uid": f"hog-{i}"},
-            "spec": {"nodeName": NODES[0].name, "containers": [{"name": "c", "resources": {"requests": {"cpu": "9000000000000000", "example.com/x": "9E"}}}]},
+            "spec": {"nodeName": NODES[0].name, "containers": [
+                {"name": "c", "resources": {"requests": {"cpu": "9000000000000000", "example.com/x": "9E"}}},
+            ]},
         }))  # fmt: skip
     pod = parse_pod(
         {
@@ -453,13 +455,15 @@ OTHERS: list[tuple[Callable[[Any], Any], dict[str, Any]]] = [
         "metadata": {"name": "pv", "labels": {"zone": "a"}},
         "spec": {"capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": "fast",
                  "csi": {"driver": "d", "volumeHandle": "h"}, "claimRef": {"namespace": "ns", "name": "c"},
-                 "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}]}}},
+                 "nodeAffinity": {"required": {"nodeSelectorTerms": [
+                     {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]},
+                 ]}}},
         "status": {"phase": "Bound"},
     }),
     (parse_persistent_volume_claim, {
         "metadata": {"name": "c", "namespace": "ns"},
-        "spec": {"volumeName": "pv", "storageClassName": "fast", "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}},
-                 "selector": {"matchLabels": {"a": "b"}}},
+        "spec": {"volumeName": "pv", "storageClassName": "fast", "accessModes": ["ReadWriteOnce"],
+                 "resources": {"requests": {"storage": "1Gi"}}, "selector": {"matchLabels": {"a": "b"}}},
         "status": {"phase": "Bound"},
     }),
     (parse_storage_class, {
@@ -467,14 +471,24 @@ OTHERS: list[tuple[Callable[[Any], Any], dict[str, Any]]] = [
         "allowedTopologies": [{"matchLabelExpressions": [{"key": "zone", "values": ["a", "b"]}]}],
     }),
     (parse_service, {"metadata": {"name": "s", "namespace": "ns"}, "spec": {"selector": {"app": "web"}}}),
-    (parse_controller, {"kind": "ReplicaSet", "metadata": {"name": "rs", "namespace": "ns", "uid": "u"}, "spec": {"selector": {"matchLabels": {"app": "web"}}}}),
-    (parse_controller, {"kind": "ReplicationController", "metadata": {"name": "rc", "namespace": "ns"}, "spec": {"selector": {"app": "web"}}}),
+    (parse_controller, {
+        "kind": "ReplicaSet", "metadata": {"name": "rs", "namespace": "ns", "uid": "u"},
+        "spec": {"selector": {"matchLabels": {"app": "web"}}},
+    }),
+    (parse_controller, {
+        "kind": "ReplicationController", "metadata": {"name": "rc", "namespace": "ns"},
+        "spec": {"selector": {"app": "web"}},
+    }),
     (parse_pod_disruption_budget, {
         "metadata": {"name": "pdb", "namespace": "ns"}, "spec": {"selector": {"matchLabels": {"app": "web"}}},
         "status": {"disruptionsAllowed": 1, "disruptedPods": {"web-0": "2026-01-01T00:00:00Z"}},
     }),
-    (parse_priority_class, {"metadata": {"name": "high"}, "value": 1000, "globalDefault": False, "preemptionPolicy": "Never"}),
-    (parse_csi_node, {"metadata": {"name": "n1"}, "spec": {"drivers": [{"name": "ebs", "allocatable": {"count": 25}}]}}),
+    (parse_priority_class, {
+        "metadata": {"name": "high"}, "value": 1000, "globalDefault": False, "preemptionPolicy": "Never",
+    }),
+    (parse_csi_node, {
+        "metadata": {"name": "n1"}, "spec": {"drivers": [{"name": "ebs", "allocatable": {"count": 25}}]},
+    }),
 ]  # fmt: skip
 
 
@@ -501,7 +515,8 @@ POLICY: dict[str, Any] = {
         {"name": "NodeAffinity"},
     ],
     "priorities": [
-        {"name": "LeastRequestedPriority", "weight": 1, "argument": {"resources": [{"name": "cpu", "weight": 2}, {"name": "memory", "weight": 1}]}},
+        {"name": "LeastRequestedPriority", "weight": 1,
+         "argument": {"resources": [{"name": "cpu", "weight": 2}, {"name": "memory", "weight": 1}]}},
         {"name": "BalancedResourceAllocation", "weight": 1},
         {"name": "Ratio", "weight": 2, "argument": {"requestedToCapacityRatioArguments": {
             "shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}],
@@ -552,7 +567,8 @@ LEGACY: dict[str, Any] = {
     ],
     "extenders": [
         {"urlPrefix": "http://127.0.0.1:12346/scheduler", "filterVerb": "filter", "weight": 5, "enableHttps": False,
-         "httpTimeout": 5000000000, "nodeCacheCapable": False, "managedResources": [{"name": "example.com/foo", "ignoredByScheduler": True}]}
+         "httpTimeout": 5000000000, "nodeCacheCapable": False,
+         "managedResources": [{"name": "example.com/foo", "ignoredByScheduler": True}]}
     ],
     "hardPodAffinitySymmetricWeight": 10,
     "alwaysCheckAllPredicates": False,

@@ -112,11 +112,18 @@ def lookup(namespace: str, name: str) -> dict[str, Any] | str:
 @pytest.mark.parametrize(
     ("leading", "path", "status", "body"),
     [
-        pytest.param(None, "/debug/attempts/default/web", 200, {"pod": "default/web", "outcome": "scheduled"}, id="a kept attempt"),
-        pytest.param(None, "/debug/attempts/default/gone", 404, {"error": "no scheduling attempt of default/gone is kept"}, id="none kept"),
+        pytest.param(
+            None, "/debug/attempts/default/web", 200, {"pod": "default/web", "outcome": "scheduled"},
+            id="a kept attempt",
+        ),
+        pytest.param(
+            None, "/debug/attempts/default/gone", 404, {"error": "no scheduling attempt of default/gone is kept"},
+            id="none kept",
+        ),
         pytest.param(
             lambda: False, "/debug/attempts/default/gone", 404,
-            {"error": "no scheduling attempt of default/gone is kept; this replica is standing by: ask the leader"}, id="none kept on a standby",
+            {"error": "no scheduling attempt of default/gone is kept; this replica is standing by: ask the leader"},
+            id="none kept on a standby",
         ),
         pytest.param(None, "/debug/attempts/default", 404, None, id="a namespace alone is no pod"),
     ],

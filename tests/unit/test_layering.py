@@ -34,7 +34,9 @@ import kopf_scheduler.core, kopf_scheduler.core.plugins, kopf_scheduler.sim
 for pkg in (kopf_scheduler.core, kopf_scheduler.core.plugins, kopf_scheduler.sim):
     for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."):
         importlib.import_module(m.name)
-bad = sorted(m for m in sys.modules if m.split(".")[0] in {FORBIDDEN!r} or any(m == f or m.startswith(f + ".") for f in {FORBIDDEN!r}))
+def forbidden(m):
+    return m.split(".")[0] in {FORBIDDEN!r} or any(m == f or m.startswith(f + ".") for f in {FORBIDDEN!r})
+bad = sorted(m for m in sys.modules if forbidden(m))
 print(",".join(bad))
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()

@@ -90,7 +90,11 @@ def test_configmap_without_policy_cfg() -> None:
 
 
 def test_yaml_text() -> None:
-    text = "kind: Policy\napiVersion: v1\npredicates:\n- name: PodFitsResources\npriorities:\n- name: LeastRequestedPriority\n  weight: 2\n"
+    text = (
+        "kind: Policy\napiVersion: v1\n"
+        "predicates:\n- name: PodFitsResources\n"
+        "priorities:\n- name: LeastRequestedPriority\n  weight: 2\n"
+    )
     assert imported(text) == {"schedulerName": "default-scheduler", "predicates": [{"name": "PodFitsResources"}],
                               "priorities": [{"name": "LeastRequestedPriority", "weight": 2}]}  # fmt: skip
 
@@ -155,7 +159,8 @@ def test_extender_keys(extender: dict[str, Any], expected: dict[str, Any]) -> No
         pytest.param(
             {"kind": "Policy", "schedulerName": "x"},
             "schedulerName",
-            "unknown field (allowed: kind, apiVersion, predicates, priorities, extenders, hardPodAffinitySymmetricWeight, alwaysCheckAllPredicates)",
+            "unknown field (allowed: kind, apiVersion, predicates, priorities, extenders, "
+            "hardPodAffinitySymmetricWeight, alwaysCheckAllPredicates)",
             id="spec key is not a policy key",
         ),
         pytest.param(

@@ -66,53 +66,78 @@ def violations(schema: dict[str, Any], value: Any, path: str = "") -> list[str]:
     """Every way `value` breaks `schema`, as "path: problem"; empty when it conforms."""
     where = path or "<root>"
     kind = schema.get("type")
-    if kind is not None:
-        is_bool = isinstance(value, bool)
-        if not isinstance(value, _TYPES[kind]) or (is_bool and kind != "boolean"):
-            return [f"{where}: expected {kind}, got {type(value).__name__}"]
+    if kind is not None and not _has_type(value, kind):
+        return [f"{where}: expected {kind}, got {type(value).__name__}"]
     found: list[str] = []
     if "enum" in schema and value not in schema["enum"]:
         found.append(f"{where}: {value!r} not in {schema['enum']}")
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        if "minimum" in schema and value < schema["minimum"]:
-            found.append(f"{where}: {value} < minimum {schema['minimum']}")
-        if "maximum" in schema and value > schema["maximum"]:
-            found.append(f"{where}: {value} > maximum {schema['maximum']}")
+        found += _number_violations(schema, value, where)
     if isinstance(value, str):
-        if len(value) < schema.get("minLength", 0) or len(value) > schema.get("maxLength", len(value)):
-            found.append(f"{where}: length {len(value)} outside bounds")
-        if "pattern" in schema and not re.search(schema["pattern"], value):
-            found.append(f"{where}: {value!r} does not match {schema['pattern']}")
+        found += _string_violations(schema, value, where)
     if isinstance(value, dict):
-        if len(value) < schema.get("minProperties", 0) or len(value) > schema.get("maxProperties", len(value)):
-            found.append(f"{where}: {len(value)} properties outside bounds")
-        for key in schema.get("required", []):
-            if key not in value:
-                found.append(f"{where}: missing required {key!r}")
-        props: dict[str, Any] | None = schema.get("properties")
-        open_ended = props is None or schema.get("x-kubernetes-preserve-unknown-fields", False)
-        for key, item in value.items():
-            if props is not None and key in props:
-                found.extend(violations(props[key], item, f"{path}.{key}"))
-            elif not open_ended:
-                found.append(f"{where}: unknown field {key!r}")  # kubectl's strict validation refuses these
+        found += _object_violations(schema, value, path)
     if isinstance(value, list):
-        if len(value) < schema.get("minItems", 0) or len(value) > schema.get("maxItems", len(value)):
-            found.append(f"{where}: {len(value)} items outside bounds")
-        for i, item in enumerate(value):
-            found.extend(violations(schema.get("items", {}), item, f"{path}[{i}]"))
-        if schema.get("x-kubernetes-list-type") == "map":
-            keys = [
-                tuple(item.get(k) for k in schema["x-kubernetes-list-map-keys"])
-                for item in value
-                if isinstance(item, dict)
-            ]
-            if len(keys) != len(set(keys)):
-                found.append(f"{where}: duplicate list-map keys {keys}")
+        found += _array_violations(schema, value, path)
     if "anyOf" in schema and all(violations(sub, value, path) for sub in schema["anyOf"]):
         found.append(f"{where}: must validate at least one schema (anyOf)")
     if "not" in schema and not violations(schema["not"], value, path):
         found.append(f"{where}: must not validate the schema (not)")
+    return found
+
+
+def _has_type(value: Any, kind: str) -> bool:
+    """JSON Schema's types: a boolean is no integer or number here, unlike in Python."""
+    return isinstance(value, _TYPES[kind]) and (kind == "boolean" or not isinstance(value, bool))
+
+
+def _number_violations(schema: dict[str, Any], value: float, where: str) -> list[str]:
+    found = []
+    if "minimum" in schema and value < schema["minimum"]:
+        found.append(f"{where}: {value} < minimum {schema['minimum']}")
+    if "maximum" in schema and value > schema["maximum"]:
+        found.append(f"{where}: {value} > maximum {schema['maximum']}")
+    return found
+
+
+def _string_violations(schema: dict[str, Any], value: str, where: str) -> list[str]:
+    found = []
+    if len(value) < schema.get("minLength", 0) or len(value) > schema.get("maxLength", len(value)):
+        found.append(f"{where}: length {len(value)} outside bounds")
+    if "pattern" in schema and not re.search(schema["pattern"], value):
+        found.append(f"{where}: {value!r} does not match {schema['pattern']}")
+    return found
+
+
+def _object_violations(schema: dict[str, Any], value: dict[str, Any], path: str) -> list[str]:
+    where = path or "<root>"
+    found = []
+    if len(value) < schema.get("minProperties", 0) or len(value) > schema.get("maxProperties", len(value)):
+        found.append(f"{where}: {len(value)} properties outside bounds")
+    found += [f"{where}: missing required {key!r}" for key in schema.get("required", []) if key not in value]
+    props: dict[str, Any] | None = schema.get("properties")
+    open_ended = props is None or schema.get("x-kubernetes-preserve-unknown-fields", False)
+    for key, item in value.items():
+        if props is not None and key in props:
+            found.extend(violations(props[key], item, f"{path}.{key}"))
+        elif not open_ended:
+            found.append(f"{where}: unknown field {key!r}")  # kubectl's strict validation refuses these
+    return found
+
+
+def _array_violations(schema: dict[str, Any], value: list[Any], path: str) -> list[str]:
+    where = path or "<root>"
+    found = []
+    if len(value) < schema.get("minItems", 0) or len(value) > schema.get("maxItems", len(value)):
+        found.append(f"{where}: {len(value)} items outside bounds")
+    for i, item in enumerate(value):
+        found.extend(violations(schema.get("items", {}), item, f"{path}[{i}]"))
+    if schema.get("x-kubernetes-list-type") == "map":
+        keys = [
+            tuple(item.get(k) for k in schema["x-kubernetes-list-map-keys"]) for item in value if isinstance(item, dict)
+        ]
+        if len(keys) != len(set(keys)):
+            found.append(f"{where}: duplicate list-map keys {keys}")
     return found
 
 
@@ -335,7 +360,12 @@ def test_crd_schema_is_structural_and_closed() -> None:
             for key in node["x-kubernetes-list-map-keys"]:
                 assert key in node["items"].get("required", []), f"{path}: list-map key {key} must be required"
     # Only plugin arguments stay open: each plugin validates its own (core/policy.py reports errors).
-    assert open_paths == [".spec.predicates[].argument", ".spec.priorities[].argument"]
+    assert open_paths == [
+        ".spec.predicates[].argument",
+        ".spec.priorities[].argument",
+        ".spec.plugins[].argument",
+        ".spec.queueSort[].argument",
+    ]
 
 
 @pytest.mark.parametrize(

@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from builders import make_pod
 from prometheus_client.parser import text_string_to_metric_families
 
+from kopf_scheduler.core.queueing import SchedulingQueue
 from kopf_scheduler.telemetry.metrics import SchedulerMetrics, exponential_buckets
 
 
@@ -169,3 +171,33 @@ def test_no_created_series_are_exported() -> None:
     text = m.render().decode()
     assert "scheduler_schedule_attempts_total" in text
     assert [line for line in text.splitlines() if "_created" in line] == []
+
+
+def test_a_queues_counts_are_recorded_as_of_each_scrape() -> None:
+    """``scheduler_queue_incoming_pods_total`` and ``scheduler_unschedulable_pods`` come from the queue's
+    values (the core imports no prometheus), recorded before each exposition."""
+    m, q = SchedulerMetrics(), SchedulingQueue()
+    m.before_render(lambda: m.observe_queue("p", q.take_incoming(), q.unschedulable_plugin_counts()))
+    for name in ("a", "b", "c"):
+        q.add(make_pod(name).obj(), 0.0)
+    for plugins in (("NodeResourcesFit",), ("NodeResourcesFit", "TaintToleration")):
+        info = q.pop(0.0)
+        assert info is not None
+        q.add_unschedulable(info, 0.0, plugins=plugins)
+    m.render()
+    assert sample(m, "scheduler_queue_incoming_pods_total", queue="active", event="PodAdd") == 3
+    assert sample(m, "scheduler_queue_incoming_pods_total", queue="unschedulable", event="ScheduleAttemptFailure") == 2
+    assert sample(m, "scheduler_unschedulable_pods", plugin="NodeResourcesFit", profile="p") == 2
+    assert sample(m, "scheduler_unschedulable_pods", plugin="TaintToleration", profile="p") == 1
+    # a node joins: both move; a second scrape counts only what happened since the first
+    q.move_all_to_active_or_backoff("NodeAdd", 5.0)
+    m.render()
+    assert sample(m, "scheduler_queue_incoming_pods_total", queue="active", event="PodAdd") == 3
+    assert sample(m, "scheduler_queue_incoming_pods_total", queue="active", event="NodeAdd") == 2
+    assert sample(m, "scheduler_unschedulable_pods", plugin="NodeResourcesFit", profile="p") == 0  # no stale gauge
+    assert sample(m, "scheduler_unschedulable_pods", plugin="TaintToleration", profile="p") == 0
+
+
+def test_queue_counts_check_the_queue_label() -> None:
+    with pytest.raises(ValueError, match="unknown queue"):
+        SchedulerMetrics().observe_queue("p", {("activeQ", "PodAdd"): 1}, {})

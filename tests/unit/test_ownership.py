@@ -107,7 +107,8 @@ def test_owner_is_the_oldest_claimant_then_by_name(claimants: list[tuple[str, st
             "self",
             "False",
             "Invalid",
-            "invalid fields: spec.priorities[1].name: spec.priorities[1].name: unknown priority 'Nope' (still serving generation 2)",
+            "invalid fields: spec.priorities[1].name: spec.priorities[1].name: unknown priority 'Nope' "
+            "(still serving generation 2)",
             id="invalid while serving: the last good generation stays in force and says so",
         ),
         pytest.param(

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from builders import make_node, make_pod, node_info
+from builders import PodBuilder, make_node, make_pod, node_info
 
 from kopf_scheduler.core.arguments import PluginArgsError
 from kopf_scheduler.core.cache import SchedulerCache
@@ -68,7 +68,8 @@ def term_ns_selector(pod_body: dict[str, Any], kind: str, selector: dict[str, st
     return pod_body
 
 
-web = lambda name="w", ns="default": make_pod(name, ns).label(app="web")
+def web(name: str = "w", ns: str = "default") -> PodBuilder:
+    return make_pod(name, ns).label(app="web")
 
 
 @pytest.mark.parametrize(
@@ -677,7 +678,8 @@ def test_vector_matches_per_node_and_index_matches_fresh(seed: int) -> None:
 
 @pytest.mark.parametrize("seed", range(10))
 def test_extensions_equal_a_fresh_pre_filter(seed: int) -> None:
-    """Random clusters: removing (adding) a placed pod gives the state, and the verdicts, of a fresh PreFilter without (with) it."""
+    """Random clusters: removing (adding) a placed pod gives the state, and the verdicts, of a fresh PreFilter
+    without (with) it."""
     rng = random.Random(1000 + seed)
     nodes = []
     for k in range(6):

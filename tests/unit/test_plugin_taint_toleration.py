@@ -1,4 +1,5 @@
-"""TaintToleration: the filter's one reason for untolerated taints, PreferNoSchedule scoring, the PreFilter SKIP, vector agreement."""
+"""TaintToleration: the filter's one reason for untolerated taints, PreferNoSchedule scoring, the PreFilter SKIP,
+vector agreement."""
 
 from __future__ import annotations
 

@@ -147,7 +147,8 @@ def test_read_write_once_pod(modes, user_on, expect):
         assert status.code is Code.UNSCHEDULABLE  # preemption may evict the other user
         assert status.reasons == (ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT,)
     assert ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT == (
-        "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already in-use by another pod"
+        "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode "
+        "already in-use by another pod"
     )
     mask = plugin.filter_nodes(state, pod, snap.table, np.arange(2, dtype=np.intp))
     assert not mask.any()

@@ -15,6 +15,7 @@ from kopf_scheduler.core.extenders import ExtenderConfig, ExtenderTLSConfig
 from kopf_scheduler.core.framework import CycleState, FilterPlugin, ScorePlugin, Status
 from kopf_scheduler.core.plugins.node_label import NodeLabel
 from kopf_scheduler.core.plugins.node_resources_fit import NodeResourcesFit
+from kopf_scheduler.core.plugins.pod_topology_spread import PodTopologySpread
 from kopf_scheduler.core.plugins.service_affinity import ServiceAffinity
 from kopf_scheduler.core.policy import (
     FieldError,
@@ -86,7 +87,8 @@ def test_nothing_given_means_todays_default_profile() -> None:
     # v1.37 default_plugins.go: MultiPoint order and weights
     assert p.filter_names == [
         "NodeName", "NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
-        "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity",
+        "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread",
+        "InterPodAffinity",
     ]  # fmt: skip
     assert p.score_names == [
         ("TaintToleration", 3), ("NodeAffinity", 2), ("NodeResourcesFit", 1), ("PodTopologySpread", 2),
@@ -158,8 +160,10 @@ def test_filters_run_in_canonical_order_whatever_the_listing() -> None:
     listed = ["MatchInterPodAffinity", "CheckNodeDiskPressure", "NoVolumeZoneConflict", "PodFitsResources",
               "PodToleratesNodeTaints", "HostName", "CheckNodeUnschedulable"]  # fmt: skip
     p = ok(S(predicates=[{"name": n} for n in listed]))
-    assert p.filter_names == ["CheckNodeCondition", "NodeName", "NodeUnschedulable", "TaintToleration",
-                              "NodeResourcesFit", "VolumeZone", "CheckNodeDiskPressure", "PodTopologySpread", "InterPodAffinity"]  # fmt: skip
+    assert p.filter_names == [
+        "CheckNodeCondition", "NodeName", "NodeUnschedulable", "TaintToleration", "NodeResourcesFit", "VolumeZone",
+        "CheckNodeDiskPressure", "PodTopologySpread", "InterPodAffinity",
+    ]  # fmt: skip
     reversed_ = ok(S(predicates=[{"name": n} for n in reversed(listed)]))
     assert reversed_.filter_names == p.filter_names
 
@@ -255,7 +259,8 @@ def test_unknown_names(section: str, name: str, message: str) -> None:
 def test_a_name_nothing_installed_has_lists_the_installed_plugins() -> None:
     message = errors(S(predicates=[{"name": "Qqqqqq"}]))["spec.predicates[0].name"]
     assert message.startswith(
-        "unknown predicate 'Qqqqqq': no plugin of that name is installed (out-of-tree plugins installed: none; filter plugins: "
+        "unknown predicate 'Qqqqqq': no plugin of that name is installed "
+        "(out-of-tree plugins installed: none; filter plugins: "
     )
     assert "NodeResourcesFit" in message and "argument.serviceAffinity or argument.labelsPresence" in message
     with_cheap = Registry.in_tree().extended([(_Cheap, "pkg:Cheap")])
@@ -266,7 +271,8 @@ def test_a_name_nothing_installed_has_lists_the_installed_plugins() -> None:
 def test_a_plugin_that_failed_to_load_is_named_with_its_problem() -> None:
     broken = Registry.in_tree().extended([], {"Broken": "pkg:Broken: cannot be imported: ImportError: no"})
     assert errors(S(predicates=[{"name": "Broken"}]), broken) == {
-        "spec.predicates[0].name": "plugin 'Broken' is installed but cannot be used: pkg:Broken: cannot be imported: ImportError: no"
+        "spec.predicates[0].name": "plugin 'Broken' is installed but cannot be used: "
+        "pkg:Broken: cannot be imported: ImportError: no"
     }
 
 
@@ -511,11 +517,17 @@ def test_legacy_name_takes_no_argument() -> None:
 
 
 def test_modern_plugin_args_errors_map_to_field_paths() -> None:
-    spec = S(priorities=[{"name": "EqualPriority"},
-                         {"name": "NodeResourcesFit", "weight": 1,
-                          "argument": {"scoringStrategy": {"type": "MostAllocated", "resources": [{"name": "cpu", "weight": 0}]}}}])  # fmt: skip
+    strategy = {"type": "MostAllocated", "resources": [{"name": "cpu", "weight": 0}]}
+    spec = S(
+        priorities=[
+            {"name": "EqualPriority"},
+            {"name": "NodeResourcesFit", "weight": 1, "argument": {"scoringStrategy": strategy}},
+        ]
+    )
     assert errors(spec) == {
-        "spec.priorities[1].argument.scoringStrategy.resources[0].weight": "resource weight of cpu not in valid range (0, 100]"
+        "spec.priorities[1].argument.scoringStrategy.resources[0].weight": (
+            "resource weight of cpu not in valid range (0, 100]"
+        )
     }
 
 
@@ -541,8 +553,9 @@ def test_modern_plugin_args_are_shared_between_filter_and_score() -> None:
 
 
 def test_conflicting_args_for_one_plugin() -> None:
-    errs = errors(S(predicates=[{"name": "NodeResourcesFit", "argument": {"scoringStrategy": {"type": "LeastAllocated"}}}],
-                    priorities=[{"name": "NodeResourcesFit", "weight": 1, "argument": {"scoringStrategy": {"type": "MostAllocated"}}}]))  # fmt: skip
+    least, most = {"scoringStrategy": {"type": "LeastAllocated"}}, {"scoringStrategy": {"type": "MostAllocated"}}
+    errs = errors(S(predicates=[{"name": "NodeResourcesFit", "argument": least}],
+                    priorities=[{"name": "NodeResourcesFit", "weight": 1, "argument": most}]))  # fmt: skip
     assert "conflicting arguments" in errs["spec.priorities[0].argument"]
 
 
@@ -557,7 +570,8 @@ def test_conflicting_args_for_one_plugin() -> None:
     ],
 )
 def test_hard_pod_affinity_symmetric_weight(value: int, error: str | None) -> None:
-    spec = S(predicates=[{"name": "MatchInterPodAffinity"}], priorities=[{"name": "InterPodAffinityPriority", "weight": 1}],
+    spec = S(predicates=[{"name": "MatchInterPodAffinity"}],
+             priorities=[{"name": "InterPodAffinityPriority", "weight": 1}],
              hardPodAffinitySymmetricWeight=value)  # fmt: skip
     if error:
         assert errors(spec) == {"spec.hardPodAffinitySymmetricWeight": error}
@@ -641,8 +655,9 @@ def test_preemption_switch(spec: dict[str, Any], expected: bool) -> None:
 
 @pytest.mark.parametrize("section", ["predicates", "priorities"])
 def test_default_preemption_is_not_a_predicate_or_priority(section: str) -> None:
+    kind = section[:-1].replace("ie", "y")  # predicate, priority
     assert errors(S(**{section: [{"name": "DefaultPreemption"}]})) == {
-        f"spec.{section}[0].name": f"DefaultPreemption is a PostFilter plugin, not a {section[:-1].replace('ie', 'y')}; "
+        f"spec.{section}[0].name": f"DefaultPreemption is a PostFilter plugin, not a {kind}; "
         "spec.preemption (default true) enables it"
     }
 
@@ -673,9 +688,11 @@ def test_extender_config() -> None:
          "managedResources": [{"name": "example.com/gpu", "ignoredByScheduler": True}, {"name": "example.com/fpga"}]},
     ]))  # fmt: skip
     assert p.extenders == (
-        ExtenderConfig(url_prefix="https://ext/api", filter_verb="filter", prioritize_verb="prioritize", bind_verb="bind",
-                       weight=3, enable_https=True, http_timeout_seconds=90.0, node_cache_capable=True, ignorable=True,
-                       managed_resources=("example.com/gpu", "example.com/fpga"), ignored_by_scheduler=("example.com/gpu",)),
+        ExtenderConfig(
+            url_prefix="https://ext/api", filter_verb="filter", prioritize_verb="prioritize", bind_verb="bind",
+            weight=3, enable_https=True, http_timeout_seconds=90.0, node_cache_capable=True, ignorable=True,
+            managed_resources=("example.com/gpu", "example.com/fpga"), ignored_by_scheduler=("example.com/gpu",),
+        ),
     )  # fmt: skip
     assert p.spec["extenders"][0]["httpTimeout"] == "90s"
 
@@ -713,27 +730,111 @@ def test_ignored_by_scheduler_reaches_node_resources_fit(
     assert _fit_ignored(p) == expected
 
 
+#: what validation says of a managed resource that is not an extended resource
+NOT_EXTENDED = (
+    "is an invalid extended resource name (a domain-prefixed name outside kubernetes.io, such as example.com/gpu)"
+)
+
+
 @pytest.mark.parametrize(
     "extenders,path,message",
     [
         pytest.param([{"filterVerb": "f"}], "spec.extenders[0].urlPrefix", "required: a non-empty URL", id="no url"),
-        pytest.param([{"urlPrefix": "ext:80/x"}], "spec.extenders[0].urlPrefix", "must be an http:// or https:// URL, got 'ext:80/x'", id="no scheme"),
-        pytest.param([{"urlPrefix": "http://u", "prioritizeVerb": "p", "weight": 0}], "spec.extenders[0].weight", "an extender with a prioritizeVerb needs a positive weight", id="weight 0"),
-        pytest.param([{"urlPrefix": "http://a", "bindVerb": "b"}, {"urlPrefix": "http://c", "bindVerb": "b"}], "spec.extenders[1].bindVerb", "only one extender may bind; spec.extenders[0] already has a bindVerb", id="two binders"),
-        pytest.param([{"urlPrefix": "http://u", "httpTimeout": "5 sec"}], "spec.extenders[0].httpTimeout", "must be a positive duration such as \"5s\" or a number of seconds, got '5 sec'", id="bad timeout"),
-        pytest.param([{"urlPrefix": "http://u", "urlprefx": "v"}], "spec.extenders[0].urlprefx", "unknown field; did you mean 'urlPrefix'?", id="unknown key"),
-        pytest.param([{"urlPrefix": "http://u", "enableHttps": "true"}], "spec.extenders[0].enableHttps", "must be a boolean", id="bool"),
-        pytest.param([{"urlPrefix": "http://u", "preemptVerb": "preempt"}], "spec.extenders[0].preemptVerb", "not supported yet: preemption does not call extenders", id="preempt verb"),
-        pytest.param([{"urlPrefix": "http://u", "enableHttps": True}], "spec.extenders[0].enableHttps", "needs an https:// urlPrefix", id="https flag on an http url"),
-        pytest.param([{"urlPrefix": "http://u", "tlsConfig": {"insecure": True}}], "spec.extenders[0].tlsConfig", "applies to https:// extenders only", id="tls on an http url"),
-        pytest.param([{"urlPrefix": "https://u", "tlsConfig": {"insecure": True, "caFile": "/ca.crt"}}], "spec.extenders[0].tlsConfig.insecure", "specifying a root certificates file with the insecure flag is not allowed", id="insecure with a CA"),
-        pytest.param([{"urlPrefix": "https://u", "tlsConfig": {"certFile": "/tls.crt"}}], "spec.extenders[0].tlsConfig", "a client certificate needs both a certificate and a key: keyFile or keyData is missing", id="cert without key"),
-        pytest.param([{"urlPrefix": "https://u", "tlsConfig": {"keyData": "S0VZ"}}], "spec.extenders[0].tlsConfig", "a client certificate needs both a certificate and a key: certFile or certData is missing", id="key without cert"),
-        pytest.param([{"urlPrefix": "https://u", "tlsConfig": {"caData": "not base64!"}}], "spec.extenders[0].tlsConfig.caData", "must be base64-encoded PEM", id="ca data not base64"),
-        pytest.param([{"urlPrefix": "https://u", "tlsConfig": {"serverName": 7}}], "spec.extenders[0].tlsConfig.serverName", "must be a string", id="server name not a string"),
-        pytest.param([{"urlPrefix": "http://u", "managedResources": [{"name": "nvidia.com/gpu"}, {"name": "cpu"}]}], "spec.extenders[0].managedResources[1].name", "'cpu' is an invalid extended resource name (a domain-prefixed name outside kubernetes.io, such as example.com/gpu)", id="native resource"),
-        pytest.param([{"urlPrefix": "http://u", "managedResources": [{"name": "kubernetes.io/x"}]}], "spec.extenders[0].managedResources[0].name", "'kubernetes.io/x' is an invalid extended resource name (a domain-prefixed name outside kubernetes.io, such as example.com/gpu)", id="kubernetes.io resource"),
-        pytest.param([{"urlPrefix": "http://a", "managedResources": [{"name": "x.io/gpu"}]}, {"urlPrefix": "http://b", "managedResources": [{"name": "x.io/gpu"}]}], "spec.extenders[1].managedResources[0].name", "duplicate extender managed resource name: spec.extenders[0].managedResources[0].name manages it already", id="managed twice"),
+        pytest.param(
+            [{"urlPrefix": "ext:80/x"}],
+            "spec.extenders[0].urlPrefix", "must be an http:// or https:// URL, got 'ext:80/x'",
+            id="no scheme",
+        ),
+        pytest.param(
+            [{"urlPrefix": "http://u", "prioritizeVerb": "p", "weight": 0}],
+            "spec.extenders[0].weight", "an extender with a prioritizeVerb needs a positive weight",
+            id="weight 0",
+        ),
+        pytest.param(
+            [{"urlPrefix": "http://a", "bindVerb": "b"}, {"urlPrefix": "http://c", "bindVerb": "b"}],
+            "spec.extenders[1].bindVerb", "only one extender may bind; spec.extenders[0] already has a bindVerb",
+            id="two binders",
+        ),
+        pytest.param(
+            [{"urlPrefix": "http://u", "httpTimeout": "5 sec"}],
+            "spec.extenders[0].httpTimeout",
+            "must be a positive duration such as \"5s\" or a number of seconds, got '5 sec'",
+            id="bad timeout",
+        ),
+        pytest.param(
+            [{"urlPrefix": "http://u", "urlprefx": "v"}],
+            "spec.extenders[0].urlprefx", "unknown field; did you mean 'urlPrefix'?",
+            id="unknown key",
+        ),
+        pytest.param(
+            [{"urlPrefix": "http://u", "enableHttps": "true"}],
+            "spec.extenders[0].enableHttps", "must be a boolean",
+            id="bool",
+        ),
+        pytest.param(
+            [{"urlPrefix": "http://u", "preemptVerb": "preempt"}],
+            "spec.extenders[0].preemptVerb", "not supported yet: preemption does not call extenders",
+            id="preempt verb",
+        ),
+        pytest.param(
+            [{"urlPrefix": "http://u", "enableHttps": True}],
+            "spec.extenders[0].enableHttps", "needs an https:// urlPrefix",
+            id="https flag on an http url",
+        ),
+        pytest.param(
+            [{"urlPrefix": "http://u", "tlsConfig": {"insecure": True}}],
+            "spec.extenders[0].tlsConfig", "applies to https:// extenders only",
+            id="tls on an http url",
+        ),
+        pytest.param(
+            [{"urlPrefix": "https://u", "tlsConfig": {"insecure": True, "caFile": "/ca.crt"}}],
+            "spec.extenders[0].tlsConfig.insecure",
+            "specifying a root certificates file with the insecure flag is not allowed",
+            id="insecure with a CA",
+        ),
+        pytest.param(
+            [{"urlPrefix": "https://u", "tlsConfig": {"certFile": "/tls.crt"}}],
+            "spec.extenders[0].tlsConfig",
+            "a client certificate needs both a certificate and a key: keyFile or keyData is missing",
+            id="cert without key",
+        ),
+        pytest.param(
+            [{"urlPrefix": "https://u", "tlsConfig": {"keyData": "S0VZ"}}],
+            "spec.extenders[0].tlsConfig",
+            "a client certificate needs both a certificate and a key: certFile or certData is missing",
+            id="key without cert",
+        ),
+        pytest.param(
+            [{"urlPrefix": "https://u", "tlsConfig": {"caData": "not base64!"}}],
+            "spec.extenders[0].tlsConfig.caData", "must be base64-encoded PEM",
+            id="ca data not base64",
+        ),
+        pytest.param(
+            [{"urlPrefix": "https://u", "tlsConfig": {"serverName": 7}}],
+            "spec.extenders[0].tlsConfig.serverName", "must be a string",
+            id="server name not a string",
+        ),
+        pytest.param(
+            [{"urlPrefix": "http://u", "managedResources": [{"name": "nvidia.com/gpu"}, {"name": "cpu"}]}],
+            "spec.extenders[0].managedResources[1].name",
+            f"'cpu' {NOT_EXTENDED}",
+            id="native resource",
+        ),
+        pytest.param(
+            [{"urlPrefix": "http://u", "managedResources": [{"name": "kubernetes.io/x"}]}],
+            "spec.extenders[0].managedResources[0].name",
+            f"'kubernetes.io/x' {NOT_EXTENDED}",
+            id="kubernetes.io resource",
+        ),
+        pytest.param(
+            [
+                {"urlPrefix": "http://a", "managedResources": [{"name": "x.io/gpu"}]},
+                {"urlPrefix": "http://b", "managedResources": [{"name": "x.io/gpu"}]},
+            ],
+            "spec.extenders[1].managedResources[0].name",
+            "duplicate extender managed resource name: spec.extenders[0].managedResources[0].name manages it already",
+            id="managed twice",
+        ),
     ],
 )  # fmt: skip
 def test_bad_extenders(extenders: Any, path: str, message: str) -> None:
@@ -778,7 +879,8 @@ def test_argument_style_names_build_with_real_plugins() -> None:
         predicates=[{"name": "Region", "argument": {"serviceAffinity": {"labels": ["region"]}}},
                     {"name": "HasSSD", "argument": {"labelsPresence": {"labels": ["ssd"], "presence": True}}}],
         priorities=[{"name": "Zone", "weight": 2, "argument": {"serviceAntiAffinity": {"label": "zone"}}},
-                    {"name": "PreferSSD", "weight": 1, "argument": {"labelPreference": {"label": "ssd", "presence": True}}},
+                    {"name": "PreferSSD", "weight": 1,
+                     "argument": {"labelPreference": {"label": "ssd", "presence": True}}},
                     {"name": "Ratio", "weight": 1, "argument": {"requestedToCapacityRatioArguments": {
                         "shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}],
                         "resources": [{"name": "cpu", "weight": 1}]}}}],
@@ -808,8 +910,11 @@ def test_real_rtcr_shape_error_maps_to_the_policy_argument() -> None:
 
 
 def test_real_resources_argument_error_path() -> None:
-    spec = S(predicates=[{"name": "NodeName"}],
-             priorities=[{"name": "NodeResourcesBalancedAllocation", "argument": {"resources": [{"name": "cpu", "weight": 0}]}}])  # fmt: skip
+    resources = {"resources": [{"name": "cpu", "weight": 0}]}
+    spec = S(
+        predicates=[{"name": "NodeName"}],
+        priorities=[{"name": "NodeResourcesBalancedAllocation", "argument": resources}],
+    )
     assert [e.path.startswith("spec.priorities[0].argument.resources[0]") for e in validate_policy(spec)] == [True]  # type: ignore[union-attr]
 
 
@@ -886,8 +991,6 @@ def test_provider_profiles_schedule(provider: str, expected: str) -> None:
 
 # ============================================================================= a pod's own DoNotSchedule
 # topology spread constraints hold under every policy (issue 10): policy._honour_own_spread_constraints
-
-from kopf_scheduler.core.plugins.pod_topology_spread import PodTopologySpread
 
 
 def _spread_filters(p: Profile) -> list[PodTopologySpread]:
@@ -970,7 +1073,8 @@ def test_a_pods_do_not_schedule_constraint_holds_under_a_policy_that_does_not_na
     assert result.message == (
         "0/2 nodes are available: 1 node(s) didn't match pod topology spread constraints, "
         "1 node(s) didn't match pod topology spread constraints (missing required label)."
-        " preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling."
+        " preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod,"
+        " 1 Preemption is not helpful for scheduling."
     )
 
 

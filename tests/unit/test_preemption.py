@@ -194,7 +194,8 @@ def found(node_name: str, victims: int = 1) -> str:
         ),
         pytest.param(
             pod("p"), [pod("p1", on="node1")], [node("node1", ONE_POD)], {"node1": U}, [],
-            "", Code.UNSCHEDULABLE, "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.",
+            "", Code.UNSCHEDULABLE,
+            "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.",
             id="pod with tied priority is still unschedulable",
         ),
         pytest.param(
@@ -221,8 +222,12 @@ def found(node_name: str, victims: int = 1) -> str:
                 pod("p3", MID, on="node2", labels={"pdb": "violating"}),
             ],
             [node("node1", ONE_POD), node("node2", ONE_POD)], {"node1": U, "node2": U},
-            [pdb({"pdb": "violating"}, 0, name="violating"), pdb({"pdb": "non-violating"}, 2**31 - 1, name="non-violating")],
-            # node1: p2 (violating) and p1 must go, 1 violation, highest victim HIGH; node2: p3, 1 violation, highest MID
+            [
+                pdb({"pdb": "violating"}, 0, name="violating"),
+                pdb({"pdb": "non-violating"}, 2**31 - 1, name="non-violating"),
+            ],
+            # node1: p2 (violating) and p1 must go, 1 violation, highest victim HIGH;
+            # node2: p3, 1 violation, highest MID
             "node2", Code.SUCCESS, found("node2"),
             id="pod can be made schedulable on the node whose highest victim priority is lowest",
         ),
@@ -233,8 +238,10 @@ def found(node_name: str, victims: int = 1) -> str:
             id="no candidate: not enough cpu even after removing the lower-priority pods",
         ),
         pytest.param(
-            pod("p", HIGH, res=LARGE), [pod("p1", HIGH, on="node1"), pod("p2", on="node2"), pod("p3", HIGH, on="node3")],
-            [node("node1", ONE_POD), node("node2", NODE_RES), node("node3", ONE_POD)], {"node1": U, "node2": U, "node3": U}, [],
+            pod("p", HIGH, res=LARGE),
+            [pod("p1", HIGH, on="node1"), pod("p2", on="node2"), pod("p3", HIGH, on="node3")],
+            [node("node1", ONE_POD), node("node2", NODE_RES), node("node3", ONE_POD)],
+            {"node1": U, "node2": U, "node3": U}, [],
             "", Code.UNSCHEDULABLE,
             "preemption: 0/3 nodes are available: 1 Insufficient cpu, 2 No preemption victims found for incoming pod.",
             id="no candidate with mixed reasons: no lower-priority pod, not enough cpu",
@@ -305,7 +312,8 @@ def test_post_filter_error_in_a_pre_filter_extension_on_the_only_node() -> None:
         pytest.param(
             ["node1", "node2"],
             # in dry-run order: random.Random(0).randrange(2) == 1, so node2 first
-            'preemption: [expected at least one victim pod on node "node2", expected at least one victim pod on node "node1"]',
+            'preemption: [expected at least one victim pod on node "node2", '
+            'expected at least one victim pod on node "node1"]',
             id="two nodes: apimachinery's aggregate of the errors",
         ),
     ],
@@ -362,13 +370,13 @@ def five(priorities: Sequence[int], labelled: Sequence[int] = ()) -> list[Pod]:
     ("preemptor", "nodes", "pods", "filters", "fake", "expected", "calls"),
     [
         pytest.param(
-            pod("p", HIGH), TWO_NODES, [pod("p1", MID, on="node1"), pod("p2", MID, on="node2")], (FalseFilter(),), Code.SUCCESS,
-            [], 2,  # each node: the pod does not fit even with both pods gone
+            pod("p", HIGH), TWO_NODES, [pod("p1", MID, on="node1"), pod("p2", MID, on="node2")], (FalseFilter(),),
+            Code.SUCCESS, [], 2,  # each node: the pod does not fit even with both pods gone
             id="a pod that does not fit on any node",
         ),
         pytest.param(
-            pod("p", HIGH), TWO_NODES, [pod("p1", MID, on="node1"), pod("p2", MID, on="node2")], (TrueFilter(),), Code.UNSCHEDULABLE,
-            [], 2,
+            pod("p", HIGH), TWO_NODES, [pod("p1", MID, on="node1"), pod("p2", MID, on="node2")], (TrueFilter(),),
+            Code.UNSCHEDULABLE, [], 2,
             id="a fake filter that rejects every node",
         ),
         pytest.param(
@@ -377,20 +385,25 @@ def five(priorities: Sequence[int], labelled: Sequence[int] = ()) -> list[Pod]:
             id="a pod that fits on one node with no preemption",
         ),
         pytest.param(
-            pod("p", HIGH, res=LARGE), TWO_NODES, [pod("p1", MID, on="node1", res=LARGE), pod("p2", MID, on="node2", res=LARGE)],
+            pod("p", HIGH, res=LARGE), TWO_NODES,
+            [pod("p1", MID, on="node1", res=LARGE), pod("p2", MID, on="node2", res=LARGE)],
             (NodeResourcesFit(),), Code.SUCCESS,
             [("node1", ["p1"], 0), ("node2", ["p2"], 0)], 4,  # per node: fits without p*, not with it back
             id="a pod that fits on both nodes when lower priority pods are preempted",
         ),
         pytest.param(
-            pod("p", LOW, res=LARGE), TWO_NODES, [pod("p1", MID, on="node1", res=LARGE), pod("p2", MID, on="node2", res=LARGE)],
+            pod("p", LOW, res=LARGE), TWO_NODES,
+            [pod("p1", MID, on="node1", res=LARGE), pod("p2", MID, on="node2", res=LARGE)],
             (NodeResourcesFit(),), Code.SUCCESS,
             [], 0,  # no pod of lower priority anywhere: no filter call at all
             id="the pods running are of higher priority, no preemption",
         ),
         pytest.param(
             pod("p", HIGH, res=LARGE), TWO_NODES,
-            [pod("p1.1", LOW, on="node1", res=SMALL), pod("p1.2", MID, on="node1", res=LARGE), pod("p2", MID, on="node2", res=LARGE)],
+            [
+                pod("p1.1", LOW, on="node1", res=SMALL), pod("p1.2", MID, on="node1", res=LARGE),
+                pod("p2", MID, on="node2", res=LARGE),
+            ],
             (NodeResourcesFit(),), Code.SUCCESS,
             # node1: p1.2 (300m) back leaves 300+300+100 > 500: evicted; p1.1 (100m) back fits: 1 + 2 calls; node2: 2
             [("node1", ["p1.2"], 0), ("node2", ["p2"], 0)], 5,
@@ -452,27 +465,37 @@ def test_dry_run_preemption(
     ("pods", "pdbs", "expected", "calls"),
     [
         pytest.param(
-            [pod("p1.1", MID, on="node1", res=MEDIUM, labels=FOO), pod("p1.2", MID, on="node1", res=MEDIUM, labels=FOO)],
+            [
+                pod("p1.1", MID, on="node1", res=MEDIUM, labels=FOO),
+                pod("p1.2", MID, on="node1", res=MEDIUM, labels=FOO),
+            ],
             [pdb(FOO, 1)],
             # the budget of 1 is spent on p1.1; p1.2 violates; both must go (500 needed)
             [("node1", ["p1.1", "p1.2"], 1)], 3,
             id="preemption with violation of the same pdb",
         ),
         pytest.param(
-            [pod("p1.1", MID, on="node1", res=MEDIUM, labels=FOO), pod("p1.2", MID, on="node1", res=MEDIUM, labels=FOO)],
+            [
+                pod("p1.1", MID, on="node1", res=MEDIUM, labels=FOO),
+                pod("p1.2", MID, on="node1", res=MEDIUM, labels=FOO),
+            ],
             [pdb(FOO, 1, disrupted=["p2"])],
             [("node1", ["p1.1", "p1.2"], 1)], 3,
             id="a pdb whose disrupted pods do not include the victim",
         ),
         pytest.param(
-            [pod("p1.1", MID, on="node1", res=MEDIUM, labels=FOO), pod("p1.2", MID, on="node1", res=MEDIUM, labels=FOO)],
+            [
+                pod("p1.1", MID, on="node1", res=MEDIUM, labels=FOO),
+                pod("p1.2", MID, on="node1", res=MEDIUM, labels=FOO),
+            ],
             [pdb(FOO, 1, disrupted=["p1.2"])],
             [("node1", ["p1.1", "p1.2"], 0)], 3,  # p1.2's eviction was already counted: it spends nothing
             id="a pdb whose disrupted pods include the victim",
         ),
         pytest.param(
             [
-                pod("p1.1", MID, on="node1", res=MEDIUM, labels=FOO), pod("p1.2", MID, on="node1", res=MEDIUM, labels=FOO),
+                pod("p1.1", MID, on="node1", res=MEDIUM, labels=FOO),
+                pod("p1.2", MID, on="node1", res=MEDIUM, labels=FOO),
                 pod("p1.3", MID, on="node1", res=MEDIUM, labels=FOO),
             ],
             [pdb(FOO, 1, disrupted=["p1.3"])],
@@ -507,9 +530,13 @@ FORTY_PERCENT = DefaultPreemptionArgs(min_candidate_nodes_percentage=40, min_can
             [("node1", ["p1"], 0), ("node3", ["p3"], 0)], 4,
             id="some nodes are not possible candidates, the arguments limit to 2",
         ),
-        pytest.param(five([MID] * 5), [], FORTY_PERCENT, 1, [("node2", ["p2"], 0), ("node3", ["p3"], 0)], 4, id="offset 1 starts at node2"),
         pytest.param(
-            five([MID] * 5), [], FORTY_PERCENT, 3, [("node4", ["p4"], 0), ("node5", ["p5"], 0)], 4, id="offset 3 starts at node4"
+            five([MID] * 5), [], FORTY_PERCENT, 1, [("node2", ["p2"], 0), ("node3", ["p3"], 0)], 4,
+            id="offset 1 starts at node2",
+        ),
+        pytest.param(
+            five([MID] * 5), [], FORTY_PERCENT, 3, [("node4", ["p4"], 0), ("node5", ["p5"], 0)], 4,
+            id="offset 3 starts at node4",
         ),
         pytest.param(
             five([MID] * 5, labelled=(1, 2, 5)), [pdb(FOO, 0)],
@@ -666,8 +693,14 @@ def cand(node_name: str, *victims: tuple[int, int | None], pdb_violations: int =
 @pytest.mark.parametrize(
     ("candidates", "expected"),
     [
-        pytest.param([cand("a", (10, 0), pdb_violations=1), cand("b", (500, 0))], "b", id="fewest PDB violations beats lower priorities"),
-        pytest.param([cand("a", (500, 0)), cand("b", (100, 0), (100, 0), (100, 0))], "b", id="lowest highest-victim priority beats more victims"),
+        pytest.param(
+            [cand("a", (10, 0), pdb_violations=1), cand("b", (500, 0))], "b",
+            id="fewest PDB violations beats lower priorities",
+        ),
+        pytest.param(
+            [cand("a", (500, 0)), cand("b", (100, 0), (100, 0), (100, 0))], "b",
+            id="lowest highest-victim priority beats more victims",
+        ),
         pytest.param(
             [cand("a", (100, 0), (-5, 0)), cand("b", (100, 0), (0, 0))], "a",
             id="smallest sum of priorities: (100 + 2^31) + (-5 + 2^31) < (100 + 2^31) + (0 + 2^31)",
@@ -676,9 +709,16 @@ def cand(node_name: str, *victims: tuple[int, int | None], pdb_violations: int =
             [cand("a", (100, 0), (-100, 0)), cand("b", (100, 0))], "b",
             id="one victim's adjusted sum (100 + 2^31) beats two's even with a negative priority",
         ),
-        pytest.param([cand("a", (100, 5), (100, 9)), cand("b", (100, 7), (100, 8))], "b", id="latest earliest start of the top victims: 7 > 5"),
-        pytest.param([cand("a", (100, 5)), cand("b", (100, None))], "b", id="a victim never started counts as started last"),
-        pytest.param([cand("a", (100, None)), cand("b", (100, None))], "a", id="a complete tie goes to the first candidate"),
+        pytest.param(
+            [cand("a", (100, 5), (100, 9)), cand("b", (100, 7), (100, 8))], "b",
+            id="latest earliest start of the top victims: 7 > 5",
+        ),
+        pytest.param(
+            [cand("a", (100, 5)), cand("b", (100, None))], "b", id="a victim never started counts as started last"
+        ),
+        pytest.param(
+            [cand("a", (100, None)), cand("b", (100, None))], "a", id="a complete tie goes to the first candidate"
+        ),
     ],
 )  # fmt: skip
 def test_pick_one_node_for_preemption(candidates: list[Candidate], expected: str) -> None:
@@ -743,17 +783,26 @@ def test_pod_eligible_to_preempt_others(
 @pytest.mark.parametrize(
     ("preemptor", "pods", "pdbs", "victims", "violations", "code"),
     [
-        pytest.param(pod("p", HIGH, res=LARGE), [pod("victim", LOW, on="node1", res=LARGE)], [], {"victim"}, 0, Code.SUCCESS,
-                     id="preempt a single lower priority pod"),
+        pytest.param(
+            pod("p", HIGH, res=LARGE), [pod("victim", LOW, on="node1", res=LARGE)], [], {"victim"}, 0, Code.SUCCESS,
+            id="preempt a single lower priority pod",
+        ),
         pytest.param(
             pod("p", HIGH, res=LARGE),
-            [pod("high-prio", HIGH, on="node1", res=SMALL), pod("mid-prio", MID, on="node1", res=SMALL), pod("low-prio", LOW, on="node1", res=SMALL)],
+            [
+                pod("high-prio", HIGH, on="node1", res=SMALL),
+                pod("mid-prio", MID, on="node1", res=SMALL),
+                pod("low-prio", LOW, on="node1", res=SMALL),
+            ],
             [], {"low-prio"}, 0, Code.SUCCESS,
             id="prefer the lower priority victim",  # 100 (high) + 300 + 100 (mid) fits 500; low must go
         ),
         pytest.param(
             pod("p", HIGH, res=LARGE),
-            [pod("victim-pdb", LOW, on="node1", res=MEDIUM, labels=FOO), pod("victim-no-pdb", MID, on="node1", res=MEDIUM)],
+            [
+                pod("victim-pdb", LOW, on="node1", res=MEDIUM, labels=FOO),
+                pod("victim-no-pdb", MID, on="node1", res=MEDIUM),
+            ],
             [pdb(FOO, 0)], {"victim-no-pdb"}, 0, Code.SUCCESS,
             id="a non-violating victim of higher priority goes before a violating one of lower priority",
         ),
@@ -763,9 +812,13 @@ def test_pod_eligible_to_preempt_others(
             [pdb(FOO, 0)], {"v1"}, 1, Code.SUCCESS,
             id="when every choice violates a PDB, the lower priority pod goes",
         ),
-        pytest.param(pod("p", MID), [pod("victim", HIGH, on="node1")], [], set(), 0, Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-                     id="a victim of higher priority cannot be preempted"),
-        pytest.param(pod("p", MID), [], [], set(), 0, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, id="an empty node has no victim"),
+        pytest.param(
+            pod("p", MID), [pod("victim", HIGH, on="node1")], [], set(), 0, Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+            id="a victim of higher priority cannot be preempted",
+        ),
+        pytest.param(
+            pod("p", MID), [], [], set(), 0, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, id="an empty node has no victim"
+        ),
     ],
 )  # fmt: skip
 def test_select_victims_on_node(
@@ -807,12 +860,24 @@ def victim(name: str, labels: dict[str, str] | None = None, namespace: str = "de
         pytest.param([victim("p1", namespace="other")], [pdb(FOO, 0)], [], ["p1"], id="a PDB of another namespace"),
         pytest.param([victim("p1")], [pdb(FOO, 1)], [], ["p1"], id="victim matching a PDB with a disruption allowed"),
         pytest.param([victim("p1")], [pdb(FOO, 0)], ["p1"], [], id="victim matching a PDB with no disruption allowed"),
-        pytest.param([victim("p1"), victim("p2")], [pdb(FOO, 1)], ["p2"], ["p1"], id="multiple victims spend the same budget in order"),
-        pytest.param([victim("p1")], [pdb(FOO, 0, disrupted=["p1"])], [], ["p1"], id="a pod in disruptedPods is ignored"),
-        pytest.param([victim("p1")], [PodDisruptionBudget("default", "pdb", LabelSelector(), 0)], [], ["p1"], id="a PDB with an empty selector"),
-        pytest.param([victim("p1")], [PodDisruptionBudget("default", "pdb", None, 0)], [], ["p1"], id="a PDB with no selector"),
-        pytest.param([victim("p1", labels={})], [PodDisruptionBudget("default", "pdb", LabelSelector(), 0)], [], ["p1"],
-                     id="a pod without labels matches no PDB"),
+        pytest.param(
+            [victim("p1"), victim("p2")], [pdb(FOO, 1)], ["p2"], ["p1"],
+            id="multiple victims spend the same budget in order",
+        ),
+        pytest.param(
+            [victim("p1")], [pdb(FOO, 0, disrupted=["p1"])], [], ["p1"], id="a pod in disruptedPods is ignored"
+        ),
+        pytest.param(
+            [victim("p1")], [PodDisruptionBudget("default", "pdb", LabelSelector(), 0)], [], ["p1"],
+            id="a PDB with an empty selector",
+        ),
+        pytest.param(
+            [victim("p1")], [PodDisruptionBudget("default", "pdb", None, 0)], [], ["p1"], id="a PDB with no selector"
+        ),
+        pytest.param(
+            [victim("p1", labels={})], [PodDisruptionBudget("default", "pdb", LabelSelector(), 0)], [], ["p1"],
+            id="a pod without labels matches no PDB",
+        ),
         pytest.param(
             [victim("p1", labels={"app": "foo", "tier": "backend"})],
             [pdb(FOO, 1, name="a"), pdb({"tier": "backend"}, 0, name="b")], ["p1"], [],
@@ -891,9 +956,9 @@ def test_a_pre_filter_rejection_is_not_helped_by_preemption() -> None:
         pod("p", HIGH), snapshot_of(TWO_NODES, [pod("v", on="node1")]), rng=random.Random(0)
     )
     # the pre-filter's status stands for every node, so no node is worth a dry run
-    assert (
-        result.message
-        == "0/2 nodes are available: no way. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+    assert result.message == (
+        "0/2 nodes are available: no way. "
+        "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
     )
 
 
@@ -908,9 +973,18 @@ def test_default_arguments_are_upstreams() -> None:
 @pytest.mark.parametrize(
     ("raw", "field", "message"),
     [
-        pytest.param({"minCandidateNodesPercentage": -1}, "minCandidateNodesPercentage", "not in valid range [0, 100]", id="negative percentage"),
-        pytest.param({"minCandidateNodesPercentage": 101}, "minCandidateNodesPercentage", "not in valid range [0, 100]", id="percentage over 100"),
-        pytest.param({"minCandidateNodesAbsolute": -1}, "minCandidateNodesAbsolute", "not in valid range [0, inf)", id="negative absolute"),
+        pytest.param(
+            {"minCandidateNodesPercentage": -1}, "minCandidateNodesPercentage", "not in valid range [0, 100]",
+            id="negative percentage",
+        ),
+        pytest.param(
+            {"minCandidateNodesPercentage": 101}, "minCandidateNodesPercentage", "not in valid range [0, 100]",
+            id="percentage over 100",
+        ),
+        pytest.param(
+            {"minCandidateNodesAbsolute": -1}, "minCandidateNodesAbsolute", "not in valid range [0, inf)",
+            id="negative absolute",
+        ),
         pytest.param(
             {"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 0}, "minCandidateNodesPercentage",
             "cannot be zero at the same time as minCandidateNodesAbsolute", id="both zero",
@@ -1095,18 +1169,28 @@ def test_pod_disruption_budget_fields() -> None:
     ("diagnosis", "expected"),
     [
         pytest.param(
-            Diagnosis(3, {"a": framework.unschedulable("Insufficient cpu")}, framework.unresolvable("Preemption is not helpful for scheduling")),
+            Diagnosis(
+                3,
+                {"a": framework.unschedulable("Insufficient cpu")},
+                framework.unresolvable("Preemption is not helpful for scheduling"),
+            ),
             "0/3 nodes are available: 1 Insufficient cpu, 2 Preemption is not helpful for scheduling.",
             id="nodes without a status count with the absent-nodes reasons",
         ),
         pytest.param(
-            Diagnosis(2, {"a": framework.unschedulable("Insufficient cpu"), "b": framework.unschedulable("Insufficient cpu")},
-                      post_filter_msg="preemption: not eligible due to preemptionPolicy=Never."),
-            "0/2 nodes are available: 2 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never.",
+            Diagnosis(
+                2,
+                {"a": framework.unschedulable("Insufficient cpu"), "b": framework.unschedulable("Insufficient cpu")},
+                post_filter_msg="preemption: not eligible due to preemptionPolicy=Never.",
+            ),
+            "0/2 nodes are available: 2 Insufficient cpu. "
+            "preemption: not eligible due to preemptionPolicy=Never.",
             id="the PostFilter message is appended as it is",
         ),
         pytest.param(
-            Diagnosis(2, {}, framework.unresolvable("no way"), pre_filter_msg="no way", post_filter_msg="preemption: x"),
+            Diagnosis(
+                2, {}, framework.unresolvable("no way"), pre_filter_msg="no way", post_filter_msg="preemption: x"
+            ),
             "0/2 nodes are available: no way. preemption: x",
             id="a pre-filter rejection is said once, not per node",
         ),

@@ -12,11 +12,12 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from kopf_scheduler.core.framework import ClusterEvent
 from kopf_scheduler.core.objects import Pod
+from kopf_scheduler.core.plugins.inter_pod_affinity import InterPodAffinity
 from kopf_scheduler.core.queueing import (
     ACTIVE,
     BACKOFF,
-    EVENT_ASSIGNED_POD_ADD,
     EVENT_BACKOFF_COMPLETE,
     EVENT_POD_ADD,
     EVENT_SCHEDULE_ATTEMPT_FAILURE,
@@ -24,6 +25,7 @@ from kopf_scheduler.core.queueing import (
     GATED,
     UNSCHEDULABLE,
     QueuedPodInfo,
+    QueueingHints,
     SchedulingQueue,
     is_pod_updated,
 )
@@ -90,7 +92,6 @@ def test_priority_order_then_fifo_within_equal_priority() -> None:
     assert [pop_name(q, 5.0) for _ in range(5)] == ["high", "mid", "low0", "low1", "low2"]
     assert pop_name(q, 5.0) is None
     expect(q, in_flight=["high", "low0", "low1", "low2", "mid"])
-    assert q.scheduling_cycle == 5
 
 
 def test_same_timestamp_same_priority_pops_in_insertion_order() -> None:
@@ -258,13 +259,12 @@ def test_move_request_during_attempt_sends_failure_to_backoff() -> None:
     q.add(pod("b"), 0.0)
     a = q.pop(0.0)
     assert a is not None
-    # step: a node is added while "a" is being scheduled (cycle 1, move request cycle becomes 1)
+    # step: a node is added while "a" is being scheduled: "a" remembers it, and it may help "a"
     q.move_all_to_active_or_backoff(NODE_ADD, 0.1)
-    assert (q.scheduling_cycle, q.move_request_cycle) == (1, 1)
     q.add_unschedulable(a, 0.2)
     expect(q, active=["b"], backoff=["a"])
     assert q.incoming[(BACKOFF, EVENT_SCHEDULE_ATTEMPT_FAILURE)] == 1
-    # step: "b" is popped after the move request (cycle 2 > 1): its failure goes to the pool
+    # step: "b" is popped after the event: nothing happened during its attempt, its failure goes to the pool
     b = q.pop(0.3)
     assert b is not None and b.pod.name == "b"
     q.add_unschedulable(b, 0.4)
@@ -298,7 +298,8 @@ def test_unschedulable_update_spec_moves_status_only_does_not() -> None:
 
 
 def test_assigned_pod_added_moves_only_matching_affinity() -> None:
-    q = SchedulingQueue()
+    """InterPodAffinity's hint (upstream ``isSchedulableAfterAssignedPodChange``) for the pods it rejected."""
+    q = SchedulingQueue(hints=QueueingHints([InterPodAffinity()]))
     wants_db = make_pod("wants-db").pod_affinity("kubernetes.io/hostname", {"app": "db"}).obj()
     wants_cache = make_pod("wants-cache").pod_affinity("kubernetes.io/hostname", {"app": "cache"}).obj()
     anti_db = make_pod("anti-db").pod_affinity("kubernetes.io/hostname", {"app": "db"}, anti=True).obj()
@@ -307,27 +308,31 @@ def test_assigned_pod_added_moves_only_matching_affinity() -> None:
     plain = pod("plain")
     for p in (wants_db, wants_cache, anti_db, preferred_db, other_ns, plain):
         q.add(p, 0.0)
-        fail(q, 0.0)
+        fail(q, 0.0, plugins=("InterPodAffinity",))
     expect(q, unschedulable=["anti-db", "other-ns", "plain", "pref-db", "wants-cache", "wants-db"])
     db = make_pod("db").label(app="db").node("n1").obj()
+    added = ClusterEvent.ASSIGNED_POD_ADD
     # step: a db pod is bound in "default": only the required affinity term in the same namespace matches
-    assert q.assigned_pod_added(db, 10.0) == 1
+    assert q.move_all_to_active_or_backoff(added, 10.0, new=db) == 1
     expect(q, active=["wants-db"], unschedulable=["anti-db", "other-ns", "plain", "pref-db", "wants-cache"])
-    assert q.incoming[(ACTIVE, EVENT_ASSIGNED_POD_ADD)] == 1
-    assert q.assigned_pod_added(make_pod("web").label(app="web").node("n1").obj(), 10.0) == 0
+    assert q.incoming[(ACTIVE, added)] == 1
+    web = make_pod("web").label(app="web").node("n1").obj()
+    assert q.move_all_to_active_or_backoff(added, 10.0, new=web) == 0
 
 
 def test_assigned_pod_added_during_attempt_counts_as_move_request_for_that_pod() -> None:
-    q = SchedulingQueue()
+    """Events during an attempt are judged against the attempt's own rejectors when it fails."""
+    q = SchedulingQueue(hints=QueueingHints([InterPodAffinity()]))
     wants_db = make_pod("wants-db").pod_affinity("kubernetes.io/hostname", {"app": "db"}).obj()
     q.add(wants_db, 0.0)
     q.add(pod("plain"), 0.0)
     w = q.pop(0.0)
     p = q.pop(0.0)
     assert w is not None and p is not None
-    q.assigned_pod_added(make_pod("db").label(app="db").node("n1").obj(), 0.1)
-    q.add_unschedulable(w, 0.2)
-    q.add_unschedulable(p, 0.2)
+    db = make_pod("db").label(app="db").node("n1").obj()
+    q.move_all_to_active_or_backoff(ClusterEvent.ASSIGNED_POD_ADD, 0.1, new=db)
+    q.add_unschedulable(w, 0.2, plugins=("InterPodAffinity",))
+    q.add_unschedulable(p, 0.2, plugins=("InterPodAffinity",))
     expect(q, backoff=["wants-db"], unschedulable=["plain"])
 
 

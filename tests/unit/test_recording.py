@@ -25,7 +25,8 @@ from kopf_scheduler.core.recording import STAGE_PERMIT, ConditionMemo, RepeatLim
         pytest.param(
             [("u", "Scheduling", 0.0), ("u", "Scheduling", 1.0)],
             [True, False],
-            id="whatever its message: '0/2455 nodes' then '0/3532 nodes' while nodes join is one event (upstream's key has no note)",
+            id="whatever its message: '0/2455 nodes' then '0/3532 nodes' while nodes join is one event "
+            "(upstream's key has no note)",
         ),
         pytest.param(
             [("u", "Scheduling", 0.0), ("u", "Binding", 1.0)],

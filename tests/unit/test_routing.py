@@ -11,6 +11,7 @@ from builders import make_node, make_pod
 
 from kopf_scheduler.core.cache import PodState, SchedulerCache
 from kopf_scheduler.core.objects import Pod
+from kopf_scheduler.core.policy import default_profile
 from kopf_scheduler.core.profile import Profile
 from kopf_scheduler.core.queueing import ACTIVE, SchedulingQueue
 from kopf_scheduler.core.routing import (
@@ -44,13 +45,23 @@ class Served:
     queue: SchedulingQueue = field(default_factory=SchedulingQueue)
 
 
+#: the served name's profile: its plugins' requeueing hints decide which events move which pods
+PROFILE = default_profile(OURS)
+
+
 @dataclass
 class World:
-    """The core state a watch handler touches, with one served name ("ours") and one unserved."""
+    """The core state a watch handler touches, with one served name ("ours", today's default profile,
+    its hints reading this cache, as the operator serves it) and one unserved."""
 
     cache: SchedulerCache = field(default_factory=SchedulerCache)
     pending: PendingPods = field(default_factory=PendingPods)
-    served: dict[str, Served] = field(default_factory=lambda: {OURS: Served()})
+    served: dict[str, Served] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.served:
+            queue = serve(PROFILE, None, pending=self.pending, now=NOW, cluster=self.cache)
+            self.served[OURS] = Served(queue)
 
     @property
     def queue(self) -> SchedulingQueue:
@@ -70,12 +81,13 @@ class World:
     def unassigned(self, pod: Pod, *, gone: bool = False, now: float = NOW) -> Routed:
         return route_unassigned_pod(pod, gone=gone, cache=self.cache, pending=self.pending, served=self.served, now=now)
 
-    def park_unschedulable(self, pod: Pod) -> None:
-        """Put `pod` in the unschedulable pool, as a failed attempt does."""
+    def park_unschedulable(self, pod: Pod, *, plugins: tuple[str, ...] = ()) -> None:
+        """Put `pod` in the unschedulable pool, as a failed attempt that `plugins` rejected it in does
+        (none: every event may help it)."""
         self.pod(pod)
         info = self.queue.pop(NOW)
         assert info is not None
-        self.queue.add_unschedulable(info, NOW)
+        self.queue.add_unschedulable(info, NOW, plugins=plugins)
 
 
 def pod(
@@ -243,11 +255,21 @@ def test_an_in_place_resize_down_moves_unschedulable_pods(world: World) -> None:
 
 def test_a_bound_pod_selected_by_required_affinity_moves_the_waiting_pod(world: World) -> None:
     waiting = make_pod("waiting").scheduler(OURS).uid("w").pod_affinity("kubernetes.io/hostname", {"app": "db"}).obj()
-    world.park_unschedulable(waiting)
+    world.park_unschedulable(waiting, plugins=("InterPodAffinity",))  # InterPodAffinity's hint decides
     unrelated = world.pod(make_pod("web").label(app="web").node("n1").obj())
     assert (unrelated.wake, world.queue.where(waiting)) == ((), "unschedulable")
     routed = world.pod(make_pod("db").label(app="db").node("n1").obj())
     assert routed.wake == (OURS,)
+    assert world.queue.where(waiting) != "unschedulable"
+
+
+def test_a_bound_pod_relabelled_into_a_required_affinity_moves_the_waiting_pod(world: World) -> None:
+    waiting = make_pod("waiting").scheduler(OURS).uid("w").pod_affinity("kubernetes.io/hostname", {"app": "db"}).obj()
+    world.park_unschedulable(waiting, plugins=("InterPodAffinity",))
+    world.pod(make_pod("x").uid("x").label(app="web").node("n1").obj())
+    assert world.queue.where(waiting) == "unschedulable"
+    routed = world.pod(make_pod("x").uid("x").label(app="db").node("n1").obj())  # upstream's AssignedPod/UpdatePodLabel
+    assert (routed.event, routed.wake, routed.settled) == ("AssignedPodUpdate", (OURS,), "x")
     assert world.queue.where(waiting) != "unschedulable"
 
 
@@ -360,8 +382,10 @@ def test_a_node_event_moves_a_pod_that_only_lacked_resources_when_the_node_could
 
 
 def test_a_node_that_could_not_hold_it_does_not_send_a_pod_in_flight_to_backoff(world: World) -> None:
-    # second attempt of a pod NodeResourcesFit alone rejected: a 4-cpu node joining meanwhile cannot
-    # help, so the failed attempt parks it as unschedulable (a first attempt has no rejector yet: backoff)
+    # a 4-cpu node joins while two pods of 64 cpu are tried; NodeResourcesFit rejects both: the node
+    # cannot help either, so both fail to the pool. The event is judged against the rejectors of the
+    # attempt it happened during (upstream determineSchedulingHintForInFlightPod), so the first attempt
+    # of "first" is judged like the second of "big" (it used to go to backoff: no rejector yet).
     big = make_pod("big").uid("big").req(cpu="64").scheduler(OURS).obj()
     first = make_pod("first").uid("first").req(cpu="64").scheduler(OURS).obj()
     world.pod(big)
@@ -386,7 +410,18 @@ def test_a_node_that_could_not_hold_it_does_not_send_a_pod_in_flight_to_backoff(
     for p in popped:
         assert p is not None
         world.queue.add_unschedulable(p, NOW + 20, plugins={"NodeResourcesFit"})
-    assert (world.queue.where("big"), world.queue.where("first")) == ("unschedulable", "backoff")
+    assert (world.queue.where("big"), world.queue.where("first")) == ("unschedulable", "unschedulable")
+
+
+def test_a_node_that_could_hold_it_sends_a_pod_in_flight_to_backoff(world: World) -> None:
+    big = make_pod("big").uid("big").req(cpu="64").scheduler(OURS).obj()
+    world.pod(big)
+    info = world.queue.pop(NOW)
+    assert info is not None
+    node = make_node("n2").capacity(cpu="96", memory="8Gi", pods="110").obj()
+    route_node(node, cache=world.cache, served=world.served, now=NOW)  # joins while the attempt runs
+    world.queue.add_unschedulable(info, NOW, plugins={"NodeResourcesFit"})
+    assert world.queue.where("big") == "backoff"
 
 
 @pytest.mark.parametrize(

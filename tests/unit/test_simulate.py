@@ -10,6 +10,7 @@ import pytest
 import yaml
 from extender_server import ExtenderServer
 
+from kopf_scheduler.cluster.bodies import node_body, pod_body
 from kopf_scheduler.commands import main
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "operator" / "kopf_scheduler" / "sim" / "examples"
@@ -55,10 +56,12 @@ def test_readme_max_replicas_example(capsys: pytest.CaptureFixture[str]) -> None
         str(EXAMPLES / "web.yaml"),
     )
     rc, out, _ = simulate(capsys, *args, "--output", "json")
-    # after the pods: node-a has 500m cpu and 3Gi free -> 1 copy (500m, 1Gi); node-b 1500m, 3.5Gi -> 3; node-c is tainted
+    # after the pods: node-a has 500m cpu and 3Gi free -> 1 copy (500m, 1Gi); node-b 1500m, 3.5Gi -> 3;
+    # node-c is tainted
     assert rc == 0 and json.loads(out)["maxReplicas"] == {
         "pod": "default/web", "replicas": 4, "nodes": {"node-a": 1, "node-b": 3}, "limit": 0,
-        "stoppedBy": "0/3 nodes are available: 1 Insufficient memory, 1 node(s) had untolerated taint(s), 2 Insufficient cpu.",
+        "stoppedBy": "0/3 nodes are available: "
+        "1 Insufficient memory, 1 node(s) had untolerated taint(s), 2 Insufficient cpu.",
     }  # fmt: skip
 
 
@@ -74,26 +77,16 @@ def write(tmp_path: Path, name: str, docs: list[dict]) -> str:
     return str(path)
 
 
-def node(name: str, cpu: str = "4", **labels: str) -> dict:
-    return {
-        "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **labels}},
-        "status": {
-            "allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"},
-            "conditions": [{"type": "Ready", "status": "True"}],
-        },
-    }
+def node(name: str, cpu: str = "4", *, pods: str = "110", **labels: str) -> dict:
+    return node_body(name).hostname().labels(labels).allocatable(cpu=cpu, memory="8Gi", pods=pods).ready().obj()
 
 
-def pod(name: str, cpu: str = "1", **spec: object) -> dict:
-    return {
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "ns"},
-        "spec": {
-            "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}],
-            **spec,
-        },
-    }
+def pod(name: str, cpu: str = "1", *, memory: str = "1Gi", **spec: object) -> dict:
+    """A pod of namespace ns, one container requesting `cpu` and `memory`; `spec` sets its other fields."""
+    body = pod_body(name, "ns").container("c", "x", cpu=cpu, memory=memory)
+    for field, value in spec.items():
+        body.set(f"spec.{field}", value)
+    return body.obj()
 
 
 def test_each_placement_counts_for_the_next(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -104,7 +97,8 @@ def test_each_placement_counts_for_the_next(tmp_path: Path, capsys: pytest.Captu
     assert sorted(n for n in nodes if n) == ["a", "a", "b", "b"]
     # the nodes are full of pods of the same priority (0): nothing to preempt
     assert got["ns/p4"]["message"] == (
-        "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
+        "0/2 nodes are available: 2 Insufficient cpu. "
+        "preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
     )
 
 
@@ -149,14 +143,15 @@ def test_extenders_of_the_policy_are_called(tmp_path: Path, capsys: pytest.Captu
     cluster = write(tmp_path, "c.yaml", [node("a"), node("b"), node("c")])
     pods = write(tmp_path, "p.yaml", [pod("p0"), pod("big", cpu="8")])
     with ExtenderServer(routes) as ext:
-        spec = {"schedulerName": "kopf-scheduler", "extenders": [
-            {"urlPrefix": ext.url, "filterVerb": "filter", "prioritizeVerb": "prioritize", "weight": 100, "nodeCacheCapable": True}]}  # fmt: skip
+        extender = {"urlPrefix": ext.url, "filterVerb": "filter", "prioritizeVerb": "prioritize", "weight": 100}
+        spec = {"schedulerName": "kopf-scheduler", "extenders": [{**extender, "nodeCacheCapable": True}]}
         policy = write(tmp_path, "policy.yaml", [{"kind": "SchedulingPolicy", "metadata": {"name": "x"}, "spec": spec}])
         got = placements(capsys, "--cluster", cluster, "--pods", pods, "--policy", policy)
     assert got["ns/p0"]["node"] == "c"  # 10 * 10 * 100 outweighs any plugin score
     assert ext.verbs() == ["filter", "prioritize"], "the pod that fits no node never reaches the extender"
     assert got["ns/big"]["message"] == (
-        "0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+        "0/3 nodes are available: 3 Insufficient cpu. "
+        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
     )
 
 
@@ -283,13 +278,16 @@ def test_explain_json_gives_every_node_with_raw_and_normalised_scores(
     (least,) = {part["plugin"] for v in got["explain"]["nodes"] for part in v.get("scores", ())}
     assert got["node"] == "b"
     assert got["explain"] == {
-        "pod": "ns/p0", "outcome": "scheduled", "node": "b", "message": "", "schedulerName": "x", "attempts": 0, "ageSeconds": None,
-        "numNodes": 3, "evaluatedNodes": 3, "preFilter": "", "notEvaluated": [], "preemption": None,
+        "pod": "ns/p0", "outcome": "scheduled", "node": "b", "message": "", "schedulerName": "x", "attempts": 0,
+        "ageSeconds": None, "numNodes": 3, "evaluatedNodes": 3, "preFilter": "", "notEvaluated": [], "preemption": None,
         "nodes": [
-            # b: cpu (4-1)/4 -> 75, memory (8-1)/8 -> 87; (75+87)/2 = 81 (no normalisation: raw = score); x weight 2 = 162
-            {"node": "b", "result": "chosen", "total": 162, "scores": [{"plugin": least, "raw": 81, "score": 81, "weight": 2, "weighted": 162}]},
+            # b: cpu (4-1)/4 -> 75, memory (8-1)/8 -> 87; (75+87)/2 = 81 (no normalisation: raw = score);
+            # x weight 2 = 162
+            {"node": "b", "result": "chosen", "total": 162,
+             "scores": [{"plugin": least, "raw": 81, "score": 81, "weight": 2, "weighted": 162}]},
             # a: cpu (2-1)/2 -> 50, memory 87; (50+87)/2 = 68; x2 = 136
-            {"node": "a", "result": "feasible", "total": 136, "scores": [{"plugin": least, "raw": 68, "score": 68, "weight": 2, "weighted": 136}]},
+            {"node": "a", "result": "feasible", "total": 136,
+             "scores": [{"plugin": least, "raw": 68, "score": 68, "weight": 2, "weighted": 136}]},
             {"node": "c", "result": "unresolvable", "plugin": "TaintToleration", "code": "UnschedulableAndUnresolvable",
              "reasons": ["node(s) had untolerated taint(s)"]},
         ],
@@ -317,9 +315,9 @@ def test_explain_scores_a_single_feasible_node_and_explains_an_unschedulable_pod
         ("a", "NodeResourcesFit", "UnschedulableAndUnresolvable"),
         ("b", "NodeResourcesFit", "UnschedulableAndUnresolvable"),
     }
-    assert (
-        big["message"]
-        == "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+    assert big["message"] == (
+        "0/2 nodes are available: 2 Insufficient cpu. "
+        "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
     )
     assert big["explain"]["message"] == big["message"]
 
@@ -332,9 +330,10 @@ def test_explain_table_prints_each_decision_in_short(tmp_path: Path, capsys: pyt
     )
     assert rc == 0
     assert (
-        "pod ns/p0: scheduled to b\n  b: total 162 (NodeResourcesLeastAllocated 81x2)\n  a: total 136 (NodeResourcesLeastAllocated 68x2)"
-        in out
-    )
+        "pod ns/p0: scheduled to b\n"
+        "  b: total 162 (NodeResourcesLeastAllocated 81x2)\n"
+        "  a: total 136 (NodeResourcesLeastAllocated 68x2)"
+    ) in out
     assert "pod ns/p1: scheduled to" in out
 
 
@@ -378,7 +377,8 @@ def test_preemption_example(capsys: pytest.CaptureFixture[str]) -> None:
         "victims": ["default/report"],
     }
     assert got["default/batch-2"]["message"] == (
-        "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
+        "0/2 nodes are available: 2 Insufficient cpu. "
+        "preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
     )
     assert (
         got["default/patient"]["message"]
@@ -411,15 +411,29 @@ def full_cluster(tmp_path: Path, *extra: dict) -> str:
 @pytest.mark.parametrize(
     ("classes", "spec", "preempts"),
     [
-        pytest.param([priority_class("high", 100)], {"priorityClassName": "high"}, True, id="the class's value (100) beats 50"),
-        pytest.param([priority_class("low", 10)], {"priorityClassName": "low"}, False, id="the class's value (10) does not"),
-        pytest.param([], {"priorityClassName": "system-cluster-critical"}, True, id="the system classes exist without being listed"),
-        pytest.param([priority_class("high", 100)], {"priorityClassName": "high", "priority": 7}, False, id="a pod carrying spec.priority keeps it"),
-        pytest.param([priority_class("d", 1000, globalDefault=True), priority_class("e", 60, globalDefault=True)], {}, True,
-                     id="no class named: the lowest global default (60)"),
+        pytest.param(
+            [priority_class("high", 100)], {"priorityClassName": "high"}, True, id="the class's value (100) beats 50"
+        ),
+        pytest.param(
+            [priority_class("low", 10)], {"priorityClassName": "low"}, False, id="the class's value (10) does not"
+        ),
+        pytest.param(
+            [], {"priorityClassName": "system-cluster-critical"}, True,
+            id="the system classes exist without being listed",
+        ),
+        pytest.param(
+            [priority_class("high", 100)], {"priorityClassName": "high", "priority": 7}, False,
+            id="a pod carrying spec.priority keeps it",
+        ),
+        pytest.param(
+            [priority_class("d", 1000, globalDefault=True), priority_class("e", 60, globalDefault=True)], {}, True,
+            id="no class named: the lowest global default (60)",
+        ),
         pytest.param([], {}, False, id="no class named and no global default: 0"),
-        pytest.param([priority_class("high", 100, preemptionPolicy="Never")], {"priorityClassName": "high"}, False,
-                     id="the class's preemptionPolicy Never"),
+        pytest.param(
+            [priority_class("high", 100, preemptionPolicy="Never")], {"priorityClassName": "high"}, False,
+            id="the class's preemptionPolicy Never",
+        ),
     ],
 )  # fmt: skip
 def test_priority_classes_stand_in_for_admission(
@@ -501,7 +515,10 @@ def test_gangs_are_placed_all_or_nothing(
     if not placed:
         # the 3 that fit waited, then read how many fit; the 4th fit nowhere
         gang = "gang ns/train: only 3 of the 4 pods it needs fit; none is bound and every reservation is released"
-        unfit = "0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
+        unfit = (
+            "0/3 nodes are available: 3 Insufficient cpu. "
+            "preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
+        )
         assert sorted(m["message"] for m in members) == sorted([gang, gang, gang, unfit])  # type: ignore[type-var]
 
 
@@ -523,20 +540,11 @@ def test_the_gang_example(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def template(cpu: str = "1", memory: str = "1Gi", **spec: object) -> dict:
-    return {
-        "kind": "Pod",
-        "metadata": {"name": "web", "namespace": "ns"},
-        "spec": {
-            "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu, "memory": memory}}}],
-            **spec,
-        },
-    }
+    return pod("web", cpu, memory=memory, **spec)
 
 
 def small_node(name: str, pods: str) -> dict:
-    n = node(name)
-    n["status"]["allocatable"]["pods"] = pods
-    return n
+    return node(name, pods=pods)
 
 
 @pytest.mark.parametrize(
@@ -551,7 +559,8 @@ def small_node(name: str, pods: str) -> dict:
             "0/2 nodes are available: 2 Insufficient memory.", id="memory runs out first: 8Gi // 3Gi = 2 per node",
         ),
         pytest.param(
-            [small_node("a", pods="3"), pod("resident", cpu="100m", nodeName="a")], [], template(cpu="100m"), 0, 2, {"a": 2},
+            [small_node("a", pods="3"), pod("resident", cpu="100m", nodeName="a")], [], template(cpu="100m"),
+            0, 2, {"a": 2},
             "0/1 nodes are available: 1 Too many pods.", id="the pod count runs out: 3 allowed - 1 running = 2",
         ),
         pytest.param(
@@ -559,7 +568,8 @@ def small_node(name: str, pods: str) -> dict:
             "0/1 nodes are available: 1 Insufficient cpu.", id="bound pods take their room: (4 - 3) / 1 = 1",
         ),
         pytest.param(
-            [node("a", cpu="2", disk="ssd"), node("b", cpu="4")], [], template(cpu="1", nodeSelector={"disk": "ssd"}), 0, 2, {"a": 2},
+            [node("a", cpu="2", disk="ssd"), node("b", cpu="4")], [], template(cpu="1", nodeSelector={"disk": "ssd"}),
+            0, 2, {"a": 2},
             "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) didn't match Pod's node affinity/selector.",
             id="a node selector leaves one node: 2/1 = 2",
         ),
@@ -568,17 +578,20 @@ def small_node(name: str, pods: str) -> dict:
             "0/1 nodes are available: 1 Insufficient cpu.", id="the --pods land first: (4 - 2) / 1 = 2",
         ),
         pytest.param(
-            [node("a", cpu="2"), node("b", cpu="4")], [], template(cpu="1"), 3, 3, None, "", id="--max-limit 3 stops the count at 3",
+            [node("a", cpu="2"), node("b", cpu="4")], [], template(cpu="1"), 3, 3, None, "",
+            id="--max-limit 3 stops the count at 3",
         ),
         pytest.param(
-            [node("a", cpu="2"), pod("resident", cpu="2", nodeName="a", priority=0)], [], template(cpu="1", priority=1000), 0, 0, {},
+            [node("a", cpu="2"), pod("resident", cpu="2", nodeName="a", priority=0)], [],
+            template(cpu="1", priority=1000), 0, 0, {},
             "0/1 nodes are available: 1 Insufficient cpu.", id="copies never preempt: 0, and no preemption tail",
         ),
     ],
 )  # fmt: skip
 def test_max_replicas_counts_the_copies_that_fit(
     tmp_path: Path, capsys: pytest.CaptureFixture[str],
-    cluster: list[dict], pending: list[dict], tmpl: dict, limit: int, replicas: int, nodes: dict[str, int] | None, stopped_by: str,
+    cluster: list[dict], pending: list[dict], tmpl: dict, limit: int, replicas: int, nodes: dict[str, int] | None,
+    stopped_by: str,
 ) -> None:  # fmt: skip
     args = [
         "--cluster",
@@ -641,7 +654,10 @@ def test_without_pods_the_clusters_own_pending_pods_of_the_scheduler_name_run(
 ) -> None:
     cluster = write(
         tmp_path, "c.yaml",
-        [node("a"), pod("ours", schedulerName="kopf-scheduler"), pod("theirs"), pod("other", schedulerName="other"), pod("bound", nodeName="a")],
+        [
+            node("a"), pod("ours", schedulerName="kopf-scheduler"), pod("theirs"), pod("other", schedulerName="other"),
+            pod("bound", nodeName="a"),
+        ],
     )  # fmt: skip
     assert list(placements(capsys, "--cluster", cluster)) == ["ns/ours"]  # the default policy's schedulerName
     assert list(placements(capsys, "--cluster", cluster, "--scheduler-name", "default-scheduler")) == ["ns/theirs"]

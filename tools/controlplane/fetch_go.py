@@ -35,7 +35,8 @@ ARCHES = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm
 
 
 def main(argv: list[str]) -> int:
-    cache = Path(argv[1] if len(argv) > 1 else os.environ.get("KOPF_SCHEDULER_CACHE") or Path.home() / ".cache" / "kopf-scheduler")
+    default_cache = os.environ.get("KOPF_SCHEDULER_CACHE") or Path.home() / ".cache" / "kopf-scheduler"
+    cache = Path(argv[1] if len(argv) > 1 else default_cache)
     target = f"{platform.system().lower()}-{ARCHES.get(platform.machine().lower(), platform.machine().lower())}"
     if target not in PINNED:
         print(f"error: no pinned Go toolchain for {target}; install Go >= 1.26 yourself", file=sys.stderr)

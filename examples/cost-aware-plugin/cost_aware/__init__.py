@@ -12,7 +12,9 @@ Use it in a SchedulingPolicy like any built-in plugin, after ``pip install`` of 
 
 It shows the whole plugin contract: a ``ScorePlugin`` (with ``PreScorePlugin`` to look at every
 feasible node once per pod), typed arguments validated by the plugin's own dataclass, and typed
-cycle state.
+cycle state. ``cost_aware.binding`` adds two plugins of the binding cycle that talk to the API
+server: ``HourlyCostAnnotation`` (PreBind: stamps the price on the pod) and ``PricedBinder`` (Bind:
+binds pods on priced nodes itself, the price on the Binding; DefaultBinder binds the others).
 """
 
 from __future__ import annotations
@@ -37,11 +39,23 @@ from kopf_scheduler.framework import (
     Status,
 )
 
-__all__ = ["CostAware", "CostAwareArgs", "hourly_cost"]
+__all__ = [
+    "CostAware",
+    "CostAwareArgs",
+    "HourlyCostAnnotation",
+    "PricedBinder",
+    "hourly_cost",
+    "valid_label_key",
+]
 
 DEFAULT_LABEL: Final = "example.com/hourly-cost"
 #: a qualified label key: an optional DNS prefix and "/", then a name of 1..63 characters
 _LABEL_KEY: Final = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+
+
+def valid_label_key(key: str) -> bool:
+    """Whether `key` is a qualified label (or annotation) key: ``[prefix/]name``."""
+    return bool(_LABEL_KEY.match(key))
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +66,7 @@ class CostAwareArgs:
     label: str = DEFAULT_LABEL
 
     def __post_init__(self) -> None:
-        if not _LABEL_KEY.match(self.label):
+        if not valid_label_key(self.label):
             raise PluginArgsError("label", f"{self.label!r} is not a valid label key")
 
 
@@ -102,3 +116,6 @@ class CostAware(PreScorePlugin, ScorePlugin):
         if prices.high == prices.low:
             return MAX_NODE_SCORE
         return int((prices.high - cost) * MAX_NODE_SCORE / (prices.high - prices.low))
+
+
+from .binding import HourlyCostAnnotation, PricedBinder  # noqa: E402  (it imports this module's helpers)

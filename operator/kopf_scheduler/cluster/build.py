@@ -20,6 +20,7 @@ __all__ = [
     "GoNotFoundError",
     "controlplane_dir",
     "ensure_binaries",
+    "run_build_script",
 ]
 
 BINARIES = ("etcd", "kube-apiserver", "kube-scheduler", "kubectl")
@@ -91,6 +92,26 @@ def ensure_binaries(
         return _check_bin_dir(Path(prebuilt).expanduser().resolve())
 
     script = controlplane_dir() / "build.sh"
+    return _check_bin_dir(
+        run_build_script(script, "the control plane", cache_dir, environ, echo, prebuilt_env=ENV_BIN_DIR)
+    )
+
+
+def run_build_script(
+    script: Path,
+    what: str,
+    cache_dir: Path | None,
+    environ: dict[str, str],
+    echo: bool,
+    *,
+    prebuilt_env: str,
+) -> Path:
+    """Run one of tools/*/build.sh (``bash SCRIPT [CACHE_DIR]``) and return the folder it prints last.
+
+    Its stderr (progress, compiler output) is echoed when `echo` is true and the last 40 lines go
+    into the error. Exit status 2 is the scripts' "no Go on PATH": :class:`GoNotFoundError`, naming
+    `what` is being built and `prebuilt_env`, the variable that points at a prebuilt copy instead.
+    """
     cmd = ["bash", str(script)] + ([str(cache_dir)] if cache_dir is not None else [])
     tail: collections.deque[str] = collections.deque(maxlen=40)
     try:
@@ -109,13 +130,13 @@ def ensure_binaries(
     log = "\n".join(tail)
     if rc == _GO_MISSING_EXIT:
         raise GoNotFoundError(
-            "cannot build the control plane: Go is not installed or not on PATH.\n"
+            f"cannot build {what}: Go is not installed or not on PATH.\n"
             "Install Go >= 1.26 (GOTOOLCHAIN=go1.27.3 also works through the module proxy), "
-            f"or set ${ENV_BIN_DIR} to prebuilt binaries.\n{log}"
+            f"or set ${prebuilt_env} to a prebuilt copy.\n{log}"
         )
     if rc != 0:
         raise BuildError(f"{script} failed with exit status {rc}; last output:\n{log}")
     lines = stdout.strip().splitlines()
     if not lines:
-        raise BuildError(f"{script} printed no bin folder")
-    return _check_bin_dir(Path(lines[-1]))
+        raise BuildError(f"{script} printed no folder")
+    return Path(lines[-1])

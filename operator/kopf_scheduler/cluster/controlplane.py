@@ -429,10 +429,13 @@ class ControlPlane:
 
     # ----------------------------------------------------------------- processes
 
-    def _spawn(self, name: str, argv: list[str], log: Path, port: int | None) -> subprocess.Popen[bytes]:
+    def _spawn(
+        self, name: str, argv: list[str], log: Path, port: int | None, env: dict[str, str] | None = None
+    ) -> subprocess.Popen[bytes]:
         with log.open("ab") as out:
             popen = subprocess.Popen(
                 argv,
+                env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,

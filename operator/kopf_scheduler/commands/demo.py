@@ -1,17 +1,20 @@
 """``kopf-scheduler demo``: a local control plane, simulated nodes and a mixed workload, scheduled live.
 
-1. builds the control-plane binaries if needed and starts etcd + kube-apiserver in ``--workdir``;
+1. builds the control-plane binaries and KWOK if needed, starts etcd + kube-apiserver in ``--workdir``
+   and KWOK (sigs.k8s.io/kwok: the simulated nodes' kubelets, logging to WORKDIR/kwok.log);
 2. installs the CRDs from crds/ and the example policy deploy/policies/default.yaml;
 3. creates ``--nodes`` Node objects over three zones (4/8/16 CPUs, a few GPU nodes tainted
-   ``dedicated=gpu:NoSchedule``, one cordoned);
+   ``dedicated=gpu:NoSchedule``, one cordoned), which KWOK makes Ready;
 4. starts the operator as ``python -m kopf_scheduler.commands run --kubeconfig K --metrics-port P``,
    logging to WORKDIR/operator.log;
 5. submits ``--pods`` mixed pods (``schedulerName: kopf-scheduler``) in namespace ``demo``,
    about 5% of them unschedulable on purpose;
-6. prints progress every second until every pod is bound or has a FailedScheduling event;
+6. prints progress every second until every pod is bound or has a FailedScheduling event, and
+   every bound pod is Running (KWOK starts it);
 7. prints a summary and stops everything (unless ``--keep``).
 
-Exit status 0 when every schedulable pod was placed (and no impossible one was), else 1.
+Exit status 0 when every schedulable pod was placed and went Running (and no impossible one was placed),
+else 1.
 
 For development against another scheduler, $KOPF_SCHEDULER_DEMO_OPERATOR replaces the
 ``python -m kopf_scheduler.commands run`` prefix (split like a shell would); ``--kubeconfig K
@@ -37,16 +40,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..cluster import BuildError, ControlPlane, ControlPlaneError, ensure_binaries, free_port
+from ..cluster import BuildError, ControlPlane, ControlPlaneError, Kwok, ensure_binaries, ensure_kwok, free_port
 from ..cluster.build import controlplane_dir
 from .demo_workload import (
     KIND_LABEL,
     UNSCHEDULABLE_KINDS,
     DemoNode,
+    demo_node_body,
     demo_nodes,
     demo_pods,
-    node_manifest,
-    node_status,
     parse_quantity,
     pod_requests,
 )
@@ -58,6 +60,7 @@ SCHEDULER_NAME = "kopf-scheduler"
 CRD_NAME = "schedulingpolicies.scheduling.kopf.dev"
 ENV_OPERATOR = "KOPF_SCHEDULER_DEMO_OPERATOR"
 _SETTLE_SECONDS = 10.0  # all pods decided but some schedulable one not bound: wait this long for progress
+_RUNNING_GRACE = 10.0  # every pod decided, some bound one not Running yet: wait this long for KWOK
 
 
 def add_parser(subparsers: Any, name: str, help: str) -> None:
@@ -108,14 +111,15 @@ def _install_crds_and_policy(cp: ControlPlane) -> None:
 
 
 def _create_nodes(api: Any, nodes: list[DemoNode]) -> None:
+    """Create the nodes, status included (a Node may carry it on create, as a kubelet's does); KWOK,
+    which manages them by their annotation, adds the conditions that make them Ready."""
     from kubernetes import client
 
     core: Any = client.CoreV1Api(api)  # fed plain dicts, which the client accepts
 
     def one(item: tuple[int, DemoNode]) -> None:
         i, node = item
-        core.create_node(node_manifest(node))
-        core.patch_node_status(node.name, node_status(node, i))
+        core.create_node(demo_node_body(node, i).obj())
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         list(pool.map(one, enumerate(nodes)))
@@ -206,7 +210,7 @@ def _create_pods(api: Any, namespace: str, pods: list[dict[str, Any]]) -> float:
     def one(body: dict[str, Any]) -> None:
         try:
             resp = core.create_namespaced_pod(namespace, body, _preload_content=False)
-            resp.data  # read the body before the connection goes back to the pool
+            _ = resp.data  # read the body before the connection goes back to the pool
             resp.release_conn()
         except Exception as exc:  # report, keep creating the others
             errors.append(f"{body['metadata']['name']}: {exc}")
@@ -226,6 +230,7 @@ def _create_pods(api: Any, namespace: str, pods: list[dict[str, Any]]) -> float:
 class Observation:
     pods: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> pod JSON
     bound_at: dict[str, float] = field(default_factory=dict)  # name -> monotonic time first seen bound
+    running_at: dict[str, float] = field(default_factory=dict)  # name -> monotonic time first seen Running
     failed: dict[str, str] = field(default_factory=dict)  # name -> latest FailedScheduling message
 
     def node_of(self, name: str) -> str | None:
@@ -255,6 +260,8 @@ def _observe(api: Any, namespace: str, obs: Observation) -> None:
         obs.pods[name] = pod
         if (pod.get("spec") or {}).get("nodeName") and name not in obs.bound_at:
             obs.bound_at[name] = now
+        if (pod.get("status") or {}).get("phase") == "Running" and name not in obs.running_at:
+            obs.running_at[name] = now
     events = _list_json(core.list_namespaced_event, namespace, field_selector="reason=FailedScheduling")
     latest: dict[str, tuple[str, str]] = {}
     for ev in events.get("items", []):
@@ -278,6 +285,7 @@ def _wait_for_scheduling(
     deadline = time.monotonic() + timeout
     next_line = time.monotonic()
     last_progress, last_bound = time.monotonic(), -1
+    decided_at: float | None = None
     while True:
         _observe(api, namespace, obs)
         now = time.monotonic()
@@ -287,8 +295,9 @@ def _wait_for_scheduling(
         undecided = obs.pending_undecided()
         if now >= next_line:
             _say(
-                f"  [{now - deadline + timeout:5.1f}s] bound {bound:4d} / pending {len(undecided):4d} / "
-                f"unschedulable (FailedScheduling) {len(obs.failed):4d}   of {len(obs.pods)}"
+                f"  [{now - deadline + timeout:5.1f}s] bound {bound:4d} (running {len(obs.running_at):4d}) / "
+                f"pending {len(undecided):4d} / unschedulable (FailedScheduling) {len(obs.failed):4d}   "
+                f"of {len(obs.pods)}"
             )
             next_line += 1.0
         if operator.poll() is not None:
@@ -296,7 +305,9 @@ def _wait_for_scheduling(
         if len(obs.pods) >= expected and not undecided:
             wrongly_failed = [n for n in obs.failed if _kind(obs.pods[n]) not in UNSCHEDULABLE_KINDS]
             if not wrongly_failed or now - last_progress > _SETTLE_SECONDS:
-                return obs
+                decided_at = decided_at or now
+                if len(obs.running_at) >= bound or now - decided_at > _RUNNING_GRACE:
+                    return obs
         if now > deadline:
             _say(f"  timed out after {timeout:.0f}s")
             return obs
@@ -318,6 +329,7 @@ def _summary(
     cp: ControlPlane,
     namespace: str,
     log: Path,
+    kwok_log: Path,
     metrics_url: str,
     kept: bool,
     metrics_saved: bool,
@@ -339,6 +351,13 @@ def _summary(
         )
     else:
         _say("throughput: no pod was bound")
+    running = [n for n in placed if n in obs.running_at]
+    if placed:
+        last_start = max((obs.running_at[n] - obs.bound_at.get(n, obs.running_at[n]) for n in running), default=0.0)
+        _say(
+            f"running: {len(running)} of the {len(placed)} placed pods (started by KWOK"
+            + (f"; at most {last_start:.1f}s after its bind was seen)" if running else ")")
+        )
 
     if unplaced:
         _say()
@@ -383,18 +402,22 @@ def _summary(
     _say(f"  events:       {kubectl} get events -n {namespace} --field-selector reason=FailedScheduling")
     _say(f"  placements:   {kubectl} get pods -n {namespace} -o wide")
     _say(f"  operator log: {log}")
+    _say(f"  KWOK log:     {kwok_log}")
     saved_note = (
         f"  (scraped at the end into {log.parent / 'metrics.txt'})" if metrics_saved else "  (was not reachable)"
     )
     _say(f"  metrics:      {metrics_url}" + saved_note)
 
-    ok = not missed and not impossible_placed and total > 0
+    not_running = [n for n in placed if n not in obs.running_at]
+    ok = not missed and not impossible_placed and not not_running and total > 0
+    if not_running:
+        _say(f"FAILED: {len(not_running)} placed pods never went Running, e.g. {', '.join(not_running[:5])}")
     if missed:
         _say(f"FAILED: {len(missed)} schedulable pods were not placed, e.g. {', '.join(missed[:5])}")
     if impossible_placed:
         _say(f"FAILED: {len(impossible_placed)} impossible pods were placed, e.g. {', '.join(impossible_placed[:5])}")
     if ok:
-        _say("OK: every schedulable pod was placed")
+        _say("OK: every schedulable pod was placed and is Running")
     return 0 if ok else 1
 
 
@@ -430,8 +453,9 @@ def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
 
     try:
-        _say("[1/6] control-plane binaries (builds once; 15-30 min when the cache is cold)")
+        _say("[1/6] control-plane binaries and KWOK (built once: 15-30 min and 2-3.5 min when the cache is cold)")
         bin_dir = ensure_binaries()
+        kwok_install = ensure_kwok()
         cp = ControlPlane(workdir, bin_dir=bin_dir, die_with_parent=not args.keep)
         cp.up()
     except (BuildError, ControlPlaneError) as exc:
@@ -448,6 +472,8 @@ def run(args: argparse.Namespace) -> int:
         from kubernetes import client, config
 
         _say(f"      control plane at {cp.server} ({time.monotonic() - started:.1f}s), workdir {workdir}")
+        kwok = Kwok(cp, install=kwok_install).start()
+        _say(f"      KWOK {kwok_install.root.name.removeprefix('kwok-')} plays the nodes' kubelets (log {kwok.log})")
         configuration = client.Configuration()
         config.load_kube_config(config_file=str(cp.kubeconfig), client_configuration=configuration)  # type: ignore[no-untyped-call]
         configuration.connection_pool_maxsize = 32  # the pod-creating thread pool
@@ -460,6 +486,8 @@ def run(args: argparse.Namespace) -> int:
         n_gpu, n_cordoned = sum(n.gpu for n in nodes), sum(n.cordoned for n in nodes)
         _say(f"[3/6] {len(nodes)} nodes over 3 zones ({n_gpu} GPU-tainted, {n_cordoned} cordoned)")
         _create_nodes(api, nodes)
+        ready_s = kwok.wait_nodes_ready([n.name for n in nodes], timeout=60)
+        _say(f"      all Ready (KWOK) in {ready_s:.1f}s")
 
         metrics_port = free_port()
         metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
@@ -483,11 +511,13 @@ def run(args: argparse.Namespace) -> int:
         obs = _wait_for_scheduling(api, args.namespace, len(pods), args.timeout, operator, log)
         node_objs = {n["metadata"]["name"]: n for n in _list_json(client.CoreV1Api(api).list_node).get("items", [])}
         saved = _save_metrics(metrics_url, workdir / "metrics.txt")
-        return _summary(obs, nodes, node_objs, first_create, cp, args.namespace, log, metrics_url, args.keep, saved)
+        return _summary(
+            obs, nodes, node_objs, first_create, cp, args.namespace, log, kwok.log, metrics_url, args.keep, saved
+        )
     except KeyboardInterrupt:
         _say("\ninterrupted")
         return 130
-    except DemoError as exc:
+    except (DemoError, BuildError, ControlPlaneError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     finally:

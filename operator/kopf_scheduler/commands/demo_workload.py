@@ -1,4 +1,4 @@
-"""The demo's simulated cluster and workload: plain manifests (dicts), no I/O.
+"""The demo's simulated cluster and workload: API bodies (``cluster.bodies``), no I/O.
 
 Nodes spread round-robin over three zones with 4/8/16 CPUs; roughly one in ten
 is a GPU node (tainted ``dedicated=gpu:NoSchedule``, offering ``nvidia.com/gpu``)
@@ -9,10 +9,21 @@ purpose, every other pod must be placed.
 
 from __future__ import annotations
 
-import datetime as _dt
 import random
 from dataclasses import dataclass
 from typing import Any
+
+from ..cluster.bodies import (
+    HOSTNAME_LABEL,
+    PAUSE_IMAGE,
+    ZONE_LABEL,
+    NodeBody,
+    PodBody,
+    fake_node_ip,
+    node_body,
+    pod_body,
+)
+from ..cluster.kwok import kwok_node
 
 __all__ = [
     "GPU_RESOURCE",
@@ -20,22 +31,17 @@ __all__ = [
     "UNSCHEDULABLE_KINDS",
     "ZONES",
     "DemoNode",
+    "demo_node_body",
     "demo_nodes",
     "demo_pods",
-    "node_manifest",
-    "node_status",
     "pod_requests",
 ]
 
 ZONES = ("zone-a", "zone-b", "zone-c")
-ZONE_LABEL = "topology.kubernetes.io/zone"
-HOSTNAME_LABEL = "kubernetes.io/hostname"
 GPU_RESOURCE = "nvidia.com/gpu"
-GPU_TAINT = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
 GPUS_PER_NODE = 2
 KIND_LABEL = "demo.kopf.dev/kind"
 UNSCHEDULABLE_KINDS = frozenset({"too-big", "no-match"})
-PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 _CPU_SIZES = (4, 8, 16)
 
 
@@ -73,82 +79,29 @@ def demo_nodes(n: int) -> list[DemoNode]:
     return nodes
 
 
-def node_manifest(node: DemoNode) -> dict[str, Any]:
-    spec: dict[str, Any] = {}
+def demo_node_body(node: DemoNode, index: int) -> NodeBody:
+    """The node as the demo creates it (``obj()``, status included), for KWOK to run: its labels,
+    taints, capacity, address and nodeInfo, no conditions; KWOK's node-initialize stage makes it
+    Ready (no pressure) once."""
+    body = node_body(node.name).hostname().zone(node.zone).platform()
     if node.gpu:
-        spec["taints"] = [dict(GPU_TAINT)]
+        body.taint("dedicated", "gpu", "NoSchedule").labels({"demo.kopf.dev/accelerator": "gpu"})
     if node.cordoned:
-        spec["unschedulable"] = True
-    labels = {
-        HOSTNAME_LABEL: node.name,
-        ZONE_LABEL: node.zone,
-        "kubernetes.io/os": "linux",
-        "kubernetes.io/arch": "amd64",
-    }
-    if node.gpu:
-        labels["demo.kopf.dev/accelerator"] = "gpu"
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node.name, "labels": labels}, "spec": spec}
-
-
-def node_status(node: DemoNode, index: int) -> dict[str, Any]:
-    """The status a kubelet would report (written through the status subresource): Ready, no pressure."""
+        body.unschedulable()
     resources = {"cpu": str(node.cpu), "memory": f"{node.memory_gi}Gi", "pods": "110", "ephemeral-storage": "100Gi"}
     if node.gpu:
         resources[GPU_RESOURCE] = str(GPUS_PER_NODE)
-    now = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    conditions = {"Ready": "True", "MemoryPressure": "False", "DiskPressure": "False", "PIDPressure": "False"}
-    return {
-        "status": {
-            "capacity": resources,
-            "allocatable": resources,
-            "conditions": [
-                {"type": t, "status": s, "reason": f"Demo{t}", "lastHeartbeatTime": now, "lastTransitionTime": now}
-                for t, s in conditions.items()
-            ],
-            "addresses": [{"type": "InternalIP", "address": f"10.128.{index // 250}.{index % 250 + 1}"}],
-            "nodeInfo": {
-                "architecture": "amd64",
-                "operatingSystem": "linux",
-                "kubeletVersion": "v1.37.2",
-                "containerRuntimeVersion": "fake://0",
-                "kernelVersion": "",
-                "osImage": "kopf-scheduler demo",
-                "machineID": "",
-                "systemUUID": "",
-                "bootID": "",
-            },
-        }
-    }
+    body.capacity(resources).address(fake_node_ip(index)).node_info(osImage="kopf-scheduler demo")
+    return kwok_node(body)
 
 
-def _pod(
-    name: str,
-    kind: str,
-    scheduler_name: str,
-    *,
-    cpu: str,
-    memory: str,
-    extra: dict[str, str] | None = None,
-    labels: dict[str, str] | None = None,
-    **spec: Any,
-) -> dict[str, Any]:
-    requests = {"cpu": cpu, "memory": memory, **(extra or {})}
-    limits = {k: v for k, v in requests.items() if k == GPU_RESOURCE}  # extended resources need limits == requests
-    resources: dict[str, Any] = {"requests": requests}
-    if limits:
-        resources["limits"] = limits
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "labels": {KIND_LABEL: kind, "app": kind, **(labels or {})}},
-        "spec": {
-            "schedulerName": scheduler_name,
-            "automountServiceAccountToken": False,
-            "terminationGracePeriodSeconds": 0,
-            "containers": [{"name": "main", "image": PAUSE_IMAGE, "resources": resources}],
-            **spec,
-        },
-    }
+def _pod(name: str, kind: str, scheduler_name: str, *, cpu: str, memory: str, gpus: int = 0) -> PodBody:
+    pod = pod_body(name).labels({KIND_LABEL: kind, "app": kind}).scheduler(scheduler_name)
+    pod.automount_service_account_token(False).termination_grace_period(0)
+    pod.container("main", PAUSE_IMAGE).req(cpu=cpu, memory=memory)
+    if gpus:  # extended resources need limits == requests
+        pod.req({GPU_RESOURCE: gpus}).lim({GPU_RESOURCE: gpus})
+    return pod
 
 
 def demo_pods(count: int, nodes: list[DemoNode], scheduler_name: str, seed: int = 1) -> list[dict[str, Any]]:
@@ -176,63 +129,26 @@ def demo_pods(count: int, nodes: list[DemoNode], scheduler_name: str, seed: int 
         if kind == "web":
             cpu = rng.choice(("100m", "200m", "250m", "500m"))
             memory = rng.choice(("128Mi", "256Mi", "512Mi"))
+            pod = _pod(name, kind, scheduler_name, cpu=cpu, memory=memory)
             # Preferred spreading of web pods over hosts (soft pod anti-affinity).
-            affinity = {
-                "podAntiAffinity": {
-                    "preferredDuringSchedulingIgnoredDuringExecution": [
-                        {
-                            "weight": 50,
-                            "podAffinityTerm": {
-                                "labelSelector": {"matchLabels": {"app": "web"}},
-                                "topologyKey": HOSTNAME_LABEL,
-                            },
-                        }
-                    ]
-                }
-            }
-            pods.append(_pod(name, kind, scheduler_name, cpu=cpu, memory=memory, affinity=affinity))
+            pod.pod_affinity(HOSTNAME_LABEL, {"app": "web"}, anti=True, weight=50)
         elif kind == "zonal":
             zone = zones_with_plain[i % len(zones_with_plain)] if zones_with_plain else ZONES[0]
-            pods.append(
-                _pod(
-                    name,
-                    kind,
-                    scheduler_name,
-                    cpu=rng.choice(("250m", "500m")),
-                    memory="512Mi",
-                    nodeSelector={ZONE_LABEL: zone},
-                )
-            )
+            pod = _pod(name, kind, scheduler_name, cpu=rng.choice(("250m", "500m")), memory="512Mi")
+            pod.node_selector_map({ZONE_LABEL: zone})
         elif kind == "gpu":
-            pods.append(
-                _pod(
-                    name,
-                    kind,
-                    scheduler_name,
-                    cpu="500m",
-                    memory="1Gi",
-                    extra={GPU_RESOURCE: "1"},
-                    tolerations=[{"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}],
-                )
-            )
+            pod = _pod(name, kind, scheduler_name, cpu="500m", memory="1Gi", gpus=1)
+            pod.toleration("dedicated", "gpu", "NoSchedule")
         elif kind == "cache":
             # At most one cache pod per host (required pod anti-affinity).
-            affinity = {
-                "podAntiAffinity": {
-                    "requiredDuringSchedulingIgnoredDuringExecution": [
-                        {"labelSelector": {"matchLabels": {"app": "cache"}}, "topologyKey": HOSTNAME_LABEL},
-                    ]
-                }
-            }
-            pods.append(_pod(name, kind, scheduler_name, cpu="500m", memory="1Gi", affinity=affinity))
+            pod = _pod(name, kind, scheduler_name, cpu="500m", memory="1Gi")
+            pod.pod_affinity(HOSTNAME_LABEL, {"app": "cache"}, anti=True)
         elif kind == "too-big":
-            pods.append(_pod(name, kind, scheduler_name, cpu="64", memory="256Gi"))
+            pod = _pod(name, kind, scheduler_name, cpu="64", memory="256Gi")
         else:  # no-match
-            pods.append(
-                _pod(
-                    name, kind, scheduler_name, cpu="100m", memory="128Mi", nodeSelector={"demo.kopf.dev/disk": "nvme"}
-                )
-            )  # no node has this label
+            pod = _pod(name, kind, scheduler_name, cpu="100m", memory="128Mi")
+            pod.node_selector_map({"demo.kopf.dev/disk": "nvme"})  # no node has this label
+        pods.append(pod.obj())
     return pods
 
 

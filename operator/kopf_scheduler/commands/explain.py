@@ -1,7 +1,8 @@
 """``kopf-scheduler explain NAMESPACE/POD``: the pod's last scheduling attempt in a running operator.
 
 Asks the operator's read-only debug endpoint, ``GET /debug/attempts/NAMESPACE/NAME`` on its metrics
-port (``--endpoint``, default ``$KOPF_SCHEDULER_ENDPOINT`` or ``http://127.0.0.1:10259``), and prints
+port (``--endpoint``, default ``$KOPF_SCHEDULER_ENDPOINT`` or ``http://127.0.0.1:10259``; through the
+edge's own client, ``edge/client.Api``, and its ``Response``), and prints
 every node's verdict: the plugin that rejected it and why, or its per-plugin raw, normalised and
 weighted scores and total; the chosen node; for a preemption, the candidates and victims considered.
 ``--output json`` prints the endpoint's JSON as it is (``core/explanation.py`` documents it).
@@ -14,15 +15,16 @@ proxy and give it to ``--input -`` (README, "Explain a decision").
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import sys
-import urllib.error
 import urllib.parse
-import urllib.request
 from typing import Any, Final
 
 from ..core.explanation import from_json, render
+from ..edge.client import Api, Response
+from ..edge.credentials import Credentials
 
 __all__ = ["DEFAULT_ENDPOINT", "add_parser", "attempt_path", "run"]
 
@@ -37,22 +39,32 @@ def attempt_path(namespace: str, name: str) -> str:
 
 def _fetch(endpoint: str, namespace: str, name: str) -> tuple[Any, str]:
     """The endpoint's JSON for the pod, or None and why not."""
-    url = endpoint.rstrip("/") + attempt_path(namespace, name)
-    try:
-        with urllib.request.urlopen(url, timeout=TIMEOUT_SECONDS) as response:
-            return json.load(response), ""
-    except urllib.error.HTTPError as exc:
-        try:
-            detail = str(json.load(exc).get("error") or exc.reason)
-        except (ValueError, AttributeError):
-            detail = str(exc.reason)
-        return None, f"{url}: HTTP {exc.code}: {detail}"
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        reason = getattr(exc, "reason", exc)
+    endpoint = endpoint.rstrip("/")
+    if not endpoint.startswith(("http://", "https://")):
+        return None, f"--endpoint {endpoint}: expected an http:// or https:// URL"
+    path = attempt_path(namespace, name)
+    response = asyncio.run(_get(endpoint, path))
+    if response.status == 0:
         return (
             None,
-            f"cannot reach the operator at {endpoint} ({reason}); is it running with --metrics-port, and is this its address?",
+            f"cannot reach the operator at {endpoint} ({response.detail()}); "
+            "is it running with --metrics-port, and is this its address?",
         )
+    if not response.ok:
+        body = response.body
+        detail = str(body.get("error") or body) if isinstance(body, dict) else response.detail()
+        return None, f"{endpoint}{path}: HTTP {response.status}: {detail}"
+    if not isinstance(response.body, dict):
+        return None, f"{endpoint}{path}: the answer is not JSON: {response.detail(200)}"
+    return response.body, ""
+
+
+async def _get(endpoint: str, path: str) -> Response:
+    api = Api(Credentials(server=endpoint, source="--endpoint"), timeout=TIMEOUT_SECONDS, user_agent="kopf-scheduler")
+    try:
+        return await api.request("GET", path)
+    finally:
+        await api.close()
 
 
 def run(args: argparse.Namespace) -> int:

@@ -5,11 +5,12 @@
                        [--policy NAME ...] [--metrics-port 10259] [--verbose]
 
 Kopf runs standalone (no Kopf peering) and cluster-wide. SIGUSR2 logs what the scheduler believes:
-every cached node with its requested resources and pods, and the queues (``core/dump.py``). With ``--leader-elect`` every replica
-watches and keeps its cache and queues warm, but only the holder of the Lease (``kopf-scheduler``,
-or ``kopf-scheduler-<policy>`` for a ``--policy`` shard) runs the scheduling loops; when the
-term ends the loops pause and the replica stands as a candidate again. The health server serves
-/healthz, /readyz, /metrics and /debug/attempts/NAMESPACE/NAME (port 0 turns it off).
+every cached node with its requested resources and pods, and the queues (``core/dump.py``). With
+``--leader-elect`` every replica watches and keeps its cache and queues warm, but only the holder of
+the Lease (``kopf-scheduler``, or ``kopf-scheduler-<policy>`` for a ``--policy`` shard) runs the
+scheduling loops; when the term ends the loops pause and the replica stands as a candidate again.
+The health server serves /healthz, /readyz, /metrics and /debug/attempts/NAMESPACE/NAME (port 0
+turns it off).
 """
 
 from __future__ import annotations
@@ -47,7 +48,8 @@ def add_parser(subparsers: Any, name: str, help: str) -> argparse.ArgumentParser
         type=float,
         default=120.0,
         metavar="SECONDS",
-        help="give up a watch that delivered nothing, not even a bookmark, for this long (default 120: twice the API server's bookmark interval)",
+        help="give up a watch that delivered nothing, not even a bookmark, for this long"
+        " (default 120: twice the API server's bookmark interval)",
     )
     p.add_argument("--verbose", action="store_true")
     p.set_defaults(func=run)

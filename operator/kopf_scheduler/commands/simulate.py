@@ -35,12 +35,13 @@ __all__ = ["add_parser", "run"]
 
 def run(args: argparse.Namespace) -> int:
     note = ""
-    misuse = (
-        "--max-limit must be 0 (no limit) or more" if args.max_limit < 0
-        else "--max-limit counts --max-replicas copies: give --max-replicas" if args.max_limit and args.max_replicas is None
-        else "--kubeconfig is read with --from-cluster only" if args.kubeconfig and not args.from_cluster
-        else ""
-    )  # fmt: skip
+    misuse = ""
+    if args.max_limit < 0:
+        misuse = "--max-limit must be 0 (no limit) or more"
+    elif args.max_limit and args.max_replicas is None:
+        misuse = "--max-limit counts --max-replicas copies: give --max-replicas"
+    elif args.kubeconfig and not args.from_cluster:
+        misuse = "--kubeconfig is read with --from-cluster only"
     if misuse:
         print(f"error: {misuse}", file=sys.stderr)
         return 2
@@ -81,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
                 raise ManifestError(f"{args.max_replicas}: {templates[0].message}")
             if templates[0].node_name:
                 raise ManifestError(
-                    f"{args.max_replicas}: expected one pod, not bound to a node; it is bound to {templates[0].node_name}"
+                    f"{args.max_replicas}: expected one pod, not bound to a node;"
+                    f" it is bound to {templates[0].node_name}"
                 )
             template = templates[0]
         if args.explain not in (None, EVERY_POD) and args.explain not in {p.key for p in pods}:

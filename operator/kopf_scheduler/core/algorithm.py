@@ -68,7 +68,7 @@ from .nodeinfo import NodeInfo
 from .objects import Pod
 from .profile import Profile
 from .queueing import Nominator
-from .snapshot import Snapshot
+from .snapshot import NodeTable, Snapshot
 
 MIN_FEASIBLE_NODES_TO_FIND: Final = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND: Final = 5
@@ -380,40 +380,18 @@ class GenericScheduler:
         explain_all: bool,
     ) -> tuple[list[int], int, str | None]:
         n = len(order)
-        table = snapshot.table
-        alive = order
-        rejected: list[tuple[int, npt.NDArray[np.intp]]] = []  # (filter index, positions it rejected)
-        for j in active:
-            plugin = self._filters[j]
-            assert isinstance(plugin, VectorFilter)
-            try:
-                mask = plugin.filter_nodes(state, pod, table, alive)
-            except Exception as exc:  # a plugin bug must not take the scheduler down
-                return [], n, f"running Filter plugin {plugin.name!r}: {type(exc).__name__}: {exc}"
-            if not mask.all():
-                rejected.append((j, alive[~mask]))
-                alive = alive[mask]
-            if alive.size == 0:
-                break
+        masked = self._vector_masks(state, pod, snapshot.table, active, order)
+        if isinstance(masked, str):
+            return [], n, masked
+        alive, rejected = masked
         # Rank in visiting order tells how far the sequential search would have gone.
         start = int(order[0])
         held: dict[int, Status] = {}  # nodes with nominated pods that fail the two-pass check
         if nominated:
-            plugins = [self._filters[j] for j in active]
-            for k in sorted(nominated, key=lambda k: (k - start) % n):
-                status = self._run_filters_with_nominated(
-                    state,
-                    pod,
-                    snapshot.node_infos[k],
-                    plugins,
-                    nominated[k],
-                    check_all=False,
-                    rejectors=diagnosis.unschedulable_plugins,
-                )
-                if status.code is Code.ERROR:
-                    return [], n, status.message
-                if not status.is_success:
-                    held[k] = status
+            checked = self._hold_nominated(state, pod, snapshot, active, nominated, diagnosis, start=start, n=n)
+            if isinstance(checked, str):
+                return [], n, checked
+            held = checked
             if held:
                 alive = alive[~np.isin(alive, np.fromiter(held, dtype=np.intp, count=len(held)))]
         if alive.size > want:
@@ -422,45 +400,126 @@ class GenericScheduler:
         else:
             processed = n
         for j, positions in rejected:
-            plugin = self._filters[j]
             if processed < n:
                 positions = positions[((positions - start) % n) < processed]
-            if not explain_all and alive.size:
-                if positions.size:
-                    diagnosis.unschedulable_plugins.add(plugin.name)
-                    diagnosis.unasked[plugin.name] = positions  # kept by reference, read only to explain
-                continue
-            if not positions.size:
-                continue
-            assert isinstance(plugin, VectorFilter)  # this path runs only when every active filter is one
-            try:
-                batch = plugin.filter_statuses(state, pod, table, positions)
-            except Exception:  # the per-node form below says the same, or reports the error
-                batch = None
-            if batch is not None:
-                distinct, which = batch
-                stamped = [status.with_plugin(plugin.name) for status in distinct]
-                names = table.names
-                for k, i in zip(positions.tolist(), which.tolist(), strict=True):
-                    if k not in held:
-                        diagnosis.node_to_status[names[k]] = stamped[i]
-                diagnosis.unschedulable_plugins.add(plugin.name)
-                continue
-            for k in positions.tolist():
-                if k in held:
-                    continue
-                info = snapshot.node_infos[k]
-                status = _call(plugin, plugin.filter, state, pod, info)
-                if status.is_success:  # the two forms disagree: trust the vector, but say so
-                    status = Status(Code.UNSCHEDULABLE, (f"rejected by {plugin.name}",), plugin.name)
-                if status.code is Code.ERROR:
-                    return [], processed, f"running Filter plugin {plugin.name!r}: {status.message}"
-                diagnosis.node_to_status[info.name] = status
-                diagnosis.unschedulable_plugins.add(plugin.name)
+            problem = self._record_vector_rejections(
+                state,
+                pod,
+                snapshot,
+                self._filters[j],
+                positions,
+                held,
+                diagnosis,
+                brief=not explain_all and bool(alive.size),
+            )
+            if problem is not None:
+                return [], processed, problem
         for k, status in held.items():
             if processed == n or (k - start) % n < processed:
                 diagnosis.node_to_status[snapshot.node_infos[k].name] = status
         return alive.tolist(), processed, None
+
+    def _vector_masks(
+        self, state: CycleState, pod: Pod, table: NodeTable, active: list[int], order: npt.NDArray[np.intp]
+    ) -> tuple[npt.NDArray[np.intp], list[tuple[int, npt.NDArray[np.intp]]]] | str:
+        """Every active filter over the nodes still alive, in order: the nodes that pass them all and,
+        per filter index, the positions it rejected; or the error of a filter that raised."""
+        alive = order
+        rejected: list[tuple[int, npt.NDArray[np.intp]]] = []  # (filter index, positions it rejected)
+        for j in active:
+            plugin = self._filters[j]
+            assert isinstance(plugin, VectorFilter)
+            try:
+                mask = plugin.filter_nodes(state, pod, table, alive)
+            except Exception as exc:  # a plugin bug must not take the scheduler down
+                return f"running Filter plugin {plugin.name!r}: {type(exc).__name__}: {exc}"
+            if not mask.all():
+                rejected.append((j, alive[~mask]))
+                alive = alive[mask]
+            if alive.size == 0:
+                break
+        return alive, rejected
+
+    def _hold_nominated(
+        self,
+        state: CycleState,
+        pod: Pod,
+        snapshot: Snapshot,
+        active: list[int],
+        nominated: dict[int, list[Pod]],
+        diagnosis: Diagnosis,
+        *,
+        start: int,
+        n: int,
+    ) -> dict[int, Status] | str:
+        """The nodes with nominated pods that fail the two-pass check, and why (visited from `start` in
+        rotated order over `n` nodes); or an error's message."""
+        plugins = [self._filters[j] for j in active]
+        held: dict[int, Status] = {}
+        for k in sorted(nominated, key=lambda k: (k - start) % n):
+            status = self._run_filters_with_nominated(
+                state,
+                pod,
+                snapshot.node_infos[k],
+                plugins,
+                nominated[k],
+                check_all=False,
+                rejectors=diagnosis.unschedulable_plugins,
+            )
+            if status.code is Code.ERROR:
+                return status.message
+            if not status.is_success:
+                held[k] = status
+        return held
+
+    def _record_vector_rejections(
+        self,
+        state: CycleState,
+        pod: Pod,
+        snapshot: Snapshot,
+        plugin: FilterPlugin,
+        positions: npt.NDArray[np.intp],
+        held: dict[int, Status],
+        diagnosis: Diagnosis,
+        *,
+        brief: bool,
+    ) -> str | None:
+        """What one filter rejected, into the diagnosis: with `brief` (a node fits and nobody asked to
+        explain every node) only the positions, else a status per node. An error's message, or None."""
+        if brief:
+            if positions.size:
+                diagnosis.unschedulable_plugins.add(plugin.name)
+                diagnosis.unasked[plugin.name] = positions  # kept by reference, read only to explain
+            return None
+        if not positions.size:
+            return None
+        assert isinstance(plugin, VectorFilter)  # this path runs only when every active filter is one
+        table = snapshot.table
+        try:
+            batch = plugin.filter_statuses(state, pod, table, positions)
+        except Exception:  # the per-node form below says the same, or reports the error
+            batch = None
+        if batch is not None:
+            distinct, which = batch
+            stamped = [status.with_plugin(plugin.name) for status in distinct]
+            names = table.names
+            for k, i in zip(positions.tolist(), which.tolist(), strict=True):
+                if k not in held:
+                    diagnosis.node_to_status[names[k]] = stamped[i]
+            diagnosis.unschedulable_plugins.add(plugin.name)
+            return None
+        for k in positions.tolist():
+            if k in held:
+                continue
+            info = snapshot.node_infos[k]
+            status = _call(plugin, plugin.filter, state, pod, info)
+            if status.is_success:  # the two forms disagree: trust the vector, but say so
+                status = Status(Code.UNSCHEDULABLE, (f"rejected by {plugin.name}",), plugin.name)
+            if status.code is Code.ERROR:
+                return f"running Filter plugin {plugin.name!r}: {status.message}"
+            diagnosis.node_to_status[info.name] = status
+            diagnosis.unschedulable_plugins.add(plugin.name)
+        return None
 
     def _find_feasible_scalar(
         self,
@@ -684,7 +743,8 @@ class GenericScheduler:
                 stray = next((name for name in result.nodes if name not in sent), None)
                 if stray is not None:
                     result = ExtenderFilterResult(
-                        error=f"extender {ext.name!r} claims a filtered node {stray!r} which is not found in the input node list"
+                        error=f"extender {ext.name!r} claims a filtered node {stray!r}"
+                        " which is not found in the input node list"
                     )
             if result.error:
                 if ext.is_ignorable:

@@ -122,36 +122,56 @@ def _join(path: str, key: str) -> str:
 
 
 def _convert(hint: Any, value: Any, path: str) -> Any:
+    """`value` read as the type `hint` says, or ``PluginArgsError`` at `path`; ``TypeError`` for a hint
+    this reader does not support (a plugin author's mistake, not a user's)."""
     origin = get_origin(hint)
     if origin in (Union, types.UnionType):
-        options = get_args(hint)
-        if value is None and type(None) in options:
-            return None
-        rest = [o for o in options if o is not type(None)]
-        if len(rest) == 1:
-            return _convert(rest[0], value, path)
-        raise TypeError(f"unsupported argument type {hint!r}")  # a plugin author's mistake, not a user's
+        return _convert_optional(hint, value, path)
     if origin is Literal:
         choices = get_args(hint)
         if value not in choices or isinstance(value, bool) != any(isinstance(c, bool) for c in choices):
             raise PluginArgsError(path, f"unsupported value {value!r}: one of {', '.join(map(repr, choices))}")
         return value
     if origin is tuple:
-        item, *more = get_args(hint)
-        if more != [Ellipsis]:
-            raise TypeError(f"unsupported argument type {hint!r}: use tuple[T, ...]")
-        if not isinstance(value, (list, tuple)):
-            raise PluginArgsError(path, f"must be a list, not {_kind(value)}")
-        return tuple(_convert(item, v, f"{path}[{i}]") for i, v in enumerate(value))
+        return _convert_tuple(hint, value, path)
     if origin in (dict, Mapping, typing.Mapping):
-        key_type, item = get_args(hint)
-        if key_type is not str:
-            raise TypeError(f"unsupported argument type {hint!r}: keys must be str")
-        if not isinstance(value, Mapping):
-            raise PluginArgsError(path, f"must be an object, not {_kind(value)}")
-        return {str(k): _convert(item, v, f"{path}.{k}") for k, v in value.items()}
+        return _convert_mapping(hint, value, path)
     if dataclasses.is_dataclass(hint) and isinstance(hint, type):
         return _parse_dataclass(hint, value, path)
+    return _convert_scalar(hint, value, path)
+
+
+def _convert_optional(hint: Any, value: Any, path: str) -> Any:
+    """``T | None``: None, or a T (a union of two real types is not supported)."""
+    options = get_args(hint)
+    if value is None and type(None) in options:
+        return None
+    rest = [o for o in options if o is not type(None)]
+    if len(rest) == 1:
+        return _convert(rest[0], value, path)
+    raise TypeError(f"unsupported argument type {hint!r}")
+
+
+def _convert_tuple(hint: Any, value: Any, path: str) -> tuple[Any, ...]:
+    item, *more = get_args(hint)
+    if more != [Ellipsis]:
+        raise TypeError(f"unsupported argument type {hint!r}: use tuple[T, ...]")
+    if not isinstance(value, (list, tuple)):
+        raise PluginArgsError(path, f"must be a list, not {_kind(value)}")
+    return tuple(_convert(item, v, f"{path}[{i}]") for i, v in enumerate(value))
+
+
+def _convert_mapping(hint: Any, value: Any, path: str) -> dict[str, Any]:
+    key_type, item = get_args(hint)
+    if key_type is not str:
+        raise TypeError(f"unsupported argument type {hint!r}: keys must be str")
+    if not isinstance(value, Mapping):
+        raise PluginArgsError(path, f"must be an object, not {_kind(value)}")
+    return {str(k): _convert(item, v, f"{path}.{k}") for k, v in value.items()}
+
+
+def _convert_scalar(hint: Any, value: Any, path: str) -> Any:
+    """bool, int, float (an integer is accepted), str, or Any as it is."""
     if hint is bool:
         if not isinstance(value, bool):
             raise PluginArgsError(path, f"must be a boolean, not {_kind(value)}")

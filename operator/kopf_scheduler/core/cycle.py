@@ -1,21 +1,23 @@
 """One scheduling cycle as a value: upstream ``ScheduleOne`` (pkg/scheduler/schedule_one.go).
 
-``schedule_one`` takes a pod the queue just popped and decides; the operator executes the
-outcome (``kube/loop.py``: spawn the bind, record events, set the PodScheduled condition, count
-metrics). The queue and the cache are pure core objects, so the cycle moves the pod between
+The one conductor of the cycle: every step (filter, score, PostFilter/preemption, nomination,
+Reserve, Permit, the gang waits, PreBind, the choice of binder) is decided here, and two executors
+carry out the outcomes: the operator (``kube/loop.py``, ``kube/binding.py``: the API server through
+its client, events, metrics) and ``simulate`` (``sim/simulator.py``: its in-memory state stands for
+the API server). The queue and the cache are pure core objects, so the cycle moves the pod between
 them itself:
 
 - ``Skip``: the pod is being deleted, already bound, or already in the cache (assumed or
   confirmed; upstream ``skipPodSchedule``); it leaves the queue;
 - ``Bind``: the algorithm chose a node and the pod is assumed there (``cache.assume``), the
   Reserve plugins reserved and the Permit plugins allowed it; it stays in flight in the queue until
-  ``binding_succeeded`` or ``binding_failed``;
+  ``binding_succeeded`` or ``binding_failed``. Its ``BindingPlan`` says how it is bound;
 - ``Wait``: as Bind, but a Permit plugin answered WAIT: the pod stays assumed and in flight, held
   in ``WaitingPods`` (upstream ``WaitOnPermit``). ``settle_waiting`` later turns it into an
-  ``Allowed`` (bind it now) or a ``Rejected`` (every Reserve plugin's ``unreserve`` ran, the
-  assumption is forgotten, the pod waits in the unschedulable pool); a rejected gang rests there
-  together: the move its released room causes (an AssignedPodDelete, ``Settled.keep``) leaves its
-  members alone;
+  ``Allowed`` (bind it now, with its plan) or a ``Rejected`` (every Reserve plugin's ``unreserve``
+  ran, the assumption is forgotten, the pod waits in the unschedulable pool); a rejected gang rests
+  there together: the move its released room causes (an AssignedPodDelete, ``Settled.keep``) leaves
+  its members alone;
 - ``Unschedulable``: every node was rejected; the pod waits in the unschedulable pool (or in
   backoff, when a cluster event arrived during the attempt) with the rejecting plugins. When
   preemption (the PostFilter stage) found room, the outcome carries the nominated node and the
@@ -28,32 +30,51 @@ them itself:
 ``status.nominatedNodeName``: None leaves it, "" clears it, a name sets it. As upstream, a failure
 without a PostFilter verdict (no PostFilter plugin, or an error) clears the nomination.
 
-``schedule_one`` is three steps, which the operator also runs apart when a profile has extenders
-(their HTTP calls block, so the algorithm runs in a worker thread): ``prepare`` (skip, or bring the
+``schedule_one`` is three steps, which the operator runs apart: ``prepare`` (skip, or bring the
 snapshot up to date), ``decide`` (the algorithm alone: it reads only the snapshot and the
-scheduler, so it may run off the event loop while watch events change the cache and the queue)
-and ``conclude`` (assume, or put the pod back in the queue).
+scheduler, so it may run in a worker thread while watch events change the cache and the queue,
+which the operator does for a profile with HTTP extenders) and ``conclude`` (assume, Reserve and
+Permit, or put the pod back in the queue).
 
 A Reserve or Permit plugin that rejects makes the attempt ``Unschedulable`` (error: ``Error``)
 after every ``unreserve`` ran and the assumption was forgotten (upstream ``schedulingCycle``).
 
+The binding cycle (upstream ``bindingCycle``) follows the ``BindingPlan``: the PreBind plugins
+(``run_pre_bind_plugins``), then the binder extenders interested in the pod, else the Bind plugins
+until one does not answer SKIP (``run_bind_plugins``; DefaultBinder, last, POSTs pods/binding). The
+plugins are coroutines that talk to the API server through the ``ApiClient`` the executor lends;
+nothing here awaits anything else. A failure anywhere is ``binding_failed``: unreserve, forget,
+back off (upstream ``handleBindingCycleError``; PreBind and Bind failures never make a pod
+unschedulable, as upstream says).
+
 ``next_wait`` says how long the loop may sleep before it pops again (a waiting pod's deadline
-counts). Time (``now``, any monotonic
-origin) and randomness (``rng``, for the tie-break) are arguments.
+counts). Time (``now``, any monotonic origin) and randomness (``rng``, for the tie-break) are
+arguments.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import random
+import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from . import gangs
 from .algorithm import GenericScheduler, ScheduleResult
 from .cache import PodState, SchedulerCache
-from .framework import Code, CycleState, PermitHandle, Status
+from .extenders import Extender
+from .framework import (
+    SUCCESS,
+    ApiClient,
+    BindPlugin,
+    Code,
+    CycleState,
+    PermitHandle,
+    PreBindPlugin,
+    Status,
+)
 from .objects import Pod
 from .profile import Profile
 from .queueing import Nominator, QueuedPodInfo, SchedulingQueue
@@ -63,23 +84,62 @@ from .waiting import WaitingPod, WaitingPods, timeout_message
 __all__ = [
     "Allowed",
     "Bind",
+    "BindingPlan",
     "Error",
     "Outcome",
     "Parked",
     "Rejected",
+    "Settled",
     "Skip",
     "Unschedulable",
     "Wait",
     "binding_failed",
+    "binding_plan",
     "binding_succeeded",
     "conclude",
     "decide",
     "next_wait",
     "prepare",
-    "reserve_and_permit",
+    "run_bind_plugins",
+    "run_pre_bind_plugins",
     "schedule_one",
     "settle_waiting",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class BindingPlan:
+    """How an assumed pod that passed Permit is bound (upstream ``bindingCycle`` after WaitOnPermit).
+
+    In order: every PreBind plugin (``run_pre_bind_plugins``; the first failure ends the binding
+    cycle); then, when `extenders` is not empty, the binder extenders interested in the pod (upstream
+    ``extendersBinding``, ``core.extenders.bind_with_extenders``: the first that answers binds, an
+    ignorable one's failure passes the pod on); otherwise, or when each of them passed it on, the Bind
+    plugins in order until one does not answer SKIP (``run_bind_plugins``; DefaultBinder is last).
+    """
+
+    pre_binders: tuple[PreBindPlugin, ...]
+    #: binder extenders interested in the pod, in the scheduler's order (ignorable ones last)
+    extenders: tuple[Extender, ...]
+    binders: tuple[BindPlugin, ...]
+
+
+#: each scheduler's plugins of the binding cycle, found once: a scheduler's profile never changes
+#: (a policy edit makes a new scheduler), and asking every plugin per pod cost 7 us of each attempt
+_PLANS: Final[weakref.WeakKeyDictionary[GenericScheduler, BindingPlan]] = weakref.WeakKeyDictionary()
+
+
+def binding_plan(scheduler: GenericScheduler, pod: Pod) -> BindingPlan:
+    """The binding cycle of `pod` under `scheduler`'s profile and extenders."""
+    plan = _PLANS.get(scheduler)
+    if plan is None:
+        profile = scheduler.profile
+        plan = _PLANS[scheduler] = BindingPlan(tuple(profile.pre_binders), (), tuple(profile.binders))
+    if scheduler.extenders:
+        binders = tuple(e for e in scheduler.extenders if e.is_binder and e.is_interested(pod))
+        if binders:
+            return dataclasses.replace(plan, extenders=binders)
+    return plan
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,11 +151,12 @@ class Skip:
 
 @dataclass(frozen=True, slots=True)
 class Bind:
-    """Bind `pod` (as assumed: its ``node_name`` is `node`); `state` is its cycle's, for ``binding_failed``."""
+    """Bind `pod` (as assumed: its ``node_name`` is `node`) as `plan` says; `state` is its cycle's."""
 
     pod: Pod
     node: str
-    state: CycleState | None = None
+    state: CycleState
+    plan: BindingPlan
     #: the algorithm's result, for explanations (``core/attempts.py``)
     result: ScheduleResult | None = field(default=None, compare=False, repr=False)
 
@@ -137,6 +198,8 @@ class Wait:
     pod: Pod
     node: str
     plugins: tuple[str, ...]
+    #: the algorithm's result, for explanations
+    result: ScheduleResult | None = field(default=None, compare=False, repr=False)
 
 
 Outcome = Skip | Bind | Wait | Unschedulable | Error
@@ -144,26 +207,28 @@ Outcome = Skip | Bind | Wait | Unschedulable | Error
 
 @dataclass(slots=True)
 class Parked:
-    """What a waiting pod needs to be finished: its queue entry, its cycle's state and its profile."""
+    """What a waiting pod needs to be finished: its queue entry, cycle state, profile, queue and binding plan."""
 
     info: QueuedPodInfo
     state: CycleState
     profile: Profile
-    #: where it goes back when rejected (None: ``simulate``)
-    queue: SchedulingQueue | None
+    #: where it goes back when rejected
+    queue: SchedulingQueue
+    plan: BindingPlan
     #: its Reserve plugins' ``unreserve`` already ran (a timeout runs it before the rejection)
     unreserved: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class Allowed:
-    """Every waiting plugin allowed the pod: bind it (it is still assumed and in flight)."""
+    """Every waiting plugin allowed the pod: bind it as `plan` says (it is still assumed and in flight)."""
 
     scheduler_name: str
     info: QueuedPodInfo
     pod: Pod
     node: str
     state: CycleState
+    plan: BindingPlan
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,7 +246,7 @@ class Rejected:
 
 @dataclass(frozen=True, slots=True)
 class Settled:
-    """What ``settle_waiting`` decided; the operator broadcasts AssignedPodDelete for the released room."""
+    """What ``settle_waiting`` decided; the executor broadcasts AssignedPodDelete for the released room."""
 
     allowed: tuple[Allowed, ...] = ()
     rejected: tuple[Rejected, ...] = ()
@@ -194,7 +259,7 @@ class CacheHandle:
 
     __slots__ = ("_cache", "_waiting")
 
-    def __init__(self, cache: SchedulerCache, waiting: WaitingPods[Parked] | None) -> None:
+    def __init__(self, cache: SchedulerCache, waiting: WaitingPods[Parked]) -> None:
         self._cache, self._waiting = cache, waiting
 
     @property
@@ -202,18 +267,16 @@ class CacheHandle:
         return self._cache.objects
 
     def iterate_waiting_pods(self) -> Iterable[WaitingPod[Any]]:
-        return iter(self._waiting) if self._waiting is not None else iter(())
+        return iter(self._waiting)
 
     def get_waiting_pod(self, uid: str) -> WaitingPod[Any] | None:
-        return self._waiting.get(uid) if self._waiting is not None else None
+        return self._waiting.get(uid)
 
     def allow(self, uid: str, plugin: str) -> None:
-        if self._waiting is not None:
-            self._waiting.allow(uid, plugin)
+        self._waiting.allow(uid, plugin)
 
     def reject(self, uid: str, plugin: str, message: str) -> None:
-        if self._waiting is not None:
-            self._waiting.reject(uid, plugin, message)
+        self._waiting.reject(uid, plugin, message)
 
     def is_placed(self, uid: str) -> bool:
         return self._cache.get_pod(uid) is not None
@@ -226,17 +289,18 @@ def schedule_one(
     *,
     cache: SchedulerCache,
     queue: SchedulingQueue,
+    waiting: WaitingPods[Parked],
     rng: random.Random,
     now: float,
-    waiting: WaitingPods[Parked] | None = None,
+    explain: bool = False,
 ) -> Outcome:
     """Decide for the popped pod `info` with `scheduler`'s profile; `snapshot` is brought up to date first.
-    `waiting` holds the pods Permit plugins make wait (None: a WAIT is an error)."""
+    `waiting` holds the pods Permit plugins make wait. `explain`: see ``decide``."""
     skip = prepare(info, snapshot, cache=cache, queue=queue)
     if skip is not None:
         return skip
-    decided = decide(info, snapshot, scheduler, rng=rng, nominator=queue.nominator)
-    return conclude(info, decided, cache=cache, queue=queue, now=now, profile=scheduler.profile, waiting=waiting)
+    decided = decide(info, snapshot, scheduler, rng=rng, nominator=queue.nominator, explain=explain)
+    return conclude(info, decided, cache=cache, queue=queue, waiting=waiting, scheduler=scheduler, now=now)
 
 
 def prepare(
@@ -265,11 +329,16 @@ def decide(
     *,
     rng: random.Random,
     nominator: Nominator | None = None,
+    explain: bool = False,
 ) -> ScheduleResult | Error:
     """The algorithm's result, or an ``Error`` when it raised (a bug: the plugin runtime turns plugin
-    errors into statuses, this is the last resort). Touches only its arguments: off the event loop,
-    pass a copy of the queue's `nominator` (``Nominator.copy``), which watch events change."""
+    errors into statuses, this is the last resort). Touches only its arguments: in a worker thread,
+    pass a copy of the queue's `nominator` (``Nominator.copy``), which watch events change. With
+    `explain` a single feasible node is scored too, so that its scores can be read (``simulate
+    --explain``, the differential harness); the chosen node is the same."""
     try:
+        if explain:
+            return scheduler.schedule(info.pod, snapshot, rng=rng, nominator=nominator, explain=True)
         return scheduler.schedule(info.pod, snapshot, rng=rng, nominator=nominator)
     except Exception as exc:
         return Error(f"internal error: {exc!r}", exc)
@@ -281,13 +350,13 @@ def conclude(
     *,
     cache: SchedulerCache,
     queue: SchedulingQueue,
+    waiting: WaitingPods[Parked],
+    scheduler: GenericScheduler,
     now: float,
-    profile: Profile,
-    waiting: WaitingPods[Parked] | None = None,
 ) -> Outcome:
-    """Carry a decision into the cache and the queue: assume the pod on its node and run `profile`'s
-    Reserve and Permit plugins, or put it back (nominated to the node preemption made room on, when
-    it did)."""
+    """Carry a decision into the cache and the queue: assume the pod on its node and run the
+    profile's Reserve and Permit plugins, or put it back (nominated to the node preemption made room
+    on, when it did)."""
     pod = info.pod
     if isinstance(decided, Error):
         queue.add_backoff(info, now)
@@ -300,8 +369,9 @@ def conclude(
         queue.delete_nominated_pod(pod)  # upstream assume: the cache holds it now, not the nominator
         placed = cache.assume(pod, decided.node)
         state = decided.state if decided.state is not None else CycleState()
-        outcome = reserve_and_permit(info, placed, state, profile, cache=cache, queue=queue, now=now, waiting=waiting)
-        return dataclasses.replace(outcome, result=decided) if isinstance(outcome, Bind) else outcome
+        return _reserve_and_permit(
+            info, placed, state, scheduler, decided, cache=cache, queue=queue, waiting=waiting, now=now
+        )
     if decided.error is not None:
         queue.add_backoff(info, now)
         return Error(decided.error, None, _clear(queue, pod), decided)
@@ -323,27 +393,29 @@ def conclude(
     )
 
 
-def reserve_and_permit(
+def _reserve_and_permit(
     info: QueuedPodInfo,
     placed: Pod,
     state: CycleState,
-    profile: Profile,
+    scheduler: GenericScheduler,
+    decided: ScheduleResult,
     *,
     cache: SchedulerCache,
-    queue: SchedulingQueue | None,
+    queue: SchedulingQueue,
+    waiting: WaitingPods[Parked],
     now: float,
-    waiting: WaitingPods[Parked] | None,
 ) -> Bind | Wait | Unschedulable | Error:
     """Upstream ``RunReservePluginsReserve`` then ``RunPermitPlugins`` for the assumed pod `placed`:
-    the first rejection or error undoes the attempt (requeued in `queue`; None: ``simulate``, which
-    has none); WAITs are collected and the pod waits when no plugin rejected it."""
+    the first rejection or error undoes the attempt (requeued in `queue`); WAITs are collected and
+    the pod waits when no plugin rejected it."""
+    profile = scheduler.profile
     node = placed.node_name
     handle = CacheHandle(cache, waiting)
     for reserver in profile.reservers:
         try:
             status = reserver.reserve(state, placed, node, handle).with_plugin(reserver.name)
         except Exception as exc:  # a plugin bug must not take the scheduler down
-            status = Status(Code.ERROR, (f"{type(exc).__name__}: {exc}",), reserver.name)
+            status = _raised(exc, reserver.name)
         if not status.is_success:
             return _undo(
                 info, placed, state, profile, status, "Reserve", cache=cache, queue=queue, now=now, handle=handle
@@ -354,20 +426,23 @@ def reserve_and_permit(
             result = permitter.permit(state, placed, node, handle)
             status = result.status.with_plugin(permitter.name)
         except Exception as exc:  # a plugin bug must not take the scheduler down
-            status = Status(Code.ERROR, (f"{type(exc).__name__}: {exc}",), permitter.name)
+            status = _raised(exc, permitter.name)
         if status.code is Code.WAIT:
             timeouts[permitter.name] = result.timeout
         elif not status.is_success:
             return _undo(
                 info, placed, state, profile, status, "Permit", cache=cache, queue=queue, now=now, handle=handle
             )
+    plan = binding_plan(scheduler, placed)
     if not timeouts:
-        return Bind(placed, node, state)
-    if waiting is None:
-        status = Status(Code.ERROR, ("a Permit plugin asked to wait, and nothing waits here",), next(iter(timeouts)))
-        return _undo(info, placed, state, profile, status, "Permit", cache=cache, queue=queue, now=now, handle=handle)
-    waiting.add(placed, node, Parked(info, state, profile, queue), timeouts, now=now)
-    return Wait(placed, node, tuple(timeouts))
+        return Bind(placed, node, state, plan, decided)
+    waiting.add(placed, node, Parked(info, state, profile, queue, plan), timeouts, now=now)
+    return Wait(placed, node, tuple(timeouts), decided)
+
+
+def _raised(exc: Exception, plugin: str) -> Status:
+    """A plugin that raised: an ERROR naming the exception (the runtime's promise, so no plugin takes the loop down)."""
+    return Status(Code.ERROR, (f"{type(exc).__name__}: {exc}",), plugin)
 
 
 def _unreserve(profile: Profile, state: CycleState, pod: Pod, node: str, handle: PermitHandle) -> None:
@@ -388,7 +463,7 @@ def _undo(
     point: str,
     *,
     cache: SchedulerCache,
-    queue: SchedulingQueue | None,
+    queue: SchedulingQueue,
     now: float,
     handle: PermitHandle,
 ) -> Unschedulable | Error:
@@ -398,12 +473,15 @@ def _undo(
         cache.forget(placed)
     if status.is_rejected:
         plugins = frozenset({status.plugin})
-        if queue is not None:
-            queue.add_unschedulable(info, now, plugins=plugins)
+        queue.add_unschedulable(info, now, plugins=plugins)
         return Unschedulable(status.message, plugins)
-    if queue is not None:
-        queue.add_backoff(info, now)
-    return Error(f"running {point} plugin {status.plugin!r}: {status.message}")
+    queue.add_backoff(info, now)
+    return Error(_running(point, status))
+
+
+def _running(point: str, status: Status) -> str:
+    """Upstream's wrapping of a plugin's failure: ``running <point> plugin "<name>": <message>``."""
+    return f"running {point} plugin {status.plugin!r}: {status.message}"
 
 
 def settle_waiting(waiting: WaitingPods[Parked], *, cache: SchedulerCache, now: float) -> Settled:
@@ -423,20 +501,20 @@ def settle_waiting(waiting: WaitingPods[Parked], *, cache: SchedulerCache, now: 
         for w in settled:
             parked = w.payload
             assert w.outcome is not None
+            name = parked.profile.scheduler_name
             if w.outcome.is_success:
-                allowed.append(Allowed(parked.profile.scheduler_name, parked.info, w.pod, w.node_name, parked.state))
+                allowed.append(Allowed(name, parked.info, w.pod, w.node_name, parked.state, parked.plan))
                 continue
             if not parked.unreserved:
                 _unreserve(parked.profile, parked.state, w.pod, w.node_name, handle)
             if cache.is_assumed(w.pod):
                 cache.forget(w.pod)
-            if parked.queue is not None:
-                parked.queue.add_unschedulable(parked.info, now, plugins=frozenset({w.outcome.plugin}))
+            parked.queue.add_unschedulable(parked.info, now, plugins=frozenset({w.outcome.plugin}))
             keys = gangs.member_keys(w.pod)
             for key in keys:
                 keep |= cache.objects.gang_members.get(key, frozenset())
             keep.add(w.pod.uid)
-            rejected.append(Rejected(parked.profile.scheduler_name, parked.info, w.pod, w.node_name, w.outcome, keys))
+            rejected.append(Rejected(name, parked.info, w.pod, w.node_name, w.outcome, keys))
     return Settled(tuple(allowed), tuple(rejected), frozenset(keep))
 
 
@@ -446,14 +524,12 @@ def _clear(queue: SchedulingQueue, pod: Pod) -> str:
     return ""
 
 
-def next_wait(
-    queue: SchedulingQueue, now: float, *, longest: float, waiting: WaitingPods[Parked] | None = None
-) -> float:
+def next_wait(queue: SchedulingQueue, now: float, *, longest: float, waiting: WaitingPods[Parked]) -> float:
     """Seconds the loop may sleep before it pops: 0 when a pod is ready, else until the earliest
     backoff expiry, unschedulable-leftover deadline or waiting pod's deadline, at most `longest`
     (a handler's wake-up, or a pod that nothing but an event will make ready, is waited for that long)."""
     ready_at = queue.next_ready_at(now)
-    deadline = waiting.next_deadline() if waiting is not None else None
+    deadline = waiting.next_deadline()
     if deadline is not None:
         ready_at = deadline if ready_at is None else min(ready_at, deadline)
     if ready_at is None:
@@ -474,9 +550,43 @@ def _skip_reason(pod: Pod, cache: SchedulerCache) -> str:
     return ""
 
 
+# --------------------------------------------------------------------------- the binding cycle
+
+
+async def run_pre_bind_plugins(plan: BindingPlan, state: CycleState, pod: Pod, node: str, client: ApiClient) -> Status:
+    """Upstream ``RunPreBindPlugins``: each PreBind plugin in order, awaited with `client`. SUCCESS
+    when every one answered SUCCESS or SKIP (nothing to do for this pod); else the first failure,
+    its plugin named in the message (``running PreBind plugin 'X': ...``), a raised exception as an ERROR."""
+    for plugin in plan.pre_binders:
+        try:
+            status = (await plugin.pre_bind(state, pod, node, client)).with_plugin(plugin.name)
+        except Exception as exc:  # a plugin bug must not take the scheduler down
+            status = _raised(exc, plugin.name)
+        if not status.is_success and not status.is_skip:
+            return Status(status.code, (_running("PreBind", status),), plugin.name)
+    return SUCCESS
+
+
+async def run_bind_plugins(plan: BindingPlan, state: CycleState, pod: Pod, node: str, client: ApiClient) -> Status:
+    """Upstream ``RunBindPlugins``: the Bind plugins in order until one does not answer SKIP. SUCCESS
+    (naming the plugin that bound the pod) or that plugin's failure (``running Bind plugin 'X': ...``);
+    an ERROR when every one skipped (a profile without DefaultBinder)."""
+    for plugin in plan.binders:
+        try:
+            status = (await plugin.bind(state, pod, node, client)).with_plugin(plugin.name)
+        except Exception as exc:  # a plugin bug must not take the scheduler down
+            status = _raised(exc, plugin.name)
+        if status.is_skip:
+            continue
+        if status.is_success:
+            return status
+        return Status(status.code, (_running("Bind", status),), plugin.name)
+    return Status(Code.ERROR, ("no Bind plugin bound the pod: every one answered SKIP",))
+
+
 def binding_succeeded(placed: Pod, *, cache: SchedulerCache, queue: SchedulingQueue, now: float) -> None:
-    """The bind call returned 2xx: start the assumption's TTL (unless the watch confirmed or removed
-    the pod first) and let the pod leave the queue."""
+    """The pod is bound: start the assumption's TTL (unless the watch confirmed or removed the pod
+    first) and let the pod leave the queue."""
     if cache.state_of(placed) is PodState.ASSUMED:
         cache.finish_binding(placed, now)
     queue.done(placed)
@@ -488,16 +598,16 @@ def binding_failed(
     *,
     cache: SchedulerCache,
     queue: SchedulingQueue,
+    waiting: WaitingPods[Parked],
     now: float,
-    profile: Profile | None = None,
-    state: CycleState | None = None,
-    waiting: WaitingPods[Parked] | None = None,
+    profile: Profile,
+    state: CycleState,
 ) -> bool:
-    """The bind call failed: `profile`'s Reserve plugins unreserve (upstream ``handleBindingCycleError``),
-    the assumption is undone (unless the watch already settled the pod) and the pod backs off.
-    Returns whether the pod was requeued (False: deleted or bound meanwhile)."""
-    if profile is not None:
-        _unreserve(profile, state or CycleState(), placed, placed.node_name, CacheHandle(cache, waiting))
+    """The binding cycle failed (a PreBind plugin, an extender, a Bind plugin, or the bind called off):
+    `profile`'s Reserve plugins unreserve (upstream ``handleBindingCycleError``), the assumption is
+    undone (unless the watch already settled the pod) and the pod backs off. Returns whether the pod
+    was requeued (False: deleted or bound meanwhile)."""
+    _unreserve(profile, state, placed, placed.node_name, CacheHandle(cache, waiting))
     if cache.is_assumed(placed):
         cache.forget(placed)
     return queue.add_backoff(info, now)

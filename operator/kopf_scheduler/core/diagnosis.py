@@ -9,9 +9,10 @@ their own count with ``absent_nodes_status``'s reasons, upstream ``NodeToStatus`
 pre-filter rejection, or when a PreFilterResult narrowed the nodes), the
 ``"<count> <reason>"`` strings are sorted as strings (so "10 x" sorts before "2 y"), and a
 pre-filter rejection, when there is one, replaces them. The PostFilter (preemption) message is
-appended as it is, with no period of its own::
+appended as it is, with no period of its own (one line, cut here)::
 
-    0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod.
+    0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available:
+    2 No preemption victims found for incoming pod.
 """
 
 from __future__ import annotations

@@ -373,7 +373,8 @@ def render(e: Explanation) -> str:
     counts = [f"{len(scored)} feasible", f"{len(rejected)} rejected"]
     if e.not_evaluated:
         counts.append(
-            f"{len(e.not_evaluated)} not evaluated (the search stopped: enough feasible nodes found, or the nominated node fitted)"
+            f"{len(e.not_evaluated)} not evaluated"
+            " (the search stopped: enough feasible nodes found, or the nominated node fitted)"
         )
     lines.append(f"  {e.num_nodes} nodes: " + ", ".join(counts))
     if any(v.total is None for v in scored):

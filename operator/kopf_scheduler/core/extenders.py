@@ -30,7 +30,7 @@ import binascii
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from .framework import MAX_EXTENDER_PRIORITY, MAX_NODE_SCORE, SUCCESS, Status, error
 from .plugins.node_resources_fit import is_extended_resource
@@ -79,6 +79,8 @@ EXTENDER_KEYS: Final = (
 )
 TLS_KEYS: Final = ("insecure", "serverName", "certFile", "keyFile", "caFile", "certData", "keyData", "caData")
 MANAGED_RESOURCE_KEYS: Final = ("name", "ignoredByScheduler")
+
+T = TypeVar("T")
 
 _URL: Final = re.compile(r"^(?P<scheme>https?)://[^\s/?#]+[^\s]*$")
 #: apimachinery ``IsQualifiedName``: an optional DNS-subdomain prefix and "/", then a name of at most 63 characters
@@ -147,29 +149,12 @@ def validate_extenders(value: Any, errors: list[FieldError]) -> tuple[list[Exten
         before = len(errors)
         unknown_keys(ext, EXTENDER_KEYS, path, errors)
         url = ext.get("urlPrefix")
-        match = _URL.match(url) if isinstance(url, str) else None
-        if not isinstance(url, str) or not url:
-            errors.append(FieldError(f"{path}.urlPrefix", "required: a non-empty URL"))
-        elif match is None:
-            errors.append(FieldError(f"{path}.urlPrefix", f"must be an http:// or https:// URL, got {url!r}"))
+        match = _url_match(url, path, errors)
         https = match is not None and match["scheme"] == "https"
-        verbs: dict[str, str] = {}
-        for key in ("filterVerb", "preemptVerb", "prioritizeVerb", "bindVerb"):
-            verb = ext.get(key, "")
-            if not isinstance(verb, str):
-                errors.append(FieldError(f"{path}.{key}", "must be a string"))
-                verb = ""
-            verbs[key] = verb
+        verbs = _typed(ext, ("filterVerb", "preemptVerb", "prioritizeVerb", "bindVerb"), str, "", path, errors)
         if verbs["preemptVerb"]:
             errors.append(FieldError(f"{path}.preemptVerb", "not supported yet: preemption does not call extenders"))
-        weight = ext.get("weight")
-        if weight is None:
-            weight = 1
-        elif not is_int(weight) or weight > MAX_EXTENDER_WEIGHT or weight < 0:
-            errors.append(
-                FieldError(f"{path}.weight", f"must be an integer from 1 to {MAX_EXTENDER_WEIGHT}, got {weight!r}")
-            )
-            weight = 1
+        weight = _weight(ext.get("weight"), path, errors)
         if verbs["prioritizeVerb"] and weight <= 0:
             errors.append(FieldError(f"{path}.weight", "an extender with a prioritizeVerb needs a positive weight"))
         if verbs["bindVerb"]:
@@ -179,27 +164,10 @@ def validate_extenders(value: Any, errors: list[FieldError]) -> tuple[list[Exten
                 )
             else:
                 binder = path
-        flags: dict[str, bool] = {}
-        for key in ("enableHttps", "nodeCacheCapable", "ignorable"):
-            flag = ext.get(key, False)
-            if not isinstance(flag, bool):
-                errors.append(FieldError(f"{path}.{key}", "must be a boolean"))
-                flag = False
-            flags[key] = flag
+        flags = _typed(ext, ("enableHttps", "nodeCacheCapable", "ignorable"), bool, False, path, errors)
         if flags["enableHttps"] and match is not None and not https:
             errors.append(FieldError(f"{path}.enableHttps", "needs an https:// urlPrefix"))
-        timeout = DEFAULT_EXTENDER_TIMEOUT_SECONDS
-        if "httpTimeout" in ext:
-            parsed = parse_duration(ext["httpTimeout"])
-            if parsed is None or parsed <= 0:
-                errors.append(
-                    FieldError(
-                        f"{path}.httpTimeout",
-                        f'must be a positive duration such as "5s" or a number of seconds, got {ext["httpTimeout"]!r}',
-                    )
-                )
-            else:
-                timeout = parsed
+        timeout = _http_timeout(ext, path, errors)
         tls = ExtenderTLSConfig()
         if ext.get("tlsConfig") is not None:
             if match is not None and not https:
@@ -228,6 +196,57 @@ def validate_extenders(value: Any, errors: list[FieldError]) -> tuple[list[Exten
             {k: ext[k] for k in EXTENDER_KEYS if k in ext} | {"weight": weight, "httpTimeout": _render_seconds(timeout)}
         )
     return configs, normal
+
+
+def _url_match(url: Any, path: str, errors: list[FieldError]) -> re.Match[str] | None:
+    """``urlPrefix`` matched against the URL pattern (its scheme group), or None with the error said."""
+    match = _URL.match(url) if isinstance(url, str) else None
+    if not isinstance(url, str) or not url:
+        errors.append(FieldError(f"{path}.urlPrefix", "required: a non-empty URL"))
+    elif match is None:
+        errors.append(FieldError(f"{path}.urlPrefix", f"must be an http:// or https:// URL, got {url!r}"))
+    return match
+
+
+def _typed(
+    ext: Mapping[str, Any], keys: Sequence[str], kind: type[T], default: T, path: str, errors: list[FieldError]
+) -> dict[str, T]:
+    """The `keys` of `ext` that must be of one type (strings, booleans): `default` when absent or wrong."""
+    wording = "a boolean" if kind is bool else "a string"
+    found: dict[str, T] = {}
+    for key in keys:
+        value = ext.get(key, default)
+        if not isinstance(value, kind):
+            errors.append(FieldError(f"{path}.{key}", f"must be {wording}"))
+            value = default
+        found[key] = value
+    return found
+
+
+def _weight(weight: Any, path: str, errors: list[FieldError]) -> int:
+    if weight is None:
+        return 1
+    if not is_int(weight) or weight > MAX_EXTENDER_WEIGHT or weight < 0:
+        errors.append(
+            FieldError(f"{path}.weight", f"must be an integer from 1 to {MAX_EXTENDER_WEIGHT}, got {weight!r}")
+        )
+        return 1
+    return int(weight)
+
+
+def _http_timeout(ext: Mapping[str, Any], path: str, errors: list[FieldError]) -> float:
+    if "httpTimeout" not in ext:
+        return DEFAULT_EXTENDER_TIMEOUT_SECONDS
+    parsed = parse_duration(ext["httpTimeout"])
+    if parsed is None or parsed <= 0:
+        errors.append(
+            FieldError(
+                f"{path}.httpTimeout",
+                f'must be a positive duration such as "5s" or a number of seconds, got {ext["httpTimeout"]!r}',
+            )
+        )
+        return DEFAULT_EXTENDER_TIMEOUT_SECONDS
+    return parsed
 
 
 def _tls_config(value: Any, path: str, errors: list[FieldError]) -> ExtenderTLSConfig:
@@ -301,7 +320,8 @@ def _managed_resources(
             errors.append(
                 FieldError(
                     f"{rpath}.name",
-                    f"{rname!r} is an invalid extended resource name (a domain-prefixed name outside kubernetes.io, such as example.com/gpu)",
+                    f"{rname!r} is an invalid extended resource name"
+                    " (a domain-prefixed name outside kubernetes.io, such as example.com/gpu)",
                 )
             )
             continue

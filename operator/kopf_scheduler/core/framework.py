@@ -25,8 +25,15 @@ Mirrors upstream ``pkg/scheduler/framework/interface.go`` in our own shape:
   get ``fwk.Handle``. A Permit plugin may answer WAIT with a timeout: the pod stays assumed and
   waits until every waiting plugin allows it (then it is bound) or one rejects it or the timeout
   passes (then every Reserve plugin's ``unreserve`` runs, in reverse order, and it is requeued).
-- ``PreBindPlugin`` and ``BindPlugin`` are the only asynchronous points: they run at the edge
-  (kube/binding.py) with an ``ApiClient``, after the pure decision. Nothing here does I/O.
+- ``PreBindPlugin`` and ``BindPlugin`` are the only asynchronous points: the binding cycle
+  (``core/cycle.py``: ``run_pre_bind_plugins``, ``run_bind_plugins``) awaits them with an
+  ``ApiClient`` the executor lends: the operator's API client, or the simulation's in-memory API
+  server. DefaultBinder (``core/plugins/default_binder.py``) is every profile's last Bind plugin.
+  Nothing here does I/O of its own.
+- ``QueueSortPlugin`` orders the active queue (one per profile; PrioritySort by default).
+  ``EnqueueExtensions`` says which ``ClusterEvent``s can make a pod the plugin rejected schedulable,
+  each with an optional ``QueueingHint`` function; the queue asks the plugins that rejected a pod
+  (``core/queueing.py``), and a plugin that declares nothing gets every event.
 
 Scores are integers in ``0..MAX_NODE_SCORE`` after normalisation.
 """
@@ -35,7 +42,7 @@ from __future__ import annotations
 
 import abc
 import enum
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, Protocol, Self, TypeVar
 
@@ -51,6 +58,7 @@ if TYPE_CHECKING:
     from .diagnosis import Diagnosis
     from .nodeinfo import NodeInfo
     from .objects import Pod
+    from .queueing import QueuedPodInfo
     from .snapshot import ClusterObjects, NodeTable, Snapshot
     from .waiting import WaitingPod
 
@@ -60,10 +68,15 @@ __all__ = [
     "SKIP",
     "SUCCESS",
     "ApiClient",
+    "ApiResponse",
     "BindPlugin",
     "Candidate",
+    "ClusterEvent",
+    "ClusterEventWithHint",
     "Code",
     "CycleState",
+    "EnqueueExtensions",
+    "EnqueueHandle",
     "FilterPlugin",
     "Handle",
     "NormalizeScorePlugin",
@@ -79,6 +92,8 @@ __all__ = [
     "PreFilterPlugin",
     "PreScorePlugin",
     "QueueSortPlugin",
+    "QueueingHint",
+    "QueueingHintFn",
     "ReservePlugin",
     "ScorePlugin",
     "StateKey",
@@ -182,16 +197,15 @@ class CycleState:
 
     Values should be immutable: ``clone`` (used by preemption's what-ifs) copies the mapping, not
     the values, so a ``PreFilterExtensions`` hook replaces its entry instead of mutating it.
-    ``skip_filter`` / ``skip_score`` hold the names of plugins whose pre-step returned SKIP.
+    ``skip_filter`` holds the names of the filter plugins whose PreFilter returned SKIP.
     ``node_names`` holds, per plugin, the only nodes its PreFilter admits (``admit_only``).
     """
 
-    __slots__ = ("_data", "skip_filter", "skip_score", "node_names")
+    __slots__ = ("_data", "skip_filter", "node_names")
 
     def __init__(self) -> None:
         self._data: dict[StateKey[Any], Any] = {}
         self.skip_filter: set[str] = set()
-        self.skip_score: set[str] = set()
         self.node_names: dict[str, frozenset[str]] = {}
 
     def admit_only(self, plugin: str, names: Iterable[str]) -> None:
@@ -213,7 +227,6 @@ class CycleState:
         out = CycleState()
         out._data = dict(self._data)
         out.skip_filter = set(self.skip_filter)
-        out.skip_score = set(self.skip_score)
         out.node_names = dict(self.node_names)
         return out
 
@@ -431,31 +444,82 @@ class PermitPlugin(Plugin):
         """After Reserve: let the pod be bound, reject it, or make it wait (``Code.WAIT``)."""
 
 
-class ApiClient(Protocol):
-    """What the edge hands to PreBind and Bind plugins: JSON requests to the API server.
+class ApiResponse(Protocol):
+    """What an ``ApiClient`` request returns (the edge's ``Response``; the simulation's in-memory answer).
 
-    Never raises for HTTP errors: returns (status code, decoded body); 0 on a transport failure.
+    The one status rule: ``ok`` is 2xx, ``gone`` 404, ``conflict`` 409; ``status`` 0 means no answer
+    came (a transport failure, a timeout, or a write this replica may not send). ``body`` is the
+    decoded JSON (a dict for an object or a Status), text, or None.
+    """
+
+    @property
+    def status(self) -> int: ...
+
+    @property
+    def body(self) -> Any: ...
+
+    @property
+    def ok(self) -> bool: ...
+
+    @property
+    def gone(self) -> bool: ...
+
+    @property
+    def conflict(self) -> bool: ...
+
+    def detail(self, limit: int = 300) -> str:
+        """The Status message of an error, or the text, or why nothing came: for messages."""
+
+
+class ApiClient(Protocol):
+    """What the binding cycle hands to PreBind and Bind plugins: JSON requests to the API server.
+
+    The operator passes its ``Api`` (``kopf_scheduler.edge.client``: credentials, keep-alive pool,
+    and the fence that keeps a replica that lost its Lease from writing); ``simulate`` an in-memory
+    API server holding the simulated pods and nodes. Never raises for HTTP errors: look at the
+    ``ApiResponse``. `decode` False leaves a successful answer's body unparsed (a write whose answer
+    nobody reads).
     """
 
     async def request(
-        self, method: str, path: str, body: Any = None, *, content_type: str = "application/json"
-    ) -> tuple[int, Any]: ...
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        content_type: str = "application/json",
+        decode: bool = True,
+    ) -> ApiResponse: ...
 
 
 class PreBindPlugin(Plugin):
     @abc.abstractmethod
-    async def pre_bind(self, state: CycleState, pod: Pod, node_name: str, client: ApiClient) -> Status: ...
+    async def pre_bind(self, state: CycleState, pod: Pod, node_name: str, client: ApiClient) -> Status:
+        """The pod is allowed on `node_name` and about to be bound: prepare what it needs there
+        (upstream PreBind: volumes, claims). SUCCESS or SKIP go on; anything else fails the binding
+        cycle (every ``unreserve`` runs, the pod is forgotten and backs off)."""
 
 
 class BindPlugin(Plugin):
     @abc.abstractmethod
     async def bind(self, state: CycleState, pod: Pod, node_name: str, client: ApiClient) -> Status:
-        """SKIP hands the pod to the next bind plugin; SUCCESS means bound; anything else fails the bind."""
+        """Bind the pod: SKIP hands it to the next Bind plugin (DefaultBinder, last, POSTs
+        pods/binding); SUCCESS means bound; anything else fails the bind."""
 
 
 class QueueSortPlugin(Plugin):
+    """Orders the active queue (upstream ``QueueSortPlugin``; plugins/queuesort/priority_sort.go is the default).
+
+    One per profile: a policy names it in ``spec.queueSort`` (default PrioritySort: higher priority first,
+    then the earlier enqueue time). ``less`` compares two queued pods, as upstream's ``Less`` compares
+    ``QueuedPodInfo``s, so an order may use the enqueue ``timestamp``, ``attempts`` or ``added_at`` besides
+    the pod. Pods equal both ways pop in the order they were queued. It must be a strict weak order and
+    cheap: the queue calls it O(log n) times per push and pop.
+    """
+
     @abc.abstractmethod
-    def less(self, a: Pod, b: Pod) -> bool: ...
+    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+        """Whether `a` should be tried before `b`."""
 
 
 def default_normalize(scores: npt.NDArray[np.int64], *, reverse: bool = False) -> npt.NDArray[np.int64]:
@@ -476,3 +540,101 @@ def default_normalize(scores: npt.NDArray[np.int64], *, reverse: bool = False) -
     if reverse:
         out = MAX_NODE_SCORE - out
     return np.asarray(out, dtype=np.int64)
+
+
+# --------------------------------------------------------------------------- requeueing: cluster events and hints
+
+
+class ClusterEvent(enum.StrEnum):
+    """A change in the cluster after which a pod some plugin rejected may fit (upstream ``fwk.ClusterEvent``,
+    framework/events.go), as ``core/routing.py`` raises it. The values label ``scheduler_queue_incoming_pods``.
+
+    A hint registered for an event is called as ``hint(pod, old, new)`` with the objects before and after
+    (None for one that is not there):
+
+    - ``NODE_ADD`` (None, Node), ``NODE_UPDATE`` (Node, Node): any change of the Node object.
+    - ``ASSIGNED_POD_ADD`` (None, Pod): a pod bound, by us or anyone. ``ASSIGNED_POD_UPDATE`` (Pod, Pod): a
+      bound pod's labels changed. ``ASSIGNED_POD_SCALE_DOWN`` (Pod, Pod): some request of a bound pod went
+      down (an in-place resize). ``ASSIGNED_POD_DELETE`` (Pod, None): a bound pod deleted or finished, or an
+      assumption dropped (its pod deleted, or never confirmed), so its room on its node is free again.
+    - ``<Kind>_CHANGE``: the stored object (``core/objects.py``'s type of that kind) before and after;
+      ``NAMESPACE_CHANGE``: the namespace's labels before and after (only a change of labels is raised).
+
+    An event that carries no object (room released by several pods at once: a rejected gang's
+    reservations) asks no hint: every plugin registered for it answers QUEUE.
+    """
+
+    NODE_ADD = "NodeAdd"
+    NODE_UPDATE = "NodeUpdate"
+    ASSIGNED_POD_ADD = "AssignedPodAdd"
+    ASSIGNED_POD_UPDATE = "AssignedPodUpdate"
+    ASSIGNED_POD_SCALE_DOWN = "AssignedPodScaleDown"
+    ASSIGNED_POD_DELETE = "AssignedPodDelete"
+    NAMESPACE_CHANGE = "NamespaceChange"
+    SERVICE_CHANGE = "ServiceChange"
+    REPLICATION_CONTROLLER_CHANGE = "ReplicationControllerChange"
+    REPLICA_SET_CHANGE = "ReplicaSetChange"
+    STATEFUL_SET_CHANGE = "StatefulSetChange"
+    PERSISTENT_VOLUME_CHANGE = "PersistentVolumeChange"
+    PERSISTENT_VOLUME_CLAIM_CHANGE = "PersistentVolumeClaimChange"
+    STORAGE_CLASS_CHANGE = "StorageClassChange"
+    POD_DISRUPTION_BUDGET_CHANGE = "PodDisruptionBudgetChange"
+    CSI_NODE_CHANGE = "CSINodeChange"
+    #: a ``scheduling.k8s.io`` PodGroup (the Workload API)
+    POD_GROUP_CHANGE = "PodGroupChange"
+    #: a ``scheduling.x-k8s.io`` PodGroup (scheduler-plugins' coscheduling)
+    COSCHEDULING_POD_GROUP_CHANGE = "PodGroup.scheduling.x-k8s.ioChange"
+
+
+class QueueingHint(enum.Enum):
+    """A hint's answer (upstream ``fwk.QueueingHint``): QUEUE moves the pod out of the unschedulable pool
+    (to the active queue, or to backoff while its backoff runs), QUEUE_SKIP leaves it there."""
+
+    QUEUE_SKIP = 0
+    QUEUE = 1
+
+
+#: ``hint(pod, old, new)``: may the event that changed ``old`` into ``new`` make ``pod`` (rejected by the
+#: plugin in its last attempt) schedulable? See ``ClusterEvent`` for the objects.
+QueueingHintFn = Callable[["Pod", Any, Any], QueueingHint]
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterEventWithHint:
+    """An event a plugin registers for, with an optional hint (None: every such event answers QUEUE)."""
+
+    event: ClusterEvent
+    hint: QueueingHintFn | None = None
+
+
+class EnqueueHandle(Protocol):
+    """What a plugin's hints may read of the cluster (upstream plugins reach it through ``fwk.Handle``):
+    the scheduler's cache as it is when the hint runs."""
+
+    @property
+    def objects(self) -> ClusterObjects:
+        """Services, controllers, volumes, PodGroups, namespace labels... as the cache holds them now."""
+
+    def get_node_info(self, name: str) -> NodeInfo | None:
+        """The node called `name` with the pods on it (its ``node`` is None for a node already deleted)."""
+
+
+class EnqueueExtensions(Plugin):
+    """Upstream ``EnqueueExtensions`` (framework/interface.go ``EventsToRegister``): the cluster events after
+    which a pod this plugin rejected may fit, each with an optional hint that looks closer.
+
+    The queue (``core/queueing.py``, upstream ``isPodWorthRequeuing``) moves a pod of the unschedulable pool
+    when one of the plugins that rejected it in its last attempt registered the event and its hint says
+    QUEUE (no hint, or a hint that raised, counts as QUEUE, as upstream treats an error). A rejecting
+    plugin that does not subclass this gets every event (upstream's ``defaultEnqueueExtension``), and so
+    does a pod with no rejecting plugin on record; an empty declaration means no cluster event can help.
+    Whatever the hints say, a pod leaves the pool after ``pod_max_in_unschedulable`` (5 minutes), or when
+    its own spec changes. Only plugins that can reject a pod are asked (PreFilter, Filter, Reserve, Permit).
+
+    ``events_to_register`` runs once per profile when its queue is set up; hints run on every matching
+    event for every pod the plugin rejected, so they must be cheap and pure.
+    """
+
+    @abc.abstractmethod
+    def events_to_register(self, handle: EnqueueHandle) -> Sequence[ClusterEventWithHint]:
+        """The events and hints (``handle``: what the hints may read of the cluster)."""

@@ -171,21 +171,11 @@ def import_policy(
     doc: Mapping[str, Any] | str | bytes, *, scheduler_name: str = "default-scheduler", validate: bool = True
 ) -> dict[str, Any] | list[FieldError]:
     """A v1.9 Policy (or its ConfigMap) -> a SchedulingPolicy spec dict, or the errors found."""
-    data, errors = _parse(doc)
-    if errors:
-        return errors
-    prefix = ""
-    if isinstance(data, Mapping) and str(data.get("kind", "")).lower() == "configmap":
-        cm_data = data.get("data")
-        if not isinstance(cm_data, Mapping) or POLICY_CONFIGMAP_KEY not in cm_data:
-            return [FieldError("data", f"the ConfigMap has no {POLICY_CONFIGMAP_KEY!r} key")]
-        prefix = f"data[{POLICY_CONFIGMAP_KEY}]."
-        data, errors = _parse(cm_data[POLICY_CONFIGMAP_KEY])
-        if errors:
-            return [FieldError(f"data[{POLICY_CONFIGMAP_KEY}]", e.message) for e in errors]
-    if not isinstance(data, Mapping):
-        return [FieldError(prefix.rstrip(".") or "policy", "must be an object (a v1.9 Policy)")]
-
+    found = _policy_document(doc)
+    if isinstance(found, list):
+        return found
+    data, prefix = found
+    errors: list[FieldError] = []
     policy = _canonical(data, list(POLICY_KEYS), prefix, errors)
     kind = policy.get("kind", "Policy")
     if kind != "Policy":
@@ -199,20 +189,8 @@ def import_policy(
         ("predicates", PREDICATE_KEYS, PREDICATE_ARGUMENT_KEYS),
         ("priorities", PRIORITY_KEYS, PRIORITY_ARGUMENT_KEYS),
     ):
-        if key not in policy:
-            continue
-        items = []
-        for i, item in enumerate(_list(policy[key], f"{prefix}{key}", errors)):
-            path = f"{prefix}{key}[{i}]"
-            if not isinstance(item, Mapping):
-                errors.append(FieldError(path, "must be an object with a name"))
-                continue
-            entry = _canonical(item, allowed, f"{path}.", errors)
-            arg = _argument(entry.pop("argument", None), kinds, f"{path}.argument", errors)
-            if arg:
-                entry["argument"] = arg
-            items.append(entry)
-        spec[key] = items
+        if key in policy:
+            spec[key] = _named_items(policy[key], allowed, kinds, f"{prefix}{key}", errors)
     if "extenders" in policy:
         exts = [
             _extender(e, f"{prefix}extenders[{i}]", errors)
@@ -237,6 +215,44 @@ def import_policy(
         if isinstance(result, list):
             return [FieldError(prefix + e.path.removeprefix("spec.").removeprefix("spec"), e.message) for e in result]
     return spec
+
+
+def _policy_document(doc: Mapping[str, Any] | str | bytes) -> tuple[Mapping[str, Any], str] | list[FieldError]:
+    """The Policy object, from the document or from its ConfigMap's ``policy.cfg`` (then with the prefix
+    its field paths take), or the errors found."""
+    data, errors = _parse(doc)
+    if errors:
+        return errors
+    prefix = ""
+    if isinstance(data, Mapping) and str(data.get("kind", "")).lower() == "configmap":
+        cm_data = data.get("data")
+        if not isinstance(cm_data, Mapping) or POLICY_CONFIGMAP_KEY not in cm_data:
+            return [FieldError("data", f"the ConfigMap has no {POLICY_CONFIGMAP_KEY!r} key")]
+        prefix = f"data[{POLICY_CONFIGMAP_KEY}]."
+        data, errors = _parse(cm_data[POLICY_CONFIGMAP_KEY])
+        if errors:
+            return [FieldError(f"data[{POLICY_CONFIGMAP_KEY}]", e.message) for e in errors]
+    if not isinstance(data, Mapping):
+        return [FieldError(prefix.rstrip(".") or "policy", "must be an object (a v1.9 Policy)")]
+    return data, prefix
+
+
+def _named_items(
+    value: Any, allowed: Sequence[str], kinds: Mapping[str, Sequence[str]], path: str, errors: list[FieldError]
+) -> list[dict[str, Any]]:
+    """The predicates or priorities at `path`: each a named object, its argument checked."""
+    items = []
+    for i, item in enumerate(_list(value, path, errors)):
+        where = f"{path}[{i}]"
+        if not isinstance(item, Mapping):
+            errors.append(FieldError(where, "must be an object with a name"))
+            continue
+        entry = _canonical(item, allowed, f"{where}.", errors)
+        arg = _argument(entry.pop("argument", None), kinds, f"{where}.argument", errors)
+        if arg:
+            entry["argument"] = arg
+        items.append(entry)
+    return items
 
 
 def to_manifest(spec: Mapping[str, Any], *, name: str, namespace: str | None = None) -> dict[str, Any]:

@@ -137,7 +137,8 @@ def condition_of(record: PolicyRecord, owner: PolicyRecord | None) -> Condition:
         return Condition(
             "False",
             REASON_CONFLICT,
-            f"schedulerName {meta.scheduler_name!r} is already served by the older SchedulingPolicy {owner.meta.name!r}",
+            f"schedulerName {meta.scheduler_name!r} is already served"
+            f" by the older SchedulingPolicy {owner.meta.name!r}",
         )
     return Condition(
         "True", REASON_ACCEPTED, f"serving schedulerName {meta.scheduler_name!r} with generation {meta.generation}"

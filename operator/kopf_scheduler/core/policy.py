@@ -60,6 +60,14 @@ Rules (decisions marked *):
   default profile has GangScheduling when the GenericWorkload gate is on: pods outside a gang
   skip it at no cost. Like DefaultPreemption, they are not predicate names.
 - ``percentageOfNodesToScore`` 0..100 (0 = adaptive); backoffs > 0 seconds, max >= initial.
+- ``plugins`` (a list of ``{name, argument}``) enables installed plugins at their Reserve, Permit,
+  PreBind and Bind points (filters and scores have their own lists; a plugin listed in both is one
+  instance). Bind plugins are asked in the listed order; DefaultBinder (upstream's default binder)
+  ends every profile's Bind plugins and needs no entry; the gang plugins and DefaultPreemption have
+  their own switches.
+- ``queueSort`` (a list of at most one ``{name, argument}``, upstream's ``plugins.queueSort``) names the
+  QueueSort plugin that orders the scheduler name's queue; none means PrioritySort. Two are refused
+  (upstream: one queue sort plugin per profile). A policy edit that changes it re-sorts the queue.
 - Extenders: see ``core/extenders.py``. The resources they manage with ``ignoredByScheduler`` are
   added to every NodeResourcesFit instance's ``ignoredResources`` (*upstream replaces that list;
   we keep the policy's own entries too).
@@ -78,11 +86,24 @@ from typing import Any, Final
 from . import registry
 from .arguments import PluginArgsError
 from .extenders import ExtenderConfig, validate_extenders
-from .framework import FilterPlugin, Plugin, PostFilterPlugin, PreFilterPlugin, ScorePlugin
+from .framework import (
+    BindPlugin,
+    FilterPlugin,
+    PermitPlugin,
+    Plugin,
+    PostFilterPlugin,
+    PreBindPlugin,
+    PreFilterPlugin,
+    QueueSortPlugin,
+    ReservePlugin,
+    ScorePlugin,
+)
+from .plugins.default_binder import DefaultBinder
 from .plugins.default_preemption import DefaultPreemption
 from .plugins.inter_pod_affinity import InterPodAffinity
 from .plugins.node_resources_fit import NodeResourcesFit
 from .plugins.pod_topology_spread import PodTopologySpread
+from .plugins.priority_sort import PrioritySort
 from .profile import DEFAULT_POD_INITIAL_BACKOFF_SECONDS, DEFAULT_POD_MAX_BACKOFF_SECONDS, Profile
 from .registry import DEFAULT_PROFILE, PluginRef, Registry
 from .specs import FieldError, did_you_mean, is_int, is_number, parse_duration, unknown_keys
@@ -112,10 +133,16 @@ SPEC_KEYS: Final = (
     "parallelism",
     "preemption",
     "gangScheduling",
+    "plugins",
+    "queueSort",
 )
 GANG_KEYS: Final = ("enabled", "permitWaitingTimeSeconds")
 PREDICATE_KEYS: Final = ("name", "argument")
 PRIORITY_KEYS: Final = ("name", "weight", "argument")
+PLUGIN_KEYS: Final = ("name", "argument")
+QUEUE_SORT_KEYS: Final = ("name", "argument")
+#: the extension points ``spec.plugins`` enables (Filter and Score have their own lists)
+PLUGIN_POINTS: Final = (ReservePlugin, PermitPlugin, PreBindPlugin, BindPlugin)
 
 
 # ----------------------------------------------------------------------------- plugin requests
@@ -158,6 +185,8 @@ class _Requests:
     filters: list[_Request] = field(default_factory=list)
     #: (request, weight, the policy name that asked)
     scores: list[tuple[_Request, int, str]] = field(default_factory=list)
+    #: ``spec.plugins``: Reserve, Permit, PreBind and Bind plugins
+    others: list[_Request] = field(default_factory=list)
     v19_style: bool = True
     next_order: int = 0
 
@@ -237,7 +266,8 @@ def _name_and_argument(
         errors.append(
             FieldError(
                 f"{path}.name",
-                f"invalid name {name!r}: letters, digits and '-', at least 2 characters, starting and ending with a letter or digit",
+                f"invalid name {name!r}: letters, digits and '-', at least 2 characters, "
+                "starting and ending with a letter or digit",
             )
         )
         return None
@@ -309,6 +339,8 @@ def _unknown(name: str, path: str, *, want: str, registry_: Registry) -> FieldEr
             registry_.priority_names(),
             registry.lookup_legacy_predicate(name) or registry_.filter_plugin(name),
         )
+    if registry_.queue_sort_plugin(name) is not None:
+        return FieldError(f"{path}.name", f"{name!r} is a QueueSort plugin, not a {want}; name it in spec.queueSort")
     gang = registry_.plugin(name)
     if gang is not None and gang in registry.GANG_PLUGINS:
         return FieldError(
@@ -360,7 +392,8 @@ def _predicate(item: Any, path: str, order: int, errors: list[FieldError], regis
             errors.append(
                 FieldError(
                     f"{path}.argument",
-                    f"{legacy.name} takes no argument (v1.9 arguments, under a name of your own: {', '.join(registry.ARGUMENT_PREDICATES)})",
+                    f"{legacy.name} takes no argument "
+                    f"(v1.9 arguments, under a name of your own: {', '.join(registry.ARGUMENT_PREDICATES)})",
                 )
             )
             return None
@@ -422,7 +455,8 @@ def _priority(item: Any, path: str, order: int, errors: list[FieldError], regist
             errors.append(
                 FieldError(
                     f"{path}.argument",
-                    f"{legacy.name} {what} (v1.9 arguments, under a name of your own: {', '.join(registry.ARGUMENT_PRIORITIES)})",
+                    f"{legacy.name} {what} "
+                    f"(v1.9 arguments, under a name of your own: {', '.join(registry.ARGUMENT_PRIORITIES)})",
                 )
             )
             return None
@@ -540,6 +574,79 @@ def _from_lists(
     return out
 
 
+def _from_plugins(
+    spec: Mapping[str, Any], normal: dict[str, Any], errors: list[FieldError], registry_: Registry, out: _Requests
+) -> None:
+    """``spec.plugins``: plugins enabled at their Reserve, Permit, PreBind and Bind points (each
+    runs at every one of those it implements; one that also filters or scores shares its instance
+    with its predicates / priorities entry). Bind plugins are asked in the listed order, before
+    DefaultBinder."""
+    items = spec.get("plugins")
+    if items is None:
+        return
+    if not isinstance(items, list):
+        errors.append(FieldError("spec.plugins", "must be a list"))
+        return
+    seen: dict[str, str] = {}
+    listed: list[dict[str, Any]] = []
+    for i, raw in enumerate(items):
+        path = f"spec.plugins[{i}]"
+        checked = _name_and_argument(raw, path, PLUGIN_KEYS, errors)
+        if checked is None:
+            continue
+        name, argument = checked
+        cls = registry_.plugin(name)
+        if cls is None or not issubclass(cls, PLUGIN_POINTS) or cls in (*registry.GANG_PLUGINS, DefaultBinder):
+            errors.append(_not_a_plugin_entry(name, cls, path, registry_))
+            continue
+        if cls.NAME.lower() in seen:
+            errors.append(
+                FieldError(f"{path}.name", f"duplicate plugin {cls.NAME!r} (also at {seen[cls.NAME.lower()]})")
+            )
+            continue
+        seen[cls.NAME.lower()] = path
+        listed.append({"name": cls.NAME, **({"argument": dict(argument)} if argument else {})})
+        ref = PluginRef(cls, None, dict(argument or {}))
+        out.others.append(_Request(ref, path, (("", f"{path}.argument"),), out.next_order))
+        out.next_order += 1
+    normal["plugins"] = listed
+
+
+def _not_a_plugin_entry(name: str, cls: type[Plugin] | None, path: str, registry_: Registry) -> FieldError:
+    """Why `name` cannot be a ``spec.plugins`` entry."""
+    where = f"{path}.name"
+    if cls in registry.GANG_PLUGINS:
+        return FieldError(where, f"{name} is a gang plugin; spec.gangScheduling (enabled by default) enables it")
+    if cls is DefaultBinder:
+        return FieldError(where, f"{DefaultBinder.NAME} is every profile's last Bind plugin; it needs no entry")
+    if cls is DefaultPreemption:
+        return FieldError(
+            where, f"{DefaultPreemption.NAME} is a PostFilter plugin; spec.preemption (default true) enables it"
+        )
+    if cls is not None:
+        return FieldError(
+            where,
+            f"{cls.NAME!r} has no Reserve, Permit, PreBind or Bind point: "
+            "a filter goes under spec.predicates, a score under spec.priorities",
+        )
+    problem = registry_.problem(name)
+    if problem is not None:
+        return FieldError(where, f"plugin {name!r} is installed but cannot be used: {problem}")
+    usable = sorted(
+        n
+        for n, c in registry_.plugins.items()
+        if issubclass(c, PLUGIN_POINTS) and c not in (*registry.GANG_PLUGINS, DefaultBinder)
+    )
+    hint = did_you_mean(name, usable)
+    if hint:
+        return FieldError(where, f"unknown plugin {name!r}{hint}")
+    return FieldError(
+        where,
+        f"unknown plugin {name!r}: no plugin of that name is installed (plugins with a Reserve, Permit, "
+        f"PreBind or Bind point: {', '.join(usable) if usable else 'none'})",
+    )
+
+
 def _add_v19_defaults(requests: _Requests, *, has_extenders: bool) -> None:
     """v1.9: the mandatory predicates always; EqualPriority when nothing else scores."""
     present = {r.ref.key for r in requests.filters}
@@ -607,6 +714,55 @@ def _gang_settings(spec: Mapping[str, Any], out: _Settings, normal: dict[str, An
             )
         else:
             out.permit_waiting_time_seconds = normal["gangScheduling"]["permitWaitingTimeSeconds"] = wait
+
+
+def _queue_sort(
+    spec: Mapping[str, Any], normal: dict[str, Any], errors: list[FieldError], registry_: Registry
+) -> QueueSortPlugin | None:
+    """``spec.queueSort``: the one QueueSort plugin, built with its arguments (None: PrioritySort)."""
+    items = spec.get("queueSort")
+    if items is None:
+        return None
+    if not isinstance(items, list):
+        errors.append(FieldError("spec.queueSort", "must be a list"))
+        return None
+    chosen: QueueSortPlugin | None = None
+    listed: list[dict[str, Any]] = []
+    for i, raw in enumerate(items):
+        path = f"spec.queueSort[{i}]"
+        checked = _name_and_argument(raw, path, QUEUE_SORT_KEYS, errors)
+        if checked is None:
+            continue
+        name, argument = checked
+        if i > 0:
+            errors.append(
+                FieldError(
+                    f"{path}.name",
+                    f"only one QueueSort plugin orders a profile's queue, and spec.queueSort[0] names one already; "
+                    f"remove {name!r} or the other",
+                )
+            )
+            continue
+        cls = registry_.queue_sort_plugin(name)
+        if cls is None:
+            problem = registry_.problem(name)
+            known = registry_.queue_sort_names()
+            if problem:
+                what = f"plugin {name!r} is installed but cannot be used: {problem}"
+            elif registry_.plugin(name) is None:
+                what = f"unknown QueueSort plugin {name!r}{did_you_mean(name, known)} (installed: {', '.join(known)})"
+            else:
+                what = f"{name!r} is not a QueueSort plugin (installed: {', '.join(known)})"
+            errors.append(FieldError(f"{path}.name", what))
+            continue
+        try:
+            chosen = cls.new(argument or None)
+        except PluginArgsError as exc:
+            errors.append(FieldError(f"{path}.argument" + (f".{exc.field}" if exc.field else ""), exc.message))
+            continue
+        listed.append({"name": cls.NAME, **({"argument": dict(argument)} if argument else {})})
+    normal["queueSort"] = listed
+    return chosen
 
 
 def _gang_plugins(settings: _Settings) -> tuple[Plugin, ...]:
@@ -711,7 +867,8 @@ def _group(requests: _Requests, settings: _Settings, errors: list[FieldError]) -
                     errors.append(
                         FieldError(
                             f"{req.path}.argument",
-                            f"conflicting arguments for {req.ref.instance_name} ({k!r} differs from {inst.requests[0].path})",
+                            f"conflicting arguments for {req.ref.instance_name} "
+                            f"({k!r} differs from {inst.requests[0].path})",
                         )
                     )
                     return None
@@ -735,6 +892,8 @@ def _group(requests: _Requests, settings: _Settings, errors: list[FieldError]) -
             continue
         owner[id(inst)] = asked_by
         out.scored.append((inst, weight))
+    for req in requests.others:
+        want(req)
     hard = settings.hard_pod_affinity_weight
     if hard is not None:
         for inst in out.by_key.values():
@@ -808,6 +967,8 @@ def validate_policy(
     else:
         requests = _from_plugin_profile(DEFAULT_PROFILE)
 
+    _from_plugins(spec, normal, errors, plugins, requests)
+    queue_sort = _queue_sort(spec, normal, errors, plugins)
     settings = _settings(spec, normal, errors)
     extenders, normal_extenders = validate_extenders(spec.get("extenders"), errors)
     if "extenders" in spec:
@@ -830,7 +991,7 @@ def validate_policy(
         source = (
             provider.name if provider is not None else f"policy {scheduler_name}" if lists else DEFAULT_PROFILE.name
         )
-    return _profile(scheduler_name, instances, settings, extenders, source, normal)
+    return _profile(scheduler_name, instances, settings, extenders, source, normal, queue_sort)
 
 
 def _profile(
@@ -840,6 +1001,7 @@ def _profile(
     extenders: list[ExtenderConfig],
     source: str,
     normal: dict[str, Any],
+    queue_sort: QueueSortPlugin | None = None,
 ) -> Profile:
     filters = sorted(
         instances.filters, key=lambda inst: (registry.filter_rank(inst.ref.cls), min(r.order for r in inst.requests))
@@ -858,6 +1020,7 @@ def _profile(
         everything.append(inst.plugin)
     gang = _gang_plugins(settings)
     everything.extend(gang)
+    everything.append(DefaultBinder())  # every profile's last Bind plugin (upstream's default profile)
     return Profile(
         scheduler_name=name,
         filters=tuple(filter_plugins),
@@ -873,6 +1036,7 @@ def _profile(
         extenders=tuple(extenders),
         source=source,
         spec=normal,
+        queue_sort=queue_sort if queue_sort is not None else PrioritySort(),
     )
 
 

@@ -319,8 +319,10 @@ def preempt(
     all_nodes = snapshot.node_infos
     rejected, absent = diagnosis.node_to_status, diagnosis.absent_nodes_status
     potential = [
-        info for name, info in zip(snapshot.table.names, all_nodes) if rejected.get(name, absent).code is Code.UNSCHEDULABLE
-    ]  # fmt: skip
+        info
+        for name, info in zip(snapshot.table.names, all_nodes)
+        if rejected.get(name, absent).code is Code.UNSCHEDULABLE
+    ]
     candidates: list[Candidate] = []
     statuses: dict[str, Status] = {}
     errors: list[str] = []

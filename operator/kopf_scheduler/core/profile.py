@@ -22,10 +22,11 @@ from .framework import (
     PostFilterPlugin,
     PreBindPlugin,
     PreFilterPlugin,
-    PreScorePlugin,
+    QueueSortPlugin,
     ReservePlugin,
     ScorePlugin,
 )
+from .plugins.priority_sort import PrioritySort
 
 __all__ = ["Profile"]
 
@@ -56,6 +57,8 @@ class Profile:
     source: str = ""
     #: the normalised spec this profile was built from (for explaining decisions)
     spec: Mapping[str, Any] = field(default_factory=dict)
+    #: orders the scheduler name's active queue (one per profile; ``spec.queueSort``)
+    queue_sort: QueueSortPlugin = field(default_factory=PrioritySort)
 
     @property
     def filter_names(self) -> list[str]:
@@ -72,10 +75,6 @@ class Profile:
         return [p for p in self.filters if isinstance(p, PreFilterPlugin)] + list(self.pre_filter_only)
 
     @property
-    def pre_scorers(self) -> list[PreScorePlugin]:
-        return [p for p, _ in self.scorers if isinstance(p, PreScorePlugin)]
-
-    @property
     def reservers(self) -> list[ReservePlugin]:
         return [p for p in self.plugins if isinstance(p, ReservePlugin)]
 
@@ -85,8 +84,11 @@ class Profile:
 
     @property
     def pre_binders(self) -> list[PreBindPlugin]:
+        """PreBind plugins, in profile order: the binding cycle runs each before the bind."""
         return [p for p in self.plugins if isinstance(p, PreBindPlugin)]
 
     @property
     def binders(self) -> list[BindPlugin]:
+        """Bind plugins, in profile order, DefaultBinder last (``core/policy.py`` appends it to every
+        profile): the binding cycle asks each until one does not answer SKIP."""
         return [p for p in self.plugins if isinstance(p, BindPlugin)]

@@ -1,33 +1,46 @@
 """SchedulingQueue: the pending pods, in the order the scheduler should try them.
 
-Upstream ``pkg/scheduler/backend/queue/scheduling_queue.go`` (``PriorityQueue``),
-without QueueingHints. Pending pods live in exactly one of:
+Upstream ``pkg/scheduler/backend/queue/scheduling_queue.go`` (``PriorityQueue``, with QueueingHints).
+Pending pods live in exactly one of:
 
-- ``active``: a heap ordered by the QueueSort rule (``less``; by default
-  PrioritySort: higher ``Pod.priority`` first, then the earlier enqueue time);
+- ``active``: a heap ordered by the profile's QueueSort plugin (``less``; by default PrioritySort:
+  higher ``Pod.priority`` first, then the earlier enqueue time); ``sort_by`` re-sorts it;
 - ``backoff``: pods waiting out their backoff, ordered by expiry; backoff is
   ``initial * 2**(attempts - 1)`` capped at ``max`` (1 s / 10 s by default),
   counted from the last failure;
-- ``unschedulable``: pods whose last attempt failed and which wait for a
-  cluster event (``move_all_to_active_or_backoff``, ``assigned_pod_added``), an
-  update of their own spec, or the leftover timeout (5 min by default);
+- ``unschedulable``: pods whose last attempt failed. They wait for a cluster event after which one
+  of the plugins that rejected them may let them through (below), an update of their own spec, or
+  the leftover timeout (``pod_max_in_unschedulable``, 5 min by default, upstream's
+  ``podMaxInUnschedulablePodsDuration``), so no pod stays longer whatever the plugins declare;
 - ``gated``: pods with scheduling gates; never popped until an update clears them.
 
-A popped pod is *in flight* until ``add_unschedulable``, ``add_backoff`` or
-``done``. Updates and deletes that arrive meanwhile are remembered and applied
-when the attempt ends: the requeued info carries the latest pod; a pod deleted
-in flight is dropped. A move request (cluster event) during the attempt sends
-the failed pod to backoff instead of the unschedulable pool, tracked with
-upstream's ``scheduling_cycle`` / ``move_request_cycle`` counters.
+A cluster event (``move_all_to_active_or_backoff``, a ``ClusterEvent`` with the objects before and
+after) moves a pod of the pool when it is worth it (upstream ``isPodWorthRequeuing``, with the
+profile's ``QueueingHints``): the pod has no rejecting plugin on record; or one of its rejecting
+plugins declares no events (``EnqueueExtensions``: it gets every event, as upstream's default); or one
+registered the event and its hint answers QUEUE (no hint, a hint that raises, or an event without
+objects count as QUEUE). An event that is not a ``ClusterEvent`` (``PolicyChange``) is a wildcard:
+every pod moves. The pool is indexed by rejecting plugin, so an event visits only the pods that a
+plugin registered for it, or one that declares nothing, rejected. ``move_pods`` moves given pods (a
+gang that gained a member) without asking anyone.
 
-Pure: time is always an argument (``now`` in seconds, any monotonic origin);
-nothing here sleeps, reads a clock or starts a thread. The loop asks
-``next_ready_at(now)`` when to wake.
+A popped pod is *in flight* until ``add_unschedulable``, ``add_backoff`` or ``done``. Updates and
+deletes that arrive meanwhile are remembered and applied when the attempt ends: the requeued info
+carries the latest pod; a pod deleted in flight is dropped. Cluster events that arrive meanwhile are
+remembered too (at most ``MAX_IN_FLIGHT_EVENTS``; past that, as if one moved it) and, when the attempt
+fails, judged against the plugins that rejected it this time (upstream ``inFlightEvents``,
+``determineSchedulingHintForInFlightPod``): one that would have moved it sends it to backoff instead
+of the pool, as does a change of its own spec or a ``move_pods`` during the attempt.
 
-Limits: no QueueingHints registry or per-plugin event filtering: a move request moves
-every unschedulable pod, unless its caller passes a ``skip`` test (``core/routing.py``
-does for node events, with NodeResourcesFit's hint); pods are keyed by uid; the queue does not look at
-``node_name`` (the caller deletes a pod from the queue once it is bound).
+Pure: time is always an argument (``now`` in seconds, any monotonic origin); nothing here sleeps,
+reads a clock or starts a thread. The loop asks ``next_ready_at(now)`` when to wake. The counts the
+metrics want are values: ``take_incoming`` (pods in per queue and event since the last call) and
+``unschedulable_plugin_counts``.
+
+Limits: pods are keyed by uid; the queue does not look at ``node_name`` (the caller deletes a pod
+from the queue once it is bound). A pod that failed with no rejecting plugin on record waits in the
+pool for any event (upstream sends it straight to backoff). A pod's own update moves it when
+anything but its status changed (upstream asks its rejectors' hints about the kind of update).
 """
 
 from __future__ import annotations
@@ -37,15 +50,32 @@ import heapq
 import itertools
 from collections import Counter
 from collections.abc import Callable, Container, Iterable, Mapping
-from dataclasses import dataclass
-from typing import Final
+from dataclasses import dataclass, field
+from typing import Any, Final
 
+from .framework import (
+    ClusterEvent,
+    EnqueueExtensions,
+    EnqueueHandle,
+    FilterPlugin,
+    PermitPlugin,
+    Plugin,
+    PreFilterPlugin,
+    QueueingHint,
+    QueueingHintFn,
+    ReservePlugin,
+)
+from .nodeinfo import NodeInfo
 from .objects import Pod
+from .snapshot import ClusterObjects
 
 DEFAULT_POD_INITIAL_BACKOFF_SECONDS: Final = 1.0
 DEFAULT_POD_MAX_BACKOFF_SECONDS: Final = 10.0
 #: upstream ``DefaultPodMaxInUnschedulablePodsDuration``
 DEFAULT_POD_MAX_IN_UNSCHEDULABLE_SECONDS: Final = 300.0
+#: cluster events remembered for one pod in flight; a pod waiting long at Permit sees many
+#: (every bind is an AssignedPodAdd): past this, it fails to backoff as if one had moved it
+MAX_IN_FLIGHT_EVENTS: Final = 100
 
 # Sub-queue names, as in the ``scheduler_pending_pods{queue}`` metric.
 ACTIVE: Final = "active"
@@ -53,20 +83,22 @@ BACKOFF: Final = "backoff"
 UNSCHEDULABLE: Final = "unschedulable"
 GATED: Final = "gated"
 
-# Event labels of ``scheduler_queue_incoming_pods_total{queue,event}`` raised by the queue itself.
+# Event labels of ``scheduler_queue_incoming_pods_total{queue,event}`` raised by the queue itself
+# (cluster events are ``framework.ClusterEvent``s).
 EVENT_POD_ADD: Final = "PodAdd"
 EVENT_POD_UPDATE: Final = "PodUpdate"
 EVENT_SCHEDULE_ATTEMPT_FAILURE: Final = "ScheduleAttemptFailure"
 EVENT_BACKOFF_COMPLETE: Final = "BackoffComplete"
 EVENT_UNSCHEDULABLE_TIMEOUT: Final = "UnschedulableTimeout"
-EVENT_ASSIGNED_POD_ADD: Final = "AssignedPodAdd"
-EVENT_ASSIGNED_POD_UPDATE: Final = "AssignedPodUpdate"
 
 #: Pod fields whose change never makes a pod schedulable (status and bookkeeping).
 _IGNORED_FIELDS: Final = frozenset(
     {"resource_version", "phase", "nominated_node_name", "start_time", "disruption_target"}
 )
 _COMPARED_FIELDS: Final = tuple(f.name for f in dataclasses.fields(Pod) if f.name not in _IGNORED_FIELDS)
+_CLUSTER_EVENTS: Final = frozenset(ClusterEvent)
+#: the extension points that can reject a pod: only their declarations count
+_REJECTING: Final = (PreFilterPlugin, FilterPlugin, ReservePlugin, PermitPlugin)
 
 
 @dataclass(slots=True, eq=False)
@@ -97,7 +129,8 @@ LessFunc = Callable[[QueuedPodInfo, QueuedPodInfo], bool]
 
 
 def priority_sort_less(a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
-    """PrioritySort: higher priority first, then the earlier enqueue time."""
+    """PrioritySort's order (``plugins/priority_sort.py``), the queue's default: higher priority
+    first, then the earlier enqueue time."""
     if a.pod.priority != b.pod.priority:
         return a.pod.priority > b.pod.priority
     return a.timestamp < b.timestamp
@@ -115,19 +148,84 @@ def is_pod_updated(old: Pod | None, new: Pod) -> bool:
     return any(getattr(old, f) != getattr(new, f) for f in _COMPARED_FIELDS)
 
 
-def required_affinity_terms_select(
-    waiting: Pod, assigned: Pod, namespace_labels: Mapping[str, str] | None = None
-) -> bool:
-    """Whether any required pod-affinity term of ``waiting`` selects ``assigned``."""
-    a = waiting.affinity
-    if a is None or a.pod_affinity is None:
-        return False
-    return any(t.selects(assigned, waiting.namespace, namespace_labels) for t in a.pod_affinity.required)
+class _NoCluster:
+    """The handle of a queue that was given none: no node, no object (hints then mostly answer QUEUE)."""
+
+    def __init__(self) -> None:
+        self.objects = ClusterObjects()
+
+    def get_node_info(self, name: str) -> NodeInfo | None:
+        return None
 
 
-def _has_required_affinity(pod: Pod) -> bool:
-    a = pod.affinity
-    return a is not None and a.pod_affinity is not None and bool(a.pod_affinity.required)
+class QueueingHints:
+    """One profile's requeueing rules (upstream ``QueueingHintMap``): per ``ClusterEvent``, the plugins
+    registered for it and their hints, and which plugins declared their events at all.
+
+    Built from a profile's plugins: those that can reject a pod (PreFilter, Filter, Reserve, Permit, as
+    upstream's ``shouldHaveEnqueueExtensions``) and subclass ``EnqueueExtensions`` are asked once; the
+    others (and rejecting names the profile does not have, like the extenders') get every event.
+    ``handle`` is what the hints may read of the cluster.
+    """
+
+    __slots__ = ("_by_event", "declared")
+
+    def __init__(self, plugins: Iterable[Plugin] = (), handle: EnqueueHandle | None = None) -> None:
+        self._by_event: dict[str, dict[str, tuple[QueueingHintFn | None, ...]]] = {}
+        declared: set[str] = set()
+        seen = handle if handle is not None else _NoCluster()
+        for plugin in plugins:
+            if (
+                not isinstance(plugin, EnqueueExtensions)
+                or not isinstance(plugin, _REJECTING)
+                or plugin.name in declared
+            ):
+                continue
+            declared.add(plugin.name)
+            for registered in plugin.events_to_register(seen):
+                by_plugin = self._by_event.setdefault(str(registered.event), {})
+                by_plugin[plugin.name] = (*by_plugin.get(plugin.name, ()), registered.hint)
+        #: the plugins that declared their events (the others: every event may help the pods they rejected)
+        self.declared: frozenset[str] = frozenset(declared)
+
+    def registered(self, event: str) -> Mapping[str, tuple[QueueingHintFn | None, ...]]:
+        """The plugins registered for `event`, with their hints (None: no hint)."""
+        return self._by_event.get(event, {})
+
+    def judge(self, event: str, old: object, new: object) -> Callable[[QueuedPodInfo], bool]:
+        """Upstream ``isPodWorthRequeuing`` for one event that changed `old` into `new`, to ask of many
+        pods: may it make a pod that its last attempt's rejectors turned down schedulable? See the
+        module docstring."""
+        if event not in _CLUSTER_EVENTS:
+            return _always
+        registered = self._by_event.get(event, {})
+        declared = self.declared
+        unknown = old is None and new is None
+
+        def worth(info: QueuedPodInfo) -> bool:
+            rejectors = info.unschedulable_plugins
+            if not rejectors:
+                return True
+            for plugin in rejectors:
+                if plugin not in declared:
+                    return True
+                for hint in registered.get(plugin, ()):
+                    if hint is None or unknown or _asks_queue(hint, info.pod, old, new):
+                        return True
+            return False
+
+        return worth
+
+
+def _always(info: QueuedPodInfo) -> bool:
+    return True
+
+
+def _asks_queue(hint: QueueingHintFn, pod: Pod, old: object, new: object) -> bool:
+    try:
+        return hint(pod, old, new) is not QueueingHint.QUEUE_SKIP
+    except Exception:  # upstream: a hint's error counts as Queue, so the pod cannot get stuck
+        return True
 
 
 class _ActiveItem:
@@ -151,10 +249,21 @@ class _Flight:
     """A popped pod whose attempt has not finished yet."""
 
     info: QueuedPodInfo
-    cycle: int
     latest: Pod | None = None  # the newest version seen while in flight
     deleted: bool = False
-    moved: bool = False  # something that may make it schedulable happened during the attempt
+    #: something that may make it schedulable happened during the attempt (its own spec changed, its
+    #: gang grew, a wildcard event, too many events to remember)
+    moved: bool = False
+    #: cluster events during the attempt, (event, old, new): judged when it fails
+    events: list[tuple[str, object, object]] = field(default_factory=list)
+
+    def record(self, event: str, old: object, new: object) -> None:
+        if self.moved:
+            return
+        if event not in _CLUSTER_EVENTS or len(self.events) >= MAX_IN_FLIGHT_EVENTS:
+            self.moved, self.events = True, []
+        else:
+            self.events.append((event, old, new))
 
 
 class Nominator:
@@ -226,6 +335,7 @@ class SchedulingQueue:
         self,
         *,
         less: LessFunc = priority_sort_less,
+        hints: QueueingHints | None = None,
         pod_initial_backoff: float = DEFAULT_POD_INITIAL_BACKOFF_SECONDS,
         pod_max_backoff: float = DEFAULT_POD_MAX_BACKOFF_SECONDS,
         pod_max_in_unschedulable: float = DEFAULT_POD_MAX_IN_UNSCHEDULABLE_SECONDS,
@@ -233,23 +343,23 @@ class SchedulingQueue:
         if pod_initial_backoff < 0 or pod_max_backoff < pod_initial_backoff:
             raise ValueError("backoff: need 0 <= pod_initial_backoff <= pod_max_backoff")
         self.less = less
+        #: the profile's requeueing rules (none given: every plugin gets every event)
+        self.hints = hints if hints is not None else QueueingHints()
         self.pod_initial_backoff = pod_initial_backoff
         self.pod_max_backoff = pod_max_backoff
         self.pod_max_in_unschedulable = pod_max_in_unschedulable
-        #: incremented by every ``pop`` (upstream ``schedulingCycle``)
-        self.scheduling_cycle = 0
-        #: the scheduling cycle at the last move request (upstream ``moveRequestCycle``)
-        self.move_request_cycle = -1
         #: pods entering each sub-queue, by (queue, event): ``scheduler_queue_incoming_pods_total``
         self.incoming: Counter[tuple[str, str]] = Counter()
+        self._incoming_taken: Counter[tuple[str, str]] = Counter()
 
         self._active: dict[str, QueuedPodInfo] = {}
         self._backoff: dict[str, QueuedPodInfo] = {}
         self._unschedulable: dict[str, QueuedPodInfo] = {}
         self._gated: dict[str, QueuedPodInfo] = {}
         self._in_flight: dict[str, _Flight] = {}
-        #: unschedulable pods with required pod-affinity terms (what ``assigned_pod_added`` scans)
-        self._with_affinity: set[str] = set()
+        #: the unschedulable pool by rejecting plugin (what an event visits), and its pods with none
+        self._by_plugin: dict[str, dict[str, None]] = {}
+        self._no_rejector: dict[str, None] = {}
         #: pods nominated to nodes (read by the algorithm; fed by watch updates and preemption)
         self.nominator = Nominator()
         # Heaps with lazy deletion: an entry is live while its seq is the pod's current seq
@@ -301,19 +411,19 @@ class SchedulingQueue:
         f = self._in_flight.get(uid)
         return f.info if f is not None else None
 
-    def in_flight_count(self) -> int:
-        return len(self._in_flight)
-
     def pending_pods(self) -> list[Pod]:
-        """Every pending pod (debugging, cache dumps); not in any particular order."""
+        """Every pending pod (debugging); not in any particular order."""
         return [i.pod for sub in (self._active, self._backoff, self._unschedulable, self._gated) for i in sub.values()]
 
-    def unschedulable_plugin_counts(self) -> Counter[str]:
+    def unschedulable_plugin_counts(self) -> dict[str, int]:
         """Pods in the unschedulable pool per rejecting plugin (``scheduler_unschedulable_pods``)."""
-        c: Counter[str] = Counter()
-        for info in self._unschedulable.values():
-            c.update(info.unschedulable_plugins)
-        return c
+        return {plugin: len(uids) for plugin, uids in self._by_plugin.items() if uids}
+
+    def take_incoming(self) -> Counter[tuple[str, str]]:
+        """Pods that entered each sub-queue, by (queue, event), since the last call (for the metrics)."""
+        out = self.incoming - self._incoming_taken
+        self._incoming_taken = self.incoming.copy()
+        return out
 
     def backoff_duration(self, info: QueuedPodInfo) -> float:
         """``initial * 2**(attempts-1)`` capped at the max; no backoff before the first attempt."""
@@ -326,17 +436,10 @@ class SchedulingQueue:
                 return self.pod_max_backoff
         return min(duration, self.pod_max_backoff)
 
-    def backoff_expiry(self, info: QueuedPodInfo) -> float:
-        base = info.last_failure_at if info.last_failure_at is not None else info.timestamp
-        return base + self.backoff_duration(info)
-
-    def is_backing_off(self, info: QueuedPodInfo, now: float) -> bool:
-        return self.backoff_expiry(info) > now
-
     def next_ready_at(self, now: float) -> float | None:
         """When the loop should call ``pop`` next: ``now`` if a pod is ready, else the earliest
         backoff expiry or unschedulable-leftover deadline; ``None`` when nothing will become ready
-        by time alone (empty, or only gated / unschedulable-forever pods)."""
+        by time alone (empty, or only gated pods)."""
         if self._active:
             return now
         best: float | None = None
@@ -356,6 +459,15 @@ class SchedulingQueue:
     def nominated_node_of(self, pod: Pod | str) -> str | None:
         uid = pod.uid if isinstance(pod, Pod) else pod
         return self.nominator.node_of(uid) or None
+
+    # ------------------------------------------------------------------ the profile
+
+    def sort_by(self, less: LessFunc) -> None:
+        """Order the active queue by `less` from now on (the profile's QueueSort changed): re-sorted at once."""
+        self.less = less
+        items = [_ActiveItem(info, self._next_seq(uid), less) for uid, info in self._active.items()]
+        heapq.heapify(items)
+        self._active_heap = items
 
     # ------------------------------------------------------------------ informer events
 
@@ -443,21 +555,21 @@ class SchedulingQueue:
             info = self._active.pop(uid)
             del self._current[uid]
             info.attempts += 1
-            self.scheduling_cycle += 1
-            self._in_flight[uid] = _Flight(info, self.scheduling_cycle)
+            self._in_flight[uid] = _Flight(info)
             return info
         return None
 
     def add_unschedulable(self, info: QueuedPodInfo, now: float, *, plugins: Iterable[str] = ()) -> bool:
-        """The attempt failed (filters rejected the pod). The pod waits in the unschedulable pool,
-        or in backoff when a move request arrived during the attempt. Returns whether it was queued
-        (False: deleted meanwhile, or already pending)."""
+        """The attempt failed: `plugins` rejected the pod. It waits in the unschedulable pool, or in
+        backoff when something during the attempt may have changed its fate (see the module
+        docstring). Returns whether it was queued (False: deleted meanwhile, or already pending)."""
         target = self._finish_attempt(info, now, plugins)
         if target is None:
             return False
         info, flight = target
-        cycle = flight.cycle if flight is not None else self.scheduling_cycle
-        if self.move_request_cycle >= cycle or (flight is not None and flight.moved):
+        if flight is not None and (
+            flight.moved or any(self.hints.judge(e, old, new)(info) for e, old, new in flight.events)
+        ):
             self._push_backoff(info)
             self.incoming[(BACKOFF, EVENT_SCHEDULE_ATTEMPT_FAILURE)] += 1
         else:
@@ -490,35 +602,22 @@ class SchedulingQueue:
     # ------------------------------------------------------------------ moves
 
     def move_all_to_active_or_backoff(
-        self, event: str, now: float, *, keep: Container[str] = (), skip: Callable[[QueuedPodInfo], bool] | None = None
+        self, event: str, now: float, *, old: Any = None, new: Any = None, keep: Container[str] = ()
     ) -> int:
-        """A cluster event that may make unschedulable pods schedulable (node added/updated, pod
-        deleted, PV/PVC/Service change...), except the pods of `keep` (uids: a gang that was just
-        rejected rests together) and those for which `skip` says the event cannot help (upstream's
-        QueueSkip). Returns how many pods moved."""
-        infos = [i for i in self._unschedulable.values() if i.uid not in keep and (skip is None or not skip(i))]
-        for info in infos:
+        """A cluster event changed `old` into `new` (upstream ``MoveAllToActiveOrBackoffQueue``): the
+        pods of the pool it may help move (see the module docstring), except those of `keep` (uids: a
+        gang that was just rejected rests together); pods in flight remember it. Returns how many moved."""
+        for flight in self._in_flight.values():
+            flight.record(event, old, new)
+        candidates = self._candidates(event)
+        if not candidates:
+            return 0
+        worth = self.hints.judge(event, old, new)
+        moving = [info for info in candidates if info.uid not in keep and worth(info)]
+        for info in moving:
             self._remove_unschedulable(info.uid)
             self._to_active_or_backoff(info, now, event)
-        if skip is None:
-            self.move_request_cycle = self.scheduling_cycle
-        else:  # pods in flight: judged by their last attempt's rejectors (none yet on a first attempt: moved)
-            for flight in self._in_flight.values():
-                if not skip(flight.info):
-                    flight.moved = True
-        return len(infos)
-
-    def assigned_pod_added(self, pod: Pod, now: float, *, namespace_labels: Mapping[str, str] | None = None) -> int:
-        """A pod was bound: unschedulable pods with a required pod-affinity term selecting it move.
-
-        In-flight pods whose terms select it count the event as a move request. ``namespace_labels``
-        are the labels of ``pod``'s namespace, for terms with a namespace selector.
-        """
-        return self._move_affinity_matches(pod, now, EVENT_ASSIGNED_POD_ADD, namespace_labels)
-
-    def assigned_pod_updated(self, pod: Pod, now: float, *, namespace_labels: Mapping[str, str] | None = None) -> int:
-        """A bound pod changed (labels): as ``assigned_pod_added``."""
-        return self._move_affinity_matches(pod, now, EVENT_ASSIGNED_POD_UPDATE, namespace_labels)
+        return len(moving)
 
     def move_pods(self, uids: Iterable[str], event: str, now: float) -> int:
         """An event that concerns only these pods (a new member of their gang): those in the
@@ -578,6 +677,25 @@ class SchedulingQueue:
 
     # ------------------------------------------------------------------ internals
 
+    def _candidates(self, event: str) -> list[QueuedPodInfo]:
+        """The pods of the pool an event can concern: rejected by no plugin on record, by a plugin
+        registered for it or by one that declares nothing (all of them for a wildcard)."""
+        pool = self._unschedulable
+        if not pool or event not in _CLUSTER_EVENTS:
+            return list(pool.values())
+        registered = self.hints.registered(event)
+        declared = self.hints.declared
+        groups = [
+            pods
+            for plugin, pods in self._by_plugin.items()
+            if pods and (plugin in registered or plugin not in declared)
+        ]
+        if self._no_rejector:
+            groups.append(self._no_rejector)
+        if len(groups) > 1:  # a pod with several rejectors is in several groups: once is enough
+            groups = [dict.fromkeys(uid for pods in groups for uid in pods)]
+        return [pool[uid] for pods in groups for uid in pods]
+
     def _finish_attempt(
         self, info: QueuedPodInfo, now: float, plugins: Iterable[str]
     ) -> tuple[QueuedPodInfo, _Flight | None] | None:
@@ -595,25 +713,8 @@ class SchedulingQueue:
         info.unschedulable_plugins = frozenset(plugins)
         return info, flight
 
-    def _move_affinity_matches(
-        self, pod: Pod, now: float, event: str, namespace_labels: Mapping[str, str] | None
-    ) -> int:
-        for flight in self._in_flight.values():
-            waiting = flight.latest if flight.latest is not None else flight.info.pod
-            if required_affinity_terms_select(waiting, pod, namespace_labels):
-                flight.moved = True
-        matched = [
-            self._unschedulable[uid]
-            for uid in self._with_affinity
-            if required_affinity_terms_select(self._unschedulable[uid].pod, pod, namespace_labels)
-        ]
-        for info in matched:
-            self._remove_unschedulable(info.uid)
-            self._to_active_or_backoff(info, now, event)
-        return len(matched)
-
     def _to_active_or_backoff(self, info: QueuedPodInfo, now: float, event: str) -> None:
-        if self.is_backing_off(info, now):
+        if self._backoff_expiry(info) > now:
             self._push_backoff(info)
             self.incoming[(BACKOFF, event)] += 1
         else:
@@ -621,6 +722,10 @@ class SchedulingQueue:
             self.incoming[(ACTIVE, event)] += 1
         if info.initial_attempt_timestamp is None:
             info.initial_attempt_timestamp = now
+
+    def _backoff_expiry(self, info: QueuedPodInfo) -> float:
+        base = info.last_failure_at if info.last_failure_at is not None else info.timestamp
+        return base + self.backoff_duration(info)
 
     def _next_seq(self, uid: str) -> int:
         seq = self._current[uid] = next(self._seq)
@@ -633,20 +738,29 @@ class SchedulingQueue:
 
     def _push_backoff(self, info: QueuedPodInfo) -> None:
         self._backoff[info.uid] = info
-        heapq.heappush(self._backoff_heap, (self.backoff_expiry(info), self._next_seq(info.uid), info.uid))
+        heapq.heappush(self._backoff_heap, (self._backoff_expiry(info), self._next_seq(info.uid), info.uid))
         self._compact()
 
     def _add_unschedulable_pool(self, info: QueuedPodInfo) -> None:
-        self._unschedulable[info.uid] = info
-        if _has_required_affinity(info.pod):
-            self._with_affinity.add(info.uid)
+        uid = info.uid
+        self._unschedulable[uid] = info
+        if not info.unschedulable_plugins:
+            self._no_rejector[uid] = None
+        for plugin in sorted(info.unschedulable_plugins):  # sorted: the same visiting order every run
+            self._by_plugin.setdefault(plugin, {})[uid] = None
         deadline = info.timestamp + self.pod_max_in_unschedulable
-        heapq.heappush(self._leftover_heap, (deadline, self._next_seq(info.uid), info.uid))
+        heapq.heappush(self._leftover_heap, (deadline, self._next_seq(uid), uid))
         self._compact()
 
     def _remove_unschedulable(self, uid: str) -> None:
-        if self._unschedulable.pop(uid, None) is not None:
-            self._with_affinity.discard(uid)
+        info = self._unschedulable.pop(uid, None)
+        if info is None:
+            return
+        self._no_rejector.pop(uid, None)
+        for plugin in info.unschedulable_plugins:
+            pods = self._by_plugin.get(plugin)
+            if pods is not None:
+                pods.pop(uid, None)
 
     def _peek(self, heap: list[tuple[float, int, str]], live: dict[str, QueuedPodInfo]) -> float | None:
         """The first live key of a lazily deleted heap, dropping stale tops on the way."""

@@ -25,6 +25,8 @@ Shape:
   NodeResourcesFit filter, and MatchInterPodAffinity + InterPodAffinityPriority one InterPodAffinity.
 - Names are matched case-insensitively and normalised to the canonical spelling; v1.9 was
   case-sensitive, but a case slip is never a different plugin, so we accept it.
+- A QueueSort plugin (``QueueSortPlugin``, upstream's queueSort extension point) is named in a
+  policy's ``spec.queueSort``; PrioritySort, in ``IN_TREE``, is every profile's default.
 - ``FILTER_ORDER`` is the evaluation order of the in-tree filters, whatever order a policy lists
   them; out-of-tree filters follow, in the policy's order.
 - Argument-style v1.9 names (any user-chosen name with ``argument.labelsPresence`` etc.) are in
@@ -39,9 +41,10 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from .arguments import PluginArgsError
-from .framework import FilterPlugin, Plugin, ScorePlugin
+from .framework import FilterPlugin, Plugin, QueueSortPlugin, ScorePlugin
 from .plugins.balanced_allocation import NodeResourcesBalancedAllocation
 from .plugins.coscheduling import Coscheduling
+from .plugins.default_binder import DefaultBinder
 from .plugins.default_preemption import DefaultPreemption
 from .plugins.equal_priority import EqualPriority
 from .plugins.gang_scheduling import GangScheduling
@@ -63,6 +66,7 @@ from .plugins.node_resources_fit import NodeResourcesFit
 from .plugins.node_unschedulable import NodeUnschedulable
 from .plugins.node_volume_limits import AzureDiskLimits, EBSLimits, GCEPDLimits, NodeVolumeLimits
 from .plugins.pod_topology_spread import PodTopologySpread
+from .plugins.priority_sort import PrioritySort
 from .plugins.resource_limits import NodeResourceLimits
 from .plugins.selector_spread import SelectorSpread
 from .plugins.service_affinity import ServiceAffinity
@@ -112,6 +116,8 @@ IN_TREE: Final[tuple[type[Plugin], ...]] = (
     DefaultPreemption,
     GangScheduling,
     Coscheduling,
+    PrioritySort,
+    DefaultBinder,
 )
 
 #: The gang plugins (both PodGroup APIs; ``core/gangs.py``): enabled in every profile by
@@ -397,11 +403,12 @@ class PluginProfile:
 
 
 #: Upstream v1.37's default profile (pkg/scheduler/apis/config/v1/default_plugins.go): its MultiPoint
-#: plugins that filter or score, with their weights. Not here: PrioritySort and SchedulingGates (our
-#: queue orders by priority and holds gated pods), DefaultPreemption (added to every profile unless
-#: ``preemption: false``), DefaultBinder (the operator binds), and the default-on plugins that
-#: pass every pod this scheduler can see (DynamicResources without ResourceClaims,
-#: NodeDeclaredFeatures without declared features, GangScheduling without a Workload).
+#: plugins that filter or score, with their weights. Not here: PrioritySort (every profile's QueueSort
+#: unless ``spec.queueSort`` names another), SchedulingGates (our queue holds gated pods),
+#: DefaultPreemption (added to every profile unless ``preemption: false``), DefaultBinder (every
+#: profile's last Bind plugin), and the default-on plugins that pass every pod this scheduler can see
+#: (DynamicResources without ResourceClaims, NodeDeclaredFeatures without declared features,
+#: GangScheduling without a Workload).
 DEFAULT_PROFILE: Final = PluginProfile(
     "the v1.37 default profile",
     filters=(
@@ -543,6 +550,13 @@ class Registry:
     def score_plugin(self, name: str) -> type[Plugin] | None:
         cls = self.plugin(name)
         return cls if cls is not None and issubclass(cls, ScorePlugin) else None
+
+    def queue_sort_plugin(self, name: str) -> type[QueueSortPlugin] | None:
+        cls = self.plugin(name)
+        return cls if cls is not None and issubclass(cls, QueueSortPlugin) else None
+
+    def queue_sort_names(self) -> list[str]:
+        return sorted(n for n, c in self.plugins.items() if issubclass(c, QueueSortPlugin))
 
     def problem(self, name: str) -> str | None:
         key = _find(self.problems, name)

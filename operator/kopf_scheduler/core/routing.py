@@ -15,12 +15,12 @@ bound, and the two streams interleave in any order, so each function touches onl
 owns:
 
 - ``route_assigned_pod``: a bound pod (by us or anyone) leaves the pending index and its queue and
-  enters the cache (an add, an update, or the confirmation of our assumption); unschedulable pods
-  whose required pod affinity selects it move (``AssignedPodAdd``); an update that lowers any of its
-  requests (an in-place resize down; ``Pod.requests`` reads the status) is an
-  ``AssignedPodScaleDown`` move (upstream ``extractPodScaleDown``, framework/events.go). Deleted,
-  or terminal (upstream's informer filters out Succeeded and Failed pods, so they read as
-  deletions): it leaves the cache and every queue gets an ``AssignedPodDelete`` move.
+  enters the cache (an add, an update, or the confirmation of our assumption): an ``AssignedPodAdd``;
+  an update that lowers any of its requests (an in-place resize down; ``Pod.requests`` reads the
+  status) is an ``AssignedPodScaleDown`` (upstream ``extractPodScaleDown``, framework/events.go), one
+  that changes its labels an ``AssignedPodUpdate``. Deleted, or terminal (upstream's informer filters
+  out Succeeded and Failed pods, so they read as deletions): it leaves the cache, an
+  ``AssignedPodDelete``.
 - ``route_unassigned_pod``: an unbound pod enters the pending index (whether or not its scheduler
   name is served, so a policy created later starts with it); the served queue adds or updates it,
   except while the pod is assumed (its bind is in flight; upstream ignores such updates too). Being
@@ -29,18 +29,19 @@ owns:
   it out of the index and the queue.
 - ``route_pod_vanished``: a write answered 404 for a pending pod no watch reported deleted.
 
-Nodes: a new node is an ``NodeAdd`` move, any other change a ``NodeUpdate`` move; a deleted node
-moves nothing. One queueing hint, NodeResourcesFit's (upstream ``isSchedulableAfterNodeChange``,
-plugins/noderesources/fit.go): a pod that only NodeResourcesFit rejected stays where it is when its
-requests do not fit the node even empty. Without it, every node that joins retries every pod that
-fits nowhere: at 5000 nodes joining with 2000 such pods, the operator did little else
-(bench/bench_load.py). Upstream also skips an update that adds no resource; we move then. The
-same test applies to resources freed on a node (an assigned pod deleted or shrunk, an assumption
-expired): upstream queues on every such event, but room on a node the pod cannot fit even empty
-cannot help it. Services, controllers, volumes, claims, storage classes, PDBs and CSINodes are
-stored in ``ClusterObjects`` and every change is a ``<Kind>Change`` move (PodGroups of both APIs
-too, in one store keyed by API group); a namespace is a ``NamespaceChange`` move only when its
-labels changed (namespace selectors read them).
+Nodes: a new node is a ``NodeAdd``, any other change a ``NodeUpdate``; a deleted node raises
+nothing. Services, controllers, volumes, claims, storage classes, PDBs and CSINodes are stored in
+``ClusterObjects`` and every change is a ``<Kind>Change`` (PodGroups of both APIs too, in one store
+keyed by API group); a namespace is a ``NamespaceChange`` only when its labels changed (namespace
+selectors read them).
+
+Each of those is a ``framework.ClusterEvent`` broadcast to every served queue with the objects before
+and after (``broadcast``), and each queue moves the unschedulable pods it may help, asking the plugins
+that rejected them (their ``EnqueueExtensions`` hints, upstream's QueueingHints; see
+``core/queueing.py``): routing knows no plugin. A queue's hints are built by ``serve`` from its
+profile, with the cache as what they may read (``cluster``). NodeResourcesFit's hint, for one, keeps
+a pod bigger than any node where it is when a node joins or frees room: at 5000 nodes joining with
+2000 such pods, the operator otherwise did little else (bench/bench_load.py).
 
 Gangs (``core/gangs.py``): every pod event keeps ``ClusterObjects.gang_members``; a pod joining a
 gang moves that gang's members out of the unschedulable pool (they may have been rejected for
@@ -53,27 +54,29 @@ periodic list). ``CacheSync`` says which kinds are not synced now, at start (ups
 ``WaitForCacheSync``) and after a watch broke until its relist: no pod is scheduled meanwhile, so no
 decision is made on a half-known or stale cluster.
 
-Limits: no other QueueingHints (every other move request moves every unschedulable pod), as in
-``core/queueing.py``.
+Limits: no event for a node deleted (upstream's Node/Delete, which PodTopologySpread registers);
+pods it could help wait for another event or the queue's 5-minute flush.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Iterable, Iterator, Mapping
+from collections.abc import Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Final, Protocol
 
 from . import gangs
 from .cache import PodState, SchedulerCache
-from .nodeinfo import NodeInfo
+from .framework import ClusterEvent, EnqueueHandle
 from .objects import COSCHEDULING_API, WORKLOAD_API, Node, Pod
-from .plugins.node_resources_fit import NodeResourcesFit, fits
 from .profile import Profile
-from .queueing import EVENT_ASSIGNED_POD_ADD, QueuedPodInfo, SchedulingQueue
+from .queueing import QueueingHints, SchedulingQueue
 from .resources import Resources
 
 __all__ = [
+    "CHANGE_EVENTS",
+    "EVENT_ASSIGNED_POD_ADD",
     "EVENT_ASSIGNED_POD_DELETE",
+    "EVENT_ASSIGNED_POD_UPDATE",
     "EVENT_GANG_MEMBER_ADD",
     "EVENT_ASSIGNED_POD_SCALE_DOWN",
     "EVENT_NAMESPACE_CHANGE",
@@ -107,18 +110,20 @@ __all__ = [
     "serve",
 ]
 
-EVENT_ASSIGNED_POD_DELETE: Final = "AssignedPodDelete"
-EVENT_ASSIGNED_POD_SCALE_DOWN: Final = "AssignedPodScaleDown"
-EVENT_NODE_ADD: Final = "NodeAdd"
-EVENT_NODE_UPDATE: Final = "NodeUpdate"
-EVENT_NAMESPACE_CHANGE: Final = "NamespaceChange"
-#: a served name's profile changed: its unschedulable pods deserve another try
+EVENT_ASSIGNED_POD_ADD: Final = ClusterEvent.ASSIGNED_POD_ADD
+EVENT_ASSIGNED_POD_UPDATE: Final = ClusterEvent.ASSIGNED_POD_UPDATE
+EVENT_ASSIGNED_POD_DELETE: Final = ClusterEvent.ASSIGNED_POD_DELETE
+EVENT_ASSIGNED_POD_SCALE_DOWN: Final = ClusterEvent.ASSIGNED_POD_SCALE_DOWN
+EVENT_NODE_ADD: Final = ClusterEvent.NODE_ADD
+EVENT_NODE_UPDATE: Final = ClusterEvent.NODE_UPDATE
+EVENT_NAMESPACE_CHANGE: Final = ClusterEvent.NAMESPACE_CHANGE
+#: a served name's profile changed: every unschedulable pod gets another try (a wildcard: no hint is asked)
 EVENT_POLICY_CHANGE: Final = "PolicyChange"
 
 #: the two PodGroup kinds, told apart by API group (``scheduling.k8s.io``, ``scheduling.x-k8s.io``)
 KIND_POD_GROUP: Final = "PodGroup"
 KIND_COSCHEDULING_POD_GROUP: Final = "PodGroup.scheduling.x-k8s.io"
-#: a pod joined a gang: its pending members (only) deserve another try
+#: a pod joined a gang: its pending members (only) get another try, whatever rejected them
 EVENT_GANG_MEMBER_ADD: Final = "GangMemberAdd"
 
 #: kind -> the ClusterObjects attribute that stores it
@@ -136,6 +141,8 @@ OBJECT_STORES: Final[Mapping[str, str]] = {
     KIND_POD_GROUP: "pod_groups",
     KIND_COSCHEDULING_POD_GROUP: "pod_groups",
 }
+#: kind -> the event a change of it raises (``<Kind>Change``)
+CHANGE_EVENTS: Final[Mapping[str, ClusterEvent]] = {kind: ClusterEvent(f"{kind}Change") for kind in OBJECT_STORES}
 
 
 def key_prefix(kind: str) -> str:
@@ -249,21 +256,23 @@ def route_assigned_pod(
         if cached is None:
             return Routed(settled=pod.uid)
         cache.remove_pod(cached)
-        return _settled(
-            broadcast(EVENT_ASSIGNED_POD_DELETE, served, now, skip=_freed_on(cache, cached.node_name)), pod.uid
-        )
+        return _settled(broadcast(EVENT_ASSIGNED_POD_DELETE, served, now, old=cached), pod.uid)
     if cache.state_of(pod) is PodState.ADDED:
         assert cached is not None
         cache.update_pod(cached, pod)
+        changes = []
         if _scaled_down(cached.requests, pod.requests):
-            return _settled(
-                broadcast(EVENT_ASSIGNED_POD_SCALE_DOWN, served, now, skip=_freed_on(cache, pod.node_name)), pod.uid
-            )
-        return Routed(settled=pod.uid)
+            changes.append(broadcast(EVENT_ASSIGNED_POD_SCALE_DOWN, served, now, old=cached, new=pod))
+        if cached.labels != pod.labels:
+            changes.append(broadcast(EVENT_ASSIGNED_POD_UPDATE, served, now, old=cached, new=pod))
+        return _settled(_merge(changes), pod.uid)
     cache.add_pod(pod)  # new to us, or the watch confirming our assumption (maybe on another node)
-    labels = cache.objects.namespace_labels.get(pod.namespace)
-    wake = tuple(name for name, s in served.items() if s.queue.assigned_pod_added(pod, now, namespace_labels=labels))
-    return Routed(wake, EVENT_ASSIGNED_POD_ADD, settled=pod.uid)
+    wake = tuple(
+        name
+        for name, s in served.items()
+        if s.queue.move_all_to_active_or_backoff(EVENT_ASSIGNED_POD_ADD, now, new=pod)
+    )
+    return Routed(wake, EVENT_ASSIGNED_POD_ADD, pod.uid)
 
 
 def route_unassigned_pod(
@@ -290,7 +299,7 @@ def route_unassigned_pod(
         if cached is None:
             return NOTHING
         cache.forget(cached)  # an assumed pod being deleted: free what it holds (upstream handleAssumedPodDeletion)
-        return broadcast(EVENT_ASSIGNED_POD_DELETE, served, now, skip=_freed_on(cache, cached.node_name))
+        return broadcast(EVENT_ASSIGNED_POD_DELETE, served, now, old=cached)
     old = pending.put(pod)
     holder = served.get(pod.scheduler_name)
     if holder is None or state is not None:
@@ -390,34 +399,12 @@ def _merge(routed: Iterable[Routed]) -> Routed:
 def route_node(node: Node, *, cache: SchedulerCache, served: Mapping[str, Queued], now: float) -> Routed:
     """A node was added or changed."""
     info = cache.get_node_info(node.name)
-    event = EVENT_NODE_ADD if info is None or info.node is None else EVENT_NODE_UPDATE
-    if event == EVENT_NODE_ADD:
+    old = info.node if info is not None else None
+    if old is None:
         cache.add_node(node)
-    else:
-        cache.update_node(node)
-    return broadcast(event, served, now, skip=_cannot_hold(node))
-
-
-def _cannot_hold(*nodes: Node) -> Callable[[QueuedPodInfo], bool]:
-    """NodeResourcesFit's queueing hint (see the module docstring): True for a pod that only
-    NodeResourcesFit rejected and whose requests fit none of `nodes` even empty."""
-    empties = [NodeInfo(node) for node in nodes]
-    rejected_by_fit = frozenset({NodeResourcesFit.NAME})
-    return lambda info: (
-        info.unschedulable_plugins == rejected_by_fit and not any(fits(info.pod, e).is_success for e in empties)
-    )
-
-
-def _freed_on(cache: SchedulerCache, *names: str) -> Callable[[QueuedPodInfo], bool] | None:
-    """The hint for resources freed on the nodes `names` (a pod deleted, shrunk or its assumption
-    expired); None (every pod moves) when one of them is not a node we know."""
-    nodes = []
-    for name in names:
-        info = cache.get_node_info(name)
-        if info is None or info.node is None:
-            return None
-        nodes.append(info.node)
-    return _cannot_hold(*nodes)
+        return broadcast(EVENT_NODE_ADD, served, now, new=node)
+    cache.update_node(node)
+    return broadcast(EVENT_NODE_UPDATE, served, now, old=old, new=node)
 
 
 def route_node_deleted(name: str, *, cache: SchedulerCache) -> Routed:
@@ -438,12 +425,11 @@ def route_object(
 ) -> Routed:
     """A Service, controller, volume, claim, storage class, PDB or CSINode changed (None: deleted)."""
     store: dict[str, object] = getattr(cache.objects, OBJECT_STORES[kind])
-    if obj is None:
-        store.pop(key, None)
-    else:
+    old = store.pop(key, None) if obj is None else store.get(key)
+    if obj is not None:
         store[key] = obj
     cache.objects.generation += 1
-    return broadcast(f"{kind}Change", served, now)
+    return broadcast(CHANGE_EVENTS[kind], served, now, old=old, new=obj)
 
 
 def route_objects_relisted(
@@ -465,11 +451,12 @@ def route_namespace(
         if known.pop(name, None) is not None:
             cache.objects.generation += 1
         return NOTHING
-    if known.get(name) == labels:
+    old = known.get(name)
+    if old == labels:
         return NOTHING
     known[name] = labels
     cache.objects.generation += 1
-    return broadcast(EVENT_NAMESPACE_CHANGE, served, now)
+    return broadcast(EVENT_NAMESPACE_CHANGE, served, now, old=old, new=labels)
 
 
 def route_namespaces_relisted(
@@ -488,13 +475,17 @@ def broadcast(
     served: Mapping[str, Queued],
     now: float,
     *,
+    old: object = None,
+    new: object = None,
     keep: Container[str] = (),
-    skip: Callable[[QueuedPodInfo], bool] | None = None,
 ) -> Routed:
-    """A cluster event that may make unschedulable pods schedulable, to every served name's queue
-    (the pods of `keep` stay: a gang that was just rejected; so do those `skip` rules out)."""
+    """A cluster event that changed `old` into `new` (None: not there; both None: the objects are not
+    known, so no hint is asked), to every served name's queue: each moves the unschedulable pods it may
+    help, except those of `keep` (a gang that was just rejected rests together)."""
     wake = tuple(
-        name for name, s in served.items() if s.queue.move_all_to_active_or_backoff(event, now, keep=keep, skip=skip)
+        name
+        for name, s in served.items()
+        if s.queue.move_all_to_active_or_backoff(event, now, old=old, new=new, keep=keep)
     )
     return Routed(wake, event)
 
@@ -502,24 +493,36 @@ def broadcast(
 def expire_assumed(cache: SchedulerCache, served: Mapping[str, Queued], now: float) -> tuple[tuple[Pod, ...], Routed]:
     """Drop bound assumptions the watch never confirmed (their resources are free again): a move."""
     gone = tuple(cache.expire(now))
-    return gone, (
-        broadcast(EVENT_ASSIGNED_POD_DELETE, served, now, skip=_freed_on(cache, *(p.node_name for p in gone)))
-        if gone
-        else NOTHING
-    )
+    return gone, _merge(broadcast(EVENT_ASSIGNED_POD_DELETE, served, now, old=pod) for pod in gone)
 
 
-def serve(profile: Profile, queue: SchedulingQueue | None, *, pending: PendingPods, now: float) -> SchedulingQueue:
+def serve(
+    profile: Profile,
+    queue: SchedulingQueue | None,
+    *,
+    pending: PendingPods,
+    now: float,
+    cluster: EnqueueHandle | None = None,
+) -> SchedulingQueue:
     """The queue of a scheduler name that starts being served with `profile` (`queue` None: a new
-    queue holding the name's pending pods), or goes on being served with a new one (the backoff
-    settings follow it; unschedulable pods get another try)."""
+    queue holding the name's pending pods), or goes on being served with a new one: its QueueSort
+    (the active queue is re-sorted), its plugins' requeueing hints and its backoff settings follow
+    it, and every unschedulable pod gets another try. `cluster` is what the hints may read (the
+    scheduler's cache; None: nothing, so most hints answer QUEUE)."""
+    hints = QueueingHints((*profile.filters, *profile.pre_filter_only, *profile.plugins), cluster)
+    less = profile.queue_sort.less
     if queue is None:
         queue = SchedulingQueue(
-            pod_initial_backoff=profile.pod_initial_backoff_seconds, pod_max_backoff=profile.pod_max_backoff_seconds
+            less=less,
+            hints=hints,
+            pod_initial_backoff=profile.pod_initial_backoff_seconds,
+            pod_max_backoff=profile.pod_max_backoff_seconds,
         )
         for pod in pending.of(profile.scheduler_name):
             queue.add(pod, now)
         return queue
+    queue.hints = hints
+    queue.sort_by(less)
     queue.pod_initial_backoff = profile.pod_initial_backoff_seconds
     queue.pod_max_backoff = profile.pod_max_backoff_seconds
     queue.move_all_to_active_or_backoff(EVENT_POLICY_CHANGE, now)

@@ -301,7 +301,8 @@ def _in_cluster(env: Mapping[str, str], directory: str, *, clock: Callable[[], f
     if not env.get("KUBERNETES_SERVICE_HOST") or not env.get("KUBERNETES_SERVICE_PORT"):
         raise CredentialsError(
             "no credentials",
-            "no --kubeconfig, $KUBECONFIG or ~/.kube/config, and not in a cluster ($KUBERNETES_SERVICE_HOST/PORT unset)",
+            "no --kubeconfig, $KUBECONFIG or ~/.kube/config,"
+            " and not in a cluster ($KUBERNETES_SERVICE_HOST/PORT unset)",
         )
     token_path, ca_path = os.path.join(directory, "token"), os.path.join(directory, "ca.crt")
     configuration = kubernetes.client.Configuration()
@@ -520,7 +521,10 @@ class _Kubeconfig:
             hint = (self._user.get("exec") or {}).get("installHint")
             return f" ({str(hint).strip()})" if hint else ""
         if method == "auth-provider" and (self._user.get("auth-provider") or {}).get("name") == "gcp":
-            return " (renewing a gcp token needs the google-auth package; kubectl uses gke-gcloud-auth-plugin, an exec plugin, since v1.26)"
+            return (
+                " (renewing a gcp token needs the google-auth package;"
+                " kubectl uses gke-gcloud-auth-plugin, an exec plugin, since v1.26)"
+            )
         return ""
 
     def _persist(self) -> None:

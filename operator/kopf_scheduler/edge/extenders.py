@@ -14,27 +14,34 @@ with Go's case-insensitive key matching (``nodeNames`` and ``NodeNames`` both wo
 - bind sends ``ExtenderBindingArgs`` and reads ``ExtenderBindingResult``.
 
 Error texts follow Go's client (``Post "<url>": ...``, ``failed <verb> with extender at URL <url>,
-code <status>``), so they read as upstream's in FailedScheduling events. ``httpTimeout`` bounds the
-whole call (connect, send, answer), as Go's ``Client.Timeout``. Connections are kept alive and
-pooled per extender, and a call that finds a pooled connection closed by the server is retried
-once on a new one. TLS follows ``ExtenderTLSConfig`` (see ``core/extenders.py``): certificate and
-CA files are re-read when they change on disk, so rotated certificates are picked up.
+code <status>``), so they read as upstream's in FailedScheduling events. The status rule is
+upstream's: an answer is accepted only with status 200 (``STATUS_OK``), not any 2xx.
 
-Calls block: the operator makes them from a worker thread, never on its event loop. A decoded
-answer (or the failure) is a value; nothing here raises for an extender's fault.
+**Transport.** Each extender has its own keep-alive ``Pool`` of the edge's HTTP/1.1 client
+(``edge/transport.py``, the one the API requests use): ``httpTimeout`` bounds the whole call
+(connect, send, answer), as Go's ``Client.Timeout``; a filter or prioritize call that finds a
+pooled connection closed by the server is sent once more on a new one, a bind is not (the
+extender may have bound). TLS follows ``ExtenderTLSConfig`` (see ``core/extenders.py``):
+certificate and CA files are re-read when they change on disk, so rotated certificates are picked
+up, and the idle connections made with the old ones are closed.
+
+Calls block: the operator makes them from a worker thread (an attempt's ``decide``, an extender's
+bind), and the I/O runs on its event loop (``LoopBridge``; the App gives the loop when it builds the
+extenders); ``simulate``, benchmarks and tests give none, and the calling thread runs a private loop
+itself. Encoding and decoding stay in the calling thread. A decoded answer (or the failure)
+is a value; nothing here raises for an extender's fault.
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import datetime as _dt
-import http.client
 import json
 import os
-import socket
 import ssl
 import tempfile
 import threading
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 from urllib.parse import urlsplit
@@ -50,6 +57,7 @@ from ..core.extenders import (
 from ..core.nodeinfo import NodeInfo
 from ..core.objects import Node, Pod
 from ..core.specs import FieldError
+from .transport import LoopBridge, Pool
 
 __all__ = [
     "HTTPExtender",
@@ -63,9 +71,14 @@ __all__ = [
 
 #: Go's wording for a call that outlived ``httpTimeout``
 TIMEOUT_REASON: Final = "context deadline exceeded (Client.Timeout exceeded while awaiting headers)"
-#: idle connections kept per extender
-POOL_SIZE: Final = 8
-_READ_CHUNK: Final = 65536
+#: Go's wording for a call given up before its answer (the process is stopping)
+CANCELED_REASON: Final = "context canceled"
+#: upstream's status rule for an extender's answer (``resp.StatusCode != http.StatusOK`` is an error)
+STATUS_OK: Final = 200
+#: connections open at once per extender (the operator's extender threads: 32)
+CONNECTION_LIMIT: Final = 32
+#: seconds a blocking caller waits beyond ``httpTimeout`` for the event loop to report (a busy loop)
+_BRIDGE_GRACE: Final = 1.0
 
 
 class ExtenderCallError(Exception):
@@ -257,36 +270,35 @@ def setup_problems(configs: Sequence[ExtenderConfig]) -> list[FieldError]:
     return problems
 
 
-class _HTTPSConnection(http.client.HTTPSConnection):
-    """HTTPS whose certificate is checked against ``server_name`` (``tlsConfig.serverName``) when set."""
-
-    def __init__(
-        self, host: str, port: int | None, *, timeout: float, context: ssl.SSLContext, server_name: str
-    ) -> None:
-        super().__init__(host, port, timeout=timeout, context=context)
-        self._tls = context
-        self._server_name = server_name
-
-    def connect(self) -> None:
-        http.client.HTTPConnection.connect(self)
-        self.sock = self._tls.wrap_socket(self.sock, server_hostname=self._server_name or self.host)
-
-
 # --------------------------------------------------------------------------- the client
 
 
 class HTTPExtender(Extender):
-    """One extender reached over HTTP(S); thread-safe (attempts and binds call it from worker threads)."""
+    """One extender reached over HTTP(S); thread-safe (attempts and binds call it from worker threads).
 
-    def __init__(self, config: ExtenderConfig) -> None:
+    `loop`: the running event loop its I/O goes through (the operator's); None: the caller's thread
+    runs a private loop for each call.
+    """
+
+    def __init__(self, config: ExtenderConfig, *, loop: asyncio.AbstractEventLoop | None = None) -> None:
         super().__init__(config)
         parts = urlsplit(config.url_prefix)
-        self._host = parts.hostname or ""
-        self._port = parts.port
+        host = parts.hostname or ""
         self._base = config.url_prefix.rstrip("/")
         self._path = parts.path.rstrip("/")
+        self._head = (
+            f"Host: {parts.netloc.rpartition('@')[2]}\r\nUser-Agent: kopf-scheduler\r\n"
+            "Content-Type: application/json\r\nAccept: application/json\r\n"
+        )
         self._timeout = config.http_timeout_seconds
-        self._pool: list[http.client.HTTPConnection] = []
+        self._pool = Pool(
+            host,
+            parts.port or (443 if config.https else 80),
+            timeout=self._timeout,
+            server_hostname=config.tls.server_name or None,
+            connections=CONNECTION_LIMIT,
+        )
+        self._bridge = LoopBridge(loop)
         self._lock = threading.Lock()
         self._tls: ssl.SSLContext | None = None
         self._tls_stamp: tuple[int, ...] | None = None
@@ -317,16 +329,14 @@ class HTTPExtender(Extender):
         if not self.is_binder:
             return "unexpected empty bindVerb in extender"
         try:
-            data = self._send(self.config.bind_verb, encode_binding_args(pod, node))
+            data = self._send(self.config.bind_verb, encode_binding_args(pod, node), replayable=False)
         except ExtenderCallError as exc:
             return str(exc)
         return decode_binding_result(data)
 
     def close(self) -> None:
-        with self._lock:
-            pool, self._pool = self._pool, []
-        for conn in pool:
-            conn.close()
+        """Close the idle connections (a call in flight finishes first) and the own loop, if any."""
+        self._bridge.close(self._pool.close)
 
     # ---- encoding
 
@@ -353,44 +363,34 @@ class HTTPExtender(Extender):
 
     # ---- transport
 
-    def _send(self, verb: str, body: bytes) -> Any:
-        """POST `body` to the verb; the decoded JSON answer of a 200, else ``ExtenderCallError``."""
+    def _send(self, verb: str, body: bytes, *, replayable: bool = True) -> Any:
+        """POST `body` to the verb; the decoded JSON answer of a 200, else ``ExtenderCallError``.
+        `replayable`: may be sent again when a reused connection is lost before any answer."""
         url = f"{self._base}/{verb}"
-        deadline = time.monotonic() + self._timeout
-        for attempt in (0, 1):
-            conn, reused = self._connection(url, deadline)
+        tls = None
+        if self.config.https:
             try:
-                status, text = self._exchange(conn, f"{self._path}/{verb}", body, deadline)
-            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError) as exc:
-                conn.close()
-                if reused and attempt == 0:
-                    continue  # the server closed an idle kept-alive connection: once more on a new one
-                raise ExtenderCallError(f'Post "{url}": {_reason(exc)}') from None
-            except (OSError, http.client.HTTPException) as exc:
-                conn.close()
-                raise ExtenderCallError(f'Post "{url}": {_reason(exc)}') from None
-            break
-        if status != 200:
+                tls = self._context()
+            except (OSError, ssl.SSLError, ValueError) as exc:
+                raise ExtenderCallError(f'Post "{url}": cannot set up TLS: {exc}') from None
+        head = f"POST {self._path}/{verb} HTTP/1.1\r\n{self._head}Content-Length: {len(body)}\r\n\r\n"
+        call = self._post(head.encode("latin-1") + body, tls, replayable)
+        try:
+            status, raw = self._bridge.run(call, timeout=self._timeout + _BRIDGE_GRACE)
+        except (OSError, ValueError, RuntimeError, concurrent.futures.CancelledError) as exc:
+            raise ExtenderCallError(f'Post "{url}": {_reason(exc)}') from None
+        if status != STATUS_OK:
             raise ExtenderCallError(f"failed {verb} with extender at URL {url}, code {status}")
+        text = raw.decode("utf-8", errors="replace")
         try:
             return json.loads(text) if text.strip() else None
         except ValueError as exc:
             raise ExtenderCallError(f"decoding the answer of {url}: {exc}") from None
 
-    def _connection(self, url: str, deadline: float) -> tuple[http.client.HTTPConnection, bool]:
-        with self._lock:
-            if self._pool:
-                return self._pool.pop(), True
-        timeout = max(deadline - time.monotonic(), 0.001)
-        if not self.config.https:
-            return http.client.HTTPConnection(self._host, self._port, timeout=timeout), False
-        try:
-            ctx = self._context()
-        except (OSError, ssl.SSLError, ValueError) as exc:
-            raise ExtenderCallError(f'Post "{url}": cannot set up TLS: {exc}') from None
-        return _HTTPSConnection(
-            self._host, self._port, timeout=timeout, context=ctx, server_name=self.config.tls.server_name
-        ), False
+    async def _post(self, request: bytes, tls: ssl.SSLContext | None, replayable: bool) -> tuple[int, bytes]:
+        if tls is not None:
+            self._pool.use_tls(tls)
+        return await self._pool.send(request, replayable=replayable)
 
     def _context(self) -> ssl.SSLContext:
         """The TLS context, built again when one of its files changed on disk."""
@@ -399,51 +399,12 @@ class HTTPExtender(Extender):
         with self._lock:
             if self._tls is None or stamp != self._tls_stamp:
                 self._tls, self._tls_stamp = tls_context(self.config.tls), stamp
-                stale, self._pool = self._pool, []
-            else:
-                stale = []
-            ctx = self._tls
-        for conn in stale:
-            conn.close()
-        return ctx
-
-    def _exchange(self, conn: http.client.HTTPConnection, path: str, body: bytes, deadline: float) -> tuple[int, str]:
-        def remaining() -> float:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError
-            return left
-
-        conn.timeout = remaining()
-        if conn.sock is None:
-            conn.connect()
-        assert conn.sock is not None
-        conn.sock.settimeout(remaining())
-        conn.request(
-            "POST", path, body=body, headers={"Content-Type": "application/json", "Accept": "application/json"}
-        )
-        conn.sock.settimeout(remaining())
-        resp = conn.getresponse()
-        chunks = []
-        while True:
-            if conn.sock is not None:
-                conn.sock.settimeout(remaining())
-            chunk = resp.read(_READ_CHUNK)
-            if not chunk:
-                break
-            chunks.append(chunk)
-        kept = False
-        if not resp.will_close:
-            with self._lock:
-                if len(self._pool) < POOL_SIZE:
-                    self._pool.append(conn)
-                    kept = True
-        if not kept:
-            conn.close()
-        return resp.status, b"".join(chunks).decode("utf-8", errors="replace")
+            return self._tls
 
 
 def _reason(exc: BaseException) -> str:
-    if isinstance(exc, (TimeoutError, socket.timeout)):
+    if isinstance(exc, TimeoutError):
         return TIMEOUT_REASON
+    if isinstance(exc, concurrent.futures.CancelledError):
+        return CANCELED_REASON
     return str(exc) or type(exc).__name__

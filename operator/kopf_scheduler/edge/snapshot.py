@@ -14,7 +14,8 @@ command and needs no event loop. A 401 refreshes the token (an exec plugin runs 
 is asked once more. Bodies are decoded from the raw JSON (``_preload_content=False``), which is
 faster than the client's models and keeps every field exactly as served. A kind the API server does
 not serve (404) is left out with a note; any other failure (403: the user may not list it) stops
-with the API's message.
+with the API's message. The official client's errors are read through the edge's one ``Response``
+(``edge/transport.py``): the same status rule as the operator's requests.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
+
+from .transport import Response
 
 __all__ = ["LIST_CHUNK", "ClusterReadError", "LiveSnapshot", "read_cluster"]
 
@@ -66,7 +69,8 @@ class LiveSnapshot:
 
 
 def read_cluster(kubeconfig: str | None = None) -> LiveSnapshot:
-    """List every kind the simulator reads; `kubeconfig` None: ``$KUBECONFIG`` or ``~/.kube/config``, then in-cluster."""
+    """List every kind the simulator reads; `kubeconfig` None: ``$KUBECONFIG`` or ``~/.kube/config``, then
+    in-cluster."""
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
 
@@ -88,13 +92,14 @@ def read_cluster(kubeconfig: str | None = None) -> LiveSnapshot:
                 try:
                     documents += _list_all(lister, kind, extra)
                 except ApiException as exc:
-                    if exc.status == 401 and attempt == 0 and creds.token is not None and creds.token.refresh():
+                    answer = _response(exc)
+                    if answer.unauthorized and attempt == 0 and creds.token is not None and creds.token.refresh():
                         continue  # a new token: ask once more
-                    if exc.status == 404:
+                    if answer.gone:
                         missing.append(kind)
                         break
                     raise ClusterReadError(
-                        f"cannot list {kind} objects: HTTP {exc.status} {exc.reason}: {_message(exc.body)}"
+                        f"cannot list {kind} objects: HTTP {answer.status} {exc.reason}: {answer.detail()}"
                     ) from None
                 except Exception as exc:  # the transport's (urllib3's) errors: unreachable, TLS, timeouts
                     raise ClusterReadError(
@@ -123,9 +128,10 @@ def _list_all(lister: Callable[..., Any], kind: str, extra: dict[str, str]) -> l
             return items
 
 
-def _message(body: Any) -> str:
-    """The ``message`` of a Status body, or the body as it is."""
+def _response(exc: Any) -> Response:
+    """The official client's error as the edge's one ``Response`` (its status rule, its ``detail``)."""
     try:
-        return str(json.loads(body)["message"])
-    except (TypeError, ValueError, KeyError):
-        return str(body)[:300]
+        body = json.loads(exc.body)
+    except (TypeError, ValueError):
+        body = exc.body
+    return Response(int(exc.status or 0), body, error=str(exc.reason or ""))

@@ -18,9 +18,9 @@ more than ``FREEZE_GAP`` (SIGSTOP, a paused VM, a starved host) means any watch 
 anything, so every informer lists again; until the watchdog has run, ``current`` is already false.
 
 A policy's HTTP extenders are ``edge.extenders.HTTPExtender`` objects held by its
-GenericScheduler; their blocking calls run on ``run_blocking``'s thread pool, never on the event
-loop. A policy whose extenders cannot be set up (unreadable TLS files) is rejected like an
-invalid one.
+GenericScheduler; their blocking calls are made from ``run_blocking``'s thread pool, and their I/O
+runs on this process's event loop (the extender client is given it). A policy whose extenders
+cannot be set up (unreadable TLS files) is rejected like an invalid one.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ from ..core.algorithm import GenericScheduler
 from ..core.attempts import AttemptLog
 from ..core.cache import SchedulerCache
 from ..core.cycle import Parked
+from ..core.extenders import ExtenderConfig
 from ..core.ownership import PolicyBook, PolicyMeta, Serving, Settlement
 from ..core.policy import validate_policy
 from ..core.queueing import SchedulingQueue
@@ -53,6 +54,7 @@ from ..edge.extenders import HTTPExtender, setup_problems
 from ..edge.informer import Informer
 from ..edge.plugins import installed_registry
 from ..telemetry.metrics import SchedulerMetrics
+from . import bodies
 
 __all__ = ["App", "PolicyState"]
 
@@ -105,6 +107,7 @@ class App:
         self.api = api
         self.identity = identity
         self.metrics = metrics or SchedulerMetrics()
+        self.metrics.before_render(self.record_queues)
         self.cache = SchedulerCache()
         self.pending = routing.PendingPods()
         self.policies = PolicyBook()
@@ -172,6 +175,12 @@ class App:
         if routed.settled:
             self.conditions.forget(routed.settled)
 
+    def record_queues(self) -> None:
+        """Every served queue's counts into the metrics (before each scrape): pods in by queue and event,
+        the unschedulable pool by rejecting plugin."""
+        for name, state in self.states.items():
+            self.metrics.observe_queue(name, state.queue.take_incoming(), state.queue.unschedulable_plugin_counts())
+
     def wake(self) -> None:
         for state in self.states.values():
             state.wakeup.set()
@@ -230,7 +239,10 @@ class App:
         found = self.attempts.explanation(namespace, name, now=self.now())
         if found is None:
             minutes = self.attempts.max_age / 60
-            return f"no scheduling attempt of {namespace}/{name} is kept (not tried by this scheduler, or last tried over {minutes:g} minutes ago)"
+            return (
+                f"no scheduling attempt of {namespace}/{name} is kept"
+                f" (not tried by this scheduler, or last tried over {minutes:g} minutes ago)"
+            )
         return explanation.to_json(found)
 
     def state_for_policy(self, policy: str) -> PolicyState | None:
@@ -259,6 +271,7 @@ class App:
         for sname in settlement.stop:
             state = self.states.pop(sname, None)
             if state is not None:
+                self.metrics.observe_queue(sname, state.queue.take_incoming(), {})  # its last counts; gauges to 0
                 _close_extenders(state.scheduler)
                 state.wakeup.set()
                 self.metrics.forget_policy(state.policy)
@@ -266,15 +279,15 @@ class App:
         for serving in settlement.serve:
             state = self.states.get(serving.scheduler_name)
             profile = serving.profile
-            scheduler = GenericScheduler(profile, extender_factory=HTTPExtender)
+            scheduler = GenericScheduler(profile, extender_factory=_extender_client)
             if state is None:
-                queue = routing.serve(profile, None, pending=self.pending, now=now)
+                queue = routing.serve(profile, None, pending=self.pending, now=now, cluster=self.cache)
                 state = PolicyState(serving, scheduler, queue, Snapshot(self.cache.objects))
                 self.states[serving.scheduler_name] = state
             else:
                 if state.policy != serving.policy:
                     self.metrics.forget_policy(state.policy)
-                routing.serve(profile, state.queue, pending=self.pending, now=now)
+                routing.serve(profile, state.queue, pending=self.pending, now=now, cluster=self.cache)
                 _close_extenders(state.scheduler)
                 state.serving, state.scheduler = serving, scheduler
             self.metrics.set_policy_generation(serving.policy, serving.generation)
@@ -292,7 +305,7 @@ class App:
         self.policy_statuses[name] = status
         path = f"/apis/{POLICY_GROUP}/{POLICY_VERSION}/{POLICY_PLURAL}/{name}/status"
         response = await self.api.request(
-            "PATCH", path, {"status": dict(status)}, content_type="application/merge-patch+json"
+            "PATCH", path, bodies.policy_status_patch(status), content_type=bodies.MERGE_PATCH
         )
         if not response.ok and not response.gone and not response.fenced:
             logger.warning("cannot write the status of SchedulingPolicy %s: %s", name, response.describe())
@@ -328,6 +341,15 @@ GC_THRESHOLDS: Final = (20_000, 20, 100)
 
 def _tune_gc() -> None:
     gc.set_threshold(*GC_THRESHOLDS)
+
+
+def _extender_client(config: ExtenderConfig) -> HTTPExtender:
+    """An extender's client whose I/O runs on the running event loop (its calls come from the extender threads)."""
+    try:
+        loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+    except RuntimeError:  # no loop (a test building policies outside one): the client runs its own
+        loop = None
+    return HTTPExtender(config, loop=loop)
 
 
 def _close_extenders(scheduler: GenericScheduler) -> None:

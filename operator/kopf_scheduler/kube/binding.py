@@ -1,22 +1,31 @@
-"""Bind an assumed pod, and what follows (``core.cycle.binding_succeeded`` / ``binding_failed``).
+"""The binding cycle of an assumed pod, as the core planned it (``core.cycle.BindingPlan``), and what follows.
 
-Right before the request, the bind is called off when the cache is not current (``App.current``: a
-watch broke, or the process was frozen) or the chosen node is no longer in it: the API server does
-not check that a node exists, so a pod bound to a node deleted meanwhile would stay bound to
-nothing. The pod backs off and is decided again on a current cache.
+Upstream ``bindingCycle`` (schedule_one.go): the PreBind plugins (``core.cycle.run_pre_bind_plugins``),
+then the binder extenders interested in the pod (``core.extenders.bind_with_extenders``, upstream
+``extendersBinding``; its blocking call runs in the App's thread pool), else the Bind plugins until
+one does not answer SKIP (``core.cycle.run_bind_plugins``; DefaultBinder, last, POSTs
+pods/{name}/binding with the pod's uid, so the API server refuses to bind a pod that was deleted and
+recreated under the same name). The plugins talk to the API server through ``app.api`` (every write
+fenced). Success is ``core.cycle.binding_succeeded``; any failure ``binding_failed`` (unreserve,
+forget, back off).
+
+Right before the cycle, and again right before the bind (a PreBind may take a while), the bind is
+called off when the cache is not current (``App.current``: a watch broke, or the process was
+frozen) or the chosen node is no longer in it: the API server does not check that a node exists,
+so a pod bound to a node deleted meanwhile would stay bound to nothing. The pod backs off and is
+decided again on a current cache.
 
 The Scheduled event is written by the same task right after the bind, within its bind slot: an
 event trailing its bind in a queue of other writes is an event lost when the process dies, and a
 user waiting for it waits for the whole queue.
 
-An extender with a ``bindVerb`` that is interested in the pod binds it instead of the API server
-(``core.extenders.bind_with_extenders``, upstream ``extendersBinding``; its blocking call runs in
-the App's thread pool); otherwise, or when an ignorable binder failed, we POST pods/{name}/binding.
-The Binding carries the pod's uid, so the API server refuses to bind a pod that was deleted and
-recreated under the same name. A 409 (already bound), no answer at all (a timeout: bound or not,
-nobody knows yet) or any other failure forgets the assumption and requeues with backoff (a bound pod leaves the queue when the watch shows it); a 404 drops the
-pod (it was deleted, maybe while Kopf's watch was down); a write the fence refused leaves the pod
-to whichever replica leads now. This module records the events and metrics of each outcome.
+What the API server answered the pod's pods/binding POST decides how a failed bind is reported: a
+409 (already bound), no answer at all (a timeout: bound or not, nobody knows yet) forget the
+assumption and requeue with backoff without a FailedScheduling event* (a bound pod leaves the queue
+when the watch shows it); a 404 drops the pod (it was deleted, maybe while Kopf's watch was down); a
+write the fence refused leaves the pod to whichever replica leads now. Any other failure (a PreBind
+or Bind plugin's, an extender's, another answer) gets a FailedScheduling event naming it. This
+module records the events and metrics of each outcome.
 
 *A 409 gets no FailedScheduling event (upstream records one): the pod is bound already, by another
 scheduler, a replica that lost its Lease, or our own bind whose answer an API server restart cut
@@ -28,13 +37,16 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Any
 
 from ..core import routing
-from ..core.cycle import binding_failed, binding_succeeded
-from ..core.extenders import bind_with_extenders, binds_with_extender
-from ..core.framework import CycleState
+from ..core.cycle import BindingPlan, binding_failed, binding_succeeded, run_bind_plugins, run_pre_bind_plugins
+from ..core.extenders import bind_with_extenders
+from ..core.framework import CycleState, Status
 from ..core.objects import Pod
+from ..core.plugins.default_binder import binding_path
 from ..core.queueing import QueuedPodInfo
+from ..edge.client import Api, Response
 from . import events
 from .app import App, PolicyState
 
@@ -54,25 +66,46 @@ class _Rejection:
     vanished: bool = False
 
 
-def _binding_body(pod: Pod, node: str) -> dict[str, object]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Binding",
-        "metadata": {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid},
-        "target": {"apiVersion": "v1", "kind": "Node", "name": node},
-    }
+class _Client:
+    """The ``ApiClient`` the plugins get: ``app.api``, remembering the answer to the pod's pods/binding
+    POST (whoever sent it) and whether a write was fenced, for the rules of the module docstring."""
+
+    __slots__ = ("_api", "_binding", "binding", "fenced")
+
+    def __init__(self, api: Api, pod: Pod) -> None:
+        self._api = api
+        self._binding = binding_path(pod)
+        self.binding: Response | None = None
+        self.fenced = False
+
+    async def request(
+        self, method: str, path: str, body: Any = None, *, content_type: str = "application/json", decode: bool = True
+    ) -> Response:
+        response = await self._api.request(method, path, body, content_type=content_type, decode=decode)
+        if response.fenced:
+            self.fenced = True
+        if method == "POST" and path == self._binding:
+            self.binding = response
+        return response
 
 
 async def bind(
-    app: App, state: PolicyState, info: QueuedPodInfo, placed: Pod, *, started: float, cycle: CycleState | None = None
+    app: App,
+    state: PolicyState,
+    info: QueuedPodInfo,
+    placed: Pod,
+    *,
+    started: float,
+    cycle: CycleState,
+    plan: BindingPlan,
 ) -> None:
-    """Bind `placed` (the assumed pod; `cycle` its cycle's state, for the Reserve plugins' unreserve
-    on a failure), then record its Scheduled event; releases one of app.bind_slots when done (the
-    loop acquired it)."""
+    """Run `placed`'s binding cycle (the assumed pod; `cycle` its cycle's state, `plan` the core's
+    plan), then record its Scheduled event; releases one of app.bind_slots when done (the loop
+    acquired it)."""
     try:
         node = placed.node_name
         t0 = app.now()
-        rejected = await _bind(app, state, placed, node)
+        rejected = await _binding_cycle(app, placed, node, cycle, plan)
         t1 = app.now()
         profile = state.scheduler_name
         if rejected is None:
@@ -94,10 +127,10 @@ async def bind(
             placed,
             cache=app.cache,
             queue=state.queue,
+            waiting=app.waiting,
             now=t1,
             profile=state.scheduler.profile,
             state=cycle,
-            waiting=app.waiting,
         )
         if rejected.vanished:
             app.perform(
@@ -120,22 +153,21 @@ async def bind(
         app.bind_slots.release()
 
 
-async def _bind(app: App, state: PolicyState, placed: Pod, node: str) -> _Rejection | None:
-    """Bind through an extender or the API server: None when bound, else why not."""
-    if not app.current():
-        logger.info(
-            "not binding %s to %s: the cache is not current (a watch broke or the process was frozen)", placed.key, node
-        )
-        return _Rejection("the cache is not current", quiet=True)
-    known = app.cache.get_node_info(node)
-    if known is None or known.node is None:
-        logger.info("not binding %s to %s: the node is gone", placed.key, node)
-        return _Rejection(f"node {node} no longer exists", quiet=True)
-    if not app.api.may_write():
-        return _Rejection("not the leader", quiet=True)
-    extenders = state.scheduler.extenders
-    if binds_with_extender(extenders, placed):
-        done = await app.run_blocking(bind_with_extenders, extenders, placed, node)
+async def _binding_cycle(app: App, placed: Pod, node: str, cycle: CycleState, plan: BindingPlan) -> _Rejection | None:
+    """The plan's steps: None when bound, else why not."""
+    called_off = _called_off(app, placed, node)
+    if called_off is not None:
+        return called_off
+    client = _Client(app.api, placed)
+    if plan.pre_binders:
+        status = await run_pre_bind_plugins(plan, cycle, placed, node, client)
+        if not status.is_success:
+            return _failed("PreBind", placed, node, status, client)
+        called_off = _called_off(app, placed, node)
+        if called_off is not None:
+            return called_off
+    if plan.extenders:
+        done = await app.run_blocking(bind_with_extenders, plan.extenders, placed, node)
         for problem in done.skipped:
             logger.warning("binding %s to %s: skipped ignorable extender %s", placed.key, node, problem)
         if done.status is not None:
@@ -148,32 +180,54 @@ async def _bind(app: App, state: PolicyState, placed: Pod, node: str) -> _Reject
                     done.status.message[:300],
                 )
             return None if done.status.is_success else _Rejection(done.status.message)
-    response = await app.api.request(
-        "POST",
-        f"/api/v1/namespaces/{placed.namespace}/pods/{placed.name}/binding",
-        _binding_body(placed, node),
-        decode=False,
-    )
-    if response.ok:
+    status = await run_bind_plugins(plan, cycle, placed, node, client)
+    if status.is_success:
+        if status.plugin != plan.binders[-1].name:
+            logger.debug("%s was bound to %s by the Bind plugin %s", placed.key, node, status.plugin)
         return None
-    if response.fenced:
+    return _failed("Bind", placed, node, status, client)
+
+
+def _called_off(app: App, placed: Pod, node: str) -> _Rejection | None:
+    """Why the bind must not go out now (see the module docstring), if it must not."""
+    if not app.current():
+        logger.info(
+            "not binding %s to %s: the cache is not current (a watch broke or the process was frozen)", placed.key, node
+        )
+        return _Rejection("the cache is not current", quiet=True)
+    known = app.cache.get_node_info(node)
+    if known is None or known.node is None:
+        logger.info("not binding %s to %s: the node is gone", placed.key, node)
+        return _Rejection(f"node {node} no longer exists", quiet=True)
+    if not app.api.may_write():
+        return _Rejection("not the leader", quiet=True)
+    return None
+
+
+def _failed(point: str, placed: Pod, node: str, status: Status, client: _Client) -> _Rejection:
+    """A failed PreBind or Bind step, judged by what the API server answered (the module docstring's rules)."""
+    if client.fenced:
         logger.info("not binding %s to %s: this replica's term ended", placed.key, node)
         return _Rejection("not the leader", quiet=True)
-    if response.gone:
-        logger.info("binding %s to %s: the pod is gone (HTTP 404)", placed.key, node)
-        return _Rejection(response.detail(), quiet=True, vanished=True)
-    if response.conflict:
-        logger.info(
-            "binding %s to %s: the pod is bound already or was replaced (%s)", placed.key, node, response.describe()
-        )
-        return _Rejection(response.detail(), quiet=True)
-    if response.status == 0:  # no answer: bound or not, the watch will tell; nothing to tell the pod's owner
-        logger.warning(
-            "binding %s to %s: no answer (%s); trying again unless the watch shows it bound",
-            placed.key,
-            node,
-            response.detail(),
-        )
-        return _Rejection(response.detail(), quiet=True)
-    logger.warning("binding %s to %s rejected: %s", placed.key, node, response.describe())
-    return _Rejection(response.detail())
+    response = client.binding
+    if point == "Bind" and response is not None and not response.ok:
+        if response.gone:
+            logger.info("binding %s to %s: the pod is gone (HTTP 404)", placed.key, node)
+            return _Rejection(response.detail(), quiet=True, vanished=True)
+        if response.conflict:
+            logger.info(
+                "binding %s to %s: the pod is bound already or was replaced (%s)", placed.key, node, response.describe()
+            )
+            return _Rejection(response.detail(), quiet=True)
+        if response.status == 0:  # no answer: bound or not, the watch will tell; nothing to tell the pod's owner
+            logger.warning(
+                "binding %s to %s: no answer (%s); trying again unless the watch shows it bound",
+                placed.key,
+                node,
+                response.detail(),
+            )
+            return _Rejection(response.detail(), quiet=True)
+        logger.warning("binding %s to %s rejected: %s", placed.key, node, response.describe())
+        return _Rejection(response.detail())
+    logger.warning("binding %s to %s failed at %s: %s", placed.key, node, point, status.message[:300])
+    return _Rejection(status.message)

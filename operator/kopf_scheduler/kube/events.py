@@ -1,7 +1,7 @@
 """Scheduled / FailedScheduling / Preempted events (core/v1 Events, written as plain JSON).
 
 reportingController ``kopf-scheduler``, reportingInstance the process identity, action
-``Scheduling`` or ``Binding``, involvedObject with the pod's uid. Timestamps are formatted here:
+``Scheduling`` or ``Binding``, involvedObject with the pod's uid. The body is ``kube/bodies.event``:
 ``firstTimestamp``/``lastTimestamp`` as metav1.Time, ``eventTime`` as MicroTime with exactly six
 fractional digits (the official client would drop them when the microseconds are 0).
 
@@ -32,9 +32,8 @@ from datetime import UTC, datetime
 from typing import Final
 from urllib.parse import quote
 
-from ..core.diagnosis import truncate_message
 from ..core.objects import Pod
-from ..core.timestamps import rfc3339_micro
+from . import bodies
 from .app import App
 
 __all__ = [
@@ -78,33 +77,20 @@ async def record(
     """One Event about the pod `namespace/name` (`uid`); `related` names a second pod (upstream's related
     object). `pipelined`: the caller's own slot bounds the writes in flight (a bind's), so the event
     does not queue for a write slot."""
-    micro = rfc3339_micro(datetime.now(UTC))
-    second = micro[:19] + "Z"  # the same moment as metav1.Time, without formatting it twice
-    body: dict[str, object] = {
-        "apiVersion": "v1",
-        "kind": "Event",
-        "metadata": {"name": f"{name}.{os.urandom(8).hex()}", "namespace": namespace},
-        "involvedObject": {"apiVersion": "v1", "kind": "Pod", "namespace": namespace, "name": name, "uid": uid},
-        "type": type_,
-        "reason": reason,
-        "action": action,
-        "message": truncate_message(message),
-        "source": {"component": REPORTING_CONTROLLER},
-        "reportingComponent": REPORTING_CONTROLLER,
-        "reportingInstance": app.identity[:128],
-        "firstTimestamp": second,
-        "lastTimestamp": second,
-        "eventTime": micro,
-        "count": 1,
-    }
-    if related is not None:
-        body["related"] = {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "namespace": related.namespace,
-            "name": related.name,
-            "uid": related.uid,
-        }
+    body = bodies.event(
+        namespace=namespace,
+        name=name,
+        uid=uid,
+        type_=type_,
+        reason=reason,
+        action=action,
+        message=message,
+        controller=REPORTING_CONTROLLER,
+        instance=app.identity,
+        now=datetime.now(UTC),
+        suffix=os.urandom(8).hex(),
+        related=related,
+    )
     path = f"/api/v1/namespaces/{namespace}/events"
     if pipelined:
         response = await app.api.request("POST", path, body, decode=False)

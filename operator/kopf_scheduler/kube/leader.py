@@ -39,8 +39,9 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Final, Protocol
 
-from ..core.timestamps import parse_time, rfc3339_micro
+from ..core.timestamps import parse_time
 from ..edge.client import Api, Response
+from . import bodies
 
 __all__ = [
     "Action",
@@ -67,7 +68,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-LEASE_API_VERSION: Final = "coordination.k8s.io/v1"
+LEASE_API_VERSION: Final = bodies.LEASE_API_VERSION
 
 
 def default_identity() -> str:
@@ -142,19 +143,16 @@ def stored_lease_from_body(body: Mapping[str, Any]) -> StoredLease:
 
 def lease_body(record: LeaseRecord, *, name: str, namespace: str, resource_version: str | None) -> dict[str, Any]:
     """The JSON body that creates (no resource_version) or replaces (with one) the Lease."""
-    metadata: dict[str, Any] = {"name": name, "namespace": namespace}
-    if resource_version is not None:
-        metadata["resourceVersion"] = resource_version
-    spec: dict[str, Any] = {
-        "holderIdentity": record.holder_identity,
-        "leaseDurationSeconds": record.lease_duration_seconds,
-        "leaseTransitions": record.lease_transitions,
-    }
-    if record.acquire_time is not None:
-        spec["acquireTime"] = rfc3339_micro(record.acquire_time)
-    if record.renew_time is not None:
-        spec["renewTime"] = rfc3339_micro(record.renew_time)
-    return {"apiVersion": LEASE_API_VERSION, "kind": "Lease", "metadata": metadata, "spec": spec}
+    return bodies.lease(
+        name=name,
+        namespace=namespace,
+        holder=record.holder_identity,
+        duration_seconds=record.lease_duration_seconds,
+        transitions=record.lease_transitions,
+        acquire_time=record.acquire_time,
+        renew_time=record.renew_time,
+        resource_version=resource_version,
+    )
 
 
 # --- the decision (pure) ---------------------------------------------------------------------

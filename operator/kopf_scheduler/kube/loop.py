@@ -1,10 +1,14 @@
 """The scheduling loop of one SchedulingPolicy (upstream ``scheduleOne`` in a loop): waiting and effects.
 
 Sleep as long as the core says (``core.cycle.next_wait``) or until a handler wakes us; pop; let
-the core decide (``core.cycle.schedule_one``) and carry out the outcome:
+the core decide and carry out the outcome. The cycle runs one way: ``prepare``, ``decide`` (in
+``App.run_blocking``'s thread pool when the policy has HTTP extenders, whose calls block: on the
+policy's own snapshot with a private copy of the cluster objects and of the nominator; inline
+otherwise, a thread hop costs more than most attempts), ``conclude``:
 
-- ``Bind``: spawn the bind (at most ``app.BIND_CONCURRENCY`` in flight, so the next pod is
-  scheduled while binds are on the wire; ``kube/binding.py``);
+- ``Bind``: spawn its binding cycle (at most ``app.BIND_CONCURRENCY`` in flight, so the next pod
+  is scheduled while binds are on the wire; ``kube/binding.py`` follows the core's plan: PreBind
+  plugins, binder extenders, Bind plugins);
 - ``Unschedulable``: a FailedScheduling event (unless the core's repeat limiter drops it) and
   PodScheduled=False/Unschedulable through pods/status when the core's condition memo says the
   message changed, with ``status.nominatedNodeName`` when the core changed the nomination; when
@@ -18,11 +22,6 @@ the core decide (``core.cycle.schedule_one``) and carry out the outcome:
   written (``kube/podgroups.py``, also refreshed with the housekeeping).
 
 Every attempt is kept for ``kopf-scheduler explain`` (``app.attempts``, ``core/attempts.py``: references, no copies).
-
-A policy with HTTP extenders decides off the event loop: ``prepare`` and ``conclude`` run here,
-``decide`` (the algorithm and its blocking extender calls) in ``App.run_blocking``'s thread pool,
-on the policy's own snapshot with a private copy of the cluster objects. Attempts without
-extenders stay on the loop (a thread hop costs more than most attempts).
 
 Every ``HOUSEKEEPING_PERIOD`` seconds: expire unconfirmed assumptions (``core.routing``) and
 refresh gauges. The loop pops only while the cache is current (``App.current``: every kind
@@ -50,7 +49,6 @@ from ..core.cycle import (
     decide,
     next_wait,
     prepare,
-    schedule_one,
     settle_waiting,
 )
 from ..core.diagnosis import truncate_message
@@ -135,29 +133,17 @@ async def _attempt(app: App, state: PolicyState, info: QueuedPodInfo) -> None:
     """One cycle: the core decides, this carries the outcome out."""
     pod = info.pod
     started = app.now()
-    if state.scheduler.extenders:
-        outcome = await _schedule_one_off_loop(app, state, info)
-    else:
-        outcome = schedule_one(
-            info,
-            state.snapshot,
-            state.scheduler,
-            cache=app.cache,
-            queue=state.queue,
-            rng=state.rng,
-            now=started,
-            waiting=app.waiting,
-        )
+    outcome = await _cycle(app, state, info)
     done = app.now()
     profile = state.scheduler_name
     app.attempts.record(info, outcome, scheduler_name=profile, now=done)
     match outcome:
         case Skip(reason):
             logger.debug("skipping %s: %s", pod.key, reason)
-        case Bind(placed, _, cycle):
+        case Bind(placed, _, cycle, plan):
             app.metrics.observe_algorithm(done - started)
             await app.bind_slots.acquire()  # released by binding.bind
-            app.spawn(binding.bind(app, state, info, placed, started=started, cycle=cycle))
+            app.spawn(binding.bind(app, state, info, placed, started=started, cycle=cycle, plan=plan))
         case Wait(placed, node, plugins):
             app.metrics.observe_algorithm(done - started)
             logger.info("%s is assumed on %s and waits at Permit for %s", pod.key, node, ", ".join(plugins))
@@ -187,20 +173,25 @@ async def _attempt(app: App, state: PolicyState, info: QueuedPodInfo) -> None:
                 app.spawn(preemption.patch_pod_status(app, pod, nominated_node=""))
 
 
-async def _schedule_one_off_loop(app: App, state: PolicyState, info: QueuedPodInfo) -> Outcome:
-    """``schedule_one`` with the algorithm in a worker thread: its extender calls block."""
-    scheduler, snapshot = state.scheduler, state.snapshot
-    skip = prepare(info, snapshot, cache=app.cache, queue=state.queue, private_objects=True)
+async def _cycle(app: App, state: PolicyState, info: QueuedPodInfo) -> Outcome:
+    """The core's three steps (``core.cycle.schedule_one`` apart): the algorithm in a worker thread
+    when the policy has extenders (their calls block), inline otherwise."""
+    scheduler, snapshot, queue = state.scheduler, state.snapshot, state.queue
+    off_loop = bool(scheduler.extenders)
+    skip = prepare(info, snapshot, cache=app.cache, queue=queue, private_objects=off_loop)
     if skip is not None:
         return skip
-    decided = await app.run_blocking(
-        decide, info, snapshot, scheduler, rng=state.rng, nominator=state.queue.nominator.copy()
-    )
-    if not isinstance(decided, Error):
-        for problem in decided.extender_errors:
-            logger.info("scheduling %s: %s", info.pod.key, problem)
+    if off_loop:
+        decided = await app.run_blocking(
+            decide, info, snapshot, scheduler, rng=state.rng, nominator=queue.nominator.copy()
+        )
+        if not isinstance(decided, Error):
+            for problem in decided.extender_errors:
+                logger.info("scheduling %s: %s", info.pod.key, problem)
+    else:
+        decided = decide(info, snapshot, scheduler, rng=state.rng, nominator=queue.nominator)
     return conclude(
-        info, decided, cache=app.cache, queue=state.queue, now=app.now(), profile=scheduler.profile, waiting=app.waiting
+        info, decided, cache=app.cache, queue=queue, waiting=app.waiting, scheduler=scheduler, now=app.now()
     )
 
 
@@ -214,7 +205,9 @@ async def _settle(app: App, now: float) -> None:
             continue
         logger.info("%s is allowed at Permit: binding it to %s", allowed.pod.key, allowed.node)
         await app.bind_slots.acquire()  # released by binding.bind
-        app.spawn(binding.bind(app, state, allowed.info, allowed.pod, started=now, cycle=allowed.state))
+        app.spawn(
+            binding.bind(app, state, allowed.info, allowed.pod, started=now, cycle=allowed.state, plan=allowed.plan)
+        )
     if not settled.rejected:
         return
     rejections: dict[str, str] = {}

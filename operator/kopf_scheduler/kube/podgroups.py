@@ -19,9 +19,8 @@ from typing import Any
 
 from ..core import gangs
 from ..core.cache import PodState
-from ..core.diagnosis import truncate_message
-from ..core.objects import CONDITION_POD_GROUP_INITIALLY_SCHEDULED, WORKLOAD_API, PodGroup
-from ..core.timestamps import rfc3339
+from ..core.objects import WORKLOAD_API, PodGroup
+from . import bodies
 from .app import App
 
 __all__ = ["refresh"]
@@ -73,19 +72,13 @@ def _workload_status(app: App, group: PodGroup, bound: int, rejection: str | Non
 
 
 async def _write(app: App, group: PodGroup, status: dict[str, Any]) -> None:
-    base = f"/apis/{group.api}/{'v1beta1' if group.api == WORKLOAD_API else 'v1alpha1'}/namespaces/{group.namespace}/podgroups/{group.name}/status"
+    version = "v1beta1" if group.api == WORKLOAD_API else "v1alpha1"
+    base = f"/apis/{group.api}/{version}/namespaces/{group.namespace}/podgroups/{group.name}/status"
     if group.api == WORKLOAD_API:
-        condition = {
-            "type": CONDITION_POD_GROUP_INITIALLY_SCHEDULED,
-            **status,
-            "message": truncate_message(str(status["message"])),
-            "observedGeneration": group.generation,
-            "lastTransitionTime": rfc3339(datetime.now(UTC)),
-        }
-        body: dict[str, Any] = {"status": {"conditions": [condition]}}
-        content_type = "application/strategic-merge-patch+json"
+        body = bodies.pod_group_condition_patch(status, generation=group.generation, now=datetime.now(UTC))
+        content_type = bodies.STRATEGIC_MERGE_PATCH
     else:
-        body, content_type = {"status": status}, "application/merge-patch+json"
+        body, content_type = bodies.pod_group_status_patch(status), bodies.MERGE_PATCH
     async with app.write_slots:
         response = await app.api.request("PATCH", base, body, content_type=content_type)
     if not response.ok and not response.gone:

@@ -29,15 +29,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from ..core import routing
-from ..core.objects import CONDITION_DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER, Pod
-from ..core.timestamps import rfc3339
+from ..core.objects import Pod
 from ..edge.client import Response
-from . import events
+from . import bodies, events
 from .app import App
 
 __all__ = ["evict", "patch_pod_status", "preempt"]
@@ -77,26 +76,21 @@ def _still_wanted(app: App, preemptor: Pod, node: str) -> bool:
 
 async def evict(app: App, victim: Pod, *, preemptor: Pod, node: str) -> bool:
     """DisruptionTarget, DELETE (uid precondition), Preempted event. False when the victim was gone."""
-    condition = {
-        "type": CONDITION_DISRUPTION_TARGET,
-        "status": "True",
-        "reason": REASON_PREEMPTION_BY_SCHEDULER,
-        "message": f"{preemptor.scheduler_name}: preempting to accommodate a higher priority pod",
-        "lastTransitionTime": rfc3339(datetime.now(UTC)),
-    }
+    condition = bodies.disruption_target_condition(preemptor.scheduler_name, datetime.now(UTC))
     path = f"/api/v1/namespaces/{victim.namespace}/pods/{victim.name}"
     async with app.write_slots:
         response = await app.api.request(
-            "PATCH", f"{path}/status", {"metadata": {"uid": victim.uid}, "status": {"conditions": [condition]}},
-            content_type="application/strategic-merge-patch+json",
-        )  # fmt: skip
+            "PATCH",
+            f"{path}/status",
+            bodies.pod_status_patch(victim.uid, condition=condition),
+            content_type=bodies.STRATEGIC_MERGE_PATCH,
+        )
     if response.gone or response.fenced:
         return False
     if not response.ok:
         logger.warning("cannot mark %s as a preemption victim: %s", victim.key, response.describe())
-    delete = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": victim.uid}}
     async with app.write_slots:
-        response = await app.api.request("DELETE", path, delete)
+        response = await app.api.request("DELETE", path, bodies.delete_options(victim.uid))
     if response.gone or response.conflict or response.fenced:
         return False
     if not response.ok:
@@ -108,23 +102,20 @@ async def evict(app: App, victim: Pod, *, preemptor: Pod, node: str) -> bool:
 
 
 async def patch_pod_status(
-    app: App, pod: Pod, *, condition: dict[str, Any] | None = None, nominated_node: str | None = None
+    app: App, pod: Pod, *, condition: Mapping[str, Any] | None = None, nominated_node: str | None = None
 ) -> Response:
     """One pods/status patch: a condition (merged by type) and/or ``nominatedNodeName`` ("" removes it).
 
     Anything but 2xx, 404 and a fenced write is logged; a 404 for a pending pod drops it
     (``core.routing.route_pod_vanished``).
     """
-    status: dict[str, Any] = {}
-    if condition is not None:
-        status["conditions"] = [condition]
-    if nominated_node is not None:
-        status["nominatedNodeName"] = nominated_node or None
     async with app.write_slots:
         response = await app.api.request(
-            "PATCH", f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/status", {"metadata": {"uid": pod.uid}, "status": status},
-            content_type="application/strategic-merge-patch+json",
-        )  # fmt: skip
+            "PATCH",
+            f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/status",
+            bodies.pod_status_patch(pod.uid, condition=condition, nominated_node=nominated_node),
+            content_type=bodies.STRATEGIC_MERGE_PATCH,
+        )
     if response.gone and not pod.node_name:
         app.perform(
             routing.route_pod_vanished(pod, cache=app.cache, pending=app.pending, served=app.states, now=app.now())

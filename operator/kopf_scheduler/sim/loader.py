@@ -27,6 +27,7 @@ from ..core import objects as o
 from ..core.cache import SchedulerCache
 from ..core.profile import Profile
 from ..core.registry import Registry
+from ..core.snapshot import ClusterObjects
 from .simulator import UnreadablePod
 
 
@@ -136,42 +137,7 @@ def load_cluster(docs: Iterable[Mapping[str, Any]], *, source: str = "cluster") 
                 if pod.is_terminal:
                     continue
                 (pods if pod.node_name else loaded.pending_in_cluster).append(pod)
-            elif kind == "Service":
-                s = parsing.parse_service(doc)
-                objs.services[f"{s.namespace}/{s.name}"] = s
-            elif kind in ("ReplicationController", "ReplicaSet", "StatefulSet"):
-                c = parsing.parse_controller(doc)
-                objs.controllers[f"{c.kind}/{c.namespace}/{c.name}"] = c
-            elif kind == "PersistentVolume":
-                pv = parsing.parse_persistent_volume(doc)
-                objs.persistent_volumes[pv.name] = pv
-            elif kind == "PersistentVolumeClaim":
-                pvc = parsing.parse_persistent_volume_claim(doc)
-                objs.persistent_volume_claims[pvc.key] = pvc
-            elif kind == "StorageClass":
-                sc = parsing.parse_storage_class(doc)
-                objs.storage_classes[sc.name] = sc
-            elif kind == "CSINode":
-                cn = parsing.parse_csi_node(doc)
-                objs.csi_nodes[cn.name] = cn
-            elif kind == "PodDisruptionBudget":
-                pdb = parsing.parse_pod_disruption_budget(doc)
-                objs.pod_disruption_budgets[f"{pdb.namespace}/{pdb.name}"] = pdb
-            elif kind == "PodGroup":
-                api_version = str(doc.get("apiVersion") or "")
-                if api_version.startswith(o.COSCHEDULING_API + "/"):
-                    pg = parsing.parse_coscheduling_pod_group(doc)
-                elif api_version.startswith(o.WORKLOAD_API + "/"):
-                    pg = parsing.parse_pod_group(doc)
-                else:
-                    raise parsing.ObjectError(
-                        f"PodGroup of apiVersion {api_version!r}: expected {o.WORKLOAD_API}/v1beta1 or {o.COSCHEDULING_API}/v1alpha1"
-                    )
-                objs.pod_groups[pg.key] = pg
-            elif kind == "Namespace":
-                meta = doc.get("metadata") or {}
-                objs.namespace_labels[str(meta.get("name") or "")] = dict(meta.get("labels") or {})
-            else:
+            elif not _store(kind, doc, objs):
                 loaded.ignored[kind or "<no kind>"] = loaded.ignored.get(kind or "<no kind>", 0) + 1
         except parsing.ObjectError as exc:
             raise ManifestError(f"{source}: {exc}") from None
@@ -180,6 +146,49 @@ def load_cluster(docs: Iterable[Mapping[str, Any]], *, source: str = "cluster") 
         gangs.update_members(objs.gang_members, pod, present=True)
     objs.generation += 1
     return loaded
+
+
+def _store(kind: str, doc: Mapping[str, Any], objs: ClusterObjects) -> bool:
+    """Parse an object of the other kinds the scheduler reads into `objs`; False for a kind it does not read."""
+    if kind == "Service":
+        s = parsing.parse_service(doc)
+        objs.services[f"{s.namespace}/{s.name}"] = s
+    elif kind in ("ReplicationController", "ReplicaSet", "StatefulSet"):
+        c = parsing.parse_controller(doc)
+        objs.controllers[f"{c.kind}/{c.namespace}/{c.name}"] = c
+    elif kind == "PersistentVolume":
+        pv = parsing.parse_persistent_volume(doc)
+        objs.persistent_volumes[pv.name] = pv
+    elif kind == "PersistentVolumeClaim":
+        pvc = parsing.parse_persistent_volume_claim(doc)
+        objs.persistent_volume_claims[pvc.key] = pvc
+    elif kind == "StorageClass":
+        sc = parsing.parse_storage_class(doc)
+        objs.storage_classes[sc.name] = sc
+    elif kind == "CSINode":
+        cn = parsing.parse_csi_node(doc)
+        objs.csi_nodes[cn.name] = cn
+    elif kind == "PodDisruptionBudget":
+        pdb = parsing.parse_pod_disruption_budget(doc)
+        objs.pod_disruption_budgets[f"{pdb.namespace}/{pdb.name}"] = pdb
+    elif kind == "PodGroup":
+        api_version = str(doc.get("apiVersion") or "")
+        if api_version.startswith(o.COSCHEDULING_API + "/"):
+            pg = parsing.parse_coscheduling_pod_group(doc)
+        elif api_version.startswith(o.WORKLOAD_API + "/"):
+            pg = parsing.parse_pod_group(doc)
+        else:
+            raise parsing.ObjectError(
+                f"PodGroup of apiVersion {api_version!r}: "
+                f"expected {o.WORKLOAD_API}/v1beta1 or {o.COSCHEDULING_API}/v1alpha1"
+            )
+        objs.pod_groups[pg.key] = pg
+    elif kind == "Namespace":
+        meta = doc.get("metadata") or {}
+        objs.namespace_labels[str(meta.get("name") or "")] = dict(meta.get("labels") or {})
+    else:
+        return False
+    return True
 
 
 def load_pods(

@@ -63,16 +63,12 @@ def utilization_rows(cache: SchedulerCache) -> list[tuple[str, ...]]:
         assert info is not None
         a, r = info.allocatable, info.requested
 
-        def pct(used: int, total: int) -> str:
-            return f"{100 * used // total}%" if total else "-"
+        def used(requested: int, allocatable: int, kind: str) -> str:
+            share = f"{100 * requested // allocatable}%" if allocatable else "-"
+            return f"{format_quantity(requested, kind)}/{format_quantity(allocatable, kind)} ({share})"
 
         rows.append(
-            (
-                name,
-                str(len(info.pods)),
-                f"{format_quantity(r.milli_cpu, 'cpu')}/{format_quantity(a.milli_cpu, 'cpu')} ({pct(r.milli_cpu, a.milli_cpu)})",
-                f"{format_quantity(r.memory, 'memory')}/{format_quantity(a.memory, 'memory')} ({pct(r.memory, a.memory)})",
-            )
+            (name, str(len(info.pods)), used(r.milli_cpu, a.milli_cpu, "cpu"), used(r.memory, a.memory, "memory"))
         )
     return rows
 

@@ -1,54 +1,95 @@
-"""Schedule pending pods one after another against a loaded cluster, as the operator would.
+"""Schedule pending pods one after another against a loaded cluster, as the operator does: its second executor.
 
-Each placement is assumed and confirmed in the cache before the next pod is
-scheduled, so every decision sees the ones before it. The random tie-break
-comes from ``random.Random(seed)``: the same inputs and seed give the same
-placements.
+The core conducts every attempt (``core.cycle``: ``schedule_one``, ``settle_waiting``, the binding
+plan, ``binding_succeeded`` / ``binding_failed``); this module carries out the outcomes the way the
+operator's loop and its watches would, with its in-memory state standing for the API server
+(``sim/apiserver.py``) and a virtual clock:
+
+- the pods of PODS.yaml enter a real ``SchedulingQueue`` in file order, each once the queue has
+  settled the one before (nothing is ready and nothing waits out a backoff), so each placement counts
+  for the next. When nothing is ready but a pod backs off, the clock jumps to ``next_ready_at``;
+- ``Bind``: the plan's PreBind plugins, binder extenders and Bind plugins run against the in-memory
+  API server (DefaultBinder's pods/binding POST binds the pod there); the binding then reaches the
+  cache and the queues through ``core.routing`` as the watch of assigned pods would bring it;
+- ``Unschedulable`` with victims: the nomination is written (the pod's ``nominatedNodeName``), the
+  victims are deleted from the simulated cluster and their deletion routed as the watch would (an
+  AssignedPodDelete move), so the nominated pod backs off and is tried again;
+- ``Wait`` (gangs): the member holds its node until its gang has its minimum placed, then every
+  member is bound. Every pod of the pods file counts as a member from the start (they are all
+  pending at once). Members still waiting when the file ends are released (their timeout: nothing in
+  a simulation would make room later) and read how many of their gang fit; later pods of the file
+  see the waiting members' nodes as taken, as they would within the operator's timeout;
+- an attempt or a binding cycle that fails with an error backs off and is tried again, at most
+  ``MAX_ERROR_RETRIES`` times in a row (the operator goes on every 10 s; a simulation would repeat
+  the same error forever); the placement then reports the error.
+
+A pod's placement is its last outcome: bound (the node), or not (the message), with the node its
+preemption nominated and the victims it evicted. Pods that failed may be tried again when a later
+event makes room for them, as in the operator. The random tie-break comes from
+``random.Random(seed)``: the same inputs and seed give the same placements.
 
 With ``explain=True`` every placement carries an ``Explanation`` (``core/explanation.py``):
 every node's verdict, the rejecting plugin and reasons, the per-plugin raw and normalised scores,
 weights and totals, what preemption considered (``simulate --explain``; the differential harness in
-``bench/differential.py`` compares the scores with upstream's). Scoring then runs even when one
-node is feasible, so its scores can be read; the chosen node is the same either way.
-
-Preemption happens as in the operator, with the evictions done at once: when no node fits and
-the profile's preemption chooses a node, the victims leave the simulated cluster, the pod is
-nominated to that node and tried again right away (the operator retries it when the victims'
-deletions arrive). A pod that still does not fit stays nominated, so later pods of lower
-priority do not take its room.
-
-Gangs (PodGroups of either API in the cluster file) are scheduled as in the operator: every pod of
-the pods file counts as a member from the start (they are all pending at once); a member that
-fits is held on its node, waiting, until its gang has its minimum placed, then every member is
-placed; members still waiting when the file ends are released (their timeout: nothing in a
-simulation would make room later) and read how many of their gang fit. Later pods of the file see
-the waiting members' nodes as taken, as they would within the operator's timeout.
+``bench/differential.py`` compares the scores with upstream's through ``evaluate``). Scoring then
+runs even when one node is feasible, so its scores can be read; the chosen node is the same either way.
 
 A policy's extenders are called through ``extender_factory`` (``simulate`` passes the HTTP
-client, ``kopf_scheduler.edge.extenders.HTTPExtender``); the simulated bind never calls them.
+client, ``kopf_scheduler.edge.extenders.HTTPExtender``) to filter and prioritize; a binder
+extender's bind is simulated (the pod is bound in the in-memory state), never sent.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Final
 
-from ..core import gangs
+from ..core import gangs, routing
 from ..core.algorithm import GenericScheduler, ScheduleResult
-from ..core.cache import SchedulerCache
-from ..core.cycle import Bind, Error, Parked, Unschedulable, Wait, reserve_and_permit, settle_waiting
+from ..core.cache import PodState, SchedulerCache
+from ..core.cycle import (
+    Bind,
+    BindingPlan,
+    Error,
+    Outcome,
+    Parked,
+    Skip,
+    Unschedulable,
+    Wait,
+    binding_failed,
+    binding_succeeded,
+    run_bind_plugins,
+    run_pre_bind_plugins,
+    schedule_one,
+    settle_waiting,
+)
 from ..core.explanation import Explanation, explanation_of, preemption_of
-from ..core.extenders import Extender, ExtenderConfig
-from ..core.framework import CycleState
+from ..core.extenders import (
+    Extender,
+    ExtenderConfig,
+    ExtenderFilterResult,
+    ExtenderPrioritizeResult,
+    bind_with_extenders,
+)
+from ..core.framework import SUCCESS, CycleState, Status
+from ..core.nodeinfo import NodeInfo
 from ..core.objects import Pod
 from ..core.profile import Profile
-from ..core.queueing import Nominator, QueuedPodInfo
+from ..core.queueing import BACKOFF, QueuedPodInfo, SchedulingQueue
 from ..core.snapshot import Snapshot
 from ..core.waiting import WaitingPods
+from .apiserver import InMemoryApi, drive
+
+__all__ = ["MAX_ERROR_RETRIES", "Capacity", "Placement", "Simulation", "SimulationResult", "UnreadablePod"]
+
+#: attempts in a row that end in an error (a plugin's, a failed binding cycle) before the pod is given up on
+MAX_ERROR_RETRIES: Final = 3
+#: upstream's PodScheduled=False message for a pod with scheduling gates (reason SchedulingGated)
+GATED_MESSAGE: Final = "Scheduling is blocked due to non-empty scheduling gates"
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +151,25 @@ class SimulationResult:
         return len(self.placements) / self.seconds if self.seconds > 0 else 0.0
 
 
+@dataclass(slots=True)
+class _Record:
+    """What became of one pod of the simulation so far."""
+
+    pod: Pod
+    node: str | None = None
+    message: str = ""
+    nominated_node: str = ""
+    victims: list[str] = field(default_factory=list)
+    #: the last attempt's result, and the attempt whose preemption chose the victims
+    result: ScheduleResult | None = None
+    preempted: ScheduleResult | None = None
+    #: attempts in a row that ended in an error
+    errors: int = 0
+
+
 class Simulation:
+    """One simulated scheduler: a cache, a queue, the pods waiting at Permit and the in-memory API server."""
+
     def __init__(
         self,
         cache: SchedulerCache,
@@ -122,127 +181,93 @@ class Simulation:
     ) -> None:
         self.cache = cache
         self.profile = profile
-        self.algorithm = GenericScheduler(profile, extender_factory=extender_factory)
+        self.scheduler = GenericScheduler(profile, extender_factory=extender_factory)
         self.rng = random.Random(seed)
         self.snapshot = Snapshot(cache.objects)
         self.explain = explain
-        self.nominator = Nominator()
-        #: gang members placed and waiting for the rest of their gang (``core/gangs.py``)
+        #: the virtual clock, in seconds
+        self.clock = 0.0
+        self.pending = routing.PendingPods()
+        self.queue = routing.serve(profile, None, pending=self.pending, now=self.clock)
+        #: pods assumed and waiting at Permit (gangs)
         self.waiting: WaitingPods[Parked] = WaitingPods()
-        #: placements decided later (gang members), by pod uid
-        self._held: dict[str, Placement] = {}
+        self.api = InMemoryApi(cache)
+        self._served: Mapping[str, routing.Queued] = {profile.scheduler_name: self}
+        self._records: dict[str, _Record] = {}
         self._extender_factory = extender_factory
 
-    def _decide(self, pod: Pod) -> ScheduleResult:
-        self.cache.update_snapshot(self.snapshot)
-        return self.algorithm.schedule(pod, self.snapshot, rng=self.rng, explain=self.explain, nominator=self.nominator)
-
-    def _explanation(
-        self, pod: Pod, result: ScheduleResult, preempted: ScheduleResult | None = None
-    ) -> Explanation | None:
-        """With ``explain``: `result`'s explanation; after a preemption, `preempted` (the attempt that chose the
-        victims) says what preemption considered."""
-        if not self.explain:
-            return None
-        e = explanation_of(pod, result, scheduler_name=self.profile.scheduler_name)
-        if preempted is not None and preempted.post_filter is not None:
-            e = dataclasses.replace(e, preemption=preemption_of(preempted.post_filter))
-        return e
+    # ------------------------------------------------------------------ the questions asked
 
     def evaluate(self, pod: Pod) -> Placement:
-        """Decide where ``pod`` would go in the current state, without placing it or preempting for it."""
-        result = self._decide(pod)
-        if result.node is not None:
-            return Placement(pod.key, result.node, "", self._explanation(pod, result))
-        verdict = result.post_filter
-        nominated = verdict.nominated_node or "" if verdict is not None else ""
-        victims = tuple(v.key for v in verdict.victims) if verdict is not None else ()
-        return Placement(pod.key, None, result.message, self._explanation(pod, result), nominated, victims)
-
-    def schedule_one(self, pod: Pod) -> Placement:
-        if pod.node_name:
-            # Already bound in the pods file: count it, as the watch would.
-            self.cache.add_pod(pod)
-            return Placement(pod.key, pod.node_name, "")
-        if self.cache.get_pod(pod.uid) is not None:
-            pod = dataclasses.replace(pod, uid=f"{pod.uid}#{self.cache.pod_count()}")
-        result = self._decide(pod)
-        if result.node is not None:
-            return self._place(pod, result.node, explanation=self._explanation(pod, result), state=result.state)
-        verdict = result.post_filter
-        if verdict is None or not verdict.nominated_node:
-            if verdict is None or verdict.nominated_node == "":
-                self.nominator.delete(pod.uid)
-            return Placement(pod.key, None, result.message, self._explanation(pod, result))
-        node = verdict.nominated_node
-        for victim in verdict.victims:
-            self.cache.remove_pod(victim)
-        for other in self.nominator.pods_for_node(node):
-            if other.priority < pod.priority:
-                self.nominator.delete(other.uid)
-        victims = tuple(v.key for v in verdict.victims)
-        nominated = dataclasses.replace(pod, nominated_node_name=node)
-        self.nominator.add(nominated)
-        retry = self._decide(nominated)
-        if retry.node is None:
-            return Placement(pod.key, None, retry.message, self._explanation(pod, retry, result), node, victims)
-        return self._place(
-            nominated, retry.node, node, victims, explanation=self._explanation(pod, retry, result), state=retry.state
-        )
-
-    def _place(
-        self,
-        pod: Pod,
-        node: str,
-        nominated_node: str = "",
-        victims: tuple[str, ...] = (),
-        *,
-        explanation: Explanation | None = None,
-        state: CycleState | None = None,
-    ) -> Placement:
-        """Assume `pod` on `node`, run the Reserve and Permit plugins, and confirm it (the simulated
-        bind), or hold it waiting for its gang, or undo it when a plugin says no."""
-        self.nominator.delete(pod.uid)
-        placed = self.cache.assume(pod, node)
-        info = QueuedPodInfo(pod, timestamp=0.0, added_at=0.0)
-        outcome = reserve_and_permit(
+        """One attempt at `pod` in the current state, as the executors run it (``core.cycle.schedule_one``:
+        prepare, decide, conclude), on a queue of its own; its outcome is not carried out: no bind, no
+        eviction, and an assumption is undone (the differential harness compares this first decision)."""
+        queue = SchedulingQueue()
+        queue.nominator = self.queue.nominator.copy()
+        queue.add(pod, self.clock)
+        info = queue.pop(self.clock)
+        assert info is not None
+        waiting: WaitingPods[Parked] = WaitingPods()
+        outcome = schedule_one(
             info,
-            placed,
-            state or CycleState(),
-            self.profile,
+            self.snapshot,
+            self.scheduler,
             cache=self.cache,
-            queue=None,
-            now=0.0,
-            waiting=self.waiting,
+            queue=queue,
+            waiting=waiting,
+            rng=self.rng,
+            now=self.clock,
+            explain=self.explain,
         )
         match outcome:
-            case Bind():
-                self.cache.add_pod(placed)
-            case Wait():
-                held = Placement(pod.key, None, "", explanation, nominated_node, victims)
-                self._held[pod.uid] = held
-                return held
-            case Unschedulable(message) | Error(message):
-                return Placement(pod.key, None, message, explanation, nominated_node, victims)
-        self._settle(now=0.0)
-        return Placement(pod.key, node, "", explanation, nominated_node, victims)
+            case Bind(placed, node, state, _, result):
+                self._undo(info, placed, state, queue, waiting)
+                return Placement(pod.key, node, "", self._explanation(pod, result))
+            case Wait(placed, node, _, result):
+                parked = waiting.remove(placed.uid)
+                self._undo(info, placed, parked.payload.state if parked is not None else CycleState(), queue, waiting)
+                return Placement(pod.key, node, "", self._explanation(pod, result))
+            case Unschedulable(message, _, nominated, victims, result=result):
+                keys = tuple(v.key for v in victims)
+                return Placement(pod.key, None, message, self._explanation(pod, result), nominated or "", keys)
+            case Error(message, result=result):
+                return Placement(pod.key, None, message, self._explanation(pod, result))
+            case Skip(reason):
+                return Placement(pod.key, pod.node_name or None, f"not scheduled: {reason}")
 
-    def _settle(self, *, now: float) -> None:
-        """Gang members whose wait is over: allowed ones are placed, rejected ones released."""
-        settled = settle_waiting(self.waiting, cache=self.cache, now=now)
-        for allowed in settled.allowed:
-            self.cache.add_pod(allowed.pod)
-            held = self._held.pop(allowed.pod.uid)
-            self._held[allowed.pod.uid] = dataclasses.replace(held, node=allowed.node)
-        for rejected in settled.rejected:
-            held = self._held.pop(rejected.pod.uid)
-            self._held[rejected.pod.uid] = dataclasses.replace(held, message=rejected.status.message)
+    def _undo(
+        self, info: QueuedPodInfo, placed: Pod, state: CycleState, queue: SchedulingQueue, waiting: WaitingPods[Parked]
+    ) -> None:
+        """Take back an assumption as a failed binding cycle does: every ``unreserve``, then forget."""
+        binding_failed(
+            info,
+            placed,
+            cache=self.cache,
+            queue=queue,
+            waiting=waiting,
+            now=self.clock,
+            profile=self.profile,
+            state=state,
+        )
+
+    def schedule_one(self, pod: Pod) -> Placement:
+        """Add `pod` to the simulated cluster (bound: as the watch of assigned pods brings it; pending:
+        to the queue) and run the scheduler until the queue has settled it; its placement so far."""
+        if pod.node_name:
+            self.api.hold(pod)
+            routing.route_assigned_pod(
+                pod, deleted=False, cache=self.cache, pending=self.pending, served=self._served, now=self.clock
+            )
+            return Placement(pod.key, pod.node_name, "")
+        pod = self._submit(pod)
+        self._drain(self.scheduler)
+        return self._placement(pod.uid)
 
     def max_replicas(self, template: Pod, *, limit: int = 0) -> Capacity:
         """Place copies of `template` (``<name>-<i>``) one after another, each counting for the next, until one
         does not fit or `limit` copies (0: no limit) are placed. Copies never preempt: the question is how
         many fit in the room there is, as cluster-capacity asks it."""
-        algorithm = GenericScheduler(
+        copies = GenericScheduler(
             dataclasses.replace(self.profile, post_filters=()), extender_factory=self._extender_factory
         )
         placed: dict[str, int] = {}
@@ -251,12 +276,13 @@ class Simulation:
             copy = dataclasses.replace(
                 template, name=f"{template.name}-{count}", uid=f"{template.uid}-copy-{count}", nominated_node_name=""
             )
-            self.cache.update_snapshot(self.snapshot)
-            result = algorithm.schedule(copy, self.snapshot, rng=self.rng, nominator=self.nominator)
-            if result.node is None:
-                return Capacity(template.key, count, placed, result.message, limit)
-            self._place(copy, result.node)
-            placed[result.node] = placed.get(result.node, 0) + 1
+            copy = self._submit(copy)
+            self._drain(copies)
+            held = self.cache.get_pod(copy.uid)  # bound, or assumed while it waits at Permit
+            if held is None:
+                self.queue.delete(copy)  # the question is answered: it does not fit
+                return Capacity(template.key, count, placed, self._records[copy.uid].message, limit)
+            placed[held.node_name] = placed.get(held.node_name, 0) + 1
             count += 1
         return Capacity(template.key, count, placed, "", limit)
 
@@ -267,15 +293,214 @@ class Simulation:
         readable = [pod for pod in pods if isinstance(pod, Pod)]
         for pod in readable:  # all pending at once: every one counts in its gang from the start
             gangs.update_members(self.cache.objects.gang_members, pod, present=True)
+        placements: list[Placement | str] = []
         for entry in pods:
             if isinstance(entry, UnreadablePod):
-                out.placements.append(Placement(entry.key, None, entry.message, unreadable=True))
+                placements.append(Placement(entry.key, None, entry.message, unreadable=True))
+            elif entry.node_name:
+                placements.append(self.schedule_one(entry))
             else:
-                out.placements.append(self.schedule_one(entry))
-        self._settle(now=math.inf)  # the file is over: whoever still waits times out
-        out.placements = [
-            self._held.get(entry.uid, p) if isinstance(entry, Pod) and p.node is None and not p.message else p
-            for entry, p in zip(pods, out.placements, strict=True)
-        ]
+                placements.append(self._submit(entry).uid)
+                self._drain(self.scheduler)
+        self._time_out_waits()  # the file is over: whoever still waits times out
+        for record in self._records.values():  # and nothing more is tried
+            self.queue.delete(record.pod)
+        out.placements = [p if isinstance(p, Placement) else self._placement(p) for p in placements]
         out.seconds = time.perf_counter() - start
         return out
+
+    # ------------------------------------------------------------------ the executor
+
+    def _submit(self, pod: Pod) -> Pod:
+        """A pending pod is created: the API server holds it and the queue gets it (Kopf's watch)."""
+        if pod.uid in self._records or self.cache.get_pod(pod.uid) is not None:
+            pod = dataclasses.replace(pod, uid=f"{pod.uid}#{len(self._records)}")
+        self._records[pod.uid] = _Record(pod)
+        self.api.hold(pod)
+        self.pending.put(pod)
+        self.queue.add(pod, self.clock)
+        return pod
+
+    def _drain(self, scheduler: GenericScheduler) -> None:
+        """Attempt pods until none is ready and none backs off (the clock jumps over backoffs)."""
+        budget = 1000 + 100 * len(self._records)  # a bound no settling run comes near: a bug otherwise
+        while budget:
+            budget -= 1
+            info = self.queue.pop(self.clock)
+            if info is None:
+                if not self.queue.pending_counts()[BACKOFF]:
+                    return
+                ready_at = self.queue.next_ready_at(self.clock)
+                assert ready_at is not None
+                self.clock = max(self.clock, ready_at)
+                self._settle()
+                continue
+            self._carry_out(info, scheduler)
+            self._settle()
+        raise RuntimeError("the simulation does not settle: a pod was tried over and over")
+
+    def _carry_out(self, info: QueuedPodInfo, scheduler: GenericScheduler) -> None:
+        """One attempt, and its outcome carried out as the operator's loop does (``kube/loop.py``)."""
+        outcome = schedule_one(
+            info,
+            self.snapshot,
+            scheduler,
+            cache=self.cache,
+            queue=self.queue,
+            waiting=self.waiting,
+            rng=self.rng,
+            now=self.clock,
+            explain=self.explain and scheduler is self.scheduler,
+        )
+        record = self._records[info.uid]
+        _remember(record, outcome)
+        match outcome:
+            case Bind(placed, node, state, plan):
+                self._bind(info, placed, node, state, plan)
+            case Unschedulable(_, _, nominated, victims, clear_nominations):
+                pod = info.pod
+                if nominated is not None and nominated != pod.nominated_node_name:
+                    self._write_nomination(pod, nominated)
+                if victims and nominated:
+                    for other in clear_nominations:
+                        if other.nominated_node_name:
+                            self._write_nomination(other, "")
+                    for victim in victims:
+                        self._evict(victim)
+            case Error(_, _, nominated):
+                if nominated == "" and info.pod.nominated_node_name:
+                    self._write_nomination(info.pod, "")
+                self._error(record)
+
+    def _bind(self, info: QueuedPodInfo, placed: Pod, node: str, state: CycleState, plan: BindingPlan) -> None:
+        """The binding cycle as the plan says (``kube/binding.py``), against the in-memory API server."""
+        status = drive(run_pre_bind_plugins(plan, state, placed, node, self.api)) if plan.pre_binders else SUCCESS
+        if status.is_success:
+            status = self._bind_step(placed, node, state, plan)
+        record = self._records[placed.uid]
+        if not status.is_success:
+            self._undo(info, placed, state, self.queue, self.waiting)
+            record.node, record.message = None, f"Binding rejected: {status.message}"
+            self._error(record)
+            return
+        if not self.api.is_bound(placed):
+            self.api.bind(placed, node)  # a binder that reported success without the pods/binding POST
+        binding_succeeded(placed, cache=self.cache, queue=self.queue, now=self.clock)
+        routing.route_assigned_pod(
+            placed, deleted=False, cache=self.cache, pending=self.pending, served=self._served, now=self.clock
+        )
+        record.node, record.message, record.errors = node, "", 0
+
+    def _bind_step(self, placed: Pod, node: str, state: CycleState, plan: BindingPlan) -> Status:
+        """Binder extenders (their bind simulated: the API server here binds) or the Bind plugins."""
+        if plan.extenders:
+            bound = bind_with_extenders([_SimulatedBinder(e, self.api) for e in plan.extenders], placed, node)
+            if bound.status is not None:
+                return bound.status
+        return drive(run_bind_plugins(plan, state, placed, node, self.api))
+
+    def _settle(self) -> None:
+        """Pods whose wait at Permit is over (the loop's ``_settle``): bind the allowed, release the rejected."""
+        if not len(self.waiting):
+            return
+        settled = settle_waiting(self.waiting, cache=self.cache, now=self.clock)
+        for allowed in settled.allowed:
+            self._bind(allowed.info, allowed.pod, allowed.node, allowed.state, allowed.plan)
+        for rejected in settled.rejected:
+            record = self._records[rejected.pod.uid]
+            record.node, record.message = None, rejected.status.message
+        if settled.rejected:
+            routing.broadcast(routing.EVENT_ASSIGNED_POD_DELETE, self._served, self.clock, keep=settled.keep)
+
+    def _time_out_waits(self) -> None:
+        """The clock jumps to each waiting pod's deadline in turn: they are all released."""
+        while (deadline := self.waiting.next_deadline()) is not None:
+            self.clock = max(self.clock, deadline)
+            self._settle()
+
+    def _write_nomination(self, pod: Pod, node: str) -> None:
+        """A pods/status write of ``nominatedNodeName``, back through the watch as an update of the pending pod."""
+        info = self.queue.get(pod)
+        if info is None:
+            return
+        self.api.answer("PATCH", f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/status",
+                        {"status": {"nominatedNodeName": node or None}})  # fmt: skip
+        self.queue.update(info.pod, dataclasses.replace(info.pod, nominated_node_name=node), self.clock)
+
+    def _evict(self, victim: Pod) -> None:
+        """A preemption victim is deleted, and its deletion routed as the watches would see it."""
+        self.api.drop(victim)
+        served, pending, now = self._served, self.pending, self.clock
+        if self.cache.state_of(victim) is PodState.ADDED:
+            routing.route_assigned_pod(victim, deleted=True, cache=self.cache, pending=pending, served=served, now=now)
+            return
+        # assumed (waiting at Permit): first its deletion mark, then its DELETED
+        self.waiting.remove(victim.uid)
+        record = self._records.get(victim.uid)
+        if record is not None:
+            record.node, record.message = None, "deleted: a preemption victim while it waited at Permit"
+        deleting = dataclasses.replace(victim, node_name="", deleting=True)
+        routing.route_unassigned_pod(deleting, gone=False, cache=self.cache, pending=pending, served=served, now=now)
+        routing.route_unassigned_pod(deleting, gone=True, cache=self.cache, pending=pending, served=served, now=now)
+        self.queue.done(victim)
+
+    def _error(self, record: _Record) -> None:
+        """An attempt ended in an error: after ``MAX_ERROR_RETRIES`` in a row the pod is given up on."""
+        record.errors += 1
+        if record.errors >= MAX_ERROR_RETRIES:
+            self.queue.delete(record.pod)
+
+    # ------------------------------------------------------------------ reading the outcome
+
+    def _placement(self, uid: str) -> Placement:
+        r = self._records[uid]
+        message = r.message
+        if r.result is None and r.node is None and not message and r.pod.scheduling_gates:
+            message = GATED_MESSAGE  # never popped: the queue holds it until its gates are removed
+        explanation = self._explanation(r.pod, r.result, r.preempted)
+        return Placement(r.pod.key, r.node, message, explanation, r.nominated_node, tuple(r.victims))
+
+    def _explanation(
+        self, pod: Pod, result: ScheduleResult | None, preempted: ScheduleResult | None = None
+    ) -> Explanation | None:
+        """With ``explain``: `result`'s explanation; after a preemption, `preempted` (the attempt that chose the
+        victims) says what preemption considered."""
+        if not self.explain or result is None:
+            return None
+        e = explanation_of(pod, result, scheduler_name=self.profile.scheduler_name)
+        if preempted is not None and preempted is not result and preempted.post_filter is not None:
+            e = dataclasses.replace(e, preemption=preemption_of(preempted.post_filter))
+        return e
+
+
+def _remember(record: _Record, outcome: Outcome) -> None:
+    """What an attempt's outcome says of the pod's placement (a bind's is known once it is bound)."""
+    match outcome:
+        case Bind(result=result) | Wait(result=result):
+            record.result, record.node, record.message = result, None, ""
+        case Unschedulable(message, _, nominated, victims, result=result):
+            record.result, record.node, record.message, record.errors = result, None, message, 0
+            if nominated:
+                record.nominated_node, record.preempted = nominated, result
+                record.victims.extend(v.key for v in victims)
+        case Error(message, result=result):
+            record.node, record.message = None, message
+            record.result = result if result is not None else record.result
+
+
+class _SimulatedBinder(Extender):
+    """A binder extender whose bind the in-memory API server carries out (nothing is sent)."""
+
+    def __init__(self, extender: Extender, api: InMemoryApi) -> None:
+        super().__init__(extender.config)
+        self._extender, self._api = extender, api
+
+    def filter(self, pod: Pod, nodes: Sequence[NodeInfo]) -> ExtenderFilterResult:
+        return self._extender.filter(pod, nodes)
+
+    def prioritize(self, pod: Pod, nodes: Sequence[NodeInfo]) -> ExtenderPrioritizeResult:
+        return self._extender.prioritize(pod, nodes)
+
+    def bind(self, pod: Pod, node: str) -> str:
+        answer = self._api.bind(pod, node)
+        return "" if answer.ok else answer.detail()

@@ -8,13 +8,17 @@ would silently create a new time series that no dashboard shows.
 Two names have no exact modern counterpart and are documented at their definitions:
 `scheduler_binding_duration_seconds` and `scheduler_e2e_scheduling_duration_seconds`.
 
+The queue's two families are read from the queues when a scrape renders them (`before_render`, as a
+Prometheus collector would): the core keeps the counts as plain values (`SchedulingQueue.take_incoming`,
+`unschedulable_plugin_counts`) and imports nothing of this module; `observe_queue` records them.
+
 No `_created` series: upstream exports none, and prometheus_client would add one per counter,
 histogram and labelled child. Its switch is process-wide; every `SchedulerMetrics` turns it off.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Final, Literal
 
 from prometheus_client import (
@@ -175,6 +179,9 @@ class SchedulerMetrics:
             ["policy"],
             registry=r,
         )
+        #: profile -> the plugins ``scheduler_unschedulable_pods`` has a series for
+        self._unschedulable_seen: dict[str, set[str]] = {}
+        self._before_render: list[Callable[[], None]] = []
         self._policy_generation = Gauge(
             "kopf_scheduler_policy_generation",
             "metadata.generation of the SchedulingPolicy currently in force.",
@@ -218,10 +225,27 @@ class SchedulerMetrics:
 
     # --- queue and cache -----------------------------------------------------------------------
 
-    def inc_incoming_pods(self, queue: Queue, event: str) -> None:
-        """A pod entered `queue` because of `event` (upstream event labels: PodAdd, NodeAdd...)."""
+    def inc_incoming_pods(self, queue: Queue, event: str, count: int = 1) -> None:
+        """`count` pods entered `queue` because of `event` (upstream event labels: PodAdd, NodeAdd...)."""
         _check(queue, QUEUES, "queue")
-        self._incoming_pods.labels(queue, event).inc()
+        self._incoming_pods.labels(queue, event).inc(count)
+
+    def observe_queue(
+        self, profile: str, incoming: Mapping[tuple[str, str], int], unschedulable: Mapping[str, int]
+    ) -> None:
+        """One scheduling queue's news: the pods that entered each sub-queue since the last call, by
+        (queue, event) (``scheduler_queue_incoming_pods_total``, as upstream counts every add and move),
+        and its unschedulable pool now, by rejecting plugin (``scheduler_unschedulable_pods``; a plugin
+        that has no pod there any more reads 0, so no gauge goes stale)."""
+        for (queue, event), count in incoming.items():
+            if count > 0:
+                self._incoming_pods.labels(_check(queue, QUEUES, "queue"), event).inc(count)
+        seen = self._unschedulable_seen.setdefault(profile, set())
+        for plugin in seen - unschedulable.keys():
+            self.set_unschedulable_pods(plugin, profile, 0)
+        for plugin, count in unschedulable.items():
+            self.set_unschedulable_pods(plugin, profile, count)
+        seen.update(unschedulable)
 
     def set_pending_pods(self, counts: Mapping[Queue, int]) -> None:
         """Current queue lengths; queues left out are set to 0 so a gauge never goes stale."""
@@ -260,6 +284,12 @@ class SchedulerMetrics:
 
     content_type: Final = CONTENT_TYPE_LATEST
 
+    def before_render(self, refresh: Callable[[], None]) -> None:
+        """Call `refresh` before each exposition: values kept elsewhere are recorded as of the scrape."""
+        self._before_render.append(refresh)
+
     def render(self) -> bytes:
         """The registry in the Prometheus text exposition format."""
+        for refresh in self._before_render:
+            refresh()
         return generate_latest(self.registry)

@@ -425,7 +425,8 @@ class Rig:
     def verdict(
         self, *, pods: Iterable[str], ops: Sequence[Operator], audit_complete: bool = True, timeout: float = 60.0
     ) -> Figures:
-        """Check the module docstring's promises for `pods`, with the cache of each operator in `ops` (still running)."""
+        """Check the module docstring's promises for `pods`, with the cache of each operator in `ops`
+        (still running)."""
         names = set(pods)
         figures = Figures(pods=len(names))
         op = ops[-1] if ops else None
@@ -504,7 +505,8 @@ class Rig:
                 got = (entry["requested"].get("cpu", 0), entry["requested"].get("memory", 0), ours)
                 if got != (cpu, memory, keys) or entry["assumed"]:
                     last.append(
-                        f"{node}: cache {got[:2]} {sorted(ours)} assumed {entry['assumed']}, API server {(cpu, memory)} {sorted(keys)}"
+                        f"{node}: cache {got[:2]} {sorted(ours)} assumed {entry['assumed']}, "
+                        f"API server {(cpu, memory)} {sorted(keys)}"
                     )
             return not last
 

@@ -130,7 +130,11 @@ def test_a_disconnection_with_deletions_and_410s(rig: Rig, stall_proxy: StallPro
 
     remaining = [n for n in names(small) if n not in deleted]
     done = rig.wait_bound(remaining, timeout=90, op=op)
-    wait(op, lambda: set(names(shaped + nowhere)) <= {e.involved_object.name for e in rig.events("FailedScheduling")}, timeout=60,
+
+    def all_reported_unschedulable() -> bool:
+        return set(names(shaped + nowhere)) <= {e.involved_object.name for e in rig.events("FailedScheduling")}
+
+    wait(op, all_reported_unschedulable, timeout=60,
          message="the pods of the deleted shape and the one that fits nowhere reported unschedulable")  # fmt: skip
     placed = listed(rig)
     assert not any(placed[n] for n in names(shaped + nowhere)), {n: placed[n] for n in names(shaped + nowhere)}
@@ -146,8 +150,9 @@ def test_a_disconnection_with_deletions_and_410s(rig: Rig, stall_proxy: StallPro
     late = [r for r in requests if r.node in doomed and r.time is not None and r.time >= deleted_at]
     text = op.text()
     figures.extra.update(
-        blocked_s=round(unblocked - blocked, 1), all_bound_after_unblock_s=round(done - unblocked, 1), nodes_deleted=len(doomed),
-        pods_deleted=len(deleted), binds_to_deleted_nodes=len(late), watches_410=text.count(KOPF_410), relists=text.count(RELISTED),
+        blocked_s=round(unblocked - blocked, 1), all_bound_after_unblock_s=round(done - unblocked, 1),
+        nodes_deleted=len(doomed), pods_deleted=len(deleted), binds_to_deleted_nodes=len(late),
+        watches_410=text.count(KOPF_410), relists=text.count(RELISTED),
     )  # fmt: skip
     log(figures.line("a disconnection with node and pod deletions, then 410s"))
     assert not late, f"bindings to deleted nodes after their deletion: {late[:5]}"
@@ -188,8 +193,12 @@ def test_a_silently_stalled_watch(rig: Rig, stall_proxy: StallProxy) -> None:
     failed = [e for e in rig.events("FailedScheduling") if e.involved_object.name in set(pods)]
     text = op.text()
     figures.extra.update(
-        connections_stalled=stalled, reconnections=stall_proxy.accepted - accepted_before, all_bound_after_stall_s=round(took, 1),
-        idle_watches_given_up=text.count(f"nothing received for {IDLE:g}s"), bytes_held=held, bytes_released=resumed,
+        connections_stalled=stalled,
+        reconnections=stall_proxy.accepted - accepted_before,
+        all_bound_after_stall_s=round(took, 1),
+        idle_watches_given_up=text.count(f"nothing received for {IDLE:g}s"),
+        bytes_held=held,
+        bytes_released=resumed,
         failed_scheduling=len(failed),
     )  # fmt: skip
     log(figures.line(f"a silently stalled watch (idle deadline {IDLE:g}s)"))
@@ -236,8 +245,11 @@ def test_a_leader_frozen_past_its_lease_writes_nothing_once_resumed(rig: Rig) ->
     )
     took = pause.seconds
     ours = standby.identity()
-    wait(standby, lambda: any(r.identity == ours and r.code == 201 for r in binding_requests(rig.audit_log, rig.namespace)),
-         message="the new leader binds")  # fmt: skip
+
+    def new_leader_binds() -> bool:
+        return any(r.identity == ours and r.code == 201 for r in binding_requests(rig.audit_log, rig.namespace))
+
+    wait(standby, new_leader_binds, message="the new leader binds")
     transitions = lease_of(rig).spec.lease_transitions
     time.sleep(max(0.0, PAUSE - pause.seconds))  # the freeze lasts PAUSE seconds in all, well past the lease
     late = rig.pods(PODS // 5, prefix="late")
@@ -263,12 +275,14 @@ def test_a_leader_frozen_past_its_lease_writes_nothing_once_resumed(rig: Rig) ->
     lease = lease_of(rig)
     by = Counter(e.reporting_instance for e in rig.events("Scheduled"))
     figures.extra.update(
-        frozen_s=round(pause.seconds, 1), takeover_s=round(took, 1), all_bound_after_resume_s=round(done - (pause.resumed_at or 0), 1),
+        frozen_s=round(pause.seconds, 1), takeover_s=round(took, 1),
+        all_bound_after_resume_s=round(done - (pause.resumed_at or 0), 1),
         writes_after_resume=len(after), lease_writes_after_resume=sum(1 for w in after if w.resource == "leases"),
         scheduled_by_old=by[leader.identity()], by_new=by[ours], old_calls_off=leader.text().count("not binding "),
     )  # fmt: skip
     log(figures.line(f"a leader frozen {PAUSE:g}s past its {LEASE}s lease, then resumed"))
-    # nothing but Lease requests, and none of them took the Lease back: the holder and the transitions are the new leader's
+    # nothing but Lease requests, and none of them took the Lease back: the holder and the transitions are the new
+    # leader's
     assert not [w for w in after if w.resource != "leases"], [
         (w.verb, w.resource, w.subresource, w.name, w.code) for w in after
     ][:10]
@@ -307,7 +321,8 @@ def test_the_operator_killed_mid_run_leaves_no_bind_without_its_event(rig: Rig) 
     wait(second, each_bound_pod_has_one_event, timeout=30, message="every bound pod has its Scheduled event")
     events = rig.scheduled_events()
     figures.extra.update(
-        bound_at_kill=len(bound_at_kill), of_them_without_event=len(without_event), all_bound_after_kill_s=round(done - killed, 1),
+        bound_at_kill=len(bound_at_kill), of_them_without_event=len(without_event),
+        all_bound_after_kill_s=round(done - killed, 1),
         events=sum(events.get(n, 0) for n in pods),
     )  # fmt: skip
     log(figures.line("operator SIGKILL mid-run + restart: Scheduled events"))

@@ -38,8 +38,10 @@ def allowed(
     review = client.AuthorizationV1Api(api).create_subject_access_review({
         "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
         "spec": {
-            "user": OPERATOR_USER, "groups": ["system:serviceaccounts", f"system:serviceaccounts:{NAMESPACE}", "system:authenticated"],
-            "resourceAttributes": {"verb": verb, "resource": resource, "group": group, "namespace": namespace, "subresource": subresource, "name": name},
+            "user": OPERATOR_USER,
+            "groups": ["system:serviceaccounts", f"system:serviceaccounts:{NAMESPACE}", "system:authenticated"],
+            "resourceAttributes": {"verb": verb, "resource": resource, "group": group, "namespace": namespace,
+                                   "subresource": subresource, "name": name},
         },
     })  # fmt: skip
     return bool(review.status.allowed)
@@ -59,11 +61,14 @@ def allowed(
         pytest.param("update", "pods", {"namespace": "default"}, id="update a pod"),
         pytest.param("create", "pods", {"namespace": "default"}, id="create a pod"),
         pytest.param("create", "pods", {"namespace": "default", "subresource": "exec"}, id="exec into a pod"),
-        pytest.param("create", "serviceaccounts", {"namespace": NAMESPACE, "subresource": "token", "name": "kopf-scheduler"}, id="mint tokens"),
+        pytest.param("create", "serviceaccounts",
+                     {"namespace": NAMESPACE, "subresource": "token", "name": "kopf-scheduler"}, id="mint tokens"),
         pytest.param("create", "clusterrolebindings", {"group": "rbac.authorization.k8s.io"}, id="grant itself more"),
         pytest.param("impersonate", "users", {}, id="impersonate"),
-        pytest.param("delete", "leases", {"group": "coordination.k8s.io", "namespace": NAMESPACE}, id="delete its Lease"),
-        pytest.param("get", "leases", {"group": "coordination.k8s.io", "namespace": "kube-system"}, id="leases outside its namespace"),
+        pytest.param("delete", "leases", {"group": "coordination.k8s.io", "namespace": NAMESPACE},
+                     id="delete its Lease"),
+        pytest.param("get", "leases", {"group": "coordination.k8s.io", "namespace": "kube-system"},
+                     id="leases outside its namespace"),
         pytest.param("delete", "schedulingpolicies", {"group": "scheduling.kopf.dev"}, id="delete a SchedulingPolicy"),
         pytest.param("delete", "namespaces", {}, id="delete a namespace"),
     ],
@@ -78,12 +83,15 @@ def test_the_operator_identity_is_denied(
     ("verb", "resource", "attrs"),
     [
         pytest.param("create", "pods", {"namespace": "default", "subresource": "binding"}, id="bind"),
-        pytest.param("patch", "pods", {"namespace": "default", "subresource": "status"}, id="set PodScheduled and nominatedNodeName"),
+        pytest.param("patch", "pods", {"namespace": "default", "subresource": "status"},
+                     id="set PodScheduled and nominatedNodeName"),
         pytest.param("delete", "pods", {"namespace": "default"}, id="evict preemption victims"),
         pytest.param("create", "events", {"namespace": "default"}, id="record events"),
         pytest.param("watch", "nodes", {}, id="watch nodes"),
-        pytest.param("update", "leases", {"group": "coordination.k8s.io", "namespace": NAMESPACE}, id="renew its Lease"),
-        pytest.param("patch", "schedulingpolicies", {"group": "scheduling.kopf.dev", "subresource": "status"}, id="write policy status"),
+        pytest.param("update", "leases", {"group": "coordination.k8s.io", "namespace": NAMESPACE},
+                     id="renew its Lease"),
+        pytest.param("patch", "schedulingpolicies", {"group": "scheduling.kopf.dev", "subresource": "status"},
+                     id="write policy status"),
     ],
 )  # fmt: skip
 def test_the_operator_identity_may_do_its_job(
@@ -143,7 +151,8 @@ def test_no_client_key_in_a_verbose_log(control_plane: ControlPlane, rig: Rig) -
     user = "kopf-scheduler-by-certificate"
     kubeconfig = control_plane.user_kubeconfig(user, path=rig.tmp_path / "cert.kubeconfig")
     rbac = client.RbacAuthorizationV1Api(rig.api)
-    binding = {"metadata": {"name": user}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "kopf-scheduler"},
+    binding = {"metadata": {"name": user},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "kopf-scheduler"},
                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]}  # fmt: skip
     rbac.create_cluster_role_binding(binding)
     try:
@@ -167,7 +176,8 @@ def bound_token(control_plane: ControlPlane, secret: str) -> str:
     uid = control_plane.request("GET", f"/api/v1/namespaces/{NAMESPACE}/secrets/{secret}")["metadata"]["uid"]
     answer = control_plane.request("POST", f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/kopf-scheduler/token", {
         "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-        "spec": {"expirationSeconds": 600, "boundObjectRef": {"apiVersion": "v1", "kind": "Secret", "name": secret, "uid": uid}},
+        "spec": {"expirationSeconds": 600,
+                 "boundObjectRef": {"apiVersion": "v1", "kind": "Secret", "name": secret, "uid": uid}},
     })  # fmt: skip
     return str(answer["status"]["token"])
 
@@ -224,7 +234,8 @@ def test_a_rotated_token_is_taken_up_by_the_writes_and_the_watches(control_plane
         assert first not in text and second not in text
         log(
             figures.line(
-                "bearer token rotated (TokenRequest bound to a Secret, the old one revoked), then the API server restarted"
+                "bearer token rotated (TokenRequest bound to a Secret, the old one revoked), "
+                "then the API server restarted"
             )
         )
         assert figures.bound == len(names)

@@ -15,17 +15,36 @@ its label ``scheduling.x-k8s.io/pod-group``; ``spec.minMember`` is the gang's si
 Not reproduced: ``minResources`` (a pre-check of the cluster's free capacity), the QueueSort that
 orders members by their PodGroup's creation time, the PostFilter that rejects the waiting members
 as soon as one member fits nowhere (here they wait for the timeout), and PodGroup backoff.
+
+Requeueing (``EventsToRegister``): a member joining is routed to the gang's members directly
+(``GangMemberAdd``, upstream's Pod/Add hint); its PodGroup added or changed; and, once the gang has its
+PodGroup and enough members (so it was turned down at Permit: too few fit), room that may let more
+fit: a node added or changed, a bound pod deleted or shrunk.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from .. import framework, gangs
 from ..arguments import PluginArgsError
-from ..framework import CycleState, PermitHandle, PermitPlugin, PermitResult, PreFilterPlugin, ReservePlugin, Status
-from ..objects import COSCHEDULING_API, Pod
+from ..framework import (
+    ClusterEvent,
+    ClusterEventWithHint,
+    CycleState,
+    EnqueueExtensions,
+    EnqueueHandle,
+    PermitHandle,
+    PermitPlugin,
+    PermitResult,
+    PreFilterPlugin,
+    QueueingHint,
+    ReservePlugin,
+    Status,
+)
+from ..objects import COSCHEDULING_API, Node, Pod, PodGroup
 
 if TYPE_CHECKING:
     from ..snapshot import Snapshot
@@ -37,7 +56,10 @@ WAITING_FOR_MEMBERS: Final = "waiting for minMember pods of the PodGroup to be s
 
 
 def err_not_enough_siblings(pod: Pod, members: int, min_member: int) -> str:
-    return f"pre-filter pod {pod.name} cannot find enough sibling pods, current pods number: {members}, minMember of group: {min_member}"
+    return (
+        f"pre-filter pod {pod.name} cannot find enough sibling pods,"
+        f" current pods number: {members}, minMember of group: {min_member}"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,9 +74,36 @@ class CoschedulingArgs:
             )
 
 
-class Coscheduling(PreFilterPlugin, ReservePlugin, PermitPlugin):
+class Coscheduling(PreFilterPlugin, ReservePlugin, PermitPlugin, EnqueueExtensions):
     NAME = "Coscheduling"
     Args = CoschedulingArgs
+
+    def events_to_register(self, handle: EnqueueHandle) -> Sequence[ClusterEventWithHint]:
+        def own_group(pod: Pod, old: object, new: object) -> QueueingHint:
+            key = gangs.gang_key(pod, COSCHEDULING_API)
+            hit = any(isinstance(g, PodGroup) and g.key == key for g in (old, new))
+            return QueueingHint.QUEUE if key and hit else QueueingHint.QUEUE_SKIP
+
+        def room(pod: Pod, old: object, new: object) -> QueueingHint:
+            key = gangs.gang_key(pod, COSCHEDULING_API)
+            objects = handle.objects
+            complete = gangs.pre_filter(objects.pod_groups.get(key), len(objects.gang_members.get(key, ())))
+            if complete is None or (isinstance(old, Node) and isinstance(new, Node) and _same_to_filters(old, new)):
+                return QueueingHint.QUEUE_SKIP  # too few members, or a node update no filter reads (a heartbeat)
+            return QueueingHint.QUEUE
+
+        return (
+            ClusterEventWithHint(ClusterEvent.COSCHEDULING_POD_GROUP_CHANGE, own_group),
+            *(
+                ClusterEventWithHint(event, room)
+                for event in (
+                    ClusterEvent.NODE_ADD,
+                    ClusterEvent.NODE_UPDATE,
+                    ClusterEvent.ASSIGNED_POD_DELETE,
+                    ClusterEvent.ASSIGNED_POD_SCALE_DOWN,
+                )
+            ),
+        )
 
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: "Snapshot") -> Status:
         key = gangs.gang_key(pod, COSCHEDULING_API)
@@ -85,3 +134,15 @@ class Coscheduling(PreFilterPlugin, ReservePlugin, PermitPlugin):
             return PermitResult(framework.unresolvable(ERR_POD_GROUP_NOT_FOUND))
         timeout = group.schedule_timeout_seconds or self.args.permit_waiting_time_seconds
         return gangs.permit(self.name, group, key, handle, timeout=float(timeout), waiting_reason=WAITING_FOR_MEMBERS)
+
+
+def _same_to_filters(old: Node, new: Node) -> bool:
+    """Whether a node update leaves everything the filters read as it was."""
+    return (old.labels, old.taints, old.unschedulable, old.conditions, old.allocatable, old.allowed_pod_number) == (
+        new.labels,
+        new.taints,
+        new.unschedulable,
+        new.conditions,
+        new.allocatable,
+        new.allowed_pod_number,
+    )

@@ -16,17 +16,36 @@ the gang's size (a ``basic`` policy is no gang). The shared decisions are in ``c
 Upstream v1.37 also schedules a complete gang in one pod-group cycle (``schedule_one_podgroup.go``:
 placements, PlacementFeasible, pod-group preemption, CompositePodGroups); we schedule members one
 by one and hold them at Permit, the design its Permit step still follows.
+
+Requeueing (``EventsToRegister``): a member joining is routed to the gang's members directly
+(``GangMemberAdd``, upstream's Pod/Add hint); its PodGroup added or changed; and, once the gang has its
+PodGroup and enough members (so it was turned down at Permit: too few fit), room that may let more
+fit: a node added or changed, a bound pod deleted or shrunk.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from .. import framework, gangs
 from ..arguments import PluginArgsError
-from ..framework import CycleState, PermitHandle, PermitPlugin, PermitResult, PreFilterPlugin, ReservePlugin, Status
-from ..objects import WORKLOAD_API, Pod
+from ..framework import (
+    ClusterEvent,
+    ClusterEventWithHint,
+    CycleState,
+    EnqueueExtensions,
+    EnqueueHandle,
+    PermitHandle,
+    PermitPlugin,
+    PermitResult,
+    PreFilterPlugin,
+    QueueingHint,
+    ReservePlugin,
+    Status,
+)
+from ..objects import WORKLOAD_API, Node, Pod, PodGroup
 
 if TYPE_CHECKING:
     from ..snapshot import Snapshot
@@ -53,9 +72,36 @@ class GangSchedulingArgs:
             )
 
 
-class GangScheduling(PreFilterPlugin, ReservePlugin, PermitPlugin):
+class GangScheduling(PreFilterPlugin, ReservePlugin, PermitPlugin, EnqueueExtensions):
     NAME = "GangScheduling"
     Args = GangSchedulingArgs
+
+    def events_to_register(self, handle: EnqueueHandle) -> Sequence[ClusterEventWithHint]:
+        def own_group(pod: Pod, old: object, new: object) -> QueueingHint:
+            key = gangs.gang_key(pod, WORKLOAD_API)
+            hit = any(isinstance(g, PodGroup) and g.key == key for g in (old, new))
+            return QueueingHint.QUEUE if key and hit else QueueingHint.QUEUE_SKIP
+
+        def room(pod: Pod, old: object, new: object) -> QueueingHint:
+            key = gangs.gang_key(pod, WORKLOAD_API)
+            objects = handle.objects
+            complete = gangs.pre_filter(objects.pod_groups.get(key), len(objects.gang_members.get(key, ())))
+            if complete is None or (isinstance(old, Node) and isinstance(new, Node) and _same_to_filters(old, new)):
+                return QueueingHint.QUEUE_SKIP  # too few members, or a node update no filter reads (a heartbeat)
+            return QueueingHint.QUEUE
+
+        return (
+            ClusterEventWithHint(ClusterEvent.POD_GROUP_CHANGE, own_group),
+            *(
+                ClusterEventWithHint(event, room)
+                for event in (
+                    ClusterEvent.NODE_ADD,
+                    ClusterEvent.NODE_UPDATE,
+                    ClusterEvent.ASSIGNED_POD_DELETE,
+                    ClusterEvent.ASSIGNED_POD_SCALE_DOWN,
+                )
+            ),
+        )
 
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: "Snapshot") -> Status:
         key = gangs.gang_key(pod, WORKLOAD_API)
@@ -88,3 +134,15 @@ class GangScheduling(PreFilterPlugin, ReservePlugin, PermitPlugin):
             return PermitResult()
         timeout = float(self.args.permit_waiting_time_seconds)
         return gangs.permit(self.name, group, key, handle, timeout=timeout, waiting_reason=WAITING_FOR_QUORUM)
+
+
+def _same_to_filters(old: Node, new: Node) -> bool:
+    """Whether a node update leaves everything the filters read as it was."""
+    return (old.labels, old.taints, old.unschedulable, old.conditions, old.allocatable, old.allowed_pod_number) == (
+        new.labels,
+        new.taints,
+        new.unschedulable,
+        new.conditions,
+        new.allocatable,
+        new.allowed_pod_number,
+    )

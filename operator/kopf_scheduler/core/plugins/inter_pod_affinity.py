@@ -39,11 +39,18 @@ Arguments: upstream's ``InterPodAffinityArgs`` (``hardPodAffinityWeight``
 0..100, default 1; ``ignorePreferredTermsOfExistingPods``). Namespace
 selectors read ``snapshot.objects.namespace_labels`` (an unknown namespace has
 no labels, so only an empty selector matches it).
+
+Requeueing (upstream ``EventsToRegister`` and its hints): a bound pod added or relabelled that
+matches every required affinity term, one relabelled or deleted that no longer matches a required
+anti-affinity term, one deleted whose own anti-affinity the pod matched; a node added or relabelled
+whose value of an affinity term's topology key appeared or changed (for anti-affinity: any node
+added, or a value that changed or vanished); ours also: a namespace relabelled (namespace selectors
+read the labels; upstream registers no such event). The hints read the cache's namespace labels.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -54,17 +61,22 @@ from .. import framework
 from ..arguments import PluginArgsError
 from ..framework import (
     MAX_NODE_SCORE,
+    ClusterEvent,
+    ClusterEventWithHint,
     CycleState,
+    EnqueueExtensions,
+    EnqueueHandle,
     NormalizeScorePlugin,
     PreFilterExtensions,
     PreScorePlugin,
+    QueueingHint,
     StateKey,
     Status,
     VectorFilter,
     VectorScore,
 )
 from ..nodeinfo import NodeInfo
-from ..objects import LabelSelector, Pod, PodAffinityTerm
+from ..objects import LabelSelector, Node, Pod, PodAffinityTerm
 from ..snapshot import NodeTable, Snapshot
 
 ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH: Final = "node(s) didn't satisfy existing pods anti-affinity rules"
@@ -371,7 +383,9 @@ class InterPodAffinityArgs:
             )
 
 
-class InterPodAffinity(PreFilterExtensions, VectorFilter, PreScorePlugin, VectorScore, NormalizeScorePlugin):
+class InterPodAffinity(
+    PreFilterExtensions, VectorFilter, PreScorePlugin, VectorScore, NormalizeScorePlugin, EnqueueExtensions
+):
     """Filter, score and normalise on pod (anti-)affinity; see the module docstring."""
 
     NAME = "InterPodAffinity"
@@ -589,6 +603,11 @@ class InterPodAffinity(PreFilterExtensions, VectorFilter, PreScorePlugin, Vector
             return scores
         return normalize(scores)
 
+    # ---- requeueing
+
+    def events_to_register(self, handle: EnqueueHandle) -> Sequence[ClusterEventWithHint]:
+        return _events(handle)
+
 
 # --------------------------------------------------------------------------- pure helpers
 
@@ -723,3 +742,82 @@ def _hits(
         pos = [i + 1 for v, i in vocab.items() if v in values]
     lut[pos] = True
     return lut[ids + 1]
+
+
+# --------------------------------------------------------------------------- requeueing
+
+
+def _events(handle: EnqueueHandle) -> Sequence[ClusterEventWithHint]:
+    """Upstream ``EventsToRegister``: bound pods added, relabelled or deleted; nodes added or relabelled."""
+
+    def pod_change(pod: Pod, old: object, new: object) -> QueueingHint:
+        return after_assigned_pod_change(handle, pod, old, new)
+
+    return (
+        ClusterEventWithHint(ClusterEvent.ASSIGNED_POD_ADD, pod_change),
+        ClusterEventWithHint(ClusterEvent.ASSIGNED_POD_UPDATE, pod_change),
+        ClusterEventWithHint(ClusterEvent.ASSIGNED_POD_DELETE, pod_change),
+        ClusterEventWithHint(ClusterEvent.NODE_ADD, after_node_change),
+        ClusterEventWithHint(ClusterEvent.NODE_UPDATE, after_node_change),
+        # ours: namespace selectors read namespace labels (upstream registers no Namespace event)
+        ClusterEventWithHint(ClusterEvent.NAMESPACE_CHANGE),
+    )
+
+
+def _selects_all(terms: tuple[PodAffinityTerm, ...], owner: Pod, other: Pod, labels: Mapping[str, str] | None) -> bool:
+    """Upstream ``podMatchesAllAffinityTerms``: some terms, and each selects `other`."""
+    return bool(terms) and all(t.selects(other, owner.namespace, labels) for t in terms)
+
+
+def _selects_any(terms: tuple[PodAffinityTerm, ...], owner: Pod, other: Pod, labels: Mapping[str, str] | None) -> bool:
+    return any(t.selects(other, owner.namespace, labels) for t in terms)
+
+
+def after_assigned_pod_change(handle: EnqueueHandle, pod: Pod, old: object, new: object) -> QueueingHint:
+    """Upstream ``isSchedulableAfterAssignedPodChange``: a bound pod now matches all the pod's required
+    affinity terms (added, or relabelled), no longer matches its anti-affinity (relabelled, deleted), or
+    was deleted with an anti-affinity of its own that the pod matched."""
+    if not isinstance(old, Pod | None) or not isinstance(new, Pod | None) or (old is None and new is None):
+        return QueueingHint.QUEUE
+    if any(p is not None and not p.node_name and not p.nominated_node_name for p in (old, new)):
+        return QueueingHint.QUEUE_SKIP
+    affinity, anti = _required_terms(pod)
+    namespaces = handle.objects.namespace_labels
+    if new is not None:
+        labels = namespaces.get(new.namespace)
+        if old is None:
+            return QueueingHint.QUEUE if _selects_all(affinity, pod, new, labels) else QueueingHint.QUEUE_SKIP
+        if not _selects_all(affinity, pod, old, labels) and _selects_all(affinity, pod, new, labels):
+            return QueueingHint.QUEUE
+        if _selects_any(anti, pod, old, labels) and not _selects_any(anti, pod, new, labels):
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+    assert old is not None
+    if _selects_any(anti, pod, old, namespaces.get(old.namespace)):
+        return QueueingHint.QUEUE
+    _, theirs = _required_terms(old)
+    if _selects_any(theirs, old, pod, namespaces.get(pod.namespace)):
+        return QueueingHint.QUEUE
+    return QueueingHint.QUEUE_SKIP
+
+
+def after_node_change(pod: Pod, old: object, new: object) -> QueueingHint:
+    """Upstream ``isSchedulableAfterNodeChange``: a node added with an affinity term's topology key (with
+    anti-affinity: any node added), or a node whose topology value changed, appeared or (anti) vanished."""
+    if not isinstance(new, Node):
+        return QueueingHint.QUEUE
+    affinity, anti = _required_terms(pod)
+    before = old.labels if isinstance(old, Node) else None
+    after = new.labels
+    for term in affinity:
+        key = term.topology_key
+        if before is None:
+            if key in after:
+                return QueueingHint.QUEUE
+        elif key in after and before.get(key) != after[key]:
+            return QueueingHint.QUEUE
+    for term in anti:
+        key = term.topology_key
+        if before is None or (key in before and before.get(key) != after.get(key)):
+            return QueueingHint.QUEUE
+    return QueueingHint.QUEUE_SKIP

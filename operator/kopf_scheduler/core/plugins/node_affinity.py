@@ -24,11 +24,15 @@ and index the result by node position; the matching rules live in ``core/node_ma
 with TaintToleration and PodTopologySpread. Limits: a requirement upstream rejects as malformed (In /
 NotIn without values, Gt / Lt with a non-integer) is evaluated by ``objects`` semantics instead of
 failing its term; the API server rejects such pods anyway. ``addedAffinity`` is validated here.
+
+Requeueing (upstream ``EventsToRegister``): a node added, or updated, that matches the pod's
+nodeSelector, required terms and the added terms now and did not before
+(``isSchedulableAfterNodeChange``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
@@ -38,10 +42,15 @@ import numpy.typing as npt
 from .. import framework
 from ..arguments import PluginArgsError
 from ..framework import (
+    ClusterEvent,
+    ClusterEventWithHint,
     CycleState,
+    EnqueueExtensions,
+    EnqueueHandle,
     NormalizeScorePlugin,
     PreFilterPlugin,
     PreScorePlugin,
+    QueueingHint,
     StateKey,
     Status,
     VectorFilter,
@@ -50,6 +59,7 @@ from ..framework import (
 from ..node_matching import (
     OBJECT_NAME_FIELD,
     matches_required,
+    matches_required_affinity,
     matches_selector,
     pod_required_terms,
     required_mask,
@@ -250,7 +260,7 @@ class _ScoreState:
     terms: tuple[PreferredSchedulingTerm, ...]
 
 
-class NodeAffinity(PreFilterPlugin, VectorFilter, PreScorePlugin, VectorScore, NormalizeScorePlugin):
+class NodeAffinity(PreFilterPlugin, VectorFilter, PreScorePlugin, VectorScore, NormalizeScorePlugin, EnqueueExtensions):
     NAME = "NodeAffinity"
     Args = NodeAffinityArgs
 
@@ -331,3 +341,23 @@ class NodeAffinity(PreFilterPlugin, VectorFilter, PreScorePlugin, VectorScore, N
 
     def normalize_scores(self, state: CycleState, pod: Pod, scores: IntArray) -> IntArray:
         return framework.default_normalize(scores)
+
+    # ---- requeueing
+
+    def events_to_register(self, handle: EnqueueHandle) -> Sequence[ClusterEventWithHint]:
+        return (
+            ClusterEventWithHint(ClusterEvent.NODE_ADD, self._after_node_change),
+            ClusterEventWithHint(ClusterEvent.NODE_UPDATE, self._after_node_change),
+        )
+
+    def _matches(self, pod: Pod, node: Node) -> bool:
+        added = self.args.added_required
+        return (added is None or matches_required(added, node)) and matches_required_affinity(pod, node)
+
+    def _after_node_change(self, pod: Pod, old: object, new: object) -> QueueingHint:
+        """Upstream ``isSchedulableAfterNodeChange``: the node matches now and did not before."""
+        if not isinstance(new, Node):
+            return QueueingHint.QUEUE
+        if self._matches(pod, new) and not (isinstance(old, Node) and self._matches(pod, old)):
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP

@@ -18,10 +18,14 @@ these reasons as ones preemption cannot resolve).
 
 PreFilter returns SKIP when no node of the snapshot can fail for this pod (one cached column of
 per-node flags, built from the node conditions). Vector forms index those flags.
+
+Requeueing (ours: upstream no longer has these): a node added, or updated, that the pod passes now
+and did not before.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Final
 
@@ -30,7 +34,19 @@ import numpy.typing as npt
 
 from .. import framework
 from ..arguments import NoArgs
-from ..framework import CycleState, PreFilterPlugin, StateKey, Status, VectorFilter
+from ..framework import (
+    ClusterEvent,
+    ClusterEventWithHint,
+    CycleState,
+    EnqueueExtensions,
+    EnqueueHandle,
+    FilterPlugin,
+    PreFilterPlugin,
+    QueueingHint,
+    StateKey,
+    Status,
+    VectorFilter,
+)
 from ..nodeinfo import NodeInfo
 from ..objects import NO_EXECUTE, Node, Pod, Taint, Toleration, tolerates_all
 
@@ -152,7 +168,29 @@ def node_flags(table: NodeTable) -> dict[str, tuple[BoolArray, bool]]:
 # --------------------------------------------------------------------------- the plugins
 
 
-class _FlagFilter(PreFilterPlugin, VectorFilter):
+class _NodeOnly(FilterPlugin, EnqueueExtensions):
+    """A filter that reads nothing but the node: a node added, or updated, that it passes now and did
+    not before may help (ours: these v1.9 predicates have no upstream declaration today)."""
+
+    def events_to_register(self, handle: EnqueueHandle) -> Sequence[ClusterEventWithHint]:
+        return (
+            ClusterEventWithHint(ClusterEvent.NODE_ADD, self._after_node_change),
+            ClusterEventWithHint(ClusterEvent.NODE_UPDATE, self._after_node_change),
+        )
+
+    def _after_node_change(self, pod: Pod, old: object, new: object) -> QueueingHint:
+        if not isinstance(new, Node):
+            return QueueingHint.QUEUE
+
+        def passes(node: Node) -> bool:
+            return self.filter(CycleState(), pod, NodeInfo(node)).is_success
+
+        if passes(new) and not (isinstance(old, Node) and passes(old)):
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+
+class _FlagFilter(PreFilterPlugin, VectorFilter, _NodeOnly):
     """A filter whose failures are one cached per-node column of ``node_flags``."""
 
     _column: ClassVar[str]
@@ -214,7 +252,7 @@ class _NoExecuteState:
     tolerated: BoolArray
 
 
-class PodToleratesNodeNoExecuteTaints(PreFilterPlugin, VectorFilter):
+class PodToleratesNodeNoExecuteTaints(PreFilterPlugin, VectorFilter, _NodeOnly):
     NAME = "PodToleratesNodeNoExecuteTaints"
 
     def __init__(self, args: NoArgs | None = None, *, name: str | None = None) -> None:

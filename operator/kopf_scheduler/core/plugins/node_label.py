@@ -31,7 +31,20 @@ import numpy.typing as npt
 
 from .. import framework
 from ..arguments import PluginArgsError
-from ..framework import MAX_NODE_SCORE, CycleState, PreFilterPlugin, PreScorePlugin, Status, VectorFilter, VectorScore
+from ..framework import (
+    MAX_NODE_SCORE,
+    ClusterEvent,
+    ClusterEventWithHint,
+    CycleState,
+    EnqueueExtensions,
+    EnqueueHandle,
+    PreFilterPlugin,
+    PreScorePlugin,
+    QueueingHint,
+    Status,
+    VectorFilter,
+    VectorScore,
+)
 from ..nodeinfo import NodeInfo
 from ..objects import Node, Pod
 
@@ -52,7 +65,8 @@ def _check_no_conflict(present: tuple[str, ...], absent: tuple[str, ...], presen
     if both:
         raise PluginArgsError(
             present_key,
-            f"detecting at least one label (e.g., {both[0]!r}) that exist in both the present{list(present)} and absent{list(absent)} label list",
+            f"detecting at least one label (e.g., {both[0]!r}) that exist in both"
+            f" the present{list(present)} and absent{list(absent)} label list",
         )
 
 
@@ -101,9 +115,27 @@ def _has_label(table: NodeTable, key: str) -> BoolArray:
 # --------------------------------------------------------------------------- the plugin
 
 
-class NodeLabel(PreFilterPlugin, VectorFilter, PreScorePlugin, VectorScore):
+class NodeLabel(PreFilterPlugin, VectorFilter, PreScorePlugin, VectorScore, EnqueueExtensions):
     NAME = "NodeLabel"
     Args = NodeLabelArgs
+
+    def events_to_register(self, handle: EnqueueHandle) -> Sequence[ClusterEventWithHint]:
+        """Ours (upstream removed the plugin): a node added, or relabelled, that has the labels now."""
+        return (
+            ClusterEventWithHint(ClusterEvent.NODE_ADD, self._after_node_change),
+            ClusterEventWithHint(ClusterEvent.NODE_UPDATE, self._after_node_change),
+        )
+
+    def _after_node_change(self, pod: Pod, old: object, new: object) -> QueueingHint:
+        if not isinstance(new, Node):
+            return QueueingHint.QUEUE
+
+        def passes(node: Node) -> bool:
+            return fits_labels(self.args.present_labels, self.args.absent_labels, NodeInfo(node)).is_success
+
+        if passes(new) and not (isinstance(old, Node) and passes(old)):
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
 
     def __init__(self, args: NodeLabelArgs | None = None, *, name: str | None = None) -> None:
         super().__init__(args, name=name)

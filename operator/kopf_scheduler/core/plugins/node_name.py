@@ -7,18 +7,29 @@ empty or equals the node's name; otherwise the node is UnschedulableAndUnresolva
 PreFilter admits only the named node (``CycleState.admit_only``, upstream's ``PreFilterResult``),
 so the algorithm counts every other node as "node(s) didn't satisfy plugin(s) [NodeName]"; it
 returns SKIP for a pod without nodeName, which is exactly "every node passes". ``filter_nodes``
-compares node positions, not strings.
+compares node positions, not strings. Requeueing: a node added (upstream registers Node/Add
+without a hint).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
 import numpy as np
 import numpy.typing as npt
 
 from .. import framework
-from ..framework import CycleState, PreFilterPlugin, Status, VectorFilter
+from ..framework import (
+    ClusterEvent,
+    ClusterEventWithHint,
+    CycleState,
+    EnqueueExtensions,
+    EnqueueHandle,
+    PreFilterPlugin,
+    Status,
+    VectorFilter,
+)
 from ..nodeinfo import NodeInfo
 from ..objects import Pod
 
@@ -35,7 +46,7 @@ def fits(pod: Pod, node_info: NodeInfo) -> Status:
     return framework.unresolvable(ERR_REASON)
 
 
-class NodeName(PreFilterPlugin, VectorFilter):
+class NodeName(PreFilterPlugin, VectorFilter, EnqueueExtensions):
     NAME = "NodeName"
 
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: "Snapshot") -> Status:
@@ -56,3 +67,6 @@ class NodeName(PreFilterPlugin, VectorFilter):
         if k is None:
             return np.zeros(len(index), dtype=np.bool_)
         return np.asarray(index == k, dtype=np.bool_)
+
+    def events_to_register(self, handle: EnqueueHandle) -> Sequence[ClusterEventWithHint]:
+        return (ClusterEventWithHint(ClusterEvent.NODE_ADD),)

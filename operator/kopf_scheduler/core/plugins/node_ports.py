@@ -13,11 +13,14 @@ PreFilter returns SKIP when the pod wants no host port, as upstream does. ``filt
 loop over the nodes' port maps (these change with every bound pod, so there is no cached
 column); it exists so that a pod with host ports still takes the vectorised path for the other
 filters.
+
+Requeueing (upstream ``EventsToRegister``): a bound pod deleted that held a conflicting port, or a
+node added. Host ports cannot change on a pod, so no update helps.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
@@ -26,7 +29,18 @@ import numpy.typing as npt
 
 from .. import framework
 from ..arguments import NoArgs
-from ..framework import CycleState, PreFilterPlugin, StateKey, Status, VectorFilter
+from ..framework import (
+    ClusterEvent,
+    ClusterEventWithHint,
+    CycleState,
+    EnqueueExtensions,
+    EnqueueHandle,
+    PreFilterPlugin,
+    QueueingHint,
+    StateKey,
+    Status,
+    VectorFilter,
+)
 from ..nodeinfo import NodeInfo, PortKey
 from ..objects import Pod
 
@@ -75,7 +89,7 @@ class _PreFilterState:
     wanted: tuple[PortKey, ...]
 
 
-class NodePorts(PreFilterPlugin, VectorFilter):
+class NodePorts(PreFilterPlugin, VectorFilter, EnqueueExtensions):
     NAME = "NodePorts"
 
     def __init__(self, args: NoArgs | None = None, *, name: str | None = None) -> None:
@@ -104,3 +118,23 @@ class NodePorts(PreFilterPlugin, VectorFilter):
             return np.ones(len(index), dtype=np.bool_)
         info = table.info
         return np.fromiter((fits_ports(wanted, info(k)) for k in index.tolist()), dtype=np.bool_, count=len(index))
+
+    def events_to_register(self, handle: EnqueueHandle) -> Sequence[ClusterEventWithHint]:
+        """Upstream: a bound pod that held a port the pod wants deleted; a node added (no hint)."""
+        return (
+            ClusterEventWithHint(ClusterEvent.ASSIGNED_POD_DELETE, after_pod_deleted),
+            ClusterEventWithHint(ClusterEvent.NODE_ADD),
+        )
+
+
+def after_pod_deleted(pod: Pod, old: object, new: object) -> QueueingHint:
+    """Upstream ``isSchedulableAfterAssignedPodDeleted``: the deleted pod held (or was nominated with) a
+    host port that conflicts with one the pod wants."""
+    if not isinstance(old, Pod):
+        return QueueingHint.QUEUE
+    if not old.node_name and not old.nominated_node_name:
+        return QueueingHint.QUEUE_SKIP
+    freed = dict.fromkeys(wanted_ports(old), 1)
+    if freed and any(conflicts(want, freed) for want in wanted_ports(pod)):
+        return QueueingHint.QUEUE
+    return QueueingHint.QUEUE_SKIP

@@ -16,6 +16,13 @@ Follows upstream ``pkg/scheduler/framework/plugins/noderesources/fit.go`` (v1.37
   upstream builds the Fit scorer without the PodLevelResources flag (``getScorer`` in fit.go), while
   the node sums it adds them to do count bound pods' pod-level and resized requests.
 
+Requeueing (``events_to_register``, upstream ``Fit.EventsToRegister`` and its hints): a node added or
+grown that the pod fits when empty (an update that adds nothing the pod requests is skipped, as
+upstream); room freed by a bound or nominated pod deleted, or shrunk in what the pod requests.
+Beyond upstream, room freed on a node the pod cannot fit even empty is skipped too (upstream queues
+then): at 5000 nodes joining with 2000 pods bigger than any node, every join or deletion would
+otherwise retry every such pod (bench/bench_load.py).
+
 Legacy names mapped here by the registry: PodFitsResources (filter), LeastRequestedPriority,
 MostRequestedPriority, RequestedToCapacityRatioPriority (score, with the matching strategy).
 
@@ -25,6 +32,7 @@ Neither pre-filter nor pre-score skips: the pod count always matters, and the sc
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal
 
@@ -35,9 +43,14 @@ from .. import scoring
 from ..arguments import PluginArgsError
 from ..framework import (
     SUCCESS,
+    ClusterEvent,
+    ClusterEventWithHint,
     CycleState,
+    EnqueueExtensions,
+    EnqueueHandle,
     PreFilterPlugin,
     PreScorePlugin,
+    QueueingHint,
     StateKey,
     Status,
     VectorFilter,
@@ -45,11 +58,11 @@ from ..framework import (
     unresolvable,
     unschedulable,
 )
+from ..objects import Node, Pod
 from ..resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Resources
 
 if TYPE_CHECKING:
     from ..nodeinfo import NodeInfo
-    from ..objects import Pod
     from ..snapshot import NodeTable, Snapshot
 
 REASON_TOO_MANY_PODS: Final = "Too many pods"
@@ -172,7 +185,7 @@ class NodeResourcesFitArgs:
                     raise PluginArgsError(f"{key}[{i}]", "must be a non-empty string")
 
 
-class NodeResourcesFit(PreFilterPlugin, VectorFilter, PreScorePlugin, VectorScore):
+class NodeResourcesFit(PreFilterPlugin, VectorFilter, PreScorePlugin, VectorScore, EnqueueExtensions):
     """Filter on requests vs allocatable; score by the configured allocation strategy."""
 
     NAME = "NodeResourcesFit"
@@ -326,3 +339,88 @@ class NodeResourcesFit(PreFilterPlugin, VectorFilter, PreScorePlugin, VectorScor
             return scoring.most_allocated_nodes(requested, allocatable, self._weights)
         assert self._shape_table is not None
         return scoring.requested_to_capacity_ratio_nodes(requested, allocatable, self._weights, self._shape_table)
+
+    # ------------------------------------------------------------------ requeueing
+
+    def events_to_register(self, handle: EnqueueHandle) -> Sequence[ClusterEventWithHint]:
+        """Nodes added or grown; room freed by a bound pod deleted or shrunk (see the module docstring)."""
+
+        def room_freed(pod: Pod, old: object, new: object) -> QueueingHint:
+            return self._after_room_freed(handle, pod, old, new)
+
+        return (
+            ClusterEventWithHint(ClusterEvent.NODE_ADD, self._after_node_change),
+            ClusterEventWithHint(ClusterEvent.NODE_UPDATE, self._after_node_change),
+            ClusterEventWithHint(ClusterEvent.ASSIGNED_POD_DELETE, room_freed),
+            ClusterEventWithHint(ClusterEvent.ASSIGNED_POD_SCALE_DOWN, room_freed),
+        )
+
+    def _fits_empty(self, pod: Pod, node: Node) -> bool:
+        """Upstream ``isFit``: the pod's requests fit `node` with nothing on it (``insufficient_resources``
+        on an empty node, written out: a node joining asks it of every pod that fits nowhere)."""
+        if node.allowed_pod_number < 1:
+            return False
+        r, alloc = pod.requests, node.allocatable
+        if r.milli_cpu > alloc.milli_cpu or r.memory > alloc.memory or r.ephemeral_storage > alloc.ephemeral_storage:
+            return False
+        for name, want in r.scalar.items():
+            if want > alloc.scalar.get(name, 0) and not (
+                is_extended_resource(name)
+                and (name in self.ignored_resources or name.split("/", 1)[0] in self.ignored_resource_groups)
+            ):
+                return False
+        return True
+
+    def _after_node_change(self, pod: Pod, old: object, new: object) -> QueueingHint:
+        """Upstream ``isSchedulableAfterNodeChange``: a node the pod fits when empty, new or grown in
+        what the pod requests (or in the number of pods it takes)."""
+        if not isinstance(new, Node):
+            return QueueingHint.QUEUE
+        if not self._fits_empty(pod, new):
+            return QueueingHint.QUEUE_SKIP
+        if not isinstance(old, Node) or _grew_for(pod.requests, old, new):
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+    def _after_room_freed(self, handle: EnqueueHandle, pod: Pod, old: object, new: object) -> QueueingHint:
+        """Upstream ``isSchedulableAfterAssignedPodDelete`` / ``...ScaleDown``: a pod that held room (bound
+        or nominated) gave back some of what this pod requests; ours: on a node the pod fits when empty."""
+        if not isinstance(old, Pod):
+            return QueueingHint.QUEUE
+        if isinstance(new, Pod) and not _shrank_for(pod.requests, old.requests, new.requests):
+            return QueueingHint.QUEUE_SKIP
+        if not old.node_name:
+            return QueueingHint.QUEUE if old.nominated_node_name else QueueingHint.QUEUE_SKIP
+        info = handle.get_node_info(old.node_name)
+        if info is None or info.node is None:
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE if self._fits_empty(pod, info.node) else QueueingHint.QUEUE_SKIP
+
+
+def _grew_for(request: Resources, old: Node, new: Node) -> bool:
+    """Upstream ``haveAnyRequestedResourcesIncreased``: more pods allowed, or more of a requested resource."""
+    if new.allowed_pod_number > old.allowed_pod_number:
+        return True
+    before, after = old.allocatable, new.allocatable
+    if (
+        (request.milli_cpu > 0 and after.milli_cpu > before.milli_cpu)
+        or (request.memory > 0 and after.memory > before.memory)
+        or (request.ephemeral_storage > 0 and after.ephemeral_storage > before.ephemeral_storage)
+    ):
+        return True
+    return any(
+        want > 0 and after.scalar.get(name, 0) > before.scalar.get(name, 0) for name, want in request.scalar.items()
+    )
+
+
+def _shrank_for(request: Resources, before: Resources, after: Resources) -> bool:
+    """Upstream ``haveEnoughRelevantResourcesDecreased``: a resource the pod requests went down."""
+    if (
+        (request.milli_cpu > 0 and after.milli_cpu < before.milli_cpu)
+        or (request.memory > 0 and after.memory < before.memory)
+        or (request.ephemeral_storage > 0 and after.ephemeral_storage < before.ephemeral_storage)
+    ):
+        return True
+    return any(
+        want > 0 and after.scalar.get(name, 0) < before.scalar.get(name, 0) for name, want in request.scalar.items()
+    )

@@ -6,6 +6,9 @@ one of its tolerations tolerates the taint ``node.kubernetes.io/unschedulable:No
 taint the node lifecycle controller puts on cordoned nodes). A NodeInfo without its Node gives
 "node(s) had unknown conditions".
 
+Requeueing (upstream ``EventsToRegister``): a node added schedulable, or uncordoned
+(``isSchedulableAfterNodeChange``; ours also queues a cordoned node the pod tolerates).
+
 Upstream has no PreFilter; ours returns SKIP when the pod tolerates the taint or when no node of
 the snapshot is cordoned, both of which mean every node passes. ``filter_nodes`` reads one cached
 column (cordoned or node-less, per node position).
@@ -13,15 +16,26 @@ column (cordoned or node-less, per node position).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
 import numpy as np
 import numpy.typing as npt
 
 from .. import framework
-from ..framework import CycleState, PreFilterPlugin, Status, VectorFilter
+from ..framework import (
+    ClusterEvent,
+    ClusterEventWithHint,
+    CycleState,
+    EnqueueExtensions,
+    EnqueueHandle,
+    PreFilterPlugin,
+    QueueingHint,
+    Status,
+    VectorFilter,
+)
 from ..nodeinfo import NodeInfo
-from ..objects import NO_SCHEDULE, TAINT_NODE_UNSCHEDULABLE, Pod, Taint, tolerates_all
+from ..objects import NO_SCHEDULE, TAINT_NODE_UNSCHEDULABLE, Node, Pod, Taint, tolerates_all
 
 if TYPE_CHECKING:
     from ..snapshot import NodeTable, Snapshot
@@ -59,7 +73,7 @@ def _blocked_column(table: NodeTable) -> tuple[npt.NDArray[np.bool_], bool]:
     return table.derived(_COLUMN, build)  # type: ignore[return-value]
 
 
-class NodeUnschedulable(PreFilterPlugin, VectorFilter):
+class NodeUnschedulable(PreFilterPlugin, VectorFilter, EnqueueExtensions):
     NAME = "NodeUnschedulable"
 
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
@@ -90,3 +104,22 @@ class NodeUnschedulable(PreFilterPlugin, VectorFilter):
             framework.unresolvable(ERR_REASON_UNKNOWN_CONDITION),
         ]
         return statuses, (~table.has_node[index]).astype(np.intp)
+
+    def events_to_register(self, handle: EnqueueHandle) -> Sequence[ClusterEventWithHint]:
+        return (
+            ClusterEventWithHint(ClusterEvent.NODE_ADD, after_node_change),
+            ClusterEventWithHint(ClusterEvent.NODE_UPDATE, after_node_change),
+        )
+
+
+def after_node_change(pod: Pod, old: object, new: object) -> QueueingHint:
+    """Upstream ``isSchedulableAfterNodeChange``: the node takes the pod now and did not before."""
+    if not isinstance(new, Node):
+        return QueueingHint.QUEUE
+
+    def takes(node: Node) -> bool:
+        return not node.unschedulable or tolerates_unschedulable(pod)
+
+    if takes(new) and not (isinstance(old, Node) and takes(old)):
+        return QueueingHint.QUEUE
+    return QueueingHint.QUEUE_SKIP

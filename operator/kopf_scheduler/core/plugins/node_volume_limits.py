@@ -35,11 +35,14 @@ volumes never count towards CSI limits; inline ``csi:`` volumes are not attachab
 count (as upstream); limits from Node ``attachable-volumes-*`` allocatable are not read; the
 generic-ephemeral claim's ownership by the pod is not checked (the objects keep no claim owner
 references); the claim's storage class is ``spec.storageClassName`` only.
+
+Requeueing (upstream ``CSILimits.EventsToRegister``): a CSINode added or changed, a bound pod with
+volumes deleted, a claim of the pod added; the v1.9 counters also take a node or a PV added.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Final
 
@@ -48,9 +51,20 @@ import numpy.typing as npt
 
 from .. import framework
 from ..arguments import NoArgs, PluginArgsError
-from ..framework import CycleState, PreFilterPlugin, StateKey, Status, VectorFilter
+from ..framework import (
+    ClusterEvent,
+    ClusterEventWithHint,
+    CycleState,
+    EnqueueExtensions,
+    EnqueueHandle,
+    PreFilterPlugin,
+    QueueingHint,
+    StateKey,
+    Status,
+    VectorFilter,
+)
 from ..nodeinfo import NodeInfo
-from ..objects import Pod, Volume
+from ..objects import PersistentVolumeClaim, Pod, Volume
 
 if TYPE_CHECKING:
     from ..snapshot import ClusterObjects, NodeTable, Snapshot
@@ -184,8 +198,13 @@ def fits(pod: Pod, node_info: NodeInfo, objects: ClusterObjects) -> Status:
     return csi_check(s, node_info)
 
 
-class NodeVolumeLimits(PreFilterPlugin, VectorFilter):
+class NodeVolumeLimits(PreFilterPlugin, VectorFilter, EnqueueExtensions):
     NAME = "NodeVolumeLimits"
+
+    def events_to_register(self, handle: EnqueueHandle) -> Sequence[ClusterEventWithHint]:
+        """Upstream ``CSILimits.EventsToRegister``: a CSINode added or changed, a bound pod with volumes
+        deleted, a claim of the pod added. (No VolumeAttachment: it is not watched.)"""
+        return _VOLUME_EVENTS
 
     def __init__(self, args: NoArgs | None = None, *, name: str | None = None) -> None:
         super().__init__(args, name=name)
@@ -316,8 +335,17 @@ class AzureDiskLimitsArgs(MaxVolumesArgs):
     max_volumes: int = DEFAULT_MAX_AZURE_DISK_VOLUMES
 
 
-class _LegacyVolumeCount(PreFilterPlugin, VectorFilter):
+class _LegacyVolumeCount(PreFilterPlugin, VectorFilter, EnqueueExtensions):
     """One v1.9 MaxPDVolumeCountChecker for the in-tree volume type ``KIND``."""
+
+    def events_to_register(self, handle: EnqueueHandle) -> Sequence[ClusterEventWithHint]:
+        """As NodeVolumeLimits (upstream v1.22's EBSLimits & co. registered Node/Add and Pod/Delete), and
+        a PV added or changed (a claim's volume the count could not resolve)."""
+        return (
+            *_VOLUME_EVENTS,
+            ClusterEventWithHint(ClusterEvent.NODE_ADD),
+            ClusterEventWithHint(ClusterEvent.PERSISTENT_VOLUME_CHANGE, _added_or_changed),
+        )
 
     KIND: ClassVar[str]
     Args: ClassVar[type[MaxVolumesArgs]]
@@ -377,3 +405,29 @@ class AzureDiskLimits(_LegacyVolumeCount):
     NAME = "AzureDiskLimits"
     KIND = "azureDisk"
     Args = AzureDiskLimitsArgs
+
+
+def _added_or_changed(pod: Pod, old: object, new: object) -> QueueingHint:
+    return QueueingHint.QUEUE if new is not None else QueueingHint.QUEUE_SKIP
+
+
+def after_pod_deleted(pod: Pod, old: object, new: object) -> QueueingHint:
+    """Upstream ``isSchedulableAfterAssignedPodDeleted``: a bound pod that had volumes counted on its node."""
+    if not isinstance(old, Pod):
+        return QueueingHint.QUEUE
+    return QueueingHint.QUEUE if old.node_name and old.volumes else QueueingHint.QUEUE_SKIP
+
+
+def after_claim_added(pod: Pod, old: object, new: object) -> QueueingHint:
+    """Upstream ``isSchedulableAfterPVCAdded``: a claim the pod uses, created."""
+    if old is None and isinstance(new, PersistentVolumeClaim) and new.namespace == pod.namespace:
+        names = {claim_name(pod, v) for v in pod.volumes}
+        return QueueingHint.QUEUE if new.name in names else QueueingHint.QUEUE_SKIP
+    return QueueingHint.QUEUE_SKIP
+
+
+_VOLUME_EVENTS: Final = (
+    ClusterEventWithHint(ClusterEvent.CSI_NODE_CHANGE, _added_or_changed),
+    ClusterEventWithHint(ClusterEvent.ASSIGNED_POD_DELETE, after_pod_deleted),
+    ClusterEventWithHint(ClusterEvent.PERSISTENT_VOLUME_CLAIM_CHANGE, after_claim_added),
+)

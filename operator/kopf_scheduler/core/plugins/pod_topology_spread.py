@@ -41,13 +41,19 @@ forms use ``NodeTable.label_column`` and agree with the per-node ones.
 Limits: upstream rejects a selector that does not convert (e.g. ``In`` without values) with an
 error; the API server refuses such pods, and here they match by ``objects`` semantics. The owner
 reference's API version is not compared (upstream only follows ``v1`` / ``apps/v1`` owners).
+
+Requeueing (upstream ``EventsToRegister`` and its hints, for the DoNotSchedule constraints): a bound
+pod of the namespace added or deleted that a constraint selects, or relabelled into or out of one;
+a node added with every topology key, or updated into or out of having them, or changing a topology
+value or its taints. A node deleted raises no event here (upstream's Node/Delete): such a pod waits
+for another event or the queue's 5-minute flush.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final, Literal
 
@@ -58,10 +64,15 @@ from .. import framework
 from ..arguments import PluginArgsError
 from ..framework import (
     MAX_NODE_SCORE,
+    ClusterEvent,
+    ClusterEventWithHint,
     CycleState,
+    EnqueueExtensions,
+    EnqueueHandle,
     NormalizeScorePlugin,
     PreFilterExtensions,
     PreScorePlugin,
+    QueueingHint,
     StateKey,
     Status,
     VectorFilter,
@@ -152,7 +163,8 @@ class DefaultConstraint:
         if self.when_unsatisfiable not in (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY):
             raise PluginArgsError(
                 "whenUnsatisfiable",
-                f"unsupported value {self.when_unsatisfiable!r}: supported values: {DO_NOT_SCHEDULE!r}, {SCHEDULE_ANYWAY!r}",
+                f"unsupported value {self.when_unsatisfiable!r}:"
+                f" supported values: {DO_NOT_SCHEDULE!r}, {SCHEDULE_ANYWAY!r}",
             )
         if self.label_selector is not None:
             raise PluginArgsError(
@@ -172,7 +184,8 @@ class DefaultConstraint:
 
 @dataclass(frozen=True, slots=True)
 class PodTopologySpreadArgs:
-    """Upstream ``PodTopologySpreadArgs``: ``System`` uses the built-in defaults, ``List`` the given ones (maybe none)."""
+    """Upstream ``PodTopologySpreadArgs``: ``System`` uses the built-in defaults, ``List`` the given ones
+    (maybe none)."""
 
     default_constraints: tuple[DefaultConstraint, ...] = ()
     defaulting_type: Literal["System", "List"] = SYSTEM_DEFAULTING
@@ -485,7 +498,9 @@ def _round_half_away(x: float) -> int:
 # --------------------------------------------------------------------------- the plugin
 
 
-class PodTopologySpread(PreFilterExtensions, VectorFilter, PreScorePlugin, VectorScore, NormalizeScorePlugin):
+class PodTopologySpread(
+    PreFilterExtensions, VectorFilter, PreScorePlugin, VectorScore, NormalizeScorePlugin, EnqueueExtensions
+):
     NAME = "PodTopologySpread"
     Args = PodTopologySpreadArgs
 
@@ -517,7 +532,8 @@ class PodTopologySpread(PreFilterExtensions, VectorFilter, PreScorePlugin, Vecto
     def _inclusion(
         self, pod: Pod, table: NodeTable, constraint: SpreadConstraint, masks: dict[str, BoolArray]
     ) -> BoolArray:
-        """Per table row: whether the constraint's node inclusion policies count the node (masks memoised in ``masks``)."""
+        """Per table row: whether the constraint's node inclusion policies count the node (masks memoised
+        in ``masks``)."""
         rows = np.arange(len(table), dtype=np.intp)
         mask = table.has_node.copy()
         if constraint.honor_node_affinity:
@@ -719,3 +735,63 @@ class PodTopologySpread(PreFilterExtensions, VectorFilter, PreScorePlugin, Vecto
         top, bottom = max(int(kept.max()), 0), int(kept.min())
         out[valid] = MAX_NODE_SCORE if top == 0 else MAX_NODE_SCORE * (top + bottom - kept) // top
         return out
+
+    # ---- requeueing
+
+    def events_to_register(self, handle: EnqueueHandle) -> Sequence[ClusterEventWithHint]:
+        """Upstream ``EventsToRegister``: bound pods added, relabelled or deleted; nodes added or changed."""
+
+        def pod_change(pod: Pod, old: object, new: object) -> QueueingHint:
+            return self._after_assigned_pod_change(handle, pod, old, new)
+
+        def node_change(pod: Pod, old: object, new: object) -> QueueingHint:
+            return self._after_node_change(handle, pod, old, new)
+
+        return (
+            ClusterEventWithHint(ClusterEvent.ASSIGNED_POD_ADD, pod_change),
+            ClusterEventWithHint(ClusterEvent.ASSIGNED_POD_UPDATE, pod_change),
+            ClusterEventWithHint(ClusterEvent.ASSIGNED_POD_DELETE, pod_change),
+            ClusterEventWithHint(ClusterEvent.NODE_ADD, node_change),
+            ClusterEventWithHint(ClusterEvent.NODE_UPDATE, node_change),
+        )
+
+    def _after_assigned_pod_change(self, handle: EnqueueHandle, pod: Pod, old: object, new: object) -> QueueingHint:
+        """Upstream ``isSchedulableAfterAssignedPodChange``: a bound (or nominated) pod of the pod's namespace
+        added or deleted that a constraint selects, or relabelled into or out of a constraint's selector."""
+        if not isinstance(old, Pod | None) or not isinstance(new, Pod | None) or (old is None and new is None):
+            return QueueingHint.QUEUE
+        for other in (old, new):
+            if other is not None and (
+                (not other.node_name and not other.nominated_node_name) or other.namespace != pod.namespace
+            ):
+                return QueueingHint.QUEUE_SKIP
+        constraints = self.constraints(pod, DO_NOT_SCHEDULE, handle.objects)
+        if not constraints:
+            return QueueingHint.QUEUE  # nothing of ours holds it back any more
+        if old is not None and new is not None:
+            moved = old.labels != new.labels and any(
+                c.selects(old.labels) != c.selects(new.labels) for c in constraints
+            )
+        else:
+            other = new if new is not None else old
+            assert other is not None
+            moved = any(c.selects(other.labels) for c in constraints)
+        return QueueingHint.QUEUE if moved else QueueingHint.QUEUE_SKIP
+
+    def _after_node_change(self, handle: EnqueueHandle, pod: Pod, old: object, new: object) -> QueueingHint:
+        """Upstream ``isSchedulableAfterNodeChange``: a node added with every constraint's topology key, or
+        updated into or out of having them all, or (having them) with a topology value or its taints changed."""
+        if not isinstance(new, Node):
+            return QueueingHint.QUEUE
+        constraints = self.constraints(pod, DO_NOT_SCHEDULE, handle.objects)
+        if not constraints:
+            return QueueingHint.QUEUE
+        keys = [c.topology_key for c in constraints]
+        now_in = all(k in new.labels for k in keys)
+        if not isinstance(old, Node):
+            return QueueingHint.QUEUE if now_in else QueueingHint.QUEUE_SKIP
+        if now_in != all(k in old.labels for k in keys):
+            return QueueingHint.QUEUE
+        if now_in and (any(old.labels.get(k) != new.labels.get(k) for k in keys) or old.taints != new.taints):
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP

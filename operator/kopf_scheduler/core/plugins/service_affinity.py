@@ -42,7 +42,11 @@ from .. import framework
 from ..arguments import PluginArgsError
 from ..framework import (
     MAX_NODE_SCORE,
+    ClusterEvent,
+    ClusterEventWithHint,
     CycleState,
+    EnqueueExtensions,
+    EnqueueHandle,
     NormalizeScorePlugin,
     PreFilterPlugin,
     PreScorePlugin,
@@ -162,11 +166,26 @@ class _ScoreState:
     nodes: Sequence[NodeInfo]
 
 
-class ServiceAffinity(PreFilterPlugin, VectorFilter, PreScorePlugin, NormalizeScorePlugin):
+class ServiceAffinity(PreFilterPlugin, VectorFilter, PreScorePlugin, NormalizeScorePlugin, EnqueueExtensions):
     """Filter on ``affinityLabels``, score on ``antiAffinityLabelsPreference``; see the module docstring."""
 
     NAME = "ServiceAffinity"
     Args = ServiceAffinityArgs
+
+    def events_to_register(self, handle: EnqueueHandle) -> Sequence[ClusterEventWithHint]:
+        """Ours (upstream v1.22 registered Pod and Service events): the first pod of a service placed,
+        moved or gone, a service changed, a node added or relabelled; no hints."""
+        return tuple(
+            ClusterEventWithHint(event)
+            for event in (
+                ClusterEvent.ASSIGNED_POD_ADD,
+                ClusterEvent.ASSIGNED_POD_UPDATE,
+                ClusterEvent.ASSIGNED_POD_DELETE,
+                ClusterEvent.SERVICE_CHANGE,
+                ClusterEvent.NODE_ADD,
+                ClusterEvent.NODE_UPDATE,
+            )
+        )
 
     def __init__(self, args: ServiceAffinityArgs | None = None, *, name: str | None = None) -> None:
         super().__init__(args, name=name)

@@ -18,11 +18,15 @@ it is part of the totals and the per-plugin scores users compare).
 
 Vector forms evaluate the pod's tolerations once per distinct taint tuple
 (``NodeTable.taint_sets``) and map the result onto node positions.
+
+Requeueing (upstream ``EventsToRegister``): a node added, or updated, whose NoSchedule / NoExecute
+taints the pod now tolerates and did not before (``isSchedulableAfterNodeChange``). The pod's own
+tolerations changing is an update of its own, which moves it anyway.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
@@ -32,10 +36,15 @@ import numpy.typing as npt
 from .. import framework
 from ..arguments import NoArgs
 from ..framework import (
+    ClusterEvent,
+    ClusterEventWithHint,
     CycleState,
+    EnqueueExtensions,
+    EnqueueHandle,
     NormalizeScorePlugin,
     PreFilterPlugin,
     PreScorePlugin,
+    QueueingHint,
     StateKey,
     Status,
     VectorFilter,
@@ -43,7 +52,7 @@ from ..framework import (
 )
 from ..node_matching import find_untolerated
 from ..nodeinfo import NodeInfo
-from ..objects import PREFER_NO_SCHEDULE, Pod, Taint, Toleration, tolerates_all
+from ..objects import PREFER_NO_SCHEDULE, Node, Pod, Taint, Toleration, tolerates_all
 
 if TYPE_CHECKING:
     from ..snapshot import NodeTable, Snapshot
@@ -97,7 +106,9 @@ class _ScoreState:
     tolerations: tuple[Toleration, ...]
 
 
-class TaintToleration(PreFilterPlugin, VectorFilter, PreScorePlugin, VectorScore, NormalizeScorePlugin):
+class TaintToleration(
+    PreFilterPlugin, VectorFilter, PreScorePlugin, VectorScore, NormalizeScorePlugin, EnqueueExtensions
+):
     NAME = "TaintToleration"
 
     def __init__(self, args: NoArgs | None = None, *, name: str | None = None) -> None:
@@ -169,3 +180,22 @@ class TaintToleration(PreFilterPlugin, VectorFilter, PreScorePlugin, VectorScore
 
     def normalize_scores(self, state: CycleState, pod: Pod, scores: IntArray) -> IntArray:
         return framework.default_normalize(scores, reverse=True)
+
+    # ---- requeueing
+
+    def events_to_register(self, handle: EnqueueHandle) -> Sequence[ClusterEventWithHint]:
+        return (
+            ClusterEventWithHint(ClusterEvent.NODE_ADD, after_node_change),
+            ClusterEventWithHint(ClusterEvent.NODE_UPDATE, after_node_change),
+        )
+
+
+def after_node_change(pod: Pod, old: object, new: object) -> QueueingHint:
+    """Upstream ``isSchedulableAfterNodeChange``: the pod tolerates the node's taints now and did not before."""
+    if not isinstance(new, Node):
+        return QueueingHint.QUEUE
+    if find_untolerated(new.taints, pod.tolerations) is not None:
+        return QueueingHint.QUEUE_SKIP
+    if isinstance(old, Node) and find_untolerated(old.taints, pod.tolerations) is None:
+        return QueueingHint.QUEUE_SKIP
+    return QueueingHint.QUEUE

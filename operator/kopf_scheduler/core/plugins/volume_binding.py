@@ -41,11 +41,14 @@ Limits of the objects: "bound" means ``volumeName`` set and phase Bound (upstrea
 ``pv.kubernetes.io/bind-completed`` annotation); the selected-node annotation, claim deletion,
 claim/PV UIDs in ``claimRef``, volume modes, volume attributes classes and the beta storage-class
 annotation are not kept, so those checks are not made.
+
+Requeueing (upstream ``EventsToRegister``): a StorageClass, PV or CSINode added or changed, a claim of
+the pod added or changed, a node added or relabelled; deletions help no pod.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
@@ -54,9 +57,20 @@ import numpy.typing as npt
 
 from .. import framework
 from ..arguments import PluginArgsError
-from ..framework import CycleState, PreFilterPlugin, StateKey, Status, VectorFilter
+from ..framework import (
+    ClusterEvent,
+    ClusterEventWithHint,
+    CycleState,
+    EnqueueExtensions,
+    EnqueueHandle,
+    PreFilterPlugin,
+    QueueingHint,
+    StateKey,
+    Status,
+    VectorFilter,
+)
 from ..nodeinfo import NodeInfo
-from ..objects import NodeSelectorTerm, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass
+from ..objects import Node, NodeSelectorTerm, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass
 from ..scoring import UtilizationShapePoint
 
 if TYPE_CHECKING:
@@ -310,7 +324,7 @@ class VolumeBindingArgs:
             )
 
 
-class VolumeBinding(PreFilterPlugin, VectorFilter):
+class VolumeBinding(PreFilterPlugin, VectorFilter, EnqueueExtensions):
     NAME = "VolumeBinding"
     Args = VolumeBindingArgs
 
@@ -318,6 +332,18 @@ class VolumeBinding(PreFilterPlugin, VectorFilter):
         super().__init__(args, name=name)
         self.args: VolumeBindingArgs
         self._key = StateKey[PodVolumeClaims](f"PreFilter{self.name}")
+
+    def events_to_register(self, handle: EnqueueHandle) -> Sequence[ClusterEventWithHint]:
+        """Upstream ``EventsToRegister``: classes, claims (the pod's own), volumes and CSINodes added or
+        changed; nodes added or relabelled. (No CSIDriver or CSIStorageCapacity here: neither is watched.)"""
+        return (
+            ClusterEventWithHint(ClusterEvent.STORAGE_CLASS_CHANGE, _added_or_changed),
+            ClusterEventWithHint(ClusterEvent.PERSISTENT_VOLUME_CLAIM_CHANGE, _own_claim_added_or_changed),
+            ClusterEventWithHint(ClusterEvent.PERSISTENT_VOLUME_CHANGE, _added_or_changed),
+            ClusterEventWithHint(ClusterEvent.NODE_ADD),
+            ClusterEventWithHint(ClusterEvent.NODE_UPDATE, _relabelled),
+            ClusterEventWithHint(ClusterEvent.CSI_NODE_CHANGE, _added_or_changed),
+        )
 
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
         if not pod.volumes:
@@ -352,3 +378,31 @@ class VolumeBinding(PreFilterPlugin, VectorFilter):
 def _node_verdict(claims: PodVolumeClaims, node_info: NodeInfo) -> bool:
     node = node_info.node
     return node is not None and find_pod_volumes(claims, node.labels).is_success
+
+
+def _claims(pod: Pod) -> frozenset[str]:
+    """The claims the pod's volumes name (a generic ephemeral volume's is ``<pod>-<volume>``)."""
+    return frozenset(
+        f"{pod.name}-{v.name}" if v.kind == "ephemeral" else v.ident
+        for v in pod.volumes
+        if v.kind in ("persistentVolumeClaim", "ephemeral")
+    )
+
+
+def _is_own_claim(pod: Pod, claim: object) -> bool:
+    return isinstance(claim, PersistentVolumeClaim) and claim.namespace == pod.namespace and claim.name in _claims(pod)
+
+
+def _added_or_changed(pod: Pod, old: object, new: object) -> QueueingHint:
+    return QueueingHint.QUEUE if new is not None else QueueingHint.QUEUE_SKIP
+
+
+def _own_claim_added_or_changed(pod: Pod, old: object, new: object) -> QueueingHint:
+    """Upstream ``isSchedulableAfterPersistentVolumeClaimChange``: a claim the pod uses."""
+    return QueueingHint.QUEUE if _is_own_claim(pod, new) else QueueingHint.QUEUE_SKIP
+
+
+def _relabelled(pod: Pod, old: object, new: object) -> QueueingHint:
+    if isinstance(old, Node) and isinstance(new, Node) and old.labels == new.labels:
+        return QueueingHint.QUEUE_SKIP
+    return QueueingHint.QUEUE

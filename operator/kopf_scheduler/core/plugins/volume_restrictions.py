@@ -28,11 +28,15 @@ a recount. Unlike upstream, which compares claim names only, the pod must be in 
 pod's namespace (a same-named claim elsewhere is another claim).
 Disk conflicts need no state: Filter reads the pods of the NodeInfo it is given.
 ``fits(pod, node_info, snapshot)`` recounts with ``node_info`` standing in for its node.
+
+Requeueing (upstream ``EventsToRegister`` and its hints): a bound pod of the namespace deleted whose
+disks conflicted with the pod's or that used one of its claims; a node added; a claim of the pod
+added. Volumes cannot change on a pod, so no update helps.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
@@ -41,7 +45,18 @@ import numpy.typing as npt
 
 from .. import framework
 from ..arguments import NoArgs
-from ..framework import CycleState, PreFilterExtensions, StateKey, Status, VectorFilter
+from ..framework import (
+    ClusterEvent,
+    ClusterEventWithHint,
+    CycleState,
+    EnqueueExtensions,
+    EnqueueHandle,
+    PreFilterExtensions,
+    QueueingHint,
+    StateKey,
+    Status,
+    VectorFilter,
+)
 from ..nodeinfo import NodeInfo
 from ..objects import PersistentVolumeClaim, Pod, Volume
 
@@ -202,8 +217,17 @@ def with_pod(s: PreFilterState, pod: Pod, other: Pod, sign: int) -> PreFilterSta
     return PreFilterState(s.volumes, uses) if changed else s
 
 
-class VolumeRestrictions(PreFilterExtensions, VectorFilter):
+class VolumeRestrictions(PreFilterExtensions, VectorFilter, EnqueueExtensions):
     NAME = "VolumeRestrictions"
+
+    def events_to_register(self, handle: EnqueueHandle) -> Sequence[ClusterEventWithHint]:
+        """Upstream ``EventsToRegister``: a bound pod deleted that held a conflicting disk or one of the
+        pod's claims; a node added (no hint); a claim of the pod added."""
+        return (
+            ClusterEventWithHint(ClusterEvent.ASSIGNED_POD_DELETE, after_pod_deleted),
+            ClusterEventWithHint(ClusterEvent.NODE_ADD),
+            ClusterEventWithHint(ClusterEvent.PERSISTENT_VOLUME_CLAIM_CHANGE, after_claim_added),
+        )
 
     def __init__(self, args: NoArgs | None = None, *, name: str | None = None) -> None:
         super().__init__(args, name=name)
@@ -255,3 +279,26 @@ class VolumeRestrictions(PreFilterExtensions, VectorFilter):
         return np.fromiter(
             (not has_disk_conflict(volumes, info(k)) for k in index.tolist()), dtype=np.bool_, count=len(index)
         )
+
+
+def _claims(pod: Pod) -> frozenset[str]:
+    return frozenset(v.ident for v in pod.volumes if v.kind == PVC)
+
+
+def after_pod_deleted(pod: Pod, old: object, new: object) -> QueueingHint:
+    """Upstream ``isSchedulableAfterAssignedPodDeleted``."""
+    if not isinstance(old, Pod):
+        return QueueingHint.QUEUE
+    if old.namespace != pod.namespace:
+        return QueueingHint.QUEUE_SKIP
+    theirs = conflict_volumes(old)
+    if any(volume_conflict(v, other) for v in conflict_volumes(pod) for other in theirs):
+        return QueueingHint.QUEUE
+    return QueueingHint.QUEUE if _claims(pod) & _claims(old) else QueueingHint.QUEUE_SKIP
+
+
+def after_claim_added(pod: Pod, old: object, new: object) -> QueueingHint:
+    """Upstream ``isSchedulableAfterPersistentVolumeClaimAdded``: a claim the pod names, created."""
+    if old is None and isinstance(new, PersistentVolumeClaim) and new.namespace == pod.namespace:
+        return QueueingHint.QUEUE if new.name in _claims(pod) else QueueingHint.QUEUE_SKIP
+    return QueueingHint.QUEUE_SKIP

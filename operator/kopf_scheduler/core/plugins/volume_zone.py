@@ -22,10 +22,14 @@ volume zone". ``filter_nodes`` loops over the nodes with a per-call cache by lab
 
 Limits: a claim's class is ``spec.storageClassName`` only; the objects do not keep the deprecated
 ``volume.beta.kubernetes.io/storage-class`` annotation that upstream reads first.
+
+Requeueing (upstream ``EventsToRegister``): a WaitForFirstConsumer StorageClass added, a node added
+or relabelled, a claim of the pod or a PV added or changed.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
@@ -34,9 +38,29 @@ import numpy.typing as npt
 
 from .. import framework
 from ..arguments import NoArgs
-from ..framework import CycleState, PreFilterPlugin, StateKey, Status, VectorFilter
+from ..framework import (
+    ClusterEvent,
+    ClusterEventWithHint,
+    CycleState,
+    EnqueueExtensions,
+    EnqueueHandle,
+    PreFilterPlugin,
+    QueueingHint,
+    StateKey,
+    Status,
+    VectorFilter,
+)
 from ..nodeinfo import NodeInfo
-from ..objects import LABEL_REGION, LABEL_REGION_BETA, LABEL_ZONE, LABEL_ZONE_BETA, Node, Pod
+from ..objects import (
+    LABEL_REGION,
+    LABEL_REGION_BETA,
+    LABEL_ZONE,
+    LABEL_ZONE_BETA,
+    Node,
+    PersistentVolumeClaim,
+    Pod,
+    StorageClass,
+)
 
 if TYPE_CHECKING:
     from ..snapshot import ClusterObjects, NodeTable, Snapshot
@@ -147,12 +171,23 @@ class _PreFilterState:
     topologies: tuple[PVTopology, ...]
 
 
-class VolumeZone(PreFilterPlugin, VectorFilter):
+class VolumeZone(PreFilterPlugin, VectorFilter, EnqueueExtensions):
     NAME = "VolumeZone"
 
     def __init__(self, args: NoArgs | None = None, *, name: str | None = None) -> None:
         super().__init__(args, name=name)
         self._key = StateKey[_PreFilterState](f"PreFilter{self.name}")
+
+    def events_to_register(self, handle: EnqueueHandle) -> Sequence[ClusterEventWithHint]:
+        """Upstream ``EventsToRegister``: a WaitForFirstConsumer class added, a node added or relabelled,
+        a claim of the pod or a PV added or changed."""
+        return (
+            ClusterEventWithHint(ClusterEvent.STORAGE_CLASS_CHANGE, _delayed_class_added),
+            ClusterEventWithHint(ClusterEvent.NODE_ADD),
+            ClusterEventWithHint(ClusterEvent.NODE_UPDATE, _relabelled),
+            ClusterEventWithHint(ClusterEvent.PERSISTENT_VOLUME_CLAIM_CHANGE, _own_claim_added_or_changed),
+            ClusterEventWithHint(ClusterEvent.PERSISTENT_VOLUME_CHANGE, _added_or_changed),
+        )
 
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
         if not pod.volumes:
@@ -197,3 +232,38 @@ class VolumeZone(PreFilterPlugin, VectorFilter):
                 verdict = seen[values] = check(topologies, node).is_success
             out[i] = verdict
         return out
+
+
+def _claims(pod: Pod) -> frozenset[str]:
+    """The claims the pod's volumes name (a generic ephemeral volume's is ``<pod>-<volume>``)."""
+    return frozenset(
+        f"{pod.name}-{v.name}" if v.kind == "ephemeral" else v.ident
+        for v in pod.volumes
+        if v.kind in ("persistentVolumeClaim", "ephemeral")
+    )
+
+
+def _is_own_claim(pod: Pod, claim: object) -> bool:
+    return isinstance(claim, PersistentVolumeClaim) and claim.namespace == pod.namespace and claim.name in _claims(pod)
+
+
+def _added_or_changed(pod: Pod, old: object, new: object) -> QueueingHint:
+    return QueueingHint.QUEUE if new is not None else QueueingHint.QUEUE_SKIP
+
+
+def _own_claim_added_or_changed(pod: Pod, old: object, new: object) -> QueueingHint:
+    """Upstream ``isSchedulableAfterPersistentVolumeClaimChange``: a claim the pod uses."""
+    return QueueingHint.QUEUE if _is_own_claim(pod, new) else QueueingHint.QUEUE_SKIP
+
+
+def _delayed_class_added(pod: Pod, old: object, new: object) -> QueueingHint:
+    """Upstream ``isSchedulableAfterStorageClassAdded``: only a new WaitForFirstConsumer class helps."""
+    if old is None and isinstance(new, StorageClass) and new.volume_binding_mode == "WaitForFirstConsumer":
+        return QueueingHint.QUEUE
+    return QueueingHint.QUEUE_SKIP
+
+
+def _relabelled(pod: Pod, old: object, new: object) -> QueueingHint:
+    if isinstance(old, Node) and isinstance(new, Node) and old.labels == new.labels:
+        return QueueingHint.QUEUE_SKIP
+    return QueueingHint.QUEUE

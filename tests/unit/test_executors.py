@@ -1,0 +1,524 @@
+"""One cycle, two executors: the operator (on the fake API server) and ``simulate`` give the same outcomes.
+
+The core (``core/cycle.py``) decides every step; ``kube/loop.py`` + ``kube/binding.py`` and
+``sim/simulator.py`` only carry the outcomes out. Each scenario here runs through both:
+
+- the operator: an ``App`` with its informers and one scheduling loop on ``tests/fakeapi.py``, its
+  unassigned pods relayed as Kopf's watch would (``handlers.on_pod_event``), and a kubelet that
+  finishes the deletion of evicted pods. Pods are created step by step, each step once the
+  previous one settled (nothing ready, backing off or being bound);
+- ``simulate``: ``Simulation.run`` over the same bodies, loaded as ``kopf-scheduler simulate``
+  loads its files.
+
+What both must agree on: where each pod is bound (or not, and the message it reads last), which
+node preemption nominated and which pods it evicted, what reached pods/binding (with the Binding's
+annotations), and in what order the plugins' Reserve, Unreserve and PreBind ran. Scenarios avoid
+score ties, so the operator's unseeded tie-break and the simulation's seeded one cannot differ.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import pytest
+from builders import make_node, make_pod
+from fakeapi import FakeApiServer
+
+from kopf_scheduler.core.objects import Pod
+from kopf_scheduler.core.ownership import PolicyMeta
+from kopf_scheduler.core.policy import validate_policy
+from kopf_scheduler.core.profile import Profile
+from kopf_scheduler.core.registry import Registry
+from kopf_scheduler.edge.client import Api
+from kopf_scheduler.edge.credentials import Credentials
+from kopf_scheduler.framework import (
+    SKIP,
+    SUCCESS,
+    ApiClient,
+    BindPlugin,
+    CycleState,
+    PermitHandle,
+    PreBindPlugin,
+    ReservePlugin,
+    Status,
+    binding_body,
+    binding_path,
+    error,
+)
+from kopf_scheduler.kube import app as app_module
+from kopf_scheduler.kube import handlers, loop
+from kopf_scheduler.kube.app import App
+from kopf_scheduler.sim.loader import load_cluster, load_pods
+from kopf_scheduler.sim.simulator import Simulation
+
+SCHEDULER = "shared"
+POLICY = "shared"
+COSCHEDULING = ("scheduling.x-k8s.io", "v1alpha1", "podgroups")
+BASE_SPEC: Mapping[str, Any] = {
+    "schedulerName": SCHEDULER,
+    "podInitialBackoffSeconds": 0.1,
+    "podMaxBackoffSeconds": 0.2,
+}
+
+
+# --------------------------------------------------------------------------- plugins both executors load
+
+
+class Recorder(ReservePlugin, PreBindPlugin):
+    """Logs Reserve, Unreserve and PreBind; PreBind fails the first try of a pod labelled ``flaky``
+    (a volume not attached yet) and every try of one labelled ``broken``."""
+
+    NAME = "Recorder"
+    log: ClassVar[list[str]] = []
+
+    def reserve(self, state: CycleState, pod: Pod, node_name: str, handle: PermitHandle) -> Status:
+        self.log.append(f"reserve {pod.name} {node_name}")
+        return SUCCESS
+
+    def unreserve(self, state: CycleState, pod: Pod, node_name: str, handle: PermitHandle) -> None:
+        self.log.append(f"unreserve {pod.name} {node_name}")
+
+    async def pre_bind(self, state: CycleState, pod: Pod, node_name: str, client: ApiClient) -> Status:
+        if "broken" in pod.labels or ("flaky" in pod.labels and f"pre_bind {pod.name} failed" not in self.log):
+            self.log.append(f"pre_bind {pod.name} failed")
+            return error("volume not attached yet")
+        self.log.append(f"pre_bind {pod.name}")
+        return SUCCESS
+
+
+class LabelBinder(BindPlugin):
+    """Binds the pods labelled ``binder: plugin`` itself (the Binding says so in an annotation); SKIPs the rest."""
+
+    NAME = "LabelBinder"
+
+    async def bind(self, state: CycleState, pod: Pod, node_name: str, client: ApiClient) -> Status:
+        if pod.labels.get("binder") != "plugin":
+            return SKIP
+        body = binding_body(pod, node_name, annotations={"example.com/bound-by": self.name})
+        response = await client.request("POST", binding_path(pod), body)
+        return SUCCESS if response.ok else error(response.detail())
+
+
+REGISTRY = Registry.in_tree().extended([(Recorder, "test"), (LabelBinder, "test")])
+PLUGINS_SPEC: Mapping[str, Any] = {**BASE_SPEC, "plugins": [{"name": "Recorder"}, {"name": "LabelBinder"}]}
+
+
+@pytest.fixture(autouse=True)
+def fresh_log() -> Iterator[None]:
+    Recorder.log.clear()
+    yield
+    Recorder.log.clear()
+
+
+# --------------------------------------------------------------------------- scenarios
+
+
+def node(name: str, cpu: str) -> dict[str, Any]:
+    return make_node(name).capacity(cpu=cpu, memory="32Gi", pods="110").raw()
+
+
+def pod(name: str, cpu: str = "1", *, priority: int = 0, **labels: str) -> dict[str, Any]:
+    builder = make_pod(name).scheduler(SCHEDULER).req(cpu=cpu, memory="1Gi").priority(priority)
+    return builder.labels(labels).raw() if labels else builder.raw()
+
+
+def running(name: str, node_name: str, cpu: str, *, priority: int) -> dict[str, Any]:
+    return (
+        make_pod(name).scheduler("someone-else").req(cpu=cpu).priority(priority).node(node_name).phase("Running").raw()
+    )
+
+
+def member(name: str, group: str) -> dict[str, Any]:
+    return make_pod(name).scheduler(SCHEDULER).req(cpu="1", memory="1Gi").pod_group(group).raw()
+
+
+def pod_group(name: str, size: int, *, timeout: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"minMember": size, "scheduleTimeoutSeconds": timeout},
+    }
+
+
+@dataclass
+class Scenario:
+    nodes: list[dict[str, Any]]
+    #: pods created together per step, each step once the previous one settled
+    steps: list[list[dict[str, Any]]]
+    bound: list[dict[str, Any]] = field(default_factory=list)
+    groups: list[dict[str, Any]] = field(default_factory=list)
+    spec: Mapping[str, Any] = field(default_factory=lambda: BASE_SPEC)
+
+
+@dataclass
+class Observed:
+    """What an executor did, in terms both can tell."""
+
+    #: pod -> its node, or None
+    nodes: dict[str, str | None] = field(default_factory=dict)
+    #: pod -> the last failure it reads ("" when bound)
+    messages: dict[str, str] = field(default_factory=dict)
+    #: pod -> the node its preemption nominated
+    nominated: dict[str, str] = field(default_factory=dict)
+    #: preemptor -> the pods it evicted
+    victims: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: successful pods/binding requests: (pod, node, the Binding's annotations)
+    bindings: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
+    #: Recorder's log
+    log: list[str] = field(default_factory=list)
+
+    def outcome(self) -> tuple[object, ...]:
+        return (self.nodes, self.messages, self.nominated, self.victims, sorted(map(str, self.bindings)), self.log)
+
+
+# --------------------------------------------------------------------------- the simulate executor
+
+
+def simulate(s: Scenario) -> tuple[Observed, Simulation]:
+    loaded = load_cluster([*s.nodes, *s.bound, *s.groups], source="scenario")
+    profile = validate_policy(s.spec, registry=REGISTRY)
+    assert isinstance(profile, Profile), profile
+    pods = load_pods([body for step in s.steps for body in step], source="scenario")
+    sim = Simulation(loaded.cache, profile, seed=3)
+    result = sim.run(pods)
+    seen = Observed(log=list(Recorder.log))
+    for p in result.placements:
+        name = p.pod.split("/")[1]
+        seen.nodes[name], seen.messages[name] = p.node, p.message
+        if p.nominated_node:
+            seen.nominated[name] = p.nominated_node
+        if p.victims:
+            seen.victims[name] = tuple(v.split("/")[1] for v in p.victims)
+    for method, path, body in sim.api.requests:
+        if method == "POST" and path.endswith("/binding"):
+            annotations = dict(body["metadata"].get("annotations") or {})
+            seen.bindings.append((path.split("/")[-2], body["target"]["name"], annotations))
+    return seen, sim
+
+
+# --------------------------------------------------------------------------- the operator executor
+
+
+class Flag:
+    """Kopf's ``stopped`` flag."""
+
+    def __init__(self) -> None:
+        self.set = False
+
+    def __bool__(self) -> bool:
+        return self.set
+
+
+class Operator:
+    """One scheduler process on the fake API server, with Kopf's pod watch and a kubelet played by tasks."""
+
+    def __init__(self, server: FakeApiServer, spec: Mapping[str, Any]) -> None:
+        self.server = server
+        self.api = Api(
+            Credentials(server=server.url, source="fakeapi"), timeout=2.0, fence=lambda: True, user_agent="t"
+        )
+        self.app = App(self.api, identity="t")
+        meta = PolicyMeta(POLICY, 1, "2026-01-01T00:00:00Z", "uid-policy", SCHEDULER, spec)
+        statuses = self.app.observe_policy(meta)
+        assert statuses[POLICY]["conditions"][0]["status"] == "True", statuses
+        self.stopped = Flag()
+        self.tasks: list[asyncio.Task[None]] = []
+        self._relayed: dict[str, tuple[str, dict[str, Any]]] = {}
+
+    async def start(self) -> None:
+        handlers.start_informers(self.app)
+        await self.wait(self.app.current)
+        self.tasks = [
+            asyncio.create_task(loop.run(self.app, POLICY, self.stopped)),
+            asyncio.create_task(self._forever(self._relay)),
+            asyncio.create_task(self._forever(self._kubelet)),
+        ]
+
+    async def stop(self) -> None:
+        self.stopped.set = True
+        for task in self.tasks:
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+        for hook in self.app.on_shutdown:
+            await hook()
+        leftovers = list(self.app._tasks)
+        for task in leftovers:
+            task.cancel()
+        await asyncio.gather(*leftovers, return_exceptions=True)
+        await self.api.close()
+
+    async def _forever(self, step: Callable[[], Any]) -> None:
+        while True:
+            await step()
+            await asyncio.sleep(0.01)
+
+    async def _relay(self) -> None:
+        """Kopf's watch of unassigned pods: ADDED / MODIFIED while unbound, DELETED once bound or gone."""
+        now = {b["metadata"]["uid"]: b for b in self.server.objects("", "v1", "pods") if not b["spec"].get("nodeName")}
+        for uid, (_, last) in list(self._relayed.items()):
+            if uid not in now:
+                del self._relayed[uid]
+                await handlers.on_pod_event({"type": "DELETED", "object": last}, memo={"app": self.app})
+        for uid, body in now.items():
+            rv = body["metadata"]["resourceVersion"]
+            if self._relayed.get(uid, ("",))[0] != rv:
+                kind = "MODIFIED" if uid in self._relayed else "ADDED"
+                self._relayed[uid] = (rv, body)
+                await handlers.on_pod_event({"type": kind, "object": body}, memo={"app": self.app})
+
+    async def _kubelet(self) -> None:
+        """A bound pod being deleted is gone once its containers stopped (at once, here)."""
+        for body in self.server.objects("", "v1", "pods"):
+            if body["metadata"].get("deletionTimestamp"):
+                self.server.delete("", "v1", "pods", body["metadata"]["name"])
+
+    def busy(self) -> bool:
+        """A pod is ready or backing off, in flight but not at Permit (being bound), dying, or not relayed yet."""
+        queue = self.app.states[SCHEDULER].queue
+        counts = queue.pending_counts()
+        waiting = {w.pod.uid for w in self.app.waiting}
+        pods = self.server.objects("", "v1", "pods")
+        binding = any(
+            queue.where(b["metadata"]["uid"]) == "in_flight" and b["metadata"]["uid"] not in waiting for b in pods
+        )
+        relayed = {b["metadata"]["uid"] for b in pods if not b["spec"].get("nodeName")} == set(self._relayed)
+        dying = any(b["metadata"].get("deletionTimestamp") for b in pods)
+        return bool(counts["active"] or counts["backoff"]) or binding or dying or not relayed
+
+    async def settle(self, *, quiet: float = 0.3, timeout: float = 6.0) -> None:
+        """Until nothing was ready, backing off, being bound or dying for `quiet` seconds."""
+        deadline = time.monotonic() + timeout
+        calm_since = time.monotonic()
+        while time.monotonic() - calm_since < quiet:
+            assert time.monotonic() < deadline, "the operator did not settle"
+            if self.busy():
+                calm_since = time.monotonic()
+            await asyncio.sleep(0.02)
+
+    async def wait(self, condition: Callable[[], object], timeout: float = 6.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not condition():
+            assert time.monotonic() < deadline, "timed out"
+            await asyncio.sleep(0.01)
+
+    def observed(self, names: list[str]) -> Observed:
+        seen = Observed(log=list(Recorder.log))
+        requests = self.server.requests
+        uids: dict[str, str] = {}
+        for name in names:
+            body = self.server.get("", "v1", "pods", name)
+            assert body is not None, name
+            uids[body["metadata"]["uid"]] = name
+            seen.nodes[name] = body["spec"].get("nodeName") or None
+            failures = [
+                r.body["message"]
+                for r in requests
+                if r.method == "POST" and r.path.endswith("/events") and r.body["reason"] == "FailedScheduling"
+                and r.body["involvedObject"]["name"] == name
+            ]  # fmt: skip
+            seen.messages[name] = "" if seen.nodes[name] else (failures[-1] if failures else "")
+        for r in requests:
+            if r.method == "PATCH" and r.path.endswith("/status") and r.path.split("/")[-2] in names:
+                nominated = (r.body.get("status") or {}).get("nominatedNodeName")
+                if nominated:
+                    seen.nominated[r.path.split("/")[-2]] = nominated
+            if r.method == "POST" and r.path.endswith("/events") and r.body["reason"] == "Preempted":
+                preemptor = uids[r.body["message"].split()[3]]  # "Preempted by pod <uid> on node <node>"
+                seen.victims[preemptor] = (*seen.victims.get(preemptor, ()), r.body["involvedObject"]["name"])
+            if r.method == "POST" and r.path.endswith("/binding") and 200 <= r.status < 300:
+                annotations = dict(r.body["metadata"].get("annotations") or {})
+                seen.bindings.append((r.path.split("/")[-2], r.body["target"]["name"], annotations))
+        return seen
+
+
+def operate(s: Scenario, monkeypatch: pytest.MonkeyPatch) -> Observed:
+    monkeypatch.setattr(app_module, "installed_registry", lambda: REGISTRY)
+    names = [body["metadata"]["name"] for step in s.steps for body in step]
+
+    async def main() -> Observed:
+        async with FakeApiServer() as server:
+            if s.groups:
+                server.register(*COSCHEDULING, "PodGroup")
+            for group in s.groups:
+                server.add(*COSCHEDULING, group)
+            for body in s.nodes:
+                server.add("", "v1", "nodes", body)
+            for body in s.bound:
+                server.add("", "v1", "pods", body)
+            op = Operator(server, s.spec)
+            try:
+                await op.start()
+                for step in s.steps:
+                    for body in step:
+                        server.add("", "v1", "pods", body)
+                    await op.settle()
+                await op.wait(lambda: not any(True for _ in op.app.waiting))  # gangs: their timeout passes
+                await op.settle()
+                return op.observed(names)
+            finally:
+                await op.stop()
+
+    return asyncio.run(asyncio.wait_for(main(), 30))
+
+
+# --------------------------------------------------------------------------- the shared scenarios
+
+
+PLAIN = Scenario(
+    nodes=[node("big", "8"), node("small", "2")],
+    # least allocated: big keeps more room free than small for a, b and c; huge fits no node
+    steps=[[pod("a")], [pod("b")], [pod("c", cpu="2")], [pod("huge", cpu="16")]],
+)
+PREEMPTION = Scenario(
+    nodes=[node("n1", "2"), node("n2", "2")],
+    bound=[running("batch", "n1", "2", priority=0), running("system", "n2", "2", priority=1000)],
+    # patient (priority 0) finds nothing to evict; urgent (100) evicts batch, is nominated to n1, then bound there;
+    # batch's deletion moves patient too, which still does not fit: urgent holds n1 by its nomination
+    steps=[[pod("patient", cpu="1")], [pod("urgent", cpu="2", priority=100)]],
+)
+GANG_FITS = Scenario(
+    nodes=[node("n1", "3"), node("n2", "2"), node("n3", "1")],  # of different sizes: no score ties
+    groups=[pod_group("train", 3, timeout=1)],
+    steps=[[member("train-0", "train"), member("train-1", "train"), member("train-2", "train")]],
+)
+GANG_DOES_NOT_FIT = Scenario(
+    nodes=[node("n1", "1"), node("n2", "1")],
+    groups=[pod_group("etl", 3, timeout=1)],
+    steps=[[member("etl-0", "etl"), member("etl-1", "etl"), member("etl-2", "etl")]],
+)
+
+
+@pytest.mark.parametrize(
+    "scenario",
+    [
+        pytest.param(PLAIN, id="plain placement"),
+        pytest.param(PREEMPTION, id="preemption: victims evicted, the preemptor nominated then bound"),
+        pytest.param(GANG_FITS, id="a gang that fits"),
+        pytest.param(GANG_DOES_NOT_FIT, id="a gang that does not fit: reservations released"),
+    ],
+)
+def test_both_executors_agree(scenario: Scenario, monkeypatch: pytest.MonkeyPatch) -> None:
+    simulated, _ = simulate(scenario)
+    operated = operate(scenario, monkeypatch)
+    assert operated.outcome() == simulated.outcome()
+
+
+def test_plain_placements() -> None:
+    seen, _ = simulate(PLAIN)
+    assert seen.nodes == {"a": "big", "b": "big", "c": "big", "huge": None}
+    assert seen.messages["huge"].startswith("0/2 nodes are available: 2 Insufficient cpu.")
+    assert [(p, n) for p, n, _ in seen.bindings] == [("a", "big"), ("b", "big"), ("c", "big")]
+
+
+def test_preemption_evicts_nominates_then_binds() -> None:
+    seen, sim = simulate(PREEMPTION)
+    assert seen.nodes == {"patient": None, "urgent": "n1"}
+    assert (seen.nominated, seen.victims) == ({"urgent": "n1"}, {"urgent": ("batch",)})
+    assert seen.messages["patient"].startswith("0/2 nodes are available: 2 Insufficient cpu.")
+    assert sorted(p.name for p in sim.cache.pods()) == ["system", "urgent"]  # batch is gone
+
+
+def test_a_gang_that_fits_is_bound_whole() -> None:
+    seen, _ = simulate(GANG_FITS)
+    # least allocated: train-0 on n1 (2/3 free), train-1 on n2 (1/2 free beats n1's 1/3), train-2 on n1 (1/3 beats 0)
+    assert seen.nodes == {"train-0": "n1", "train-1": "n2", "train-2": "n1"}
+    # the last member's Permit completes the gang: it is bound at once, then the members that waited for it
+    assert [p for p, _, _ in seen.bindings] == ["train-2", "train-0", "train-1"]
+
+
+def test_a_gang_that_does_not_fit_releases_every_reservation() -> None:
+    seen, sim = simulate(GANG_DOES_NOT_FIT)
+    assert seen.nodes == {"etl-0": None, "etl-1": None, "etl-2": None} and seen.bindings == []
+    gang = "gang default/etl: only 2 of the 3 pods it needs fit; none is bound and every reservation is released"
+    assert sorted(seen.messages.values())[1:] == [gang, gang]
+    assert list(sim.cache.pods()) == [] and sim.cache.assumed_count() == 0
+
+
+# --------------------------------------------------------------------------- PreBind and Bind, both executors
+
+
+FLAKY = Scenario(nodes=[node("n1", "4")], steps=[[pod("flaky", flaky="yes")]], spec=PLUGINS_SPEC)
+BINDERS = Scenario(nodes=[node("n1", "4")], steps=[[pod("mine", binder="plugin")], [pod("theirs")]], spec=PLUGINS_SPEC)
+
+
+@pytest.mark.parametrize("executor", ["operator", "simulate"])
+def test_a_pre_bind_failure_unreserves_and_requeues(executor: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = operate(FLAKY, monkeypatch) if executor == "operator" else simulate(FLAKY)[0]
+    assert seen.log == [
+        "reserve flaky n1",
+        "pre_bind flaky failed",
+        "unreserve flaky n1",  # the binding cycle failed: every Reserve plugin unreserves, the pod is forgotten
+        "reserve flaky n1",  # requeued (backoff), tried again
+        "pre_bind flaky",
+    ]
+    assert seen.nodes == {"flaky": "n1"} and [(p, n) for p, n, _ in seen.bindings] == [("flaky", "n1")]
+
+
+def test_the_operator_reports_a_pre_bind_failure_naming_the_plugin(monkeypatch: pytest.MonkeyPatch) -> None:
+    broken = Scenario(nodes=[node("n1", "4")], steps=[[pod("broken", broken="yes")]], spec=PLUGINS_SPEC)
+    monkeypatch.setattr(app_module, "installed_registry", lambda: REGISTRY)
+
+    async def main() -> list[str]:
+        async with FakeApiServer() as server:
+            server.add("", "v1", "nodes", broken.nodes[0])
+            op = Operator(server, broken.spec)
+            try:
+                await op.start()
+                server.add("", "v1", "pods", broken.steps[0][0])
+                await op.wait(lambda: sum(1 for line in Recorder.log if line.startswith("pre_bind")) >= 2)
+                return [
+                    r.body["message"]
+                    for r in server.requests
+                    if r.path.endswith("/events") and r.body["reason"] == "FailedScheduling"
+                ]
+            finally:
+                await op.stop()
+
+    messages = asyncio.run(asyncio.wait_for(main(), 20))
+    assert messages[0] == "Binding rejected: running PreBind plugin 'Recorder': volume not attached yet"
+
+
+def test_simulate_gives_up_on_a_pre_bind_that_always_fails() -> None:
+    broken = Scenario(nodes=[node("n1", "4")], steps=[[pod("broken", broken="yes")]], spec=PLUGINS_SPEC)
+    seen, sim = simulate(broken)
+    assert seen.nodes == {"broken": None} and seen.bindings == []
+    assert seen.messages["broken"] == "Binding rejected: running PreBind plugin 'Recorder': volume not attached yet"
+    assert seen.log.count("pre_bind broken failed") == 3 == seen.log.count("unreserve broken n1")
+    assert list(sim.cache.pods()) == []
+
+
+@pytest.mark.parametrize("executor", ["operator", "simulate"])
+def test_a_bind_plugin_binds_or_passes_to_default_binder(executor: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = operate(BINDERS, monkeypatch) if executor == "operator" else simulate(BINDERS)[0]
+    assert seen.nodes == {"mine": "n1", "theirs": "n1"}
+    # LabelBinder bound `mine` (SUCCESS): DefaultBinder sent nothing for it; it SKIPped `theirs`: DefaultBinder bound it
+    assert seen.bindings == [("mine", "n1", {"example.com/bound-by": "LabelBinder"}), ("theirs", "n1", {})]
+
+
+def test_the_plugins_run_in_the_policy_order_with_default_binder_last() -> None:
+    profile = validate_policy(PLUGINS_SPEC, registry=REGISTRY)
+    assert isinstance(profile, Profile)
+    assert [p.name for p in profile.pre_binders] == ["Recorder"]
+    assert [p.name for p in profile.binders] == ["LabelBinder", "DefaultBinder"]
+
+
+def test_evaluate_runs_one_attempt_through_the_cycle_and_takes_it_back() -> None:
+    """The differential harness's question: the first decision, as the executors reach it, nothing carried out."""
+    loaded = load_cluster([*PREEMPTION.nodes, *PREEMPTION.bound], source="scenario")
+    profile = validate_policy(PLUGINS_SPEC, registry=REGISTRY)
+    assert isinstance(profile, Profile)
+    sim = Simulation(loaded.cache, profile)
+    (urgent,) = load_pods([pod("urgent", cpu="2", priority=100)])
+    (small,) = load_pods([pod("small", cpu="0")])
+    assert isinstance(urgent, Pod) and isinstance(small, Pod)
+    placement = sim.evaluate(urgent)
+    assert (placement.node, placement.nominated_node, placement.victims) == (None, "n1", ("default/batch",))
+    assert sorted(p.name for p in sim.cache.pods()) == ["batch", "system"]  # no eviction
+    assert sim.evaluate(small).node in ("n1", "n2")
+    assert sim.cache.assumed_count() == 0 and Recorder.log[-1].startswith("unreserve small")  # reserved, taken back
+    assert sim.api.requests == []  # nothing bound
