@@ -469,3 +469,23 @@ def test_simulate_config_picks_the_profile_the_pods_name(tmp_path: Path, capsys:
     mixed = write(tmp_path, "mixed.yaml", [pod("x", "pack"), pod("y", "spread")])
     assert main(["simulate", "--cluster", cluster, "--pods", mixed, "--config", conf]) == 2
     assert "simulate one profile at a time with --scheduler-name" in capsys.readouterr().err
+
+
+def test_percentage_of_nodes_to_score_bounds_the_feasible_nodes_found(tmp_path: Path) -> None:
+    from kopf_scheduler.core.parsing import parse_pod
+    from kopf_scheduler.sim.loader import load_cluster
+    from kopf_scheduler.sim.simulator import Simulation
+
+    state = [node(f"n{i:03}") for i in range(400)]
+
+    def feasible(percentage: int) -> int:
+        profile = only(config(percentageOfNodesToScore=percentage))
+        sim = Simulation(load_cluster(state).cache, profile, explain=True)
+        placement = sim.evaluate(parse_pod(pod("p", "default-scheduler")))
+        assert placement.node is not None and placement.explanation is not None
+        return len(placement.explanation.scored)
+
+    # upstream numFeasibleNodesToFind: the percentage of all nodes, never under 100; 0 is 50 - N/125 percent
+    assert feasible(50) == 200
+    assert feasible(10) == 100
+    assert feasible(0) == 400 * (50 - 400 // 125) // 100
