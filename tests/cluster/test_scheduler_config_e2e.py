@@ -20,7 +20,7 @@ import differential as dh
 import pytest
 import yaml
 
-from kopf_scheduler.cluster import bodies
+from kopf_scheduler.cluster import ControlPlane, bodies
 from kopf_scheduler.commands import main
 from kopf_scheduler.sim.loader import load_scheduler_config
 
@@ -110,3 +110,21 @@ def test_simulate_config_places_every_pod_where_upstream_did(
     assert rc == 0, err
     ours = {p["pod"]: p["node"] for p in json.loads(out)["placements"]}
     assert ours == {c.pod: c.upstream.node for c in cases}
+
+
+def test_config_import_output_applies_to_the_real_api_server(
+    control_plane: ControlPlane, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`config import FILE | kubectl apply -f -`: the CRD's schema and rules accept what the import writes."""
+    root = Path(__file__).resolve().parents[2]
+    control_plane.kubectl("apply", "-f", str(root / "crds" / "schedulingpolicy.yaml"))
+    control_plane.kubectl(
+        "wait", "--for=condition=Established", "crd/schedulingpolicies.scheduling.kopf.dev", "--timeout=30s"
+    )
+    assert main(["config", "import", str(CONFIG)]) == 0
+    imported = tmp_path / "policies.yaml"
+    imported.write_text(capsys.readouterr().out)
+    control_plane.kubectl("apply", "-f", str(imported))
+    got = json.loads(control_plane.kubectl("get", "schedulingpolicy", "default-scheduler", "-o", "json").stdout)
+    assert got["spec"] == yaml.safe_load(imported.read_text())["spec"]  # nothing pruned, pluginConfig args kept
+    control_plane.kubectl("delete", "-f", str(imported))

@@ -373,6 +373,12 @@ def test_round_trip_through_the_schedulingpolicy() -> None:
             id="extender error maps back to its path",
         ),
         pytest.param(
+            config(extenders=[{"urlPrefix": "http://e", "prioritizeVerb": "p"}]),
+            "extenders[0].weight",
+            "must have a positive weight applied to it",
+            id="extender prioritize without weight",
+        ),
+        pytest.param(
             config({"schedulerName": "Not_A_DNS_Name"}),
             "profiles[0].schedulerName",
             "invalid scheduler name",

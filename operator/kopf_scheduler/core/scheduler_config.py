@@ -564,7 +564,6 @@ def _default_args(name: str, args: dict[str, Any]) -> dict[str, Any]:
     elif name != "NodeResourcesBalancedAllocation":
         return args
     if isinstance(holder, dict) and isinstance(holder.get("resources"), list):
-        holder = holder if holder is not args else args
         holder["resources"] = [
             {**r, "weight": 1} if isinstance(r, Mapping) and r.get("weight") == 0 else r for r in holder["resources"]
         ]
@@ -640,6 +639,14 @@ def _globals(config: Mapping[str, Any], errors: list[FieldError]) -> dict[str, A
                 {EXTENDER_RENAMES.get(k, k): v for k, v in e.items()} if isinstance(e, Mapping) else e
                 for e in extenders
             ]
+            for i, e in enumerate(extenders):
+                # upstream validation; the SchedulingPolicy would default a missing weight to 1
+                if (
+                    isinstance(e, Mapping)
+                    and e.get("prioritizeVerb")
+                    and not (is_int(e.get("weight")) and e["weight"] > 0)
+                ):
+                    errors.append(FieldError(f"extenders[{i}].weight", "must have a positive weight applied to it"))
     return shared
 
 
