@@ -1280,9 +1280,19 @@ class Harness:
     core: client.CoreV1Api
     apps: client.AppsV1Api
 
-    def __init__(self, workdir: Path, profile: Profile, *, timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        profile: Profile,
+        *,
+        timeout: float = 30.0,
+        scheduler_config: Mapping[str, Any] | None = None,
+    ) -> None:
+        """`scheduler_config`: a KubeSchedulerConfiguration upstream runs with (its profiles, pluginConfig...;
+        the harness sets clientConnection and leaderElection); None: upstream's defaults. `profile` is ours."""
         self.workdir = workdir
         self.profile = profile
+        self.scheduler_config = dict(scheduler_config or {})
         self.timeout = timeout
         self.cp = ControlPlane(workdir, die_with_parent=True)
         self.log: KlogTail | None = None
@@ -1294,13 +1304,17 @@ class Harness:
         self.cp.up()
         try:
             cfg, kubeconfig = self.workdir / "kube-scheduler-config.yaml", self.workdir / "kube-scheduler.kubeconfig"
-            cfg.write_text(
-                "apiVersion: kubescheduler.config.k8s.io/v1\n"
-                "kind: KubeSchedulerConfiguration\n"
+            import yaml
+
+            written = {
+                **self.scheduler_config,
+                "apiVersion": "kubescheduler.config.k8s.io/v1",
+                "kind": "KubeSchedulerConfiguration",
                 # the default client limits (qps 50) would make upstream wait on itself between our pods
-                f"clientConnection: {{kubeconfig: {kubeconfig}, qps: 5000, burst: 5000}}\n"
-                "leaderElection: {leaderElect: false}\n"
-            )
+                "clientConnection": {"kubeconfig": str(kubeconfig), "qps": 5000, "burst": 5000},
+                "leaderElection": {"leaderElect": False},
+            }
+            cfg.write_text(yaml.safe_dump(written, sort_keys=False))
             self.cp.start_kube_scheduler(
                 extra_args=[f"--config={cfg}", "-v=10", "--feature-gates=OpportunisticBatching=false"]
             )

@@ -166,7 +166,14 @@ def test_extender_keys(extender: dict[str, Any], expected: dict[str, Any]) -> No
         pytest.param(
             {"kind": "KubeSchedulerConfiguration"},
             "kind",
-            "must be 'Policy', got 'KubeSchedulerConfiguration'",
+            "a KubeSchedulerConfiguration is not a v1.9 Policy: "
+            "`kopf-scheduler config import` translates it (core/scheduler_config.py)",
+            id="kind KubeSchedulerConfiguration",
+        ),
+        pytest.param(
+            {"kind": "Config"},
+            "kind",
+            "must be 'Policy', got 'Config'",
             id="kind",
         ),
         pytest.param({"kind": "Policy", "apiVersion": "v2"}, "apiVersion", "must be 'v1', got 'v2'", id="apiVersion"),

@@ -365,6 +365,7 @@ def test_crd_schema_is_structural_and_closed() -> None:
         ".spec.priorities[].argument",
         ".spec.plugins[].argument",
         ".spec.queueSort[].argument",
+        ".spec.pluginConfig[].args",
     ]
 
 

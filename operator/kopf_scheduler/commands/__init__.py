@@ -43,6 +43,11 @@ SUBCOMMANDS: dict[str, Subcommand] = {
         "add_parser",
         "schedule pods onto a cluster (YAML or a live snapshot), offline; count what fits",
     ),
+    "config": Subcommand(
+        "kopf_scheduler.commands.config",
+        "add_parser",
+        "import a KubeSchedulerConfiguration: its profiles as SchedulingPolicy manifests",
+    ),
     "explain": Subcommand(
         "kopf_scheduler.commands.explain",
         "add_parser",

@@ -3,6 +3,8 @@
 The cluster is a CLUSTER.yaml (``--cluster``) or a read-only snapshot of a live one (``--from-cluster``,
 ``edge/snapshot.py``). The pods are PODS.yaml (``--pods``), scheduled in file order, or else the
 cluster's own pending pods whose schedulerName is ``--scheduler-name`` (default: the policy's).
+``--config FILE.yaml`` reads kube-scheduler's own KubeSchedulerConfiguration instead of ``--policy`` (see
+``core/scheduler_config.py``) and schedules with the profile the pods name.
 ``--max-replicas POD.yaml`` then counts how many copies of that pod fit, where they go and what stops
 the next one. ``--explain`` explains every pod in short, ``--explain NAMESPACE/POD`` one pod in full.
 
@@ -20,13 +22,24 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..core.objects import Pod
+from ..core.profile import Profile
 from ..edge.extenders import HTTPExtender, setup_problems
 from ..edge.plugins import installed_registry
 from ..edge.snapshot import ClusterReadError, read_cluster
-from ..sim.loader import ManifestError, PolicyFileError, load_cluster, load_pods, load_policy, read_documents
+from ..sim.loader import (
+    ManifestError,
+    PolicyFileError,
+    load_cluster,
+    load_pods,
+    load_policy,
+    load_scheduler_config,
+    read_documents,
+)
 from ..sim.report import EVERY_POD, report_json, report_table
 from ..sim.simulator import Simulation, SimulationResult, UnreadablePod
 
@@ -46,13 +59,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {misuse}", file=sys.stderr)
         return 2
     try:
-        profile = load_policy(args.policy, registry=installed_registry())
-        if args.without_extenders:
-            profile = dataclasses.replace(profile, extenders=())
-        elif problems := setup_problems(profile.extenders):
-            raise PolicyFileError(
-                f"{args.policy}: cannot call its extenders:\n" + "\n".join(f"  {e.path}: {e.message}" for e in problems)
-            )
+        if args.config is not None:
+            profiles = load_scheduler_config(args.config, registry=installed_registry())
+        else:
+            profiles = [load_policy(args.policy, registry=installed_registry())]
         if args.from_cluster:
             snapshot = read_cluster(args.kubeconfig)
             source = f"the cluster at {snapshot.server}"
@@ -62,11 +72,15 @@ def run(args: argparse.Namespace) -> int:
         else:
             source = str(args.cluster)
             loaded = load_cluster(read_documents(args.cluster), source=source)
-        scheduler_name = args.scheduler_name or profile.scheduler_name
         if args.pods is not None:
             pods = load_pods(read_documents(args.pods), source=str(args.pods), priority_classes=loaded.priority_classes)
+            profile = _choose(profiles, args, pods)
         else:
+            profile = _choose(profiles, args, loaded.pending_in_cluster)
+            scheduler_name = args.scheduler_name or profile.scheduler_name
             pods = [p for p in loaded.pending_in_cluster if p.scheduler_name == scheduler_name]
+        scheduler_name = args.scheduler_name or profile.scheduler_name
+        profile = _with_usable_extenders(profile, args)
         template = None
         if args.max_replicas is not None:
             templates = load_pods(
@@ -109,6 +123,38 @@ def run(args: argparse.Namespace) -> int:
     return _exit_status(result)
 
 
+def _with_usable_extenders(profile: Profile, args: argparse.Namespace) -> Profile:
+    """`profile` without its extenders (``--without-extenders``), or as it is when they can be called."""
+    if args.without_extenders:
+        return dataclasses.replace(profile, extenders=())
+    if problems := setup_problems(profile.extenders):
+        raise PolicyFileError(
+            f"{args.config or args.policy}: cannot call its extenders:\n"
+            + "\n".join(f"  {e.path}: {e.message}" for e in problems)
+        )
+    return profile
+
+
+def _choose(profiles: list[Profile], args: argparse.Namespace, pods: Sequence[Pod | UnreadablePod]) -> Profile:
+    """The profile that schedules `pods`: the ``--scheduler-name`` one, else the one the pods name with
+    ``spec.schedulerName`` (a ``--config`` file may hold several; pods of two are refused: one profile per run),
+    else the first."""
+    by_name = {p.scheduler_name: p for p in profiles}
+    if args.scheduler_name and args.config is not None:
+        if args.scheduler_name not in by_name:
+            raise PolicyFileError(
+                f"{args.config}: no profile named {args.scheduler_name!r} (profiles: {', '.join(by_name)})"
+            )
+        return by_name[args.scheduler_name]
+    named = sorted({p.scheduler_name for p in pods if isinstance(p, Pod)} & set(by_name))
+    if len(named) > 1:
+        raise PolicyFileError(
+            f"{args.config}: the pods name the profiles {', '.join(named)}; "
+            "simulate one profile at a time with --scheduler-name"
+        )
+    return by_name[named[0]] if named else profiles[0]
+
+
 def _exit_status(result: SimulationResult) -> int:
     if result.unreadable:
         print(
@@ -145,10 +191,18 @@ def add_parser(subparsers: Any, name: str, help: str) -> None:
         "--scheduler-name",
         help="without --pods: simulate the cluster's pending pods with this schedulerName (default: the policy's)",
     )
-    p.add_argument(
+    which = p.add_mutually_exclusive_group()
+    which.add_argument(
         "--policy",
         type=Path,
         help="a SchedulingPolicy manifest or a v1.9 Policy JSON/YAML (default: upstream v1.37's default profile)",
+    )
+    which.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE.yaml",
+        help="a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1), as kube-scheduler's --config; "
+        "the profile is the one the pods' schedulerName (or --scheduler-name) names",
     )
     p.add_argument(
         "--max-replicas",

@@ -178,7 +178,15 @@ def import_policy(
     errors: list[FieldError] = []
     policy = _canonical(data, list(POLICY_KEYS), prefix, errors)
     kind = policy.get("kind", "Policy")
-    if kind != "Policy":
+    if kind == "KubeSchedulerConfiguration":
+        errors.append(
+            FieldError(
+                f"{prefix}kind",
+                "a KubeSchedulerConfiguration is not a v1.9 Policy: "
+                "`kopf-scheduler config import` translates it (core/scheduler_config.py)",
+            )
+        )
+    elif kind != "Policy":
         errors.append(FieldError(f"{prefix}kind", f"must be 'Policy', got {kind!r}"))
     api_version = policy.get("apiVersion", "v1")
     if api_version != "v1":

@@ -60,6 +60,10 @@ Rules (decisions marked *):
   default profile has GangScheduling when the GenericWorkload gate is on: pods outside a gang
   skip it at no cost. Like DefaultPreemption, they are not predicate names.
 - ``percentageOfNodesToScore`` 0..100 (0 = adaptive); backoffs > 0 seconds, max >= initial.
+- ``pluginConfig`` (upstream's ``[{name, args}]``, one entry per plugin) configures the plugin's own instance
+  wherever the policy enables it, DefaultPreemption, the gang plugins and the QueueSort plugin included
+  (``core/scheduler_config.py`` writes it from a KubeSchedulerConfiguration); an entry's ``argument``
+  may add keys to it, a different value for one of its keys is an error.
 - ``plugins`` (a list of ``{name, argument}``) enables installed plugins at their Reserve, Permit,
   PreBind and Bind points (filters and scores have their own lists; a plugin listed in both is one
   instance). Bind plugins are asked in the listed order; DefaultBinder (upstream's default binder)
@@ -135,12 +139,14 @@ SPEC_KEYS: Final = (
     "gangScheduling",
     "plugins",
     "queueSort",
+    "pluginConfig",
 )
 GANG_KEYS: Final = ("enabled", "permitWaitingTimeSeconds")
 PREDICATE_KEYS: Final = ("name", "argument")
 PRIORITY_KEYS: Final = ("name", "weight", "argument")
 PLUGIN_KEYS: Final = ("name", "argument")
 QUEUE_SORT_KEYS: Final = ("name", "argument")
+PLUGIN_CONFIG_KEYS: Final = ("name", "args")
 #: the extension points ``spec.plugins`` enables (Filter and Score have their own lists)
 PLUGIN_POINTS: Final = (ReservePlugin, PermitPlugin, PreBindPlugin, BindPlugin)
 
@@ -689,6 +695,8 @@ class _Settings:
     gang_scheduling: bool = True
     #: None: each gang plugin's own default
     permit_waiting_time_seconds: int | None = None
+    #: ``spec.pluginConfig``: canonical plugin name -> (index, args)
+    plugin_config: dict[str, tuple[int, dict[str, Any]]] = field(default_factory=dict)
 
 
 def _gang_settings(spec: Mapping[str, Any], out: _Settings, normal: dict[str, Any], errors: list[FieldError]) -> None:
@@ -717,7 +725,11 @@ def _gang_settings(spec: Mapping[str, Any], out: _Settings, normal: dict[str, An
 
 
 def _queue_sort(
-    spec: Mapping[str, Any], normal: dict[str, Any], errors: list[FieldError], registry_: Registry
+    spec: Mapping[str, Any],
+    normal: dict[str, Any],
+    errors: list[FieldError],
+    registry_: Registry,
+    plugin_config: Mapping[str, tuple[int, dict[str, Any]]] | None = None,
 ) -> QueueSortPlugin | None:
     """``spec.queueSort``: the one QueueSort plugin, built with its arguments (None: PrioritySort)."""
     items = spec.get("queueSort")
@@ -756,7 +768,7 @@ def _queue_sort(
             errors.append(FieldError(f"{path}.name", what))
             continue
         try:
-            chosen = cls.new(argument or None)
+            chosen = cls.new(argument or (plugin_config or {}).get(cls.NAME, (0, None))[1] or None)
         except PluginArgsError as exc:
             errors.append(FieldError(f"{path}.argument" + (f".{exc.field}" if exc.field else ""), exc.message))
             continue
@@ -768,12 +780,74 @@ def _queue_sort(
 def _gang_plugins(settings: _Settings) -> tuple[Plugin, ...]:
     if not settings.gang_scheduling:
         return ()
-    raw = (
-        None
+    wait = (
+        {}
         if settings.permit_waiting_time_seconds is None
         else {"permitWaitingTimeSeconds": settings.permit_waiting_time_seconds}
     )
-    return tuple(cls.new(raw) for cls in registry.GANG_PLUGINS)
+    return tuple(cls.new({**_configured(settings, cls), **wait} or None) for cls in registry.GANG_PLUGINS)
+
+
+def _configured(settings: _Settings, cls: type[Plugin]) -> dict[str, Any]:
+    """The ``spec.pluginConfig`` args of `cls` (empty without an entry)."""
+    return settings.plugin_config.get(cls.NAME, (0, {}))[1]
+
+
+def _plugin_config(
+    spec: Mapping[str, Any], normal: dict[str, Any], errors: list[FieldError], registry_: Registry
+) -> dict[str, tuple[int, dict[str, Any]]]:
+    """``spec.pluginConfig`` (upstream's ``pluginConfig``): each plugin's arguments, once, checked against its
+    ``Args``; they configure the plugin's own instance wherever the policy enables it (an entry's ``argument``
+    may add to them, not contradict them). Arguments of a plugin the policy does not enable change nothing."""
+    items = spec.get("pluginConfig")
+    out: dict[str, tuple[int, dict[str, Any]]] = {}
+    if items is None:
+        return out
+    if not isinstance(items, list):
+        errors.append(FieldError("spec.pluginConfig", "must be a list"))
+        return out
+    listed: list[dict[str, Any]] = []
+    for i, raw in enumerate(items):
+        path = f"spec.pluginConfig[{i}]"
+        if not isinstance(raw, Mapping):
+            errors.append(FieldError(path, "must be an object with name and args"))
+            continue
+        unknown_keys(raw, PLUGIN_CONFIG_KEYS, path, errors)
+        name, args = raw.get("name"), raw.get("args")
+        cls = registry_.plugin(name) if isinstance(name, str) and name else None
+        if cls is None:
+            known = sorted(registry_.plugins)
+            errors.append(FieldError(f"{path}.name", f"unknown plugin {name!r}{did_you_mean(str(name), known)}"))
+            continue
+        if args is not None and not isinstance(args, Mapping):
+            errors.append(FieldError(f"{path}.args", "must be an object"))
+            continue
+        if cls.NAME in out:
+            errors.append(FieldError(f"{path}.name", f"repeated config for plugin {cls.NAME!r}"))
+            continue
+        try:
+            cls.new(args or None)
+        except PluginArgsError as exc:
+            errors.append(FieldError(f"{path}.args" + (f".{exc.field}" if exc.field else ""), exc.message))
+            continue
+        out[cls.NAME] = (i, dict(args or {}))
+        listed.append({"name": cls.NAME, "args": dict(args or {})})
+    normal["pluginConfig"] = listed
+    return out
+
+
+def _apply_plugin_config(out: _Instances, settings: _Settings, errors: list[FieldError], order: int) -> None:
+    """Merge ``spec.pluginConfig`` args into the plugins' own instances (not the v1.9 named ones)."""
+    for inst in out.by_key.values():
+        if inst.ref.name is not None or inst.ref.cls.NAME not in settings.plugin_config:
+            continue
+        index, args = settings.plugin_config[inst.ref.cls.NAME]
+        where = f"spec.pluginConfig[{index}].args"
+        for k, v in args.items():
+            if k in inst.args and inst.args[k] != v:
+                errors.append(FieldError(f"{where}.{k}", f"conflicts with {inst.requests[0].path}.argument.{k}"))
+            inst.args[k] = v
+        inst.requests.append(_Request(inst.ref, where, (("", where),), order))
 
 
 def _settings(spec: Mapping[str, Any], normal: dict[str, Any], errors: list[FieldError]) -> _Settings:
@@ -894,6 +968,7 @@ def _group(requests: _Requests, settings: _Settings, errors: list[FieldError]) -
         out.scored.append((inst, weight))
     for req in requests.others:
         want(req)
+    _apply_plugin_config(out, settings, errors, requests.next_order)
     hard = settings.hard_pod_affinity_weight
     if hard is not None:
         for inst in out.by_key.values():
@@ -968,8 +1043,10 @@ def validate_policy(
         requests = _from_plugin_profile(DEFAULT_PROFILE)
 
     _from_plugins(spec, normal, errors, plugins, requests)
-    queue_sort = _queue_sort(spec, normal, errors, plugins)
+    plugin_config = _plugin_config(spec, normal, errors, plugins)
+    queue_sort = _queue_sort(spec, normal, errors, plugins, plugin_config)
     settings = _settings(spec, normal, errors)
+    settings.plugin_config = plugin_config
     extenders, normal_extenders = validate_extenders(spec.get("extenders"), errors)
     if "extenders" in spec:
         normal["extenders"] = normal_extenders
@@ -1027,7 +1104,7 @@ def _profile(
         pre_filter_only=tuple(p for p in gang if isinstance(p, PreFilterPlugin)),
         scorers=tuple(scorers),
         post_filters=tuple(p for p in everything if isinstance(p, PostFilterPlugin))
-        + ((DefaultPreemption(),) if settings.preemption else ()),
+        + ((DefaultPreemption.new(_configured(settings, DefaultPreemption) or None),) if settings.preemption else ()),
         plugins=tuple(everything),
         always_check_all_predicates=settings.always_check_all_predicates,
         percentage_of_nodes_to_score=settings.percentage_of_nodes_to_score,

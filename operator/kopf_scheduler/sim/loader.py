@@ -238,6 +238,11 @@ def load_policy(
     if not isinstance(raw, Mapping):
         raise PolicyFileError(f"{p}: a policy must be an object")
     kind = raw.get("kind")
+    if kind == "KubeSchedulerConfiguration":
+        profiles = load_scheduler_config(p, registry=registry)
+        if len(profiles) != 1:
+            raise PolicyFileError(f"{p}: {len(profiles)} profiles: choose with simulate --config instead of --policy")
+        return profiles[0]
     if kind == "SchedulingPolicy":
         spec = raw.get("spec") or {}
     elif kind in ("Policy", "ConfigMap") or "predicates" in raw or "priorities" in raw:
@@ -253,6 +258,29 @@ def load_policy(
     if isinstance(profile, list):
         raise PolicyFileError(f"{p}: invalid policy:\n" + "\n".join(f"  {e.path}: {e.message}" for e in profile))
     return profile
+
+
+def load_scheduler_config(path: str | Path, *, registry: Registry | None = None) -> list[Profile]:
+    """The profiles of a KubeSchedulerConfiguration file (``core/scheduler_config.py``), in file order; its
+    warnings (ignored process settings) go to stderr."""
+    import sys
+
+    from ..core import scheduler_config
+
+    p = Path(path)
+    try:
+        raw: Any = yaml.safe_load(p.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise PolicyFileError(f"{p}: cannot read configuration: {exc}") from None
+    loaded = scheduler_config.load(raw, registry=registry)
+    if isinstance(loaded, list):
+        raise PolicyFileError(
+            f"{p}: not a usable KubeSchedulerConfiguration:\n" + "\n".join(f"  {e.path}: {e.message}" for e in loaded)
+        )
+    profiles, warnings = loaded
+    for warning in warnings:
+        print(f"{p}: {warning}", file=sys.stderr)
+    return profiles
 
 
 def _pod_key(doc: Mapping[str, Any]) -> str:
