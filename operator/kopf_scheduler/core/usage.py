@@ -1,0 +1,294 @@
+"""Measured node utilisation for the load-aware plugins: the usage snapshot and what a score reads from it.
+
+The snapshot is an input of the cycle, as the nodes are: the edge (``edge/usage.py``) polls a metrics
+source (metrics.k8s.io NodeMetrics through the API server, or a Prometheus query) and publishes a
+``UsageSnapshot`` in ``ClusterObjects.node_usage`` under its source's key; ``simulate`` reads one from
+CLUSTER.yaml's ``usage:`` section (``sim/loader.py``). Nothing here reads a clock: a snapshot carries
+``now``, the time of the poll that published it (the same clock as the samples' timestamps, seconds
+since the epoch), and staleness is judged against it, so a sample goes stale at most one polling
+interval late.
+
+``reading`` is the one rule the plugins share (scheduler-plugins' Trimaran, ``pkg/trimaran``):
+
+- a fresh sample (not older than ``stale_after``) gives the node's cpu / memory utilisation in percent
+  of capacity (with their standard deviations when the source has them); pods placed on the node
+  since the sample (assumed or bound by us or anyone: the cache's pods that were not on the node when
+  the sample was taken) are added at their requests, Trimaran's ``PodAssignEventHandler`` idea, so a
+  burst of pods does not pile onto the node that looked idle;
+- a missing or stale sample falls back to the node's requests (every pod's requests over allocatable),
+  and the reading says why, which ``explain`` shows.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+from .arguments import PluginArgsError
+from .framework import StateKey
+from .nodeinfo import NodeInfo
+from .objects import Node, Pod
+from .resources import QuantityError, to_milli, to_units
+from .timestamps import parse_time
+
+__all__ = [
+    "ANY_SOURCE",
+    "METRICS_API",
+    "PROMETHEUS",
+    "SCORE_NOTES",
+    "MetricsSource",
+    "NodeUsage",
+    "Reading",
+    "UsageSnapshot",
+    "reading",
+]
+
+METRICS_API: Final = "MetricsAPI"
+PROMETHEUS: Final = "Prometheus"
+#: the key of a snapshot every source reads when its own key has none (``simulate``'s CLUSTER.yaml)
+ANY_SOURCE: Final = "*"
+#: the default Prometheus queries: node_exporter's cpu and memory utilisation in percent, by instance
+DEFAULT_CPU_QUERY: Final = '100 * (1 - avg by (instance) (rate(node_cpu_seconds_total{mode="idle"}[1m])))'
+DEFAULT_MEMORY_QUERY: Final = "100 * (1 - node_memory_MemAvailable_bytes / node_memory_MemTotal_bytes)"
+
+#: per-node notes plugins leave for ``explain`` ((plugin name, node name) -> text); ``core/explanation.py``
+#: attaches each to that plugin's score on that node
+SCORE_NOTES: Final = StateKey[dict[tuple[str, str], str]]("ScoreNotes")
+
+
+@dataclass(frozen=True, slots=True)
+class MetricsSource:
+    """Where utilisation comes from (replaces Trimaran's ``watcherAddress`` / ``metricProvider``).
+
+    ``MetricsAPI``: metrics.k8s.io/v1beta1 NodeMetrics through the API server (metrics-server).
+    ``Prometheus``: an instant ``query`` (cpu percent per node) and ``memoryQuery`` at ``address``, the
+    node named by the sample's ``nodeLabel``. Polled every ``interval`` seconds; a sample older than
+    ``staleAfter`` seconds is not used (the node falls back to requests).
+    """
+
+    type: Literal["MetricsAPI", "Prometheus"] = "MetricsAPI"
+    address: str = ""
+    query: str = ""
+    memory_query: str = ""
+    node_label: str = "instance"
+    interval: float = 30.0
+    stale_after: float = 180.0
+
+    def __post_init__(self) -> None:
+        if self.interval <= 0:
+            raise PluginArgsError("interval", f"must be positive seconds, not {self.interval}")
+        if self.stale_after <= 0:
+            raise PluginArgsError("staleAfter", f"must be positive seconds, not {self.stale_after}")
+        if self.type == PROMETHEUS:
+            if not self.address.startswith(("http://", "https://")):
+                raise PluginArgsError("address", f"a Prometheus source needs an http(s) URL, not {self.address!r}")
+            if not self.node_label:
+                raise PluginArgsError("nodeLabel", "must not be empty")
+        elif self.address or self.query or self.memory_query:
+            raise PluginArgsError("type", "address and queries apply to a Prometheus source only")
+
+    @property
+    def key(self) -> str:
+        """The key its snapshots are published under: equal sources share one poller."""
+        if self.type == METRICS_API:
+            return METRICS_API
+        return f"{PROMETHEUS} {self.address} {self.cpu_query} | {self.mem_query} by {self.node_label}"
+
+    @property
+    def cpu_query(self) -> str:
+        return self.query or DEFAULT_CPU_QUERY
+
+    @property
+    def mem_query(self) -> str:
+        return self.memory_query or DEFAULT_MEMORY_QUERY
+
+
+@dataclass(frozen=True, slots=True)
+class NodeUsage:
+    """One node's sample: utilisation in percent of capacity, its standard deviations, when it was taken."""
+
+    cpu: float
+    memory: float | None = None
+    cpu_std: float = 0.0
+    memory_std: float = 0.0
+    #: when the sample was taken (seconds since the epoch)
+    timestamp: float = 0.0
+    #: uids of the pods the cache had on the node when the sample arrived; the node's other pods are
+    #: counted at their requests. None: every pod on the node is in the sample
+    pods: frozenset[str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class UsageSnapshot:
+    """Every node's latest sample from one source, ``now`` (the poll's time) and the last poll's failure."""
+
+    nodes: Mapping[str, NodeUsage] = field(default_factory=dict)
+    now: float = 0.0
+    source: str = ""
+    error: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """What a score used for one node: utilisation in percent, where it came from and why."""
+
+    cpu: float
+    #: None when the source measures no memory
+    memory: float | None
+    cpu_std: float
+    memory_std: float
+    #: "metrics" or "requests"
+    basis: str
+    #: why requests were used, or the sample's age
+    why: str
+    #: cpu percent measured (before the pods placed since), or from requests
+    measured_cpu: float = 0.0
+    #: pods placed since the sample, counted at their requests (cpu millicores, memory bytes)
+    added_pods: int = 0
+    added_milli_cpu: int = 0
+    added_memory: int = 0
+
+    @property
+    def from_metrics(self) -> bool:
+        return self.basis == "metrics"
+
+    def note(self) -> str:
+        """The text ``explain`` shows next to the score."""
+        base = f"cpu {self.cpu:.1f}%"
+        if self.cpu_std:
+            base += f" (sd {self.cpu_std:.1f})"
+        base += ", memory not measured" if self.memory is None else f", memory {self.memory:.1f}%"
+        if self.memory_std:
+            base += f" (sd {self.memory_std:.1f})"
+        if self.from_metrics:
+            text = f"{base} measured ({self.why})"
+            if self.added_pods:
+                text += f" + {self.added_pods} pod(s) placed since, at requests"
+            return text
+        return f"{base} from requests: {self.why}"
+
+
+def go_round(x: float) -> int:
+    """Go's ``math.Round``: to the nearest integer, halves away from zero."""
+    return int(math.floor(x + 0.5)) if x >= 0 else -int(math.floor(-x + 0.5))
+
+
+def snapshot_for(usage: Mapping[str, UsageSnapshot], source: MetricsSource) -> UsageSnapshot | None:
+    """The snapshot `source`'s poller published, else the one every source reads (simulate's)."""
+    return usage.get(source.key) or usage.get(ANY_SOURCE)
+
+
+def _percent(used: int, total: int) -> float:
+    return 100.0 * used / total if total > 0 else 0.0
+
+
+def reading(node: NodeInfo, usage: UsageSnapshot | None, *, stale_after: float) -> Reading:
+    """The utilisation a load-aware score uses for `node` (see the module docstring)."""
+    alloc = node.allocatable
+    sample = usage.nodes.get(node.name) if usage is not None else None
+    why = ""
+    if usage is None:
+        why = "no metrics yet"
+    elif sample is None:
+        why = f"no metrics for the node ({usage.error})" if usage.error else "no metrics for the node"
+    elif usage.now - sample.timestamp > stale_after:
+        age = usage.now - sample.timestamp
+        why = f"metrics stale: {age:.0f}s old > {stale_after:.0f}s"
+        if usage.error:
+            why += f" ({usage.error})"
+    if why or sample is None:
+        req = node.requested
+        cpu = _percent(req.milli_cpu, alloc.milli_cpu)
+        return Reading(cpu, _percent(req.memory, alloc.memory), 0.0, 0.0, "requests", why, cpu)
+    added = [p for p in node.iter_pods() if sample.pods is not None and p.uid not in sample.pods]
+    milli = sum(p.requests.milli_cpu for p in added)
+    memory = sum(p.requests.memory for p in added)
+    age = max(0.0, usage.now - sample.timestamp) if usage is not None else 0.0
+    return Reading(
+        sample.cpu + _percent(milli, alloc.milli_cpu),
+        sample.memory + _percent(memory, alloc.memory) if sample.memory is not None else None,
+        sample.cpu_std,
+        sample.memory_std,
+        "metrics",
+        f"sample {age:.0f}s old",
+        sample.cpu,
+        len(added),
+        milli,
+        memory,
+    )
+
+
+def added_pods(node: NodeInfo, usage: UsageSnapshot | None) -> list[Pod]:
+    """The node's pods placed since its sample (none when the reading fell back to requests)."""
+    sample = usage.nodes.get(node.name) if usage is not None else None
+    if sample is None or sample.pods is None:
+        return []
+    return [p for p in node.iter_pods() if p.uid not in sample.pods]
+
+
+# --------------------------------------------------------------------------- reading samples
+
+#: a node annotation ``simulate`` reads (percent of capacity): ``cpu=75,memory=40,cpuStd=5,memoryStd=2``
+USAGE_ANNOTATION: Final = "kopf-scheduler.io/usage"
+_ANNOTATION_KEYS: Final = {"cpu": "cpu", "memory": "memory", "cpustd": "cpu_std", "memorystd": "memory_std"}
+
+
+class UsageError(ValueError):
+    """A sample that cannot be read; the message names the field."""
+
+
+def _capacity(node: Node) -> tuple[int, int]:
+    """The node's cpu (millicores) and memory (bytes) capacity; allocatable when capacity is not reported."""
+    cap, alloc = node.capacity, node.allocatable
+    return cap.milli_cpu or alloc.milli_cpu, cap.memory or alloc.memory
+
+
+def parse_node_metrics(body: Mapping[str, Any], node: Node, *, pods: frozenset[str] | None = None) -> NodeUsage:
+    """A metrics.k8s.io/v1beta1 NodeMetrics object as a sample: usage over the node's capacity, in percent."""
+    usage = body.get("usage")
+    if not isinstance(usage, Mapping):
+        raise UsageError(f"NodeMetrics {node.name}: usage is missing")
+    cpu_cap, mem_cap = _capacity(node)
+    try:
+        cpu = to_milli(usage["cpu"]) if "cpu" in usage else None
+        memory = to_units(usage["memory"]) if "memory" in usage else None
+    except QuantityError as exc:
+        raise UsageError(f"NodeMetrics {node.name}: usage: {exc}") from None
+    if cpu is None or cpu_cap <= 0:
+        raise UsageError(f"NodeMetrics {node.name}: no cpu usage, or the node reports no cpu capacity")
+    when = parse_time(str(body.get("timestamp") or "")) if body.get("timestamp") else None
+    return NodeUsage(
+        100.0 * cpu / cpu_cap,
+        100.0 * memory / mem_cap if memory is not None and mem_cap > 0 else None,
+        timestamp=when.timestamp() if when is not None else 0.0,
+        pods=pods,
+    )
+
+
+def parse_usage_annotation(text: str, *, timestamp: float, pods: frozenset[str] | None = None) -> NodeUsage:
+    """``cpu=75,memory=40[,cpuStd=5][,memoryStd=2]`` (percent of capacity) as a sample taken at `timestamp`."""
+    values: dict[str, float] = {}
+    for part in text.split(","):
+        key, sep, value = part.strip().partition("=")
+        field_name = _ANNOTATION_KEYS.get(key.strip().lower())
+        if not sep or field_name is None:
+            raise UsageError(f"{USAGE_ANNOTATION}: {part.strip()!r}: expected cpu=, memory=, cpuStd= or memoryStd=")
+        try:
+            number = float(value)
+        except ValueError:
+            raise UsageError(f"{USAGE_ANNOTATION}: {key.strip()}: {value.strip()!r} is not a number") from None
+        if not 0 <= number <= 100:
+            raise UsageError(f"{USAGE_ANNOTATION}: {key.strip()}: {number} is not a percentage (0..100)")
+        values[field_name] = number
+    if "cpu" not in values:
+        raise UsageError(f"{USAGE_ANNOTATION}: cpu= is required")
+    return NodeUsage(
+        values["cpu"],
+        values.get("memory"),
+        values.get("cpu_std", 0.0),
+        values.get("memory_std", 0.0),
+        timestamp,
+        pods,
+    )
