@@ -55,7 +55,7 @@ def score(plugin: Any, pod: Pod, info: NodeInfo, usage: dict[str, UsageSnapshot]
     value = plugin.score(state, pod, info)
     notes = state.read(SCORE_NOTES)
     assert notes is not None
-    return value, notes[(plugin.name, info.name)]
+    return value, str(notes[(plugin.name, info.name)])
 
 
 def empty_pod() -> Pod:
@@ -308,3 +308,14 @@ def test_simulate_refuses_bad_usage(tmp_path: Path, capsys: pytest.CaptureFixtur
     )
     assert main(["simulate", "--cluster", str(cluster)]) != 0
     assert "kopf-scheduler.io/usage: cpu: 'lots' is not a number" in capsys.readouterr().err
+
+
+def test_reading_is_remembered_until_the_node_changes() -> None:
+    usage = UsageSnapshot({"node-1": NodeUsage(10.0, 10.0, timestamp=NOW, pods=frozenset())}, NOW)
+    info = trimaran_node()
+    first = reading(info, usage, stale_after=60)
+    assert reading(info, usage, stale_after=60) is first and first.added == ()
+    assert reading(info, usage, stale_after=30) is not first  # another window, another reading
+    info.add_pod(make_pod("late").uid("late").container(cpu="100m").obj().with_node("node-1"))
+    later = reading(info, usage, stale_after=60)
+    assert later is not first and [p.uid for p in later.added] == ["late"] and later.cpu == 20.0

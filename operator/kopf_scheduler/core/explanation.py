@@ -218,10 +218,14 @@ def explanation_of(pod: Pod, result: ScheduleResult, *, scheduler_name: str = ""
 
 
 def _with_notes(
-    node: str, parts: tuple[PluginScore, ...], notes: Mapping[tuple[str, str], str]
+    node: str, parts: tuple[PluginScore, ...], notes: Mapping[tuple[str, str], object]
 ) -> tuple[PluginScore, ...]:
-    """`parts` with the notes the plugins left on `node` (``core.usage.SCORE_NOTES``)."""
-    return tuple(dataclasses.replace(p, note=text) if (text := notes.get((p.plugin, node))) else p for p in parts)
+    """`parts` with the notes the plugins left on `node` (``core.usage.SCORE_NOTES``: texts, or objects
+    whose ``str`` is the text, formatted only now)."""
+    return tuple(
+        dataclasses.replace(p, note=str(note)) if (note := notes.get((p.plugin, node))) is not None else p
+        for p in parts
+    )
 
 
 def error_explanation(pod: Pod, message: str, *, scheduler_name: str = "", attempts: int = 0) -> Explanation:

@@ -41,6 +41,7 @@ __all__ = [
     "MetricsSource",
     "NodeUsage",
     "Reading",
+    "UsageNote",
     "UsageSnapshot",
     "reading",
 ]
@@ -55,7 +56,7 @@ DEFAULT_MEMORY_QUERY: Final = "100 * (1 - node_memory_MemAvailable_bytes / node_
 
 #: per-node notes plugins leave for ``explain`` ((plugin name, node name) -> text); ``core/explanation.py``
 #: attaches each to that plugin's score on that node
-SCORE_NOTES: Final = StateKey[dict[tuple[str, str], str]]("ScoreNotes")
+SCORE_NOTES: Final = StateKey[dict[tuple[str, str], object]]("ScoreNotes")
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +129,9 @@ class UsageSnapshot:
     now: float = 0.0
     source: str = ""
     error: str = ""
+    #: (node name, stale_after) -> (the NodeInfo generation, its reading): what ``reading`` computed,
+    #: valid while the node does not change (a new poll makes a new snapshot, so the memo goes with it)
+    memo: dict[tuple[str, float], tuple[int, Reading]] = field(default_factory=dict, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,12 +145,14 @@ class Reading:
     memory_std: float
     #: "metrics" or "requests"
     basis: str
-    #: why requests were used, or the sample's age
+    #: why requests were used ("" for metrics)
     why: str
     #: cpu percent measured (before the pods placed since), or from requests
     measured_cpu: float = 0.0
+    #: the sample's age in seconds
+    age: float = 0.0
     #: pods placed since the sample, counted at their requests (cpu millicores, memory bytes)
-    added_pods: int = 0
+    added: tuple[Pod, ...] = ()
     added_milli_cpu: int = 0
     added_memory: int = 0
 
@@ -163,11 +169,29 @@ class Reading:
         if self.memory_std:
             base += f" (sd {self.memory_std:.1f})"
         if self.from_metrics:
-            text = f"{base} measured ({self.why})"
-            if self.added_pods:
-                text += f" + {self.added_pods} pod(s) placed since, at requests"
+            text = f"{base} measured (sample {self.age:.0f}s old)"
+            if self.added:
+                text += f" + {len(self.added)} pod(s) placed since, at requests"
             return text
         return f"{base} from requests: {self.why}"
+
+
+@dataclass(frozen=True, slots=True)
+class UsageNote:
+    """A load-aware score's note for ``explain`` (``SCORE_NOTES``), formatted only when read."""
+
+    reading: Reading
+    #: TargetLoadPacking: the predicted cpu percent with the pod, and the pods placed since, predicted
+    predicted_cpu: float | None = None
+    predicted_added: int = 0
+
+    def __str__(self) -> str:
+        text = self.reading.note()
+        if self.predicted_added:
+            text += f" (predicted {self.predicted_added}m)"
+        if self.predicted_cpu is not None:
+            text += f"; predicted cpu {self.predicted_cpu:.1f}% with the pod"
+        return text
 
 
 def go_round(x: float) -> int:
@@ -186,46 +210,51 @@ def _percent(used: int, total: int) -> float:
 
 def reading(node: NodeInfo, usage: UsageSnapshot | None, *, stale_after: float) -> Reading:
     """The utilisation a load-aware score uses for `node` (see the module docstring)."""
-    alloc = node.allocatable
-    sample = usage.nodes.get(node.name) if usage is not None else None
-    why = ""
     if usage is None:
-        why = "no metrics yet"
-    elif sample is None:
-        why = f"no metrics for the node ({usage.error})" if usage.error else "no metrics for the node"
-    elif usage.now - sample.timestamp > stale_after:
-        age = usage.now - sample.timestamp
+        return _from_requests(node, "no metrics yet")
+    key = (node.name, stale_after)
+    memo = usage.memo.get(key)
+    if memo is not None and memo[0] == node.generation:
+        return memo[1]
+    found = _reading(node, usage, stale_after)
+    usage.memo[key] = (node.generation, found)
+    return found
+
+
+def _from_requests(node: NodeInfo, why: str) -> Reading:
+    req, alloc = node.requested, node.allocatable
+    cpu = _percent(req.milli_cpu, alloc.milli_cpu)
+    return Reading(cpu, _percent(req.memory, alloc.memory), 0.0, 0.0, "requests", why, cpu)
+
+
+def _reading(node: NodeInfo, usage: UsageSnapshot, stale_after: float) -> Reading:
+    sample = usage.nodes.get(node.name)
+    if sample is None:
+        return _from_requests(
+            node, f"no metrics for the node ({usage.error})" if usage.error else "no metrics for the node"
+        )
+    age = usage.now - sample.timestamp
+    if age > stale_after:
         why = f"metrics stale: {age:.0f}s old > {stale_after:.0f}s"
-        if usage.error:
-            why += f" ({usage.error})"
-    if why or sample is None:
-        req = node.requested
-        cpu = _percent(req.milli_cpu, alloc.milli_cpu)
-        return Reading(cpu, _percent(req.memory, alloc.memory), 0.0, 0.0, "requests", why, cpu)
-    added = [p for p in node.iter_pods() if sample.pods is not None and p.uid not in sample.pods]
+        return _from_requests(node, f"{why} ({usage.error})" if usage.error else why)
+    known = sample.pods
+    added = () if known is None else tuple(p for p in node.iter_pods() if p.uid not in known)
     milli = sum(p.requests.milli_cpu for p in added)
     memory = sum(p.requests.memory for p in added)
-    age = max(0.0, usage.now - sample.timestamp) if usage is not None else 0.0
+    alloc = node.allocatable
     return Reading(
         sample.cpu + _percent(milli, alloc.milli_cpu),
         sample.memory + _percent(memory, alloc.memory) if sample.memory is not None else None,
         sample.cpu_std,
         sample.memory_std,
         "metrics",
-        f"sample {age:.0f}s old",
+        "",
         sample.cpu,
-        len(added),
+        max(0.0, age),
+        added,
         milli,
         memory,
     )
-
-
-def added_pods(node: NodeInfo, usage: UsageSnapshot | None) -> list[Pod]:
-    """The node's pods placed since its sample (none when the reading fell back to requests)."""
-    sample = usage.nodes.get(node.name) if usage is not None else None
-    if sample is None or sample.pods is None:
-        return []
-    return [p for p in node.iter_pods() if p.uid not in sample.pods]
 
 
 # --------------------------------------------------------------------------- reading samples

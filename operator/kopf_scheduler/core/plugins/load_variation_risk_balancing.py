@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Final
 from ..arguments import PluginArgsError
 from ..framework import MAX_NODE_SCORE, SUCCESS, CycleState, PreScorePlugin, ScorePlugin, StateKey, Status
 from ..objects import Pod
-from ..usage import SCORE_NOTES, MetricsSource, UsageSnapshot, go_round, reading, snapshot_for
+from ..usage import SCORE_NOTES, MetricsSource, UsageNote, UsageSnapshot, go_round, reading, snapshot_for
 
 if TYPE_CHECKING:
     from ..nodeinfo import NodeInfo
@@ -104,13 +104,13 @@ class LoadVariationRiskBalancing(PreScorePlugin, ScorePlugin):
         return SUCCESS
 
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
-        score, text = self.node_score(pod, node, state.read(self._key))
+        score, note = self.node_score(pod, node, state.read(self._key))
         notes = state.read(SCORE_NOTES)
         if notes is not None:
-            notes[(self.name, node.name)] = text
+            notes[(self.name, node.name)] = note
         return score
 
-    def node_score(self, pod: Pod, node: NodeInfo, usage: UsageSnapshot | None) -> tuple[int, str]:
+    def node_score(self, pod: Pod, node: NodeInfo, usage: UsageSnapshot | None) -> tuple[int, UsageNote]:
         """The node's score and the note ``explain`` shows."""
         a = self.args
         r = reading(node, usage, stale_after=a.metrics_source.stale_after)
@@ -125,7 +125,7 @@ class LoadVariationRiskBalancing(PreScorePlugin, ScorePlugin):
             sensitivity=a.safe_variance_sensitivity,
         )
         if r.memory is None:
-            return go_round(cpu), r.note()
+            return go_round(cpu), UsageNote(r)
         cap_mem = alloc.memory * MEGA_FACTOR
         memory = risk_score(
             r.memory * cap_mem / 100,
@@ -135,4 +135,4 @@ class LoadVariationRiskBalancing(PreScorePlugin, ScorePlugin):
             margin=a.safe_variance_margin,
             sensitivity=a.safe_variance_sensitivity,
         )
-        return go_round(min(cpu, memory)), r.note()
+        return go_round(min(cpu, memory)), UsageNote(r)

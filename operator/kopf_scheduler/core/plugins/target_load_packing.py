@@ -32,7 +32,7 @@ from ..arguments import PluginArgsError
 from ..framework import SUCCESS, CycleState, PreScorePlugin, ScorePlugin, StateKey, Status
 from ..objects import Container, Pod
 from ..resources import QuantityError, to_milli
-from ..usage import SCORE_NOTES, MetricsSource, UsageSnapshot, added_pods, go_round, reading, snapshot_for
+from ..usage import SCORE_NOTES, MetricsSource, UsageNote, UsageSnapshot, go_round, reading, snapshot_for
 
 if TYPE_CHECKING:
     from ..nodeinfo import NodeInfo
@@ -134,28 +134,25 @@ class TargetLoadPacking(PreScorePlugin, ScorePlugin):
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
         found = state.read(self._key)
         usage, pod_cpu = found if found is not None else (None, self._predict(pod))
-        predicted, text = self.predicted_utilization(node, usage, pod_cpu)
-        score = packing_score(predicted, self.args.target_utilization)
+        note = self.predicted_utilization(node, usage, pod_cpu)
+        assert note.predicted_cpu is not None
         notes = state.read(SCORE_NOTES)
         if notes is not None:
-            notes[(self.name, node.name)] = f"{text}; predicted cpu {predicted:.1f}% with the pod"
-        return score
+            notes[(self.name, node.name)] = note
+        return packing_score(note.predicted_cpu, self.args.target_utilization)
 
     def _predict(self, pod: Pod) -> int:
         return predict_pod(pod, multiplier=self._multiplier, default_milli_cpu=self._default)
 
-    def predicted_utilization(self, node: NodeInfo, usage: UsageSnapshot | None, pod_cpu: int) -> tuple[float, str]:
-        """The node's predicted cpu percent with the pod (of `pod_cpu` millicores) and the reading's note."""
+    def predicted_utilization(self, node: NodeInfo, usage: UsageSnapshot | None, pod_cpu: int) -> UsageNote:
+        """The node's predicted cpu percent with the pod (of `pod_cpu` millicores), with the reading it used."""
         r = reading(node, usage, stale_after=self.args.metrics_source.stale_after)
         capacity = node.node.capacity.milli_cpu if node.node is not None else 0
         capacity = capacity or node.allocatable.milli_cpu
         if r.from_metrics:
             used = r.measured_cpu / 100 * capacity
-            missing = sum(self._predict(p) for p in added_pods(node, usage))
+            missing = sum(self._predict(p) for p in r.added)
         else:
             used, missing = float(node.requested.milli_cpu), 0
         predicted = 100 * (used + pod_cpu + missing) / capacity if capacity else 0.0
-        text = r.note()
-        if missing:
-            text += f" (predicted {missing}m)"
-        return predicted, text
+        return UsageNote(r, predicted, missing)
