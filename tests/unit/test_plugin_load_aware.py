@@ -3,6 +3,7 @@ since the sample, the fallback to requests, arguments, and what explain shows.""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -319,3 +320,19 @@ def test_reading_is_remembered_until_the_node_changes() -> None:
     info.add_pod(make_pod("late").uid("late").container(cpu="100m").obj().with_node("node-1"))
     later = reading(info, usage, stale_after=60)
     assert later is not first and [p.uid for p in later.added] == ["late"] and later.cpu == 20.0
+
+
+def test_pods_scheduled_shortly_before_the_sample_count_at_requests() -> None:
+    """Trimaran's window: a pod bound less than 60 s before the sample may not show in it yet."""
+    sample_time = NOW - 10
+
+    def bound(name: str, ago: float | None) -> Pod:
+        pod = make_pod(name).uid(name).container(cpu="100m").obj().with_node("node-1")
+        return dataclasses.replace(pod, scheduled_at=None if ago is None else sample_time - ago)
+
+    info = trimaran_node("node-1", bound("recent", 30), bound("old", 120), bound("unknown", None))
+    usage = UsageSnapshot(
+        {"node-1": NodeUsage(10.0, timestamp=sample_time, pods=frozenset({"recent", "old", "unknown"}))}, NOW
+    )
+    r = reading(info, usage, stale_after=60)
+    assert [p.uid for p in r.added] == ["recent"] and r.cpu == 20.0

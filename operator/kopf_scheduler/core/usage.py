@@ -13,8 +13,9 @@ interval late.
 - a fresh sample (not older than ``stale_after``) gives the node's cpu / memory utilisation in percent
   of capacity (with their standard deviations when the source has them); pods placed on the node
   since the sample (assumed or bound by us or anyone: the cache's pods that were not on the node when
-  the sample was taken) are added at their requests, Trimaran's ``PodAssignEventHandler`` idea, so a
-  burst of pods does not pile onto the node that looked idle;
+  the sample arrived, and those whose PodScheduled condition turned True less than ``REPORTING_LAG``
+  before the sample was taken, as Trimaran's ``PodAssignEventHandler`` window) are added at their
+  requests, so a burst of pods does not pile onto the node that looked idle;
 - a missing or stale sample falls back to the node's requests (every pod's requests over allocatable),
   and the reading says why, which ``explain`` shows.
 """
@@ -48,6 +49,9 @@ __all__ = [
 
 METRICS_API: Final = "MetricsAPI"
 PROMETHEUS: Final = "Prometheus"
+#: seconds a pod's usage may take to show in a sample: a pod scheduled less than this before the sample
+#: counts at its requests too (Trimaran's ``metricsAgentReportingIntervalSeconds``)
+REPORTING_LAG: Final = 60.0
 #: the key of a snapshot every source reads when its own key has none (``simulate``'s CLUSTER.yaml)
 ANY_SOURCE: Final = "*"
 #: the default Prometheus queries: node_exporter's cpu and memory utilisation in percent, by instance
@@ -238,7 +242,12 @@ def _reading(node: NodeInfo, usage: UsageSnapshot, stale_after: float) -> Readin
         why = f"metrics stale: {age:.0f}s old > {stale_after:.0f}s"
         return _from_requests(node, f"{why} ({usage.error})" if usage.error else why)
     known = sample.pods
-    added = () if known is None else tuple(p for p in node.iter_pods() if p.uid not in known)
+    recent = sample.timestamp - REPORTING_LAG
+    added = tuple(
+        p
+        for p in node.iter_pods()
+        if (known is not None and p.uid not in known) or (p.scheduled_at is not None and p.scheduled_at > recent)
+    )
     milli = sum(p.requests.milli_cpu for p in added)
     memory = sum(p.requests.memory for p in added)
     alloc = node.allocatable
