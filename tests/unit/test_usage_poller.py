@@ -12,10 +12,12 @@ from builders import make_node, make_pod
 from fakeapi import FakeApiServer
 
 from kopf_scheduler.core.cache import SchedulerCache
+from kopf_scheduler.core.ownership import PolicyMeta
 from kopf_scheduler.core.usage import METRICS_API, MetricsSource, UsageSnapshot, reading
 from kopf_scheduler.edge.client import Api
 from kopf_scheduler.edge.credentials import Credentials
 from kopf_scheduler.edge.usage import NODE_METRICS_PATH, UsagePoller, UsagePollers
+from kopf_scheduler.kube.app import App
 
 METRICS = ("metrics.k8s.io", "v1beta1", "nodes")
 NOW = 1_767_225_700.0  # 100 s after the samples' 2026-01-01T00:00:00Z
@@ -197,6 +199,44 @@ def test_pollers_follow_the_sources() -> None:
                 assert pollers.running == {} and METRICS_API not in cache.objects.node_usage
             finally:
                 pollers.stop()
+                await api.close()
+
+    run(body)
+
+
+def test_the_app_polls_the_sources_its_policies_name() -> None:
+    """kube/app.py: a policy naming a metrics source starts its poller, and deleting it stops the poller."""
+    spec = {
+        "schedulerName": "aware",
+        "priorities": [
+            {"name": "TargetLoadPacking", "argument": {"metricsSource": {"interval": 0.05}}},
+            {"name": "LoadVariationRiskBalancing", "argument": {"metricsSource": {"interval": 0.05}}},
+        ],
+    }
+
+    async def body() -> None:
+        async with FakeApiServer() as server:
+            server.register(*METRICS, "NodeMetrics", namespaced=False, subresources=())
+            server.add(*METRICS, node_metrics("hot", "3", "6Gi"))
+            api = Api(Credentials(server=server.url, source="fakeapi"), timeout=2.0)
+            app = App(api, identity="test")
+            for node in cluster().node_names():
+                app.cache.add_node(make_node(node).capacity(cpu="4", memory="8Gi", pods="110").obj())
+            try:
+                app.observe_policy(PolicyMeta("aware", 1, "2026-01-01T00:00:00Z", "uid-aware", "aware", spec))
+                assert list(app.usage.running) == [METRICS_API]  # two plugins, one source, one poller
+                for _ in range(100):
+                    if METRICS_API in app.cache.objects.node_usage:
+                        break
+                    await asyncio.sleep(0.02)
+                assert app.cache.objects.node_usage[METRICS_API].nodes["hot"].cpu == 75.0
+                app.observe_policy(PolicyMeta("plain", 1, "2026-01-01T00:00:01Z", "uid-plain", "plain", {}))
+                assert list(app.usage.running) == [METRICS_API]
+                app.delete_policy("aware")
+                assert app.usage.running == {} and METRICS_API not in app.cache.objects.node_usage
+            finally:
+                for stop in app.on_shutdown:
+                    await stop()
                 await api.close()
 
     run(body)
