@@ -17,8 +17,9 @@ cpu, as upstream (its allocatable when capacity is not reported).
 Ours, not Trimaran's: the metrics come from ``args.metricsSource`` (``core/usage.py``; upstream's
 ``watcherAddress`` / ``metricProvider`` are replaced by it), the pods placed since the sample are the
 cache's pods that were not on the node when the sample arrived plus, as upstream, those scheduled less
-than 60 s before the sample (``core.usage.reading``), and a node without a fresh sample is scored from its requests (``U`` = the
-cpu its pods request, ``M`` = 0) where upstream scores it 0; ``explain`` shows which.
+than 60 s before the sample (``core.usage.reading``), and a node without a fresh sample is scored from
+its requests (``U`` = the cpu its pods request, ``M`` = 0) where upstream scores it 0; ``explain`` shows
+which.
 """
 
 from __future__ import annotations
