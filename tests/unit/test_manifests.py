@@ -236,6 +236,7 @@ EXPECTED_CLUSTER_RULES = {
     ("scheduling.kopf.dev", "schedulingpolicies"): {"get", "list", "watch", "patch"},
     ("scheduling.kopf.dev", "schedulingpolicies/status"): {"get", "patch", "update"},
     ("apiextensions.k8s.io", "customresourcedefinitions"): {"list", "watch"},
+    ("metrics.k8s.io", "nodes"): {"list"},
 }
 
 

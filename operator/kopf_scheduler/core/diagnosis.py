@@ -99,6 +99,8 @@ class PluginScore:
     #: after NormalizeScore: 0..MAX_NODE_SCORE (an extender's raw x 10)
     score: int
     weight: int
+    #: what the plugin said it used (a load-aware plugin's utilisation), for ``explain``
+    note: str = ""
 
     @property
     def weighted(self) -> int:

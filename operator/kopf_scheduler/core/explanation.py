@@ -20,6 +20,7 @@ Only scheduling data goes in: names, plugin names, reasons, scores, priorities; 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -28,6 +29,7 @@ from .algorithm import ScheduleResult
 from .diagnosis import PluginScore
 from .framework import Code, PostFilterResult, Status
 from .objects import Pod
+from .usage import SCORE_NOTES
 
 __all__ = [
     "CODE_NAMES",
@@ -162,8 +164,10 @@ def explanation_of(pod: Pod, result: ScheduleResult, *, scheduler_name: str = ""
     scored: list[NodeVerdict] = []
     seen: set[str] = set()
     if result.totals is not None:
+        notes = result.state.read(SCORE_NOTES) if result.state is not None else None
         for s in sorted(result.scores, key=lambda s: (s.node != result.node, -s.total, s.node)):
-            scored.append(NodeVerdict(s.node, CHOSEN if s.node == result.node else FEASIBLE, s.total, s.parts))
+            parts = _with_notes(s.node, s.parts, notes) if notes else s.parts
+            scored.append(NodeVerdict(s.node, CHOSEN if s.node == result.node else FEASIBLE, s.total, parts))
             seen.add(s.node)
     elif result.node is not None:
         scored.append(NodeVerdict(result.node, CHOSEN))
@@ -210,6 +214,17 @@ def explanation_of(pod: Pod, result: ScheduleResult, *, scheduler_name: str = ""
         preemption=preemption_of(result.post_filter) if result.post_filter is not None else None,
         scheduler_name=scheduler_name,
         attempts=attempts,
+    )
+
+
+def _with_notes(
+    node: str, parts: tuple[PluginScore, ...], notes: Mapping[tuple[str, str], object]
+) -> tuple[PluginScore, ...]:
+    """`parts` with the notes the plugins left on `node` (``core.usage.SCORE_NOTES``: texts, or objects
+    whose ``str`` is the text, formatted only now)."""
+    return tuple(
+        dataclasses.replace(p, note=str(note)) if (note := notes.get((p.plugin, node))) is not None else p
+        for p in parts
     )
 
 
@@ -289,6 +304,7 @@ def _verdict_json(v: NodeVerdict) -> dict[str, Any]:
             "total": v.total,
             "scores": [
                 {"plugin": s.plugin, "raw": s.raw, "score": s.score, "weight": s.weight, "weighted": s.weighted}
+                | ({"note": s.note} if s.note else {})
                 for s in v.scores
             ],
         }
@@ -341,7 +357,8 @@ def from_json(data: Mapping[str, Any]) -> Explanation:
 
 def _verdict(d: Mapping[str, Any]) -> NodeVerdict:
     scores = tuple(
-        PluginScore(str(s["plugin"]), int(s["raw"]), int(s["score"]), int(s["weight"])) for s in d.get("scores") or ()
+        PluginScore(str(s["plugin"]), int(s["raw"]), int(s["score"]), int(s["weight"]), str(s.get("note") or ""))
+        for s in d.get("scores") or ()
     )
     total = d.get("total")
     return NodeVerdict(
@@ -402,6 +419,9 @@ def render(e: Explanation) -> str:
         lines += [""] + table(
             rows, ("NODE", "RESULT", "TOTAL", "PLUGIN", "RAW", "SCORE", "WEIGHT", "WEIGHTED"), right=(2, 4, 5, 6, 7)
         )
+        noted = [(v.node, s.plugin, s.note) for v in scored for s in v.scores if s.note]
+        if noted:
+            lines += ["", "what the scores used:"] + [f"  {n} {plugin}: {text}" for n, plugin, text in noted]
     if rejected:
         rows = [
             (v.node, v.result, v.plugin or "-", "; ".join(v.reasons) or _NOT_ASKED * (v.result == FILTERED))
@@ -453,6 +473,7 @@ def summary(e: Explanation, *, top: int = 5) -> str:
             continue
         detail = ", ".join(f"{s.plugin} {s.score}x{s.weight}" for s in v.scores)
         lines.append(f"  {v.node}: total {v.total}" + (f" ({detail})" if detail else ""))
+        lines += [f"    {s.plugin}: {s.note}" for s in v.scores if s.note]
     return "\n".join(lines)
 
 

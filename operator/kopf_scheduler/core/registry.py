@@ -50,6 +50,7 @@ from .plugins.equal_priority import EqualPriority
 from .plugins.gang_scheduling import GangScheduling
 from .plugins.image_locality import ImageLocality
 from .plugins.inter_pod_affinity import InterPodAffinity
+from .plugins.load_variation_risk_balancing import LoadVariationRiskBalancing
 from .plugins.node_affinity import NodeAffinity
 from .plugins.node_conditions import (
     CheckNodeCondition,
@@ -71,6 +72,7 @@ from .plugins.resource_limits import NodeResourceLimits
 from .plugins.selector_spread import SelectorSpread
 from .plugins.service_affinity import ServiceAffinity
 from .plugins.taint_toleration import TaintToleration
+from .plugins.target_load_packing import TargetLoadPacking
 from .plugins.volume_binding import VolumeBinding
 from .plugins.volume_restrictions import VolumeRestrictions
 from .plugins.volume_zone import VolumeZone
@@ -118,6 +120,8 @@ IN_TREE: Final[tuple[type[Plugin], ...]] = (
     Coscheduling,
     PrioritySort,
     DefaultBinder,
+    TargetLoadPacking,
+    LoadVariationRiskBalancing,
 )
 
 #: The gang plugins (both PodGroup APIs; ``core/gangs.py``): enabled in every profile by

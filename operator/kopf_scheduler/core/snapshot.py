@@ -40,6 +40,7 @@ from .objects import (
     Taint,
 )
 from .resources import saturated
+from .usage import UsageSnapshot
 
 IntArray = npt.NDArray[np.int64]
 
@@ -59,6 +60,8 @@ class ClusterObjects:
     pod_groups: dict[str, PodGroup] = field(default_factory=dict)  # api group/ns/name (PodGroup.key), both APIs
     #: PodGroup.key -> uids of the live pods naming that group, bound or not (``core/gangs.py`` keeps it)
     gang_members: dict[str, frozenset[str]] = field(default_factory=dict)
+    #: metrics source key -> measured node utilisation (``core/usage.py``; the edge's pollers publish it)
+    node_usage: dict[str, UsageSnapshot] = field(default_factory=dict)
     #: bumped on every change, so per-pod caches keyed on it stay valid until something changes
     generation: int = 0
 

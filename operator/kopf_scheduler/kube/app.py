@@ -48,11 +48,13 @@ from ..core.policy import validate_policy
 from ..core.queueing import SchedulingQueue
 from ..core.recording import ConditionMemo, RepeatLimiter
 from ..core.snapshot import Snapshot
+from ..core.usage import MetricsSource
 from ..core.waiting import WaitingPods
 from ..edge.client import Api
 from ..edge.extenders import HTTPExtender, setup_problems
 from ..edge.informer import Informer
 from ..edge.plugins import installed_registry
+from ..edge.usage import UsagePollers
 from ..telemetry.metrics import SchedulerMetrics
 from . import bodies
 
@@ -142,6 +144,9 @@ class App:
         #: awaited by Kopf's cleanup activity, before the API session closes
         self.on_shutdown: list[Callable[[], Awaitable[None]]] = [self._stop_blocking_calls]
         self._blocking = ThreadPoolExecutor(max_workers=EXTENDER_THREADS, thread_name_prefix="extender")
+        #: node metrics pollers of the load-aware plugins' sources (``edge/usage.py``)
+        self.usage = UsagePollers(api=api, cache=self.cache)
+        self.on_shutdown.append(self._stop_usage)
 
     @staticmethod
     def now() -> float:
@@ -298,7 +303,25 @@ class App:
                 serving.generation,
             )
             state.wakeup.set()
+        self._poll_usage()
         return settlement.statuses
+
+    def _poll_usage(self) -> None:
+        """Poll the metrics sources the served profiles' load-aware plugins name, and only those."""
+        sources = [
+            source
+            for state in self.states.values()
+            for plugin, _ in state.scheduler.profile.scorers
+            if isinstance(source := getattr(plugin, "metrics_source", None), MetricsSource)
+        ]
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return  # no loop (a synchronous caller): the next settlement on the loop starts them
+        self.usage.sync(sources)
+
+    async def _stop_usage(self) -> None:
+        self.usage.stop()
 
     async def write_policy_status(self, name: str, status: Mapping[str, Any]) -> None:
         """Patch a policy's status (only the leader writes: a standby's patch is fenced and left to the leader)."""

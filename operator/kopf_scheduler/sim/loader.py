@@ -22,7 +22,7 @@ from typing import Any, Final
 
 import yaml
 
-from ..core import gangs, parsing
+from ..core import gangs, parsing, usage
 from ..core import objects as o
 from ..core.cache import SchedulerCache
 from ..core.profile import Profile
@@ -115,6 +115,7 @@ def load_cluster(docs: Iterable[Mapping[str, Any]], *, source: str = "cluster") 
     loaded = LoadedCluster(cache)
     objs = cache.objects
     pods: list[o.Pod] = []
+    node_metrics: list[Mapping[str, Any]] = []
     docs = list(docs)
     classes = loaded.priority_classes
     classes.update((c.name, c) for c in o.SYSTEM_PRIORITY_CLASSES)
@@ -132,6 +133,8 @@ def load_cluster(docs: Iterable[Mapping[str, Any]], *, source: str = "cluster") 
                 continue
             if kind == "Node":
                 cache.add_node(parsing.parse_node(doc))
+            elif kind == "NodeMetrics":
+                node_metrics.append(doc)
             elif kind == "Pod":
                 pod = parsing.parse_pod(admit_priority(doc, classes))
                 if pod.is_terminal:
@@ -144,8 +147,37 @@ def load_cluster(docs: Iterable[Mapping[str, Any]], *, source: str = "cluster") 
     for pod in pods:
         cache.add_pod(pod)
         gangs.update_members(objs.gang_members, pod, present=True)
+    load_usage(cache, node_metrics, source=source)
     objs.generation += 1
     return loaded
+
+
+def load_usage(cache: SchedulerCache, node_metrics: Iterable[Mapping[str, Any]], *, source: str) -> None:
+    """The measured utilisation the load-aware plugins read (``core/usage.py``), from the cluster file:
+    metrics.k8s.io NodeMetrics documents (``kubectl get nodemetrics -o yaml``) and the
+    ``kopf-scheduler.io/usage`` node annotation (``cpu=75,memory=40``, percent; it wins over a
+    NodeMetrics of the same node). Staleness is judged at the newest sample's time (an annotation's
+    sample is that new); every pod in the file is in the samples, pods the simulation places are not."""
+    samples: dict[str, usage.NodeUsage] = {}
+    try:
+        for doc in node_metrics:
+            name = str((doc.get("metadata") or {}).get("name") or "")
+            info = cache.get_node_info(name)
+            if info is None or info.node is None:
+                raise ManifestError(f"{source}: NodeMetrics {name!r}: no such Node in the file")
+            samples[name] = usage.parse_node_metrics(doc, info.node, pods=frozenset(p.uid for p in info.iter_pods()))
+        now = max((s.timestamp for s in samples.values()), default=0.0)
+        for name in cache.node_names():
+            info = cache.get_node_info(name)
+            if info is None or info.node is None or usage.USAGE_ANNOTATION not in info.node.annotations:
+                continue
+            text = info.node.annotations[usage.USAGE_ANNOTATION]
+            pods = frozenset(p.uid for p in info.iter_pods())
+            samples[name] = usage.parse_usage_annotation(text, timestamp=now, pods=pods)
+    except usage.UsageError as exc:
+        raise ManifestError(f"{source}: {exc}") from None
+    if samples:
+        cache.objects.node_usage[usage.ANY_SOURCE] = usage.UsageSnapshot(samples, now, source)
 
 
 def _store(kind: str, doc: Mapping[str, Any], objs: ClusterObjects) -> bool:
