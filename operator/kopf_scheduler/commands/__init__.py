@@ -43,6 +43,11 @@ SUBCOMMANDS: dict[str, Subcommand] = {
         "add_parser",
         "schedule pods onto a cluster (YAML or a live snapshot), offline; count what fits",
     ),
+    "replay": Subcommand(
+        "kopf_scheduler.commands.replay",
+        "add_parser",
+        "replay a trace recorded by run --record with a candidate policy; compare with what happened",
+    ),
     "explain": Subcommand(
         "kopf_scheduler.commands.explain",
         "add_parser",
