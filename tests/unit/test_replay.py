@@ -193,7 +193,7 @@ def test_a_bin_packing_candidate_places_differently_and_uses_fewer_nodes(tmp_pat
     report = json.loads(report_json(result))
     assert report["differing"] == result.differing > 0
     assert report["recorded"]["placed"] == report["replayed"]["placed"] == 24
-    assert report["replayed"]["nodes_in_use"] < report["recorded"]["nodes_in_use"] == 6
+    assert report["replayed"]["nodes_with_pods"] < report["recorded"]["nodes_with_pods"] == 6
     assert report["replayed"]["largest_free_cpu_millis"] == 4000  # bin packing leaves whole nodes free
     assert report["recorded"]["largest_free_cpu_millis"] < 4000
     assert report["series"] and len(report["nodes"]) == 6

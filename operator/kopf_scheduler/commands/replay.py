@@ -8,8 +8,9 @@ arrivals go through the same cycle as ``simulate`` (``sim/replay.py``) with the 
 (a SchedulingPolicy manifest or a v1.9 Policy; default: the recorded policy itself, whose replay
 reproduces the recorded placements), and the report compares: pods placed differently, placed vs
 unschedulable, per-node utilisation, fragmentation (the largest CPU and memory still free on one
-node), preemptions and gangs. ``--png FILE`` draws CPU utilisation over time: recorded in blue,
-replayed in orange.
+node), preemptions and gangs. ``--png FILE`` draws over time the cluster's CPU utilisation
+(recorded blue, replayed orange) and the share of nodes holding the replayed pods (recorded green,
+replayed red); a replayed line is drawn thin over its recorded twin, so both show where they agree.
 
 Exit status: 0 when the report was made (whatever it says); 2 when the trace or the policy cannot be used.
 """
@@ -55,12 +56,14 @@ def run(args: argparse.Namespace) -> int:
         return 2
     result.policy = policy
     if args.png is not None:
-        recorded = [(s[0], s[1]) for s in result.series]
-        replayed = [(s[0], s[2]) for s in result.series]
-        args.png.write_bytes(line_chart([recorded, replayed]))
+        lines = [[(s[0], s[k]) for s in result.series] for k in (1, 2, 5, 6)]
+        args.png.write_bytes(line_chart(lines, widths=(4, 1, 4, 1)))
     print(report_json(result) if args.output == "json" else report_markdown(result))
     if args.png is not None and args.output != "json":
-        print(f"\nCPU utilisation over time in {args.png}: recorded blue, replayed orange.")
+        print(
+            f"\nOver time in {args.png}: CPU utilisation recorded blue, replayed orange;"
+            " nodes holding these pods recorded green, replayed red."
+        )
     return 0
 
 

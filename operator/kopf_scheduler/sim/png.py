@@ -1,8 +1,9 @@
 """A minimal PNG line chart (``replay --png``): zlib and the PNG chunk format, no imaging library.
 
-``line_chart`` draws each series as a 2-pixel polyline over the same axes (x: the series' own
-span, y: 0 to 1), with grid lines at every quarter and a legend of coloured squares in the
-top-left corner, in legend order. No text: the caller says what the colours are.
+``line_chart`` draws each series as a polyline over the same axes (x: the series' own span, y: 0
+to 1), with grid lines at every quarter and a legend of coloured squares in the top-left corner,
+in legend order. Each series may have its own line width, so a thin line drawn over a thick one
+shows both where they coincide. No text: the caller says what the colours are.
 """
 
 from __future__ import annotations
@@ -73,10 +74,18 @@ class _Canvas:
                 self.dot(xx, yy, color)
 
 
-def line_chart(series: Sequence[Sequence[tuple[float, float]]], *, width: int = 800, height: int = 400) -> bytes:
-    """Each series of (x, y) points, y in 0..1, as a line in ``COLORS`` order; a PNG's bytes."""
+def line_chart(
+    series: Sequence[Sequence[tuple[float, float]]],
+    *,
+    width: int = 800,
+    height: int = 400,
+    widths: Sequence[int] = (),
+) -> bytes:
+    """Each series of (x, y) points, y in 0..1, as a line in ``COLORS`` order (`widths` pixels, default 2); a PNG."""
     if len(series) > len(COLORS):
         raise ValueError(f"line_chart: at most {len(COLORS)} series")
+    if width < 60 or height < 60:
+        raise ValueError("line_chart: at least 60 x 60 pixels")
     canvas = _Canvas(width, height)
     left, right, top, bottom = 40, width - 10, 30, height - 20
     xs = [x for points in series for x, _ in points]
@@ -100,5 +109,5 @@ def line_chart(series: Sequence[Sequence[tuple[float, float]]], *, width: int = 
         if len(placed) == 1:
             canvas.box(placed[0][0] - 1, placed[0][1] - 1, 3, 3, color)
         for (x0, y0), (x1, y1) in zip(placed, placed[1:]):
-            canvas.line(x0, y0, x1, y1, color, thick=2)
+            canvas.line(x0, y0, x1, y1, color, thick=widths[i] if i < len(widths) else 2)
     return encode_png(width, height, canvas.pixels)

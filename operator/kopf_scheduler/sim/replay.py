@@ -210,6 +210,9 @@ class NodeUse:
     recorded_memory: int
     replayed_cpu: int
     replayed_memory: int
+    #: pods of the replayed scheduler name on the node
+    recorded_pods: int = 0
+    replayed_pods: int = 0
 
 
 @dataclass(slots=True)
@@ -218,8 +221,9 @@ class ReplayResult:
     policy: str
     pods: list[PodOutcome] = field(default_factory=list)
     nodes: list[NodeUse] = field(default_factory=list)
-    #: (seconds since the trace began, recorded cpu, replayed cpu, recorded memory, replayed memory) as fractions
-    series: list[tuple[float, float, float, float, float]] = field(default_factory=list)
+    #: samples over time: seconds since the trace began, then recorded and replayed CPU utilisation, memory
+    #: utilisation and the share of nodes holding a pod of the replayed scheduler name (fractions)
+    series: list[tuple[float, float, float, float, float, float, float]] = field(default_factory=list)
     #: the live span of the replayed decisions (trace timestamps) and how long the replay took
     live_seconds: float = 0.0
     replay_seconds: float = 0.0
@@ -252,13 +256,16 @@ class _Recorded:
         if r.get("victims"):
             self.victims.setdefault(uid, []).extend(str(v) for v in r["victims"])
 
-    def totals(self) -> tuple[int, int]:
+    def totals(self) -> tuple[int, int, int]:
+        """CPU and memory our placed pods request, and how many nodes they are on."""
         cpu = memory = 0
+        nodes = set()
         for uid, node in self.node.items():
-            if node and uid not in self.gone:
+            if node and uid not in self.gone and uid in self.requests:
                 cpu += self.requests[uid].milli_cpu
                 memory += self.requests[uid].memory
-        return cpu, memory
+                nodes.add(node)
+        return cpu, memory, len(nodes)
 
 
 def replay(
@@ -390,20 +397,23 @@ def _arrival(
 
 def _sample(
     sim: Simulation, r: Mapping[str, Any], start: float, submitted: Mapping[str, Pod], recorded: _Recorded
-) -> tuple[float, float, float, float, float]:
-    cpu = memory = used_cpu = used_memory = 0
+) -> tuple[float, float, float, float, float, float, float]:
+    cpu = memory = used_cpu = used_memory = count = 0
     for info in _infos(sim):
+        count += 1
         cpu += info.allocatable.milli_cpu
         memory += info.allocatable.memory
         used_cpu += info.requested.milli_cpu
         used_memory += info.requested.memory
     ours_cpu = ours_memory = 0
+    ours_nodes = set()
     for uid in submitted:
         held = sim.cache.get_pod(uid)
         if held is not None:
             ours_cpu += held.requests.milli_cpu
             ours_memory += held.requests.memory
-    rec_cpu, rec_memory = recorded.totals()
+            ours_nodes.add(held.node_name)
+    rec_cpu, rec_memory, rec_nodes = recorded.totals()
     base_cpu, base_memory = used_cpu - ours_cpu, used_memory - ours_memory
     return (
         float(r["t"]) - start,
@@ -411,6 +421,8 @@ def _sample(
         used_cpu / cpu if cpu else 0.0,
         (base_memory + rec_memory) / memory if memory else 0.0,
         used_memory / memory if memory else 0.0,
+        rec_nodes / count if count else 0.0,
+        len(ours_nodes) / count if count else 0.0,
     )
 
 
@@ -439,18 +451,20 @@ def _node_use(sim: Simulation, submitted: Mapping[str, Pod], recorded: _Recorded
     for uid in submitted:
         held = sim.cache.get_pod(uid)
         if held is not None and held.node_name:
-            acc = ours.setdefault(held.node_name, [0, 0])
+            acc = ours.setdefault(held.node_name, [0, 0, 0])
             acc[0] += held.requests.milli_cpu
             acc[1] += held.requests.memory
+            acc[2] += 1
     theirs: dict[str, list[int]] = {}
     for uid, node in recorded.node.items():
         if node and uid not in recorded.gone and uid in recorded.requests:
-            acc = theirs.setdefault(node, [0, 0])
+            acc = theirs.setdefault(node, [0, 0, 0])
             acc[0] += recorded.requests[uid].milli_cpu
             acc[1] += recorded.requests[uid].memory
+            acc[2] += 1
     out = []
     for info in sorted(_infos(sim), key=lambda i: i.name):
-        mine, rec = ours.get(info.name, [0, 0]), theirs.get(info.name, [0, 0])
+        mine, rec = ours.get(info.name, [0, 0, 0]), theirs.get(info.name, [0, 0, 0])
         base_cpu, base_memory = info.requested.milli_cpu - mine[0], info.requested.memory - mine[1]
         out.append(
             NodeUse(
@@ -461,6 +475,8 @@ def _node_use(sim: Simulation, submitted: Mapping[str, Pod], recorded: _Recorded
                 base_memory + rec[1],
                 info.requested.milli_cpu,
                 info.requested.memory,
+                rec[2],
+                mine[2],
             )
         )
     return out

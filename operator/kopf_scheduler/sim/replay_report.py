@@ -27,14 +27,14 @@ def _side(pods: Sequence[PodOutcome], nodes: Sequence[NodeUse], *, recorded: boo
     used_memory = sum(n.recorded_memory if recorded else n.replayed_memory for n in nodes)
     free_cpu = [n.cpu - (n.recorded_cpu if recorded else n.replayed_cpu) for n in nodes]
     free_memory = [n.memory - (n.recorded_memory if recorded else n.replayed_memory) for n in nodes]
-    used_nodes = sum(1 for n in nodes if (n.recorded_cpu if recorded else n.replayed_cpu) > 0)
+    used_nodes = sum(1 for n in nodes if (n.recorded_pods if recorded else n.replayed_pods) > 0)
     victims = [p.recorded_victims if recorded else p.replayed_victims for p in pods]
     return {
         "placed": len(placed),
         "unschedulable": len(pods) - len(placed),
         "cpu_utilisation": round(used_cpu / cpu, 4) if cpu else 0.0,
         "memory_utilisation": round(used_memory / memory, 4) if memory else 0.0,
-        "nodes_in_use": used_nodes,
+        "nodes_with_pods": used_nodes,
         "largest_free_cpu_millis": max(free_cpu, default=0),
         "largest_free_memory_bytes": max(free_memory, default=0),
         "preemptions": sum(1 for v in victims if v),
@@ -96,14 +96,15 @@ def report_json(result: ReplayResult) -> str:
         {
             "node": n.node,
             "allocatable": {"cpu_millis": n.cpu, "memory_bytes": n.memory},
-            "recorded": {"cpu_millis": n.recorded_cpu, "memory_bytes": n.recorded_memory},
-            "replayed": {"cpu_millis": n.replayed_cpu, "memory_bytes": n.replayed_memory},
+            "recorded": {"cpu_millis": n.recorded_cpu, "memory_bytes": n.recorded_memory, "pods": n.recorded_pods},
+            "replayed": {"cpu_millis": n.replayed_cpu, "memory_bytes": n.replayed_memory, "pods": n.replayed_pods},
         }
         for n in result.nodes
     ]
     out["series"] = [
         {"t": round(s[0], 3), "recorded_cpu": round(s[1], 4), "replayed_cpu": round(s[2], 4),
-         "recorded_memory": round(s[3], 4), "replayed_memory": round(s[4], 4)}
+         "recorded_memory": round(s[3], 4), "replayed_memory": round(s[4], 4),
+         "recorded_nodes_with_pods": round(s[5], 4), "replayed_nodes_with_pods": round(s[6], 4)}
         for s in result.series
     ]  # fmt: skip
     out["skipped"] = result.skipped
@@ -134,7 +135,7 @@ def report_markdown(result: ReplayResult) -> str:
         f"| pods unschedulable | {rec['unschedulable']} | {rep['unschedulable']} |",
         f"| CPU requested / allocatable | {_pct(rec['cpu_utilisation'])} | {_pct(rep['cpu_utilisation'])} |",
         f"| memory requested / allocatable | {_pct(rec['memory_utilisation'])} | {_pct(rep['memory_utilisation'])} |",
-        f"| nodes with CPU requested | {rec['nodes_in_use']} | {rep['nodes_in_use']} |",
+        f"| nodes holding these pods | {rec['nodes_with_pods']} | {rep['nodes_with_pods']} |",
         f"| largest free CPU on one node | {rec['largest_free_cpu_millis']}m | {rep['largest_free_cpu_millis']}m |",
         f"| largest free memory on one node | {_gib(rec['largest_free_memory_bytes'])}"
         f" | {_gib(rep['largest_free_memory_bytes'])} |",
