@@ -245,3 +245,42 @@ def test_replay_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert "placed differently" in out and png.read_bytes()[:4] == b"\x89PNG"
     assert main(["replay", str(tmp_path / "nothing")]) == 2
     assert "not a directory" in capsys.readouterr().err
+
+
+def test_a_pending_pod_deleted_live_is_not_placed_by_the_replay(tmp_path: Path) -> None:
+    rec = Recorder(tmp_path, clock=ticking())
+    rec.start()
+    rec.policy("default", 1, NAME, SPEC)
+    rec.node("ADDED", make_node("small").capacity(cpu="1", memory="4Gi", pods="110").raw())
+    body = make_pod("big").scheduler(NAME).req(cpu="2").raw()
+    pod = parse_pod(body)
+    rec.pod("ADDED", body)
+    rec.decision(pod.key, pod.uid, NAME, Unschedulable("0/1 nodes are available: 1 Insufficient cpu.", frozenset()))
+    rec.pod("DELETED", body)  # the user deleted it while it was pending
+    rec.node("ADDED", make_node("large").capacity(cpu="8", memory="4Gi", pods="110").raw())  # room, too late
+    rec.close()
+    t = read_trace(tmp_path)
+    deleted = next(r for r in t.records if r["e"] == trace.POD and r["op"] == "DELETED")
+    assert deleted["obj"]["spec"] == {"nodeName": ""} and "containers" not in json.dumps(deleted)  # identity only
+    result = replay(t, profile_of(SPEC), scheduler_name=NAME)
+    assert [(p.recorded_node, p.replayed_node) for p in result.pods] == [(None, None)]
+
+
+def test_pods_bound_under_another_scheduler_name_are_replayed_where_they_went(tmp_path: Path) -> None:
+    rec = Recorder(tmp_path, clock=ticking())
+    rec.start()
+    rec.policy("default", 1, NAME, SPEC)
+    for name in ("a", "b"):
+        rec.node("ADDED", make_node(name).capacity(cpu="2", memory="4Gi", pods="110").raw())
+    other = make_pod("other").scheduler("someone-else").req(cpu="2").raw()
+    rec.pod("ADDED", other)
+    rec.decision("default/other", other["metadata"]["uid"], "someone-else", Wait(parse_pod(other), "a", ()))
+    rec.pod("ADDED", {**other, "spec": {**other["spec"], "nodeName": "a"}})  # written as a reference
+    ours = make_pod("ours").scheduler(NAME).req(cpu="1").raw()
+    rec.pod("ADDED", ours)
+    rec.decision("default/ours", ours["metadata"]["uid"], NAME, Wait(parse_pod(ours), "b", ()))
+    rec.close()
+    t = read_trace(tmp_path)
+    assert any(r.get("ref") for r in t.records)
+    result = replay(t, profile_of(SPEC), scheduler_name=NAME)  # "a" is full: the pod of the other name holds it
+    assert [(p.pod, p.replayed_node) for p in result.pods] == [("default/ours", "b")] and result.differing == 0

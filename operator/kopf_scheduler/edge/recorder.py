@@ -1,10 +1,13 @@
 """``run --record DIR``: a bounded, rotating trace of what scheduling saw, written off the loop's path.
 
-The loop and the watch handlers only append a tuple to a bounded in-memory queue (``Recorder.node``,
-``pod``, ``policy``, ``decision``, ``permit``: about a microsecond); one writer thread prunes the
-bodies (``core/trace.py``), drops changes that leave the pruned body as it was, encodes JSON lines
-and writes them. When the writer falls behind and the queue is full, records are left out and
-counted (a ``dropped`` record says how many); the loop never waits on the disk.
+The loop and the watch handlers only append a tuple to a bounded deque (``Recorder.node``, ``pod``,
+``policy``, ``decision``, ``permit``: well under a microsecond, no lock, no wake-up); one writer
+thread wakes every ``FLUSH_INTERVAL`` seconds, takes what has gathered, prunes the bodies
+(``core/trace.py``), drops changes that leave the pruned body as it was, encodes JSON lines and
+writes them. A writer woken per record (a ``queue.Queue``) cost the loop more than twice its time
+on bench/bench_replay.py: every put handed the GIL to the writer and back. When the writer falls
+behind and the deque is full, records are left out and counted (a ``dropped`` record says how
+many); the loop never waits on the disk.
 
 Files: the segment being written is ``trace-NNNNNN.jsonl``; past ``segment_bytes`` it is gzipped to
 ``trace-NNNNNN.jsonl.gz`` and a new one begins, opening with a checkpoint of every node, pod and
@@ -20,11 +23,11 @@ decision record carries them and a replay with the same policy breaks ties the s
 
 from __future__ import annotations
 
+import collections
 import gzip
 import json
 import logging
 import os
-import queue
 import random
 import shutil
 import threading
@@ -47,7 +50,8 @@ DEFAULT_SEGMENT_BYTES: Final = 32 * 1024 * 1024
 DEFAULT_SEGMENTS: Final = 8
 #: records waiting for the writer at most; more are dropped and counted
 QUEUE_CAPACITY: Final = 200_000
-_STOP: Final = object()
+#: seconds between the writer's rounds
+FLUSH_INTERVAL: Final = 0.1
 
 
 class DrawLog(random.Random):
@@ -87,25 +91,31 @@ class Recorder:
         self.segments = segments
         self.clock = clock
         self.run_id = f"{clock():.3f}-{uuid.uuid4().hex[:8]}"
-        self._queue: queue.Queue[Any] = queue.Queue(capacity)
+        self.capacity = capacity
+        self._queue: collections.deque[Any] = collections.deque()
         self._dropped = 0
+        self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         # the writer thread's own state
         self._nodes: dict[str, dict[str, Any]] = {}
         self._pods: dict[str, dict[str, Any]] = {}
         self._policies: dict[str, dict[str, Any]] = {}
+        #: pod key -> whether its last decision placed it (for pods still known)
+        self._placed: dict[str, bool] = {}
         self._file: Any = None
         self._path: Path | None = None
         self._seq = 0
         self._written = 0
         self.records = 0
+        #: CPU seconds the writer thread has spent (its cost to the process, whose GIL it shares)
+        self.writer_seconds = 0.0
 
     # ------------------------------------------------------------------ the hot path
 
     def _put(self, item: Any) -> None:
-        try:
-            self._queue.put_nowait(item)
-        except queue.Full:
+        if len(self._queue) < self.capacity:
+            self._queue.append(item)
+        else:
             self._dropped += 1
 
     def node(self, op: str, body: Mapping[str, Any]) -> None:
@@ -154,7 +164,7 @@ class Recorder:
         """Write what is queued, gzip the current segment and stop the writer (blocks until done)."""
         if self._thread is None:
             return
-        self._queue.put(_STOP)
+        self._stop.set()
         self._thread.join()
         self._thread = None
 
@@ -162,18 +172,11 @@ class Recorder:
 
     def _write_forever(self) -> None:
         while True:
-            item = self._queue.get()
-            batch = [item]
-            while len(batch) < 4096:
-                try:
-                    batch.append(self._queue.get_nowait())
-                except queue.Empty:
-                    break
-            stop = False
-            for entry in batch:
-                if entry is _STOP:
-                    stop = True
-                    continue
+            stop = self._stop.wait(FLUSH_INTERVAL)
+            began = time.thread_time()
+            pending = self._queue
+            while pending:
+                entry = pending.popleft()
                 try:
                     self._write_entry(entry)
                 except Exception:  # a strange body must not stop the trace
@@ -182,6 +185,7 @@ class Recorder:
                 dropped, self._dropped = self._dropped, 0
                 self._write({"t": self.clock(), "e": trace.DROPPED, "count": dropped})
             self._file.flush()
+            self.writer_seconds += time.thread_time() - began
             if stop:
                 self._finish_segment()
                 return
@@ -189,37 +193,56 @@ class Recorder:
     def _write_entry(self, entry: tuple[float, str, str, Any]) -> None:
         t, kind, op, body = entry
         if kind == trace.NODE:
-            self._change(t, kind, op, body, trace.prune_node, self._nodes, _node_key)
+            self._node_change(t, op, body)
         elif kind == trace.POD:
-            self._change(t, kind, op, body, trace.prune_pod, self._pods, _pod_key)
+            self._pod_change(t, op, body)
         elif kind == trace.POLICY:
             record = {"t": t, **body}
             self._policies[body["name"]] = record
             self._write(record)
         else:
+            if body.get("e") == trace.DECISION:
+                self._placed[str(body.get("uid"))] = bool(body.get("node"))
             self._write(body)
 
-    def _change(
-        self,
-        t: float,
-        kind: str,
-        op: str,
-        body: Mapping[str, Any],
-        prune: Callable[[Mapping[str, Any]], dict[str, Any]],
-        mirror: dict[str, dict[str, Any]],
-        key_of: Callable[[Mapping[str, Any]], str],
-    ) -> None:
-        key = key_of(body)
+    def _node_change(self, t: float, op: str, body: Mapping[str, Any]) -> None:
+        name = _node_key(body)
         if op == "DELETED":
-            if mirror.pop(key, None) is None and kind == trace.NODE:
-                return
-            pruned = prune(body)
-        else:
-            pruned = prune(body)
-            if mirror.get(key) == pruned:
-                return  # nothing scheduling reads changed
-            mirror[key] = pruned
-        self._write({"t": t, "e": kind, "op": op, "obj": pruned})
+            if self._nodes.pop(name, None) is not None:
+                self._write({"t": t, "e": trace.NODE, "op": op, "obj": {"kind": "Node", "metadata": {"name": name}}})
+            return
+        pruned = trace.prune_node(body)
+        if self._nodes.get(name) != pruned:  # else nothing scheduling reads changed (a heartbeat)
+            self._nodes[name] = pruned
+            self._write({"t": t, "e": trace.NODE, "op": op, "obj": pruned})
+
+    def _pod_change(self, t: float, op: str, body: Mapping[str, Any]) -> None:
+        """A pod's change. Deletions carry only the pod's identity, and so does the binding of a pod
+        whose decision is in the trace (its body is the pending one's, written before, with ``ref``)."""
+        key = _pod_key(body)
+        meta = body.get("metadata") or {}
+        node = str((body.get("spec") or {}).get("nodeName") or "")
+        ref = {
+            "kind": "Pod",
+            "metadata": {"uid": meta.get("uid"), "namespace": meta.get("namespace"), "name": meta.get("name")},
+            "spec": {"nodeName": node},
+        }
+        known = self._pods.get(key)
+        if op == "DELETED":
+            # an unassigned pod's DELETED also means "bound": keep a placed pod's body for its binding
+            if node or not self._placed.get(key):
+                self._pods.pop(key, None)
+                self._placed.pop(key, None)
+            self._write({"t": t, "e": trace.POD, "op": op, "obj": ref})
+            return
+        if node and key in self._placed and known is not None and not known["spec"].get("nodeName"):
+            self._pods[key] = {**known, "spec": {**known["spec"], "nodeName": node}}
+            self._write({"t": t, "e": trace.POD, "op": op, "ref": True, "obj": ref})
+            return
+        pruned = trace.prune_pod(body)
+        if known != pruned:  # else nothing scheduling reads changed (a status message)
+            self._pods[key] = pruned
+            self._write({"t": t, "e": trace.POD, "op": op, "obj": pruned})
 
     def _write(self, record: Mapping[str, Any]) -> None:
         line = json.dumps(record, separators=(",", ":"), default=str) + "\n"

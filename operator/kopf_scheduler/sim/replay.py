@@ -56,7 +56,7 @@ __all__ = [
 ]
 
 #: utilisation samples kept at most (the PNG and the JSON series)
-MAX_SAMPLES: Final = 400
+MAX_SAMPLES: Final = 200
 #: outcomes of a recorded decision that leave the pod on a node
 _PLACED: Final = frozenset(("bind", "wait", "permit-allowed"))
 
@@ -239,33 +239,44 @@ class ReplayResult:
 
 @dataclass(slots=True)
 class _Recorded:
-    """The recorded side: our pods' last recorded node and what they request."""
+    """The recorded side: our pods' last recorded node and what they request, with running totals."""
 
     node: dict[str, str | None] = field(default_factory=dict)
     reason: dict[str, str] = field(default_factory=dict)
     victims: dict[str, list[str]] = field(default_factory=dict)
     requests: dict[str, Resources] = field(default_factory=dict)
     gone: set[str] = field(default_factory=set)
+    cpu: int = 0
+    memory: int = 0
+    #: node -> our pods recorded on it (nodes with none are dropped)
+    per_node: dict[str, int] = field(default_factory=dict)
+
+    def _count(self, uid: str, sign: int) -> None:
+        node, req = self.node.get(uid), self.requests.get(uid)
+        if not node or req is None or uid in self.gone:
+            return
+        self.cpu += sign * req.milli_cpu
+        self.memory += sign * req.memory
+        left = self.per_node.get(node, 0) + sign
+        if left:
+            self.per_node[node] = left
+        else:
+            self.per_node.pop(node, None)
 
     def decide(self, r: Mapping[str, Any]) -> None:
         uid, outcome = str(r["uid"]), str(r.get("outcome") or "")
         if outcome == "skip":
             return
+        self._count(uid, -1)
         self.node[uid] = str(r.get("node") or "") if outcome in _PLACED else None
+        self._count(uid, +1)
         self.reason[uid] = str(r.get("reason") or "")
         if r.get("victims"):
             self.victims.setdefault(uid, []).extend(str(v) for v in r["victims"])
 
-    def totals(self) -> tuple[int, int, int]:
-        """CPU and memory our placed pods request, and how many nodes they are on."""
-        cpu = memory = 0
-        nodes = set()
-        for uid, node in self.node.items():
-            if node and uid not in self.gone and uid in self.requests:
-                cpu += self.requests[uid].milli_cpu
-                memory += self.requests[uid].memory
-                nodes.add(node)
-        return cpu, memory, len(nodes)
+    def deleted(self, uid: str) -> None:
+        self._count(uid, -1)
+        self.gone.add(uid)
 
 
 def replay(
@@ -292,6 +303,7 @@ def replay(
     out = ReplayResult(scheduler_name, "")
     recorded = _Recorded()
     submitted: dict[str, Pod] = {}
+    missing: set[str] = set()  # attempted, but the trace lacks the pod or it cannot be read
     first_t = last_t = None
     stride = max(1, len(decided) // MAX_SAMPLES)
     for r in t.records:
@@ -306,16 +318,19 @@ def replay(
             out.decisions += 1
             first_t = first_t if first_t is not None else float(r["t"])
             last_t = float(r["t"])
-            recorded.decide(r)
+            if uid in missing:
+                continue
             if uid not in submitted:
                 pod = _arrival(uid, r, pending_docs, loaded.priority_classes, out.skipped)
                 if pod is None:
+                    missing.add(uid)
                     continue
                 pod = dataclasses.replace(pod, scheduler_name=profile.scheduler_name)
                 submitted[uid] = pod
                 recorded.requests[uid] = pod.requests
                 gangs.update_members(sim.cache.objects.gang_members, pod, present=True)
                 sim.schedule_one(pod)
+            recorded.decide(r)
             if out.decisions % stride == 0:
                 out.series.append(_sample(sim, r, t.start, submitted, recorded))
     out.live_seconds = (last_t - first_t) if first_t is not None and last_t is not None else 0.0
@@ -361,24 +376,37 @@ def _pod_event(
 ) -> None:
     body = r.get("obj") or {}
     uid, deleted = _uid(body), r.get("op") == "DELETED"
-    if not (body.get("spec") or {}).get("nodeName"):  # the unassigned pods' watch
+    node = str((body.get("spec") or {}).get("nodeName") or "")
+    if not node:  # the unassigned pods' watch: an arrival, a change, or gone (deleted or bound)
         if uid not in submitted:
-            if deleted:
-                pending_docs.pop(uid, None)
-            else:
+            if not deleted:
                 pending_docs[uid] = body
-        elif deleted and uid not in decided:
-            sim.pending_pod_deleted(uid)
+        elif deleted and not recorded.node.get(uid):  # never placed live: deleted, not bound
+            recorded.deleted(uid)
+            if sim.cache.get_pod(uid) is not None:
+                sim.assigned_pod_changed(submitted[uid], deleted=True)
+            else:
+                sim.pending_pod_deleted(uid)
         return
     if uid in decided:  # one of ours: the replay placed it its own way; only its deletion counts
         if deleted:
-            recorded.gone.add(uid)
+            recorded.deleted(uid)
             if uid in submitted:
                 sim.assigned_pod_changed(submitted[uid], deleted=True)
         return
+    if r.get("ref"):  # bound by another scheduler name of the trace: its pending body, on its node
+        pending = pending_docs.get(uid)
+        if pending is None:
+            return
+        body = {**pending, "spec": {**(pending.get("spec") or {}), "nodeName": node}}
+    if deleted:
+        held = sim.cache.get_pod(uid)
+        if held is not None:
+            sim.assigned_pod_changed(held, deleted=True)
+        return
     pods = load_pods([body], source="trace", priority_classes=classes)
     if pods and isinstance(pods[0], Pod):
-        sim.assigned_pod_changed(pods[0], deleted=deleted)
+        sim.assigned_pod_changed(pods[0], deleted=False)
 
 
 def _arrival(
@@ -407,13 +435,13 @@ def _sample(
         used_memory += info.requested.memory
     ours_cpu = ours_memory = 0
     ours_nodes = set()
-    for uid in submitted:
-        held = sim.cache.get_pod(uid)
+    for held in map(sim.cache.get_pod, submitted):
         if held is not None:
-            ours_cpu += held.requests.milli_cpu
-            ours_memory += held.requests.memory
+            requests = held.requests
+            ours_cpu += requests.milli_cpu
+            ours_memory += requests.memory
             ours_nodes.add(held.node_name)
-    rec_cpu, rec_memory, rec_nodes = recorded.totals()
+    rec_cpu, rec_memory, rec_nodes = recorded.cpu, recorded.memory, len(recorded.per_node)
     base_cpu, base_memory = used_cpu - ours_cpu, used_memory - ours_memory
     return (
         float(r["t"]) - start,
