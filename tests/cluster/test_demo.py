@@ -6,6 +6,7 @@ a temporary workdir (beside the session's cluster, which this test does not use)
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -35,6 +36,8 @@ def test_demo_places_every_schedulable_pod(tmp_path: Path) -> None:
             "120",
             "--workdir",
             str(workdir),
+            "--record",
+            str(tmp_path / "trace"),
         ],
         capture_output=True,
         text=True,
@@ -62,3 +65,15 @@ def test_demo_places_every_schedulable_pod(tmp_path: Path) -> None:
     assert running and running.group(1) == running.group(2) == placed.group(1), out
     assert (workdir / "kwok.log").exists()
     assert not (workdir / "state.json").exists(), "the demo must stop its control plane"
+    # --record: the operator's trace of the demo replays with its own policy to the same placements
+    assert f"trace in {tmp_path / 'trace'}: kopf-scheduler replay" in out, out
+    replayed = subprocess.run(
+        [sys.executable, "-m", "kopf_scheduler.commands", "replay", str(tmp_path / "trace"), "--output", "json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert replayed.returncode == 0, replayed.stderr
+    report = json.loads(replayed.stdout)
+    assert report["pods"] == 30 and report["differing"] == 0, report["placed_differently"]
+    assert report["recorded"]["placed"] == int(placed.group(1))

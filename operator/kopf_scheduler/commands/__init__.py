@@ -48,6 +48,11 @@ SUBCOMMANDS: dict[str, Subcommand] = {
         "add_parser",
         "import a KubeSchedulerConfiguration: its profiles as SchedulingPolicy manifests",
     ),
+    "replay": Subcommand(
+        "kopf_scheduler.commands.replay",
+        "add_parser",
+        "replay a trace recorded by run --record with a candidate policy; compare with what happened",
+    ),
     "explain": Subcommand(
         "kopf_scheduler.commands.explain",
         "add_parser",

@@ -13,6 +13,9 @@
    every bound pod is Running (KWOK starts it);
 7. prints a summary and stops everything (unless ``--keep``).
 
+With ``--record DIR`` the operator records what scheduling saw (``run --record``); once it has
+stopped, ``kopf-scheduler replay DIR --policy CANDIDATE.yaml`` replays the demo with another policy.
+
 Exit status 0 when every schedulable pod was placed and went Running (and no impossible one was placed),
 else 1.
 
@@ -35,6 +38,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -76,6 +80,7 @@ def add_parser(subparsers: Any, name: str, help: str) -> None:
     parser.add_argument("--namespace", default="demo", help="namespace of the demo pods (default: demo)")
     parser.add_argument("--seed", type=int, default=1, help="seed of the workload mix (default: 1)")
     parser.add_argument("--keep", action="store_true", help="leave the control plane and operator running at the end")
+    parser.add_argument("--record", type=Path, metavar="DIR", help="the operator records a trace into DIR (for replay)")
     parser.set_defaults(func=run)
 
 
@@ -130,13 +135,15 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child between 
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
 
 
-def _start_operator(kubeconfig: Path, metrics_port: int, log: Path, keep: bool) -> subprocess.Popen[bytes]:
+def _start_operator(
+    kubeconfig: Path, metrics_port: int, log: Path, keep: bool, extra: Sequence[str] = ()
+) -> subprocess.Popen[bytes]:
     prefix = (
         shlex.split(os.environ[ENV_OPERATOR])
         if os.environ.get(ENV_OPERATOR)
         else [sys.executable, "-m", "kopf_scheduler.commands", "run"]
     )
-    argv = [*prefix, "--kubeconfig", str(kubeconfig), "--metrics-port", str(metrics_port)]
+    argv = [*prefix, "--kubeconfig", str(kubeconfig), "--metrics-port", str(metrics_port), *extra]
     with log.open("ab") as out:
         out.write(f"# demo: {shlex.join(argv)}\n".encode())
         out.flush()
@@ -492,7 +499,8 @@ def run(args: argparse.Namespace) -> int:
         metrics_port = free_port()
         metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
         _say(f"[4/6] operator (log {log}, metrics {metrics_url})")
-        operator = _start_operator(cp.kubeconfig, metrics_port, log, args.keep)
+        record = ["--record", str(Path(args.record).expanduser().resolve())] if args.record else []
+        operator = _start_operator(cp.kubeconfig, metrics_port, log, args.keep, record)
         _say(
             "      " + _wait_operator_ready(f"http://127.0.0.1:{metrics_port}/readyz", operator, log, 30.0, len(nodes))
         )
@@ -536,6 +544,8 @@ def run(args: argparse.Namespace) -> int:
         else:
             if operator is not None:
                 _stop_operator(operator)
+                if args.record:
+                    _say(f"trace in {args.record}: kopf-scheduler replay {args.record} --policy CANDIDATE.yaml")
             try:
                 cp.down()
             except ControlPlaneError as exc:

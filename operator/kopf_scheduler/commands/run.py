@@ -3,6 +3,7 @@
     kopf-scheduler run [--kubeconfig F] [--leader-elect] [--lease-namespace NS]
                        [--lease-duration 15 --renew-deadline 10 --retry-period 2]
                        [--policy NAME ...] [--metrics-port 10259] [--verbose]
+                       [--record DIR [--record-segment-mb 32] [--record-segments 8]]
 
 Kopf runs standalone (no Kopf peering) and cluster-wide. SIGUSR2 logs what the scheduler believes:
 every cached node with its requested resources and pods, and the queues (``core/dump.py``). With
@@ -10,7 +11,9 @@ every cached node with its requested resources and pods, and the queues (``core/
 the Lease (``kopf-scheduler``, or ``kopf-scheduler-<policy>`` for a ``--policy`` shard) runs the
 scheduling loops; when the term ends the loops pause and the replica stands as a candidate again.
 The health server serves /healthz, /readyz, /metrics and /debug/attempts/NAMESPACE/NAME (port 0
-turns it off).
+turns it off). ``--record DIR`` keeps a bounded, rotating trace of what scheduling saw (nodes, pods
+as scheduling reads them, policy versions, every decision) for ``kopf-scheduler replay``
+(``edge/recorder.py``).
 """
 
 from __future__ import annotations
@@ -51,6 +54,11 @@ def add_parser(subparsers: Any, name: str, help: str) -> argparse.ArgumentParser
         help="give up a watch that delivered nothing, not even a bookmark, for this long"
         " (default 120: twice the API server's bookmark interval)",
     )
+    p.add_argument("--record", metavar="DIR", help="write a trace of what scheduling saw into DIR (for replay)")
+    p.add_argument(
+        "--record-segment-mb", type=float, default=32.0, metavar="MB", help="with --record: bytes per segment (32)"
+    )
+    p.add_argument("--record-segments", type=int, default=8, metavar="N", help="with --record: segments kept (8)")
     p.add_argument("--verbose", action="store_true")
     p.set_defaults(func=run)
     return p
@@ -62,6 +70,9 @@ def run(args: argparse.Namespace) -> int:
     from ..edge.credentials import CredentialsError, load_credentials
 
     kopf.configure(verbose=args.verbose)
+    if args.record and (args.record_segments < 1 or args.record_segment_mb * 1024 * 1024 < 1024):
+        print("kopf-scheduler run: --record-segments must be >= 1 and --record-segment-mb >= 0.001", file=sys.stderr)
+        return 2
     try:
         credentials = load_credentials(args.kubeconfig)
     except CredentialsError as exc:
@@ -98,6 +109,14 @@ async def _serve(args: argparse.Namespace, credentials: Credentials) -> None:
     # Kopf's login, the informers, the writes and the Lease all use these credentials
     api = Api(credentials, user_agent=user_agent(identity), watch_idle_timeout=args.watch_idle_timeout)
     app = App(api, identity=identity, leader_election=args.leader_elect)
+    if args.record:
+        from ..edge.recorder import Recorder
+
+        app.recorder = Recorder(
+            args.record, segment_bytes=int(args.record_segment_mb * 1024 * 1024), segments=args.record_segments
+        )
+        app.recorder.start()
+        logger.info("recording the scheduling trace into %s", args.record)
     registry = kopf.OperatorRegistry()
     policies = frozenset(args.policy) if args.policy else None
     handlers.register(registry, policies=policies)
@@ -162,6 +181,8 @@ async def _serve(args: argparse.Namespace, credentials: Credentials) -> None:
     finally:
         await shutdown()  # a no-op after Kopf's cleanup ran it
         await app.api.close()
+        if app.recorder is not None:
+            await asyncio.to_thread(app.recorder.close)
 
 
 def _dump_cache(app: Any) -> None:

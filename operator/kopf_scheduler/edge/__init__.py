@@ -1,7 +1,8 @@
 """Everything that leaves the process: credentials (``credentials.py``), the HTTP transport
 (``transport.py``) and its two clients, for the API server (``client.py``: ``Api``) and for a
 policy's extenders (``extenders.py``: ``HTTPExtender``); informers (``informer.py``), the
-live-cluster snapshot (``snapshot.py``) and out-of-tree plugin discovery (``plugins.py``). Nothing
+live-cluster snapshot (``snapshot.py``), the scheduling trace of ``run --record`` (``recorder.py``: a
+writer thread and its files) and out-of-tree plugin discovery (``plugins.py``). Nothing
 here imports Kopf: the operator builds Kopf's login from the same ``Credentials`` its own requests use.
 
 One ``Response`` (``transport.py``) and one status rule: ``ok`` is 2xx, ``gone`` 404, ``conflict``

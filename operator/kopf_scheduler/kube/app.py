@@ -54,6 +54,7 @@ from ..edge.client import Api
 from ..edge.extenders import HTTPExtender, setup_problems
 from ..edge.informer import Informer
 from ..edge.plugins import installed_registry
+from ..edge.recorder import DrawLog, Recorder
 from ..edge.usage import UsagePollers
 from ..telemetry.metrics import SchedulerMetrics
 from . import bodies
@@ -125,6 +126,8 @@ class App:
         self.failures = RepeatLimiter()
         #: the last attempt of each pending or recently bound pod, for /debug/attempts (``explain``)
         self.attempts = AttemptLog()
+        #: ``run --record``: the trace of what scheduling saw (``edge/recorder.py``)
+        self.recorder: Recorder | None = None
         self.leading = asyncio.Event()
         if not leader_election:
             self.leading.set()
@@ -259,6 +262,8 @@ class App:
 
     def observe_policy(self, meta: PolicyMeta) -> Mapping[str, Mapping[str, Any]]:
         """Validate and settle a policy; returns {policy name: status} to write."""
+        if self.recorder is not None:
+            self.recorder.policy(meta.name, meta.generation, meta.scheduler_name, meta.spec)
         validated = validate_policy(
             meta.spec,
             source=f"SchedulingPolicy {meta.name} generation {meta.generation}",
@@ -287,7 +292,8 @@ class App:
             scheduler = GenericScheduler(profile, extender_factory=_extender_client)
             if state is None:
                 queue = routing.serve(profile, None, pending=self.pending, now=now, cluster=self.cache)
-                state = PolicyState(serving, scheduler, queue, Snapshot(self.cache.objects))
+                rng = DrawLog() if self.recorder is not None else random.Random()
+                state = PolicyState(serving, scheduler, queue, Snapshot(self.cache.objects), rng)
                 self.states[serving.scheduler_name] = state
             else:
                 if state.policy != serving.policy:

@@ -110,6 +110,8 @@ async def on_pod_event(event: Mapping[str, Any], memo: Any, **_: Any) -> None:
     if not isinstance(body, Mapping):
         return
     gone = event.get("type") == "DELETED"
+    if app.recorder is not None:
+        app.recorder.pod(str(event.get("type") or "ADDED"), body)
     # a DELETED carries the content we already parsed when the pod arrived (it left the selector
     # unchanged: bound, or deleted): the pending index's copy saves parsing it again
     pod = app.pending.get(*convert.pod_identity(body)) if gone else None
@@ -169,6 +171,8 @@ def feeds(app: App) -> list[Feed]:
     """Every kind the informers watch, and what its events do to `app`."""
 
     def pods(kind: str, body: Mapping[str, Any]) -> None:
+        if app.recorder is not None:
+            app.recorder.pod(kind, body)
         try:
             pod = convert.pod(body)
         except convert.ObjectError as exc:
@@ -188,6 +192,8 @@ def feeds(app: App) -> list[Feed]:
         )
 
     def nodes(kind: str, body: Mapping[str, Any]) -> None:
+        if app.recorder is not None:
+            app.recorder.node(kind, body)
         if kind == "DELETED":
             app.perform(routing.route_node_deleted(convert.name_of(body), cache=app.cache))
             return

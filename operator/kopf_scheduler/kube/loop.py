@@ -56,6 +56,7 @@ from ..core.objects import Pod
 from ..core.queueing import QueuedPodInfo
 from ..core.recording import STAGE_PERMIT
 from ..core.timestamps import rfc3339
+from ..edge.recorder import DrawLog
 from . import binding, events, podgroups, preemption
 from .app import App, PolicyState
 
@@ -137,6 +138,9 @@ async def _attempt(app: App, state: PolicyState, info: QueuedPodInfo) -> None:
     done = app.now()
     profile = state.scheduler_name
     app.attempts.record(info, outcome, scheduler_name=profile, now=done)
+    if app.recorder is not None:
+        draws = state.rng.take() if isinstance(state.rng, DrawLog) else ()
+        app.recorder.decision(pod.key, pod.uid, profile, outcome, draws)
     match outcome:
         case Skip(reason):
             logger.debug("skipping %s: %s", pod.key, reason)
@@ -204,6 +208,8 @@ async def _settle(app: App, now: float) -> None:
             app.cache.forget(allowed.pod)
             continue
         logger.info("%s is allowed at Permit: binding it to %s", allowed.pod.key, allowed.node)
+        if app.recorder is not None:
+            app.recorder.permit(allowed.pod.key, allowed.pod.uid, allowed.scheduler_name, node=allowed.node)
         await app.bind_slots.acquire()  # released by binding.bind
         app.spawn(
             binding.bind(app, state, allowed.info, allowed.pod, started=now, cycle=allowed.state, plan=allowed.plan)
@@ -214,6 +220,8 @@ async def _settle(app: App, now: float) -> None:
     for r in settled.rejected:
         pod, message = r.pod, r.status.message
         logger.info("%s was rejected at Permit by %s: %s", pod.key, r.status.plugin, message)
+        if app.recorder is not None:
+            app.recorder.permit(pod.key, pod.uid, r.scheduler_name, reason=message)
         app.metrics.observe_attempt("unschedulable", r.scheduler_name, 0.0)
         app.spawn(
             events.failed_scheduling(

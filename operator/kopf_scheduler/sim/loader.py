@@ -11,6 +11,9 @@ for the API server's Priority admission: a pod written without ``spec.priority``
 that does not exist, or whose own ``preemptionPolicy`` differs from the one computed, is refused
 as the API server would (``preemptionPolicy: Never`` comes from a PriorityClass). A pod that
 already carries ``spec.priority`` (any dump of a real cluster) is taken as it is.
+
+Three sources come through here: CLUSTER.yaml, a live snapshot (``simulate --from-cluster``,
+``edge/snapshot.py``) and a recorded trace's pruned bodies (``replay``, ``sim/replay.py``).
 """
 
 from __future__ import annotations

@@ -77,7 +77,7 @@ from ..core.extenders import (
 )
 from ..core.framework import SUCCESS, CycleState, Status
 from ..core.nodeinfo import NodeInfo
-from ..core.objects import Pod
+from ..core.objects import Node, Pod
 from ..core.profile import Profile
 from ..core.queueing import BACKOFF, QueuedPodInfo, SchedulingQueue
 from ..core.snapshot import Snapshot
@@ -308,6 +308,45 @@ class Simulation:
         out.placements = [p if isinstance(p, Placement) else self._placement(p) for p in placements]
         out.seconds = time.perf_counter() - start
         return out
+
+    # ------------------------------------------------------------------ watch events, as a replay brings them
+
+    def node_changed(self, node: Node | None, name: str = "") -> None:
+        """A node was added or changed (`node`), or deleted (None and its `name`), as the node watch
+        reports it (``core.routing``); pods it makes schedulable are tried."""
+        if node is None:
+            routing.route_node_deleted(name, cache=self.cache)
+        else:
+            routing.route_node(node, cache=self.cache, served=self._served, now=self.clock)
+        self._drain(self.scheduler)
+
+    def assigned_pod_changed(self, pod: Pod, *, deleted: bool) -> None:
+        """The watch of assigned pods saw `pod` (bound by someone else, or deleted: any pod the
+        simulation holds with its uid goes, wherever the simulation placed it)."""
+        if deleted:
+            pod = self.cache.get_pod(pod.uid) or pod
+            self.api.drop(pod)
+        else:
+            self.api.hold(pod)
+        routing.route_assigned_pod(
+            pod, deleted=deleted, cache=self.cache, pending=self.pending, served=self._served, now=self.clock
+        )
+        self._drain(self.scheduler)
+
+    def pending_pod_deleted(self, uid: str) -> None:
+        """A pending pod of the simulation was deleted before it was placed: it is tried no more."""
+        record = self._records.get(uid)
+        if record is None or self.cache.get_pod(uid) is not None:
+            return
+        self.waiting.remove(uid)
+        routing.route_unassigned_pod(
+            record.pod, gone=True, cache=self.cache, pending=self.pending, served=self._served, now=self.clock
+        )
+        self.queue.delete(record.pod)
+
+    def placement(self, uid: str) -> Placement:
+        """The placement so far of the pod submitted with `uid`."""
+        return self._placement(uid)
 
     # ------------------------------------------------------------------ the executor
 
