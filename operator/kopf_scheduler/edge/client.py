@@ -30,6 +30,12 @@ minute), so a silently stalled connection is noticed, and drops the pool's idle 
 went through the same network). An HTTP error becomes one ``ERROR`` event carrying its code (as the
 API server reports a 410 inside a stream), a transport failure or the idle deadline one with code 0.
 
+**Metrics.** ``observe``, when set, is told of every request sent (``method``, status, seconds; status
+0 when no answer came, seconds -1 for a watch, which is counted but not timed): client-go's
+``rest_client_requests_total`` and ``rest_client_request_duration_seconds``, with ``metrics_host``
+(the server's host:port, client-go's ``host`` label). The operator points it at its
+``SchedulerMetrics``; a fenced write, never sent, is not counted.
+
 The bearer token comes from the credentials' ``TokenSource``: one that is about to expire (an exec
 plugin's, an OIDC id-token) is refreshed first, off the event loop; a 401 refreshes it at once and,
 if it changed, the request is sent once more.
@@ -40,6 +46,7 @@ from __future__ import annotations
 import asyncio
 import json
 import ssl
+import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, Final
 from urllib.parse import urlencode, urlsplit
@@ -78,11 +85,14 @@ class Api:
         self.host = credentials.server
         self.fence = fence
         self.watch_idle_timeout = watch_idle_timeout
+        #: (method, status, seconds) of each request sent; see the module docstring
+        self.observe: Callable[[str, int, float], None] | None = None
         url = urlsplit(credentials.server)
         self._tls = ssl_context(credentials) if url.scheme == "https" else None
         self._server_hostname = (credentials.tls_server_name or url.hostname) if self._tls else None
         self._prefix = url.path.rstrip("/")
         authority = url.netloc.rpartition("@")[2]
+        self.metrics_host = authority
         self.user_agent = user_agent
         self._head = f"Host: {authority}\r\nAccept: application/json\r\nUser-Agent: {user_agent}\r\n"
         self._timeout = timeout
@@ -162,14 +172,22 @@ class Api:
             head += "Content-Length: 0\r\n"
         request = (head + "\r\n").encode("latin-1") + (data or b"")
         guard = self.fence if fence and method != "GET" else None
+        observe = self.observe
+        started = time.perf_counter() if observe is not None else 0.0
         try:
             status, raw = await self._pool.send(request, replayable=method != "POST", guard=guard)
         except Fenced:
             return Response(0, fenced=True)
         except TimeoutError:
+            if observe is not None:
+                observe(method, 0, time.perf_counter() - started)
             return Response(0, error=f"TimeoutError: no answer within {self._timeout:g}s")
         except (OSError, ssl.SSLError, ValueError) as exc:
+            if observe is not None:
+                observe(method, 0, time.perf_counter() - started)
             return Response(0, error=f"{type(exc).__name__}: {exc}")
+        if observe is not None:
+            observe(method, status, time.perf_counter() - started)
         answer = Response(status)
         if not raw or (not decode and answer.ok):
             return answer
@@ -199,6 +217,8 @@ class Api:
                     timeout=client_timeout,
                     server_hostname=self._server_hostname if self._tls is not None else None,
                 ) as resp:
+                    if self.observe is not None:
+                        self.observe("GET", resp.status, -1.0)
                     answer = Response(resp.status)
                     if answer.unauthorized and attempt == 0 and await self._refresh_token():
                         continue
@@ -224,6 +244,8 @@ class Api:
                 }
                 return
             except (aiohttp.ClientError, OSError, ValueError) as exc:
+                if self.observe is not None:
+                    self.observe("GET", 0, -1.0)
                 yield {"type": "ERROR", "object": {"code": 0, "message": f"{type(exc).__name__}: {exc}"}}
                 return
 

@@ -107,6 +107,7 @@ class App:
         self.api = api
         self.identity = identity
         self.metrics = metrics or SchedulerMetrics()
+        api.observe = functools.partial(self.metrics.observe_request, api.metrics_host)  # rest_client_* families
         self.metrics.before_render(self.record_queues)
         self.cache = SchedulerCache()
         self.pending = routing.PendingPods()

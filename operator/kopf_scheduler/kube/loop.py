@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -52,6 +53,7 @@ from ..core.cycle import (
     settle_waiting,
 )
 from ..core.diagnosis import truncate_message
+from ..core.instrumentation import PLUGIN_METRICS_SAMPLE_PERCENT
 from ..core.objects import Pod
 from ..core.queueing import QueuedPodInfo
 from ..core.recording import STAGE_PERMIT
@@ -67,6 +69,11 @@ HOUSEKEEPING_PERIOD: Final = 1.0
 IDLE_WAIT: Final = 1.0
 #: pods scheduled back to back before yielding to the event loop (watch handlers, binds)
 BATCH: Final = 32
+
+
+#: draws which cycles time their plugins one by one (upstream ``rand.Intn(100) < pluginMetricsSamplePercent``);
+#: apart from the policies' tie-break RNGs, so sampling never shifts their draws
+_sampling = random.Random()
 
 
 async def run(app: App, policy: str, stopped: Any) -> None:
@@ -181,15 +188,32 @@ async def _cycle(app: App, state: PolicyState, info: QueuedPodInfo) -> Outcome:
     skip = prepare(info, snapshot, cache=app.cache, queue=queue, private_objects=off_loop)
     if skip is not None:
         return skip
+    recorder = app.metrics.framework_recorder(state.scheduler_name)
+    sample = _sampling.random() * 100 < PLUGIN_METRICS_SAMPLE_PERCENT
     if off_loop:
         decided = await app.run_blocking(
-            decide, info, snapshot, scheduler, rng=state.rng, nominator=queue.nominator.copy()
+            decide,
+            info,
+            snapshot,
+            scheduler,
+            rng=state.rng,
+            nominator=queue.nominator.copy(),
+            recorder=recorder,
+            sample_plugins=sample,
         )
         if not isinstance(decided, Error):
             for problem in decided.extender_errors:
                 logger.info("scheduling %s: %s", info.pod.key, problem)
     else:
-        decided = decide(info, snapshot, scheduler, rng=state.rng, nominator=queue.nominator)
+        decided = decide(
+            info,
+            snapshot,
+            scheduler,
+            rng=state.rng,
+            nominator=queue.nominator,
+            recorder=recorder,
+            sample_plugins=sample,
+        )
     return conclude(
         info, decided, cache=app.cache, queue=queue, waiting=app.waiting, scheduler=scheduler, now=app.now()
     )
