@@ -53,7 +53,7 @@ from ..edge.client import Api
 from ..edge.extenders import HTTPExtender, setup_problems
 from ..edge.informer import Informer
 from ..edge.plugins import installed_registry
-from ..telemetry.metrics import SchedulerMetrics
+from ..telemetry.metrics import QUEUES, SchedulerMetrics
 from . import bodies
 
 __all__ = ["App", "PolicyState"]
@@ -178,9 +178,18 @@ class App:
 
     def record_queues(self) -> None:
         """Every served queue's counts into the metrics (before each scrape): pods in by queue and event,
-        the unschedulable pool by rejecting plugin."""
+        the unschedulable pool by rejecting plugin, the pending pods summed over the queues (upstream has
+        one queue for every profile) and the cache's size, so no gauge lags behind an idle loop."""
+        pending = dict.fromkeys(QUEUES, 0)
         for name, state in self.states.items():
             self.metrics.observe_queue(name, state.queue.take_incoming(), state.queue.unschedulable_plugin_counts())
+            for queue, count in state.queue.pending_counts().items():
+                if queue in pending:
+                    pending[queue] += count
+        self.metrics.set_pending_pods(pending)  # type: ignore[arg-type]  # the keys are QUEUES
+        self.metrics.set_cache_size(
+            nodes=self.cache.node_count(), pods=self.cache.pod_count(), assumed_pods=self.cache.assumed_count()
+        )
 
     def wake(self) -> None:
         for state in self.states.values():

@@ -125,13 +125,6 @@ def _housekeeping(app: App, state: PolicyState, now: float) -> None:
     for pod in expired:
         logger.warning("assumed pod %s expired: the watch never confirmed its binding", pod.key)
     app.perform(routed)
-    counts = state.queue.pending_counts()
-    app.metrics.set_pending_pods(
-        {k: v for k, v in counts.items() if k in ("active", "backoff", "unschedulable", "gated")}  # type: ignore[misc]
-    )
-    app.metrics.set_cache_size(
-        nodes=app.cache.node_count(), pods=app.cache.pod_count(), assumed_pods=app.cache.assumed_count()
-    )
     app.metrics.set_leader(state.policy, app.leading.is_set())
     podgroups.refresh(app)
 
