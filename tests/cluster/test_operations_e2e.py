@@ -1,6 +1,8 @@
-"""The live operator on the real control plane: what a Prometheus scrape of /metrics finds after pods are
-scheduled (the families the kubernetes-mixin scheduler dashboard and ours select by), and pods held by
-scheduling gates as a queueing controller such as Kueue holds them.
+"""Operating beside the default scheduler, with the live operator on the real control plane: what a
+Prometheus scrape of /metrics finds after pods are scheduled (the families the kubernetes-mixin scheduler
+dashboard and ours select by), pods held by scheduling gates as a queueing controller such as Kueue holds
+them, and a namespace moved over by the README's MutatingAdmissionPolicy
+(examples/namespace-scheduler/mutating-admission-policy.yaml).
 
 Scheduling gates (upstream SchedulingGates plugin, a PreEnqueue plugin): a pod created with
 ``spec.schedulingGates`` never enters the active queue, so it gets no attempt, no FailedScheduling event
@@ -21,10 +23,11 @@ from typing import Any
 
 import pytest
 import yaml
-from kube_helpers import Group, Operator, create_policy, delete_policy, wait, wait_accepted
+from kube_helpers import ROOT, Group, Operator, create_policy, delete_policy, wait, wait_accepted
 from kubernetes import client
 from prometheus_client.parser import text_string_to_metric_families
 
+from kopf_scheduler.cluster import ControlPlane
 from kopf_scheduler.cluster.controlplane import free_port
 
 pytestmark = pytest.mark.cluster
@@ -180,3 +183,39 @@ def test_gated_pods_wait_quietly_until_the_gate_is_removed(
         }
         assert set(names) <= scheduled
         assert scrape(port).get(("scheduler_pending_pods", frozenset({("queue", "gated")}))) == 0
+
+
+NAMESPACE_POLICY = ROOT / "examples" / "namespace-scheduler" / "mutating-admission-policy.yaml"
+
+
+def test_a_labelled_namespace_sends_its_pods_to_us_through_the_admission_policy(
+    operator: tuple[Operator, int], api: client.ApiClient, namespace: str, control_plane: ControlPlane
+) -> None:
+    op, _ = operator
+    core = client.CoreV1Api(api)
+    control_plane.kubectl("apply", "-f", str(NAMESPACE_POLICY))
+    try:
+        with Group(api) as group:  # pods that name no scheduler
+            group.nodes(1)
+            core.patch_namespace(namespace, {"metadata": {"labels": {"scheduling.kopf.dev/scheduler-name": POLICY}}})
+
+            def created(name: str, **kwargs: Any) -> str:
+                """Create until the policy is in force (its informer may lag the apply); the pod's schedulerName."""
+                body = group.pod(name, cpu="10m", memory="16Mi", **kwargs)
+                pod = core.create_namespaced_pod(namespace, body)
+                return str(pod.spec.scheduler_name)
+
+            tries = iter(range(100))
+            moved = wait(
+                op,
+                lambda: (n := f"moved-{next(tries)}") and created(n) == POLICY and n,
+                message="the admission policy set the schedulerName",
+            )
+            other = created("named-its-own", scheduler="someone-else")
+            assert other == "someone-else"
+            wait(op, lambda: bound(core, namespace, [moved]), message="the moved pod bound by us")
+            scheduled = core.list_namespaced_event(namespace, field_selector=f"involvedObject.name={moved}").items
+            assert any(e.reason == "Scheduled" for e in scheduled), scheduled  # no other scheduler runs here
+            assert core.read_namespaced_pod("named-its-own", namespace).spec.node_name is None
+    finally:
+        control_plane.kubectl("delete", "-f", str(NAMESPACE_POLICY), "--ignore-not-found")
