@@ -22,8 +22,9 @@ aiohttp's general-purpose request machinery cost twice the CPU of the whole exch
 (``bench/bench_client.py``). A POST lost on a reused connection is never sent again (a create twice
 is a second event or a 409 on our own bind); other methods are.
 
-**Watches** stream through aiohttp on a fresh connection each (a long-lived response read in
-chunks, where per-request cost does not matter; aiohttp is in the process for Kopf anyway). The
+**Watches** stream through aiohttp (imported at the first watch) on a fresh connection each (a
+long-lived response read in chunks, where per-request cost does not matter; aiohttp is in the
+process for Kopf anyway). The
 server ends a watch after its ``timeoutSeconds``; the client gives up on a stream that delivered
 nothing, not even a bookmark, for ``idle_timeout`` seconds (the API server sends a bookmark every
 minute), so a silently stalled connection is noticed, and drops the pool's idle connections (they
@@ -48,13 +49,14 @@ import json
 import ssl
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlencode, urlsplit
-
-import aiohttp
 
 from .credentials import Credentials, ssl_context
 from .transport import CONNECTION_LIMIT, MAX_IDLE_AGE, Fenced, Pool, Response, ResponseParser
+
+if TYPE_CHECKING:
+    import aiohttp
 
 __all__ = ["CONNECTION_LIMIT", "MAX_IDLE_AGE", "WATCH_IDLE_TIMEOUT", "Api", "Response", "ResponseParser"]
 
@@ -204,6 +206,8 @@ class Api:
     async def watch(self, path: str, params: Mapping[str, str], *, timeout: float) -> AsyncIterator[dict[str, Any]]:
         """The events of ``GET path?watch=1&...`` until the server ends it (after `timeout` seconds),
         the connection fails or nothing arrives for ``watch_idle_timeout`` seconds."""
+        import aiohttp  # here: the commands that only list (edge/blocking.py) start without it
+
         query = urlencode({**params, "watch": "1", "timeoutSeconds": str(int(timeout))})
         client_timeout = aiohttp.ClientTimeout(
             total=None, sock_connect=self._timeout, sock_read=self.watch_idle_timeout
@@ -250,6 +254,8 @@ class Api:
                 return
 
     def _watch_session(self) -> aiohttp.ClientSession:
+        import aiohttp
+
         if self._session is None or self._session.closed:
             # a fresh connection per watch: never a pooled one that may have died while idle
             connector = aiohttp.TCPConnector(
