@@ -37,6 +37,9 @@ API server reports a 410 inside a stream), a transport failure or the idle deadl
 (the server's host:port, client-go's ``host`` label). The operator points it at its
 ``SchedulerMetrics``; a fenced write, never sent, is not counted.
 
+A kubeconfig's ``proxy-url`` is honoured by requests (a CONNECT tunnel, ``transport.Pool``) and
+watches (aiohttp's ``proxy``) alike.
+
 The bearer token comes from the credentials' ``TokenSource``: one that is about to expire (an exec
 plugin's, an OIDC id-token) is refreshed first, off the event loop; a 401 refreshes it at once and,
 if it changed, the request is sent once more.
@@ -106,6 +109,7 @@ class Api:
             server_hostname=self._server_hostname,
             connections=connections,
             max_idle_age=max_idle_age,
+            proxy=credentials.proxy_url,
         )
         self._session: aiohttp.ClientSession | None = None
         self._refreshing: asyncio.Lock | None = None
@@ -220,6 +224,7 @@ class Api:
                     headers=self._watch_headers(),
                     timeout=client_timeout,
                     server_hostname=self._server_hostname if self._tls is not None else None,
+                    proxy=self.credentials.proxy_url,
                 ) as resp:
                     if self.observe is not None:
                         self.observe("GET", resp.status, -1.0)
