@@ -124,6 +124,9 @@ class App:
         self.failures = RepeatLimiter()
         #: the last attempt of each pending or recently bound pod, for /debug/attempts (``explain``)
         self.attempts = AttemptLog()
+        #: draws which cycles time their plugins one by one (core/instrumentation.py); apart from the
+        #: policies' tie-break RNGs, so sampling never shifts their draws
+        self.sampling = random.Random()
         self.leading = asyncio.Event()
         if not leader_election:
             self.leading.set()

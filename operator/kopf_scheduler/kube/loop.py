@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -70,10 +69,6 @@ IDLE_WAIT: Final = 1.0
 #: pods scheduled back to back before yielding to the event loop (watch handlers, binds)
 BATCH: Final = 32
 
-
-#: draws which cycles time their plugins one by one (upstream ``rand.Intn(100) < pluginMetricsSamplePercent``);
-#: apart from the policies' tie-break RNGs, so sampling never shifts their draws
-_sampling = random.Random()
 
 
 async def run(app: App, policy: str, stopped: Any) -> None:
@@ -182,7 +177,7 @@ async def _cycle(app: App, state: PolicyState, info: QueuedPodInfo) -> Outcome:
     if skip is not None:
         return skip
     recorder = app.metrics.framework_recorder(state.scheduler_name)
-    sample = _sampling.random() * 100 < PLUGIN_METRICS_SAMPLE_PERCENT
+    sample = app.sampling.random() * 100 < PLUGIN_METRICS_SAMPLE_PERCENT  # upstream rand.Intn(100) < 10
     if off_loop:
         decided = await app.run_blocking(
             decide,
