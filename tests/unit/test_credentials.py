@@ -19,18 +19,17 @@ from pathlib import Path
 from typing import Any
 
 import kopf
-import kubernetes.client
 import pytest
 
 from kopf_scheduler.cluster.certs import Pki, create_pki
 from kopf_scheduler.cluster.controlplane import write_kubeconfig
+from kopf_scheduler.edge.blocking import BlockingApi
 from kopf_scheduler.edge.credentials import (
     STALE_SKEW,
     CredentialsError,
     PluginToken,
     StaticToken,
     TokenFile,
-    api_client,
     load_credentials,
     ssl_context,
 )
@@ -336,7 +335,6 @@ def test_insecure_skip_tls_verify_turns_verification_off(tmp_path: Path) -> None
     assert creds.insecure
     ctx = ssl_context(creds)
     assert (ctx.verify_mode, ctx.check_hostname) == (ssl.CERT_NONE, False)
-    assert api_client(creds).configuration.verify_ssl is False
 
 
 def test_tls_server_name_and_proxy_url_are_kept(tmp_path: Path) -> None:
@@ -647,32 +645,6 @@ def test_kopf_can_be_given_every_field(tmp_path: Path, plugin: Plugin) -> None:
     assert info.expiration == creds.token.expiration is not None
 
 
-def test_api_client_carries_server_token_and_tls(tmp_path: Path, pki: Pki, plugin: Plugin) -> None:
-    plugin.spec(ttl=60)
-    user = {**plugin.user(), "client-certificate-data": b64(pki.admin.cert), "client-key-data": b64(pki.admin.key)}
-    cluster = {"certificate-authority-data": b64(pki.ca.cert), "tls-server-name": "kubernetes"}
-    wall = WallClock()
-    creds = load_credentials(
-        str(kubeconfig(tmp_path / "config", "https://10.9.9.9:6443", user=user, cluster=cluster)), wall_clock=wall
-    )
-    api = api_client(creds)
-    c = api.configuration
-    assert (c.host, c.verify_ssl, c.tls_server_name, c.ca_cert_data) == (
-        "https://10.9.9.9:6443",
-        True,
-        "kubernetes",
-        pki.ca.cert.read_text(),
-    )
-    assert (Path(c.cert_file).read_bytes(), Path(c.key_file).read_bytes()) == (
-        pki.admin.cert.read_bytes(),
-        pki.admin.key.read_bytes(),
-    )
-    assert api.rest_client.pool_manager.connection_pool_kw["server_hostname"] == "kubernetes"
-    assert c.auth_settings()["BearerToken"]["value"] == "Bearer token-1"
-    wall.offset = timedelta(seconds=55)  # stale: the next request's header comes from a new run
-    assert c.auth_settings()["BearerToken"]["value"] == "Bearer token-2" and plugin.runs == 2
-
-
 class _Echo(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         peer = self.connection.getpeercert()
@@ -707,18 +679,20 @@ def tls_server(pki: Pki) -> Iterator[str]:
         server.server_close()
 
 
-def test_api_client_talks_tls_with_the_kubeconfigs_ca_name_and_certificate(
-    tmp_path: Path, pki: Pki, tls_server: str
+def test_the_commands_client_talks_tls_with_the_kubeconfigs_ca_name_certificate_and_fresh_token(
+    tmp_path: Path, pki: Pki, tls_server: str, plugin: Plugin
 ) -> None:
-    user = {"token": "tok", "client-certificate-data": b64(pki.admin.cert), "client-key-data": b64(pki.admin.key)}
+    """``BlockingApi`` (simulate --from-cluster, the kubectl plugin): the operator's client and loader."""
+    plugin.spec(ttl=60)
+    user = {**plugin.user(), "client-certificate-data": b64(pki.admin.cert), "client-key-data": b64(pki.admin.key)}
     cluster = {"certificate-authority-data": b64(pki.ca.cert), "tls-server-name": "kubernetes"}
-    creds = load_credentials(str(kubeconfig(tmp_path / "config", tls_server, user=user, cluster=cluster)))
-    api = api_client(creds)
-    try:
-        response: Any = kubernetes.client.VersionApi(api).get_code(
-            _preload_content=False
-        )  # raw: the echo is no VersionInfo
-        answer = json.loads(response.data)
-    finally:
-        api.close()  # type: ignore[no-untyped-call]
-    assert answer == {"path": "/version/", "authorization": "Bearer tok", "client": "kopf-scheduler-admin"}
+    wall = WallClock()
+    creds = load_credentials(
+        str(kubeconfig(tmp_path / "config", tls_server, user=user, cluster=cluster)), wall_clock=wall
+    )
+    with BlockingApi(creds) as api:
+        first = api.get("/version/")
+        wall.offset = timedelta(seconds=55)  # stale: the next request's header comes from a new run
+        second = api.get("/version/")
+    assert first.body == {"path": "/version/", "authorization": "Bearer token-1", "client": "kopf-scheduler-admin"}
+    assert second.body["authorization"] == "Bearer token-2" and plugin.runs == 2

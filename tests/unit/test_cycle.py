@@ -117,7 +117,7 @@ def test_an_algorithm_that_raises_is_an_error_carrying_the_exception() -> None:
     class Broken:
         profile = default_scheduler().profile
 
-        def schedule(self, pod: Pod, snapshot: Snapshot, *, rng: random.Random, nominator: object) -> None:
+        def schedule(self, pod: Pod, snapshot: Snapshot, *, rng: random.Random, nominator: object, **_: object) -> None:
             raise ZeroDivisionError("bug")
 
     pod = make_pod("web").obj()

@@ -186,7 +186,8 @@ def test_dashboard_is_json_and_queries_only_exported_metrics() -> None:
     for name, kind in re.findall(r"^# TYPE (\S+) (\S+)$", SchedulerMetrics().render().decode(), flags=re.M):
         suffixes = ("_bucket", "_count", "_sum") if kind == "histogram" else ("",)
         exported.update(name + suffix for suffix in suffixes)
-    used = {name for expr in exprs for name in re.findall(r"\b((?:scheduler|kopf_scheduler)_[a-z_]+)\b", expr)}
+    family = r"\b((?:scheduler|kopf_scheduler|rest_client|process|python)_[a-z_]+)\b"
+    used = {name for expr in exprs for name in re.findall(family, expr)}
     assert used and used <= exported, f"not exported: {used - exported}"
     for needed in (
         "scheduler_schedule_attempts_total",
@@ -194,6 +195,10 @@ def test_dashboard_is_json_and_queries_only_exported_metrics() -> None:
         "kopf_scheduler_leader",
         "scheduler_binding_duration_seconds_bucket",
         "scheduler_scheduling_attempt_duration_seconds_bucket",
+        "process_cpu_seconds_total",
+        "rest_client_requests_total",
+        "scheduler_plugin_execution_duration_seconds_bucket",
+        "scheduler_framework_extension_point_duration_seconds_bucket",
     ):
         assert needed in used
 

@@ -14,8 +14,8 @@ is asked. The table is ``kopf-scheduler explain``'s (``core/explanation.py``).
 ``policies`` lists the SchedulingPolicies with the scheduler name each serves, whether it is
 accepted, and why not.
 
-Credentials are the operator's (``edge/credentials.py``: ``--kubeconfig``, ``$KUBECONFIG``,
-``~/.kube/config``, in-cluster; exec plugins included), through the official client.
+Credentials and client are the operator's (``edge/credentials.py``: ``--kubeconfig``, ``$KUBECONFIG``,
+``~/.kube/config``, in-cluster; exec plugins included; ``edge/client.Api`` through ``edge/blocking.py``).
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from ..core.explanation import from_json, render
-from ..edge.credentials import CredentialsError, api_client, load_credentials
+from ..edge.blocking import BlockingApi
+from ..edge.credentials import CredentialsError, load_credentials
 
 __all__ = ["LEADER_LABEL", "leader_pod", "main"]
 
@@ -43,21 +44,12 @@ class PluginError(Exception):
     """What went wrong, for the user; exit status 1."""
 
 
-def _get(client: Any, path: str) -> tuple[int, Any]:
+def _get(client: BlockingApi, path: str) -> tuple[int, Any]:
     """GET `path` as the user: (status, decoded JSON or the text)."""
-    request = client.param_serialize(
-        "GET", path, header_params={"Accept": "application/json"}, auth_settings=["BearerToken"]
-    )
-    try:
-        response = client.call_api(*request)
-        response.read()
-    except (OSError, ValueError) as exc:
-        raise PluginError(f"cannot reach the API server: {exc}") from exc
-    text = (response.data or b"").decode("utf-8", "replace")
-    try:
-        return int(response.status), json.loads(text)
-    except ValueError:
-        return int(response.status), text
+    response = client.get(path)
+    if response.status == 0:
+        raise PluginError(f"cannot reach the API server: {response.detail()}")
+    return response.status, response.body
 
 
 def _detail(body: Any) -> str:
@@ -66,7 +58,7 @@ def _detail(body: Any) -> str:
     return str(body).strip()[:300]
 
 
-def leader_pod(client: Any, *, namespace: str, lease: str) -> str:
+def leader_pod(client: BlockingApi, *, namespace: str, lease: str) -> str:
     """The name of the pod that leads (or the only operator pod when there is no Lease)."""
     status, record = _get(client, f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{lease}")
     if status not in (200, 404):
@@ -90,7 +82,7 @@ def leader_pod(client: Any, *, namespace: str, lease: str) -> str:
     )
 
 
-def _attempt(client: Any, *, namespace: str, pod: str, port: int, target: str) -> Any:
+def _attempt(client: BlockingApi, *, namespace: str, pod: str, port: int, target: str) -> Any:
     """The operator pod's JSON explanation of `target` (NAMESPACE/NAME), through the pod proxy."""
     target_ns, target_name = target.split("/")
     path = (
@@ -105,7 +97,7 @@ def _attempt(client: Any, *, namespace: str, pod: str, port: int, target: str) -
     return data
 
 
-def explain(args: argparse.Namespace, client: Any) -> int:
+def explain(args: argparse.Namespace, client: BlockingApi) -> int:
     if args.pod.count("/") != 1 or not all(args.pod.split("/")):
         raise PluginError("give the pod as NAMESPACE/NAME")
     pod = leader_pod(client, namespace=args.operator_namespace, lease=args.lease)
@@ -120,7 +112,7 @@ def explain(args: argparse.Namespace, client: Any) -> int:
     return 0
 
 
-def policies(args: argparse.Namespace, client: Any) -> int:
+def policies(args: argparse.Namespace, client: BlockingApi) -> int:
     status, found = _get(client, "/apis/scheduling.kopf.dev/v1alpha1/schedulingpolicies")
     if status != 200:
         raise PluginError(f"cannot list SchedulingPolicies: HTTP {status} {_detail(found)}")
@@ -169,7 +161,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
-        client = api_client(load_credentials(args.kubeconfig))
+        client = BlockingApi(load_credentials(args.kubeconfig))
     except CredentialsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -179,7 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     finally:
-        client.close()  # type: ignore[no-untyped-call]
+        client.close()
 
 
 if __name__ == "__main__":

@@ -46,6 +46,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
+from . import instrumentation as ins
 from .diagnosis import NO_NODES_AVAILABLE, Diagnosis, NodeScore, PluginScore
 from .extenders import EXTENDER_SCORE_SCALE, Extender, ExtenderConfig, ExtenderFilterResult, ExtenderPrioritizeResult
 from .framework import (
@@ -60,6 +61,7 @@ from .framework import (
     PreFilterExtensions,
     PreFilterPlugin,
     PreScorePlugin,
+    ScorePlugin,
     Status,
     VectorFilter,
     VectorScore,
@@ -189,24 +191,38 @@ class GenericScheduler:
         rng: random.Random,
         explain: bool = False,
         nominator: Nominator | None = None,
+        recorder: ins.FrameworkRecorder | None = None,
+        sample_plugins: bool = False,
     ) -> ScheduleResult:
         """Place `pod`; `nominator` holds the pods preemption nominated (None: there are none). With
         `explain`, a single feasible node is scored too (upstream binds it unscored), so that its scores
-        can be read; the chosen node is the same."""
-        result = self._schedule(pod, snapshot, rng, explain, nominator)
+        can be read; the chosen node is the same. `recorder` times the extension points, and each plugin
+        call when `sample_plugins` (``core/instrumentation.py``); the cycle state keeps it for later points."""
+        state = CycleState(recorder, sample_plugins=sample_plugins)
+        result = self._schedule(pod, snapshot, rng, explain, nominator, state)
         result.node_names = snapshot.table.names
         return result
 
     def _schedule(
-        self, pod: Pod, snapshot: Snapshot, rng: random.Random, explain: bool, nominator: Nominator | None
+        self,
+        pod: Pod,
+        snapshot: Snapshot,
+        rng: random.Random,
+        explain: bool,
+        nominator: Nominator | None,
+        state: CycleState,
     ) -> ScheduleResult:
         n = len(snapshot)
         diagnosis = Diagnosis(num_all_nodes=n)
         if n == 0:
             return ScheduleResult(None, diagnosis, error=NO_NODES_AVAILABLE)
-        state = CycleState()
+        recorder = state.recorder
 
+        started = recorder.clock() if recorder is not None else 0.0
         active, failure = self._run_pre_filters(state, pod, snapshot, diagnosis)
+        if recorder is not None:
+            recorder.extension_point(ins.PRE_FILTER, _pre_filter_code(failure), recorder.clock() - started)
+            started = recorder.clock()
         if failure is not None:
             return (
                 self._run_post_filters(state, pod, snapshot, failure, rng, nominator)
@@ -238,6 +254,12 @@ class GenericScheduler:
             feasible, evaluated, err = self._find_feasible(
                 state, pod, snapshot, active, want, diagnosis, nominated, only, explain_all
             )
+            if (
+                recorder is not None
+            ):  # upstream: Success, or Error when a filter failed; the nominated node's try included
+                recorder.extension_point(
+                    ins.FILTER, Code.SUCCESS if err is None else Code.ERROR, recorder.clock() - started
+                )
             if err is not None:
                 return ScheduleResult(None, diagnosis, evaluated_nodes=evaluated, error=err)
             self.next_start_node_index = (self.next_start_node_index + evaluated) % n
@@ -301,7 +323,11 @@ class GenericScheduler:
         only: list[tuple[int, Plugin]] = [(-1, p) for p in self.profile.pre_filter_only]  # no Filter: never active
         for j, plugin in [*enumerate(self._filters), *only]:
             if isinstance(plugin, PreFilterPlugin):
-                status = _call(plugin, plugin.pre_filter, state, pod, snapshot)
+                status = (
+                    _timed_call(state, ins.PRE_FILTER, plugin, plugin.pre_filter, state, pod, snapshot)
+                    if state.sample_plugins
+                    else _call(plugin, plugin.pre_filter, state, pod, snapshot)
+                )
                 if status.code is Code.SKIP:
                     state.node_names.pop(plugin.name, None)
                     state.skip_filter.add(plugin.name)
@@ -429,10 +455,14 @@ class GenericScheduler:
         for j in active:
             plugin = self._filters[j]
             assert isinstance(plugin, VectorFilter)
+            started = state.recorder.clock() if state.sample_plugins and state.recorder is not None else None
             try:
                 mask = plugin.filter_nodes(state, pod, table, alive)
             except Exception as exc:  # a plugin bug must not take the scheduler down
                 return f"running Filter plugin {plugin.name!r}: {type(exc).__name__}: {exc}"
+            if started is not None and state.recorder is not None:
+                code = Code.SUCCESS if mask.all() else Code.UNSCHEDULABLE
+                state.recorder.plugin(ins.FILTER, plugin.name, code, state.recorder.clock() - started)
             if not mask.all():
                 rejected.append((j, alive[~mask]))
                 alive = alive[mask]
@@ -644,12 +674,17 @@ class GenericScheduler:
         reasons: list[str] = []
         rejector = ""
         final: PostFilterResult | None = None
+        recorder = state.recorder
+        started = recorder.clock() if recorder is not None else 0.0
         for plugin in plugins:
+            begun = recorder.clock() if recorder is not None and state.sample_plugins else None
             try:
                 answer = plugin.post_filter(state, pod, snapshot, result.diagnosis, handle)
             except Exception as exc:  # a plugin bug must not take the scheduler down
                 answer = PostFilterResult(Status(Code.ERROR, (f"{type(exc).__name__}: {exc}",)))
             status = answer.status.with_plugin(plugin.name)
+            if begun is not None and recorder is not None:
+                recorder.plugin(ins.POST_FILTER, plugin.name, status.code, recorder.clock() - begun)
             if status.is_success or status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
                 final = dataclasses.replace(answer, status=status)
                 break
@@ -672,6 +707,8 @@ class GenericScheduler:
             )
         result.diagnosis.post_filter_msg = final.status.message
         result.post_filter = final
+        if recorder is not None:
+            recorder.extension_point(ins.POST_FILTER, final.status.code, recorder.clock() - started)
         return result
 
     # ------------------------------------------------------------------ scoring
@@ -690,15 +727,29 @@ class GenericScheduler:
                 totals += 1  # upstream: with no score plugins and no extenders every node scores 1
             return index, totals, parts, None
         infos: list[NodeInfo] | None = None
+        # upstream RunPreScorePlugins then RunScorePlugins: every PreScore first (SKIP drops the plugin's
+        # Score), each point timed as a whole when the edge lent a recorder
+        point = ins.point_started(state)
+        scoring: list[tuple[ScorePlugin, int]] = []
         for plugin, weight in self._scorers:
             if isinstance(plugin, PreScorePlugin):
                 if infos is None:
                     infos = _pick(snapshot.node_infos, feasible)
-                status = _call(plugin, plugin.pre_score, state, pod, infos, snapshot)
+                status = (
+                    _timed_call(state, ins.PRE_SCORE, plugin, plugin.pre_score, state, pod, infos, snapshot)
+                    if state.sample_plugins
+                    else _call(plugin, plugin.pre_score, state, pod, infos, snapshot)
+                )
                 if status.code is Code.SKIP:
                     continue
                 if not status.is_success:
+                    ins.point_done(state, point, ins.PRE_SCORE, Code.ERROR)
                     return index, totals, parts, f"running PreScore plugin {plugin.name!r}: {status.message}"
+            scoring.append((plugin, weight))
+        ins.point_done(state, point, ins.PRE_SCORE, Code.SUCCESS)
+        point = ins.point_started(state)
+        for plugin, weight in scoring:
+            began = ins.plugin_started(state)
             try:
                 if isinstance(plugin, VectorScore):
                     raw = np.asarray(plugin.score_nodes(state, pod, snapshot.table, index), dtype=np.int64)
@@ -710,9 +761,13 @@ class GenericScheduler:
                     plugin.normalize_scores(state, pod, raw.copy()) if isinstance(plugin, NormalizeScorePlugin) else raw
                 )
             except Exception as exc:
+                ins.plugin_done(state, began, ins.SCORE, plugin.name, Code.ERROR)
+                ins.point_done(state, point, ins.SCORE, Code.ERROR)
                 return index, totals, parts, f"running Score plugin {plugin.name!r}: {type(exc).__name__}: {exc}"
+            ins.plugin_done(state, began, ins.SCORE, plugin.name, Code.SUCCESS)
             totals += scores * weight
             parts.append((plugin.name, weight, raw, scores))
+        ins.point_done(state, point, ins.SCORE, Code.SUCCESS)
         return index, totals, parts, None
 
     # ------------------------------------------------------------------ extenders
@@ -888,8 +943,12 @@ def _run_filters(
     """Upstream ``RunFilterPlugins`` on one node: SUCCESS, the first rejection (every rejection merged
     when `check_all`; the rejecting plugins go into `rejectors`), or an ERROR naming the plugin."""
     failed: Status | None = None
+    sampled = state.sample_plugins
     for plugin in plugins:
-        status = _call(plugin, plugin.filter, state, pod, info)
+        if sampled:
+            status = _timed_call(state, ins.FILTER, plugin, plugin.filter, state, pod, info)
+        else:
+            status = _call(plugin, plugin.filter, state, pod, info)
         if status.is_success:
             continue
         if status.code is Code.ERROR:
@@ -903,6 +962,26 @@ def _run_filters(
         else:
             failed = Status(max(failed.code, status.code), failed.reasons + status.reasons, failed.plugin)
     return failed if failed is not None else SUCCESS
+
+
+def _pre_filter_code(failure: ScheduleResult | None) -> Code:
+    """The PreFilter extension point's status label: Success, Error, or the rejection's code."""
+    if failure is None:
+        return Code.SUCCESS
+    if failure.error is not None:
+        return Code.ERROR
+    return failure.diagnosis.absent_nodes_status.code
+
+
+def _timed_call(state: CycleState, point: str, plugin: Plugin, method: Any, *args: Any) -> Status:
+    """``_call``, timed as `plugin` at `point` when the cycle is sampled (``core/instrumentation.py``)."""
+    recorder = state.recorder
+    if recorder is None or not state.sample_plugins:
+        return _call(plugin, method, *args)
+    started = recorder.clock()
+    status = _call(plugin, method, *args)
+    recorder.plugin(point, plugin.name, status.code, recorder.clock() - started)
+    return status
 
 
 def _call(plugin: Plugin, method: Any, *args: Any) -> Status:

@@ -62,6 +62,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from . import gangs
+from . import instrumentation as ins
 from .algorithm import GenericScheduler, ScheduleResult
 from .cache import PodState, SchedulerCache
 from .extenders import Extender
@@ -75,6 +76,7 @@ from .framework import (
     PreBindPlugin,
     Status,
 )
+from .instrumentation import FrameworkRecorder
 from .objects import Pod
 from .profile import Profile
 from .queueing import Nominator, QueuedPodInfo, SchedulingQueue
@@ -330,16 +332,22 @@ def decide(
     rng: random.Random,
     nominator: Nominator | None = None,
     explain: bool = False,
+    recorder: FrameworkRecorder | None = None,
+    sample_plugins: bool = False,
 ) -> ScheduleResult | Error:
     """The algorithm's result, or an ``Error`` when it raised (a bug: the plugin runtime turns plugin
     errors into statuses, this is the last resort). Touches only its arguments: in a worker thread,
     pass a copy of the queue's `nominator` (``Nominator.copy``), which watch events change. With
     `explain` a single feasible node is scored too, so that its scores can be read (``simulate
-    --explain``, the differential harness); the chosen node is the same."""
+    --explain``, the differential harness); the chosen node is the same. `recorder` and
+    `sample_plugins`: the edge's timings (``core/instrumentation.py``), kept on the cycle state for
+    Reserve, Permit, PreBind and Bind."""
     try:
         if explain:
             return scheduler.schedule(info.pod, snapshot, rng=rng, nominator=nominator, explain=True)
-        return scheduler.schedule(info.pod, snapshot, rng=rng, nominator=nominator)
+        return scheduler.schedule(
+            info.pod, snapshot, rng=rng, nominator=nominator, recorder=recorder, sample_plugins=sample_plugins
+        )
     except Exception as exc:
         return Error(f"internal error: {exc!r}", exc)
 
@@ -411,28 +419,38 @@ def _reserve_and_permit(
     profile = scheduler.profile
     node = placed.node_name
     handle = CacheHandle(cache, waiting)
+    point = ins.point_started(state) if profile.reservers else None
     for reserver in profile.reservers:
+        began = ins.plugin_started(state)
         try:
             status = reserver.reserve(state, placed, node, handle).with_plugin(reserver.name)
         except Exception as exc:  # a plugin bug must not take the scheduler down
             status = _raised(exc, reserver.name)
+        ins.plugin_done(state, began, ins.RESERVE, reserver.name, status.code)
         if not status.is_success:
+            ins.point_done(state, point, ins.RESERVE, status.code)
             return _undo(
                 info, placed, state, profile, status, "Reserve", cache=cache, queue=queue, now=now, handle=handle
             )
+    ins.point_done(state, point, ins.RESERVE, Code.SUCCESS)
     timeouts: dict[str, float] = {}
+    point = ins.point_started(state) if profile.permitters else None
     for permitter in profile.permitters:
+        began = ins.plugin_started(state)
         try:
             result = permitter.permit(state, placed, node, handle)
             status = result.status.with_plugin(permitter.name)
         except Exception as exc:  # a plugin bug must not take the scheduler down
             status = _raised(exc, permitter.name)
+        ins.plugin_done(state, began, ins.PERMIT, permitter.name, status.code)
         if status.code is Code.WAIT:
             timeouts[permitter.name] = result.timeout
         elif not status.is_success:
+            ins.point_done(state, point, ins.PERMIT, status.code)
             return _undo(
                 info, placed, state, profile, status, "Permit", cache=cache, queue=queue, now=now, handle=handle
             )
+    ins.point_done(state, point, ins.PERMIT, Code.WAIT if timeouts else Code.SUCCESS)
     plan = binding_plan(scheduler, placed)
     if not timeouts:
         return Bind(placed, node, state, plan, decided)
@@ -557,13 +575,18 @@ async def run_pre_bind_plugins(plan: BindingPlan, state: CycleState, pod: Pod, n
     """Upstream ``RunPreBindPlugins``: each PreBind plugin in order, awaited with `client`. SUCCESS
     when every one answered SUCCESS or SKIP (nothing to do for this pod); else the first failure,
     its plugin named in the message (``running PreBind plugin 'X': ...``), a raised exception as an ERROR."""
+    point = ins.point_started(state) if plan.pre_binders else None
     for plugin in plan.pre_binders:
+        began = ins.plugin_started(state)
         try:
             status = (await plugin.pre_bind(state, pod, node, client)).with_plugin(plugin.name)
         except Exception as exc:  # a plugin bug must not take the scheduler down
             status = _raised(exc, plugin.name)
+        ins.plugin_done(state, began, ins.PRE_BIND, plugin.name, status.code)
         if not status.is_success and not status.is_skip:
+            ins.point_done(state, point, ins.PRE_BIND, status.code)
             return Status(status.code, (_running("PreBind", status),), plugin.name)
+    ins.point_done(state, point, ins.PRE_BIND, Code.SUCCESS)
     return SUCCESS
 
 
@@ -571,16 +594,21 @@ async def run_bind_plugins(plan: BindingPlan, state: CycleState, pod: Pod, node:
     """Upstream ``RunBindPlugins``: the Bind plugins in order until one does not answer SKIP. SUCCESS
     (naming the plugin that bound the pod) or that plugin's failure (``running Bind plugin 'X': ...``);
     an ERROR when every one skipped (a profile without DefaultBinder)."""
+    point = ins.point_started(state)
     for plugin in plan.binders:
+        began = ins.plugin_started(state)
         try:
             status = (await plugin.bind(state, pod, node, client)).with_plugin(plugin.name)
         except Exception as exc:  # a plugin bug must not take the scheduler down
             status = _raised(exc, plugin.name)
+        ins.plugin_done(state, began, ins.BIND, plugin.name, status.code)
         if status.is_skip:
             continue
+        ins.point_done(state, point, ins.BIND, status.code)
         if status.is_success:
             return status
         return Status(status.code, (_running("Bind", status),), plugin.name)
+    ins.point_done(state, point, ins.BIND, Code.ERROR)
     return Status(Code.ERROR, ("no Bind plugin bound the pod: every one answered SKIP",))
 
 

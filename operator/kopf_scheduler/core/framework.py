@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     from .diagnosis import Diagnosis
+    from .instrumentation import FrameworkRecorder
     from .nodeinfo import NodeInfo
     from .objects import Pod
     from .queueing import QueuedPodInfo
@@ -199,14 +200,18 @@ class CycleState:
     the values, so a ``PreFilterExtensions`` hook replaces its entry instead of mutating it.
     ``skip_filter`` holds the names of the filter plugins whose PreFilter returned SKIP.
     ``node_names`` holds, per plugin, the only nodes its PreFilter admits (``admit_only``).
+    ``recorder`` times the extension points when the edge lends one, and each plugin call too when
+    ``sample_plugins`` (upstream ``SetRecordPluginMetrics``; ``core/instrumentation.py``).
     """
 
-    __slots__ = ("_data", "skip_filter", "node_names")
+    __slots__ = ("_data", "skip_filter", "node_names", "recorder", "sample_plugins")
 
-    def __init__(self) -> None:
+    def __init__(self, recorder: FrameworkRecorder | None = None, *, sample_plugins: bool = False) -> None:
         self._data: dict[StateKey[Any], Any] = {}
         self.skip_filter: set[str] = set()
         self.node_names: dict[str, frozenset[str]] = {}
+        self.recorder = recorder
+        self.sample_plugins = sample_plugins and recorder is not None
 
     def admit_only(self, plugin: str, names: Iterable[str]) -> None:
         """Upstream ``PreFilterResult.NodeNames``, from a PreFilter: the pod can fit no other node.
@@ -224,7 +229,7 @@ class CycleState:
         self._data[key] = value
 
     def clone(self) -> CycleState:
-        out = CycleState()
+        out = CycleState(self.recorder, sample_plugins=self.sample_plugins)
         out._data = dict(self._data)
         out.skip_filter = set(self.skip_filter)
         out.node_names = dict(self.node_names)

@@ -1,8 +1,9 @@
 """Everything that leaves the process: credentials (``credentials.py``), the HTTP transport
 (``transport.py``) and its two clients, for the API server (``client.py``: ``Api``) and for a
 policy's extenders (``extenders.py``: ``HTTPExtender``); informers (``informer.py``), the
-live-cluster snapshot (``snapshot.py``), the scheduling trace of ``run --record`` (``recorder.py``: a
-writer thread and its files) and out-of-tree plugin discovery (``plugins.py``). Nothing
+live-cluster snapshot (``snapshot.py``), the commands' blocking client (``blocking.py``), node
+usage pollers for the load-aware plugins (``usage.py``), the scheduling trace of ``run --record``
+(``recorder.py``: a writer thread and its files) and out-of-tree plugin discovery (``plugins.py``). Nothing
 here imports Kopf: the operator builds Kopf's login from the same ``Credentials`` its own requests use.
 
 One ``Response`` (``transport.py``) and one status rule: ``ok`` is 2xx, ``gone`` 404, ``conflict``
@@ -26,6 +27,8 @@ One ``Response`` (``transport.py``) and one status rule: ``ok`` is 2xx, ``gone``
 
 The official ``kubernetes`` client is not an HTTP stack of the operator: its kubeconfig loader reads
 the credentials (and, for an ``auth-provider`` token only, talks to the identity provider when it
-refreshes one). The commands that are not the operator use it too: ``simulate --from-cluster``
-(``snapshot.py``, for its proxy support) and the kubectl plugin; ``explain`` uses ``Api``.
+refreshes one). The commands that are not the operator use ``Api`` too: ``explain`` directly,
+``simulate --from-cluster`` (``snapshot.py``) and the kubectl plugin through ``blocking.BlockingApi``
+(``Api`` on a private loop). A kubeconfig's ``proxy-url`` is a CONNECT tunnel (``transport.Pool``).
+Why ours and not the official client or pykube-ng for them: bench/bench_sync_clients.py, README.
 """

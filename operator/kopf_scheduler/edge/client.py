@@ -22,13 +22,23 @@ aiohttp's general-purpose request machinery cost twice the CPU of the whole exch
 (``bench/bench_client.py``). A POST lost on a reused connection is never sent again (a create twice
 is a second event or a 409 on our own bind); other methods are.
 
-**Watches** stream through aiohttp on a fresh connection each (a long-lived response read in
-chunks, where per-request cost does not matter; aiohttp is in the process for Kopf anyway). The
+**Watches** stream through aiohttp (imported at the first watch) on a fresh connection each (a
+long-lived response read in chunks, where per-request cost does not matter; aiohttp is in the
+process for Kopf anyway). The
 server ends a watch after its ``timeoutSeconds``; the client gives up on a stream that delivered
 nothing, not even a bookmark, for ``idle_timeout`` seconds (the API server sends a bookmark every
 minute), so a silently stalled connection is noticed, and drops the pool's idle connections (they
 went through the same network). An HTTP error becomes one ``ERROR`` event carrying its code (as the
 API server reports a 410 inside a stream), a transport failure or the idle deadline one with code 0.
+
+**Metrics.** ``observe``, when set, is told of every request sent (``method``, status, seconds; status
+0 when no answer came, seconds -1 for a watch, which is counted but not timed): client-go's
+``rest_client_requests_total`` and ``rest_client_request_duration_seconds``, with ``metrics_host``
+(the server's host:port, client-go's ``host`` label). The operator points it at its
+``SchedulerMetrics``; a fenced write, never sent, is not counted.
+
+A kubeconfig's ``proxy-url`` is honoured by requests (a CONNECT tunnel, ``transport.Pool``) and
+watches (aiohttp's ``proxy``) alike.
 
 The bearer token comes from the credentials' ``TokenSource``: one that is about to expire (an exec
 plugin's, an OIDC id-token) is refreshed first, off the event loop; a 401 refreshes it at once and,
@@ -40,14 +50,16 @@ from __future__ import annotations
 import asyncio
 import json
 import ssl
+import time
 from collections.abc import AsyncIterator, Callable, Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlencode, urlsplit
-
-import aiohttp
 
 from .credentials import Credentials, ssl_context
 from .transport import CONNECTION_LIMIT, MAX_IDLE_AGE, Fenced, Pool, Response, ResponseParser
+
+if TYPE_CHECKING:
+    import aiohttp
 
 __all__ = ["CONNECTION_LIMIT", "MAX_IDLE_AGE", "WATCH_IDLE_TIMEOUT", "Api", "Response", "ResponseParser"]
 
@@ -78,11 +90,14 @@ class Api:
         self.host = credentials.server
         self.fence = fence
         self.watch_idle_timeout = watch_idle_timeout
+        #: (method, status, seconds) of each request sent; see the module docstring
+        self.observe: Callable[[str, int, float], None] | None = None
         url = urlsplit(credentials.server)
         self._tls = ssl_context(credentials) if url.scheme == "https" else None
         self._server_hostname = (credentials.tls_server_name or url.hostname) if self._tls else None
         self._prefix = url.path.rstrip("/")
         authority = url.netloc.rpartition("@")[2]
+        self.metrics_host = authority
         self.user_agent = user_agent
         self._head = f"Host: {authority}\r\nAccept: application/json\r\nUser-Agent: {user_agent}\r\n"
         self._timeout = timeout
@@ -94,6 +109,7 @@ class Api:
             server_hostname=self._server_hostname,
             connections=connections,
             max_idle_age=max_idle_age,
+            proxy=credentials.proxy_url,
         )
         self._session: aiohttp.ClientSession | None = None
         self._refreshing: asyncio.Lock | None = None
@@ -162,14 +178,22 @@ class Api:
             head += "Content-Length: 0\r\n"
         request = (head + "\r\n").encode("latin-1") + (data or b"")
         guard = self.fence if fence and method != "GET" else None
+        observe = self.observe
+        started = time.perf_counter() if observe is not None else 0.0
         try:
             status, raw = await self._pool.send(request, replayable=method != "POST", guard=guard)
         except Fenced:
             return Response(0, fenced=True)
         except TimeoutError:
+            if observe is not None:
+                observe(method, 0, time.perf_counter() - started)
             return Response(0, error=f"TimeoutError: no answer within {self._timeout:g}s")
         except (OSError, ssl.SSLError, ValueError) as exc:
+            if observe is not None:
+                observe(method, 0, time.perf_counter() - started)
             return Response(0, error=f"{type(exc).__name__}: {exc}")
+        if observe is not None:
+            observe(method, status, time.perf_counter() - started)
         answer = Response(status)
         if not raw or (not decode and answer.ok):
             return answer
@@ -186,6 +210,8 @@ class Api:
     async def watch(self, path: str, params: Mapping[str, str], *, timeout: float) -> AsyncIterator[dict[str, Any]]:
         """The events of ``GET path?watch=1&...`` until the server ends it (after `timeout` seconds),
         the connection fails or nothing arrives for ``watch_idle_timeout`` seconds."""
+        import aiohttp  # here: the commands that only list (edge/blocking.py) start without it
+
         query = urlencode({**params, "watch": "1", "timeoutSeconds": str(int(timeout))})
         client_timeout = aiohttp.ClientTimeout(
             total=None, sock_connect=self._timeout, sock_read=self.watch_idle_timeout
@@ -198,7 +224,10 @@ class Api:
                     headers=self._watch_headers(),
                     timeout=client_timeout,
                     server_hostname=self._server_hostname if self._tls is not None else None,
+                    proxy=self.credentials.proxy_url,
                 ) as resp:
+                    if self.observe is not None:
+                        self.observe("GET", resp.status, -1.0)
                     answer = Response(resp.status)
                     if answer.unauthorized and attempt == 0 and await self._refresh_token():
                         continue
@@ -224,10 +253,14 @@ class Api:
                 }
                 return
             except (aiohttp.ClientError, OSError, ValueError) as exc:
+                if self.observe is not None:
+                    self.observe("GET", 0, -1.0)
                 yield {"type": "ERROR", "object": {"code": 0, "message": f"{type(exc).__name__}: {exc}"}}
                 return
 
     def _watch_session(self) -> aiohttp.ClientSession:
+        import aiohttp
+
         if self._session is None or self._session.closed:
             # a fresh connection per watch: never a pooled one that may have died while idle
             connector = aiohttp.TCPConnector(

@@ -35,7 +35,6 @@ from. Refreshing never raises: a failed refresh returns False and is logged (``P
 
 from __future__ import annotations
 
-import atexit
 import base64
 import json
 import logging
@@ -67,7 +66,6 @@ __all__ = [
     "StaticToken",
     "TokenFile",
     "TokenSource",
-    "api_client",
     "load_credentials",
     "ssl_context",
 ]
@@ -611,36 +609,3 @@ def _write(directory: str, name: str, data: bytes | None) -> str | None:
     with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as f:
         f.write(data)
     return path
-
-
-def api_client(creds: Credentials) -> kubernetes.client.ApiClient:
-    """The official client for the synchronous commands, as the same user: same server, TLS and
-    ``TokenSource`` (refreshed before a request when stale). urllib3 opens client certificates from
-    files at every connection, so certificate data goes to a private folder removed at exit."""
-    configuration = kubernetes.client.Configuration()
-    configuration.host = creds.server
-    configuration.verify_ssl = not creds.insecure
-    configuration.ssl_ca_cert = creds.ca_path
-    configuration.ca_cert_data = creds.ca_data.decode() if creds.ca_data else None
-    configuration.tls_server_name = creds.tls_server_name
-    if creds.proxy_url:
-        configuration.proxy = creds.proxy_url
-    if creds.certificate_data or creds.private_key_data:
-        folder = tempfile.mkdtemp(prefix="kopf-scheduler-tls-")
-        atexit.register(shutil.rmtree, folder, True)
-        configuration.cert_file = creds.certificate_path or _write(folder, "tls.crt", creds.certificate_data)
-        configuration.key_file = creds.private_key_path or _write(folder, "tls.key", creds.private_key_data)
-    else:
-        configuration.cert_file, configuration.key_file = creds.certificate_path, creds.private_key_path
-    token = creds.token
-    if token is not None:
-        configuration.api_key["BearerToken"] = token.current()
-        configuration.api_key_prefix["BearerToken"] = "Bearer"
-
-        def fresh_token(c: kubernetes.client.Configuration) -> None:
-            if token.stale():
-                token.refresh()
-            c.api_key["BearerToken"] = token.current()
-
-        configuration.refresh_api_key_hook = fresh_token  # type: ignore[assignment]  # typed None upstream, documented as a hook
-    return kubernetes.client.ApiClient(configuration)

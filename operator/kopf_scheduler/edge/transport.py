@@ -17,6 +17,12 @@ on a new one only when the caller says it is ``replayable``: the server may have
 is a ``ConnectError`` worded as Go's dialer words it (``dial tcp HOST:PORT: connect: connection
 refused``); TLS failures keep ``ssl``'s text (``CERTIFICATE_VERIFY_FAILED``...).
 
+**Through a proxy.** With ``proxy`` (a kubeconfig's ``proxy-url``, ``http://[user:password@]host:port``)
+each connection is a tunnel: ``CONNECT host:port`` to the proxy, then TLS (or plain HTTP) inside it, as
+Go's transport does for an https server (for plain http it would send absolute URIs instead; an API
+server behind a proxy speaks https). A proxy that refuses answers a ``ConnectError`` with its status
+line; an ``https://`` or ``socks5://`` proxy is a ``ValueError`` when the pool is made.
+
 **Blocking callers** (the extender calls of an attempt decided in a worker thread, and ``simulate``)
 reach a pool through ``LoopBridge``: the coroutine is submitted to the operator's event loop
 (``asyncio.run_coroutine_threadsafe``), or, where no loop runs, the caller runs it on a private loop.
@@ -25,6 +31,7 @@ reach a pool through ``LoopBridge``: the coroutine is submitted to the operator'
 from __future__ import annotations
 
 import asyncio
+import base64
 import concurrent.futures
 import os
 import socket
@@ -34,6 +41,7 @@ import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar, cast
+from urllib.parse import unquote, urlsplit
 
 __all__ = [
     "CONNECTION_LIMIT",
@@ -298,8 +306,10 @@ class Pool:
         server_hostname: str | None = None,
         connections: int = CONNECTION_LIMIT,
         max_idle_age: float = MAX_IDLE_AGE,
+        proxy: str | None = None,
     ) -> None:
         self.timeout = timeout
+        self._proxy = _proxy_address(proxy) if proxy else None
         self._address = (host, port)
         self._tls = tls
         self._server_name = server_hostname or host
@@ -374,10 +384,13 @@ class Pool:
     async def _connect(self) -> _Connection:
         host, port = self._address
         loop = asyncio.get_running_loop()
+        server_name = self._server_name if self._tls else None
+        if self._proxy is not None:
+            sock = await self._tunnel()
+            _, conn = await loop.create_connection(_Connection, sock=sock, ssl=self._tls, server_hostname=server_name)
+            return conn
         try:
-            _, conn = await loop.create_connection(
-                _Connection, host, port, ssl=self._tls, server_hostname=self._server_name if self._tls else None
-            )
+            _, conn = await loop.create_connection(_Connection, host, port, ssl=self._tls, server_hostname=server_name)
         except (TimeoutError, ssl.SSLError):
             raise
         except socket.gaierror as exc:
@@ -386,6 +399,44 @@ class Pool:
             reason = os.strerror(exc.errno) if exc.errno else str(exc)
             raise ConnectError(exc.errno, f"dial tcp {host}:{port}: connect: {reason.lower()}") from exc
         return conn
+
+    async def _tunnel(self) -> socket.socket:
+        """A socket connected through the proxy to the origin (``CONNECT``), ready for TLS or HTTP."""
+        assert self._proxy is not None
+        (proxy_host, proxy_port), authorization = self._proxy
+        host, port = self._address
+        loop = asyncio.get_running_loop()
+        try:
+            infos = await loop.getaddrinfo(proxy_host, proxy_port, type=socket.SOCK_STREAM)
+        except socket.gaierror as exc:
+            raise ConnectError(exc.errno, f"proxyconnect tcp: dial tcp: lookup {proxy_host}: {exc.strerror}") from exc
+        family, kind, proto, _, address = infos[0]
+        sock = socket.socket(family, kind, proto)
+        sock.setblocking(False)
+        try:
+            try:
+                await loop.sock_connect(sock, address)
+            except OSError as exc:
+                reason = os.strerror(exc.errno) if exc.errno else str(exc)
+                raise ConnectError(
+                    exc.errno, f"proxyconnect tcp: dial tcp {proxy_host}:{proxy_port}: connect: {reason.lower()}"
+                ) from exc
+            authority = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+            head = f"CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n{authorization}\r\n"
+            await loop.sock_sendall(sock, head.encode("latin-1"))
+            answer = b""
+            while b"\r\n\r\n" not in answer:  # the proxy's answer ends its head; nothing follows before we speak
+                chunk = await loop.sock_recv(sock, 4096)
+                if not chunk or len(answer) > 65536:
+                    raise ConnectError(0, f"proxy {proxy_host}:{proxy_port} closed the connection during CONNECT")
+                answer += chunk
+            status = answer.split(b"\r\n", 1)[0].decode("latin-1", "replace")
+            if status.split(" ")[1:2] != ["200"]:
+                raise ConnectError(0, f"proxy {proxy_host}:{proxy_port} refused CONNECT {authority}: {status}")
+        except BaseException:
+            sock.close()
+            raise
+        return sock
 
     def drop_idle(self) -> None:
         """Close every idle connection."""
@@ -397,6 +448,18 @@ class Pool:
         """Close the idle connections; those in use are closed when their answer is in."""
         self._closed = True
         self.drop_idle()
+
+
+def _proxy_address(url: str) -> tuple[tuple[str, int], str]:
+    """``(host, port)`` of an ``http://`` proxy and its ``Proxy-Authorization`` header line ("" without one)."""
+    parts = urlsplit(url)
+    if parts.scheme != "http" or not parts.hostname:
+        raise ValueError(f"proxy {url!r}: only http:// proxies are supported (CONNECT tunnels)")
+    authorization = ""
+    if parts.username is not None:
+        pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()
+        authorization = f"Proxy-Authorization: Basic {base64.b64encode(pair).decode()}\r\n"
+    return (parts.hostname, parts.port or 80), authorization
 
 
 class LoopBridge:

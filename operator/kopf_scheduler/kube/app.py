@@ -56,7 +56,7 @@ from ..edge.informer import Informer
 from ..edge.plugins import installed_registry
 from ..edge.recorder import DrawLog, Recorder
 from ..edge.usage import UsagePollers
-from ..telemetry.metrics import SchedulerMetrics
+from ..telemetry.metrics import QUEUES, SchedulerMetrics
 from . import bodies
 
 __all__ = ["App", "PolicyState"]
@@ -110,6 +110,7 @@ class App:
         self.api = api
         self.identity = identity
         self.metrics = metrics or SchedulerMetrics()
+        api.observe = functools.partial(self.metrics.observe_request, api.metrics_host)  # rest_client_* families
         self.metrics.before_render(self.record_queues)
         self.cache = SchedulerCache()
         self.pending = routing.PendingPods()
@@ -128,6 +129,9 @@ class App:
         self.attempts = AttemptLog()
         #: ``run --record``: the trace of what scheduling saw (``edge/recorder.py``)
         self.recorder: Recorder | None = None
+        #: draws which cycles time their plugins one by one (core/instrumentation.py); apart from the
+        #: policies' tie-break RNGs, so sampling never shifts their draws
+        self.sampling = random.Random()
         self.leading = asyncio.Event()
         if not leader_election:
             self.leading.set()
@@ -185,9 +189,18 @@ class App:
 
     def record_queues(self) -> None:
         """Every served queue's counts into the metrics (before each scrape): pods in by queue and event,
-        the unschedulable pool by rejecting plugin."""
+        the unschedulable pool by rejecting plugin, the pending pods summed over the queues (upstream has
+        one queue for every profile) and the cache's size, so no gauge lags behind an idle loop."""
+        pending = dict.fromkeys(QUEUES, 0)
         for name, state in self.states.items():
             self.metrics.observe_queue(name, state.queue.take_incoming(), state.queue.unschedulable_plugin_counts())
+            for queue, count in state.queue.pending_counts().items():
+                if queue in pending:
+                    pending[queue] += count
+        self.metrics.set_pending_pods(pending)  # type: ignore[arg-type]  # the keys are QUEUES
+        self.metrics.set_cache_size(
+            nodes=self.cache.node_count(), pods=self.cache.pod_count(), assumed_pods=self.cache.assumed_count()
+        )
 
     def wake(self) -> None:
         for state in self.states.values():

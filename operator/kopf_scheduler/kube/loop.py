@@ -52,6 +52,7 @@ from ..core.cycle import (
     settle_waiting,
 )
 from ..core.diagnosis import truncate_message
+from ..core.instrumentation import PLUGIN_METRICS_SAMPLE_PERCENT
 from ..core.objects import Pod
 from ..core.queueing import QueuedPodInfo
 from ..core.recording import STAGE_PERMIT
@@ -68,6 +69,7 @@ HOUSEKEEPING_PERIOD: Final = 1.0
 IDLE_WAIT: Final = 1.0
 #: pods scheduled back to back before yielding to the event loop (watch handlers, binds)
 BATCH: Final = 32
+
 
 
 async def run(app: App, policy: str, stopped: Any) -> None:
@@ -119,13 +121,6 @@ def _housekeeping(app: App, state: PolicyState, now: float) -> None:
     for pod in expired:
         logger.warning("assumed pod %s expired: the watch never confirmed its binding", pod.key)
     app.perform(routed)
-    counts = state.queue.pending_counts()
-    app.metrics.set_pending_pods(
-        {k: v for k, v in counts.items() if k in ("active", "backoff", "unschedulable", "gated")}  # type: ignore[misc]
-    )
-    app.metrics.set_cache_size(
-        nodes=app.cache.node_count(), pods=app.cache.pod_count(), assumed_pods=app.cache.assumed_count()
-    )
     app.metrics.set_leader(state.policy, app.leading.is_set())
     podgroups.refresh(app)
 
@@ -185,15 +180,32 @@ async def _cycle(app: App, state: PolicyState, info: QueuedPodInfo) -> Outcome:
     skip = prepare(info, snapshot, cache=app.cache, queue=queue, private_objects=off_loop)
     if skip is not None:
         return skip
+    recorder = app.metrics.framework_recorder(state.scheduler_name)
+    sample = app.sampling.random() * 100 < PLUGIN_METRICS_SAMPLE_PERCENT  # upstream rand.Intn(100) < 10
     if off_loop:
         decided = await app.run_blocking(
-            decide, info, snapshot, scheduler, rng=state.rng, nominator=queue.nominator.copy()
+            decide,
+            info,
+            snapshot,
+            scheduler,
+            rng=state.rng,
+            nominator=queue.nominator.copy(),
+            recorder=recorder,
+            sample_plugins=sample,
         )
         if not isinstance(decided, Error):
             for problem in decided.extender_errors:
                 logger.info("scheduling %s: %s", info.pod.key, problem)
     else:
-        decided = decide(info, snapshot, scheduler, rng=state.rng, nominator=queue.nominator)
+        decided = decide(
+            info,
+            snapshot,
+            scheduler,
+            rng=state.rng,
+            nominator=queue.nominator,
+            recorder=recorder,
+            sample_plugins=sample,
+        )
     return conclude(
         info, decided, cache=app.cache, queue=queue, waiting=app.waiting, scheduler=scheduler, now=app.now()
     )

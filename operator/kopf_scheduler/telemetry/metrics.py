@@ -12,17 +12,31 @@ The queue's two families are read from the queues when a scrape renders them (`b
 Prometheus collector would): the core keeps the counts as plain values (`SchedulingQueue.take_incoming`,
 `unschedulable_plugin_counts`) and imports nothing of this module; `observe_queue` records them.
 
+Beside the scheduler's own families the registry carries prometheus-client's process, platform and
+garbage-collector collectors (``process_cpu_seconds_total``, ``process_resident_memory_bytes``,
+``python_info``, ``python_gc_*``: what dashboards select a component's CPU and memory by, as Go's
+collectors give upstream), client-go's two request families (``rest_client_requests_total{code,method,host}``,
+``rest_client_request_duration_seconds{verb,host}``; component-base/metrics/prometheus/restclient),
+fed by the edge's API client through ``observe_request``, and the framework's two timing families
+(``scheduler_framework_extension_point_duration_seconds``, ``scheduler_plugin_execution_duration_seconds``),
+fed by the cycle through a ``FrameworkRecorder`` (``framework_recorder``; ``core/instrumentation.py``).
+
 No `_created` series: upstream exports none, and prometheus_client would add one per counter,
 histogram and labelled child. Its switch is process-wide; every `SchedulerMetrics` turns it off.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import time
+from bisect import bisect_left
+from collections.abc import Callable, Iterable, Mapping
 from typing import Final, Literal
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
+    GC_COLLECTOR,
+    PLATFORM_COLLECTOR,
+    PROCESS_COLLECTOR,
     CollectorRegistry,
     Counter,
     Gauge,
@@ -30,14 +44,23 @@ from prometheus_client import (
     disable_created_metrics,
     generate_latest,
 )
+from prometheus_client.core import HistogramMetricFamily, Metric
+from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
+
+from ..core.framework import Code
+from ..core.instrumentation import STATUS_LABELS
 
 __all__ = [
     "ATTEMPT_RESULTS",
     "BINDING_RESULTS",
     "CACHE_TYPES",
+    "REQUEST_ERROR_CODE",
     "QUEUES",
     "AttemptResult",
     "BindingResult",
+    "FrameworkTimings",
+    "PlainHistogram",
     "Queue",
     "SchedulerMetrics",
     "exponential_buckets",
@@ -66,6 +89,14 @@ _LATENCY_BUCKETS: Final = exponential_buckets(0.001, 2, 15)
 _SLI_BUCKETS: Final = exponential_buckets(0.01, 2, 20)
 _ATTEMPTS_BUCKETS: Final = exponential_buckets(1, 2, 5)  # 1, 2, 4, 8, 16
 _VICTIMS_BUCKETS: Final = exponential_buckets(1, 2, 7)  # 1 .. 64, as upstream
+# upstream framework_extension_point_duration_seconds: 0.1 ms .. ~200 ms
+_EXTENSION_POINT_BUCKETS: Final = exponential_buckets(0.0001, 2, 12)
+# upstream plugin_execution_duration_seconds: 10 us .. ~22 ms, factor 1.5
+_PLUGIN_BUCKETS: Final = exponential_buckets(0.00001, 1.5, 20)
+# client-go rest_client_request_duration_seconds
+_REQUEST_BUCKETS: Final = (0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0)
+#: client-go's code label when no answer came (its errors are unbounded strings)
+REQUEST_ERROR_CODE: Final = "<error>"
 
 
 def _check(value: str, allowed: frozenset[str] | tuple[str, ...], what: str) -> str:
@@ -80,10 +111,45 @@ class SchedulerMetrics:
     Methods are named for the event they record; durations are seconds (floats).
     """
 
-    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+    def __init__(self, registry: CollectorRegistry | None = None, *, process: bool = True) -> None:
+        """`process`: register the process, platform and GC collectors (they read this process's
+        /proc and interpreter, so one registry per process should have them: the one it serves)."""
         disable_created_metrics()  # type: ignore[no-untyped-call]  # see the module docstring
         self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
         r = self.registry
+        if process:
+            for collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
+                r.register(collector)
+        self._extension_point_duration = PlainHistogram(
+            "scheduler_framework_extension_point_duration_seconds",
+            "Latency for running all plugins of a specific extension point.",
+            ("extension_point", "status", "profile"),
+            _EXTENSION_POINT_BUCKETS,
+        )
+        self._plugin_duration = PlainHistogram(
+            "scheduler_plugin_execution_duration_seconds",
+            "Duration for running a plugin at a specific extension point (a 10% sample of cycles).",
+            ("plugin", "extension_point", "status"),
+            _PLUGIN_BUCKETS,
+        )
+        r.register(self._extension_point_duration)
+        r.register(self._plugin_duration)
+        self._requests = Counter(
+            "rest_client_requests",
+            "Number of HTTP requests, partitioned by status code, method, and host.",
+            ["code", "method", "host"],
+            registry=r,
+        )
+        self._request_duration = PlainHistogram(
+            "rest_client_request_duration_seconds",
+            "Request latency in seconds. Broken down by verb, and host.",
+            ("verb", "host"),
+            _REQUEST_BUCKETS,
+        )
+        r.register(self._request_duration)
+        #: ``rest_client_requests_total`` children by (host, method, status): a dict lookup, not ``labels()``
+        self._counters: dict[tuple[str, str, int], Counter] = {}
+        self._recorders: dict[str, FrameworkTimings] = {}
         self._attempts = Counter(
             "scheduler_schedule_attempts",
             "Number of attempts to schedule pods, by the result.",
@@ -223,6 +289,33 @@ class SchedulerMetrics:
         self._preemption_attempts.inc()
         self._preemption_victims.observe(victims)
 
+    def framework_recorder(self, profile: str) -> FrameworkTimings:
+        """The ``FrameworkRecorder`` a cycle of `profile` reports its extension points and plugins to."""
+        recorder = self._recorders.get(profile)
+        if recorder is None:
+            recorder = FrameworkTimings(self._extension_point_duration, self._plugin_duration, profile)
+            self._recorders[profile] = recorder
+        return recorder
+
+    def observe_extension_point(self, point: str, code: Code, profile: str, seconds: float) -> None:
+        """All plugins of one extension point ran in one cycle (upstream: every cycle)."""
+        self._extension_point_duration.observe((point, STATUS_LABELS[code], profile), seconds)
+
+    def observe_plugin(self, point: str, plugin: str, code: Code, seconds: float) -> None:
+        """One plugin call at one extension point, in a sampled cycle."""
+        self._plugin_duration.observe((plugin, point, STATUS_LABELS[code]), seconds)
+
+    def observe_request(self, host: str, method: str, status: int, seconds: float) -> None:
+        """One HTTP request to the API server answered with `status` (0: no answer, client-go's
+        ``<error>``) after `seconds`: ``rest_client_requests_total`` and ``rest_client_request_duration_seconds``."""
+        count = self._counters.get((host, method, status))
+        if count is None:
+            code = str(status) if status else REQUEST_ERROR_CODE
+            count = self._counters[(host, method, status)] = self._requests.labels(code, method, host)
+        count.inc()
+        if seconds >= 0:  # a watch's answer is counted, not timed (as client-go)
+            self._request_duration.observe((method, host), seconds)
+
     # --- queue and cache -----------------------------------------------------------------------
 
     def inc_incoming_pods(self, queue: Queue, event: str, count: int = 1) -> None:
@@ -293,3 +386,61 @@ class SchedulerMetrics:
         for refresh in self._before_render:
             refresh()
         return generate_latest(self.registry)
+
+
+class FrameworkTimings:
+    """``core.instrumentation.FrameworkRecorder`` over a ``SchedulerMetrics``, for one profile."""
+
+    __slots__ = ("_points", "_plugins", "_profile")
+
+    clock = staticmethod(time.perf_counter)
+
+    def __init__(self, points: PlainHistogram, plugins: PlainHistogram, profile: str) -> None:
+        self._points = points
+        self._plugins = plugins
+        self._profile = profile
+
+    def extension_point(self, point: str, code: Code, seconds: float) -> None:
+        self._points.observe((point, STATUS_LABELS[code], self._profile), seconds)
+
+    def plugin(self, point: str, plugin: str, code: Code, seconds: float) -> None:
+        self._plugins.observe((plugin, point, STATUS_LABELS[code]), seconds)
+
+
+class PlainHistogram(Collector):
+    """A labelled histogram kept in plain lists and rendered by its own collector, for the per-cycle
+    and per-request families: prometheus-client's ``Histogram`` takes a lock for the sum and one for
+    the bucket (about 1.5 us an observation, measured with bench/bench_metrics.py), this a dict lookup
+    and a bisection. Buckets are cumulative at render, as Prometheus wants them. Observations come from
+    the event loop's thread, or from one worker thread deciding an attempt (policies with extenders):
+    the GIL makes each ``+=`` whole enough for counts that are read as rates.
+    """
+
+    def __init__(self, name: str, documentation: str, labels: tuple[str, ...], buckets: tuple[float, ...]) -> None:
+        self.name = name
+        self._documentation = documentation
+        self._labels = labels
+        self._bounds = list(buckets)
+        self._les = [floatToGoString(b) for b in buckets] + ["+Inf"]  # type: ignore[no-untyped-call]
+        #: label values -> a count per bucket (the last is +Inf), then the sum
+        self._series: dict[tuple[str, ...], list[float]] = {}
+
+    def observe(self, labels: tuple[str, ...], value: float) -> None:
+        series = self._series.get(labels)
+        if series is None:
+            series = self._series[labels] = [0.0] * (len(self._bounds) + 2)
+        series[bisect_left(self._bounds, value)] += 1  # the first bound >= value: le is inclusive
+        series[-1] += value
+
+    def collect(self) -> Iterable[Metric]:
+        family = HistogramMetricFamily(self.name, self._documentation, labels=self._labels)
+        for labels, series in list(self._series.items()):
+            total, buckets = 0.0, []
+            for le, count in zip(self._les, series[:-1]):
+                total += count
+                buckets.append((le, total))
+            family.add_metric(list(labels), buckets, sum_value=series[-1])
+        yield family
+
+    def describe(self) -> Iterable[Metric]:
+        yield HistogramMetricFamily(self.name, self._documentation, labels=self._labels)
