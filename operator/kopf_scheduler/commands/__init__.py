@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -76,7 +77,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:  # listed in --help without importing its module
             subparsers.add_parser(name, help=sub.help)
     args = parser.parse_args(args_list)
-    return int(args.func(args))
+    try:
+        return int(args.func(args))
+    except BrokenPipeError:  # `kopf-scheduler replay ... | head`: the reader left, which is no error of ours
+        # Python flushes stdout again at exit: point it at /dev/null so that flush cannot raise too.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # what a shell reports for a writer killed by SIGPIPE (128 + 13)
 
 
 if __name__ == "__main__":
