@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from .dra.tracker import DraTracker
 from .nodeinfo import NodeInfo
 from .objects import (
     Controller,
@@ -59,6 +60,9 @@ class ClusterObjects:
     pod_groups: dict[str, PodGroup] = field(default_factory=dict)  # api group/ns/name (PodGroup.key), both APIs
     #: PodGroup.key -> uids of the live pods naming that group, bound or not (``core/gangs.py`` keeps it)
     gang_members: dict[str, frozenset[str]] = field(default_factory=dict)
+    #: the DRA objects and allocations in flight (DynamicResources): one store shared by every
+    #: snapshot and copy (``copy`` keeps the reference), as upstream's DRA manager is shared
+    dra: DraTracker = field(default_factory=DraTracker)
     #: bumped on every change, so per-pod caches keyed on it stay valid until something changes
     generation: int = 0
 
