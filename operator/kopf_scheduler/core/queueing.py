@@ -59,6 +59,7 @@ from typing import Any, Final
 
 from .framework import (
     ClusterEvent,
+    Code,
     EnqueueExtensions,
     EnqueueHandle,
     FilterPlugin,
@@ -69,6 +70,7 @@ from .framework import (
     QueueingHint,
     QueueingHintFn,
     ReservePlugin,
+    Status,
 )
 from .nodeinfo import NodeInfo
 from .objects import Pod
@@ -198,17 +200,17 @@ class QueueingHints:
         self.declared: frozenset[str] = frozenset(declared)
         self._gaters = tuple(gaters.values())
 
-    def refuses(self, pod: Pod) -> str:
-        """The PreEnqueue plugin that keeps `pod` out of the active queue ("" when none does); a plugin
-        that raises refuses it too, as upstream gates a pod on any PreEnqueue failure."""
+    def refuses(self, pod: Pod) -> Status | None:
+        """Why a PreEnqueue plugin keeps `pod` out of the active queue (its status, the plugin named),
+        or None; a plugin that raises refuses it too, as upstream gates a pod on any PreEnqueue failure."""
         for plugin in self._gaters:
             try:
-                ok = plugin.pre_enqueue(pod, self._handle).is_success
-            except Exception:
-                ok = False
-            if not ok:
-                return plugin.name
-        return ""
+                status = plugin.pre_enqueue(pod, self._handle)
+            except Exception as exc:
+                status = Status(Code.ERROR, (f"{type(exc).__name__}: {exc}",))
+            if not status.is_success:
+                return status.with_plugin(plugin.name)
+        return None
 
     def registered(self, event: str) -> Mapping[str, tuple[QueueingHintFn | None, ...]]:
         """The plugins registered for `event`, with their hints (None: no hint)."""
@@ -739,11 +741,11 @@ class SchedulingQueue:
 
     def _refused(self, info: QueuedPodInfo, now: float, event: str) -> bool:
         """A PreEnqueue plugin refuses the pod: it waits in the unschedulable pool, rejected by that plugin."""
-        plugin = self.hints.refuses(info.pod)
-        if not plugin:
+        refused = self.hints.refuses(info.pod)
+        if refused is None:
             return False
         info.timestamp = now
-        info.unschedulable_plugins = frozenset({plugin})
+        info.unschedulable_plugins = frozenset({refused.plugin})
         self._add_unschedulable_pool(info)
         self.incoming[(UNSCHEDULABLE, event)] += 1
         return True

@@ -2,7 +2,8 @@
 
 Lists, and only lists, every kind the simulator reads: Nodes, Pods (not Succeeded or Failed),
 Services, ReplicationControllers, ReplicaSets, StatefulSets, PersistentVolumes, PersistentVolumeClaims,
-StorageClasses, CSINodes, PodDisruptionBudgets, PriorityClasses and Namespaces, 500 at a time. The
+StorageClasses, CSINodes, PodDisruptionBudgets, PriorityClasses, Namespaces, and the ``resource.k8s.io/v1``
+DeviceClasses, ResourceSlices, ResourceClaims and ResourceClaimTemplates, 500 at a time. The
 answers are the API's own JSON with ``kind`` set on each item, so they go through the same loader and
 parser as a file (``sim/loader.py``): one path from API bodies to core objects.
 
@@ -52,6 +53,11 @@ _LISTS: Final[tuple[tuple[str, str, str, dict[str, str]], ...]] = (
     ("PodDisruptionBudget", "PolicyV1Api", "list_pod_disruption_budget_for_all_namespaces", {}),
     ("PriorityClass", "SchedulingV1Api", "list_priority_class", {}),
     ("Namespace", "CoreV1Api", "list_namespace", {}),
+    # DynamicResources (resource.k8s.io/v1); a server without the API leaves them out (404)
+    ("DeviceClass", "ResourceV1Api", "list_device_class", {}),
+    ("ResourceSlice", "ResourceV1Api", "list_resource_slice", {}),
+    ("ResourceClaim", "ResourceV1Api", "list_resource_claim_for_all_namespaces", {}),
+    ("ResourceClaimTemplate", "ResourceV1Api", "list_resource_claim_template_for_all_namespaces", {}),
 )
 
 

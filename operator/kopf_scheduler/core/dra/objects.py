@@ -365,6 +365,8 @@ class ResourceClaimTemplate:
     labels: Mapping[str, str] = field(default_factory=lambda: EMPTY_LABELS)
     annotations: Mapping[str, str] = field(default_factory=lambda: EMPTY_LABELS)
     uid: str = ""
+    #: the body as read: ``simulate`` stamps claims from its ``spec`` (as the resourceclaim controller)
+    source: Mapping[str, Any] | None = field(default=None, repr=False, compare=False)
 
     @property
     def key(self) -> str:

@@ -559,6 +559,7 @@ def parse_resource_claim_template(body: Mapping[str, Any]) -> ResourceClaimTempl
         labels=_string_map(tmeta, "labels", f"{where}.metadata"),
         annotations=_string_map(tmeta, "annotations", f"{where}.metadata"),
         uid=_str(meta, "uid", "resourceclaimtemplate: metadata"),
+        source=_source(body, meta),
     )
 
 
