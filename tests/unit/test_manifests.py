@@ -235,6 +235,7 @@ EXPECTED_CLUSTER_RULES = {
     **{(g, "podgroups/status"): {"patch"} for g in ("scheduling.k8s.io", "scheduling.x-k8s.io")},
     ("resource.k8s.io", "resourceclaims"): {"get", "list", "watch", "update"},
     ("resource.k8s.io", "resourceclaims/status"): {"update", "patch"},
+    ("resource.k8s.io", "resourceclaims/binding"): {"update", "patch"},
     ("resource.k8s.io", "deviceclasses"): {"list", "watch"},
     ("resource.k8s.io", "resourceslices"): {"list", "watch"},
     ("scheduling.kopf.dev", "schedulingpolicies"): {"get", "list", "watch", "patch"},
