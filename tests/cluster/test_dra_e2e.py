@@ -10,7 +10,10 @@ tested for real) and upstream must:
   finalizer, ``status.allocation`` (``gpu-0``, pinned to that node) and ``reservedFor`` (the pod);
 - keep a pod whose claim asks for two devices (one is left) pending with the same message;
 - keep a pod whose claim does not exist out of the active queue (no attempt, no condition) and bind
-  it once the claim is created (PreEnqueue, then the ResourceClaim event).
+  it once the claim is created (PreEnqueue, then the ResourceClaim event);
+- refuse a pod whose PersistentVolumeClaim does not exist with the same message: VolumeBinding's
+  PreFilter rejects it, and DynamicResources' PostFilter, whose PreFilter never ran, answers ERROR
+  ``not found``, which ends the PostFilter stage before DefaultPreemption (no preemption tail).
 """
 
 from __future__ import annotations
@@ -119,9 +122,12 @@ class Side:
             self.custom, "resourceclaims", claim_body(f"{self.tag}-{name}", self.device_class, count), self.namespace
         )
 
-    def pod(self, name: str, claim: str) -> str:
+    def pod(self, name: str, claim: str = "", pvc: str = "") -> str:
         body = self.group.pod(f"{self.tag}-{name}", self.scheduler, node_selector={"dra-side": self.tag})
-        body["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": f"{self.tag}-{claim}"}]
+        if claim:
+            body["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": f"{self.tag}-{claim}"}]
+        if pvc:
+            body["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": pvc}}]
         client.CoreV1Api(self.group.api).create_namespaced_pod(self.namespace, body)
         return f"{self.tag}-{name}"
 
@@ -215,3 +221,17 @@ def test_claims_are_allocated_and_refused_as_upstream_does(
             wait(operator, lambda s=side: node_of(core, namespace, f"{s.tag}-late"), message=f"{side.tag}-late bound")
             late = side.read_claim("late")["status"]["allocation"]["devices"]["results"]
             assert [r["device"] for r in late] == ["gpu-1"]
+
+        # no such PersistentVolumeClaim: VolumeBinding's PreFilter, then DynamicResources' PostFilter ERROR
+        for side in sides:
+            side.pod("no-pvc", pvc="nope")
+        refused = {
+            side.tag: wait(
+                operator,
+                lambda s=side: unschedulable_message(core, namespace, f"{s.tag}-no-pvc"),
+                message=f"{side.tag}-no-pvc unschedulable",
+            )
+            for side in sides
+        }
+        assert refused["up"].endswith('persistentvolumeclaim "nope" not found. not found'), refused["up"]
+        assert refused["ours"] == refused["up"]
