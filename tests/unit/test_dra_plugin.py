@@ -2,8 +2,7 @@
 Reserve / Unreserve through the tracker, PostFilter's deallocation and PreBind's writes.
 
 Messages are upstream's (dynamicresources.go v1.37.2); every rejection is UnschedulableAndUnresolvable.
-Until ``ClusterObjects`` carries the DRA store, the tests give it one (``Objects`` below), as the
-lead's integration will.
+The cluster's DRA store is ``ClusterObjects.dra``.
 """
 
 from __future__ import annotations
@@ -29,7 +28,6 @@ from dra_builders import (
 )
 
 from kopf_scheduler.core.dra.objects import FINALIZER
-from kopf_scheduler.core.dra.tracker import DraTracker
 from kopf_scheduler.core.framework import Code, CycleState
 from kopf_scheduler.core.objects import Pod
 from kopf_scheduler.core.plugins.dynamic_resources import (
@@ -46,11 +44,7 @@ from kopf_scheduler.core.snapshot import ClusterObjects, Snapshot
 N1, N2 = make_node("node-1").obj(), make_node("node-2").obj()
 
 
-@dataclass(slots=True)
-class Objects(ClusterObjects):
-    """ClusterObjects with the DRA store, as the lead is to add it (``ClusterObjects.dra``)."""
-
-    dra: DraTracker = field(default_factory=DraTracker)
+Objects = ClusterObjects
 
 
 @dataclass
