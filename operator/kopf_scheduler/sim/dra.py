@@ -259,6 +259,8 @@ def devices_of(pod: Pod, tracker: DraTracker) -> tuple[str, ...]:
     for ref in refs.claims:
         name = ref.resource_claim_name or refs.statuses.get(ref.name)
         claim = tracker.get_claim(pod.namespace, name) if name else None
+        if claim is not None and claim.allocation is None:  # allocated in Reserve, not written yet
+            claim = tracker.pending_allocation(claim.uid) or claim
         if claim is None or claim.allocation is None:
             continue
         devices = ", ".join(f"{r.driver}/{r.pool}/{r.device}" for r in claim.allocation.results)

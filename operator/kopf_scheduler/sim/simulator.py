@@ -229,13 +229,16 @@ class Simulation:
         )
         match outcome:
             case Bind(placed, node, state, _, result):
+                devices = devices_of(placed, self.cache.objects.dra)  # Reserve's allocations, before Unreserve
                 self._undo(info, placed, state, queue, waiting)
-                return Placement(pod.key, node, "", self._explanation(pod, result))
+                self.cache.objects.dra.drain()  # not carried out
+                return Placement(pod.key, node, "", self._explanation(pod, result), devices=devices)
             case Wait(placed, node, _, result):
                 parked = waiting.remove(placed.uid)
                 self._undo(info, placed, parked.payload.state if parked is not None else CycleState(), queue, waiting)
                 return Placement(pod.key, node, "", self._explanation(pod, result))
             case Unschedulable(message, _, nominated, victims, result=result):
+                self.cache.objects.dra.drain()  # a PostFilter deallocation: not carried out
                 keys = tuple(v.key for v in victims)
                 return Placement(pod.key, None, message, self._explanation(pod, result), nominated or "", keys)
             case Error(message, result=result):
