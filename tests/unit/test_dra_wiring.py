@@ -289,3 +289,53 @@ class TestClaimServer:
         assert self.server.answer("GET", "/api/v1/nodes", None) is None
         missing = self.server.answer("GET", self.path.replace("c1", "nope"), None)
         assert missing is not None and missing[0] == 404
+
+
+# --------------------------------------------------------------------------- the operator's executor
+
+
+def test_the_operator_sends_the_outbox_writes() -> None:
+    """Unreserve's strategic-merge patch and PostFilter's deallocation, as ``kube/dra.flush`` sends them."""
+    import asyncio
+
+    from fakeapi import FakeApiServer
+
+    from kopf_scheduler.core.plugins.dynamic_resources import deallocate_write, unreserve_write
+    from kopf_scheduler.edge.client import Api
+    from kopf_scheduler.edge.credentials import Credentials
+    from kopf_scheduler.kube import dra
+    from kopf_scheduler.kube.app import App
+
+    reserved = allocated(
+        claim("c1", request("gpu", "gpu")),
+        ("gpu", DRIVER_A, "pool", "gpu-0"),
+        reservedFor=[{"resource": "pods", "name": "p", "uid": "u1"}, {"resource": "pods", "name": "q", "uid": "u2"}],
+    )
+    resource = ("resource.k8s.io", "v1", "resourceclaims")
+
+    async def main() -> tuple[Any, Any]:
+        async with FakeApiServer() as server:
+            stored = server.add(*resource, reserved)
+            api = Api(Credentials(server=server.url, source="fakeapi"), timeout=2.0, fence=lambda: True, user_agent="t")
+            app = App(api, identity="t")
+            try:
+                pod = parse_pod(with_claims("p", {"name": "gpu", "resourceClaimName": "c1"}))
+                pod = Pod(namespace=pod.namespace, name=pod.name, uid="u1")
+                app.cache.objects.dra.outbox.append(unreserve_write(claim_obj(stored), pod))
+                dra.flush(app)
+                await asyncio.gather(*list(app._tasks))
+                after_unreserve = server.get(*resource, "c1")
+                assert after_unreserve is not None
+                app.cache.objects.dra.outbox.append(deallocate_write(claim_obj(after_unreserve)))
+                dra.flush(app)
+                await asyncio.gather(*list(app._tasks))
+                return after_unreserve, server.get(*resource, "c1")
+            finally:
+                await api.close()
+
+    after_unreserve, after_deallocate = asyncio.run(asyncio.wait_for(main(), 20))
+    assert [r["uid"] for r in after_unreserve["status"]["reservedFor"]] == ["u2"]
+    assert after_unreserve["status"]["allocation"]["devices"]["results"][0]["device"] == "gpu-0"
+    assert "allocation" not in after_deallocate.get("status", {}) and "reservedFor" not in after_deallocate.get(
+        "status", {}
+    )

@@ -58,7 +58,6 @@ from kopf_scheduler.sim.simulator import Simulation
 
 SCHEDULER = "shared"
 RESOURCE_API = ("resource.k8s.io", "v1")
-DRA_KINDS = {"deviceclasses": "DeviceClass", "resourceslices": "ResourceSlice", "resourceclaims": "ResourceClaim"}
 POLICY = "shared"
 COSCHEDULING = ("scheduling.x-k8s.io", "v1alpha1", "podgroups")
 BASE_SPEC: Mapping[str, Any] = {
@@ -351,8 +350,6 @@ def operate(s: Scenario, monkeypatch: pytest.MonkeyPatch) -> Observed:
                 server.register(*COSCHEDULING, "PodGroup")
             for group in s.groups:
                 server.add(*COSCHEDULING, group)
-            for plural, kind in DRA_KINDS.items():
-                server.register(*RESOURCE_API, plural, kind, namespaced=plural == "resourceclaims")
             for plural, body in s.dra:
                 server.add(*RESOURCE_API, plural, body)
             for body in s.nodes:
