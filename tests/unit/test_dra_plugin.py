@@ -374,6 +374,25 @@ def test_pre_bind_retries_a_conflict_after_reading_the_claim() -> None:
     assert api.claims["c"]["status"]["reservedFor"] == [{"resource": "pods", "name": "p", "uid": pod.uid}]
 
 
+def test_a_pre_bind_failure_leaves_unreserve_the_reservations_it_wrote() -> None:
+    """Upstream updates its state per claim, so Unreserve removes the pod from the claims PreBind did write."""
+    first = allocated(claim("c1", request("r", "gpu")), ("r", DRIVER_A, "node-1", "gpu-0"), node="node-1")
+    second = allocated(claim("c2", request("r", "gpu")), ("r", DRIVER_A, "node-1", "gpu-1"), node="node-1")
+    objs = cluster(claims=(first, second), slices=two_gpus_each())
+    pod = pod_with(uses("c1", "a"), uses("c2", "b"))
+    plugin, state, _, _ = pre_filter(pod, objs)
+    gone = {
+        **second,
+        "metadata": {**second["metadata"], "deletionTimestamp": "2026-01-01T00:00:00Z", "resourceVersion": "9"},
+    }
+    api = FakeApi({"c1": first, "c2": gone})
+    status = asyncio.run(plugin.pre_bind(state, pod, "node-1", api))  # type: ignore[arg-type]
+    assert status.code is Code.ERROR and "got deleted in the meantime" in status.message
+    plugin.unreserve(state, pod, "node-1", Handle(objs))  # type: ignore[arg-type]
+    (write,) = objs.dra.drain()
+    assert write.path.endswith("/resourceclaims/c1/status") and write.method == "PATCH"
+
+
 # --------------------------------------------------------------------------- admin access
 
 

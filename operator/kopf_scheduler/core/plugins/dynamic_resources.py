@@ -565,10 +565,10 @@ class DynamicResources(
             if isinstance(bound, str):
                 return framework.error(bound)
             claims[index] = bound
+            s.claims = tuple(claims)  # at once, as upstream: a later failure's Unreserve sees this reservation
             done.append(bound)
             if tracker is not None:
                 tracker.assume_claim(bound)
-        s.claims = tuple(claims)
         waiting = [
             f"<driver={r.driver}, pool={r.pool}> {r.device}"
             for c in s.claims
