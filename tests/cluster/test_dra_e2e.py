@@ -14,20 +14,26 @@ tested for real) and upstream must:
 - refuse a pod whose PersistentVolumeClaim does not exist with the same message: VolumeBinding's
   PreFilter rejects it, and DynamicResources' PostFilter, whose PreFilter never ran, answers ERROR
   ``not found``, which ends the PostFilter stage before DefaultPreemption (no preemption tail).
+
+Then ``simulate --from-cluster`` reads the same classes, slices and (allocated) claims and refuses the
+two-device pod with the operator's message.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from kube_helpers import Group, Operator, create_policy, delete_policy, wait, wait_accepted
 from kubernetes import client
 
 from kopf_scheduler.cluster import ControlPlane
+from kopf_scheduler.commands import main
 
 pytestmark = pytest.mark.cluster
 
@@ -131,6 +137,10 @@ class Side:
         client.CoreV1Api(self.group.api).create_namespaced_pod(self.namespace, body)
         return f"{self.tag}-{name}"
 
+    def delete(self) -> None:
+        for plural, name in (("resourceslices", f"{self.nodes[0]}-{self.tag}"), ("deviceclasses", self.device_class)):
+            self.custom.delete_cluster_custom_object(*RESOURCE, plural, name)
+
     def read_claim(self, name: str) -> dict[str, Any]:
         got: dict[str, Any] = self.custom.get_namespaced_custom_object(
             *RESOURCE, self.namespace, "resourceclaims", f"{self.tag}-{name}"
@@ -156,82 +166,112 @@ def test_claims_are_allocated_and_refused_as_upstream_does(
     api: client.ApiClient,
     custom: client.CustomObjectsApi,
     namespace: str,
+    kubeconfig: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     assert {"resourceclaims", "resourceslices", "deviceclasses", "resourceclaims/status"} <= served_kinds(control_plane)
     core = client.CoreV1Api(api)
     with Group(api) as group:
         sides = [Side(POLICY, "ours", group, custom, namespace), Side(UPSTREAM, "up", group, custom, namespace)]
-        ours, up = sides
-        time.sleep(2)  # both schedulers' informers have the slices and classes before the first pod
+        try:
+            check(sides, operator, core, custom, namespace, kubeconfig, tmp_path, capsys)
+        finally:
+            for side in sides:
+                side.delete()
 
-        # one device: bound to the node of the slice, the claim allocated and reserved for the pod
-        for side in sides:
-            side.claim("one")
-            side.pod("first", "one")
-        for side in sides:
-            wait(operator, lambda s=side: node_of(core, namespace, f"{s.tag}-first"), message=f"{side.tag}-first bound")
-            assert node_of(core, namespace, f"{side.tag}-first") == side.nodes[0]
-        claims = {
-            side.tag: wait(operator, lambda s=side: (c := s.read_claim("one")).get("status") and c) for side in sides
-        }
-        first = core.read_namespaced_pod(f"{ours.tag}-first", namespace)
-        claim = claims["ours"]
-        assert FINALIZER in claim["metadata"]["finalizers"]
-        assert claim["status"]["reservedFor"] == [{"resource": "pods", "name": "ours-first", "uid": first.metadata.uid}]
-        allocation = claim["status"]["allocation"]
-        (result,) = allocation["devices"]["results"]
-        assert (result["driver"], result["pool"], result["device"], result["request"]) == (
-            ours.driver,
-            ours.nodes[0],
-            "gpu-0",
-            "gpu",
+
+def check(
+    sides: list[Side],
+    operator: Operator,
+    core: client.CoreV1Api,
+    custom: client.CustomObjectsApi,
+    namespace: str,
+    kubeconfig: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    ours, up = sides
+    time.sleep(2)  # both schedulers' informers have the slices and classes before the first pod
+
+    # one device: bound to the node of the slice, the claim allocated and reserved for the pod
+    for side in sides:
+        side.claim("one")
+        side.pod("first", "one")
+    for side in sides:
+        wait(operator, lambda s=side: node_of(core, namespace, f"{s.tag}-first"), message=f"{side.tag}-first bound")
+        assert node_of(core, namespace, f"{side.tag}-first") == side.nodes[0]
+    claims = {side.tag: wait(operator, lambda s=side: (c := s.read_claim("one")).get("status") and c) for side in sides}
+    first = core.read_namespaced_pod(f"{ours.tag}-first", namespace)
+    claim = claims["ours"]
+    assert FINALIZER in claim["metadata"]["finalizers"]
+    assert claim["status"]["reservedFor"] == [{"resource": "pods", "name": "ours-first", "uid": first.metadata.uid}]
+    allocation = claim["status"]["allocation"]
+    (result,) = allocation["devices"]["results"]
+    assert (result["driver"], result["pool"], result["device"], result["request"]) == (
+        ours.driver,
+        ours.nodes[0],
+        "gpu-0",
+        "gpu",
+    )
+    terms = allocation["nodeSelector"]["nodeSelectorTerms"]
+    assert terms == [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [ours.nodes[0]]}]}]
+    # upstream allocated the same device of its own slice, the same way
+    (theirs,) = claims["up"]["status"]["allocation"]["devices"]["results"]
+    assert (theirs["pool"], theirs["device"]) == (up.nodes[0], "gpu-0")
+    assert FINALIZER in claims["up"]["metadata"]["finalizers"]
+
+    # two devices wanted, one left: pending, with upstream's message
+    for side in sides:
+        side.claim("two", count=2)
+        side.pod("second", "two")
+    messages = {
+        side.tag: wait(
+            operator,
+            lambda s=side: unschedulable_message(core, namespace, f"{s.tag}-second"),
+            message=f"{side.tag}-second unschedulable",
         )
-        terms = allocation["nodeSelector"]["nodeSelectorTerms"]
-        assert terms == [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [ours.nodes[0]]}]}]
-        # upstream allocated the same device of its own slice, the same way
-        (theirs,) = claims["up"]["status"]["allocation"]["devices"]["results"]
-        assert (theirs["pool"], theirs["device"]) == (up.nodes[0], "gpu-0")
-        assert FINALIZER in claims["up"]["metadata"]["finalizers"]
+        for side in sides
+    }
+    assert "cannot allocate all claims" in messages["up"]
+    assert messages["ours"] == messages["up"]
+    assert node_of(core, namespace, "ours-second") is None
 
-        # two devices wanted, one left: pending, with upstream's message
-        for side in sides:
-            side.claim("two", count=2)
-            side.pod("second", "two")
-        messages = {
-            side.tag: wait(
-                operator,
-                lambda s=side: unschedulable_message(core, namespace, f"{s.tag}-second"),
-                message=f"{side.tag}-second unschedulable",
-            )
-            for side in sides
-        }
-        assert "cannot allocate all claims" in messages["up"]
-        assert messages["ours"] == messages["up"]
-        assert node_of(core, namespace, "ours-second") is None
+    # a claim that does not exist yet: no attempt (PreEnqueue), then bound once it is created
+    for side in sides:
+        side.pod("late", "late")
+    time.sleep(3)
+    for side in sides:
+        assert node_of(core, namespace, f"{side.tag}-late") is None
+        assert unschedulable_message(core, namespace, f"{side.tag}-late") == ""
+        side.claim("late")
+    for side in sides:
+        wait(operator, lambda s=side: node_of(core, namespace, f"{s.tag}-late"), message=f"{side.tag}-late bound")
+        late = side.read_claim("late")["status"]["allocation"]["devices"]["results"]
+        assert [r["device"] for r in late] == ["gpu-1"]
 
-        # a claim that does not exist yet: no attempt (PreEnqueue), then bound once it is created
-        for side in sides:
-            side.pod("late", "late")
-        time.sleep(3)
-        for side in sides:
-            assert node_of(core, namespace, f"{side.tag}-late") is None
-            assert unschedulable_message(core, namespace, f"{side.tag}-late") == ""
-            side.claim("late")
-        for side in sides:
-            wait(operator, lambda s=side: node_of(core, namespace, f"{s.tag}-late"), message=f"{side.tag}-late bound")
-            late = side.read_claim("late")["status"]["allocation"]["devices"]["results"]
-            assert [r["device"] for r in late] == ["gpu-1"]
+    # no such PersistentVolumeClaim: VolumeBinding's PreFilter, then DynamicResources' PostFilter ERROR
+    for side in sides:
+        side.pod("no-pvc", pvc="nope")
+    refused = {
+        side.tag: wait(
+            operator,
+            lambda s=side: unschedulable_message(core, namespace, f"{s.tag}-no-pvc"),
+            message=f"{side.tag}-no-pvc unschedulable",
+        )
+        for side in sides
+    }
+    assert refused["up"].endswith('persistentvolumeclaim "nope" not found. not found'), refused["up"]
+    assert refused["ours"] == refused["up"]
 
-        # no such PersistentVolumeClaim: VolumeBinding's PreFilter, then DynamicResources' PostFilter ERROR
-        for side in sides:
-            side.pod("no-pvc", pvc="nope")
-        refused = {
-            side.tag: wait(
-                operator,
-                lambda s=side: unschedulable_message(core, namespace, f"{s.tag}-no-pvc"),
-                message=f"{side.tag}-no-pvc unschedulable",
-            )
-            for side in sides
-        }
-        assert refused["up"].endswith('persistentvolumeclaim "nope" not found. not found'), refused["up"]
-        assert refused["ours"] == refused["up"]
+    # simulate --from-cluster: the same objects, the same refusal for the two-device pod
+    pod = ours.group.pod("ours-second", POLICY, namespace=namespace, node_selector={"dra-side": "ours"})
+    pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "ours-two"}]
+    pods = tmp_path / "pods.yaml"
+    pods.write_text(yaml.safe_dump(pod))
+    args = ["simulate", "--from-cluster", "--kubeconfig", str(kubeconfig), "--pods", str(pods), "--output", "json"]
+    rc = main(args)
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    (placement,) = json.loads(out.out)["placements"]
+    assert (placement["node"], placement["message"]) == (None, messages["ours"])
