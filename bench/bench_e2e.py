@@ -535,6 +535,9 @@ def start_ours(bench: Bench) -> Running:
         "--metrics-port",
         str(port),
     ]
+    if bench.args.record_ours is not None:  # a live trace for bench_replay.py --trace (one directory a run)
+        bench.record_round += 1
+        argv += ["--record", str(bench.args.record_ours / f"{bench.workdir.name}-{bench.record_round}")]
     proc = _popen(argv, log)
 
     async def ready() -> str:
@@ -738,6 +741,7 @@ class Bench:
         self, args: argparse.Namespace, cp: ControlPlane, kube: Kube, workdir: Path, progress: e2e_report.Progress
     ) -> None:
         self.args, self.cp, self.kube, self.workdir, self.progress = args, cp, kube, workdir, progress
+        self.record_round = 0  # ours' runs so far (``--record-ours``)
 
     def pids(self) -> dict[str, int | None]:
         pids = self.cp.pids()
@@ -1014,6 +1018,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         type=Path,
         metavar="DIR",
         help="sample ours with py-spy while it schedules; collapsed stacks and a top list go to DIR",
+    )
+    ap.add_argument(
+        "--record-ours",
+        type=Path,
+        metavar="DIR",
+        help="ours runs with --record DIR/<workload>-<n>: live traces for bench/bench_replay.py --trace",
     )
     ap.add_argument(
         "--out", type=Path, default=RESULTS, help="where the JSON, Markdown and PNG go (default bench/results)"

@@ -38,7 +38,9 @@ What is compared, per pod (``compare``):
   whose PreScore skipped the pod scores 0 on that side (it adds nothing to the total). Plugins only one side runs
   are listed apart, with how often they scored non-zero;
 - messages: our unschedulable text equals upstream's whole FitError text, including any " preemption: ..." tail
-  (over pods upstream found unschedulable).
+  (over pods upstream found unschedulable);
+- devices (``--dra``: ResourceSlices on some nodes, a ResourceClaim on some pods): the devices our Reserve
+  allocated equal those upstream's PreBind wrote into the claim (over pods with a claim both bound to one node).
 
 Upstream's scores come from two kube-scheduler log lines at verbosity 10 (pkg/scheduler/schedule_one.go,
 ``prioritizeNodes``): "Plugin scored node for pod" (pod, plugin, node, score) and "Calculated node's final score
@@ -66,6 +68,7 @@ sample of the feasible nodes (percentageOfNodesToScore), and the samples differ.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import random
 import re
@@ -135,6 +138,9 @@ class Knobs:
     p_tolerate_everything: float = 0.03  # [{operator: Exists}] as DaemonSets do (also tolerates cordoned nodes)
     p_spread: float = 0.2  # 1..2 topologySpreadConstraints over an app's pods
     p_host_port: float = 0.08
+    # --- DynamicResources (off unless set: drawn from a second RNG, so the other draws of a seed stay the same)
+    p_node_devices: float = 0.0  # a ResourceSlice of 1..3 devices of DRA_DRIVER (attribute model a / b) on the node
+    p_claim: float = 0.0  # a ResourceClaim for 1..2 devices of the class, sometimes of model a only
     priority_classes: tuple[tuple[str | None, float], ...] = (
         (None, 0.55),
         ("diff-low", 0.15),
@@ -177,6 +183,9 @@ class Scenario:
     replica_sets: list[dict[str, Any]]
     nodes: list[tuple[dict[str, Any], dict[str, Any]]]  # (Node body, status patch)
     pods: list[dict[str, Any]]
+    #: DynamicResources: cluster-scoped DeviceClasses and ResourceSlices, and pod name -> its ResourceClaim
+    device_objects: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    claims: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def generate(seed: int, knobs: Knobs) -> Scenario:
@@ -189,7 +198,58 @@ def generate(seed: int, knobs: Knobs) -> Scenario:
     nodes = [_node(rng, knobs, f"{prefix}-n{i:02d}", i) for i in range(knobs.nodes)]
     node_names = [body["metadata"]["name"] for body, _ in nodes]
     pods = [_pod(rng, knobs, f"{prefix}-p{i:03d}", apps, node_names) for i in range(knobs.pods)]
-    return Scenario(seed, services, replica_sets, nodes, pods)
+    scenario = Scenario(seed, services, replica_sets, nodes, pods)
+    if knobs.p_node_devices or knobs.p_claim:
+        _devices(random.Random(seed * 7919 + 1), knobs, scenario, prefix)
+    return scenario
+
+
+#: the driver of the generated devices, and the class that selects them
+DRA_DRIVER: Final = "gpu.diff.example.com"
+DRA_API: Final = ("resource.k8s.io", "v1")
+
+
+def _devices(rng: random.Random, knobs: Knobs, scenario: Scenario, prefix: str) -> None:
+    """DeviceClass, ResourceSlices and claims (DynamicResources) into `scenario`; each pod with a claim names it."""
+    api = "resource.k8s.io/v1"
+    device_class = f"{prefix}-gpu"
+    cel = {"expression": f'device.driver == "{DRA_DRIVER}"'}
+    scenario.device_objects.append(
+        ("deviceclasses", {"apiVersion": api, "kind": "DeviceClass", "metadata": {"name": device_class},
+                           "spec": {"selectors": [{"cel": cel}]}})
+    )  # fmt: skip
+    for body, _ in scenario.nodes:
+        if rng.random() >= knobs.p_node_devices:
+            continue
+        node = body["metadata"]["name"]
+        devices = [
+            {"name": f"gpu-{i}", "attributes": {"model": {"string": rng.choice("ab")}}}
+            for i in range(rng.randint(1, 3))
+        ]
+        spec = {
+            "driver": DRA_DRIVER,
+            "nodeName": node,
+            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+        }
+        scenario.device_objects.append(
+            ("resourceslices", {"apiVersion": api, "kind": "ResourceSlice", "metadata": {"name": f"{node}-gpus"},
+                                "spec": {**spec, "devices": devices}})
+        )  # fmt: skip
+    for pod in scenario.pods:
+        if rng.random() >= knobs.p_claim:
+            continue
+        name = pod["metadata"]["name"]
+        exactly: dict[str, Any] = {"deviceClassName": device_class, "allocationMode": "ExactCount"}
+        exactly["count"] = rng.randint(1, 2)
+        if rng.random() < 0.3:
+            exactly["selectors"] = [{"cel": {"expression": f'device.attributes["{DRA_DRIVER}"].model == "a"'}}]
+        scenario.claims[name] = {
+            "apiVersion": api,
+            "kind": "ResourceClaim",
+            "metadata": {"name": f"{name}-gpu", "namespace": NAMESPACE},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}},
+        }
+        pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": f"{name}-gpu"}]
 
 
 def _service(app: str) -> dict[str, Any]:
@@ -660,6 +720,8 @@ class Decision:
     attempts: int = 1
     # ours only: node -> "<plugin>: <reasons>" for filtered nodes
     filtered: dict[str, str] = field(default_factory=dict)
+    #: DynamicResources: the devices the pod's claims got ("<pool>/<device>", in allocation order)
+    devices: tuple[str, ...] = ()
 
     @property
     def best(self) -> frozenset[str]:
@@ -782,6 +844,11 @@ def our_decision(
         weights=ours_names,
         skipped=frozenset(p for p in ours_names if p not in scores) if e.scored else frozenset(),
         filtered={v.node: f"{v.plugin}: {'; '.join(v.reasons)}" for v in e.rejected},
+        devices=tuple(
+            "/".join(device.split("/")[1:])
+            for line in placement.devices
+            for device in line.split(": ", 1)[1].split(", ")
+        ),
     )
     return d, node_summaries(loaded.cache)
 
@@ -847,6 +914,8 @@ class PodComparison:
     #: plugin -> [(node, score)] for plugins only one side ran, where the score is not 0
     only_upstream: dict[str, list[tuple[str, int]]]
     only_ours: dict[str, list[tuple[str, int]]]
+    #: DynamicResources: the same devices allocated (None: no claim, or not bound to the same node)
+    devices: bool | None = None
 
 
 def compare(case: PodCase) -> PodComparison:
@@ -888,6 +957,7 @@ def compare(case: PodCase) -> PodComparison:
         pairs=pairs,
         only_upstream=only_up,
         only_ours=only_ours,
+        devices=(ours.devices == up.devices) if bound and up.devices and ours.node == up.node else None,
     )
 
 
@@ -995,6 +1065,7 @@ class Report:
             ("best_sets_equal", "best_sets_equal"),
             ("feasible_sets_equal", "feasible"),
             ("messages", "message"),
+            ("devices", "devices"),
         ):
             ok, n = self.rate(attr)
             out[name] = {"agree": ok, "of": n, "percent": round(100.0 * ok / n, 2) if n else 100.0}
@@ -1105,6 +1176,7 @@ def render(report: Report, *, worst: int = 5) -> str:
         "feasible_sets_equal": "feasible node sets equal (all pods)",
         "plugin_scores": "per-plugin normalised scores (pod, node, plugin)",
         "messages": "unschedulable message, whole text (pods upstream could not bind)",
+        "devices": "DRA: the same devices allocated (pods with claims bound to the same node)",
     }
     lines += _table(
         [(labels[k], f"{v['agree']}/{v['of']}", _pct(int(v["agree"]), int(v["of"]))) for k, v in m.items()],
@@ -1298,6 +1370,7 @@ class Harness:
         self.log: KlogTail | None = None
         self.weights: dict[str, int] = {}
         self._previous: list[str] = []  # node names of the last seed
+        self._claims: dict[str, dict[str, Any]] = {}  # pod name -> its ResourceClaim (this seed)
         self._logged_plugins: set[str] = set()
 
     def __enter__(self) -> Harness:
@@ -1324,6 +1397,7 @@ class Harness:
             api = config.new_client_from_config(config_file=str(self.cp.kubeconfig))
             self.core = client.CoreV1Api(api)
             self.apps = client.AppsV1Api(api)
+            self.custom = client.CustomObjectsApi(api)
             self.core.create_namespace({"metadata": {"name": NAMESPACE}})
             scheduling = client.SchedulingV1Api(api)
             for name, (value, policy) in PRIORITY_CLASSES.items():
@@ -1362,7 +1436,28 @@ class Harness:
             *self._list(self.core.list_namespaced_service, NAMESPACE, kind="Service"),
             *self._list(self.apps.list_namespaced_replica_set, NAMESPACE, kind="ReplicaSet"),
             *pods,
+            *self._devices(),
         ]
+
+    def _devices(self) -> list[dict[str, Any]]:
+        """DeviceClasses, ResourceSlices and the namespace's ResourceClaims (as upstream allocated them)."""
+        out = []
+        for plural, kind in (("deviceclasses", "DeviceClass"), ("resourceslices", "ResourceSlice")):
+            out += [{**o, "kind": kind} for o in self.custom.list_cluster_custom_object(*DRA_API, plural)["items"]]
+        claims = self.custom.list_namespaced_custom_object(*DRA_API, NAMESPACE, "resourceclaims")["items"]
+        return out + [{**o, "kind": "ResourceClaim"} for o in claims]
+
+    def _delete_devices(self) -> None:
+        """The previous seed's claims (their finalizer dropped first: no controller here would) and device objects."""
+        for claim in self.custom.list_namespaced_custom_object(*DRA_API, NAMESPACE, "resourceclaims")["items"]:
+            name = claim["metadata"]["name"]
+            if claim["metadata"].get("finalizers"):
+                patch = {"metadata": {"finalizers": None}}
+                self.custom.patch_namespaced_custom_object(*DRA_API, NAMESPACE, "resourceclaims", name, patch)
+            self.custom.delete_namespaced_custom_object(*DRA_API, NAMESPACE, "resourceclaims", name)
+        for plural in ("resourceslices", "deviceclasses"):
+            for o in self.custom.list_cluster_custom_object(*DRA_API, plural)["items"]:
+                self.custom.delete_cluster_custom_object(*DRA_API, plural, o["metadata"]["name"])
 
     # ----------------------------------------------------------------------------- seeds
 
@@ -1376,6 +1471,7 @@ class Harness:
         for svc in self._list(self.core.list_namespaced_service, NAMESPACE, kind="Service"):
             self.core.delete_namespaced_service(svc["metadata"]["name"], NAMESPACE)
         self.apps.delete_collection_namespaced_replica_set(NAMESPACE)
+        self._delete_devices()
         log.wait(
             "delete events of the previous seed",
             lambda: (
@@ -1401,6 +1497,9 @@ class Harness:
         for body, status in scenario.nodes:
             self.core.create_node(body)
             self.core.patch_node_status(body["metadata"]["name"], status)
+        for plural, body in scenario.device_objects:
+            self.custom.create_cluster_custom_object(*DRA_API, plural, body)
+        self._claims = scenario.claims
         names = [body["metadata"]["name"] for body, _ in scenario.nodes]
         self._previous = names
         log.wait(
@@ -1424,6 +1523,9 @@ class Harness:
     def one_pod(self, seed: int, index: int, body: dict[str, Any]) -> PodCase:
         assert self.log is not None
         log = self.log
+        claim = self._claims.get(body["metadata"]["name"])
+        if claim is not None:
+            self.custom.create_namespaced_custom_object(*DRA_API, NAMESPACE, "resourceclaims", claim)
         state = self.state()
         created = self._json(self.core.create_namespaced_pod(NAMESPACE, body, _preload_content=False))
         key = f"{NAMESPACE}/{created['metadata']['name']}"
@@ -1435,6 +1537,12 @@ class Harness:
         self._logged_plugins |= {r.values["plugin"] for r in log.by_pod[key] if r.msg == MSG_PLUGIN_SCORE}
         score_plugins = (UPSTREAM_SCORE_PLUGINS | self._logged_plugins) & set(self.weights)
         up = upstream_decision(log.by_pod[key], self.weights, score_plugins)
+        if claim is not None and up.node is not None:  # PreBind wrote the allocation before the bind
+            got = self.custom.get_namespaced_custom_object(
+                *DRA_API, NAMESPACE, "resourceclaims", claim["metadata"]["name"]
+            )
+            results = (((got.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
+            up.devices = tuple(f"{r['pool']}/{r['device']}" for r in results)
         if up.node is None:
             self._remove_unschedulable(key, created["metadata"]["name"], up)
         ours, nodes = our_decision(state, created, self.profile, seed=seed * 100_000 + index)
@@ -1506,6 +1614,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     ap.add_argument("--pods", type=int, default=Knobs.pods, help="pods per seed, created one at a time")
     ap.add_argument(
+        "--dra",
+        action="store_true",
+        help="also ResourceSlices on 30%% of the nodes and ResourceClaims on 30%% of the pods",
+    )
+    ap.add_argument(
         "--policy", type=Path, help="our side runs this SchedulingPolicy / v1.9 Policy (default: our default profile)"
     )
     ap.add_argument("--json", type=Path, help="also write every figure and every pod's outcome here")
@@ -1513,6 +1626,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--workdir", type=Path, help="keep the control plane's files (kube-scheduler.log) here")
     args = ap.parse_args(argv)
     knobs = Knobs(nodes=args.nodes, pods=args.pods)
+    if args.dra:
+        knobs = dataclasses.replace(knobs, p_node_devices=0.3, p_claim=0.3)
     profile = load_policy(args.policy, registry=installed_registry())
     seeds = list(range(args.seed_start, args.seed_start + args.seeds))
     start = time.monotonic()

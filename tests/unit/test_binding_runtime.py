@@ -25,6 +25,7 @@ from kopf_scheduler.core.framework import (
     unschedulable,
 )
 from kopf_scheduler.core.plugins.default_binder import DefaultBinder
+from kopf_scheduler.core.plugins.dynamic_resources import DynamicResources
 from kopf_scheduler.core.policy import default_profile
 from kopf_scheduler.sim.apiserver import SuspendedError, drive
 
@@ -98,8 +99,10 @@ def test_bind(answers: tuple[Status | Exception, ...], code: Code, plugin: str, 
 
 
 def test_the_default_profile_binds_with_default_binder_alone() -> None:
+    """DynamicResources is the default profile's one PreBind plugin (it skips pods without claims)."""
     p = binding_plan(GenericScheduler(default_profile("s")), POD)
-    assert p.pre_binders == () and p.extenders == () and [type(b) for b in p.binders] == [DefaultBinder]
+    assert [type(b) for b in p.pre_binders] == [DynamicResources]
+    assert p.extenders == () and [type(b) for b in p.binders] == [DefaultBinder]
 
 
 class Timer:

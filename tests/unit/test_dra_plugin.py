@@ -2,8 +2,7 @@
 Reserve / Unreserve through the tracker, PostFilter's deallocation and PreBind's writes.
 
 Messages are upstream's (dynamicresources.go v1.37.2); every rejection is UnschedulableAndUnresolvable.
-Until ``ClusterObjects`` carries the DRA store, the tests give it one (``Objects`` below), as the
-lead's integration will.
+The cluster's DRA store is ``ClusterObjects.dra``.
 """
 
 from __future__ import annotations
@@ -29,7 +28,6 @@ from dra_builders import (
 )
 
 from kopf_scheduler.core.dra.objects import FINALIZER
-from kopf_scheduler.core.dra.tracker import DraTracker
 from kopf_scheduler.core.framework import Code, CycleState
 from kopf_scheduler.core.objects import Pod
 from kopf_scheduler.core.plugins.dynamic_resources import (
@@ -46,11 +44,7 @@ from kopf_scheduler.core.snapshot import ClusterObjects, Snapshot
 N1, N2 = make_node("node-1").obj(), make_node("node-2").obj()
 
 
-@dataclass(slots=True)
-class Objects(ClusterObjects):
-    """ClusterObjects with the DRA store, as the lead is to add it (``ClusterObjects.dra``)."""
-
-    dra: DraTracker = field(default_factory=DraTracker)
+Objects = ClusterObjects
 
 
 @dataclass
@@ -378,6 +372,25 @@ def test_pre_bind_retries_a_conflict_after_reading_the_claim() -> None:
     assert asyncio.run(plugin.pre_bind(state, pod, "node-1", api)).is_success  # type: ignore[arg-type]
     assert [m for m, _ in api.calls] == ["PUT", "GET", "PUT"]
     assert api.claims["c"]["status"]["reservedFor"] == [{"resource": "pods", "name": "p", "uid": pod.uid}]
+
+
+def test_a_pre_bind_failure_leaves_unreserve_the_reservations_it_wrote() -> None:
+    """Upstream updates its state per claim, so Unreserve removes the pod from the claims PreBind did write."""
+    first = allocated(claim("c1", request("r", "gpu")), ("r", DRIVER_A, "node-1", "gpu-0"), node="node-1")
+    second = allocated(claim("c2", request("r", "gpu")), ("r", DRIVER_A, "node-1", "gpu-1"), node="node-1")
+    objs = cluster(claims=(first, second), slices=two_gpus_each())
+    pod = pod_with(uses("c1", "a"), uses("c2", "b"))
+    plugin, state, _, _ = pre_filter(pod, objs)
+    gone = {
+        **second,
+        "metadata": {**second["metadata"], "deletionTimestamp": "2026-01-01T00:00:00Z", "resourceVersion": "9"},
+    }
+    api = FakeApi({"c1": first, "c2": gone})
+    status = asyncio.run(plugin.pre_bind(state, pod, "node-1", api))  # type: ignore[arg-type]
+    assert status.code is Code.ERROR and "got deleted in the meantime" in status.message
+    plugin.unreserve(state, pod, "node-1", Handle(objs))  # type: ignore[arg-type]
+    (write,) = objs.dra.drain()
+    assert write.path.endswith("/resourceclaims/c1/status") and write.method == "PATCH"
 
 
 # --------------------------------------------------------------------------- admin access

@@ -28,6 +28,7 @@ import pytest
 from builders import make_node, make_pod
 from fakeapi import FakeApiServer
 
+from kopf_scheduler.core.dra.objects import FINALIZER
 from kopf_scheduler.core.objects import Pod
 from kopf_scheduler.core.ownership import PolicyMeta
 from kopf_scheduler.core.policy import validate_policy
@@ -56,6 +57,7 @@ from kopf_scheduler.sim.loader import load_cluster, load_pods
 from kopf_scheduler.sim.simulator import Simulation
 
 SCHEDULER = "shared"
+RESOURCE_API = ("resource.k8s.io", "v1")
 POLICY = "shared"
 COSCHEDULING = ("scheduling.x-k8s.io", "v1alpha1", "podgroups")
 BASE_SPEC: Mapping[str, Any] = {
@@ -153,6 +155,8 @@ class Scenario:
     bound: list[dict[str, Any]] = field(default_factory=list)
     groups: list[dict[str, Any]] = field(default_factory=list)
     spec: Mapping[str, Any] = field(default_factory=lambda: BASE_SPEC)
+    #: resource.k8s.io/v1 objects (DynamicResources): (plural, body)
+    dra: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
 
 @dataclass
@@ -180,7 +184,7 @@ class Observed:
 
 
 def simulate(s: Scenario) -> tuple[Observed, Simulation]:
-    loaded = load_cluster([*s.nodes, *s.bound, *s.groups], source="scenario")
+    loaded = load_cluster([*s.nodes, *s.bound, *s.groups, *(body for _, body in s.dra)], source="scenario")
     profile = validate_policy(s.spec, registry=REGISTRY)
     assert isinstance(profile, Profile), profile
     pods = load_pods([body for step in s.steps for body in step], source="scenario")
@@ -346,6 +350,8 @@ def operate(s: Scenario, monkeypatch: pytest.MonkeyPatch) -> Observed:
                 server.register(*COSCHEDULING, "PodGroup")
             for group in s.groups:
                 server.add(*COSCHEDULING, group)
+            for plural, body in s.dra:
+                server.add(*RESOURCE_API, plural, body)
             for body in s.nodes:
                 server.add("", "v1", "nodes", body)
             for body in s.bound:
@@ -381,6 +387,37 @@ PREEMPTION = Scenario(
     # batch's deletion moves patient too, which still does not fit: urgent holds n1 by its nomination
     steps=[[pod("patient", cpu="1")], [pod("urgent", cpu="2", priority=100)]],
 )
+
+
+def claimed(name: str, claim: str) -> dict[str, Any]:
+    body = pod(name)
+    body["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": claim}]
+    return body
+
+
+def dra_objects() -> list[tuple[str, dict[str, Any]]]:
+    """A class of gpu.example.com devices, one such device on n2, and two claims for one each."""
+    api = "resource.k8s.io/v1"
+    requests = [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]
+    return [
+        ("deviceclasses", {"apiVersion": api, "kind": "DeviceClass", "metadata": {"name": "gpu"},
+                           "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]}}),
+        ("resourceslices", {"apiVersion": api, "kind": "ResourceSlice", "metadata": {"name": "n2-gpus"},
+                            "spec": {"driver": "gpu.example.com", "nodeName": "n2", "devices": [{"name": "gpu-0"}],
+                                     "pool": {"name": "n2", "generation": 1, "resourceSliceCount": 1}}}),
+        *(("resourceclaims", {"apiVersion": api, "kind": "ResourceClaim",
+                              "metadata": {"name": c, "namespace": "default"},
+                              "spec": {"devices": {"requests": requests}}})
+          for c in ("c1", "c2")),
+    ]  # fmt: skip
+
+
+#: gpu-1 can only go to n2 (the slice's node), though n1 has more room; gpu-2 finds the device taken
+DRA = Scenario(
+    nodes=[node("n1", "8"), node("n2", "2")],
+    dra=dra_objects(),
+    steps=[[claimed("gpu-1", "c1")], [claimed("gpu-2", "c2")], [pod("plain")]],
+)
 GANG_FITS = Scenario(
     nodes=[node("n1", "3"), node("n2", "2"), node("n3", "1")],  # of different sizes: no score ties
     groups=[pod_group("train", 3, timeout=1)],
@@ -400,6 +437,7 @@ GANG_DOES_NOT_FIT = Scenario(
         pytest.param(PREEMPTION, id="preemption: victims evicted, the preemptor nominated then bound"),
         pytest.param(GANG_FITS, id="a gang that fits"),
         pytest.param(GANG_DOES_NOT_FIT, id="a gang that does not fit: reservations released"),
+        pytest.param(DRA, id="DynamicResources: a claim allocated on the slice's node, the next one refused"),
     ],
 )
 def test_both_executors_agree(scenario: Scenario, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -437,6 +475,19 @@ def test_a_gang_that_does_not_fit_releases_every_reservation() -> None:
     gang = "gang default/etl: only 2 of the 3 pods it needs fit; none is bound and every reservation is released"
     assert sorted(seen.messages.values())[1:] == [gang, gang]
     assert list(sim.cache.pods()) == [] and sim.cache.assumed_count() == 0
+
+
+def test_dra_claims_are_allocated_and_reserved() -> None:
+    seen, sim = simulate(DRA)
+    assert seen.nodes == {"gpu-1": "n2", "gpu-2": None, "plain": "n1"}
+    assert seen.messages["gpu-2"] == (
+        "0/2 nodes are available: 2 cannot allocate all claims. "
+        "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+    )
+    claim = sim.cache.objects.dra.get_claim("default", "c1")
+    assert claim is not None and claim.allocation is not None
+    assert [(r.pool, r.device) for r in claim.allocation.results] == [("n2", "gpu-0")]
+    assert [r.name for r in claim.reserved_for] == ["gpu-1"] and FINALIZER in claim.finalizers
 
 
 # --------------------------------------------------------------------------- PreBind and Bind, both executors
@@ -503,7 +554,7 @@ def test_a_bind_plugin_binds_or_passes_to_default_binder(executor: str, monkeypa
 def test_the_plugins_run_in_the_policy_order_with_default_binder_last() -> None:
     profile = validate_policy(PLUGINS_SPEC, registry=REGISTRY)
     assert isinstance(profile, Profile)
-    assert [p.name for p in profile.pre_binders] == ["Recorder"]
+    assert [p.name for p in profile.pre_binders] == ["DynamicResources", "Recorder"]
     assert [p.name for p in profile.binders] == ["LabelBinder", "DefaultBinder"]
 
 

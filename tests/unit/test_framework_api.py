@@ -40,6 +40,7 @@ PUBLIC = [
     "PostFilterPlugin",
     "PostFilterResult",
     "PreBindPlugin",
+    "PreEnqueuePlugin",
     "PreFilterExtensions",
     "PreFilterPlugin",
     "PreScorePlugin",

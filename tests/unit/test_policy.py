@@ -88,12 +88,14 @@ def test_nothing_given_means_todays_default_profile() -> None:
     assert p.filter_names == [
         "NodeName", "NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
         "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread",
-        "InterPodAffinity",
+        "InterPodAffinity", "DynamicResources",
     ]  # fmt: skip
     assert p.score_names == [
         ("TaintToleration", 3), ("NodeAffinity", 2), ("NodeResourcesFit", 1), ("PodTopologySpread", 2),
-        ("InterPodAffinity", 2), ("NodeResourcesBalancedAllocation", 1), ("ImageLocality", 1),
+        ("InterPodAffinity", 2), ("DynamicResources", 2), ("NodeResourcesBalancedAllocation", 1), ("ImageLocality", 1),
     ]  # fmt: skip
+    # upstream's applyDynamicResources: DynamicResources' PostFilter before DefaultPreemption
+    assert [f.name for f in p.post_filters] == ["DynamicResources", "DefaultPreemption"]
     scorers = dict((s.name, s) for s, _ in p.scorers)
     filters = {f.name: f for f in p.filters}
     assert all(
@@ -1014,7 +1016,8 @@ def test_every_profile_filters_with_pod_topology_spread(spec: dict[str, Any]) ->
     p = ok(spec)
     (spread,) = _spread_filters(p)
     assert spread.name == "PodTopologySpread" and spread.args.defaulting_type == "System"
-    assert p.filter_names.index("PodTopologySpread") == len(p.filter_names) - 1 - ("InterPodAffinity" in p.filter_names)
+    after = [n for n in p.filter_names[p.filter_names.index("PodTopologySpread") + 1 :]]
+    assert after in ([], ["InterPodAffinity"], ["InterPodAffinity", "DynamicResources"])
     assert "predicates" not in p.spec or all(
         e["name"] != "PodTopologySpread" for e in p.spec["predicates"]
     )  # implied, not listed

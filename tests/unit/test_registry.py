@@ -205,11 +205,11 @@ def test_filter_order_follows_upstream_default_profile() -> None:
     # v1.37 default MultiPoint order for the plugins that still exist
     upstream = ["NodeName", "NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
                 "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread",
-                "InterPodAffinity"]  # fmt: skip
+                "InterPodAffinity", "DynamicResources"]  # fmt: skip
     ours = [cls.NAME for cls in registry.FILTER_ORDER if cls.NAME in upstream]
     assert ours == upstream == [cls.NAME for cls in registry.DEFAULT_PROFILE.filters]
     assert registry.FILTER_ORDER[0].NAME == "CheckNodeCondition"
-    assert registry.FILTER_ORDER[-1].NAME == "InterPodAffinity"
+    assert registry.FILTER_ORDER[-1].NAME == "DynamicResources"  # applyDynamicResources appends it
 
 
 @pytest.mark.parametrize(

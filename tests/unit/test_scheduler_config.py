@@ -58,7 +58,8 @@ def test_an_empty_configuration_is_the_upstream_default_profile() -> None:
     assert got.scheduler_name == "default-scheduler"
     assert got.filter_names == want.filter_names
     assert got.score_names == want.score_names
-    assert [type(p).__name__ for p in got.post_filters] == ["DefaultPreemption"]
+    assert [type(p).__name__ for p in got.post_filters] == [type(p).__name__ for p in want.post_filters]
+    assert [type(p).__name__ for p in got.post_filters] == ["DynamicResources", "DefaultPreemption"]
     assert got.percentage_of_nodes_to_score == 0
     # GenericWorkload is off by default in v1.37: no GangScheduling in the default plugins
     assert not got.pre_filter_only
@@ -126,11 +127,19 @@ def test_disabling_a_score_keeps_the_filter() -> None:
 
 def test_disabling_default_preemption_turns_preemption_off() -> None:
     got = only(config({"plugins": {"postFilter": {"disabled": [{"name": "DefaultPreemption"}]}}}))
-    assert got.post_filters == ()
+    assert [type(p).__name__ for p in got.post_filters] == ["DynamicResources"]  # its deallocation stays
+
+
+def test_disabling_dynamic_resources_takes_it_out_of_every_extension_point() -> None:
+    got = only(config({"plugins": {"multiPoint": {"disabled": [{"name": "DynamicResources"}]}}}))
+    default = policy.default_profile()
+    assert got.score_names == [s for s in default.score_names if s[0] != "DynamicResources"]
+    assert "DynamicResources" not in got.filter_names
+    assert [type(p).__name__ for p in got.post_filters] == ["DefaultPreemption"]
 
 
 def test_upstream_plugins_we_do_without_may_be_disabled() -> None:
-    got = only(config({"plugins": {"multiPoint": {"disabled": [{"name": "DynamicResources"}]}}}))
+    got = only(config({"plugins": {"multiPoint": {"disabled": [{"name": "NodeDeclaredFeatures"}]}}}))
     assert got.score_names == policy.default_profile().score_names
 
 

@@ -695,6 +695,10 @@ class GenericScheduler:
                 break
             if answer.nominated_node is not None:
                 kept = answer
+            # the rejector: the first plugin that said why (upstream names the first that failed, which
+            # shows nowhere there; DynamicResources fails without a word for a pod without claims)
+            if status.reasons and not reasons:
+                rejector = plugin.name
             reasons.extend(status.reasons)
             rejector = rejector or plugin.name
             last = answer

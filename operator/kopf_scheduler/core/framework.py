@@ -89,6 +89,7 @@ __all__ = [
     "PostFilterPlugin",
     "PostFilterResult",
     "PreBindPlugin",
+    "PreEnqueuePlugin",
     "PreFilterExtensions",
     "PreFilterPlugin",
     "PreScorePlugin",
@@ -589,6 +590,10 @@ class ClusterEvent(enum.StrEnum):
     POD_GROUP_CHANGE = "PodGroupChange"
     #: a ``scheduling.x-k8s.io`` PodGroup (scheduler-plugins' coscheduling)
     COSCHEDULING_POD_GROUP_CHANGE = "PodGroup.scheduling.x-k8s.ioChange"
+    #: ``resource.k8s.io`` objects (DynamicResources): the core/dra/objects.py types
+    RESOURCE_CLAIM_CHANGE = "ResourceClaimChange"
+    RESOURCE_SLICE_CHANGE = "ResourceSliceChange"
+    DEVICE_CLASS_CHANGE = "DeviceClassChange"
 
 
 class QueueingHint(enum.Enum):
@@ -643,3 +648,14 @@ class EnqueueExtensions(Plugin):
     @abc.abstractmethod
     def events_to_register(self, handle: EnqueueHandle) -> Sequence[ClusterEventWithHint]:
         """The events and hints (``handle``: what the hints may read of the cluster)."""
+
+
+class PreEnqueuePlugin(Plugin):
+    """Upstream ``PreEnqueuePlugin``: may a pod enter the active queue? A pod one of them refuses waits
+    in the unschedulable pool, on record as rejected by that plugin, until one of the events the plugin
+    registers (``EnqueueExtensions``) moves it; every move asks again (``core/queueing.py``). Called on
+    every add and move of every pod: it must be cheap for pods it does not concern."""
+
+    @abc.abstractmethod
+    def pre_enqueue(self, pod: Pod, handle: EnqueueHandle) -> Status:
+        """SUCCESS, or why the pod must wait (``handle``: what the plugin may read of the cluster)."""

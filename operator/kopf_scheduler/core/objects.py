@@ -311,6 +311,30 @@ class TopologySpreadConstraint:
 # --------------------------------------------------------------------------- pods
 
 
+@dataclass(frozen=True, slots=True)
+class PodResourceClaim:
+    """An entry of a pod's ``spec.resourceClaims``."""
+
+    name: str
+    resource_claim_name: str | None = None
+    resource_claim_template_name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PodClaims:
+    """A pod's ``spec.resourceClaims`` and its ``status.resourceClaimStatuses`` (the claims generated from
+    templates: pod claim name -> claim name, None when the controller decided to create none)."""
+
+    claims: tuple[PodResourceClaim, ...] = ()
+    statuses: Mapping[str, str | None] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.claims)
+
+
+NO_POD_CLAIMS: Final = PodClaims()
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class Pod:
     """A pod as the scheduler sees it. Identity is ``uid``; equality is identity of object."""
@@ -362,6 +386,8 @@ class Pod:
     limits: Resources = ZERO_RESOURCES
     #: host ports of the sidecar (restartable init) containers, then of the containers (upstream ``GetHostPorts``)
     host_ports: tuple[ContainerPort, ...] = ()
+    #: ``spec.resourceClaims`` and ``status.resourceClaimStatuses`` of an unbound pod (DynamicResources)
+    resource_claims: PodClaims = NO_POD_CLAIMS
     #: the API body of an unbound pod (see the module docstring); None for bound pods
     source: Mapping[str, Any] | None = field(default=None, repr=False)
 

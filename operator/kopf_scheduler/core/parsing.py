@@ -31,6 +31,7 @@ from .objects import (
     CONDITION_POD_SCHEDULED,
     COSCHEDULING_API,
     EMPTY_LABELS,
+    NO_POD_CLAIMS,
     NO_SCHEDULE,
     PREEMPT_LOWER_PRIORITY,
     WORKLOAD_API,
@@ -52,8 +53,10 @@ from .objects import (
     Pod,
     PodAffinity,
     PodAffinityTerm,
+    PodClaims,
     PodDisruptionBudget,
     PodGroup,
+    PodResourceClaim,
     PreferredSchedulingTerm,
     PriorityClass,
     Service,
@@ -607,8 +610,49 @@ def _pending_fields(
         "nominated_node_name": str(status.get("nominatedNodeName") or ""),
         "container_non_zero_requests": to_resources(container_non_zero),
         "limits": to_resources(pod_requests(limit_lists, use_status=False, pod_level=False)),
+        "resource_claims": parse_pod_claims(body),
         "source": _source(body, meta),
     }
+
+
+def _claim_name(raw: Mapping[str, Any], key: str, where: str) -> str | None:
+    return _optional_str(raw.get(key), f"{where}.{key}")
+
+
+def parse_pod_claims(body: Mapping[str, Any] | None) -> PodClaims:
+    """A pod's ``spec.resourceClaims`` and ``status.resourceClaimStatuses`` (DynamicResources).
+
+    Costs two dictionary lookups for a pod without claims (most pods)."""
+    if not body:
+        return NO_POD_CLAIMS
+    spec = body.get("spec")
+    raw = spec.get("resourceClaims") if isinstance(spec, Mapping) else None
+    if not raw:
+        return NO_POD_CLAIMS
+    where = "pod: spec"
+    if not isinstance(raw, list):
+        raise ObjectError(f"{where}.resourceClaims: expected a list, got {type(raw).__name__}")
+    claims = []
+    for i, c in enumerate(raw):
+        w = f"{where}.resourceClaims[{i}]"
+        if not isinstance(c, Mapping):
+            raise ObjectError(f"{w}: expected {{name, resourceClaimName | resourceClaimTemplateName}}")
+        claims.append(
+            PodResourceClaim(
+                _claim_name(c, "name", w) or "",
+                _claim_name(c, "resourceClaimName", w),
+                _claim_name(c, "resourceClaimTemplateName", w),
+            )
+        )
+    statuses: dict[str, str | None] = {}
+    status = body.get("status")
+    if isinstance(status, Mapping):
+        for i, s in enumerate(_list(status, "resourceClaimStatuses", "pod: status")):
+            w = f"pod: status.resourceClaimStatuses[{i}]"
+            if not isinstance(s, Mapping):
+                raise ObjectError(f"{w}: expected {{name, resourceClaimName}}")
+            statuses[_claim_name(s, "name", w) or ""] = _claim_name(s, "resourceClaimName", w)
+    return PodClaims(tuple(claims), statuses)
 
 
 def parse_node(body: Mapping[str, Any]) -> Node:

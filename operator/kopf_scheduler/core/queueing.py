@@ -14,6 +14,10 @@ Pending pods live in exactly one of:
   ``podMaxInUnschedulablePodsDuration``), so no pod stays longer whatever the plugins declare;
 - ``gated``: pods with scheduling gates; never popped until an update clears them.
 
+A pod a PreEnqueue plugin refuses (``framework.PreEnqueuePlugin``, asked on every add and move; upstream
+``runPreEnqueuePlugins``) goes to the unschedulable pool instead, on record as rejected by that plugin,
+so the events it registers (or an update of the pod) move it and it is asked again.
+
 A cluster event (``move_all_to_active_or_backoff``, a ``ClusterEvent`` with the objects before and
 after) moves a pod of the pool when it is worth it (upstream ``isPodWorthRequeuing``, with the
 profile's ``QueueingHints``): the pod has no rejecting plugin on record; or one of its rejecting
@@ -55,15 +59,18 @@ from typing import Any, Final
 
 from .framework import (
     ClusterEvent,
+    Code,
     EnqueueExtensions,
     EnqueueHandle,
     FilterPlugin,
     PermitPlugin,
     Plugin,
+    PreEnqueuePlugin,
     PreFilterPlugin,
     QueueingHint,
     QueueingHintFn,
     ReservePlugin,
+    Status,
 )
 from .nodeinfo import NodeInfo
 from .objects import Pod
@@ -168,13 +175,17 @@ class QueueingHints:
     ``handle`` is what the hints may read of the cluster.
     """
 
-    __slots__ = ("_by_event", "declared")
+    __slots__ = ("_by_event", "_gaters", "_handle", "declared")
 
     def __init__(self, plugins: Iterable[Plugin] = (), handle: EnqueueHandle | None = None) -> None:
         self._by_event: dict[str, dict[str, tuple[QueueingHintFn | None, ...]]] = {}
         declared: set[str] = set()
         seen = handle if handle is not None else _NoCluster()
+        self._handle: EnqueueHandle = seen
+        gaters: dict[str, PreEnqueuePlugin] = {}
         for plugin in plugins:
+            if isinstance(plugin, PreEnqueuePlugin):
+                gaters.setdefault(plugin.name, plugin)
             if (
                 not isinstance(plugin, EnqueueExtensions)
                 or not isinstance(plugin, _REJECTING)
@@ -187,6 +198,19 @@ class QueueingHints:
                 by_plugin[plugin.name] = (*by_plugin.get(plugin.name, ()), registered.hint)
         #: the plugins that declared their events (the others: every event may help the pods they rejected)
         self.declared: frozenset[str] = frozenset(declared)
+        self._gaters = tuple(gaters.values())
+
+    def refuses(self, pod: Pod) -> Status | None:
+        """Why a PreEnqueue plugin keeps `pod` out of the active queue (its status, the plugin named),
+        or None; a plugin that raises refuses it too, as upstream gates a pod on any PreEnqueue failure."""
+        for plugin in self._gaters:
+            try:
+                status = plugin.pre_enqueue(pod, self._handle)
+            except Exception as exc:
+                status = Status(Code.ERROR, (f"{type(exc).__name__}: {exc}",))
+            if not status.is_success:
+                return status.with_plugin(plugin.name)
+        return None
 
     def registered(self, event: str) -> Mapping[str, tuple[QueueingHintFn | None, ...]]:
         """The plugins registered for `event`, with their hints (None: no hint)."""
@@ -480,6 +504,8 @@ class SchedulingQueue:
         if pod.scheduling_gates:
             self._gated[pod.uid] = info
             self.incoming[(GATED, EVENT_POD_ADD)] += 1
+        elif self._refused(info, now, EVENT_POD_ADD):
+            pass
         else:
             info.initial_attempt_timestamp = now
             self._push_active(info)
@@ -713,7 +739,20 @@ class SchedulingQueue:
         info.unschedulable_plugins = frozenset(plugins)
         return info, flight
 
+    def _refused(self, info: QueuedPodInfo, now: float, event: str) -> bool:
+        """A PreEnqueue plugin refuses the pod: it waits in the unschedulable pool, rejected by that plugin."""
+        refused = self.hints.refuses(info.pod)
+        if refused is None:
+            return False
+        info.timestamp = now
+        info.unschedulable_plugins = frozenset({refused.plugin})
+        self._add_unschedulable_pool(info)
+        self.incoming[(UNSCHEDULABLE, event)] += 1
+        return True
+
     def _to_active_or_backoff(self, info: QueuedPodInfo, now: float, event: str) -> None:
+        if self._refused(info, now, event):
+            return
         if self._backoff_expiry(info) > now:
             self._push_backoff(info)
             self.incoming[(BACKOFF, event)] += 1

@@ -46,6 +46,7 @@ from .plugins.balanced_allocation import NodeResourcesBalancedAllocation
 from .plugins.coscheduling import Coscheduling
 from .plugins.default_binder import DefaultBinder
 from .plugins.default_preemption import DefaultPreemption
+from .plugins.dynamic_resources import DynamicResources
 from .plugins.equal_priority import EqualPriority
 from .plugins.gang_scheduling import GangScheduling
 from .plugins.image_locality import ImageLocality
@@ -115,6 +116,7 @@ IN_TREE: Final[tuple[type[Plugin], ...]] = (
     GCEPDLimits,
     AzureDiskLimits,
     VolumeBinding,
+    DynamicResources,
     DefaultPreemption,
     GangScheduling,
     Coscheduling,
@@ -163,6 +165,7 @@ FILTER_ORDER: Final[tuple[type[FilterPlugin], ...]] = (
     CheckNodeDiskPressure,
     PodTopologySpread,
     InterPodAffinity,
+    DynamicResources,
 )
 _FILTER_RANK: Final[Mapping[type[Plugin], int]] = {cls: i for i, cls in enumerate(FILTER_ORDER)}
 
@@ -409,10 +412,12 @@ class PluginProfile:
 #: Upstream v1.37's default profile (pkg/scheduler/apis/config/v1/default_plugins.go): its MultiPoint
 #: plugins that filter or score, with their weights. Not here: PrioritySort (every profile's QueueSort
 #: unless ``spec.queueSort`` names another), SchedulingGates (our queue holds gated pods),
-#: DefaultPreemption (added to every profile unless ``preemption: false``), DefaultBinder (every
-#: profile's last Bind plugin), and the default-on plugins that pass every pod this scheduler can see
-#: (DynamicResources without ResourceClaims, NodeDeclaredFeatures without declared features,
-#: GangScheduling without a Workload).
+#: DefaultPreemption (added to every profile unless ``preemption: false``, after the profile's own
+#: PostFilter plugins: DynamicResources first, as upstream's ``applyDynamicResources`` puts it),
+#: DefaultBinder (every profile's last Bind plugin), and the default-on plugins that pass every pod
+#: this scheduler can see (NodeDeclaredFeatures without declared features, GangScheduling without a
+#: Workload). DynamicResources (DynamicResourceAllocation, on by default) sits where upstream inserts
+#: it, before DefaultPreemption: after InterPodAffinity as a filter, with weight 2 as a scorer.
 DEFAULT_PROFILE: Final = PluginProfile(
     "the v1.37 default profile",
     filters=(
@@ -428,6 +433,7 @@ DEFAULT_PROFILE: Final = PluginProfile(
         VolumeZone,
         PodTopologySpread,
         InterPodAffinity,
+        DynamicResources,
     ),
     scores=(
         (TaintToleration, 3),
@@ -435,6 +441,7 @@ DEFAULT_PROFILE: Final = PluginProfile(
         (NodeResourcesFit, 1),
         (PodTopologySpread, 2),
         (InterPodAffinity, 2),
+        (DynamicResources, 2),
         (NodeResourcesBalancedAllocation, 1),
         (ImageLocality, 1),
     ),

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from .dra.tracker import DraTracker
 from .nodeinfo import NodeInfo
 from .objects import (
     Controller,
@@ -62,6 +63,9 @@ class ClusterObjects:
     gang_members: dict[str, frozenset[str]] = field(default_factory=dict)
     #: metrics source key -> measured node utilisation (``core/usage.py``; the edge's pollers publish it)
     node_usage: dict[str, UsageSnapshot] = field(default_factory=dict)
+    #: the DRA objects and allocations in flight (DynamicResources): one store shared by every
+    #: snapshot and copy (``copy`` keeps the reference), as upstream's DRA manager is shared
+    dra: DraTracker = field(default_factory=DraTracker)
     #: bumped on every change, so per-pod caches keyed on it stay valid until something changes
     generation: int = 0
 

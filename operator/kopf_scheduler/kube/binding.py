@@ -47,7 +47,7 @@ from ..core.objects import Pod
 from ..core.plugins.default_binder import binding_path
 from ..core.queueing import QueuedPodInfo
 from ..edge.client import Api, Response
-from . import events
+from . import dra, events
 from .app import App, PolicyState
 
 __all__ = ["bind"]
@@ -132,6 +132,7 @@ async def bind(
             profile=state.scheduler.profile,
             state=cycle,
         )
+        dra.flush(app)  # DynamicResources' Unreserve writes
         if rejected.vanished:
             app.perform(
                 routing.route_pod_vanished(placed, cache=app.cache, pending=app.pending, served=app.states, now=t1)

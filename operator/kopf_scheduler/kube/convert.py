@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
 from ..core import objects, parsing
+from ..core.dra import parsing as dra_parsing
 from ..core.objects import Pod
 from ..core.ownership import PolicyMeta
 from ..core.parsing import ObjectError
@@ -134,6 +135,26 @@ def parse_other(kind: str, body: Mapping[str, Any]) -> Any:
     if kind in ("ReplicationController", "ReplicaSet", "StatefulSet") and not body.get("kind"):
         body = {**body, "kind": kind}
     return _safe(parse, body, kind)
+
+
+#: the ``resource.k8s.io`` kinds -> (parser, namespaced); DynamicResources reads them (core/dra/)
+DRA_KINDS: Final[Mapping[str, tuple[Callable[[Mapping[str, Any]], Any], bool]]] = {
+    "ResourceClaim": (dra_parsing.parse_resource_claim, True),
+    "ResourceClaimTemplate": (dra_parsing.parse_resource_claim_template, True),
+    "DeviceClass": (dra_parsing.parse_device_class, False),
+    "ResourceSlice": (dra_parsing.parse_resource_slice, False),
+}
+
+
+def dra_key(kind: str, body: Mapping[str, Any]) -> str:
+    """The DraTracker key of a body: ``ns/name`` for claims and templates, else the name."""
+    meta = _meta(body)
+    name = str(meta.get("name") or "")
+    return f"{str(meta.get('namespace') or 'default')}/{name}" if DRA_KINDS[kind][1] else name
+
+
+def parse_dra(kind: str, body: Mapping[str, Any]) -> Any:
+    return _safe(DRA_KINDS[kind][0], body, kind)
 
 
 def namespace_labels(body: Mapping[str, Any]) -> tuple[str, Mapping[str, str]]:

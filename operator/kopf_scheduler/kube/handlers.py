@@ -40,6 +40,7 @@ from typing import Any, Final
 import kopf
 
 from ..core import routing
+from ..core.dra.routing import route_dra_object, route_dra_relisted
 from ..edge.client import WATCH_IDLE_TIMEOUT, Api
 from ..edge.credentials import load_credentials
 from ..edge.informer import Feed, Informer
@@ -90,6 +91,14 @@ WATCHED: Final = (
 OPTIONAL: Final = (
     ("/apis/scheduling.k8s.io/v1beta1/podgroups", routing.KIND_POD_GROUP),
     ("/apis/scheduling.x-k8s.io/v1alpha1/podgroups", routing.KIND_COSCHEDULING_POD_GROUP),
+)
+
+#: (API path, kind) of the ``resource.k8s.io/v1`` objects DynamicResources reads (core/dra/routing.py);
+#: optional: a cluster that does not serve the API has none of them
+DRA_WATCHED: Final = (
+    ("/apis/resource.k8s.io/v1/resourceclaims", "ResourceClaim"),
+    ("/apis/resource.k8s.io/v1/deviceclasses", "DeviceClass"),
+    ("/apis/resource.k8s.io/v1/resourceslices", "ResourceSlice"),
 )
 
 
@@ -225,7 +234,28 @@ def feeds(app: App) -> list[Feed]:
         Feed("Namespace", "/api/v1/namespaces", namespaces, convert.name_of, namespaces_relisted),
     ]
     out += [_object_feed(app, path, kind) for path, kind in WATCHED]
+    out += [_dra_feed(app, path, kind) for path, kind in DRA_WATCHED]
     return out + [_object_feed(app, path, kind, optional=True) for path, kind in OPTIONAL]
+
+
+def _dra_feed(app: App, path: str, kind: str) -> Feed:
+    def key(body: Mapping[str, Any]) -> str:
+        return convert.dra_key(kind, body)
+
+    def apply(event: str, body: Mapping[str, Any]) -> None:
+        obj = None
+        if event != "DELETED":
+            try:
+                obj = convert.parse_dra(kind, body)
+            except convert.ObjectError as exc:
+                logger.warning("skipping %s %s: %s", kind, key(body), exc)
+                return
+        app.perform(route_dra_object(kind, key(body), obj, cache=app.cache, served=app.states, now=app.now()))
+
+    def relisted(keys: set[str]) -> None:
+        app.perform(route_dra_relisted(kind, keys, cache=app.cache, served=app.states, now=app.now()))
+
+    return Feed(kind, path, apply, key, relisted, optional=True)
 
 
 def _object_feed(app: App, path: str, kind: str, *, optional: bool = False) -> Feed:

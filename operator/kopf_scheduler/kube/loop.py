@@ -58,7 +58,7 @@ from ..core.queueing import QueuedPodInfo
 from ..core.recording import STAGE_PERMIT
 from ..core.timestamps import rfc3339
 from ..edge.recorder import DrawLog
-from . import binding, events, podgroups, preemption
+from . import binding, dra, events, podgroups, preemption
 from .app import App, PolicyState
 
 __all__ = ["run"]
@@ -170,6 +170,7 @@ async def _attempt(app: App, state: PolicyState, info: QueuedPodInfo) -> None:
             )
             if nominated == "" and pod.nominated_node_name:
                 app.spawn(preemption.patch_pod_status(app, pod, nominated_node=""))
+    dra.flush(app)  # DynamicResources' PostFilter / Unreserve writes, if any
 
 
 async def _cycle(app: App, state: PolicyState, info: QueuedPodInfo) -> Outcome:
@@ -214,6 +215,7 @@ async def _cycle(app: App, state: PolicyState, info: QueuedPodInfo) -> Outcome:
 async def _settle(app: App, now: float) -> None:
     """Finish the pods whose wait at Permit is over (see the module docstring)."""
     settled = settle_waiting(app.waiting, cache=app.cache, now=now)
+    dra.flush(app)
     for allowed in settled.allowed:
         state = app.states.get(allowed.scheduler_name)
         if state is None:  # the name is no longer served: give the room back

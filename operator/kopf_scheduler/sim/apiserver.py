@@ -12,6 +12,8 @@ simulation holds and writes nothing anywhere:
   simulation read from the files (bound pods from the cluster file, which keep no body, answer a
   minimal one). A patch changes the bodies answered later, not the objects the simulation
   schedules with (nothing in a simulation reads those fields back);
+- ``resource.k8s.io/v1`` ResourceClaims (DynamicResources' PreBind, Unreserve and PostFilter
+  writes): ``claims``, a ``sim/dra.py`` ``ClaimServer``, answers them;
 - anything else: 404, or 405 for another method on a node (the kinds it does not hold).
 
 ``drive`` runs a plugin's coroutine to its end without an event loop (``sim/`` imports no asyncio):
@@ -31,6 +33,7 @@ from urllib.parse import parse_qs
 
 from ..core.cache import SchedulerCache
 from ..core.objects import Pod
+from .dra import ClaimServer
 
 __all__ = ["Answer", "InMemoryApi", "SuspendedError", "drive"]
 
@@ -113,6 +116,8 @@ class InMemoryApi:
         self._names: dict[str, str] = {}
         #: every request of the plugins, in order: (method, path, body)
         self.requests: list[tuple[str, str, Any]] = []
+        #: the claims' server (``sim/dra.py``); None: claims are not found
+        self.claims: ClaimServer | None = None
 
     # ------------------------------------------------------------------ the simulator's side
 
@@ -182,6 +187,9 @@ class InMemoryApi:
         pod = _POD.match(path)
         if pod is not None:
             return self._pod_request(method, pod["ns"], pod["name"], pod["sub"], body)
+        if self.claims is not None and (claimed := self.claims.answer(method, path, body)) is not None:
+            code, payload = claimed
+            return Answer(code, payload) if code < 300 else _failure(code, str(payload))
         node = _NODE.match(path)
         if node is not None:
             if method != "GET":

@@ -2,7 +2,9 @@
 
 Everything the scheduler reads is accepted; other kinds are counted and
 ignored, so a ``kubectl get -o yaml`` dump can be fed in as it is. PodGroups of both APIs
-(``scheduling.k8s.io/v1beta1``, ``scheduling.x-k8s.io/v1alpha1``) make gangs (``core/gangs.py``).
+(``scheduling.k8s.io/v1beta1``, ``scheduling.x-k8s.io/v1alpha1``) make gangs (``core/gangs.py``);
+DeviceClasses, ResourceSlices, ResourceClaims and ResourceClaimTemplates (``resource.k8s.io/v1``) go
+into the DRA tracker (``sim/dra.py``).
 
 PriorityClasses in the cluster file (and the two system classes every API server has) stand in
 for the API server's Priority admission: a pod written without ``spec.priority`` gets the value
@@ -31,6 +33,7 @@ from ..core.cache import SchedulerCache
 from ..core.profile import Profile
 from ..core.registry import Registry
 from ..core.snapshot import ClusterObjects
+from . import dra
 from .simulator import UnreadablePod
 
 
@@ -147,6 +150,10 @@ def load_cluster(docs: Iterable[Mapping[str, Any]], *, source: str = "cluster") 
                 loaded.ignored[kind or "<no kind>"] = loaded.ignored.get(kind or "<no kind>", 0) + 1
         except parsing.ObjectError as exc:
             raise ManifestError(f"{source}: {exc}") from None
+    try:
+        dra.admit_claims(objs)
+    except parsing.ObjectError as exc:
+        raise ManifestError(f"{source}: {exc}") from None
     for pod in pods:
         cache.add_pod(pod)
         gangs.update_members(objs.gang_members, pod, present=True)
@@ -222,7 +229,7 @@ def _store(kind: str, doc: Mapping[str, Any], objs: ClusterObjects) -> bool:
         meta = doc.get("metadata") or {}
         objs.namespace_labels[str(meta.get("name") or "")] = dict(meta.get("labels") or {})
     else:
-        return False
+        return dra.load_dra_object(kind, doc, objs)
     return True
 
 

@@ -31,6 +31,8 @@ def placement_json(p: Placement, *, explain: bool = True) -> dict[str, Any]:
         "nominatedNode": p.nominated_node or None,
         "victims": list(p.victims),
     }
+    if p.devices:
+        out["devices"] = list(p.devices)
     if explain and p.explanation is not None:
         out["explain"] = to_json(p.explanation)
     return out
@@ -104,7 +106,8 @@ def report_table(
     for p in result.placements:
         if _explained(p, explained):
             assert p.explanation is not None
-            lines += [summary(p.explanation) if explained == EVERY_POD else render(p.explanation), ""]
+            lines += [summary(p.explanation) if explained == EVERY_POD else render(p.explanation)]
+            lines += [f"  devices: {d}" for d in p.devices] + [""]
     if capacity is not None:
         lines += capacity_lines(capacity) + [""]
     lines += table(utilization_rows(cache), ("NODE", "PODS", "CPU REQUESTED", "MEMORY REQUESTED"))

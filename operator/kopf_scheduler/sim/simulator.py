@@ -67,6 +67,8 @@ from ..core.cycle import (
     schedule_one,
     settle_waiting,
 )
+from ..core.dra.objects import ResourceClaim
+from ..core.dra.routing import route_dra_object
 from ..core.explanation import Explanation, explanation_of, preemption_of
 from ..core.extenders import (
     Extender,
@@ -83,6 +85,7 @@ from ..core.queueing import BACKOFF, QueuedPodInfo, SchedulingQueue
 from ..core.snapshot import Snapshot
 from ..core.waiting import WaitingPods
 from .apiserver import InMemoryApi, drive
+from .dra import ClaimServer, devices_of, stamp_claims
 
 __all__ = ["MAX_ERROR_RETRIES", "Capacity", "Placement", "Simulation", "SimulationResult", "UnreadablePod"]
 
@@ -104,6 +107,8 @@ class Placement:
     victims: tuple[str, ...] = ()
     #: the pod could not be read (``message`` says why); it was not scheduled
     unreadable: bool = False
+    #: DynamicResources: the devices each of the pod's claims got (``claim: driver/pool/device, ...``)
+    devices: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +170,8 @@ class _Record:
     preempted: ScheduleResult | None = None
     #: attempts in a row that ended in an error
     errors: int = 0
+    #: the devices its claims got when it was bound (``Placement.devices``)
+    devices: tuple[str, ...] = ()
 
 
 class Simulation:
@@ -188,10 +195,11 @@ class Simulation:
         #: the virtual clock, in seconds
         self.clock = 0.0
         self.pending = routing.PendingPods()
-        self.queue = routing.serve(profile, None, pending=self.pending, now=self.clock)
+        self.queue = routing.serve(profile, None, pending=self.pending, now=self.clock, cluster=cache)
         #: pods assumed and waiting at Permit (gangs)
         self.waiting: WaitingPods[Parked] = WaitingPods()
         self.api = InMemoryApi(cache)
+        self.api.claims = ClaimServer(cache.objects.dra, self._claim_changed)
         self._served: Mapping[str, routing.Queued] = {profile.scheduler_name: self}
         self._records: dict[str, _Record] = {}
         self._extender_factory = extender_factory
@@ -221,13 +229,16 @@ class Simulation:
         )
         match outcome:
             case Bind(placed, node, state, _, result):
+                devices = devices_of(placed, self.cache.objects.dra)  # Reserve's allocations, before Unreserve
                 self._undo(info, placed, state, queue, waiting)
-                return Placement(pod.key, node, "", self._explanation(pod, result))
+                self.cache.objects.dra.drain()  # not carried out
+                return Placement(pod.key, node, "", self._explanation(pod, result), devices=devices)
             case Wait(placed, node, _, result):
                 parked = waiting.remove(placed.uid)
                 self._undo(info, placed, parked.payload.state if parked is not None else CycleState(), queue, waiting)
                 return Placement(pod.key, node, "", self._explanation(pod, result))
             case Unschedulable(message, _, nominated, victims, result=result):
+                self.cache.objects.dra.drain()  # a PostFilter deallocation: not carried out
                 keys = tuple(v.key for v in victims)
                 return Placement(pod.key, None, message, self._explanation(pod, result), nominated or "", keys)
             case Error(message, result=result):
@@ -354,6 +365,7 @@ class Simulation:
         """A pending pod is created: the API server holds it and the queue gets it (Kopf's watch)."""
         if pod.uid in self._records or self.cache.get_pod(pod.uid) is not None:
             pod = dataclasses.replace(pod, uid=f"{pod.uid}#{len(self._records)}")
+        pod = stamp_claims(pod, self.cache.objects.dra)  # the resourceclaim controller's part
         self._records[pod.uid] = _Record(pod)
         self.api.hold(pod)
         self.pending.put(pod)
@@ -376,6 +388,7 @@ class Simulation:
                 continue
             self._carry_out(info, scheduler)
             self._settle()
+            self._send_dra_writes()
         raise RuntimeError("the simulation does not settle: a pod was tried over and over")
 
     def _carry_out(self, info: QueuedPodInfo, scheduler: GenericScheduler) -> None:
@@ -429,6 +442,7 @@ class Simulation:
             placed, deleted=False, cache=self.cache, pending=self.pending, served=self._served, now=self.clock
         )
         record.node, record.message, record.errors = node, "", 0
+        record.devices = devices_of(placed, self.cache.objects.dra)
 
     def _bind_step(self, placed: Pod, node: str, state: CycleState, plan: BindingPlan) -> Status:
         """Binder extenders (their bind simulated: the API server here binds) or the Bind plugins."""
@@ -437,6 +451,17 @@ class Simulation:
             if bound.status is not None:
                 return bound.status
         return drive(run_bind_plugins(plan, state, placed, node, self.api))
+
+    def _claim_changed(self, old: ResourceClaim | None, new: ResourceClaim) -> None:
+        """A claim written through the in-memory API server: its watch event, as the operator gets it."""
+        route_dra_object("ResourceClaim", new.key, new, cache=self.cache, served=self._served, now=self.clock)
+
+    def _send_dra_writes(self) -> None:
+        """DynamicResources' Unreserve and PostFilter writes (the tracker's outbox), as the operator sends them."""
+        tracker = self.cache.objects.dra
+        if tracker.outbox:
+            for write in tracker.drain():
+                drive(self.api.request(write.method, write.path, write.body, content_type=write.content_type))
 
     def _settle(self) -> None:
         """Pods whose wait at Permit is over (the loop's ``_settle``): bind the allowed, release the rejected."""
@@ -496,8 +521,12 @@ class Simulation:
         message = r.message
         if r.result is None and r.node is None and not message and r.pod.scheduling_gates:
             message = GATED_MESSAGE  # never popped: the queue holds it until its gates are removed
+        elif r.result is None and r.node is None and not message:
+            refused = self.queue.hints.refuses(r.pod)  # never popped: a PreEnqueue plugin holds it
+            if refused is not None:
+                message = f"waiting for PreEnqueue plugin {refused.plugin}: {refused.message}"
         explanation = self._explanation(r.pod, r.result, r.preempted)
-        return Placement(r.pod.key, r.node, message, explanation, r.nominated_node, tuple(r.victims))
+        return Placement(r.pod.key, r.node, message, explanation, r.nominated_node, tuple(r.victims), devices=r.devices)
 
     def _explanation(
         self, pod: Pod, result: ScheduleResult | None, preempted: ScheduleResult | None = None

@@ -21,6 +21,11 @@ from typing import Any, Final, NamedTuple
 
 from ..objects import EMPTY_LABELS, NodeSelectorTerm, OwnerReference
 
+# a pod's claim references live with the Pod (``core/objects.py``); re-exported here
+from ..objects import NO_POD_CLAIMS as NO_POD_CLAIMS
+from ..objects import PodClaims as PodClaims
+from ..objects import PodResourceClaim as PodResourceClaim
+
 #: the finalizer the scheduler adds to a claim it allocates (upstream ``resourceapi.Finalizer``)
 FINALIZER: Final = "resource.kubernetes.io/delete-protection"
 #: the namespace label that allows admin access to devices (upstream ``DRAAdminNamespaceLabelKey``)
@@ -360,34 +365,9 @@ class ResourceClaimTemplate:
     labels: Mapping[str, str] = field(default_factory=lambda: EMPTY_LABELS)
     annotations: Mapping[str, str] = field(default_factory=lambda: EMPTY_LABELS)
     uid: str = ""
+    #: the body as read: ``simulate`` stamps claims from its ``spec`` (as the resourceclaim controller)
+    source: Mapping[str, Any] | None = field(default=None, repr=False, compare=False)
 
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
-
-
-# --------------------------------------------------------------------------- pods
-
-
-@dataclass(frozen=True, slots=True)
-class PodResourceClaim:
-    """An entry of a pod's ``spec.resourceClaims``."""
-
-    name: str
-    resource_claim_name: str | None = None
-    resource_claim_template_name: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class PodClaims:
-    """A pod's ``spec.resourceClaims`` and its ``status.resourceClaimStatuses`` (the claims generated from
-    templates: pod claim name -> claim name, None when the controller decided to create none)."""
-
-    claims: tuple[PodResourceClaim, ...] = ()
-    statuses: Mapping[str, str | None] = field(default_factory=dict)
-
-    def __bool__(self) -> bool:
-        return bool(self.claims)
-
-
-NO_POD_CLAIMS: Final = PodClaims()

@@ -18,10 +18,10 @@ from typing import Any
 
 from ..objects import NodeSelectorRequirement, NodeSelectorTerm, OwnerReference
 from ..parsing import ObjectError, parse_node_selector_term
+from ..parsing import parse_pod_claims as parse_pod_claims  # re-exported: it lives with parse_pod
 from ..resources import QuantityError, parse_quantity
 from .objects import (
     ALLOCATION_MODE_EXACT_COUNT,
-    NO_POD_CLAIMS,
     AllocatedDeviceStatus,
     AllocationResult,
     CapacityRequestPolicy,
@@ -44,8 +44,6 @@ from .objects import (
     DeviceToleration,
     ExactRequest,
     OpaqueConfiguration,
-    PodClaims,
-    PodResourceClaim,
     ResourceClaim,
     ResourceClaimTemplate,
     ResourceSlice,
@@ -561,44 +559,14 @@ def parse_resource_claim_template(body: Mapping[str, Any]) -> ResourceClaimTempl
         labels=_string_map(tmeta, "labels", f"{where}.metadata"),
         annotations=_string_map(tmeta, "annotations", f"{where}.metadata"),
         uid=_str(meta, "uid", "resourceclaimtemplate: metadata"),
+        source=_source(body, meta),
     )
 
 
 # --------------------------------------------------------------------------- pods
 
 
-def parse_pod_claims(body: Mapping[str, Any] | None) -> PodClaims:
-    """A pod's ``spec.resourceClaims`` and ``status.resourceClaimStatuses``, from the pod's body.
-
-    Costs two dictionary lookups for a pod without claims (most pods)."""
-    if not body:
-        return NO_POD_CLAIMS
-    spec = body.get("spec")
-    raw = spec.get("resourceClaims") if isinstance(spec, Mapping) else None
-    if not raw:
-        return NO_POD_CLAIMS
-    where = "pod: spec"
-    if not isinstance(raw, list):
-        raise ObjectError(f"{where}.resourceClaims: expected a list, got {type(raw).__name__}")
-    claims = []
-    for i, c in enumerate(raw):
-        w = f"{where}.resourceClaims[{i}]"
-        if not isinstance(c, Mapping):
-            raise ObjectError(f"{w}: expected {{name, resourceClaimName | resourceClaimTemplateName}}")
-        claims.append(
-            PodResourceClaim(
-                _str(c, "name", w), _opt_str(c, "resourceClaimName", w), _opt_str(c, "resourceClaimTemplateName", w)
-            )
-        )
-    statuses: dict[str, str | None] = {}
-    status = body.get("status")
-    if isinstance(status, Mapping):
-        for i, s in enumerate(_list(status, "resourceClaimStatuses", "pod: status")):
-            w = f"pod: status.resourceClaimStatuses[{i}]"
-            if not isinstance(s, Mapping):
-                raise ObjectError(f"{w}: expected {{name, resourceClaimName}}")
-            statuses[_str(s, "name", w)] = _opt_str(s, "resourceClaimName", w)
-    return PodClaims(tuple(claims), statuses)
+# ``parse_pod_claims`` lives in ``core/parsing.py`` (``parse_pod`` reads it) and is re-exported here.
 
 
 # --------------------------------------------------------------------------- the way back

@@ -57,24 +57,31 @@ from ..dra.objects import (
     ADMIN_ACCESS_LABEL,
     FINALIZER,
     FIRST_AVAILABLE_MAX_SIZE,
-    NO_POD_CLAIMS,
     AllocationResult,
     ConsumerReference,
     PodClaims,
     ResourceClaim,
 )
-from ..dra.parsing import allocation_body, parse_pod_claims
+from ..dra.parsing import allocation_body
 from ..dra.tracker import ApiWrite, DraTracker
 from ..framework import (
     ApiClient,
+    ClusterEvent,
+    ClusterEventWithHint,
     CycleState,
+    EnqueueExtensions,
+    EnqueueHandle,
+    FilterPlugin,
     Handle,
     NormalizeScorePlugin,
     PermitHandle,
     PostFilterPlugin,
     PostFilterResult,
     PreBindPlugin,
+    PreEnqueuePlugin,
     PreFilterPlugin,
+    PreScorePlugin,
+    QueueingHint,
     ReservePlugin,
     StateKey,
     Status,
@@ -128,17 +135,13 @@ def class_missing(request: str, device_class: str) -> str:
 
 
 def pod_claims(pod: Pod) -> PodClaims:
-    """The pod's claim references. Read from its body until ``Pod`` carries them (see the report)."""
-    own = getattr(pod, "resource_claims", None)
-    if isinstance(own, PodClaims):
-        return own
-    return parse_pod_claims(pod.source) if pod.source is not None else NO_POD_CLAIMS
+    """The pod's claim references (``Pod.resource_claims``, parsed with the pod)."""
+    return pod.resource_claims
 
 
 def dra_of(objects: ClusterObjects) -> DraTracker:
-    """The cluster's DRA store. ``ClusterObjects.dra`` once the cache has it; an empty one until then."""
-    tracker = getattr(objects, "dra", None)
-    return tracker if isinstance(tracker, DraTracker) else DraTracker()
+    """The cluster's DRA store (``ClusterObjects.dra``: one tracker shared by every snapshot)."""
+    return objects.dra
 
 
 def resolve_claims(pod: Pod, refs: PodClaims, tracker: DraTracker) -> list[ResourceClaim] | str:
@@ -178,6 +181,25 @@ def pre_enqueue(pod: Pod, tracker: DraTracker) -> Status:
         return framework.SUCCESS
     claims = resolve_claims(pod, refs, tracker)
     return framework.unresolvable(claims) if isinstance(claims, str) else framework.SUCCESS
+
+
+def claim_change_hint(pod: Pod, old: Any, new: Any) -> QueueingHint:
+    """Upstream ``isSchedulableAfterClaimChange``: a deleted claim queues the pod when it held devices;
+    a deallocated claim always does (its devices are free); otherwise only a change of one of the
+    pod's own claims does (upstream also skips one that left the status alone)."""
+    if new is None:
+        held = isinstance(old, ResourceClaim) and old.allocation is not None
+        return QueueingHint.QUEUE if held else QueueingHint.QUEUE_SKIP
+    if not isinstance(new, ResourceClaim):
+        return QueueingHint.QUEUE
+    if isinstance(old, ResourceClaim) and old.allocation is not None and new.allocation is None:
+        return QueueingHint.QUEUE
+    refs = pod.resource_claims
+    if new.namespace == pod.namespace:
+        names = {r.resource_claim_name for r in refs.claims} | set(refs.statuses.values())
+        if new.name in names:
+            return QueueingHint.QUEUE
+    return QueueingHint.QUEUE_SKIP
 
 
 def admin_access_forbidden(claim: ResourceClaim, namespace_labels: Mapping[str, str]) -> str | None:
@@ -314,11 +336,40 @@ def pod_binding(pod: Pod) -> ConsumerReference:
 
 
 class DynamicResources(
-    PreFilterPlugin, PostFilterPlugin, VectorScore, NormalizeScorePlugin, ReservePlugin, PreBindPlugin
+    PreEnqueuePlugin,
+    EnqueueExtensions,
+    PreFilterPlugin,
+    FilterPlugin,
+    PostFilterPlugin,
+    PreScorePlugin,
+    VectorScore,
+    NormalizeScorePlugin,
+    ReservePlugin,
+    PreBindPlugin,
 ):
     """See the module docstring."""
 
     NAME = NAME
+    #: its weight in upstream's default profile
+    DEFAULT_WEIGHT = 2
+
+    # ------------------------------------------------------------------ queueing
+
+    def pre_enqueue(self, pod: Pod, handle: EnqueueHandle) -> Status:
+        if not pod.resource_claims:
+            return framework.SUCCESS
+        return pre_enqueue(pod, handle.objects.dra)
+
+    def events_to_register(self, handle: EnqueueHandle) -> Sequence[ClusterEventWithHint]:
+        """Upstream ``EventsToRegister``: nodes (topology), the pod's own claims, classes and slices.
+        The pod's own update (a generated claim's name in its status) moves it by itself."""
+        return (
+            ClusterEventWithHint(ClusterEvent.NODE_ADD),
+            ClusterEventWithHint(ClusterEvent.NODE_UPDATE),
+            ClusterEventWithHint(ClusterEvent.RESOURCE_CLAIM_CHANGE, claim_change_hint),
+            ClusterEventWithHint(ClusterEvent.DEVICE_CLASS_CHANGE),
+            ClusterEventWithHint(ClusterEvent.RESOURCE_SLICE_CHANGE),
+        )
 
     def __init__(self, args: Any = None, *, name: str | None = None) -> None:
         super().__init__(args, name=name)
@@ -430,6 +481,12 @@ class DynamicResources(
 
     # ------------------------------------------------------------------ Score
 
+    def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo], snapshot: Snapshot) -> Status:
+        """Not upstream's (it has no PreScore): SKIP where its Score gives every node 0 (no claim to
+        allocate), so a pod without claims costs the score stage nothing."""
+        s = state.read(self._key)
+        return framework.SKIP if s is None or not s.node_allocations else framework.SUCCESS
+
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
         s = state.read(self._key)
         if s is None or not s.claims:
@@ -508,10 +565,10 @@ class DynamicResources(
             if isinstance(bound, str):
                 return framework.error(bound)
             claims[index] = bound
+            s.claims = tuple(claims)  # at once, as upstream: a later failure's Unreserve sees this reservation
             done.append(bound)
             if tracker is not None:
                 tracker.assume_claim(bound)
-        s.claims = tuple(claims)
         waiting = [
             f"<driver={r.driver}, pool={r.pool}> {r.device}"
             for c in s.claims

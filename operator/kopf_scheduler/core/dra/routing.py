@@ -1,0 +1,102 @@
+"""Watch events of ``resource.k8s.io`` objects into the DRA tracker and the queues.
+
+The DRA counterpart of ``core/routing.py``'s ``route_object``: a ResourceClaim, DeviceClass or
+ResourceSlice (parsed by ``core/dra/parsing.py``) goes into ``ClusterObjects.dra`` (the one
+``DraTracker`` every cycle reads) and its change is broadcast as a ``ClusterEvent`` with the objects
+before and after, so the queues move the pods DynamicResources rejected (its hints decide). A
+ResourceClaimTemplate is stored without an event (upstream's plugin never waits for one: the pod
+waits for the generated claim). After a list, ``route_dra_relisted`` deletes what the list lacks.
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
+
+from ..cache import SchedulerCache
+from ..framework import ClusterEvent
+from ..routing import NOTHING, Queued, Routed, broadcast
+from .objects import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
+from .tracker import DraTracker
+
+__all__ = ["DRA_KINDS", "route_dra_object", "route_dra_relisted"]
+
+DraObject = ResourceClaim | ResourceClaimTemplate | DeviceClass | ResourceSlice
+
+#: the watched kinds -> the event a change raises (None: stored only)
+DRA_KINDS: Final[Mapping[str, ClusterEvent | None]] = {
+    "ResourceClaim": ClusterEvent.RESOURCE_CLAIM_CHANGE,
+    "ResourceClaimTemplate": None,
+    "DeviceClass": ClusterEvent.DEVICE_CLASS_CHANGE,
+    "ResourceSlice": ClusterEvent.RESOURCE_SLICE_CHANGE,
+}
+
+
+def _store(tracker: DraTracker, kind: str) -> Mapping[str, DraObject]:
+    stores: dict[str, Mapping[str, DraObject]] = {
+        "ResourceClaim": tracker.claims,
+        "ResourceClaimTemplate": tracker.templates,
+        "DeviceClass": tracker.classes,
+        "ResourceSlice": tracker.slices,
+    }
+    return stores[kind]
+
+
+def _put(tracker: DraTracker, obj: DraObject) -> None:
+    if isinstance(obj, ResourceClaim):
+        tracker.set_claim(obj)
+    elif isinstance(obj, ResourceClaimTemplate):
+        tracker.set_template(obj)
+    elif isinstance(obj, DeviceClass):
+        tracker.set_class(obj)
+    else:
+        tracker.set_slice(obj)
+
+
+def _remove(tracker: DraTracker, kind: str, key: str) -> None:
+    if kind == "ResourceClaim":
+        tracker.remove_claim(key)
+    elif kind == "ResourceClaimTemplate":
+        tracker.remove_template(key)
+    elif kind == "DeviceClass":
+        tracker.remove_class(key)
+    else:
+        tracker.remove_slice(key)
+
+
+def route_dra_object(
+    kind: str,
+    key: str,
+    obj: DraObject | None,
+    *,
+    cache: SchedulerCache,
+    served: Mapping[str, Queued],
+    now: float,
+) -> Routed:
+    """A DRA object of `kind` under `key` (``ns/name`` for claims and templates, else the name)
+    changed into `obj` (None: deleted)."""
+    tracker = cache.objects.dra
+    old = _store(tracker, kind).get(key)
+    if obj is None:
+        if old is None:
+            return NOTHING
+        _remove(tracker, kind, key)
+    else:
+        _put(tracker, obj)
+    event = DRA_KINDS[kind]
+    if event is None:
+        return NOTHING
+    return broadcast(event, served, now, old=old, new=obj)
+
+
+def route_dra_relisted(
+    kind: str, keys: set[str], *, cache: SchedulerCache, served: Mapping[str, Queued], now: float
+) -> Routed:
+    """A list of every `kind` held `keys`: the objects of that kind we know that it lacks are gone."""
+    gone = [k for k in _store(cache.objects.dra, kind) if k not in keys]
+    wake: list[str] = []
+    for key in gone:
+        routed = route_dra_object(kind, key, None, cache=cache, served=served, now=now)
+        wake.extend(n for n in routed.wake if n not in wake)
+    return Routed(tuple(wake), DRA_KINDS[kind] or "") if gone else NOTHING
