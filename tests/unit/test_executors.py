@@ -58,6 +58,7 @@ from kopf_scheduler.sim.simulator import Simulation
 SCHEDULER = "shared"
 POLICY = "shared"
 COSCHEDULING = ("scheduling.x-k8s.io", "v1alpha1", "podgroups")
+WORKLOAD = ("scheduling.k8s.io", "v1beta1", "podgroups")
 BASE_SPEC: Mapping[str, Any] = {
     "schedulerName": SCHEDULER,
     "podInitialBackoffSeconds": 0.1,
@@ -142,6 +143,19 @@ def pod_group(name: str, size: int, *, timeout: int) -> dict[str, Any]:
         "kind": "PodGroup",
         "metadata": {"name": name, "namespace": "default"},
         "spec": {"minMember": size, "scheduleTimeoutSeconds": timeout},
+    }
+
+
+def workload_member(name: str, group: str, cpu: str = "1") -> dict[str, Any]:
+    return make_pod(name).scheduler(SCHEDULER).req(cpu=cpu, memory="1Gi").scheduling_group(group).raw()
+
+
+def workload_group(name: str, size: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": size}}},
     }
 
 
@@ -344,8 +358,9 @@ def operate(s: Scenario, monkeypatch: pytest.MonkeyPatch) -> Observed:
         async with FakeApiServer() as server:
             if s.groups:
                 server.register(*COSCHEDULING, "PodGroup")
+                server.register(*WORKLOAD, "PodGroup")
             for group in s.groups:
-                server.add(*COSCHEDULING, group)
+                server.add(*(WORKLOAD if group["apiVersion"].startswith("scheduling.k8s.io/") else COSCHEDULING), group)
             for body in s.nodes:
                 server.add("", "v1", "nodes", body)
             for body in s.bound:
@@ -392,6 +407,18 @@ GANG_DOES_NOT_FIT = Scenario(
     steps=[[member("etl-0", "etl"), member("etl-1", "etl"), member("etl-2", "etl")]],
 )
 
+WORKLOAD_GANG_FITS = Scenario(
+    nodes=[node("n1", "3"), node("n2", "2"), node("n3", "1")],  # the members' order decides who goes where
+    groups=[workload_group("train", 3)],
+    steps=[[workload_member(f"train-{i}", "train") for i in range(3)]],
+)
+#: the issue's small case: a gang of 4 pods of 2 cpu where 3 fit (big takes 2, small 1), then a lone pod
+WORKLOAD_GANG_DOOMED = Scenario(
+    nodes=[node("big", "4"), node("small", "2")],
+    groups=[workload_group("train", 4)],
+    steps=[[workload_member(f"train-{i}", "train", cpu="2") for i in range(4)], [pod("lone")]],
+)
+
 
 @pytest.mark.parametrize(
     "scenario",
@@ -400,6 +427,8 @@ GANG_DOES_NOT_FIT = Scenario(
         pytest.param(PREEMPTION, id="preemption: victims evicted, the preemptor nominated then bound"),
         pytest.param(GANG_FITS, id="a gang that fits"),
         pytest.param(GANG_DOES_NOT_FIT, id="a gang that does not fit: reservations released"),
+        pytest.param(WORKLOAD_GANG_FITS, id="a Workload-API gang that fits: one pod-group cycle"),
+        pytest.param(WORKLOAD_GANG_DOOMED, id="a doomed Workload-API gang holds nothing; a lone pod takes big"),
     ],
 )
 def test_both_executors_agree(scenario: Scenario, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -437,6 +466,23 @@ def test_a_gang_that_does_not_fit_releases_every_reservation() -> None:
     gang = "gang default/etl: only 2 of the 3 pods it needs fit; none is bound and every reservation is released"
     assert sorted(seen.messages.values())[1:] == [gang, gang]
     assert list(sim.cache.pods()) == [] and sim.cache.assumed_count() == 0
+
+
+def test_a_workload_gang_that_fits_is_bound_in_one_pod_group_cycle() -> None:
+    seen, sim = simulate(WORKLOAD_GANG_FITS)
+    assert set(seen.nodes.values()) <= {"n1", "n2", "n3"} and None not in seen.nodes.values()
+    # members tried in order, each seeing the others' room; all pass Permit together: bound in that order
+    assert [p for p, _, _ in seen.bindings] == ["train-0", "train-1", "train-2"]
+    assert len(sim.waiting) == 0
+
+
+def test_a_doomed_workload_gang_holds_nothing_and_the_lone_pod_lands_on_big() -> None:
+    seen, sim = simulate(WORKLOAD_GANG_DOOMED)
+    gang = "minCount (4) cannot be satisfied: 3 scheduled, 0 remaining"
+    assert [seen.messages[f"train-{i}"] for i in range(3)] == [gang, gang, gang]
+    assert seen.messages["train-3"].startswith("0/2 nodes are available: 2 Insufficient cpu.")
+    assert seen.nodes == {"train-0": None, "train-1": None, "train-2": None, "train-3": None, "lone": "big"}
+    assert [p.name for p in sim.cache.pods()] == ["lone"] and sim.cache.assumed_count() == 0
 
 
 # --------------------------------------------------------------------------- PreBind and Bind, both executors

@@ -12,7 +12,7 @@ from builders import make_coscheduling_group, make_node, make_pod, make_pod_grou
 from kopf_scheduler.core import routing
 from kopf_scheduler.core.algorithm import GenericScheduler
 from kopf_scheduler.core.cache import SchedulerCache
-from kopf_scheduler.core.cycle import Bind, Parked, Unschedulable, Wait, schedule_one, settle_waiting
+from kopf_scheduler.core.cycle import Bind, Group, Parked, Unschedulable, Wait, schedule_one, settle_waiting
 from kopf_scheduler.core.framework import Code, CycleState
 from kopf_scheduler.core.gangs import pod_group_status
 from kopf_scheduler.core.objects import Pod, PodGroup
@@ -167,12 +167,9 @@ def test_a_gang_is_not_tried_before_it_has_its_minimum_of_members(
 # --------------------------------------------------------------------------- Permit and the waiting pods
 
 
-@pytest.mark.parametrize("api", ["workload", "coscheduling"])
-def test_a_gang_of_4_that_fits_waits_until_the_fourth_member_then_binds_together(api: str) -> None:
-    group = make_pod_group("train", 4) if api == "workload" else make_coscheduling_group("train", 4)
-    pods = workload_gang("train", 4) if api == "workload" else coscheduling_gang("train", 4)
-    cluster = Cluster(4, group)
-    cluster.create(*pods)
+def test_a_coscheduling_gang_of_4_that_fits_waits_until_the_fourth_member_then_binds_together() -> None:
+    cluster = Cluster(4, make_coscheduling_group("train", 4))
+    cluster.create(*coscheduling_gang("train", 4))
     outcomes = [cluster.attempt(T0 + i) for i in range(4)]
     # members 1..3 are assumed (each holds its node) and wait; the 4th completes the gang
     assert [type(o) for o in outcomes] == [Wait, Wait, Wait, Bind]
@@ -183,10 +180,9 @@ def test_a_gang_of_4_that_fits_waits_until_the_fourth_member_then_binds_together
     assert {a.node for a in settled.allowed} | {outcomes[3].node} == {"n0", "n1", "n2", "n3"}  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize("api", ["workload", "coscheduling"])
-def test_a_gang_of_4_where_3_fit_binds_none_and_holds_nothing_after_its_deadline(api: str) -> None:
-    group = make_pod_group("train", 4) if api == "workload" else make_coscheduling_group("train", 4, timeout=TIMEOUT)
-    pods = workload_gang("train", 4) if api == "workload" else coscheduling_gang("train", 4)
+def test_a_coscheduling_gang_of_4_where_3_fit_binds_none_and_holds_nothing_after_its_deadline() -> None:
+    group = make_coscheduling_group("train", 4, timeout=TIMEOUT)
+    pods = coscheduling_gang("train", 4)
     cluster = Cluster(3, group)
     cluster.create(*pods)
     outcomes = [cluster.attempt(T0) for _ in range(4)]
@@ -199,10 +195,9 @@ def test_a_gang_of_4_where_3_fit_binds_none_and_holds_nothing_after_its_deadline
     late = settle_waiting(cluster.waiting, cache=cluster.cache, now=T0 + TIMEOUT)
     assert late.allowed == ()
     assert sorted(r.pod.name for r in late.rejected) == ["train-0", "train-1", "train-2"]
-    plugin = "GangScheduling" if api == "workload" else "Coscheduling"
     for r in late.rejected:  # one message per member, with how many of the gang fit
         assert (r.status.plugin, r.status.message) == (
-            plugin,
+            "Coscheduling",
             "gang default/train: only 3 of the 4 pods it needs fit; none is bound and every reservation is released",
         )
         assert r.gangs == (group.key,)
@@ -214,9 +209,96 @@ def test_a_gang_of_4_where_3_fit_binds_none_and_holds_nothing_after_its_deadline
     assert all(cluster.queue.where(p) == UNSCHEDULABLE for p in pods)
 
 
+# --------------------------------------------------------------------------- the pod-group cycle (Workload API)
+
+
+def test_a_workload_gang_of_4_that_fits_is_decided_in_one_cycle_and_bound_whole() -> None:
+    cluster = Cluster(4, make_pod_group("train", 4))
+    pods = workload_gang("train", 4)
+    cluster.create(*pods)
+    outcome = cluster.attempt()
+    assert isinstance(outcome, Group) and outcome.rejection == "" and outcome.key == "scheduling.k8s.io/default/train"
+    assert [(m.pod.name, type(o)) for m, o in outcome.members] == [(f"train-{i}", Bind) for i in range(4)]
+    assert {o.node for _, o in outcome.members} == {"n0", "n1", "n2", "n3"}  # type: ignore[union-attr]
+    assert len(cluster.waiting) == 0 and cluster.assumed() == 4  # nobody waits at Permit: the quorum is met
+    assert cluster.queue.pop(T0) is None  # every member left the queue with the first
+
+
+def test_a_doomed_workload_gang_leaves_no_reservation_after_one_attempt() -> None:
+    """Issue 18: a gang of 4 where 3 fit holds nothing, not for 5 minutes, not for a moment."""
+    pods = workload_gang("train", 4)
+    cluster = Cluster(3, make_pod_group("train", 4))
+    cluster.create(*pods)
+    outcome = cluster.attempt()
+    assert isinstance(outcome, Group)
+    gang = "minCount (4) cannot be satisfied: 3 scheduled, 0 remaining"
+    assert outcome.rejection == gang
+    assert cluster.assumed() == 0 and len(cluster.waiting) == 0 and cluster.cache.pod_count() == 0
+    by_name = {m.pod.name: o for m, o in outcome.members}
+    for name in ("train-0", "train-1", "train-2"):  # they fit, the gang did not: they read the gang's verdict
+        assert isinstance(by_name[name], Unschedulable)
+        assert (by_name[name].message, by_name[name].plugins) == (gang, {"GangScheduling"})  # type: ignore[union-attr]
+    last = by_name["train-3"]
+    assert isinstance(last, Unschedulable) and last.message.startswith("0/3 nodes are available: 3 Insufficient cpu")
+    assert all(cluster.queue.where(p) == UNSCHEDULABLE for p in pods)
+    assert cluster.queue.pop(T0 + 1) is None  # and nothing was tried twice
+
+
+def test_a_workload_gang_stops_as_soon_as_min_count_is_out_of_reach() -> None:
+    """Upstream PlacementFeasible after each member: the first member that fits nowhere ends a gang of
+    4 of 4 at once, the others untried (they read the gang's count)."""
+    pods = [
+        make_pod(f"w-{i}").scheduler("s").scheduling_group("w").req(cpu="2" if i == 0 else "1").obj() for i in range(4)
+    ]
+    cluster = Cluster(4, make_pod_group("w", 4))
+    cluster.create(*pods)
+    outcome = cluster.attempt()
+    assert (
+        isinstance(outcome, Group) and outcome.rejection == "minCount (4) cannot be satisfied: 0 scheduled, 3 remaining"
+    )
+    messages = {m.pod.name: o.message for m, o in outcome.members}  # type: ignore[union-attr]
+    assert messages["w-0"].startswith("0/4 nodes are available: 4 Insufficient cpu")
+    assert {messages[f"w-{i}"] for i in (1, 2, 3)} == {outcome.rejection}
+    assert cluster.assumed() == 0
+
+
+def test_a_lone_pod_lands_on_the_better_node_after_a_doomed_gang() -> None:
+    """The issue's small case: big (4 cpu) and small (2 cpu); a gang of 4 pods of 2 cpu where 3 fit. Had the
+    3 kept their reservations, big and small would be full and the lone pod would fit nowhere; now
+    nothing is held and it lands on big, the emptier node."""
+    cluster = Cluster(0, make_pod_group("train", 4))
+    cluster.cache.add_node(make_node("big").capacity(cpu="4", memory="4Gi", pods="10").obj())
+    cluster.cache.add_node(make_node("small").capacity(cpu="2", memory="4Gi", pods="10").obj())
+    cluster.create(*workload_gang("train", 4, cpu="2"))
+    outcome = cluster.attempt(T0)
+    assert (
+        isinstance(outcome, Group) and outcome.rejection == "minCount (4) cannot be satisfied: 3 scheduled, 0 remaining"
+    )
+    cluster.create(make_pod("lone").scheduler("s").req(cpu="1").obj())
+    lone = cluster.attempt(T0 + 1)
+    assert isinstance(lone, Bind) and lone.node == "big"
+
+
+def test_a_workload_gang_completed_by_bound_members_takes_the_rest_along() -> None:
+    """Members already bound count for minCount (upstream ScheduledPodsCount): a pending member of a gang
+    whose quorum is bound is placed on its own."""
+    cluster = Cluster(2, make_pod_group("g", 2))
+    bound = [make_pod(f"g-{i}").scheduler("s").scheduling_group("g").req(cpu="1").node(f"n{i}").obj() for i in (0, 1)]
+    for p in bound:
+        routing.route_assigned_pod(
+            p, deleted=False, cache=cluster.cache, pending=routing.PendingPods(), served=cluster.served, now=T0
+        )
+    late = make_pod("g-2").scheduler("s").scheduling_group("g").req(cpu="8").obj()  # fits nowhere, yet the gang stands
+    cluster.create(late)
+    outcome = cluster.attempt()
+    assert isinstance(outcome, Group) and outcome.rejection == ""
+    [(_, own)] = outcome.members
+    assert isinstance(own, Unschedulable) and own.message.startswith("0/2 nodes are available")
+
+
 def test_a_waiting_member_deleted_meanwhile_is_not_requeued() -> None:
-    cluster = Cluster(3, make_pod_group("g", 3))
-    pods = workload_gang("g", 3)
+    cluster = Cluster(3, make_coscheduling_group("g", 3))
+    pods = coscheduling_gang("g", 3)
     cluster.create(*pods)
     assert isinstance(cluster.attempt(), Wait)
     cluster.queue.delete(pods[0])  # the watch saw it deleted while it waited

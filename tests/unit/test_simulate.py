@@ -513,8 +513,13 @@ def test_gangs_are_placed_all_or_nothing(
     members = [got[f"ns/train-{i}"] for i in range(4)]
     assert sum(1 for m in members if m["node"]) == placed
     if not placed:
-        # the 3 that fit waited, then read how many fit; the 4th fit nowhere
-        gang = "gang ns/train: only 3 of the 4 pods it needs fit; none is bound and every reservation is released"
+        # coscheduling: the 3 that fit waited, then read how many fit; the Workload API decides the gang in one
+        # pod-group cycle (nobody waits), with upstream's PlacementFeasible text. The 4th fit nowhere
+        gang = (
+            "gang ns/train: only 3 of the 4 pods it needs fit; none is bound and every reservation is released"
+            if kind == "coscheduling"
+            else "minCount (4) cannot be satisfied: 3 scheduled, 0 remaining"
+        )
         unfit = (
             "0/3 nodes are available: 3 Insufficient cpu. "
             "preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."

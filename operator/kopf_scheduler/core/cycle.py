@@ -75,9 +75,9 @@ from .framework import (
     PreBindPlugin,
     Status,
 )
-from .objects import Pod
+from .objects import Pod, PodGroup
 from .profile import Profile
-from .queueing import Nominator, QueuedPodInfo, SchedulingQueue
+from .queueing import Nominator, QueuedPodInfo, SchedulingQueue, pod_group_order
 from .snapshot import ClusterObjects, Snapshot
 from .waiting import WaitingPod, WaitingPods, timeout_message
 
@@ -86,10 +86,12 @@ __all__ = [
     "Bind",
     "BindingPlan",
     "Error",
+    "Group",
     "Outcome",
     "Parked",
     "Rejected",
     "Settled",
+    "Single",
     "Skip",
     "Unschedulable",
     "Wait",
@@ -99,10 +101,12 @@ __all__ = [
     "conclude",
     "decide",
     "next_wait",
+    "pod_group_of",
     "prepare",
     "run_bind_plugins",
     "run_pre_bind_plugins",
     "schedule_one",
+    "schedule_pod_group",
     "settle_waiting",
 ]
 
@@ -202,7 +206,22 @@ class Wait:
     result: ScheduleResult | None = field(default=None, compare=False, repr=False)
 
 
-Outcome = Skip | Bind | Wait | Unschedulable | Error
+#: the outcome of one pod's attempt
+Single = Skip | Bind | Wait | Unschedulable | Error
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """A pod-group cycle (upstream ``scheduleOnePodGroup``): the gang's pending members were tried
+    together; each member's own outcome (carried out as if it had been popped alone), and the gang's
+    verdict: `rejection` is "" when it was placed, else what its members and its PodGroup read."""
+
+    key: str
+    members: tuple[tuple[QueuedPodInfo, Single], ...]
+    rejection: str = ""
+
+
+Outcome = Single | Group
 
 
 @dataclass(slots=True)
@@ -266,6 +285,10 @@ class CacheHandle:
     def objects(self) -> ClusterObjects:
         return self._cache.objects
 
+    @property
+    def cache(self) -> SchedulerCache:
+        return self._cache
+
     def iterate_waiting_pods(self) -> Iterable[WaitingPod[Any]]:
         return iter(self._waiting)
 
@@ -299,6 +322,20 @@ def schedule_one(
     skip = prepare(info, snapshot, cache=cache, queue=queue)
     if skip is not None:
         return skip
+    group = pod_group_of(info, scheduler, cache)
+    if group is not None:
+        return schedule_pod_group(
+            info,
+            group,
+            snapshot,
+            scheduler,
+            cache=cache,
+            queue=queue,
+            waiting=waiting,
+            rng=rng,
+            now=now,
+            explain=explain,
+        )
     decided = decide(info, snapshot, scheduler, rng=rng, nominator=queue.nominator, explain=explain)
     return conclude(info, decided, cache=cache, queue=queue, waiting=waiting, scheduler=scheduler, now=now)
 
@@ -353,7 +390,7 @@ def conclude(
     waiting: WaitingPods[Parked],
     scheduler: GenericScheduler,
     now: float,
-) -> Outcome:
+) -> Single:
     """Carry a decision into the cache and the queue: assume the pod on its node and run the
     profile's Reserve and Permit plugins, or put it back (nominated to the node preemption made room
     on, when it did)."""
@@ -409,17 +446,41 @@ def _reserve_and_permit(
     the first rejection or error undoes the attempt (requeued in `queue`); WAITs are collected and
     the pod waits when no plugin rejected it."""
     profile = scheduler.profile
-    node = placed.node_name
     handle = CacheHandle(cache, waiting)
+    status = _run_reserve(profile, state, placed, handle)
+    if not status.is_success:
+        return _undo(info, placed, state, profile, status, "Reserve", cache=cache, queue=queue, now=now, handle=handle)
+    return _run_permit(info, placed, state, scheduler, decided, queue=queue, waiting=waiting, now=now, handle=handle)
+
+
+def _run_reserve(profile: Profile, state: CycleState, placed: Pod, handle: PermitHandle) -> Status:
+    """Upstream ``RunReservePluginsReserve``: SUCCESS, or the first failure (the caller undoes the attempt)."""
     for reserver in profile.reservers:
         try:
-            status = reserver.reserve(state, placed, node, handle).with_plugin(reserver.name)
+            status = reserver.reserve(state, placed, placed.node_name, handle).with_plugin(reserver.name)
         except Exception as exc:  # a plugin bug must not take the scheduler down
             status = _raised(exc, reserver.name)
         if not status.is_success:
-            return _undo(
-                info, placed, state, profile, status, "Reserve", cache=cache, queue=queue, now=now, handle=handle
-            )
+            return status
+    return SUCCESS
+
+
+def _run_permit(
+    info: QueuedPodInfo,
+    placed: Pod,
+    state: CycleState,
+    scheduler: GenericScheduler,
+    decided: ScheduleResult,
+    *,
+    queue: SchedulingQueue,
+    waiting: WaitingPods[Parked],
+    now: float,
+    handle: CacheHandle,
+) -> Bind | Wait | Unschedulable | Error:
+    """Upstream ``RunPermitPlugins`` for the reserved pod `placed`: a rejection or error undoes the
+    attempt; WAITs are collected and the pod waits when no plugin rejected it."""
+    profile = scheduler.profile
+    node = placed.node_name
     timeouts: dict[str, float] = {}
     for permitter in profile.permitters:
         try:
@@ -431,7 +492,7 @@ def _reserve_and_permit(
             timeouts[permitter.name] = result.timeout
         elif not status.is_success:
             return _undo(
-                info, placed, state, profile, status, "Permit", cache=cache, queue=queue, now=now, handle=handle
+                info, placed, state, profile, status, "Permit", cache=handle.cache, queue=queue, now=now, handle=handle
             )
     plan = binding_plan(scheduler, placed)
     if not timeouts:
@@ -548,6 +609,144 @@ def _skip_reason(pod: Pod, cache: SchedulerCache) -> str:
     if state is not None:
         return "already assumed"
     return ""
+
+
+# --------------------------------------------------------------------------- the pod-group cycle
+
+
+def pod_group_of(info: QueuedPodInfo, scheduler: GenericScheduler, cache: SchedulerCache) -> PodGroup | None:
+    """The gang the popped pod is tried with in one pod-group cycle (a ``gangs.PodGroupCycle``
+    plugin of the profile names it: GangScheduling for Workload-API gangs), or None: alone."""
+    for plugin in scheduler.profile.permitters:
+        if isinstance(plugin, gangs.PodGroupCycle):
+            group = plugin.pod_group(info.pod, cache.objects)
+            if group is not None:
+                return group
+    return None
+
+
+@dataclass(slots=True)
+class _Tried:
+    """One member in a pod-group cycle: the algorithm's answer, and where it is assumed and reserved."""
+
+    info: QueuedPodInfo
+    decided: ScheduleResult | Error
+    placed: Pod | None = None
+    state: CycleState = field(default_factory=CycleState)
+    #: its outcome when it failed on its own (a Reserve plugin said no)
+    failed: Unschedulable | Error | None = None
+
+
+def schedule_pod_group(
+    info: QueuedPodInfo,
+    group: PodGroup,
+    snapshot: Snapshot,
+    scheduler: GenericScheduler,
+    *,
+    cache: SchedulerCache,
+    queue: SchedulingQueue,
+    waiting: WaitingPods[Parked],
+    rng: random.Random,
+    now: float,
+    explain: bool = False,
+) -> Group:
+    """Upstream ``podGroupCycle`` (schedule_one_podgroup.go, the default algorithm without placements):
+    the gang's pending members leave the queue with `info` and are tried in upstream's member order
+    (``queueing.pod_group_order``); each in turn is decided, assumed and
+    reserved (so the next sees its room), and PlacementFeasible (``gangs.placement_feasible``) is
+    asked after each: the cycle stops as soon as minCount is out of reach. A feasible gang's members
+    go on to Permit (quorum met: every one passes GangScheduling's); otherwise every reservation is
+    undone before the cycle ends (nothing is held at Permit) and every member is unschedulable, those
+    that fit reading the gang's message, those that did not their own. Runs on the loop: `snapshot`
+    is brought up to date before each member."""
+    key = group.key
+    handle = CacheHandle(cache, waiting)
+    others = [uid for uid in cache.objects.gang_members.get(key, ()) if uid != info.uid]
+    outcomes: dict[str, Single] = {}
+    popped = sorted([info, *queue.pop_members(others, now)], key=pod_group_order)
+    members = []
+    for member in popped:
+        reason = _skip_reason(member.pod, cache) if member is not info else ""
+        if reason:
+            queue.done(member.pod)
+            outcomes[member.uid] = Skip(reason)
+        else:
+            members.append(member)
+    scheduled = gangs.placed_members(key, cache.objects, handle.is_placed)
+    remaining = len(members)
+    verdict = gangs.placement_feasible(group.min_count, scheduled, remaining)
+    tried: list[_Tried] = []
+    for member in members if verdict.code is not Code.UNSCHEDULABLE else ():
+        cache.update_snapshot(snapshot)
+        t = _Tried(member, decide(member, snapshot, scheduler, rng=rng, nominator=queue.nominator, explain=explain))
+        tried.append(t)
+        if not isinstance(t.decided, Error) and t.decided.node is not None:
+            _assume_and_reserve(t, scheduler, cache=cache, queue=queue, now=now, handle=handle)
+        remaining -= 1
+        scheduled += t.placed is not None
+        verdict = gangs.placement_feasible(group.min_count, scheduled, remaining)
+        if verdict.code is Code.UNSCHEDULABLE:
+            break
+    feasible = verdict.is_success
+    if not feasible:
+        for t in reversed(tried):  # upstream revertFns: last in, first out
+            if t.placed is not None:
+                _unreserve(scheduler.profile, t.state, t.placed, t.placed.node_name, handle)
+                cache.forget(t.placed)
+    message = "" if feasible else verdict.message
+    plugin = next(p.name for p in scheduler.profile.permitters if isinstance(p, gangs.PodGroupCycle))
+    done = {t.info.uid: t for t in tried}
+    for member in members:
+        m = done.get(member.uid)
+        if m is not None and m.failed is not None:
+            outcomes[member.uid] = m.failed
+        elif m is not None and (m.placed is None or feasible):
+            if m.placed is None:
+                outcomes[member.uid] = conclude(
+                    member, m.decided, cache=cache, queue=queue, waiting=waiting, scheduler=scheduler, now=now
+                )
+            else:
+                assert isinstance(m.decided, ScheduleResult)
+                queue.delete_nominated_pod(member.pod)
+                outcomes[member.uid] = _run_permit(
+                    member,
+                    m.placed,
+                    m.state,
+                    scheduler,
+                    m.decided,
+                    queue=queue,
+                    waiting=waiting,
+                    now=now,
+                    handle=handle,
+                )
+        else:  # it fit but the gang did not, or the cycle stopped before it
+            result = m.decided if m is not None and isinstance(m.decided, ScheduleResult) else None
+            queue.add_unschedulable(member, now, plugins=frozenset({plugin}))
+            outcomes[member.uid] = Unschedulable(message, frozenset({plugin}), _clear(queue, member.pod), result=result)
+    return Group(key, tuple((m, outcomes[m.uid]) for m in popped), message)
+
+
+def _assume_and_reserve(
+    t: _Tried,
+    scheduler: GenericScheduler,
+    *,
+    cache: SchedulerCache,
+    queue: SchedulingQueue,
+    now: float,
+    handle: CacheHandle,
+) -> None:
+    """Upstream ``assumeAndReserveWithRevert``: assume the member on its node and run the Reserve
+    plugins; a failure undoes it at once (its own outcome, requeued)."""
+    assert isinstance(t.decided, ScheduleResult) and t.decided.node is not None
+    placed = cache.assume(t.info.pod, t.decided.node)
+    t.state = t.decided.state if t.decided.state is not None else CycleState()
+    status = _run_reserve(scheduler.profile, t.state, placed, handle)
+    if status.is_success:
+        t.placed = placed
+        return
+    t.failed = _undo(
+        t.info, placed, t.state, scheduler.profile, status, "Reserve", cache=cache, queue=queue, now=now, handle=handle
+    )
 
 
 # --------------------------------------------------------------------------- the binding cycle

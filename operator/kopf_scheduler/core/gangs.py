@@ -13,22 +13,29 @@ The part the two gang plugins share (``plugins/gang_scheduling.py`` for upstream
   minimum, then every waiting member is allowed at once (``permit``); when one member's wait is
   rejected or times out, every other waiting member is rejected with it (``unreserve``), so
   nothing is half-bound and no reservation outlives the gang's timeout;
-- the status each API shows (``pod_group_status``).
+- the status each API shows (``pod_group_status``);
+- the pod-group cycle's arithmetic (``placement_feasible``, upstream GangScheduling's
+  PlacementFeasible): ``core/cycle.py`` tries a Workload-API gang's pending members together and
+  keeps their reservations only when at least minCount members then hold a node.
 
 Pure: the cache is reached through the ``PermitHandle`` the runtime lends.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, MutableMapping
+import abc
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Final
 
-from .framework import SKIP, SUCCESS, Code, PermitHandle, PermitResult, Status
+from .framework import SKIP, SUCCESS, Code, PermitHandle, PermitResult, Plugin, Status
 from .objects import COSCHEDULING_API, LABEL_POD_GROUP, WORKLOAD_API, Pod, PodGroup
+from .snapshot import ClusterObjects
 
 __all__ = [
     "GangCounts",
+    "PodGroupCycle",
+    "placement_feasible",
     "gang_key",
     "member_keys",
     "permit",
@@ -103,6 +110,36 @@ def rejection_message(group: PodGroup, placed: int) -> str:
         f"gang {group.namespace}/{group.name}: only {placed} of the {group.min_count} pods it needs fit; "
         "none is bound and every reservation is released"
     )
+
+
+class PodGroupCycle(Plugin):
+    """A plugin whose gangs are scheduled in one pod-group cycle (upstream's GenericWorkload
+    ``scheduleOnePodGroup``): ``core/cycle.py`` asks it, for a popped pod, which gang to try whole."""
+
+    @abc.abstractmethod
+    def pod_group(self, pod: Pod, objects: ClusterObjects) -> PodGroup | None:
+        """The gang `pod` is tried with, or None (no gang, no PodGroup yet, not a gang policy)."""
+
+
+def placement_feasible(min_count: int, scheduled: int, remaining: int) -> Status:
+    """Upstream ``PlacementFeasible``: UNSCHEDULABLE once the members left cannot bring the gang to
+    `min_count`, WAIT while they still may, SUCCESS once `scheduled` (members holding a node, before
+    and in this cycle) reaches it. Its texts are the ones upstream's pods and PodGroup read."""
+    if remaining + scheduled < min_count:
+        return Status(
+            Code.UNSCHEDULABLE,
+            (f"minCount ({min_count}) cannot be satisfied: {scheduled} scheduled, {remaining} remaining",),
+        )
+    if scheduled < min_count:
+        return Status(
+            Code.WAIT, (f"minCount ({min_count}) is not yet satisfied: {scheduled} scheduled, {remaining} remaining",)
+        )
+    return SUCCESS
+
+
+def placed_members(key: str, objects: ClusterObjects, is_placed: Callable[[str], bool]) -> int:
+    """How many members of gang `key` hold a node (assumed or bound)."""
+    return sum(1 for uid in objects.gang_members.get(key, ()) if is_placed(uid))
 
 
 def pre_filter(group: PodGroup | None, members: int) -> Status | None:

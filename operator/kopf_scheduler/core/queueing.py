@@ -22,7 +22,8 @@ registered the event and its hint answers QUEUE (no hint, a hint that raises, or
 objects count as QUEUE). An event that is not a ``ClusterEvent`` (``PolicyChange``) is a wildcard:
 every pod moves. The pool is indexed by rejecting plugin, so an event visits only the pods that a
 plugin registered for it, or one that declares nothing, rejected. ``move_pods`` moves given pods (a
-gang that gained a member) without asking anyone.
+gang that gained a member) without asking anyone; ``pop_members`` takes a popped gang member's
+siblings along (the pod-group cycle, ``core/cycle.py``).
 
 A popped pod is *in flight* until ``add_unschedulable``, ``add_backoff`` or ``done``. Updates and
 deletes that arrive meanwhile are remembered and applied when the attempt ends: the requeued info
@@ -134,6 +135,12 @@ def priority_sort_less(a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
     if a.pod.priority != b.pod.priority:
         return a.pod.priority > b.pod.priority
     return a.timestamp < b.timestamp
+
+
+def pod_group_order(info: QueuedPodInfo) -> tuple[int, int, float, str]:
+    """The order of a pod group's members in its cycle (upstream ``PodGroupMemberPodsOrderingFunc``):
+    higher priority first, then more attempts (older), then the earlier enqueue time, then the name."""
+    return (-info.pod.priority, -info.attempts, info.timestamp, info.pod.name)
 
 
 def is_pod_updated(old: Pod | None, new: Pod) -> bool:
@@ -558,6 +565,26 @@ class SchedulingQueue:
             self._in_flight[uid] = _Flight(info)
             return info
         return None
+
+    def pop_members(self, uids: Iterable[str], now: float) -> list[QueuedPodInfo]:
+        """The other pending members of a pod group popped with one of them (upstream pops a pod group
+        as one entity): those in active, backoff or the unschedulable pool leave it and are in flight.
+        Gated pods and pods already in flight stay where they are. In no particular order
+        (``pod_group_order`` sorts the group)."""
+        infos = []
+        for uid in uids:
+            info = self._active.pop(uid, None) or self._backoff.pop(uid, None)
+            if info is None and uid in self._unschedulable:
+                info = self._unschedulable[uid]
+                self._remove_unschedulable(uid)
+            if info is None:
+                continue
+            self._current.pop(uid, None)  # its heap entries go stale
+            info.attempts += 1
+            self._in_flight[uid] = _Flight(info)
+            infos.append(info)
+        self._compact()
+        return infos
 
     def add_unschedulable(self, info: QueuedPodInfo, now: float, *, plugins: Iterable[str] = ()) -> bool:
         """The attempt failed: `plugins` rejected the pod. It waits in the unschedulable pool, or in

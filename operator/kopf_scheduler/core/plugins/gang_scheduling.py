@@ -13,9 +13,13 @@ the gang's size (a ``basic`` policy is no gang). The shared decisions are in ``c
 - Unreserve (ours; upstream's pod-group cycle reverts the whole gang): a member's rejected or
   timed-out wait rejects every waiting member, with how many of the gang fit.
 
-Upstream v1.37 also schedules a complete gang in one pod-group cycle (``schedule_one_podgroup.go``:
-placements, PlacementFeasible, pod-group preemption, CompositePodGroups); we schedule members one
-by one and hold them at Permit, the design its Permit step still follows.
+Pod-group cycle (``gangs.PodGroupCycle``; upstream ``schedule_one_podgroup.go`` with GenericWorkload):
+when a member is popped, ``core/cycle.py`` pulls the gang's other pending members out of the queue
+and tries them one after another, each assumed and reserved for the next, checking upstream's
+PlacementFeasible (``gangs.placement_feasible``) after each. A gang that cannot reach minCount is
+reverted at once (no reservation survives the cycle) and its members read "minCount (4) cannot be
+satisfied: 3 scheduled, 0 remaining"; a feasible one passes Permit together (quorum met). Not
+reproduced: placements (PlacementGenerate/Score), pod-group preemption, CompositePodGroups.
 
 Requeueing (``EventsToRegister``): a member joining is routed to the gang's members directly
 (``GangMemberAdd``, upstream's Pod/Add hint); its PodGroup added or changed; and, once the gang has its
@@ -48,7 +52,7 @@ from ..framework import (
 from ..objects import WORKLOAD_API, Node, Pod, PodGroup
 
 if TYPE_CHECKING:
-    from ..snapshot import Snapshot
+    from ..snapshot import ClusterObjects, Snapshot
 
 #: upstream ``permitTimeoutDuration``
 DEFAULT_PERMIT_WAITING_TIME_SECONDS: Final = 300
@@ -72,9 +76,18 @@ class GangSchedulingArgs:
             )
 
 
-class GangScheduling(PreFilterPlugin, ReservePlugin, PermitPlugin, EnqueueExtensions):
+class GangScheduling(PreFilterPlugin, ReservePlugin, PermitPlugin, EnqueueExtensions, gangs.PodGroupCycle):
     NAME = "GangScheduling"
     Args = GangSchedulingArgs
+
+    def pod_group(self, pod: Pod, objects: ClusterObjects) -> PodGroup | None:
+        """A member of a gang with its PodGroup and minCount members: the cycle tries its pending
+        members together (a gang short of them is turned down at PreFilter, upstream's PreEnqueue)."""
+        key = gangs.gang_key(pod, WORKLOAD_API)
+        group = objects.pod_groups.get(key) if key else None
+        if group is None or not group.gang or gangs.pre_filter(group, len(objects.gang_members.get(key, ()))) is None:
+            return None
+        return group
 
     def events_to_register(self, handle: EnqueueHandle) -> Sequence[ClusterEventWithHint]:
         def own_group(pod: Pod, old: object, new: object) -> QueueingHint:
