@@ -19,6 +19,7 @@ score ties, so the operator's unseeded tie-break and the simulation's seeded one
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -133,8 +134,8 @@ def running(name: str, node_name: str, cpu: str, *, priority: int) -> dict[str, 
     )
 
 
-def member(name: str, group: str) -> dict[str, Any]:
-    return make_pod(name).scheduler(SCHEDULER).req(cpu="1", memory="1Gi").pod_group(group).raw()
+def member(name: str, group: str, cpu: str = "1") -> dict[str, Any]:
+    return make_pod(name).scheduler(SCHEDULER).req(cpu=cpu, memory="1Gi").pod_group(group).raw()
 
 
 def pod_group(name: str, size: int, *, timeout: int) -> dict[str, Any]:
@@ -406,6 +407,17 @@ GANG_DOES_NOT_FIT = Scenario(
     groups=[pod_group("etl", 3, timeout=1)],
     steps=[[member("etl-0", "etl"), member("etl-1", "etl"), member("etl-2", "etl")]],
 )
+#: the same gang where a missing third (33%) is within podGroupRejectPercentage: PostFilter leaves it, the
+#: two that fit wait out their timeout (which member fails depends on the order the watch brings them in,
+#: so the PostFilter case, whose texts name that member, is compared on a gang where none fits)
+GANG_WAITS_OUT = dataclasses.replace(
+    GANG_DOES_NOT_FIT, spec={**BASE_SPEC, "gangScheduling": {"podGroupRejectPercentage": 50}}
+)
+GANG_FITS_NOWHERE = Scenario(
+    nodes=[node("n1", "1"), node("n2", "1")],
+    groups=[pod_group("big", 2, timeout=1)],
+    steps=[[member("big-0", "big", cpu="2"), member("big-1", "big", cpu="2")]],
+)
 
 WORKLOAD_GANG_FITS = Scenario(
     nodes=[node("n1", "3"), node("n2", "2"), node("n3", "1")],  # the members' order decides who goes where
@@ -426,7 +438,8 @@ WORKLOAD_GANG_DOOMED = Scenario(
         pytest.param(PLAIN, id="plain placement"),
         pytest.param(PREEMPTION, id="preemption: victims evicted, the preemptor nominated then bound"),
         pytest.param(GANG_FITS, id="a gang that fits"),
-        pytest.param(GANG_DOES_NOT_FIT, id="a gang that does not fit: reservations released"),
+        pytest.param(GANG_WAITS_OUT, id="a gang that does not fit, within the reject percentage: released at timeout"),
+        pytest.param(GANG_FITS_NOWHERE, id="a coscheduling gang that fits nowhere: PostFilter turns it down"),
         pytest.param(WORKLOAD_GANG_FITS, id="a Workload-API gang that fits: one pod-group cycle"),
         pytest.param(WORKLOAD_GANG_DOOMED, id="a doomed Workload-API gang holds nothing; a lone pod takes big"),
     ],
@@ -460,12 +473,30 @@ def test_a_gang_that_fits_is_bound_whole() -> None:
     assert [p for p, _, _ in seen.bindings] == ["train-2", "train-0", "train-1"]
 
 
-def test_a_gang_that_does_not_fit_releases_every_reservation() -> None:
+def test_a_gang_that_does_not_fit_is_turned_down_by_post_filter_and_releases_every_reservation() -> None:
     seen, sim = simulate(GANG_DOES_NOT_FIT)
     assert seen.nodes == {"etl-0": None, "etl-1": None, "etl-2": None} and seen.bindings == []
+    assert seen.messages["etl-0"] == seen.messages["etl-1"] == "optimistic rejection in PostFilter"
+    assert seen.messages["etl-2"].endswith(
+        "PodGroup default/etl gets rejected due to Pod etl-2 is unschedulable even after PostFilter"
+    )
+    assert list(sim.cache.pods()) == [] and sim.cache.assumed_count() == 0
+    assert sim.clock < 1  # at once: nobody waited for the 1 s timeout
+
+
+def test_a_gang_within_the_reject_percentage_waits_out_its_timeout() -> None:
+    seen, sim = simulate(GANG_WAITS_OUT)
     gang = "gang default/etl: only 2 of the 3 pods it needs fit; none is bound and every reservation is released"
     assert sorted(seen.messages.values())[1:] == [gang, gang]
     assert list(sim.cache.pods()) == [] and sim.cache.assumed_count() == 0
+
+
+def test_a_gang_that_fits_nowhere_reads_post_filter_on_every_member() -> None:
+    seen, _ = simulate(GANG_FITS_NOWHERE)
+    for name in ("big-0", "big-1"):
+        assert seen.messages[name].endswith(
+            f"PodGroup default/big gets rejected due to Pod {name} is unschedulable even after PostFilter"
+        )
 
 
 def test_a_workload_gang_that_fits_is_bound_in_one_pod_group_cycle() -> None:

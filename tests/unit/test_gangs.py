@@ -20,7 +20,7 @@ from kopf_scheduler.core.plugins.coscheduling import Coscheduling
 from kopf_scheduler.core.plugins.gang_scheduling import GangScheduling
 from kopf_scheduler.core.policy import validate_policy
 from kopf_scheduler.core.profile import Profile
-from kopf_scheduler.core.queueing import UNSCHEDULABLE, SchedulingQueue
+from kopf_scheduler.core.queueing import BACKOFF, UNSCHEDULABLE, SchedulingQueue
 from kopf_scheduler.core.snapshot import Snapshot
 from kopf_scheduler.core.waiting import WaitingPods
 
@@ -36,8 +36,8 @@ class Served:
 class Cluster:
     """Nodes of 1 cpu, one served scheduler name with the default profile, the waiting pods."""
 
-    def __init__(self, nodes: int, *groups: PodGroup, wait: int = TIMEOUT) -> None:
-        profile = validate_policy({"schedulerName": "s", "gangScheduling": {"permitWaitingTimeSeconds": wait}})
+    def __init__(self, nodes: int, *groups: PodGroup, wait: int = TIMEOUT, **gang: int) -> None:
+        profile = validate_policy({"schedulerName": "s", "gangScheduling": {"permitWaitingTimeSeconds": wait, **gang}})
         assert isinstance(profile, Profile)
         self.scheduler = GenericScheduler(profile)
         self.cache = SchedulerCache()
@@ -180,20 +180,47 @@ def test_a_coscheduling_gang_of_4_that_fits_waits_until_the_fourth_member_then_b
     assert {a.node for a in settled.allowed} | {outcomes[3].node} == {"n0", "n1", "n2", "n3"}  # type: ignore[attr-defined]
 
 
-def test_a_coscheduling_gang_of_4_where_3_fit_binds_none_and_holds_nothing_after_its_deadline() -> None:
+def test_a_coscheduling_gang_of_4_where_3_fit_is_turned_down_by_post_filter_at_once() -> None:
+    """scheduler-plugins' PostFilter: the member that fits nowhere rejects the waiting ones; nothing is
+    held until the deadline."""
     group = make_coscheduling_group("train", 4, timeout=TIMEOUT)
     pods = coscheduling_gang("train", 4)
     cluster = Cluster(3, group)
     cluster.create(*pods)
     outcomes = [cluster.attempt(T0) for _ in range(4)]
     assert [type(o) for o in outcomes] == [Wait, Wait, Wait, Unschedulable]  # 3 nodes of 1 cpu, 4 pods of 1 cpu
-    assert cluster.assumed() == 3
-    # before the deadline (the first member's wait started at T0, 30 s): nothing settles, nothing is bound
+    last = outcomes[3]
+    assert isinstance(last, Unschedulable)
+    assert last.message == (
+        "0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are available: "
+        "3 No preemption victims found for incoming pod., "
+        "PodGroup default/train gets rejected due to Pod train-3 is unschedulable even after PostFilter"
+    )
+    assert len(list(cluster.waiting)) == 0  # every waiting member is rejected already; the executor settles them
+    settled = settle_waiting(cluster.waiting, cache=cluster.cache, now=T0)
+    assert sorted(r.pod.name for r in settled.rejected) == ["train-0", "train-1", "train-2"]
+    assert {(r.status.plugin, r.status.message) for r in settled.rejected} == {
+        ("Coscheduling", "optimistic rejection in PostFilter")
+    }
+    assert cluster.assumed() == 0 and cluster.cache.pod_count() == 0  # every reservation released
+    assert all(cluster.queue.where(p) == UNSCHEDULABLE for p in pods)
+    # the released room moves other pods, not the gang: it rests together until something changes
+    assert settled.keep == {p.uid for p in pods}
+
+
+def test_a_coscheduling_gang_within_the_reject_percentage_waits_out_its_deadline() -> None:
+    """A gap of at most podGroupRejectPercentage of minMember (here 1 of 4, 25%) leaves the gang
+    alone: the members that fit wait, then time out with how many fit."""
+    group = make_coscheduling_group("train", 4, timeout=TIMEOUT)
+    pods = coscheduling_gang("train", 4)
+    cluster = Cluster(3, group, podGroupRejectPercentage=25)
+    cluster.create(*pods)
+    outcomes = [cluster.attempt(T0) for _ in range(4)]
+    assert [type(o) for o in outcomes] == [Wait, Wait, Wait, Unschedulable]
+    assert "gets rejected" not in outcomes[3].message  # type: ignore[attr-defined]
     early = settle_waiting(cluster.waiting, cache=cluster.cache, now=T0 + TIMEOUT - 0.1)
-    assert early.allowed == early.rejected == ()
-    assert cluster.assumed() == 3
+    assert early.allowed == early.rejected == () and cluster.assumed() == 3
     late = settle_waiting(cluster.waiting, cache=cluster.cache, now=T0 + TIMEOUT)
-    assert late.allowed == ()
     assert sorted(r.pod.name for r in late.rejected) == ["train-0", "train-1", "train-2"]
     for r in late.rejected:  # one message per member, with how many of the gang fit
         assert (r.status.plugin, r.status.message) == (
@@ -201,12 +228,21 @@ def test_a_coscheduling_gang_of_4_where_3_fit_binds_none_and_holds_nothing_after
             "gang default/train: only 3 of the 4 pods it needs fit; none is bound and every reservation is released",
         )
         assert r.gangs == (group.key,)
-    assert cluster.assumed() == 0 and cluster.cache.pod_count() == 0  # every reservation released
-    assert all(cluster.queue.where(p) == UNSCHEDULABLE for p in pods)
-    # the released room moves other pods, not the gang: it rests together until something changes
-    assert late.keep == {p.uid for p in pods}
-    routing.broadcast(routing.EVENT_ASSIGNED_POD_DELETE, cluster.served, T0 + TIMEOUT, keep=late.keep)
-    assert all(cluster.queue.where(p) == UNSCHEDULABLE for p in pods)
+    assert cluster.assumed() == 0 and cluster.cache.pod_count() == 0
+
+
+def test_a_coscheduling_podgroup_turned_down_backs_off_as_a_whole() -> None:
+    pods = coscheduling_gang("train", 4)
+    cluster = Cluster(3, make_coscheduling_group("train", 4), podGroupBackoffSeconds=20)
+    cluster.create(*pods)
+    for _ in range(4):
+        cluster.attempt(T0)
+    settle_waiting(cluster.waiting, cache=cluster.cache, now=T0)
+    assert all(cluster.queue.where(p) == BACKOFF for p in pods)  # held, not resting for an event
+    routing.broadcast(routing.EVENT_NODE_ADD, cluster.served, T0 + 1)
+    assert cluster.queue.pop(T0 + 19.9) is None
+    assert cluster.queue.next_ready_at(T0 + 1) == T0 + 20
+    assert cluster.queue.pop(T0 + 20) is not None
 
 
 # --------------------------------------------------------------------------- the pod-group cycle (Workload API)
@@ -382,3 +418,31 @@ def test_a_pod_joining_a_gang_moves_only_its_members() -> None:
     assert cluster.queue.where(first) != UNSCHEDULABLE  # back to active (or backoff)
     assert cluster.queue.where(outsider) == UNSCHEDULABLE
     assert cluster.cache.state_of(first) is None  # nothing assumed yet
+
+
+# --------------------------------------------------------------------------- the policy's gang settings
+
+
+def test_the_coscheduling_post_filter_settings_reach_the_plugin_only() -> None:
+    profile = validate_policy(
+        {"schedulerName": "s", "gangScheduling": {"podGroupBackoffSeconds": 30, "podGroupRejectPercentage": 0}}
+    )
+    assert isinstance(profile, Profile)
+    [cosched] = [p for p in profile.plugins if isinstance(p, Coscheduling)]
+    assert (cosched.args.pod_group_backoff_seconds, cosched.args.pod_group_reject_percentage) == (30, 0)
+    assert profile.spec["gangScheduling"]["podGroupBackoffSeconds"] == 30
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("podGroupBackoffSeconds", -1),
+        ("podGroupBackoffSeconds", 3601),
+        ("podGroupRejectPercentage", 101),
+        ("podGroupRejectPercentage", "10"),
+    ],
+)
+def test_bad_coscheduling_post_filter_settings_are_refused(key: str, value: object) -> None:
+    errors = validate_policy({"schedulerName": "s", "gangScheduling": {key: value}})
+    assert isinstance(errors, list)
+    assert [e.path for e in errors] == [f"spec.gangScheduling.{key}"]

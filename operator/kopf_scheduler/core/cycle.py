@@ -415,6 +415,8 @@ def conclude(
     plugins = frozenset(decided.diagnosis.unschedulable_plugins)
     verdict = decided.post_filter
     nominated = verdict.nominated_node if verdict is not None else ""
+    if not nominated and (verdict is None or verdict.status.code is not Code.UNSCHEDULABLE_AND_UNRESOLVABLE):
+        _gang_post_filter(pod, decided, scheduler.profile, CacheHandle(cache, waiting), queue=queue, now=now)
     queued = queue.add_unschedulable(info, now, plugins=plugins)
     if not nominated:
         cleared = _clear(queue, pod) if nominated == "" else None
@@ -428,6 +430,28 @@ def conclude(
     return Unschedulable(
         decided.message, plugins, nominated, verdict.victims, lower, post_filtered=True, result=decided
     )
+
+
+def _gang_post_filter(
+    pod: Pod, decided: ScheduleResult, profile: Profile, handle: CacheHandle, *, queue: SchedulingQueue, now: float
+) -> None:
+    """The gang PostFilters (``gangs.GangPostFilter``, after preemption, as scheduler-plugins runs
+    Coscheduling's): a gang out of reach has its waiting members rejected at once (the executor's
+    next ``settle_waiting`` releases them), the pod's FitError gains the plugin's text, and the
+    members are held back for the PodGroup's backoff."""
+    for plugin in profile.plugins:
+        if not isinstance(plugin, gangs.GangPostFilter):
+            continue
+        try:
+            rejection = plugin.reject_gang(pod, handle)
+        except Exception:  # a plugin bug must not take the scheduler down: the gang stands
+            continue
+        if rejection is None:
+            continue
+        diagnosis = decided.diagnosis
+        diagnosis.post_filter_msg = ", ".join(m for m in (diagnosis.post_filter_msg, rejection.status.message) if m)
+        if rejection.backoff_seconds > 0:
+            queue.hold(rejection.members, now + rejection.backoff_seconds)
 
 
 def _reserve_and_permit(

@@ -34,7 +34,10 @@ from .snapshot import ClusterObjects
 
 __all__ = [
     "GangCounts",
+    "GangPostFilter",
+    "GangRejection",
     "PodGroupCycle",
+    "post_filter_rejection",
     "placement_feasible",
     "gang_key",
     "member_keys",
@@ -119,6 +122,49 @@ class PodGroupCycle(Plugin):
     @abc.abstractmethod
     def pod_group(self, pod: Pod, objects: ClusterObjects) -> PodGroup | None:
         """The gang `pod` is tried with, or None (no gang, no PodGroup yet, not a gang policy)."""
+
+
+#: scheduler-plugins' text for the waiting members a gang's PostFilter rejects
+OPTIMISTIC_REJECTION: Final = "optimistic rejection in PostFilter"
+
+
+@dataclass(frozen=True, slots=True)
+class GangRejection:
+    """A gang turned down when one member fit nowhere: what that member's FitError gains, and for
+    how long the gang's members are held back (its PodGroup's backoff; 0: none)."""
+
+    status: Status
+    members: frozenset[str]
+    backoff_seconds: float = 0.0
+
+
+class GangPostFilter(Plugin):
+    """A gang plugin's PostFilter that acts on the waiting pods (scheduler-plugins' Coscheduling
+    ``PostFilter``). Upstream runs it with the framework handle's waiting pods; here the algorithm
+    (which may run off the loop) has none, so ``core/cycle.py`` runs it when an attempt ends
+    unschedulable and no earlier PostFilter (preemption) nominated the pod or found it unresolvable."""
+
+    @abc.abstractmethod
+    def reject_gang(self, pod: Pod, handle: PermitHandle) -> GangRejection | None:
+        """Reject `pod`'s gang's waiting members (``handle.reject``) when the gang is out of reach;
+        None: `pod` is in no such gang, or the gang stands (enough placed, or a small gap)."""
+
+
+def post_filter_rejection(
+    plugin: str, group: PodGroup, key: str, pod: Pod, handle: PermitHandle, *, reject_fraction: float
+) -> bool:
+    """scheduler-plugins' Coscheduling ``PostFilter`` decision for `pod`'s gang, which has
+    ``group.min_count`` members to place: nothing when as many hold a node already, or when the gap
+    (the share of minMember not placed) is at most `reject_fraction`; otherwise every waiting member
+    is rejected at once ("optimistic rejection in PostFilter") and True is returned."""
+    now = counts(key, handle)
+    if now.placed >= group.min_count:
+        return False
+    if (group.min_count - now.placed) / group.min_count <= reject_fraction:
+        return False
+    for uid in now.waiting:
+        handle.reject(uid, plugin, OPTIMISTIC_REJECTION)
+    return True
 
 
 def placement_feasible(min_count: int, scheduled: int, remaining: int) -> Status:

@@ -23,7 +23,8 @@ objects count as QUEUE). An event that is not a ``ClusterEvent`` (``PolicyChange
 every pod moves. The pool is indexed by rejecting plugin, so an event visits only the pods that a
 plugin registered for it, or one that declares nothing, rejected. ``move_pods`` moves given pods (a
 gang that gained a member) without asking anyone; ``pop_members`` takes a popped gang member's
-siblings along (the pod-group cycle, ``core/cycle.py``).
+siblings along (the pod-group cycle, ``core/cycle.py``); ``hold`` keeps a pod group's members in
+backoff until a time (scheduler-plugins' PodGroup backoff).
 
 A popped pod is *in flight* until ``add_unschedulable``, ``add_backoff`` or ``done``. Updates and
 deletes that arrive meanwhile are remembered and applied when the attempt ends: the requeued info
@@ -367,6 +368,8 @@ class SchedulingQueue:
         #: the unschedulable pool by rejecting plugin (what an event visits), and its pods with none
         self._by_plugin: dict[str, dict[str, None]] = {}
         self._no_rejector: dict[str, None] = {}
+        #: pods held in backoff until a time whatever their own backoff (a pod group backing off)
+        self._held: dict[str, float] = {}
         #: pods nominated to nodes (read by the algorithm; fed by watch updates and preemption)
         self.nominator = Nominator()
         # Heaps with lazy deletion: an entry is live while its seq is the pod's current seq
@@ -543,6 +546,7 @@ class SchedulingQueue:
         self._active.pop(uid, None)
         self._backoff.pop(uid, None)
         self._gated.pop(uid, None)
+        self._held.pop(uid, None)
         self._remove_unschedulable(uid)
         self._current.pop(uid, None)
         self._compact()
@@ -586,6 +590,19 @@ class SchedulingQueue:
         self._compact()
         return infos
 
+    def hold(self, uids: Iterable[str], until: float) -> None:
+        """A pod group backs off as a whole (scheduler-plugins' PodGroup backoff): none of these pods
+        is popped before `until`. Pending ones move to backoff now; one in flight, or requeued later,
+        goes to backoff when its attempt ends, until then at least."""
+        for uid in uids:
+            self._held[uid] = max(until, self._held.get(uid, until))
+            info = self._active.pop(uid, None) or self._backoff.pop(uid, None)
+            if info is None and uid in self._unschedulable:
+                info = self._unschedulable[uid]
+                self._remove_unschedulable(uid)
+            if info is not None:
+                self._push_backoff(info)
+
     def add_unschedulable(self, info: QueuedPodInfo, now: float, *, plugins: Iterable[str] = ()) -> bool:
         """The attempt failed: `plugins` rejected the pod. It waits in the unschedulable pool, or in
         backoff when something during the attempt may have changed its fate (see the module
@@ -594,8 +611,9 @@ class SchedulingQueue:
         if target is None:
             return False
         info, flight = target
-        if flight is not None and (
-            flight.moved or any(self.hints.judge(e, old, new)(info) for e, old, new in flight.events)
+        if self._held.get(info.uid, now) > now or (
+            flight is not None
+            and (flight.moved or any(self.hints.judge(e, old, new)(info) for e, old, new in flight.events))
         ):
             self._push_backoff(info)
             self.incoming[(BACKOFF, EVENT_SCHEDULE_ATTEMPT_FAILURE)] += 1
@@ -690,6 +708,7 @@ class SchedulingQueue:
                 break
             heapq.heappop(self._backoff_heap)
             info = self._backoff.pop(uid)
+            self._held.pop(uid, None)
             self._push_active(info)
             self.incoming[(ACTIVE, EVENT_BACKOFF_COMPLETE)] += 1
             moved += 1
@@ -752,7 +771,9 @@ class SchedulingQueue:
 
     def _backoff_expiry(self, info: QueuedPodInfo) -> float:
         base = info.last_failure_at if info.last_failure_at is not None else info.timestamp
-        return base + self.backoff_duration(info)
+        expiry = base + self.backoff_duration(info)
+        held = self._held.get(info.uid)
+        return expiry if held is None else max(expiry, held)
 
     def _next_seq(self, uid: str) -> int:
         seq = self._current[uid] = next(self._seq)

@@ -39,7 +39,7 @@ import logging
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from ..core import routing
+from ..core import gangs, routing
 from ..core.cycle import (
     Bind,
     Error,
@@ -180,6 +180,8 @@ async def _carry_out(
                 app.spawn(_update_status(app, pod, message if condition else None, renominate))
             if victims and nominated:
                 await preemption.preempt(app, pod, nominated, victims, clear_nominations)
+            if gangs.member_keys(pod):  # a gang's PostFilter may have rejected its waiting members: release them now
+                await _settle(app, done)
         case Error(message, exception, nominated):
             app.metrics.observe_algorithm(done - started)
             app.metrics.observe_attempt("error", profile, done - started)
