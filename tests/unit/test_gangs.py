@@ -20,7 +20,7 @@ from kopf_scheduler.core.plugins.coscheduling import Coscheduling
 from kopf_scheduler.core.plugins.gang_scheduling import GangScheduling
 from kopf_scheduler.core.policy import validate_policy
 from kopf_scheduler.core.profile import Profile
-from kopf_scheduler.core.queueing import BACKOFF, UNSCHEDULABLE, SchedulingQueue
+from kopf_scheduler.core.queueing import ACTIVE, BACKOFF, GATED, UNSCHEDULABLE, SchedulingQueue
 from kopf_scheduler.core.snapshot import Snapshot
 from kopf_scheduler.core.waiting import WaitingPods
 
@@ -446,3 +446,56 @@ def test_bad_coscheduling_post_filter_settings_are_refused(key: str, value: obje
     errors = validate_policy({"schedulerName": "s", "gangScheduling": {key: value}})
     assert isinstance(errors, list)
     assert [e.path for e in errors] == [f"spec.gangScheduling.{key}"]
+
+
+# --------------------------------------------------------------------------- PreEnqueue (Workload API)
+
+
+def served_cluster(nodes: int, *groups: PodGroup) -> Cluster:
+    """A Cluster whose queue is served as the executors serve it: its PreEnqueue plugins read the cache."""
+    cluster = Cluster(nodes, *groups)
+    cluster.queue = routing.serve(
+        cluster.scheduler.profile, None, pending=routing.PendingPods(), now=T0, cluster=cluster.cache
+    )
+    cluster.served = {"s": Served(cluster.queue)}
+    return cluster
+
+
+def test_a_gang_short_of_members_waits_gated_and_enters_when_the_last_arrives() -> None:
+    cluster = served_cluster(3, make_pod_group("g", 3))
+    pods = workload_gang("g", 3)
+    cluster.create(*pods[:2])
+    assert [cluster.queue.where(p) for p in pods[:2]] == [GATED, GATED]
+    info = cluster.queue.get(pods[0])
+    assert info is not None and info.pre_enqueue is not None
+    assert (info.pre_enqueue.plugin, info.pre_enqueue.message) == (
+        "GangScheduling",
+        "waiting for minCount pods from a gang to appear in scheduling queue",
+    )
+    assert cluster.queue.pop(T0) is None and info.attempts == 0  # never tried, not at PreFilter either
+    routing.broadcast(routing.EVENT_NODE_ADD, cluster.served, T0)  # an event for other plugins lets nobody in
+    assert cluster.queue.where(pods[0]) == GATED
+    cluster.create(pods[2])  # the third member: the gang enters and is decided in one cycle
+    assert all(cluster.queue.where(p) == ACTIVE for p in pods)
+    outcome = cluster.attempt(T0 + 1)
+    assert isinstance(outcome, Group) and [type(o) for _, o in outcome.members] == [Bind, Bind, Bind]
+
+
+def test_a_member_without_its_podgroup_waits_gated_until_it_appears() -> None:
+    cluster = served_cluster(1)
+    [pod] = workload_gang("late", 1)
+    cluster.create(pod)
+    info = cluster.queue.get(pod)
+    assert cluster.queue.where(pod) == GATED and info is not None and info.pre_enqueue is not None
+    assert info.pre_enqueue.message == 'waiting for pods\'s pod group "late" to appear in scheduling queue'
+    group = make_pod_group("late", 1)
+    routing.route_object("PodGroup", group.key, group, cache=cluster.cache, served=cluster.served, now=T0 + 1)
+    assert cluster.queue.where(pod) == ACTIVE
+    assert isinstance(cluster.attempt(T0 + 1), Group)
+
+
+def test_pods_outside_gangs_are_never_gated() -> None:
+    cluster = served_cluster(1)
+    pod = make_pod("web").scheduler("s").req(cpu="1").obj()
+    cluster.create(pod)
+    assert cluster.queue.where(pod) == ACTIVE

@@ -89,6 +89,7 @@ __all__ = [
     "PostFilterResult",
     "PreBindPlugin",
     "PreFilterExtensions",
+    "PreEnqueuePlugin",
     "PreFilterPlugin",
     "PreScorePlugin",
     "QueueSortPlugin",
@@ -260,6 +261,16 @@ class Plugin(abc.ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})" if self.name != self.NAME else f"{type(self).__name__}()"
+
+
+class PreEnqueuePlugin(Plugin):
+    """Upstream ``PreEnqueuePlugin``: may the pod enter the queue's active part at all? A rejection
+    keeps it gated (never popped, never reported) until an event this plugin registered moves it
+    (``EnqueueExtensions``, or a gang gaining a member) and every PreEnqueue plugin then passes it."""
+
+    @abc.abstractmethod
+    def pre_enqueue(self, pod: Pod, objects: ClusterObjects) -> Status:
+        """SUCCESS lets the pod in; anything else gates it with that message."""
 
 
 class PreFilterPlugin(Plugin):

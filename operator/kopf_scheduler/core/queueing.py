@@ -57,15 +57,18 @@ from typing import Any, Final
 
 from .framework import (
     ClusterEvent,
+    Code,
     EnqueueExtensions,
     EnqueueHandle,
     FilterPlugin,
     PermitPlugin,
     Plugin,
+    PreEnqueuePlugin,
     PreFilterPlugin,
     QueueingHint,
     QueueingHintFn,
     ReservePlugin,
+    Status,
 )
 from .nodeinfo import NodeInfo
 from .objects import Pod
@@ -121,6 +124,8 @@ class QueuedPodInfo:
     last_failure_at: float | None = None
     #: when the pod first became poppable (not gated): the start of the SLI latency
     initial_attempt_timestamp: float | None = None
+    #: the PreEnqueue plugin's status that keeps the pod gated (None: not gated by a plugin)
+    pre_enqueue: Status | None = None
 
     @property
     def uid(self) -> str:
@@ -176,12 +181,18 @@ class QueueingHints:
     ``handle`` is what the hints may read of the cluster.
     """
 
-    __slots__ = ("_by_event", "declared")
+    __slots__ = ("_by_event", "_cluster", "_pre_enqueue", "declared")
 
     def __init__(self, plugins: Iterable[Plugin] = (), handle: EnqueueHandle | None = None) -> None:
         self._by_event: dict[str, dict[str, tuple[QueueingHintFn | None, ...]]] = {}
         declared: set[str] = set()
         seen = handle if handle is not None else _NoCluster()
+        plugins = list(plugins)
+        #: the PreEnqueue plugins, once each; only with a cluster to read (a queue given none admits every pod)
+        self._pre_enqueue: tuple[PreEnqueuePlugin, ...] = tuple(
+            {p.name: p for p in plugins if isinstance(p, PreEnqueuePlugin)}.values() if handle is not None else ()
+        )
+        self._cluster = seen
         for plugin in plugins:
             if (
                 not isinstance(plugin, EnqueueExtensions)
@@ -195,6 +206,18 @@ class QueueingHints:
                 by_plugin[plugin.name] = (*by_plugin.get(plugin.name, ()), registered.hint)
         #: the plugins that declared their events (the others: every event may help the pods they rejected)
         self.declared: frozenset[str] = frozenset(declared)
+
+    def pre_enqueue(self, pod: Pod) -> Status | None:
+        """Upstream ``runPreEnqueuePlugins``: the first PreEnqueue plugin that turns `pod` away (its
+        status, naming it), or None: the pod may enter the active queue. A plugin that raises turns it away."""
+        for plugin in self._pre_enqueue:
+            try:
+                status = plugin.pre_enqueue(pod, self._cluster.objects)
+            except Exception as exc:  # a plugin bug must not take the queue down
+                status = Status(Code.ERROR, (f"{type(exc).__name__}: {exc}",))
+            if not status.is_success:
+                return status.with_plugin(plugin.name)
+        return None
 
     def registered(self, event: str) -> Mapping[str, tuple[QueueingHintFn | None, ...]]:
         """The plugins registered for `event`, with their hints (None: no hint)."""
@@ -487,7 +510,7 @@ class SchedulingQueue:
             self.update(None, pod, now)
             return
         info = QueuedPodInfo(pod, timestamp=now, added_at=now)
-        if pod.scheduling_gates:
+        if pod.scheduling_gates or self._turned_away(info):
             self._gated[pod.uid] = info
             self.incoming[(GATED, EVENT_POD_ADD)] += 1
         else:
@@ -527,7 +550,7 @@ class SchedulingQueue:
         elif uid in self._gated:
             info = self._gated[uid]
             info.pod = new
-            if not new.scheduling_gates:
+            if not new.scheduling_gates and not self._turned_away(info):
                 del self._gated[uid]
                 self._to_active_or_backoff(info, now, EVENT_POD_UPDATE)
         else:
@@ -655,14 +678,15 @@ class SchedulingQueue:
         for flight in self._in_flight.values():
             flight.record(event, old, new)
         candidates = self._candidates(event)
-        if not candidates:
+        gated = [i for i in self._gated.values() if i.pre_enqueue is not None and i.uid not in keep]
+        if not candidates and not gated:
             return 0
         worth = self.hints.judge(event, old, new)
         moving = [info for info in candidates if info.uid not in keep and worth(info)]
         for info in moving:
             self._remove_unschedulable(info.uid)
             self._to_active_or_backoff(info, now, event)
-        return len(moving)
+        return len(moving) + self._release_gated([i for i in gated if worth(i)], now, event)
 
     def move_pods(self, uids: Iterable[str], event: str, now: float) -> int:
         """An event that concerns only these pods (a new member of their gang): those in the
@@ -677,6 +701,9 @@ class SchedulingQueue:
                 self._remove_unschedulable(uid)
                 self._to_active_or_backoff(info, now, event)
                 moved += 1
+            gated = self._gated.get(uid)
+            if gated is not None and gated.pre_enqueue is not None:
+                moved += self._release_gated((gated,), now, event)
         return moved
 
     def flush_unschedulable_leftover(self, now: float) -> int:
@@ -760,6 +787,10 @@ class SchedulingQueue:
         return info, flight
 
     def _to_active_or_backoff(self, info: QueuedPodInfo, now: float, event: str) -> None:
+        if self._turned_away(info):  # upstream moveToActiveQ runs the PreEnqueue plugins again
+            self._gated[info.uid] = info
+            self.incoming[(GATED, event)] += 1
+            return
         if self._backoff_expiry(info) > now:
             self._push_backoff(info)
             self.incoming[(BACKOFF, event)] += 1
@@ -768,6 +799,25 @@ class SchedulingQueue:
             self.incoming[(ACTIVE, event)] += 1
         if info.initial_attempt_timestamp is None:
             info.initial_attempt_timestamp = now
+
+    def _turned_away(self, info: QueuedPodInfo) -> bool:
+        """Whether a PreEnqueue plugin keeps the pod out (remembered on `info`, as its rejector)."""
+        status = self.hints.pre_enqueue(info.pod)
+        info.pre_enqueue = status
+        if status is not None:
+            info.unschedulable_plugins = frozenset({status.plugin})
+        return status is not None
+
+    def _release_gated(self, infos: Iterable[QueuedPodInfo], now: float, event: str) -> int:
+        """Pods a PreEnqueue plugin gated that an event may let in: those it now passes move on."""
+        moved = 0
+        for info in list(infos):
+            if info.pod.scheduling_gates or self._turned_away(info):
+                continue
+            del self._gated[info.uid]
+            self._to_active_or_backoff(info, now, event)
+            moved += 1
+        return moved
 
     def _backoff_expiry(self, info: QueuedPodInfo) -> float:
         base = info.last_failure_at if info.last_failure_at is not None else info.timestamp

@@ -192,7 +192,7 @@ class Simulation:
         #: the virtual clock, in seconds
         self.clock = 0.0
         self.pending = routing.PendingPods()
-        self.queue = routing.serve(profile, None, pending=self.pending, now=self.clock)
+        self.queue = routing.serve(profile, None, pending=self.pending, now=self.clock, cluster=cache)
         #: pods assumed and waiting at Permit (gangs)
         self.waiting: WaitingPods[Parked] = WaitingPods()
         self.api = InMemoryApi(cache)

@@ -5,9 +5,11 @@ upstream's default profile with the GenericWorkload feature gate). A pod joins a
 ``spec.schedulingGroup.podGroupName``; the PodGroup's ``spec.schedulingPolicy.gang.minCount`` is
 the gang's size (a ``basic`` policy is no gang). The shared decisions are in ``core/gangs.py``:
 
-- PreFilter (upstream PreEnqueue, which keeps such pods out of the queue; here they are tried and
-  rejected as UnschedulableAndUnresolvable, with upstream's texts): the PodGroup must exist and the
-  gang must have at least minCount live pods; otherwise it passes (SKIP: it has no Filter);
+- PreEnqueue, as upstream: the PodGroup must exist and the gang must have at least minCount live
+  pods, or the pod stays gated in the queue (never tried, never reported) until a member joins or
+  its PodGroup appears (only in a queue that can read the cluster: the operator's and simulate's);
+  PreFilter repeats the check (with upstream's texts, as UnschedulableAndUnresolvable) for a pod
+  that got in before its gang shrank; otherwise it passes (SKIP: it has no Filter);
 - Permit: wait (``permitWaitingTimeSeconds``, upstream's fixed 5 minutes by default) until minCount
   members hold a node, then allow every waiting member;
 - Unreserve (ours; upstream's pod-group cycle reverts the whole gang): a member's rejected or
@@ -44,6 +46,7 @@ from ..framework import (
     PermitHandle,
     PermitPlugin,
     PermitResult,
+    PreEnqueuePlugin,
     PreFilterPlugin,
     QueueingHint,
     ReservePlugin,
@@ -76,7 +79,9 @@ class GangSchedulingArgs:
             )
 
 
-class GangScheduling(PreFilterPlugin, ReservePlugin, PermitPlugin, EnqueueExtensions, gangs.PodGroupCycle):
+class GangScheduling(
+    PreEnqueuePlugin, PreFilterPlugin, ReservePlugin, PermitPlugin, EnqueueExtensions, gangs.PodGroupCycle
+):
     NAME = "GangScheduling"
     Args = GangSchedulingArgs
 
@@ -116,14 +121,23 @@ class GangScheduling(PreFilterPlugin, ReservePlugin, PermitPlugin, EnqueueExtens
             ),
         )
 
+    def pre_enqueue(self, pod: Pod, objects: "ClusterObjects") -> Status:
+        status = self._ready(pod, objects)
+        return framework.SUCCESS if status.is_skip else status
+
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: "Snapshot") -> Status:
+        return self._ready(pod, snapshot.objects)
+
+    def _ready(self, pod: Pod, objects: "ClusterObjects") -> Status:
+        """Upstream ``preEnqueueHierarchiesDisabled``: the PodGroup exists and the gang has minCount
+        live pods (SKIP), or why not (UnschedulableAndUnresolvable, upstream's texts)."""
         key = gangs.gang_key(pod, WORKLOAD_API)
         if not key:
             return framework.SKIP
-        group = snapshot.objects.pod_groups.get(key)
+        group = objects.pod_groups.get(key)
         if group is None:
             return framework.unresolvable(err_no_pod_group(pod.scheduling_group))
-        passed = gangs.pre_filter(group, len(snapshot.objects.gang_members.get(key, ())))
+        passed = gangs.pre_filter(group, len(objects.gang_members.get(key, ())))
         return passed if passed is not None else framework.unresolvable(ERR_WAITING_FOR_MEMBERS)
 
     def reserve(self, state: CycleState, pod: Pod, node_name: str, handle: PermitHandle) -> Status:
