@@ -118,9 +118,14 @@ class Coscheduling(PreFilterPlugin, ReservePlugin, PermitPlugin, EnqueueExtensio
 
     def events_to_register(self, handle: EnqueueHandle) -> Sequence[ClusterEventWithHint]:
         def own_group(pod: Pod, old: object, new: object) -> QueueingHint:
+            """Its PodGroup added or its spec changed (scheduler-plugins asks no hint: any update; a
+            status write, ours each time the gang's phase moves, would requeue the gang it just turned down)."""
             key = gangs.gang_key(pod, COSCHEDULING_API)
-            hit = any(isinstance(g, PodGroup) and g.key == key for g in (old, new))
-            return QueueingHint.QUEUE if key and hit else QueueingHint.QUEUE_SKIP
+            if not key or not any(isinstance(g, PodGroup) and g.key == key for g in (old, new)):
+                return QueueingHint.QUEUE_SKIP
+            if isinstance(old, PodGroup) and isinstance(new, PodGroup) and _same_spec(old, new):
+                return QueueingHint.QUEUE_SKIP
+            return QueueingHint.QUEUE
 
         def room(pod: Pod, old: object, new: object) -> QueueingHint:
             key = gangs.gang_key(pod, COSCHEDULING_API)
@@ -172,6 +177,10 @@ class Coscheduling(PreFilterPlugin, ReservePlugin, PermitPlugin, EnqueueExtensio
             return PermitResult(framework.unresolvable(ERR_POD_GROUP_NOT_FOUND))
         timeout = group.schedule_timeout_seconds or self.args.permit_waiting_time_seconds
         return gangs.permit(self.name, group, key, handle, timeout=float(timeout), waiting_reason=WAITING_FOR_MEMBERS)
+
+
+def _same_spec(old: PodGroup, new: PodGroup) -> bool:
+    return (old.min_count, old.schedule_timeout_seconds) == (new.min_count, new.schedule_timeout_seconds)
 
 
 def _same_to_filters(old: Node, new: Node) -> bool:

@@ -24,7 +24,7 @@ satisfied: 3 scheduled, 0 remaining"; a feasible one passes Permit together (quo
 reproduced: placements (PlacementGenerate/Score), pod-group preemption, CompositePodGroups.
 
 Requeueing (``EventsToRegister``): a member joining is routed to the gang's members directly
-(``GangMemberAdd``, upstream's Pod/Add hint); its PodGroup added or changed; and, once the gang has its
+(``GangMemberAdd``, upstream's Pod/Add hint); its PodGroup added, or its minCount lowered; and, once the gang has its
 PodGroup and enough members (so it was turned down at Permit: too few fit), room that may let more
 fit: a node added or changed, a bound pod deleted or shrunk.
 """
@@ -96,9 +96,15 @@ class GangScheduling(
 
     def events_to_register(self, handle: EnqueueHandle) -> Sequence[ClusterEventWithHint]:
         def own_group(pod: Pod, old: object, new: object) -> QueueingHint:
+            """Upstream isSchedulableAfterPodGroupAdded/Updated: its PodGroup appeared, or its gang's
+            minCount went down (a status write, its condition, requeues nobody)."""
             key = gangs.gang_key(pod, WORKLOAD_API)
-            hit = any(isinstance(g, PodGroup) and g.key == key for g in (old, new))
-            return QueueingHint.QUEUE if key and hit else QueueingHint.QUEUE_SKIP
+            if not key or not isinstance(new, PodGroup) or new.key != key:
+                return QueueingHint.QUEUE_SKIP
+            if not isinstance(old, PodGroup):
+                return QueueingHint.QUEUE
+            lower = old.gang and new.gang and new.min_count < old.min_count
+            return QueueingHint.QUEUE if lower else QueueingHint.QUEUE_SKIP
 
         def room(pod: Pod, old: object, new: object) -> QueueingHint:
             key = gangs.gang_key(pod, WORKLOAD_API)
