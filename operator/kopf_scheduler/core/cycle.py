@@ -24,7 +24,15 @@ them itself:
   victims to evict, and the queue's nominator holds the pod there at once, so lower-priority
   pods do not take the room while the victims go; lower-priority pods nominated to that node
   lose their nomination (upstream ``prepareCandidate``);
-- ``Error``: the algorithm or the assumption failed; the pod backs off.
+- ``Error``: the algorithm or the assumption failed; the pod backs off;
+- ``Group``: a Workload-API gang's pod-group cycle (``schedule_pod_group``, upstream
+  ``scheduleOnePodGroup``): the popped member and the gang's other pending members are decided
+  together, each member's own outcome one of the above; a gang that cannot reach minCount keeps no
+  reservation past the cycle.
+
+Gang PostFilters (``gangs.GangPostFilter``, Coscheduling's) run in ``conclude`` after preemption
+found nothing: they may reject the gang's waiting members at once (the executor's next
+``settle_waiting`` releases them) and hold the gang in the queue's backoff.
 
 ``nominated_node`` on Unschedulable and Error is upstream's NominatingInfo for the pod's
 ``status.nominatedNodeName``: None leaves it, "" clears it, a name sets it. As upstream, a failure

@@ -8,7 +8,10 @@ The part the two gang plugins share (``plugins/gang_scheduling.py`` for upstream
   in its namespace. ``ClusterObjects.gang_members`` holds, per PodGroup key, the uids of the live
   pods naming it (pending or bound, any scheduler; terminal pods are gone), kept by
   ``update_members`` from the pod watch (``core/routing.py``) and by ``simulate``;
-- the decisions: a gang with fewer members than its minimum is not tried (``pre_filter``); a member
+- the decisions: a gang with fewer members than its minimum is not tried (``pre_filter``, also
+  GangScheduling's PreEnqueue); a Workload-API gang is decided in one pod-group cycle
+  (``PodGroupCycle``, ``placement_feasible``); a coscheduling member that fits nowhere rejects its
+  waiting siblings (``GangPostFilter``, ``post_filter_rejection``); a member
   that fits waits at Permit, assumed, until as many members hold a node (assumed or bound) as the
   minimum, then every waiting member is allowed at once (``permit``); when one member's wait is
   rejected or times out, every other waiting member is rejected with it (``unreserve``), so
