@@ -153,7 +153,11 @@ def test_a_doomed_workload_gang_holds_nothing_after_one_attempt(
     group.nodes(3, cpu="1")
     started = time.monotonic()
     names = create_gang(api, custom, group, namespace, "workload", "train", 4)
-    expected = "minCount (4) cannot be satisfied: 3 scheduled, 0 remaining"
+    verdict = (  # upstream's texts (tests/cluster/test_gang_differential.py compares them with upstream's own)
+        "minCount (4) cannot be satisfied: 3 scheduled, 0 remaining, "
+        "pod group preemption: No preemption victims found for incoming preemptor"
+    )
+    expected = f"pod group is unschedulable, {verdict}"
 
     # PreEnqueue held the members until the 4th existed; then one pod-group cycle decided the gang: the 3 that
     # fit read the gang's verdict (event and PodScheduled condition), the 4th its own FitError
@@ -180,7 +184,7 @@ def test_a_doomed_workload_gang_holds_nothing_after_one_attempt(
         lambda: initially_scheduled(pod_group_status(custom, "workload", namespace, "train")),
         message="condition",
     )
-    assert (condition["status"], condition["reason"], condition["message"]) == ("False", "Unschedulable", expected)
+    assert (condition["status"], condition["reason"], condition["message"]) == ("False", "Unschedulable", verdict)
     assert [failed_messages(core, namespace, n) for n in names] == [seen[n] for n in names]  # and no second attempt
 
 

@@ -509,7 +509,10 @@ def test_a_workload_gang_that_fits_is_bound_in_one_pod_group_cycle() -> None:
 
 def test_a_doomed_workload_gang_holds_nothing_and_the_lone_pod_lands_on_big() -> None:
     seen, sim = simulate(WORKLOAD_GANG_DOOMED)
-    gang = "minCount (4) cannot be satisfied: 3 scheduled, 0 remaining"
+    gang = (
+        "pod group is unschedulable, minCount (4) cannot be satisfied: 3 scheduled, 0 remaining, "
+        "pod group preemption: No preemption victims found for incoming preemptor"
+    )
     assert [seen.messages[f"train-{i}"] for i in range(3)] == [gang, gang, gang]
     assert seen.messages["train-3"].startswith("0/2 nodes are available: 2 Insufficient cpu.")
     assert seen.nodes == {"train-0": None, "train-1": None, "train-2": None, "train-3": None, "lone": "big"}

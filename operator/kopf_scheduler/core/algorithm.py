@@ -189,16 +189,24 @@ class GenericScheduler:
         rng: random.Random,
         explain: bool = False,
         nominator: Nominator | None = None,
+        post_filter: bool = True,
     ) -> ScheduleResult:
         """Place `pod`; `nominator` holds the pods preemption nominated (None: there are none). With
         `explain`, a single feasible node is scored too (upstream binds it unscored), so that its scores
-        can be read; the chosen node is the same."""
-        result = self._schedule(pod, snapshot, rng, explain, nominator)
+        can be read; the chosen node is the same. Without `post_filter` no PostFilter runs on a failure
+        (a member of a pod-group cycle: upstream runs the pod group's PostFilter instead)."""
+        result = self._schedule(pod, snapshot, rng, explain, nominator, post_filter)
         result.node_names = snapshot.table.names
         return result
 
     def _schedule(
-        self, pod: Pod, snapshot: Snapshot, rng: random.Random, explain: bool, nominator: Nominator | None
+        self,
+        pod: Pod,
+        snapshot: Snapshot,
+        rng: random.Random,
+        explain: bool,
+        nominator: Nominator | None,
+        post_filter: bool = True,
     ) -> ScheduleResult:
         n = len(snapshot)
         diagnosis = Diagnosis(num_all_nodes=n)
@@ -210,7 +218,7 @@ class GenericScheduler:
         if failure is not None:
             return (
                 self._run_post_filters(state, pod, snapshot, failure, rng, nominator)
-                if failure.unschedulable
+                if failure.unschedulable and post_filter
                 else failure
             )
         nominated = self._nominated_positions(pod, snapshot, nominator)
@@ -252,7 +260,7 @@ class GenericScheduler:
 
         if not feasible:
             unfit = ScheduleResult(None, diagnosis, evaluated_nodes=evaluated, extender_errors=skipped)
-            return self._run_post_filters(state, pod, snapshot, unfit, rng, nominator)
+            return self._run_post_filters(state, pod, snapshot, unfit, rng, nominator) if post_filter else unfit
         if len(feasible) == 1 and not explain:
             return ScheduleResult(
                 snapshot.node_infos[feasible[0]].name,

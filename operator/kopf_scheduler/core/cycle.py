@@ -83,7 +83,7 @@ from .framework import (
     PreBindPlugin,
     Status,
 )
-from .objects import Pod, PodGroup
+from .objects import PREEMPT_NEVER, Pod, PodGroup
 from .profile import Profile
 from .queueing import Nominator, QueuedPodInfo, SchedulingQueue, pod_group_order
 from .snapshot import ClusterObjects, Snapshot
@@ -375,6 +375,7 @@ def decide(
     rng: random.Random,
     nominator: Nominator | None = None,
     explain: bool = False,
+    post_filter: bool = True,
 ) -> ScheduleResult | Error:
     """The algorithm's result, or an ``Error`` when it raised (a bug: the plugin runtime turns plugin
     errors into statuses, this is the last resort). Touches only its arguments: in a worker thread,
@@ -382,8 +383,10 @@ def decide(
     `explain` a single feasible node is scored too, so that its scores can be read (``simulate
     --explain``, the differential harness); the chosen node is the same."""
     try:
-        if explain:
-            return scheduler.schedule(info.pod, snapshot, rng=rng, nominator=nominator, explain=True)
+        if explain or not post_filter:
+            return scheduler.schedule(
+                info.pod, snapshot, rng=rng, nominator=nominator, explain=explain, post_filter=post_filter
+            )
         return scheduler.schedule(info.pod, snapshot, rng=rng, nominator=nominator)
     except Exception as exc:
         return Error(f"internal error: {exc!r}", exc)
@@ -710,7 +713,10 @@ def schedule_pod_group(
     tried: list[_Tried] = []
     for member in members if verdict.code is not Code.UNSCHEDULABLE else ():
         cache.update_snapshot(snapshot)
-        t = _Tried(member, decide(member, snapshot, scheduler, rng=rng, nominator=queue.nominator, explain=explain))
+        decided = decide(
+            member, snapshot, scheduler, rng=rng, nominator=queue.nominator, explain=explain, post_filter=False
+        )
+        t = _Tried(member, decided)
         tried.append(t)
         if not isinstance(t.decided, Error) and t.decided.node is not None:
             _assume_and_reserve(t, scheduler, cache=cache, queue=queue, now=now, handle=handle)
@@ -725,7 +731,7 @@ def schedule_pod_group(
             if t.placed is not None:
                 _unreserve(scheduler.profile, t.state, t.placed, t.placed.node_name, handle)
                 cache.forget(t.placed)
-    message = "" if feasible else verdict.message
+    message = "" if feasible else _pod_group_message(verdict, info.pod, scheduler.profile, cache)
     plugin = next(p.name for p in scheduler.profile.permitters if isinstance(p, gangs.PodGroupCycle))
     done = {t.info.uid: t for t in tried}
     for member in members:
@@ -734,9 +740,7 @@ def schedule_pod_group(
             outcomes[member.uid] = m.failed
         elif m is not None and (m.placed is None or feasible):
             if m.placed is None:
-                outcomes[member.uid] = conclude(
-                    member, m.decided, cache=cache, queue=queue, waiting=waiting, scheduler=scheduler, now=now
-                )
+                outcomes[member.uid] = _member_failed(member, m.decided, queue=queue, now=now)
             else:
                 assert isinstance(m.decided, ScheduleResult)
                 queue.delete_nominated_pod(member.pod)
@@ -754,8 +758,50 @@ def schedule_pod_group(
         else:  # it fit but the gang did not, or the cycle stopped before it
             result = m.decided if m is not None and isinstance(m.decided, ScheduleResult) else None
             queue.add_unschedulable(member, now, plugins=frozenset({plugin}))
-            outcomes[member.uid] = Unschedulable(message, frozenset({plugin}), _clear(queue, member.pod), result=result)
+            outcomes[member.uid] = Unschedulable(
+                f"{ERR_POD_GROUP_UNSCHEDULABLE}, {message}",
+                frozenset({plugin}),
+                _clear(queue, member.pod),
+                result=result,
+            )
     return Group(key, tuple((m, outcomes[m.uid]) for m in popped), message)
+
+
+#: upstream ``errPodGroupUnschedulable``: what a gang's members read before the gang's status
+ERR_POD_GROUP_UNSCHEDULABLE: Final = "pod group is unschedulable"
+
+
+def _member_failed(
+    member: QueuedPodInfo, decided: ScheduleResult | Error, *, queue: SchedulingQueue, now: float
+) -> Unschedulable | Error:
+    """A member that fit nowhere in a pod-group cycle: its own FitError (no PostFilter ran for it) and
+    its nomination left as it is (upstream's nil NominatingInfo); an error backs off."""
+    if isinstance(decided, Error):
+        queue.add_backoff(member, now)
+        return Error(decided.message, decided.exception, _clear(queue, member.pod))
+    if decided.error is not None:
+        queue.add_backoff(member, now)
+        return Error(decided.error, None, _clear(queue, member.pod), decided)
+    plugins = frozenset(decided.diagnosis.unschedulable_plugins)
+    queue.add_unschedulable(member, now, plugins=plugins)
+    return Unschedulable(decided.message, plugins, None, result=decided)
+
+
+def _pod_group_message(verdict: Status, pod: Pod, profile: Profile, cache: SchedulerCache) -> str:
+    """The status of a gang turned down, as its PodGroup's condition reads it (upstream
+    ``submitPodGroupAlgorithmResult``; its members read it after "pod group is unschedulable, "):
+    PlacementFeasible's reason, then the pod group's PostFilter status (DefaultPreemption's
+    ``PodGroupPostFilter``: "pod group preemption: ..."; "" without it, as upstream appends it anyway).
+    Pod-group preemption itself is not reproduced: when some pod has a lower priority than the gang
+    (upstream would look for victims), its outcome is left out."""
+    reasons = list(verdict.reasons)
+    if not any(p.name == "DefaultPreemption" for p in profile.post_filters):
+        reasons.append("")
+    elif pod.preemption_policy == PREEMPT_NEVER:
+        reasons.append("pod group preemption: not eligible due to preemptionPolicy=Never.")
+    elif not any(other.priority < pod.priority for other in cache.pods()):
+        reasons.append("pod group preemption: No preemption victims found for incoming preemptor")
+    return ", ".join(reasons)
 
 
 def _assume_and_reserve(
