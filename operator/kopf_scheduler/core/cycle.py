@@ -427,7 +427,7 @@ def conclude(
     verdict = decided.post_filter
     nominated = verdict.nominated_node if verdict is not None else ""
     if not nominated and (verdict is None or verdict.status.code is not Code.UNSCHEDULABLE_AND_UNRESOLVABLE):
-        _gang_post_filter(pod, decided, scheduler.profile, CacheHandle(cache, waiting), queue=queue, now=now)
+        _gang_post_filter(pod, decided, scheduler, CacheHandle(cache, waiting), queue=queue, now=now)
     queued = queue.add_unschedulable(info, now, plugins=plugins)
     if not nominated:
         cleared = _clear(queue, pod) if nominated == "" else None
@@ -444,15 +444,19 @@ def conclude(
 
 
 def _gang_post_filter(
-    pod: Pod, decided: ScheduleResult, profile: Profile, handle: CacheHandle, *, queue: SchedulingQueue, now: float
+    pod: Pod,
+    decided: ScheduleResult,
+    scheduler: GenericScheduler,
+    handle: CacheHandle,
+    *,
+    queue: SchedulingQueue,
+    now: float,
 ) -> None:
     """The gang PostFilters (``gangs.GangPostFilter``, after preemption, as scheduler-plugins runs
     Coscheduling's): a gang out of reach has its waiting members rejected at once (the executor's
     next ``settle_waiting`` releases them), the pod's FitError gains the plugin's text, and the
     members are held back for the PodGroup's backoff."""
-    for plugin in profile.plugins:
-        if not isinstance(plugin, gangs.GangPostFilter):
-            continue
+    for plugin in _gang_plugins(scheduler)[1]:
         try:
             rejection = plugin.reject_gang(pod, handle)
         except Exception:  # a plugin bug must not take the scheduler down: the gang stands
@@ -649,14 +653,34 @@ def _skip_reason(pod: Pod, cache: SchedulerCache) -> str:
 # --------------------------------------------------------------------------- the pod-group cycle
 
 
+#: each scheduler's gang plugins: (its PodGroupCycle ones, its GangPostFilter ones), found once per scheduler
+_GANGS: Final[
+    weakref.WeakKeyDictionary[
+        GenericScheduler, tuple[tuple[gangs.PodGroupCycle, ...], tuple[gangs.GangPostFilter, ...]]
+    ]
+] = weakref.WeakKeyDictionary()
+
+
+def _gang_plugins(
+    scheduler: GenericScheduler,
+) -> tuple[tuple[gangs.PodGroupCycle, ...], tuple[gangs.GangPostFilter, ...]]:
+    found = _GANGS.get(scheduler)
+    if found is None:
+        plugins = scheduler.profile.plugins
+        found = _GANGS[scheduler] = (
+            tuple(p for p in plugins if isinstance(p, gangs.PodGroupCycle)),
+            tuple(p for p in plugins if isinstance(p, gangs.GangPostFilter)),
+        )
+    return found
+
+
 def pod_group_of(info: QueuedPodInfo, scheduler: GenericScheduler, cache: SchedulerCache) -> PodGroup | None:
     """The gang the popped pod is tried with in one pod-group cycle (a ``gangs.PodGroupCycle``
     plugin of the profile names it: GangScheduling for Workload-API gangs), or None: alone."""
-    for plugin in scheduler.profile.permitters:
-        if isinstance(plugin, gangs.PodGroupCycle):
-            group = plugin.pod_group(info.pod, cache.objects)
-            if group is not None:
-                return group
+    for plugin in _gang_plugins(scheduler)[0]:
+        group = plugin.pod_group(info.pod, cache.objects)
+        if group is not None:
+            return group
     return None
 
 
@@ -732,7 +756,7 @@ def schedule_pod_group(
                 _unreserve(scheduler.profile, t.state, t.placed, t.placed.node_name, handle)
                 cache.forget(t.placed)
     message = "" if feasible else _pod_group_message(verdict, info.pod, scheduler.profile, cache)
-    plugin = next(p.name for p in scheduler.profile.permitters if isinstance(p, gangs.PodGroupCycle))
+    plugin = _gang_plugins(scheduler)[0][0].name
     done = {t.info.uid: t for t in tried}
     for member in members:
         m = done.get(member.uid)
