@@ -767,7 +767,6 @@ def schedule_pod_group(
                 outcomes[member.uid] = _member_failed(member, m.decided, queue=queue, now=now)
             else:
                 assert isinstance(m.decided, ScheduleResult)
-                queue.delete_nominated_pod(member.pod)
                 outcomes[member.uid] = _run_permit(
                     member,
                     m.placed,
@@ -840,6 +839,7 @@ def _assume_and_reserve(
     """Upstream ``assumeAndReserveWithRevert``: assume the member on its node and run the Reserve
     plugins; a failure undoes it at once (its own outcome, requeued)."""
     assert isinstance(t.decided, ScheduleResult) and t.decided.node is not None
+    queue.delete_nominated_pod(t.info.pod)  # upstream assume: the cache holds it now, not the nominator
     placed = cache.assume(t.info.pod, t.decided.node)
     t.state = t.decided.state if t.decided.state is not None else CycleState()
     status = _run_reserve(scheduler.profile, t.state, placed, handle)
