@@ -51,19 +51,28 @@ def raw(call: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 def create_gang(
-    api: client.ApiClient, custom: client.CustomObjectsApi, group: Group, namespace: str, name: str, size: int
+    api: client.ApiClient,
+    custom: client.CustomObjectsApi,
+    group: Group,
+    namespace: str,
+    name: str,
+    size: int,
+    *,
+    min_count: int | None = None,
+    cpus: dict[int, str] | None = None,
 ) -> list[str]:
+    """A PodGroup of minCount `min_count` (default `size`) and `size` members of 1 cpu (`cpus`: index -> cpu)."""
     body = {
         "apiVersion": "/".join(WORKLOAD),
         "kind": "PodGroup",
         "metadata": {"name": name},
-        "spec": {"schedulingPolicy": {"gang": {"minCount": size}}},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": min_count or size}}},
     }
     custom.create_namespaced_custom_object(*WORKLOAD, namespace, "podgroups", body)
     names = [f"{name}-{i}" for i in range(size)]
     core = client.CoreV1Api(api)
-    for pod_name in names:
-        pod = group.pod(pod_name, cpu="1", memory="64Mi")
+    for i, pod_name in enumerate(names):
+        pod = group.pod(pod_name, cpu=(cpus or {}).get(i, "1"), memory="64Mi")
         pod["spec"]["schedulingGroup"] = {"podGroupName": name}
         core.create_namespaced_pod(namespace, pod)
     return names
@@ -145,3 +154,39 @@ def test_a_gang_that_fits_lands_alike_on_both_sides(
     # one member per node on both sides (which member takes which empty 1-cpu node is a score tie)
     assert sorted(n for n, _ in ours.values() if n) == sorted(n for n, _ in theirs.values() if n)
     assert all(m == "" for _, m in ours.values())
+
+
+def test_a_gang_whose_first_member_fits_nowhere_stops_at_once_on_both_sides(
+    upstream: None, api: client.ApiClient, custom: client.CustomObjectsApi, namespace: str, group: Group
+) -> None:
+    """PlacementFeasible after the first member: 0 scheduled, 3 remaining cannot reach 4."""
+    core = client.CoreV1Api(api)
+    group.nodes(4, cpu="1")
+    names = create_gang(api, custom, group, namespace, "early", 4, cpus={0: "2"})
+    theirs = wait(
+        None,
+        lambda: (seen := upstream_outcome(core, namespace, names)) and all(m for _, m in seen.values()) and seen,
+        timeout=30,
+        message="upstream turned every member down",
+    )
+    ours, _ = simulated_outcome(core, custom, namespace, "early", names)
+    assert ours == theirs
+    assert "0 scheduled, 3 remaining" in theirs["early-1"][1]
+
+
+def test_a_gang_above_its_min_count_binds_what_fits_on_both_sides(
+    upstream: None, api: client.ApiClient, custom: client.CustomObjectsApi, namespace: str, group: Group
+) -> None:
+    """minCount 2 of 3 members on 2 nodes: the gang stands, 2 are bound, the third reads its own FitError."""
+    core = client.CoreV1Api(api)
+    group.nodes(2, cpu="1")
+    names = create_gang(api, custom, group, namespace, "loose", 3, min_count=2)
+
+    def decided() -> dict[str, tuple[str | None, str]] | None:
+        seen = upstream_outcome(core, namespace, names)
+        return seen if all(n or m for n, m in seen.values()) else None
+
+    theirs = wait(None, decided, timeout=30, message="upstream decided every member")
+    ours, _ = simulated_outcome(core, custom, namespace, "loose", names)
+    assert sorted(n for n, _ in ours.values() if n) == sorted(n for n, _ in theirs.values() if n)
+    assert sorted(m for _, m in ours.values()) == sorted(m for _, m in theirs.values())

@@ -755,7 +755,13 @@ def schedule_pod_group(
             if t.placed is not None:
                 _unreserve(scheduler.profile, t.state, t.placed, t.placed.node_name, handle)
                 cache.forget(t.placed)
-    message = "" if feasible else _pod_group_message(verdict, info.pod, scheduler.profile, cache)
+    # upstream's texts: the gang's status is PlacementFeasible's (after "pod group is unschedulable" when no
+    # member was tried); the members left untried read it as it is, before the pod group's PostFilter adds its
+    # own reason, which the PodGroup's condition and the members that fit (after the error's text) read
+    reasons = [] if feasible else [*([ERR_POD_GROUP_UNSCHEDULABLE] if not tried else []), *verdict.reasons]
+    untried = ", ".join(reasons)
+    post = None if feasible else _pod_group_post_filter(info.pod, scheduler.profile, cache)
+    message = ", ".join([*reasons, *([post] if post is not None else [])])
     plugin = _gang_plugins(scheduler)[0][0].name
     done = {t.info.uid: t for t in tried}
     for member in members:
@@ -782,7 +788,7 @@ def schedule_pod_group(
             result = m.decided if m is not None and isinstance(m.decided, ScheduleResult) else None
             queue.add_unschedulable(member, now, plugins=frozenset({plugin}))
             outcomes[member.uid] = Unschedulable(
-                f"{ERR_POD_GROUP_UNSCHEDULABLE}, {message}",
+                f"{ERR_POD_GROUP_UNSCHEDULABLE}, {message}" if m is not None else untried,
                 frozenset({plugin}),
                 _clear(queue, member.pod),
                 result=result,
@@ -810,21 +816,18 @@ def _member_failed(
     return Unschedulable(decided.message, plugins, None, result=decided)
 
 
-def _pod_group_message(verdict: Status, pod: Pod, profile: Profile, cache: SchedulerCache) -> str:
-    """The status of a gang turned down, as its PodGroup's condition reads it (upstream
-    ``submitPodGroupAlgorithmResult``; its members read it after "pod group is unschedulable, "):
-    PlacementFeasible's reason, then the pod group's PostFilter status (DefaultPreemption's
-    ``PodGroupPostFilter``: "pod group preemption: ..."; "" without it, as upstream appends it anyway).
-    Pod-group preemption itself is not reproduced: when some pod has a lower priority than the gang
-    (upstream would look for victims), its outcome is left out."""
-    reasons = list(verdict.reasons)
+def _pod_group_post_filter(pod: Pod, profile: Profile, cache: SchedulerCache) -> str | None:
+    """The pod group PostFilter's reason on a gang turned down (DefaultPreemption's ``PodGroupPostFilter``:
+    "pod group preemption: ..."; "" without it, which upstream appends all the same). Pod-group
+    preemption itself is not reproduced: when some pod has a lower priority than the gang (upstream
+    would look for victims among them), its outcome is left out (None)."""
     if not any(p.name == "DefaultPreemption" for p in profile.post_filters):
-        reasons.append("")
-    elif pod.preemption_policy == PREEMPT_NEVER:
-        reasons.append("pod group preemption: not eligible due to preemptionPolicy=Never.")
-    elif not any(other.priority < pod.priority for other in cache.pods()):
-        reasons.append("pod group preemption: No preemption victims found for incoming preemptor")
-    return ", ".join(reasons)
+        return ""
+    if pod.preemption_policy == PREEMPT_NEVER:
+        return "pod group preemption: not eligible due to preemptionPolicy=Never."
+    if not any(other.priority < pod.priority for other in cache.pods()):
+        return "pod group preemption: No preemption victims found for incoming preemptor"
+    return None
 
 
 def _assume_and_reserve(
