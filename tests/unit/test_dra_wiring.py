@@ -19,7 +19,7 @@ from kopf_scheduler.core.objects import Pod
 from kopf_scheduler.core.parsing import ObjectError, parse_pod
 from kopf_scheduler.core.plugins.dynamic_resources import DynamicResources, claim_change_hint
 from kopf_scheduler.core.policy import default_profile
-from kopf_scheduler.core.queueing import UNSCHEDULABLE, QueueingHints, SchedulingQueue
+from kopf_scheduler.core.queueing import GATED, QueueingHints, SchedulingQueue
 from kopf_scheduler.core.routing import PendingPods, serve
 from kopf_scheduler.core.snapshot import Snapshot
 from kopf_scheduler.sim.dra import ClaimServer, generated_name, load_dra_object, stamp_claims
@@ -88,12 +88,12 @@ def test_a_pod_whose_claim_does_not_exist_waits_until_it_is_created() -> None:
     queue = served_queue(cache)
     pod = parse_pod(with_claims("p", {"name": "gpu", "resourceClaimName": "c1"}))
     queue.add(pod, 0.0)
-    assert queue.where(pod) == UNSCHEDULABLE and queue.pop(0.0) is None
+    assert queue.where(pod) == GATED and queue.pop(0.0) is None
     assert queue.get(pod) is not None and queue.get(pod).unschedulable_plugins == {"DynamicResources"}  # type: ignore[union-attr]
     served = {"s": Served(queue)}
     # another claim of the namespace: the hint leaves the pod where it is
     route_dra_object("ResourceClaim", "default/other", claim_obj(claim("other")), cache=cache, served=served, now=1.0)
-    assert queue.where(pod) == UNSCHEDULABLE
+    assert queue.where(pod) == GATED
     routed = route_dra_object(
         "ResourceClaim", "default/c1", claim_obj(claim("c1")), cache=cache, served=served, now=1.0
     )
@@ -107,12 +107,12 @@ def test_a_move_asks_pre_enqueue_again() -> None:
     pod = parse_pod(with_claims("p", {"name": "gpu", "resourceClaimName": "c1"}))
     queue.add(pod, 0.0)
     queue.move_all_to_active_or_backoff("PolicyChange", 1.0)  # a wildcard move: the claim is still missing
-    assert queue.where(pod) == UNSCHEDULABLE
+    assert queue.where(pod) == GATED
 
 
 def test_pods_without_claims_are_never_held() -> None:
-    hints = QueueingHints(default_profile("s").plugins)
-    assert hints.refuses(parse_pod(make_pod("p").raw())) is None
+    hints = QueueingHints(default_profile("s").plugins, SchedulerCache())
+    assert hints.pre_enqueue(parse_pod(make_pod("p").raw())) is None
 
 
 def test_dra_objects_are_routed_into_the_tracker_and_relisted_away() -> None:

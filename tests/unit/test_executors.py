@@ -19,6 +19,7 @@ score ties, so the operator's unseeded tie-break and the simulation's seeded one
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -60,6 +61,7 @@ SCHEDULER = "shared"
 RESOURCE_API = ("resource.k8s.io", "v1")
 POLICY = "shared"
 COSCHEDULING = ("scheduling.x-k8s.io", "v1alpha1", "podgroups")
+WORKLOAD = ("scheduling.k8s.io", "v1beta1", "podgroups")
 BASE_SPEC: Mapping[str, Any] = {
     "schedulerName": SCHEDULER,
     "podInitialBackoffSeconds": 0.1,
@@ -134,8 +136,8 @@ def running(name: str, node_name: str, cpu: str, *, priority: int) -> dict[str, 
     )
 
 
-def member(name: str, group: str) -> dict[str, Any]:
-    return make_pod(name).scheduler(SCHEDULER).req(cpu="1", memory="1Gi").pod_group(group).raw()
+def member(name: str, group: str, cpu: str = "1") -> dict[str, Any]:
+    return make_pod(name).scheduler(SCHEDULER).req(cpu=cpu, memory="1Gi").pod_group(group).raw()
 
 
 def pod_group(name: str, size: int, *, timeout: int) -> dict[str, Any]:
@@ -144,6 +146,19 @@ def pod_group(name: str, size: int, *, timeout: int) -> dict[str, Any]:
         "kind": "PodGroup",
         "metadata": {"name": name, "namespace": "default"},
         "spec": {"minMember": size, "scheduleTimeoutSeconds": timeout},
+    }
+
+
+def workload_member(name: str, group: str, cpu: str = "1") -> dict[str, Any]:
+    return make_pod(name).scheduler(SCHEDULER).req(cpu=cpu, memory="1Gi").scheduling_group(group).raw()
+
+
+def workload_group(name: str, size: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": size}}},
     }
 
 
@@ -348,8 +363,9 @@ def operate(s: Scenario, monkeypatch: pytest.MonkeyPatch) -> Observed:
         async with FakeApiServer() as server:
             if s.groups:
                 server.register(*COSCHEDULING, "PodGroup")
+                server.register(*WORKLOAD, "PodGroup")
             for group in s.groups:
-                server.add(*COSCHEDULING, group)
+                server.add(*(WORKLOAD if group["apiVersion"].startswith("scheduling.k8s.io/") else COSCHEDULING), group)
             for plural, body in s.dra:
                 server.add(*RESOURCE_API, plural, body)
             for body in s.nodes:
@@ -428,6 +444,29 @@ GANG_DOES_NOT_FIT = Scenario(
     groups=[pod_group("etl", 3, timeout=1)],
     steps=[[member("etl-0", "etl"), member("etl-1", "etl"), member("etl-2", "etl")]],
 )
+#: the same gang where a missing third (33%) is within podGroupRejectPercentage: PostFilter leaves it, the
+#: two that fit wait out their timeout (which member fails depends on the order the watch brings them in,
+#: so the PostFilter case, whose texts name that member, is compared on a gang where none fits)
+GANG_WAITS_OUT = dataclasses.replace(
+    GANG_DOES_NOT_FIT, spec={**BASE_SPEC, "gangScheduling": {"podGroupRejectPercentage": 50}}
+)
+GANG_FITS_NOWHERE = Scenario(
+    nodes=[node("n1", "1"), node("n2", "1")],
+    groups=[pod_group("big", 2, timeout=1)],
+    steps=[[member("big-0", "big", cpu="2"), member("big-1", "big", cpu="2")]],
+)
+
+WORKLOAD_GANG_FITS = Scenario(
+    nodes=[node("n1", "3"), node("n2", "2"), node("n3", "1")],  # the members' order decides who goes where
+    groups=[workload_group("train", 3)],
+    steps=[[workload_member(f"train-{i}", "train") for i in range(3)]],
+)
+#: the issue's small case: a gang of 4 pods of 2 cpu where 3 fit (big takes 2, small 1), then a lone pod
+WORKLOAD_GANG_DOOMED = Scenario(
+    nodes=[node("big", "4"), node("small", "2")],
+    groups=[workload_group("train", 4)],
+    steps=[[workload_member(f"train-{i}", "train", cpu="2") for i in range(4)], [pod("lone")]],
+)
 
 
 @pytest.mark.parametrize(
@@ -436,7 +475,10 @@ GANG_DOES_NOT_FIT = Scenario(
         pytest.param(PLAIN, id="plain placement"),
         pytest.param(PREEMPTION, id="preemption: victims evicted, the preemptor nominated then bound"),
         pytest.param(GANG_FITS, id="a gang that fits"),
-        pytest.param(GANG_DOES_NOT_FIT, id="a gang that does not fit: reservations released"),
+        pytest.param(GANG_WAITS_OUT, id="a gang that does not fit, within the reject percentage: released at timeout"),
+        pytest.param(GANG_FITS_NOWHERE, id="a coscheduling gang that fits nowhere: PostFilter turns it down"),
+        pytest.param(WORKLOAD_GANG_FITS, id="a Workload-API gang that fits: one pod-group cycle"),
+        pytest.param(WORKLOAD_GANG_DOOMED, id="a doomed Workload-API gang holds nothing; a lone pod takes big"),
         pytest.param(DRA, id="DynamicResources: a claim allocated on the slice's node, the next one refused"),
     ],
 )
@@ -469,9 +511,19 @@ def test_a_gang_that_fits_is_bound_whole() -> None:
     assert [p for p, _, _ in seen.bindings] == ["train-2", "train-0", "train-1"]
 
 
-def test_a_gang_that_does_not_fit_releases_every_reservation() -> None:
+def test_a_gang_that_does_not_fit_is_turned_down_by_post_filter_and_releases_every_reservation() -> None:
     seen, sim = simulate(GANG_DOES_NOT_FIT)
     assert seen.nodes == {"etl-0": None, "etl-1": None, "etl-2": None} and seen.bindings == []
+    assert seen.messages["etl-0"] == seen.messages["etl-1"] == "optimistic rejection in PostFilter"
+    assert seen.messages["etl-2"].endswith(
+        "PodGroup default/etl gets rejected due to Pod etl-2 is unschedulable even after PostFilter"
+    )
+    assert list(sim.cache.pods()) == [] and sim.cache.assumed_count() == 0
+    assert sim.clock < 1  # at once: nobody waited for the 1 s timeout
+
+
+def test_a_gang_within_the_reject_percentage_waits_out_its_timeout() -> None:
+    seen, sim = simulate(GANG_WAITS_OUT)
     gang = "gang default/etl: only 2 of the 3 pods it needs fit; none is bound and every reservation is released"
     assert sorted(seen.messages.values())[1:] == [gang, gang]
     assert list(sim.cache.pods()) == [] and sim.cache.assumed_count() == 0
@@ -488,6 +540,34 @@ def test_dra_claims_are_allocated_and_reserved() -> None:
     assert claim is not None and claim.allocation is not None
     assert [(r.pool, r.device) for r in claim.allocation.results] == [("n2", "gpu-0")]
     assert [r.name for r in claim.reserved_for] == ["gpu-1"] and FINALIZER in claim.finalizers
+
+
+def test_a_gang_that_fits_nowhere_reads_post_filter_on_every_member() -> None:
+    seen, _ = simulate(GANG_FITS_NOWHERE)
+    for name in ("big-0", "big-1"):
+        assert seen.messages[name].endswith(
+            f"PodGroup default/big gets rejected due to Pod {name} is unschedulable even after PostFilter"
+        )
+
+
+def test_a_workload_gang_that_fits_is_bound_in_one_pod_group_cycle() -> None:
+    seen, sim = simulate(WORKLOAD_GANG_FITS)
+    assert set(seen.nodes.values()) <= {"n1", "n2", "n3"} and None not in seen.nodes.values()
+    # members tried in order, each seeing the others' room; all pass Permit together: bound in that order
+    assert [p for p, _, _ in seen.bindings] == ["train-0", "train-1", "train-2"]
+    assert len(sim.waiting) == 0
+
+
+def test_a_doomed_workload_gang_holds_nothing_and_the_lone_pod_lands_on_big() -> None:
+    seen, sim = simulate(WORKLOAD_GANG_DOOMED)
+    gang = (
+        "pod group is unschedulable, minCount (4) cannot be satisfied: 3 scheduled, 0 remaining, "
+        "pod group preemption: No preemption victims found for incoming preemptor"
+    )
+    assert [seen.messages[f"train-{i}"] for i in range(3)] == [gang, gang, gang]
+    assert seen.messages["train-3"].startswith("0/2 nodes are available: 2 Insufficient cpu.")
+    assert seen.nodes == {"train-0": None, "train-1": None, "train-2": None, "train-3": None, "lone": "big"}
+    assert [p.name for p in sim.cache.pods()] == ["lone"] and sim.cache.assumed_count() == 0
 
 
 # --------------------------------------------------------------------------- PreBind and Bind, both executors

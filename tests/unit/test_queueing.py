@@ -688,3 +688,40 @@ class QueueMachine(RuleBasedStateMachine):
 
 TestQueueMachine = QueueMachine.TestCase
 TestQueueMachine.settings = settings(max_examples=150, stateful_step_count=40, deadline=None)
+
+
+# --------------------------------------------------------------------------- pod groups: pop_members and hold
+
+
+def test_pop_members_takes_a_pod_groups_pending_pods_out_of_every_sub_queue_but_gated() -> None:
+    q = SchedulingQueue(pod_initial_backoff=1, pod_max_backoff=10)
+    active, backing, resting = (make_pod(n).obj() for n in ("active", "backing", "resting"))
+    gated = dataclasses.replace(make_pod("gated").obj(), scheduling_gates=("wait",))
+    for p, requeue in ((backing, q.add_backoff), (resting, q.add_unschedulable)):
+        q.add(p, 0.0)
+        info = q.pop(0.0)
+        assert info is not None and info.pod is p
+        requeue(info, 0.0)
+    q.add(active, 0.0)
+    q.add(gated, 0.0)
+    assert (q.where(backing), q.where(resting)) == ("backoff", "unschedulable")
+    taken = q.pop_members([active.uid, backing.uid, resting.uid, gated.uid, "unknown"], 0.0)
+    assert sorted(i.pod.name for i in taken) == ["active", "backing", "resting"]
+    assert all(q.where(p) == "in_flight" for p in (active, backing, resting)) and q.where(gated) == "gated"
+    assert q.pop(100.0) is None  # their stale heap entries pop nothing
+    assert [i.attempts for i in sorted(taken, key=lambda i: i.pod.name)] == [1, 2, 2]
+
+
+def test_hold_keeps_a_pod_group_in_backoff_until_its_time_even_when_requeued_later() -> None:
+    q = SchedulingQueue(pod_initial_backoff=1, pod_max_backoff=10)
+    pending, flying = make_pod("pending").obj(), make_pod("flying").obj()
+    q.add(flying, 0.0)
+    q.add(pending, 0.0)
+    info = q.pop(0.0)
+    assert info is not None and info.pod.name == "flying"
+    q.hold([pending.uid, flying.uid], 30.0)
+    assert q.where(pending) == "backoff"
+    q.add_unschedulable(info, 1.0)  # its attempt ends: held, so backoff rather than the pool
+    assert q.where(flying) == "backoff"
+    assert q.next_ready_at(1.0) == 30.0 and q.pop(29.9) is None
+    assert {q.pop(30.0).pod.name, q.pop(30.0).pod.name} == {"pending", "flying"}  # type: ignore[union-attr]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import pytest
-from builders import make_node, make_pod, make_pod_group
+from builders import make_coscheduling_group, make_node, make_pod, make_pod_group
 
 from kopf_scheduler.core.cache import SchedulerCache
 from kopf_scheduler.core.framework import (
@@ -23,6 +23,7 @@ from kopf_scheduler.core.framework import (
 )
 from kopf_scheduler.core.nodeinfo import NodeInfo
 from kopf_scheduler.core.objects import Node, PersistentVolumeClaim, Pod, StorageClass
+from kopf_scheduler.core.plugins.coscheduling import Coscheduling
 from kopf_scheduler.core.plugins.gang_scheduling import GangScheduling
 from kopf_scheduler.core.plugins.inter_pod_affinity import InterPodAffinity
 from kopf_scheduler.core.plugins.node_affinity import NodeAffinity
@@ -96,6 +97,7 @@ def gang_cluster(members: int) -> SchedulerCache:
 
 
 GANG_POD = make_pod("m0").scheduling_group("g").obj()
+COSCHEDULING_POD = make_pod("c0").pod_group("g").obj()
 
 Row = tuple[Plugin, ClusterEvent, Pod, object, object, EnqueueHandle, QueueingHint | None]
 ROWS: dict[str, Row] = {
@@ -550,6 +552,42 @@ ROWS: dict[str, Row] = {
         make_pod_group("h", 2),
         gang_cluster(1),
         SKIP,
+    ),
+    "Gang: its minCount lowered": (
+        GangScheduling(),
+        E.POD_GROUP_CHANGE,
+        GANG_POD,
+        make_pod_group("g", 3),
+        make_pod_group("g", 2),
+        gang_cluster(2),
+        QUEUE,
+    ),
+    "Gang: its PodGroup updated, minCount not lower (a status write)": (
+        GangScheduling(),
+        E.POD_GROUP_CHANGE,
+        GANG_POD,
+        make_pod_group("g", 2),
+        make_pod_group("g", 2),
+        gang_cluster(2),
+        SKIP,
+    ),
+    "Coscheduling: its PodGroup's status written": (
+        Coscheduling(),
+        E.COSCHEDULING_POD_GROUP_CHANGE,
+        COSCHEDULING_POD,
+        make_coscheduling_group("g", 2),
+        make_coscheduling_group("g", 2),
+        gang_cluster(2),
+        SKIP,
+    ),
+    "Coscheduling: its minMember changed": (
+        Coscheduling(),
+        E.COSCHEDULING_POD_GROUP_CHANGE,
+        COSCHEDULING_POD,
+        make_coscheduling_group("g", 3),
+        make_coscheduling_group("g", 2),
+        gang_cluster(2),
+        QUEUE,
     ),
 }
 

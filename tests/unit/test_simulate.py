@@ -513,12 +513,23 @@ def test_gangs_are_placed_all_or_nothing(
     members = [got[f"ns/train-{i}"] for i in range(4)]
     assert sum(1 for m in members if m["node"]) == placed
     if not placed:
-        # the 3 that fit waited, then read how many fit; the 4th fit nowhere
-        gang = "gang ns/train: only 3 of the 4 pods it needs fit; none is bound and every reservation is released"
+        # coscheduling: the 4th fits nowhere and its PostFilter rejects the 3 that waited (scheduler-plugins'
+        # texts); the Workload API decides the gang in one pod-group cycle (nobody waits), with upstream's
+        # PlacementFeasible text
+        gang = (
+            "optimistic rejection in PostFilter"
+            if kind == "coscheduling"
+            else "pod group is unschedulable, minCount (4) cannot be satisfied: 3 scheduled, 0 remaining, "
+            "pod group preemption: No preemption victims found for incoming preemptor"
+        )
         unfit = (
             "0/3 nodes are available: 3 Insufficient cpu. "
             "preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
         )
+        if kind == "coscheduling":
+            unfit += ", PodGroup ns/train gets rejected due to Pod train-3 is unschedulable even after PostFilter"
+        else:  # no preemption for one member in a pod-group cycle (upstream runs the pod group's instead)
+            unfit = "0/3 nodes are available: 3 Insufficient cpu."
         assert sorted(m["message"] for m in members) == sorted([gang, gang, gang, unfit])  # type: ignore[type-var]
 
 
@@ -529,11 +540,12 @@ def test_the_gang_example(capsys: pytest.CaptureFixture[str]) -> None:
     # train (3 x 2 cpu, minCount 3) spreads over the three 4-cpu nodes; web (1 cpu) takes one more
     assert sorted(got[f"default/train-{i}"]["node"] for i in range(3)) == ["node-a", "node-b", "node-c"]  # type: ignore[type-var]
     assert got["default/web"]["node"]
-    # 2 + 2 + 1 cpu are left: two etl members (2 cpu) fit, the other two nowhere: none of etl is placed
+    # 2 + 2 + 1 cpu are left: two etl members (2 cpu) fit, the third nowhere: its PostFilter turns the gang
+    # down at once (the two that waited are released), and the fourth reads the same: none of etl is placed
     etl = [got[f"default/etl-{i}"] for i in range(4)]
     assert all(m["node"] is None for m in etl)
-    gang = "gang default/etl: only 2 of the 4 pods it needs fit; none is bound and every reservation is released"
-    assert sum(1 for m in etl if m["message"] == gang) == 2
+    assert [m["message"] for m in etl[:2]] == ["optimistic rejection in PostFilter"] * 2
+    assert str(etl[2]["message"]).endswith("gets rejected due to Pod etl-2 is unschedulable even after PostFilter")
 
 
 # --------------------------------------------------------------------------- capacity: --max-replicas

@@ -193,13 +193,16 @@ class GenericScheduler:
         nominator: Nominator | None = None,
         recorder: ins.FrameworkRecorder | None = None,
         sample_plugins: bool = False,
+        post_filter: bool = True,
     ) -> ScheduleResult:
         """Place `pod`; `nominator` holds the pods preemption nominated (None: there are none). With
         `explain`, a single feasible node is scored too (upstream binds it unscored), so that its scores
         can be read; the chosen node is the same. `recorder` times the extension points, and each plugin
-        call when `sample_plugins` (``core/instrumentation.py``); the cycle state keeps it for later points."""
+        call when `sample_plugins` (``core/instrumentation.py``); the cycle state keeps it for later points.
+        Without `post_filter` no PostFilter runs on a failure (a member of a pod-group cycle: upstream
+        runs the pod group's PostFilter instead)."""
         state = CycleState(recorder, sample_plugins=sample_plugins)
-        result = self._schedule(pod, snapshot, rng, explain, nominator, state)
+        result = self._schedule(pod, snapshot, rng, explain, nominator, state, post_filter)
         result.node_names = snapshot.table.names
         return result
 
@@ -211,6 +214,7 @@ class GenericScheduler:
         explain: bool,
         nominator: Nominator | None,
         state: CycleState,
+        post_filter: bool = True,
     ) -> ScheduleResult:
         n = len(snapshot)
         diagnosis = Diagnosis(num_all_nodes=n)
@@ -226,7 +230,7 @@ class GenericScheduler:
         if failure is not None:
             return (
                 self._run_post_filters(state, pod, snapshot, failure, rng, nominator)
-                if failure.unschedulable
+                if failure.unschedulable and post_filter
                 else failure
             )
         nominated = self._nominated_positions(pod, snapshot, nominator)
@@ -274,7 +278,7 @@ class GenericScheduler:
 
         if not feasible:
             unfit = ScheduleResult(None, diagnosis, evaluated_nodes=evaluated, extender_errors=skipped)
-            return self._run_post_filters(state, pod, snapshot, unfit, rng, nominator)
+            return self._run_post_filters(state, pod, snapshot, unfit, rng, nominator) if post_filter else unfit
         if len(feasible) == 1 and not explain:
             return ScheduleResult(
                 snapshot.node_infos[feasible[0]].name,

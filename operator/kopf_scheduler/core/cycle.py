@@ -24,7 +24,15 @@ them itself:
   victims to evict, and the queue's nominator holds the pod there at once, so lower-priority
   pods do not take the room while the victims go; lower-priority pods nominated to that node
   lose their nomination (upstream ``prepareCandidate``);
-- ``Error``: the algorithm or the assumption failed; the pod backs off.
+- ``Error``: the algorithm or the assumption failed; the pod backs off;
+- ``Group``: a Workload-API gang's pod-group cycle (``schedule_pod_group``, upstream
+  ``scheduleOnePodGroup``): the popped member and the gang's other pending members are decided
+  together, each member's own outcome one of the above; a gang that cannot reach minCount keeps no
+  reservation past the cycle.
+
+Gang PostFilters (``gangs.GangPostFilter``, Coscheduling's) run in ``conclude`` after preemption
+found nothing: they may reject the gang's waiting members at once (the executor's next
+``settle_waiting`` releases them) and hold the gang in the queue's backoff.
 
 ``nominated_node`` on Unschedulable and Error is upstream's NominatingInfo for the pod's
 ``status.nominatedNodeName``: None leaves it, "" clears it, a name sets it. As upstream, a failure
@@ -77,9 +85,9 @@ from .framework import (
     Status,
 )
 from .instrumentation import FrameworkRecorder
-from .objects import Pod
+from .objects import PREEMPT_NEVER, Pod, PodGroup
 from .profile import Profile
-from .queueing import Nominator, QueuedPodInfo, SchedulingQueue
+from .queueing import Nominator, QueuedPodInfo, SchedulingQueue, pod_group_order
 from .snapshot import ClusterObjects, Snapshot
 from .waiting import WaitingPod, WaitingPods, timeout_message
 
@@ -88,10 +96,12 @@ __all__ = [
     "Bind",
     "BindingPlan",
     "Error",
+    "Group",
     "Outcome",
     "Parked",
     "Rejected",
     "Settled",
+    "Single",
     "Skip",
     "Unschedulable",
     "Wait",
@@ -101,10 +111,12 @@ __all__ = [
     "conclude",
     "decide",
     "next_wait",
+    "pod_group_of",
     "prepare",
     "run_bind_plugins",
     "run_pre_bind_plugins",
     "schedule_one",
+    "schedule_pod_group",
     "settle_waiting",
 ]
 
@@ -204,7 +216,22 @@ class Wait:
     result: ScheduleResult | None = field(default=None, compare=False, repr=False)
 
 
-Outcome = Skip | Bind | Wait | Unschedulable | Error
+#: the outcome of one pod's attempt
+Single = Skip | Bind | Wait | Unschedulable | Error
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """A pod-group cycle (upstream ``scheduleOnePodGroup``): the gang's pending members were tried
+    together; each member's own outcome (carried out as if it had been popped alone), and the gang's
+    verdict: `rejection` is "" when it was placed, else what its members and its PodGroup read."""
+
+    key: str
+    members: tuple[tuple[QueuedPodInfo, Single], ...]
+    rejection: str = ""
+
+
+Outcome = Single | Group
 
 
 @dataclass(slots=True)
@@ -268,6 +295,10 @@ class CacheHandle:
     def objects(self) -> ClusterObjects:
         return self._cache.objects
 
+    @property
+    def cache(self) -> SchedulerCache:
+        return self._cache
+
     def iterate_waiting_pods(self) -> Iterable[WaitingPod[Any]]:
         return iter(self._waiting)
 
@@ -301,6 +332,20 @@ def schedule_one(
     skip = prepare(info, snapshot, cache=cache, queue=queue)
     if skip is not None:
         return skip
+    group = pod_group_of(info, scheduler, cache)
+    if group is not None:
+        return schedule_pod_group(
+            info,
+            group,
+            snapshot,
+            scheduler,
+            cache=cache,
+            queue=queue,
+            waiting=waiting,
+            rng=rng,
+            now=now,
+            explain=explain,
+        )
     decided = decide(info, snapshot, scheduler, rng=rng, nominator=queue.nominator, explain=explain)
     return conclude(info, decided, cache=cache, queue=queue, waiting=waiting, scheduler=scheduler, now=now)
 
@@ -334,6 +379,7 @@ def decide(
     explain: bool = False,
     recorder: FrameworkRecorder | None = None,
     sample_plugins: bool = False,
+    post_filter: bool = True,
 ) -> ScheduleResult | Error:
     """The algorithm's result, or an ``Error`` when it raised (a bug: the plugin runtime turns plugin
     errors into statuses, this is the last resort). Touches only its arguments: in a worker thread,
@@ -341,12 +387,21 @@ def decide(
     `explain` a single feasible node is scored too, so that its scores can be read (``simulate
     --explain``, the differential harness); the chosen node is the same. `recorder` and
     `sample_plugins`: the edge's timings (``core/instrumentation.py``), kept on the cycle state for
-    Reserve, Permit, PreBind and Bind."""
+    Reserve, Permit, PreBind and Bind. Without `post_filter` no PostFilter runs on a failure (a member of a
+    pod-group cycle: the pod group's own verdict follows)."""
     try:
         if explain:
-            return scheduler.schedule(info.pod, snapshot, rng=rng, nominator=nominator, explain=True)
+            return scheduler.schedule(
+                info.pod, snapshot, rng=rng, nominator=nominator, explain=True, post_filter=post_filter
+            )
         return scheduler.schedule(
-            info.pod, snapshot, rng=rng, nominator=nominator, recorder=recorder, sample_plugins=sample_plugins
+            info.pod,
+            snapshot,
+            rng=rng,
+            nominator=nominator,
+            recorder=recorder,
+            sample_plugins=sample_plugins,
+            post_filter=post_filter,
         )
     except Exception as exc:
         return Error(f"internal error: {exc!r}", exc)
@@ -361,7 +416,7 @@ def conclude(
     waiting: WaitingPods[Parked],
     scheduler: GenericScheduler,
     now: float,
-) -> Outcome:
+) -> Single:
     """Carry a decision into the cache and the queue: assume the pod on its node and run the
     profile's Reserve and Permit plugins, or put it back (nominated to the node preemption made room
     on, when it did)."""
@@ -386,6 +441,8 @@ def conclude(
     plugins = frozenset(decided.diagnosis.unschedulable_plugins)
     verdict = decided.post_filter
     nominated = verdict.nominated_node if verdict is not None else ""
+    if not nominated and (verdict is None or verdict.status.code is not Code.UNSCHEDULABLE_AND_UNRESOLVABLE):
+        _gang_post_filter(pod, decided, scheduler, CacheHandle(cache, waiting), queue=queue, now=now)
     queued = queue.add_unschedulable(info, now, plugins=plugins)
     if not nominated:
         cleared = _clear(queue, pod) if nominated == "" else None
@@ -399,6 +456,32 @@ def conclude(
     return Unschedulable(
         decided.message, plugins, nominated, verdict.victims, lower, post_filtered=True, result=decided
     )
+
+
+def _gang_post_filter(
+    pod: Pod,
+    decided: ScheduleResult,
+    scheduler: GenericScheduler,
+    handle: CacheHandle,
+    *,
+    queue: SchedulingQueue,
+    now: float,
+) -> None:
+    """The gang PostFilters (``gangs.GangPostFilter``, after preemption, as scheduler-plugins runs
+    Coscheduling's): a gang out of reach has its waiting members rejected at once (the executor's
+    next ``settle_waiting`` releases them), the pod's FitError gains the plugin's text, and the
+    members are held back for the PodGroup's backoff."""
+    for plugin in _gang_plugins(scheduler)[1]:
+        try:
+            rejection = plugin.reject_gang(pod, handle)
+        except Exception:  # a plugin bug must not take the scheduler down: the gang stands
+            continue
+        if rejection is None:
+            continue
+        diagnosis = decided.diagnosis
+        diagnosis.post_filter_msg = ", ".join(m for m in (diagnosis.post_filter_msg, rejection.status.message) if m)
+        if rejection.backoff_seconds > 0:
+            queue.hold(rejection.members, now + rejection.backoff_seconds)
 
 
 def _reserve_and_permit(
@@ -417,22 +500,46 @@ def _reserve_and_permit(
     the first rejection or error undoes the attempt (requeued in `queue`); WAITs are collected and
     the pod waits when no plugin rejected it."""
     profile = scheduler.profile
-    node = placed.node_name
     handle = CacheHandle(cache, waiting)
+    status = _run_reserve(profile, state, placed, handle)
+    if not status.is_success:
+        return _undo(info, placed, state, profile, status, "Reserve", cache=cache, queue=queue, now=now, handle=handle)
+    return _run_permit(info, placed, state, scheduler, decided, queue=queue, waiting=waiting, now=now, handle=handle)
+
+
+def _run_reserve(profile: Profile, state: CycleState, placed: Pod, handle: PermitHandle) -> Status:
+    """Upstream ``RunReservePluginsReserve``: SUCCESS, or the first failure (the caller undoes the attempt)."""
     point = ins.point_started(state) if profile.reservers else None
     for reserver in profile.reservers:
         began = ins.plugin_started(state)
         try:
-            status = reserver.reserve(state, placed, node, handle).with_plugin(reserver.name)
+            status = reserver.reserve(state, placed, placed.node_name, handle).with_plugin(reserver.name)
         except Exception as exc:  # a plugin bug must not take the scheduler down
             status = _raised(exc, reserver.name)
         ins.plugin_done(state, began, ins.RESERVE, reserver.name, status.code)
         if not status.is_success:
             ins.point_done(state, point, ins.RESERVE, status.code)
-            return _undo(
-                info, placed, state, profile, status, "Reserve", cache=cache, queue=queue, now=now, handle=handle
-            )
+            return status
     ins.point_done(state, point, ins.RESERVE, Code.SUCCESS)
+    return SUCCESS
+
+
+def _run_permit(
+    info: QueuedPodInfo,
+    placed: Pod,
+    state: CycleState,
+    scheduler: GenericScheduler,
+    decided: ScheduleResult,
+    *,
+    queue: SchedulingQueue,
+    waiting: WaitingPods[Parked],
+    now: float,
+    handle: CacheHandle,
+) -> Bind | Wait | Unschedulable | Error:
+    """Upstream ``RunPermitPlugins`` for the reserved pod `placed`: a rejection or error undoes the
+    attempt; WAITs are collected and the pod waits when no plugin rejected it."""
+    profile = scheduler.profile
+    node = placed.node_name
     timeouts: dict[str, float] = {}
     point = ins.point_started(state) if profile.permitters else None
     for permitter in profile.permitters:
@@ -448,7 +555,7 @@ def _reserve_and_permit(
         elif not status.is_success:
             ins.point_done(state, point, ins.PERMIT, status.code)
             return _undo(
-                info, placed, state, profile, status, "Permit", cache=cache, queue=queue, now=now, handle=handle
+                info, placed, state, profile, status, "Permit", cache=handle.cache, queue=queue, now=now, handle=handle
             )
     ins.point_done(state, point, ins.PERMIT, Code.WAIT if timeouts else Code.SUCCESS)
     plan = binding_plan(scheduler, placed)
@@ -566,6 +673,210 @@ def _skip_reason(pod: Pod, cache: SchedulerCache) -> str:
     if state is not None:
         return "already assumed"
     return ""
+
+
+# --------------------------------------------------------------------------- the pod-group cycle
+
+
+#: each scheduler's gang plugins: (its PodGroupCycle ones, its GangPostFilter ones), found once per scheduler
+_GANGS: Final[
+    weakref.WeakKeyDictionary[
+        GenericScheduler, tuple[tuple[gangs.PodGroupCycle, ...], tuple[gangs.GangPostFilter, ...]]
+    ]
+] = weakref.WeakKeyDictionary()
+
+
+def _gang_plugins(
+    scheduler: GenericScheduler,
+) -> tuple[tuple[gangs.PodGroupCycle, ...], tuple[gangs.GangPostFilter, ...]]:
+    found = _GANGS.get(scheduler)
+    if found is None:
+        plugins = scheduler.profile.plugins
+        found = _GANGS[scheduler] = (
+            tuple(p for p in plugins if isinstance(p, gangs.PodGroupCycle)),
+            tuple(p for p in plugins if isinstance(p, gangs.GangPostFilter)),
+        )
+    return found
+
+
+def pod_group_of(info: QueuedPodInfo, scheduler: GenericScheduler, cache: SchedulerCache) -> PodGroup | None:
+    """The gang the popped pod is tried with in one pod-group cycle (a ``gangs.PodGroupCycle``
+    plugin of the profile names it: GangScheduling for Workload-API gangs), or None: alone."""
+    for plugin in _gang_plugins(scheduler)[0]:
+        group = plugin.pod_group(info.pod, cache.objects)
+        if group is not None:
+            return group
+    return None
+
+
+@dataclass(slots=True)
+class _Tried:
+    """One member in a pod-group cycle: the algorithm's answer, and where it is assumed and reserved."""
+
+    info: QueuedPodInfo
+    decided: ScheduleResult | Error
+    placed: Pod | None = None
+    state: CycleState = field(default_factory=CycleState)
+    #: its outcome when it failed on its own (a Reserve plugin said no)
+    failed: Unschedulable | Error | None = None
+
+
+def schedule_pod_group(
+    info: QueuedPodInfo,
+    group: PodGroup,
+    snapshot: Snapshot,
+    scheduler: GenericScheduler,
+    *,
+    cache: SchedulerCache,
+    queue: SchedulingQueue,
+    waiting: WaitingPods[Parked],
+    rng: random.Random,
+    now: float,
+    explain: bool = False,
+) -> Group:
+    """Upstream ``podGroupCycle`` (schedule_one_podgroup.go, the default algorithm without placements):
+    the gang's pending members leave the queue with `info` and are tried in upstream's member order
+    (``queueing.pod_group_order``); each in turn is decided, assumed and
+    reserved (so the next sees its room), and PlacementFeasible (``gangs.placement_feasible``) is
+    asked after each: the cycle stops as soon as minCount is out of reach. A feasible gang's members
+    go on to Permit (quorum met: every one passes GangScheduling's); otherwise every reservation is
+    undone before the cycle ends (nothing is held at Permit) and every member is unschedulable, those
+    that fit reading the gang's message, those that did not their own. Runs on the loop: `snapshot`
+    is brought up to date before each member."""
+    key = group.key
+    handle = CacheHandle(cache, waiting)
+    others = [uid for uid in cache.objects.gang_members.get(key, ()) if uid != info.uid]
+    outcomes: dict[str, Single] = {}
+    popped = sorted([info, *queue.pop_members(others, now)], key=pod_group_order)
+    members = []
+    for member in popped:
+        reason = _skip_reason(member.pod, cache) if member is not info else ""
+        if reason:
+            queue.done(member.pod)
+            outcomes[member.uid] = Skip(reason)
+        else:
+            members.append(member)
+    scheduled = gangs.placed_members(key, cache.objects, handle.is_placed)
+    remaining = len(members)
+    verdict = gangs.placement_feasible(group.min_count, scheduled, remaining)
+    tried: list[_Tried] = []
+    for member in members if verdict.code is not Code.UNSCHEDULABLE else ():
+        cache.update_snapshot(snapshot)
+        decided = decide(
+            member, snapshot, scheduler, rng=rng, nominator=queue.nominator, explain=explain, post_filter=False
+        )
+        t = _Tried(member, decided)
+        tried.append(t)
+        if not isinstance(t.decided, Error) and t.decided.node is not None:
+            _assume_and_reserve(t, scheduler, cache=cache, queue=queue, now=now, handle=handle)
+        remaining -= 1
+        scheduled += t.placed is not None
+        verdict = gangs.placement_feasible(group.min_count, scheduled, remaining)
+        if verdict.code is Code.UNSCHEDULABLE:
+            break
+    feasible = verdict.is_success
+    if not feasible:
+        for t in reversed(tried):  # upstream revertFns: last in, first out
+            if t.placed is not None:
+                _unreserve(scheduler.profile, t.state, t.placed, t.placed.node_name, handle)
+                cache.forget(t.placed)
+    # upstream's texts: the gang's status is PlacementFeasible's (after "pod group is unschedulable" when no
+    # member was tried); the members left untried read it as it is, before the pod group's PostFilter adds its
+    # own reason, which the PodGroup's condition and the members that fit (after the error's text) read
+    reasons = [] if feasible else [*([ERR_POD_GROUP_UNSCHEDULABLE] if not tried else []), *verdict.reasons]
+    untried = ", ".join(reasons)
+    post = None if feasible else _pod_group_post_filter(info.pod, scheduler.profile, cache)
+    message = ", ".join([*reasons, *([post] if post is not None else [])])
+    plugin = _gang_plugins(scheduler)[0][0].name
+    done = {t.info.uid: t for t in tried}
+    for member in members:
+        m = done.get(member.uid)
+        if m is not None and m.failed is not None:
+            outcomes[member.uid] = m.failed
+        elif m is not None and (m.placed is None or feasible):
+            if m.placed is None:
+                outcomes[member.uid] = _member_failed(member, m.decided, queue=queue, now=now)
+            else:
+                assert isinstance(m.decided, ScheduleResult)
+                outcomes[member.uid] = _run_permit(
+                    member,
+                    m.placed,
+                    m.state,
+                    scheduler,
+                    m.decided,
+                    queue=queue,
+                    waiting=waiting,
+                    now=now,
+                    handle=handle,
+                )
+        else:  # it fit but the gang did not, or the cycle stopped before it
+            result = m.decided if m is not None and isinstance(m.decided, ScheduleResult) else None
+            queue.add_unschedulable(member, now, plugins=frozenset({plugin}))
+            outcomes[member.uid] = Unschedulable(
+                f"{ERR_POD_GROUP_UNSCHEDULABLE}, {message}" if m is not None else untried,
+                frozenset({plugin}),
+                _clear(queue, member.pod),
+                result=result,
+            )
+    return Group(key, tuple((m, outcomes[m.uid]) for m in popped), message)
+
+
+#: upstream ``errPodGroupUnschedulable``: what a gang's members read before the gang's status
+ERR_POD_GROUP_UNSCHEDULABLE: Final = "pod group is unschedulable"
+
+
+def _member_failed(
+    member: QueuedPodInfo, decided: ScheduleResult | Error, *, queue: SchedulingQueue, now: float
+) -> Unschedulable | Error:
+    """A member that fit nowhere in a pod-group cycle: its own FitError (no PostFilter ran for it) and
+    its nomination left as it is (upstream's nil NominatingInfo); an error backs off."""
+    if isinstance(decided, Error):
+        queue.add_backoff(member, now)
+        return Error(decided.message, decided.exception, _clear(queue, member.pod))
+    if decided.error is not None:
+        queue.add_backoff(member, now)
+        return Error(decided.error, None, _clear(queue, member.pod), decided)
+    plugins = frozenset(decided.diagnosis.unschedulable_plugins)
+    queue.add_unschedulable(member, now, plugins=plugins)
+    return Unschedulable(decided.message, plugins, None, result=decided)
+
+
+def _pod_group_post_filter(pod: Pod, profile: Profile, cache: SchedulerCache) -> str | None:
+    """The pod group PostFilter's reason on a gang turned down (DefaultPreemption's ``PodGroupPostFilter``:
+    "pod group preemption: ..."; "" without it, which upstream appends all the same). Pod-group
+    preemption itself is not reproduced: when some pod has a lower priority than the gang (upstream
+    would look for victims among them), its outcome is left out (None)."""
+    if not any(p.name == "DefaultPreemption" for p in profile.post_filters):
+        return ""
+    if pod.preemption_policy == PREEMPT_NEVER:
+        return "pod group preemption: not eligible due to preemptionPolicy=Never."
+    if not any(other.priority < pod.priority for other in cache.pods()):
+        return "pod group preemption: No preemption victims found for incoming preemptor"
+    return None
+
+
+def _assume_and_reserve(
+    t: _Tried,
+    scheduler: GenericScheduler,
+    *,
+    cache: SchedulerCache,
+    queue: SchedulingQueue,
+    now: float,
+    handle: CacheHandle,
+) -> None:
+    """Upstream ``assumeAndReserveWithRevert``: assume the member on its node and run the Reserve
+    plugins; a failure undoes it at once (its own outcome, requeued)."""
+    assert isinstance(t.decided, ScheduleResult) and t.decided.node is not None
+    queue.delete_nominated_pod(t.info.pod)  # upstream assume: the cache holds it now, not the nominator
+    placed = cache.assume(t.info.pod, t.decided.node)
+    t.state = t.decided.state if t.decided.state is not None else CycleState()
+    status = _run_reserve(scheduler.profile, t.state, placed, handle)
+    if status.is_success:
+        t.placed = placed
+        return
+    t.failed = _undo(
+        t.info, placed, t.state, scheduler.profile, status, "Reserve", cache=cache, queue=queue, now=now, handle=handle
+    )
 
 
 # --------------------------------------------------------------------------- the binding cycle

@@ -652,9 +652,10 @@ class EnqueueExtensions(Plugin):
 
 class PreEnqueuePlugin(Plugin):
     """Upstream ``PreEnqueuePlugin``: may a pod enter the active queue? A pod one of them refuses waits
-    in the unschedulable pool, on record as rejected by that plugin, until one of the events the plugin
-    registers (``EnqueueExtensions``) moves it; every move asks again (``core/queueing.py``). Called on
-    every add and move of every pod: it must be cheap for pods it does not concern."""
+    gated (never popped, never reported), on record as rejected by that plugin, until one of the events
+    the plugin registers (``EnqueueExtensions``, or a gang gaining a member) moves it and every PreEnqueue
+    plugin then passes it; every move asks again (``core/queueing.py``). Called on every add and move of
+    every pod: it must be cheap for pods it does not concern."""
 
     @abc.abstractmethod
     def pre_enqueue(self, pod: Pod, handle: EnqueueHandle) -> Status:

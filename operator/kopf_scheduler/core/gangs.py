@@ -8,27 +8,40 @@ The part the two gang plugins share (``plugins/gang_scheduling.py`` for upstream
   in its namespace. ``ClusterObjects.gang_members`` holds, per PodGroup key, the uids of the live
   pods naming it (pending or bound, any scheduler; terminal pods are gone), kept by
   ``update_members`` from the pod watch (``core/routing.py``) and by ``simulate``;
-- the decisions: a gang with fewer members than its minimum is not tried (``pre_filter``); a member
+- the decisions: a gang with fewer members than its minimum is not tried (``pre_filter``, also
+  GangScheduling's PreEnqueue); a Workload-API gang is decided in one pod-group cycle
+  (``PodGroupCycle``, ``placement_feasible``); a coscheduling member that fits nowhere rejects its
+  waiting siblings (``GangPostFilter``, ``post_filter_rejection``); a member
   that fits waits at Permit, assumed, until as many members hold a node (assumed or bound) as the
   minimum, then every waiting member is allowed at once (``permit``); when one member's wait is
   rejected or times out, every other waiting member is rejected with it (``unreserve``), so
   nothing is half-bound and no reservation outlives the gang's timeout;
-- the status each API shows (``pod_group_status``).
+- the status each API shows (``pod_group_status``);
+- the pod-group cycle's arithmetic (``placement_feasible``, upstream GangScheduling's
+  PlacementFeasible): ``core/cycle.py`` tries a Workload-API gang's pending members together and
+  keeps their reservations only when at least minCount members then hold a node.
 
 Pure: the cache is reached through the ``PermitHandle`` the runtime lends.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, MutableMapping
+import abc
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Final
 
-from .framework import SKIP, SUCCESS, Code, PermitHandle, PermitResult, Status
+from .framework import SKIP, SUCCESS, Code, PermitHandle, PermitResult, Plugin, Status
 from .objects import COSCHEDULING_API, LABEL_POD_GROUP, WORKLOAD_API, Pod, PodGroup
+from .snapshot import ClusterObjects
 
 __all__ = [
     "GangCounts",
+    "GangPostFilter",
+    "GangRejection",
+    "PodGroupCycle",
+    "post_filter_rejection",
+    "placement_feasible",
     "gang_key",
     "member_keys",
     "permit",
@@ -103,6 +116,79 @@ def rejection_message(group: PodGroup, placed: int) -> str:
         f"gang {group.namespace}/{group.name}: only {placed} of the {group.min_count} pods it needs fit; "
         "none is bound and every reservation is released"
     )
+
+
+class PodGroupCycle(Plugin):
+    """A plugin whose gangs are scheduled in one pod-group cycle (upstream's GenericWorkload
+    ``scheduleOnePodGroup``): ``core/cycle.py`` asks it, for a popped pod, which gang to try whole."""
+
+    @abc.abstractmethod
+    def pod_group(self, pod: Pod, objects: ClusterObjects) -> PodGroup | None:
+        """The gang `pod` is tried with, or None (no gang, no PodGroup yet, not a gang policy)."""
+
+
+#: scheduler-plugins' text for the waiting members a gang's PostFilter rejects
+OPTIMISTIC_REJECTION: Final = "optimistic rejection in PostFilter"
+
+
+@dataclass(frozen=True, slots=True)
+class GangRejection:
+    """A gang turned down when one member fit nowhere: what that member's FitError gains, and for
+    how long the gang's members are held back (its PodGroup's backoff; 0: none)."""
+
+    status: Status
+    members: frozenset[str]
+    backoff_seconds: float = 0.0
+
+
+class GangPostFilter(Plugin):
+    """A gang plugin's PostFilter that acts on the waiting pods (scheduler-plugins' Coscheduling
+    ``PostFilter``). Upstream runs it with the framework handle's waiting pods; here the algorithm
+    (which may run off the loop) has none, so ``core/cycle.py`` runs it when an attempt ends
+    unschedulable and no earlier PostFilter (preemption) nominated the pod or found it unresolvable."""
+
+    @abc.abstractmethod
+    def reject_gang(self, pod: Pod, handle: PermitHandle) -> GangRejection | None:
+        """Reject `pod`'s gang's waiting members (``handle.reject``) when the gang is out of reach;
+        None: `pod` is in no such gang, or the gang stands (enough placed, or a small gap)."""
+
+
+def post_filter_rejection(
+    plugin: str, group: PodGroup, key: str, pod: Pod, handle: PermitHandle, *, reject_fraction: float
+) -> bool:
+    """scheduler-plugins' Coscheduling ``PostFilter`` decision for `pod`'s gang, which has
+    ``group.min_count`` members to place: nothing when as many hold a node already, or when the gap
+    (the share of minMember not placed) is at most `reject_fraction`; otherwise every waiting member
+    is rejected at once ("optimistic rejection in PostFilter") and True is returned."""
+    now = counts(key, handle)
+    if now.placed >= group.min_count:
+        return False
+    if (group.min_count - now.placed) / group.min_count <= reject_fraction:
+        return False
+    for uid in now.waiting:
+        handle.reject(uid, plugin, OPTIMISTIC_REJECTION)
+    return True
+
+
+def placement_feasible(min_count: int, scheduled: int, remaining: int) -> Status:
+    """Upstream ``PlacementFeasible``: UNSCHEDULABLE once the members left cannot bring the gang to
+    `min_count`, WAIT while they still may, SUCCESS once `scheduled` (members holding a node, before
+    and in this cycle) reaches it. Its texts are the ones upstream's pods and PodGroup read."""
+    if remaining + scheduled < min_count:
+        return Status(
+            Code.UNSCHEDULABLE,
+            (f"minCount ({min_count}) cannot be satisfied: {scheduled} scheduled, {remaining} remaining",),
+        )
+    if scheduled < min_count:
+        return Status(
+            Code.WAIT, (f"minCount ({min_count}) is not yet satisfied: {scheduled} scheduled, {remaining} remaining",)
+        )
+    return SUCCESS
+
+
+def placed_members(key: str, objects: ClusterObjects, is_placed: Callable[[str], bool]) -> int:
+    """How many members of gang `key` hold a node (assumed or bound)."""
+    return sum(1 for uid in objects.gang_members.get(key, ()) if is_placed(uid))
 
 
 def pre_filter(group: PodGroup | None, members: int) -> Status | None:

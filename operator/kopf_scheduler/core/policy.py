@@ -56,7 +56,9 @@ Rules (decisions marked *):
   (``registry.GANG_PLUGINS``: GangScheduling for ``scheduling.k8s.io`` PodGroups, Coscheduling for
   ``scheduling.x-k8s.io`` ones) as PreFilter (after the filters' own), Reserve and Permit plugins;
   ``permitWaitingTimeSeconds`` (1..900) replaces both plugins' default wait (300 s and 60 s; a
-  coscheduling PodGroup's ``scheduleTimeoutSeconds`` still wins). *On by default, as upstream's
+  coscheduling PodGroup's ``scheduleTimeoutSeconds`` still wins); ``podGroupBackoffSeconds`` (0..3600,
+  default 0) and ``podGroupRejectPercentage`` (0..100, default 10) are Coscheduling's PostFilter
+  settings, as scheduler-plugins'. *On by default, as upstream's
   default profile has GangScheduling when the GenericWorkload gate is on: pods outside a gang
   skip it at no cost. Like DefaultPreemption, they are not predicate names.
 - ``percentageOfNodesToScore`` 0..100 (0 = adaptive); backoffs > 0 seconds, max >= initial.
@@ -102,6 +104,7 @@ from .framework import (
     ReservePlugin,
     ScorePlugin,
 )
+from .plugins.coscheduling import Coscheduling
 from .plugins.default_binder import DefaultBinder
 from .plugins.default_preemption import DefaultPreemption
 from .plugins.inter_pod_affinity import InterPodAffinity
@@ -141,7 +144,9 @@ SPEC_KEYS: Final = (
     "queueSort",
     "pluginConfig",
 )
-GANG_KEYS: Final = ("enabled", "permitWaitingTimeSeconds")
+GANG_KEYS: Final = ("enabled", "permitWaitingTimeSeconds", "podGroupBackoffSeconds", "podGroupRejectPercentage")
+#: Coscheduling's own settings under spec.gangScheduling: (key, bounds)
+COSCHEDULING_KEYS: Final = (("podGroupBackoffSeconds", 0, 3600), ("podGroupRejectPercentage", 0, 100))
 PREDICATE_KEYS: Final = ("name", "argument")
 PRIORITY_KEYS: Final = ("name", "weight", "argument")
 PLUGIN_KEYS: Final = ("name", "argument")
@@ -697,6 +702,8 @@ class _Settings:
     permit_waiting_time_seconds: int | None = None
     #: ``spec.pluginConfig``: canonical plugin name -> (index, args)
     plugin_config: dict[str, tuple[int, dict[str, Any]]] = field(default_factory=dict)
+    #: Coscheduling's PostFilter settings given (camelCase keys), the others its defaults
+    coscheduling: dict[str, int] = field(default_factory=dict)
 
 
 def _gang_settings(spec: Mapping[str, Any], out: _Settings, normal: dict[str, Any], errors: list[FieldError]) -> None:
@@ -722,6 +729,16 @@ def _gang_settings(spec: Mapping[str, Any], out: _Settings, normal: dict[str, An
             )
         else:
             out.permit_waiting_time_seconds = normal["gangScheduling"]["permitWaitingTimeSeconds"] = wait
+    for key, low, high in COSCHEDULING_KEYS:
+        value = raw.get(key)
+        if value is None:
+            continue
+        if not is_int(value) or not low <= value <= high:
+            errors.append(
+                FieldError(f"spec.gangScheduling.{key}", f"must be an integer from {low} to {high}, got {value!r}")
+            )
+        else:
+            out.coscheduling[key] = normal["gangScheduling"][key] = value
 
 
 def _queue_sort(
@@ -780,12 +797,12 @@ def _queue_sort(
 def _gang_plugins(settings: _Settings) -> tuple[Plugin, ...]:
     if not settings.gang_scheduling:
         return ()
-    wait = (
-        {}
-        if settings.permit_waiting_time_seconds is None
-        else {"permitWaitingTimeSeconds": settings.permit_waiting_time_seconds}
+    wait = settings.permit_waiting_time_seconds
+    raw: dict[str, int] = {} if wait is None else {"permitWaitingTimeSeconds": wait}
+    return tuple(
+        cls.new({**_configured(settings, cls), **raw, **(settings.coscheduling if cls is Coscheduling else {})} or None)
+        for cls in registry.GANG_PLUGINS
     )
-    return tuple(cls.new({**_configured(settings, cls), **wait} or None) for cls in registry.GANG_PLUGINS)
 
 
 def _configured(settings: _Settings, cls: type[Plugin]) -> dict[str, Any]:

@@ -12,11 +12,10 @@ Pending pods live in exactly one of:
   of the plugins that rejected them may let them through (below), an update of their own spec, or
   the leftover timeout (``pod_max_in_unschedulable``, 5 min by default, upstream's
   ``podMaxInUnschedulablePodsDuration``), so no pod stays longer whatever the plugins declare;
-- ``gated``: pods with scheduling gates; never popped until an update clears them.
-
-A pod a PreEnqueue plugin refuses (``framework.PreEnqueuePlugin``, asked on every add and move; upstream
-``runPreEnqueuePlugins``) goes to the unschedulable pool instead, on record as rejected by that plugin,
-so the events it registers (or an update of the pod) move it and it is asked again.
+- ``gated``: pods with scheduling gates, and pods a PreEnqueue plugin refuses
+  (``framework.PreEnqueuePlugin``, asked on every add and move; upstream ``runPreEnqueuePlugins``):
+  never popped, never reported. A refused pod is on record as rejected by that plugin, so the events
+  it registers (or an update of the pod) let it be asked again.
 
 A cluster event (``move_all_to_active_or_backoff``, a ``ClusterEvent`` with the objects before and
 after) moves a pod of the pool when it is worth it (upstream ``isPodWorthRequeuing``, with the
@@ -26,7 +25,9 @@ registered the event and its hint answers QUEUE (no hint, a hint that raises, or
 objects count as QUEUE). An event that is not a ``ClusterEvent`` (``PolicyChange``) is a wildcard:
 every pod moves. The pool is indexed by rejecting plugin, so an event visits only the pods that a
 plugin registered for it, or one that declares nothing, rejected. ``move_pods`` moves given pods (a
-gang that gained a member) without asking anyone.
+gang that gained a member) without asking anyone; ``pop_members`` takes a popped gang member's
+siblings along (the pod-group cycle, ``core/cycle.py``); ``hold`` keeps a pod group's members in
+backoff until a time (scheduler-plugins' PodGroup backoff).
 
 A popped pod is *in flight* until ``add_unschedulable``, ``add_backoff`` or ``done``. Updates and
 deletes that arrive meanwhile are remembered and applied when the attempt ends: the requeued info
@@ -126,6 +127,8 @@ class QueuedPodInfo:
     last_failure_at: float | None = None
     #: when the pod first became poppable (not gated): the start of the SLI latency
     initial_attempt_timestamp: float | None = None
+    #: the PreEnqueue plugin's status that keeps the pod gated (None: not gated by a plugin)
+    pre_enqueue: Status | None = None
 
     @property
     def uid(self) -> str:
@@ -141,6 +144,12 @@ def priority_sort_less(a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
     if a.pod.priority != b.pod.priority:
         return a.pod.priority > b.pod.priority
     return a.timestamp < b.timestamp
+
+
+def pod_group_order(info: QueuedPodInfo) -> tuple[int, int, float, str]:
+    """The order of a pod group's members in its cycle (upstream ``PodGroupMemberPodsOrderingFunc``):
+    higher priority first, then more attempts (older), then the earlier enqueue time, then the name."""
+    return (-info.pod.priority, -info.attempts, info.timestamp, info.pod.name)
 
 
 def is_pod_updated(old: Pod | None, new: Pod) -> bool:
@@ -175,17 +184,19 @@ class QueueingHints:
     ``handle`` is what the hints may read of the cluster.
     """
 
-    __slots__ = ("_by_event", "_gaters", "_handle", "declared")
+    __slots__ = ("_by_event", "_cluster", "_pre_enqueue", "declared")
 
     def __init__(self, plugins: Iterable[Plugin] = (), handle: EnqueueHandle | None = None) -> None:
         self._by_event: dict[str, dict[str, tuple[QueueingHintFn | None, ...]]] = {}
         declared: set[str] = set()
         seen = handle if handle is not None else _NoCluster()
-        self._handle: EnqueueHandle = seen
-        gaters: dict[str, PreEnqueuePlugin] = {}
+        plugins = list(plugins)
+        #: the PreEnqueue plugins, once each; only with a cluster to read (a queue given none admits every pod)
+        self._pre_enqueue: tuple[PreEnqueuePlugin, ...] = tuple(
+            {p.name: p for p in plugins if isinstance(p, PreEnqueuePlugin)}.values() if handle is not None else ()
+        )
+        self._cluster = seen
         for plugin in plugins:
-            if isinstance(plugin, PreEnqueuePlugin):
-                gaters.setdefault(plugin.name, plugin)
             if (
                 not isinstance(plugin, EnqueueExtensions)
                 or not isinstance(plugin, _REJECTING)
@@ -198,15 +209,14 @@ class QueueingHints:
                 by_plugin[plugin.name] = (*by_plugin.get(plugin.name, ()), registered.hint)
         #: the plugins that declared their events (the others: every event may help the pods they rejected)
         self.declared: frozenset[str] = frozenset(declared)
-        self._gaters = tuple(gaters.values())
 
-    def refuses(self, pod: Pod) -> Status | None:
-        """Why a PreEnqueue plugin keeps `pod` out of the active queue (its status, the plugin named),
-        or None; a plugin that raises refuses it too, as upstream gates a pod on any PreEnqueue failure."""
-        for plugin in self._gaters:
+    def pre_enqueue(self, pod: Pod) -> Status | None:
+        """Upstream ``runPreEnqueuePlugins``: the first PreEnqueue plugin that turns `pod` away (its
+        status, naming it), or None: the pod may enter the active queue. A plugin that raises turns it away."""
+        for plugin in self._pre_enqueue:
             try:
-                status = plugin.pre_enqueue(pod, self._handle)
-            except Exception as exc:
+                status = plugin.pre_enqueue(pod, self._cluster)
+            except Exception as exc:  # a plugin bug must not take the queue down
                 status = Status(Code.ERROR, (f"{type(exc).__name__}: {exc}",))
             if not status.is_success:
                 return status.with_plugin(plugin.name)
@@ -384,6 +394,8 @@ class SchedulingQueue:
         #: the unschedulable pool by rejecting plugin (what an event visits), and its pods with none
         self._by_plugin: dict[str, dict[str, None]] = {}
         self._no_rejector: dict[str, None] = {}
+        #: pods held in backoff until a time whatever their own backoff (a pod group backing off)
+        self._held: dict[str, float] = {}
         #: pods nominated to nodes (read by the algorithm; fed by watch updates and preemption)
         self.nominator = Nominator()
         # Heaps with lazy deletion: an entry is live while its seq is the pod's current seq
@@ -501,11 +513,9 @@ class SchedulingQueue:
             self.update(None, pod, now)
             return
         info = QueuedPodInfo(pod, timestamp=now, added_at=now)
-        if pod.scheduling_gates:
+        if pod.scheduling_gates or self._turned_away(info):
             self._gated[pod.uid] = info
             self.incoming[(GATED, EVENT_POD_ADD)] += 1
-        elif self._refused(info, now, EVENT_POD_ADD):
-            pass
         else:
             info.initial_attempt_timestamp = now
             self._push_active(info)
@@ -543,7 +553,7 @@ class SchedulingQueue:
         elif uid in self._gated:
             info = self._gated[uid]
             info.pod = new
-            if not new.scheduling_gates:
+            if not new.scheduling_gates and not self._turned_away(info):
                 del self._gated[uid]
                 self._to_active_or_backoff(info, now, EVENT_POD_UPDATE)
         else:
@@ -562,6 +572,7 @@ class SchedulingQueue:
         self._active.pop(uid, None)
         self._backoff.pop(uid, None)
         self._gated.pop(uid, None)
+        self._held.pop(uid, None)
         self._remove_unschedulable(uid)
         self._current.pop(uid, None)
         self._compact()
@@ -585,6 +596,39 @@ class SchedulingQueue:
             return info
         return None
 
+    def pop_members(self, uids: Iterable[str], now: float) -> list[QueuedPodInfo]:
+        """The other pending members of a pod group popped with one of them (upstream pops a pod group
+        as one entity): those in active, backoff or the unschedulable pool leave it and are in flight.
+        Gated pods and pods already in flight stay where they are. In no particular order
+        (``pod_group_order`` sorts the group)."""
+        infos = []
+        for uid in uids:
+            info = self._active.pop(uid, None) or self._backoff.pop(uid, None)
+            if info is None and uid in self._unschedulable:
+                info = self._unschedulable[uid]
+                self._remove_unschedulable(uid)
+            if info is None:
+                continue
+            self._current.pop(uid, None)  # its heap entries go stale
+            info.attempts += 1
+            self._in_flight[uid] = _Flight(info)
+            infos.append(info)
+        self._compact()
+        return infos
+
+    def hold(self, uids: Iterable[str], until: float) -> None:
+        """A pod group backs off as a whole (scheduler-plugins' PodGroup backoff): none of these pods
+        is popped before `until`. Pending ones move to backoff now; one in flight, or requeued later,
+        goes to backoff when its attempt ends, until then at least."""
+        for uid in uids:
+            self._held[uid] = max(until, self._held.get(uid, until))
+            info = self._active.pop(uid, None) or self._backoff.pop(uid, None)
+            if info is None and uid in self._unschedulable:
+                info = self._unschedulable[uid]
+                self._remove_unschedulable(uid)
+            if info is not None:
+                self._push_backoff(info)
+
     def add_unschedulable(self, info: QueuedPodInfo, now: float, *, plugins: Iterable[str] = ()) -> bool:
         """The attempt failed: `plugins` rejected the pod. It waits in the unschedulable pool, or in
         backoff when something during the attempt may have changed its fate (see the module
@@ -593,8 +637,9 @@ class SchedulingQueue:
         if target is None:
             return False
         info, flight = target
-        if flight is not None and (
-            flight.moved or any(self.hints.judge(e, old, new)(info) for e, old, new in flight.events)
+        if self._held.get(info.uid, now) > now or (
+            flight is not None
+            and (flight.moved or any(self.hints.judge(e, old, new)(info) for e, old, new in flight.events))
         ):
             self._push_backoff(info)
             self.incoming[(BACKOFF, EVENT_SCHEDULE_ATTEMPT_FAILURE)] += 1
@@ -636,14 +681,15 @@ class SchedulingQueue:
         for flight in self._in_flight.values():
             flight.record(event, old, new)
         candidates = self._candidates(event)
-        if not candidates:
+        gated = [i for i in self._gated.values() if i.pre_enqueue is not None and i.uid not in keep]
+        if not candidates and not gated:
             return 0
         worth = self.hints.judge(event, old, new)
         moving = [info for info in candidates if info.uid not in keep and worth(info)]
         for info in moving:
             self._remove_unschedulable(info.uid)
             self._to_active_or_backoff(info, now, event)
-        return len(moving)
+        return len(moving) + self._release_gated([i for i in gated if worth(i)], now, event)
 
     def move_pods(self, uids: Iterable[str], event: str, now: float) -> int:
         """An event that concerns only these pods (a new member of their gang): those in the
@@ -658,6 +704,9 @@ class SchedulingQueue:
                 self._remove_unschedulable(uid)
                 self._to_active_or_backoff(info, now, event)
                 moved += 1
+            gated = self._gated.get(uid)
+            if gated is not None and gated.pre_enqueue is not None:
+                moved += self._release_gated((gated,), now, event)
         return moved
 
     def flush_unschedulable_leftover(self, now: float) -> int:
@@ -689,6 +738,7 @@ class SchedulingQueue:
                 break
             heapq.heappop(self._backoff_heap)
             info = self._backoff.pop(uid)
+            self._held.pop(uid, None)
             self._push_active(info)
             self.incoming[(ACTIVE, EVENT_BACKOFF_COMPLETE)] += 1
             moved += 1
@@ -739,19 +789,10 @@ class SchedulingQueue:
         info.unschedulable_plugins = frozenset(plugins)
         return info, flight
 
-    def _refused(self, info: QueuedPodInfo, now: float, event: str) -> bool:
-        """A PreEnqueue plugin refuses the pod: it waits in the unschedulable pool, rejected by that plugin."""
-        refused = self.hints.refuses(info.pod)
-        if refused is None:
-            return False
-        info.timestamp = now
-        info.unschedulable_plugins = frozenset({refused.plugin})
-        self._add_unschedulable_pool(info)
-        self.incoming[(UNSCHEDULABLE, event)] += 1
-        return True
-
     def _to_active_or_backoff(self, info: QueuedPodInfo, now: float, event: str) -> None:
-        if self._refused(info, now, event):
+        if self._turned_away(info):  # upstream moveToActiveQ runs the PreEnqueue plugins again
+            self._gated[info.uid] = info
+            self.incoming[(GATED, event)] += 1
             return
         if self._backoff_expiry(info) > now:
             self._push_backoff(info)
@@ -762,9 +803,30 @@ class SchedulingQueue:
         if info.initial_attempt_timestamp is None:
             info.initial_attempt_timestamp = now
 
+    def _turned_away(self, info: QueuedPodInfo) -> bool:
+        """Whether a PreEnqueue plugin keeps the pod out (remembered on `info`, as its rejector)."""
+        status = self.hints.pre_enqueue(info.pod)
+        info.pre_enqueue = status
+        if status is not None:
+            info.unschedulable_plugins = frozenset({status.plugin})
+        return status is not None
+
+    def _release_gated(self, infos: Iterable[QueuedPodInfo], now: float, event: str) -> int:
+        """Pods a PreEnqueue plugin gated that an event may let in: those it now passes move on."""
+        moved = 0
+        for info in list(infos):
+            if info.pod.scheduling_gates or self._turned_away(info):
+                continue
+            del self._gated[info.uid]
+            self._to_active_or_backoff(info, now, event)
+            moved += 1
+        return moved
+
     def _backoff_expiry(self, info: QueuedPodInfo) -> float:
         base = info.last_failure_at if info.last_failure_at is not None else info.timestamp
-        return base + self.backoff_duration(info)
+        expiry = base + self.backoff_duration(info)
+        held = self._held.get(info.uid)
+        return expiry if held is None else max(expiry, held)
 
     def _next_seq(self, uid: str) -> int:
         seq = self._current[uid] = next(self._seq)

@@ -14,6 +14,8 @@ otherwise, a thread hop costs more than most attempts), ``conclude``:
   message changed, with ``status.nominatedNodeName`` when the core changed the nomination; when
   preemption chose victims, they are evicted before the next pop (``kube/preemption.py``);
 - ``Error``: a FailedScheduling event (and a cleared nomination); ``Skip``: nothing;
+- ``Group``: a Workload-API gang's pod-group cycle (decided inline, on the loop): each member's
+  outcome is carried out as above, and a rejected gang's PodGroup reads why (``kube/podgroups.py``);
 - ``Wait``: nothing yet: the pod is assumed and waits at Permit in ``app.waiting`` (gangs).
   ``_settle`` finishes waiting pods after every batch and when a deadline passes (the core's
   ``next_wait`` counts the earliest one): allowed ones are bound as above, rejected and timed-out
@@ -37,18 +39,22 @@ import logging
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from ..core import routing
+from ..core import gangs, routing
 from ..core.cycle import (
     Bind,
     Error,
+    Group,
     Outcome,
+    Single,
     Skip,
     Unschedulable,
     Wait,
     conclude,
     decide,
     next_wait,
+    pod_group_of,
     prepare,
+    schedule_pod_group,
     settle_waiting,
 )
 from ..core.diagnosis import truncate_message
@@ -69,7 +75,6 @@ HOUSEKEEPING_PERIOD: Final = 1.0
 IDLE_WAIT: Final = 1.0
 #: pods scheduled back to back before yielding to the event loop (watch handlers, binds)
 BATCH: Final = 32
-
 
 
 async def run(app: App, policy: str, stopped: Any) -> None:
@@ -127,10 +132,22 @@ def _housekeeping(app: App, state: PolicyState, now: float) -> None:
 
 async def _attempt(app: App, state: PolicyState, info: QueuedPodInfo) -> None:
     """One cycle: the core decides, this carries the outcome out."""
-    pod = info.pod
     started = app.now()
     outcome = await _cycle(app, state, info)
     done = app.now()
+    if not isinstance(outcome, Group):
+        await _carry_out(app, state, info, outcome, started, done)
+        return
+    for member, own in outcome.members:  # a pod-group cycle: each member's outcome as its own
+        await _carry_out(app, state, member, own, started, done)
+    if outcome.rejection:
+        podgroups.refresh(app, rejected={outcome.key: outcome.rejection})
+
+
+async def _carry_out(
+    app: App, state: PolicyState, info: QueuedPodInfo, outcome: Single, started: float, done: float
+) -> None:
+    pod = info.pod
     profile = state.scheduler_name
     app.attempts.record(info, outcome, scheduler_name=profile, now=done)
     if app.recorder is not None:
@@ -161,6 +178,8 @@ async def _attempt(app: App, state: PolicyState, info: QueuedPodInfo) -> None:
                 app.spawn(_update_status(app, pod, message if condition else None, renominate))
             if victims and nominated:
                 await preemption.preempt(app, pod, nominated, victims, clear_nominations)
+            if gangs.member_keys(pod):  # a gang's PostFilter may have rejected its waiting members: release them now
+                await _settle(app, done)
         case Error(message, exception, nominated):
             app.metrics.observe_algorithm(done - started)
             app.metrics.observe_attempt("error", profile, done - started)
@@ -183,6 +202,19 @@ async def _cycle(app: App, state: PolicyState, info: QueuedPodInfo) -> Outcome:
         return skip
     recorder = app.metrics.framework_recorder(state.scheduler_name)
     sample = app.sampling.random() * 100 < PLUGIN_METRICS_SAMPLE_PERCENT  # upstream rand.Intn(100) < 10
+    group = pod_group_of(info, scheduler, app.cache)
+    if group is not None:  # a gang's members decided together, on the loop (each sees the others' room)
+        return schedule_pod_group(
+            info,
+            group,
+            snapshot,
+            scheduler,
+            cache=app.cache,
+            queue=queue,
+            waiting=app.waiting,
+            rng=state.rng,
+            now=app.now(),
+        )
     if off_loop:
         decided = await app.run_blocking(
             decide,

@@ -14,6 +14,9 @@ operator's loop and its watches would, with its in-memory state standing for the
 - ``Unschedulable`` with victims: the nomination is written (the pod's ``nominatedNodeName``), the
   victims are deleted from the simulated cluster and their deletion routed as the watch would (an
   AssignedPodDelete move), so the nominated pod backs off and is tried again;
+- ``Group`` (a Workload-API gang's pod-group cycle): each member's outcome is carried out as its own.
+  A gang's pending members enter the queue together, with its first member in the file (a pod
+  group is one entity in upstream's queue), so its cycle tries them all;
 - ``Wait`` (gangs): the member holds its node until its gang has its minimum placed, then every
   member is bound. Every pod of the pods file counts as a member from the start (they are all
   pending at once). Members still waiting when the file ends are released (their timeout: nothing in
@@ -55,8 +58,9 @@ from ..core.cycle import (
     Bind,
     BindingPlan,
     Error,
-    Outcome,
+    Group,
     Parked,
+    Single,
     Skip,
     Unschedulable,
     Wait,
@@ -79,7 +83,7 @@ from ..core.extenders import (
 )
 from ..core.framework import SUCCESS, CycleState, Status
 from ..core.nodeinfo import NodeInfo
-from ..core.objects import Node, Pod
+from ..core.objects import WORKLOAD_API, Node, Pod
 from ..core.profile import Profile
 from ..core.queueing import BACKOFF, QueuedPodInfo, SchedulingQueue
 from ..core.snapshot import Snapshot
@@ -227,6 +231,8 @@ class Simulation:
             now=self.clock,
             explain=self.explain,
         )
+        if isinstance(outcome, Group):  # its own queue holds no sibling: the pod is the only member tried
+            outcome = outcome.members[0][1]
         match outcome:
             case Bind(placed, node, state, _, result):
                 devices = devices_of(placed, self.cache.objects.dra)  # Reserve's allocations, before Unreserve
@@ -305,12 +311,18 @@ class Simulation:
         for pod in readable:  # all pending at once: every one counts in its gang from the start
             gangs.update_members(self.cache.objects.gang_members, pod, present=True)
         placements: list[Placement | str] = []
+        together = self._pod_groups(readable)
+        submitted: dict[str, str] = {}
         for entry in pods:
             if isinstance(entry, UnreadablePod):
                 placements.append(Placement(entry.key, None, entry.message, unreadable=True))
             elif entry.node_name:
                 placements.append(self.schedule_one(entry))
+            elif entry.uid in submitted:  # went in with the first member of its gang
+                placements.append(submitted[entry.uid])
             else:
+                for sibling in together.get(entry.uid, ()):
+                    submitted[sibling.uid] = self._submit(sibling).uid
                 placements.append(self._submit(entry).uid)
                 self._drain(self.scheduler)
         self._time_out_waits()  # the file is over: whoever still waits times out
@@ -359,6 +371,23 @@ class Simulation:
         """The placement so far of the pod submitted with `uid`."""
         return self._placement(uid)
 
+    def _pod_groups(self, pods: Sequence[Pod]) -> dict[str, list[Pod]]:
+        """For the first pending member of each gang the profile schedules in pod-group cycles, the
+        gang's later pending members: they enter the queue with it, as one pod group."""
+        if not any(isinstance(p, gangs.PodGroupCycle) for p in self.profile.permitters):
+            return {}
+        first: dict[str, Pod] = {}
+        out: dict[str, list[Pod]] = {}
+        for pod in pods:
+            key = gangs.gang_key(pod, WORKLOAD_API)
+            if not key or pod.node_name:
+                continue
+            if key in first:
+                out.setdefault(first[key].uid, []).append(pod)
+            else:
+                first[key] = pod
+        return out
+
     # ------------------------------------------------------------------ the executor
 
     def _submit(self, pod: Pod) -> Pod:
@@ -404,6 +433,13 @@ class Simulation:
             now=self.clock,
             explain=self.explain and scheduler is self.scheduler,
         )
+        if isinstance(outcome, Group):  # a pod-group cycle: each member's outcome, as if popped alone
+            for member, own in outcome.members:
+                self._carry_out_one(member, own)
+            return
+        self._carry_out_one(info, outcome)
+
+    def _carry_out_one(self, info: QueuedPodInfo, outcome: Single) -> None:
         record = self._records[info.uid]
         _remember(record, outcome)
         match outcome:
@@ -522,7 +558,7 @@ class Simulation:
         if r.result is None and r.node is None and not message and r.pod.scheduling_gates:
             message = GATED_MESSAGE  # never popped: the queue holds it until its gates are removed
         elif r.result is None and r.node is None and not message:
-            refused = self.queue.hints.refuses(r.pod)  # never popped: a PreEnqueue plugin holds it
+            refused = self.queue.hints.pre_enqueue(r.pod)  # never popped: a PreEnqueue plugin holds it
             if refused is not None:
                 message = f"waiting for PreEnqueue plugin {refused.plugin}: {refused.message}"
         explanation = self._explanation(r.pod, r.result, r.preempted)
@@ -541,7 +577,7 @@ class Simulation:
         return e
 
 
-def _remember(record: _Record, outcome: Outcome) -> None:
+def _remember(record: _Record, outcome: Single) -> None:
     """What an attempt's outcome says of the pod's placement (a bind's is known once it is bound)."""
     match outcome:
         case Bind(result=result) | Wait(result=result):

@@ -10,11 +10,19 @@ its label ``scheduling.x-k8s.io/pod-group``; ``spec.minMember`` is the gang's si
   (UnschedulableAndUnresolvable here: no preemption brings a missing member; theirs is
   Unschedulable); a pod whose PodGroup does not exist passes, as there, and Permit rejects it;
 - Permit: wait until minMember members hold a node (assumed or bound), then allow every waiting one;
-- Unreserve: a member's rejected or timed-out wait rejects every waiting member.
+- Unreserve: a member's rejected or timed-out wait rejects every waiting member;
+- PostFilter (``gangs.GangPostFilter``, run by ``core/cycle.py`` after preemption found nothing, as
+  scheduler-plugins' multiPoint puts it after DefaultPreemption): a member that fits nowhere rejects
+  its gang at once unless minMember members hold a node already or the gap is at most
+  ``podGroupRejectPercentage`` (10 by default) of minMember: every waiting member is rejected at
+  Permit ("optimistic rejection in PostFilter", releasing its reservation), the member's FitError
+  ends "PodGroup NS/NAME gets rejected due to Pod P is unschedulable even after PostFilter", and
+  with ``podGroupBackoffSeconds`` (0, off, by default) the PodGroup backs off when it has minMember
+  pods: none of its members is tried before that (scheduler-plugins rejects them at PreFilter with
+  "podGroup NS/NAME failed recently"; here they wait in the queue's backoff).
 
-Not reproduced: ``minResources`` (a pre-check of the cluster's free capacity), the QueueSort that
-orders members by their PodGroup's creation time, the PostFilter that rejects the waiting members
-as soon as one member fits nowhere (here they wait for the timeout), and PodGroup backoff.
+Not reproduced: ``minResources`` (a pre-check of the cluster's free capacity) and the QueueSort that
+orders members by their PodGroup's creation time.
 
 Requeueing (``EventsToRegister``): a member joining is routed to the gang's members directly
 (``GangMemberAdd``, upstream's Pod/Add hint); its PodGroup added or changed; and, once the gang has its
@@ -51,6 +59,9 @@ if TYPE_CHECKING:
 
 #: scheduler-plugins' ``PermitWaitingTimeSeconds`` default
 DEFAULT_PERMIT_WAITING_TIME_SECONDS: Final = 60
+#: scheduler-plugins' ``PodGroupBackoffSeconds`` and ``PodGroupRejectPercentage`` defaults
+DEFAULT_POD_GROUP_BACKOFF_SECONDS: Final = 0
+DEFAULT_POD_GROUP_REJECT_PERCENTAGE: Final = 10
 ERR_POD_GROUP_NOT_FOUND: Final = "PodGroup not found"
 WAITING_FOR_MEMBERS: Final = "waiting for minMember pods of the PodGroup to be scheduled"
 
@@ -62,27 +73,59 @@ def err_not_enough_siblings(pod: Pod, members: int, min_member: int) -> str:
     )
 
 
+def err_gang_rejected(group: PodGroup, pod: Pod) -> str:
+    """scheduler-plugins' PostFilter status when it turns a gang down."""
+    name = f"{group.namespace}/{group.name}"
+    return f"PodGroup {name} gets rejected due to Pod {pod.name} is unschedulable even after PostFilter"
+
+
 @dataclass(frozen=True, slots=True)
 class CoschedulingArgs:
     #: how long members wait at Permit when their PodGroup sets no scheduleTimeoutSeconds (1..900)
     permit_waiting_time_seconds: int = DEFAULT_PERMIT_WAITING_TIME_SECONDS
+    #: how long a PodGroup turned down by PostFilter is held back (scheduler-plugins' default 0: not at all)
+    pod_group_backoff_seconds: int = DEFAULT_POD_GROUP_BACKOFF_SECONDS
+    #: PostFilter leaves the gang alone when at most this share (percent) of minMember is missing
+    pod_group_reject_percentage: int = DEFAULT_POD_GROUP_REJECT_PERCENTAGE
 
     def __post_init__(self) -> None:
         if not 1 <= self.permit_waiting_time_seconds <= 900:
             raise PluginArgsError(
                 "permitWaitingTimeSeconds", "must be 1..900 (upstream caps Permit waits at 15 minutes)"
             )
+        if not 0 <= self.pod_group_backoff_seconds <= 3600:
+            raise PluginArgsError("podGroupBackoffSeconds", "must be 0..3600 (0: no backoff)")
+        if not 0 <= self.pod_group_reject_percentage <= 100:
+            raise PluginArgsError("podGroupRejectPercentage", "must be 0..100")
 
 
-class Coscheduling(PreFilterPlugin, ReservePlugin, PermitPlugin, EnqueueExtensions):
+class Coscheduling(PreFilterPlugin, ReservePlugin, PermitPlugin, EnqueueExtensions, gangs.GangPostFilter):
     NAME = "Coscheduling"
     Args = CoschedulingArgs
 
+    def reject_gang(self, pod: Pod, handle: PermitHandle) -> gangs.GangRejection | None:
+        key = gangs.gang_key(pod, COSCHEDULING_API)
+        group = handle.objects.pod_groups.get(key) if key else None
+        if group is None:
+            return None  # scheduler-plugins answers "can not find pod group"; Permit says so for members here
+        fraction = self.args.pod_group_reject_percentage / 100.0
+        if not gangs.post_filter_rejection(self.name, group, key, pod, handle, reject_fraction=fraction):
+            return None
+        members = handle.objects.gang_members.get(key, frozenset())
+        backoff = self.args.pod_group_backoff_seconds if len(members) >= group.min_count else 0
+        status = framework.Status(framework.Code.UNSCHEDULABLE, (err_gang_rejected(group, pod),), self.name)
+        return gangs.GangRejection(status, members, float(backoff))
+
     def events_to_register(self, handle: EnqueueHandle) -> Sequence[ClusterEventWithHint]:
         def own_group(pod: Pod, old: object, new: object) -> QueueingHint:
+            """Its PodGroup added or its spec changed (scheduler-plugins asks no hint: any update; a
+            status write, ours each time the gang's phase moves, would requeue the gang it just turned down)."""
             key = gangs.gang_key(pod, COSCHEDULING_API)
-            hit = any(isinstance(g, PodGroup) and g.key == key for g in (old, new))
-            return QueueingHint.QUEUE if key and hit else QueueingHint.QUEUE_SKIP
+            if not key or not any(isinstance(g, PodGroup) and g.key == key for g in (old, new)):
+                return QueueingHint.QUEUE_SKIP
+            if isinstance(old, PodGroup) and isinstance(new, PodGroup) and _same_spec(old, new):
+                return QueueingHint.QUEUE_SKIP
+            return QueueingHint.QUEUE
 
         def room(pod: Pod, old: object, new: object) -> QueueingHint:
             key = gangs.gang_key(pod, COSCHEDULING_API)
@@ -134,6 +177,10 @@ class Coscheduling(PreFilterPlugin, ReservePlugin, PermitPlugin, EnqueueExtensio
             return PermitResult(framework.unresolvable(ERR_POD_GROUP_NOT_FOUND))
         timeout = group.schedule_timeout_seconds or self.args.permit_waiting_time_seconds
         return gangs.permit(self.name, group, key, handle, timeout=float(timeout), waiting_reason=WAITING_FOR_MEMBERS)
+
+
+def _same_spec(old: PodGroup, new: PodGroup) -> bool:
+    return (old.min_count, old.schedule_timeout_seconds) == (new.min_count, new.schedule_timeout_seconds)
 
 
 def _same_to_filters(old: Node, new: Node) -> bool:

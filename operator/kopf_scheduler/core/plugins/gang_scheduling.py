@@ -5,20 +5,26 @@ upstream's default profile with the GenericWorkload feature gate). A pod joins a
 ``spec.schedulingGroup.podGroupName``; the PodGroup's ``spec.schedulingPolicy.gang.minCount`` is
 the gang's size (a ``basic`` policy is no gang). The shared decisions are in ``core/gangs.py``:
 
-- PreFilter (upstream PreEnqueue, which keeps such pods out of the queue; here they are tried and
-  rejected as UnschedulableAndUnresolvable, with upstream's texts): the PodGroup must exist and the
-  gang must have at least minCount live pods; otherwise it passes (SKIP: it has no Filter);
+- PreEnqueue, as upstream: the PodGroup must exist and the gang must have at least minCount live
+  pods, or the pod stays gated in the queue (never tried, never reported) until a member joins or
+  its PodGroup appears (only in a queue that can read the cluster: the operator's and simulate's);
+  PreFilter repeats the check (with upstream's texts, as UnschedulableAndUnresolvable) for a pod
+  that got in before its gang shrank; otherwise it passes (SKIP: it has no Filter);
 - Permit: wait (``permitWaitingTimeSeconds``, upstream's fixed 5 minutes by default) until minCount
   members hold a node, then allow every waiting member;
 - Unreserve (ours; upstream's pod-group cycle reverts the whole gang): a member's rejected or
   timed-out wait rejects every waiting member, with how many of the gang fit.
 
-Upstream v1.37 also schedules a complete gang in one pod-group cycle (``schedule_one_podgroup.go``:
-placements, PlacementFeasible, pod-group preemption, CompositePodGroups); we schedule members one
-by one and hold them at Permit, the design its Permit step still follows.
+Pod-group cycle (``gangs.PodGroupCycle``; upstream ``schedule_one_podgroup.go`` with GenericWorkload):
+when a member is popped, ``core/cycle.py`` pulls the gang's other pending members out of the queue
+and tries them one after another, each assumed and reserved for the next, checking upstream's
+PlacementFeasible (``gangs.placement_feasible``) after each. A gang that cannot reach minCount is
+reverted at once (no reservation survives the cycle) and its members read "minCount (4) cannot be
+satisfied: 3 scheduled, 0 remaining"; a feasible one passes Permit together (quorum met). Not
+reproduced: placements (PlacementGenerate/Score), pod-group preemption, CompositePodGroups.
 
 Requeueing (``EventsToRegister``): a member joining is routed to the gang's members directly
-(``GangMemberAdd``, upstream's Pod/Add hint); its PodGroup added or changed; and, once the gang has its
+(``GangMemberAdd``, upstream's Pod/Add hint); its PodGroup added, or its minCount lowered; and, once the gang has its
 PodGroup and enough members (so it was turned down at Permit: too few fit), room that may let more
 fit: a node added or changed, a bound pod deleted or shrunk.
 """
@@ -40,6 +46,7 @@ from ..framework import (
     PermitHandle,
     PermitPlugin,
     PermitResult,
+    PreEnqueuePlugin,
     PreFilterPlugin,
     QueueingHint,
     ReservePlugin,
@@ -48,7 +55,7 @@ from ..framework import (
 from ..objects import WORKLOAD_API, Node, Pod, PodGroup
 
 if TYPE_CHECKING:
-    from ..snapshot import Snapshot
+    from ..snapshot import ClusterObjects, Snapshot
 
 #: upstream ``permitTimeoutDuration``
 DEFAULT_PERMIT_WAITING_TIME_SECONDS: Final = 300
@@ -72,15 +79,32 @@ class GangSchedulingArgs:
             )
 
 
-class GangScheduling(PreFilterPlugin, ReservePlugin, PermitPlugin, EnqueueExtensions):
+class GangScheduling(
+    PreEnqueuePlugin, PreFilterPlugin, ReservePlugin, PermitPlugin, EnqueueExtensions, gangs.PodGroupCycle
+):
     NAME = "GangScheduling"
     Args = GangSchedulingArgs
 
+    def pod_group(self, pod: Pod, objects: ClusterObjects) -> PodGroup | None:
+        """A member of a gang with its PodGroup and minCount members: the cycle tries its pending
+        members together (a gang short of them is turned down at PreFilter, upstream's PreEnqueue)."""
+        key = gangs.gang_key(pod, WORKLOAD_API)
+        group = objects.pod_groups.get(key) if key else None
+        if group is None or not group.gang or gangs.pre_filter(group, len(objects.gang_members.get(key, ()))) is None:
+            return None
+        return group
+
     def events_to_register(self, handle: EnqueueHandle) -> Sequence[ClusterEventWithHint]:
         def own_group(pod: Pod, old: object, new: object) -> QueueingHint:
+            """Upstream isSchedulableAfterPodGroupAdded/Updated: its PodGroup appeared, or its gang's
+            minCount went down (a status write, its condition, requeues nobody)."""
             key = gangs.gang_key(pod, WORKLOAD_API)
-            hit = any(isinstance(g, PodGroup) and g.key == key for g in (old, new))
-            return QueueingHint.QUEUE if key and hit else QueueingHint.QUEUE_SKIP
+            if not key or not isinstance(new, PodGroup) or new.key != key:
+                return QueueingHint.QUEUE_SKIP
+            if not isinstance(old, PodGroup):
+                return QueueingHint.QUEUE
+            lower = old.gang and new.gang and new.min_count < old.min_count
+            return QueueingHint.QUEUE if lower else QueueingHint.QUEUE_SKIP
 
         def room(pod: Pod, old: object, new: object) -> QueueingHint:
             key = gangs.gang_key(pod, WORKLOAD_API)
@@ -103,14 +127,23 @@ class GangScheduling(PreFilterPlugin, ReservePlugin, PermitPlugin, EnqueueExtens
             ),
         )
 
+    def pre_enqueue(self, pod: Pod, handle: EnqueueHandle) -> Status:
+        status = self._ready(pod, handle.objects)
+        return framework.SUCCESS if status.is_skip else status
+
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: "Snapshot") -> Status:
+        return self._ready(pod, snapshot.objects)
+
+    def _ready(self, pod: Pod, objects: "ClusterObjects") -> Status:
+        """Upstream ``preEnqueueHierarchiesDisabled``: the PodGroup exists and the gang has minCount
+        live pods (SKIP), or why not (UnschedulableAndUnresolvable, upstream's texts)."""
         key = gangs.gang_key(pod, WORKLOAD_API)
         if not key:
             return framework.SKIP
-        group = snapshot.objects.pod_groups.get(key)
+        group = objects.pod_groups.get(key)
         if group is None:
             return framework.unresolvable(err_no_pod_group(pod.scheduling_group))
-        passed = gangs.pre_filter(group, len(snapshot.objects.gang_members.get(key, ())))
+        passed = gangs.pre_filter(group, len(objects.gang_members.get(key, ())))
         return passed if passed is not None else framework.unresolvable(ERR_WAITING_FOR_MEMBERS)
 
     def reserve(self, state: CycleState, pod: Pod, node_name: str, handle: PermitHandle) -> Status:
