@@ -167,7 +167,7 @@ def test_chart_app_version_is_the_package_version_and_deploys_image_tag() -> Non
 def test_tools_helm_pins_helm_v4() -> None:
     go_mod = (ROOT / "tools" / "helm" / "go.mod").read_text()
     assert re.search(r"^require helm\.sh/helm/v4 v4\.\d+\.\d+$", go_mod, re.M), go_mod
-    assert "_ \"helm.sh/helm/v4/cmd/helm\"" in (ROOT / "tools" / "helm" / "tools.go").read_text()
+    assert '_ "helm.sh/helm/v4/cmd/helm"' in (ROOT / "tools" / "helm" / "tools.go").read_text()
 
 
 # --- tools/helm/build.sh: stamp and lock -----------------------------------------------------

@@ -285,6 +285,9 @@ class Volume:
     monitors: frozenset[str] = frozenset()
     #: CSI driver name for ephemeral CSI volumes
     driver: str = ""
+    #: Azure Disk only: ``diskURI`` and ``kind`` (API default ``Shared``), what CSI migration translates
+    disk_uri: str = ""
+    disk_kind: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -480,6 +483,9 @@ class PersistentVolume:
     claim_ref: str = ""  # "ns/name" when bound or pre-bound
     node_affinity: tuple[NodeSelectorTerm, ...] | None = None
     phase: str = "Available"
+    #: Azure Disk only: ``diskURI`` and ``kind`` (API default ``Shared``), what CSI migration translates
+    disk_uri: str = ""
+    disk_kind: str = ""
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -374,7 +374,15 @@ _VOLUME_IDENT: Final = {
     "iscsi": "iqn",
     "persistentVolumeClaim": "claimName",
     "cinder": "volumeID",
+    "portworxVolume": "volumeID",
 }
+#: the API server's default ``azureDisk.kind`` (``AzureSharedBlobDisk``)
+AZURE_DISK_DEFAULT_KIND: Final = "Shared"
+
+
+def _azure_disk(value: Mapping[str, Any]) -> tuple[str, str]:
+    """An Azure Disk source's ``diskURI`` and ``kind`` (defaulted as the API server does)."""
+    return str(value.get("diskURI") or ""), str(value.get("kind") or AZURE_DISK_DEFAULT_KIND)
 
 
 def _volume(raw: Any, where: str) -> Volume:
@@ -403,6 +411,9 @@ def _volume(raw: Any, where: str) -> Volume:
             # an OCI image mounted as a volume (ImageLocality counts it like a container image)
             return Volume(name, kind, str(value.get("reference") or ""), read_only)
         key = _VOLUME_IDENT.get(kind)
+        if kind == "azureDisk":
+            uri, disk_kind = _azure_disk(value)
+            return Volume(name, kind, str(value.get(key) or ""), read_only, disk_uri=uri, disk_kind=disk_kind)
         return Volume(name, kind, str(value.get(key) or "") if key else "", read_only)
     return Volume(name, "emptyDir")
 
@@ -679,10 +690,12 @@ def parse_persistent_volume(body: Mapping[str, Any]) -> PersistentVolume:
     spec = _map(body, "spec", "pv")
     name = str(meta.get("name") or "")
     where = f"persistentvolume {name}: spec"
-    kind = ident = driver = ""
+    kind = ident = driver = disk_uri = disk_kind = ""
     for k, value in spec.items():
         if k in _VOLUME_IDENT and isinstance(value, Mapping):
             kind, ident = k, str(value.get(_VOLUME_IDENT[k]) or "")
+            if k == "azureDisk":
+                disk_uri, disk_kind = _azure_disk(value)
         elif k == "csi" and isinstance(value, Mapping):
             kind, ident, driver = "csi", str(value.get("volumeHandle") or ""), str(value.get("driver") or "")
         elif k in ("hostPath", "local", "nfs") and not kind:
@@ -713,6 +726,8 @@ def parse_persistent_volume(body: Mapping[str, Any]) -> PersistentVolume:
         claim_ref=f"{claim.get('namespace', '')}/{claim.get('name', '')}" if claim.get("name") else "",
         node_affinity=affinity,
         phase=str(_map(body, "status", "pv").get("phase") or "Available"),
+        disk_uri=disk_uri,
+        disk_kind=disk_kind,
     )
 
 
