@@ -91,8 +91,9 @@ def test_nothing_given_means_todays_default_profile() -> None:
         "InterPodAffinity",
     ]  # fmt: skip
     assert p.score_names == [
-        ("TaintToleration", 3), ("NodeAffinity", 2), ("NodeResourcesFit", 1), ("PodTopologySpread", 2),
-        ("InterPodAffinity", 2), ("NodeResourcesBalancedAllocation", 1), ("ImageLocality", 1),
+        ("TaintToleration", 3), ("NodeAffinity", 2), ("NodeResourcesFit", 1), ("VolumeBinding", 1),
+        ("PodTopologySpread", 2), ("InterPodAffinity", 2), ("NodeResourcesBalancedAllocation", 1),
+        ("ImageLocality", 1),
     ]  # fmt: skip
     scorers = dict((s.name, s) for s, _ in p.scorers)
     filters = {f.name: f for f in p.filters}

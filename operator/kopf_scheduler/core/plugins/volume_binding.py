@@ -27,15 +27,24 @@ Filter, per node, collecting upstream's reasons in upstream's order (Unschedulab
   (none = anywhere) match the node. Otherwise "node(s) didn't find available persistent volumes
   to bind".
 
+Score (upstream ``volume_binding.go`` ``Score`` and ``scorer.go``, StorageCapacityScoring beta and on in
+v1.37): for a node where some delayed claims match existing PVs (static bindings), group them by the PV's
+storage class, sum the claims' requests and the PVs' capacities, score each class by ``shape`` at
+utilization ``requested * 100 / capacity`` (100 when over capacity or the capacity is 0), and average the
+classes (rounded half up). A node with no static binding would be scored by its dynamic provisions'
+CSIStorageCapacity, which we do not read, so it scores 0 (as upstream without a capacity-tracking CSIDriver).
+PreScore SKIPs a pod without delayed claims (upstream scores such a pod 0 on every node).
+
 Static checks only: nothing is assumed or bound (no Reserve/PreBind; another pod of the same
 cycle may be offered the same PV), no CSIStorageCapacity check ("node(s) did not have enough
-free storage" never occurs) and no volume-capacity Score (behind an alpha gate upstream).
-``filter_nodes`` loops over the nodes.
+free storage" never occurs: CSIDriver and CSIStorageCapacity objects are not read). ``filter_nodes``
+loops over the nodes.
 
 Arguments (upstream ``VolumeBindingArgs``): ``bindTimeoutSeconds`` (default 600, not negative) is
 accepted so upstream configurations carry over; nothing here waits for a binding, so it bounds
-nothing. ``shape`` scores volume capacity behind upstream's StorageCapacityScoring gate, which we
-do not implement, so it is rejected (upstream rejects it too while the gate is off).
+nothing. ``shape``: the capacity score's broken-linear function, points (utilization 0..100 increasing,
+score 0..10); absent or empty it is upstream's default with the gate on, ``[{0, 10}, {100, 0}]`` (prefer
+PVs the claims fill least).
 
 Limits of the objects: "bound" means ``volumeName`` set and phase Bound (upstream: the
 ``pv.kubernetes.io/bind-completed`` annotation); the selected-node annotation, claim deletion,
@@ -58,20 +67,23 @@ import numpy.typing as npt
 from .. import framework
 from ..arguments import PluginArgsError
 from ..framework import (
+    MAX_NODE_SCORE,
     ClusterEvent,
     ClusterEventWithHint,
     CycleState,
     EnqueueExtensions,
     EnqueueHandle,
     PreFilterPlugin,
+    PreScorePlugin,
     QueueingHint,
+    ScorePlugin,
     StateKey,
     Status,
     VectorFilter,
 )
 from ..nodeinfo import NodeInfo
 from ..objects import Node, NodeSelectorTerm, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass
-from ..scoring import UtilizationShapePoint
+from ..scoring import MAX_CUSTOM_PRIORITY_SCORE, MAX_UTILIZATION, Shape, UtilizationShapePoint, broken_linear
 
 if TYPE_CHECKING:
     from ..snapshot import ClusterObjects, NodeTable, Snapshot
@@ -247,6 +259,23 @@ def pod_volume_claims(pod: Pod, objects: ClusterObjects) -> PodVolumeClaims | St
     return PodVolumeClaims(tuple(bound), tuple(delayed), pvs_by_class, objects)
 
 
+def match_delayed(
+    claims: PodVolumeClaims, labels: Mapping[str, str]
+) -> tuple[list[tuple[PersistentVolumeClaim, PersistentVolume]], list[PersistentVolumeClaim]]:
+    """Upstream ``findMatchingVolumes``: the static bindings (claim, PV) for a node and the claims left over."""
+    chosen: set[str] = set()
+    bindings: list[tuple[PersistentVolumeClaim, PersistentVolume]] = []
+    leftover: list[PersistentVolumeClaim] = []
+    for pvc in claims.delayed:
+        pv = find_matching_volume(pvc, claims.pvs_by_class.get(claim_class(pvc), ()), labels, chosen)
+        if pv is None:
+            leftover.append(pvc)
+        else:
+            chosen.add(pv.name)
+            bindings.append((pvc, pv))
+    return bindings, leftover
+
+
 def find_pod_volumes(claims: PodVolumeClaims, labels: Mapping[str, str]) -> Status:
     """Upstream ``FindPodVolumes`` without storage capacity: the verdict for a node with ``labels``."""
     objects = claims.objects
@@ -260,30 +289,18 @@ def find_pod_volumes(claims: PodVolumeClaims, labels: Mapping[str, str]) -> Stat
             bound_ok = False
             break
     if claims.delayed:
-        chosen: set[str] = set()
-        leftover: list[PersistentVolumeClaim] = []
-        for pvc in claims.delayed:
-            pv = find_matching_volume(pvc, claims.pvs_by_class.get(claim_class(pvc), ()), labels, chosen)
-            if pv is None:
-                leftover.append(pvc)
-            else:
-                chosen.add(pv.name)
+        _, leftover = match_delayed(claims, labels)
         # Claims without a PV pass if they can all be provisioned (this overrides the match result).
-        if leftover:
-            for pvc in leftover:
-                name = claim_class(pvc)
-                if not name:
-                    return framework.error(f'no class for claim "{pvc.key}"')
-                sc = objects.storage_classes.get(name)
-                if sc is None:
-                    return framework.error(f'failed to find storage class "{name}"')
-                if (
-                    not sc.provisioner
-                    or sc.provisioner == NOT_SUPPORTED_PROVISIONER
-                    or not topology_matches(sc, labels)
-                ):
-                    unbound_ok = False
-                    break
+        for pvc in leftover:
+            name = claim_class(pvc)
+            if not name:
+                return framework.error(f'no class for claim "{pvc.key}"')
+            sc = objects.storage_classes.get(name)
+            if sc is None:
+                return framework.error(f'failed to find storage class "{name}"')
+            if not sc.provisioner or sc.provisioner == NOT_SUPPORTED_PROVISIONER or not topology_matches(sc, labels):
+                unbound_ok = False
+                break
     reasons = []
     if not bound_ok:
         reasons.append(ERR_REASON_NODE_CONFLICT)
@@ -292,6 +309,30 @@ def find_pod_volumes(claims: PodVolumeClaims, labels: Mapping[str, str]) -> Stat
     if not pvs_found:
         reasons.append(ERR_REASON_PV_NOT_EXIST)
     return framework.unresolvable(*reasons) if reasons else framework.SUCCESS
+
+
+# --------------------------------------------------------------------------- capacity score
+
+
+def class_score(shape: Shape, requested: int, capacity: int) -> int:
+    """Upstream ``buildScorerFunction``'s per-class score: the shape at ``requested * 100 / capacity``."""
+    if capacity == 0 or requested > capacity:
+        return broken_linear(shape, MAX_UTILIZATION)
+    return broken_linear(shape, requested * MAX_UTILIZATION // capacity)
+
+
+def capacity_score(shape: Shape, bindings: Iterable[tuple[PersistentVolumeClaim, PersistentVolume]]) -> int:
+    """Upstream ``VolumeBinding.Score`` over a node's static bindings: per PV storage class, the claims'
+    requests summed against the PVs' capacities summed; the classes' scores averaged (``math.Round``)."""
+    by_class: dict[str, list[int]] = {}
+    for pvc, pv in bindings:
+        resource = by_class.setdefault(pv.storage_class, [0, 0])
+        resource[0] += pvc.request
+        resource[1] += pv.capacity
+    if not by_class:
+        return 0
+    total = sum(class_score(shape, requested, capacity) for requested, capacity in by_class.values())
+    return (2 * total + len(by_class)) // (2 * len(by_class))
 
 
 def fits(pod: Pod, node_info: NodeInfo, objects: ClusterObjects) -> Status:
@@ -307,9 +348,16 @@ def fits(pod: Pod, node_info: NodeInfo, objects: ClusterObjects) -> Status:
 # --------------------------------------------------------------------------- plugin
 
 
+#: upstream ``SetDefaults_VolumeBindingArgs`` with StorageCapacityScoring on: the emptier the PVs, the better
+DEFAULT_SHAPE: Final = (
+    UtilizationShapePoint(utilization=0, score=MAX_CUSTOM_PRIORITY_SCORE),
+    UtilizationShapePoint(utilization=MAX_UTILIZATION, score=0),
+)
+
+
 @dataclass(frozen=True, slots=True)
 class VolumeBindingArgs:
-    """Upstream ``VolumeBindingArgs``; see the module docstring."""
+    """Upstream ``VolumeBindingArgs``; see the module docstring. An absent or empty ``shape`` is the default."""
 
     bind_timeout_seconds: int = DEFAULT_BIND_TIMEOUT_SECONDS
     shape: tuple[UtilizationShapePoint, ...] | None = None
@@ -317,14 +365,24 @@ class VolumeBindingArgs:
     def __post_init__(self) -> None:
         if self.bind_timeout_seconds < 0:
             raise PluginArgsError("bindTimeoutSeconds", "invalid BindTimeoutSeconds, should not be a negative value")
-        if self.shape is not None:
-            raise PluginArgsError(
-                "shape",
-                "not supported: kopf-scheduler does not score volume capacity (upstream's StorageCapacityScoring)",
-            )
+        shape = self.shape or DEFAULT_SHAPE
+        for i in range(1, len(shape)):
+            if shape[i - 1].utilization >= shape[i].utilization:
+                raise PluginArgsError(f"shape[{i}].utilization", "values must be sorted in increasing order")
+        for i, point in enumerate(shape):
+            if not 0 <= point.utilization <= MAX_UTILIZATION:
+                raise PluginArgsError(f"shape[{i}].utilization", f"not in valid range [0, {MAX_UTILIZATION}]")
+            if not 0 <= point.score <= MAX_CUSTOM_PRIORITY_SCORE:
+                raise PluginArgsError(f"shape[{i}].score", f"not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]")
+
+    @property
+    def scaled_shape(self) -> Shape:
+        """(utilization, score x 10) points, as upstream's ``New`` builds the scorer."""
+        factor = MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE
+        return tuple((p.utilization, p.score * factor) for p in self.shape or DEFAULT_SHAPE)
 
 
-class VolumeBinding(PreFilterPlugin, VectorFilter, EnqueueExtensions):
+class VolumeBinding(PreFilterPlugin, VectorFilter, PreScorePlugin, ScorePlugin, EnqueueExtensions):
     NAME = "VolumeBinding"
     Args = VolumeBindingArgs
 
@@ -332,6 +390,7 @@ class VolumeBinding(PreFilterPlugin, VectorFilter, EnqueueExtensions):
         super().__init__(args, name=name)
         self.args: VolumeBindingArgs
         self._key = StateKey[PodVolumeClaims](f"PreFilter{self.name}")
+        self._shape = self.args.scaled_shape
 
     def events_to_register(self, handle: EnqueueHandle) -> Sequence[ClusterEventWithHint]:
         """Upstream ``EventsToRegister``: classes, claims (the pod's own), volumes and CSINodes added or
@@ -373,6 +432,20 @@ class VolumeBinding(PreFilterPlugin, VectorFilter, EnqueueExtensions):
             raise LookupError(self._not_found())
         info = table.info
         return np.fromiter((_node_verdict(claims, info(k)) for k in index.tolist()), dtype=np.bool_, count=len(index))
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo], snapshot: Snapshot) -> Status:
+        """SKIP when no node can have a static binding (no delayed claims): upstream scores 0 everywhere then."""
+        claims = state.read(self._key)
+        return framework.SUCCESS if claims is not None and claims.delayed else framework.SKIP
+
+    def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
+        """Upstream ``Score`` with StorageCapacityScoring on: the node's static bindings by capacity (its
+        dynamic provisions would score by CSIStorageCapacity, which we do not read: 0)."""
+        claims = state.read(self._key)
+        if claims is None or not claims.delayed or node.node is None:
+            return 0
+        bindings, _ = match_delayed(claims, node.node.labels)
+        return capacity_score(self._shape, bindings)
 
 
 def _node_verdict(claims: PodVolumeClaims, node_info: NodeInfo) -> bool:
