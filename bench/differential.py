@@ -135,6 +135,13 @@ class Knobs:
     p_tolerate_everything: float = 0.03  # [{operator: Exists}] as DaemonSets do (also tolerates cordoned nodes)
     p_spread: float = 0.2  # 1..2 topologySpreadConstraints over an app's pods
     p_host_port: float = 0.08
+    # --- storage (drawn from a second RNG, so the draws above make the same cluster and pods as before)
+    p_node_csinode: float = 0.5  # a CSINode limiting the EBS (1..3) and GCE PD (1..2) CSI drivers
+    local_pvs_per_node: tuple[int, int] = (0, 2)  # local PVs (WaitForFirstConsumer class, 10..100Gi) per node
+    p_inline_disk: float = 0.1  # 1..2 inline awsElasticBlockStore / gcePersistentDisk volumes (CSI migration)
+    p_intree_claim: float = 0.06  # a claim bound to an in-tree EBS PV (counted against the EBS CSI driver)
+    p_local_claim: float = 0.1  # 1..2 claims of the local class: VolumeBinding matches PVs and scores capacity
+    p_immediate_claim: float = 0.01  # an unbound claim of an Immediate class: unresolvable
     priority_classes: tuple[tuple[str | None, float], ...] = (
         (None, 0.55),
         ("diff-low", 0.15),
@@ -164,6 +171,30 @@ IMAGES: Final = {
     "registry.example/db:15": 380,
     "registry.example/proxy:1.25": 60,
 }
+EBS_DRIVER: Final = "ebs.csi.aws.com"
+GCE_PD_DRIVER: Final = "pd.csi.storage.gke.io"
+LOCAL_CLASS: Final = "diff-local"
+IMMEDIATE_CLASS: Final = "diff-immediate"
+#: created once per run (cluster-scoped, the same for every seed)
+STORAGE_CLASSES: Final = (
+    {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": LOCAL_CLASS},
+        "provisioner": "kubernetes.io/no-provisioner",
+        "volumeBindingMode": "WaitForFirstConsumer",
+    },
+    {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": IMMEDIATE_CLASS},
+        "provisioner": "kubernetes.io/aws-ebs",
+        "volumeBindingMode": "Immediate",
+    },
+)
+LOCAL_PV_SIZES: Final = ("10Gi", "20Gi", "50Gi", "100Gi")
+CLAIM_SIZES: Final = ("5Gi", "10Gi", "20Gi", "40Gi")
+ANN_BIND_COMPLETED: Final = "pv.kubernetes.io/bind-completed"
 CPU_REQUESTS: Final = ("50m", "100m", "250m", "500m", "1", "2")
 MEMORY_REQUESTS: Final = ("64Mi", "256Mi", "512Mi", "1Gi", "2Gi", "4Gi")
 
@@ -177,6 +208,8 @@ class Scenario:
     replica_sets: list[dict[str, Any]]
     nodes: list[tuple[dict[str, Any], dict[str, Any]]]  # (Node body, status patch)
     pods: list[dict[str, Any]]
+    #: CSINodes, PersistentVolumes and PersistentVolumeClaims, with the status each is given (None: none)
+    storage: list[tuple[dict[str, Any], dict[str, Any] | None]] = field(default_factory=list)
 
 
 def generate(seed: int, knobs: Knobs) -> Scenario:
@@ -189,7 +222,114 @@ def generate(seed: int, knobs: Knobs) -> Scenario:
     nodes = [_node(rng, knobs, f"{prefix}-n{i:02d}", i) for i in range(knobs.nodes)]
     node_names = [body["metadata"]["name"] for body, _ in nodes]
     pods = [_pod(rng, knobs, f"{prefix}-p{i:03d}", apps, node_names) for i in range(knobs.pods)]
-    return Scenario(seed, services, replica_sets, nodes, pods)
+    storage = _storage(random.Random(f"storage-{seed}"), knobs, nodes, pods)
+    return Scenario(seed, services, replica_sets, nodes, pods, storage)
+
+
+def _storage(
+    rng: random.Random, knobs: Knobs, nodes: Sequence[tuple[dict[str, Any], dict[str, Any]]], pods: list[dict[str, Any]]
+) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
+    """CSINodes and local PVs for the nodes; volumes for some pods (added to their bodies) and the claims and
+    in-tree PVs they need. Nothing is provisioned: upstream's PreBind would wait for a provisioner."""
+    out: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
+    for body, _ in nodes:
+        name = body["metadata"]["name"]
+        if rng.random() < knobs.p_node_csinode:
+            drivers = [(EBS_DRIVER, rng.randint(1, 3)), (GCE_PD_DRIVER, rng.randint(1, 2))]
+            out.append((_csi_node(name, drivers), None))
+        for j in range(rng.randint(*knobs.local_pvs_per_node)):
+            out.append(_local_pv(f"{name}-lpv{j}", name, rng.choice(LOCAL_PV_SIZES)))
+    for pod in pods:
+        name = pod["metadata"]["name"]
+        volumes = pod["spec"].setdefault("volumes", [])
+        if rng.random() < knobs.p_inline_disk:
+            for k in range(rng.randint(1, 2)):
+                volumes.append({"name": f"disk{k}", **_inline_disk(rng)})
+        if rng.random() < knobs.p_intree_claim:
+            volume_id = f"vol-{rng.randrange(100, 130)}"
+            out.append(_intree_pv(f"{name}-ebs", volume_id, rng.choice((None, "zone-a", "zone-b"))))
+            out.append(_claim(f"{name}-ebs", "", "10Gi", volume=f"{name}-ebs"))
+            volumes.append({"name": "ebs", "persistentVolumeClaim": {"claimName": f"{name}-ebs"}})
+        if rng.random() < knobs.p_local_claim:
+            for k in range(rng.randint(1, 2)):
+                out.append(_claim(f"{name}-data{k}", LOCAL_CLASS, rng.choice(CLAIM_SIZES)))
+                volumes.append({"name": f"data{k}", "persistentVolumeClaim": {"claimName": f"{name}-data{k}"}})
+        if rng.random() < knobs.p_immediate_claim:
+            out.append(_claim(f"{name}-imm", IMMEDIATE_CLASS, "1Gi"))
+            volumes.append({"name": "imm", "persistentVolumeClaim": {"claimName": f"{name}-imm"}})
+        if not volumes:
+            del pod["spec"]["volumes"]
+    return out
+
+
+def _csi_node(node: str, drivers: Sequence[tuple[str, int]]) -> dict[str, Any]:
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "CSINode",
+        "metadata": {"name": node},
+        "spec": {"drivers": [{"name": d, "nodeID": node, "allocatable": {"count": n}} for d, n in drivers]},
+    }
+
+
+def _inline_disk(rng: random.Random) -> dict[str, Any]:
+    """An in-tree disk from a small pool, so pods share some (VolumeRestrictions) and nodes fill up (limits)."""
+    i = rng.randrange(12)
+    if rng.random() < 0.6:
+        volume_id = f"aws://zone-a/vol-{i:02d}" if rng.random() < 0.25 else f"vol-{i:02d}"
+        return {"awsElasticBlockStore": {"volumeID": volume_id}}
+    return {"gcePersistentDisk": {"pdName": f"pd-{i:02d}", "readOnly": rng.random() < 0.5}}
+
+
+def _local_pv(name: str, node: str, size: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    term = {"matchExpressions": [{"key": HOSTNAME, "operator": "In", "values": [node]}]}
+    body = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": name},
+        "spec": {
+            "storageClassName": LOCAL_CLASS,
+            "capacity": {"storage": size},
+            "accessModes": ["ReadWriteOnce"],
+            "local": {"path": f"/mnt/{name}"},
+            "nodeAffinity": {"required": {"nodeSelectorTerms": [term]}},
+        },
+    }
+    return body, {"status": {"phase": "Available"}}  # the PV controller's first step (no controller runs here)
+
+
+def _intree_pv(name: str, volume_id: str, zone: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    body = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": name, "labels": {ZONE: zone} if zone else {}},
+        "spec": {
+            "storageClassName": "",
+            "capacity": {"storage": "10Gi"},
+            "accessModes": ["ReadWriteOnce"],
+            "awsElasticBlockStore": {"volumeID": volume_id},
+            "claimRef": {"namespace": NAMESPACE, "name": name},
+        },
+    }
+    return body, {"status": {"phase": "Bound"}}
+
+
+def _claim(name: str, storage_class: str, size: str, *, volume: str = "") -> tuple[dict[str, Any], dict[str, Any]]:
+    """A claim; with ``volume`` it is created bound to it (as the PV controller would have left it)."""
+    body: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": {
+            "storageClassName": storage_class,
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": size}},
+        },
+    }
+    if volume:
+        body["metadata"]["annotations"] = {ANN_BIND_COMPLETED: "yes"}
+        body["spec"]["volumeName"] = volume
+        return body, {"status": {"phase": "Bound", "capacity": {"storage": size}, "accessModes": ["ReadWriteOnce"]}}
+    return body, {"status": {"phase": "Pending"}}
 
 
 def _service(app: str) -> dict[str, Any]:
@@ -412,6 +552,9 @@ def _pod(rng: random.Random, knobs: Knobs, name: str, apps: Sequence[str], node_
     return pod.obj()
 
 
+_VOLUME_SHORT: Final = {"awsElasticBlockStore": "ebs", "gcePersistentDisk": "gcepd", "persistentVolumeClaim": "claim"}
+
+
 def describe_pod(body: Mapping[str, Any]) -> str:
     """A one-line summary of what a pod asks for, to read next to a disagreement."""
     spec, meta = body.get("spec") or {}, body.get("metadata") or {}
@@ -448,6 +591,9 @@ def describe_pod(body: Mapping[str, Any]) -> str:
         parts.append(
             f"spread:{mode}/{topo}/skew{c['maxSkew']}" + (f"/minDomains{c['minDomains']}" if "minDomains" in c else "")
         )
+    if spec.get("volumes"):
+        kinds = [next((k for k in v if k != "name"), "?") for v in spec["volumes"]]
+        parts.append("volumes:" + ",".join(_VOLUME_SHORT.get(k, k) for k in kinds))
     if spec.get("tolerations"):
         parts.append(f"tolerations x{len(spec['tolerations'])}")
     if spec.get("priorityClassName"):
@@ -1311,6 +1457,9 @@ class Harness:
             self.core = client.CoreV1Api(api)
             self.apps = client.AppsV1Api(api)
             self.core.create_namespace({"metadata": {"name": NAMESPACE}})
+            self.storage = client.StorageV1Api(api)
+            for sc in STORAGE_CLASSES:
+                self.storage.create_storage_class(sc)
             scheduling = client.SchedulingV1Api(api)
             for name, (value, policy) in PRIORITY_CLASSES.items():
                 scheduling.create_priority_class(
@@ -1347,8 +1496,29 @@ class Harness:
             *self._list(self.core.list_node, kind="Node"),
             *self._list(self.core.list_namespaced_service, NAMESPACE, kind="Service"),
             *self._list(self.apps.list_namespaced_replica_set, NAMESPACE, kind="ReplicaSet"),
+            *self._list(self.storage.list_storage_class, kind="StorageClass"),
+            *self._list(self.storage.list_csi_node, kind="CSINode"),
+            *self._list(self.core.list_persistent_volume, kind="PersistentVolume"),
+            *self._list(self.core.list_namespaced_persistent_volume_claim, NAMESPACE, kind="PersistentVolumeClaim"),
             *pods,
         ]
+
+    def bind_claims(self) -> None:
+        """Play the PV controller (none runs here) for the PVs upstream's PreBind gave a claim: mark the claim bound
+        (``volumeName`` and the bind-completed annotation, what upstream waits for) and both phases Bound."""
+        for pv in self._list(self.core.list_persistent_volume, kind="PersistentVolume"):
+            ref = pv["spec"].get("claimRef") or {}
+            if ref.get("namespace") != NAMESPACE or (pv.get("status") or {}).get("phase") == "Bound":
+                continue
+            name, claim = pv["metadata"]["name"], ref["name"]
+            self.core.patch_namespaced_persistent_volume_claim(
+                claim,
+                NAMESPACE,
+                {"metadata": {"annotations": {ANN_BIND_COMPLETED: "yes"}}, "spec": {"volumeName": name}},
+            )
+            status = {"phase": "Bound", "capacity": pv["spec"]["capacity"], "accessModes": pv["spec"]["accessModes"]}
+            self.core.patch_namespaced_persistent_volume_claim_status(claim, NAMESPACE, {"status": status})
+            self.core.patch_persistent_volume_status(name, {"status": {"phase": "Bound"}})
 
     # ----------------------------------------------------------------------------- seeds
 
@@ -1362,6 +1532,15 @@ class Harness:
         for svc in self._list(self.core.list_namespaced_service, NAMESPACE, kind="Service"):
             self.core.delete_namespaced_service(svc["metadata"]["name"], NAMESPACE)
         self.apps.delete_collection_namespaced_replica_set(NAMESPACE)
+        # no controller removes the protection finalizers here: drop them, so the objects go at once
+        for claim in self._list(self.core.list_namespaced_persistent_volume_claim, NAMESPACE, kind=""):
+            patch = {"metadata": {"finalizers": None}}
+            self.core.patch_namespaced_persistent_volume_claim(claim["metadata"]["name"], NAMESPACE, patch)
+        self.core.delete_collection_namespaced_persistent_volume_claim(NAMESPACE)
+        for pv in self._list(self.core.list_persistent_volume, kind=""):
+            self.core.patch_persistent_volume(pv["metadata"]["name"], {"metadata": {"finalizers": None}})
+        self.core.delete_collection_persistent_volume()
+        self.storage.delete_collection_csi_node()
         log.wait(
             "delete events of the previous seed",
             lambda: (
@@ -1384,6 +1563,18 @@ class Harness:
         for pod in scenario.pods:
             for ref in pod["metadata"].get("ownerReferences") or ():
                 ref["uid"] = uids[ref["name"]]
+        for body, status in scenario.storage:  # before the nodes: their events give upstream time to see these
+            name = body["metadata"]["name"]
+            if body["kind"] == "CSINode":
+                self.storage.create_csi_node(body)
+            elif body["kind"] == "PersistentVolume":
+                self.core.create_persistent_volume(body)
+                if status is not None:
+                    self.core.patch_persistent_volume_status(name, status)
+            else:
+                self.core.create_namespaced_persistent_volume_claim(NAMESPACE, body)
+                if status is not None:
+                    self.core.patch_namespaced_persistent_volume_claim_status(name, NAMESPACE, status)
         for body, status in scenario.nodes:
             self.core.create_node(body)
             self.core.patch_node_status(body["metadata"]["name"], status)
@@ -1414,7 +1605,13 @@ class Harness:
         created = self._json(self.core.create_namespaced_pod(NAMESPACE, body, _preload_content=False))
         key = f"{NAMESPACE}/{created['metadata']['name']}"
 
+        claims = any("persistentVolumeClaim" in v for v in body["spec"].get("volumes") or ())
+        last_bind = [0.0]
+
         def outcome() -> bool:
+            if claims and time.monotonic() - last_bind[0] > 0.2:  # upstream's PreBind may wait for a bound claim
+                last_bind[0] = time.monotonic()
+                self.bind_claims()
             return any(r.msg in (MSG_BOUND, MSG_NO_FIT, MSG_ERROR) for r in log.by_pod.get(key, ()))
 
         log.wait(f"decision for {key}", outcome, self.timeout)
