@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from builders import make_node, make_pod, node_info
 
+from kopf_scheduler.core.csi_translation import inline_handle, pv_handle
 from kopf_scheduler.core.framework import Code, CycleState
 from kopf_scheduler.core.objects import CSINode
 from kopf_scheduler.core.parsing import (
@@ -23,8 +24,6 @@ from kopf_scheduler.core.plugins.node_volume_limits import (
     ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED,
     NodeVolumeLimits,
     fits,
-    inline_handle,
-    pv_handle,
 )
 from kopf_scheduler.core.snapshot import ClusterObjects, Snapshot
 

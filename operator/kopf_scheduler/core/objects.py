@@ -607,3 +607,6 @@ class CSINode:
 
     name: str
     limits: Mapping[str, int] = field(default_factory=dict)
+    #: the ``storage.alpha.kubernetes.io/migrated-plugins`` annotation's in-tree plugins (VolumeBinding translates
+    #: those PVs' node affinity to CSI topology)
+    migrated_plugins: frozenset[str] = frozenset()

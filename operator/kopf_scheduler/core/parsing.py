@@ -376,6 +376,7 @@ _VOLUME_IDENT: Final = {
     "cinder": "volumeID",
     "portworxVolume": "volumeID",
 }
+MIGRATED_PLUGINS_ANNOTATION: Final = "storage.alpha.kubernetes.io/migrated-plugins"
 #: the API server's default ``azureDisk.kind`` (``AzureSharedBlobDisk``)
 AZURE_DISK_DEFAULT_KIND: Final = "Shared"
 
@@ -882,4 +883,6 @@ def parse_csi_node(body: Mapping[str, Any]) -> CSINode:
                 d["allocatable"]["count"],
                 f"csinode {meta.get('name') or ''}: spec.drivers[{d.get('name')}].allocatable.count",
             )
-    return CSINode(str(meta.get("name") or ""), limits)
+    annotations = _str_map(meta, "annotations", "metadata")
+    migrated = annotations.get(MIGRATED_PLUGINS_ANNOTATION) or ""
+    return CSINode(str(meta.get("name") or ""), limits, frozenset(migrated.split(",")) if migrated else frozenset())

@@ -29,7 +29,7 @@ no claims, or claims that resolve to nothing countable), which is exactly when F
 every node. ``filter_nodes`` loops over the nodes (pods come and go); it exists so a pod with
 volumes still takes the vectorised path for the other filters.
 
-CSI migration (upstream ``utils.go`` ``isCSIMigrationOn`` and ``k8s.io/csi-translation-lib`` v0.37): on a node
+CSI migration (upstream ``utils.go`` ``isCSIMigrationOn``; ``core/csi_translation.py``): on a node
 that has a CSINode, in-tree AWS EBS, GCE PD, Azure Disk, Cinder and Portworx volumes count against their CSI
 driver (``ebs.csi.aws.com``, ``pd.csi.storage.gke.io``, ``disk.csi.azure.com``, ``cinder.csi.openstack.org``,
 ``pxd.portworx.com``): inline volumes, PVs of those types, and unbound claims whose class has the in-tree
@@ -51,8 +51,6 @@ volumes deleted, a claim of the pod added; the v1.9 counters also take a node or
 
 from __future__ import annotations
 
-import re
-import urllib.parse
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Final
@@ -62,6 +60,14 @@ import numpy.typing as npt
 
 from .. import framework
 from ..arguments import NoArgs, PluginArgsError
+from ..csi_translation import (
+    MIGRATED_DRIVERS,
+    MIGRATED_PROVISIONERS,
+    UNMIGRATED_PROVISIONERS,
+    Untranslatable,
+    inline_handle,
+    pv_handle,
+)
 from ..framework import (
     ClusterEvent,
     ClusterEventWithHint,
@@ -75,7 +81,7 @@ from ..framework import (
     VectorFilter,
 )
 from ..nodeinfo import NodeInfo
-from ..objects import PersistentVolume, PersistentVolumeClaim, Pod, Volume
+from ..objects import PersistentVolumeClaim, Pod, Volume
 
 if TYPE_CHECKING:
     from ..snapshot import ClusterObjects, NodeTable, Snapshot
@@ -111,102 +117,6 @@ class _Missing(Exception):
     """A claim of the incoming pod is missing (becomes UnschedulableAndUnresolvable)."""
 
 
-class _Untranslatable(ValueError):
-    """An in-tree volume CSI migration cannot translate (upstream's translator error)."""
-
-
-# --------------------------------------------------------------------------- CSI migration (csi-translation-lib)
-
-AWS_EBS: Final = "awsElasticBlockStore"
-GCE_PD: Final = "gcePersistentDisk"
-AZURE_DISK: Final = "azureDisk"
-CINDER: Final = "cinder"
-PORTWORX: Final = "portworxVolume"
-
-#: in-tree volume kind -> the CSI driver it migrates to; upstream ``isCSIMigrationOn`` (utils.go) has these
-#: five always on once the node has a CSINode. (Azure File and vSphere also translate, but stay off.)
-MIGRATED_DRIVERS: Final[Mapping[str, str]] = {
-    AWS_EBS: "ebs.csi.aws.com",
-    GCE_PD: "pd.csi.storage.gke.io",
-    AZURE_DISK: "disk.csi.azure.com",
-    CINDER: "cinder.csi.openstack.org",
-    PORTWORX: "pxd.portworx.com",
-}
-#: in-tree provisioner -> CSI driver (``GetCSINameFromInTreeName``), for a claim counted by its class
-MIGRATED_PROVISIONERS: Final[Mapping[str, str]] = {
-    "kubernetes.io/aws-ebs": MIGRATED_DRIVERS[AWS_EBS],
-    "kubernetes.io/gce-pd": MIGRATED_DRIVERS[GCE_PD],
-    "kubernetes.io/azure-disk": MIGRATED_DRIVERS[AZURE_DISK],
-    "kubernetes.io/cinder": MIGRATED_DRIVERS[CINDER],
-    "kubernetes.io/portworx-volume": MIGRATED_DRIVERS[PORTWORX],
-}
-#: in-tree provisioners the translator knows but whose migration the scheduler keeps off: not counted
-UNMIGRATED_PROVISIONERS: Final = frozenset({"kubernetes.io/azure-file", "kubernetes.io/vsphere-volume"})
-
-_AWS_VOLUME_ID: Final = re.compile(r"^vol-[^/]*$")
-_GCE_UNSPECIFIED: Final = "UNSPECIFIED"
-_ZONE_BETA: Final = "failure-domain.beta.kubernetes.io/zone"
-_ZONE: Final = "topology.kubernetes.io/zone"
-
-
-def _ebs_volume_id(kubernetes_id: str) -> str:
-    """``KubernetesVolumeIDToEBSVolumeID``: a bare id, or the path of ``aws://<zone>/<id>``."""
-    if not kubernetes_id.startswith("aws://"):
-        return kubernetes_id
-    aws_id = urllib.parse.urlsplit(kubernetes_id).path.strip("/")
-    if not _AWS_VOLUME_ID.match(aws_id):
-        raise _Untranslatable(
-            f"failed to translate Kubernetes ID to EBS Volume ID Invalid format for AWS volume ({kubernetes_id})"
-        )
-    return aws_id
-
-
-def _gce_region(zones: list[str]) -> str:
-    """``gceGetRegionFromZones``: the one region ``{locale}-{region}`` every zone belongs to."""
-    regions = set()
-    for zone in zones:
-        parts = zone.split("-")
-        if len(parts) != 3:
-            raise _Untranslatable(f"zone in unexpected format, expected: {{locale}}-{{region}}-{{zone}}, got: {zone}")
-        regions.add("-".join(parts[:2]))
-    if len(regions) != 1:
-        raise _Untranslatable(f"multiple or no regions gotten from zones, got: {sorted(regions)}")
-    return regions.pop()
-
-
-def _azure_handle(uri: str, disk_kind: str) -> str:
-    if disk_kind.lower() != "managed":
-        raise _Untranslatable(f"kind({disk_kind}) is not supported in csi migration")
-    return uri
-
-
-def inline_handle(v: Volume) -> str:
-    """The CSI volume handle ``TranslateInTreeInlineVolumeToCSI`` gives a migrated inline volume."""
-    if v.kind == AWS_EBS:
-        return _ebs_volume_id(v.ident)
-    if v.kind == GCE_PD:
-        return f"projects/{_GCE_UNSPECIFIED}/zones/{_GCE_UNSPECIFIED}/disks/{v.ident}"
-    if v.kind == AZURE_DISK:
-        return _azure_handle(v.disk_uri, v.disk_kind)
-    return v.ident  # Cinder, Portworx: the volume id
-
-
-def pv_handle(pv: PersistentVolume) -> str:
-    """The CSI volume handle ``TranslateInTreePVToCSI`` gives a migrated in-tree PV (GCE PD: by its zone labels)."""
-    if pv.kind == AWS_EBS:
-        return _ebs_volume_id(pv.ident)
-    if pv.kind == GCE_PD:
-        zones = (pv.labels.get(_ZONE_BETA) or pv.labels.get(_ZONE) or "").split("__")
-        if len(zones) == 1 and zones[0]:
-            return f"projects/{_GCE_UNSPECIFIED}/zones/{zones[0]}/disks/{pv.ident}"
-        if len(zones) > 1:
-            return f"projects/{_GCE_UNSPECIFIED}/regions/{_gce_region(zones)}/disks/{pv.ident}"
-        return f"projects/{_GCE_UNSPECIFIED}/zones/{_GCE_UNSPECIFIED}/disks/{pv.ident}"
-    if pv.kind == AZURE_DISK:
-        return _azure_handle(pv.disk_uri, pv.disk_kind)
-    return pv.ident
-
-
 def _claim_volume(pvc: PersistentVolumeClaim, objects: ClusterObjects, migrate: bool) -> tuple[str, str] | None:
     """Upstream ``getCSIDriverInfo``: (driver, handle) of a claim's volume, or None when it does not count."""
     pv = objects.persistent_volumes.get(pvc.volume_name) if pvc.volume_name else None
@@ -218,7 +128,7 @@ def _claim_volume(pvc: PersistentVolumeClaim, objects: ClusterObjects, migrate: 
             return None
         try:
             handle = pv_handle(pv)
-        except _Untranslatable:
+        except Untranslatable:
             return None  # upstream logs it and does not count the volume
         return (driver, handle) if handle else None
     # Unbound, or bound to a PV we cannot see: count it against its class's provisioner.
@@ -252,7 +162,7 @@ def csi_volumes(pod: Pod, objects: ClusterObjects, *, new_pod: bool, migrate: bo
             if driver is not None and migrate:
                 try:
                     out[(driver, inline_handle(v))] = driver
-                except _Untranslatable as exc:
+                except Untranslatable as exc:
                     raise ValueError(f"converting volume({v.name}) from inline to csi: {exc}") from None
             continue  # other inline volumes (and inline csi:) are not counted, as upstream
         name = claim_name(pod, v)

@@ -18,7 +18,11 @@ Filter, per node, collecting upstream's reasons in upstream's order (Unschedulab
 
 - each bound claim's PV must exist ("node(s) unavailable due to one or more pvc(s) bound to
   non-existent pv(s)") and its required node affinity must match the node's labels
-  ("node(s) didn't match PersistentVolume's node affinity");
+  ("node(s) didn't match PersistentVolume's node affinity"); an in-tree PV of a migrated plugin (EBS, GCE PD,
+  Azure Disk, Cinder, Portworx) that the node's CSINode lists in its ``storage.alpha.kubernetes.io/migrated-plugins``
+  annotation is checked as its CSI translation (``core/csi_translation.py``: the zone affinity, or the zone label,
+  becomes the driver's topology key), and one that does not translate is an error (upstream
+  ``tryTranslatePVToCSI``);
 - delayed claims, smallest request first, each take the smallest PV of their class that is
   pre-bound to them, or else is Available, not claimed by another claim, not chosen for an
   earlier claim, large enough, has every access mode the claim asks for, matches the claim's
@@ -66,6 +70,7 @@ import numpy.typing as npt
 
 from .. import framework
 from ..arguments import PluginArgsError
+from ..csi_translation import IN_TREE_PLUGINS, Untranslatable, translated_node_affinity
 from ..framework import (
     MAX_NODE_SCORE,
     ClusterEvent,
@@ -276,18 +281,40 @@ def match_delayed(
     return bindings, leftover
 
 
-def find_pod_volumes(claims: PodVolumeClaims, labels: Mapping[str, str]) -> Status:
-    """Upstream ``FindPodVolumes`` without storage capacity: the verdict for a node with ``labels``."""
+def bound_pv_affinity(pv: PersistentVolume, migrated_plugins: frozenset[str]) -> tuple[NodeSelectorTerm, ...] | None:
+    """Upstream ``tryTranslatePVToCSI``: the node affinity a bound PV is checked with. An in-tree PV of a
+    migrated plugin the node's CSINode lists in its migrated-plugins annotation is checked as its CSI
+    translation (zone key -> the driver's topology key). Raises ``Untranslatable``."""
+    plugin = IN_TREE_PLUGINS.get(pv.kind)
+    if plugin is None or plugin not in migrated_plugins:
+        return pv.node_affinity
+    return translated_node_affinity(pv)
+
+
+def _affinity_matches(terms: tuple[NodeSelectorTerm, ...] | None, labels: Mapping[str, str]) -> bool:
+    return terms is None or any(_term_matches_labels(t, labels) for t in terms)
+
+
+def find_pod_volumes(claims: PodVolumeClaims, node: Node) -> Status:
+    """Upstream ``FindPodVolumes`` without storage capacity: the verdict for ``node``."""
     objects = claims.objects
+    labels = node.labels
     bound_ok = pvs_found = unbound_ok = True
-    for pvc in claims.bound:
-        pv = objects.persistent_volumes.get(pvc.volume_name)
-        if pv is None:
-            pvs_found = False
-            break
-        if not pv_node_affinity_matches(pv, labels):
-            bound_ok = False
-            break
+    if claims.bound:
+        csi_node = objects.csi_nodes.get(node.name)
+        migrated = csi_node.migrated_plugins if csi_node is not None else frozenset()
+        for pvc in claims.bound:
+            pv = objects.persistent_volumes.get(pvc.volume_name)
+            if pv is None:
+                pvs_found = False
+                break
+            try:
+                terms = bound_pv_affinity(pv, migrated)
+            except Untranslatable as exc:
+                return framework.error(f"could not translate pv: {exc}")
+            if not _affinity_matches(terms, labels):
+                bound_ok = False
+                break
     if claims.delayed:
         _, leftover = match_delayed(claims, labels)
         # Claims without a PV pass if they can all be provisioned (this overrides the match result).
@@ -342,7 +369,7 @@ def fits(pod: Pod, node_info: NodeInfo, objects: ClusterObjects) -> Status:
         return framework.SUCCESS if claims.is_skip else claims
     if node_info.node is None:
         return framework.error("node not found")
-    return find_pod_volumes(claims, node_info.node.labels)
+    return find_pod_volumes(claims, node_info.node)
 
 
 # --------------------------------------------------------------------------- plugin
@@ -422,7 +449,7 @@ class VolumeBinding(PreFilterPlugin, VectorFilter, PreScorePlugin, ScorePlugin, 
             return framework.error(self._not_found())
         if node.node is None:
             return framework.error("node not found")
-        return find_pod_volumes(s, node.node.labels)
+        return find_pod_volumes(s, node.node)
 
     def filter_nodes(
         self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]
@@ -450,7 +477,7 @@ class VolumeBinding(PreFilterPlugin, VectorFilter, PreScorePlugin, ScorePlugin, 
 
 def _node_verdict(claims: PodVolumeClaims, node_info: NodeInfo) -> bool:
     node = node_info.node
-    return node is not None and find_pod_volumes(claims, node.labels).is_success
+    return node is not None and find_pod_volumes(claims, node).is_success
 
 
 def _claims(pod: Pod) -> frozenset[str]:
