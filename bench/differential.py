@@ -136,7 +136,8 @@ class Knobs:
     p_spread: float = 0.2  # 1..2 topologySpreadConstraints over an app's pods
     p_host_port: float = 0.08
     # --- storage (drawn from a second RNG, so the draws above make the same cluster and pods as before)
-    p_node_csinode: float = 0.5  # a CSINode limiting the EBS (1..3) and GCE PD (1..2) CSI drivers
+    p_node_csinode: float = 0.5  # a CSINode limiting the EBS (1..3) and GCE PD (1..2) CSI drivers, in-tree migrated
+    p_csi_topology_label: float = 0.7  # a node with a CSINode has the EBS driver's zone label (migrated PVs need it)
     local_pvs_per_node: tuple[int, int] = (0, 2)  # local PVs (WaitForFirstConsumer class, 10..100Gi) per node
     p_inline_disk: float = 0.1  # 1..2 inline awsElasticBlockStore / gcePersistentDisk volumes (CSI migration)
     p_intree_claim: float = 0.06  # a claim bound to an in-tree EBS PV (counted against the EBS CSI driver)
@@ -172,6 +173,12 @@ IMAGES: Final = {
     "registry.example/proxy:1.25": 60,
 }
 EBS_DRIVER: Final = "ebs.csi.aws.com"
+EBS_ZONE: Final = "topology.ebs.csi.aws.com/zone"
+MIGRATED_PLUGINS_ANNOTATION: Final = "storage.alpha.kubernetes.io/migrated-plugins"
+MIGRATED_PLUGINS: Final = ",".join(
+    f"kubernetes.io/{p}"
+    for p in ("aws-ebs", "azure-disk", "azure-file", "cinder", "gce-pd", "portworx-volume", "vsphere-volume")
+)
 GCE_PD_DRIVER: Final = "pd.csi.storage.gke.io"
 LOCAL_CLASS: Final = "diff-local"
 IMMEDIATE_CLASS: Final = "diff-immediate"
@@ -237,6 +244,9 @@ def _storage(
         if rng.random() < knobs.p_node_csinode:
             drivers = [(EBS_DRIVER, rng.randint(1, 3)), (GCE_PD_DRIVER, rng.randint(1, 2))]
             out.append((_csi_node(name, drivers), None))
+            if rng.random() < knobs.p_csi_topology_label:
+                labels = body["metadata"]["labels"]
+                labels[EBS_ZONE] = labels[ZONE]
         for j in range(rng.randint(*knobs.local_pvs_per_node)):
             out.append(_local_pv(f"{name}-lpv{j}", name, rng.choice(LOCAL_PV_SIZES)))
     for pod in pods:
@@ -247,7 +257,8 @@ def _storage(
                 volumes.append({"name": f"disk{k}", **_inline_disk(rng)})
         if rng.random() < knobs.p_intree_claim:
             volume_id = f"vol-{rng.randrange(100, 130)}"
-            out.append(_intree_pv(f"{name}-ebs", volume_id, rng.choice((None, "zone-a", "zone-b"))))
+            zone = rng.choice((None, "zone-a", "zone-b"))
+            out.append(_intree_pv(f"{name}-ebs", volume_id, zone, as_affinity=rng.random() < 0.5))
             out.append(_claim(f"{name}-ebs", "", "10Gi", volume=f"{name}-ebs"))
             volumes.append({"name": "ebs", "persistentVolumeClaim": {"claimName": f"{name}-ebs"}})
         if rng.random() < knobs.p_local_claim:
@@ -263,10 +274,11 @@ def _storage(
 
 
 def _csi_node(node: str, drivers: Sequence[tuple[str, int]]) -> dict[str, Any]:
+    """A CSINode as a kubelet writes it: with the in-tree plugins it migrated in the annotation."""
     return {
         "apiVersion": "storage.k8s.io/v1",
         "kind": "CSINode",
-        "metadata": {"name": node},
+        "metadata": {"name": node, "annotations": {MIGRATED_PLUGINS_ANNOTATION: MIGRATED_PLUGINS}},
         "spec": {"drivers": [{"name": d, "nodeID": node, "allocatable": {"count": n}} for d, n in drivers]},
     }
 
@@ -297,11 +309,14 @@ def _local_pv(name: str, node: str, size: str) -> tuple[dict[str, Any], dict[str
     return body, {"status": {"phase": "Available"}}  # the PV controller's first step (no controller runs here)
 
 
-def _intree_pv(name: str, volume_id: str, zone: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
-    body = {
+def _intree_pv(
+    name: str, volume_id: str, zone: str | None, *, as_affinity: bool
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An in-tree EBS PV bound to the claim ``name``, its zone (if any) a label or a required node affinity."""
+    body: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "PersistentVolume",
-        "metadata": {"name": name, "labels": {ZONE: zone} if zone else {}},
+        "metadata": {"name": name, "labels": {ZONE: zone} if zone and not as_affinity else {}},
         "spec": {
             "storageClassName": "",
             "capacity": {"storage": "10Gi"},
@@ -310,6 +325,9 @@ def _intree_pv(name: str, volume_id: str, zone: str | None) -> tuple[dict[str, A
             "claimRef": {"namespace": NAMESPACE, "name": name},
         },
     }
+    if zone and as_affinity:
+        term = {"matchExpressions": [{"key": ZONE, "operator": "In", "values": [zone]}]}
+        body["spec"]["nodeAffinity"] = {"required": {"nodeSelectorTerms": [term]}}
     return body, {"status": {"phase": "Bound"}}
 
 
