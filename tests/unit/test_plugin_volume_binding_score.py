@@ -11,9 +11,15 @@ from typing import Any
 import pytest
 from builders import make_node, make_pod, node_info
 
-from kopf_scheduler.core.framework import CycleState
+from kopf_scheduler.core.framework import ClusterEvent, Code, CycleState, QueueingHint
 from kopf_scheduler.core.objects import PersistentVolume, PersistentVolumeClaim
-from kopf_scheduler.core.parsing import parse_persistent_volume, parse_persistent_volume_claim, parse_storage_class
+from kopf_scheduler.core.parsing import (
+    parse_csi_driver,
+    parse_csi_storage_capacity,
+    parse_persistent_volume,
+    parse_persistent_volume_claim,
+    parse_storage_class,
+)
 from kopf_scheduler.core.plugins.volume_binding import (
     DEFAULT_SHAPE,
     VolumeBinding,
@@ -220,3 +226,101 @@ def test_the_default_profile_scores_volume_capacity_with_weight_1():
     profile = validate_policy({"schedulerName": "s"})
     assert isinstance(profile, Profile)
     assert ("VolumeBinding", 1) in profile.score_names
+
+
+# --------------------------------------------------------------------------- dynamic provisioning, CSIStorageCapacity
+
+CAPACITY_CLASS = "wait-sc-with-storage-capacity"
+CAPACITY_DRIVER = "driver-with-storage-capacity"
+
+
+def capacity(node: str | None, size: str | None, max_size: str | None = None, sc: str = CAPACITY_CLASS):
+    body: dict[str, Any] = {"metadata": {"name": f"cap-{node}", "namespace": "kube-system"}, "storageClassName": sc}
+    if node is not None:
+        body["nodeTopology"] = {"matchLabels": {HOST: node}}
+    if size is not None:
+        body["capacity"] = size
+    if max_size is not None:
+        body["maximumVolumeSize"] = max_size
+    return parse_csi_storage_capacity(body)
+
+
+def dynamic(capacities, *, tracked: bool = True, pvcs=None) -> ClusterObjects:
+    objs = objects(
+        [],
+        pvcs or [pvc("pvc-dynamic", CAPACITY_CLASS, "10Gi")],
+        [wait_class(CAPACITY_CLASS, CAPACITY_DRIVER)],
+    )
+    objs.csi_drivers[CAPACITY_DRIVER] = parse_csi_driver(
+        {"metadata": {"name": CAPACITY_DRIVER}, "spec": {"storageCapacity": tracked}}
+    )
+    for c in capacities:
+        objs.csi_storage_capacities[f"{c.namespace}/{c.name}"] = c
+    return objs
+
+
+NODES3 = ["node-a", "node-b", "node-c"]
+
+
+def test_storage_capacity_score():
+    objs = dynamic([capacity("node-a", "100Gi"), capacity("node-b", "50Gi"), capacity("node-c", "10Gi")])
+    assert scores(VolumeBinding(), ["pvc-dynamic"], objs, NODES3) == [90, 80, 0]
+
+
+def test_prefer_node_with_least_allocatable():
+    objs = dynamic([capacity("node-a", "100Gi"), capacity("node-b", "20Gi"), capacity("node-c", "10Gi")])
+    plugin = VolumeBinding.new({"shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]})
+    assert scores(plugin, ["pvc-dynamic"], objs, NODES3) == [10, 50, 100]
+
+
+def test_prefer_node_with_maximum_allocatable():
+    objs = dynamic([capacity("node-a", "100Gi"), capacity("node-b", "20Gi"), capacity("node-c", "10Gi")])
+    assert scores(VolumeBinding(), ["pvc-dynamic"], objs, NODES3) == [90, 50, 0]
+
+
+def test_two_claims_of_one_class_draw_on_one_pool():
+    """The class's capacity is set, not summed: 2 x 25Gi of 100Gi is 50% (upstream's comment in Score)."""
+    claims = [pvc("d0", CAPACITY_CLASS, "25Gi"), pvc("d1", CAPACITY_CLASS, "25Gi")]
+    objs = dynamic([capacity("node-a", "100Gi")], pvcs=claims)
+    assert scores(VolumeBinding(), ["d0", "d1"], objs, ["node-a"]) == [50]
+
+
+def test_not_enough_free_storage():
+    objs = dynamic([capacity("node-a", "5Gi"), capacity("node-b", "100Gi", max_size="5Gi"), capacity(None, "1Ti")])
+    objs.csi_storage_capacities["kube-system/big-c"] = capacity("node-c", "1Gi", max_size="20Gi")
+    plugin = VolumeBinding()
+    b = make_pod("pod-a").volume({"name": "d", "persistentVolumeClaim": {"claimName": "pvc-dynamic"}})
+    pod = b.obj()
+    infos = [node_info(make_node(n).obj()) for n in NODES3]
+    state = CycleState()
+    assert plugin.pre_filter(state, pod, Snapshot.of(infos, objs)).is_success
+    got = [plugin.filter(state, pod, i) for i in infos]
+    assert [s.reasons for s in got[:2]] == [("node(s) did not have enough free storage",)] * 2
+    assert got[0].code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    assert got[2].is_success  # maximumVolumeSize, not capacity, is what must hold the claim
+    # but the score reads its capacity: 10Gi of 1Gi is over capacity, utilization 100, score 0
+    assert plugin.score(state, pod, infos[2]) == 0
+
+
+def test_drivers_that_do_not_track_capacity_are_not_checked():
+    objs = dynamic([], tracked=False)
+    assert scores(VolumeBinding(), ["pvc-dynamic"], objs, NODES3) == [0, 0, 0]
+    objs.csi_drivers.clear()  # no CSIDriver object at all
+    assert scores(VolumeBinding(), ["pvc-dynamic"], objs, NODES3) == [0, 0, 0]
+
+
+def test_requeue_on_capacity_added_or_raised_and_on_tracking_stopped():
+    hints = {e.event: e.hint for e in VolumeBinding().events_to_register(None)}  # type: ignore[arg-type]
+    cap_hint, driver_hint = hints[ClusterEvent.CSI_STORAGE_CAPACITY_CHANGE], hints[ClusterEvent.CSI_DRIVER_CHANGE]
+    pod = make_pod("p").volume({"name": "c", "csi": {"driver": CAPACITY_DRIVER}}).obj()
+    small, big = capacity("node-a", "10Gi"), capacity("node-a", "20Gi")
+    assert cap_hint is not None and driver_hint is not None
+    assert cap_hint(pod, None, small) is QueueingHint.QUEUE
+    assert cap_hint(pod, small, big) is QueueingHint.QUEUE
+    assert cap_hint(pod, big, small) is QueueingHint.QUEUE_SKIP
+    assert cap_hint(pod, big, None) is QueueingHint.QUEUE_SKIP
+    on = parse_csi_driver({"metadata": {"name": CAPACITY_DRIVER}, "spec": {"storageCapacity": True}})
+    off = parse_csi_driver({"metadata": {"name": CAPACITY_DRIVER}, "spec": {}})
+    assert driver_hint(pod, on, off) is QueueingHint.QUEUE
+    assert driver_hint(pod, off, on) is QueueingHint.QUEUE_SKIP
+    assert driver_hint(make_pod("q").obj(), on, off) is QueueingHint.QUEUE_SKIP  # upstream looks at inline csi only

@@ -601,6 +601,27 @@ SYSTEM_PRIORITY_CLASSES: Final = (
 )
 
 
+@dataclass(frozen=True, slots=True)
+class CSIDriver:
+    """``storage.k8s.io/v1`` CSIDriver: whether the driver publishes CSIStorageCapacity for scheduling."""
+
+    name: str
+    storage_capacity: bool = False
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class CSIStorageCapacity:
+    """``storage.k8s.io/v1`` CSIStorageCapacity: what one storage class can still provision for the nodes its
+    ``nodeTopology`` selects (``None``: no node). Sizes are ``Quantity.Value()`` bytes, ``None`` when absent."""
+
+    namespace: str
+    name: str
+    storage_class: str
+    node_topology: LabelSelector | None = None
+    capacity: int | None = None
+    maximum_volume_size: int | None = None
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class CSINode:
     """Per-node CSI attach limits (``storage.k8s.io/v1`` CSINode): driver -> allocatable count."""

@@ -38,7 +38,9 @@ from .objects import (
     Container,
     ContainerPort,
     Controller,
+    CSIDriver,
     CSINode,
+    CSIStorageCapacity,
     ImageState,
     LabelSelector,
     LabelSelectorRequirement,
@@ -867,6 +869,35 @@ def parse_priority_class(body: Mapping[str, Any]) -> PriorityClass:
         _int(body.get("value"), f"priorityclass {name}: value"),
         bool(body.get("globalDefault", False)),
         str(body.get("preemptionPolicy") or PREEMPT_LOWER_PRIORITY),
+    )
+
+
+def parse_csi_driver(body: Mapping[str, Any]) -> CSIDriver:
+    meta = _map(body, "metadata", "csidriver")
+    spec = _map(body, "spec", "csidriver")
+    return CSIDriver(str(meta.get("name") or ""), spec.get("storageCapacity") is True)
+
+
+def _optional_bytes(body: Mapping[str, Any], key: str, where: str) -> int | None:
+    if body.get(key) is None:
+        return None
+    try:
+        return check_amount(to_units(body[key]))
+    except QuantityError as exc:
+        raise ObjectError(f"{where}.{key}: {exc}") from None
+
+
+def parse_csi_storage_capacity(body: Mapping[str, Any]) -> CSIStorageCapacity:
+    meta = _map(body, "metadata", "csistoragecapacity")
+    ns, name = str(meta.get("namespace") or "default"), str(meta.get("name") or "")
+    where = f"csistoragecapacity {ns}/{name}"
+    return CSIStorageCapacity(
+        namespace=ns,
+        name=name,
+        storage_class=str(body.get("storageClassName") or ""),
+        node_topology=parse_label_selector(body.get("nodeTopology"), f"{where}.nodeTopology"),
+        capacity=_optional_bytes(body, "capacity", where),
+        maximum_volume_size=_optional_bytes(body, "maximumVolumeSize", where),
     )
 
 

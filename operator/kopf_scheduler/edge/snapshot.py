@@ -49,6 +49,8 @@ _LISTS: Final[tuple[tuple[str, str, str, dict[str, str]], ...]] = (
     ("PersistentVolumeClaim", "CoreV1Api", "list_persistent_volume_claim_for_all_namespaces", {}),
     ("StorageClass", "StorageV1Api", "list_storage_class", {}),
     ("CSINode", "StorageV1Api", "list_csi_node", {}),
+    ("CSIDriver", "StorageV1Api", "list_csi_driver", {}),
+    ("CSIStorageCapacity", "StorageV1Api", "list_csi_storage_capacity_for_all_namespaces", {}),
     ("PodDisruptionBudget", "PolicyV1Api", "list_pod_disruption_budget_for_all_namespaces", {}),
     ("PriorityClass", "SchedulingV1Api", "list_priority_class", {}),
     ("Namespace", "CoreV1Api", "list_namespace", {}),

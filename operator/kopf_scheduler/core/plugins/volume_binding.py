@@ -31,18 +31,22 @@ Filter, per node, collecting upstream's reasons in upstream's order (Unschedulab
   (none = anywhere) match the node. Otherwise "node(s) didn't find available persistent volumes
   to bind".
 
-Score (upstream ``volume_binding.go`` ``Score`` and ``scorer.go``, StorageCapacityScoring beta and on in
-v1.37): for a node where some delayed claims match existing PVs (static bindings), group them by the PV's
-storage class, sum the claims' requests and the PVs' capacities, score each class by ``shape`` at
-utilization ``requested * 100 / capacity`` (100 when over capacity or the capacity is 0), and average the
-classes (rounded half up). A node with no static binding would be scored by its dynamic provisions'
-CSIStorageCapacity, which we do not read, so it scores 0 (as upstream without a capacity-tracking CSIDriver).
-PreScore SKIPs a pod without delayed claims (upstream scores such a pod 0 on every node).
+Claims left to provision whose class's provisioner is a CSIDriver with ``storageCapacity: true`` must fit
+a CSIStorageCapacity of that class whose ``nodeTopology`` selects the node (``maximumVolumeSize`` if given,
+else ``capacity``, at least the request; upstream ``hasEnoughCapacity``), else "node(s) did not have enough
+free storage". Upstream takes the first such object its lister returns (no defined order); we take the first
+by namespace/name.
 
-Static checks only: nothing is assumed or bound (no Reserve/PreBind; another pod of the same
-cycle may be offered the same PV), no CSIStorageCapacity check ("node(s) did not have enough
-free storage" never occurs: CSIDriver and CSIStorageCapacity objects are not read). ``filter_nodes``
-loops over the nodes.
+Score (upstream ``volume_binding.go`` ``Score`` and ``scorer.go``, StorageCapacityScoring beta and on in
+v1.37): a node with static bindings (delayed claims matched to existing PVs) scores them: per PV storage
+class, the claims' requests summed against the PVs' capacities summed. A node without scores its dynamic
+provisions that found a CSIStorageCapacity: per claim class, the requests summed against that object's
+``capacity`` (set, not summed). Each class scores ``shape`` at utilization ``requested * 100 / capacity``
+(100 when over capacity or the capacity is 0); the classes are averaged (rounded half up). PreScore SKIPs
+a pod without delayed claims (upstream scores such a pod 0 on every node).
+
+Static checks only: nothing is assumed or bound (no Reserve/PreBind; another pod of the same cycle may be
+offered the same PV); ``filter_nodes`` loops over the nodes.
 
 Arguments (upstream ``VolumeBindingArgs``): ``bindTimeoutSeconds`` (default 600, not negative) is
 accepted so upstream configurations carry over; nothing here waits for a binding, so it bounds
@@ -56,7 +60,8 @@ claim/PV UIDs in ``claimRef``, volume modes, volume attributes classes and the b
 annotation are not kept, so those checks are not made.
 
 Requeueing (upstream ``EventsToRegister``): a StorageClass, PV or CSINode added or changed, a claim of
-the pod added or changed, a node added or relabelled; deletions help no pod.
+the pod added or changed, a node added or relabelled, a CSIStorageCapacity added or raised, a CSIDriver of
+one of the pod's inline ``csi`` volumes that stops tracking capacity; deletions help no pod.
 """
 
 from __future__ import annotations
@@ -87,7 +92,16 @@ from ..framework import (
     VectorFilter,
 )
 from ..nodeinfo import NodeInfo
-from ..objects import Node, NodeSelectorTerm, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass
+from ..objects import (
+    CSIDriver,
+    CSIStorageCapacity,
+    Node,
+    NodeSelectorTerm,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    Pod,
+    StorageClass,
+)
 from ..scoring import MAX_CUSTOM_PRIORITY_SCORE, MAX_UTILIZATION, Shape, UtilizationShapePoint, broken_linear
 
 if TYPE_CHECKING:
@@ -212,6 +226,8 @@ class PodVolumeClaims:
     #: class name -> the PVs of that class, for the delayed claims
     pvs_by_class: Mapping[str, tuple[PersistentVolume, ...]]
     objects: ClusterObjects
+    #: the CSIStorageCapacity objects by namespace/name, for the delayed claims to provision
+    capacities: tuple[CSIStorageCapacity, ...] = ()
 
 
 def pod_volume_claims(pod: Pod, objects: ClusterObjects) -> PodVolumeClaims | Status:
@@ -261,7 +277,11 @@ def pod_volume_claims(pod: Pod, objects: ClusterObjects) -> PodVolumeClaims | St
                 group.append(pv)
         pvs_by_class = {c: tuple(g) for c, g in grouped.items()}
         delayed.sort(key=lambda c: c.request)
-    return PodVolumeClaims(tuple(bound), tuple(delayed), pvs_by_class, objects)
+    capacities: tuple[CSIStorageCapacity, ...] = ()
+    if delayed and objects.csi_storage_capacities:
+        stored = objects.csi_storage_capacities
+        capacities = tuple(stored[k] for k in sorted(stored))
+    return PodVolumeClaims(tuple(bound), tuple(delayed), pvs_by_class, objects, capacities)
 
 
 def match_delayed(
@@ -295,47 +315,108 @@ def _affinity_matches(terms: tuple[NodeSelectorTerm, ...] | None, labels: Mappin
     return terms is None or any(_term_matches_labels(t, labels) for t in terms)
 
 
-def find_pod_volumes(claims: PodVolumeClaims, node: Node) -> Status:
-    """Upstream ``FindPodVolumes`` without storage capacity: the verdict for ``node``."""
+def capacity_sufficient(capacity: CSIStorageCapacity, size: int) -> bool:
+    """Upstream ``capacitySufficient``: ``maximumVolumeSize`` if given, else ``capacity``, holds ``size``."""
+    limit = capacity.maximum_volume_size if capacity.maximum_volume_size is not None else capacity.capacity
+    return limit is not None and limit >= size
+
+
+def enough_capacity(
+    claims: PodVolumeClaims, provisioner: str, pvc: PersistentVolumeClaim, sc: StorageClass, labels: Mapping[str, str]
+) -> tuple[bool, CSIStorageCapacity | None]:
+    """Upstream ``hasEnoughCapacity``: only for a CSIDriver with ``storageCapacity: true``; then some
+    CSIStorageCapacity of the class whose node topology selects the node must hold the claim's request.
+    Upstream takes the first match of its lister's (unordered) list; we take the first by namespace/name."""
+    driver = claims.objects.csi_drivers.get(provisioner)
+    if driver is None or not driver.storage_capacity:
+        return True, None
+    for capacity in claims.capacities:
+        if (
+            capacity.storage_class == sc.name
+            and capacity_sufficient(capacity, pvc.request)
+            and capacity.node_topology is not None
+            and capacity.node_topology.matches(labels)
+        ):
+            return True, capacity
+    return False, None
+
+
+@dataclass(frozen=True, slots=True)
+class NodeVolumes:
+    """Upstream ``FindPodVolumes``' result for one node: the verdict, the static bindings (claim, PV) and
+    the dynamic provisions (claim, the CSIStorageCapacity it was checked against, None when unchecked)."""
+
+    status: Status
+    static: tuple[tuple[PersistentVolumeClaim, PersistentVolume], ...] = ()
+    provisions: tuple[tuple[PersistentVolumeClaim, CSIStorageCapacity | None], ...] = ()
+
+
+def _check_bound(claims: PodVolumeClaims, node: Node) -> tuple[bool, bool] | Status:
+    """Upstream ``checkBoundClaims``: (node affinity satisfied, PVs found), or an error."""
+    objects = claims.objects
+    csi_node = objects.csi_nodes.get(node.name)
+    migrated = csi_node.migrated_plugins if csi_node is not None else frozenset()
+    for pvc in claims.bound:
+        pv = objects.persistent_volumes.get(pvc.volume_name)
+        if pv is None:
+            return True, False
+        try:
+            terms = bound_pv_affinity(pv, migrated)
+        except Untranslatable as exc:
+            return framework.error(f"could not translate pv: {exc}")
+        if not _affinity_matches(terms, node.labels):
+            return False, True
+    return True, True
+
+
+def node_volumes(claims: PodVolumeClaims, node: Node) -> NodeVolumes:
+    """Upstream ``FindPodVolumes`` for ``node``: bound claims, then matching PVs, then provisioning."""
     objects = claims.objects
     labels = node.labels
-    bound_ok = pvs_found = unbound_ok = True
+    bound_ok = pvs_found = unbound_ok = sufficient = True
     if claims.bound:
-        csi_node = objects.csi_nodes.get(node.name)
-        migrated = csi_node.migrated_plugins if csi_node is not None else frozenset()
-        for pvc in claims.bound:
-            pv = objects.persistent_volumes.get(pvc.volume_name)
-            if pv is None:
-                pvs_found = False
-                break
-            try:
-                terms = bound_pv_affinity(pv, migrated)
-            except Untranslatable as exc:
-                return framework.error(f"could not translate pv: {exc}")
-            if not _affinity_matches(terms, labels):
-                bound_ok = False
-                break
+        checked = _check_bound(claims, node)
+        if isinstance(checked, Status):
+            return NodeVolumes(checked)
+        bound_ok, pvs_found = checked
+    static: list[tuple[PersistentVolumeClaim, PersistentVolume]] = []
+    provisions: list[tuple[PersistentVolumeClaim, CSIStorageCapacity | None]] = []
     if claims.delayed:
-        _, leftover = match_delayed(claims, labels)
-        # Claims without a PV pass if they can all be provisioned (this overrides the match result).
+        static, leftover = match_delayed(claims, labels)
+        # Claims without a PV pass if they can all be provisioned (upstream ``checkVolumeProvisions``).
         for pvc in leftover:
             name = claim_class(pvc)
             if not name:
-                return framework.error(f'no class for claim "{pvc.key}"')
+                return NodeVolumes(framework.error(f'no class for claim "{pvc.key}"'))
             sc = objects.storage_classes.get(name)
             if sc is None:
-                return framework.error(f'failed to find storage class "{name}"')
+                return NodeVolumes(framework.error(f'failed to find storage class "{name}"'))
             if not sc.provisioner or sc.provisioner == NOT_SUPPORTED_PROVISIONER or not topology_matches(sc, labels):
                 unbound_ok = False
+                provisions = []
                 break
+            enough, capacity = enough_capacity(claims, sc.provisioner, pvc, sc, labels)
+            if not enough:
+                sufficient = False
+                provisions = []
+                break
+            provisions.append((pvc, capacity))
     reasons = []
     if not bound_ok:
         reasons.append(ERR_REASON_NODE_CONFLICT)
     if not unbound_ok:
         reasons.append(ERR_REASON_BIND_CONFLICT)
+    if not sufficient:
+        reasons.append(ERR_REASON_NOT_ENOUGH_SPACE)
     if not pvs_found:
         reasons.append(ERR_REASON_PV_NOT_EXIST)
-    return framework.unresolvable(*reasons) if reasons else framework.SUCCESS
+    status = framework.unresolvable(*reasons) if reasons else framework.SUCCESS
+    return NodeVolumes(status, tuple(static), tuple(provisions))
+
+
+def find_pod_volumes(claims: PodVolumeClaims, node: Node) -> Status:
+    """VolumeBinding's Filter verdict for ``node``."""
+    return node_volumes(claims, node).status
 
 
 # --------------------------------------------------------------------------- capacity score
@@ -348,6 +429,13 @@ def class_score(shape: Shape, requested: int, capacity: int) -> int:
     return broken_linear(shape, requested * MAX_UTILIZATION // capacity)
 
 
+def _average(shape: Shape, by_class: Mapping[str, list[int]]) -> int:
+    if not by_class:
+        return 0
+    total = sum(class_score(shape, requested, capacity) for requested, capacity in by_class.values())
+    return (2 * total + len(by_class)) // (2 * len(by_class))  # math.Round of the mean
+
+
 def capacity_score(shape: Shape, bindings: Iterable[tuple[PersistentVolumeClaim, PersistentVolume]]) -> int:
     """Upstream ``VolumeBinding.Score`` over a node's static bindings: per PV storage class, the claims'
     requests summed against the PVs' capacities summed; the classes' scores averaged (``math.Round``)."""
@@ -356,10 +444,21 @@ def capacity_score(shape: Shape, bindings: Iterable[tuple[PersistentVolumeClaim,
         resource = by_class.setdefault(pv.storage_class, [0, 0])
         resource[0] += pvc.request
         resource[1] += pv.capacity
-    if not by_class:
-        return 0
-    total = sum(class_score(shape, requested, capacity) for requested, capacity in by_class.values())
-    return (2 * total + len(by_class)) // (2 * len(by_class))
+    return _average(shape, by_class)
+
+
+def provision_score(shape: Shape, provisions: Iterable[tuple[PersistentVolumeClaim, CSIStorageCapacity | None]]) -> int:
+    """Upstream ``VolumeBinding.Score`` over a node's dynamic provisions (no static binding): per claim
+    class, the requests summed against the capacity of the CSIStorageCapacity found (set, not summed: two
+    claims of one class draw on one pool); provisions without one do not count."""
+    by_class: dict[str, list[int]] = {}
+    for pvc, capacity in provisions:
+        if capacity is None:
+            continue
+        resource = by_class.setdefault(claim_class(pvc), [0, 0])
+        resource[1] = capacity.capacity or 0
+        resource[0] += pvc.request
+    return _average(shape, by_class)
 
 
 def fits(pod: Pod, node_info: NodeInfo, objects: ClusterObjects) -> Status:
@@ -421,7 +520,8 @@ class VolumeBinding(PreFilterPlugin, VectorFilter, PreScorePlugin, ScorePlugin, 
 
     def events_to_register(self, handle: EnqueueHandle) -> Sequence[ClusterEventWithHint]:
         """Upstream ``EventsToRegister``: classes, claims (the pod's own), volumes and CSINodes added or
-        changed; nodes added or relabelled. (No CSIDriver or CSIStorageCapacity here: neither is watched.)"""
+        changed; nodes added or relabelled; a CSIStorageCapacity added or raised; a CSIDriver that stops
+        tracking capacity (upstream looks for it among the pod's inline ``csi`` volumes)."""
         return (
             ClusterEventWithHint(ClusterEvent.STORAGE_CLASS_CHANGE, _added_or_changed),
             ClusterEventWithHint(ClusterEvent.PERSISTENT_VOLUME_CLAIM_CHANGE, _own_claim_added_or_changed),
@@ -429,6 +529,8 @@ class VolumeBinding(PreFilterPlugin, VectorFilter, PreScorePlugin, ScorePlugin, 
             ClusterEventWithHint(ClusterEvent.NODE_ADD),
             ClusterEventWithHint(ClusterEvent.NODE_UPDATE, _relabelled),
             ClusterEventWithHint(ClusterEvent.CSI_NODE_CHANGE, _added_or_changed),
+            ClusterEventWithHint(ClusterEvent.CSI_STORAGE_CAPACITY_CHANGE, _capacity_added_or_raised),
+            ClusterEventWithHint(ClusterEvent.CSI_DRIVER_CHANGE, _capacity_tracking_stopped),
         )
 
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
@@ -466,13 +568,15 @@ class VolumeBinding(PreFilterPlugin, VectorFilter, PreScorePlugin, ScorePlugin, 
         return framework.SUCCESS if claims is not None and claims.delayed else framework.SKIP
 
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
-        """Upstream ``Score`` with StorageCapacityScoring on: the node's static bindings by capacity (its
-        dynamic provisions would score by CSIStorageCapacity, which we do not read: 0)."""
+        """Upstream ``Score`` with StorageCapacityScoring on: the node's static bindings by PV capacity, or
+        else its dynamic provisions by their CSIStorageCapacity."""
         claims = state.read(self._key)
         if claims is None or not claims.delayed or node.node is None:
             return 0
-        bindings, _ = match_delayed(claims, node.node.labels)
-        return capacity_score(self._shape, bindings)
+        found = node_volumes(claims, node.node)
+        if found.static:
+            return capacity_score(self._shape, found.static)
+        return provision_score(self._shape, found.provisions)
 
 
 def _node_verdict(claims: PodVolumeClaims, node_info: NodeInfo) -> bool:
@@ -500,6 +604,32 @@ def _added_or_changed(pod: Pod, old: object, new: object) -> QueueingHint:
 def _own_claim_added_or_changed(pod: Pod, old: object, new: object) -> QueueingHint:
     """Upstream ``isSchedulableAfterPersistentVolumeClaimChange``: a claim the pod uses."""
     return QueueingHint.QUEUE if _is_own_claim(pod, new) else QueueingHint.QUEUE_SKIP
+
+
+def _volume_limit(capacity: CSIStorageCapacity) -> int | None:
+    return capacity.maximum_volume_size if capacity.maximum_volume_size is not None else capacity.capacity
+
+
+def _capacity_added_or_raised(pod: Pod, old: object, new: object) -> QueueingHint:
+    """Upstream ``isSchedulableAfterCSIStorageCapacityChange``: created, or its volume limit grew."""
+    if not isinstance(new, CSIStorageCapacity):
+        return QueueingHint.QUEUE_SKIP  # deleted: not registered upstream
+    if not isinstance(old, CSIStorageCapacity):
+        return QueueingHint.QUEUE
+    old_limit, new_limit = _volume_limit(old), _volume_limit(new)
+    raised = new_limit is not None and (old_limit is None or new_limit > old_limit)
+    return QueueingHint.QUEUE if raised else QueueingHint.QUEUE_SKIP
+
+
+def _capacity_tracking_stopped(pod: Pod, old: object, new: object) -> QueueingHint:
+    """Upstream ``isSchedulableAfterCSIDriverChange`` (updates only): the driver of one of the pod's inline
+    ``csi`` volumes stopped tracking storage capacity."""
+    if not isinstance(old, CSIDriver) or not isinstance(new, CSIDriver):
+        return QueueingHint.QUEUE_SKIP
+    if old.storage_capacity and not new.storage_capacity:
+        if any(v.kind == "csi" and v.driver == new.name for v in pod.volumes):
+            return QueueingHint.QUEUE
+    return QueueingHint.QUEUE_SKIP
 
 
 def _relabelled(pod: Pod, old: object, new: object) -> QueueingHint:
