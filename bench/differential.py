@@ -143,6 +143,8 @@ class Knobs:
     p_intree_claim: float = 0.06  # a claim bound to an in-tree EBS PV (counted against the EBS CSI driver)
     p_local_claim: float = 0.1  # 1..2 claims of the local class: VolumeBinding matches PVs and scores capacity
     p_immediate_claim: float = 0.01  # an unbound claim of an Immediate class: unresolvable
+    p_node_capacity: float = 0.6  # a CSIStorageCapacity of the dynamic class for the node (20..200Gi)
+    p_dynamic_claim: float = 0.08  # a claim of a WaitForFirstConsumer class whose CSI driver tracks capacity
     priority_classes: tuple[tuple[str | None, float], ...] = (
         (None, 0.55),
         ("diff-low", 0.15),
@@ -181,6 +183,16 @@ MIGRATED_PLUGINS: Final = ",".join(
 )
 GCE_PD_DRIVER: Final = "pd.csi.storage.gke.io"
 LOCAL_CLASS: Final = "diff-local"
+DYNAMIC_CLASS: Final = "diff-dynamic"
+DYNAMIC_DRIVER: Final = "diff.csi.example.com"
+ANN_SELECTED_NODE: Final = "volume.kubernetes.io/selected-node"
+#: created once per run: the CSI driver of the dynamic class publishes CSIStorageCapacity
+CSI_DRIVER: Final = {
+    "apiVersion": "storage.k8s.io/v1",
+    "kind": "CSIDriver",
+    "metadata": {"name": DYNAMIC_DRIVER},
+    "spec": {"storageCapacity": True, "attachRequired": False},
+}
 IMMEDIATE_CLASS: Final = "diff-immediate"
 #: created once per run (cluster-scoped, the same for every seed)
 STORAGE_CLASSES: Final = (
@@ -189,6 +201,13 @@ STORAGE_CLASSES: Final = (
         "kind": "StorageClass",
         "metadata": {"name": LOCAL_CLASS},
         "provisioner": "kubernetes.io/no-provisioner",
+        "volumeBindingMode": "WaitForFirstConsumer",
+    },
+    {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": DYNAMIC_CLASS},
+        "provisioner": DYNAMIC_DRIVER,
         "volumeBindingMode": "WaitForFirstConsumer",
     },
     {
@@ -249,6 +268,9 @@ def _storage(
                 labels[EBS_ZONE] = labels[ZONE]
         for j in range(rng.randint(*knobs.local_pvs_per_node)):
             out.append(_local_pv(f"{name}-lpv{j}", name, rng.choice(LOCAL_PV_SIZES)))
+        if rng.random() < knobs.p_node_capacity:
+            size = rng.choice(("20Gi", "50Gi", "100Gi", "200Gi"))
+            out.append((_capacity(name, size, rng.choice((None, None, "30Gi"))), None))
     for pod in pods:
         name = pod["metadata"]["name"]
         volumes = pod["spec"].setdefault("volumes", [])
@@ -265,6 +287,9 @@ def _storage(
             for k in range(rng.randint(1, 2)):
                 out.append(_claim(f"{name}-data{k}", LOCAL_CLASS, rng.choice(CLAIM_SIZES)))
                 volumes.append({"name": f"data{k}", "persistentVolumeClaim": {"claimName": f"{name}-data{k}"}})
+        if rng.random() < knobs.p_dynamic_claim:
+            out.append(_claim(f"{name}-dyn", DYNAMIC_CLASS, rng.choice(CLAIM_SIZES)))
+            volumes.append({"name": "dyn", "persistentVolumeClaim": {"claimName": f"{name}-dyn"}})
         if rng.random() < knobs.p_immediate_claim:
             out.append(_claim(f"{name}-imm", IMMEDIATE_CLASS, "1Gi"))
             volumes.append({"name": "imm", "persistentVolumeClaim": {"claimName": f"{name}-imm"}})
@@ -281,6 +306,21 @@ def _csi_node(node: str, drivers: Sequence[tuple[str, int]]) -> dict[str, Any]:
         "metadata": {"name": node, "annotations": {MIGRATED_PLUGINS_ANNOTATION: MIGRATED_PLUGINS}},
         "spec": {"drivers": [{"name": d, "nodeID": node, "allocatable": {"count": n}} for d, n in drivers]},
     }
+
+
+def _capacity(node: str, size: str, max_size: str | None) -> dict[str, Any]:
+    """What the dynamic class's driver can still provision on ``node`` (the harness lowers it as it provisions)."""
+    body: dict[str, Any] = {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "CSIStorageCapacity",
+        "metadata": {"name": f"{node}-capacity", "namespace": NAMESPACE},
+        "storageClassName": DYNAMIC_CLASS,
+        "nodeTopology": {"matchLabels": {HOSTNAME: node}},
+        "capacity": size,
+    }
+    if max_size is not None:
+        body["maximumVolumeSize"] = max_size
+    return body
 
 
 def _inline_disk(rng: random.Random) -> dict[str, Any]:
@@ -1478,6 +1518,7 @@ class Harness:
             self.storage = client.StorageV1Api(api)
             for sc in STORAGE_CLASSES:
                 self.storage.create_storage_class(sc)
+            self.storage.create_csi_driver(CSI_DRIVER)
             scheduling = client.SchedulingV1Api(api)
             for name, (value, policy) in PRIORITY_CLASSES.items():
                 scheduling.create_priority_class(
@@ -1516,6 +1557,8 @@ class Harness:
             *self._list(self.apps.list_namespaced_replica_set, NAMESPACE, kind="ReplicaSet"),
             *self._list(self.storage.list_storage_class, kind="StorageClass"),
             *self._list(self.storage.list_csi_node, kind="CSINode"),
+            *self._list(self.storage.list_csi_driver, kind="CSIDriver"),
+            *self._list(self.storage.list_namespaced_csi_storage_capacity, NAMESPACE, kind="CSIStorageCapacity"),
             *self._list(self.core.list_persistent_volume, kind="PersistentVolume"),
             *self._list(self.core.list_namespaced_persistent_volume_claim, NAMESPACE, kind="PersistentVolumeClaim"),
             *pods,
@@ -1523,7 +1566,9 @@ class Harness:
 
     def bind_claims(self) -> None:
         """Play the PV controller (none runs here) for the PVs upstream's PreBind gave a claim: mark the claim bound
-        (``volumeName`` and the bind-completed annotation, what upstream waits for) and both phases Bound."""
+        (``volumeName`` and the bind-completed annotation, what upstream waits for) and both phases Bound. And
+        play the dynamic class's provisioner for the claims upstream's PreBind gave a selected node."""
+        self._provision()
         for pv in self._list(self.core.list_persistent_volume, kind="PersistentVolume"):
             ref = pv["spec"].get("claimRef") or {}
             if ref.get("namespace") != NAMESPACE or (pv.get("status") or {}).get("phase") == "Bound":
@@ -1537,6 +1582,51 @@ class Harness:
             status = {"phase": "Bound", "capacity": pv["spec"]["capacity"], "accessModes": pv["spec"]["accessModes"]}
             self.core.patch_namespaced_persistent_volume_claim_status(claim, NAMESPACE, {"status": status})
             self.core.patch_persistent_volume_status(name, {"status": {"phase": "Bound"}})
+
+    def _provision(self) -> None:
+        """A PV on the selected node for each claim of the dynamic class that has one; the node's capacity shrinks."""
+        claims = self._list(self.core.list_namespaced_persistent_volume_claim, NAMESPACE, kind="")
+        for claim in claims:
+            meta, spec = claim["metadata"], claim["spec"]
+            node = (meta.get("annotations") or {}).get(ANN_SELECTED_NODE)
+            if not node or spec.get("volumeName") or spec.get("storageClassName") != DYNAMIC_CLASS:
+                continue
+            name, size = meta["name"], spec["resources"]["requests"]["storage"]
+            term = {"matchExpressions": [{"key": HOSTNAME, "operator": "In", "values": [node]}]}
+            pv = {
+                "apiVersion": "v1",
+                "kind": "PersistentVolume",
+                "metadata": {"name": f"pvc-{name}"},
+                "spec": {
+                    "storageClassName": DYNAMIC_CLASS,
+                    "capacity": {"storage": size},
+                    "accessModes": spec["accessModes"],
+                    "csi": {"driver": DYNAMIC_DRIVER, "volumeHandle": f"{NAMESPACE}-{name}"},
+                    "claimRef": {"namespace": NAMESPACE, "name": name, "uid": meta["uid"]},
+                    "nodeAffinity": {"required": {"nodeSelectorTerms": [term]}},
+                },
+            }
+            self.core.create_persistent_volume(pv)
+            self.core.patch_persistent_volume_status(f"pvc-{name}", {"status": {"phase": "Bound"}})
+            self.core.patch_namespaced_persistent_volume_claim(
+                name,
+                NAMESPACE,
+                {"metadata": {"annotations": {ANN_BIND_COMPLETED: "yes"}}, "spec": {"volumeName": f"pvc-{name}"}},
+            )
+            status = {"phase": "Bound", "capacity": {"storage": size}, "accessModes": spec["accessModes"]}
+            self.core.patch_namespaced_persistent_volume_claim_status(name, NAMESPACE, {"status": status})
+            try:
+                cap = self._json(
+                    self.storage.read_namespaced_csi_storage_capacity(
+                        f"{node}-capacity", NAMESPACE, _preload_content=False
+                    )
+                )
+            except client.ApiException as exc:
+                if exc.status != 404:
+                    raise
+                continue
+            left = max(0, to_units(cap["capacity"]) - to_units(size))
+            self.storage.patch_namespaced_csi_storage_capacity(f"{node}-capacity", NAMESPACE, {"capacity": str(left)})
 
     # ----------------------------------------------------------------------------- seeds
 
@@ -1559,6 +1649,7 @@ class Harness:
             self.core.patch_persistent_volume(pv["metadata"]["name"], {"metadata": {"finalizers": None}})
         self.core.delete_collection_persistent_volume()
         self.storage.delete_collection_csi_node()
+        self.storage.delete_collection_namespaced_csi_storage_capacity(NAMESPACE)
         log.wait(
             "delete events of the previous seed",
             lambda: (
@@ -1585,6 +1676,8 @@ class Harness:
             name = body["metadata"]["name"]
             if body["kind"] == "CSINode":
                 self.storage.create_csi_node(body)
+            elif body["kind"] == "CSIStorageCapacity":
+                self.storage.create_namespaced_csi_storage_capacity(NAMESPACE, body)
             elif body["kind"] == "PersistentVolume":
                 self.core.create_persistent_volume(body)
                 if status is not None:

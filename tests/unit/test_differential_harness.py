@@ -279,10 +279,11 @@ def test_the_generator_is_deterministic_and_exercises_every_knob() -> None:
     kinds = Counter(body["kind"] for body in storage)
     assert kinds["CSINode"] and kinds["PersistentVolume"] and kinds["PersistentVolumeClaim"], kinds
     classes = {body["spec"].get("storageClassName") for body in storage if body["kind"] == "PersistentVolumeClaim"}
-    assert classes == {"", dh.LOCAL_CLASS, dh.IMMEDIATE_CLASS}
+    assert classes == {"", dh.LOCAL_CLASS, dh.DYNAMIC_CLASS, dh.IMMEDIATE_CLASS}
+    assert kinds["CSIStorageCapacity"], kinds
     assert '"aws://zone-a/vol-' in text
     # the storage draws come from their own RNG: without them the seed makes the cluster and pods it made before
-    quiet = dh.Knobs(p_inline_disk=0, p_intree_claim=0, p_local_claim=0, p_immediate_claim=0)
+    quiet = dh.Knobs(p_inline_disk=0, p_intree_claim=0, p_local_claim=0, p_immediate_claim=0, p_dynamic_claim=0)
     assert [p for p in dh.generate(7, quiet).pods if "volumes" in p["spec"]] == []
 
 
