@@ -40,6 +40,11 @@ STORAGE: list[tuple[dict[str, Any], dict[str, Any] | None]] = [
     dh._claim("data", dh.LOCAL_CLASS, "10Gi"),
     dh._intree_pv("ebs-zonal", "vol-77", "a", as_affinity=False),
     dh._claim("ebs-zonal", "", "10Gi", volume="ebs-zonal"),
+    (dh._capacity("v0", "100Gi", None), None),
+    (dh._capacity("v1", "20Gi", None), None),
+    (dh._capacity("v2", "100Gi", "5Gi"), None),  # a big pool, but no volume over 5Gi
+    dh._claim("dyn", dh.DYNAMIC_CLASS, "10Gi"),
+    dh._claim("dyn-again", dh.DYNAMIC_CLASS, "15Gi"),
 ]
 
 
@@ -68,6 +73,8 @@ PODS = [
     pod("ebs-full", ebs("vol-3"), host="v0"),  # nowhere
     pod("ebs-same", ebs("vol-1"), host="v0"),  # the attached volume again: within the limit, but a disk conflict
     pod("ebs-zonal", claim("ebs-zonal")),  # v0 full, v1 misses the CSI zone label, v2/v3 the wrong zone
+    pod("dynamic", claim("dyn")),  # 10Gi: v0 scores 90, v1 50; v2 (max 5Gi) and v3 (no capacity) lack storage
+    pod("dynamic-again", claim("dyn-again")),  # 15Gi after the harness provisioned 10Gi out of the chosen pool
 ]
 
 
@@ -107,6 +114,9 @@ def test_the_cases_test_what_they_say(cases: list[dh.PodCase]) -> None:
     assert "exceed max volume count" not in same.message
     zonal = by_name["ebs-zonal"]
     assert zonal.node is None
+    dynamic = by_name["dynamic"]
+    assert dynamic.scores["VolumeBinding"] == {"v0": 90, "v1": 50}
+    assert dynamic.feasible == {"v0", "v1"}
     for reason in (
         "1 node(s) exceed max volume count",
         "1 node(s) didn't match PersistentVolume's node affinity",
