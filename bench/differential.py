@@ -141,6 +141,16 @@ class Knobs:
     # --- DynamicResources (off unless set: drawn from a second RNG, so the other draws of a seed stay the same)
     p_node_devices: float = 0.0  # a ResourceSlice of 1..3 devices of DRA_DRIVER (attribute model a / b) on the node
     p_claim: float = 0.0  # a ResourceClaim for 1..2 devices of the class, sometimes of model a only
+    # --- storage (drawn from a second RNG, so the draws above make the same cluster and pods as before)
+    p_node_csinode: float = 0.5  # a CSINode limiting the EBS (1..3) and GCE PD (1..2) CSI drivers, in-tree migrated
+    p_csi_topology_label: float = 0.7  # a node with a CSINode has the EBS driver's zone label (migrated PVs need it)
+    local_pvs_per_node: tuple[int, int] = (0, 2)  # local PVs (WaitForFirstConsumer class, 10..100Gi) per node
+    p_inline_disk: float = 0.1  # 1..2 inline awsElasticBlockStore / gcePersistentDisk volumes (CSI migration)
+    p_intree_claim: float = 0.06  # a claim bound to an in-tree EBS PV (counted against the EBS CSI driver)
+    p_local_claim: float = 0.1  # 1..2 claims of the local class: VolumeBinding matches PVs and scores capacity
+    p_immediate_claim: float = 0.01  # an unbound claim of an Immediate class: unresolvable
+    p_node_capacity: float = 0.6  # a CSIStorageCapacity of the dynamic class for the node (20..200Gi)
+    p_dynamic_claim: float = 0.08  # a claim of a WaitForFirstConsumer class whose CSI driver tracks capacity
     priority_classes: tuple[tuple[str | None, float], ...] = (
         (None, 0.55),
         ("diff-low", 0.15),
@@ -170,6 +180,53 @@ IMAGES: Final = {
     "registry.example/db:15": 380,
     "registry.example/proxy:1.25": 60,
 }
+EBS_DRIVER: Final = "ebs.csi.aws.com"
+EBS_ZONE: Final = "topology.ebs.csi.aws.com/zone"
+MIGRATED_PLUGINS_ANNOTATION: Final = "storage.alpha.kubernetes.io/migrated-plugins"
+MIGRATED_PLUGINS: Final = ",".join(
+    f"kubernetes.io/{p}"
+    for p in ("aws-ebs", "azure-disk", "azure-file", "cinder", "gce-pd", "portworx-volume", "vsphere-volume")
+)
+GCE_PD_DRIVER: Final = "pd.csi.storage.gke.io"
+LOCAL_CLASS: Final = "diff-local"
+DYNAMIC_CLASS: Final = "diff-dynamic"
+DYNAMIC_DRIVER: Final = "diff.csi.example.com"
+ANN_SELECTED_NODE: Final = "volume.kubernetes.io/selected-node"
+#: created once per run: the CSI driver of the dynamic class publishes CSIStorageCapacity
+CSI_DRIVER: Final = {
+    "apiVersion": "storage.k8s.io/v1",
+    "kind": "CSIDriver",
+    "metadata": {"name": DYNAMIC_DRIVER},
+    "spec": {"storageCapacity": True, "attachRequired": False},
+}
+IMMEDIATE_CLASS: Final = "diff-immediate"
+#: created once per run (cluster-scoped, the same for every seed)
+STORAGE_CLASSES: Final = (
+    {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": LOCAL_CLASS},
+        "provisioner": "kubernetes.io/no-provisioner",
+        "volumeBindingMode": "WaitForFirstConsumer",
+    },
+    {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": DYNAMIC_CLASS},
+        "provisioner": DYNAMIC_DRIVER,
+        "volumeBindingMode": "WaitForFirstConsumer",
+    },
+    {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": IMMEDIATE_CLASS},
+        "provisioner": "kubernetes.io/aws-ebs",
+        "volumeBindingMode": "Immediate",
+    },
+)
+LOCAL_PV_SIZES: Final = ("10Gi", "20Gi", "50Gi", "100Gi")
+CLAIM_SIZES: Final = ("5Gi", "10Gi", "20Gi", "40Gi")
+ANN_BIND_COMPLETED: Final = "pv.kubernetes.io/bind-completed"
 CPU_REQUESTS: Final = ("50m", "100m", "250m", "500m", "1", "2")
 MEMORY_REQUESTS: Final = ("64Mi", "256Mi", "512Mi", "1Gi", "2Gi", "4Gi")
 
@@ -186,6 +243,8 @@ class Scenario:
     #: DynamicResources: cluster-scoped DeviceClasses and ResourceSlices, and pod name -> its ResourceClaim
     device_objects: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     claims: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: CSINodes, PersistentVolumes and PersistentVolumeClaims, with the status each is given (None: none)
+    storage: list[tuple[dict[str, Any], dict[str, Any] | None]] = field(default_factory=list)
 
 
 def generate(seed: int, knobs: Knobs) -> Scenario:
@@ -198,7 +257,8 @@ def generate(seed: int, knobs: Knobs) -> Scenario:
     nodes = [_node(rng, knobs, f"{prefix}-n{i:02d}", i) for i in range(knobs.nodes)]
     node_names = [body["metadata"]["name"] for body, _ in nodes]
     pods = [_pod(rng, knobs, f"{prefix}-p{i:03d}", apps, node_names) for i in range(knobs.pods)]
-    scenario = Scenario(seed, services, replica_sets, nodes, pods)
+    storage = _storage(random.Random(f"storage-{seed}"), knobs, nodes, pods)
+    scenario = Scenario(seed, services, replica_sets, nodes, pods, storage=storage)
     if knobs.p_node_devices or knobs.p_claim:
         _devices(random.Random(seed * 7919 + 1), knobs, scenario, prefix)
     return scenario
@@ -250,6 +310,144 @@ def _devices(rng: random.Random, knobs: Knobs, scenario: Scenario, prefix: str) 
             "spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}},
         }
         pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": f"{name}-gpu"}]
+
+
+def _storage(
+    rng: random.Random, knobs: Knobs, nodes: Sequence[tuple[dict[str, Any], dict[str, Any]]], pods: list[dict[str, Any]]
+) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
+    """CSINodes and local PVs for the nodes; volumes for some pods (added to their bodies) and the claims and
+    in-tree PVs they need. Nothing is provisioned: upstream's PreBind would wait for a provisioner."""
+    out: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
+    for body, _ in nodes:
+        name = body["metadata"]["name"]
+        if rng.random() < knobs.p_node_csinode:
+            drivers = [(EBS_DRIVER, rng.randint(1, 3)), (GCE_PD_DRIVER, rng.randint(1, 2))]
+            out.append((_csi_node(name, drivers), None))
+            if rng.random() < knobs.p_csi_topology_label:
+                labels = body["metadata"]["labels"]
+                labels[EBS_ZONE] = labels[ZONE]
+        for j in range(rng.randint(*knobs.local_pvs_per_node)):
+            out.append(_local_pv(f"{name}-lpv{j}", name, rng.choice(LOCAL_PV_SIZES)))
+        if rng.random() < knobs.p_node_capacity:
+            size = rng.choice(("20Gi", "50Gi", "100Gi", "200Gi"))
+            out.append((_capacity(name, size, rng.choice((None, None, "30Gi"))), None))
+    for pod in pods:
+        name = pod["metadata"]["name"]
+        volumes = pod["spec"].setdefault("volumes", [])
+        if rng.random() < knobs.p_inline_disk:
+            for k in range(rng.randint(1, 2)):
+                volumes.append({"name": f"disk{k}", **_inline_disk(rng)})
+        if rng.random() < knobs.p_intree_claim:
+            volume_id = f"vol-{rng.randrange(100, 130)}"
+            zone = rng.choice((None, "zone-a", "zone-b"))
+            out.append(_intree_pv(f"{name}-ebs", volume_id, zone, as_affinity=rng.random() < 0.5))
+            out.append(_claim(f"{name}-ebs", "", "10Gi", volume=f"{name}-ebs"))
+            volumes.append({"name": "ebs", "persistentVolumeClaim": {"claimName": f"{name}-ebs"}})
+        if rng.random() < knobs.p_local_claim:
+            for k in range(rng.randint(1, 2)):
+                out.append(_claim(f"{name}-data{k}", LOCAL_CLASS, rng.choice(CLAIM_SIZES)))
+                volumes.append({"name": f"data{k}", "persistentVolumeClaim": {"claimName": f"{name}-data{k}"}})
+        if rng.random() < knobs.p_dynamic_claim:
+            out.append(_claim(f"{name}-dyn", DYNAMIC_CLASS, rng.choice(CLAIM_SIZES)))
+            volumes.append({"name": "dyn", "persistentVolumeClaim": {"claimName": f"{name}-dyn"}})
+        if rng.random() < knobs.p_immediate_claim:
+            out.append(_claim(f"{name}-imm", IMMEDIATE_CLASS, "1Gi"))
+            volumes.append({"name": "imm", "persistentVolumeClaim": {"claimName": f"{name}-imm"}})
+        if not volumes:
+            del pod["spec"]["volumes"]
+    return out
+
+
+def _csi_node(node: str, drivers: Sequence[tuple[str, int]]) -> dict[str, Any]:
+    """A CSINode as a kubelet writes it: with the in-tree plugins it migrated in the annotation."""
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "CSINode",
+        "metadata": {"name": node, "annotations": {MIGRATED_PLUGINS_ANNOTATION: MIGRATED_PLUGINS}},
+        "spec": {"drivers": [{"name": d, "nodeID": node, "allocatable": {"count": n}} for d, n in drivers]},
+    }
+
+
+def _capacity(node: str, size: str, max_size: str | None) -> dict[str, Any]:
+    """What the dynamic class's driver can still provision on ``node`` (the harness lowers it as it provisions)."""
+    body: dict[str, Any] = {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "CSIStorageCapacity",
+        "metadata": {"name": f"{node}-capacity", "namespace": NAMESPACE},
+        "storageClassName": DYNAMIC_CLASS,
+        "nodeTopology": {"matchLabels": {HOSTNAME: node}},
+        "capacity": size,
+    }
+    if max_size is not None:
+        body["maximumVolumeSize"] = max_size
+    return body
+
+
+def _inline_disk(rng: random.Random) -> dict[str, Any]:
+    """An in-tree disk from a small pool, so pods share some (VolumeRestrictions) and nodes fill up (limits)."""
+    i = rng.randrange(12)
+    if rng.random() < 0.6:
+        volume_id = f"aws://zone-a/vol-{i:02d}" if rng.random() < 0.25 else f"vol-{i:02d}"
+        return {"awsElasticBlockStore": {"volumeID": volume_id}}
+    return {"gcePersistentDisk": {"pdName": f"pd-{i:02d}", "readOnly": rng.random() < 0.5}}
+
+
+def _local_pv(name: str, node: str, size: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    term = {"matchExpressions": [{"key": HOSTNAME, "operator": "In", "values": [node]}]}
+    body = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": name},
+        "spec": {
+            "storageClassName": LOCAL_CLASS,
+            "capacity": {"storage": size},
+            "accessModes": ["ReadWriteOnce"],
+            "local": {"path": f"/mnt/{name}"},
+            "nodeAffinity": {"required": {"nodeSelectorTerms": [term]}},
+        },
+    }
+    return body, {"status": {"phase": "Available"}}  # the PV controller's first step (no controller runs here)
+
+
+def _intree_pv(
+    name: str, volume_id: str, zone: str | None, *, as_affinity: bool
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An in-tree EBS PV bound to the claim ``name``, its zone (if any) a label or a required node affinity."""
+    body: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": name, "labels": {ZONE: zone} if zone and not as_affinity else {}},
+        "spec": {
+            "storageClassName": "",
+            "capacity": {"storage": "10Gi"},
+            "accessModes": ["ReadWriteOnce"],
+            "awsElasticBlockStore": {"volumeID": volume_id},
+            "claimRef": {"namespace": NAMESPACE, "name": name},
+        },
+    }
+    if zone and as_affinity:
+        term = {"matchExpressions": [{"key": ZONE, "operator": "In", "values": [zone]}]}
+        body["spec"]["nodeAffinity"] = {"required": {"nodeSelectorTerms": [term]}}
+    return body, {"status": {"phase": "Bound"}}
+
+
+def _claim(name: str, storage_class: str, size: str, *, volume: str = "") -> tuple[dict[str, Any], dict[str, Any]]:
+    """A claim; with ``volume`` it is created bound to it (as the PV controller would have left it)."""
+    body: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": {
+            "storageClassName": storage_class,
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": size}},
+        },
+    }
+    if volume:
+        body["metadata"]["annotations"] = {ANN_BIND_COMPLETED: "yes"}
+        body["spec"]["volumeName"] = volume
+        return body, {"status": {"phase": "Bound", "capacity": {"storage": size}, "accessModes": ["ReadWriteOnce"]}}
+    return body, {"status": {"phase": "Pending"}}
 
 
 def _service(app: str) -> dict[str, Any]:
@@ -472,6 +670,9 @@ def _pod(rng: random.Random, knobs: Knobs, name: str, apps: Sequence[str], node_
     return pod.obj()
 
 
+_VOLUME_SHORT: Final = {"awsElasticBlockStore": "ebs", "gcePersistentDisk": "gcepd", "persistentVolumeClaim": "claim"}
+
+
 def describe_pod(body: Mapping[str, Any]) -> str:
     """A one-line summary of what a pod asks for, to read next to a disagreement."""
     spec, meta = body.get("spec") or {}, body.get("metadata") or {}
@@ -508,6 +709,9 @@ def describe_pod(body: Mapping[str, Any]) -> str:
         parts.append(
             f"spread:{mode}/{topo}/skew{c['maxSkew']}" + (f"/minDomains{c['minDomains']}" if "minDomains" in c else "")
         )
+    if spec.get("volumes"):
+        kinds = [next((k for k in v if k != "name"), "?") for v in spec["volumes"]]
+        parts.append("volumes:" + ",".join(_VOLUME_SHORT.get(k, k) for k in kinds))
     if spec.get("tolerations"):
         parts.append(f"tolerations x{len(spec['tolerations'])}")
     if spec.get("priorityClassName"):
@@ -1399,6 +1603,10 @@ class Harness:
             self.apps = client.AppsV1Api(api)
             self.custom = client.CustomObjectsApi(api)
             self.core.create_namespace({"metadata": {"name": NAMESPACE}})
+            self.storage = client.StorageV1Api(api)
+            for sc in STORAGE_CLASSES:
+                self.storage.create_storage_class(sc)
+            self.storage.create_csi_driver(CSI_DRIVER)
             scheduling = client.SchedulingV1Api(api)
             for name, (value, policy) in PRIORITY_CLASSES.items():
                 scheduling.create_priority_class(
@@ -1435,6 +1643,12 @@ class Harness:
             *self._list(self.core.list_node, kind="Node"),
             *self._list(self.core.list_namespaced_service, NAMESPACE, kind="Service"),
             *self._list(self.apps.list_namespaced_replica_set, NAMESPACE, kind="ReplicaSet"),
+            *self._list(self.storage.list_storage_class, kind="StorageClass"),
+            *self._list(self.storage.list_csi_node, kind="CSINode"),
+            *self._list(self.storage.list_csi_driver, kind="CSIDriver"),
+            *self._list(self.storage.list_namespaced_csi_storage_capacity, NAMESPACE, kind="CSIStorageCapacity"),
+            *self._list(self.core.list_persistent_volume, kind="PersistentVolume"),
+            *self._list(self.core.list_namespaced_persistent_volume_claim, NAMESPACE, kind="PersistentVolumeClaim"),
             *pods,
             *self._devices(),
         ]
@@ -1459,6 +1673,70 @@ class Harness:
             for o in self.custom.list_cluster_custom_object(*DRA_API, plural)["items"]:
                 self.custom.delete_cluster_custom_object(*DRA_API, plural, o["metadata"]["name"])
 
+    def bind_claims(self) -> None:
+        """Play the PV controller (none runs here) for the PVs upstream's PreBind gave a claim: mark the claim bound
+        (``volumeName`` and the bind-completed annotation, what upstream waits for) and both phases Bound. And
+        play the dynamic class's provisioner for the claims upstream's PreBind gave a selected node."""
+        self._provision()
+        for pv in self._list(self.core.list_persistent_volume, kind="PersistentVolume"):
+            ref = pv["spec"].get("claimRef") or {}
+            if ref.get("namespace") != NAMESPACE or (pv.get("status") or {}).get("phase") == "Bound":
+                continue
+            name, claim = pv["metadata"]["name"], ref["name"]
+            self.core.patch_namespaced_persistent_volume_claim(
+                claim,
+                NAMESPACE,
+                {"metadata": {"annotations": {ANN_BIND_COMPLETED: "yes"}}, "spec": {"volumeName": name}},
+            )
+            status = {"phase": "Bound", "capacity": pv["spec"]["capacity"], "accessModes": pv["spec"]["accessModes"]}
+            self.core.patch_namespaced_persistent_volume_claim_status(claim, NAMESPACE, {"status": status})
+            self.core.patch_persistent_volume_status(name, {"status": {"phase": "Bound"}})
+
+    def _provision(self) -> None:
+        """A PV on the selected node for each claim of the dynamic class that has one; the node's capacity shrinks."""
+        claims = self._list(self.core.list_namespaced_persistent_volume_claim, NAMESPACE, kind="")
+        for claim in claims:
+            meta, spec = claim["metadata"], claim["spec"]
+            node = (meta.get("annotations") or {}).get(ANN_SELECTED_NODE)
+            if not node or spec.get("volumeName") or spec.get("storageClassName") != DYNAMIC_CLASS:
+                continue
+            name, size = meta["name"], spec["resources"]["requests"]["storage"]
+            term = {"matchExpressions": [{"key": HOSTNAME, "operator": "In", "values": [node]}]}
+            pv = {
+                "apiVersion": "v1",
+                "kind": "PersistentVolume",
+                "metadata": {"name": f"pvc-{name}"},
+                "spec": {
+                    "storageClassName": DYNAMIC_CLASS,
+                    "capacity": {"storage": size},
+                    "accessModes": spec["accessModes"],
+                    "csi": {"driver": DYNAMIC_DRIVER, "volumeHandle": f"{NAMESPACE}-{name}"},
+                    "claimRef": {"namespace": NAMESPACE, "name": name, "uid": meta["uid"]},
+                    "nodeAffinity": {"required": {"nodeSelectorTerms": [term]}},
+                },
+            }
+            self.core.create_persistent_volume(pv)
+            self.core.patch_persistent_volume_status(f"pvc-{name}", {"status": {"phase": "Bound"}})
+            self.core.patch_namespaced_persistent_volume_claim(
+                name,
+                NAMESPACE,
+                {"metadata": {"annotations": {ANN_BIND_COMPLETED: "yes"}}, "spec": {"volumeName": f"pvc-{name}"}},
+            )
+            status = {"phase": "Bound", "capacity": {"storage": size}, "accessModes": spec["accessModes"]}
+            self.core.patch_namespaced_persistent_volume_claim_status(name, NAMESPACE, {"status": status})
+            try:
+                cap = self._json(
+                    self.storage.read_namespaced_csi_storage_capacity(
+                        f"{node}-capacity", NAMESPACE, _preload_content=False
+                    )
+                )
+            except client.ApiException as exc:
+                if exc.status != 404:
+                    raise
+                continue
+            left = max(0, to_units(cap["capacity"]) - to_units(size))
+            self.storage.patch_namespaced_csi_storage_capacity(f"{node}-capacity", NAMESPACE, {"capacity": str(left)})
+
     # ----------------------------------------------------------------------------- seeds
 
     def reset(self) -> None:
@@ -1472,6 +1750,16 @@ class Harness:
             self.core.delete_namespaced_service(svc["metadata"]["name"], NAMESPACE)
         self.apps.delete_collection_namespaced_replica_set(NAMESPACE)
         self._delete_devices()
+        # no controller removes the protection finalizers here: drop them, so the objects go at once
+        for claim in self._list(self.core.list_namespaced_persistent_volume_claim, NAMESPACE, kind=""):
+            patch = {"metadata": {"finalizers": None}}
+            self.core.patch_namespaced_persistent_volume_claim(claim["metadata"]["name"], NAMESPACE, patch)
+        self.core.delete_collection_namespaced_persistent_volume_claim(NAMESPACE)
+        for pv in self._list(self.core.list_persistent_volume, kind=""):
+            self.core.patch_persistent_volume(pv["metadata"]["name"], {"metadata": {"finalizers": None}})
+        self.core.delete_collection_persistent_volume()
+        self.storage.delete_collection_csi_node()
+        self.storage.delete_collection_namespaced_csi_storage_capacity(NAMESPACE)
         log.wait(
             "delete events of the previous seed",
             lambda: (
@@ -1494,6 +1782,20 @@ class Harness:
         for pod in scenario.pods:
             for ref in pod["metadata"].get("ownerReferences") or ():
                 ref["uid"] = uids[ref["name"]]
+        for body, status in scenario.storage:  # before the nodes: their events give upstream time to see these
+            name = body["metadata"]["name"]
+            if body["kind"] == "CSINode":
+                self.storage.create_csi_node(body)
+            elif body["kind"] == "CSIStorageCapacity":
+                self.storage.create_namespaced_csi_storage_capacity(NAMESPACE, body)
+            elif body["kind"] == "PersistentVolume":
+                self.core.create_persistent_volume(body)
+                if status is not None:
+                    self.core.patch_persistent_volume_status(name, status)
+            else:
+                self.core.create_namespaced_persistent_volume_claim(NAMESPACE, body)
+                if status is not None:
+                    self.core.patch_namespaced_persistent_volume_claim_status(name, NAMESPACE, status)
         for body, status in scenario.nodes:
             self.core.create_node(body)
             self.core.patch_node_status(body["metadata"]["name"], status)
@@ -1530,7 +1832,13 @@ class Harness:
         created = self._json(self.core.create_namespaced_pod(NAMESPACE, body, _preload_content=False))
         key = f"{NAMESPACE}/{created['metadata']['name']}"
 
+        claims = any("persistentVolumeClaim" in v for v in body["spec"].get("volumes") or ())
+        last_bind = [0.0]
+
         def outcome() -> bool:
+            if claims and time.monotonic() - last_bind[0] > 0.2:  # upstream's PreBind may wait for a bound claim
+                last_bind[0] = time.monotonic()
+                self.bind_claims()
             return any(r.msg in (MSG_BOUND, MSG_NO_FIT, MSG_ERROR) for r in log.by_pod.get(key, ()))
 
         log.wait(f"decision for {key}", outcome, self.timeout)

@@ -261,6 +261,9 @@ def test_the_generator_is_deterministic_and_exercises_every_knob() -> None:
         "owner=",
         "no-requests",
         "example.com/gpu=",
+        "volumes:ebs",
+        "volumes:gcepd",
+        "claim",
     ):
         assert needle in summaries, needle
     for needle in ('"cpu": "64"', '"minDomains"', '"operator": "Exists"}]', '"tolerationSeconds"'):
@@ -272,6 +275,16 @@ def test_the_generator_is_deterministic_and_exercises_every_knob() -> None:
         dh.GPU in st["allocatable"] for st in statuses
     )
     assert any(st["images"] for st in statuses)
+    storage = [body for s in scenarios for body, _ in s.storage]
+    kinds = Counter(body["kind"] for body in storage)
+    assert kinds["CSINode"] and kinds["PersistentVolume"] and kinds["PersistentVolumeClaim"], kinds
+    classes = {body["spec"].get("storageClassName") for body in storage if body["kind"] == "PersistentVolumeClaim"}
+    assert classes == {"", dh.LOCAL_CLASS, dh.DYNAMIC_CLASS, dh.IMMEDIATE_CLASS}
+    assert kinds["CSIStorageCapacity"], kinds
+    assert '"aws://zone-a/vol-' in text
+    # the storage draws come from their own RNG: without them the seed makes the cluster and pods it made before
+    quiet = dh.Knobs(p_inline_disk=0, p_intree_claim=0, p_local_claim=0, p_immediate_claim=0, p_dynamic_claim=0)
+    assert [p for p in dh.generate(7, quiet).pods if "volumes" in p["spec"]] == []
 
 
 def image_locality_case() -> dh.PodCase:

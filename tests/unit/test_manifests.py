@@ -234,6 +234,8 @@ EXPECTED_CLUSTER_RULES = {
     ("apps", "statefulsets"): {"list", "watch"},
     ("storage.k8s.io", "storageclasses"): {"list", "watch"},
     ("storage.k8s.io", "csinodes"): {"list", "watch"},
+    ("storage.k8s.io", "csidrivers"): {"list", "watch"},
+    ("storage.k8s.io", "csistoragecapacities"): {"list", "watch"},
     ("policy", "poddisruptionbudgets"): {"list", "watch"},
     ("scheduling.k8s.io", "priorityclasses"): {"list"},
     **{(g, "podgroups"): {"list", "watch"} for g in ("scheduling.k8s.io", "scheduling.x-k8s.io")},

@@ -56,6 +56,7 @@ def cluster(limits: dict[str, int] | None = None) -> ClusterObjects:
         intree_pv("pv-ebs1", "awsElasticBlockStore", "vol-1"),
         intree_pv("pv-ebs2", "awsElasticBlockStore", "vol-2"),
         intree_pv("pv-gce", "gcePersistentDisk", "pd-1"),
+        parse_persistent_volume({"metadata": {"name": "pv-nfs"}, "spec": {"nfs": {"server": "s", "path": "/"}}}),
     ]
     claims = [claim(f"c{i}", f"pv{i}") for i in range(6)] + [
         claim("c0-again", "pv0"),  # a second claim on the same PV: one volume
@@ -63,6 +64,7 @@ def cluster(limits: dict[str, int] | None = None) -> ClusterObjects:
         claim("c-ebs1", "pv-ebs1"),
         claim("c-ebs2", "pv-ebs2"),
         claim("c-gce", "pv-gce"),
+        claim("c-nfs", "pv-nfs"),
         claim("unbound", sc="csi-late"),
         claim("unbound2", sc="csi-late"),
         claim("unbound-noclass"),
@@ -121,7 +123,8 @@ def run(plugin, pod, info, objs):
         pytest.param(["unbound", "unbound2"], [], None, True, id="two unbound claims: 2 <= 2"),
         pytest.param(["lost-pv"], [["c0"], ["c1"]], None, False, id="missing PV falls back to the class"),
         pytest.param(["c2"], [["c0", "nope"], ["c1"]], None, False, id="missing claims of existing pods are skipped"),
-        pytest.param(["c-ebs1", "c2"], [["c0"]], None, True, id="in-tree PV does not count"),
+        pytest.param(["c-ebs1", "c2"], [["c0"]], None, False, id="in-tree EBS PV counts against the EBS CSI driver"),
+        pytest.param(["c-nfs", "c2"], [["c0"]], None, True, id="a PV neither CSI nor migratable does not count"),
     ],
 )
 def test_csi_filter(new, existing, limits, fit):
@@ -169,7 +172,7 @@ def test_csi_missing_claim_of_new_pod_is_unresolvable_on_every_node():
         pytest.param(
             make_pod("p").volume({"name": "c", "csi": {"driver": DRIVER}}).obj(), id="inline csi is not attachable"
         ),
-        pytest.param(pod_claims("c-ebs1"), id="claim on an in-tree PV"),
+        pytest.param(pod_claims("c-nfs"), id="claim on an NFS PV"),
         pytest.param(pod_claims("unbound-noclass", "unbound-ghostclass"), id="unbound claims without a usable class"),
     ],
 )

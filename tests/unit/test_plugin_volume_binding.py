@@ -21,6 +21,7 @@ from kopf_scheduler.core.plugins.volume_binding import (
     VolumeBindingArgs,
     fits,
 )
+from kopf_scheduler.core.scoring import UtilizationShapePoint
 from kopf_scheduler.core.snapshot import ClusterObjects, Snapshot
 
 HOST = "kubernetes.io/hostname"
@@ -384,9 +385,20 @@ def test_args_and_name():
             id="timeout not an integer",
         ),
         pytest.param(
-            {"shape": [{"utilization": 0, "score": 0}]}, "shape", None, id="shape: no volume capacity scoring"
+            {"shape": [{"utilization": 50, "score": 1}, {"utilization": 50, "score": 2}]},
+            "shape[1].utilization",
+            "values must be sorted in increasing order",
+            id="shape not increasing",
         ),
-        pytest.param({"shape": []}, "shape", None, id="even an empty shape"),
+        pytest.param(
+            {"shape": [{"utilization": 101, "score": 1}]},
+            "shape[0].utilization",
+            "not in valid range [0, 100]",
+            id="utilization out of range",
+        ),
+        pytest.param(
+            {"shape": [{"utilization": 0, "score": 11}]}, "shape[0].score", "not in valid range [0, 10]", id="score"
+        ),
         pytest.param({"nope": 1}, "nope", None, id="unknown field"),
     ],
 )
@@ -396,8 +408,6 @@ def test_args_rejected(args, field, message):
     assert err.value.field == field
     if message is not None:
         assert err.value.message == message
-    if field == "shape":
-        assert err.value.message.startswith("not supported")
 
 
 def test_typed_args_are_validated():
@@ -405,5 +415,5 @@ def test_typed_args_are_validated():
         VolumeBindingArgs(bind_timeout_seconds=-5)
     assert err.value.field == "bindTimeoutSeconds"
     with pytest.raises(PluginArgsError) as err:
-        VolumeBindingArgs(shape=())
-    assert err.value.field == "shape"
+        VolumeBindingArgs(shape=(UtilizationShapePoint(0, 20),))
+    assert err.value.field == "shape[0].score"

@@ -91,8 +91,9 @@ def test_nothing_given_means_todays_default_profile() -> None:
         "InterPodAffinity", "DynamicResources",
     ]  # fmt: skip
     assert p.score_names == [
-        ("TaintToleration", 3), ("NodeAffinity", 2), ("NodeResourcesFit", 1), ("PodTopologySpread", 2),
-        ("InterPodAffinity", 2), ("DynamicResources", 2), ("NodeResourcesBalancedAllocation", 1), ("ImageLocality", 1),
+        ("TaintToleration", 3), ("NodeAffinity", 2), ("NodeResourcesFit", 1), ("VolumeBinding", 1),
+        ("PodTopologySpread", 2), ("InterPodAffinity", 2), ("DynamicResources", 2),
+        ("NodeResourcesBalancedAllocation", 1), ("ImageLocality", 1),
     ]  # fmt: skip
     # upstream's applyDynamicResources: DynamicResources' PostFilter before DefaultPreemption
     assert [f.name for f in p.post_filters] == ["DynamicResources", "DefaultPreemption"]

@@ -586,6 +586,8 @@ class ClusterEvent(enum.StrEnum):
     STORAGE_CLASS_CHANGE = "StorageClassChange"
     POD_DISRUPTION_BUDGET_CHANGE = "PodDisruptionBudgetChange"
     CSI_NODE_CHANGE = "CSINodeChange"
+    CSI_DRIVER_CHANGE = "CSIDriverChange"
+    CSI_STORAGE_CAPACITY_CHANGE = "CSIStorageCapacityChange"
     #: a ``scheduling.k8s.io`` PodGroup (the Workload API)
     POD_GROUP_CHANGE = "PodGroupChange"
     #: a ``scheduling.x-k8s.io`` PodGroup (scheduler-plugins' coscheduling)

@@ -285,6 +285,9 @@ class Volume:
     monitors: frozenset[str] = frozenset()
     #: CSI driver name for ephemeral CSI volumes
     driver: str = ""
+    #: Azure Disk only: ``diskURI`` and ``kind`` (API default ``Shared``), what CSI migration translates
+    disk_uri: str = ""
+    disk_kind: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -506,6 +509,9 @@ class PersistentVolume:
     claim_ref: str = ""  # "ns/name" when bound or pre-bound
     node_affinity: tuple[NodeSelectorTerm, ...] | None = None
     phase: str = "Available"
+    #: Azure Disk only: ``diskURI`` and ``kind`` (API default ``Shared``), what CSI migration translates
+    disk_uri: str = ""
+    disk_kind: str = ""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -621,9 +627,33 @@ SYSTEM_PRIORITY_CLASSES: Final = (
 )
 
 
+@dataclass(frozen=True, slots=True)
+class CSIDriver:
+    """``storage.k8s.io/v1`` CSIDriver: whether the driver publishes CSIStorageCapacity for scheduling."""
+
+    name: str
+    storage_capacity: bool = False
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class CSIStorageCapacity:
+    """``storage.k8s.io/v1`` CSIStorageCapacity: what one storage class can still provision for the nodes its
+    ``nodeTopology`` selects (``None``: no node). Sizes are ``Quantity.Value()`` bytes, ``None`` when absent."""
+
+    namespace: str
+    name: str
+    storage_class: str
+    node_topology: LabelSelector | None = None
+    capacity: int | None = None
+    maximum_volume_size: int | None = None
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class CSINode:
     """Per-node CSI attach limits (``storage.k8s.io/v1`` CSINode): driver -> allocatable count."""
 
     name: str
     limits: Mapping[str, int] = field(default_factory=dict)
+    #: the ``storage.alpha.kubernetes.io/migrated-plugins`` annotation's in-tree plugins (VolumeBinding translates
+    #: those PVs' node affinity to CSI topology)
+    migrated_plugins: frozenset[str] = frozenset()

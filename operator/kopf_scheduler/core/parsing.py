@@ -39,7 +39,9 @@ from .objects import (
     Container,
     ContainerPort,
     Controller,
+    CSIDriver,
     CSINode,
+    CSIStorageCapacity,
     ImageState,
     LabelSelector,
     LabelSelectorRequirement,
@@ -377,7 +379,16 @@ _VOLUME_IDENT: Final = {
     "iscsi": "iqn",
     "persistentVolumeClaim": "claimName",
     "cinder": "volumeID",
+    "portworxVolume": "volumeID",
 }
+MIGRATED_PLUGINS_ANNOTATION: Final = "storage.alpha.kubernetes.io/migrated-plugins"
+#: the API server's default ``azureDisk.kind`` (``AzureSharedBlobDisk``)
+AZURE_DISK_DEFAULT_KIND: Final = "Shared"
+
+
+def _azure_disk(value: Mapping[str, Any]) -> tuple[str, str]:
+    """An Azure Disk source's ``diskURI`` and ``kind`` (defaulted as the API server does)."""
+    return str(value.get("diskURI") or ""), str(value.get("kind") or AZURE_DISK_DEFAULT_KIND)
 
 
 def _volume(raw: Any, where: str) -> Volume:
@@ -406,6 +417,9 @@ def _volume(raw: Any, where: str) -> Volume:
             # an OCI image mounted as a volume (ImageLocality counts it like a container image)
             return Volume(name, kind, str(value.get("reference") or ""), read_only)
         key = _VOLUME_IDENT.get(kind)
+        if kind == "azureDisk":
+            uri, disk_kind = _azure_disk(value)
+            return Volume(name, kind, str(value.get(key) or ""), read_only, disk_uri=uri, disk_kind=disk_kind)
         return Volume(name, kind, str(value.get(key) or "") if key else "", read_only)
     return Volume(name, "emptyDir")
 
@@ -723,10 +737,12 @@ def parse_persistent_volume(body: Mapping[str, Any]) -> PersistentVolume:
     spec = _map(body, "spec", "pv")
     name = str(meta.get("name") or "")
     where = f"persistentvolume {name}: spec"
-    kind = ident = driver = ""
+    kind = ident = driver = disk_uri = disk_kind = ""
     for k, value in spec.items():
         if k in _VOLUME_IDENT and isinstance(value, Mapping):
             kind, ident = k, str(value.get(_VOLUME_IDENT[k]) or "")
+            if k == "azureDisk":
+                disk_uri, disk_kind = _azure_disk(value)
         elif k == "csi" and isinstance(value, Mapping):
             kind, ident, driver = "csi", str(value.get("volumeHandle") or ""), str(value.get("driver") or "")
         elif k in ("hostPath", "local", "nfs") and not kind:
@@ -757,6 +773,8 @@ def parse_persistent_volume(body: Mapping[str, Any]) -> PersistentVolume:
         claim_ref=f"{claim.get('namespace', '')}/{claim.get('name', '')}" if claim.get("name") else "",
         node_affinity=affinity,
         phase=str(_map(body, "status", "pv").get("phase") or "Available"),
+        disk_uri=disk_uri,
+        disk_kind=disk_kind,
     )
 
 
@@ -898,6 +916,35 @@ def parse_priority_class(body: Mapping[str, Any]) -> PriorityClass:
     )
 
 
+def parse_csi_driver(body: Mapping[str, Any]) -> CSIDriver:
+    meta = _map(body, "metadata", "csidriver")
+    spec = _map(body, "spec", "csidriver")
+    return CSIDriver(str(meta.get("name") or ""), spec.get("storageCapacity") is True)
+
+
+def _optional_bytes(body: Mapping[str, Any], key: str, where: str) -> int | None:
+    if body.get(key) is None:
+        return None
+    try:
+        return check_amount(to_units(body[key]))
+    except QuantityError as exc:
+        raise ObjectError(f"{where}.{key}: {exc}") from None
+
+
+def parse_csi_storage_capacity(body: Mapping[str, Any]) -> CSIStorageCapacity:
+    meta = _map(body, "metadata", "csistoragecapacity")
+    ns, name = str(meta.get("namespace") or "default"), str(meta.get("name") or "")
+    where = f"csistoragecapacity {ns}/{name}"
+    return CSIStorageCapacity(
+        namespace=ns,
+        name=name,
+        storage_class=str(body.get("storageClassName") or ""),
+        node_topology=parse_label_selector(body.get("nodeTopology"), f"{where}.nodeTopology"),
+        capacity=_optional_bytes(body, "capacity", where),
+        maximum_volume_size=_optional_bytes(body, "maximumVolumeSize", where),
+    )
+
+
 def parse_csi_node(body: Mapping[str, Any]) -> CSINode:
     meta = _map(body, "metadata", "csinode")
     limits = {}
@@ -911,4 +958,6 @@ def parse_csi_node(body: Mapping[str, Any]) -> CSINode:
                 d["allocatable"]["count"],
                 f"csinode {meta.get('name') or ''}: spec.drivers[{d.get('name')}].allocatable.count",
             )
-    return CSINode(str(meta.get("name") or ""), limits)
+    annotations = _str_map(meta, "annotations", "metadata")
+    migrated = annotations.get(MIGRATED_PLUGINS_ANNOTATION) or ""
+    return CSINode(str(meta.get("name") or ""), limits, frozenset(migrated.split(",")) if migrated else frozenset())

@@ -439,6 +439,7 @@ DEFAULT_PROFILE: Final = PluginProfile(
         (TaintToleration, 3),
         (NodeAffinity, 2),
         (NodeResourcesFit, 1),
+        (VolumeBinding, 1),  # its capacity score (StorageCapacityScoring, beta and on in v1.37)
         (PodTopologySpread, 2),
         (InterPodAffinity, 2),
         (DynamicResources, 2),

@@ -137,6 +137,8 @@ OBJECT_STORES: Final[Mapping[str, str]] = {
     "StorageClass": "storage_classes",
     "PodDisruptionBudget": "pod_disruption_budgets",
     "CSINode": "csi_nodes",
+    "CSIDriver": "csi_drivers",
+    "CSIStorageCapacity": "csi_storage_capacities",
     # both PodGroup APIs share one store, keyed by PodGroup.key (api group/ns/name)
     KIND_POD_GROUP: "pod_groups",
     KIND_COSCHEDULING_POD_GROUP: "pod_groups",

@@ -29,7 +29,9 @@ from .dra.tracker import DraTracker
 from .nodeinfo import NodeInfo
 from .objects import (
     Controller,
+    CSIDriver,
     CSINode,
+    CSIStorageCapacity,
     Node,
     PersistentVolume,
     PersistentVolumeClaim,
@@ -56,6 +58,8 @@ class ClusterObjects:
     persistent_volume_claims: dict[str, PersistentVolumeClaim] = field(default_factory=dict)  # ns/name
     storage_classes: dict[str, StorageClass] = field(default_factory=dict)  # name
     csi_nodes: dict[str, CSINode] = field(default_factory=dict)  # node name
+    csi_drivers: dict[str, CSIDriver] = field(default_factory=dict)  # name
+    csi_storage_capacities: dict[str, CSIStorageCapacity] = field(default_factory=dict)  # ns/name
     pod_disruption_budgets: dict[str, PodDisruptionBudget] = field(default_factory=dict)  # ns/name
     namespace_labels: dict[str, Mapping[str, str]] = field(default_factory=dict)  # ns
     pod_groups: dict[str, PodGroup] = field(default_factory=dict)  # api group/ns/name (PodGroup.key), both APIs

@@ -2,8 +2,9 @@
 
 Lists, and only lists, every kind the simulator reads: Nodes, Pods (not Succeeded or Failed),
 Services, ReplicationControllers, ReplicaSets, StatefulSets, PersistentVolumes, PersistentVolumeClaims,
-StorageClasses, CSINodes, PodDisruptionBudgets, PriorityClasses, Namespaces, and the ``resource.k8s.io/v1``
-DeviceClasses, ResourceSlices, ResourceClaims and ResourceClaimTemplates, 500 at a time. The
+StorageClasses, CSINodes, CSIDrivers, CSIStorageCapacities, PodDisruptionBudgets, PriorityClasses,
+Namespaces, and the ``resource.k8s.io/v1`` DeviceClasses, ResourceSlices, ResourceClaims and
+ResourceClaimTemplates, 500 at a time. The
 answers are the API's own JSON with ``kind`` set on each item, so they go through the same loader and
 parser as a file (``sim/loader.py``): one path from API bodies to core objects.
 
@@ -44,6 +45,8 @@ _LISTS: Final[tuple[tuple[str, str, dict[str, str]], ...]] = (
     ("PodDisruptionBudget", "/apis/policy/v1/poddisruptionbudgets", {}),
     ("PriorityClass", "/apis/scheduling.k8s.io/v1/priorityclasses", {}),
     ("Namespace", "/api/v1/namespaces", {}),
+    ("CSIDriver", "/apis/storage.k8s.io/v1/csidrivers", {}),
+    ("CSIStorageCapacity", "/apis/storage.k8s.io/v1/csistoragecapacities", {}),
     # DynamicResources (resource.k8s.io/v1); a server without the API leaves them out (404)
     ("DeviceClass", "/apis/resource.k8s.io/v1/deviceclasses", {}),
     ("ResourceSlice", "/apis/resource.k8s.io/v1/resourceslices", {}),

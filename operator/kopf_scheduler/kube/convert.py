@@ -114,6 +114,8 @@ OTHER_KINDS: Final[dict[str, tuple[Callable[[Mapping[str, Any]], Any], bool]]] =
     "StorageClass": (parsing.parse_storage_class, False),
     "PodDisruptionBudget": (parsing.parse_pod_disruption_budget, True),
     "CSINode": (parsing.parse_csi_node, False),
+    "CSIDriver": (parsing.parse_csi_driver, False),
+    "CSIStorageCapacity": (parsing.parse_csi_storage_capacity, True),
     KIND_POD_GROUP: (parsing.parse_pod_group, True),
     KIND_COSCHEDULING_POD_GROUP: (parsing.parse_coscheduling_pod_group, True),
 }

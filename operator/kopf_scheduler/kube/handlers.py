@@ -84,6 +84,8 @@ WATCHED: Final = (
     ("/apis/storage.k8s.io/v1/storageclasses", "StorageClass"),
     ("/apis/policy/v1/poddisruptionbudgets", "PodDisruptionBudget"),
     ("/apis/storage.k8s.io/v1/csinodes", "CSINode"),
+    ("/apis/storage.k8s.io/v1/csidrivers", "CSIDriver"),
+    ("/apis/storage.k8s.io/v1/csistoragecapacities", "CSIStorageCapacity"),
 )
 
 #: (API path, kind) of the gangs' PodGroups (core/gangs.py): either API may be absent (the

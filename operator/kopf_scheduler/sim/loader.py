@@ -210,6 +210,12 @@ def _store(kind: str, doc: Mapping[str, Any], objs: ClusterObjects) -> bool:
     elif kind == "CSINode":
         cn = parsing.parse_csi_node(doc)
         objs.csi_nodes[cn.name] = cn
+    elif kind == "CSIDriver":
+        cd = parsing.parse_csi_driver(doc)
+        objs.csi_drivers[cd.name] = cd
+    elif kind == "CSIStorageCapacity":
+        cap = parsing.parse_csi_storage_capacity(doc)
+        objs.csi_storage_capacities[f"{cap.namespace}/{cap.name}"] = cap
     elif kind == "PodDisruptionBudget":
         pdb = parsing.parse_pod_disruption_budget(doc)
         objs.pod_disruption_budgets[f"{pdb.namespace}/{pdb.name}"] = pdb

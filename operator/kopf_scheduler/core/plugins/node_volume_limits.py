@@ -8,8 +8,8 @@ counted, for the incoming pod and every pod on the node: ``persistentVolumeClaim
 ephemeral volumes (claim ``<pod>-<volume>``), through claim -> PV -> ``csi.driver`` and
 ``csi.volumeHandle``. A claim not bound to a PV (or whose PV is missing) counts as one volume of
 its storage class's provisioner, keyed by the claim; a claim without a class, with a missing
-class, or bound to a non-CSI PV does not count. The same driver/handle used by several pods counts
-once. Fails, Unschedulable "node(s) exceed max volume count", when for some driver
+class, or bound to a PV neither CSI nor migrated (below) does not count. The same driver/handle
+used by several pods counts once. Fails, Unschedulable "node(s) exceed max volume count", when for some driver
 ``attached + new-not-yet-attached > limit``. A missing claim of the incoming pod is
 UnschedulableAndUnresolvable ``looking up PVC <ns>/<name>: persistentvolumeclaim "<name>" not found``;
 missing claims of pods already on the node are not counted; a claim with no name is an error.
@@ -29,12 +29,21 @@ no claims, or claims that resolve to nothing countable), which is exactly when F
 every node. ``filter_nodes`` loops over the nodes (pods come and go); it exists so a pod with
 volumes still takes the vectorised path for the other filters.
 
-Limits: no CSI migration of in-tree volumes (the objects keep no CSINode
-``storage.alpha.kubernetes.io/migrated-plugins`` annotation), so in-tree EBS/GCE PD/Azure
-volumes never count towards CSI limits; inline ``csi:`` volumes are not attachable and never
-count (as upstream); limits from Node ``attachable-volumes-*`` allocatable are not read; the
-generic-ephemeral claim's ownership by the pod is not checked (the objects keep no claim owner
-references); the claim's storage class is ``spec.storageClassName`` only.
+CSI migration (upstream ``utils.go`` ``isCSIMigrationOn``; ``core/csi_translation.py``): on a node
+that has a CSINode, in-tree AWS EBS, GCE PD, Azure Disk, Cinder and Portworx volumes count against their CSI
+driver (``ebs.csi.aws.com``, ``pd.csi.storage.gke.io``, ``disk.csi.azure.com``, ``cinder.csi.openstack.org``,
+``pxd.portworx.com``): inline volumes, PVs of those types, and unbound claims whose class has the in-tree
+provisioner (``kubernetes.io/aws-ebs``...), keyed by the translated volume handle (EBS: the id, ``aws://zone/``
+stripped; GCE PD: ``projects/UNSPECIFIED/zones/<zone>/disks/<pd>``, the zone from a PV's zone label or
+``UNSPECIFIED``, ``regions/<region>`` for a multi-zone label; Azure Disk: the disk URI, and only ``kind: Managed``
+translates, the API default ``Shared`` does not; Cinder/Portworx: the volume id). An inline volume that does not
+translate is an error, a PV that does not is not counted. Azure File and vSphere translate upstream but their
+migration is off: not counted. A node without a CSINode counts nothing.
+
+Limits: VolumeAttachments are not read (not watched), nor CSIDriver objects (``preventPodSchedulingIfMissing``);
+inline ``csi:`` volumes are not attachable and never count (as upstream); limits from Node
+``attachable-volumes-*`` allocatable are not read; the generic-ephemeral claim's ownership by the pod is not
+checked (the objects keep no claim owner references); the claim's storage class is ``spec.storageClassName`` only.
 
 Requeueing (upstream ``CSILimits.EventsToRegister``): a CSINode added or changed, a bound pod with
 volumes deleted, a claim of the pod added; the v1.9 counters also take a node or a PV added.
@@ -51,6 +60,14 @@ import numpy.typing as npt
 
 from .. import framework
 from ..arguments import NoArgs, PluginArgsError
+from ..csi_translation import (
+    MIGRATED_DRIVERS,
+    MIGRATED_PROVISIONERS,
+    UNMIGRATED_PROVISIONERS,
+    Untranslatable,
+    inline_handle,
+    pv_handle,
+)
 from ..framework import (
     ClusterEvent,
     ClusterEventWithHint,
@@ -100,16 +117,54 @@ class _Missing(Exception):
     """A claim of the incoming pod is missing (becomes UnschedulableAndUnresolvable)."""
 
 
-def csi_volumes(pod: Pod, objects: ClusterObjects, *, new_pod: bool) -> dict[VolumeKey, str]:
+def _claim_volume(pvc: PersistentVolumeClaim, objects: ClusterObjects, migrate: bool) -> tuple[str, str] | None:
+    """Upstream ``getCSIDriverInfo``: (driver, handle) of a claim's volume, or None when it does not count."""
+    pv = objects.persistent_volumes.get(pvc.volume_name) if pvc.volume_name else None
+    if pv is not None:
+        if pv.kind == "csi":
+            return (pv.driver, pv.ident) if pv.driver and pv.ident else None
+        driver = MIGRATED_DRIVERS.get(pv.kind)
+        if driver is None or not migrate:
+            return None
+        try:
+            handle = pv_handle(pv)
+        except Untranslatable:
+            return None  # upstream logs it and does not count the volume
+        return (driver, handle) if handle else None
+    # Unbound, or bound to a PV we cannot see: count it against its class's provisioner.
+    class_name = pvc.storage_class or ""
+    sc = objects.storage_classes.get(class_name) if class_name else None
+    if sc is None or not sc.provisioner:
+        return None
+    provisioner = sc.provisioner
+    if provisioner in UNMIGRATED_PROVISIONERS:
+        return None
+    migrated = MIGRATED_PROVISIONERS.get(provisioner)
+    if migrated is not None:
+        if not migrate:
+            return None
+        provisioner = migrated
+    return (provisioner, "\x00" + pvc.key)  # upstream: a random prefix, so it never equals a real handle
+
+
+def csi_volumes(pod: Pod, objects: ClusterObjects, *, new_pod: bool, migrate: bool) -> dict[VolumeKey, str]:
     """The pod's countable CSI volumes: unique key -> driver (upstream ``filterAttachableVolumes``).
 
-    Raises ``_Missing`` for a missing claim of a new pod and ``ValueError`` for a claim with no name.
+    ``migrate``: the node has a CSINode, so the in-tree volumes of ``MIGRATED_DRIVERS`` (inline, PVs and
+    classes of their provisioners) count against their CSI driver. Raises ``_Missing`` for a missing claim
+    of a new pod, ``ValueError`` for a claim with no name or an inline volume that does not translate.
     """
     out: dict[VolumeKey, str] = {}
     claims = objects.persistent_volume_claims
     for v in pod.volumes:
         if v.kind not in _CLAIM_KINDS:
-            continue  # inline volumes: only migrated in-tree ones would count, and we do not migrate
+            driver = MIGRATED_DRIVERS.get(v.kind)
+            if driver is not None and migrate:
+                try:
+                    out[(driver, inline_handle(v))] = driver
+                except Untranslatable as exc:
+                    raise ValueError(f"converting volume({v.name}) from inline to csi: {exc}") from None
+            continue  # other inline volumes (and inline csi:) are not counted, as upstream
         name = claim_name(pod, v)
         if not name:
             raise ValueError(ERR_CLAIM_NO_NAME)
@@ -118,62 +173,63 @@ def csi_volumes(pod: Pod, objects: ClusterObjects, *, new_pod: bool) -> dict[Vol
             if new_pod:
                 raise _Missing(f'looking up PVC {pod.namespace}/{name}: persistentvolumeclaim "{name}" not found')
             continue
-        pv = objects.persistent_volumes.get(pvc.volume_name) if pvc.volume_name else None
-        if pv is not None:
-            if pv.kind != "csi" or not pv.driver or not pv.ident:
-                continue
-            out[(pv.driver, pv.ident)] = pv.driver
-            continue
-        # Unbound, or bound to a PV we cannot see: count it against its class's provisioner.
-        class_name = pvc.storage_class or ""
-        sc = objects.storage_classes.get(class_name) if class_name else None
-        if sc is None or not sc.provisioner:
-            continue
-        out[(sc.provisioner, "", pvc.key)] = sc.provisioner
+        found = _claim_volume(pvc, objects, migrate)
+        if found is not None:
+            out[found] = found[0]
     return out
+
+
+def _new_volumes(pod: Pod, objects: ClusterObjects, migrate: bool) -> tuple[Mapping[VolumeKey, str], Status | None]:
+    try:
+        return csi_volumes(pod, objects, new_pod=True, migrate=migrate), None
+    except _Missing as exc:
+        return {}, framework.unresolvable(str(exc))
+    except ValueError as exc:
+        return {}, framework.error(str(exc))
 
 
 @dataclass(frozen=True, slots=True)
 class CSIState:
-    """The incoming pod's countable volumes and the objects they (and the node's pods' claims) resolve in."""
+    """The incoming pod's countable volumes and the objects they (and the node's pods' claims) resolve in.
 
+    Two views, because CSI migration is on exactly on the nodes that have a CSINode."""
+
+    #: for a node with a CSINode (in-tree volumes migrated)
     new_volumes: Mapping[VolumeKey, str]
     objects: ClusterObjects
-    #: the status every node gets instead (a missing claim, a claim with no name)
+    #: the status every node with a CSINode gets instead (a missing claim, a claim with no name, a bad volume)
     status: Status | None = None
+    #: the status every node without a CSINode gets instead (such a node limits nothing)
+    status_without_csi_node: Status | None = None
 
 
 def csi_state(pod: Pod, objects: ClusterObjects) -> CSIState | Status:
-    """SKIP when nothing of the pod counts; otherwise what Filter needs."""
-    if not any(v.kind in _CLAIM_KINDS for v in pod.volumes):
+    """SKIP when nothing of the pod counts on any node; otherwise what Filter needs."""
+    if not any(v.kind in _CLAIM_KINDS or v.kind in MIGRATED_DRIVERS for v in pod.volumes):
         return framework.SKIP
-    try:
-        new = csi_volumes(pod, objects, new_pod=True)
-    except _Missing as exc:
-        return CSIState({}, objects, framework.unresolvable(str(exc)))
-    except ValueError as exc:
-        return CSIState({}, objects, framework.error(str(exc)))
-    if not new:
+    new, status = _new_volumes(pod, objects, True)
+    _, status_without = _new_volumes(pod, objects, False)
+    if not new and status is None and status_without is None:
         return framework.SKIP
-    return CSIState(new, objects)
+    return CSIState(new, objects, status, status_without)
 
 
 def csi_check(s: CSIState, node_info: NodeInfo) -> Status:
     """The CSI filter's verdict for one node."""
-    if s.status is not None:
-        return s.status
     objects = s.objects
     csi_node = objects.csi_nodes.get(node_info.name)
-    limits = csi_node.limits if csi_node is not None else None
-    if not limits:
-        return framework.SUCCESS
-    if not any(driver in limits for driver in s.new_volumes.values()):
+    if csi_node is None:
+        return s.status_without_csi_node or framework.SUCCESS
+    if s.status is not None:
+        return s.status
+    limits = csi_node.limits
+    if not s.new_volumes or not limits:
         return framework.SUCCESS
     attached: dict[VolumeKey, str] = {}
     for existing in node_info.pods.values():
         if existing.volumes:
             try:
-                attached.update(csi_volumes(existing, objects, new_pod=False))
+                attached.update(csi_volumes(existing, objects, new_pod=False, migrate=True))
             except ValueError as exc:
                 return framework.error(str(exc))
     attached_count: dict[str, int] = {}

@@ -18,7 +18,11 @@ Filter, per node, collecting upstream's reasons in upstream's order (Unschedulab
 
 - each bound claim's PV must exist ("node(s) unavailable due to one or more pvc(s) bound to
   non-existent pv(s)") and its required node affinity must match the node's labels
-  ("node(s) didn't match PersistentVolume's node affinity");
+  ("node(s) didn't match PersistentVolume's node affinity"); an in-tree PV of a migrated plugin (EBS, GCE PD,
+  Azure Disk, Cinder, Portworx) that the node's CSINode lists in its ``storage.alpha.kubernetes.io/migrated-plugins``
+  annotation is checked as its CSI translation (``core/csi_translation.py``: the zone affinity, or the zone label,
+  becomes the driver's topology key), and one that does not translate is an error (upstream
+  ``tryTranslatePVToCSI``);
 - delayed claims, smallest request first, each take the smallest PV of their class that is
   pre-bound to them, or else is Available, not claimed by another claim, not chosen for an
   earlier claim, large enough, has every access mode the claim asks for, matches the claim's
@@ -27,15 +31,28 @@ Filter, per node, collecting upstream's reasons in upstream's order (Unschedulab
   (none = anywhere) match the node. Otherwise "node(s) didn't find available persistent volumes
   to bind".
 
-Static checks only: nothing is assumed or bound (no Reserve/PreBind; another pod of the same
-cycle may be offered the same PV), no CSIStorageCapacity check ("node(s) did not have enough
-free storage" never occurs) and no volume-capacity Score (behind an alpha gate upstream).
-``filter_nodes`` loops over the nodes.
+Claims left to provision whose class's provisioner is a CSIDriver with ``storageCapacity: true`` must fit
+a CSIStorageCapacity of that class whose ``nodeTopology`` selects the node (``maximumVolumeSize`` if given,
+else ``capacity``, at least the request; upstream ``hasEnoughCapacity``), else "node(s) did not have enough
+free storage". Upstream takes the first such object its lister returns (no defined order); we take the first
+by namespace/name.
+
+Score (upstream ``volume_binding.go`` ``Score`` and ``scorer.go``, StorageCapacityScoring beta and on in
+v1.37): a node with static bindings (delayed claims matched to existing PVs) scores them: per PV storage
+class, the claims' requests summed against the PVs' capacities summed. A node without scores its dynamic
+provisions that found a CSIStorageCapacity: per claim class, the requests summed against that object's
+``capacity`` (set, not summed). Each class scores ``shape`` at utilization ``requested * 100 / capacity``
+(100 when over capacity or the capacity is 0); the classes are averaged (rounded half up). PreScore SKIPs
+a pod without delayed claims (upstream scores such a pod 0 on every node).
+
+Static checks only: nothing is assumed or bound (no Reserve/PreBind; another pod of the same cycle may be
+offered the same PV); ``filter_nodes`` loops over the nodes.
 
 Arguments (upstream ``VolumeBindingArgs``): ``bindTimeoutSeconds`` (default 600, not negative) is
 accepted so upstream configurations carry over; nothing here waits for a binding, so it bounds
-nothing. ``shape`` scores volume capacity behind upstream's StorageCapacityScoring gate, which we
-do not implement, so it is rejected (upstream rejects it too while the gate is off).
+nothing. ``shape``: the capacity score's broken-linear function, points (utilization 0..100 increasing,
+score 0..10); absent or empty it is upstream's default with the gate on, ``[{0, 10}, {100, 0}]`` (prefer
+PVs the claims fill least).
 
 Limits of the objects: "bound" means ``volumeName`` set and phase Bound (upstream: the
 ``pv.kubernetes.io/bind-completed`` annotation); the selected-node annotation, claim deletion,
@@ -43,7 +60,8 @@ claim/PV UIDs in ``claimRef``, volume modes, volume attributes classes and the b
 annotation are not kept, so those checks are not made.
 
 Requeueing (upstream ``EventsToRegister``): a StorageClass, PV or CSINode added or changed, a claim of
-the pod added or changed, a node added or relabelled; deletions help no pod.
+the pod added or changed, a node added or relabelled, a CSIStorageCapacity added or raised, a CSIDriver of
+one of the pod's inline ``csi`` volumes that stops tracking capacity; deletions help no pod.
 """
 
 from __future__ import annotations
@@ -57,21 +75,34 @@ import numpy.typing as npt
 
 from .. import framework
 from ..arguments import PluginArgsError
+from ..csi_translation import IN_TREE_PLUGINS, Untranslatable, translated_node_affinity
 from ..framework import (
+    MAX_NODE_SCORE,
     ClusterEvent,
     ClusterEventWithHint,
     CycleState,
     EnqueueExtensions,
     EnqueueHandle,
     PreFilterPlugin,
+    PreScorePlugin,
     QueueingHint,
+    ScorePlugin,
     StateKey,
     Status,
     VectorFilter,
 )
 from ..nodeinfo import NodeInfo
-from ..objects import Node, NodeSelectorTerm, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass
-from ..scoring import UtilizationShapePoint
+from ..objects import (
+    CSIDriver,
+    CSIStorageCapacity,
+    Node,
+    NodeSelectorTerm,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    Pod,
+    StorageClass,
+)
+from ..scoring import MAX_CUSTOM_PRIORITY_SCORE, MAX_UTILIZATION, Shape, UtilizationShapePoint, broken_linear
 
 if TYPE_CHECKING:
     from ..snapshot import ClusterObjects, NodeTable, Snapshot
@@ -195,6 +226,8 @@ class PodVolumeClaims:
     #: class name -> the PVs of that class, for the delayed claims
     pvs_by_class: Mapping[str, tuple[PersistentVolume, ...]]
     objects: ClusterObjects
+    #: the CSIStorageCapacity objects by namespace/name, for the delayed claims to provision
+    capacities: tuple[CSIStorageCapacity, ...] = ()
 
 
 def pod_volume_claims(pod: Pod, objects: ClusterObjects) -> PodVolumeClaims | Status:
@@ -244,54 +277,188 @@ def pod_volume_claims(pod: Pod, objects: ClusterObjects) -> PodVolumeClaims | St
                 group.append(pv)
         pvs_by_class = {c: tuple(g) for c, g in grouped.items()}
         delayed.sort(key=lambda c: c.request)
-    return PodVolumeClaims(tuple(bound), tuple(delayed), pvs_by_class, objects)
+    capacities: tuple[CSIStorageCapacity, ...] = ()
+    if delayed and objects.csi_storage_capacities:
+        stored = objects.csi_storage_capacities
+        capacities = tuple(stored[k] for k in sorted(stored))
+    return PodVolumeClaims(tuple(bound), tuple(delayed), pvs_by_class, objects, capacities)
 
 
-def find_pod_volumes(claims: PodVolumeClaims, labels: Mapping[str, str]) -> Status:
-    """Upstream ``FindPodVolumes`` without storage capacity: the verdict for a node with ``labels``."""
+def match_delayed(
+    claims: PodVolumeClaims, labels: Mapping[str, str]
+) -> tuple[list[tuple[PersistentVolumeClaim, PersistentVolume]], list[PersistentVolumeClaim]]:
+    """Upstream ``findMatchingVolumes``: the static bindings (claim, PV) for a node and the claims left over."""
+    chosen: set[str] = set()
+    bindings: list[tuple[PersistentVolumeClaim, PersistentVolume]] = []
+    leftover: list[PersistentVolumeClaim] = []
+    for pvc in claims.delayed:
+        pv = find_matching_volume(pvc, claims.pvs_by_class.get(claim_class(pvc), ()), labels, chosen)
+        if pv is None:
+            leftover.append(pvc)
+        else:
+            chosen.add(pv.name)
+            bindings.append((pvc, pv))
+    return bindings, leftover
+
+
+def bound_pv_affinity(pv: PersistentVolume, migrated_plugins: frozenset[str]) -> tuple[NodeSelectorTerm, ...] | None:
+    """Upstream ``tryTranslatePVToCSI``: the node affinity a bound PV is checked with. An in-tree PV of a
+    migrated plugin the node's CSINode lists in its migrated-plugins annotation is checked as its CSI
+    translation (zone key -> the driver's topology key). Raises ``Untranslatable``."""
+    plugin = IN_TREE_PLUGINS.get(pv.kind)
+    if plugin is None or plugin not in migrated_plugins:
+        return pv.node_affinity
+    return translated_node_affinity(pv)
+
+
+def _affinity_matches(terms: tuple[NodeSelectorTerm, ...] | None, labels: Mapping[str, str]) -> bool:
+    return terms is None or any(_term_matches_labels(t, labels) for t in terms)
+
+
+def capacity_sufficient(capacity: CSIStorageCapacity, size: int) -> bool:
+    """Upstream ``capacitySufficient``: ``maximumVolumeSize`` if given, else ``capacity``, holds ``size``."""
+    limit = capacity.maximum_volume_size if capacity.maximum_volume_size is not None else capacity.capacity
+    return limit is not None and limit >= size
+
+
+def enough_capacity(
+    claims: PodVolumeClaims, provisioner: str, pvc: PersistentVolumeClaim, sc: StorageClass, labels: Mapping[str, str]
+) -> tuple[bool, CSIStorageCapacity | None]:
+    """Upstream ``hasEnoughCapacity``: only for a CSIDriver with ``storageCapacity: true``; then some
+    CSIStorageCapacity of the class whose node topology selects the node must hold the claim's request.
+    Upstream takes the first match of its lister's (unordered) list; we take the first by namespace/name."""
+    driver = claims.objects.csi_drivers.get(provisioner)
+    if driver is None or not driver.storage_capacity:
+        return True, None
+    for capacity in claims.capacities:
+        if (
+            capacity.storage_class == sc.name
+            and capacity_sufficient(capacity, pvc.request)
+            and capacity.node_topology is not None
+            and capacity.node_topology.matches(labels)
+        ):
+            return True, capacity
+    return False, None
+
+
+@dataclass(frozen=True, slots=True)
+class NodeVolumes:
+    """Upstream ``FindPodVolumes``' result for one node: the verdict, the static bindings (claim, PV) and
+    the dynamic provisions (claim, the CSIStorageCapacity it was checked against, None when unchecked)."""
+
+    status: Status
+    static: tuple[tuple[PersistentVolumeClaim, PersistentVolume], ...] = ()
+    provisions: tuple[tuple[PersistentVolumeClaim, CSIStorageCapacity | None], ...] = ()
+
+
+def _check_bound(claims: PodVolumeClaims, node: Node) -> tuple[bool, bool] | Status:
+    """Upstream ``checkBoundClaims``: (node affinity satisfied, PVs found), or an error."""
     objects = claims.objects
-    bound_ok = pvs_found = unbound_ok = True
+    csi_node = objects.csi_nodes.get(node.name)
+    migrated = csi_node.migrated_plugins if csi_node is not None else frozenset()
     for pvc in claims.bound:
         pv = objects.persistent_volumes.get(pvc.volume_name)
         if pv is None:
-            pvs_found = False
-            break
-        if not pv_node_affinity_matches(pv, labels):
-            bound_ok = False
-            break
+            return True, False
+        try:
+            terms = bound_pv_affinity(pv, migrated)
+        except Untranslatable as exc:
+            return framework.error(f"could not translate pv: {exc}")
+        if not _affinity_matches(terms, node.labels):
+            return False, True
+    return True, True
+
+
+def node_volumes(claims: PodVolumeClaims, node: Node) -> NodeVolumes:
+    """Upstream ``FindPodVolumes`` for ``node``: bound claims, then matching PVs, then provisioning."""
+    objects = claims.objects
+    labels = node.labels
+    bound_ok = pvs_found = unbound_ok = sufficient = True
+    if claims.bound:
+        checked = _check_bound(claims, node)
+        if isinstance(checked, Status):
+            return NodeVolumes(checked)
+        bound_ok, pvs_found = checked
+    static: list[tuple[PersistentVolumeClaim, PersistentVolume]] = []
+    provisions: list[tuple[PersistentVolumeClaim, CSIStorageCapacity | None]] = []
     if claims.delayed:
-        chosen: set[str] = set()
-        leftover: list[PersistentVolumeClaim] = []
-        for pvc in claims.delayed:
-            pv = find_matching_volume(pvc, claims.pvs_by_class.get(claim_class(pvc), ()), labels, chosen)
-            if pv is None:
-                leftover.append(pvc)
-            else:
-                chosen.add(pv.name)
-        # Claims without a PV pass if they can all be provisioned (this overrides the match result).
-        if leftover:
-            for pvc in leftover:
-                name = claim_class(pvc)
-                if not name:
-                    return framework.error(f'no class for claim "{pvc.key}"')
-                sc = objects.storage_classes.get(name)
-                if sc is None:
-                    return framework.error(f'failed to find storage class "{name}"')
-                if (
-                    not sc.provisioner
-                    or sc.provisioner == NOT_SUPPORTED_PROVISIONER
-                    or not topology_matches(sc, labels)
-                ):
-                    unbound_ok = False
-                    break
+        static, leftover = match_delayed(claims, labels)
+        # Claims without a PV pass if they can all be provisioned (upstream ``checkVolumeProvisions``).
+        for pvc in leftover:
+            name = claim_class(pvc)
+            if not name:
+                return NodeVolumes(framework.error(f'no class for claim "{pvc.key}"'))
+            sc = objects.storage_classes.get(name)
+            if sc is None:
+                return NodeVolumes(framework.error(f'failed to find storage class "{name}"'))
+            if not sc.provisioner or sc.provisioner == NOT_SUPPORTED_PROVISIONER or not topology_matches(sc, labels):
+                unbound_ok = False
+                provisions = []
+                break
+            enough, capacity = enough_capacity(claims, sc.provisioner, pvc, sc, labels)
+            if not enough:
+                sufficient = False
+                provisions = []
+                break
+            provisions.append((pvc, capacity))
     reasons = []
     if not bound_ok:
         reasons.append(ERR_REASON_NODE_CONFLICT)
     if not unbound_ok:
         reasons.append(ERR_REASON_BIND_CONFLICT)
+    if not sufficient:
+        reasons.append(ERR_REASON_NOT_ENOUGH_SPACE)
     if not pvs_found:
         reasons.append(ERR_REASON_PV_NOT_EXIST)
-    return framework.unresolvable(*reasons) if reasons else framework.SUCCESS
+    status = framework.unresolvable(*reasons) if reasons else framework.SUCCESS
+    return NodeVolumes(status, tuple(static), tuple(provisions))
+
+
+def find_pod_volumes(claims: PodVolumeClaims, node: Node) -> Status:
+    """VolumeBinding's Filter verdict for ``node``."""
+    return node_volumes(claims, node).status
+
+
+# --------------------------------------------------------------------------- capacity score
+
+
+def class_score(shape: Shape, requested: int, capacity: int) -> int:
+    """Upstream ``buildScorerFunction``'s per-class score: the shape at ``requested * 100 / capacity``."""
+    if capacity == 0 or requested > capacity:
+        return broken_linear(shape, MAX_UTILIZATION)
+    return broken_linear(shape, requested * MAX_UTILIZATION // capacity)
+
+
+def _average(shape: Shape, by_class: Mapping[str, list[int]]) -> int:
+    if not by_class:
+        return 0
+    total = sum(class_score(shape, requested, capacity) for requested, capacity in by_class.values())
+    return (2 * total + len(by_class)) // (2 * len(by_class))  # math.Round of the mean
+
+
+def capacity_score(shape: Shape, bindings: Iterable[tuple[PersistentVolumeClaim, PersistentVolume]]) -> int:
+    """Upstream ``VolumeBinding.Score`` over a node's static bindings: per PV storage class, the claims'
+    requests summed against the PVs' capacities summed; the classes' scores averaged (``math.Round``)."""
+    by_class: dict[str, list[int]] = {}
+    for pvc, pv in bindings:
+        resource = by_class.setdefault(pv.storage_class, [0, 0])
+        resource[0] += pvc.request
+        resource[1] += pv.capacity
+    return _average(shape, by_class)
+
+
+def provision_score(shape: Shape, provisions: Iterable[tuple[PersistentVolumeClaim, CSIStorageCapacity | None]]) -> int:
+    """Upstream ``VolumeBinding.Score`` over a node's dynamic provisions (no static binding): per claim
+    class, the requests summed against the capacity of the CSIStorageCapacity found (set, not summed: two
+    claims of one class draw on one pool); provisions without one do not count."""
+    by_class: dict[str, list[int]] = {}
+    for pvc, capacity in provisions:
+        if capacity is None:
+            continue
+        resource = by_class.setdefault(claim_class(pvc), [0, 0])
+        resource[1] = capacity.capacity or 0
+        resource[0] += pvc.request
+    return _average(shape, by_class)
 
 
 def fits(pod: Pod, node_info: NodeInfo, objects: ClusterObjects) -> Status:
@@ -301,15 +468,22 @@ def fits(pod: Pod, node_info: NodeInfo, objects: ClusterObjects) -> Status:
         return framework.SUCCESS if claims.is_skip else claims
     if node_info.node is None:
         return framework.error("node not found")
-    return find_pod_volumes(claims, node_info.node.labels)
+    return find_pod_volumes(claims, node_info.node)
 
 
 # --------------------------------------------------------------------------- plugin
 
 
+#: upstream ``SetDefaults_VolumeBindingArgs`` with StorageCapacityScoring on: the emptier the PVs, the better
+DEFAULT_SHAPE: Final = (
+    UtilizationShapePoint(utilization=0, score=MAX_CUSTOM_PRIORITY_SCORE),
+    UtilizationShapePoint(utilization=MAX_UTILIZATION, score=0),
+)
+
+
 @dataclass(frozen=True, slots=True)
 class VolumeBindingArgs:
-    """Upstream ``VolumeBindingArgs``; see the module docstring."""
+    """Upstream ``VolumeBindingArgs``; see the module docstring. An absent or empty ``shape`` is the default."""
 
     bind_timeout_seconds: int = DEFAULT_BIND_TIMEOUT_SECONDS
     shape: tuple[UtilizationShapePoint, ...] | None = None
@@ -317,14 +491,24 @@ class VolumeBindingArgs:
     def __post_init__(self) -> None:
         if self.bind_timeout_seconds < 0:
             raise PluginArgsError("bindTimeoutSeconds", "invalid BindTimeoutSeconds, should not be a negative value")
-        if self.shape is not None:
-            raise PluginArgsError(
-                "shape",
-                "not supported: kopf-scheduler does not score volume capacity (upstream's StorageCapacityScoring)",
-            )
+        shape = self.shape or DEFAULT_SHAPE
+        for i in range(1, len(shape)):
+            if shape[i - 1].utilization >= shape[i].utilization:
+                raise PluginArgsError(f"shape[{i}].utilization", "values must be sorted in increasing order")
+        for i, point in enumerate(shape):
+            if not 0 <= point.utilization <= MAX_UTILIZATION:
+                raise PluginArgsError(f"shape[{i}].utilization", f"not in valid range [0, {MAX_UTILIZATION}]")
+            if not 0 <= point.score <= MAX_CUSTOM_PRIORITY_SCORE:
+                raise PluginArgsError(f"shape[{i}].score", f"not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]")
+
+    @property
+    def scaled_shape(self) -> Shape:
+        """(utilization, score x 10) points, as upstream's ``New`` builds the scorer."""
+        factor = MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE
+        return tuple((p.utilization, p.score * factor) for p in self.shape or DEFAULT_SHAPE)
 
 
-class VolumeBinding(PreFilterPlugin, VectorFilter, EnqueueExtensions):
+class VolumeBinding(PreFilterPlugin, VectorFilter, PreScorePlugin, ScorePlugin, EnqueueExtensions):
     NAME = "VolumeBinding"
     Args = VolumeBindingArgs
 
@@ -332,10 +516,12 @@ class VolumeBinding(PreFilterPlugin, VectorFilter, EnqueueExtensions):
         super().__init__(args, name=name)
         self.args: VolumeBindingArgs
         self._key = StateKey[PodVolumeClaims](f"PreFilter{self.name}")
+        self._shape = self.args.scaled_shape
 
     def events_to_register(self, handle: EnqueueHandle) -> Sequence[ClusterEventWithHint]:
         """Upstream ``EventsToRegister``: classes, claims (the pod's own), volumes and CSINodes added or
-        changed; nodes added or relabelled. (No CSIDriver or CSIStorageCapacity here: neither is watched.)"""
+        changed; nodes added or relabelled; a CSIStorageCapacity added or raised; a CSIDriver that stops
+        tracking capacity (upstream looks for it among the pod's inline ``csi`` volumes)."""
         return (
             ClusterEventWithHint(ClusterEvent.STORAGE_CLASS_CHANGE, _added_or_changed),
             ClusterEventWithHint(ClusterEvent.PERSISTENT_VOLUME_CLAIM_CHANGE, _own_claim_added_or_changed),
@@ -343,6 +529,8 @@ class VolumeBinding(PreFilterPlugin, VectorFilter, EnqueueExtensions):
             ClusterEventWithHint(ClusterEvent.NODE_ADD),
             ClusterEventWithHint(ClusterEvent.NODE_UPDATE, _relabelled),
             ClusterEventWithHint(ClusterEvent.CSI_NODE_CHANGE, _added_or_changed),
+            ClusterEventWithHint(ClusterEvent.CSI_STORAGE_CAPACITY_CHANGE, _capacity_added_or_raised),
+            ClusterEventWithHint(ClusterEvent.CSI_DRIVER_CHANGE, _capacity_tracking_stopped),
         )
 
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
@@ -363,7 +551,7 @@ class VolumeBinding(PreFilterPlugin, VectorFilter, EnqueueExtensions):
             return framework.error(self._not_found())
         if node.node is None:
             return framework.error("node not found")
-        return find_pod_volumes(s, node.node.labels)
+        return find_pod_volumes(s, node.node)
 
     def filter_nodes(
         self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]
@@ -374,10 +562,26 @@ class VolumeBinding(PreFilterPlugin, VectorFilter, EnqueueExtensions):
         info = table.info
         return np.fromiter((_node_verdict(claims, info(k)) for k in index.tolist()), dtype=np.bool_, count=len(index))
 
+    def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo], snapshot: Snapshot) -> Status:
+        """SKIP when no node can have a static binding (no delayed claims): upstream scores 0 everywhere then."""
+        claims = state.read(self._key)
+        return framework.SUCCESS if claims is not None and claims.delayed else framework.SKIP
+
+    def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
+        """Upstream ``Score`` with StorageCapacityScoring on: the node's static bindings by PV capacity, or
+        else its dynamic provisions by their CSIStorageCapacity."""
+        claims = state.read(self._key)
+        if claims is None or not claims.delayed or node.node is None:
+            return 0
+        found = node_volumes(claims, node.node)
+        if found.static:
+            return capacity_score(self._shape, found.static)
+        return provision_score(self._shape, found.provisions)
+
 
 def _node_verdict(claims: PodVolumeClaims, node_info: NodeInfo) -> bool:
     node = node_info.node
-    return node is not None and find_pod_volumes(claims, node.labels).is_success
+    return node is not None and find_pod_volumes(claims, node).is_success
 
 
 def _claims(pod: Pod) -> frozenset[str]:
@@ -400,6 +604,32 @@ def _added_or_changed(pod: Pod, old: object, new: object) -> QueueingHint:
 def _own_claim_added_or_changed(pod: Pod, old: object, new: object) -> QueueingHint:
     """Upstream ``isSchedulableAfterPersistentVolumeClaimChange``: a claim the pod uses."""
     return QueueingHint.QUEUE if _is_own_claim(pod, new) else QueueingHint.QUEUE_SKIP
+
+
+def _volume_limit(capacity: CSIStorageCapacity) -> int | None:
+    return capacity.maximum_volume_size if capacity.maximum_volume_size is not None else capacity.capacity
+
+
+def _capacity_added_or_raised(pod: Pod, old: object, new: object) -> QueueingHint:
+    """Upstream ``isSchedulableAfterCSIStorageCapacityChange``: created, or its volume limit grew."""
+    if not isinstance(new, CSIStorageCapacity):
+        return QueueingHint.QUEUE_SKIP  # deleted: not registered upstream
+    if not isinstance(old, CSIStorageCapacity):
+        return QueueingHint.QUEUE
+    old_limit, new_limit = _volume_limit(old), _volume_limit(new)
+    raised = new_limit is not None and (old_limit is None or new_limit > old_limit)
+    return QueueingHint.QUEUE if raised else QueueingHint.QUEUE_SKIP
+
+
+def _capacity_tracking_stopped(pod: Pod, old: object, new: object) -> QueueingHint:
+    """Upstream ``isSchedulableAfterCSIDriverChange`` (updates only): the driver of one of the pod's inline
+    ``csi`` volumes stopped tracking storage capacity."""
+    if not isinstance(old, CSIDriver) or not isinstance(new, CSIDriver):
+        return QueueingHint.QUEUE_SKIP
+    if old.storage_capacity and not new.storage_capacity:
+        if any(v.kind == "csi" and v.driver == new.name for v in pod.volumes):
+            return QueueingHint.QUEUE
+    return QueueingHint.QUEUE_SKIP
 
 
 def _relabelled(pod: Pod, old: object, new: object) -> QueueingHint:
