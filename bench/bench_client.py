@@ -90,11 +90,11 @@ def bind_with_api(kubeconfig: Path, names: list[str], concurrency: int) -> Timed
 
         async def bind(name: str) -> None:
             async with slots:
-                status, answer = await api.request(
+                answer = await api.request(
                     "POST", f"/api/v1/namespaces/{NAMESPACE}/pods/{name}/binding", binding_body(name)
                 )
-            if status != 201:
-                raise SystemExit(f"Api: bind {name}: HTTP {status} {answer}")
+            if answer.status != 201:
+                raise SystemExit(f"Api: bind {name}: HTTP {answer.status} {answer.detail()}")
 
         try:
             await asyncio.gather(
