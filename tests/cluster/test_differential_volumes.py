@@ -86,7 +86,7 @@ def cases() -> Iterator[list[dh.PodCase]]:
         dh.Harness(Path(tmp), load_policy(None)) as h,
     ):
         h.reset()
-        h.setup(dh.Scenario(0, [], [], NODES, [], STORAGE))
+        h.setup(dh.Scenario(0, [], [], NODES, [], storage=STORAGE))
         yield [h.one_pod(0, i, body) for i, body in enumerate(PODS)]
 
 

@@ -30,7 +30,7 @@ from ..core.objects import Pod
 from ..core.profile import Profile
 from ..edge.extenders import HTTPExtender, setup_problems
 from ..edge.plugins import installed_registry
-from ..edge.snapshot import ClusterReadError, read_cluster
+from ..edge.snapshot import ClusterReadError, LiveSnapshot, read_cluster
 from ..sim.loader import (
     ManifestError,
     PolicyFileError,
@@ -67,8 +67,7 @@ def run(args: argparse.Namespace) -> int:
             snapshot = read_cluster(args.kubeconfig)
             source = f"the cluster at {snapshot.server}"
             loaded = load_cluster(snapshot.documents, source=source)
-            if snapshot.missing:
-                note = f"(not served by {snapshot.server}, left out: {', '.join(snapshot.missing)})"
+            note = _left_out(snapshot)
         else:
             source = str(args.cluster)
             loaded = load_cluster(read_documents(args.cluster), source=source)
@@ -233,3 +232,13 @@ def add_parser(subparsers: Any, name: str, help: str) -> None:
         help="leave the policy's HTTP extenders out (offline, or when they are unreachable)",
     )
     p.set_defaults(func=run)
+
+
+def _left_out(snapshot: LiveSnapshot) -> str:
+    """What the live snapshot could not read, said once ("" when it read every kind)."""
+    notes = []
+    if snapshot.missing:
+        notes.append(f"not served by {snapshot.server}, left out: {', '.join(snapshot.missing)}")
+    if snapshot.forbidden:
+        notes.append(f"not readable with these credentials, left out: {', '.join(snapshot.forbidden)}")
+    return f"({'; '.join(notes)})" if notes else ""

@@ -66,6 +66,8 @@ class LiveSnapshot:
     server: str
     #: kinds the API server does not serve (404), left out
     missing: tuple[str, ...] = ()
+    #: optional kinds (``OPTIONAL``) these credentials may not list (403), left out
+    forbidden: tuple[str, ...] = ()
 
 
 def read_cluster(kubeconfig: str | None = None) -> LiveSnapshot:
@@ -82,14 +84,32 @@ def read_cluster(kubeconfig: str | None = None) -> LiveSnapshot:
         ) from None
     documents: list[dict[str, Any]] = []
     missing: list[str] = []
+    forbidden: list[str] = []
     with BlockingApi(creds) as api:
         for kind, path, extra in _LISTS:
-            items = _list_all(api, kind, path, extra)
+            try:
+                items = _list_all(api, kind, path, extra)
+            except _Forbidden:
+                if kind not in OPTIONAL:
+                    raise
+                forbidden.append(kind)
+                continue
             if items is None:
                 missing.append(kind)
             else:
                 documents += items
-    return LiveSnapshot(documents, creds.server, tuple(missing))
+    return LiveSnapshot(documents, creds.server, tuple(missing), tuple(forbidden))
+
+
+#: kinds that only refine a simulation (the scheduler's own RBAC need not grant them, e.g. templates, which
+#: only the resourceclaim controller reads): credentials that may not list them leave them out, with a note
+OPTIONAL: Final = frozenset(
+    {"ResourceClaimTemplate", "CSIDriver", "CSIStorageCapacity", "DeviceClass", "ResourceSlice", "ResourceClaim"}
+)
+
+
+class _Forbidden(ClusterReadError):
+    """A list answered 403."""
 
 
 def _list_all(api: BlockingApi, kind: str, path: str, extra: dict[str, str]) -> list[dict[str, Any]] | None:
@@ -101,6 +121,8 @@ def _list_all(api: BlockingApi, kind: str, path: str, extra: dict[str, str]) -> 
         answer = api.get(f"{path}?{urlencode(query)}")
         if answer.gone:
             return None
+        if answer.status == 403:
+            raise _Forbidden(f"cannot list {kind} objects: HTTP 403: {answer.detail()}")
         if answer.status == 0:  # unreachable, TLS, a timeout
             raise ClusterReadError(f"cannot list {kind} objects from {api.server}: {answer.detail()}")
         if not answer.ok or not isinstance(answer.body, dict):
