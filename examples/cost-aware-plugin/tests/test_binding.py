@@ -146,7 +146,8 @@ def test_a_policy_enables_them_in_its_plugins_list() -> None:
     spec = {"schedulerName": "s", "plugins": [{"name": "HourlyCostAnnotation"}, {"name": "PricedBinder"}]}
     profile = validate_policy(spec, registry=REGISTRY)
     assert not isinstance(profile, list), profile
-    assert [p.name for p in profile.pre_binders] == ["HourlyCostAnnotation"]
+    # The default profile's own PreBind plugin (DynamicResources) runs first; ours follows it.
+    assert [p.name for p in profile.pre_binders] == ["DynamicResources", "HourlyCostAnnotation"]
     assert [p.name for p in profile.binders] == ["PricedBinder", "DefaultBinder"]  # DefaultBinder is always last
     wrong = validate_policy({**spec, "plugins": [{"name": "CostAware"}]}, registry=REGISTRY)
     assert isinstance(wrong, list) and wrong[0].path == "spec.plugins[0].name"
