@@ -21,6 +21,7 @@ import pytest
 from builders import make_node, make_pod
 from fakeapi import FakeApiServer
 
+from kopf_scheduler.core.cache import PodState
 from kopf_scheduler.core.objects import Pod
 from kopf_scheduler.core.ownership import PolicyMeta
 from kopf_scheduler.edge import informer as informer_module
@@ -406,6 +407,42 @@ def test_a_bind_answered_404_drops_the_pending_pod(monkeypatch: pytest.MonkeyPat
         assert op.app.pending.get(SCHEDULER, uid) is None and state.queue.where(uid) is None
         assert op.app.cache.get_pod(uid) is None and op.assumed() == []
         assert op.events("FailedScheduling") == []
+
+    run(scenario, monkeypatch)
+
+
+def test_kopfs_deleted_for_a_bound_pod_reuses_the_version_the_cache_confirmed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bound pod leaves Kopf's ``spec.nodeName=`` watch as a DELETED carrying the version the assigned-pod
+    informer already parsed: it is not parsed again; a version the cache has not seen is."""
+    parsed: list[str] = []
+    parse = convert.pod
+
+    def counting(body: Any) -> Pod:
+        parsed.append(body["metadata"]["name"])
+        return parse(body)
+
+    async def scenario(op: Operator) -> None:
+        op.node("n1")
+        await op.start()
+        monkeypatch.setattr(convert, "pod", counting)
+        body = await op.pod("p")
+        uid = body["metadata"]["uid"]
+
+        def confirmed() -> Pod | None:
+            pod = op.app.cache.get_pod(uid)
+            return pod if pod is not None and op.app.cache.state_of(pod) is PodState.ADDED else None
+
+        await op.wait(confirmed)
+        bound = op.server.get("", "v1", "pods", "p")
+        cached = confirmed()
+        assert bound is not None and cached is not None
+        assert cached.resource_version == bound["metadata"]["resourceVersion"]
+        before = len(parsed)  # its arrival, and the informer's confirmation
+        await handlers.on_pod_event({"type": "DELETED", "object": bound}, memo={"app": op.app})
+        assert len(parsed) == before and confirmed() is cached
+        newer = {**bound, "metadata": {**bound["metadata"], "resourceVersion": "999999"}}
+        await handlers.on_pod_event({"type": "DELETED", "object": newer}, memo={"app": op.app})
+        assert len(parsed) == before + 1 and confirmed() is cached  # a DELETED of this watch never touches the cache
 
     run(scenario, monkeypatch)
 

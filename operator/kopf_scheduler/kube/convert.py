@@ -34,6 +34,7 @@ __all__ = [
     "pod_ref",
     "pod_uid",
     "policy_meta",
+    "resource_version",
 ]
 
 T = TypeVar("T")
@@ -101,6 +102,11 @@ def pod_uid(body: Mapping[str, Any]) -> str:
     """The pod's key, as ``parse_pod`` makes its uid (``ns/name`` when the body has none)."""
     meta = _meta(body)
     return str(meta.get("uid") or f"{meta.get('namespace') or 'default'}/{meta.get('name') or ''}")
+
+
+def resource_version(body: Mapping[str, Any]) -> str:
+    """``metadata.resourceVersion`` as ``parse_pod`` reads it ("" when absent)."""
+    return str(_meta(body).get("resourceVersion") or "")
 
 
 #: kind -> (parser, whether the key includes the namespace); where each kind is stored: core.routing.OBJECT_STORES

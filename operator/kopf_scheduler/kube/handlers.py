@@ -41,6 +41,7 @@ import kopf
 
 from ..core import routing
 from ..core.dra.routing import route_dra_object, route_dra_relisted
+from ..core.objects import Pod
 from ..edge.client import WATCH_IDLE_TIMEOUT, Api
 from ..edge.credentials import load_credentials
 from ..edge.informer import Feed, Informer
@@ -123,9 +124,7 @@ async def on_pod_event(event: Mapping[str, Any], memo: Any, **_: Any) -> None:
     gone = event.get("type") == "DELETED"
     if app.recorder is not None:
         app.recorder.pod(str(event.get("type") or "ADDED"), body)
-    # a DELETED carries the content we already parsed when the pod arrived (it left the selector
-    # unchanged: bound, or deleted): the pending index's copy saves parsing it again
-    pod = app.pending.get(*convert.pod_identity(body)) if gone else None
+    pod = _known_version(app, body) if gone else None
     if pod is None:
         try:
             pod = convert.pod(body)
@@ -137,6 +136,20 @@ async def on_pod_event(event: Mapping[str, Any], memo: Any, **_: Any) -> None:
             pod, gone=gone, cache=app.cache, pending=app.pending, served=app.states, now=app.now()
         )
     )
+
+
+def _known_version(app: App, body: Mapping[str, Any]) -> Pod | None:
+    """The parsed pod a DELETED body repeats, so that it is not parsed again: the pending index's copy
+    (the pod left the selector unchanged: deleted), or the cache's when it holds this very version
+    (bound: the assigned-pod informer usually confirms the bind before Kopf's DELETED arrives)."""
+    scheduler_name, uid = convert.pod_identity(body)
+    pod = app.pending.get(scheduler_name, uid)
+    if pod is not None:
+        return pod
+    cached = app.cache.get_pod(uid)
+    if cached is not None and cached.resource_version and cached.resource_version == convert.resource_version(body):
+        return cached
+    return None
 
 
 async def reconcile_pending(app: App, *, period: float = RECONCILE_PERIOD) -> None:
