@@ -127,6 +127,10 @@ class App:
         self.failures = RepeatLimiter()
         #: the last attempt of each pending or recently bound pod, for /debug/attempts (``explain``)
         self.attempts = AttemptLog()
+        #: uids of the pods this process bound while a Scheduled-event recovery runs (None: none runs);
+        #: their events are its own to write (``kube/events.recover_scheduled``)
+        self.binding_here: set[str] | None = None
+        self.recoveries = 0
         #: ``run --record``: the trace of what scheduling saw (``edge/recorder.py``)
         self.recorder: Recorder | None = None
         #: draws which cycles time their plugins one by one (core/instrumentation.py); apart from the

@@ -104,6 +104,8 @@ async def bind(
     acquired it)."""
     try:
         node = placed.node_name
+        if app.binding_here is not None:  # a recovery runs: this pod's event is ours to write
+            app.binding_here.add(placed.uid)
         t0 = app.now()
         rejected = await _binding_cycle(app, placed, node, cycle, plan)
         t1 = app.now()

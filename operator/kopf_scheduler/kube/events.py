@@ -9,7 +9,12 @@ A Scheduled event goes out from the bind's own task (``kube/binding.py``), right
 process killed between the two loses it, so a new leader (or a restarted process) writes the
 Scheduled events of our recently bound pods that have none (``recover_scheduled``: pods whose
 PodScheduled condition turned True in the last ``RECOVERY_WINDOW`` seconds, against one list of
-our Scheduled events).
+our Scheduled events). Which binds are whose is not told by the clock: the bind task names each pod
+it binds in ``App.binding_here`` while a recovery runs, and everything else bound to a served name
+is another process's (the killed one's, or a former leader's). Their last events may still be in
+the API server's hands when this process starts leading, so the list is taken ``IN_FLIGHT_GRACE``
+seconds after. (An earlier cut at "bound before leading, less two seconds of clock skew" missed the
+pods a killed process bound in its last two seconds when its successor started that fast.)
 
 Repeats: the core's ``RepeatLimiter`` (``core/recording.py``) decides whether a FailedScheduling
 event goes out (at most one per pod, action and stage per ``REPEAT_INTERVAL`` seconds, whatever its
@@ -28,8 +33,9 @@ import asyncio
 import logging
 import os
 import time
+from collections.abc import Coroutine
 from datetime import UTC, datetime
-from typing import Final
+from typing import Any, Final
 from urllib.parse import quote
 
 from ..core.objects import Pod
@@ -57,8 +63,9 @@ ACTION_BINDING: Final = "Binding"
 ACTION_PREEMPTING: Final = "Preempting"
 #: seconds back that a new leader looks for bound pods of ours whose Scheduled event is missing
 RECOVERY_WINDOW: Final = 600.0
-#: seconds the API server's clock (it stamps PodScheduled) may be ahead of ours
-CLOCK_SKEW: Final = 2.0
+#: seconds after starting to lead before the recovery lists our Scheduled events: the writes a former
+#: holder sent before its term ended have landed by then
+IN_FLIGHT_GRACE: Final = 2.0
 
 
 async def record(
@@ -115,37 +122,54 @@ async def scheduled(app: App, *, namespace: str, name: str, uid: str, node: str,
     )
 
 
-async def recover_scheduled(app: App, *, window: float = RECOVERY_WINDOW) -> int:
-    """Once the cache is current: write the missing Scheduled events of pods bound to a served
-    scheduler name in the `window` seconds before this process started leading (see the module
-    docstring; our own binds come after, and their events may still be on their way). Returns how many."""
-    leading_since = time.time() - CLOCK_SKEW
-    await app.synced.wait()
-    for _ in range(60):  # Kopf hands the policies over soon after start
-        if app.states:
-            break
-        await asyncio.sleep(0.5)
-    cutoff = leading_since - window
-    candidates = [
-        p
-        for p in app.cache.pods()
-        if p.scheduler_name in app.states
-        and p.node_name
-        and p.scheduled_at is not None
-        and cutoff <= p.scheduled_at < leading_since
-        and not app.cache.is_assumed(p)
-    ]
-    if not candidates:
-        return 0
-    recorded = await _scheduled_event_uids(app)
-    if recorded is None:
-        return 0
-    missing = [p for p in candidates if p.uid not in recorded]
-    for pod in missing:
-        await scheduled(app, namespace=pod.namespace, name=pod.name, uid=pod.uid, node=pod.node_name)
-    if missing:
-        logger.info("wrote the %d missing Scheduled event(s) of pods bound before this process led", len(missing))
-    return len(missing)
+def recover_scheduled(
+    app: App, *, window: float = RECOVERY_WINDOW, grace: float = IN_FLIGHT_GRACE
+) -> Coroutine[Any, Any, int]:
+    """Called as this process starts leading (its binds are named in ``app.binding_here`` from this
+    call on, before any of them can start); the coroutine, once the cache is current, writes the
+    missing Scheduled events of pods another process bound to a served scheduler name in the last
+    `window` seconds (see the module docstring). It returns how many."""
+    if app.binding_here is None:
+        app.binding_here = set()
+    app.recoveries += 1
+    return _recover_scheduled(app, leading_since=time.time(), window=window, grace=grace)
+
+
+async def _recover_scheduled(app: App, *, leading_since: float, window: float, grace: float) -> int:
+    try:
+        await app.synced.wait()
+        for _ in range(60):  # Kopf hands the policies over soon after start
+            if app.states:
+                break
+            await asyncio.sleep(0.5)
+        await asyncio.sleep(max(0.0, leading_since + grace - time.time()))
+        ours = app.binding_here or set()
+        cutoff = leading_since - window
+        candidates = [
+            p
+            for p in app.cache.pods()
+            if p.scheduler_name in app.states
+            and p.node_name
+            and p.scheduled_at is not None
+            and p.scheduled_at >= cutoff
+            and p.uid not in ours
+            and not app.cache.is_assumed(p)
+        ]
+        if not candidates:
+            return 0
+        recorded = await _scheduled_event_uids(app)
+        if recorded is None:
+            return 0
+        missing = [p for p in candidates if p.uid not in recorded]
+        for pod in missing:
+            await scheduled(app, namespace=pod.namespace, name=pod.name, uid=pod.uid, node=pod.node_name)
+        if missing:
+            logger.info("wrote the %d missing Scheduled event(s) of pods another process bound", len(missing))
+        return len(missing)
+    finally:
+        app.recoveries -= 1
+        if not app.recoveries:
+            app.binding_here = None
 
 
 async def _scheduled_event_uids(app: App) -> set[str] | None:
