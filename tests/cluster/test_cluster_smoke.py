@@ -246,6 +246,35 @@ def test_cli_up_down_round_trip_leaves_no_process(tmp_path: Path) -> None:
         ControlPlane(workdir).down()  # whatever happened above, leave nothing running
 
 
+def test_cli_up_with_nodes_runs_kwok_until_down(tmp_path: Path) -> None:
+    """``up --nodes N``: KWOK starts detached beside the control plane and makes N nodes Ready; a second
+    ``up`` keeps what exists and adds the rest; ``down`` stops KWOK with the rest."""
+    workdir = tmp_path / "cluster"
+    try:
+        up = run_cli("cluster", "up", "--workdir", str(workdir), "--nodes", "3", "--node-cpu", "8", timeout=300)
+        assert up.returncode == 0, up.stderr
+        assert "3 simulated node(s) Ready (3 created)" in up.stderr
+        cp = ControlPlane(workdir)
+        assert set(cp.pids()) == {"etcd", "kube-apiserver", "kwok"}
+        kwok_pid = cp.pids()["kwok"]
+        nodes = {n["metadata"]["name"]: n for n in cp.request("GET", "/api/v1/nodes")["items"]}
+        assert sorted(nodes) == ["kwok-node-0", "kwok-node-1", "kwok-node-2"]
+        for node in nodes.values():
+            assert node["metadata"]["annotations"][KWOK_NODE_ANNOTATION[0]] == KWOK_NODE_ANNOTATION[1]
+            assert node["status"]["allocatable"]["cpu"] == "8"
+            assert {c["type"]: c["status"] for c in node["status"]["conditions"]}["Ready"] == "True"
+
+        again = run_cli("cluster", "up", "--workdir", str(workdir), "--nodes", "4", timeout=120)
+        assert again.returncode == 0, again.stderr
+        assert "already running" in again.stderr and "4 simulated node(s) Ready (1 created)" in again.stderr
+        assert cp.pids()["kwok"] == kwok_pid  # the same KWOK
+
+        assert run_cli("cluster", "down", "--workdir", str(workdir)).returncode == 0
+        assert _proc_start_time(kwok_pid) is None
+    finally:
+        ControlPlane(workdir).down()
+
+
 def test_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
     with socket.socket() as squatter:
         squatter.bind(("127.0.0.1", 0))

@@ -1,15 +1,23 @@
-"""`kopf-scheduler cluster ...`: build, start, inspect and stop the local control plane."""
+"""`kopf-scheduler cluster ...`: build, start, inspect and stop the local control plane.
+
+``up --nodes N`` also starts KWOK (its process recorded beside etcd's, so ``down`` stops it) and
+creates N simulated nodes it makes Ready: a cluster for ``kopf run`` during development, with no
+kubelet anywhere.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 import time
+import urllib.error
 from pathlib import Path
 from typing import Any
 
+from ..cluster.bodies import fake_node_ip, node_body
 from ..cluster.build import BuildError, ensure_binaries
 from ..cluster.controlplane import ControlPlane, ControlPlaneError
+from ..cluster.kwok import Kwok, kwok_node
 
 __all__ = ["add_parser"]
 
@@ -33,6 +41,15 @@ def add_parser(subparsers: Any, name: str, help: str) -> None:
     up = with_workdir(commands.add_parser("up", help="start etcd + kube-apiserver in the background"))
     up.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for each component (default: 60)")
     up.add_argument("--port", type=int, default=None, help="kube-apiserver port on 127.0.0.1 (default: a free one)")
+    up.add_argument(
+        "--nodes",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also start KWOK and create N simulated nodes kwok-node-0..N-1 (default: 0, no KWOK)",
+    )
+    up.add_argument("--node-cpu", default="4", help="each simulated node's CPU capacity (default: 4)")
+    up.add_argument("--node-memory", default="16Gi", help="each simulated node's memory capacity (default: 16Gi)")
     up.set_defaults(func=_up)
     with_workdir(commands.add_parser("down", help="stop the control plane and wait for its processes")).set_defaults(
         func=_down
@@ -51,6 +68,8 @@ def _fail(exc: Exception) -> int:
 
 
 def _up(args: argparse.Namespace) -> int:
+    if args.nodes < 0:
+        return _fail(ValueError(f"--nodes must be 0 or more, not {args.nodes}"))
     cp = ControlPlane(args.workdir, apiserver_port=args.port, ready_timeout=args.timeout)
     if cp.pids():
         print(f"already running in {cp.workdir}", file=sys.stderr)
@@ -65,8 +84,35 @@ def _up(args: argparse.Namespace) -> int:
             f"logs in {cp.workdir}; stop with: kopf-scheduler cluster down --workdir {args.workdir}",
             file=sys.stderr,
         )
+    if args.nodes:
+        try:
+            _simulated_nodes(cp, args.nodes, cpu=args.node_cpu, memory=args.node_memory, timeout=args.timeout)
+        except (BuildError, ControlPlaneError, OSError) as exc:
+            return _fail(exc)
     print(f"KUBECONFIG={cp.kubeconfig}")
     return 0
+
+
+def _simulated_nodes(cp: ControlPlane, count: int, *, cpu: str, memory: str, timeout: float) -> None:
+    """KWOK running (started unless it is), and `count` Ready nodes ``kwok-node-<i>`` (those that
+    exist are kept as they are), spread over three zones."""
+    kwok = Kwok(cp, log_level="WARN")
+    if kwok.pid is None:
+        kwok.start()
+        print(f"KWOK plays the simulated nodes' kubelets (log {kwok.log})", file=sys.stderr)
+    names = [f"kwok-node-{i}" for i in range(count)]
+    created = 0
+    for i, name in enumerate(names):
+        body = node_body(name).hostname().zone(f"zone-{'abc'[i % 3]}").platform()
+        body.capacity(cpu=cpu, memory=memory, pods="110", ephemeral_storage="100Gi").address(fake_node_ip(i))
+        try:
+            cp.request("POST", "/api/v1/nodes", kwok_node(body).obj())
+            created += 1
+        except urllib.error.HTTPError as exc:
+            if exc.code != 409:  # 409: it exists already
+                raise ControlPlaneError(f"cannot create node {name}: HTTP {exc.code} {exc.reason}") from exc
+    seconds = kwok.wait_nodes_ready(names, timeout=timeout)
+    print(f"{count} simulated node(s) Ready ({created} created) in {seconds:.1f}s", file=sys.stderr)
 
 
 def _down(args: argparse.Namespace) -> int:
