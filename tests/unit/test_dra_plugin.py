@@ -35,11 +35,13 @@ from kopf_scheduler.core.plugins.dynamic_resources import (
     ERR_CANNOT_ALLOCATE,
     ERR_NOT_AVAILABLE,
     MSG_DEALLOCATED,
+    NAME,
     DynamicResources,
     admin_access_forbidden,
     pre_enqueue,
 )
 from kopf_scheduler.core.snapshot import ClusterObjects, Snapshot
+from kopf_scheduler.core.usage import SCORE_NOTES
 
 N1, N2 = make_node("node-1").obj(), make_node("node-2").obj()
 
@@ -281,6 +283,20 @@ def test_score_prefers_the_first_subrequest() -> None:
     by_name = dict(zip(snap.table.names, raw.tolist()))
     assert by_name == {"node-1": 8, "node-2": 7}  # 8 - index in firstAvailable
     assert plugin.normalize_scores(state, pod, raw.copy()).tolist() == [(s * 100) // 8 for s in raw.tolist()]
+
+
+def test_each_scored_node_notes_its_devices_for_explain() -> None:
+    objs = cluster(claims=(claim("c", request("r", "gpu", count=2)),), slices=two_gpus_each())
+    pod = pod_with(uses("c"))
+    plugin, state, snap, _ = pre_filter(pod, objs)
+    assert all(plugin.filter(state, pod, node_info(n)).is_success for n in (N1, N2))
+    assert plugin.pre_score(state, pod, [node_info(N1), node_info(N2)], snap).is_success
+    notes = state.read(SCORE_NOTES)
+    assert notes is not None
+    assert str(notes[(NAME, "node-2")]) == (f"claim c: r -> {DRIVER_A}/node-2/gpu-0, r -> {DRIVER_A}/node-2/gpu-1")
+    plain = make_pod("plain").req(cpu="1").obj()
+    plugin, state, snap, _ = pre_filter(plain, objs)
+    assert plugin.pre_score(state, plain, [node_info(N1)], snap).is_skip and state.read(SCORE_NOTES) is None
 
 
 # --------------------------------------------------------------------------- PreBind

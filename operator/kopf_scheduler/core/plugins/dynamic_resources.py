@@ -25,6 +25,7 @@ UnschedulableAndUnresolvable, as upstream's ``statusUnschedulable`` makes it.
   ends the PostFilter stage.
 - Score (weight 2 in the default profile): the prioritized-list score, for each allocated
   ``firstAvailable`` subrequest ``8 - its index``, normalised by the maximum; 0 without claims.
+  Each scored node's devices go to ``explain`` as the score's note (``DeviceNote``).
 - Reserve: the node's allocations become allocations in flight (the next pod cannot take the devices);
   Unreserve releases them and, for a claim PreBind had already reserved for the pod, queues the patch
   removing the pod from ``reservedFor``.
@@ -89,6 +90,7 @@ from ..framework import (
 )
 from ..nodeinfo import NodeInfo
 from ..objects import NodeSelectorTerm, Pod
+from ..usage import SCORE_NOTES
 
 if TYPE_CHECKING:
     from ..diagnosis import Diagnosis
@@ -237,6 +239,22 @@ class PodClaimsState:
     reserved: dict[int, AllocationResult] = field(default_factory=dict)
     #: the cluster's DRA store (PreBind assumes the claims it writes there)
     tracker: DraTracker | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceNote:
+    """The devices the allocator found on one node for the pod's unallocated claims, for ``explain``
+    (``SCORE_NOTES``), formatted only when read: ``claim gpu: r -> driver-a/node-1/gpu-0``."""
+
+    claims: tuple[ResourceClaim, ...]
+    allocations: tuple[AllocationResult, ...]
+
+    def __str__(self) -> str:
+        return "; ".join(
+            f"claim {claim.name}: "
+            + (", ".join(f"{r.request} -> {r.driver}/{r.pool}/{r.device}" for r in allocation.results) or "no devices")
+            for claim, allocation in zip(self.claims, self.allocations, strict=False)
+        )
 
 
 def compute_score(claims: Sequence[ResourceClaim], allocations: Sequence[AllocationResult]) -> int:
@@ -483,9 +501,18 @@ class DynamicResources(
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo], snapshot: Snapshot) -> Status:
         """Not upstream's (it has no PreScore): SKIP where its Score gives every node 0 (no claim to
-        allocate), so a pod without claims costs the score stage nothing."""
+        allocate), so a pod without claims costs the score stage nothing. Otherwise leaves each node's
+        devices as a note for ``explain``."""
         s = state.read(self._key)
-        return framework.SKIP if s is None or not s.node_allocations else framework.SUCCESS
+        if s is None or not s.node_allocations:
+            return framework.SKIP
+        notes = state.read(SCORE_NOTES)
+        if notes is None:
+            state.write(SCORE_NOTES, notes := {})
+        unallocated = tuple(c for c in s.claims if c.allocation is None)
+        for node, allocations in s.node_allocations.items():
+            notes[(self.name, node)] = DeviceNote(unallocated, tuple(allocations))
+        return framework.SUCCESS
 
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
         s = state.read(self._key)
