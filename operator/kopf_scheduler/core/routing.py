@@ -47,12 +47,12 @@ Gangs (``core/gangs.py``): every pod event keeps ``ClusterObjects.gang_members``
 gang moves that gang's members out of the unschedulable pool (they may have been rejected for
 having too few members), and only them.
 
-After a list (the first one, or a relist after a watch broke) the ``route_*_relisted`` functions
-delete whatever the list no longer holds, as client-go's ``Replace`` does: its deletion happened
-while nobody watched (``route_pending_reconciled`` does the same for the pending pods, from a
-periodic list). ``CacheSync`` says which kinds are not synced now, at start (upstream
-``WaitForCacheSync``) and after a watch broke until its relist: no pod is scheduled meanwhile, so no
-decision is made on a half-known or stale cluster.
+After a list (the first one, or a relist after lost watch history) the ``route_*_relisted``
+functions delete whatever the list no longer holds, as client-go's ``Replace`` does: its deletion
+happened while nobody watched (``route_pending_reconciled`` does the same for the pending pods, from
+a periodic list). ``CacheSync`` says which kinds are not synced now: every kind at start (upstream
+``WaitForCacheSync``), and pods or nodes while they relist after lost history (a 410): no pod is
+scheduled meanwhile, so no decision is made on a half-known cluster or on nodes that may be gone.
 
 Limits: no event for a node deleted (upstream's Node/Delete, which PodTopologySpread registers);
 pods it could help wait for another event or the queue's 5-minute flush.
@@ -213,7 +213,7 @@ class PendingPods:
 
 class CacheSync:
     """The watched kinds not synced now (upstream ``WaitForCacheSync``, and the reflector's relist):
-    every kind is waited for at start, and again whenever its watch broke until it listed again."""
+    every kind is waited for at start, and a kind whose relist pauses scheduling until it listed again."""
 
     def __init__(self, kinds: Iterable[str]) -> None:
         self._waiting = dict.fromkeys(kinds)
@@ -227,7 +227,7 @@ class CacheSync:
         return not self._waiting
 
     def broken(self, kind: str) -> None:
-        """`kind`'s watch broke: not synced until it lists again."""
+        """`kind` lost its history: not synced until it lists again."""
         if kind in self._kinds:
             self._waiting[kind] = None
 

@@ -29,7 +29,10 @@ server ends a watch after its ``timeoutSeconds``; the client gives up on a strea
 nothing, not even a bookmark, for ``idle_timeout`` seconds (the API server sends a bookmark every
 minute), so a silently stalled connection is noticed, and drops the pool's idle connections (they
 went through the same network). An HTTP error becomes one ``ERROR`` event carrying its code (as the
-API server reports a 410 inside a stream), a transport failure or the idle deadline one with code 0.
+API server reports a 410 inside a stream); a transport failure or the idle deadline one with code 0
+and a ``reason`` that tells the informer what happened: ``NO_ANSWER`` (nothing came back: refused,
+reset or timed out before the response began), ``BROKEN`` (the stream began and was cut: a reset, a
+truncated chunk, an idle close by a middlebox) or ``IDLE`` (the deadline above).
 
 **Metrics.** ``observe``, when set, is told of every request sent (``method``, status, seconds; status
 0 when no answer came, seconds -1 for a watch, which is counted but not timed): client-go's
@@ -61,11 +64,27 @@ from .transport import CONNECTION_LIMIT, MAX_IDLE_AGE, Fenced, Pool, Response, R
 if TYPE_CHECKING:
     import aiohttp
 
-__all__ = ["CONNECTION_LIMIT", "MAX_IDLE_AGE", "WATCH_IDLE_TIMEOUT", "Api", "Response", "ResponseParser"]
+__all__ = [
+    "BROKEN",
+    "CONNECTION_LIMIT",
+    "IDLE",
+    "MAX_IDLE_AGE",
+    "NO_ANSWER",
+    "WATCH_IDLE_TIMEOUT",
+    "Api",
+    "Response",
+    "ResponseParser",
+]
 
 #: seconds a watch may deliver nothing, not even a bookmark, before it is given up: the API server
 #: sends a bookmark every 60 s to a watch that asked for them, so twice that means it is stalled
 WATCH_IDLE_TIMEOUT: Final = 120.0
+#: the ``reason`` of a watch's synthetic ERROR (code 0): nothing came back before the response began
+NO_ANSWER: Final = "NoAnswer"
+#: the stream began, then was cut (a reset, a truncated chunk, a connection closed by a middlebox)
+BROKEN: Final = "StreamBroken"
+#: the stream delivered nothing, not even a bookmark, for the idle deadline
+IDLE: Final = "Idle"
 
 
 class Api:
@@ -217,6 +236,7 @@ class Api:
             total=None, sock_connect=self._timeout, sock_read=self.watch_idle_timeout
         )
         await self._fresh_token()
+        opened = False
         for attempt in range(2):
             try:
                 async with self._watch_session().get(
@@ -235,6 +255,7 @@ class Api:
                         text = await resp.text()
                         yield {"type": "ERROR", "object": {"code": resp.status, "message": text[:300]}}
                         return
+                    opened = True
                     buffer = b""
                     async for chunk in resp.content.iter_any():
                         buffer += chunk
@@ -247,15 +268,15 @@ class Api:
                     return
             except TimeoutError:
                 self._pool.drop_idle()  # a silent stall: the pooled connections opened before it are likely as dead
-                yield {
-                    "type": "ERROR",
-                    "object": {"code": 0, "message": f"nothing received for {self.watch_idle_timeout:g}s"},
-                }
+                if opened:
+                    yield _watch_failure(IDLE, f"nothing received for {self.watch_idle_timeout:g}s")
+                else:
+                    yield _watch_failure(NO_ANSWER, "TimeoutError: the watch was not answered in time")
                 return
             except (aiohttp.ClientError, OSError, ValueError) as exc:
-                if self.observe is not None:
+                if self.observe is not None and not opened:
                     self.observe("GET", 0, -1.0)
-                yield {"type": "ERROR", "object": {"code": 0, "message": f"{type(exc).__name__}: {exc}"}}
+                yield _watch_failure(BROKEN if opened else NO_ANSWER, f"{type(exc).__name__}: {exc}")
                 return
 
     def _watch_session(self) -> aiohttp.ClientSession:
@@ -280,3 +301,8 @@ class Api:
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+
+def _watch_failure(reason: str, message: str) -> dict[str, Any]:
+    """The synthetic ERROR event of a watch that ended without an answer of the server's (code 0)."""
+    return {"type": "ERROR", "object": {"code": 0, "reason": reason, "message": message}}

@@ -10,10 +10,10 @@ fenced). Success is ``core.cycle.binding_succeeded``; any failure ``binding_fail
 forget, back off).
 
 Right before the cycle, and again right before the bind (a PreBind may take a while), the bind is
-called off when the cache is not current (``App.current``: a watch broke, or the process was
-frozen) or the chosen node is no longer in it: the API server does not check that a node exists,
-so a pod bound to a node deleted meanwhile would stay bound to nothing. The pod backs off and is
-decided again on a current cache.
+called off when the cache is not current (``App.current``: pods or nodes relist after lost
+history, or the process was frozen) or the chosen node is no longer in it: the API server does not
+check that a node exists, so a pod bound to a node deleted meanwhile would stay bound to nothing.
+The pod backs off and is decided again on a current cache.
 
 The Scheduled event is written by the same task right after the bind, within its bind slot: an
 event trailing its bind in a queue of other writes is an event lost when the process dies, and a
@@ -195,7 +195,9 @@ def _called_off(app: App, placed: Pod, node: str) -> _Rejection | None:
     """Why the bind must not go out now (see the module docstring), if it must not."""
     if not app.current():
         logger.info(
-            "not binding %s to %s: the cache is not current (a watch broke or the process was frozen)", placed.key, node
+            "not binding %s to %s: the cache is not current (pods or nodes relist, or the process was frozen)",
+            placed.key,
+            node,
         )
         return _Rejection("the cache is not current", quiet=True)
     known = app.cache.get_node_info(node)

@@ -16,8 +16,9 @@ answered 404 drops its pod at once.
 every scheduler (``spec.nodeName!=``, not terminal, as upstream's informer filters them), nodes,
 namespaces and the other kinds the plugins read; ``feeds(app)`` says, per kind, where it is listed
 and what each event does. Kopf's machinery costs several times what our informer does per event
-(README, "Architecture"), and these kinds carry most events of a busy cluster. An informer whose
-watch breaks unsyncs its kind until it listed again, and the loops wait (``App.current``).
+(README, "Architecture"), and these kinds carry most events of a busy cluster. A watch that ends is
+resumed from its resourceVersion and pauses nothing; only pods and nodes relisting after lost history
+(a 410) pause the loops until that list is in (``App.current``).
 
 Each function converts the body (``convert``), lets the core apply it (``core.routing``) and
 performs what comes back (``App.perform``: wake loops). A body the core cannot parse is logged,
@@ -244,8 +245,8 @@ def feeds(app: App) -> list[Feed]:
         app.perform(routing.route_namespaces_relisted(names, cache=app.cache, served=app.states, now=app.now()))
 
     out = [
-        Feed("Pod", "/api/v1/pods", pods, convert.pod_uid, pods_relisted, field_selector=ASSIGNED_PODS),
-        Feed("Node", "/api/v1/nodes", nodes, convert.name_of, nodes_relisted),
+        Feed("Pod", "/api/v1/pods", pods, convert.pod_uid, pods_relisted, field_selector=ASSIGNED_PODS, pauses=True),
+        Feed("Node", "/api/v1/nodes", nodes, convert.name_of, nodes_relisted, pauses=True),
         Feed("Namespace", "/api/v1/namespaces", namespaces, convert.name_of, namespaces_relisted),
     ]
     out += [_object_feed(app, path, kind) for path, kind in WATCHED]
@@ -311,7 +312,9 @@ def start_informers(app: App) -> None:
     reconciliation; the App counts the kinds that are synced."""
     watched = feeds(app)
     app.sync = routing.CacheSync(f.kind for f in watched)
-    app.informers = [Informer(app.api, feed, on_sync=app.kind_synced) for feed in watched]
+    app.informers = [
+        Informer(app.api, feed, on_sync=app.kind_synced, on_restart=app.informer_restarted) for feed in watched
+    ]
     tasks = [app.spawn(informer.run()) for informer in app.informers]
     tasks += [app.spawn(app.watchdog()), app.spawn(reconcile_pending(app))]
 

@@ -27,7 +27,7 @@ Every attempt is kept for ``kopf-scheduler explain`` (``app.attempts``, ``core/a
 
 Every ``HOUSEKEEPING_PERIOD`` seconds: expire unconfirmed assumptions (``core.routing``) and
 refresh gauges. The loop pops only while the cache is current (``App.current``: every kind
-synced, at start and after any broken watch's relist, and the process not frozen) and
+synced at start, pods and nodes not relisting after lost history, and the process not frozen) and
 ``app.leading`` is set; a standby keeps its cache and queues warm. Whatever it then decides is
 written only while this replica's term is valid (the ``Api``'s fence).
 """

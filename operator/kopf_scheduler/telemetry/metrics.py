@@ -254,6 +254,35 @@ class SchedulerMetrics:
             ["policy"],
             registry=r,
         )
+        self._watch_resumes = Counter(
+            "kopf_scheduler_informer_watch_resumes",
+            "Watches of an informed kind resumed from their last resourceVersion, by why they ended.",
+            ["kind", "reason"],
+            registry=r,
+        )
+        self._relists = Counter(
+            "kopf_scheduler_informer_relists",
+            "Lists of an informed kind after its first, by why (expired: 410 Gone; watch-failures; resync).",
+            ["kind", "reason"],
+            registry=r,
+        )
+        self._pauses = Counter(
+            "kopf_scheduler_informer_pauses",
+            "Times scheduling paused while a kind relisted after lost history (only pods and nodes pause).",
+            ["kind"],
+            registry=r,
+        )
+        self._pause_seconds = Counter(
+            "kopf_scheduler_informer_pause_seconds",
+            "Seconds scheduling was paused while a kind relisted after lost history.",
+            ["kind"],
+            registry=r,
+        )
+        self._kopf_restarts = Counter(
+            "kopf_scheduler_kopf_restarts",
+            "Times Kopf's orchestration ended on an error and was started again in the same process.",
+            registry=r,
+        )
 
     # --- per scheduling cycle ------------------------------------------------------------------
 
@@ -372,6 +401,21 @@ class SchedulerMetrics:
                 gauge.remove(policy)
             except KeyError:
                 pass
+
+    # --- the edge ------------------------------------------------------------------------------
+
+    def observe_informer_restart(self, kind: str, action: str, reason: str) -> None:
+        """An informer's watch ended: resumed (`action` "resume") or the kind listed again ("relist")."""
+        counter = self._watch_resumes if action == "resume" else self._relists
+        counter.labels(kind, reason).inc()
+
+    def observe_informer_pause(self, kind: str, seconds: float) -> None:
+        """Scheduling was paused `seconds` while `kind` relisted after lost history."""
+        self._pauses.labels(kind).inc()
+        self._pause_seconds.labels(kind).inc(seconds)
+
+    def inc_kopf_restarts(self) -> None:
+        self._kopf_restarts.inc()
 
     # --- exposition ----------------------------------------------------------------------------
 
