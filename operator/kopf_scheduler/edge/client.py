@@ -19,8 +19,16 @@ writes pass ``fence=False``; everything else is fenced, so no write path can for
 **Requests** go through the edge's own HTTP/1.1 keep-alive ``Pool`` (``edge/transport.py``: its
 idle-age, timeout and resend rules): a bind or an event is a few hundred bytes each way, and
 aiohttp's general-purpose request machinery cost twice the CPU of the whole exchange
-(``bench/bench_client.py``). A POST lost on a reused connection is never sent again (a create twice
-is a second event or a 409 on our own bind); other methods are.
+(``bench/bench_client.py``). A POST lost on a reused connection is never sent again by the pool (a
+create twice is a second event or a 409 on our own bind); other methods are.
+
+**Retries.** A request that gets no answer (a reset, a body cut short, a timeout) or is turned away
+by an overloaded server (429, 503, 504) is sent again after ``RETRY_PAUSES`` when it is idempotent,
+as client-go's request retries resend: GET, PUT, PATCH and DELETE by default, a POST only when its
+caller says it may be repeated (``retry=True``: a bind, a create with a fixed name). The fence is
+asked again before each try. A response that needed more than one try says so (``retried``): a 404
+or 409 may then answer our own first try, which landed (a DELETE that already happened, an event
+that already exists, a pod already bound to the node we chose), and the caller counts it as done.
 
 **Watches** stream through aiohttp (imported at the first watch) on a fresh connection each (a
 long-lived response read in chunks, where per-request cost does not matter; aiohttp is in the
@@ -52,9 +60,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import ssl
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlencode, urlsplit
 
@@ -79,6 +89,10 @@ __all__ = [
 #: seconds a watch may deliver nothing, not even a bookmark, before it is given up: the API server
 #: sends a bookmark every 60 s to a watch that asked for them, so twice that means it is stalled
 WATCH_IDLE_TIMEOUT: Final = 120.0
+#: pauses (seconds, each drawn up to twice as long) before an idempotent request is sent again
+RETRY_PAUSES: Final = (0.1, 0.4, 1.0)
+#: answers of a server that is overloaded or restarting: an idempotent request is sent again
+RETRY_STATUSES: Final = frozenset({429, 503, 504})
 #: the ``reason`` of a watch's synthetic ERROR (code 0): nothing came back before the response began
 NO_ANSWER: Final = "NoAnswer"
 #: the stream began, then was cut (a reset, a truncated chunk, a connection closed by a middlebox)
@@ -146,13 +160,35 @@ class Api:
         fence: bool = True,
         accept: str | None = None,
         decode: bool = True,
+        retry: bool | None = None,
     ) -> Response:
         """One request; `fence=False` only for the Lease itself (see the module docstring). With
         `decode` False a successful answer's body is not parsed (a created Event, a bind's Status:
-        nobody reads them, and parsing them cost more than the rest of the exchange)."""
-        if fence and method != "GET" and not self.may_write():
-            return Response(0, fenced=True)
+        nobody reads them, and parsing them cost more than the rest of the exchange). `retry`: whether
+        it may be sent again after no answer or an overloaded server's (default: every method but POST)."""
         data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
+        pauses = RETRY_PAUSES if (method != "POST" if retry is None else retry) else ()
+        tries = 0
+        while True:
+            if fence and method != "GET" and not self.may_write():
+                return Response(0, fenced=True, retried=tries > 0)
+            response = await self._once(method, path, data, content_type, accept, decode, fence)
+            if tries >= len(pauses) or response.fenced or (response.status and response.status not in RETRY_STATUSES):
+                return replace(response, retried=True) if tries else response
+            await asyncio.sleep(pauses[tries] * (1.0 + random.random()))
+            tries += 1
+
+    async def _once(
+        self,
+        method: str,
+        path: str,
+        data: bytes | None,
+        content_type: str,
+        accept: str | None,
+        decode: bool,
+        fence: bool,
+    ) -> Response:
+        """One try: a stale token refreshed first, a 401 with a token that changed on refresh sent once more."""
         await self._fresh_token()
         response = await self._send(method, path, data, content_type, accept, decode, fence)
         token = self.credentials.token

@@ -19,6 +19,10 @@ The Scheduled event is written by the same task right after the bind, within its
 event trailing its bind in a queue of other writes is an event lost when the process dies, and a
 user waiting for it waits for the whole queue.
 
+The pods/binding POST is sent again when its answer is lost (a reset, a body cut short, a timeout:
+``Api.request``'s retries); a 409 to such a retry naming the node we chose is our first try, which
+bound the pod, and counts as done.
+
 What the API server answered the pod's pods/binding POST decides how a failed bind is reported: a
 409 (already bound), no answer at all (a timeout: bound or not, nobody knows yet) forget the
 assumption and requeue with backoff without a FailedScheduling event* (a bound pod leaves the queue
@@ -68,7 +72,11 @@ class _Rejection:
 
 class _Client:
     """The ``ApiClient`` the plugins get: ``app.api``, remembering the answer to the pod's pods/binding
-    POST (whoever sent it) and whether a write was fenced, for the rules of the module docstring."""
+    POST (whoever sent it) and whether a write was fenced, for the rules of the module docstring.
+
+    The pods/binding POST may be sent again when its answer is lost (``Api.request``'s retries): a
+    409 to a retry that says the pod is already assigned to the node it names is our first try's
+    answer, and counts as bound."""
 
     __slots__ = ("_api", "_binding", "binding", "fenced")
 
@@ -81,10 +89,17 @@ class _Client:
     async def request(
         self, method: str, path: str, body: Any = None, *, content_type: str = "application/json", decode: bool = True
     ) -> Response:
-        response = await self._api.request(method, path, body, content_type=content_type, decode=decode)
+        binding = method == "POST" and path == self._binding
+        response = await self._api.request(
+            method, path, body, content_type=content_type, decode=decode, retry=True if binding else None
+        )
         if response.fenced:
             self.fenced = True
-        if method == "POST" and path == self._binding:
+        if binding:
+            node = str(((body or {}).get("target") or {}).get("name") or "")
+            if response.retried and response.conflict and f'is already assigned to node "{node}"' in response.detail():
+                logger.info("binding %s: an earlier try whose answer was lost bound it to %s", path, node)
+                response = Response(201, retried=True)
             self.binding = response
         return response
 

@@ -91,8 +91,8 @@ async def evict(app: App, victim: Pod, *, preemptor: Pod, node: str) -> bool:
         logger.warning("cannot mark %s as a preemption victim: %s", victim.key, response.describe())
     async with app.write_slots:
         response = await app.api.request("DELETE", path, bodies.delete_options(victim.uid))
-    if response.gone or response.conflict or response.fenced:
-        return False
+    if (response.gone and not response.retried) or response.conflict or response.fenced:
+        return False  # a 404 to a retry is our first try, whose answer was lost: the victim is gone
     if not response.ok:
         logger.warning("cannot delete preemption victim %s: %s", victim.key, response.describe())
         return False
