@@ -5,7 +5,10 @@
                        [--policy NAME ...] [--metrics-port 10259] [--verbose]
                        [--record DIR [--record-segment-mb 32] [--record-segments 8]]
 
-Kopf runs standalone (no Kopf peering) and cluster-wide. SIGUSR2 logs what the scheduler believes:
+Kopf runs standalone (no Kopf peering) and cluster-wide, supervised (``kube/supervision.py``): when
+its orchestration fails (a discovery answer cut short, a watch's error) it is started again in the
+same process while the informers, the cache, the queues and the Lease carry on; the informers start
+before Kopf does. SIGUSR2 logs what the scheduler believes:
 every cached node with its requested resources and pods, and the queues (``core/dump.py``). With
 ``--leader-elect`` every replica watches and keeps its cache and queues warm, but only the holder of
 the Lease (``kopf-scheduler``, or ``kopf-scheduler-<policy>`` for a ``--policy`` shard) runs the
@@ -103,12 +106,14 @@ async def _serve(args: argparse.Namespace, credentials: Credentials) -> None:
     from ..kube.app import App
     from ..kube.leader import ApiLeaseClient, LeaderElectionConfig, LeaderElector, default_identity
     from ..kube.login import user_agent
+    from ..kube.supervision import KopfSupervisor
     from ..telemetry.health import start_health_server
 
     identity = default_identity()
     # Kopf's login, the informers, the writes and the Lease all use these credentials
     api = Api(credentials, user_agent=user_agent(identity), watch_idle_timeout=args.watch_idle_timeout)
     app = App(api, identity=identity, leader_election=args.leader_elect)
+    app.supervised = True  # Kopf's cleanup leaves the App to this function (a restarted Kopf finds it running)
     if args.record:
         from ..edge.recorder import Recorder
 
@@ -127,9 +132,8 @@ async def _serve(args: argparse.Namespace, credentials: Credentials) -> None:
     health: Any = None
 
     async def shutdown() -> None:
-        """Kopf's cleanup runs this: pause the loops, leave the Lease (a standby takes over at
-        once), stop the health server. Our tasks must end inside Kopf's cleanup: Kopf waits 5 s
-        for any task still running after it, then cancels it, which would cut the release short."""
+        """One of the App's shutdown hooks (run once Kopf stopped for good): pause the loops, leave
+        the Lease (a standby takes over at once), stop the health server."""
         nonlocal health
         app.leading.clear()
         for task in background:
@@ -156,30 +160,39 @@ async def _serve(args: argparse.Namespace, credentials: Credentials) -> None:
         api.fence = elector.term_valid  # every other write asks whether our term is still valid
         background.append(asyncio.create_task(_elect(app, elector)))
 
+    async def spawn(stop: asyncio.Event) -> Any:
+        return await kopf.spawn_tasks(
+            registry=registry,
+            settings=settings,
+            memo=kopf.Memo(app=app),
+            standalone=True,
+            clusterwide=True,
+            stop_flag=stop,
+        )
+
+    supervisor = KopfSupervisor(spawn, settings=settings, on_restart=app.metrics.inc_kopf_restarts)
     asyncio.get_running_loop().add_signal_handler(signal.SIGUSR2, _dump_cache, app)
     if args.metrics_port:
         health = await start_health_server(
             "0.0.0.0",
             args.metrics_port,
             ready_check=app.ready,
+            live_check=supervisor.healthy,
             metrics=app.metrics,
             leading=(lambda: elector.is_leader) if elector is not None else None,
             attempts=app.explain,
         )
         logger.info("health and metrics on port %d", health.port)
-    operator = asyncio.ensure_future(
-        kopf.operator(
-            registry=registry,
-            settings=settings,
-            memo=kopf.Memo(app=app),
-            standalone=True,
-            clusterwide=True,
-        )
-    )
+    handlers.start(app)  # the informers run outside Kopf: a restarted Kopf finds them warm
     try:
-        await operator
+        await supervisor.run()
     finally:
-        await shutdown()  # a no-op after Kopf's cleanup ran it
+        app.leading.clear()
+        for hook in app.on_shutdown:
+            try:
+                await hook()
+            except Exception:
+                logger.exception("a shutdown step failed")
         await app.api.close()
         if app.recorder is not None:
             await asyncio.to_thread(app.recorder.close)

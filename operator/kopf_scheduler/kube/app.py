@@ -153,6 +153,8 @@ class App:
         self.bind_slots = asyncio.Semaphore(BIND_CONCURRENCY)
         self.write_slots = asyncio.Semaphore(WRITE_CONCURRENCY)
         self.started = False
+        #: run by ``kopf-scheduler run``'s Kopf supervisor, which stops it (Kopf's cleanup leaves it be)
+        self.supervised = False
         self._tick = time.monotonic()
         self._tasks: set[asyncio.Task[Any]] = set()
         #: awaited by Kopf's cleanup activity, before the API session closes

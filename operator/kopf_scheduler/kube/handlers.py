@@ -421,6 +421,15 @@ async def startup(settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
     if not isinstance(app, App):
         identity = default_identity()
         memo["app"] = app = App(Api(load_credentials(), user_agent=user_agent(identity)), identity=identity)
+    start(app)
+
+
+def start(app: App) -> None:
+    """Start what the App runs beside Kopf (informers, watchdog, reconciliation, the Scheduled-event
+    recovery of a process that leads from the start), once: a Kopf restarted in the same process by
+    ``kube/supervision.py`` runs its startup again and finds them running."""
+    if app.started:
+        return
     app.started = True
     start_informers(app)
     if app.leading.is_set():  # no leader election: lead from the start
@@ -441,7 +450,7 @@ async def startup(settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
 
 async def cleanup(memo: Any, **_: Any) -> None:
     app = memo.get("app") if hasattr(memo, "get") else None
-    if isinstance(app, App):
+    if isinstance(app, App) and not app.supervised:  # a supervised App outlives Kopf: its supervisor stops it
         app.leading.clear()
         for hook in app.on_shutdown:
             await hook()

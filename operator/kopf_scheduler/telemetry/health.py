@@ -1,7 +1,8 @@
 """The probe and scrape endpoints: /healthz, /readyz, /metrics over plain HTTP (aiohttp).
 
-- `/healthz` answers 200 whenever the event loop runs this handler: a wedged loop cannot answer,
-  which is exactly what the liveness probe should catch.
+- `/healthz` answers 200 whenever the event loop runs this handler (a wedged loop cannot answer,
+  which is exactly what the liveness probe should catch) and the optional `live_check` agrees: 500
+  when it says the process cannot recover by itself (Kopf failing again and again).
 - `/readyz` answers 200 once the app says its caches are synced, 503 before. With leader
   election on, a synced standby is ready too (its body says "standby"): readiness gates rollouts
   and Service endpoints, not leadership, and a 2-replica Deployment whose standby were never ready
@@ -52,8 +53,13 @@ def _app(
     metrics: SchedulerMetrics,
     leading: Callable[[], bool] | None,
     attempts: AttemptLookup | None,
+    live_check: ReadyCheck | None = None,
 ) -> web.Application:
     async def healthz(_: web.Request) -> web.Response:
+        if live_check is not None:
+            live, detail = live_check()
+            if not live:
+                return web.Response(status=500, text=f"unhealthy: {detail}\n")
         return web.Response(text="ok\n")
 
     async def readyz(_: web.Request) -> web.Response:
@@ -96,13 +102,16 @@ async def start_health_server(
     metrics: SchedulerMetrics,
     leading: Callable[[], bool] | None = None,
     attempts: AttemptLookup | None = None,
+    live_check: ReadyCheck | None = None,
 ) -> HealthServer:
     """Serve the endpoints on host:port (port 0 picks a free one) until `stop()`.
 
     Pass `leading` (e.g. `lambda: elector.is_leader`) when leader election is on, and `attempts` to
     serve /debug/attempts.
     """
-    runner = web.AppRunner(_app(ready_check, metrics, leading, attempts), access_log=None, handle_signals=False)
+    runner = web.AppRunner(
+        _app(ready_check, metrics, leading, attempts, live_check), access_log=None, handle_signals=False
+    )
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     try:
