@@ -176,7 +176,7 @@ async def _serve(args: argparse.Namespace, credentials: Credentials) -> None:
         health = await start_health_server(
             "0.0.0.0",
             args.metrics_port,
-            ready_check=app.ready,
+            ready_check=lambda: _ready(app, supervisor),
             live_check=supervisor.healthy,
             metrics=app.metrics,
             leading=(lambda: elector.is_leader) if elector is not None else None,
@@ -196,6 +196,15 @@ async def _serve(args: argparse.Namespace, credentials: Credentials) -> None:
         await app.api.close()
         if app.recorder is not None:
             await asyncio.to_thread(app.recorder.close)
+
+
+def _ready(app: Any, supervisor: Any) -> tuple[bool, str]:
+    """Ready once Kopf runs (it brings the pending pods) and every kind is listed."""
+    if not supervisor.running:
+        again = f" again after {supervisor.restarts} failure(s)" if supervisor.restarts else ""
+        return False, f"Kopf's orchestration is starting{again}"
+    ready: tuple[bool, str] = app.ready()
+    return ready
 
 
 def _dump_cache(app: Any) -> None:

@@ -8,8 +8,8 @@ an API error that outlasted its ``error_backoffs``. Through a flaky network that
 So the CLI runs Kopf's root tasks itself, with Kopf's public ``spawn_tasks``, instead of
 ``kopf.operator`` (whose ``run_tasks`` would also cancel every task the process started meanwhile:
 the leader elector's term, binds in flight). When a root task ends on an error, the supervisor stops
-the others, lets Kopf's cleanup run, cancels what Kopf left behind (only Kopf's own tasks, after the
-same 5 s of grace ``run_tasks`` gives them) and spawns Kopf again after a backoff (1 s doubling to
+the others, lets Kopf's cleanup run, cancels what Kopf left behind (only Kopf's own tasks, after 2 s
+of grace) and spawns Kopf again after a backoff (1 s doubling to
 30 s, reset by a run that lasted ``STABLE`` seconds). Everything the App runs outside Kopf goes on
 meanwhile: the informers, the cache and the queues stay warm, binds in flight finish, the Lease is
 held. On the restart Kopf lists the unassigned pods and the policies again (the handlers take them
@@ -51,8 +51,9 @@ BACKOFF_MAX: Final = 30.0
 STABLE: Final = 60.0
 #: failures in a row after which /healthz reports the process as unable to recover
 UNHEALTHY_AFTER: Final = 10
-#: seconds Kopf's leftover tasks get to finish before they are cancelled (as ``kopf.run_tasks``)
-LEFTOVER_GRACE: Final = 5.0
+#: seconds Kopf's leftover tasks get to finish before they are cancelled (``kopf.run_tasks`` gives 5 s,
+#: at the process's end; here a restart waits for it, and its root tasks have stopped already)
+LEFTOVER_GRACE: Final = 2.0
 #: seconds the cancelled root tasks get to end (Kopf's cleanup activity runs in one of them)
 ROOT_GRACE: Final = 30.0
 
