@@ -259,7 +259,8 @@ class TestClaimServer:
         self.server = ClaimServer(self.objs.dra, self.changed)
         self.path = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/c1"
 
-    def changed(self, old: ResourceClaim | None, new: ResourceClaim) -> None:
+    def changed(self, key: str, new: ResourceClaim | None) -> None:
+        assert new is not None
         self.objs.dra.set_claim(new)
         self.changes.append(new)
 
