@@ -145,3 +145,101 @@ def test_a_filter_longer_than_filter_timeout_fails_as_upstream_does(
 def test_a_pod_dra_has_nothing_to_allocate_for_is_not_timed(timeout_cases: dict[str, dh.PodCase]) -> None:
     case = timeout_cases["plain"]
     assert case.upstream.node == case.ours.node == "t2"
+
+
+# --------------------------------------------------------------------------- scoring a resource DRA serves
+
+SCORING_CONFIG: dict[str, Any] = {
+    "profiles": [
+        {
+            "schedulerName": "default-scheduler",
+            "pluginConfig": [
+                {
+                    "name": "NodeResourcesFit",
+                    "args": {
+                        "scoringStrategy": {
+                            "type": "LeastAllocated",
+                            "resources": [{"name": "cpu", "weight": 1}, {"name": dh.GPU, "weight": 3}],
+                        }
+                    },
+                },
+                {
+                    "name": "NodeResourcesBalancedAllocation",
+                    "args": {"resources": [{"name": "cpu", "weight": 1}, {"name": dh.GPU, "weight": 1}]},
+                },
+            ],
+        }
+    ]
+}
+
+
+def _scoring_scenario() -> dh.Scenario:
+    """s0 and s1 serve example.com/gpu with 2 and 4 devices (one tainted by a rule on s1), s2 with its device plugin
+    (4); pods ask 1 or 2, unpinned: NodeResourcesFit and BalancedAllocation score the DRA nodes by their devices.
+
+    The class has no selector: upstream v1.37.2's BalancedAllocation dereferences a CEL cache it never made when the
+    class of a scored resource has one (a nil-pointer panic that ends kube-scheduler; its NodeResourcesFit makes
+    one). We evaluate the selectors there as NodeResourcesFit does (tests/unit/test_dra_gates.py)."""
+    api = "resource.k8s.io/v1"
+    objects: list[tuple[str, dict[str, Any]]] = [
+        ("deviceclasses", {"apiVersion": api, "kind": "DeviceClass", "metadata": {"name": "s-gpu"},
+                           "spec": {"extendedResourceName": dh.GPU}}),
+    ]  # fmt: skip
+    for node, count in (("s0", 2), ("s1", 4)):
+        pool = {"name": node, "generation": 1, "resourceSliceCount": 1}
+        devices = [{"name": f"gpu-{i}"} for i in range(count)]
+        objects.append(
+            ("resourceslices", {"apiVersion": api, "kind": "ResourceSlice", "metadata": {"name": f"{node}-gpus"},
+                                "spec": {"driver": dh.DRA_DRIVER, "nodeName": node, "pool": pool, "devices": devices}})
+        )  # fmt: skip
+    selector = {"driver": dh.DRA_DRIVER, "pool": "s1", "device": "gpu-3"}
+    taint = {"key": dh.TAINT_KEY, "effect": "NoSchedule"}
+    objects.append(
+        ("devicetaintrules", {"apiVersion": api, "kind": "DeviceTaintRule", "metadata": {"name": "s1-gpu-3"},
+                              "spec": {"deviceSelector": selector, "taint": taint}})
+    )  # fmt: skip
+    nodes = [_node("s0"), _node("s1")]
+    body = bodies.node_body("s2").hostname().platform()
+    body.capacity(cpu="4", memory="8Gi", ephemeral_storage="100Gi", pods="110", **{dh.GPU: "4"}).ready(
+        reason="KubeletReady"
+    )
+    nodes.append((body.manifest(), body.status()))
+    pods = []
+    for i, (gpus, cpu) in enumerate((("1", "500m"), ("2", "1"), ("1", "250m"), ("1", "2"), ("2", "100m"))):
+        pod = bodies.pod_body(f"g{i}", dh.NAMESPACE).automount_service_account_token(False).termination_grace_period(0)
+        pod.container("main", bodies.PAUSE_IMAGE, cpu=cpu, **{dh.GPU: gpus})
+        obj = pod.obj()
+        obj["spec"]["containers"][0]["resources"]["limits"] = {dh.GPU: gpus}
+        pods.append(obj)
+    return dh.Scenario(0, [], [], nodes, pods, objects, {})
+
+
+@pytest.fixture(scope="module")
+def scoring_cases() -> Iterator[list[dh.PodCase]]:
+    dh.ensure_binaries()
+    head = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
+    loaded = scheduler_config.load({**head, **SCORING_CONFIG})
+    assert isinstance(loaded, tuple), loaded
+    profiles, _ = loaded
+    scenario = _scoring_scenario()
+    with (
+        tempfile.TemporaryDirectory(prefix="kopf-scheduler-dra-scoring-") as tmp,
+        dh.Harness(Path(tmp), profiles[0], scheduler_config=SCORING_CONFIG) as h,
+    ):
+        h.reset()
+        h.setup(scenario)
+        yield [h.one_pod(0, i, body) for i, body in enumerate(scenario.pods)]
+
+
+def test_a_resource_dra_serves_is_scored_by_the_nodes_devices_as_upstream_does(
+    scoring_cases: list[dh.PodCase],
+) -> None:
+    report = dh.build_report([dh.compare(c) for c in scoring_cases])
+    metrics = report.metrics()
+    for metric in ("fits", "best_node", "feasible_sets_equal", "plugin_scores", "devices", "extended_claims"):
+        assert metrics[metric]["percent"] == 100.0 and metrics[metric]["of"] > 0, (metric, dh.render(report))
+    fit = report.plugins["NodeResourcesFit"]
+    assert fit.compared > 0 and fit.equal == fit.compared
+    # the devices counted: the first pod's scores differ between the DRA nodes (2 and 3 usable devices)
+    first = scoring_cases[0].upstream.scores["NodeResourcesFit"]
+    assert first["s0"] != first["s1"], first

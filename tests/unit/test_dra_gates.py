@@ -460,3 +460,38 @@ def test_a_failed_pre_bind_deletes_the_claim_it_created() -> None:
     for after in write.then:
         assert drive(api.request(after.method, after.path, after.body)).ok
     assert not objs.dra.claims
+
+
+def test_explain_notes_the_devices_of_the_extended_resource_claim() -> None:
+    docs = [make_node("n1").raw(), make_node("n2").raw(), gpu_class()]
+    docs += [resource_slice(f"{n}-gpus", n, device("gpu-0"), node=n) for n in ("n1", "n2")]
+    loaded = load_cluster(docs)
+    sim = Simulation(loaded.cache, default_profile("kopf-scheduler"), explain=True)
+    placement = sim.evaluate(load_pods([make_pod("p").req(**{GPU: "1"}).raw()])[0])  # type: ignore[arg-type]
+    assert placement.explanation is not None and placement.node is not None
+    notes = {v.node: s.note for v in placement.explanation.scored for s in v.scores if s.plugin == "DynamicResources"}
+    assert notes == {
+        n: f"claim {SPECIAL_CLAIM_NAME}: container-0-request-0 -> {DRIVER_A}/{n}/gpu-0" for n in ("n1", "n2")
+    }
+    assert placement.devices == (f"{SPECIAL_CLAIM_NAME}: {DRIVER_A}/{placement.node}/gpu-0",)
+
+
+def test_balanced_allocation_counts_a_dra_resource_like_an_advertised_one() -> None:
+    """A node with two devices of the class (selected by CEL) balances as one advertising two of the resource."""
+    import numpy as np
+
+    from kopf_scheduler.core.plugins.balanced_allocation import BalancedAllocationArgs, NodeResourcesBalancedAllocation
+
+    objs = ClusterObjects()
+    objs.dra.set_class(class_obj(gpu_class()))
+    objs.dra.set_slice(slice_obj(resource_slice("s1", "n1", device("d0"), device("d1"), node="n1")))
+    plugin = NodeResourcesBalancedAllocation(BalancedAllocationArgs((ResourceSpec("cpu", 1), ResourceSpec(GPU, 1))))
+    pod = make_pod("p").req(cpu="1", **{GPU: "1"}).obj()
+    advertised = make_node("n2").capacity(cpu="4", memory="32Gi", pods="110", **{GPU: "2"}).obj()
+    infos = [node_info(make_node("n1").obj()), node_info(advertised), node_info(make_node("n3").obj())]
+    snap = Snapshot.of(infos, objs)
+    state = CycleState()
+    assert plugin.pre_score(state, pod, infos, snap).is_success
+    scores = [plugin.score(state, pod, i) for i in infos]
+    assert scores[0] == scores[1] != scores[2]
+    assert plugin.score_nodes(state, pod, snap.table, np.arange(3)).tolist() == scores

@@ -17,6 +17,8 @@ best-effort skip, kubernetes#129138); the score plugin then contributes nothing 
 A configured resource that is an extended resource some DeviceClass serves (DRAExtendedResource) counts,
 on a node whose allocatable lacks it, the class's devices the node reaches and how many are allocated,
 as NodeResourcesFit's scorers do (``core/dra/extended.py``'s ``dra_vectors``; upstream shares the code).
+Upstream v1.37.2 builds this scorer without a CEL cache and panics (kube-scheduler exits) when that class
+has selectors; we evaluate them as NodeResourcesFit does.
 
 No NormalizeScore (upstream has none).
 """
