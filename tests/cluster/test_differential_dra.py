@@ -6,8 +6,11 @@ DeviceTaintRules on some pools, tolerated by some claims (DRADeviceTaintRules); 
 us. Then the DynamicResources Filter timeout (DRASchedulerFilterTimeout) on a cluster of its own, both sides
 configured with ``filterTimeout: 1ns``: every allocation attempt times out, with upstream's error.
 
-Measured (`python bench/differential.py --seeds 2 --nodes 15 --pods 40 --dra-gates --seed-start 31`): fits, best
-node, feasible sets, whole messages, plugin scores, allocated devices and extended-resource claims all 100%.
+Measured (`python bench/differential.py --seeds 2 --nodes 15 --pods 40 --dra-gates --seed-start 31`, what this runs):
+100% on every figure (80 fits, 42 best nodes, 38 whole messages, 2,106 plugin scores, 8 allocations, 4 extended-
+resource claims); `--seeds 8 --nodes 20 --pods 60 --dra-gates`: 480 fits, 257 best nodes, 223 messages, 19,872
+scores, 42 allocations, 24 extended-resource claims, all 100%. A KubeSchedulerConfiguration scoring example.com/gpu
+follows (NodeResourcesFit and BalancedAllocation count a node's devices of the class).
 """
 
 from __future__ import annotations
