@@ -37,10 +37,16 @@ What is compared, per pod (``compare``):
   (``PLUGIN_PEERS`` maps our names to upstream's), over pods upstream scored and nodes both found feasible. A plugin
   whose PreScore skipped the pod scores 0 on that side (it adds nothing to the total). Plugins only one side runs
   are listed apart, with how often they scored non-zero;
-- messages: our unschedulable text equals upstream's whole FitError text, including any " preemption: ..." tail
-  (over pods upstream found unschedulable);
+- messages: our unschedulable text equals upstream's whole FitError text, including any " preemption: ..." tail,
+  or the error's text when the attempt ended in an error (over pods upstream found unschedulable);
 - devices (``--dra``: ResourceSlices on some nodes, a ResourceClaim on some pods): the devices our Reserve
-  allocated equal those upstream's PreBind wrote into the claim (over pods with a claim both bound to one node).
+  allocated equal those upstream's PreBind wrote into the claim (over pods with a claim both bound to one node);
+  with ``--dra-gates`` also into the claim it created for the pod's extended resources (DRAExtendedResource: the
+  DeviceClass serves example.com/gpu, some pods ask for its implicit resource), DeviceTaintRules on some pools and
+  tolerations on some claims;
+- extended claims (``--dra-gates``): the claim our PreBind creates for the pod's extended resources (name prefix,
+  annotations, owner, finalizers, requests, devices by request, consumers) and the pod's
+  ``status.extendedResourceClaimStatus`` equal upstream's (over such pods both bound to one node).
 
 Upstream's scores come from two kube-scheduler log lines at verbosity 10 (pkg/scheduler/schedule_one.go,
 ``prioritizeNodes``): "Plugin scored node for pod" (pod, plugin, node, score) and "Calculated node's final score
@@ -141,6 +147,13 @@ class Knobs:
     # --- DynamicResources (off unless set: drawn from a second RNG, so the other draws of a seed stay the same)
     p_node_devices: float = 0.0  # a ResourceSlice of 1..3 devices of DRA_DRIVER (attribute model a / b) on the node
     p_claim: float = 0.0  # a ResourceClaim for 1..2 devices of the class, sometimes of model a only
+    # DRAExtendedResource: the class serves example.com/gpu (the device plugins' resource: a node without it in its
+    # allocatable gets DRA devices for it), and a pod without a claim asks 1..2 of the class's implicit resource
+    p_dra_extended: float = 0.0
+    # DRADeviceTaintRules: a DeviceTaintRule on a node's pool (a device, or all of it: NoSchedule, None or
+    # NoExecute); a claim tolerates the taint key with p_claim_toleration
+    p_taint_rule: float = 0.0
+    p_claim_toleration: float = 0.0
     # --- storage (drawn from a second RNG, so the draws above make the same cluster and pods as before)
     p_node_csinode: float = 0.5  # a CSINode limiting the EBS (1..3) and GCE PD (1..2) CSI drivers, in-tree migrated
     p_csi_topology_label: float = 0.7  # a node with a CSINode has the EBS driver's zone label (migrated PVs need it)
@@ -259,7 +272,7 @@ def generate(seed: int, knobs: Knobs) -> Scenario:
     pods = [_pod(rng, knobs, f"{prefix}-p{i:03d}", apps, node_names) for i in range(knobs.pods)]
     storage = _storage(random.Random(f"storage-{seed}"), knobs, nodes, pods)
     scenario = Scenario(seed, services, replica_sets, nodes, pods, storage=storage)
-    if knobs.p_node_devices or knobs.p_claim:
+    if knobs.p_node_devices or knobs.p_claim or knobs.p_dra_extended:
         _devices(random.Random(seed * 7919 + 1), knobs, scenario, prefix)
     return scenario
 
@@ -267,6 +280,22 @@ def generate(seed: int, knobs: Knobs) -> Scenario:
 #: the driver of the generated devices, and the class that selects them
 DRA_DRIVER: Final = "gpu.diff.example.com"
 DRA_API: Final = ("resource.k8s.io", "v1")
+#: the implicit extended resource name of a DeviceClass (DRAExtendedResource)
+IMPLICIT_PREFIX: Final = "deviceclass.resource.kubernetes.io/"
+TAINT_KEY: Final = "example.com/broken"
+#: the cluster-scoped DRA kinds the harness lists for our side (plural, kind)
+DRA_CLUSTER_KINDS: Final = (
+    ("deviceclasses", "DeviceClass"),
+    ("resourceslices", "ResourceSlice"),
+    ("devicetaintrules", "DeviceTaintRule"),
+)
+
+
+def with_dra_gates(knobs: Knobs) -> Knobs:
+    """``--dra-gates``: DRA as ``--dra`` draws it, and what v1.37 turns on by default for it (see ``Knobs``)."""
+    return dataclasses.replace(
+        knobs, p_node_devices=0.3, p_claim=0.3, p_dra_extended=0.3, p_taint_rule=0.3, p_claim_toleration=0.3
+    )
 
 
 def _devices(rng: random.Random, knobs: Knobs, scenario: Scenario, prefix: str) -> None:
@@ -274,9 +303,12 @@ def _devices(rng: random.Random, knobs: Knobs, scenario: Scenario, prefix: str) 
     api = "resource.k8s.io/v1"
     device_class = f"{prefix}-gpu"
     cel = {"expression": f'device.driver == "{DRA_DRIVER}"'}
+    class_spec: dict[str, Any] = {"selectors": [{"cel": cel}]}
+    if knobs.p_dra_extended:
+        class_spec["extendedResourceName"] = GPU
     scenario.device_objects.append(
         ("deviceclasses", {"apiVersion": api, "kind": "DeviceClass", "metadata": {"name": device_class},
-                           "spec": {"selectors": [{"cel": cel}]}})
+                           "spec": class_spec})
     )  # fmt: skip
     for body, _ in scenario.nodes:
         if rng.random() >= knobs.p_node_devices:
@@ -303,6 +335,10 @@ def _devices(rng: random.Random, knobs: Knobs, scenario: Scenario, prefix: str) 
         exactly["count"] = rng.randint(1, 2)
         if rng.random() < 0.3:
             exactly["selectors"] = [{"cel": {"expression": f'device.attributes["{DRA_DRIVER}"].model == "a"'}}]
+        if knobs.p_dra_extended and _requests_resource(pod, GPU):
+            # upstream fails PreBind for a pod with a claim of its own whose extended resources a device plugin
+            # serves (it creates the extended-resource claim with no request mapped): no claim for such a pod
+            continue
         scenario.claims[name] = {
             "apiVersion": api,
             "kind": "ResourceClaim",
@@ -310,6 +346,44 @@ def _devices(rng: random.Random, knobs: Knobs, scenario: Scenario, prefix: str) 
             "spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}},
         }
         pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": f"{name}-gpu"}]
+    # the draws of the knobs added since: after the ones above, so those make the same objects as before
+    slices = [body for plural, body in scenario.device_objects if plural == "resourceslices"]
+    for body in slices:
+        if rng.random() >= knobs.p_taint_rule:
+            continue
+        pool = body["spec"]["pool"]["name"]
+        selector: dict[str, str] = {"driver": DRA_DRIVER, "pool": pool}
+        if rng.random() < 0.7:
+            selector["device"] = rng.choice(body["spec"]["devices"])["name"]
+        effect = rng.choice(("NoSchedule", "NoSchedule", "None", "NoExecute"))
+        scenario.device_objects.append(
+            ("devicetaintrules", {"apiVersion": api, "kind": "DeviceTaintRule", "metadata": {"name": f"{pool}-taint"},
+                                  "spec": {"deviceSelector": selector, "taint": {"key": TAINT_KEY, "effect": effect}}})
+        )  # fmt: skip
+    for claim in scenario.claims.values():
+        if rng.random() < knobs.p_claim_toleration:
+            claim["spec"]["devices"]["requests"][0]["exactly"]["tolerations"] = [
+                {"key": TAINT_KEY, "operator": "Exists"}
+            ]
+    for pod in scenario.pods:
+        if rng.random() >= knobs.p_dra_extended or pod["metadata"]["name"] in scenario.claims:
+            continue
+        containers = pod["spec"]["containers"]
+        where = containers[rng.randrange(len(containers))]
+        if pod["spec"].get("initContainers") and rng.random() < 0.3:
+            where = pod["spec"]["initContainers"][0]
+        amount = str(rng.randint(1, 2))
+        resources = where.setdefault("resources", {})
+        for kind in ("requests", "limits"):
+            resources.setdefault(kind, {})[IMPLICIT_PREFIX + device_class] = amount
+
+
+def _requests_resource(pod: Mapping[str, Any], resource: str) -> bool:
+    spec = pod["spec"]
+    return any(
+        resource in ((c.get("resources") or {}).get("requests") or {})
+        for c in (*spec.get("initContainers", ()), *spec["containers"])
+    )
 
 
 def _storage(
@@ -926,6 +1000,8 @@ class Decision:
     filtered: dict[str, str] = field(default_factory=dict)
     #: DynamicResources: the devices the pod's claims got ("<pool>/<device>", in allocation order)
     devices: tuple[str, ...] = ()
+    #: DRAExtendedResource: the claim made for the pod's extended resources (``extended_summary``)
+    extended: tuple[tuple[str, ...], ...] = ()
 
     @property
     def best(self) -> frozenset[str]:
@@ -1007,6 +1083,8 @@ def upstream_decision(
         elif r.msg == MSG_ERROR:
             d.error = v.get("err", "error")
     d.victims = tuple(r.values["victim"] for r in records if r.msg == MSG_PREEMPTED_VICTIM)
+    if d.node is None and not d.message and d.error:
+        d.message = d.error  # an error (a plugin's): its text is the FailedScheduling message, as ours is
     d.scored = bool(totals)
     d.totals = totals
     d.scores = dict(scores)
@@ -1054,7 +1132,53 @@ def our_decision(
             for device in line.split(": ", 1)[1].split(", ")
         ),
     )
+    if placement.node is not None and any(line.startswith("<extended-resources>: ") for line in placement.devices):
+        d.extended = our_extended_writes(state, pod_body, profile, seed=seed)
     return d, node_summaries(loaded.cache)
+
+
+def our_extended_writes(
+    state: Sequence[Mapping[str, Any]], pod_body: Mapping[str, Any], profile: Profile, *, seed: int
+) -> tuple[tuple[str, ...], ...]:
+    """What our PreBind writes for a pod with extended resources backed by DRA (the claim it creates, the pod's
+    ``status.extendedResourceClaimStatus``): the same decision as ``our_decision``'s (a fresh copy of the state,
+    the same seed) carried out against the simulation's API server."""
+    sim = Simulation(load_cluster(state, source="state").cache, profile, seed=seed)
+    pod = parse_pod(pod_body)
+    if sim.schedule_one(pod).node is None:
+        return ()
+    got = sim.api.answer("GET", f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}")
+    ext = (got.body.get("status") or {}).get("extendedResourceClaimStatus") if got.ok else None
+    if not ext:
+        return ()
+    claim = sim.cache.objects.dra.get_claim(pod.namespace, ext["resourceClaimName"])
+    if claim is None or claim.source is None:
+        return ()
+    return extended_summary(claim.source, ext["requestMappings"], pod.name)
+
+
+def extended_summary(
+    claim: Mapping[str, Any], mappings: Sequence[Mapping[str, str]], pod: str
+) -> tuple[tuple[str, ...], ...]:
+    """What is compared of the claim made for a pod's extended resources: its name (less the random suffix),
+    annotations, owner, finalizers, requests, devices by request, consumers; and the pod's request mappings."""
+    meta, status = claim.get("metadata") or {}, claim.get("status") or {}
+    owners = [(o.get("kind"), o.get("name"), str(o.get("controller"))) for o in meta.get("ownerReferences") or ()]
+    requests = [
+        (r["name"], r["exactly"]["deviceClassName"], r["exactly"].get("allocationMode", ""), str(r["exactly"]["count"]))
+        for r in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or ()
+    ]
+    results = ((status.get("allocation") or {}).get("devices") or {}).get("results") or ()
+    return (
+        (meta.get("name", "")[:-5], meta.get("generateName", "")),
+        tuple(f"{k}={v}" for k, v in sorted((meta.get("annotations") or {}).items())),
+        tuple("/".join(str(x) for x in o) for o in owners),
+        tuple(meta.get("finalizers") or ()),
+        tuple("/".join(r) for r in requests),
+        tuple(f"{r['request']}={r['pool']}/{r['device']}" for r in results),
+        tuple(f"{r.get('resource')}/{r.get('name')}" for r in status.get("reservedFor") or ()),
+        tuple(f"{m['containerName']}/{m['resourceName']}/{m['requestName']}" for m in mappings),
+    )
 
 
 def node_summaries(cache: SchedulerCache) -> dict[str, str]:
@@ -1120,6 +1244,8 @@ class PodComparison:
     only_ours: dict[str, list[tuple[str, int]]]
     #: DynamicResources: the same devices allocated (None: no claim, or not bound to the same node)
     devices: bool | None = None
+    #: DRAExtendedResource: the same claim and pod status written (None: no such claim, or not the same node)
+    extended: bool | None = None
 
 
 def compare(case: PodCase) -> PodComparison:
@@ -1162,6 +1288,7 @@ def compare(case: PodCase) -> PodComparison:
         only_upstream=only_up,
         only_ours=only_ours,
         devices=(ours.devices == up.devices) if bound and up.devices and ours.node == up.node else None,
+        extended=(ours.extended == up.extended) if bound and up.extended and ours.node == up.node else None,
     )
 
 
@@ -1270,6 +1397,7 @@ class Report:
             ("feasible_sets_equal", "feasible"),
             ("messages", "message"),
             ("devices", "devices"),
+            ("extended_claims", "extended"),
         ):
             ok, n = self.rate(attr)
             out[name] = {"agree": ok, "of": n, "percent": round(100.0 * ok / n, 2) if n else 100.0}
@@ -1381,6 +1509,7 @@ def render(report: Report, *, worst: int = 5) -> str:
         "plugin_scores": "per-plugin normalised scores (pod, node, plugin)",
         "messages": "unschedulable message, whole text (pods upstream could not bind)",
         "devices": "DRA: the same devices allocated (pods with claims bound to the same node)",
+        "extended_claims": "DRA: the same extended-resource claim and pod status written (same node)",
     }
     lines += _table(
         [(labels[k], f"{v['agree']}/{v['of']}", _pct(int(v["agree"]), int(v["of"]))) for k, v in m.items()],
@@ -1477,6 +1606,7 @@ def render(report: Report, *, worst: int = 5) -> str:
                 f"pod {p.pod} [{case.summary}] node [{case.nodes.get(p.node, '')}]"
             )
 
+    lines += _allocation_differences(report, worst)
     if report.message_categories:
         lines += ["", "MESSAGE DIFFERENCES (pods per category)"]
         lines += [f"  {n:4d}  {cat}" for cat, n in report.message_categories.most_common(15)]
@@ -1488,6 +1618,22 @@ def render(report: Report, *, worst: int = 5) -> str:
                 f"    upstream: {c.case.upstream.message}",
             ]
     return "\n".join(lines)
+
+
+def _allocation_differences(report: Report, worst: int) -> list[str]:
+    """The pods whose devices, or whose extended-resource claim and pod status, differ from upstream's."""
+    lines: list[str] = []
+    for attr, title in (("devices", "DEVICES DIFFER"), ("extended", "EXTENDED-RESOURCE CLAIMS DIFFER")):
+        differ = [c for c in report.comparisons if getattr(c, attr) is False]
+        if differ:
+            lines += ["", f"{title} ({len(differ)})"]
+            for c in differ[:worst]:
+                lines += [
+                    f"  {c.case.pod} [{c.case.summary}] on {c.case.upstream.node}",
+                    f"    ours:     {getattr(c.case.ours, attr)}",
+                    f"    upstream: {getattr(c.case.upstream, attr)}",
+                ]
+    return lines
 
 
 def _case_lines(c: PodComparison) -> list[str]:
@@ -1656,7 +1802,7 @@ class Harness:
     def _devices(self) -> list[dict[str, Any]]:
         """DeviceClasses, ResourceSlices and the namespace's ResourceClaims (as upstream allocated them)."""
         out = []
-        for plural, kind in (("deviceclasses", "DeviceClass"), ("resourceslices", "ResourceSlice")):
+        for plural, kind in DRA_CLUSTER_KINDS:
             out += [{**o, "kind": kind} for o in self.custom.list_cluster_custom_object(*DRA_API, plural)["items"]]
         claims = self.custom.list_namespaced_custom_object(*DRA_API, NAMESPACE, "resourceclaims")["items"]
         return out + [{**o, "kind": "ResourceClaim"} for o in claims]
@@ -1669,7 +1815,7 @@ class Harness:
                 patch = {"metadata": {"finalizers": None}}
                 self.custom.patch_namespaced_custom_object(*DRA_API, NAMESPACE, "resourceclaims", name, patch)
             self.custom.delete_namespaced_custom_object(*DRA_API, NAMESPACE, "resourceclaims", name)
-        for plural in ("resourceslices", "deviceclasses"):
+        for plural in ("devicetaintrules", "resourceslices", "deviceclasses"):
             for o in self.custom.list_cluster_custom_object(*DRA_API, plural)["items"]:
                 self.custom.delete_cluster_custom_object(*DRA_API, plural, o["metadata"]["name"])
 
@@ -1845,17 +1991,33 @@ class Harness:
         self._logged_plugins |= {r.values["plugin"] for r in log.by_pod[key] if r.msg == MSG_PLUGIN_SCORE}
         score_plugins = (UPSTREAM_SCORE_PLUGINS | self._logged_plugins) & set(self.weights)
         up = upstream_decision(log.by_pod[key], self.weights, score_plugins)
-        if claim is not None and up.node is not None:  # PreBind wrote the allocation before the bind
-            got = self.custom.get_namespaced_custom_object(
-                *DRA_API, NAMESPACE, "resourceclaims", claim["metadata"]["name"]
-            )
-            results = (((got.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
-            up.devices = tuple(f"{r['pool']}/{r['device']}" for r in results)
+        if up.node is not None:  # PreBind wrote the allocations before the bind
+            up.devices, up.extended = self._upstream_devices(claim, created["metadata"]["name"])
         if up.node is None:
             self._remove_unschedulable(key, created["metadata"]["name"], up)
         ours, nodes = our_decision(state, created, self.profile, seed=seed * 100_000 + index)
         bound = frozenset(f"{o['metadata']['namespace']}/{o['metadata']['name']}" for o in state if o["kind"] == "Pod")
         return PodCase(seed, key, describe_pod(created), up, ours, nodes, bound)
+
+    def _upstream_devices(
+        self, claim: Mapping[str, Any] | None, pod: str
+    ) -> tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]:
+        """The devices (``pool/device``) upstream's PreBind wrote into the pod's claim, then into the claim it
+        created for the pod's extended resources; and that claim's requests and the pod's request mappings."""
+        names = [claim["metadata"]["name"]] if claim is not None else []
+        status = self._json(self.core.read_namespaced_pod_status(pod, NAMESPACE, _preload_content=False))
+        ext = (status.get("status") or {}).get("extendedResourceClaimStatus")
+        if ext:
+            names.append(ext["resourceClaimName"])
+        devices: list[str] = []
+        extended: tuple[tuple[str, ...], ...] = ()
+        for name in names:
+            got = self.custom.get_namespaced_custom_object(*DRA_API, NAMESPACE, "resourceclaims", name)
+            results = (((got.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
+            devices += [f"{r['pool']}/{r['device']}" for r in results]
+            if ext and name == ext["resourceClaimName"]:
+                extended = extended_summary(got, ext["requestMappings"], pod)
+        return tuple(devices), extended
 
     def _remove_unschedulable(self, key: str, name: str, up: Decision) -> None:
         """Delete an unschedulable pod, and for good any victims upstream preempted for it; wait until upstream saw it.
@@ -1927,6 +2089,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="also ResourceSlices on 30%% of the nodes and ResourceClaims on 30%% of the pods",
     )
     ap.add_argument(
+        "--dra-gates",
+        action="store_true",
+        help="with --dra: the DeviceClass serves example.com/gpu and 30%% of the pods without a claim ask for its "
+        "implicit resource (DRAExtendedResource); DeviceTaintRules on 30%% of the pools, tolerated by 30%% of the "
+        "claims (DRADeviceTaintRules)",
+    )
+    ap.add_argument(
         "--policy", type=Path, help="our side runs this SchedulingPolicy / v1.9 Policy (default: our default profile)"
     )
     ap.add_argument("--json", type=Path, help="also write every figure and every pod's outcome here")
@@ -1936,6 +2105,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     knobs = Knobs(nodes=args.nodes, pods=args.pods)
     if args.dra:
         knobs = dataclasses.replace(knobs, p_node_devices=0.3, p_claim=0.3)
+    if args.dra_gates:
+        knobs = with_dra_gates(knobs)
     profile = load_policy(args.policy, registry=installed_registry())
     seeds = list(range(args.seed_start, args.seed_start + args.seeds))
     start = time.monotonic()

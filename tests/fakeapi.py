@@ -218,6 +218,8 @@ BUILTIN_RESOURCES: Final[tuple[ResourceType, ...]] = (
                  unconditional_update=False),
     ResourceType("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", False, (), generation=True,
                  unconditional_update=False),
+    ResourceType("resource.k8s.io", "v1", "devicetaintrules", "DeviceTaintRule", False, ("status",),
+                 generation=True, unconditional_update=False),
     ResourceType("scheduling.kopf.dev", "v1alpha1", "schedulingpolicies", "SchedulingPolicy", False, ("status",),
                  ("schedpol",), custom=True, generation=True, unconditional_update=False),
 )

@@ -463,7 +463,7 @@ class GenericScheduler:
             try:
                 mask = plugin.filter_nodes(state, pod, table, alive)
             except Exception as exc:  # a plugin bug must not take the scheduler down
-                return f"running Filter plugin {plugin.name!r}: {type(exc).__name__}: {exc}"
+                return f'running "{plugin.name}" filter plugin: {type(exc).__name__}: {exc}'
             if started is not None and state.recorder is not None:
                 code = Code.SUCCESS if mask.all() else Code.UNSCHEDULABLE
                 state.recorder.plugin(ins.FILTER, plugin.name, code, state.recorder.clock() - started)
@@ -550,7 +550,7 @@ class GenericScheduler:
             if status.is_success:  # the two forms disagree: trust the vector, but say so
                 status = Status(Code.UNSCHEDULABLE, (f"rejected by {plugin.name}",), plugin.name)
             if status.code is Code.ERROR:
-                return f"running Filter plugin {plugin.name!r}: {status.message}"
+                return f'running "{plugin.name}" filter plugin: {status.message}'
             diagnosis.node_to_status[info.name] = status
             diagnosis.unschedulable_plugins.add(plugin.name)
         return None
@@ -960,7 +960,8 @@ def _run_filters(
         if status.is_success:
             continue
         if status.code is Code.ERROR:
-            return Status(Code.ERROR, (f"running Filter plugin {plugin.name!r}: {status.message}",), plugin.name)
+            # upstream RunFilterPlugins' wrapping, word for word (the text of the attempt's error)
+            return Status(Code.ERROR, (f'running "{plugin.name}" filter plugin: {status.message}',), plugin.name)
         if rejectors is not None:
             rejectors.add(plugin.name)
         if failed is None:

@@ -114,6 +114,7 @@ class App:
         api.observe = functools.partial(self.metrics.observe_request, api.metrics_host)  # rest_client_* families
         self.metrics.before_render(self.record_queues)
         self.cache = SchedulerCache()
+        self.cache.objects.dra.clock = time.monotonic  # DynamicResources' filterTimeout (core has no clock)
         self.pending = routing.PendingPods()
         self.policies = PolicyBook()
         #: served scheduler name -> its state

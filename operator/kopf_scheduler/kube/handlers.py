@@ -103,6 +103,7 @@ DRA_WATCHED: Final = (
     ("/apis/resource.k8s.io/v1/resourceclaims", "ResourceClaim"),
     ("/apis/resource.k8s.io/v1/deviceclasses", "DeviceClass"),
     ("/apis/resource.k8s.io/v1/resourceslices", "ResourceSlice"),
+    ("/apis/resource.k8s.io/v1/devicetaintrules", "DeviceTaintRule"),  # DRADeviceTaintRules, GA in v1.37
 )
 
 

@@ -73,6 +73,7 @@ from ..core.cycle import (
 )
 from ..core.dra.objects import ResourceClaim
 from ..core.dra.routing import route_dra_object
+from ..core.dra.tracker import ApiWrite
 from ..core.explanation import Explanation, explanation_of, preemption_of
 from ..core.extenders import (
     Extender,
@@ -204,6 +205,8 @@ class Simulation:
         self.waiting: WaitingPods[Parked] = WaitingPods()
         self.api = InMemoryApi(cache)
         self.api.claims = ClaimServer(cache.objects.dra, self._claim_changed)
+        if cache.objects.dra.clock is None:  # DynamicResources' filterTimeout runs on real time, as the operator's
+            cache.objects.dra.clock = time.monotonic
         self._served: Mapping[str, routing.Queued] = {profile.scheduler_name: self}
         self._records: dict[str, _Record] = {}
         self._extender_factory = extender_factory
@@ -488,16 +491,24 @@ class Simulation:
                 return bound.status
         return drive(run_bind_plugins(plan, state, placed, node, self.api))
 
-    def _claim_changed(self, old: ResourceClaim | None, new: ResourceClaim) -> None:
-        """A claim written through the in-memory API server: its watch event, as the operator gets it."""
-        route_dra_object("ResourceClaim", new.key, new, cache=self.cache, served=self._served, now=self.clock)
+    def _claim_changed(self, key: str, new: ResourceClaim | None) -> None:
+        """A claim written (None: deleted) through the in-memory API server: its watch event, as the operator
+        gets it."""
+        route_dra_object("ResourceClaim", key, new, cache=self.cache, served=self._served, now=self.clock)
 
     def _send_dra_writes(self) -> None:
-        """DynamicResources' Unreserve and PostFilter writes (the tracker's outbox), as the operator sends them."""
+        """DynamicResources' Unreserve and PostFilter writes (the tracker's outbox), as the operator sends them:
+        each write's ``then`` after it, once it succeeded."""
         tracker = self.cache.objects.dra
         if tracker.outbox:
             for write in tracker.drain():
-                drive(self.api.request(write.method, write.path, write.body, content_type=write.content_type))
+                self._send_dra_write(write)
+
+    def _send_dra_write(self, write: ApiWrite) -> None:
+        answer = drive(self.api.request(write.method, write.path, write.body, content_type=write.content_type))
+        if answer.ok:
+            for after in write.then:
+                self._send_dra_write(after)
 
     def _settle(self) -> None:
         """Pods whose wait at Permit is over (the loop's ``_settle``): bind the allowed, release the rejected."""
