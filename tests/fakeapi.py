@@ -967,18 +967,20 @@ class FakeApiServer:
         await self.stop()
 
     async def start(self) -> None:
+        """Listen on a free port, or again on the port it had (after ``stop``: a server back from an outage)."""
         app = web.Application(middlewares=[self._middleware], client_max_size=64 * 1024 * 1024)
         app.router.add_route("*", "/{tail:.*}", self._route)
         self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=0.5)
         await self._runner.setup()
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
+        sock.bind(("127.0.0.1", self._port))
         self._port = sock.getsockname()[1]
         await web.SockSite(self._runner, sock).start()
 
     async def stop(self) -> None:
-        """Close every connection (hung, stalled or streaming) and stop listening."""
+        """Close every connection (hung, stalled or streaming) and stop listening: new connections are
+        refused until ``start`` (the objects and their history are kept, as etcd keeps them)."""
         if self._runner is None:
             return
         for transport, tasks in list(self._in_flight.items()):

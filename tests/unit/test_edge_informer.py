@@ -295,19 +295,21 @@ def test_a_watch_silent_past_the_idle_deadline_is_resumed_and_what_it_missed_is_
     run(scenario, watch_idle_timeout=0.3, bookmark_interval=0.1)
 
 
-def test_watches_that_keep_failing_to_start_back_off_then_list_again_without_unsyncing(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize("pauses", [True, False], ids=["a kind that pauses", "any other kind"])
+def test_watches_that_keep_failing_to_start_back_off_then_list_again(
+    pauses: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(informer_module, "BACKOFF_FIRST", 0.02)
+    monkeypatch.setattr(informer_module, "BLIND_LIMIT", 60.0)  # only the failures in a row count here
 
     async def scenario(server: FakeApiServer, api: Api, rec: Recorder) -> None:
         add_nodes(server, "a")
-        task = await running(rec.informer(api, pauses=True))
+        task = await running(rec.informer(api, pauses=pauses))
         try:
             await rec.wait(lambda: rec.syncs() == [True] and len(watches(server)) == 1)
             server.fail("GET", f"^{NODES}$", 503, times=informer_module.RELIST_AFTER, watch=True)
             server.drop_watches()
-            await rec.wait(lambda: len(lists(server)) == 2)
+            await rec.wait(lambda: len(lists(server)) == 2 and informer_module.RELIST_AFTER + 2 <= len(watches(server)))
             assert rec.restarts == [
                 ("resume", "broken"),
                 *[("resume", "error")] * informer_module.RELIST_AFTER,
@@ -316,7 +318,65 @@ def test_watches_that_keep_failing_to_start_back_off_then_list_again_without_uns
             answered = [r for r in server.requests if r.path == NODES and r.query.get("watch") == "1"][1:]
             gaps = [later.time - earlier.time for earlier, later in zip(answered, answered[1:])]
             assert all(later > earlier for earlier, later in zip(gaps, gaps[1:3]))  # backing off
-            assert rec.syncs() == [True]
+            assert rec.syncs() == ([True, False, True] if pauses else [True])  # a kind that pauses was blind
+        finally:
+            await stop(task)
+
+    run(scenario)
+
+
+@pytest.mark.parametrize("pauses", [True, False], ids=["a kind that pauses", "any other kind"])
+def test_a_kind_that_pauses_is_not_left_blind_for_long_it_is_unsynced_and_listed_again(
+    pauses: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(informer_module, "BLIND_LIMIT", 0.3)
+    monkeypatch.setattr(informer_module, "BACKOFF_FIRST", 0.05)
+
+    async def scenario(server: FakeApiServer, api: Api, rec: Recorder) -> None:
+        add_nodes(server, "a", "b")
+        task = await running(rec.informer(api, pauses=pauses))
+        try:
+            await rec.wait(lambda: rec.syncs() == [True] and len(watches(server)) == 1)
+            server.fail("GET", f"^{NODES}$", 503, times=1000, watch=True)  # no watch can start: the kind is blind
+            server.delete("", "v1", "nodes", "b")
+            server.cut_watches("reset")
+            if pauses:
+                await rec.wait(lambda: ("relisted", frozenset("a")) in rec.log)
+                relists = [reason for action, reason in rec.restarts if action == "relist"]
+                assert rec.syncs() == [True, False, True] and relists[0] == "blind"
+            else:
+                await asyncio.sleep(1.0)
+                assert rec.syncs() == [True] and len(lists(server)) == 1  # it keeps trying to watch
+            server.clear_faults()
+        finally:
+            await stop(task)
+
+    run(scenario)
+
+
+@pytest.mark.parametrize("pauses", [True, False], ids=["a kind that pauses", "any other kind"])
+def test_a_server_that_cannot_be_reached_unsyncs_a_kind_that_pauses_at_once_until_it_is_listed_again(
+    pauses: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(informer_module, "BACKOFF_FIRST", 0.05)
+
+    async def scenario(server: FakeApiServer, api: Api, rec: Recorder) -> None:
+        add_nodes(server, "a", "b")
+        informer = rec.informer(api, pauses=pauses)
+        task = await running(informer)
+        try:
+            await rec.wait(lambda: rec.syncs() == [True] and len(watches(server)) == 1)
+            await server.stop()  # an outage: connections refused
+            await rec.wait(lambda: len(rec.restarts) >= 2)
+            assert informer.synced is not pauses  # nothing is bound on what may have changed unseen
+            server.delete("", "v1", "nodes", "b")
+            await server.start()  # back, on the same port
+            if pauses:
+                await rec.wait(lambda: informer.synced and ("relisted", frozenset("a")) in rec.log)
+                assert rec.syncs() == [True, False, True] and ("relist", "unreachable") in rec.restarts
+            else:
+                await rec.wait(lambda: ("DELETED", "b") in rec.log)  # resumed: the server replays it
+                assert rec.syncs() == [True] and len(lists(server)) == 1
         finally:
             await stop(task)
 

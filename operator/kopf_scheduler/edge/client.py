@@ -38,9 +38,10 @@ nothing, not even a bookmark, for ``idle_timeout`` seconds (the API server sends
 minute), so a silently stalled connection is noticed, and drops the pool's idle connections (they
 went through the same network). An HTTP error becomes one ``ERROR`` event carrying its code (as the
 API server reports a 410 inside a stream); a transport failure or the idle deadline one with code 0
-and a ``reason`` that tells the informer what happened: ``NO_ANSWER`` (nothing came back: refused,
-reset or timed out before the response began), ``BROKEN`` (the stream began and was cut: a reset, a
-truncated chunk, an idle close by a middlebox) or ``IDLE`` (the deadline above).
+and a ``reason`` that tells the informer what happened: ``UNREACHABLE`` (no connection could be made:
+refused, or no answer to the connect), ``NO_ANSWER`` (connected, but nothing came back: reset or
+timed out before the response began), ``BROKEN`` (the stream began and was cut: a reset, a truncated
+chunk, an idle close by a middlebox) or ``IDLE`` (the deadline above).
 
 **Metrics.** ``observe``, when set, is told of every request sent (``method``, status, seconds; status
 0 when no answer came, seconds -1 for a watch, which is counted but not timed): client-go's
@@ -80,6 +81,7 @@ __all__ = [
     "IDLE",
     "MAX_IDLE_AGE",
     "NO_ANSWER",
+    "UNREACHABLE",
     "WATCH_IDLE_TIMEOUT",
     "Api",
     "Response",
@@ -93,7 +95,9 @@ WATCH_IDLE_TIMEOUT: Final = 120.0
 RETRY_PAUSES: Final = (0.1, 0.4, 1.0)
 #: answers of a server that is overloaded or restarting: an idempotent request is sent again
 RETRY_STATUSES: Final = frozenset({429, 503, 504})
-#: the ``reason`` of a watch's synthetic ERROR (code 0): nothing came back before the response began
+#: the ``reason`` of a watch's synthetic ERROR (code 0): no connection could be made (refused, a connect timeout)
+UNREACHABLE: Final = "Unreachable"
+#: connected, but nothing came back before the response began
 NO_ANSWER: Final = "NoAnswer"
 #: the stream began, then was cut (a reset, a truncated chunk, a connection closed by a middlebox)
 BROKEN: Final = "StreamBroken"
@@ -302,6 +306,11 @@ class Api:
                             if line:
                                 yield json.loads(line)
                     return
+            except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError) as exc:
+                if self.observe is not None:
+                    self.observe("GET", 0, -1.0)
+                yield _watch_failure(UNREACHABLE, f"{type(exc).__name__}: {exc}")
+                return
             except TimeoutError:
                 self._pool.drop_idle()  # a silent stall: the pooled connections opened before it are likely as dead
                 if opened:

@@ -32,10 +32,18 @@ One informer, one kind (a ``Feed``):
   that may hold a deleted node or miss a bound pod) is **unsynced** until that list is in
   (``on_sync(kind, False)``, the loop schedules nothing meanwhile); any other kind relists while
   scheduling goes on, as upstream's do.
+- **A kind that pauses cannot stay blind**: when the server cannot be reached at all (a connection
+  refused or not made: an outage, a partition) or its watch has not been streaming for ``BLIND_LIMIT``
+  seconds (a stall past the idle deadline), whatever happened meanwhile may be a deleted node, so it
+  is unsynced at once and listed again instead of resumed: this keeps the one guarantee client-go does
+  not give, that no pod is bound on a view of nodes that went stale while nobody could see. Nothing
+  can be bound while the server is unreachable anyway; the list is retried every 1 to 2 s while the
+  kind is unsynced, so the pause ends about when the server is back. A stream cut after it began
+  (resets, truncated chunks, idle closes) never counts: it resumes.
 
 Every restart is reported to ``on_restart(kind, action, reason)``: action ``resume`` (reason ``timeout``,
-``broken``, ``idle``, ``no-answer`` or ``error``) or ``relist`` (``expired``, ``watch-failures`` or
-``resync``), for the operator's metrics.
+``broken``, ``idle``, ``no-answer``, ``unreachable`` or ``error``) or ``relist`` (``expired``,
+``unreachable``, ``blind``, ``watch-failures`` or ``resync``), for the operator's metrics.
 
 An optional kind (a CRD that may not be installed, an API group a feature gate may switch off)
 that the server does not serve (404) counts as synced and empty, and is looked for again every
@@ -54,7 +62,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import quote
 
-from .client import BROKEN, IDLE, NO_ANSWER, Api
+from .client import BROKEN, IDLE, NO_ANSWER, UNREACHABLE, Api
 
 __all__ = ["ABSENT_RETRY", "LIST_PAGE", "RELIST_AFTER", "Feed", "Informer"]
 
@@ -74,6 +82,10 @@ RESUME_PAUSE: Final = 0.05
 RESUME_PAUSE_MAX: Final = 2.0
 #: a watch that ran this long, or delivered anything, was healthy: its end resets both pauses
 HEALTHY_WATCH: Final = 1.0
+#: seconds a kind that pauses may go without a streaming watch before it is listed again (unsynced)
+BLIND_LIMIT: Final = 5.0
+#: the longest backoff of a list while its kind is unsynced (the loops wait for it)
+UNSYNCED_BACKOFF_MAX: Final = 1.0
 #: watches in a row that failed to start (no answer, or an error status) before the kind is listed again
 RELIST_AFTER: Final = 5
 #: seconds between looks for an optional kind the server does not serve
@@ -119,6 +131,8 @@ class _Watched:
     #: the server streamed (a watch it refused or never answered does not count)
     opened: bool = True
     healthy: bool = False
+    #: when the stream was last known to be alive (its end, or its last event after a silent stall)
+    alive_at: float | None = None
 
 
 class Informer:
@@ -144,6 +158,8 @@ class Informer:
         self._backoff = BACKOFF_FIRST
         self._resume_pause = RESUME_PAUSE
         self._failed_watches = 0
+        #: when the kind was last known current: a list, or a stream that was alive
+        self._alive_at = time.monotonic()
         self._resync = asyncio.Event()
         self._query = f"&fieldSelector={quote(feed.field_selector)}" if feed.field_selector else ""
 
@@ -152,18 +168,34 @@ class Informer:
         while True:
             watched = await self._watch(version)
             version = watched.version
-            if watched.end is _End.RESUME:
+            if watched.alive_at is not None:
+                self._alive_at = watched.alive_at
+            if watched.end is _End.RESUME and self.feed.pauses and watched.reason == "unreachable":
+                logger.warning("%s: the server cannot be reached; listing again once it can", self.feed.kind)
+                self._restarted("relist", "unreachable")
+                self._set_synced(False)
+            elif watched.end is _End.RESUME:
                 self._restarted("resume", watched.reason)
                 await self._before_resume(watched)
-                if self._failed_watches < RELIST_AFTER:
+                blind = time.monotonic() - self._alive_at
+                if self.feed.pauses and blind > BLIND_LIMIT:
+                    logger.warning(
+                        "%s: not watched for %.1fs (%s); listing again", self.feed.kind, blind, watched.reason
+                    )
+                    self._restarted("relist", "blind")
+                    self._set_synced(False)
+                elif self._failed_watches < RELIST_AFTER:
                     continue
-                logger.warning(
-                    "%s: %d watches in a row failed (%s); listing again",
-                    self.feed.kind,
-                    self._failed_watches,
-                    watched.reason,
-                )
-                self._restarted("relist", "watch-failures")
+                else:
+                    logger.warning(
+                        "%s: %d watches in a row failed (%s); listing again",
+                        self.feed.kind,
+                        self._failed_watches,
+                        watched.reason,
+                    )
+                    self._restarted("relist", "watch-failures")
+                    if self.feed.pauses:  # as blind: what it missed meanwhile is unknown
+                        self._set_synced(False)
             else:
                 self._restarted("relist", watched.end.value)
                 if self.feed.pauses:
@@ -186,7 +218,8 @@ class Informer:
             self._on_restart(self.feed.kind, action, reason)
 
     async def _back_off(self) -> None:
-        await asyncio.sleep(self._backoff * (1.0 + self._rng.random()))
+        backoff = self._backoff if self.synced else min(self._backoff, UNSYNCED_BACKOFF_MAX)
+        await asyncio.sleep(backoff * (1.0 + self._rng.random()))
         self._backoff = min(self._backoff * 2, BACKOFF_MAX)
 
     async def _before_resume(self, watched: _Watched) -> None:
@@ -197,7 +230,7 @@ class Informer:
             return
         self._failed_watches = 0
         if watched.healthy:
-            self._backoff = self._resume_pause = RESUME_PAUSE
+            self._backoff, self._resume_pause = BACKOFF_FIRST, RESUME_PAUSE
         pause = self._resume_pause
         self._resume_pause = min(pause * 2, RESUME_PAUSE_MAX)
         await asyncio.sleep(pause * (1.0 + self._rng.random()))
@@ -235,6 +268,7 @@ class Informer:
             logger.exception("applying the list of %s failed", feed.kind)
         self._backoff = BACKOFF_FIRST
         self._failed_watches = 0
+        self._alive_at = time.monotonic()
         self._set_synced(True)
         return str(meta.get("resourceVersion") or "")
 
@@ -276,15 +310,16 @@ class Informer:
         if self.feed.field_selector:
             params["fieldSelector"] = self.feed.field_selector
         timeout = MIN_WATCH_TIMEOUT * (1.0 + self._rng.random())
-        started = time.monotonic()
+        started = last = time.monotonic()
         delivered = applied = 0
         async for event in self.api.watch(self.feed.path, params, timeout=timeout):
             kind, obj = event.get("type"), event.get("object")
             if not isinstance(obj, dict):
                 continue
             if kind == "ERROR":
-                return self._ended_by(obj, version, delivered, started)
+                return self._ended_by(obj, version, delivered, started, last)
             delivered += 1
+            last = time.monotonic()
             meta = obj.get("metadata")
             if isinstance(meta, dict) and meta.get("resourceVersion"):
                 version = str(meta["resourceVersion"])
@@ -293,9 +328,11 @@ class Informer:
                 applied += 1
                 if applied % YIELD_EVERY == 0:
                     await asyncio.sleep(0)  # a burst of buffered events must not starve the loops
-        return _Watched(_End.RESUME, "timeout", version, healthy=True)
+        return _Watched(_End.RESUME, "timeout", version, healthy=True, alive_at=time.monotonic())
 
-    def _ended_by(self, status: Mapping[str, Any], version: str, delivered: int, started: float) -> _Watched:
+    def _ended_by(
+        self, status: Mapping[str, Any], version: str, delivered: int, started: float, last: float
+    ) -> _Watched:
         """What an ERROR event (the server's, or the client's synthetic one with code 0) means."""
         code, reason = status.get("code"), status.get("reason")
         if code == 410:
@@ -305,10 +342,13 @@ class Informer:
         message = str(status.get("message", status))[:300]
         if code == 0 and reason in (BROKEN, IDLE):
             logger.debug("%s: the watch ended (%s); resuming from %s", self.feed.kind, message, version)
-            return _Watched(_End.RESUME, "idle" if reason == IDLE else "broken", version, healthy=healthy)
+            if reason == IDLE:  # silent since its last event: that is when it was last alive
+                return _Watched(_End.RESUME, "idle", version, healthy=healthy, alive_at=last)
+            return _Watched(_End.RESUME, "broken", version, healthy=healthy, alive_at=time.monotonic())
         logger.warning("watching %s failed (%s); resuming from %s", self.feed.path, message, version)
-        why = "no-answer" if code == 0 and reason == NO_ANSWER else "error"
-        return _Watched(_End.RESUME, why, version, opened=delivered > 0)
+        why = {NO_ANSWER: "no-answer", UNREACHABLE: "unreachable"}.get(str(reason), "error") if code == 0 else "error"
+        opened = delivered > 0
+        return _Watched(_End.RESUME, why, version, opened=opened, alive_at=last if opened else None)
 
     def _apply(self, kind: str, body: dict[str, Any]) -> None:
         try:

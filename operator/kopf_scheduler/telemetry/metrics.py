@@ -262,7 +262,7 @@ class SchedulerMetrics:
         )
         self._relists = Counter(
             "kopf_scheduler_informer_relists",
-            "Lists of an informed kind after its first, by why (expired: 410 Gone; watch-failures; resync).",
+            "Lists of an informed kind after its first, by why (expired, unreachable, blind, watch-failures, resync).",
             ["kind", "reason"],
             registry=r,
         )
