@@ -182,8 +182,9 @@ class Observed:
     nodes: dict[str, str | None] = field(default_factory=dict)
     #: pod -> the last failure it reads ("" when bound)
     messages: dict[str, str] = field(default_factory=dict)
-    #: pod -> the node its preemption nominated
-    nominated: dict[str, str] = field(default_factory=dict)
+    #: pod -> the nodes its ``status.nominatedNodeName`` was set to: by preemption, or before binding (it waited
+    #: at Permit, or a PreBind plugin had work: upstream's NominatedNodeNameForExpectation)
+    nominated: dict[str, set[str]] = field(default_factory=dict)
     #: preemptor -> the pods it evicted
     victims: dict[str, tuple[str, ...]] = field(default_factory=dict)
     #: successful pods/binding requests: (pod, node, the Binding's annotations)
@@ -209,8 +210,8 @@ def simulate(s: Scenario) -> tuple[Observed, Simulation]:
     for p in result.placements:
         name = p.pod.split("/")[1]
         seen.nodes[name], seen.messages[name] = p.node, p.message
-        if p.nominated_node:
-            seen.nominated[name] = p.nominated_node
+        if p.nominated_node or p.nominated_before_binding:
+            seen.nominated[name] = {p.nominated_node, p.nominated_before_binding} - {""}
         if p.victims:
             seen.victims[name] = tuple(v.split("/")[1] for v in p.victims)
     for method, path, body in sim.api.requests:
@@ -345,7 +346,7 @@ class Operator:
             if r.method == "PATCH" and r.path.endswith("/status") and r.path.split("/")[-2] in names:
                 nominated = (r.body.get("status") or {}).get("nominatedNodeName")
                 if nominated:
-                    seen.nominated[r.path.split("/")[-2]] = nominated
+                    seen.nominated.setdefault(r.path.split("/")[-2], set()).add(nominated)
             if r.method == "POST" and r.path.endswith("/events") and r.body["reason"] == "Preempted":
                 preemptor = uids[r.body["message"].split()[3]]  # "Preempted by pod <uid> on node <node>"
                 seen.victims[preemptor] = (*seen.victims.get(preemptor, ()), r.body["involvedObject"]["name"])
@@ -355,7 +356,9 @@ class Operator:
         return seen
 
 
-def operate(s: Scenario, monkeypatch: pytest.MonkeyPatch) -> Observed:
+def operate(
+    s: Scenario, monkeypatch: pytest.MonkeyPatch, *, on_server: Callable[[FakeApiServer], None] | None = None
+) -> Observed:
     monkeypatch.setattr(app_module, "installed_registry", lambda: REGISTRY)
     names = [body["metadata"]["name"] for step in s.steps for body in step]
 
@@ -381,6 +384,8 @@ def operate(s: Scenario, monkeypatch: pytest.MonkeyPatch) -> Observed:
                     await op.settle()
                 await op.wait(lambda: not any(True for _ in op.app.waiting))  # gangs: their timeout passes
                 await op.settle()
+                if on_server is not None:
+                    on_server(server)
                 return op.observed(names)
             finally:
                 await op.stop()
@@ -448,7 +453,10 @@ GANG_DOES_NOT_FIT = Scenario(
 #: two that fit wait out their timeout (which member fails depends on the order the watch brings them in,
 #: so the PostFilter case, whose texts name that member, is compared on a gang where none fits)
 GANG_WAITS_OUT = dataclasses.replace(
-    GANG_DOES_NOT_FIT, spec={**BASE_SPEC, "gangScheduling": {"podGroupRejectPercentage": 50}}
+    GANG_DOES_NOT_FIT,
+    # nodes of different sizes: the first member tried waits on n2, the second on n1 (no tie between the executors)
+    nodes=[node("n1", "1"), node("n2", "1500m")],
+    spec={**BASE_SPEC, "gangScheduling": {"podGroupRejectPercentage": 50}},
 )
 GANG_FITS_NOWHERE = Scenario(
     nodes=[node("n1", "1"), node("n2", "1")],
@@ -498,7 +506,8 @@ def test_plain_placements() -> None:
 def test_preemption_evicts_nominates_then_binds() -> None:
     seen, sim = simulate(PREEMPTION)
     assert seen.nodes == {"patient": None, "urgent": "n1"}
-    assert (seen.nominated, seen.victims) == ({"urgent": "n1"}, {"urgent": ("batch",)})
+    # nominated by its preemption, and bound there: no second nomination before binding (it carries n1)
+    assert (seen.nominated, seen.victims) == ({"urgent": {"n1"}}, {"urgent": ("batch",)})
     assert seen.messages["patient"].startswith("0/2 nodes are available: 2 Insufficient cpu.")
     assert sorted(p.name for p in sim.cache.pods()) == ["system", "urgent"]  # batch is gone
 
@@ -540,6 +549,27 @@ def test_dra_claims_are_allocated_and_reserved() -> None:
     assert claim is not None and claim.allocation is not None
     assert [(r.pool, r.device) for r in claim.allocation.results] == [("n2", "gpu-0")]
     assert [r.name for r in claim.reserved_for] == ["gpu-1"] and FINALIZER in claim.finalizers
+    # DynamicResources' PreBind has work for a pod with claims: nominated to n2 before it was bound there, and the
+    # bind cleared it (ClearingNominatedNodeNameAfterBinding); the pod without claims was not nominated
+    assert seen.nominated == {"gpu-1": {"n2"}}
+    body = sim.api.answer("GET", "/api/v1/namespaces/default/pods/gpu-1").body
+    assert body["spec"]["nodeName"] == "n2" and "nominatedNodeName" not in body.get("status", {})
+
+
+def test_the_operator_nominates_before_pre_bind_and_the_bind_clears_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The operator's order of writes for a pod whose PreBind has work: nominatedNodeName, the claim, the bind."""
+    writes: list[tuple[str, list[str], Any]] = []
+
+    def record(server: FakeApiServer) -> None:
+        for r in server.requests:
+            if r.method != "GET" and ("/pods/gpu-1/" in r.path or "/resourceclaims/c1" in r.path):
+                writes.append((r.method, r.path.split("/")[-2:], r.body))
+
+    operate(DRA, monkeypatch, on_server=record)
+    method, path, body = writes[0]
+    assert (method, path, body["status"]["nominatedNodeName"]) == ("PATCH", ["gpu-1", "status"], "n2")
+    assert writes[-1][:2] == ("POST", ["gpu-1", "binding"])
+    assert any(p == ["c1", "status"] for _, p, _ in writes[1:-1])  # PreBind's claim write in between
 
 
 def test_a_gang_that_fits_nowhere_reads_post_filter_on_every_member() -> None:
@@ -553,8 +583,11 @@ def test_a_gang_that_fits_nowhere_reads_post_filter_on_every_member() -> None:
 def test_a_workload_gang_that_fits_is_bound_in_one_pod_group_cycle() -> None:
     seen, sim = simulate(WORKLOAD_GANG_FITS)
     assert set(seen.nodes.values()) <= {"n1", "n2", "n3"} and None not in seen.nodes.values()
-    # members tried in order, each seeing the others' room; all pass Permit together: bound in that order
-    assert [p for p, _, _ in seen.bindings] == ["train-0", "train-1", "train-2"]
+    # members tried in order, each seeing the others' room, then submitted in that order as upstream does: the
+    # first two wait at Permit (nominated to their nodes meanwhile), the third completes the gang and is bound
+    # first, then the two it allowed
+    assert [p for p, _, _ in seen.bindings] == ["train-2", "train-0", "train-1"]
+    assert seen.nominated == {name: {seen.nodes[name]} for name in ("train-0", "train-1")}
     assert len(sim.waiting) == 0
 
 

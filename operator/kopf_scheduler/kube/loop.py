@@ -16,10 +16,12 @@ otherwise, a thread hop costs more than most attempts), ``conclude``:
 - ``Error``: a FailedScheduling event (and a cleared nomination); ``Skip``: nothing;
 - ``Group``: a Workload-API gang's pod-group cycle (decided inline, on the loop): each member's
   outcome is carried out as above, and a rejected gang's PodGroup reads why (``kube/podgroups.py``);
-- ``Wait``: nothing yet: the pod is assumed and waits at Permit in ``app.waiting`` (gangs).
+- ``Wait``: the pod is assumed and waits at Permit in ``app.waiting`` (gangs); its
+  ``status.nominatedNodeName`` is set to its node meanwhile (upstream's NominatedNodeNameForExpectation;
+  a ``Bind`` whose PreBind plugins have work carries it too, written by the binding task first).
   ``_settle`` finishes waiting pods after every batch and when a deadline passes (the core's
   ``next_wait`` counts the earliest one): allowed ones are bound as above, rejected and timed-out
-  ones get a FailedScheduling event and PodScheduled=False; the room they release is an
+  ones get a FailedScheduling event and PodScheduled=False, and their nomination is cleared; the room they release is an
   AssignedPodDelete move that leaves the rejected gangs alone, and their PodGroups' status is
   written (``kube/podgroups.py``, also refreshed with the housekeeping).
 
@@ -159,10 +161,17 @@ async def _carry_out(
         case Bind(placed, _, cycle, plan):
             app.metrics.observe_algorithm(done - started)
             await app.bind_slots.acquire()  # released by binding.bind
-            app.spawn(binding.bind(app, state, info, placed, started=started, cycle=cycle, plan=plan))
+            app.spawn(
+                binding.bind(
+                    app, state, info, placed, started=started, cycle=cycle, plan=plan, nominate=outcome.nominated_node
+                )
+            )
         case Wait(placed, node, plugins):
             app.metrics.observe_algorithm(done - started)
             logger.info("%s is assumed on %s and waits at Permit for %s", pod.key, node, ", ".join(plugins))
+            if outcome.nominated_node and outcome.nominated_node != pod.nominated_node_name:
+                # upstream's NominatedNodeNameForExpectation: others see where the waiting pod is going
+                app.spawn(preemption.patch_pod_status(app, placed, nominated_node=outcome.nominated_node))
         case Unschedulable(message, _, nominated, victims, clear_nominations, post_filtered):
             app.metrics.observe_algorithm(done - started)
             app.metrics.observe_attempt("unschedulable", profile, done - started)
@@ -258,7 +267,16 @@ async def _settle(app: App, now: float) -> None:
             app.recorder.permit(allowed.pod.key, allowed.pod.uid, allowed.scheduler_name, node=allowed.node)
         await app.bind_slots.acquire()  # released by binding.bind
         app.spawn(
-            binding.bind(app, state, allowed.info, allowed.pod, started=now, cycle=allowed.state, plan=allowed.plan)
+            binding.bind(
+                app,
+                state,
+                allowed.info,
+                allowed.pod,
+                started=now,
+                cycle=allowed.state,
+                plan=allowed.plan,
+                nominated=allowed.nominated,
+            )
         )
     if not settled.rejected:
         return
@@ -274,8 +292,9 @@ async def _settle(app: App, now: float) -> None:
                 app, namespace=pod.namespace, name=pod.name, uid=pod.uid, message=message, stage=STAGE_PERMIT
             )
         )
-        if app.conditions.should_write(pod.uid, message):
-            app.spawn(_update_status(app, pod, message, None))
+        condition = app.conditions.should_write(pod.uid, message)
+        if condition or r.nominated_node is not None:  # upstream's failure handler clears the nomination
+            app.spawn(_update_status(app, pod, message if condition else None, r.nominated_node))
         rejections.update(dict.fromkeys(r.gangs, message))
     app.perform(routing.broadcast(routing.EVENT_ASSIGNED_POD_DELETE, app.states, now, keep=settled.keep))
     podgroups.refresh(app, rejected=rejections)

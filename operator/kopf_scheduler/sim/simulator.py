@@ -22,6 +22,10 @@ operator's loop and its watches would, with its in-memory state standing for the
   pending at once). Members still waiting when the file ends are released (their timeout: nothing in
   a simulation would make room later) and read how many of their gang fit; later pods of the file
   see the waiting members' nodes as taken, as they would within the operator's timeout;
+- a waiting pod, and a pod whose PreBind plugins have work (``Bind.nominated_node``), is nominated
+  to its node before it is bound (``status.nominatedNodeName`` in the in-memory API server, upstream's
+  NominatedNodeNameForExpectation); the bind clears it, as the API server does
+  (ClearingNominatedNodeNameAfterBinding), and the placement says it (``nominated_before_binding``);
 - an attempt or a binding cycle that fails with an error backs off and is tried again, at most
   ``MAX_ERROR_RETRIES`` times in a row (the operator goes on every 10 s; a simulation would repeat
   the same error forever); the placement then reports the error.
@@ -113,6 +117,9 @@ class Placement:
     unreadable: bool = False
     #: DynamicResources: the devices each of the pod's claims got (``claim: driver/pool/device, ...``)
     devices: tuple[str, ...] = ()
+    #: the node its ``status.nominatedNodeName`` named before it was bound, while it waited at Permit or a
+    #: PreBind plugin had work (upstream's NominatedNodeNameForExpectation; the bind cleared it); "" if none
+    nominated_before_binding: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +183,8 @@ class _Record:
     errors: int = 0
     #: the devices its claims got when it was bound (``Placement.devices``)
     devices: tuple[str, ...] = ()
+    #: ``Placement.nominated_before_binding`` of its last placement
+    expected: str = ""
 
 
 class Simulation:
@@ -444,7 +453,10 @@ class Simulation:
         _remember(record, outcome)
         match outcome:
             case Bind(placed, node, state, plan):
-                self._bind(info, placed, node, state, plan)
+                self._bind(info, placed, node, state, plan, outcome.nominated_node)
+            case Wait(placed, node):
+                if outcome.nominated_node and outcome.nominated_node != placed.nominated_node_name:
+                    self._expect(record, placed, outcome.nominated_node)
             case Unschedulable(_, _, nominated, victims, clear_nominations):
                 pod = info.pod
                 if nominated is not None and nominated != pod.nominated_node_name:
@@ -460,14 +472,30 @@ class Simulation:
                     self._write_nomination(info.pod, "")
                 self._error(record)
 
-    def _bind(self, info: QueuedPodInfo, placed: Pod, node: str, state: CycleState, plan: BindingPlan) -> None:
-        """The binding cycle as the plan says (``kube/binding.py``), against the in-memory API server."""
+    def _bind(
+        self,
+        info: QueuedPodInfo,
+        placed: Pod,
+        node: str,
+        state: CycleState,
+        plan: BindingPlan,
+        nominate: str | None = None,
+        nominated: str = "",
+    ) -> None:
+        """The binding cycle as the plan says (``kube/binding.py``), against the in-memory API server:
+        the nomination for expectation first (`nominate`), then PreBind, then the bind. A failure clears
+        the nomination (`nominated`: the one written while the pod waited at Permit)."""
+        record = self._records[placed.uid]
+        if nominate and nominate != placed.nominated_node_name:
+            self._expect(record, placed, nominate)
+            nominated = nominate
         status = drive(run_pre_bind_plugins(plan, state, placed, node, self.api)) if plan.pre_binders else SUCCESS
         if status.is_success:
             status = self._bind_step(placed, node, state, plan)
-        record = self._records[placed.uid]
         if not status.is_success:
             self._undo(info, placed, state, self.queue, self.waiting)
+            if nominated or placed.nominated_node_name:
+                self._patch_nomination(placed, "")
             record.node, record.message = None, f"Binding rejected: {status.message}"
             self._error(record)
             return
@@ -505,10 +533,14 @@ class Simulation:
             return
         settled = settle_waiting(self.waiting, cache=self.cache, now=self.clock)
         for allowed in settled.allowed:
-            self._bind(allowed.info, allowed.pod, allowed.node, allowed.state, allowed.plan)
+            self._bind(
+                allowed.info, allowed.pod, allowed.node, allowed.state, allowed.plan, nominated=allowed.nominated
+            )
         for rejected in settled.rejected:
             record = self._records[rejected.pod.uid]
             record.node, record.message = None, rejected.status.message
+            if rejected.nominated_node is not None:
+                self._patch_nomination(rejected.pod, rejected.nominated_node)
         if settled.rejected:
             routing.broadcast(routing.EVENT_ASSIGNED_POD_DELETE, self._served, self.clock, keep=settled.keep)
 
@@ -518,13 +550,23 @@ class Simulation:
             self.clock = max(self.clock, deadline)
             self._settle()
 
+    def _expect(self, record: _Record, placed: Pod, node: str) -> None:
+        """The assumed pod is nominated to its node before binding (its watch event changes nothing:
+        an assumed pod's updates are ignored)."""
+        self._patch_nomination(placed, node)
+        record.expected = node
+
+    def _patch_nomination(self, pod: Pod, node: str) -> None:
+        """A pods/status write of ``nominatedNodeName`` ("" clears it) to the in-memory API server only."""
+        self.api.answer("PATCH", f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/status",
+                        {"status": {"nominatedNodeName": node or None}})  # fmt: skip
+
     def _write_nomination(self, pod: Pod, node: str) -> None:
         """A pods/status write of ``nominatedNodeName``, back through the watch as an update of the pending pod."""
         info = self.queue.get(pod)
         if info is None:
             return
-        self.api.answer("PATCH", f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/status",
-                        {"status": {"nominatedNodeName": node or None}})  # fmt: skip
+        self._patch_nomination(pod, node)
         self.queue.update(info.pod, dataclasses.replace(info.pod, nominated_node_name=node), self.clock)
 
     def _evict(self, victim: Pod) -> None:
@@ -562,7 +604,16 @@ class Simulation:
             if refused is not None:
                 message = f"waiting for PreEnqueue plugin {refused.plugin}: {refused.message}"
         explanation = self._explanation(r.pod, r.result, r.preempted)
-        return Placement(r.pod.key, r.node, message, explanation, r.nominated_node, tuple(r.victims), devices=r.devices)
+        return Placement(
+            r.pod.key,
+            r.node,
+            message,
+            explanation,
+            r.nominated_node,
+            tuple(r.victims),
+            devices=r.devices,
+            nominated_before_binding=r.expected,
+        )
 
     def _explanation(
         self, pod: Pod, result: ScheduleResult | None, preempted: ScheduleResult | None = None
@@ -581,7 +632,7 @@ def _remember(record: _Record, outcome: Single) -> None:
     """What an attempt's outcome says of the pod's placement (a bind's is known once it is bound)."""
     match outcome:
         case Bind(result=result) | Wait(result=result):
-            record.result, record.node, record.message = result, None, ""
+            record.result, record.node, record.message, record.expected = result, None, "", ""
         case Unschedulable(message, _, nominated, victims, result=result):
             record.result, record.node, record.message, record.errors = result, None, message, 0
             if nominated:

@@ -29,6 +29,8 @@ UnschedulableAndUnresolvable, as upstream's ``statusUnschedulable`` makes it.
 - Reserve: the node's allocations become allocations in flight (the next pod cannot take the devices);
   Unreserve releases them and, for a claim PreBind had already reserved for the pod, queues the patch
   removing the pod from ``reservedFor``.
+- PreBindPreFlight: work for every pod with claims (so the pod is nominated to its node before
+  binding, upstream's NominatedNodeNameForExpectation), none without.
 - PreBind: for each claim not yet reserved for the pod, add the finalizer if missing (an update),
   then write ``status.allocation`` (when Reserve allocated it) and append the pod to ``reservedFor``
   (a status update), retried on conflicts as upstream's ``retry.DefaultRetry`` (5 tries, re-reading
@@ -576,6 +578,12 @@ class DynamicResources(
                 tracker.outbox.append(unreserve_write(claim, pod))
 
     # ------------------------------------------------------------------ PreBind
+
+    def pre_bind_pre_flight(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        """Upstream ``PreBindPreFlight``: PreBind has work for every pod with claims (allocated and
+        reserved ones included: upstream looks only at whether there are any)."""
+        s = state.read(self._key)
+        return framework.SUCCESS if s is not None and s.claims else framework.SKIP
 
     async def pre_bind(self, state: CycleState, pod: Pod, node_name: str, client: ApiClient) -> Status:
         s = state.read(self._key)
