@@ -17,11 +17,11 @@ them itself:
   cycle (upstream's NominatedNodeNameForExpectation; the bind clears it: the API server's
   ClearingNominatedNodeNameAfterBinding); a pre-flight error is an ``Error`` (the attempt undone);
 - ``Wait``: as Bind, but a Permit plugin answered WAIT: the pod stays assumed and in flight, held
-  in ``WaitingPods`` (upstream ``WaitOnPermit``), nominated to its node meanwhile (``nominated_node``). ``settle_waiting`` later turns it into an
-  ``Allowed`` (bind it now, with its plan) or a ``Rejected`` (every Reserve plugin's ``unreserve``
-  ran, the assumption is forgotten, the pod waits in the unschedulable pool); a rejected gang rests
-  there together: the move its released room causes (an AssignedPodDelete, ``Settled.keep``) leaves
-  its members alone;
+  in ``WaitingPods`` (upstream ``WaitOnPermit``), nominated to its node meanwhile (``nominated_node``).
+  ``settle_waiting`` later turns it into an ``Allowed`` (bind it now, with its plan) or a
+  ``Rejected`` (every Reserve plugin's ``unreserve`` ran, the assumption is forgotten, the pod
+  waits in the unschedulable pool); a rejected gang rests there together: the move its released room causes
+  (an AssignedPodDelete, ``Settled.keep``) leaves its members alone;
 - ``Unschedulable``: every node was rejected; the pod waits in the unschedulable pool (or in
   backoff, when a cluster event arrived during the attempt) with the rejecting plugins. When
   preemption (the PostFilter stage) found room, the outcome carries the nominated node and the
