@@ -119,6 +119,9 @@ class App:
         self.states: dict[str, PolicyState] = {}
         #: pods assumed and waiting at Permit (gangs), for every served name: a gang may span profiles
         self.waiting: WaitingPods[Parked] = WaitingPods()
+        #: uid -> the write nominating a waiting pod to its node, while in flight: its bind or its
+        #: rejection's clearing waits for it (``kube/loop.py``)
+        self.nominating: dict[str, asyncio.Task[Any]] = {}
         #: policy name -> the status last decided for it (a new leader writes them again)
         self.policy_statuses: dict[str, Mapping[str, Any]] = {}
         #: PodGroup key -> the status last written (kube/podgroups.py writes only changes)

@@ -41,6 +41,7 @@ brings the truth, and the log says what happened.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 from dataclasses import dataclass
@@ -57,7 +58,7 @@ from ..edge.client import Api, Response
 from . import dra, events, preemption
 from .app import App, PolicyState
 
-__all__ = ["bind"]
+__all__ = ["bind", "nominate_waiting", "nomination_written"]
 
 logger = logging.getLogger(__name__)
 
@@ -119,6 +120,8 @@ async def bind(
         node = placed.node_name
         if app.binding_here is not None:  # a recovery runs: this pod's event is ours to write
             app.binding_here.add(placed.uid)
+        if nominated:  # nominated while it waited at Permit: that write lands first
+            await nomination_written(app, placed.uid)
         t0 = app.now()
         rejected = await _binding_cycle(app, placed, node, cycle, plan, nominate)
         t1 = app.now()
@@ -170,6 +173,23 @@ async def bind(
         )
     finally:
         app.bind_slots.release()
+
+
+def nominate_waiting(app: App, placed: Pod, node: str) -> None:
+    """Nominate a pod that waits at Permit to its node (upstream's NominatedNodeNameForExpectation); its
+    bind, or the clearing of its rejection, waits for this write (``nomination_written``), so that the
+    write never lands after them (an API server refuses to nominate a bound pod)."""
+    task = app.spawn(preemption.patch_pod_status(app, placed, nominated_node=node))
+    uid = placed.uid
+    app.nominating[uid] = task
+    task.add_done_callback(lambda done: app.nominating.pop(uid) if app.nominating.get(uid) is done else None)
+
+
+async def nomination_written(app: App, uid: str) -> None:
+    """Once the nomination of the waiting pod `uid` is written (or failed), if one is in flight."""
+    task = app.nominating.get(uid)
+    if task is not None:
+        await asyncio.wait([task])
 
 
 async def _binding_cycle(

@@ -171,7 +171,7 @@ async def _carry_out(
             logger.info("%s is assumed on %s and waits at Permit for %s", pod.key, node, ", ".join(plugins))
             if outcome.nominated_node and outcome.nominated_node != pod.nominated_node_name:
                 # upstream's NominatedNodeNameForExpectation: others see where the waiting pod is going
-                app.spawn(preemption.patch_pod_status(app, placed, nominated_node=outcome.nominated_node))
+                binding.nominate_waiting(app, placed, outcome.nominated_node)
         case Unschedulable(message, _, nominated, victims, clear_nominations, post_filtered):
             app.metrics.observe_algorithm(done - started)
             app.metrics.observe_attempt("unschedulable", profile, done - started)
@@ -294,14 +294,19 @@ async def _settle(app: App, now: float) -> None:
         )
         condition = app.conditions.should_write(pod.uid, message)
         if condition or r.nominated_node is not None:  # upstream's failure handler clears the nomination
-            app.spawn(_update_status(app, pod, message if condition else None, r.nominated_node))
+            app.spawn(_update_status(app, pod, message if condition else None, r.nominated_node, after=True))
         rejections.update(dict.fromkeys(r.gangs, message))
     app.perform(routing.broadcast(routing.EVENT_ASSIGNED_POD_DELETE, app.states, now, keep=settled.keep))
     podgroups.refresh(app, rejected=rejections)
 
 
-async def _update_status(app: App, pod: Pod, message: str | None, nominated_node: str | None) -> None:
-    """PodScheduled=False, reason Unschedulable (`message` None: unchanged) and/or the nomination, in one patch."""
+async def _update_status(
+    app: App, pod: Pod, message: str | None, nominated_node: str | None, *, after: bool = False
+) -> None:
+    """PodScheduled=False, reason Unschedulable (`message` None: unchanged) and/or the nomination, in one patch;
+    `after`: once a nomination of the pod in flight is written."""
+    if after:
+        await binding.nomination_written(app, pod.uid)
     condition = None
     if message is not None:
         condition = {
