@@ -361,12 +361,16 @@ def schedule_one(
     rng: random.Random,
     now: float,
     explain: bool = False,
+    batching: bool = True,
 ) -> Outcome:
     """Decide for the popped pod `info` with `scheduler`'s profile; `snapshot` is brought up to date first.
-    `waiting` holds the pods Permit plugins make wait. `explain`: see ``decide``."""
+    `waiting` holds the pods Permit plugins make wait. `explain`: see ``decide``. Without `batching` the
+    pod is decided on its own (a one-off evaluation): no hint from, and no ranking kept for, the next
+    pods (``core/batching.py``)."""
     skip = prepare(info, snapshot, cache=cache, queue=queue)
     if skip is not None:
         return skip
+    cycle = queue.scheduling_cycle if batching else None
     group = pod_group_of(info, scheduler, cache)
     if group is not None:
         return schedule_pod_group(
@@ -380,8 +384,11 @@ def schedule_one(
             rng=rng,
             now=now,
             explain=explain,
+            cycle=cycle,
         )
-    decided = decide(info, snapshot, scheduler, rng=rng, nominator=queue.nominator, explain=explain)
+    decided = decide(
+        info, snapshot, scheduler, rng=rng, nominator=queue.nominator, explain=explain, cycle=cycle, now=now
+    )
     return conclude(info, decided, cache=cache, queue=queue, waiting=waiting, scheduler=scheduler, now=now)
 
 
@@ -415,6 +422,8 @@ def decide(
     recorder: FrameworkRecorder | None = None,
     sample_plugins: bool = False,
     post_filter: bool = True,
+    cycle: int | None = None,
+    now: float = 0.0,
 ) -> ScheduleResult | Error:
     """The algorithm's result, or an ``Error`` when it raised (a bug: the plugin runtime turns plugin
     errors into statuses, this is the last resort). Touches only its arguments: in a worker thread,
@@ -423,11 +432,19 @@ def decide(
     --explain``, the differential harness); the chosen node is the same. `recorder` and
     `sample_plugins`: the edge's timings (``core/instrumentation.py``), kept on the cycle state for
     Reserve, Permit, PreBind and Bind. Without `post_filter` no PostFilter runs on a failure (a member of a
-    pod-group cycle: the pod group's own verdict follows)."""
+    pod-group cycle: the pod group's own verdict follows). `cycle` (the queue's scheduling cycle) and `now`
+    let opportunistic batching work (``core/batching.py``); None: the pod is decided on its own."""
     try:
         if explain:
             return scheduler.schedule(
-                info.pod, snapshot, rng=rng, nominator=nominator, explain=True, post_filter=post_filter
+                info.pod,
+                snapshot,
+                rng=rng,
+                nominator=nominator,
+                explain=True,
+                post_filter=post_filter,
+                cycle=cycle,
+                now=now,
             )
         return scheduler.schedule(
             info.pod,
@@ -437,6 +454,8 @@ def decide(
             recorder=recorder,
             sample_plugins=sample_plugins,
             post_filter=post_filter,
+            cycle=cycle,
+            now=now,
         )
     except Exception as exc:
         return Error(f"internal error: {exc!r}", exc)
@@ -779,6 +798,7 @@ def schedule_pod_group(
     rng: random.Random,
     now: float,
     explain: bool = False,
+    cycle: int | None = None,
 ) -> Group:
     """Upstream ``podGroupCycle`` (schedule_one_podgroup.go, the default algorithm without placements):
     the gang's pending members leave the queue with `info` and are tried in upstream's member order
@@ -811,7 +831,15 @@ def schedule_pod_group(
     for member in members if verdict.code is not Code.UNSCHEDULABLE else ():
         cache.update_snapshot(snapshot)
         decided = decide(
-            member, snapshot, scheduler, rng=rng, nominator=queue.nominator, explain=explain, post_filter=False
+            member,
+            snapshot,
+            scheduler,
+            rng=rng,
+            nominator=queue.nominator,
+            explain=explain,
+            post_filter=False,
+            cycle=cycle,  # one cycle for the whole pod group, as upstream counts it
+            now=now,
         )
         t = _Tried(member, decided)
         tried.append(t)

@@ -36,6 +36,12 @@ Mirrors upstream ``pkg/scheduler/framework/interface.go`` in our own shape:
   ``ApiClient`` the executor lends: the operator's API client, or the simulation's in-memory API
   server. DefaultBinder (``core/plugins/default_binder.py``) is every profile's last Bind plugin.
   Nothing here does I/O of its own.
+- ``SignPlugin`` (upstream's ``SignPlugin``, for OpportunisticBatching): a PreFilter, Filter, PreScore or
+  Score plugin says which parts of a pod its verdicts depend on (``sign_pod``), or that it cannot tell
+  (a ``Status``: the pod is not signable, e.g. pod affinity or spread constraints). Two pods with the
+  same signature get the same verdicts and scores on the same nodes, so the next one may reuse the
+  previous one's ranking (``core/batching.py``); a profile with a plugin that is not a ``SignPlugin``
+  (or with extenders) signs no pod.
 - ``QueueSortPlugin`` orders the active queue (one per profile; PrioritySort by default).
   ``EnqueueExtensions`` says which ``ClusterEvent``s can make a pod the plugin rejected schedulable,
   each with an optional ``QueueingHint`` function; the queue asks the plugins that rejected a pod
@@ -48,7 +54,7 @@ from __future__ import annotations
 
 import abc
 import enum
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, Protocol, Self, TypeVar
 
@@ -104,6 +110,8 @@ __all__ = [
     "QueueingHintFn",
     "ReservePlugin",
     "ScorePlugin",
+    "SignFragment",
+    "SignPlugin",
     "StateKey",
     "Status",
     "VectorFilter",
@@ -530,6 +538,26 @@ class BindPlugin(Plugin):
     async def bind(self, state: CycleState, pod: Pod, node_name: str, client: ApiClient) -> Status:
         """Bind the pod: SKIP hands it to the next Bind plugin (DefaultBinder, last, POSTs
         pods/binding); SUCCESS means bound; anything else fails the bind."""
+
+
+@dataclass(frozen=True, slots=True)
+class SignFragment:
+    """One part of a pod's signature (upstream ``fwk.SignFragment``): a key naming what it is (upstream's
+    signer names, e.g. ``v1.Pod.Spec.Tolerations``) and a hashable value (tuples, frozensets, strings...).
+    Plugins that read the same part of the pod use the same key and the same value."""
+
+    key: str
+    value: Hashable
+
+
+class SignPlugin(Plugin):
+    """Upstream ``SignPlugin``: the parts of a pod this plugin's PreFilter, Filter, PreScore and Score
+    depend on. Every such plugin of a profile must be one for the profile to sign pods."""
+
+    @abc.abstractmethod
+    def sign_pod(self, pod: Pod) -> Sequence[SignFragment] | Status:
+        """The fragments (possibly none: the plugin depends on nothing of the pod but its node), or a
+        Status saying why the pod cannot be signed (then it is never batched). Pure and cheap."""
 
 
 class QueueSortPlugin(Plugin):

@@ -311,7 +311,8 @@ class App:
             profile = serving.profile
             scheduler = GenericScheduler(profile, extender_factory=_extender_client)
             if state is None:
-                queue = routing.serve(profile, None, pending=self.pending, now=now, cluster=self.cache)
+                share = next((s.queue for s in self.states.values()), None)  # one count of scheduling cycles
+                queue = routing.serve(profile, None, pending=self.pending, now=now, cluster=self.cache, share=share)
                 rng = DrawLog() if self.recorder is not None else random.Random()
                 state = PolicyState(serving, scheduler, queue, Snapshot(self.cache.objects), rng)
                 self.states[serving.scheduler_name] = state

@@ -21,9 +21,15 @@ otherwise, a thread hop costs more than most attempts), ``conclude``:
   a ``Bind`` whose PreBind plugins have work carries it too, written by the binding task first).
   ``_settle`` finishes waiting pods after every batch and when a deadline passes (the core's
   ``next_wait`` counts the earliest one): allowed ones are bound as above, rejected and timed-out
-  ones get a FailedScheduling event and PodScheduled=False, and their nomination is cleared; the room they release is an
-  AssignedPodDelete move that leaves the rejected gangs alone, and their PodGroups' status is
+  ones get a FailedScheduling event and PodScheduled=False, and their nomination is cleared; the
+  room they release is an AssignedPodDelete move that leaves the rejected gangs alone, and their PodGroups' status is
   written (``kube/podgroups.py``, also refreshed with the housekeeping).
+
+Several served scheduler names (a KubeSchedulerConfiguration's profiles, imported as one SchedulingPolicy
+each) share the cache and take turns as one queue would order their pods (upstream has one queue for
+every profile): a loop whose next pod comes after another name's ready pod wakes that name's loop and
+lets it pop first (``_first_elsewhere``), at most ``MAX_DEFERRALS`` times in a row. Their queues count
+scheduling cycles together (opportunistic batching reuses a ranking only in the very next one).
 
 Every attempt is kept for ``kopf-scheduler explain`` (``app.attempts``, ``core/attempts.py``: references, no copies).
 
@@ -62,7 +68,7 @@ from ..core.cycle import (
 from ..core.diagnosis import truncate_message
 from ..core.instrumentation import PLUGIN_METRICS_SAMPLE_PERCENT
 from ..core.objects import Pod
-from ..core.queueing import QueuedPodInfo
+from ..core.queueing import QueuedPodInfo, first_ready
 from ..core.recording import STAGE_PERMIT
 from ..core.timestamps import rfc3339
 from ..edge.recorder import DrawLog
@@ -77,12 +83,17 @@ HOUSEKEEPING_PERIOD: Final = 1.0
 IDLE_WAIT: Final = 1.0
 #: pods scheduled back to back before yielding to the event loop (watch handlers, binds)
 BATCH: Final = 32
+#: with several served names, a loop lets the one whose pod comes first pop it: it waits this long for that,
+#: at most this many times in a row (a loop held up elsewhere, in a bind slot, must not stall the others)
+DEFER_WAIT: Final = 0.002
+MAX_DEFERRALS: Final = 50
 
 
 async def run(app: App, policy: str, stopped: Any) -> None:
     """Serve `policy` until Kopf's `stopped` flag is set (the policy was deleted or the operator stops)."""
     logger.info("scheduling loop for SchedulingPolicy %s started", policy)
     last_housekeeping = 0.0
+    deferrals = 0  # in a row, to another served name's loop
     while not stopped:
         state = app.state_for_policy(policy)
         if state is None or not app.leading.is_set() or not app.current():
@@ -97,7 +108,15 @@ async def run(app: App, policy: str, stopped: Any) -> None:
         if wait > 0:
             await _sleep_until(app, state, wait)
             continue
+        pause = 0.0
         for _ in range(BATCH):
+            other = _first_elsewhere(app, state, app.now())
+            if other is not None and deferrals < MAX_DEFERRALS:  # its loop pops first, as one queue would
+                deferrals += 1
+                other.wakeup.set()
+                pause = DEFER_WAIT
+                break
+            deferrals = 0
             info = state.queue.pop(app.now())
             if info is None:
                 break
@@ -108,8 +127,20 @@ async def run(app: App, policy: str, stopped: Any) -> None:
                 state.queue.add_backoff(info, app.now())
             if stopped or app.state_for_policy(policy) is not state or not app.leading.is_set() or not app.current():
                 break
-        await asyncio.sleep(0)
+        await asyncio.sleep(pause)
     logger.info("scheduling loop for SchedulingPolicy %s stopped", policy)
+
+
+def _first_elsewhere(app: App, state: PolicyState, now: float) -> PolicyState | None:
+    """Upstream has one queue for every profile: the other served name whose ready pod that queue would pop
+    before this one's (by this profile's QueueSort; ``core.queueing.first_ready``), if there is one."""
+    if len(app.states) < 2:
+        return None
+    states = list(app.states.values())
+    first = first_ready([s.queue for s in states], now, less=state.queue.less)
+    if first is None or first is state.queue:
+        return None
+    return next(s for s in states if s.queue is first)
 
 
 async def _sleep_until(app: App, state: PolicyState | None, timeout: float) -> None:
@@ -129,6 +160,8 @@ def _housekeeping(app: App, state: PolicyState, now: float) -> None:
         logger.warning("assumed pod %s expired: the watch never confirmed its binding", pod.key)
     app.perform(routed)
     app.metrics.set_leader(state.policy, app.leading.is_set())
+    for name, served in app.states.items():  # opportunistic batching's counts (core/batching.py)
+        app.metrics.observe_batch(name, *served.scheduler.batch.take_counts())
     podgroups.refresh(app)
 
 
@@ -223,6 +256,7 @@ async def _cycle(app: App, state: PolicyState, info: QueuedPodInfo) -> Outcome:
             waiting=app.waiting,
             rng=state.rng,
             now=app.now(),
+            cycle=queue.scheduling_cycle,
         )
     if off_loop:
         decided = await app.run_blocking(
@@ -234,6 +268,8 @@ async def _cycle(app: App, state: PolicyState, info: QueuedPodInfo) -> Outcome:
             nominator=queue.nominator.copy(),
             recorder=recorder,
             sample_plugins=sample,
+            cycle=queue.scheduling_cycle,
+            now=app.now(),
         )
         if not isinstance(decided, Error):
             for problem in decided.extender_errors:
@@ -247,6 +283,8 @@ async def _cycle(app: App, state: PolicyState, info: QueuedPodInfo) -> Outcome:
             nominator=queue.nominator,
             recorder=recorder,
             sample_plugins=sample,
+            cycle=queue.scheduling_cycle,
+            now=app.now(),
         )
     return conclude(
         info, decided, cache=app.cache, queue=queue, waiting=app.waiting, scheduler=scheduler, now=app.now()

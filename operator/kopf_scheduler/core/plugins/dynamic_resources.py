@@ -86,6 +86,8 @@ from ..framework import (
     PreScorePlugin,
     QueueingHint,
     ReservePlugin,
+    SignFragment,
+    SignPlugin,
     StateKey,
     Status,
     VectorScore,
@@ -366,6 +368,7 @@ class DynamicResources(
     NormalizeScorePlugin,
     ReservePlugin,
     PreBindPlugin,
+    SignPlugin,
 ):
     """See the module docstring."""
 
@@ -374,6 +377,13 @@ class DynamicResources(
     DEFAULT_WEIGHT = 2
 
     # ------------------------------------------------------------------ queueing
+
+    def sign_pod(self, pod: Pod) -> tuple[SignFragment, ...] | Status:
+        """OpportunisticBatching: pods with claims are not signable (upstream: whether a claim is local to
+        one node is not simple to tell); others add nothing."""
+        if pod.resource_claims:
+            return framework.unschedulable("pods with dra resource claims are not signable")
+        return ()
 
     def pre_enqueue(self, pod: Pod, handle: EnqueueHandle) -> Status:
         if not pod.resource_claims:
