@@ -139,6 +139,8 @@ class ScheduleResult:
     plugin_scores: list[PluginScores] = field(default_factory=list)
     #: positions the pre-filters admitted when they narrowed the nodes (None: they did not)
     admitted: npt.NDArray[np.intp] | None = None
+    #: opportunistic batching's hint was the node, placed there unscored (``core/batching.py``)
+    hinted: bool = False
 
     @property
     def unschedulable(self) -> bool:
@@ -315,16 +317,18 @@ class GenericScheduler:
             unfit = ScheduleResult(None, diagnosis, evaluated_nodes=evaluated, extender_errors=skipped)
             return self._run_post_filters(state, pod, snapshot, unfit, rng, nominator) if post_filter else unfit
         if len(feasible) == 1 and not explain:
+            name = snapshot.node_infos[feasible[0]].name
             if cycle is not None:
-                self.batch.store(signature, hint, snapshot.node_infos[feasible[0]].name, None, cycle, now)
+                self.batch.store(signature, hint, name, None, cycle, now)
             return ScheduleResult(
-                snapshot.node_infos[feasible[0]].name,
+                name,
                 diagnosis,
                 evaluated_nodes=evaluated,
                 feasible_nodes=1,
                 extender_errors=skipped,
                 state=state,
                 admitted=only,
+                hinted=bool(hint) and name == hint,
             )
 
         index, totals, parts, err = self._prioritize(state, pod, snapshot, feasible)
@@ -333,11 +337,12 @@ class GenericScheduler:
         if self.extenders:
             self._score_with_extenders(pod, snapshot, feasible, totals, parts, skipped)
         chosen = select_host(totals, rng)
+        name = snapshot.node_infos[feasible[chosen]].name
         if cycle is not None:
             others = _ranking_without(snapshot, index, totals, parts, chosen)
-            self.batch.store(signature, hint, snapshot.node_infos[feasible[chosen]].name, others, cycle, now)
+            self.batch.store(signature, hint, name, others, cycle, now)
         return ScheduleResult(
-            snapshot.node_infos[feasible[chosen]].name,
+            name,
             diagnosis,
             evaluated_nodes=evaluated,
             feasible_nodes=len(feasible),
@@ -347,6 +352,7 @@ class GenericScheduler:
             totals=totals,
             plugin_scores=parts,
             admitted=only,
+            hinted=bool(hint) and name == hint,
         )
 
     # ------------------------------------------------------------------ filtering

@@ -120,6 +120,8 @@ class Placement:
     #: the node its ``status.nominatedNodeName`` named before it was bound, while it waited at Permit or a
     #: PreBind plugin had work (upstream's NominatedNodeNameForExpectation; the bind cleared it); "" if none
     nominated_before_binding: str = ""
+    #: opportunistic batching placed it on the hint the previous identical pod left (unscored)
+    batched: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -663,6 +665,7 @@ class Simulation:
             tuple(r.victims),
             devices=r.devices,
             nominated_before_binding=r.expected,
+            batched=r.node is not None and r.result is not None and r.result.hinted and r.result.node == r.node,
         )
 
     def _explanation(
