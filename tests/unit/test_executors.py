@@ -42,8 +42,11 @@ from kopf_scheduler.framework import (
     SUCCESS,
     ApiClient,
     BindPlugin,
+    Code,
     CycleState,
     PermitHandle,
+    PermitPlugin,
+    PermitResult,
     PreBindPlugin,
     ReservePlugin,
     Status,
@@ -107,7 +110,18 @@ class LabelBinder(BindPlugin):
         return SUCCESS if response.ok else error(response.detail())
 
 
-REGISTRY = Registry.in_tree().extended([(Recorder, "test"), (LabelBinder, "test")])
+class Hold(PermitPlugin):
+    """Makes pods labelled ``hold`` wait at Permit for a second (nobody allows them: they time out)."""
+
+    NAME = "Hold"
+
+    def permit(self, state: CycleState, pod: Pod, node_name: str, handle: PermitHandle) -> PermitResult:
+        if "hold" not in pod.labels:
+            return PermitResult()
+        return PermitResult(Status(Code.WAIT, ("held",)), timeout=1.0)
+
+
+REGISTRY = Registry.in_tree().extended([(Recorder, "test"), (LabelBinder, "test"), (Hold, "test")])
 PLUGINS_SPEC: Mapping[str, Any] = {**BASE_SPEC, "plugins": [{"name": "Recorder"}, {"name": "LabelBinder"}]}
 
 
@@ -536,6 +550,44 @@ def test_a_gang_within_the_reject_percentage_waits_out_its_timeout() -> None:
     gang = "gang default/etl: only 2 of the 3 pods it needs fit; none is bound and every reservation is released"
     assert sorted(seen.messages.values())[1:] == [gang, gang]
     assert list(sim.cache.pods()) == [] and sim.cache.assumed_count() == 0
+
+
+def test_a_gang_member_waiting_at_permit_is_preempted_in_memory_and_backs_off() -> None:
+    """Upstream's executor preempts a victim that waits at Permit without deleting it (``waitingPod.Preempt``): its
+    wait ends in an error, it backs off and is tried again. Here the member waiting on n2 (the only node where
+    urgent fits once it is gone) is that victim: urgent lands on n2, the member is still there, unbound."""
+    scenario = dataclasses.replace(
+        GANG_WAITS_OUT,
+        groups=[pod_group("etl", 3, timeout=30)],
+        steps=[*GANG_WAITS_OUT.steps, [pod("urgent", cpu="1500m", priority=100)]],
+    )
+    seen, sim = simulate(scenario)
+    assert seen.nodes["urgent"] == "n2" and seen.victims == {"urgent": (seen.victims["urgent"][0],)}
+    [victim] = seen.victims["urgent"]
+    assert seen.nodes[victim] is None  # not bound...
+    assert sim.api.answer("GET", f"/api/v1/namespaces/default/pods/{victim}").ok  # ...and not deleted
+
+
+#: a pod waiting at Permit (Hold) on n2, the only node where urgent fits once it is gone: preempted in memory
+HELD_PREEMPTED = Scenario(
+    nodes=[node("n1", "1"), node("n2", "1500m")],
+    steps=[[pod("held", hold="yes")], [pod("urgent", cpu="1500m", priority=100)]],
+    spec={**BASE_SPEC, "plugins": [{"name": "Hold"}]},
+)
+
+
+def test_the_operator_preempts_a_waiting_pod_in_memory_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    scenario = HELD_PREEMPTED
+    deletes: list[str] = []
+    operated = operate(
+        scenario,
+        monkeypatch,
+        on_server=lambda server: deletes.extend(r.path for r in server.requests if r.method == "DELETE"),
+    )
+    assert operated.nodes["urgent"] == "n2" and operated.victims == {"urgent": ("held",)}
+    assert deletes == []  # the victim was not deleted
+    simulated, _ = simulate(scenario)
+    assert (operated.nodes, operated.victims) == (simulated.nodes, simulated.victims)
 
 
 def test_dra_claims_are_allocated_and_reserved() -> None:

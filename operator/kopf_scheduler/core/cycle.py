@@ -698,13 +698,18 @@ def settle_waiting(waiting: WaitingPods[Parked], *, cache: SchedulerCache, now: 
                 _unreserve(parked.profile, parked.state, w.pod, w.node_name, handle)
             if cache.is_assumed(w.pod):
                 cache.forget(w.pod)
-            parked.queue.add_unschedulable(parked.info, now, plugins=frozenset({w.outcome.plugin}))
+            outcome = w.outcome
+            if outcome.code is Code.ERROR:  # preempted (upstream's WaitOnPermit error): back off, try again
+                parked.queue.add_backoff(parked.info, now)
+                outcome = Status(Code.ERROR, (f"waiting on permit for pod: {outcome.message}",), outcome.plugin)
+            else:
+                parked.queue.add_unschedulable(parked.info, now, plugins=frozenset({outcome.plugin}))
             keys = gangs.member_keys(w.pod)
             for key in keys:
                 keep |= cache.objects.gang_members.get(key, frozenset())
             keep.add(w.pod.uid)
             clear = "" if parked.nominated or w.pod.nominated_node_name else None
-            rejected.append(Rejected(name, parked.info, w.pod, w.node_name, w.outcome, keys, clear))
+            rejected.append(Rejected(name, parked.info, w.pod, w.node_name, outcome, keys, clear))
     return Settled(tuple(allowed), tuple(rejected), frozenset(keep))
 
 

@@ -66,6 +66,7 @@ from ..core.cycle import (
     settle_waiting,
 )
 from ..core.diagnosis import truncate_message
+from ..core.framework import Code
 from ..core.instrumentation import PLUGIN_METRICS_SAMPLE_PERCENT
 from ..core.objects import Pod
 from ..core.queueing import QueuedPodInfo, first_ready
@@ -220,7 +221,9 @@ async def _carry_out(
                 app.spawn(_update_status(app, pod, message if condition else None, renominate))
             if victims and nominated:
                 await preemption.preempt(app, pod, nominated, victims, clear_nominations)
-            if gangs.member_keys(pod):  # a gang's PostFilter may have rejected its waiting members: release them now
+            # a gang's PostFilter may have rejected its waiting members, a preemption taken a waiting pod's place:
+            # release them now
+            if gangs.member_keys(pod) or (victims and nominated):
                 await _settle(app, done)
         case Error(message, exception, nominated):
             app.metrics.observe_algorithm(done - started)
@@ -321,10 +324,13 @@ async def _settle(app: App, now: float) -> None:
     rejections: dict[str, str] = {}
     for r in settled.rejected:
         pod, message = r.pod, r.status.message
-        logger.info("%s was rejected at Permit by %s: %s", pod.key, r.status.plugin, message)
+        failed = r.status.code is Code.ERROR  # preempted while it waited: an error, it backs off
+        logger.info(
+            "%s was %s at Permit by %s: %s", pod.key, "stopped" if failed else "rejected", r.status.plugin, message
+        )
         if app.recorder is not None:
             app.recorder.permit(pod.key, pod.uid, r.scheduler_name, reason=message)
-        app.metrics.observe_attempt("unschedulable", r.scheduler_name, 0.0)
+        app.metrics.observe_attempt("error" if failed else "unschedulable", r.scheduler_name, 0.0)
         app.spawn(
             events.failed_scheduling(
                 app, namespace=pod.namespace, name=pod.name, uid=pod.uid, message=message, stage=STAGE_PERMIT
@@ -332,17 +338,27 @@ async def _settle(app: App, now: float) -> None:
         )
         condition = app.conditions.should_write(pod.uid, message)
         if condition or r.nominated_node is not None:  # upstream's failure handler clears the nomination
-            app.spawn(_update_status(app, pod, message if condition else None, r.nominated_node, after=True))
+            reason = "SchedulerError" if failed else "Unschedulable"
+            update = _update_status(
+                app, pod, message if condition else None, r.nominated_node, after=True, reason=reason
+            )
+            app.spawn(update)
         rejections.update(dict.fromkeys(r.gangs, message))
     app.perform(routing.broadcast(routing.EVENT_ASSIGNED_POD_DELETE, app.states, now, keep=settled.keep))
     podgroups.refresh(app, rejected=rejections)
 
 
 async def _update_status(
-    app: App, pod: Pod, message: str | None, nominated_node: str | None, *, after: bool = False
+    app: App,
+    pod: Pod,
+    message: str | None,
+    nominated_node: str | None,
+    *,
+    after: bool = False,
+    reason: str = "Unschedulable",
 ) -> None:
-    """PodScheduled=False, reason Unschedulable (`message` None: unchanged) and/or the nomination, in one patch;
-    `after`: once a nomination of the pod in flight is written."""
+    """PodScheduled=False, reason Unschedulable (or `reason`; `message` None: unchanged) and/or the nomination, in
+    one patch; `after`: once a nomination of the pod in flight is written."""
     if after:
         await binding.nomination_written(app, pod.uid)
     condition = None
@@ -350,7 +366,7 @@ async def _update_status(
         condition = {
             "type": "PodScheduled",
             "status": "False",
-            "reason": "Unschedulable",
+            "reason": reason,
             "message": truncate_message(message),
             "lastProbeTime": None,
             "lastTransitionTime": rfc3339(datetime.now(UTC)),

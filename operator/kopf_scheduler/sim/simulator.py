@@ -13,7 +13,8 @@ operator's loop and its watches would, with its in-memory state standing for the
   cache and the queues through ``core.routing`` as the watch of assigned pods would bring it;
 - ``Unschedulable`` with victims: the nomination is written (the pod's ``nominatedNodeName``), the
   victims are deleted from the simulated cluster and their deletion routed as the watch would (an
-  AssignedPodDelete move), so the nominated pod backs off and is tried again;
+  AssignedPodDelete move), so the nominated pod backs off and is tried again; a victim waiting at
+  Permit is preempted in memory (not deleted: it backs off and is tried again, as upstream's);
 - ``Group`` (a Workload-API gang's pod-group cycle): each member's outcome is carried out as its own.
   A gang's pending members enter the queue together, with its first member in the file (a pod
   group is one entity in upstream's queue), so its cycle tries them all;
@@ -88,6 +89,8 @@ from ..core.extenders import (
 from ..core.framework import SUCCESS, CycleState, Status
 from ..core.nodeinfo import NodeInfo
 from ..core.objects import WORKLOAD_API, Node, Pod
+from ..core.plugins.default_preemption import DefaultPreemption
+from ..core.preemption import PREEMPTED
 from ..core.profile import Profile
 from ..core.queueing import BACKOFF, QueuedPodInfo, SchedulingQueue, first_ready
 from ..core.snapshot import Snapshot
@@ -622,17 +625,20 @@ class Simulation:
         queue.update(info.pod, dataclasses.replace(info.pod, nominated_node_name=node), self.clock)
 
     def _evict(self, victim: Pod) -> None:
-        """A preemption victim is deleted, and its deletion routed as the watches would see it."""
+        """A preemption victim is deleted, and its deletion routed as the watches would see it; one waiting at
+        Permit is preempted in memory instead (upstream ``waitingPod.Preempt``): the next settle releases it
+        and it backs off."""
+        if self.waiting.preempt(victim.uid, DefaultPreemption.NAME, PREEMPTED):
+            return
         self.api.drop(victim)
         served, pending, now = self._served, self.pending, self.clock
         if self.cache.state_of(victim) is PodState.ADDED:
             routing.route_assigned_pod(victim, deleted=True, cache=self.cache, pending=pending, served=served, now=now)
             return
-        # assumed (waiting at Permit): first its deletion mark, then its DELETED
-        self.waiting.remove(victim.uid)
+        # assumed and being bound: first its deletion mark, then its DELETED
         record = self._records.get(victim.uid)
         if record is not None:
-            record.node, record.message = None, "deleted: a preemption victim while it waited at Permit"
+            record.node, record.message = None, "deleted: a preemption victim while it was being bound"
         deleting = dataclasses.replace(victim, node_name="", deleting=True)
         routing.route_unassigned_pod(deleting, gone=False, cache=self.cache, pending=pending, served=served, now=now)
         routing.route_unassigned_pod(deleting, gone=True, cache=self.cache, pending=pending, served=served, now=now)
