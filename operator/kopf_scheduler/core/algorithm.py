@@ -39,6 +39,7 @@ which point is decided with ``isinstance`` once per profile (``GenericScheduler.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -58,7 +59,7 @@ from .batching import (
     OpportunisticBatch,
     Ranking,
     Signature,
-    sign_pod,
+    signed_by,
 )
 from .diagnosis import NO_NODES_AVAILABLE, Diagnosis, NodeScore, PluginScore
 from .extenders import EXTENDER_SCORE_SCALE, Extender, ExtenderConfig, ExtenderFilterResult, ExtenderPrioritizeResult
@@ -231,8 +232,15 @@ class GenericScheduler:
         return result
 
     def sign(self, pod: Pod) -> Signature | None:
-        """The pod's signature under this profile (``core/batching.py``), or None: not signable."""
-        return sign_pod(self.signers, pod) if self.signers is not None else None
+        """The pod's signature under this profile (``core/batching.py``), or None: not signable. A plugin that
+        refuses is asked first next time (the order changes no signature)."""
+        signers = self.signers
+        if signers is None:
+            return None
+        signature, refused = signed_by(signers, pod)
+        if refused > 0:
+            self.signers = (signers[refused], *signers[:refused], *signers[refused + 1 :])
+        return signature
 
     def _schedule(
         self,
@@ -319,7 +327,7 @@ class GenericScheduler:
         if len(feasible) == 1 and not explain:
             name = snapshot.node_infos[feasible[0]].name
             if cycle is not None:
-                self.batch.store(signature, hint, name, None, cycle, now)
+                self.batch.store(signature, hint, name, None, 0, cycle, now)
             return ScheduleResult(
                 name,
                 diagnosis,
@@ -339,8 +347,8 @@ class GenericScheduler:
         chosen = select_host(totals, rng)
         name = snapshot.node_infos[feasible[chosen]].name
         if cycle is not None:
-            others = _ranking_without(snapshot, index, totals, parts, chosen)
-            self.batch.store(signature, hint, name, others, cycle, now)
+            others = functools.partial(_ranking_without, snapshot, index, totals, parts, chosen)
+            self.batch.store(signature, hint, name, others, len(index) - 1, cycle, now)
         return ScheduleResult(
             name,
             diagnosis,

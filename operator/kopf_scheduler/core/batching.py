@@ -27,10 +27,9 @@ any monotonic origin) is an argument; a tie at the top of the ranking is broken 
 
 from __future__ import annotations
 
-import dataclasses
 import random
 from collections import Counter
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -46,6 +45,7 @@ __all__ = [
     "Ranking",
     "Signature",
     "sign_pod",
+    "signed_by",
 ]
 
 #: upstream ``maxBatchAge``: a ranking older than this is not reused
@@ -82,51 +82,61 @@ FLUSH_PRESCORE_ERROR: Final = "prescore_error"
 FLUSH_RESCORE_ERROR: Final = "rescore_error"
 FLUSH_NORMALIZE_ERROR: Final = "normalize_error"
 
-#: a pod's signature: its fragments by key, sorted (two pods compare equal when every fragment does)
-Signature = tuple[tuple[str, Hashable], ...]
+#: a pod's signature: its fragments by key, sorted by key (two pods compare equal when every fragment does)
+Signature = tuple[tuple[str, object], ...]
 
 
 def sign_pod(plugins: Sequence[SignPlugin], pod: Pod) -> Signature | None:
     """Upstream ``SignPod``: the pod's scheduler name and every plugin's fragments, or None when a plugin
     cannot sign the pod (it answered a Status, or raised)."""
-    fragments: dict[str, Hashable] = {SCHEDULER_NAME_SIGNER: pod.scheduler_name}
-    for plugin in plugins:
+    return signed_by(plugins, pod)[0]
+
+
+def signed_by(plugins: Sequence[SignPlugin], pod: Pod) -> tuple[Signature | None, int]:
+    """``sign_pod``, and the position of the plugin that refused (-1: none). The order of `plugins` does not
+    change the signature, so a caller may ask the one that refused last time first (most pods of a profile
+    whose spread defaults refuse every pod then cost one call)."""
+    fragments: dict[str, object] = {SCHEDULER_NAME_SIGNER: pod.scheduler_name}
+    for i, plugin in enumerate(plugins):
         try:
             signed = plugin.sign_pod(pod)
         except Exception:  # a plugin bug: the pod is not signable, nothing worse
-            return None
+            return None, i
         if isinstance(signed, Status):
-            return None
+            return None, i
         for fragment in signed:
             fragments[fragment.key] = fragment.value
-    return tuple(sorted(fragments.items()))
+    return tuple(sorted(fragments.items(), key=_key)), -1
 
 
-def fragment(key: str, value: Hashable) -> tuple[SignFragment]:
+def _key(item: tuple[str, object]) -> str:
+    return item[0]
+
+
+def fragment(key: str, value: object) -> tuple[SignFragment]:
     """One fragment, as the plugins' ``sign_pod`` returns them."""
     return (SignFragment(key, value),)
 
 
-def labels_value(labels: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
-    """A mapping as a fragment's value: its sorted items."""
-    return tuple(sorted(labels.items()))
+def labels_value(labels: Mapping[str, str]) -> Mapping[str, str]:
+    """A mapping as a fragment's value (mappings compare equal whatever their order)."""
+    return labels
 
 
 def resources(pod: Pod) -> tuple[SignFragment]:
     """NodeResourcesFit's and BalancedAllocation's fragment: what the pod requests (upstream
     ``computePodResourceRequest``), with the scorers' non-zero defaults."""
-    return fragment(RESOURCES_SIGNER, repr((pod.requests, pod.non_zero_requests, pod.container_non_zero_requests)))
+    return fragment(RESOURCES_SIGNER, (pod.requests, pod.non_zero_requests, pod.container_non_zero_requests))
 
 
 def tolerations(pod: Pod) -> tuple[SignFragment]:
     """TaintToleration's and NodeUnschedulable's fragment (upstream ``TolerationsSigner``)."""
-    return fragment(TOLERATIONS_SIGNER, tuple(sorted(repr(t) for t in pod.tolerations)))
+    return fragment(TOLERATIONS_SIGNER, pod.tolerations)
 
 
 def volumes(pod: Pod) -> tuple[SignFragment]:
     """The volume plugins' fragment (upstream ``VolumesSigner``): every source but ConfigMaps and Secrets."""
-    kept = sorted(repr(dataclasses.replace(v, name="")) for v in pod.volumes if v.kind not in SYNTHETIC_VOLUMES)
-    return fragment(VOLUMES_SIGNER, tuple(kept))
+    return fragment(VOLUMES_SIGNER, tuple(v for v in pod.volumes if v.kind not in SYNTHETIC_VOLUMES))
 
 
 @dataclass(slots=True)
@@ -216,10 +226,18 @@ class OpportunisticBatch:
         self.attempts[NO_HINT] += 1
 
     def store(
-        self, signature: Signature | None, hinted: str, chosen: str, others: Ranking | None, cycle: int, now: float
+        self,
+        signature: Signature | None,
+        hinted: str,
+        chosen: str,
+        others: Callable[[], Ranking] | None,
+        count: int,
+        cycle: int,
+        now: float,
     ) -> None:
         """Upstream ``StoreScheduleResults``: `chosen` is where the pod of cycle `cycle` goes (`hinted` the
-        hint it had, "" for none); `others` the ranking of the other scored nodes (None: not scored)."""
+        hint it had, "" for none); `others` makes the ranking of the `count` other scored nodes (None: not
+        scored), only when it is kept."""
         self._last_cycle, self.last_node = cycle, chosen
         if hinted and hinted == chosen:
             self.attempts[HINT_USED] += 1
@@ -227,10 +245,10 @@ class OpportunisticBatch:
             return
         if hinted:
             self.attempts[HINT_NOT_USED] += 1
-        if signature is not None and others is not None and len(others):
-            self._kept = _Kept(signature, others, now)
+        if signature is not None and others is not None and count:
+            self._kept = _Kept(signature, others(), now)
             return
-        self.flush(FLUSH_EMPTY_LIST if others is None or not len(others) else FLUSH_POD_NOT_BATCHABLE)
+        self.flush(FLUSH_EMPTY_LIST if others is None or not count else FLUSH_POD_NOT_BATCHABLE)
         self._kept = None
 
     def take_counts(self) -> tuple[Counter[str], Counter[str], int]:

@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import abc
 import enum
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, Protocol, Self, TypeVar
 
@@ -543,11 +543,11 @@ class BindPlugin(Plugin):
 @dataclass(frozen=True, slots=True)
 class SignFragment:
     """One part of a pod's signature (upstream ``fwk.SignFragment``): a key naming what it is (upstream's
-    signer names, e.g. ``v1.Pod.Spec.Tolerations``) and a hashable value (tuples, frozensets, strings...).
-    Plugins that read the same part of the pod use the same key and the same value."""
+    signer names, e.g. ``v1.Pod.Spec.Tolerations``) and a value compared for equality (the pod's own frozen
+    parts, tuples, strings...). Plugins that read the same part of the pod use the same key and value."""
 
     key: str
-    value: Hashable
+    value: object
 
 
 class SignPlugin(Plugin):

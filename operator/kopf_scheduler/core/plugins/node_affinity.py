@@ -272,7 +272,7 @@ class NodeAffinity(
         """OpportunisticBatching: the pod's node affinity and node selector."""
         affinity = pod.affinity.node_affinity if pod.affinity is not None else None
         return (
-            SignFragment(batching.NODE_AFFINITY_SIGNER, repr(affinity)),
+            SignFragment(batching.NODE_AFFINITY_SIGNER, affinity),
             SignFragment(batching.NODE_SELECTOR_SIGNER, batching.labels_value(pod.node_selector)),
         )
 
