@@ -468,9 +468,11 @@ class GenericScheduler:
         ranking = batch.ranking
         assert ranking is not None
         position = snapshot.table.position
-        if any(name not in position for name in ranking.names):
+        alive = ranking.alive()
+        names = [ranking.names[i] for i in alive.tolist()]
+        if any(name not in position for name in names):
             return batch.flush(FLUSH_NODE_MISSING)
-        infos = [*(snapshot.node_infos[position[name]] for name in ranking.names), last]
+        infos = [*(snapshot.node_infos[position[name]] for name in names), last]
         clone = state.clone()
         scoring: list[tuple[ScorePlugin, int]] = []
         for plugin, weight in self._scorers:
@@ -481,7 +483,7 @@ class GenericScheduler:
                 if not status.is_success:
                     return batch.flush(FLUSH_PRESCORE_ERROR)
             scoring.append((plugin, weight))
-        kept = len(ranking)
+        kept = len(names)
         totals = np.zeros(kept + 1, dtype=np.int64)
         raws: dict[str, npt.NDArray[np.int64]] = {}
         for plugin, weight in scoring:
@@ -490,7 +492,8 @@ class GenericScheduler:
             except Exception:
                 return batch.flush(FLUSH_RESCORE_ERROR)
             cached = ranking.raw.get(plugin.name)
-            raw = np.append(cached if cached is not None else np.zeros(kept, dtype=np.int64), fresh).astype(np.int64)
+            raw = np.append(cached[alive] if cached is not None else np.zeros(kept, dtype=np.int64), fresh)
+            raw = raw.astype(np.int64)
             try:
                 scores = (
                     plugin.normalize_scores(clone, pod, raw.copy()) if isinstance(plugin, NormalizeScorePlugin) else raw
@@ -499,7 +502,7 @@ class GenericScheduler:
                 return batch.flush(FLUSH_NORMALIZE_ERROR)
             totals += np.asarray(scores, dtype=np.int64) * weight
             raws[plugin.name] = raw
-        batch.replace(Ranking([*ranking.names, last.name], totals, raws))
+        batch.replace(Ranking([*names, last.name], totals, raws))
         return True
 
     def _find_feasible(

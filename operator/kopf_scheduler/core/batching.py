@@ -139,26 +139,39 @@ def volumes(pod: Pod) -> tuple[SignFragment]:
     return fragment(VOLUMES_SIGNER, tuple(v for v in pod.volumes if v.kind not in SYNTHETIC_VOLUMES))
 
 
+#: a taken node's total in a ``Ranking`` (lower than any score)
+TAKEN: Final = np.iinfo(np.int64).min
+
+
 @dataclass(slots=True)
 class Ranking:
     """Scored nodes not taken yet (upstream ``SortedScoredNodes``): per node its name and total, and per
-    scoring plugin its raw scores (aligned with ``names``), to normalise again when a node is rescored."""
+    scoring plugin its raw scores (aligned with ``names``), to normalise again when a node is rescored. A node
+    taken keeps its place with the total ``TAKEN`` (nothing is copied per pop)."""
 
     names: list[str]
     totals: npt.NDArray[np.int64]
     raw: dict[str, npt.NDArray[np.int64]] = field(default_factory=dict)
+    left: int = -1
+
+    def __post_init__(self) -> None:
+        if self.left < 0:
+            self.left = len(self.names)
 
     def __len__(self) -> int:
-        return len(self.names)
+        return self.left
+
+    def alive(self) -> npt.NDArray[np.intp]:
+        """The positions of the nodes not taken."""
+        return np.flatnonzero(self.totals != TAKEN)
 
     def pop(self, rng: random.Random) -> str:
-        """The best node, taken out; a tie broken with `rng`."""
+        """The best node, taken; a tie broken with `rng`."""
         top = np.flatnonzero(self.totals == self.totals.max())
         i = int(top[0]) if top.size == 1 else int(top[rng.randrange(top.size)])
-        name = self.names.pop(i)
-        self.totals = np.delete(self.totals, i)
-        self.raw = {plugin: np.delete(scores, i) for plugin, scores in self.raw.items()}
-        return name
+        self.totals[i] = TAKEN
+        self.left -= 1
+        return self.names[i]
 
 
 @dataclass(slots=True)
