@@ -14,6 +14,7 @@ from builders import make_node, make_pod
 from kopf_scheduler.core import batching
 from kopf_scheduler.core.algorithm import GenericScheduler, ScheduleResult
 from kopf_scheduler.core.cache import SchedulerCache
+from kopf_scheduler.core.explanation import render
 from kopf_scheduler.core.objects import Pod
 from kopf_scheduler.core.policy import default_profile, validate_policy
 from kopf_scheduler.core.profile import Profile
@@ -207,6 +208,10 @@ def test_a_kept_ranking_keeps_its_normalisation_where_scoring_afresh_would_choos
     result = sim.run([preferring(f"r{i}") for i in range(3)], burst=True)
     assert [p.node for p in result.placements] == ["n1", "n3", "n2"]
     assert sim.scheduler.batch.batched == 2
+    assert [p.batched for p in result.placements] == [False, True, True]
+    explained = result.placements[1].explanation
+    assert explained is not None and explained.hinted
+    assert "opportunistic batching's hint" in render(explained)
     fresh = Simulation(normalisation_cluster(), profile(), explain=True)
     fresh.run([preferring("r0")])
     assert fresh.evaluate(preferring("r1")).node == "n2"  # one attempt on its own: no hint
