@@ -505,12 +505,14 @@ def serve(
     pending: PendingPods,
     now: float,
     cluster: EnqueueHandle | None = None,
+    share: SchedulingQueue | None = None,
 ) -> SchedulingQueue:
     """The queue of a scheduler name that starts being served with `profile` (`queue` None: a new
     queue holding the name's pending pods), or goes on being served with a new one: its QueueSort
     (the active queue is re-sorted), its plugins' requeueing hints and its backoff settings follow
     it, and every unschedulable pod gets another try. `cluster` is what the hints may read (the
-    scheduler's cache; None: nothing, so most hints answer QUEUE)."""
+    scheduler's cache; None: nothing, so most hints answer QUEUE). A new queue counts its scheduling
+    cycles with `share` (another served name's queue: upstream counts one queue's cycles for every profile)."""
     hints = QueueingHints((*profile.filters, *profile.pre_filter_only, *profile.plugins), cluster)
     less = profile.queue_sort.less
     if queue is None:
@@ -520,6 +522,8 @@ def serve(
             pod_initial_backoff=profile.pod_initial_backoff_seconds,
             pod_max_backoff=profile.pod_max_backoff_seconds,
         )
+        if share is not None:
+            queue.cycles = share.cycles
         for pod in pending.of(profile.scheduler_name):
             queue.add(pod, now)
         return queue

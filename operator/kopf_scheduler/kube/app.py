@@ -121,6 +121,9 @@ class App:
         self.states: dict[str, PolicyState] = {}
         #: pods assumed and waiting at Permit (gangs), for every served name: a gang may span profiles
         self.waiting: WaitingPods[Parked] = WaitingPods()
+        #: uid -> the write nominating a waiting pod to its node, while in flight: its bind or its
+        #: rejection's clearing waits for it (``kube/loop.py``)
+        self.nominating: dict[str, asyncio.Task[Any]] = {}
         #: policy name -> the status last decided for it (a new leader writes them again)
         self.policy_statuses: dict[str, Mapping[str, Any]] = {}
         #: PodGroup key -> the status last written (kube/podgroups.py writes only changes)
@@ -327,7 +330,8 @@ class App:
             profile = serving.profile
             scheduler = GenericScheduler(profile, extender_factory=_extender_client)
             if state is None:
-                queue = routing.serve(profile, None, pending=self.pending, now=now, cluster=self.cache)
+                share = next((s.queue for s in self.states.values()), None)  # one count of scheduling cycles
+                queue = routing.serve(profile, None, pending=self.pending, now=now, cluster=self.cache, share=share)
                 rng = DrawLog() if self.recorder is not None else random.Random()
                 state = PolicyState(serving, scheduler, queue, Snapshot(self.cache.objects), rng)
                 self.states[serving.scheduler_name] = state

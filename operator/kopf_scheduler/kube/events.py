@@ -43,6 +43,7 @@ from typing import Any, Final
 from urllib.parse import quote
 
 from ..core.objects import Pod
+from ..core.preemption import IN_MEMORY
 from . import bodies
 from .app import App
 
@@ -216,8 +217,9 @@ async def failed_scheduling(
     )
 
 
-async def preempted(app: App, victim: Pod, *, preemptor: Pod, node: str) -> None:
-    """The Normal Preempted event on a victim, upstream's text: ``Preempted by pod <uid> on node <node>``."""
+async def preempted(app: App, victim: Pod, *, preemptor: Pod, node: str, in_memory: bool = False) -> None:
+    """The Normal Preempted event on a victim, upstream's text: ``Preempted by pod <uid> on node <node>``, with
+    `` (in kube-scheduler memory).`` for a victim that waited at Permit (not deleted)."""
     await record(
         app,
         namespace=victim.namespace,
@@ -226,6 +228,6 @@ async def preempted(app: App, victim: Pod, *, preemptor: Pod, node: str) -> None
         type_="Normal",
         reason="Preempted",
         action=ACTION_PREEMPTING,
-        message=f"Preempted by pod {preemptor.uid} on node {node}",
+        message=f"Preempted by pod {preemptor.uid} on node {node}{IN_MEMORY if in_memory else ''}",
         related=preemptor,
     )

@@ -239,6 +239,24 @@ class SchedulerMetrics:
             ["plugin", "profile"],
             registry=r,
         )
+        self._batch_attempts = Counter(
+            "scheduler_batch_attempts",
+            "Counts of results when we attempt to use batching.",
+            ["profile", "result"],
+            registry=r,
+        )
+        self._batch_cache_flushed = Counter(
+            "scheduler_batch_cache_flushed",
+            "Counts of cache flushes by reason.",
+            ["profile", "reason"],
+            registry=r,
+        )
+        self._batch_rescore_attempts = Counter(
+            "scheduler_batch_rescore_attempts",
+            "Counts of rescore attempts during opportunistic batching.",
+            ["profile"],
+            registry=r,
+        )
         self._leader = Gauge(
             "kopf_scheduler_leader",
             "1 while this process holds the policy's leader Lease, else 0.",
@@ -291,6 +309,19 @@ class SchedulerMetrics:
         _check(result, ATTEMPT_RESULTS, "attempt result")
         self._attempts.labels(result, profile).inc()
         self._attempt_duration.labels(result, profile).observe(seconds)
+
+    def observe_batch(
+        self, profile: str, attempts: Mapping[str, int], flushed: Mapping[str, int], rescores: int
+    ) -> None:
+        """Opportunistic batching's counts since the last call (``core/batching.py``), upstream's
+        ``scheduler_batch_attempts_total{profile,result}``, ``scheduler_batch_cache_flushed_total{profile,reason}``
+        and ``scheduler_batch_rescore_attempts_total{profile}``."""
+        for result, count in attempts.items():
+            self._batch_attempts.labels(profile, result).inc(count)
+        for reason, count in flushed.items():
+            self._batch_cache_flushed.labels(profile, reason).inc(count)
+        if rescores:
+            self._batch_rescore_attempts.labels(profile).inc(rescores)
 
     def observe_algorithm(self, seconds: float) -> None:
         """The algorithm (filter -> score -> select host) ran, whatever its outcome."""

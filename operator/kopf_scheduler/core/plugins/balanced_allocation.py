@@ -31,9 +31,19 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from .. import scoring
+from .. import batching, scoring
 from ..dra.extended import DraScoring, dra_scoring, dra_vectors
-from ..framework import SKIP, SUCCESS, CycleState, PreScorePlugin, StateKey, Status, VectorScore
+from ..framework import (
+    SKIP,
+    SUCCESS,
+    CycleState,
+    PreScorePlugin,
+    SignFragment,
+    SignPlugin,
+    StateKey,
+    Status,
+    VectorScore,
+)
 from ..resources import CPU, MEMORY
 
 if TYPE_CHECKING:
@@ -55,11 +65,15 @@ class BalancedAllocationArgs:
         scoring.check_resources(self.resources, "resources", weight_must_be_one=True, reject_duplicates=True)
 
 
-class NodeResourcesBalancedAllocation(PreScorePlugin, VectorScore):
+class NodeResourcesBalancedAllocation(PreScorePlugin, VectorScore, SignPlugin):
     """Score by how balanced the node's resource use would be with the pod on it."""
 
     NAME = "NodeResourcesBalancedAllocation"
     Args = BalancedAllocationArgs
+
+    def sign_pod(self, pod: Pod) -> tuple[SignFragment, ...] | Status:
+        """OpportunisticBatching: the pod's requests."""
+        return batching.resources(pod)
 
     def __init__(self, args: BalancedAllocationArgs | None = None, *, name: str | None = None) -> None:
         super().__init__(args, name=name)

@@ -42,6 +42,8 @@ UnschedulableAndUnresolvable, as upstream's ``statusUnschedulable`` makes it.
   Unreserve releases them and, for a claim PreBind had already reserved for the pod, queues the patch
   removing the pod from ``reservedFor``; an extended-resource claim PreBind had created is deleted
   (its finalizer removed first).
+- PreBindPreFlight: work for every pod with claims or extended resources DRA serves (so the pod is
+  nominated to its node before binding, upstream's NominatedNodeNameForExpectation), none without.
 - PreBind: the extended-resource claim is created first (``generateName: <pod>-extended-resources-``);
   then for each claim not yet reserved for the pod, add the finalizer if missing (an update),
   then write ``status.allocation`` (when Reserve allocated it) and append the pod to ``reservedFor``
@@ -106,6 +108,8 @@ from ..framework import (
     PreScorePlugin,
     QueueingHint,
     ReservePlugin,
+    SignFragment,
+    SignPlugin,
     StateKey,
     Status,
     VectorScore,
@@ -496,6 +500,7 @@ class DynamicResources(
     NormalizeScorePlugin,
     ReservePlugin,
     PreBindPlugin,
+    SignPlugin,
 ):
     """See the module docstring."""
 
@@ -505,6 +510,13 @@ class DynamicResources(
     DEFAULT_WEIGHT = 2
 
     # ------------------------------------------------------------------ queueing
+
+    def sign_pod(self, pod: Pod) -> tuple[SignFragment, ...] | Status:
+        """OpportunisticBatching: pods with claims are not signable (upstream: whether a claim is local to
+        one node is not simple to tell); others add nothing."""
+        if pod.resource_claims:
+            return framework.unschedulable("pods with dra resource claims are not signable")
+        return ()
 
     def pre_enqueue(self, pod: Pod, handle: EnqueueHandle) -> Status:
         if not pod.resource_claims:
@@ -737,6 +749,12 @@ class DynamicResources(
             tracker.outbox.append(delete_write(extended))
 
     # ------------------------------------------------------------------ PreBind
+
+    def pre_bind_pre_flight(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        """Upstream ``PreBindPreFlight``: PreBind has work for every pod with claims (allocated and
+        reserved ones included: upstream looks only at whether there are any)."""
+        s = state.read(self._key)
+        return framework.SUCCESS if s is not None and s.claims else framework.SKIP
 
     async def pre_bind(self, state: CycleState, pod: Pod, node_name: str, client: ApiClient) -> Status:
         """Upstream ``PreBind`` / ``bindClaim`` (see the module docstring)."""

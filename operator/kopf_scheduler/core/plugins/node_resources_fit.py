@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Final, Literal
 import numpy as np
 import numpy.typing as npt
 
-from .. import scoring
+from .. import batching, scoring
 from ..arguments import PluginArgsError
 from ..dra.extended import DraScoring, dra_scoring, dra_vectors
 from ..dra.extended import delegated as dra_delegated
@@ -62,6 +62,8 @@ from ..framework import (
     PreFilterPlugin,
     PreScorePlugin,
     QueueingHint,
+    SignFragment,
+    SignPlugin,
     StateKey,
     Status,
     VectorFilter,
@@ -200,11 +202,15 @@ class NodeResourcesFitArgs:
                     raise PluginArgsError(f"{key}[{i}]", "must be a non-empty string")
 
 
-class NodeResourcesFit(PreFilterPlugin, VectorFilter, PreScorePlugin, VectorScore, EnqueueExtensions):
+class NodeResourcesFit(PreFilterPlugin, VectorFilter, PreScorePlugin, VectorScore, EnqueueExtensions, SignPlugin):
     """Filter on requests vs allocatable; score by the configured allocation strategy."""
 
     NAME = "NodeResourcesFit"
     Args = NodeResourcesFitArgs
+
+    def sign_pod(self, pod: Pod) -> tuple[SignFragment, ...] | Status:
+        """OpportunisticBatching: the pod's requests."""
+        return batching.resources(pod)
 
     def __init__(self, args: NodeResourcesFitArgs | None = None, *, name: str | None = None) -> None:
         super().__init__(args, name=name)
