@@ -37,6 +37,10 @@ PACKING: Mapping[str, Any] = {
 }
 
 
+#: a cluster with nothing in it: what the signatures below read of the cluster (no DeviceClass)
+EMPTY = Snapshot(SchedulerCache().objects)
+
+
 def profile(spec: Mapping[str, Any] = BATCHING) -> Profile:
     p = validate_policy(spec)
     assert isinstance(p, Profile), p
@@ -72,12 +76,12 @@ class Cluster:
 
 def test_identical_pods_sign_alike_and_a_difference_in_what_plugins_read_signs_apart() -> None:
     scheduler = GenericScheduler(profile())
-    a, b = scheduler.sign(replica("a")), scheduler.sign(replica("b"))
+    a, b = scheduler.sign(replica("a"), EMPTY), scheduler.sign(replica("b"), EMPTY)
     assert a is not None and a == b  # the name and uid are no part of it
-    assert scheduler.sign(replica("c", port=9090)) != a
-    assert scheduler.sign(replica("d", cpu="1")) != a
+    assert scheduler.sign(replica("c", port=9090), EMPTY) != a
+    assert scheduler.sign(replica("d", cpu="1"), EMPTY) != a
     assert scheduler.sign(make_pod("e").scheduler("s").req(cpu="500m", memory="256Mi").host_port(8080)
-                          .toleration("k", "v", "NoSchedule").obj()) != a  # fmt: skip
+                          .toleration("k", "v", "NoSchedule").obj(), EMPTY) != a  # fmt: skip
     assert dict(a)[batching.SCHEDULER_NAME_SIGNER] == "s"
 
 
@@ -91,19 +95,19 @@ def test_identical_pods_sign_alike_and_a_difference_in_what_plugins_read_signs_a
     ],
 )  # fmt: skip
 def test_a_plugin_refuses_to_sign_pods_whose_verdicts_depend_on_other_pods(pod: Pod) -> None:
-    assert GenericScheduler(profile()).sign(pod) is None
+    assert GenericScheduler(profile()).sign(pod, EMPTY) is None
 
 
 def test_the_default_profile_signs_no_pod_as_upstreams_system_spread_defaults_say() -> None:
     """Upstream's PodTopologySpread with system default constraints refuses every pod: no batching."""
     scheduler = GenericScheduler(default_profile("s"))
-    assert scheduler.signers is not None and scheduler.sign(replica("a")) is None
+    assert scheduler.signers is not None and scheduler.sign(replica("a"), EMPTY) is None
 
 
 def test_a_profile_with_a_plugin_that_cannot_sign_signs_nothing() -> None:
     """v1.9's SelectorSpread is no SignPlugin: upstream's computeBatchablePlugins turns signatures off."""
     scheduler = GenericScheduler(profile({"schedulerName": "s", "priorities": [{"name": "SelectorSpread"}]}))
-    assert scheduler.signers is None and scheduler.sign(replica("a")) is None
+    assert scheduler.signers is None and scheduler.sign(replica("a"), EMPTY) is None
 
 
 # --------------------------------------------------------------------------- hints

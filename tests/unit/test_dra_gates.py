@@ -20,7 +20,7 @@ from kopf_scheduler.core.dra.objects import EXTENDED_RESOURCE_CLAIM_ANNOTATION, 
 from kopf_scheduler.core.dra.parsing import parse_device_taint_rule
 from kopf_scheduler.core.dra.routing import route_dra_object
 from kopf_scheduler.core.dra.tracker import DraTracker
-from kopf_scheduler.core.framework import ClusterEvent, Code, CycleState, QueueingHint
+from kopf_scheduler.core.framework import ClusterEvent, Code, CycleState, QueueingHint, Status
 from kopf_scheduler.core.objects import Pod
 from kopf_scheduler.core.plugins.dynamic_resources import (
     ERR_CANNOT_ALLOCATE,
@@ -495,3 +495,27 @@ def test_balanced_allocation_counts_a_dra_resource_like_an_advertised_one() -> N
     scores = [plugin.score(state, pod, i) for i in infos]
     assert scores[0] == scores[1] != scores[2]
     assert plugin.score_nodes(state, pod, snap.table, np.arange(3)).tolist() == scores
+
+
+# =============================================================================================== batching
+
+
+def test_a_pod_whose_extended_resource_a_device_class_serves_is_not_signed_for_batching() -> None:
+    """Upstream's NodeResourcesFit and BalancedAllocation refuse to sign such a pod (which devices it gets
+    depends on more than the pod): no opportunistic batching for it; a pod asking for none is signed."""
+    from kopf_scheduler.core import batching
+    from kopf_scheduler.core.algorithm import GenericScheduler
+    from kopf_scheduler.core.policy import validate_policy
+
+    cache = SchedulerCache()
+    route_dra_object("DeviceClass", "gpu", class_obj(gpu_class()), cache=cache, served={}, now=0.0)
+    snapshot = Snapshot(cache.objects)
+    spec = {"schedulerName": "s", "pluginConfig": [{"name": "PodTopologySpread", "args": {"defaultingType": "List"}}]}
+    validated = validate_policy(spec)
+    assert not isinstance(validated, list)
+    scheduler = GenericScheduler(validated)
+    gpu_pod = make_pod("g").scheduler("s").req(cpu="1", **{GPU: "1"}).obj()
+    assert scheduler.sign(gpu_pod, snapshot) is None
+    refused = batching.resources(gpu_pod, snapshot)
+    assert isinstance(refused, Status) and refused.message == batching.DRA_EXTENDED_NOT_SIGNABLE
+    assert scheduler.sign(make_pod("p").scheduler("s").req(cpu="1").obj(), snapshot) is not None

@@ -231,13 +231,13 @@ class GenericScheduler:
         result.node_names = snapshot.table.names
         return result
 
-    def sign(self, pod: Pod) -> Signature | None:
+    def sign(self, pod: Pod, snapshot: Snapshot) -> Signature | None:
         """The pod's signature under this profile (``core/batching.py``), or None: not signable. A plugin that
         refuses is asked first next time (the order changes no signature)."""
         signers = self.signers
         if signers is None:
             return None
-        signature, refused = signed_by(signers, pod)
+        signature, refused = signed_by(signers, pod, snapshot)
         if refused > 0:
             self.signers = (signers[refused], *signers[:refused], *signers[refused + 1 :])
         return signature
@@ -276,7 +276,7 @@ class GenericScheduler:
         signature: Signature | None = None
         hint = ""
         if cycle is not None:  # upstream asks for a hint even for a nominated pod (which then gets none)
-            signature = self.sign(pod)
+            signature = self.sign(pod, snapshot)
             hint = self._hint(state, pod, snapshot, active, signature, cycle, now, rng)
         feasible: list[int] | None = None
         skipped: list[str] = []

@@ -31,13 +31,17 @@ import random
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import numpy as np
 import numpy.typing as npt
 
-from .framework import SignFragment, SignPlugin, Status
+from .dra.extended import delegated
+from .framework import Code, SignFragment, SignPlugin, Status
 from .objects import Pod
+
+if TYPE_CHECKING:
+    from .snapshot import Snapshot
 
 __all__ = [
     "MAX_BATCH_AGE",
@@ -86,20 +90,20 @@ FLUSH_NORMALIZE_ERROR: Final = "normalize_error"
 Signature = tuple[tuple[str, object], ...]
 
 
-def sign_pod(plugins: Sequence[SignPlugin], pod: Pod) -> Signature | None:
+def sign_pod(plugins: Sequence[SignPlugin], pod: Pod, snapshot: Snapshot) -> Signature | None:
     """Upstream ``SignPod``: the pod's scheduler name and every plugin's fragments, or None when a plugin
     cannot sign the pod (it answered a Status, or raised)."""
-    return signed_by(plugins, pod)[0]
+    return signed_by(plugins, pod, snapshot)[0]
 
 
-def signed_by(plugins: Sequence[SignPlugin], pod: Pod) -> tuple[Signature | None, int]:
+def signed_by(plugins: Sequence[SignPlugin], pod: Pod, snapshot: Snapshot) -> tuple[Signature | None, int]:
     """``sign_pod``, and the position of the plugin that refused (-1: none). The order of `plugins` does not
     change the signature, so a caller may ask the one that refused last time first (most pods of a profile
     whose spread defaults refuse every pod then cost one call)."""
     fragments: dict[str, object] = {SCHEDULER_NAME_SIGNER: pod.scheduler_name}
     for i, plugin in enumerate(plugins):
         try:
-            signed = plugin.sign_pod(pod)
+            signed = plugin.sign_pod(pod, snapshot)
         except Exception:  # a plugin bug: the pod is not signable, nothing worse
             return None, i
         if isinstance(signed, Status):
@@ -123,9 +127,17 @@ def labels_value(labels: Mapping[str, str]) -> Mapping[str, str]:
     return labels
 
 
-def resources(pod: Pod) -> tuple[SignFragment]:
+#: upstream's refusal when a DeviceClass serves one of the pod's extended resources (DRAExtendedResource)
+DRA_EXTENDED_NOT_SIGNABLE: Final = "signature disabled when dra extended resources are used in the cluster"
+
+
+def resources(pod: Pod, snapshot: Snapshot) -> tuple[SignFragment] | Status:
     """NodeResourcesFit's and BalancedAllocation's fragment: what the pod requests (upstream
-    ``computePodResourceRequest``), with the scorers' non-zero defaults."""
+    ``computePodResourceRequest``), with the scorers' non-zero defaults; not signable when DRA may serve
+    one of its extended resources (which devices it gets depends on more than the pod)."""
+    scalar = pod.requests.scalar
+    if scalar and delegated(scalar, snapshot.objects.dra):
+        return Status(Code.UNSCHEDULABLE, (DRA_EXTENDED_NOT_SIGNABLE,))
     return fragment(RESOURCES_SIGNER, (pod.requests, pod.non_zero_requests, pod.container_non_zero_requests))
 
 

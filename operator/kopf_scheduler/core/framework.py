@@ -555,9 +555,11 @@ class SignPlugin(Plugin):
     depend on. Every such plugin of a profile must be one for the profile to sign pods."""
 
     @abc.abstractmethod
-    def sign_pod(self, pod: Pod) -> Sequence[SignFragment] | Status:
+    def sign_pod(self, pod: Pod, snapshot: Snapshot) -> Sequence[SignFragment] | Status:
         """The fragments (possibly none: the plugin depends on nothing of the pod but its node), or a
-        Status saying why the pod cannot be signed (then it is never batched). Pure and cheap."""
+        Status saying why the pod cannot be signed (then it is never batched). `snapshot` is the cycle's
+        view of the cluster (as upstream's plugins read their handle's listers, e.g. which DeviceClasses
+        serve an extended resource). Pure and cheap."""
 
 
 class QueueSortPlugin(Plugin):

@@ -71,9 +71,9 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, VectorScore, SignPlugin):
     NAME = "NodeResourcesBalancedAllocation"
     Args = BalancedAllocationArgs
 
-    def sign_pod(self, pod: Pod) -> tuple[SignFragment, ...] | Status:
-        """OpportunisticBatching: the pod's requests."""
-        return batching.resources(pod)
+    def sign_pod(self, pod: Pod, snapshot: Snapshot) -> tuple[SignFragment, ...] | Status:
+        """OpportunisticBatching: the pod's requests (not signable when DRA may serve an extended resource)."""
+        return batching.resources(pod, snapshot)
 
     def __init__(self, args: BalancedAllocationArgs | None = None, *, name: str | None = None) -> None:
         super().__init__(args, name=name)

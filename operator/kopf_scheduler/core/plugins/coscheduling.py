@@ -105,7 +105,7 @@ class Coscheduling(PreFilterPlugin, ReservePlugin, PermitPlugin, EnqueueExtensio
     NAME = "Coscheduling"
     Args = CoschedulingArgs
 
-    def sign_pod(self, pod: Pod) -> tuple[SignFragment, ...] | Status:
+    def sign_pod(self, pod: Pod, snapshot: Snapshot) -> tuple[SignFragment, ...] | Status:
         """OpportunisticBatching: its PreFilter passes or fails a pod whatever the node: nothing to add."""
         return ()
 

@@ -511,7 +511,7 @@ class DynamicResources(
 
     # ------------------------------------------------------------------ queueing
 
-    def sign_pod(self, pod: Pod) -> tuple[SignFragment, ...] | Status:
+    def sign_pod(self, pod: Pod, snapshot: Snapshot) -> tuple[SignFragment, ...] | Status:
         """OpportunisticBatching: pods with claims are not signable (upstream: whether a claim is local to
         one node is not simple to tell); others add nothing."""
         if pod.resource_claims:

@@ -87,7 +87,7 @@ class GangScheduling(
     NAME = "GangScheduling"
     Args = GangSchedulingArgs
 
-    def sign_pod(self, pod: Pod) -> tuple[SignFragment, ...] | Status:
+    def sign_pod(self, pod: Pod, snapshot: Snapshot) -> tuple[SignFragment, ...] | Status:
         """OpportunisticBatching: its PreFilter passes or fails a pod whatever the node: nothing to add
         (upstream's plugin has no PreFilter and is not asked)."""
         return ()

@@ -135,7 +135,7 @@ class _PreScoreState:
 class ImageLocality(PreScorePlugin, VectorScore, SignPlugin):
     NAME = "ImageLocality"
 
-    def sign_pod(self, pod: Pod) -> tuple[SignFragment, ...] | Status:
+    def sign_pod(self, pod: Pod, snapshot: Snapshot) -> tuple[SignFragment, ...] | Status:
         """OpportunisticBatching: the images of the pod's containers and init containers."""
         images = sorted({normalized_image_name(c.image) for c in (*pod.containers, *pod.init_containers)})
         return batching.fragment(batching.IMAGE_NAMES_SIGNER, tuple(images))

@@ -393,7 +393,7 @@ class InterPodAffinity(
     NAME = "InterPodAffinity"
     Args = InterPodAffinityArgs
 
-    def sign_pod(self, pod: Pod) -> tuple[SignFragment, ...] | Status:
+    def sign_pod(self, pod: Pod, snapshot: Snapshot) -> tuple[SignFragment, ...] | Status:
         """OpportunisticBatching: a pod with (anti-)affinity terms cannot be signed; otherwise its labels
         (existing pods' terms may select it), unless existing pods' preferred terms are ignored."""
         affinity = pod.affinity

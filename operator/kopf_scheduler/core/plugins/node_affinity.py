@@ -268,7 +268,7 @@ class NodeAffinity(
     NAME = "NodeAffinity"
     Args = NodeAffinityArgs
 
-    def sign_pod(self, pod: Pod) -> tuple[SignFragment, ...] | Status:
+    def sign_pod(self, pod: Pod, snapshot: Snapshot) -> tuple[SignFragment, ...] | Status:
         """OpportunisticBatching: the pod's node affinity and node selector."""
         affinity = pod.affinity.node_affinity if pod.affinity is not None else None
         return (

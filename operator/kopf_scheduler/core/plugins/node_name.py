@@ -51,7 +51,7 @@ def fits(pod: Pod, node_info: NodeInfo) -> Status:
 class NodeName(PreFilterPlugin, VectorFilter, EnqueueExtensions, SignPlugin):
     NAME = "NodeName"
 
-    def sign_pod(self, pod: Pod) -> tuple[SignFragment, ...] | Status:
+    def sign_pod(self, pod: Pod, snapshot: Snapshot) -> tuple[SignFragment, ...] | Status:
         """OpportunisticBatching: the verdict depends on the pod's ``spec.nodeName``."""
         return batching.fragment(batching.NODE_NAME_SIGNER, pod.node_name)
 

@@ -94,7 +94,7 @@ class _PreFilterState:
 class NodePorts(PreFilterPlugin, VectorFilter, EnqueueExtensions, SignPlugin):
     NAME = "NodePorts"
 
-    def sign_pod(self, pod: Pod) -> tuple[SignFragment, ...] | Status:
+    def sign_pod(self, pod: Pod, snapshot: Snapshot) -> tuple[SignFragment, ...] | Status:
         """OpportunisticBatching: the pod's host ports (upstream ``HostPortsSigner``)."""
         ports = sorted({p.host_port for p in pod.host_ports if p.host_port})
         return batching.fragment(batching.HOST_PORTS_SIGNER, tuple(ports))

@@ -78,7 +78,7 @@ def _blocked_column(table: NodeTable) -> tuple[npt.NDArray[np.bool_], bool]:
 class NodeUnschedulable(PreFilterPlugin, VectorFilter, EnqueueExtensions, SignPlugin):
     NAME = "NodeUnschedulable"
 
-    def sign_pod(self, pod: Pod) -> tuple[SignFragment, ...] | Status:
+    def sign_pod(self, pod: Pod, snapshot: Snapshot) -> tuple[SignFragment, ...] | Status:
         """OpportunisticBatching: the verdict depends on the pod's tolerations."""
         return batching.tolerations(pod)
 

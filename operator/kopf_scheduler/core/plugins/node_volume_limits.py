@@ -259,7 +259,7 @@ def fits(pod: Pod, node_info: NodeInfo, objects: ClusterObjects) -> Status:
 class NodeVolumeLimits(PreFilterPlugin, VectorFilter, EnqueueExtensions, SignPlugin):
     NAME = "NodeVolumeLimits"
 
-    def sign_pod(self, pod: Pod) -> tuple[SignFragment, ...] | Status:
+    def sign_pod(self, pod: Pod, snapshot: Snapshot) -> tuple[SignFragment, ...] | Status:
         """OpportunisticBatching: the pod's volumes."""
         return batching.volumes(pod)
 

@@ -506,7 +506,7 @@ class PodTopologySpread(
     NAME = "PodTopologySpread"
     Args = PodTopologySpreadArgs
 
-    def sign_pod(self, pod: Pod) -> tuple[SignFragment, ...] | Status:
+    def sign_pod(self, pod: Pod, snapshot: Snapshot) -> tuple[SignFragment, ...] | Status:
         """OpportunisticBatching: spreading depends on where other pods are, not on the pod and the node
         alone: a pod with constraints, or any pod while default constraints apply, cannot be signed."""
         if pod.topology_spread_constraints:

@@ -113,7 +113,7 @@ class TaintToleration(
 ):
     NAME = "TaintToleration"
 
-    def sign_pod(self, pod: Pod) -> tuple[SignFragment, ...] | Status:
+    def sign_pod(self, pod: Pod, snapshot: Snapshot) -> tuple[SignFragment, ...] | Status:
         """OpportunisticBatching: verdicts and scores depend on the pod's tolerations."""
         return batching.tolerations(pod)
 

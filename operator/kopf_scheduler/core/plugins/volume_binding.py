@@ -514,7 +514,7 @@ class VolumeBinding(PreFilterPlugin, VectorFilter, PreScorePlugin, ScorePlugin, 
     NAME = "VolumeBinding"
     Args = VolumeBindingArgs
 
-    def sign_pod(self, pod: Pod) -> tuple[SignFragment, ...] | Status:
+    def sign_pod(self, pod: Pod, snapshot: Snapshot) -> tuple[SignFragment, ...] | Status:
         """OpportunisticBatching: the pod's volumes."""
         return batching.volumes(pod)
 

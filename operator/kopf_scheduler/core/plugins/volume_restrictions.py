@@ -222,7 +222,7 @@ def with_pod(s: PreFilterState, pod: Pod, other: Pod, sign: int) -> PreFilterSta
 class VolumeRestrictions(PreFilterExtensions, VectorFilter, EnqueueExtensions, SignPlugin):
     NAME = "VolumeRestrictions"
 
-    def sign_pod(self, pod: Pod) -> tuple[SignFragment, ...] | Status:
+    def sign_pod(self, pod: Pod, snapshot: Snapshot) -> tuple[SignFragment, ...] | Status:
         """OpportunisticBatching: the pod's volumes."""
         return batching.volumes(pod)
 

@@ -176,7 +176,7 @@ class _PreFilterState:
 class VolumeZone(PreFilterPlugin, VectorFilter, EnqueueExtensions, SignPlugin):
     NAME = "VolumeZone"
 
-    def sign_pod(self, pod: Pod) -> tuple[SignFragment, ...] | Status:
+    def sign_pod(self, pod: Pod, snapshot: Snapshot) -> tuple[SignFragment, ...] | Status:
         """OpportunisticBatching: the pod's volumes."""
         return batching.volumes(pod)
 
