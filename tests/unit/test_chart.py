@@ -55,6 +55,12 @@ def test_chart_crds_are_the_repository_crds_byte_for_byte() -> None:
         )
 
 
+def test_chart_dashboard_is_deploys_byte_for_byte() -> None:
+    """`.Files.Get` reads only inside the chart: files/ holds a copy of deploy/'s dashboard."""
+    copy, source = CHART / "files" / "grafana-dashboard.json", ROOT / "deploy" / "grafana-dashboard.json"
+    assert copy.read_bytes() == source.read_bytes(), f"cp {source.relative_to(ROOT)} {copy.relative_to(ROOT)}"
+
+
 # --- values: documented, typed, used ---------------------------------------------------------
 
 
