@@ -114,7 +114,8 @@ def server_context(
     """A server-side context with the certificate given as files or as PEM (written to a private
     temporary folder only as long as ``ssl`` needs to read it); with `client_ca` (PEM), client
     certificates are asked for and verified against it."""
-    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    # not create_default_context: it would trust the system's CAs for client certificates too
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
     if cert_file and key_file:
         ctx.load_cert_chain(cert_file, key_file)
