@@ -207,8 +207,14 @@ def test_every_value_lands_where_it_says(helm: Helm, every_value: Path) -> None:
 
 
 def test_the_default_service_monitor_scrapes_https_with_a_token_as_kube_prometheus_does(helm: Helm) -> None:
+    """... and is deploy/monitoring/'s, object for object."""
     objects = helm.template("--set", "serviceMonitor.enabled=true")
     (monitor,) = [obj for k, obj in objects.items() if k[1] == "ServiceMonitor"]
+    kubectl = ensure_binaries(echo=False) / "kubectl"
+    out = subprocess.run(
+        [str(kubectl), "kustomize", str(ROOT / "deploy" / "monitoring")], capture_output=True, text=True, check=True
+    )
+    assert parse(out.stdout) == {key(monitor): monitor}
     (endpoint,) = monitor["spec"]["endpoints"]
     assert endpoint["scheme"] == "https" and endpoint["tlsConfig"] == {"insecureSkipVerify": True}
     assert endpoint["bearerTokenFile"] == "/var/run/secrets/kubernetes.io/serviceaccount/token"
