@@ -11,9 +11,9 @@ kopf_scheduler.cluster) with its nodes. The contenders then run in turn on it, e
 process, with the same nodes and the same pods (only spec.schedulerName differs), in `--rounds`
 rounds whose order rotates, so slow drift and noise cancel in the per-round ratios:
 
-- ours:       ``kopf-scheduler run --kubeconfig K --metrics-port P`` (the production entry; P is a
-              free port, as port 0 would turn /readyz off) after the CRD (crds/schedulingpolicy.yaml)
-              and one shipped policy (`--policy-file`) are applied;
+- ours:       ``kopf-scheduler run --kubeconfig K --secure-port 0 --insecure-port P`` (the production
+              entry; P is a free port for /readyz over plain HTTP, the development mode) after the CRD
+              (crds/schedulingpolicy.yaml) and one shipped policy (`--policy-file`) are applied;
 - upstream:   kube-scheduler v1.37.2 from the same build, its default profile (default-scheduler),
               client qps/burst 5000 as scheduler_perf sets them, leader election off;
 - raw:        bench/raw_binder.py: binds pending pods round-robin, 64 in flight: the ceiling;
@@ -541,7 +541,9 @@ def start_ours(bench: Bench, *, kubeconfig: Path | None = None, log_name: str = 
         "run",
         "--kubeconfig",
         str(kubeconfig or bench.cp.kubeconfig),
-        "--metrics-port",
+        "--secure-port",
+        "0",
+        "--insecure-port",
         str(port),
     ]
     if bench.args.record_ours is not None:  # a live trace for bench_replay.py --trace (one directory a run)
@@ -1116,7 +1118,7 @@ async def main_async(args: argparse.Namespace, command: str) -> dict[str, Any]:
         "rounds": args.rounds,
         "quick": args.quick,
         "contenders": {c.key: {"label": c.label, "scheduler_name": c.scheduler_name} for c in chosen},
-        "ours": f"kopf-scheduler run --metrics-port P, {describe_policy(args.policy_file)}",
+        "ours": f"kopf-scheduler run --insecure-port P, {describe_policy(args.policy_file)}",
         "upstream": f"kube-scheduler v1.37.2, profile {UPSTREAM_PROFILE}, "
         f"clientConnection qps/burst {UPSTREAM_QPS}, leader election off",
         "workloads": [],

@@ -258,7 +258,7 @@ class Operator:
                 "run",
                 "--kubeconfig",
                 str(kubeconfig),
-                "--metrics-port",
+                "--secure-port",
                 "0",
                 *flags,
                 *args,

@@ -653,3 +653,31 @@ def test_without_a_loop_the_caller_runs_one_private_loop_for_every_call() -> Non
     closed: list[bool] = []
     bridge.close(lambda: closed.append(True))
     assert closed == [True] and first.is_closed()
+
+
+def test_extra_headers_go_with_the_request_and_line_breaks_in_them_are_refused() -> None:
+    """The kubectl plugin's token for the operator rides in a header of its own (telemetry/access.py)."""
+    heads: list[bytes] = []
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        heads.append(await reader.readuntil(b"\r\n\r\n"))
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+        await writer.drain()
+        writer.close()
+
+    async def main() -> None:
+        server = await asyncio.start_server(answer, "127.0.0.1", 0)
+        api = make_api(f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}", token=FakeToken("user-token"))
+        try:
+            response = await api.request("GET", "/x", headers={"Kopf-Scheduler-Authorization": "Bearer minted"})
+            assert response.ok
+            with pytest.raises(ValueError, match="line break"):
+                await api.request("GET", "/x", headers={"X-Evil": "a\r\nHost: elsewhere"})
+        finally:
+            await api.close()
+            server.close()
+
+    asyncio.run(asyncio.wait_for(main(), 8))
+    (head,) = heads
+    assert b"\r\nKopf-Scheduler-Authorization: Bearer minted\r\n" in head
+    assert b"\r\nAuthorization: Bearer user-token\r\n" in head  # the client's own credentials still go

@@ -13,8 +13,9 @@ never compare codes.
 
 **Fencing.** ``Api`` takes a ``fence``: a callable asked before every write (any method but GET).
 When it says no, nothing is sent and the response is ``fenced``. The leader elector's own Lease
-writes pass ``fence=False``; everything else is fenced, so no write path can forget the check
-(``kube/leader.py`` says when a term is valid).
+writes pass ``fence=False``, and so do the secure port's TokenReviews and SubjectAccessReviews
+(``kube/serving.py``: they change nothing); everything else is fenced, so no write path can forget
+the check (``kube/leader.py`` says when a term is valid).
 
 **Requests** go through the edge's own HTTP/1.1 keep-alive ``Pool`` (``edge/transport.py``: its
 idle-age, timeout and resend rules): a bind or an event is a few hundred bytes each way, and
@@ -165,18 +166,23 @@ class Api:
         accept: str | None = None,
         decode: bool = True,
         retry: bool | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> Response:
-        """One request; `fence=False` only for the Lease itself (see the module docstring). With
+        """One request; `fence=False` only for the Lease itself and for reviews, which change nothing (see
+        the module docstring); `headers` go with it (the kubectl plugin's token for the operator). With
         `decode` False a successful answer's body is not parsed (a created Event, a bind's Status:
         nobody reads them, and parsing them cost more than the rest of the exchange). `retry`: whether
         it may be sent again after no answer or an overloaded server's (default: every method but POST)."""
         data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
+        if headers and any("\r" in h or "\n" in h for item in headers.items() for h in item):
+            raise ValueError("a header name or value holds a line break")
+        extra = "".join(f"{name}: {value}\r\n" for name, value in (headers or {}).items())
         pauses = RETRY_PAUSES if (method != "POST" if retry is None else retry) else ()
         tries = 0
         while True:
             if fence and method != "GET" and not self.may_write():
                 return Response(0, fenced=True, retried=tries > 0)
-            response = await self._once(method, path, data, content_type, accept, decode, fence)
+            response = await self._once(method, path, data, content_type, accept, decode, fence, extra)
             if tries >= len(pauses) or response.fenced or (response.status and response.status not in RETRY_STATUSES):
                 return replace(response, retried=True) if tries else response
             await asyncio.sleep(pauses[tries] * (1.0 + random.random()))
@@ -191,13 +197,14 @@ class Api:
         accept: str | None,
         decode: bool,
         fence: bool,
+        extra: str = "",
     ) -> Response:
         """One try: a stale token refreshed first, a 401 with a token that changed on refresh sent once more."""
         await self._fresh_token()
-        response = await self._send(method, path, data, content_type, accept, decode, fence)
+        response = await self._send(method, path, data, content_type, accept, decode, fence, extra)
         token = self.credentials.token
         if response.unauthorized and token is not None and await self._refresh_token():
-            response = await self._send(method, path, data, content_type, accept, decode, fence)
+            response = await self._send(method, path, data, content_type, accept, decode, fence, extra)
         return response
 
     async def _fresh_token(self) -> None:
@@ -227,8 +234,9 @@ class Api:
         accept: str | None,
         decode: bool,
         fence: bool,
+        extra: str = "",
     ) -> Response:
-        head = f"{method} {self._prefix}{path} HTTP/1.1\r\n{self._head}{self._authorization()}"
+        head = f"{method} {self._prefix}{path} HTTP/1.1\r\n{self._head}{self._authorization()}{extra}"
         if accept is not None:
             head = head.replace("Accept: application/json\r\n", f"Accept: {accept}\r\n", 1)
         if data is not None:

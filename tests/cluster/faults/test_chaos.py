@@ -63,7 +63,7 @@ def metric(text: str, name: str) -> float:
 
 def chaotic(rig: Rig, chaos: ChaosProxy, port: int, *, name: str = "operator") -> Operator:
     config = proxied_kubeconfig(rig.sa_kubeconfig, chaos, rig.tmp_path / f"chaos-{name}.kubeconfig")
-    return rig.operator("--metrics-port", str(port), kubeconfig=config, name=name)
+    return rig.operator("--insecure-port", str(port), kubeconfig=config, name=name)
 
 
 def bind_times(rig: Rig) -> list[datetime]:
