@@ -133,6 +133,7 @@ def test_a_scrape_after_scheduling_has_process_request_and_framework_families(
             "Score",
             "Reserve",
             "Permit",
+            "PreBindPreFlight",  # upstream's label for the pre-flights (NominatedNodeNameForExpectation)
             "PreBind",
             "Bind",
         }
