@@ -179,10 +179,13 @@ def test_gated_pods_wait_quietly_until_the_gate_is_removed(
         for name in names:
             core.patch_namespaced_pod(name, namespace, [{"op": "remove", "path": "/spec/schedulingGates"}])
         wait(op, lambda: bound(core, namespace, names), timeout=30, message="admitted pods bound")
-        scheduled = {
-            e.involved_object.name for e in core.list_namespaced_event(namespace).items if e.reason == "Scheduled"
-        }
-        assert set(names) <= scheduled
+
+        def scheduled() -> set[str]:
+            return {
+                e.involved_object.name for e in core.list_namespaced_event(namespace).items if e.reason == "Scheduled"
+            }
+
+        wait(op, lambda: set(names) <= scheduled(), message="a Scheduled event each")  # written right after each bind
         assert scrape(port).get(("scheduler_pending_pods", frozenset({("queue", "gated")}))) == 0
 
 
@@ -215,8 +218,12 @@ def test_a_labelled_namespace_sends_its_pods_to_us_through_the_admission_policy(
             other = created("named-its-own", scheduler="someone-else")
             assert other == "someone-else"
             wait(op, lambda: bound(core, namespace, [moved]), message="the moved pod bound by us")
-            scheduled = core.list_namespaced_event(namespace, field_selector=f"involvedObject.name={moved}").items
-            assert any(e.reason == "Scheduled" for e in scheduled), scheduled  # no other scheduler runs here
+
+            def scheduled() -> bool:  # our event (no other scheduler runs here), written right after the bind
+                items = core.list_namespaced_event(namespace, field_selector=f"involvedObject.name={moved}").items
+                return any(e.reason == "Scheduled" for e in items)
+
+            wait(op, scheduled, message="its Scheduled event")
             assert core.read_namespaced_pod("named-its-own", namespace).spec.node_name is None
     finally:
         control_plane.kubectl("delete", "-f", str(NAMESPACE_POLICY), "--ignore-not-found")
