@@ -21,6 +21,7 @@ from kopf_scheduler.core import routing
 from kopf_scheduler.core.algorithm import GenericScheduler
 from kopf_scheduler.core.cache import SchedulerCache
 from kopf_scheduler.core.cycle import Bind, Group, Parked, Unschedulable, schedule_one
+from kopf_scheduler.core.explanation import explanation_of
 from kopf_scheduler.core.framework import Code
 from kopf_scheduler.core.objects import LabelSelector, Pod, PodDisruptionBudget, PodGroup
 from kopf_scheduler.core.policy import validate_policy
@@ -234,8 +235,14 @@ def test_a_pod_group_preempts_as_upstreams_e2e_expects(mode: str, evicted: list[
     assert own.message == (
         f"0/3 nodes are available: 1 Insufficient {GPU}, 2 node(s) didn't match Pod's node affinity/selector."
     )
-    assert own.result is not None and own.result.post_filter is not None  # explanations show the gang's choice
-    assert names(own.result.post_filter.victims) == evicted and own.result.post_filter.nominated_node == "n0"
+    assert own.result is not None  # explanations (explain, simulate --explain) show the gang's choice
+    shown = explanation_of(hp1, own.result).preemption
+    assert shown is not None and (shown.plugin, shown.message, shown.nominated_node) == (
+        "DefaultPreemption",
+        found,
+        "n0",
+    )
+    assert [v.pod for v in shown.victims] == [f"default/{name}" for name in evicted]
     assert cluster.queue.nominated_node_of(hp1) == "n0" and cluster.cache.assumed_count() == 0
     # the executor evicts; the deletion moves hp1, which lands where it was nominated
     cluster.delete(*(p for p in victims if p.name in evicted))
