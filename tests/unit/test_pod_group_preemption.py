@@ -281,6 +281,16 @@ def test_a_member_of_a_gang_outranks_a_lone_pod_of_its_priority() -> None:
     assert isinstance(outcome, Unschedulable) and names(outcome.victims) == ["lone"]
 
 
+def test_a_pod_naming_a_podgroup_that_is_gone_ranks_as_a_member_at_its_own_priority() -> None:
+    """Upstream ``NewPodVictim``: a pod with a schedulingGroup is a pod-group victim whether or not its PodGroup
+    exists (then at its own priority), though no PodGroup exists at all."""
+    cluster = Cluster(1)
+    cluster.bind(victim("lone", "n0", started=100), victim("orphan", "n0", group="gone", started=200))
+    cluster.create(preemptor("hp"))
+    outcome = cluster.attempt()
+    assert isinstance(outcome, Unschedulable) and names(outcome.victims) == ["lone"]
+
+
 def test_the_pod_group_priority_protects_members_whatever_their_own() -> None:
     """A victim's priority is its PodGroup's (upstream ``GetPodPriority``): members of a group above the
     preemptor are no victims, though their pods say 0."""

@@ -182,8 +182,12 @@ class VictimIndex:
 
     @property
     def trivial(self) -> bool:
-        """No pod of the cluster can name a Workload PodGroup: every victim is a pod at its own priority."""
-        return not any(g.api == WORKLOAD_API for g in self._snapshot.objects.pod_groups.values())
+        """No pod of the cluster names a Workload PodGroup, and there is none: every victim is a pod of its
+        own priority (``core/gangs.py`` keeps every live pod's PodGroup keys, PodGroup or not)."""
+        objects, prefix = self._snapshot.objects, f"{WORKLOAD_API}/"
+        return not any(k.startswith(prefix) for k in objects.gang_members) and not any(
+            g.api == WORKLOAD_API for g in objects.pod_groups.values()
+        )
 
     def victims(self, pods: Iterable[Pod]) -> list[Victim]:
         """`pods` as victims, in order, each group disrupted together once (with its members on every node)."""
