@@ -96,7 +96,6 @@ __all__ = [
     "dry_run_preemption",
     "filter_victims_with_pdb_violation",
     "more_important",
-    "more_important_first",
     "pick_one_node_for_preemption",
     "pod_eligible_to_preempt_others",
     "preempt",
@@ -248,14 +247,6 @@ def calculate_num_candidates(num_nodes: int, percentage: int, absolute: int) -> 
 
 
 # --------------------------------------------------------------------------- victims on one node
-
-
-def more_important_first(pods: Iterable[Pod]) -> list[Pod]:
-    """Higher priority first, then the earlier start (upstream ``MoreImportantVictim`` for single pods).
-
-    A pod without a start time counts as started last; ties keep the given order.
-    """
-    return sorted(pods, key=lambda p: (-p.priority, p.start_time if p.start_time is not None else math.inf))
 
 
 def split_victims_by_pdb(
