@@ -10,6 +10,7 @@ resource, a high-priority gang (or pod) wants that node; a gang disrupted ``all`
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Sequence
 from typing import Any
@@ -17,12 +18,13 @@ from typing import Any
 import pytest
 from builders import make_coscheduling_group, make_node, make_pod, make_pod_group
 
-from kopf_scheduler.core import routing
+from kopf_scheduler.core import framework, routing
 from kopf_scheduler.core.algorithm import GenericScheduler
 from kopf_scheduler.core.cache import SchedulerCache
-from kopf_scheduler.core.cycle import Bind, Group, Parked, Unschedulable, schedule_one
+from kopf_scheduler.core.cycle import Bind, Error, Group, Parked, Unschedulable, schedule_one
 from kopf_scheduler.core.explanation import explanation_of
-from kopf_scheduler.core.framework import Code
+from kopf_scheduler.core.framework import Code, CycleState, FilterPlugin, PreFilterExtensions, Status
+from kopf_scheduler.core.nodeinfo import NodeInfo
 from kopf_scheduler.core.objects import LabelSelector, Pod, PodDisruptionBudget, PodGroup
 from kopf_scheduler.core.policy import validate_policy
 from kopf_scheduler.core.preemption import (
@@ -424,3 +426,39 @@ def test_the_snapshot_preemption_works_on_is_a_copy() -> None:
         GPU
     ).tolist() == [2]
     assert work.add_pod(victims[0]) and not work.add_pod(make_pod("x").node("nowhere").obj())
+
+
+class FailsOnAdd(PreFilterExtensions, FilterPlugin):
+    """A filter whose AddPod extension fails: preemption cannot put a victim back."""
+
+    NAME = "FailsOnAdd"
+
+    def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
+        return framework.SUCCESS
+
+    def add_pod(self, state: CycleState, pod: Pod, added: Pod, node: NodeInfo) -> Status:
+        return framework.error("no room for the past")
+
+    def remove_pod(self, state: CycleState, pod: Pod, removed: Pod, node: NodeInfo) -> Status:
+        return framework.SUCCESS
+
+    def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
+        return framework.SUCCESS
+
+
+def test_a_pod_group_post_filter_error_is_every_members_error() -> None:
+    """Upstream ``RunPodGroupPostFilterPlugins`` wraps a plugin's error, and ``applyPodGroupPostFilterResult`` makes
+    it the gang's status: every member backs off with it, nothing is evicted or nominated."""
+    cluster, _ = victim_gang("all")
+    profile = cluster.scheduler.profile
+    cluster.scheduler = GenericScheduler(dataclasses.replace(profile, filters=(*profile.filters, FailsOnAdd())))
+    cluster.create(preemptor("hp1", "pg-preemptor"))
+    outcome = cluster.attempt()
+    text = (
+        'error in "DefaultPreemption" PodGroupPostFilter plugins: pod group preemption: '
+        'running AddPod on PreFilter plugin "FailsOnAdd": no room for the past'
+    )
+    assert isinstance(outcome, Group) and outcome.victims == () and outcome.rejection == text
+    [(member, own)] = outcome.members
+    assert isinstance(own, Error) and own.message == text and own.nominated_node == ""
+    assert cluster.queue.where(member.pod) == "backoff"
