@@ -95,14 +95,29 @@ def make_pod(name: str = "pod", namespace: str = "default") -> PodBuilder:
     return PodBuilder(name, namespace)
 
 
-def make_pod_group(name: str, min_count: int, *, namespace: str = "default", basic: bool = False) -> PodGroup:
-    """A ``scheduling.k8s.io/v1beta1`` PodGroup with a gang policy of `min_count` (or a basic policy), parsed."""
+def make_pod_group(
+    name: str,
+    min_count: int,
+    *,
+    namespace: str = "default",
+    basic: bool = False,
+    priority: int | None = None,
+    disruption: str | None = None,
+) -> PodGroup:
+    """A ``scheduling.k8s.io/v1beta1`` PodGroup with a gang policy of `min_count` (or a basic policy), parsed;
+    `priority` is its ``spec.priority`` (what the Priority admission writes), `disruption` its
+    ``spec.disruptionMode`` (``"all"`` or ``"single"``)."""
     policy = {"basic": {}} if basic else {"gang": {"minCount": min_count}}
+    spec: dict[str, Any] = {"schedulingPolicy": policy}
+    if priority is not None:
+        spec["priority"] = priority
+    if disruption is not None:
+        spec["disruptionMode"] = {disruption: {}}
     body = {
         "apiVersion": "scheduling.k8s.io/v1beta1",
         "kind": "PodGroup",
         "metadata": {"name": name, "namespace": namespace, "uid": f"pg-{name}"},
-        "spec": {"schedulingPolicy": policy},
+        "spec": spec,
     }
     return parse_pod_group(body)
 

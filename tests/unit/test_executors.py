@@ -163,17 +163,29 @@ def pod_group(name: str, size: int, *, timeout: int) -> dict[str, Any]:
     }
 
 
-def workload_member(name: str, group: str, cpu: str = "1") -> dict[str, Any]:
-    return make_pod(name).scheduler(SCHEDULER).req(cpu=cpu, memory="1Gi").scheduling_group(group).raw()
+def workload_member(name: str, group: str, cpu: str = "1", *, priority: int = 0) -> dict[str, Any]:
+    builder = make_pod(name).scheduler(SCHEDULER).req(cpu=cpu, memory="1Gi").scheduling_group(group)
+    return builder.priority(priority).raw()
 
 
-def workload_group(name: str, size: int) -> dict[str, Any]:
+def workload_group(name: str, size: int, *, priority: int | None = None, disruption: str = "") -> dict[str, Any]:
+    spec: dict[str, Any] = {"schedulingPolicy": {"gang": {"minCount": size}}}
+    if priority is not None:
+        spec["priority"] = priority
+    if disruption:
+        spec["disruptionMode"] = {disruption: {}}
     return {
         "apiVersion": "scheduling.k8s.io/v1beta1",
         "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {"schedulingPolicy": {"gang": {"minCount": size}}},
+        "metadata": {"name": name, "namespace": "default", "uid": f"pg-{name}"},
+        "spec": spec,
     }
+
+
+def workload_running(name: str, group: str, node_name: str, *, priority: int) -> dict[str, Any]:
+    """A member of `group` another scheduler bound, holding 1 cpu."""
+    builder = make_pod(name).scheduler("someone-else").req(cpu="1").priority(priority).scheduling_group(group)
+    return builder.node(node_name).phase("Running").raw()
 
 
 @dataclass
@@ -205,6 +217,8 @@ class Observed:
     bindings: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
     #: Recorder's log
     log: list[str] = field(default_factory=list)
+    #: simulate only: pod -> the text of each attempt that did not place it (``Placement.failures``)
+    failures: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def outcome(self) -> tuple[object, ...]:
         return (self.nodes, self.messages, self.nominated, self.victims, sorted(map(str, self.bindings)), self.log)
@@ -223,7 +237,7 @@ def simulate(s: Scenario) -> tuple[Observed, Simulation]:
     seen = Observed(log=list(Recorder.log))
     for p in result.placements:
         name = p.pod.split("/")[1]
-        seen.nodes[name], seen.messages[name] = p.node, p.message
+        seen.nodes[name], seen.messages[name], seen.failures[name] = p.node, p.message, p.failures
         if p.nominated_node or p.nominated_before_binding:
             seen.nominated[name] = {p.nominated_node, p.nominated_before_binding} - {""}
         if p.victims:
@@ -361,13 +375,30 @@ class Operator:
                 nominated = (r.body.get("status") or {}).get("nominatedNodeName")
                 if nominated:
                     seen.nominated.setdefault(r.path.split("/")[-2], set()).add(nominated)
+        for r in requests:
             if r.method == "POST" and r.path.endswith("/events") and r.body["reason"] == "Preempted":
-                preemptor = uids[r.body["message"].split()[3]]  # "Preempted by pod <uid> on node <node>"
-                seen.victims[preemptor] = (*seen.victims.get(preemptor, ()), r.body["involvedObject"]["name"])
+                # "Preempted by pod <uid> on node <node>", or "... by podgroup <uid> on node cluster" for a gang,
+                # whose members that preemption nominated report the victim
+                kind, uid = r.body["message"].split()[2:4]
+                for preemptor in [uids[uid]] if kind == "pod" else self._nominated_members(uid, seen):
+                    seen.victims[preemptor] = (*seen.victims.get(preemptor, ()), r.body["involvedObject"]["name"])
+        for r in requests:
             if r.method == "POST" and r.path.endswith("/binding") and 200 <= r.status < 300:
                 annotations = dict(r.body["metadata"].get("annotations") or {})
                 seen.bindings.append((r.path.split("/")[-2], r.body["target"]["name"], annotations))
         return seen
+
+    def _nominated_members(self, group_uid: str, seen: Observed) -> list[str]:
+        """The pods of the Workload PodGroup `group_uid` whose nomination was written."""
+        [group] = [g for g in self.server.objects(*WORKLOAD) if g["metadata"]["uid"] == group_uid]
+        return [
+            name
+            for name in seen.nominated
+            if ((self.server.get("", "v1", "pods", name) or {}).get("spec", {}).get("schedulingGroup") or {}).get(
+                "podGroupName"
+            )
+            == group["metadata"]["name"]
+        ]
 
 
 def operate(
@@ -491,6 +522,23 @@ WORKLOAD_GANG_DOOMED = Scenario(
 )
 
 
+#: upstream's WorkloadAwarePreemption: a low-priority gang disrupted together holds n1, a high-priority pod holds
+#: n2; the gang "train" (priority 100) of two finds no room, and its preemption evicts the whole "batch" gang
+WORKLOAD_GANG_PREEMPTS = Scenario(
+    nodes=[node("n1", "2"), node("n2", "2")],
+    groups=[
+        workload_group("batch", 2, priority=0, disruption="all"),
+        workload_group("train", 2, priority=100),
+    ],
+    bound=[
+        workload_running("batch-0", "batch", "n1", priority=0),
+        workload_running("batch-1", "batch", "n1", priority=0),
+        running("system", "n2", "2", priority=1000),
+    ],
+    steps=[[workload_member(f"train-{i}", "train", priority=100) for i in range(2)]],
+)
+
+
 @pytest.mark.parametrize(
     "scenario",
     [
@@ -501,6 +549,7 @@ WORKLOAD_GANG_DOOMED = Scenario(
         pytest.param(GANG_FITS_NOWHERE, id="a coscheduling gang that fits nowhere: PostFilter turns it down"),
         pytest.param(WORKLOAD_GANG_FITS, id="a Workload-API gang that fits: one pod-group cycle"),
         pytest.param(WORKLOAD_GANG_DOOMED, id="a doomed Workload-API gang holds nothing; a lone pod takes big"),
+        pytest.param(WORKLOAD_GANG_PREEMPTS, id="a Workload-API gang preempts a gang disrupted together, whole"),
         pytest.param(DRA, id="DynamicResources: a claim allocated on the slice's node, the next one refused"),
     ],
 )
@@ -653,6 +702,48 @@ def test_a_doomed_workload_gang_holds_nothing_and_the_lone_pod_lands_on_big() ->
     assert seen.messages["train-3"].startswith("0/2 nodes are available: 2 Insufficient cpu.")
     assert seen.nodes == {"train-0": None, "train-1": None, "train-2": None, "train-3": None, "lone": "big"}
     assert [p.name for p in sim.cache.pods()] == ["lone"] and sim.cache.assumed_count() == 0
+
+
+def test_a_workload_gang_preempts_a_whole_gang_then_lands_where_it_was_nominated() -> None:
+    seen, sim = simulate(WORKLOAD_GANG_PREEMPTS)
+    assert seen.nodes == {"train-0": "n1", "train-1": "n1"}
+    assert seen.nominated == {"train-0": {"n1"}, "train-1": {"n1"}}
+    assert seen.victims == {"train-0": ("batch-0", "batch-1"), "train-1": ("batch-0", "batch-1")}
+    assert sorted(p.name for p in sim.cache.pods()) == ["system", "train-0", "train-1"]
+    found = "pod group preemption: found a placement for podgroup, preempting 2 victims"
+    assert sim.rejections == {
+        "scheduling.k8s.io/default/train": f"minCount (2) cannot be satisfied: 0 scheduled, 1 remaining, {found}"
+    }
+    # train-0 was tried and fit nowhere (its FitError); train-1, untried, read PlacementFeasible's count
+    assert seen.failures == {
+        "train-0": ("0/2 nodes are available: 2 Insufficient cpu.",),
+        "train-1": ("minCount (2) cannot be satisfied: 0 scheduled, 1 remaining",),
+    }
+
+
+def test_the_operator_evicts_a_gangs_victims_for_its_podgroup(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The victims' Preempted events and DisruptionTarget conditions name the PodGroup, as upstream's executor."""
+    events: list[dict[str, Any]] = []
+    conditions: list[dict[str, Any]] = []
+    uids: list[str] = []
+
+    def record(server: FakeApiServer) -> None:
+        uids.extend(g["metadata"]["uid"] for g in server.objects(*WORKLOAD) if g["metadata"]["name"] == "train")
+        for r in server.requests:
+            if r.method == "POST" and r.path.endswith("/events") and r.body["reason"] == "Preempted":
+                events.append(r.body)
+            if r.method == "PATCH" and r.path.endswith("/status") and "/pods/batch-" in r.path:
+                conditions.extend((r.body.get("status") or {}).get("conditions") or [])
+
+    operate(WORKLOAD_GANG_PREEMPTS, monkeypatch, on_server=record)
+    assert sorted(e["involvedObject"]["name"] for e in events) == ["batch-0", "batch-1"]
+    assert {e["message"] for e in events} == {f"Preempted by podgroup {uids[0]} on node cluster"}
+    assert {(e["related"]["kind"], e["related"]["name"], e["related"]["uid"]) for e in events} == {
+        ("PodGroup", "train", uids[0])
+    }
+    assert {c["message"] for c in conditions if c["type"] == "DisruptionTarget"} == {
+        f"{SCHEDULER}: preempting to accommodate a higher priority podgroup"
+    }
 
 
 # --------------------------------------------------------------------------- PreBind and Bind, both executors

@@ -316,9 +316,10 @@ def test_a_workload_gang_stops_as_soon_as_min_count_is_out_of_reach() -> None:
     assert cluster.assumed() == 0
 
 
-def test_a_gang_with_lower_priority_pods_around_leaves_pod_group_preemption_out() -> None:
-    """Upstream would look for victims among them (pod-group preemption, not reproduced): its outcome is
-    left out of the text; with preemption off, upstream appends its empty PostFilter status."""
+def test_a_gang_that_no_eviction_can_place_reads_the_algorithm_again() -> None:
+    """Pod-group preemption removes every pod of lower priority and runs the gang's algorithm again: when
+    even that cannot place it, its status is the answer (upstream ``selectVictimsOnDomain``); nothing is
+    evicted. With preemption off, upstream appends its empty PostFilter status."""
     cluster = Cluster(3, make_pod_group("g", 4))
     low = make_pod("low").scheduler("other").priority(-1).req(cpu="0.1").node("n0").obj()
     routing.route_assigned_pod(
@@ -326,9 +327,9 @@ def test_a_gang_with_lower_priority_pods_around_leaves_pod_group_preemption_out(
     )
     cluster.create(*workload_gang("g", 4, cpu="0.9"))
     outcome = cluster.attempt()
-    assert (
-        isinstance(outcome, Group) and outcome.rejection == "minCount (4) cannot be satisfied: 3 scheduled, 0 remaining"
-    )
+    gang = "minCount (4) cannot be satisfied: 3 scheduled, 0 remaining"
+    assert isinstance(outcome, Group) and outcome.rejection == f"{gang}, pod group preemption: {gang}"
+    assert outcome.victims == () and cluster.cache.get_pod(low.uid) is not None
     off = Cluster(3, make_pod_group("g", 4))
     off.scheduler = GenericScheduler(dataclasses.replace(off.scheduler.profile, post_filters=()))
     off.create(*workload_gang("g", 4))
@@ -357,7 +358,8 @@ def test_a_lone_pod_lands_on_the_better_node_after_a_doomed_gang() -> None:
 
 def test_a_workload_gang_completed_by_bound_members_takes_the_rest_along() -> None:
     """Members already bound count for minCount (upstream ScheduledPodsCount): a pending member of a gang
-    whose quorum is bound is placed on its own."""
+    whose quorum is bound is placed on its own; one that fits nowhere leaves the gang unschedulable all the
+    same (upstream wants a member placed in the cycle), so the gang's PostFilter looks for victims."""
     cluster = Cluster(2, make_pod_group("g", 2))
     bound = [make_pod(f"g-{i}").scheduler("s").scheduling_group("g").req(cpu="1").node(f"n{i}").obj() for i in (0, 1)]
     for p in bound:
@@ -367,7 +369,9 @@ def test_a_workload_gang_completed_by_bound_members_takes_the_rest_along() -> No
     late = make_pod("g-2").scheduler("s").scheduling_group("g").req(cpu="8").obj()  # fits nowhere, yet the gang stands
     cluster.create(late)
     outcome = cluster.attempt()
-    assert isinstance(outcome, Group) and outcome.rejection == ""
+    assert isinstance(outcome, Group) and outcome.rejection == (
+        "pod group is unschedulable, pod group preemption: No preemption victims found for incoming preemptor"
+    )
     [(_, own)] = outcome.members
     assert isinstance(own, Unschedulable) and own.message.startswith("0/2 nodes are available")
 

@@ -549,6 +549,25 @@ def test_the_gang_example(capsys: pytest.CaptureFixture[str]) -> None:
     assert str(etl[2]["message"]).endswith("gets rejected due to Pod etl-2 is unschedulable even after PostFilter")
 
 
+def test_the_gang_preemption_example(capsys: pytest.CaptureFixture[str]) -> None:
+    args = (
+        "--cluster",
+        str(EXAMPLES / "gang-preemption-cluster.yaml"),
+        "--pods",
+        str(EXAMPLES / "gang-preemption-pods.yaml"),
+    )
+    got = placements(capsys, *args)
+    # train wants one GPU on each full node: etl (disrupted "all") goes whole, sweep ("single") gives the member
+    # that started last; both members report the gang's victims, each nominated where it then lands
+    victims = ["default/etl-0", "default/etl-1", "default/sweep-1"]
+    assert {k: (p["node"], p["nominatedNode"], p["victims"]) for k, p in got.items()} == {
+        "default/train-0": ("gpu-a", "gpu-a", victims),
+        "default/train-1": ("gpu-b", "gpu-b", victims),
+    }
+    rc, out, _ = simulate(capsys, *args)
+    assert rc == 0 and "2/2 pods scheduled, 0 unschedulable, 3 preempted" in out  # each victim once
+
+
 # --------------------------------------------------------------------------- capacity: --max-replicas
 
 

@@ -32,7 +32,9 @@ them itself:
 - ``Group``: a Workload-API gang's pod-group cycle (``schedule_pod_group``, upstream
   ``scheduleOnePodGroup``): the popped member and the gang's other pending members are decided
   together, each member's own outcome one of the above; a gang that cannot reach minCount keeps no
-  reservation past the cycle.
+  reservation past the cycle, and its pod group PostFilter (DefaultPreemption's pod-group preemption)
+  may nominate its members and name victims (``Group.victims``), which the executor evicts once, for the
+  PodGroup.
 
 Gang PostFilters (``gangs.GangPostFilter``, Coscheduling's) run in ``conclude`` after preemption
 found nothing: they may reject the gang's waiting members at once (the executor's next
@@ -69,7 +71,7 @@ from __future__ import annotations
 import dataclasses
 import random
 import weakref
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -83,14 +85,17 @@ from .framework import (
     SUCCESS,
     ApiClient,
     BindPlugin,
+    Candidate,
     Code,
     CycleState,
     PermitHandle,
+    PostFilterResult,
     PreBindPlugin,
     Status,
 )
 from .instrumentation import FrameworkRecorder
-from .objects import PREEMPT_NEVER, Pod, PodGroup
+from .objects import Pod, PodGroup
+from .pod_group_preemption import Assignment, GroupTrial, PodGroupPostFilterPlugin, PodGroupPreemption
 from .profile import Profile
 from .queueing import Nominator, QueuedPodInfo, SchedulingQueue, pod_group_order
 from .snapshot import ClusterObjects, Snapshot
@@ -242,6 +247,17 @@ class Group:
     key: str
     members: tuple[tuple[QueuedPodInfo, Single], ...]
     rejection: str = ""
+    #: the pod group PostFilter's verdict (DefaultPreemption's pod-group preemption) when the gang was not
+    #: placed; None when none ran
+    preemption: PodGroupPreemption | None = None
+    #: the gang's PodGroup: the preemptor its victims' Preempted events name
+    pod_group: PodGroup | None = None
+
+    @property
+    def victims(self) -> tuple[Pod, ...]:
+        """The pods to evict for the gang (most important victim first): preemption found it room."""
+        p = self.preemption
+        return p.victims if p is not None and p.status.is_success else ()
 
 
 Outcome = Single | Group
@@ -809,13 +825,16 @@ def schedule_pod_group(
     the gang's pending members leave the queue with `info` and are tried in upstream's member order
     (``queueing.pod_group_order``); each in turn is decided, assumed and
     reserved (so the next sees its room), and PlacementFeasible (``gangs.placement_feasible``) is
-    asked after each: the cycle stops as soon as minCount is out of reach. A feasible gang's members
-    go on to Permit in that order, each counting as placed there only once it got there (upstream's
-    ``submitPodGroupAlgorithmResult``): the first wait at GangScheduling's Permit until the one that
-    completes minCount allows them and is bound first; otherwise every reservation is
-    undone before the cycle ends (nothing is held at Permit) and every member is unschedulable, those
-    that fit reading the gang's message, those that did not their own. Runs on the loop: `snapshot`
-    is brought up to date before each member."""
+    asked after each: the cycle stops as soon as minCount is out of reach. A feasible gang (one that
+    placed at least one member) has its members go on to Permit in that order, each counting as placed
+    there only once it got there (upstream's ``submitPodGroupAlgorithmResult``): the first wait at
+    GangScheduling's Permit until the one that completes minCount allows them and is bound first;
+    otherwise every reservation is undone before the cycle ends (nothing is held at Permit), the pod
+    group PostFilters run (DefaultPreemption's pod-group preemption, ``core/pod_group_preemption.py``)
+    and every member is unschedulable, those that fit reading the gang's message, those that did not
+    their own. When preemption found room, the members it placed are nominated to their nodes and the
+    outcome carries the victims to evict (``Group.victims``). Runs on the loop: `snapshot` is brought up
+    to date before each member."""
     key = group.key
     handle = CacheHandle(cache, waiting)
     others = [uid for uid in cache.objects.gang_members.get(key, ()) if uid != info.uid]
@@ -829,6 +848,8 @@ def schedule_pod_group(
             outcomes[member.uid] = Skip(reason)
         else:
             members.append(member)
+    # the members' nominations before the cycle (an assumption drops a member's from the queue's nominator)
+    nominated = {m.uid: m.pod.nominated_node_name or queue.nominated_node_of(m.pod) or "" for m in members}
     scheduled = gangs.placed_members(key, cache.objects, handle.is_placed)
     remaining = len(members)
     verdict = gangs.placement_feasible(group.min_count, scheduled, remaining)
@@ -855,19 +876,37 @@ def schedule_pod_group(
         verdict = gangs.placement_feasible(group.min_count, scheduled, remaining)
         if verdict.code is Code.UNSCHEDULABLE:
             break
-    feasible = verdict.is_success
+    # upstream: the framework wants at least one member placed in the cycle for a gang to succeed
+    feasible = verdict.is_success and any(t.placed is not None for t in tried)
     if not feasible:
         for t in reversed(tried):  # upstream revertFns: last in, first out
             if t.placed is not None:
                 _unreserve(scheduler.profile, t.state, t.placed, t.placed.node_name, handle)
                 cache.forget(t.placed)
     # upstream's texts: the gang's status is PlacementFeasible's (after "pod group is unschedulable" when no
-    # member was tried); the members left untried read it as it is, before the pod group's PostFilter adds its
-    # own reason, which the PodGroup's condition and the members that fit (after the error's text) read
-    reasons = [] if feasible else [*([ERR_POD_GROUP_UNSCHEDULABLE] if not tried else []), *verdict.reasons]
+    # member was tried, or alone when the quorum stood but no member was placed); the members left untried
+    # read it as it is, before the pod group's PostFilter adds its own reason, which the PodGroup's condition
+    # and the members that fit (after the error's text, unless they wait for victims) read
+    reasons = _gang_reasons(verdict, feasible=feasible, tried=bool(tried))
     untried = ", ".join(reasons)
-    post = None if feasible else _pod_group_post_filter(info.pod, scheduler.profile, cache)
-    message = ", ".join([*reasons, *([post] if post is not None else [])])
+    errored = any(isinstance(t.decided, Error) or t.decided.error is not None for t in tried)
+    preemption: PodGroupPreemption | None = None
+    if not feasible and not errored:
+        cache.update_snapshot(snapshot)
+        trial = _GroupTrial(group, members, scheduler, cache=cache, queue=queue, waiting=waiting, rng=rng, now=now)
+        preemption = _run_pod_group_post_filters(
+            group, trial, snapshot, scheduler, rng=rng, nominator=queue.nominator, nominated=nominated
+        )
+    # upstream applyPodGroupPostFilterResult: room found, the members wait for it with their nominations; an
+    # error is the gang's (and every member's) status; otherwise the PostFilter's reason is appended
+    waiting_on_preemption = failed = False
+    message = ", ".join(reasons)
+    nominations: Mapping[str, str] = {}
+    if preemption is not None:
+        post = preemption.status
+        waiting_on_preemption, failed = post.is_success, post.code is Code.ERROR
+        message = post.message if failed else ", ".join([*reasons, post.message])
+        nominations = preemption.nominations if waiting_on_preemption else {}
     plugin = _gang_plugins(scheduler)[0][0].name
     done = {t.info.uid: t for t in tried}
     # upstream assumes the members in the cache one by one when it submits the cycle's result, each then
@@ -875,11 +914,20 @@ def schedule_pod_group(
     submitting = _Submitting(cache, waiting, {t.info.uid for t in tried if t.placed is not None})
     for member in members:
         m = done.get(member.uid)
-        if m is not None and m.failed is not None:
+        result = m.decided if m is not None and isinstance(m.decided, ScheduleResult) else None
+        if result is not None and preemption is not None:
+            result.post_filter = _as_post_filter_result(preemption, nominations.get(member.uid))
+        if failed and not (m is not None and isinstance(m.failed, Error)):
+            # upstream: the PostFilter's error is every member's (unless a member failed with its own error)
+            queue.add_backoff(member, now)
+            outcomes[member.uid] = Error(message, None, _clear(queue, member.pod), result)
+        elif m is not None and m.failed is not None:
             outcomes[member.uid] = m.failed
         elif m is not None and (m.placed is None or feasible):
             if m.placed is None:
-                outcomes[member.uid] = _member_failed(member, m.decided, queue=queue, now=now)
+                outcomes[member.uid] = _member_failed(
+                    member, m.decided, queue=queue, now=now, nominate=nominations.get(member.uid)
+                )
             else:
                 assert isinstance(m.decided, ScheduleResult)
                 submitting.unsubmitted.discard(member.uid)
@@ -894,27 +942,70 @@ def schedule_pod_group(
                     now=now,
                     handle=submitting,
                 )
-        else:  # it fit but the gang did not, or the cycle stopped before it
-            result = m.decided if m is not None and isinstance(m.decided, ScheduleResult) else None
-            queue.add_unschedulable(member, now, plugins=frozenset({plugin}))
-            outcomes[member.uid] = Unschedulable(
-                f"{ERR_POD_GROUP_UNSCHEDULABLE}, {message}" if m is not None else untried,
-                frozenset({plugin}),
-                _clear(queue, member.pod),
-                result=result,
-            )
-    return Group(key, tuple((m, outcomes[m.uid]) for m in popped), message)
+        elif m is not None:  # it fit but the gang did not
+            queued = queue.add_unschedulable(member, now, plugins=frozenset({plugin}))
+            if waiting_on_preemption:  # upstream hands it the gang's status as it is, and its nomination
+                nominate = _nominate(queue, member.pod, nominations.get(member.uid), queued=queued)
+                outcomes[member.uid] = Unschedulable(message, frozenset({plugin}), nominate, result=result)
+            else:
+                outcomes[member.uid] = Unschedulable(
+                    f"{ERR_POD_GROUP_UNSCHEDULABLE}, {message}",
+                    frozenset({plugin}),
+                    _clear(queue, member.pod),
+                    result=result,
+                )
+        else:  # the cycle stopped before it: upstream's nil nomination (unless preemption gave it one)
+            queued = queue.add_unschedulable(member, now, plugins=frozenset({plugin}))
+            nominate = _nominate(queue, member.pod, nominations.get(member.uid), queued=queued)
+            outcomes[member.uid] = Unschedulable(untried, frozenset({plugin}), nominate)
+    return Group(key, tuple((m, outcomes[m.uid]) for m in popped), message, preemption, group)
 
 
 #: upstream ``errPodGroupUnschedulable``: what a gang's members read before the gang's status
 ERR_POD_GROUP_UNSCHEDULABLE: Final = "pod group is unschedulable"
 
 
+def _gang_reasons(verdict: Status, *, feasible: bool, tried: bool) -> list[str]:
+    """The reasons of the gang's status after its cycle (upstream ``podGroupSchedulingDefaultAlgorithm`` and
+    ``runRootSchedulingAlgorithm``): none when it was placed; the error's text alone when its quorum stood but
+    no member was placed; else PlacementFeasible's, after the error's text when no member was tried."""
+    if feasible:
+        return []
+    if verdict.is_success:
+        return [ERR_POD_GROUP_UNSCHEDULABLE]
+    return [*([ERR_POD_GROUP_UNSCHEDULABLE] if not tried else []), *verdict.reasons]
+
+
+def _nominate(queue: SchedulingQueue, pod: Pod, node: str | None, *, queued: bool) -> str | None:
+    """A member's nomination from its gang's preemption (None: none, its nomination stays; "": cleared): the
+    queue's nominator holds it at once, as for a pod that preempted (``conclude``)."""
+    if node is None:
+        return None
+    if not node:
+        return _clear(queue, pod)
+    if queued:
+        queue.add_nominated_pod(pod, node)
+    return node
+
+
+def _as_post_filter_result(preemption: PodGroupPreemption, node: str | None) -> PostFilterResult:
+    """What a member's attempt shows of its gang's preemption (explanations): the verdict, the member's
+    nomination, the victims (all the gang's), the one cluster-wide candidate."""
+    candidates = (Candidate(node, preemption.victims, preemption.num_pdb_violations),) if node else ()
+    return PostFilterResult(preemption.status, node, preemption.victims, candidates)
+
+
 def _member_failed(
-    member: QueuedPodInfo, decided: ScheduleResult | Error, *, queue: SchedulingQueue, now: float
+    member: QueuedPodInfo,
+    decided: ScheduleResult | Error,
+    *,
+    queue: SchedulingQueue,
+    now: float,
+    nominate: str | None = None,
 ) -> Unschedulable | Error:
     """A member that fit nowhere in a pod-group cycle: its own FitError (no PostFilter ran for it) and
-    its nomination left as it is (upstream's nil NominatingInfo); an error backs off."""
+    its nomination left as it is (upstream's nil NominatingInfo) unless its gang's preemption nominated
+    it (`nominate`); an error backs off."""
     if isinstance(decided, Error):
         queue.add_backoff(member, now)
         return Error(decided.message, decided.exception, _clear(queue, member.pod))
@@ -922,22 +1013,119 @@ def _member_failed(
         queue.add_backoff(member, now)
         return Error(decided.error, None, _clear(queue, member.pod), decided)
     plugins = frozenset(decided.diagnosis.unschedulable_plugins)
-    queue.add_unschedulable(member, now, plugins=plugins)
-    return Unschedulable(decided.message, plugins, None, result=decided)
+    queued = queue.add_unschedulable(member, now, plugins=plugins)
+    nominated = _nominate(queue, member.pod, nominate, queued=queued)
+    return Unschedulable(decided.message, plugins, nominated, result=decided)
 
 
-def _pod_group_post_filter(pod: Pod, profile: Profile, cache: SchedulerCache) -> str | None:
-    """The pod group PostFilter's reason on a gang turned down (DefaultPreemption's ``PodGroupPostFilter``:
-    "pod group preemption: ..."; "" without it, which upstream appends all the same). Pod-group
-    preemption itself is not reproduced: when some pod has a lower priority than the gang (upstream
-    would look for victims among them), its outcome is left out (None)."""
-    if not any(p.name == "DefaultPreemption" for p in profile.post_filters):
-        return ""
-    if pod.preemption_policy == PREEMPT_NEVER:
-        return "pod group preemption: not eligible due to preemptionPolicy=Never."
-    if not any(other.priority < pod.priority for other in cache.pods()):
-        return "pod group preemption: No preemption victims found for incoming preemptor"
-    return None
+def _run_pod_group_post_filters(
+    group: PodGroup,
+    trial: _GroupTrial,
+    snapshot: Snapshot,
+    scheduler: GenericScheduler,
+    *,
+    rng: random.Random,
+    nominator: Nominator,
+    nominated: dict[str, str],
+) -> PodGroupPreemption:
+    """Upstream ``RunPodGroupPostFilterPlugins``: the first plugin that succeeds or finds the gang
+    unresolvable decides; an error ends it (``error in "X" PodGroupPostFilter plugins: ...``); otherwise
+    the rejections add up (none, without such a plugin: an empty reason, which upstream appends all the
+    same)."""
+    reasons: list[str] = []
+    members = [m.pod for m in trial.members]
+    handle = scheduler.handle(rng, nominator)
+    for plugin in scheduler.profile.post_filters:
+        if not isinstance(plugin, PodGroupPostFilterPlugin):
+            continue
+        try:
+            answer = plugin.pod_group_post_filter(group, members, snapshot, trial, handle, nominated=nominated)
+        except Exception as exc:  # a plugin bug must not take the scheduler down
+            answer = PodGroupPreemption(Status(Code.ERROR, (f"{type(exc).__name__}: {exc}",)))
+        status = answer.status.with_plugin(plugin.name)
+        if status.is_success or status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+            return dataclasses.replace(answer, status=status)
+        if status.code is Code.UNSCHEDULABLE:
+            reasons.extend(status.reasons)
+            continue
+        text = f'error in "{plugin.name}" PodGroupPostFilter plugins: {status.message}'
+        return PodGroupPreemption(Status(Code.ERROR, (text,), plugin.name))
+    return PodGroupPreemption(Status(Code.UNSCHEDULABLE, tuple(reasons)))
+
+
+class _GroupTrial:
+    """Upstream's ``PodGroupSchedulingFunc`` for the pod group PostFilter (``GroupAlgorithm``): the gang's
+    members tried again in the cycle's order on a snapshot preemption changed, each placed one added to it
+    and reserved for the next; everything is taken back before it returns (upstream's revert)."""
+
+    def __init__(
+        self,
+        group: PodGroup,
+        members: list[QueuedPodInfo],
+        scheduler: GenericScheduler,
+        *,
+        cache: SchedulerCache,
+        queue: SchedulingQueue,
+        waiting: WaitingPods[Parked],
+        rng: random.Random,
+        now: float,
+    ) -> None:
+        self.group, self.members, self.scheduler = group, members, scheduler
+        self.cache, self.queue, self.rng, self.now = cache, queue, rng, now
+        self.handle = CacheHandle(cache, waiting)
+
+    def schedule(self, snapshot: Snapshot) -> GroupTrial:
+        group, profile = self.group, self.scheduler.profile
+        scheduled = gangs.placed_members(group.key, self.cache.objects, self.handle.is_placed)
+        remaining = len(self.members)
+        verdict = gangs.placement_feasible(group.min_count, scheduled, remaining)
+        if verdict.code is Code.UNSCHEDULABLE:
+            return GroupTrial((), Status(Code.UNSCHEDULABLE, (ERR_POD_GROUP_UNSCHEDULABLE, *verdict.reasons)))
+        placed: list[Assignment] = []
+        try:
+            for member in self.members:
+                decided = decide(
+                    member,
+                    snapshot,
+                    self.scheduler,
+                    rng=self.rng,
+                    nominator=self.queue.nominator,
+                    post_filter=False,
+                    now=self.now,
+                )
+                if isinstance(decided, Error) or decided.error is not None:
+                    problem = decided.message if isinstance(decided, Error) else decided.error
+                    text = f"failed to schedule other pod from a pod group: {problem}"
+                    return GroupTrial(tuple(placed), Status(Code.ERROR, (text,)))
+                if decided.node is not None:
+                    a = Assignment(member.pod.with_node(decided.node), decided.state or CycleState())
+                    snapshot.add_pod(a.pod)
+                    if _run_reserve(profile, a.state, a.pod, self.handle).is_success:
+                        placed.append(a)
+                    else:
+                        _unreserve(profile, a.state, a.pod, a.node, self.handle)
+                        snapshot.remove_pod(a.pod)
+                remaining -= 1
+                verdict = gangs.placement_feasible(group.min_count, scheduled + len(placed), remaining)
+                if verdict.code is Code.UNSCHEDULABLE:
+                    return GroupTrial(tuple(placed), Status(Code.UNSCHEDULABLE, verdict.reasons))
+            if verdict.code is Code.WAIT:
+                return GroupTrial(
+                    tuple(placed), Status(Code.UNSCHEDULABLE, (ERR_POD_GROUP_UNSCHEDULABLE, *verdict.reasons))
+                )
+            if not placed:
+                return GroupTrial((), Status(Code.UNSCHEDULABLE, (ERR_POD_GROUP_UNSCHEDULABLE,)))
+            return GroupTrial(tuple(placed), SUCCESS)
+        finally:
+            for a in reversed(placed):
+                _unreserve(profile, a.state, a.pod, a.node, self.handle)
+                snapshot.remove_pod(a.pod)
+
+    def reserve(self, assignment: Assignment) -> None:
+        _run_reserve(self.scheduler.profile, assignment.state, assignment.pod, self.handle)
+
+    def unreserve(self, assignment: Assignment) -> None:
+        _unreserve(self.scheduler.profile, assignment.state, assignment.pod, assignment.node, self.handle)
 
 
 def _assume_and_reserve(

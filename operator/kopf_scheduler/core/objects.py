@@ -592,8 +592,11 @@ class PodGroup:
     """A PodGroup of either API, as gang scheduling reads it (``core/gangs.py``).
 
     ``scheduling.k8s.io/v1beta1``: ``spec.schedulingPolicy.gang.minCount`` (a ``basic`` policy is no
-    gang: ``gang`` False); ``scheduling.x-k8s.io/v1alpha1``: ``spec.minMember`` and
-    ``spec.scheduleTimeoutSeconds`` (None: the plugin's default).
+    gang: ``gang`` False), and what preemption reads (``core/preemption.py``, ``core/pod_group_preemption.py``):
+    ``spec.priority`` (the API server's Priority admission resolves ``priorityClassName`` into it; unset: 0,
+    upstream ``PodGroupPriority``) and ``spec.disruptionMode`` (``all``: its members are evicted together;
+    ``single``, the default: one by one). ``scheduling.x-k8s.io/v1alpha1``: ``spec.minMember`` and
+    ``spec.scheduleTimeoutSeconds`` (None: the plugin's default); no priority or disruption mode of its own.
     """
 
     api: str
@@ -606,6 +609,10 @@ class PodGroup:
     generation: int = 0
     #: the Workload API's PodGroupInitiallyScheduled condition status ("True", "False" or "")
     initially_scheduled: str = ""
+    #: the Workload API's ``spec.priority`` (0 when unset)
+    priority: int = 0
+    #: the Workload API's ``spec.disruptionMode.all``: a victim of preemption only as a whole
+    disrupted_together: bool = False
 
     @property
     def key(self) -> str:

@@ -870,6 +870,8 @@ def parse_pod_group(body: Mapping[str, Any]) -> PodGroup:
     where = f"podgroup {ns}/{name}"
     policy = _map(_map(body, "spec", where), "schedulingPolicy", f"{where}: spec")
     gang = _map(policy, "gang", f"{where}: spec.schedulingPolicy")
+    spec = _map(body, "spec", where)
+    disruption = _map(spec, "disruptionMode", f"{where}: spec")
     scheduled = ""
     for c in _list(_map(body, "status", where), "conditions", f"{where}: status"):
         if isinstance(c, Mapping) and c.get("type") == CONDITION_POD_GROUP_INITIALLY_SCHEDULED:
@@ -883,6 +885,8 @@ def parse_pod_group(body: Mapping[str, Any]) -> PodGroup:
         min_count=_int(gang.get("minCount"), f"{where}: spec.schedulingPolicy.gang.minCount", 1),
         generation=_int(meta.get("generation"), f"{where}: metadata.generation"),
         initially_scheduled=scheduled,
+        priority=_int(spec.get("priority"), f"{where}: spec.priority"),
+        disrupted_together="all" in disruption,
     )
 
 

@@ -1,10 +1,13 @@
 """Preemption: which lower-priority pods to evict so that a pod that fits nowhere fits somewhere.
 
 Upstream v1.37 ``pkg/scheduler/framework/preemption/preemption.go`` (``Evaluator``: findCandidates,
-DryRunPreemption, SelectCandidate, pickOneNodeForPreemption), ``preemption/util.go``
-(FilterVictimsWithPDBViolation, MoreImportantVictim, PodTerminatingByPreemption) and the
-DefaultPreemption plugin's PodEligibleToPreemptOthers, SelectVictimsOnNode and
-calculateNumCandidates (``framework/plugins/defaultpreemption/default_preemption.go``).
+DryRunPreemption, GetVictimsOnNode, SelectCandidate, pickOneNodeForPreemption), ``preemption/types.go``
+(``Victim``, ``DomainVictim``, getCrossNodesVictims), ``preemption/util.go`` (FilterVictimsWithPDBViolation,
+MoreImportantVictim, GetPodPriority, PodTerminatingByPreemption) and the DefaultPreemption plugin's
+PodEligibleToPreemptOthers, SelectVictimsOnNode and calculateNumCandidates
+(``framework/plugins/defaultpreemption/default_preemption.go``), as they run with the GenericWorkload gate on
+(upstream's default profile has GangScheduling then, and so does ours). A whole pod group preempting is
+``core/pod_group_preemption.py``'s, on the victims this module models.
 
 ``preempt`` decides; it evicts nothing. The cycle turns its answer into the pod's nomination and
 the operator deletes the victims (``core/cycle.py``, ``kube/loop.py``); ``simulate`` removes them
@@ -15,14 +18,24 @@ from its cache. The steps:
 2. Only nodes whose filter status is Unschedulable can be helped by removing pods; an
    UnschedulableAndUnresolvable node (wrong selector, taint...) cannot.
 3. Dry run on each such node, from an offset drawn from the caller's RNG, on clones of the
-   NodeInfo and of the cycle state: remove every lower-priority pod (telling the
+   NodeInfo and of the cycle state: remove every victim of lower priority (telling the
    PreFilterExtensions), check the pod fits (nominated pods of equal or higher priority counted),
-   then put pods back most important first, PDB-violating ones before the others, keeping each
+   then put victims back most important first, PDB-violating ones before the others, keeping each
    that still leaves room. Stop once enough candidates were found (``min_candidate_nodes_*``)
    and at least one violates no PDB.
 4. Choose among candidates: fewest PDB violations, then the lowest highest-victim priority, the
    smallest sum of victim priorities, the fewest victims, the latest start of the
    highest-priority victims, then the first.
+
+Victims (``Victim``, upstream's preemption unit): a pod is one victim, unless it belongs to a
+``scheduling.k8s.io`` PodGroup whose ``disruptionMode`` is ``all``: then every member of that group holding
+a node anywhere in the cluster is one victim, evicted or spared whole (its members on other nodes are
+removed from the dry run's cycle state through the PreFilterExtensions only, as upstream). A victim's
+priority is its PodGroup's (``spec.priority``) for a member of one, else the pod's. Victims are ranked
+by ``more_important``: priority, then a group member before a lone pod, then the larger group, then the
+earlier start. A victim violates the PDBs when any of its pods does, and counts each such pod. A
+coscheduling PodGroup (``scheduling.x-k8s.io``) is nothing to preemption, as in scheduler-plugins: its
+members are victims one by one, at their own priority.
 
 Messages are upstream's: the ``0/N nodes are available: ...`` text of the dry run when no node can
 be helped (``Preemption is not helpful for scheduling`` for the nodes it did not try), ``No
@@ -34,18 +47,20 @@ Where we are deterministic and upstream is not (decisions):
   parallel (its own tests use parallelism 1 for the candidate limits) and lists the nodes with
   explicit statuses in Go map order.
 - The last tie-break is the first candidate in dry-run order (non-violating ones first);
-  upstream's is the first key of a Go map.
+  upstream's is the first key of a Go map. Victims that tie on every rule keep their order on the
+  node (upstream's ``sort.Slice`` is not stable); a group's members are in snapshot order.
 - A pod without ``status.startTime`` counts as started after every pod that has one (upstream
   uses the time of the check); two such pods keep their order on the node.
 
-Not modelled: pod groups (GenericWorkload, beta and off by default in v1.37), so every victim is
-one pod; extenders' ProcessPreemption; a custom IsEligiblePod / MoreImportantVictim. Pure: no I/O.
+Not modelled: extenders' ProcessPreemption; a custom IsEligiblePod / MoreImportantVictim;
+CompositePodGroups. Pure: no I/O.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Final
 
 from .diagnosis import Diagnosis
@@ -62,8 +77,8 @@ from .framework import (
     unschedulable,
 )
 from .nodeinfo import NodeInfo
-from .objects import PREEMPT_NEVER, Pod, PodDisruptionBudget
-from .snapshot import Snapshot
+from .objects import PREEMPT_NEVER, WORKLOAD_API, Pod, PodDisruptionBudget
+from .snapshot import ClusterObjects, Snapshot
 
 __all__ = [
     "IN_MEMORY",
@@ -72,15 +87,21 @@ __all__ = [
     "NOT_ELIGIBLE_NEVER",
     "NOT_ELIGIBLE_TERMINATING",
     "NOT_HELPFUL",
+    "VICTIM_POD",
+    "VICTIM_POD_GROUP",
     "Candidate",
+    "Victim",
+    "VictimIndex",
     "calculate_num_candidates",
     "dry_run_preemption",
     "filter_victims_with_pdb_violation",
-    "more_important_first",
+    "more_important",
     "pick_one_node_for_preemption",
     "pod_eligible_to_preempt_others",
     "preempt",
     "select_victims_on_node",
+    "split_victims_by_pdb",
+    "victim_priority",
 ]
 
 NOT_ELIGIBLE_NEVER: Final = "not eligible due to preemptionPolicy=Never."
@@ -96,14 +117,116 @@ _NO_VICTIMS_STATUS: Final = unresolvable(NO_VICTIMS)
 PRIORITY_OFFSET: Final = 2**31
 
 
+# --------------------------------------------------------------------------- victims: pods, or groups evicted whole
+
+#: a victim's kind (upstream's EntityKeyType): a pod outside any PodGroup, or a PodGroup (all its members, or
+#: one member of a group disrupted one by one: upstream types both as pod groups)
+VICTIM_POD: Final = "pod"
+VICTIM_POD_GROUP: Final = "podgroup"
+
+
+@dataclass(frozen=True, slots=True)
+class Victim:
+    """One unit of eviction (upstream ``Victim`` / ``DomainVictim``): its pods (on any nodes), its priority
+    (the PodGroup's for a member of one), and its kind."""
+
+    pods: tuple[Pod, ...]
+    priority: int
+    kind: str = VICTIM_POD
+
+    @property
+    def is_group(self) -> bool:
+        return self.kind != VICTIM_POD
+
+    @property
+    def earliest_start(self) -> float:
+        """The earliest ``status.startTime`` of its pods (a pod without one counts as started last)."""
+        return min(p.start_time if p.start_time is not None else math.inf for p in self.pods)
+
+    @staticmethod
+    def of(pod: Pod) -> Victim:
+        """A pod as a victim of its own priority (upstream's victims with GenericWorkload off)."""
+        return Victim((pod,), pod.priority)
+
+
+def victim_priority(pod: Pod, objects: ClusterObjects) -> int:
+    """Upstream ``GetPodPriority``: the priority of the ``scheduling.k8s.io`` PodGroup the pod names, when
+    there is one; else the pod's own."""
+    if pod.scheduling_group:
+        group = objects.pod_groups.get(f"{WORKLOAD_API}/{pod.namespace}/{pod.scheduling_group}")
+        if group is not None:
+            return group.priority
+    return pod.priority
+
+
+def more_important(victim: Victim) -> tuple[int, int, int, float]:
+    """The sort key of upstream ``MoreImportantVictim`` (most important first): higher priority, then a
+    pod group before a pod, then more pods, then the earlier start."""
+    return (-victim.priority, -1 if victim.is_group else 0, -len(victim.pods), victim.earliest_start)
+
+
+class VictimIndex:
+    """How the pods of a snapshot make victims (upstream ``getCrossNodesVictims``): built once per
+    preemption; the members of each group disrupted together are found (in snapshot order) only when a
+    victim needs them."""
+
+    __slots__ = ("_snapshot", "_together", "_members")
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self._snapshot = snapshot
+        groups = snapshot.objects.pod_groups
+        #: PodGroup keys whose members are evicted together
+        self._together = {k for k, g in groups.items() if g.api == WORKLOAD_API and g.disrupted_together}
+        self._members: dict[str, list[Pod]] | None = None
+
+    @property
+    def trivial(self) -> bool:
+        """No pod of the cluster names a Workload PodGroup, and there is none: every victim is a pod of its
+        own priority (``core/gangs.py`` keeps every live pod's PodGroup keys, PodGroup or not)."""
+        objects, prefix = self._snapshot.objects, f"{WORKLOAD_API}/"
+        return not any(k.startswith(prefix) for k in objects.gang_members) and not any(
+            g.api == WORKLOAD_API for g in objects.pod_groups.values()
+        )
+
+    def victims(self, pods: Iterable[Pod]) -> list[Victim]:
+        """`pods` as victims, in order, each group disrupted together once (with its members on every node)."""
+        objects = self._snapshot.objects
+        out: list[Victim] = []
+        seen: set[str] = set()
+        for pod in pods:
+            if not pod.scheduling_group:
+                out.append(Victim.of(pod))
+                continue
+            key = f"{WORKLOAD_API}/{pod.namespace}/{pod.scheduling_group}"
+            priority = victim_priority(pod, objects)
+            if key not in self._together:
+                out.append(Victim((pod,), priority, VICTIM_POD_GROUP))
+            elif key not in seen:
+                seen.add(key)
+                out.append(Victim(tuple(self._members_of(key)) or (pod,), priority, VICTIM_POD_GROUP))
+        return out
+
+    def _members_of(self, key: str) -> list[Pod]:
+        if self._members is None:
+            self._members = {k: [] for k in self._together}
+            for info in self._snapshot.node_infos:
+                for pod in info.iter_pods():
+                    if pod.scheduling_group:
+                        members = self._members.get(f"{WORKLOAD_API}/{pod.namespace}/{pod.scheduling_group}")
+                        if members is not None:
+                            members.append(pod)
+        return self._members.get(key, [])
+
+
 # --------------------------------------------------------------------------- eligibility and limits
 
 
 def pod_eligible_to_preempt_others(pod: Pod, snapshot: Snapshot, nominated_node_status: Status) -> tuple[bool, str]:
     """Whether `pod` may preempt, and why not (upstream ``PodEligibleToPreemptOthers``).
 
-    A pod already nominated waits while a lower-priority pod on its nominated node is terminating
-    because of preemption, unless the filters now find that node UnschedulableAndUnresolvable.
+    A pod already nominated waits while a pod of lower priority (a PodGroup member: its group's) on its
+    nominated node is terminating because of preemption, unless the filters now find that node
+    UnschedulableAndUnresolvable.
     """
     if pod.preemption_policy == PREEMPT_NEVER:
         return False, NOT_ELIGIBLE_NEVER
@@ -113,7 +236,7 @@ def pod_eligible_to_preempt_others(pod: Pod, snapshot: Snapshot, nominated_node_
         info = snapshot.get(pod.nominated_node_name)
         if info is not None:
             for other in info.iter_pods():
-                if other.priority < pod.priority and other.terminating_by_preemption:
+                if other.terminating_by_preemption and victim_priority(other, snapshot.objects) < pod.priority:
                     return False, NOT_ELIGIBLE_TERMINATING
     return True, ""
 
@@ -126,22 +249,16 @@ def calculate_num_candidates(num_nodes: int, percentage: int, absolute: int) -> 
 # --------------------------------------------------------------------------- victims on one node
 
 
-def more_important_first(pods: Iterable[Pod]) -> list[Pod]:
-    """Higher priority first, then the earlier start (upstream ``MoreImportantVictim`` for single pods).
+def split_victims_by_pdb(
+    victims: Sequence[Victim], pdbs: Sequence[PodDisruptionBudget]
+) -> tuple[list[tuple[Victim, int]], list[Victim]]:
+    """Upstream ``FilterVictimsWithPDBViolation``: `victims` (in order) that would violate a PDB, each with
+    how many of its pods do, and the others.
 
-    A pod without a start time counts as started last; ties keep the given order.
-    """
-    return sorted(pods, key=lambda p: (-p.priority, p.start_time if p.start_time is not None else math.inf))
-
-
-def filter_victims_with_pdb_violation(
-    victims: Sequence[Pod], pdbs: Sequence[PodDisruptionBudget]
-) -> tuple[list[Pod], list[Pod]]:
-    """Split `victims` (in order) into those whose eviction would violate a PDB and the others.
-
-    Each PDB's ``disruptionsAllowed`` is spent by the victims it selects, in order; a victim
-    violates when it drives any budget below zero. Pods listed in ``disruptedPods`` were already
-    counted by the API server and spend nothing; a pod without labels matches no PDB.
+    Each PDB's ``disruptionsAllowed`` is spent by the pods it selects, in order; a pod violates when it
+    drives any budget below zero, and a victim when any of its pods does. Pods listed in
+    ``disruptedPods`` were already counted by the API server and spend nothing; a pod without labels
+    matches no PDB.
     """
     allowed = [pdb.disruptions_allowed for pdb in pdbs]
 
@@ -156,67 +273,109 @@ def filter_victims_with_pdb_violation(
                 return True
         return False
 
-    violating: list[Pod] = []
-    non_violating: list[Pod] = []
-    for pod in victims:
-        (violating if violates(pod) else non_violating).append(pod)
+    violating: list[tuple[Victim, int]] = []
+    non_violating: list[Victim] = []
+    for victim in victims:
+        count = sum(1 for pod in victim.pods if violates(pod))
+        if count:
+            violating.append((victim, count))
+        else:
+            non_violating.append(victim)
     return violating, non_violating
 
 
-def select_victims_on_node(
-    state: CycleState, pod: Pod, info: NodeInfo, pdbs: Sequence[PodDisruptionBudget], handle: Handle
-) -> tuple[list[Pod], int, Status]:
-    """The fewest pods to evict from `info` so that `pod` fits, the PDB violations that costs, and a status.
+def filter_victims_with_pdb_violation(
+    victims: Sequence[Pod], pdbs: Sequence[PodDisruptionBudget]
+) -> tuple[list[Pod], list[Pod]]:
+    """``split_victims_by_pdb`` for pods that are victims on their own: the violating pods and the others."""
+    violating, non_violating = split_victims_by_pdb([Victim.of(p) for p in victims], pdbs)
+    return [v.pods[0] for v, _ in violating], [v.pods[0] for v in non_violating]
 
-    `state` and `info` are clones the caller gives away: they are changed. Upstream
-    ``SelectVictimsOnNode`` for single-pod victims.
+
+def select_victims_on_node(
+    state: CycleState,
+    pod: Pod,
+    info: NodeInfo,
+    pdbs: Sequence[PodDisruptionBudget],
+    handle: Handle,
+    victims: Sequence[Victim] | None = None,
+    *,
+    snapshot: Snapshot | None = None,
+) -> tuple[list[Pod], int, Status]:
+    """The fewest victims to evict so that `pod` fits `info`, their pods (most important victim first), the
+    PDB violations that costs, and a status.
+
+    `victims` are the node's (``VictimIndex.victims`` of its pods; None: each pod on its own). `state` and
+    `info` are clones the caller gives away: they are changed. A victim's pods on other nodes are not
+    removed from them, only told to the PreFilterExtensions with that node of `snapshot`, as upstream's
+    ``SelectVictimsOnNode`` does.
     """
-    potential = [p for p in info.iter_pods() if p.priority < pod.priority]
+    candidates = [Victim.of(p) for p in info.iter_pods()] if victims is None else victims
+    potential = [v for v in candidates if v.priority < pod.priority]
     if not potential:
         return [], 0, _NO_VICTIMS_STATUS
+    moves = _VictimMoves(state, pod, info, handle, snapshot)
     for victim in potential:
-        info.remove_pod(victim)
-        status = handle.run_pre_filter_extension_remove_pod(state, pod, victim, info)
+        status = moves.move(victim, add=False)
         if not status.is_success:
-            return [], 0, _as_error(status)
+            return [], 0, status
     status = handle.run_filter_plugins_with_nominated_pods(state, pod, info)
     if not status.is_success:
         return [], 0, status
 
-    ranked = more_important_first(potential)
-    rank = {p.uid: i for i, p in enumerate(ranked)}
-    violating, non_violating = filter_victims_with_pdb_violation(ranked, pdbs)
-    victims: list[Pod] = []
-
-    def reprieve(victim: Pod) -> Status | bool:
-        """Put `victim` back; keep it when the pod still fits, else evict it. An error stops."""
-        info.add_pod(victim)
-        status = handle.run_pre_filter_extension_add_pod(state, pod, victim, info)
-        if not status.is_success:
-            return _as_error(status)
-        if handle.run_filter_plugins_with_nominated_pods(state, pod, info).is_success:
-            return True
-        info.remove_pod(victim)
-        status = handle.run_pre_filter_extension_remove_pod(state, pod, victim, info)
-        if not status.is_success:
-            return _as_error(status)
-        victims.append(victim)
-        return False
-
+    violating, non_violating = split_victims_by_pdb(sorted(potential, key=more_important), pdbs)
+    evicted: list[Victim] = []
     num_violating = 0
-    for victim in violating:
-        fits = reprieve(victim)
+    for victim, count in [*violating, *((v, 0) for v in non_violating)]:
+        fits = moves.reprieve(victim)
         if isinstance(fits, Status):
             return [], 0, fits
         if not fits:
-            num_violating += 1
-    for victim in non_violating:
-        fits = reprieve(victim)
-        if isinstance(fits, Status):
-            return [], 0, fits
+            evicted.append(victim)
+            num_violating += count
     if violating and non_violating:
-        victims.sort(key=lambda p: rank[p.uid])
-    return victims, num_violating, SUCCESS
+        evicted.sort(key=more_important)
+    return [p for v in evicted for p in v.pods], num_violating, SUCCESS
+
+
+class _VictimMoves:
+    """Victims leaving and coming back during ``select_victims_on_node``: their pods on the node tried are
+    removed from (added to) its clone, every pod is told to the PreFilterExtensions with its own node."""
+
+    __slots__ = ("state", "pod", "info", "handle", "snapshot")
+
+    def __init__(self, state: CycleState, pod: Pod, info: NodeInfo, handle: Handle, snapshot: Snapshot | None) -> None:
+        self.state, self.pod, self.info, self.handle, self.snapshot = state, pod, info, handle, snapshot
+
+    def move(self, victim: Victim, *, add: bool) -> Status:
+        """Take the victim out (`add` False) or put it back; an ERROR when an extension fails."""
+        info, handle = self.info, self.handle
+        for p in victim.pods:
+            node = info if p.node_name == info.name or self.snapshot is None else self.snapshot.get(p.node_name)
+            if node is None:
+                continue
+            if node is info:
+                if add:
+                    info.add_pod(p)
+                else:
+                    info.remove_pod(p)
+            if add:
+                status = handle.run_pre_filter_extension_add_pod(self.state, self.pod, p, node)
+            else:
+                status = handle.run_pre_filter_extension_remove_pod(self.state, self.pod, p, node)
+            if not status.is_success:
+                return _as_error(status)
+        return SUCCESS
+
+    def reprieve(self, victim: Victim) -> Status | bool:
+        """Put `victim` back; keep it when the pod still fits (True), else take it out again (False)."""
+        status = self.move(victim, add=True)
+        if not status.is_success:
+            return status
+        if self.handle.run_filter_plugins_with_nominated_pods(self.state, self.pod, self.info).is_success:
+            return True
+        status = self.move(victim, add=False)
+        return status if not status.is_success else False
 
 
 def _as_error(status: Status) -> Status:
@@ -234,12 +393,15 @@ def dry_run_preemption(
     offset: int,
     num_candidates: int,
     handle: Handle,
+    *,
+    snapshot: Snapshot | None = None,
 ) -> tuple[list[Candidate], dict[str, Status], list[str]]:
     """Candidates (PDB-respecting ones first), the statuses of the nodes that gave none, and errors.
 
     Nodes are tried from `potential[offset]` on, wrapping around, each on clones. Each list holds at
     most `num_candidates`; the run stops once it has `num_candidates` in all and at least one that
-    violates no PDB (upstream ``DryRunPreemption`` with parallelism 1).
+    violates no PDB (upstream ``DryRunPreemption`` with parallelism 1). With `snapshot`, the pods of
+    Workload PodGroups are victims as ``VictimIndex`` makes them; without, each pod is one.
     """
     non_violating: list[Candidate] = []
     violating: list[Candidate] = []
@@ -247,16 +409,27 @@ def dry_run_preemption(
     errors: list[str] = []
     n = len(potential)
     priority = pod.priority
+    index = VictimIndex(snapshot) if snapshot is not None else None
+    grouped = index is not None and not index.trivial
     for i in range(n):
         info = potential[(offset + i) % n]
-        if all(p.priority >= priority for p in info.pods.values()):
+        victims: list[Victim] | None = None
+        if grouped:
+            assert index is not None
+            victims = index.victims(info.iter_pods())
+            lower = any(v.priority < priority for v in victims)
+        else:
+            lower = any(p.priority < priority for p in info.pods.values())
+        if not lower:
             statuses[info.name] = _NO_VICTIMS_STATUS  # what select_victims_on_node says, without the clones
             continue
-        victims, violations, status = select_victims_on_node(state.clone(), pod, info.clone(), pdbs, handle)
-        if status.is_success and victims:
+        pods, violations, status = select_victims_on_node(
+            state.clone(), pod, info.clone(), pdbs, handle, victims, snapshot=snapshot
+        )
+        if status.is_success and pods:
             bucket = non_violating if violations == 0 else violating
             if len(bucket) < num_candidates:
-                bucket.append(Candidate(info.name, tuple(victims), violations))
+                bucket.append(Candidate(info.name, tuple(pods), violations))
             if non_violating and len(non_violating) + len(violating) >= num_candidates:
                 break
             continue
@@ -336,7 +509,9 @@ def preempt(
         pdbs = [pdb for _, pdb in sorted(snapshot.objects.pod_disruption_budgets.items())]
         offset = handle.rng.randrange(len(potential))
         wanted = calculate_num_candidates(len(potential), min_candidate_nodes_percentage, min_candidate_nodes_absolute)
-        candidates, statuses, errors = dry_run_preemption(state, pod, potential, pdbs, offset, wanted, handle)
+        candidates, statuses, errors = dry_run_preemption(
+            state, pod, potential, pdbs, offset, wanted, handle, snapshot=snapshot
+        )
     if errors and not candidates:
         return PostFilterResult(error(_aggregate(errors)), node_statuses=statuses)
     best = pick_one_node_for_preemption(candidates)

@@ -366,6 +366,35 @@ class Snapshot:
         for info in self.node_infos:
             yield from info.pods.values()
 
+    # ---- what-ifs (preemption): a private copy changed pod by pod, as upstream's snapshot mutations
+
+    def copy(self) -> Snapshot:
+        """A snapshot of clones of these NodeInfos (same order, same objects), to change with ``add_pod`` and
+        ``remove_pod`` while this one stays as it is."""
+        return Snapshot.of([info.clone() for info in self.node_infos], self.objects)
+
+    def add_pod(self, pod: Pod) -> bool:
+        """Count `pod` on its node (``pod.node_name``); False when the snapshot has no such node. The node's
+        NodeInfo is replaced by a changed clone, so NodeInfos handed out before stay as they were."""
+        return self._change(pod, add=True)
+
+    def remove_pod(self, pod: Pod) -> bool:
+        """Stop counting `pod` (by uid) on its node; False when it is not there."""
+        return self._change(pod, add=False)
+
+    def _change(self, pod: Pod, *, add: bool) -> bool:
+        k = self.table.position.get(pod.node_name)
+        if k is None:
+            return False
+        info = self.node_infos[k].clone()
+        if add:
+            info.add_pod(pod)
+        elif not info.remove_pod(pod):
+            return False
+        self.replace_one(k, info, node_changed=False)
+        self.generation = max(self.generation, info.generation)
+        return True
+
 
 def _mark(names: set[str], name: str, present: bool) -> None:
     if present:

@@ -8,7 +8,8 @@ send them through ``edge/client.Api``:
 - ``event``: ``POST events``, a core/v1 Event about a pod (``events.py``);
 - ``pod_status_patch`` with ``unschedulable_condition`` or ``disruption_target_condition``:
   ``PATCH pods/{name}/status`` (``loop.py``, ``preemption.py``); ``delete_options``: ``DELETE
-  pods/{name}`` of a preemption victim;
+  pods/{name}`` of a preemption victim; ``Preemptor``: who a victim goes for, as its condition and its
+  Preempted event name it;
 - ``pod_group_condition_patch`` / ``pod_group_status_patch``: ``PATCH podgroups/{name}/status`` of
   the two PodGroup APIs (``podgroups.py``); ``policy_status_patch``: a SchedulingPolicy's status
   (``app.py``); ``lease``: the leader-election Lease (``leader.py``).
@@ -20,6 +21,7 @@ plugins do not import the operator.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
@@ -28,7 +30,9 @@ from ..core.objects import (
     CONDITION_DISRUPTION_TARGET,
     CONDITION_POD_GROUP_INITIALLY_SCHEDULED,
     REASON_PREEMPTION_BY_SCHEDULER,
+    WORKLOAD_API,
     Pod,
+    PodGroup,
 )
 from ..core.timestamps import rfc3339, rfc3339_micro
 
@@ -36,6 +40,7 @@ __all__ = [
     "LEASE_API_VERSION",
     "MERGE_PATCH",
     "STRATEGIC_MERGE_PATCH",
+    "Preemptor",
     "delete_options",
     "disruption_target_condition",
     "event",
@@ -58,6 +63,34 @@ def _pod_ref(namespace: str, name: str, uid: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Pod", "namespace": namespace, "name": name, "uid": uid}
 
 
+@dataclass(frozen=True, slots=True)
+class Preemptor:
+    """Who victims are evicted for (upstream ``ExecutorPreemptor``): a pod, or a ``scheduling.k8s.io`` PodGroup
+    whose gang preempted as a whole. `kind` is upstream's ``Type()`` (``pod``, ``podgroup``), which the
+    victims' Preempted events and DisruptionTarget conditions name; `related` is the events' related object."""
+
+    kind: str
+    uid: str
+    key: str
+    scheduler_name: str
+    related: Mapping[str, Any]
+
+    @staticmethod
+    def of_pod(pod: Pod) -> Preemptor:
+        return Preemptor("pod", pod.uid, pod.key, pod.scheduler_name, _pod_ref(pod.namespace, pod.name, pod.uid))
+
+    @staticmethod
+    def of_pod_group(group: PodGroup, scheduler_name: str) -> Preemptor:
+        ref = {
+            "apiVersion": f"{WORKLOAD_API}/v1beta1",
+            "kind": "PodGroup",
+            "namespace": group.namespace,
+            "name": group.name,
+            "uid": group.uid,
+        }
+        return Preemptor("podgroup", group.uid, f"podgroup {group.namespace}/{group.name}", scheduler_name, ref)
+
+
 def event(
     *,
     namespace: str,
@@ -71,10 +104,11 @@ def event(
     instance: str,
     now: datetime,
     suffix: str,
-    related: Pod | None = None,
+    related: Pod | Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A core/v1 Event about the pod `namespace/name` (`uid`), named ``<name>.<suffix>``; `related` names
-    a second pod (upstream's related object). The message is cut to the API's limit."""
+    a second object (upstream's related object): a pod, or an object reference as it is. The message is cut
+    to the API's limit."""
     micro = rfc3339_micro(now)
     second = micro[:19] + "Z"  # the same moment as metav1.Time, without formatting it twice
     body: dict[str, Any] = {
@@ -94,8 +128,10 @@ def event(
         "eventTime": micro,
         "count": 1,
     }
-    if related is not None:
+    if isinstance(related, Pod):
         body["related"] = _pod_ref(related.namespace, related.name, related.uid)
+    elif related is not None:
+        body["related"] = dict(related)
     return body
 
 
@@ -111,13 +147,14 @@ def unschedulable_condition(message: str, now: datetime) -> dict[str, Any]:
     }
 
 
-def disruption_target_condition(scheduler_name: str, now: datetime) -> dict[str, Any]:
-    """DisruptionTarget=True on a preemption victim (upstream ``PreemptPod``)."""
+def disruption_target_condition(scheduler_name: str, now: datetime, *, preemptor: str = "pod") -> dict[str, Any]:
+    """DisruptionTarget=True on a preemption victim (upstream ``PreemptPod``); `preemptor` is its kind (``pod``
+    or ``podgroup``, upstream's ``ExecutorPreemptor.Type``)."""
     return {
         "type": CONDITION_DISRUPTION_TARGET,
         "status": "True",
         "reason": REASON_PREEMPTION_BY_SCHEDULER,
-        "message": f"{scheduler_name}: preempting to accommodate a higher priority pod",
+        "message": f"{scheduler_name}: preempting to accommodate a higher priority {preemptor}",
         "lastTransitionTime": rfc3339(now),
     }
 

@@ -37,7 +37,7 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Mapping
 from datetime import UTC, datetime
 from typing import Any, Final
 from urllib.parse import quote
@@ -46,6 +46,7 @@ from ..core.objects import Pod
 from ..core.preemption import IN_MEMORY
 from . import bodies
 from .app import App
+from .bodies import Preemptor
 
 __all__ = [
     "ACTION_BINDING",
@@ -83,12 +84,12 @@ async def record(
     reason: str,
     action: str,
     message: str,
-    related: Pod | None = None,
+    related: Pod | Mapping[str, Any] | None = None,
     pipelined: bool = False,
 ) -> None:
-    """One Event about the pod `namespace/name` (`uid`); `related` names a second pod (upstream's related
-    object). `pipelined`: the caller's own slot bounds the writes in flight (a bind's), so the event
-    does not queue for a write slot."""
+    """One Event about the pod `namespace/name` (`uid`); `related` names a second object (upstream's related
+    object: a pod, or a reference as it is). `pipelined`: the caller's own slot bounds the writes in flight (a
+    bind's), so the event does not queue for a write slot."""
     body = bodies.event(
         namespace=namespace,
         name=name,
@@ -217,9 +218,11 @@ async def failed_scheduling(
     )
 
 
-async def preempted(app: App, victim: Pod, *, preemptor: Pod, node: str, in_memory: bool = False) -> None:
-    """The Normal Preempted event on a victim, upstream's text: ``Preempted by pod <uid> on node <node>``, with
-    `` (in kube-scheduler memory).`` for a victim that waited at Permit (not deleted)."""
+async def preempted(app: App, victim: Pod, *, preemptor: Pod | Preemptor, node: str, in_memory: bool = False) -> None:
+    """The Normal Preempted event on a victim, upstream's text: ``Preempted by <kind> <uid> on node <node>``
+    (``pod``, or ``podgroup`` on node ``cluster`` for a gang's preemption), with `` (in kube-scheduler
+    memory).`` for a victim that waited at Permit (not deleted); the preemptor is its related object."""
+    who = preemptor if isinstance(preemptor, Preemptor) else Preemptor.of_pod(preemptor)
     await record(
         app,
         namespace=victim.namespace,
@@ -228,6 +231,6 @@ async def preempted(app: App, victim: Pod, *, preemptor: Pod, node: str, in_memo
         type_="Normal",
         reason="Preempted",
         action=ACTION_PREEMPTING,
-        message=f"Preempted by pod {preemptor.uid} on node {node}{IN_MEMORY if in_memory else ''}",
-        related=preemptor,
+        message=f"Preempted by {who.kind} {who.uid} on node {node}{IN_MEMORY if in_memory else ''}",
+        related=who.related,
     )

@@ -15,7 +15,9 @@ otherwise, a thread hop costs more than most attempts), ``conclude``:
   preemption chose victims, they are evicted before the next pop (``kube/preemption.py``);
 - ``Error``: a FailedScheduling event (and a cleared nomination); ``Skip``: nothing;
 - ``Group``: a Workload-API gang's pod-group cycle (decided inline, on the loop): each member's
-  outcome is carried out as above, and a rejected gang's PodGroup reads why (``kube/podgroups.py``);
+  outcome is carried out as above (a member its gang's preemption nominated gets ``status.nominatedNodeName``),
+  the gang's preemption victims are evicted once for its PodGroup (``kube/preemption.py``), and a rejected
+  gang's PodGroup reads why (``kube/podgroups.py``);
 - ``Wait``: the pod is assumed and waits at Permit in ``app.waiting`` (gangs); its
   ``status.nominatedNodeName`` is set to its node meanwhile (upstream's NominatedNodeNameForExpectation;
   a ``Bind`` whose PreBind plugins have work carries it too, written by the binding task first).
@@ -176,6 +178,16 @@ async def _attempt(app: App, state: PolicyState, info: QueuedPodInfo) -> None:
         return
     for member, own in outcome.members:  # a pod-group cycle: each member's outcome as its own
         await _carry_out(app, state, member, own, started, done)
+    if outcome.preemption is not None:
+        app.metrics.observe_workload_preemption(outcome.preemption.status.code, len(outcome.victims))
+    if outcome.victims and outcome.pod_group is not None:  # the gang's preemption: its victims go once
+        nominated = [
+            (m.pod, own.nominated_node)
+            for m, own in outcome.members
+            if isinstance(own, Unschedulable) and own.nominated_node
+        ]
+        await preemption.preempt_for_pod_group(app, outcome.pod_group, nominated, outcome.victims)
+        await _settle(app, done)  # a victim waiting at Permit was preempted in memory: release it now
     if outcome.rejection:
         podgroups.refresh(app, rejected={outcome.key: outcome.rejection})
 

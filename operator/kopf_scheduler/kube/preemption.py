@@ -15,9 +15,16 @@ Upstream ``framework/preemption/executor.go`` (``PreemptPod``, ``clearNominatedN
   <node>``; a victim already gone (404, or 409 for another uid) is skipped silently;
 - ``status.nominatedNodeName`` is set on the preemptor (the loop's status patch).
 
+A Workload-API gang's preemption (``core/pod_group_preemption.py``, ``preempt_for_pod_group``) evicts its
+victims the same way for its PodGroup, as upstream's executor does for a pod group: the DisruptionTarget
+condition says ``... a higher priority podgroup``, the Preempted event ``Preempted by podgroup <PodGroup
+uid> on node cluster`` with the PodGroup as related object, and no nomination is cleared (upstream looks
+for lower-priority pods nominated to its candidate's name, ``cluster``, which no node has).
+
 Right before evicting, the preemptor is looked at once more (``_still_wanted``): still pending in
-our pending index, unbound and uncached, and still nominated to that node in its queue; a preemptor
-that another replica bound meanwhile, or that was deleted, evicts nothing. Every request is fenced
+our pending index, unbound and uncached, and still nominated to that node in its queue (a gang: every
+member its preemption nominated); a preemptor that another replica bound meanwhile, or that was deleted,
+evicts nothing. Every request is fenced
 (``edge/client.py``): a replica whose term may have ended evicts nothing either.
 
 Decisions: the victims are evicted before the loop pops the next pod (upstream's synchronous
@@ -38,14 +45,18 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..core import routing
-from ..core.objects import Pod
+from ..core.objects import Pod, PodGroup
 from ..core.plugins.default_preemption import DefaultPreemption
 from ..core.preemption import PREEMPTED
 from ..edge.client import Response
 from . import bodies, events
 from .app import App
+from .bodies import Preemptor
 
-__all__ = ["evict", "patch_pod_status", "preempt"]
+__all__ = ["CLUSTER", "evict", "patch_pod_status", "preempt", "preempt_for_pod_group"]
+
+#: the candidate upstream's pod-group preemption names where a pod's names a node (its whole-cluster domain)
+CLUSTER = "cluster"
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +76,31 @@ async def preempt(
     for other in clear_nominations:
         if other.nominated_node_name:
             await patch_pod_status(app, other, nominated_node="")
+    await _evict_all(app, victims, Preemptor.of_pod(preemptor), node)
+
+
+async def preempt_for_pod_group(
+    app: App, group: PodGroup, nominated: Sequence[tuple[Pod, str]], victims: Sequence[Pod]
+) -> None:
+    """Evict `victims` for the gang of `group`, whose members `nominated` (each with its node) its preemption
+    placed (upstream ``actuatePodGroupPreemption``); nothing when one of them is no longer pending here or
+    no longer nominated there."""
+    for member, node in nominated:
+        if not _still_wanted(app, member, node):
+            logger.info(
+                "not preempting for %s/%s: %s is no longer pending here or no longer nominated to %s",
+                group.namespace,
+                group.name,
+                member.key,
+                node,
+            )
+            return
+    scheduler_name = nominated[0][0].scheduler_name if nominated else ""
+    await _evict_all(app, victims, Preemptor.of_pod_group(group, scheduler_name), CLUSTER)
+
+
+async def _evict_all(app: App, victims: Sequence[Pod], preemptor: Preemptor, node: str) -> None:
+    """Each victim concurrently: one waiting at Permit is preempted in memory, one already being deleted is left."""
     evicted = []
     for victim in victims:
         if app.waiting.preempt(victim.uid, DefaultPreemption.NAME, PREEMPTED):  # released by the loop's next settle
@@ -86,9 +122,13 @@ def _still_wanted(app: App, preemptor: Pod, node: str) -> bool:
     return state.queue.nominated_node_of(preemptor) == node
 
 
-async def evict(app: App, victim: Pod, *, preemptor: Pod, node: str) -> bool:
+async def evict(app: App, victim: Pod, *, preemptor: Pod | Preemptor, node: str) -> bool:
     """DisruptionTarget, DELETE (uid precondition), Preempted event. False when the victim was gone."""
-    condition = bodies.disruption_target_condition(preemptor.scheduler_name, datetime.now(UTC))
+    if isinstance(preemptor, Pod):
+        preemptor = Preemptor.of_pod(preemptor)
+    condition = bodies.disruption_target_condition(
+        preemptor.scheduler_name, datetime.now(UTC), preemptor=preemptor.kind
+    )
     path = f"/api/v1/namespaces/{victim.namespace}/pods/{victim.name}"
     async with app.write_slots:
         response = await app.api.request(

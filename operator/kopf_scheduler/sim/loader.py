@@ -115,6 +115,30 @@ def admit_priority(doc: Mapping[str, Any], classes: Mapping[str, o.PriorityClass
     return {**doc, "spec": admitted}
 
 
+def admit_pod_group_priority(doc: Mapping[str, Any], classes: Mapping[str, o.PriorityClass]) -> Mapping[str, Any]:
+    """A ``scheduling.k8s.io`` PodGroup as the Priority admission plugin leaves it (upstream ``admitPodGroup``):
+    ``spec.priority`` from its ``priorityClassName`` (or the ``globalDefault`` class, else 0) when unset; the API
+    server's words for an unknown class. A PodGroup that carries its priority (a dump) is taken as it is."""
+    spec = doc.get("spec")
+    if not isinstance(spec, Mapping) or spec.get("priority") is not None:
+        return doc
+    meta = doc.get("metadata")
+    meta = meta if isinstance(meta, Mapping) else {}
+    name = spec.get("priorityClassName")
+    if name:
+        pc = classes.get(str(name))
+        if pc is None:
+            where = f"podgroup {meta.get('namespace') or 'default'}/{meta.get('name') or ''}"
+            raise parsing.ObjectError(f"{where}: no PriorityClass with name {name} was found")
+    else:
+        defaults = [c for c in classes.values() if c.global_default]
+        pc = min(defaults, key=lambda c: c.value) if defaults else None
+    admitted = {**spec, "priority": pc.value if pc is not None else 0}
+    if pc is not None:
+        admitted["priorityClassName"] = pc.name
+    return {**doc, "spec": admitted}
+
+
 def load_cluster(docs: Iterable[Mapping[str, Any]], *, source: str = "cluster") -> LoadedCluster:
     """A cache filled with the nodes, bound pods and other objects of ``docs``."""
     cache = SchedulerCache()
@@ -146,6 +170,8 @@ def load_cluster(docs: Iterable[Mapping[str, Any]], *, source: str = "cluster") 
                 if pod.is_terminal:
                     continue
                 (pods if pod.node_name else loaded.pending_in_cluster).append(pod)
+            elif kind == "PodGroup" and str(doc.get("apiVersion") or "").startswith(o.WORKLOAD_API + "/"):
+                _store(kind, admit_pod_group_priority(doc, classes), objs)
             elif not _store(kind, doc, objs):
                 loaded.ignored[kind or "<no kind>"] = loaded.ignored.get(kind or "<no kind>", 0) + 1
         except parsing.ObjectError as exc:

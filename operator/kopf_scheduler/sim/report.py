@@ -119,7 +119,7 @@ def report_table(
         lines += capacity_lines(capacity) + [""]
     lines += table(utilization_rows(cache), ("NODE", "PODS", "CPU REQUESTED", "MEMORY REQUESTED"))
     lines.append("")
-    preempted = sum(len(p.victims) for p in result.placements)
+    preempted = len({v for p in result.placements for v in p.victims})  # a gang's victims are every member's
     lines.append(
         f"{result.scheduled}/{len(result.placements)} pods scheduled, "
         f"{len(result.placements) - result.scheduled} unschedulable, "

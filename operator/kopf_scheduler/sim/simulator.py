@@ -15,8 +15,10 @@ operator's loop and its watches would, with its in-memory state standing for the
   victims are deleted from the simulated cluster and their deletion routed as the watch would (an
   AssignedPodDelete move), so the nominated pod backs off and is tried again; a victim waiting at
   Permit is preempted in memory (not deleted: it backs off and is tried again, as upstream's);
-- ``Group`` (a Workload-API gang's pod-group cycle): each member's outcome is carried out as its own.
-  A gang's pending members enter the queue together, with its first member in the file (a pod
+- ``Group`` (a Workload-API gang's pod-group cycle): each member's outcome is carried out as its own;
+  when the gang's preemption found room, its victims are evicted once (as above), and every member it
+  nominated reports them. A gang turned down leaves its message in ``rejections`` (its PodGroup's
+  condition). A gang's pending members enter the queue together, with its first member in the file (a pod
   group is one entity in upstream's queue), so its cycle tries them all;
 - ``Wait`` (gangs): the member holds its node until its gang has its minimum placed, then every
   member is bound. Every pod of the pods file counts as a member from the start (they are all
@@ -126,6 +128,9 @@ class Placement:
     nominated_before_binding: str = ""
     #: opportunistic batching placed it on the hint the previous identical pod left (unscored)
     batched: bool = False
+    #: the text of every attempt that did not place it, in order (the FailedScheduling events a scheduler
+    #: writes; a preemptor's first one, a gang member's the gang's)
+    failures: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,6 +196,8 @@ class _Record:
     devices: tuple[str, ...] = ()
     #: ``Placement.nominated_before_binding`` of its last placement
     expected: str = ""
+    #: ``Placement.failures``
+    failures: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -244,6 +251,9 @@ class Simulation:
         if cache.objects.dra.clock is None:  # DynamicResources' filterTimeout runs on real time, as the operator's
             cache.objects.dra.clock = time.monotonic
         self._served: Mapping[str, routing.Queued] = self.lanes
+        #: PodGroup key -> the message its gang was last turned down with (what a ``scheduling.k8s.io``
+        #: PodGroup's PodGroupInitiallyScheduled=False condition reads in a cluster)
+        self.rejections: dict[str, str] = {}
         self._records: dict[str, _Record] = {}
         #: uid -> when it was submitted (the order of pods submitted at the same moment)
         self._arrival: dict[str, int] = {}
@@ -501,6 +511,15 @@ class Simulation:
         if isinstance(outcome, Group):  # a pod-group cycle: each member's outcome, as if popped alone
             for member, own in outcome.members:
                 self._carry_out_one(member, own)
+            if outcome.rejection:
+                self.rejections[outcome.key] = outcome.rejection
+            victims = outcome.victims
+            if victims:  # the gang's preemption: evicted once, for the members it nominated
+                for member, own in outcome.members:
+                    if isinstance(own, Unschedulable) and own.nominated_node:
+                        self._records[member.uid].victims.extend(v.key for v in victims)
+                for victim in victims:
+                    self._evict(victim)
             return
         self._carry_out_one(info, outcome)
 
@@ -554,6 +573,7 @@ class Simulation:
             if nominated or placed.nominated_node_name:
                 self._patch_nomination(placed, "")
             record.node, record.message = None, f"Binding rejected: {status.message}"
+            record.failures.append(record.message)
             self._error(record)
             return
         if not self.api.is_bound(placed):
@@ -604,6 +624,7 @@ class Simulation:
         for rejected in settled.rejected:
             record = self._records[rejected.pod.uid]
             record.node, record.message = None, rejected.status.message
+            record.failures.append(record.message)
             if rejected.nominated_node is not None:
                 self._patch_nomination(rejected.pod, rejected.nominated_node)
         if settled.rejected:
@@ -683,6 +704,7 @@ class Simulation:
             devices=r.devices,
             nominated_before_binding=r.expected,
             batched=r.node is not None and r.result is not None and r.result.hinted and r.result.node == r.node,
+            failures=tuple(r.failures),
         )
 
     def _explanation(
@@ -705,11 +727,13 @@ def _remember(record: _Record, outcome: Single) -> None:
             record.result, record.node, record.message, record.expected = result, None, "", ""
         case Unschedulable(message, _, nominated, victims, result=result):
             record.result, record.node, record.message, record.errors = result, None, message, 0
+            record.failures.append(message)
             if nominated:
                 record.nominated_node, record.preempted = nominated, result
                 record.victims.extend(v.key for v in victims)
         case Error(message, result=result):
             record.node, record.message = None, message
+            record.failures.append(message)
             record.result = result if result is not None else record.result
 
 

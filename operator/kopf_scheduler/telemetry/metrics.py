@@ -89,6 +89,7 @@ _LATENCY_BUCKETS: Final = exponential_buckets(0.001, 2, 15)
 _SLI_BUCKETS: Final = exponential_buckets(0.01, 2, 20)
 _ATTEMPTS_BUCKETS: Final = exponential_buckets(1, 2, 5)  # 1, 2, 4, 8, 16
 _VICTIMS_BUCKETS: Final = exponential_buckets(1, 2, 7)  # 1 .. 64, as upstream
+_WORKLOAD_VICTIMS_BUCKETS: Final = exponential_buckets(1, 2, 11)  # 1 .. 1024, as upstream
 # upstream framework_extension_point_duration_seconds: 0.1 ms .. ~200 ms
 _EXTENSION_POINT_BUCKETS: Final = exponential_buckets(0.0001, 2, 12)
 # upstream plugin_execution_duration_seconds: 10 us .. ~22 ms, factor 1.5
@@ -221,6 +222,18 @@ class SchedulerMetrics:
             buckets=_VICTIMS_BUCKETS,
             registry=r,
         )
+        self._workload_preemption_attempts = Counter(
+            "scheduler_workload_preemption_attempts",
+            "Total preemption attempts initiated by workload (including pod groups) in the cluster till now.",
+            ["result"],
+            registry=r,
+        )
+        self._workload_preemption_victims = Histogram(
+            "scheduler_workload_preemption_victims",
+            "Number of pod preemption victims caused by workload preemption.",
+            buckets=_WORKLOAD_VICTIMS_BUCKETS,
+            registry=r,
+        )
         self._incoming_pods = Counter(
             "scheduler_queue_incoming_pods",
             "Number of pods added to scheduling queues, by event and queue type.",
@@ -348,6 +361,13 @@ class SchedulerMetrics:
         """A preemption attempt ran and chose `victims` pods (0 when it found no candidate)."""
         self._preemption_attempts.inc()
         self._preemption_victims.observe(victims)
+
+    def observe_workload_preemption(self, code: Code, victims: int) -> None:
+        """A gang's preemption ran (its status code, upstream's ``result`` label) and chose `victims` pods
+        (upstream observes them when it evicts: only when there are some)."""
+        self._workload_preemption_attempts.labels(STATUS_LABELS[code]).inc()
+        if victims:
+            self._workload_preemption_victims.observe(victims)
 
     def framework_recorder(self, profile: str) -> FrameworkTimings:
         """The ``FrameworkRecorder`` a cycle of `profile` reports its extension points and plugins to."""

@@ -3,19 +3,30 @@
 Upstream ``pkg/scheduler/framework/plugins/defaultpreemption/default_preemption.go`` (v1.9: the
 alpha pod priority and preemption of ``generic_scheduler.go``). The decision is
 ``core/preemption.py``'s ``preempt``; this plugin holds the arguments and prefixes its messages
-with ``preemption: `` as upstream's PostFilter does. A SchedulingPolicy gets it through
-``spec.preemption`` (default true, as every upstream profile enables it).
+with ``preemption: `` as upstream's PostFilter does. It is also the PodGroupPostFilter of the pod-group
+cycle (upstream's ``PodGroupPostFilter``, GenericWorkload): a Workload-API gang that could not be placed
+preempts as a whole (``core/pod_group_preemption.py``), its messages prefixed with ``pod group
+preemption: ``. A SchedulingPolicy gets it through ``spec.preemption`` (default true, as every upstream
+profile enables it).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..arguments import PluginArgsError
 from ..diagnosis import Diagnosis
 from ..framework import CycleState, Handle, PostFilterPlugin, PostFilterResult, Status
-from ..objects import Pod
+from ..objects import Pod, PodGroup
+from ..pod_group_preemption import (
+    PREFIX,
+    GroupAlgorithm,
+    PodGroupPostFilterPlugin,
+    PodGroupPreemption,
+    preempt_pod_group,
+)
 from ..preemption import preempt
 from ..snapshot import Snapshot
 
@@ -40,7 +51,7 @@ class DefaultPreemptionArgs:
             )
 
 
-class DefaultPreemption(PostFilterPlugin):
+class DefaultPreemption(PostFilterPlugin, PodGroupPostFilterPlugin):
     NAME = "DefaultPreemption"
     Args = DefaultPreemptionArgs
 
@@ -59,3 +70,19 @@ class DefaultPreemption(PostFilterPlugin):
         return dataclasses.replace(
             result, status=Status(status.code, (f"preemption: {status.message}",), status.plugin)
         )
+
+    def pod_group_post_filter(
+        self,
+        group: PodGroup,
+        members: Sequence[Pod],
+        snapshot: Snapshot,
+        algorithm: GroupAlgorithm,
+        handle: Handle,
+        *,
+        nominated: Mapping[str, str],
+    ) -> PodGroupPreemption:
+        result = preempt_pod_group(group, members, snapshot, algorithm, handle, nominated=nominated)
+        status = result.status
+        if not status.message:
+            return result
+        return dataclasses.replace(result, status=Status(status.code, (PREFIX + status.message,), status.plugin))

@@ -20,8 +20,9 @@ when a member is popped, ``core/cycle.py`` pulls the gang's other pending member
 and tries them one after another, each assumed and reserved for the next, checking upstream's
 PlacementFeasible (``gangs.placement_feasible``) after each. A gang that cannot reach minCount is
 reverted at once (no reservation survives the cycle) and its members read "minCount (4) cannot be
-satisfied: 3 scheduled, 0 remaining"; a feasible one passes Permit together (quorum met). Not
-reproduced: placements (PlacementGenerate/Score), pod-group preemption, CompositePodGroups.
+satisfied: 3 scheduled, 0 remaining"; then the profile's pod group PostFilter (DefaultPreemption) may
+preempt for the whole gang (``core/pod_group_preemption.py``); a feasible one passes Permit together
+(quorum met). Not reproduced: placements (PlacementGenerate/Score), CompositePodGroups.
 
 Requeueing (``EventsToRegister``): a member joining is routed to the gang's members directly
 (``GangMemberAdd``, upstream's Pod/Add hint); its PodGroup added, or its minCount lowered; and, once the gang has its
