@@ -1,5 +1,8 @@
 """`kopf-scheduler cluster ...`: build, start, inspect and stop the local control plane.
 
+``up`` starts etcd, kube-apiserver and kube-controller-manager (Deployments, Jobs, StatefulSets,
+DaemonSets, volume binding, claims from templates, garbage collection...: what a real cluster runs;
+``--no-controller-manager`` leaves it out).
 ``up --nodes N`` also starts KWOK (its process recorded beside etcd's, so ``down`` stops it) and
 creates N simulated nodes it makes Ready: a cluster for ``kopf run`` during development, with no
 kubelet anywhere.
@@ -38,7 +41,9 @@ def add_parser(subparsers: Any, name: str, help: str) -> None:
         )
         return p
 
-    up = with_workdir(commands.add_parser("up", help="start etcd + kube-apiserver in the background"))
+    up = with_workdir(
+        commands.add_parser("up", help="start etcd + kube-apiserver + kube-controller-manager in the background")
+    )
     up.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for each component (default: 60)")
     up.add_argument("--port", type=int, default=None, help="kube-apiserver port on 127.0.0.1 (default: a free one)")
     up.add_argument(
@@ -50,6 +55,12 @@ def add_parser(subparsers: Any, name: str, help: str) -> None:
     )
     up.add_argument("--node-cpu", default="4", help="each simulated node's CPU capacity (default: 4)")
     up.add_argument("--node-memory", default="16Gi", help="each simulated node's memory capacity (default: 16Gi)")
+    up.add_argument(
+        "--no-controller-manager",
+        dest="controller_manager",
+        action="store_false",
+        help="leave kube-controller-manager out: no ReplicaSet, Job, namespace... controllers, nothing creates pods",
+    )
     up.set_defaults(func=_up)
     with_workdir(commands.add_parser("down", help="stop the control plane and wait for its processes")).set_defaults(
         func=_down
@@ -58,7 +69,7 @@ def add_parser(subparsers: Any, name: str, help: str) -> None:
         func=_status
     )
     commands.add_parser(
-        "build", help="build (or find cached) etcd, kube-apiserver, kube-scheduler, kubectl"
+        "build", help="build (or find cached) etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl"
     ).set_defaults(func=_build)
 
 
@@ -70,7 +81,9 @@ def _fail(exc: Exception) -> int:
 def _up(args: argparse.Namespace) -> int:
     if args.nodes < 0:
         return _fail(ValueError(f"--nodes must be 0 or more, not {args.nodes}"))
-    cp = ControlPlane(args.workdir, apiserver_port=args.port, ready_timeout=args.timeout)
+    cp = ControlPlane(
+        args.workdir, apiserver_port=args.port, ready_timeout=args.timeout, controller_manager=args.controller_manager
+    )
     if cp.pids():
         print(f"already running in {cp.workdir}", file=sys.stderr)
     else:
@@ -79,8 +92,9 @@ def _up(args: argparse.Namespace) -> int:
             cp.up()
         except (BuildError, ControlPlaneError) as exc:
             return _fail(exc)
+        with_cm = "with kube-controller-manager" if cp.controller_manager else "without kube-controller-manager"
         print(
-            f"control plane ready at {cp.server} in {time.monotonic() - started:.1f}s; "
+            f"control plane ready at {cp.server} ({with_cm}) in {time.monotonic() - started:.1f}s; "
             f"logs in {cp.workdir}; stop with: kopf-scheduler cluster down --workdir {args.workdir}",
             file=sys.stderr,
         )
