@@ -1,4 +1,5 @@
-"""Fixtures of the cluster tests: one real control plane (etcd + kube-apiserver) per test session.
+"""Fixtures of the cluster tests: one real control plane (etcd + kube-apiserver + kube-controller-manager) per
+test session.
 
 Every test under tests/cluster/ is marked ``cluster``. The binaries are built before any test
 runs when a *selected* test is marked ``cluster`` and they are missing (a cold build takes 10-30

@@ -229,7 +229,8 @@ def test_cli_up_down_round_trip_leaves_no_process(tmp_path: Path) -> None:
         assert up.stdout.strip() == f"KUBECONFIG={workdir / 'kubeconfig'}"
         state = json.loads((workdir / "state.json").read_text())
         procs = {name: (rec["pid"], rec["start_time"]) for name, rec in state["processes"].items()}
-        assert set(procs) == {"etcd", "kube-apiserver"}
+        assert set(procs) == {"etcd", "kube-apiserver", "kube-controller-manager"}
+        assert "with kube-controller-manager" in up.stderr
         assert all(_proc_start_time(pid) == start for pid, start in procs.values())  # alive after `up` returned
 
         status = run_cli("cluster", "status", "--workdir", str(workdir))
@@ -255,7 +256,7 @@ def test_cli_up_with_nodes_runs_kwok_until_down(tmp_path: Path) -> None:
         assert up.returncode == 0, up.stderr
         assert "3 simulated node(s) Ready (3 created)" in up.stderr
         cp = ControlPlane(workdir)
-        assert set(cp.pids()) == {"etcd", "kube-apiserver", "kwok"}
+        assert set(cp.pids()) == {"etcd", "kube-apiserver", "kube-controller-manager", "kwok"}
         kwok_pid = cp.pids()["kwok"]
         nodes = {n["metadata"]["name"]: n for n in cp.request("GET", "/api/v1/nodes")["items"]}
         assert sorted(nodes) == ["kwok-node-0", "kwok-node-1", "kwok-node-2"]

@@ -63,7 +63,7 @@ start=$(date +%s)
 cd "$here"
 tmp="$out/bin/.e2e.test.partial"
 rm -f "$tmp"
-if ! CGO_ENABLED=0 go test -c -trimpath -ldflags "$ldflags" -o "$tmp" k8s.io/kubernetes/test/e2e >&2; then
+if ! CGO_ENABLED=0 go test -c -vet=off -trimpath -ldflags "$ldflags" -o "$tmp" k8s.io/kubernetes/test/e2e >&2; then
   echo "error: go test -c k8s.io/kubernetes/test/e2e failed (see above)" >&2
   exit 1
 fi

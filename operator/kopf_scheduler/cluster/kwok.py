@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Sequence
@@ -32,7 +33,7 @@ from types import TracebackType
 from typing import Any
 
 from . import certs
-from .bodies import NodeBody
+from .bodies import NodeBody, fake_node_ip, node_body
 from .build import BuildError, controlplane_dir, run_build_script
 from .controlplane import LOOPBACK, ControlPlane, ControlPlaneError, free_port, write_kubeconfig
 
@@ -42,6 +43,7 @@ __all__ = [
     "LIFECYCLE_STAGES",
     "Kwok",
     "KwokInstall",
+    "create_simulated_nodes",
     "ensure_kwok",
     "kwok_node",
     "kwok_tools_dir",
@@ -147,6 +149,33 @@ def kwok_node(body: NodeBody) -> NodeBody:
     if addresses and not any(a.get("type") == "Hostname" for a in addresses):
         body.address(body.name, "Hostname")
     return body
+
+
+def create_simulated_nodes(
+    cp: ControlPlane,
+    count: int,
+    *,
+    cpu: str = "4",
+    memory: str = "16Gi",
+    prefix: str = "kwok-node-",
+    zones: Sequence[str] = ("zone-a", "zone-b", "zone-c"),
+) -> tuple[list[str], int]:
+    """Create nodes ``<prefix>0..count-1`` for KWOK (:func:`kwok_node`): hostname, zone (round-robin over
+    `zones`), linux/amd64, `cpu` and `memory`, 110 pods, 100Gi of ephemeral storage, an InternalIP. Nodes
+    that exist already are kept as they are. Returns the names and how many were created; KWOK (running
+    or started later) makes them Ready: :meth:`Kwok.wait_nodes_ready`."""
+    names = [f"{prefix}{i}" for i in range(count)]
+    created = 0
+    for i, name in enumerate(names):
+        body = node_body(name).hostname().zone(zones[i % len(zones)]).platform()
+        body.capacity(cpu=cpu, memory=memory, pods="110", ephemeral_storage="100Gi").address(fake_node_ip(i))
+        try:
+            cp.request("POST", "/api/v1/nodes", kwok_node(body).obj())
+            created += 1
+        except urllib.error.HTTPError as exc:
+            if exc.code != 409:  # 409: it exists already
+                raise ControlPlaneError(f"cannot create node {name}: HTTP {exc.code} {exc.reason}") from exc
+    return names, created
 
 
 class Kwok:
