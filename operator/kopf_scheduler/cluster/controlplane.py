@@ -3,7 +3,8 @@
 kube-controller-manager runs the controllers a real cluster runs (:data:`CONTROLLERS`: its default set,
 ``*``): Deployments make ReplicaSets and ReplicaSets make pods, Jobs, StatefulSets (and their claims),
 DaemonSets, the PersistentVolume binder (and, for development, the in-tree hostPath provisioner:
-StorageClass provisioner ``kubernetes.io/host-path``, volumes under /tmp/hostpath_pv), ResourceClaims
+StorageClass provisioner ``kubernetes.io/host-path``, volumes under /tmp/hostpath_pv, removed by
+:meth:`ControlPlane.down`), ResourceClaims
 from ResourceClaimTemplates, namespace deletion, garbage collection of dependents, PodDisruptionBudget
 status, ServiceAccounts and their tokens, taint eviction... It signs ServiceAccount tokens with the
 same key the apiserver verifies them with and publishes the cluster's root CA (``kube-root-ca.crt``).
@@ -85,6 +86,8 @@ RUNTIME_CONFIG = ("scheduling.k8s.io/v1beta1=true",)
 CONTROLLERS = ("*", "-nodelifecycle", "-nodeipam")
 #: the controller manager's client rate limits (its defaults are 20 and 30 requests per second): a Deployment
 #: of a few hundred replicas on the demo is created in seconds, not half a minute
+#: where the in-tree hostPath provisioner (``--enable-hostpath-provisioner``) makes its volumes' folders
+HOSTPATH_PROVISIONER_ROOT = "/tmp/hostpath_pv"
 CONTROLLER_MANAGER_QPS = 200
 CONTROLLER_MANAGER_BURST = 400
 
@@ -391,6 +394,7 @@ class ControlPlane:
         the workdir; etcd's data and state.json go.
         """
         records = self._records()
+        provisioned = self._hostpath_volumes() if "kube-controller-manager" in records else []
         order = [n for n in records if n not in _STOP_ORDER] + [n for n in _STOP_ORDER if n in records]
         errors = []
         for name in order:
@@ -399,9 +403,28 @@ class ControlPlane:
             except ControlPlaneError as exc:
                 errors.append(str(exc))
         shutil.rmtree(self.etcd_data_dir, ignore_errors=True)
+        for path in provisioned:
+            shutil.rmtree(path, ignore_errors=True)
         self.state_path.unlink(missing_ok=True)
         if errors:
             raise ControlPlaneError("; ".join(errors))
+
+    def _hostpath_volumes(self) -> list[Path]:
+        """The folders the controller manager's hostPath provisioner made for this cluster's volumes (it makes
+        them under /tmp/hostpath_pv on this machine; they outlive the cluster unless removed)."""
+        try:
+            listing = self.request("GET", "/api/v1/persistentvolumes", timeout=5)
+        except (OSError, ValueError, ControlPlaneError):
+            return []
+        paths = []
+        for pv in listing.get("items", []) if isinstance(listing, dict) else ():
+            annotations = pv["metadata"].get("annotations") or {}
+            path = ((pv.get("spec") or {}).get("hostPath") or {}).get("path", "")
+            if annotations.get("pv.kubernetes.io/provisioned-by") == "kubernetes.io/host-path" and path.startswith(
+                HOSTPATH_PROVISIONER_ROOT + "/"
+            ):
+                paths.append(Path(path))
+        return paths
 
     def stop_process(self, name: str, timeout: float = 15.0) -> None:
         """Stop one recorded process, e.g. a kube-scheduler started by :meth:`start_kube_scheduler`."""
