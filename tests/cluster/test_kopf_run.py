@@ -13,7 +13,7 @@ import pytest
 from kube_helpers import ROOT, create_nodes, create_policy, make_pod_body, wait_accepted, wait_for
 from kubernetes import client, config
 
-from kopf_scheduler.cluster import ControlPlane
+from kopf_scheduler.cluster import ControlPlane, free_port
 
 pytestmark = pytest.mark.cluster
 
@@ -79,10 +79,13 @@ spec:
 def test_a_deployment_runs_on_cluster_up_with_kopf_run(tmp_path: Path) -> None:
     """What the README tells a developer: ``kopf-scheduler cluster up --nodes 5``, ``kopf run -m
     kopf_scheduler.kube.main -A --standalone``, then a Deployment naming our scheduler: the controller
-    manager's ReplicaSet controller makes the pods, we place them, KWOK runs them."""
+    manager's ReplicaSet controller makes the pods, we place them, KWOK runs them. ``kubectl kopf-scheduler
+    explain`` then finds no Lease and no operator pod, and asks the local operator's port."""
     workdir = tmp_path / "cluster"
+    port = free_port()
     env = {
         **os.environ,
+        "KOPF_SCHEDULER_METRICS_PORT": str(port),
         "KUBECONFIG": str(workdir / "kubeconfig"),
         "PYTHONPATH": os.pathsep.join([str(ROOT / "operator"), os.environ.get("PYTHONPATH", "")]),
     }
@@ -144,6 +147,28 @@ def test_a_deployment_runs_on_cluster_up_with_kopf_run(tmp_path: Path) -> None:
                 by_pod[pod.metadata.name]
                 == f"Successfully assigned default/{pod.metadata.name} to {pod.spec.node_name}"
             )
+
+        pod = pods[0].metadata.name
+        explained = subprocess.run(
+            [sys.executable, "-m", "kopf_scheduler.commands.kubectl", "explain", f"default/{pod}"]
+            + ["--endpoint", f"http://127.0.0.1:{port}"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert explained.returncode == 0, explained.stderr
+        assert f"pod default/{pod}: scheduled to {pods[0].spec.node_name}" in explained.stdout
+        elsewhere = subprocess.run(  # nothing listens there: the error says where explain is served under kopf run
+            [sys.executable, "-m", "kopf_scheduler.commands.kubectl", "explain", f"default/{pod}"]
+            + ["--endpoint", f"http://127.0.0.1:{free_port()}"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert elsewhere.returncode == 1 and "no leader in Lease" in elsewhere.stderr
+        assert "$KOPF_SCHEDULER_METRICS_PORT" in elsewhere.stderr
         assert "Traceback" not in log.read_text(errors="replace")
         api.close()
     except BaseException:

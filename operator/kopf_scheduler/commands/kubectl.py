@@ -9,7 +9,11 @@ i.e. its name, then ``_`` and a random suffix; ``--lease`` for a ``--policy`` sh
 reads that pod's ``/debug/attempts/NAMESPACE/NAME`` through the API server's pod proxy
 (``pods/proxy``, the same RBAC as ``kubectl port-forward`` users need). A single replica without
 leader election has no Lease: then the one running pod labelled ``app.kubernetes.io/name=kopf-scheduler``
-is asked. The table is ``kopf-scheduler explain``'s (``core/explanation.py``).
+is asked. With neither (``kopf run -m kopf_scheduler.kube.main`` or ``kopf-scheduler run`` on this machine
+during development), the local operator's port is asked (``--endpoint``, default
+``$KOPF_SCHEDULER_ENDPOINT`` or ``http://127.0.0.1:10259``), once its ``/debug/about`` says it schedules
+for the API server this kubeconfig names. The table is ``kopf-scheduler explain``'s
+(``core/explanation.py``).
 
 ``policies`` lists the SchedulingPolicies with the scheduler name each serves, whether it is
 accepted, and why not.
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import urllib.parse
 from collections.abc import Sequence
@@ -29,7 +34,8 @@ from typing import Any, Final
 
 from ..core.explanation import from_json, render
 from ..edge.blocking import BlockingApi
-from ..edge.credentials import CredentialsError, load_credentials
+from ..edge.credentials import Credentials, CredentialsError, load_credentials
+from .explain import DEFAULT_ENDPOINT, attempt_path
 
 __all__ = ["LEADER_LABEL", "leader_pod", "main"]
 
@@ -42,6 +48,10 @@ LEADER_LABEL: Final = "app.kubernetes.io/name=kopf-scheduler"
 
 class PluginError(Exception):
     """What went wrong, for the user; exit status 1."""
+
+
+class NoOperatorPod(PluginError):
+    """Neither a Lease names a leader nor does an operator pod run: maybe a local operator (kopf run)."""
 
 
 def _get(client: BlockingApi, path: str) -> tuple[int, Any]:
@@ -76,7 +86,7 @@ def leader_pod(client: BlockingApi, *, namespace: str, lease: str) -> str:
     if len(running) == 1:
         return running[0]
     if not running:
-        raise PluginError(f"no leader in Lease {namespace}/{lease} and no running pod labelled {LEADER_LABEL}")
+        raise NoOperatorPod(f"no leader in Lease {namespace}/{lease} and no running pod labelled {LEADER_LABEL}")
     raise PluginError(
         f"no leader in Lease {namespace}/{lease}, and {len(running)} operator pods run: {', '.join(running)}"
     )
@@ -97,11 +107,37 @@ def _attempt(client: BlockingApi, *, namespace: str, pod: str, port: int, target
     return data
 
 
+def _local_attempt(endpoint: str, server: str, target: str, why: str) -> Any:
+    """A local operator's JSON explanation of `target`, if its /debug/about says it schedules for `server`."""
+    hint = (
+        f"{why}; nor does a local operator answer at {endpoint} (kopf run serves explain on "
+        "127.0.0.1:$KOPF_SCHEDULER_METRICS_PORT, default 10259; kopf-scheduler run on --metrics-port: give --endpoint)"
+    )
+    with BlockingApi(Credentials(server=endpoint, source="--endpoint")) as local:
+        about = local.get("/debug/about")
+        if about.status == 0 or not about.ok or not isinstance(about.body, dict):
+            raise PluginError(hint)
+        theirs = str(about.body.get("server") or "")
+        if theirs.rstrip("/") != server.rstrip("/"):
+            raise PluginError(f"{why}; the operator at {endpoint} schedules for {theirs}, not {server}")
+        target_ns, target_name = target.split("/")
+        answer = local.get(attempt_path(target_ns, target_name))
+    if not answer.ok:
+        raise PluginError(f"{endpoint} answered HTTP {answer.status}: {_detail(answer.body)}")
+    if not isinstance(answer.body, dict):
+        raise PluginError(f"{endpoint} answered something that is not JSON: {answer.detail(200)}")
+    return answer.body
+
+
 def explain(args: argparse.Namespace, client: BlockingApi) -> int:
     if args.pod.count("/") != 1 or not all(args.pod.split("/")):
         raise PluginError("give the pod as NAMESPACE/NAME")
-    pod = leader_pod(client, namespace=args.operator_namespace, lease=args.lease)
-    data = _attempt(client, namespace=args.operator_namespace, pod=pod, port=args.port, target=args.pod)
+    try:
+        pod = leader_pod(client, namespace=args.operator_namespace, lease=args.lease)
+    except NoOperatorPod as exc:
+        data = _local_attempt(args.endpoint, client.server, args.pod, str(exc))
+    else:
+        data = _attempt(client, namespace=args.operator_namespace, pod=pod, port=args.port, target=args.pod)
     if args.output == "json":
         print(json.dumps(data, indent=2))
     else:
@@ -150,6 +186,12 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument("--lease", default=DEFAULT_LEASE, help="the leader-election Lease (default kopf-scheduler)")
     e.add_argument(
         "--port", type=int, default=METRICS_PORT, help=f"the operator's metrics port (default {METRICS_PORT})"
+    )
+    e.add_argument(
+        "--endpoint",
+        default=os.environ.get("KOPF_SCHEDULER_ENDPOINT") or DEFAULT_ENDPOINT,
+        help="a local operator's port (kopf run during development), asked when no Lease names a leader and no "
+        f"operator pod runs (default: $KOPF_SCHEDULER_ENDPOINT or {DEFAULT_ENDPOINT})",
     )
     e.set_defaults(func=explain)
     sub.add_parser(

@@ -165,6 +165,7 @@ async def _serve(args: argparse.Namespace, credentials: Credentials) -> None:
             metrics=app.metrics,
             leading=(lambda: elector.is_leader) if elector is not None else None,
             attempts=app.explain,
+            about={"identity": identity, "server": credentials.server, "entry": "kopf-scheduler run"},
         )
         logger.info("health and metrics on port %d", health.port)
     operator = asyncio.ensure_future(

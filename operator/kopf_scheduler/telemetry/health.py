@@ -11,6 +11,9 @@
   pod's last scheduling attempt (`kopf-scheduler explain` reads it), 404 when none is kept. Read-only,
   GET only; it serves scheduling data (node and plugin names, reasons, scores, victims' names and
   priorities), never a pod's spec, a token or any other credential.
+- `/debug/about` (when given `about`) is a small JSON of who serves here: the operator's identity, the API
+  server it schedules for and how it was started. The kubectl plugin checks it before it asks a local
+  operator (``kopf run`` during development) for an explanation: the same API server, or not that one.
 
 Plain HTTP, like kube-scheduler's old insecure port; put it behind a NetworkPolicy if needed.
 """
@@ -52,6 +55,7 @@ def _app(
     metrics: SchedulerMetrics,
     leading: Callable[[], bool] | None,
     attempts: AttemptLookup | None,
+    about: Mapping[str, Any] | None = None,
 ) -> web.Application:
     async def healthz(_: web.Request) -> web.Response:
         return web.Response(text="ok\n")
@@ -79,12 +83,17 @@ def _app(
             )
         return web.json_response(found)
 
+    async def about_page(_: web.Request) -> web.Response:
+        return web.json_response(dict(about or {}))
+
     app = web.Application()
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics_page)
     if attempts is not None:
         app.router.add_get("/debug/attempts/{namespace}/{name}", attempt, allow_head=False)
+    if about is not None:
+        app.router.add_get("/debug/about", about_page, allow_head=False)
     return app
 
 
@@ -96,13 +105,14 @@ async def start_health_server(
     metrics: SchedulerMetrics,
     leading: Callable[[], bool] | None = None,
     attempts: AttemptLookup | None = None,
+    about: Mapping[str, Any] | None = None,
 ) -> HealthServer:
     """Serve the endpoints on host:port (port 0 picks a free one) until `stop()`.
 
-    Pass `leading` (e.g. `lambda: elector.is_leader`) when leader election is on, and `attempts` to
-    serve /debug/attempts.
+    Pass `leading` (e.g. `lambda: elector.is_leader`) when leader election is on, `attempts` to
+    serve /debug/attempts and `about` to serve /debug/about.
     """
-    runner = web.AppRunner(_app(ready_check, metrics, leading, attempts), access_log=None, handle_signals=False)
+    runner = web.AppRunner(_app(ready_check, metrics, leading, attempts, about), access_log=None, handle_signals=False)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     try:
