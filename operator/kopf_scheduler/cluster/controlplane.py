@@ -590,6 +590,7 @@ class ControlPlane:
             f"--disable-admission-plugins={','.join(self.disabled_admission_plugins)}",
             f"--feature-gates={','.join(FEATURE_GATES)}",
             f"--runtime-config={','.join(RUNTIME_CONFIG)}",
+            "--allow-privileged=true",  # as kubeadm's clusters: pods may ask for privileged containers
             # The lease endpoint reconciler refuses loopback addresses, and nothing here
             # reaches the apiserver through the `kubernetes` Service anyway.
             "--endpoint-reconciler-type=none",

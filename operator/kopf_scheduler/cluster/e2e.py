@@ -14,7 +14,12 @@ against a cluster of our own making (:func:`run_suite`):
      (deploy/rbac.yaml's ServiceAccount, its token from the TokenRequest API), and one SchedulingPolicy
      naming ``default-scheduler`` and nothing else, so upstream's default profile;
    * ``kube-scheduler``: upstream v1.37.2 with its defaults, the reference;
-3. ``e2e.test --ginkgo.focus=... --ginkgo.skip=...`` as admin, its JSON report read into
+3. in kube-system, the per-node system pods e2e's ``WaitForTotalHealthy`` looks for (kube-proxy,
+   fluentd-elasticsearch, node-problem-detector: :data:`SYSTEM_DAEMONSETS`), as DaemonSets of pause
+   containers requesting nothing that the scheduler under test places and KWOK runs. Every
+   SchedulerPreemption spec waits a minute for them before it starts and then goes on regardless: they
+   change no outcome, only spare that minute;
+4. ``e2e.test --ginkgo.focus=... --ginkgo.skip=...`` as admin, its JSON report read into
    :class:`SpecResult` values.
 
 :data:`CONFORMANCE` selects the [Conformance] specs every conformant cluster's scheduler passes;
@@ -80,6 +85,10 @@ SCHEDULING: Final = Selection("sig-scheduling", r"\[sig-scheduling\]")
 NODES: Final = 3
 NODE_CPU: Final = "4"
 NODE_MEMORY: Final = "16Gi"
+
+#: the per-node kube-system pods test/e2e/framework/node/wait.go's WaitForTotalHealthy waits for (names matched by
+#: its requiredPerNodePods patterns)
+SYSTEM_DAEMONSETS: Final = ("kube-proxy", "fluentd-elasticsearch", "node-problem-detector")
 
 #: specs that fail here whichever scheduler runs, and why (the README's table quotes these)
 ENVIRONMENT: Final[dict[str, str]] = {}
@@ -253,6 +262,41 @@ class _KopfScheduler:
             self.proc.wait(5)
 
 
+def _system_daemonset(name: str) -> dict[str, Any]:
+    labels = {"k8s-app": name}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": name, "namespace": "kube-system", "labels": labels},
+        "spec": {
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "priorityClassName": "system-node-critical",
+                    "automountServiceAccountToken": False,
+                    "terminationGracePeriodSeconds": 0,
+                    "tolerations": [{"operator": "Exists"}],
+                    "containers": [{"name": name, "image": "registry.k8s.io/pause:3.10"}],
+                },
+            },
+        },
+    }
+
+
+def start_system_daemonsets(cp: ControlPlane, nodes: int, timeout: float = 60.0) -> None:
+    """Create :data:`SYSTEM_DAEMONSETS` and wait until each runs a pod on each of the `nodes` nodes."""
+    for name in SYSTEM_DAEMONSETS:
+        cp.request("POST", "/apis/apps/v1/namespaces/kube-system/daemonsets", _system_daemonset(name))
+
+    def running() -> bool:
+        pods: Any = cp.request("GET", "/api/v1/namespaces/kube-system/pods")
+        phases = [(p.get("status") or {}).get("phase") for p in pods.get("items", [])]
+        return phases.count("Running") >= nodes * len(SYSTEM_DAEMONSETS)
+
+    _wait(f"the kube-system DaemonSets running on {nodes} nodes", running, timeout)
+
+
 def e2e_argv(
     install: E2eInstall, cp: ControlPlane, selection: Selection, report: Path, *, extra: Sequence[str] = ()
 ) -> list[str]:
@@ -309,6 +353,7 @@ def run_suite(
             ours.start()
         else:
             cp.start_kube_scheduler()
+        start_system_daemonsets(cp, nodes)
         report = workdir / "report.json"
         report.unlink(missing_ok=True)
         argv = e2e_argv(install, cp, selection, report, extra=extra_args)
