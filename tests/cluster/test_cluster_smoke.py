@@ -10,6 +10,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -125,6 +126,25 @@ def test_kwok_finishes_a_deleted_pod(api: client.ApiClient, namespace: str, node
     wait_for(lambda: _running(core, "graceful", namespace), timeout=10, message="KWOK runs the pod")
     core.delete_namespaced_pod("graceful", namespace)
     wait_for(lambda: _gone(core, "graceful", namespace), timeout=10, message="KWOK deletes the terminating pod")
+
+
+def test_kwok_keeps_a_pod_with_a_pre_stop_hook_terminating_for_its_grace_period(
+    api: client.ApiClient, namespace: str, nodes: list[str]
+) -> None:
+    """A kubelet runs a preStop hook for up to the grace period: KWOK's pod-delete-after-pre-stop stage keeps
+    such a pod Terminating until its deletionTimestamp, which a second delete with a shorter grace moves."""
+    core = client.CoreV1Api(api)
+    pod = make_pod_body("hooked")
+    pod["spec"]["nodeName"] = nodes[0]
+    pod["spec"]["terminationGracePeriodSeconds"] = 60
+    pod["spec"]["containers"][0]["lifecycle"] = {"preStop": {"sleep": {"seconds": 59}}}
+    core.create_namespaced_pod(namespace, pod)
+    wait_for(lambda: _running(core, "hooked", namespace), timeout=10, message="KWOK runs the pod")
+    core.delete_namespaced_pod("hooked", namespace)
+    time.sleep(3)
+    assert core.read_namespaced_pod("hooked", namespace).metadata.deletion_timestamp is not None  # Terminating
+    core.delete_namespaced_pod("hooked", namespace, grace_period_seconds=2)
+    wait_for(lambda: _gone(core, "hooked", namespace), timeout=10, message="KWOK deletes it when the grace ends")
 
 
 def _running(core: client.CoreV1Api, name: str, namespace: str) -> client.V1Pod | None:

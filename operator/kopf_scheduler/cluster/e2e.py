@@ -13,7 +13,8 @@ against a cluster of our own making (:func:`run_suite`):
    * ``kopf-scheduler``: ``python -m kopf_scheduler.commands run`` with the identity users install
      (deploy/rbac.yaml's ServiceAccount, its token from the TokenRequest API), and one SchedulingPolicy
      naming ``default-scheduler`` and nothing else, so upstream's default profile;
-   * ``kube-scheduler``: upstream v1.37.2 with its defaults, the reference;
+   * ``kube-scheduler``: upstream v1.37.2 with its defaults, the reference (and the control plane's feature
+     gates: GenericWorkload, so that it serves the Workload API's gangs as kopf-scheduler does);
 3. in kube-system, the per-node system pods e2e's ``WaitForTotalHealthy`` looks for (kube-proxy,
    fluentd-elasticsearch, node-problem-detector: :data:`SYSTEM_DAEMONSETS`), as DaemonSets of pause
    containers requesting nothing that the scheduler under test places and KWOK runs. Every
@@ -46,7 +47,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from .build import BuildError, controlplane_dir, ensure_binaries, run_build_script
-from .controlplane import LOOPBACK, ControlPlane, ControlPlaneError, free_port
+from .controlplane import FEATURE_GATES, LOOPBACK, ControlPlane, ControlPlaneError, free_port
 from .kwok import Kwok, create_simulated_nodes, ensure_kwok
 
 __all__ = [
@@ -351,8 +352,8 @@ def run_suite(
         if scheduler == "kopf-scheduler":
             ours = _KopfScheduler(cp, workdir / "kopf-scheduler.log", verbose=verbose)
             ours.start()
-        else:
-            cp.start_kube_scheduler()
+        else:  # with the feature gates the API server and the controller manager run with (the Workload API)
+            cp.start_kube_scheduler([f"--feature-gates={','.join(FEATURE_GATES)}"])
         start_system_daemonsets(cp, nodes)
         report = workdir / "report.json"
         report.unlink(missing_ok=True)

@@ -41,6 +41,7 @@ __all__ = [
     "HEARTBEAT_STAGES",
     "KWOK_NODE_ANNOTATION",
     "LIFECYCLE_STAGES",
+    "POD_DELETE_STAGES",
     "Kwok",
     "KwokInstall",
     "create_simulated_nodes",
@@ -55,13 +56,42 @@ KWOK_NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
 #: KWOK's "fast" stages (kustomize/stage of its module), each played once per object:
 #: a node without a Ready=True condition becomes Ready (conditions, nodeInfo; capacity, allocatable
 #: and addresses kept as created); a bound Pending pod goes Running (conditions, container statuses,
-#: hostIP, podIP); a running pod owned by a Job completes; a pod with a deletionTimestamp is deleted
-#: for good (what a kubelet does after the grace period, here at once).
+#: hostIP, podIP); a running pod owned by a Job completes. Deleted pods go by :data:`POD_DELETE_STAGES`.
 LIFECYCLE_STAGES = (
     "node/fast/node-initialize.yaml",
     "pod/fast/pod-ready.yaml",
     "pod/fast/pod-complete.yaml",
-    "pod/fast/pod-delete.yaml",
+)
+
+
+def _pod_delete_stage(name: str, pre_stop: str, delay: dict[str, Any] | None) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
+        "selector": {
+            "matchExpressions": [
+                {"key": ".metadata.deletionTimestamp", "operator": "Exists"},
+                {"key": ".spec.containers[].lifecycle.preStop", "operator": pre_stop},
+            ]
+        },
+        "next": {"delete": True},
+    }
+    if delay is not None:
+        spec["delay"] = delay
+    return {"apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "Stage", "metadata": {"name": name}, "spec": spec}
+
+
+#: Our stages for a deleted pod, as a kubelet ends it: at once when no container has a preStop hook (its
+#: containers exit on SIGTERM, as pause does; KWOK's fast pod-delete), else when its grace period ends (the
+#: kubelet runs the hook for at most that long, and hooks that sleep take all of it): so a preemption victim
+#: with ``terminationGracePeriodSeconds`` and a sleeping preStop hook stays Terminating meanwhile, which
+#: upstream's e2e specs rely on. A second delete with a shorter grace period moves the end earlier.
+POD_DELETE_STAGES = (
+    _pod_delete_stage("pod-delete", "DoesNotExist", None),
+    _pod_delete_stage(
+        "pod-delete-after-pre-stop",
+        "Exists",
+        {"durationMilliseconds": 0, "durationFrom": {"expressionFrom": ".metadata.deletionTimestamp"}},
+    ),
 )
 #: a Ready node's conditions posted again every 10 to 20 minutes (KWOK's own numbers), on top of its Lease
 HEARTBEAT_STAGES = ("node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",)
@@ -231,6 +261,16 @@ class Kwok:
     ) -> None:
         self.stop()
 
+    @property
+    def home(self) -> Path:
+        """$KWOK_WORKDIR (KWOK reads kwok.yaml there: not the user's ~/.kwok) and our own stage file."""
+        return self.cp.workdir / f"{self.name}-home"
+
+    @property
+    def own_stages(self) -> Path:
+        """:data:`POD_DELETE_STAGES` as the file KWOK reads (written by :meth:`start`)."""
+        return self.home / "pod-delete-stages.yaml"
+
     def argv(self, install: KwokInstall, kubeconfig: Path, port: int) -> list[str]:
         annotation = "=".join(KWOK_NODE_ANNOTATION)
         return [
@@ -238,6 +278,7 @@ class Kwok:
             f"--kubeconfig={kubeconfig}",
             f"--manage-nodes-with-annotation-selector={annotation}",
             *(f"--config={stage}" for stage in install.stages(heartbeat=self.heartbeat)),
+            f"--config={self.own_stages}",
             f"--node-lease-duration-seconds={LEASE_SECONDS if self.heartbeat else 0}",  # 0: no Leases
             f"--server-address={LOOPBACK}:{port}",
             f"--cidr={POD_CIDR}",
@@ -264,8 +305,10 @@ class Kwok:
             user="kwok-controller",
             client_cert=pair,
         )
-        home = self.cp.workdir / f"{self.name}-home"  # KWOK reads $KWOK_WORKDIR/kwok.yaml: not the user's ~/.kwok
+        home = self.home
         home.mkdir(parents=True, exist_ok=True)
+        # JSON documents are YAML; KWOK reads a file of several, separated by ---
+        self.own_stages.write_text("\n---\n".join(json.dumps(stage) for stage in POD_DELETE_STAGES) + "\n")
         port = free_port()
         self.log.unlink(missing_ok=True)
         argv = self.argv(install, kubeconfig, port)
