@@ -82,7 +82,8 @@ def test_kwok_leaves_other_nodes_alone(api: client.ApiClient, nodes: list[str]) 
     [other] = create_nodes(api, 1, conditions={"Ready": "False"}, name_prefix=f"smoke-other-{uuid.uuid4().hex[:4]}-")
     wait_for(lambda: all(_ready(core, n) for n in nodes), timeout=10)  # KWOK has been at work meanwhile
     assert not _ready(core, other)
-    assert not (core.read_node(other).metadata.annotations or {})
+    # (the controller manager's TTL controller annotates every node: node.alpha.kubernetes.io/ttl)
+    assert KWOK_NODE_ANNOTATION[0] not in (core.read_node(other).metadata.annotations or {})
 
 
 def _ready(core: client.CoreV1Api, name: str) -> bool:
@@ -333,3 +334,22 @@ def test_missing_go_is_a_clear_error(tmp_path: Path) -> None:
 
     with pytest.raises(GoNotFoundError, match="cannot build KWOK: Go is not installed"):
         ensure_kwok(tmp_path / "kwok-cache", env=env, echo=False)
+
+
+def test_kwok_makes_an_extended_resource_of_the_capacity_allocatable(api: client.ApiClient, nodes: list[str]) -> None:
+    """As a kubelet's node status sync: an extended resource added to a node's capacity becomes allocatable,
+    one removed from it leaves allocatable; cpu and memory keep their allocatable (a kubelet's reservations)."""
+    core = client.CoreV1Api(api)
+    core.patch_node_status(nodes[0], {"status": {"capacity": {"example.com/widget": "7"}}})
+    wait_for(
+        lambda: (core.read_node(nodes[0]).status.allocatable or {}).get("example.com/widget") == "7",
+        timeout=10,
+        message="the widget allocatable",
+    )
+    core.patch_node_status(nodes[0], {"status": {"capacity": {"example.com/widget": None}}})
+    wait_for(
+        lambda: "example.com/widget" not in (core.read_node(nodes[0]).status.allocatable or {}),
+        timeout=10,
+        message="the widget gone from allocatable",
+    )
+    assert core.read_node(nodes[0]).status.allocatable["cpu"] == "4"

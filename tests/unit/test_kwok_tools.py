@@ -23,6 +23,7 @@ from kopf_scheduler.cluster.kwok import (
     HEARTBEAT_STAGES,
     KWOK_NODE_ANNOTATION,
     LIFECYCLE_STAGES,
+    NODE_ALLOCATABLE_STAGE,
     POD_DELETE_STAGES,
     Kwok,
     KwokInstall,
@@ -191,7 +192,7 @@ def test_kwok_command_line(tmp_path: Path) -> None:
     assert "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake" in argv
     configs = [a for a in argv if a.startswith("--config=")]
     assert configs == [f"--config={install.stage(s)}" for s in LIFECYCLE_STAGES] + [
-        f"--config={tmp_path / 'cp' / 'kwok-home' / 'pod-delete-stages.yaml'}"
+        f"--config={tmp_path / 'cp' / 'kwok-home' / 'kubelet-stages.yaml'}"
     ]
     assert "--node-lease-duration-seconds=0" in argv  # no Leases: nothing periodic
     assert "--server-address=127.0.0.1:4321" in argv
@@ -236,3 +237,12 @@ def test_a_deleted_pod_goes_at_once_unless_a_pre_stop_hook_takes_its_grace_perio
     assert {**hook, "operator": "Exists"} in after_hook["spec"]["selector"]["matchExpressions"]
     # until the deletionTimestamp: the end of the grace period, moved earlier by a shorter second delete
     assert after_hook["spec"]["delay"]["durationFrom"] == {"expressionFrom": ".metadata.deletionTimestamp"}
+
+
+def test_extended_resources_of_the_capacity_are_made_allocatable() -> None:
+    spec = NODE_ALLOCATABLE_STAGE["spec"]
+    assert spec["resourceRef"] == {"apiGroup": "v1", "kind": "Node"}
+    (selector,) = spec["selector"]["matchExpressions"]
+    assert selector["operator"] == "Exists" and "$c[.] != $a[.]" in selector["key"]
+    template = spec["next"]["statusTemplate"]
+    assert template.startswith("allocatable:") and ": null" in template  # added, and removed

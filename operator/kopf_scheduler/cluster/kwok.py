@@ -41,6 +41,7 @@ __all__ = [
     "HEARTBEAT_STAGES",
     "KWOK_NODE_ANNOTATION",
     "LIFECYCLE_STAGES",
+    "NODE_ALLOCATABLE_STAGE",
     "POD_DELETE_STAGES",
     "Kwok",
     "KwokInstall",
@@ -93,6 +94,43 @@ POD_DELETE_STAGES = (
         {"durationMilliseconds": 0, "durationFrom": {"expressionFrom": ".metadata.deletionTimestamp"}},
     ),
 )
+#: which names of a node's capacity and allocatable are extended resources (a domain prefix, not kubernetes.io's)
+_EXTENDED = 'contains("/") and (contains("kubernetes.io/") | not)'
+#: Our stage for what a kubelet's node status sync does with extended resources (nodestatus.MachineInfo): each
+#: one in capacity is allocatable too, and one no longer in capacity leaves allocatable. It plays on a node
+#: whose capacity and allocatable differ in an extended resource, e.g. after someone added one to the capacity
+#: by hand, as upstream's pod-overhead e2e spec does.
+NODE_ALLOCATABLE_STAGE: dict[str, Any] = {
+    "apiVersion": "kwok.x-k8s.io/v1alpha1",
+    "kind": "Stage",
+    "metadata": {"name": "node-extended-resources-allocatable"},
+    "spec": {
+        "resourceRef": {"apiGroup": "v1", "kind": "Node"},
+        "selector": {
+            "matchExpressions": [
+                {
+                    "key": "(.status.capacity // {}) as $c | (.status.allocatable // {}) as $a"
+                    f" | (($c | keys[]), ($a | keys[])) | select({_EXTENDED}) | select($c[.] != $a[.])",
+                    "operator": "Exists",
+                }
+            ]
+        },
+        "next": {
+            "statusTemplate": (
+                "allocatable:\n"
+                '{{ range $name, $value := .status.capacity }}{{ if and (contains "/" $name)'
+                ' (not (contains "kubernetes.io/" $name)) }}\n'
+                "  {{ $name | Quote }}: {{ $value | Quote }}\n"
+                "{{ end }}{{ end }}"
+                '{{ range $name, $value := .status.allocatable }}{{ if and (contains "/" $name)'
+                ' (not (contains "kubernetes.io/" $name)) (not (hasKey $.status.capacity $name)) }}\n'
+                "  {{ $name | Quote }}: null\n"
+                "{{ end }}{{ end }}"
+            )
+        },
+    },
+}
+
 #: a Ready node's conditions posted again every 10 to 20 minutes (KWOK's own numbers), on top of its Lease
 HEARTBEAT_STAGES = ("node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",)
 #: the node Lease's duration with ``heartbeat=True`` (a kubelet's default); KWOK renews it every quarter
@@ -268,8 +306,8 @@ class Kwok:
 
     @property
     def own_stages(self) -> Path:
-        """:data:`POD_DELETE_STAGES` as the file KWOK reads (written by :meth:`start`)."""
-        return self.home / "pod-delete-stages.yaml"
+        """:data:`POD_DELETE_STAGES` and :data:`NODE_ALLOCATABLE_STAGE` as KWOK reads them (:meth:`start` writes it)."""
+        return self.home / "kubelet-stages.yaml"
 
     def argv(self, install: KwokInstall, kubeconfig: Path, port: int) -> list[str]:
         annotation = "=".join(KWOK_NODE_ANNOTATION)
@@ -308,7 +346,9 @@ class Kwok:
         home = self.home
         home.mkdir(parents=True, exist_ok=True)
         # JSON documents are YAML; KWOK reads a file of several, separated by ---
-        self.own_stages.write_text("\n---\n".join(json.dumps(stage) for stage in POD_DELETE_STAGES) + "\n")
+        self.own_stages.write_text(
+            "\n---\n".join(json.dumps(stage) for stage in (*POD_DELETE_STAGES, NODE_ALLOCATABLE_STAGE)) + "\n"
+        )
         port = free_port()
         self.log.unlink(missing_ok=True)
         argv = self.argv(install, kubeconfig, port)
