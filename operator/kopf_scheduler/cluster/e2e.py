@@ -24,8 +24,9 @@ against a cluster of our own making (:func:`run_suite`):
    :class:`SpecResult` values.
 
 :data:`CONFORMANCE` selects the [Conformance] specs every conformant cluster's scheduler passes;
-:data:`SCHEDULING` every ``[sig-scheduling]`` spec. What fails for both schedulers because this cluster
-has no real kubelet, container runtime, network or cloud is in :data:`ENVIRONMENT`, with the reason.
+:data:`SCHEDULING` every ``[sig-scheduling]`` spec; :data:`CI` all of them but :data:`KNOWN_FAILURES`. What
+fails for both schedulers because this cluster has no real kubelet, container runtime, network or cloud is in
+:data:`ENVIRONMENT`, with the reason.
 
 Run it with ``kopf-scheduler cluster e2e`` (``--scheduler both`` for the table with the reference).
 """
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -51,8 +53,10 @@ from .controlplane import FEATURE_GATES, LOOPBACK, ControlPlane, ControlPlaneErr
 from .kwok import Kwok, create_simulated_nodes, ensure_kwok
 
 __all__ = [
+    "CI",
     "CONFORMANCE",
     "ENVIRONMENT",
+    "KNOWN_FAILURES",
     "NODES",
     "SCHEDULERS",
     "SCHEDULING",
@@ -91,8 +95,29 @@ NODE_MEMORY: Final = "16Gi"
 #: its requiredPerNodePods patterns)
 SYSTEM_DAEMONSETS: Final = ("kube-proxy", "fluentd-elasticsearch", "node-problem-detector")
 
-#: specs that fail here whichever scheduler runs, and why (the README's table quotes these)
+#: specs that fail here whichever scheduler runs, and why (the README's table quotes these). None in v1.37.2 since
+#: KWOK ends a terminating pod after its preStop hook's grace period and copies an extended resource of a node's
+#: capacity to its allocatable, as a kubelet does (cluster/kwok.py), and the reference runs with GenericWorkload
 ENVIRONMENT: Final[dict[str, str]] = {}
+
+#: specs upstream passes here and kopf-scheduler does not yet, by what they need (each is an open issue): CI runs
+#: every other [sig-scheduling] spec (:data:`CI`)
+KNOWN_FAILURES: Final[dict[str, str]] = {
+    "should preempt entire group with All disruption mode by a pod group": "pod-group preemption (issue 30)",
+    "should preempt partial group with Single disruption mode by a pod group": "pod-group preemption (issue 30)",
+}
+
+
+def _go_regexp_literal(text: str) -> str:
+    """`text` as a Go (RE2) regular expression matching it literally (Python's re.escape escapes spaces, which
+    Go refuses)."""
+    return re.sub(r"([\\.+*?()|\[\]{}^$])", r"\\\1", text)
+
+
+#: what CI runs: every [sig-scheduling] spec but :data:`KNOWN_FAILURES`
+CI: Final = Selection(
+    "ci", r"\[sig-scheduling\]", "|".join(_go_regexp_literal(name) for name in sorted(KNOWN_FAILURES))
+)
 
 #: Points at a folder with a prebuilt ``bin/e2e.test`` (what build.sh prints); no build then.
 ENV_E2E_DIR: Final = "KOPF_SCHEDULER_E2E_DIR"
