@@ -221,6 +221,31 @@ def _log_tail(path: Path, lines: int = 25) -> str:
         return f"({path} does not exist)"
 
 
+def _wait_daemonsets_placed(
+    api: Any, namespace: str, pods: int, operator: subprocess.Popen[bytes], log: Path, timeout: float = 60.0
+) -> None:
+    """Until `pods` pods of the namespace's DaemonSets are bound."""
+    from kubernetes import client
+
+    core: Any = client.CoreV1Api(api)
+    deadline = time.monotonic() + timeout
+    while True:
+        listing = _list_json(core.list_namespaced_pod, namespace)
+        bound = [
+            p
+            for p in listing.get("items", [])
+            if (p.get("spec") or {}).get("nodeName")
+            and any(r.get("kind") == "DaemonSet" for r in p["metadata"].get("ownerReferences") or ())
+        ]
+        if len(bound) >= pods:
+            return
+        if operator.poll() is not None:
+            raise DemoError(f"the operator exited with status {operator.returncode}; end of {log}:\n{_log_tail(log)}")
+        if time.monotonic() > deadline:
+            raise DemoError(f"{len(bound)} of the DaemonSets' {pods} pods bound after {timeout:.0f}s; see {log}")
+        time.sleep(0.2)
+
+
 def _create_objects(cp: ControlPlane, path: Path, objects: list[dict[str, Any]]) -> float:
     """Write `objects` as one List to `path` and ``kubectl create`` it; return the monotonic time just before."""
     path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}, indent=1) + "\n")
@@ -594,8 +619,18 @@ def run(args: argparse.Namespace) -> int:
             f"(objects in {workdir / 'workload.json'}): " + ", ".join(f"{w.kind}/{w.name} {w.pods}" for w in workloads)
         )
         items = [{**w.body, "metadata": {**w.body["metadata"], "namespace": args.namespace}} for w in workloads]
-        first_create = _create_objects(cp, workdir / "workload.json", items)
-        _say(f"      created in {time.monotonic() - first_create:.1f}s; kube-controller-manager makes the pods")
+        # node agents first, as clusters install them before the applications: a DaemonSet's pod is bound to
+        # its node, and a node the applications filled first would have no room left for it
+        agents = [i for i in items if i["kind"] == "DaemonSet"]
+        first_create = _create_objects(cp, workdir / "daemonsets.json", agents)
+        _wait_daemonsets_placed(
+            api, args.namespace, sum(w.pods for w in workloads if w.kind == "DaemonSet"), operator, log
+        )
+        _create_objects(cp, workdir / "workload.json", [i for i in items if i["kind"] != "DaemonSet"])
+        _say(
+            f"      created in {time.monotonic() - first_create:.1f}s (the DaemonSet's pods placed first); "
+            "kube-controller-manager makes the pods"
+        )
 
         _say(f"[6/6] scheduling (timeout {args.timeout:.0f}s)")
         obs = _wait_for_scheduling(api, args.namespace, expected, args.timeout, operator, log)

@@ -11,9 +11,10 @@ selector, a cache at most one per host, GPU pods, inference pods whose accelerat
 ResourceClaims the resourceclaim controller makes from a ResourceClaimTemplate, and two that fit
 nowhere on purpose), a Job, a StatefulSet whose volume claims the PersistentVolume controller
 provisions (the in-tree hostPath provisioner, StorageClass ``demo-hostpath``) and binds, and a
-DaemonSet with a pod on every node. Every pod template names ``schedulerName``; each carries the label
-``demo.kopf.dev/kind`` with what it exercises, and the kinds in :data:`UNSCHEDULABLE_KINDS` are
-unschedulable on purpose, every other pod must be placed.
+DaemonSet with a pod on every node (created first: clusters install node agents before applications).
+Every pod template names ``schedulerName``; each carries the label ``demo.kopf.dev/kind`` with what it
+exercises, and the kinds in :data:`UNSCHEDULABLE_KINDS` are unschedulable on purpose, every other pod
+must be placed.
 
 The StorageClass binds at once (``volumeBindingMode: Immediate``): its claims are provisioned and
 bound when the StatefulSet creates them, before their pods are scheduled. kopf-scheduler does not yet
