@@ -71,6 +71,9 @@ def _pod_delete_stage(name: str, pre_stop: str, delay: dict[str, Any] | None) ->
         "selector": {
             "matchExpressions": [
                 {"key": ".metadata.deletionTimestamp", "operator": "Exists"},
+                # a pod deleted with no grace period is gone already (the API server removes it at once); KWOK
+                # still sees its last state, and deleting it by name would delete a new pod of the same name
+                {"key": ".metadata.deletionGracePeriodSeconds > 0", "operator": "In", "values": ["true"]},
                 {"key": ".spec.containers[].lifecycle.preStop", "operator": pre_stop},
             ]
         },
