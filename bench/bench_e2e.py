@@ -13,14 +13,18 @@ contenders then run in turn on it, each as its own process, with the same nodes 
 (only spec.schedulerName differs), in `--rounds` rounds whose order rotates, so slow drift and noise
 cancel in the per-round ratios:
 
-- ours:       ``kopf-scheduler run --kubeconfig K --metrics-port P`` (the production entry; P is a
-              free port, as port 0 would turn /readyz off) after the CRD (crds/schedulingpolicy.yaml)
-              and one shipped policy (`--policy-file`) are applied;
+- ours:       ``kopf-scheduler run --kubeconfig K --secure-port 0 --insecure-port P`` (the production
+              entry; P is a free port for /readyz over plain HTTP, the development mode) after the CRD
+              (crds/schedulingpolicy.yaml) and one shipped policy (`--policy-file`) are applied;
 - upstream:   kube-scheduler v1.37.2 from the same build, its default profile (default-scheduler),
               client qps/burst 5000 as scheduler_perf sets them, leader election off;
 - raw:        bench/raw_binder.py: binds pending pods round-robin, 64 in flight: the ceiling;
 - raw-events: the same, plus one Scheduled Event per pod posted right after its bind, as a
-              scheduler does it: without holding up the next bind, on a connection pool of its own.
+              scheduler does it: without holding up the next bind, on a connection pool of its own;
+- ours-chaos: ours through tests/cluster/faults/netfaults.py's ChaosProxy, a flaky load balancer (half
+              of the server's chunks split into 1-16 byte pieces, 2% reset part-way, connections closed
+              after 0.3-3 s idle, 5% of discovery answers cut short), logged in with a ServiceAccount
+              token (a client certificate ends at the proxy): the report adds ours-chaos/ours per round.
 
 What is counted. The pods are created first (steady arrival excepted), then the contender is
 started; the benchmark waits for it to report ready (ours and upstream: /readyz; the raw binders: a
@@ -45,7 +49,9 @@ from /proc/PID/stat of the contender and its descendants between the first and t
 1000 pods, and again until the last Scheduled event; the API server's, etcd's and this process's CPU
 over the first window are recorded too (all share the machine's cores), and so is the CPU the rest
 of the machine burnt meanwhile ("others' load", in cores: other users of a shared machine). Peak RSS
-is VmHWM at the end. "Nodes used" counts the distinct nodes the pods went to: a spreading scheduler
+is VmHWM at the end. "Longest pause" is the longest gap between two consecutive binds in the window
+(a scheduler that stops for a relist, a restart or a lost connection shows it there). "Nodes used"
+counts the distinct nodes the pods went to: a spreading scheduler
 that saw every node uses min(pods, feasible nodes). In steady arrival the pods are created at
 `--rate` pods/s once the contender is ready, and latency runs from the 201 of each create to the
 watch seeing the bind.
@@ -93,6 +99,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "operator"))
 
 import e2e_report
 from raw_binder import kube_session
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "cluster" / "faults"))
+from netfaults import ChaosProxy, proxied_kubeconfig  # the fault suite's own proxy
 
 from kopf_scheduler.cluster import bodies
 from kopf_scheduler.cluster.build import ensure_binaries
@@ -524,17 +533,19 @@ async def _poll_http(url: str, proc_alive: Callable[[], bool], log: Path, timeou
             await asyncio.sleep(0.05)
 
 
-def start_ours(bench: Bench) -> Running:
+def start_ours(bench: Bench, *, kubeconfig: Path | None = None, log_name: str = "ours.log") -> Running:
     port = free_port()
-    log = bench.workdir / "ours.log"
+    log = bench.workdir / log_name
     argv = [
         sys.executable,
         "-m",
         "kopf_scheduler.commands",
         "run",
         "--kubeconfig",
-        str(bench.cp.kubeconfig),
-        "--metrics-port",
+        str(kubeconfig or bench.cp.kubeconfig),
+        "--secure-port",
+        "0",
+        "--insecure-port",
         str(port),
     ]
     if bench.args.record_ours is not None:  # a live trace for bench_replay.py --trace (one directory a run)
@@ -547,6 +558,38 @@ def start_ours(bench: Bench) -> Running:
         return await _poll_http(url, lambda: proc.poll() is None, log, bench.args.ready_timeout)
 
     return Running(pid=lambda: proc.pid, ready=ready, stop=_stopper(proc), log=log)
+
+
+CHAOS_SEED = 24
+
+
+def start_ours_chaos(bench: Bench) -> Running:
+    """Ours through a ChaosProxy of its own (a fresh seed per run), as a ServiceAccount bound to cluster-admin."""
+    token = bench.workdir / "chaos-admin.kubeconfig"
+    if not token.exists():
+        bench.cp.service_account_kubeconfig("kube-system", "bench-chaos", expiration_seconds=86400, path=token)
+        binding = {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": "bench-chaos"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+            "subjects": [{"kind": "ServiceAccount", "name": "bench-chaos", "namespace": "kube-system"}],
+        }
+        with contextlib.suppress(Exception):  # exists already
+            bench.cp.request("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", binding)
+    bench.chaos_runs += 1
+    chaos = ChaosProxy(bench.cp, seed=CHAOS_SEED + bench.chaos_runs).start()
+    config = proxied_kubeconfig(token, chaos, bench.workdir / "chaos.kubeconfig")
+    running = start_ours(bench, kubeconfig=config, log_name="ours-chaos.log")
+    stop_ours = running.stop
+
+    async def stop() -> None:
+        await stop_ours()
+        bench.progress.note(f"chaos proxy: {chaos.stats.line()}")
+        chaos.close()
+
+    running.stop = stop
+    return running
 
 
 def start_upstream(bench: Bench) -> Running:
@@ -690,6 +733,12 @@ def contenders(policy_file: Path) -> dict[str, Contender]:
             ),
             Contender("upstream", "kube-scheduler v1.37.2", "default-scheduler", start_upstream),
             Contender("ours", f"kopf-scheduler ({policy_file.stem})", policy_scheduler_name(policy_file), start_ours),
+            Contender(
+                "ours-chaos",
+                f"kopf-scheduler ({policy_file.stem}) through a flaky load balancer",
+                policy_scheduler_name(policy_file),
+                start_ours_chaos,
+            ),
         )
     }
 
@@ -723,6 +772,7 @@ class Run:
     binds_before_ready: int = 0
     first_bind_s: float | None = None  # process start -> first bind seen
     window_s: float | None = None  # first bind -> last bind
+    longest_gap_s: float | None = None  # the longest gap between two consecutive binds
     event_window_s: float | None = None  # first bind -> last Scheduled event
     events: int | None = None  # bound pods whose Scheduled event was seen (None: a contender that writes none)
     events_missing: int | None = None  # bound pods whose Scheduled event did not come within --event-timeout
@@ -744,6 +794,7 @@ class Bench:
     ) -> None:
         self.args, self.cp, self.kube, self.workdir, self.progress = args, cp, kube, workdir, progress
         self.record_round = 0  # ours' runs so far (``--record-ours``)
+        self.chaos_runs = 0  # ours-chaos runs so far: each proxy gets a seed of its own
 
     def pids(self) -> dict[str, int | None]:
         pids = self.cp.pids()
@@ -851,6 +902,7 @@ def fill(
     times = sorted(bound.values())
     run.first_bind_s = times[0] - t_start
     run.window_s = times[-1] - times[0]
+    run.longest_gap_s = max((b - a for a, b in zip(times, times[1:])), default=0.0)
     if run.bound > 1 and run.window_s > 0:
         run.pods_per_s = run.bound / run.window_s
     per_1000 = 1000 / run.bound
@@ -991,7 +1043,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument(
         "--contenders",
         default="raw,raw-events,upstream,ours",
-        help="comma-separated, of: raw, raw-events, upstream, ours",
+        help="comma-separated, of: raw, raw-events, upstream, ours, ours-chaos",
     )
     ap.add_argument("--rounds", type=int, help="rounds of every contender (default 3; 1 with --quick)")
     ap.add_argument("--nodes", type=int, help="override every chosen workload's node count")
@@ -1048,7 +1100,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         ap.error(f"unknown workload(s) {', '.join(unknown)}; choose from {', '.join(WORKLOADS)}")
     args.workload_names = names
     args.contender_keys = args.contenders.split(",")
-    if bad := [c for c in args.contender_keys if c not in ("raw", "raw-events", "upstream", "ours")]:
+    if bad := [c for c in args.contender_keys if c not in ("raw", "raw-events", "upstream", "ours", "ours-chaos")]:
         ap.error(f"unknown contender(s) {', '.join(bad)}")
     args.policy_file = args.policy_file.resolve()
     args.py_spy = None
@@ -1074,7 +1126,7 @@ async def main_async(args: argparse.Namespace, command: str) -> dict[str, Any]:
         "rounds": args.rounds,
         "quick": args.quick,
         "contenders": {c.key: {"label": c.label, "scheduler_name": c.scheduler_name} for c in chosen},
-        "ours": f"kopf-scheduler run --metrics-port P, {describe_policy(args.policy_file)}",
+        "ours": f"kopf-scheduler run --insecure-port P, {describe_policy(args.policy_file)}",
         "upstream": f"kube-scheduler v1.37.2, profile {UPSTREAM_PROFILE}, "
         f"clientConnection qps/burst {UPSTREAM_QPS}, leader election off",
         "controller_manager": args.controller_manager,

@@ -317,7 +317,9 @@ async def _run_load(
             "run",
             "--kubeconfig",
             str(cp.kubeconfig),
-            "--metrics-port",
+            "--secure-port",
+            "0",
+            "--insecure-port",
             str(port),
         ]
         proc = _popen(argv, log)

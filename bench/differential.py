@@ -42,10 +42,16 @@ What is compared, per pod (``compare``):
   (``PLUGIN_PEERS`` maps our names to upstream's), over pods upstream scored and nodes both found feasible. A plugin
   whose PreScore skipped the pod scores 0 on that side (it adds nothing to the total). Plugins only one side runs
   are listed apart, with how often they scored non-zero;
-- messages: our unschedulable text equals upstream's whole FitError text, including any " preemption: ..." tail
-  (over pods upstream found unschedulable);
+- messages: our unschedulable text equals upstream's whole FitError text, including any " preemption: ..." tail,
+  or the error's text when the attempt ended in an error (over pods upstream found unschedulable);
 - devices (``--dra``: ResourceSlices on some nodes, a ResourceClaim on some pods): the devices our Reserve
-  allocated equal those upstream's PreBind wrote into the claim (over pods with a claim both bound to one node).
+  allocated equal those upstream's PreBind wrote into the claim (over pods with a claim both bound to one node);
+  with ``--dra-gates`` also into the claim it created for the pod's extended resources (DRAExtendedResource: the
+  DeviceClass serves example.com/gpu, some pods ask for its implicit resource), DeviceTaintRules on some pools and
+  tolerations on some claims;
+- extended claims (``--dra-gates``): the claim our PreBind creates for the pod's extended resources (name prefix,
+  annotations, owner, finalizers, requests, devices by request, consumers) and the pod's
+  ``status.extendedResourceClaimStatus`` equal upstream's (over such pods both bound to one node).
 
 Upstream's scores come from two kube-scheduler log lines at verbosity 10 (pkg/scheduler/schedule_one.go,
 ``prioritizeNodes``): "Plugin scored node for pod" (pod, plugin, node, score) and "Calculated node's final score
@@ -75,8 +81,10 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import random
 import re
+import signal
 import sys
 import tempfile
 import time
@@ -96,7 +104,7 @@ from kopf_scheduler.core.parsing import parse_pod
 from kopf_scheduler.core.profile import Profile
 from kopf_scheduler.core.resources import format_quantity, to_milli, to_units
 from kopf_scheduler.edge.plugins import installed_registry
-from kopf_scheduler.sim.loader import load_cluster, load_policy
+from kopf_scheduler.sim.loader import load_cluster, load_policy, load_scheduler_config
 from kopf_scheduler.sim.simulator import Simulation
 
 T = TypeVar("T")
@@ -146,6 +154,13 @@ class Knobs:
     # --- DynamicResources (off unless set: drawn from a second RNG, so the other draws of a seed stay the same)
     p_node_devices: float = 0.0  # a ResourceSlice of 1..3 devices of DRA_DRIVER (attribute model a / b) on the node
     p_claim: float = 0.0  # a ResourceClaim for 1..2 devices of the class, sometimes of model a only
+    # DRAExtendedResource: the class serves example.com/gpu (the device plugins' resource: a node without it in its
+    # allocatable gets DRA devices for it), and a pod without a claim asks 1..2 of the class's implicit resource
+    p_dra_extended: float = 0.0
+    # DRADeviceTaintRules: a DeviceTaintRule on a node's pool (a device, or all of it: NoSchedule, None or
+    # NoExecute); a claim tolerates the taint key with p_claim_toleration
+    p_taint_rule: float = 0.0
+    p_claim_toleration: float = 0.0
     # --- storage (drawn from a second RNG, so the draws above make the same cluster and pods as before)
     p_node_csinode: float = 0.5  # a CSINode limiting the EBS (1..3) and GCE PD (1..2) CSI drivers, in-tree migrated
     p_csi_topology_label: float = 0.7  # a node with a CSINode has the EBS driver's zone label (migrated PVs need it)
@@ -156,6 +171,9 @@ class Knobs:
     p_immediate_claim: float = 0.01  # an unbound claim of an Immediate class: unresolvable
     p_node_capacity: float = 0.6  # a CSIStorageCapacity of the dynamic class for the node (20..200Gi)
     p_dynamic_claim: float = 0.08  # a claim of a WaitForFirstConsumer class whose CSI driver tracks capacity
+    # --- several profiles and bursts (off unless set; drawn from RNGs of their own, so the draws above stay)
+    scheduler_names: tuple[str, ...] = ()  # each pod names one (a KubeSchedulerConfiguration's profiles)
+    burst: int = 0  # after a seed's pods: this many identical pods created at once (pending together upstream)
     priority_classes: tuple[tuple[str | None, float], ...] = (
         (None, 0.55),
         ("diff-low", 0.15),
@@ -250,6 +268,8 @@ class Scenario:
     claims: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: CSINodes, PersistentVolumes and PersistentVolumeClaims, with the status each is given (None: none)
     storage: list[tuple[dict[str, Any], dict[str, Any] | None]] = field(default_factory=list)
+    #: pods created at once after the others (``Knobs.burst``), each burst in creation order
+    bursts: list[list[dict[str, Any]]] = field(default_factory=list)
 
 
 def generate(seed: int, knobs: Knobs) -> Scenario:
@@ -264,14 +284,78 @@ def generate(seed: int, knobs: Knobs) -> Scenario:
     pods = [_pod(rng, knobs, f"{prefix}-p{i:03d}", apps, node_names) for i in range(knobs.pods)]
     storage = _storage(random.Random(f"storage-{seed}"), knobs, nodes, pods)
     scenario = Scenario(seed, services, replica_sets, nodes, pods, storage=storage)
-    if knobs.p_node_devices or knobs.p_claim:
+    if knobs.p_node_devices or knobs.p_claim or knobs.p_dra_extended:
         _devices(random.Random(seed * 7919 + 1), knobs, scenario, prefix)
+    if knobs.scheduler_names:
+        pick = random.Random(f"profiles-{seed}")
+        for pod in pods:
+            pod["spec"]["schedulerName"] = pick.choice(knobs.scheduler_names)
+    if knobs.burst:
+        scenario.bursts = [_burst(random.Random(f"burst-{seed}"), knobs, f"{prefix}-b")]
     return scenario
+
+
+def _burst(rng: random.Random, knobs: Knobs, prefix: str) -> list[dict[str, Any]]:
+    """`knobs.burst` replicas of one pod (a Deployment scaled up): its requests, image, and maybe a host port
+    (then they go one per node), a preferred node affinity and tolerations; none of what makes a pod
+    unsignable (pod affinity, spread constraints), so a profile that batches may batch them. With several
+    profiles, the replicas name one, and one pod naming another comes in the middle (it breaks the run of
+    consecutive cycles, as upstream's one queue would see it)."""
+    body = bodies.pod_body(f"{prefix}00", NAMESPACE).labels({"kind": "replica"})
+    body.automount_service_account_token(False).termination_grace_period(0)
+    body.container("main", rng.choice(sorted(IMAGES)), **(_requests(rng, knobs) or {"cpu": "100m"}))
+    if rng.random() < 0.5:
+        body.host_port(8080)
+    if rng.random() < 0.5:
+        body.affinity(
+            {
+                "nodeAffinity": {
+                    "preferredDuringSchedulingIgnoredDuringExecution": [
+                        {"weight": 100, "preference": {"matchExpressions": [_node_selector_requirement(rng, knobs)]}},
+                        {"weight": 1, "preference": {"matchExpressions": [_node_selector_requirement(rng, knobs)]}},
+                    ]
+                }
+            }
+        )
+    if tolerations := _tolerations(rng, knobs):
+        body.tolerations(tolerations)
+    template = body.obj()
+    names = knobs.scheduler_names
+    if names:
+        template["spec"]["schedulerName"] = rng.choice(names)
+    replicas = []
+    for i in range(knobs.burst):
+        replica = json.loads(json.dumps(template))
+        replica["metadata"]["name"] = f"{prefix}{i:02d}"
+        replicas.append(replica)
+    others = [n for n in names if n != template["spec"].get("schedulerName")]
+    if others and len(replicas) > 2:
+        intruder = json.loads(json.dumps(template))
+        intruder["metadata"]["name"] = f"{prefix}x"
+        intruder["spec"]["schedulerName"] = rng.choice(others)
+        replicas.insert(len(replicas) // 2, intruder)
+    return replicas
 
 
 #: the driver of the generated devices, and the class that selects them
 DRA_DRIVER: Final = "gpu.diff.example.com"
 DRA_API: Final = ("resource.k8s.io", "v1")
+#: the implicit extended resource name of a DeviceClass (DRAExtendedResource)
+IMPLICIT_PREFIX: Final = "deviceclass.resource.kubernetes.io/"
+TAINT_KEY: Final = "example.com/broken"
+#: the cluster-scoped DRA kinds the harness lists for our side (plural, kind)
+DRA_CLUSTER_KINDS: Final = (
+    ("deviceclasses", "DeviceClass"),
+    ("resourceslices", "ResourceSlice"),
+    ("devicetaintrules", "DeviceTaintRule"),
+)
+
+
+def with_dra_gates(knobs: Knobs) -> Knobs:
+    """``--dra-gates``: DRA as ``--dra`` draws it, and what v1.37 turns on by default for it (see ``Knobs``)."""
+    return dataclasses.replace(
+        knobs, p_node_devices=0.3, p_claim=0.3, p_dra_extended=0.3, p_taint_rule=0.3, p_claim_toleration=0.3
+    )
 
 
 def _devices(rng: random.Random, knobs: Knobs, scenario: Scenario, prefix: str) -> None:
@@ -279,9 +363,12 @@ def _devices(rng: random.Random, knobs: Knobs, scenario: Scenario, prefix: str) 
     api = "resource.k8s.io/v1"
     device_class = f"{prefix}-gpu"
     cel = {"expression": f'device.driver == "{DRA_DRIVER}"'}
+    class_spec: dict[str, Any] = {"selectors": [{"cel": cel}]}
+    if knobs.p_dra_extended:
+        class_spec["extendedResourceName"] = GPU
     scenario.device_objects.append(
         ("deviceclasses", {"apiVersion": api, "kind": "DeviceClass", "metadata": {"name": device_class},
-                           "spec": {"selectors": [{"cel": cel}]}})
+                           "spec": class_spec})
     )  # fmt: skip
     for body, _ in scenario.nodes:
         if rng.random() >= knobs.p_node_devices:
@@ -308,6 +395,10 @@ def _devices(rng: random.Random, knobs: Knobs, scenario: Scenario, prefix: str) 
         exactly["count"] = rng.randint(1, 2)
         if rng.random() < 0.3:
             exactly["selectors"] = [{"cel": {"expression": f'device.attributes["{DRA_DRIVER}"].model == "a"'}}]
+        if knobs.p_dra_extended and _requests_resource(pod, GPU):
+            # upstream fails PreBind for a pod with a claim of its own whose extended resources a device plugin
+            # serves (it creates the extended-resource claim with no request mapped): no claim for such a pod
+            continue
         scenario.claims[name] = {
             "apiVersion": api,
             "kind": "ResourceClaim",
@@ -315,6 +406,44 @@ def _devices(rng: random.Random, knobs: Knobs, scenario: Scenario, prefix: str) 
             "spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}},
         }
         pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": f"{name}-gpu"}]
+    # the draws of the knobs added since: after the ones above, so those make the same objects as before
+    slices = [body for plural, body in scenario.device_objects if plural == "resourceslices"]
+    for body in slices:
+        if rng.random() >= knobs.p_taint_rule:
+            continue
+        pool = body["spec"]["pool"]["name"]
+        selector: dict[str, str] = {"driver": DRA_DRIVER, "pool": pool}
+        if rng.random() < 0.7:
+            selector["device"] = rng.choice(body["spec"]["devices"])["name"]
+        effect = rng.choice(("NoSchedule", "NoSchedule", "None", "NoExecute"))
+        scenario.device_objects.append(
+            ("devicetaintrules", {"apiVersion": api, "kind": "DeviceTaintRule", "metadata": {"name": f"{pool}-taint"},
+                                  "spec": {"deviceSelector": selector, "taint": {"key": TAINT_KEY, "effect": effect}}})
+        )  # fmt: skip
+    for claim in scenario.claims.values():
+        if rng.random() < knobs.p_claim_toleration:
+            claim["spec"]["devices"]["requests"][0]["exactly"]["tolerations"] = [
+                {"key": TAINT_KEY, "operator": "Exists"}
+            ]
+    for pod in scenario.pods:
+        if rng.random() >= knobs.p_dra_extended or pod["metadata"]["name"] in scenario.claims:
+            continue
+        containers = pod["spec"]["containers"]
+        where = containers[rng.randrange(len(containers))]
+        if pod["spec"].get("initContainers") and rng.random() < 0.3:
+            where = pod["spec"]["initContainers"][0]
+        amount = str(rng.randint(1, 2))
+        resources = where.setdefault("resources", {})
+        for kind in ("requests", "limits"):
+            resources.setdefault(kind, {})[IMPLICIT_PREFIX + device_class] = amount
+
+
+def _requests_resource(pod: Mapping[str, Any], resource: str) -> bool:
+    spec = pod["spec"]
+    return any(
+        resource in ((c.get("resources") or {}).get("requests") or {})
+        for c in (*spec.get("initContainers", ()), *spec["containers"])
+    )
 
 
 def _storage(
@@ -753,6 +882,7 @@ MSG_PREEMPTION_TARGET: Final = "the target node for the preemption is determined
 MSG_PREEMPTED_VICTIM: Final = "Preemptor Pod preempted victim Pod"
 MSG_PREEMPTION_DONE: Final = "Async Preemption finished completely"
 MSG_CONFIG: Final = "Using component config"
+MSG_HINT: Final = "OpportunisticBatch provided node hint"
 NODE_EVENTS: Final = ("Add event for node", "Update event for node", "Delete event for node")
 POD_DELETE_EVENTS: Final = ("Delete event for scheduled pod", "Delete event for unscheduled pod")
 POD_ADD_EVENTS: Final = ("Add event for scheduled pod", "Add event for unscheduled pod")
@@ -768,6 +898,7 @@ _WANTED: Final = frozenset(
         MSG_PREEMPTED_VICTIM,
         MSG_PREEMPTION_DONE,
         MSG_CONFIG,
+        MSG_HINT,
         *NODE_EVENTS,
         *POD_DELETE_EVENTS,
         *POD_ADD_EVENTS,
@@ -885,11 +1016,13 @@ class KlogTail:
             time.sleep(0.003)
 
 
-def score_weights(config_yaml: str) -> dict[str, int]:
-    """Score plugin weights of the first profile of a logged KubeSchedulerConfiguration (0 means 1, as upstream)."""
+def score_weights(config_yaml: str, scheduler_name: str | None = None) -> dict[str, int]:
+    """Score plugin weights of one profile of a logged KubeSchedulerConfiguration (0 means 1, as upstream): the
+    one named `scheduler_name`, else the first."""
     import yaml
 
-    profile = (yaml.safe_load(config_yaml).get("profiles") or [{}])[0]
+    profiles = yaml.safe_load(config_yaml).get("profiles") or [{}]
+    profile = next((p for p in profiles if p.get("schedulerName") == scheduler_name), profiles[0])
     plugins = profile.get("plugins") or {}
     weights: dict[str, int] = {}
     disabled = {p["name"] for p in (plugins.get("score") or {}).get("disabled") or ()}
@@ -931,6 +1064,10 @@ class Decision:
     filtered: dict[str, str] = field(default_factory=dict)
     #: DynamicResources: the devices the pod's claims got ("<pool>/<device>", in allocation order)
     devices: tuple[str, ...] = ()
+    #: DRAExtendedResource: the claim made for the pod's extended resources (``extended_summary``)
+    extended: tuple[tuple[str, ...], ...] = ()
+    #: opportunistic batching placed it on the hint it got, unscored
+    hinted: bool = False
 
     @property
     def best(self) -> frozenset[str]:
@@ -993,6 +1130,7 @@ def upstream_decision(
     scores: dict[str, dict[str, int]] = defaultdict(dict)
     totals: dict[str, int] = {}
     d = Decision(node=None, attempts=len(starts), weights=dict(weights))
+    hint = ""
     for r in attempt:
         v = r.values
         if r.msg == MSG_PLUGIN_SCORE:
@@ -1011,7 +1149,14 @@ def upstream_decision(
             d.nominated_node = v["node"]  # what PostFilter returns, and the pod's status.nominatedNodeName
         elif r.msg == MSG_ERROR:
             d.error = v.get("err", "error")
+        elif r.msg == MSG_HINT:
+            d.hinted = v.get("hint", "") != ""  # bound there, checked below
+            hint = v.get("hint", "")
+    if d.hinted and d.node != hint:
+        d.hinted = False  # the hint failed its filters: scored as usual
     d.victims = tuple(r.values["victim"] for r in records if r.msg == MSG_PREEMPTED_VICTIM)
+    if d.node is None and not d.message and d.error:
+        d.message = d.error  # an error (a plugin's): its text is the FailedScheduling message, as ours is
     d.scored = bool(totals)
     d.totals = totals
     d.scores = dict(scores)
@@ -1027,16 +1172,21 @@ def upstream_decision(
 
 
 def our_decision(
-    state: Sequence[Mapping[str, Any]], pod_body: Mapping[str, Any], profile: Profile, *, seed: int
+    state: Sequence[Mapping[str, Any]],
+    pod_body: Mapping[str, Any],
+    profile: Profile | Sequence[Profile],
+    *,
+    seed: int,
 ) -> tuple[Decision, dict[str, str]]:
     """Our algorithm's decision for ``pod_body`` on the cluster ``state`` (API objects), and a one-line summary per
-    node of that state (for reports)."""
+    node of that state (for reports). With several profiles, the one the pod's schedulerName names decides."""
     loaded = load_cluster(state, source="state")
     sim = Simulation(loaded.cache, profile, seed=seed, explain=True)
     pod = parse_pod(pod_body)
     placement = sim.evaluate(pod)
     e = placement.explanation
     assert e is not None
+    profile = sim.lane(pod).profile
     names = compared_names(name for name, _ in profile.score_names)
     scores: dict[str, dict[str, int]] = defaultdict(dict)
     for v in e.scored:
@@ -1059,7 +1209,70 @@ def our_decision(
             for device in line.split(": ", 1)[1].split(", ")
         ),
     )
+    if placement.node is not None and any(line.startswith("<extended-resources>: ") for line in placement.devices):
+        d.extended = our_extended_writes(state, pod_body, profile, seed=seed)
     return d, node_summaries(loaded.cache)
+
+
+def our_extended_writes(
+    state: Sequence[Mapping[str, Any]], pod_body: Mapping[str, Any], profile: Profile, *, seed: int
+) -> tuple[tuple[str, ...], ...]:
+    """What our PreBind writes for a pod with extended resources backed by DRA (the claim it creates, the pod's
+    ``status.extendedResourceClaimStatus``): the same decision as ``our_decision``'s (a fresh copy of the state,
+    the same seed) carried out against the simulation's API server."""
+    sim = Simulation(load_cluster(state, source="state").cache, profile, seed=seed)
+    pod = parse_pod(pod_body)
+    if sim.schedule_one(pod).node is None:
+        return ()
+    got = sim.api.answer("GET", f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}")
+    ext = (got.body.get("status") or {}).get("extendedResourceClaimStatus") if got.ok else None
+    if not ext:
+        return ()
+    claim = sim.cache.objects.dra.get_claim(pod.namespace, ext["resourceClaimName"])
+    if claim is None or claim.source is None:
+        return ()
+    return extended_summary(claim.source, ext["requestMappings"], pod.name)
+
+
+def extended_summary(
+    claim: Mapping[str, Any], mappings: Sequence[Mapping[str, str]], pod: str
+) -> tuple[tuple[str, ...], ...]:
+    """What is compared of the claim made for a pod's extended resources: its name (less the random suffix),
+    annotations, owner, finalizers, requests, devices by request, consumers; and the pod's request mappings."""
+    meta, status = claim.get("metadata") or {}, claim.get("status") or {}
+    owners = [(o.get("kind"), o.get("name"), str(o.get("controller"))) for o in meta.get("ownerReferences") or ()]
+    requests = [
+        (r["name"], r["exactly"]["deviceClassName"], r["exactly"].get("allocationMode", ""), str(r["exactly"]["count"]))
+        for r in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or ()
+    ]
+    results = ((status.get("allocation") or {}).get("devices") or {}).get("results") or ()
+    return (
+        (meta.get("name", "")[:-5], meta.get("generateName", "")),
+        tuple(f"{k}={v}" for k, v in sorted((meta.get("annotations") or {}).items())),
+        tuple("/".join(str(x) for x in o) for o in owners),
+        tuple(meta.get("finalizers") or ()),
+        tuple("/".join(r) for r in requests),
+        tuple(f"{r['request']}={r['pool']}/{r['device']}" for r in results),
+        tuple(f"{r.get('resource')}/{r.get('name')}" for r in status.get("reservedFor") or ()),
+        tuple(f"{m['containerName']}/{m['resourceName']}/{m['requestName']}" for m in mappings),
+    )
+
+
+def our_burst(
+    state: Sequence[Mapping[str, Any]],
+    pod_bodies: Sequence[Mapping[str, Any]],
+    profile: Profile | Sequence[Profile],
+    *,
+    seed: int,
+) -> list[Decision]:
+    """Our decisions for pods pending at once on the cluster ``state``: one simulation of the burst
+    (``Simulation.run(burst=True)``), each pod's node or message and whether batching placed it on a hint."""
+    loaded = load_cluster(state, source="state")
+    sim = Simulation(loaded.cache, profile, seed=seed)
+    result = sim.run([parse_pod(b) for b in pod_bodies], burst=True)
+    return [
+        Decision(node=p.node, message=p.message if p.node is None else "", hinted=p.batched) for p in result.placements
+    ]
 
 
 def node_summaries(cache: SchedulerCache) -> dict[str, str]:
@@ -1098,6 +1311,8 @@ class PodCase:
     ours: Decision
     nodes: dict[str, str] = field(default_factory=dict)  # node -> summary of the state both decided on
     bound: frozenset[str] = frozenset()  # the pods bound in that state ("ns/name")
+    #: 0, or the number of the burst the pod came in (``compare_burst`` compares those)
+    burst: int = 0
 
 
 @dataclass(frozen=True)
@@ -1125,6 +1340,8 @@ class PodComparison:
     only_ours: dict[str, list[tuple[str, int]]]
     #: DynamicResources: the same devices allocated (None: no claim, or not bound to the same node)
     devices: bool | None = None
+    #: DRAExtendedResource: the same claim and pod status written (None: no such claim, or not the same node)
+    extended: bool | None = None
 
 
 def compare(case: PodCase) -> PodComparison:
@@ -1167,7 +1384,60 @@ def compare(case: PodCase) -> PodComparison:
         only_upstream=only_up,
         only_ours=only_ours,
         devices=(ours.devices == up.devices) if bound and up.devices and ours.node == up.node else None,
+        extended=(ours.extended == up.extended) if bound and up.extended and ours.node == up.node else None,
     )
+
+
+@dataclass
+class BurstReport:
+    """Pods created at once (``Knobs.burst``): placements pod by pod, and what batching did on both sides."""
+
+    cases: list[PodCase]
+
+    def metrics(self) -> dict[str, dict[str, float | int]]:
+        def rate(ok: int, n: int) -> dict[str, float | int]:
+            return {"agree": ok, "of": n, "percent": round(100.0 * ok / n, 2) if n else 100.0}
+
+        bursts: dict[int, list[PodCase]] = defaultdict(list)
+        for c in self.cases:
+            bursts[c.seed * 1000 + c.burst].append(c)
+        unplaced = [c for c in self.cases if c.upstream.node is None]
+        return {
+            "burst_nodes": rate(sum(c.ours.node == c.upstream.node for c in self.cases), len(self.cases)),
+            "burst_node_multisets": rate(
+                sum(
+                    sorted(str(c.ours.node) for c in b) == sorted(str(c.upstream.node) for c in b)
+                    for b in bursts.values()
+                ),
+                len(bursts),
+            ),
+            "burst_messages": rate(sum(c.ours.message == c.upstream.message for c in unplaced), len(unplaced)),
+            "burst_hinted": rate(sum(c.ours.hinted == c.upstream.hinted for c in self.cases), len(self.cases)),
+        }
+
+
+def render_burst(report: BurstReport) -> str:
+    m = report.metrics()
+    labels = {
+        "burst_nodes": "burst: the same node, pod by pod",
+        "burst_node_multisets": "burst: the same nodes taken, as a whole (ties may swap pods)",
+        "burst_messages": "burst: unschedulable message, whole text",
+        "burst_hinted": "burst: placed on a batching hint, unscored, alike",
+    }
+    lines = ["", "BURSTS (identical pods pending at once)"]
+    lines += _table(
+        [(labels[k], f"{v['agree']}/{v['of']}", _pct(int(v["agree"]), int(v["of"]))) for k, v in m.items()],
+        ("METRIC", "AGREE", "%"),
+    )
+    hinted = (sum(c.upstream.hinted for c in report.cases), sum(c.ours.hinted for c in report.cases))
+    lines.append(f"upstream placed {hinted[0]} of {len(report.cases)} burst pods on a hint, we {hinted[1]}")
+    for c in [c for c in report.cases if c.ours.node != c.upstream.node][:5]:
+        up, ours = c.upstream, c.ours
+        lines.append(
+            f"  {c.pod} [{c.summary}] upstream {up.node or 'unschedulable'}{' (hint)' if up.hinted else ''}"
+            f" ours {ours.node or 'unschedulable'}{' (hint)' if ours.hinted else ''}"
+        )
+    return "\n".join(lines)
 
 
 def message_parts(message: str) -> tuple[Counter[str], str]:
@@ -1275,6 +1545,7 @@ class Report:
             ("feasible_sets_equal", "feasible"),
             ("messages", "message"),
             ("devices", "devices"),
+            ("extended_claims", "extended"),
         ):
             ok, n = self.rate(attr)
             out[name] = {"agree": ok, "of": n, "percent": round(100.0 * ok / n, 2) if n else 100.0}
@@ -1386,6 +1657,7 @@ def render(report: Report, *, worst: int = 5) -> str:
         "plugin_scores": "per-plugin normalised scores (pod, node, plugin)",
         "messages": "unschedulable message, whole text (pods upstream could not bind)",
         "devices": "DRA: the same devices allocated (pods with claims bound to the same node)",
+        "extended_claims": "DRA: the same extended-resource claim and pod status written (same node)",
     }
     lines += _table(
         [(labels[k], f"{v['agree']}/{v['of']}", _pct(int(v["agree"]), int(v["of"]))) for k, v in m.items()],
@@ -1482,6 +1754,7 @@ def render(report: Report, *, worst: int = 5) -> str:
                 f"pod {p.pod} [{case.summary}] node [{case.nodes.get(p.node, '')}]"
             )
 
+    lines += _allocation_differences(report, worst)
     if report.message_categories:
         lines += ["", "MESSAGE DIFFERENCES (pods per category)"]
         lines += [f"  {n:4d}  {cat}" for cat, n in report.message_categories.most_common(15)]
@@ -1493,6 +1766,22 @@ def render(report: Report, *, worst: int = 5) -> str:
                 f"    upstream: {c.case.upstream.message}",
             ]
     return "\n".join(lines)
+
+
+def _allocation_differences(report: Report, worst: int) -> list[str]:
+    """The pods whose devices, or whose extended-resource claim and pod status, differ from upstream's."""
+    lines: list[str] = []
+    for attr, title in (("devices", "DEVICES DIFFER"), ("extended", "EXTENDED-RESOURCE CLAIMS DIFFER")):
+        differ = [c for c in report.comparisons if getattr(c, attr) is False]
+        if differ:
+            lines += ["", f"{title} ({len(differ)})"]
+            for c in differ[:worst]:
+                lines += [
+                    f"  {c.case.pod} [{c.case.summary}] on {c.case.upstream.node}",
+                    f"    ours:     {getattr(c.case.ours, attr)}",
+                    f"    upstream: {getattr(c.case.upstream, attr)}",
+                ]
+    return lines
 
 
 def _case_lines(c: PodComparison) -> list[str]:
@@ -1564,20 +1853,26 @@ class Harness:
     def __init__(
         self,
         workdir: Path,
-        profile: Profile,
+        profile: Profile | Sequence[Profile],
         *,
         timeout: float = 30.0,
         scheduler_config: Mapping[str, Any] | None = None,
+        batching: bool = False,
     ) -> None:
         """`scheduler_config`: a KubeSchedulerConfiguration upstream runs with (its profiles, pluginConfig...;
-        the harness sets clientConnection and leaderElection); None: upstream's defaults. `profile` is ours."""
+        the harness sets clientConnection and leaderElection); None: upstream's defaults. `profile` is ours (or
+        ours, one per profile of the configuration: each pod goes to the one its schedulerName names).
+        Upstream runs without OpportunisticBatching unless `batching` (bursts need it: it is on by default)."""
         self.workdir = workdir
         self.profile = profile
+        self.batching = batching
         self.scheduler_config = dict(scheduler_config or {})
         self.timeout = timeout
         self.cp = ControlPlane(workdir, die_with_parent=True, controller_manager=False)  # see the module docstring
         self.log: KlogTail | None = None
         self.weights: dict[str, int] = {}
+        #: scheduler name -> its profile's score weights, as upstream logged its configuration
+        self.weights_by_name: dict[str, dict[str, int]] = {}
         self._previous: list[str] = []  # node names of the last seed
         self._claims: dict[str, dict[str, Any]] = {}  # pod name -> its ResourceClaim (this seed)
         self._logged_plugins: set[str] = set()
@@ -1597,12 +1892,15 @@ class Harness:
                 "leaderElection": {"leaderElect": False},
             }
             cfg.write_text(yaml.safe_dump(written, sort_keys=False))
-            self.cp.start_kube_scheduler(
-                extra_args=[f"--config={cfg}", "-v=10", "--feature-gates=OpportunisticBatching=false"]
-            )
+            gates = [] if self.batching else ["--feature-gates=OpportunisticBatching=false"]
+            self.cp.start_kube_scheduler(extra_args=[f"--config={cfg}", "-v=10", *gates])
             self.log = KlogTail(self.workdir / "kube-scheduler.log")
             self.log.wait("component config line", lambda: self.log.config if self.log else "", self.timeout)
             self.weights = score_weights(self.log.config)
+            profiles = [self.profile] if isinstance(self.profile, Profile) else list(self.profile)
+            self.weights_by_name = {
+                p.scheduler_name: score_weights(self.log.config, p.scheduler_name) for p in profiles
+            }
             api = config.new_client_from_config(config_file=str(self.cp.kubeconfig))
             self.core = client.CoreV1Api(api)
             self.apps = client.AppsV1Api(api)
@@ -1661,7 +1959,7 @@ class Harness:
     def _devices(self) -> list[dict[str, Any]]:
         """DeviceClasses, ResourceSlices and the namespace's ResourceClaims (as upstream allocated them)."""
         out = []
-        for plural, kind in (("deviceclasses", "DeviceClass"), ("resourceslices", "ResourceSlice")):
+        for plural, kind in DRA_CLUSTER_KINDS:
             out += [{**o, "kind": kind} for o in self.custom.list_cluster_custom_object(*DRA_API, plural)["items"]]
         claims = self.custom.list_namespaced_custom_object(*DRA_API, NAMESPACE, "resourceclaims")["items"]
         return out + [{**o, "kind": "ResourceClaim"} for o in claims]
@@ -1674,7 +1972,7 @@ class Harness:
                 patch = {"metadata": {"finalizers": None}}
                 self.custom.patch_namespaced_custom_object(*DRA_API, NAMESPACE, "resourceclaims", name, patch)
             self.custom.delete_namespaced_custom_object(*DRA_API, NAMESPACE, "resourceclaims", name)
-        for plural in ("resourceslices", "deviceclasses"):
+        for plural in ("devicetaintrules", "resourceslices", "deviceclasses"):
             for o in self.custom.list_cluster_custom_object(*DRA_API, plural)["items"]:
                 self.custom.delete_cluster_custom_object(*DRA_API, plural, o["metadata"]["name"])
 
@@ -1825,6 +2123,8 @@ class Harness:
         for i, body in enumerate(scenario.pods):
             cases.append(self.one_pod(scenario.seed, i, body))
             progress(f"seed {scenario.seed}: pod {i + 1}/{len(scenario.pods)}")
+        for number, bodies_ in enumerate(scenario.bursts, 1):
+            cases += self.burst(scenario.seed, number, bodies_)
         return cases
 
     def one_pod(self, seed: int, index: int, body: dict[str, Any]) -> PodCase:
@@ -1847,20 +2147,77 @@ class Harness:
             return any(r.msg in (MSG_BOUND, MSG_NO_FIT, MSG_ERROR) for r in log.by_pod.get(key, ()))
 
         log.wait(f"decision for {key}", outcome, self.timeout)
-        self._logged_plugins |= {r.values["plugin"] for r in log.by_pod[key] if r.msg == MSG_PLUGIN_SCORE}
-        score_plugins = (UPSTREAM_SCORE_PLUGINS | self._logged_plugins) & set(self.weights)
-        up = upstream_decision(log.by_pod[key], self.weights, score_plugins)
-        if claim is not None and up.node is not None:  # PreBind wrote the allocation before the bind
-            got = self.custom.get_namespaced_custom_object(
-                *DRA_API, NAMESPACE, "resourceclaims", claim["metadata"]["name"]
-            )
-            results = (((got.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
-            up.devices = tuple(f"{r['pool']}/{r['device']}" for r in results)
+        up = self._upstream(key, created)
+        if up.node is not None:  # PreBind wrote the allocations before the bind
+            up.devices, up.extended = self._upstream_devices(claim, created["metadata"]["name"])
         if up.node is None:
             self._remove_unschedulable(key, created["metadata"]["name"], up)
         ours, nodes = our_decision(state, created, self.profile, seed=seed * 100_000 + index)
         bound = frozenset(f"{o['metadata']['namespace']}/{o['metadata']['name']}" for o in state if o["kind"] == "Pod")
         return PodCase(seed, key, describe_pod(created), up, ours, nodes, bound)
+
+    def _upstream_devices(
+        self, claim: Mapping[str, Any] | None, pod: str
+    ) -> tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]:
+        """The devices (``pool/device``) upstream's PreBind wrote into the pod's claim, then into the claim it
+        created for the pod's extended resources; and that claim's requests and the pod's request mappings."""
+        names = [claim["metadata"]["name"]] if claim is not None else []
+        status = self._json(self.core.read_namespaced_pod_status(pod, NAMESPACE, _preload_content=False))
+        ext = (status.get("status") or {}).get("extendedResourceClaimStatus")
+        if ext:
+            names.append(ext["resourceClaimName"])
+        devices: list[str] = []
+        extended: tuple[tuple[str, ...], ...] = ()
+        for name in names:
+            got = self.custom.get_namespaced_custom_object(*DRA_API, NAMESPACE, "resourceclaims", name)
+            results = (((got.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
+            devices += [f"{r['pool']}/{r['device']}" for r in results]
+            if ext and name == ext["resourceClaimName"]:
+                extended = extended_summary(got, ext["requestMappings"], pod)
+        return tuple(devices), extended
+
+    def _upstream(self, key: str, created: Mapping[str, Any]) -> Decision:
+        """Upstream's decision for the pod `key` from its log, with the weights of the profile it names."""
+        assert self.log is not None
+        log = self.log
+        weights = self.weights_by_name.get(created["spec"].get("schedulerName", "default-scheduler"), self.weights)
+        self._logged_plugins |= {r.values["plugin"] for r in log.by_pod[key] if r.msg == MSG_PLUGIN_SCORE}
+        score_plugins = (UPSTREAM_SCORE_PLUGINS | self._logged_plugins) & set(weights)
+        return upstream_decision(log.by_pod[key], weights, score_plugins)
+
+    def burst(self, seed: int, number: int, pod_bodies: Sequence[dict[str, Any]]) -> list[PodCase]:
+        """Create `pod_bodies` at once while upstream kube-scheduler is stopped (SIGSTOP), so that its queue
+        holds them all when it resumes (N replicas created together), and compare each placement with ours:
+        one simulation of the same pods pending at once on the same state. Then delete the unschedulable ones."""
+        assert self.log is not None
+        log = self.log
+        state = self.state()
+        pid = self.cp.pids()["kube-scheduler"]
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            created = [
+                self._json(self.core.create_namespaced_pod(NAMESPACE, body, _preload_content=False))
+                for body in pod_bodies
+            ]
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        keys = [f"{NAMESPACE}/{c['metadata']['name']}" for c in created]
+        log.wait(
+            f"decisions for the burst of {len(keys)}",
+            lambda: all(any(r.msg in (MSG_BOUND, MSG_NO_FIT, MSG_ERROR) for r in log.by_pod.get(k, ())) for k in keys),
+            self.timeout,
+        )
+        ups = [self._upstream(k, c) for k, c in zip(keys, created, strict=True)]
+        ours = our_burst(state, created, self.profile, seed=seed * 100_000 + 99_999)
+        bound = frozenset(f"{o['metadata']['namespace']}/{o['metadata']['name']}" for o in state if o["kind"] == "Pod")
+        cases = [
+            PodCase(seed, k, describe_pod(c), up, our, bound=bound, burst=number)
+            for k, c, up, our in zip(keys, created, ups, ours, strict=True)
+        ]
+        for k, c, up in zip(keys, created, ups, strict=True):
+            if up.node is None:
+                self._remove_unschedulable(k, c["metadata"]["name"], up)
+        return cases
 
     def _remove_unschedulable(self, key: str, name: str, up: Decision) -> None:
         """Delete an unschedulable pod, and for good any victims upstream preempted for it; wait until upstream saw it.
@@ -1900,15 +2257,18 @@ def _deleted(log: KlogTail, pod: str) -> bool:
 def run(
     seeds: Sequence[int],
     knobs: Knobs,
-    profile: Profile,
+    profile: Profile | Sequence[Profile],
     *,
     workdir: Path | None = None,
     progress: Callable[[str], None] = lambda _: None,
+    scheduler_config: Mapping[str, Any] | None = None,
 ) -> list[PodCase]:
-    """Every pod of every seed, compared-ready. Starts and stops its own control plane (in ``workdir`` if given)."""
+    """Every pod of every seed, compared-ready (``compare`` for those one at a time, ``BurstReport`` for those of a
+    burst: ``PodCase.burst``). Starts and stops its own control plane (in ``workdir`` if given); upstream runs
+    `scheduler_config` (None: its defaults), with OpportunisticBatching when the knobs ask for bursts."""
     ensure_binaries()
     with tempfile.TemporaryDirectory(prefix="kopf-scheduler-diff-") as tmp:
-        with Harness(Path(workdir or tmp), profile) as h:
+        with Harness(Path(workdir or tmp), profile, scheduler_config=scheduler_config, batching=bool(knobs.burst)) as h:
             cases: list[PodCase] = []
             for seed in seeds:
                 cases += h.run_seed(generate(seed, knobs), progress=progress)
@@ -1932,16 +2292,46 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="also ResourceSlices on 30%% of the nodes and ResourceClaims on 30%% of the pods",
     )
     ap.add_argument(
+        "--dra-gates",
+        action="store_true",
+        help="with --dra: the DeviceClass serves example.com/gpu and 30%% of the pods without a claim ask for its "
+        "implicit resource (DRAExtendedResource); DeviceTaintRules on 30%% of the pools, tolerated by 30%% of the "
+        "claims (DRADeviceTaintRules)",
+    )
+    which = ap.add_mutually_exclusive_group()
+    which.add_argument(
         "--policy", type=Path, help="our side runs this SchedulingPolicy / v1.9 Policy (default: our default profile)"
+    )
+    which.add_argument(
+        "--config",
+        type=Path,
+        help="a KubeSchedulerConfiguration both sides run (every profile; the pods name them at random)",
+    )
+    ap.add_argument(
+        "--burst",
+        type=int,
+        default=0,
+        help="after each seed's pods, this many identical pods created at once (upstream batches them)",
     )
     ap.add_argument("--json", type=Path, help="also write every figure and every pod's outcome here")
     ap.add_argument("--worst", type=int, default=5, help="how many disagreements to print per category")
     ap.add_argument("--workdir", type=Path, help="keep the control plane's files (kube-scheduler.log) here")
     args = ap.parse_args(argv)
-    knobs = Knobs(nodes=args.nodes, pods=args.pods)
+    knobs = Knobs(nodes=args.nodes, pods=args.pods, burst=args.burst)
     if args.dra:
         knobs = dataclasses.replace(knobs, p_node_devices=0.3, p_claim=0.3)
-    profile = load_policy(args.policy, registry=installed_registry())
+    if args.dra_gates:
+        knobs = with_dra_gates(knobs)
+    config_doc = None
+    profile: Profile | list[Profile]
+    if args.config is not None:
+        import yaml
+
+        config_doc = yaml.safe_load(args.config.read_text())
+        profile = load_scheduler_config(args.config, registry=installed_registry())
+        knobs = dataclasses.replace(knobs, scheduler_names=tuple(p.scheduler_name for p in profile))
+    else:
+        profile = load_policy(args.policy, registry=installed_registry())
     seeds = list(range(args.seed_start, args.seed_start + args.seeds))
     start = time.monotonic()
 
@@ -1953,16 +2343,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     if args.workdir:
         args.workdir.mkdir(parents=True, exist_ok=True)
-    cases = run(seeds, knobs, profile, workdir=args.workdir, progress=progress)
+    cases = run(seeds, knobs, profile, workdir=args.workdir, progress=progress, scheduler_config=config_doc)
     if sys.stderr.isatty():
         print(file=sys.stderr)
-    report = build_report([compare(c) for c in cases], worst=args.worst)
+    report = build_report([compare(c) for c in cases if not c.burst], worst=args.worst)
     seconds = time.monotonic() - start
+    ours = str(args.config) if args.config else (profile.source if isinstance(profile, Profile) else "")
     print(
-        f"{len(seeds)} seeds ({seeds[0]}..{seeds[-1]}), {args.nodes} nodes, {args.pods} pods each; "
-        f"ours: {profile.source or 'default profile'}; {seconds:.0f}s\n"
+        f"{len(seeds)} seeds ({seeds[0]}..{seeds[-1]}), {args.nodes} nodes, {args.pods} pods each"
+        f"{f', bursts of {args.burst}' if args.burst else ''}; ours: {ours or 'default profile'}; {seconds:.0f}s\n"
     )
     print(render(report, worst=args.worst))
+    if args.burst:
+        print(render_burst(BurstReport([c for c in cases if c.burst])))
     if args.json:
         run_info = {
             "seeds": seeds,

@@ -36,6 +36,7 @@ COLUMNS: tuple[tuple[str, str, int], ...] = (
     ("peak_rss_mib", "peak RSS MiB", 0),
     ("apiserver_cpu_s_per_1000", "apiserver CPU-s/1000", 2),
     ("first_bind_s", "first bind after s", 2),
+    ("longest_gap_s", "longest pause s", 2),
     ("ready_s", "ready after s", 1),
     ("nodes_used", "nodes used", 0),
     ("other_cores", "others' load (cores)", 2),
@@ -55,6 +56,11 @@ RATIOS: tuple[tuple[str, str, str], ...] = (
     ("peak RSS", "peak_rss_mib", ""),
 )
 STEADY_RATIOS: tuple[tuple[str, str, str], ...] = (("p99 latency", "latency_p99_ms", "lower is better for ours"),)
+# ours-chaos/ours per round (the same scheduler through a flaky load balancer, and without it)
+CHAOS_RATIOS: tuple[tuple[str, str, str], ...] = (
+    ("throughput to last event", "pods_per_s_to_event", "the issue asks >= 0.5"),
+    ("longest pause", "longest_gap_s", ""),
+)
 
 
 def percentile(sorted_values: Sequence[float], q: float) -> float:
@@ -234,6 +240,20 @@ def _value(run: Mapping[str, Any], key: str) -> float | None:
     return None if value is None else float(value)
 
 
+def _per_round(
+    results: Mapping[str, Any], by_round: Mapping[tuple[str, int], Any], a_key: str, b_key: str, metric: str
+) -> dict[str, float] | None:
+    """The statistics of a/b over the rounds where both ran without error."""
+    per_round = []
+    for round_ in range(1, results["rounds"] + 1):
+        a_run, b_run = by_round.get((a_key, round_)), by_round.get((b_key, round_))
+        a = _value(a_run, metric) if a_run else None
+        b = _value(b_run, metric) if b_run else None
+        if a is not None and b:
+            per_round.append(a / b)
+    return _stat(per_round)
+
+
 def summarise(results: dict[str, Any]) -> None:
     """Add per-contender statistics and per-round ratios to every workload of `results`."""
     for workload in results["workloads"]:
@@ -246,16 +266,14 @@ def summarise(results: dict[str, Any]) -> None:
         ratios: dict[str, Any] = {}
         by_round = {(r["contender"], r["round"]): r for r in workload["runs"] if not r["error"]}
         for name, key, _ in RATIOS + (STEADY_RATIOS if workload["steady"] else ()):
-            per_round = []
-            for round_ in range(1, results["rounds"] + 1):
-                ours, upstream = by_round.get(("ours", round_)), by_round.get(("upstream", round_))
-                a = _value(ours, key) if ours else None
-                b = _value(upstream, key) if upstream else None
-                if a is not None and b:
-                    per_round.append(a / b)
-            if per_round:
-                ratios[name] = _stat(per_round)
+            if (stat := _per_round(results, by_round, "ours", "upstream", key)) is not None:
+                ratios[name] = stat
         workload["ratios"] = ratios
+        chaos: dict[str, Any] = {}
+        for name, key, _ in CHAOS_RATIOS:
+            if (stat := _per_round(results, by_round, "ours-chaos", "ours", key)) is not None:
+                chaos[name] = stat
+        workload["chaos_ratios"] = chaos
 
 
 def _fmt(stat: Mapping[str, float] | None, digits: int) -> str:
@@ -295,6 +313,10 @@ def _ratio_lines(workload: Mapping[str, Any]) -> list[str]:
         stat = workload["ratios"].get(name)
         if stat is not None:
             out.append(f"ours/upstream {name}: {_fmt(stat, 2)}x" + (f" ({hint})" if hint else ""))
+    for name, _, hint in CHAOS_RATIOS:
+        stat = workload.get("chaos_ratios", {}).get(name)
+        if stat is not None:
+            out.append(f"ours-chaos/ours {name}: {_fmt(stat, 2)}x" + (f" ({hint})" if hint else ""))
     return out
 
 

@@ -28,7 +28,9 @@ as on a real cluster, whose revision always moves (its own Leases); a quiet real
 nothing written since the watch began sends at most one.
 
 Faults to inject: ``stall_watches`` / ``stall_connections`` (silence, not closure), ``drop_watches``,
-``compact``, ``fail``, ``delay``, ``require_token``; ``requests`` records what clients sent.
+``cut_watches`` (a chunk cut short, a reset, an idle close by a middlebox), ``lose_answers`` (the
+request is carried out, then its answer is reset or cut short), ``compact``, ``fail``, ``delay``,
+``require_token``; ``requests`` records what clients sent.
 
 Limits: no admission (a namespace need not exist), no validation or defaulting beyond uid,
 resourceVersion, creationTimestamp and generation (pods created through the API get
@@ -52,6 +54,7 @@ import json
 import random
 import re
 import socket
+import struct
 import time
 import uuid
 from collections import deque
@@ -215,6 +218,8 @@ BUILTIN_RESOURCES: Final[tuple[ResourceType, ...]] = (
                  unconditional_update=False),
     ResourceType("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", False, (), generation=True,
                  unconditional_update=False),
+    ResourceType("resource.k8s.io", "v1", "devicetaintrules", "DeviceTaintRule", False, ("status",),
+                 generation=True, unconditional_update=False),
     ResourceType("scheduling.kopf.dev", "v1alpha1", "schedulingpolicies", "SchedulingPolicy", False, ("status",),
                  ("schedpol",), custom=True, generation=True, unconditional_update=False),
 )
@@ -842,6 +847,8 @@ class _Rule:
     times: int = 0
     body: Body | None = None
     seconds: float = 0.0
+    #: ``lose_answers``: "reset" (no answer), "truncated" (half of it, then the connection closes)
+    lost: str = ""
 
     def matches(self, method: str, path: str, watch: bool) -> bool:
         return (
@@ -894,6 +901,15 @@ def _decode_continue(token: str) -> tuple[int, str]:
         return int(data["rv"]), str(data["start"])
     except (ValueError, KeyError, TypeError, binascii.Error) as exc:
         raise _bad_request(f"invalid continue token: continue key is not valid: {exc}") from None
+
+
+def _reset(transport: asyncio.BaseTransport) -> None:
+    """Close a connection with a TCP RST (SO_LINGER 0), as a crashed peer or a middlebox does."""
+    sock = transport.get_extra_info("socket")
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    transport.abort()
 
 
 def _json_response(body: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> web.Response:
@@ -951,18 +967,20 @@ class FakeApiServer:
         await self.stop()
 
     async def start(self) -> None:
+        """Listen on a free port, or again on the port it had (after ``stop``: a server back from an outage)."""
         app = web.Application(middlewares=[self._middleware], client_max_size=64 * 1024 * 1024)
         app.router.add_route("*", "/{tail:.*}", self._route)
         self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=0.5)
         await self._runner.setup()
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
+        sock.bind(("127.0.0.1", self._port))
         self._port = sock.getsockname()[1]
         await web.SockSite(self._runner, sock).start()
 
     async def stop(self) -> None:
-        """Close every connection (hung, stalled or streaming) and stop listening."""
+        """Close every connection (hung, stalled or streaming) and stop listening: new connections are
+        refused until ``start`` (the objects and their history are kept, as etcd keeps them)."""
         if self._runner is None:
             return
         for transport, tasks in list(self._in_flight.items()):
@@ -1113,6 +1131,43 @@ class FakeApiServer:
             watcher.wake.set()
         return len(watchers)
 
+    def cut_watches(self, how: str) -> int:
+        """End every open watch connection as a flaky network does; returns how many. `how`:
+        "truncated" (a chunk announced in full but sent in part, then the connection closes: the client
+        reads "not enough data to satisfy transfer length"), "reset" (a TCP RST) or "closed" (a clean
+        close without the terminating chunk: what a load balancer does to a connection it finds idle)."""
+        if how not in ("truncated", "reset", "closed"):
+            raise ValueError(f"unknown cut {how!r}")
+        watchers = list(self._store.watchers)
+        for watcher in watchers:
+            watcher.dropped = True
+            watcher.pending.clear()
+            self._store.watchers.discard(watcher)
+            transport = watcher.transport
+            if transport is not None and not transport.is_closing():
+                if how == "truncated":
+                    event = {"type": "BOOKMARK", "object": self._bookmark(watcher.rt, self._store.rv)}
+                    data = json.dumps(event, separators=(",", ":")).encode() + b"\n"
+                    transport.write(b"%x\r\n" % len(data) + data[: len(data) // 2])
+                    transport.close()
+                elif how == "reset":
+                    _reset(transport)
+                else:
+                    transport.close()
+            watcher.wake.set()
+        return len(watchers)
+
+    def lose_answers(
+        self, method: str, path_regex: str, times: int = 1, *, truncated: bool = False, watch: bool | None = False
+    ) -> None:
+        """The next `times` matching requests are carried out, but their answer is lost: the connection is
+        reset before it (a write that landed and a client that cannot know), or, `truncated`, half of it
+        arrives and the connection closes (a body cut short: a client reads "not enough data")."""
+        rule = _Rule(
+            method.upper(), re.compile(path_regex), watch, times=times, lost="truncated" if truncated else "reset"
+        )
+        self._failures.append(rule)
+
     def compact(self) -> None:
         """Forget the history up to now: older resourceVersions and continue tokens get 410 Expired."""
         self._store.compact()
@@ -1202,11 +1257,37 @@ class FakeApiServer:
                 rule.times -= 1
                 if rule.times <= 0:
                     self._failures.remove(rule)
+                if rule.lost:
+                    return await self._lose_answer(request, handler, rule.lost)
                 return self._injected_failure(rule)
         try:
             return await handler(request)
         except _ApiError as error:
             return _error_response(error)
+
+    @staticmethod
+    async def _lose_answer(
+        request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]], how: str
+    ) -> web.StreamResponse:
+        """Carry the request out, then lose its answer (see ``lose_answers``)."""
+        try:
+            response = await handler(request)
+        except _ApiError as error:
+            response = _error_response(error)
+        transport = request.transport
+        if transport is None or transport.is_closing():
+            return response
+        body = response.body if isinstance(response, web.Response) and isinstance(response.body, bytes) else b""
+        if how == "truncated":
+            head = (
+                f"HTTP/1.1 {response.status} {response.reason}\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\n\r\n"
+            )
+            transport.write(head.encode() + body[: len(body) // 2])
+            transport.close()
+        else:
+            _reset(transport)
+        return response  # aiohttp drops what is written to a closed transport
 
     @staticmethod
     def _injected_failure(rule: _Rule) -> web.Response:

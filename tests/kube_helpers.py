@@ -251,7 +251,7 @@ class Operator:
                 "run",
                 "--kubeconfig",
                 str(kubeconfig),
-                "--metrics-port",
+                "--secure-port",
                 "0",
                 *flags,
                 *args,

@@ -1,5 +1,7 @@
 """DynamicResources end to end: `kopf-scheduler run` and upstream kube-scheduler v1.37.2 side by side.
 
+The second test: extended resources backed by DRA and DeviceTaintRules (see its docstring).
+
 The apiserver serves ``resource.k8s.io/v1`` (DynamicResourceAllocation is GA). Each side gets two plain
 Node objects and its own driver: a DeviceClass selecting it and, on its first node only, a
 ResourceSlice of two devices (``gpu-0``, ``gpu-1``); nothing else publishes devices. On each side,
@@ -275,3 +277,150 @@ def check(
     assert rc == 0, out.err
     (placement,) = json.loads(out.out)["placements"]
     assert (placement["node"], placement["message"]) == (None, messages["ours"])
+
+
+# --------------------------------------------------------------------------- what v1.37 turns on by default
+
+RULE_KEY = "example.com/broken"
+
+
+class GatesSide:
+    """One scheduler's share for DRAExtendedResource and DRADeviceTaintRules: two nodes, a DeviceClass serving an
+    extended resource of its own, three devices on the first node, a DeviceTaintRule tainting ``gpu-0``."""
+
+    def __init__(self, scheduler: str, tag: str, group: Group, custom: client.CustomObjectsApi, namespace: str) -> None:
+        self.scheduler, self.tag, self.group, self.custom, self.namespace = scheduler, tag, group, custom, namespace
+        self.driver = f"x{tag}-{group.id}.example.com"
+        self.device_class = f"xgpu-{tag}-{group.id}"
+        self.resource = f"example.com/xgpu-{tag}-{group.id}"
+        self.nodes = group.nodes(2, labels={"dra-gates": tag})
+        self.rule = f"{self.nodes[0]}-gpu-0"
+        cel = {"expression": f'device.driver == "{self.driver}"'}
+        spec = {"selectors": [{"cel": cel}], "extendedResourceName": self.resource}
+        meta = {"name": self.device_class}
+        create(custom, "deviceclasses", {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": meta,
+                                         "spec": spec})  # fmt: skip
+        pool = {"name": self.nodes[0], "generation": 1, "resourceSliceCount": 1}
+        devices = [{"name": f"gpu-{i}"} for i in range(3)]
+        create(
+            custom,
+            "resourceslices",
+            {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{self.nodes[0]}-x"},
+             "spec": {"driver": self.driver, "nodeName": self.nodes[0], "pool": pool, "devices": devices}},
+        )  # fmt: skip
+        selector = {"driver": self.driver, "pool": self.nodes[0], "device": "gpu-0"}
+        create(
+            custom,
+            "devicetaintrules",
+            {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceTaintRule", "metadata": {"name": self.rule},
+             "spec": {"deviceSelector": selector, "taint": {"key": RULE_KEY, "effect": "NoSchedule"}}},
+        )  # fmt: skip
+
+    def pod(self, name: str, count: int) -> str:
+        body = self.group.pod(f"{self.tag}-{name}", self.scheduler, node_selector={"dra-gates": self.tag})
+        resources = body["spec"]["containers"][0]["resources"]
+        for kind in ("requests", "limits"):
+            resources.setdefault(kind, {})[self.resource] = str(count)
+        client.CoreV1Api(self.group.api).create_namespaced_pod(self.namespace, body)
+        return f"{self.tag}-{name}"
+
+    def extended_claim(self, core: client.CoreV1Api, pod: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        """The claim the scheduler created for the pod's extended resources, and the pod's status of it."""
+        status = core.read_namespaced_pod_status(pod, self.namespace).to_dict()["status"]
+        ext = status.get("extended_resource_claim_status")
+        if not ext:
+            return None
+        got: dict[str, Any] = self.custom.get_namespaced_custom_object(
+            *RESOURCE, self.namespace, "resourceclaims", ext["resource_claim_name"]
+        )
+        return (got, ext) if (got.get("status") or {}).get("allocation") else None
+
+    def delete(self) -> None:
+        for plural, name in (
+            ("devicetaintrules", self.rule),
+            ("resourceslices", f"{self.nodes[0]}-x"),
+            ("deviceclasses", self.device_class),
+        ):
+            try:
+                self.custom.delete_cluster_custom_object(*RESOURCE, plural, name)
+            except client.ApiException as exc:
+                if exc.status != 404:
+                    raise
+
+
+def normalized(side: GatesSide, claim: dict[str, Any], ext: dict[str, Any], pod: str) -> dict[str, Any]:
+    """A side's claim and pod status with its own names (side, class, resource) replaced by placeholders."""
+    text = json.dumps(
+        {
+            "name": claim["metadata"]["name"][:-5],
+            "generateName": claim["metadata"].get("generateName"),
+            "annotations": claim["metadata"].get("annotations"),
+            "owners": [(o["kind"], o["name"], o.get("controller")) for o in claim["metadata"]["ownerReferences"]],
+            "finalizers": claim["metadata"].get("finalizers"),
+            "spec": claim["spec"],
+            "results": [(r["request"], r["device"]) for r in claim["status"]["allocation"]["devices"]["results"]],
+            "reservedFor": [(r["resource"], r["name"]) for r in claim["status"]["reservedFor"]],
+            "mappings": ext["request_mappings"],
+        },
+        sort_keys=True,
+    )
+    for own, placeholder in ((side.resource, "RESOURCE"), (side.device_class, "CLASS"), (f"{side.tag}-", "SIDE-")):
+        text = text.replace(own, placeholder)
+    out: dict[str, Any] = json.loads(text)
+    return out
+
+
+def test_extended_resources_and_device_taint_rules_as_upstream_does(
+    operator: Operator,
+    upstream: str,
+    api: client.ApiClient,
+    custom: client.CustomObjectsApi,
+    namespace: str,
+) -> None:
+    """An extended resource a DeviceClass serves, on a node without it in its allocatable: both sides create the
+    same claim (``<pod>-extended-resources-``, annotated, owned by the pod) with the same request, allocate the
+    devices the DeviceTaintRule leaves (gpu-1, gpu-2) and write the same ``extendedResourceClaimStatus``; a pod
+    wanting one more stays pending with the same message; deleting the rule lets it have gpu-0."""
+    core = client.CoreV1Api(api)
+    with Group(api) as group:
+        sides = [GatesSide(s, tag, group, custom, namespace) for s, tag in ((POLICY, "ours"), (UPSTREAM, "up"))]
+        try:
+            time.sleep(2)  # both schedulers' informers have the classes, slices and rules
+            for side in sides:
+                side.pod("ext", 2)
+            written = {}
+            for side in sides:
+                wait(operator, lambda s=side: node_of(core, namespace, f"{s.tag}-ext"), message=f"{side.tag}-ext bound")
+                assert node_of(core, namespace, f"{side.tag}-ext") == side.nodes[0]
+                claim, ext = wait(operator, lambda s=side: s.extended_claim(core, f"{s.tag}-ext"))
+                written[side.tag] = normalized(side, claim, ext, f"{side.tag}-ext")
+            ours = written["ours"]
+            assert ours["results"] == [["container-0-request-1", "gpu-1"], ["container-0-request-1", "gpu-2"]]
+            assert ours["annotations"] == {"resource.kubernetes.io/extended-resource-claim": "true"}
+            assert ours["owners"] == [["Pod", "SIDE-ext", True]] and FINALIZER in ours["finalizers"]
+            assert ours == written["up"]
+
+            for side in sides:
+                side.pod("more", 1)
+            messages = {
+                side.tag: wait(
+                    operator,
+                    lambda s=side: unschedulable_message(core, namespace, f"{s.tag}-more"),
+                    message=f"{side.tag}-more unschedulable",
+                )
+                for side in sides
+            }
+            assert "cannot allocate all claims" in messages["up"] and messages["ours"] == messages["up"]
+
+            for side in sides:  # the taint goes: the pending pods get gpu-0
+                custom.delete_cluster_custom_object(*RESOURCE, "devicetaintrules", side.rule)
+            for side in sides:
+                wait(operator, lambda s=side: node_of(core, namespace, f"{s.tag}-more"), message=f"{side.tag}-more")
+                _, ext = wait(operator, lambda s=side: s.extended_claim(core, f"{s.tag}-more"))
+                claim = side.custom.get_namespaced_custom_object(
+                    *RESOURCE, namespace, "resourceclaims", ext["resource_claim_name"]
+                )
+                assert [r["device"] for r in claim["status"]["allocation"]["devices"]["results"]] == ["gpu-0"]
+        finally:
+            for side in sides:
+                side.delete()

@@ -205,7 +205,7 @@ def test_kopf_scheduler_run_logs_in_through_an_exec_plugin(
     with Group(api, scheduler=name) as group:
         group.nodes(2)
         create_policy(custom, name, {"schedulerName": name})
-        op = Operator(tmp_path / "operator.log", ["--policy", name, "--metrics-port", str(port)], user.kubeconfig)
+        op = Operator(tmp_path / "operator.log", ["--policy", name, "--insecure-port", str(port)], user.kubeconfig)
         try:
             wait_accepted(custom, name, op)  # Kopf watched the policy, the Api wrote its status
             wait(

@@ -41,7 +41,7 @@ def endpoint(
     port = free_port()
     op = Operator(
         tmp_path_factory.mktemp("operator") / "operator.log",
-        ["--policy", POLICY, "--metrics-port", str(port)],
+        ["--policy", POLICY, "--insecure-port", str(port)],
         sa_kubeconfig,
     )
     try:

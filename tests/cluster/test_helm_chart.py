@@ -125,8 +125,10 @@ EVERY_VALUE: dict[str, Any] = {
     ],
     "leaderElection": {"leaseDuration": 20, "renewDeadline": 12.5, "retryPeriod": 3},
     "extraArgs": ["--verbose"],
-    "metrics": {"port": 9100},
-    "serviceMonitor": {"enabled": True, "interval": "15s", "scrapeTimeout": "10s", "labels": {"release": "prom"}},
+    "metrics": {"port": 9100, "tlsSecretName": "sched-tls"},
+    "serviceMonitor": {"enabled": True, "interval": "15s", "scrapeTimeout": "10s", "labels": {"release": "prom"},
+                       "tlsConfig": {"ca": {"secret": {"name": "my-ca", "key": "ca.crt"}}, "serverName": "sched"}},
+    "grafanaDashboard": {"enabled": True, "labels": {"grafana_dashboard": "1", "team": "platform"}},
     "podDisruptionBudget": {"minAvailable": 2},
     "podAnnotations": {"example.com/owner": "platform"},
     "priorityClassName": "system-cluster-critical",
@@ -162,9 +164,12 @@ def test_every_value_lands_where_it_says(helm: Helm, every_value: Path) -> None:
     assert container["resources"] == {"requests": {"cpu": "1", "memory": "1Gi"}}
     assert container["args"] == [
         "kopf-scheduler", "run", "--leader-elect", "--lease-duration", "20", "--renew-deadline", "12.5",
-        "--retry-period", "3", "--metrics-port", "9100", "--verbose",
+        "--retry-period", "3", "--secure-port", "9100", "--tls-cert-file", "/etc/kopf-scheduler/tls/tls.crt",
+        "--tls-private-key-file", "/etc/kopf-scheduler/tls/tls.key", "--verbose",
     ]  # fmt: skip
-    assert container["ports"] == [{"name": "metrics", "containerPort": 9100, "protocol": "TCP"}]
+    assert container["ports"] == [{"name": "https-metrics", "containerPort": 9100, "protocol": "TCP"}]
+    assert {"name": "tls", "mountPath": "/etc/kopf-scheduler/tls", "readOnly": True} in container["volumeMounts"]
+    assert {"name": "tls", "secret": {"secretName": "sched-tls"}} in pod["spec"]["volumes"]
     assert pod["metadata"]["annotations"] == {"example.com/owner": "platform"}
     assert pod["spec"]["priorityClassName"] == "system-cluster-critical"
     assert pod["spec"]["nodeSelector"] == EVERY_VALUE["nodeSelector"]
@@ -178,7 +183,11 @@ def test_every_value_lands_where_it_says(helm: Helm, every_value: Path) -> None:
     monitor = by_kind["ServiceMonitor", "sched"]
     assert monitor["metadata"]["labels"]["release"] == "prom"
     (endpoint,) = monitor["spec"]["endpoints"]
-    assert endpoint == {"port": "metrics", "path": "/metrics", "interval": "15s", "scrapeTimeout": "10s"}
+    assert endpoint == {
+        "port": "https-metrics", "path": "/metrics", "scheme": "https",
+        "bearerTokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token",
+        "tlsConfig": EVERY_VALUE["serviceMonitor"]["tlsConfig"], "interval": "15s", "scrapeTimeout": "10s",
+    }  # fmt: skip
     assert set(monitor["spec"]["selector"]["matchLabels"].items()) <= set(service["metadata"]["labels"].items())
     assert by_kind["SchedulingPolicy", "default"]["spec"] == {"schedulerName": "my-scheduler"}
     assert by_kind["SchedulingPolicy", "bin-packing"]["spec"] == EVERY_VALUE["policies"][0]["spec"]
@@ -186,13 +195,36 @@ def test_every_value_lands_where_it_says(helm: Helm, every_value: Path) -> None:
     assert binding["roleRef"]["name"] == "sched"
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "sched", "namespace": NAMESPACE}]
     assert ("Role", "sched-leader-election") in by_kind
+    assert by_kind["ClusterRoleBinding", "sched-auth-delegator"]["subjects"] == binding["subjects"]
+    explain = by_kind["Role", "sched-explain"]
+    assert explain["rules"][-1]["resourceNames"] == ["sched-explain"]  # the ServiceAccount of the same release
+    assert by_kind["ClusterRoleBinding", "sched-explain"]["roleRef"]["name"] == "sched-debug-reader"
+    dashboard = by_kind["ConfigMap", "sched-dashboard"]
+    assert dashboard["metadata"]["labels"]["grafana_dashboard"] == "1" and dashboard["metadata"]["labels"]["team"]
+    assert json.loads(dashboard["data"]["kopf-scheduler.json"]) == json.loads(
+        (ROOT / "deploy" / "grafana-dashboard.json").read_text()
+    )
+
+
+def test_the_default_service_monitor_scrapes_https_with_a_token_as_kube_prometheus_does(helm: Helm) -> None:
+    """... and is deploy/monitoring/'s, object for object."""
+    objects = helm.template("--set", "serviceMonitor.enabled=true")
+    (monitor,) = [obj for k, obj in objects.items() if k[1] == "ServiceMonitor"]
+    kubectl = ensure_binaries(echo=False) / "kubectl"
+    out = subprocess.run(
+        [str(kubectl), "kustomize", str(ROOT / "deploy" / "monitoring")], capture_output=True, text=True, check=True
+    )
+    assert parse(out.stdout) == {key(monitor): monitor}
+    (endpoint,) = monitor["spec"]["endpoints"]
+    assert endpoint["scheme"] == "https" and endpoint["tlsConfig"] == {"insecureSkipVerify": True}
+    assert endpoint["bearerTokenFile"] == "/var/run/secrets/kubernetes.io/serviceaccount/token"
 
 
 def test_one_replica_runs_without_leader_election_and_two_refuse_to(helm: Helm) -> None:
     objects = helm.template("--set", "leaderElection.enabled=false", "--set", "replicas=1")
     (deployment,) = [obj for k, obj in objects.items() if k[1] == "Deployment"]
     assert "--leader-elect" not in deployment["spec"]["template"]["spec"]["containers"][0]["args"]
-    assert not [k for k in objects if k[1] in ("Role", "RoleBinding")]
+    assert not [k for k in objects if k[1] in ("Role", "RoleBinding") and k[3].endswith("-leader-election")]
     refused = helm.run("template", RELEASE, str(CHART), "--set", "leaderElection.enabled=false", check=False)
     assert refused.returncode != 0 and "needs leaderElection.enabled" in refused.stderr
 
@@ -237,6 +269,9 @@ def test_helm_install_and_uninstall_on_the_control_plane(
     assert {(k[1], k[3]) for k in manifest} == {
         ("ServiceAccount", fullname), ("ClusterRole", fullname), ("ClusterRoleBinding", fullname),
         ("Role", f"{fullname}-leader-election"), ("RoleBinding", f"{fullname}-leader-election"),
+        ("ClusterRoleBinding", f"{fullname}-auth-delegator"), ("ClusterRole", f"{fullname}-metrics-reader"),
+        ("ClusterRole", f"{fullname}-debug-reader"), ("ServiceAccount", f"{fullname}-explain"),
+        ("ClusterRoleBinding", f"{fullname}-explain"), ("Role", f"{fullname}-explain"),
         ("Service", f"{fullname}-metrics"), ("Deployment", fullname), ("PodDisruptionBudget", fullname),
         ("SchedulingPolicy", release),
     }  # fmt: skip

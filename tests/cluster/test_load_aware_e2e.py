@@ -171,7 +171,7 @@ def operator(
         port = int(s.getsockname()[1])
     op = Operator(
         tmp_path_factory.mktemp("operator") / "operator.log",
-        ["--policy", LOAD_AWARE, "--policy", DEFAULT, "--metrics-port", str(port)],
+        ["--policy", LOAD_AWARE, "--policy", DEFAULT, "--insecure-port", str(port)],
         sa_kubeconfig,
     )
     op.url = f"http://127.0.0.1:{port}"  # type: ignore[attr-defined]

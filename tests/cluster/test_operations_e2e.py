@@ -43,7 +43,7 @@ def operator(
     port = free_port()
     op = Operator(
         tmp_path_factory.mktemp("operator") / "operator.log",
-        ["--policy", POLICY, "--metrics-port", str(port)],
+        ["--policy", POLICY, "--insecure-port", str(port)],
         sa_kubeconfig,
         verbose=False,
     )
@@ -133,6 +133,7 @@ def test_a_scrape_after_scheduling_has_process_request_and_framework_families(
             "Score",
             "Reserve",
             "Permit",
+            "PreBindPreFlight",  # upstream's label for the pre-flights (NominatedNodeNameForExpectation)
             "PreBind",
             "Bind",
         }
@@ -178,10 +179,13 @@ def test_gated_pods_wait_quietly_until_the_gate_is_removed(
         for name in names:
             core.patch_namespaced_pod(name, namespace, [{"op": "remove", "path": "/spec/schedulingGates"}])
         wait(op, lambda: bound(core, namespace, names), timeout=30, message="admitted pods bound")
-        scheduled = {
-            e.involved_object.name for e in core.list_namespaced_event(namespace).items if e.reason == "Scheduled"
-        }
-        assert set(names) <= scheduled
+
+        def scheduled() -> set[str]:
+            return {
+                e.involved_object.name for e in core.list_namespaced_event(namespace).items if e.reason == "Scheduled"
+            }
+
+        wait(op, lambda: set(names) <= scheduled(), message="a Scheduled event each")  # written right after each bind
         assert scrape(port).get(("scheduler_pending_pods", frozenset({("queue", "gated")}))) == 0
 
 
@@ -214,8 +218,12 @@ def test_a_labelled_namespace_sends_its_pods_to_us_through_the_admission_policy(
             other = created("named-its-own", scheduler="someone-else")
             assert other == "someone-else"
             wait(op, lambda: bound(core, namespace, [moved]), message="the moved pod bound by us")
-            scheduled = core.list_namespaced_event(namespace, field_selector=f"involvedObject.name={moved}").items
-            assert any(e.reason == "Scheduled" for e in scheduled), scheduled  # no other scheduler runs here
+
+            def scheduled() -> bool:  # our event (no other scheduler runs here), written right after the bind
+                items = core.list_namespaced_event(namespace, field_selector=f"involvedObject.name={moved}").items
+                return any(e.reason == "Scheduled" for e in items)
+
+            wait(op, scheduled, message="its Scheduled event")
             assert core.read_namespaced_pod("named-its-own", namespace).spec.node_name is None
     finally:
         control_plane.kubectl("delete", "-f", str(NAMESPACE_POLICY), "--ignore-not-found")

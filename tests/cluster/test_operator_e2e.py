@@ -414,7 +414,7 @@ def test_nothing_is_scheduled_and_readyz_says_not_ready_until_the_node_list_is_i
     bind(names[0])
     port = free_port()
     kubeconfig = control_plane.service_account_kubeconfig("kopf-scheduler", sa, path=tmp_path / "sa.kubeconfig")
-    op = Operator(tmp_path / "operator.log", ["--policy", "e2e-sync", "--metrics-port", str(port)], kubeconfig)
+    op = Operator(tmp_path / "operator.log", ["--policy", "e2e-sync", "--insecure-port", str(port)], kubeconfig)
     _running.append(op)
 
     def readyz() -> tuple[int, str]:

@@ -1,6 +1,7 @@
-"""The binding cycle's runtime (``core.cycle.run_pre_bind_plugins``, ``run_bind_plugins``, ``binding_plan``), as
-upstream's RunPreBindPlugins and RunBindPlugins: order, SKIP, failures named, exceptions turned into errors;
-and ``sim.apiserver.drive``, which runs them without an event loop."""
+"""The binding cycle's runtime (``core.cycle.run_pre_bind_pre_flights``, ``run_pre_bind_plugins``,
+``run_bind_plugins``, ``binding_plan``), as upstream's RunPreBindPreFlights, RunPreBindPlugins and RunBindPlugins:
+order, SKIP, failures named, exceptions turned into errors; the nomination for expectation a pre-flight with work
+(or a wait at Permit) puts on the outcome; and ``sim.apiserver.drive``, which runs them without an event loop."""
 
 from __future__ import annotations
 
@@ -11,7 +12,13 @@ import pytest
 from builders import make_pod
 
 from kopf_scheduler.core.algorithm import GenericScheduler
-from kopf_scheduler.core.cycle import BindingPlan, binding_plan, run_bind_plugins, run_pre_bind_plugins
+from kopf_scheduler.core.cycle import (
+    BindingPlan,
+    binding_plan,
+    run_bind_plugins,
+    run_pre_bind_plugins,
+    run_pre_bind_pre_flights,
+)
 from kopf_scheduler.core.framework import (
     SKIP,
     SUCCESS,
@@ -37,9 +44,17 @@ class Answers(PreBindPlugin, BindPlugin):
 
     NAME = "Answers"
 
-    def __init__(self, name: str, answer: Status | Exception, asked: list[str]) -> None:
+    def __init__(
+        self, name: str, answer: Status | Exception, asked: list[str], flight: Status | Exception = SUCCESS
+    ) -> None:
         super().__init__(name=name)
-        self.answer, self.asked = answer, asked
+        self.answer, self.asked, self.flight = answer, asked, flight
+
+    def pre_bind_pre_flight(self, state: CycleState, pod: Any, node_name: str) -> Status:
+        self.asked.append(f"{self.name}?")
+        if isinstance(self.flight, Exception):
+            raise self.flight
+        return self.flight
 
     async def _reply(self) -> Status:
         self.asked.append(self.name)
@@ -96,6 +111,45 @@ def test_bind(answers: tuple[Status | Exception, ...], code: Code, plugin: str, 
     p, seen = plan(*answers)
     status = drive(run_bind_plugins(p, CycleState(), POD, "n1", client=None))  # type: ignore[arg-type]
     assert (status.code, status.plugin, seen) == (code, plugin, asked)
+
+
+@pytest.mark.parametrize(
+    ("flights", "code", "message", "pre_bound"),
+    [
+        pytest.param((), Code.SKIP, "", [], id="no PreBind plugin: nothing to do"),
+        pytest.param((SKIP, SUCCESS, SKIP), Code.SUCCESS, "", ["P1"], id="one with work: only it runs PreBind"),
+        pytest.param((SKIP, SKIP), Code.SKIP, "", [], id="every one skips: no PreBind runs"),
+        pytest.param(
+            (SKIP, error("no pod volume found for node"), SUCCESS), Code.ERROR,
+            'running PreBindPreFlight "P1": no pod volume found for node', None, id="an error names its plugin",
+        ),
+        pytest.param(
+            (unschedulable("full"),), Code.ERROR,
+            'PreBindPreFlight P0 returned "Unschedulable", which is unsupported. '
+            "It is supposed to return Success, Skip, or Error status", None,
+            id="a rejection is unsupported: an error",
+        ),
+        pytest.param(
+            (KeyError("state"),), Code.ERROR, "running PreBindPreFlight \"P0\": KeyError: 'state'", None,
+            id="an exception is the plugin's error",
+        ),
+    ],
+)  # fmt: skip
+def test_pre_flights(
+    flights: tuple[Status | Exception, ...], code: Code, message: str, pre_bound: list[str] | None
+) -> None:
+    """Upstream RunPreBindPreFlights: SUCCESS when one plugin has work, SKIP when none has, the first error
+    otherwise; the plugins that skipped are not asked at PreBind."""
+    asked: list[str] = []
+    plugins = tuple(Answers(f"P{i}", SUCCESS, asked, f) for i, f in enumerate(flights))
+    p, state = BindingPlan(plugins, (), ()), CycleState()
+    status = run_pre_bind_pre_flights(p, state, POD, "n1")
+    assert (status.code, status.message) == (code, message)
+    if pre_bound is None:
+        return
+    asked.clear()
+    assert asyncio.run(run_pre_bind_plugins(p, state, POD, "n1", client=None)).is_success  # type: ignore[arg-type]
+    assert asked == pre_bound
 
 
 def test_the_default_profile_binds_with_default_binder_alone() -> None:

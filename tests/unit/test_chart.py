@@ -55,6 +55,12 @@ def test_chart_crds_are_the_repository_crds_byte_for_byte() -> None:
         )
 
 
+def test_chart_dashboard_is_deploys_byte_for_byte() -> None:
+    """`.Files.Get` reads only inside the chart: files/ holds a copy of deploy/'s dashboard."""
+    copy, source = CHART / "files" / "grafana-dashboard.json", ROOT / "deploy" / "grafana-dashboard.json"
+    assert copy.read_bytes() == source.read_bytes(), f"cp {source.relative_to(ROOT)} {copy.relative_to(ROOT)}"
+
+
 # --- values: documented, typed, used ---------------------------------------------------------
 
 
@@ -229,6 +235,45 @@ def test_helm_build_warm_cache_returns_without_go_and_a_new_stamp_rebuilds(tmp_p
     (Path(bin_dir) / ".stamp").write_text("stale\n")
     subprocess.run(["bash", str(HELM_BUILD), str(cache)], env=env, check=True, capture_output=True)
     assert len((tmp_path / "go.log").read_text().splitlines()) == 1
+
+
+# --- tools/actionlint and the release workflow ----------------------------------------------
+
+ACTIONLINT_BUILD = ROOT / "tools" / "actionlint" / "build.sh"
+RELEASE = ROOT / ".github" / "workflows" / "release.yaml"
+
+
+def test_actionlint_is_pinned_and_built_once_then_cached(tmp_path: Path) -> None:
+    go_mod = (ROOT / "tools" / "actionlint" / "go.mod").read_text()
+    assert re.search(r"^require github\.com/rhysd/actionlint v1\.\d+\.\d+$", go_mod, re.M), go_mod
+    env = _fake_go_env(tmp_path)
+    cache = tmp_path / "cache"
+    built = subprocess.run(["bash", str(ACTIONLINT_BUILD), str(cache)], env=env, check=True, capture_output=True)
+    bin_dir = built.stdout.decode().strip()
+    assert re.search(r"/actionlint-v1\.\d+\.\d+/bin$", bin_dir) and os.access(Path(bin_dir) / "actionlint", os.X_OK)
+    (call,) = (tmp_path / "go.log").read_text().splitlines()
+    assert "github.com/rhysd/actionlint/cmd/actionlint" in call and "actionlint.version=1." in call
+    warm = subprocess.run(["bash", str(ACTIONLINT_BUILD), str(cache)], env=env, check=True, capture_output=True)
+    assert warm.stdout.decode().strip() == bin_dir and len((tmp_path / "go.log").read_text().splitlines()) == 1
+
+
+def test_ci_lints_the_workflows() -> None:
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "tools/actionlint/build.sh" in ci and '"$actionlint_bin/actionlint"' in ci
+
+
+def test_the_release_publishes_what_the_chart_and_deploy_pull() -> None:
+    """A first release must publish the image the chart's defaults and deploy/ name, at the chart's appVersion."""
+    workflow = load_yaml(RELEASE)
+    assert workflow[True]["push"]["tags"] == ["v[0-9]+.[0-9]+.[0-9]+"]  # YAML 1.1 reads the key `on` as True
+    assert workflow["env"]["IMAGE"] == values()["image"]["repository"]
+    steps = {s.get("uses", "").split("@")[0]: s for s in workflow["jobs"]["image"]["steps"]}
+    build = steps["docker/build-push-action"]["with"]
+    assert (build["file"], build["platforms"], build["push"]) == ("deploy/Dockerfile", "linux/amd64,linux/arm64", True)
+    assert "type=semver,pattern={{version}}" in steps["docker/metadata-action"]["with"]["tags"]  # X.Y.Z, no "v"
+    assert steps["anchore/sbom-action"]["with"]["format"] == "spdx-json"
+    chart_steps = " ".join(s.get("run", "") for s in workflow["jobs"]["chart"]["steps"])
+    assert "tools/helm/build.sh" in chart_steps and '"$HELM" push' in chart_steps
 
 
 # --- tools/image/check_install.py: reads the Dockerfile as BuildKit does ---------------------

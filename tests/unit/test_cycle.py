@@ -25,12 +25,13 @@ from kopf_scheduler.core.cycle import (
     prepare,
     schedule_one,
 )
-from kopf_scheduler.core.framework import CycleState
+from kopf_scheduler.core.framework import SKIP, SUCCESS, ApiClient, CycleState, PreBindPlugin, Status, error
 from kopf_scheduler.core.objects import Pod
 from kopf_scheduler.core.parsing import parse_service
 from kopf_scheduler.core.policy import validate_policy
 from kopf_scheduler.core.profile import Profile
 from kopf_scheduler.core.queueing import BACKOFF, UNSCHEDULABLE, QueuedPodInfo, SchedulingQueue
+from kopf_scheduler.core.registry import Registry
 from kopf_scheduler.core.routing import route_namespace, route_object
 from kopf_scheduler.core.snapshot import Snapshot
 from kopf_scheduler.core.waiting import WaitingPods
@@ -88,6 +89,53 @@ def test_a_pod_that_fits_is_assumed_and_stays_in_flight_for_its_bind() -> None:
     assert cycle.cache.state_of(pod) is PodState.ASSUMED
     assert cycle.queue.where(pod) == "in_flight"
     assert len(cycle.snapshot) == 1  # brought up to date before the algorithm ran
+
+
+class Volumes(PreBindPlugin):
+    """A PreBind plugin whose pre-flight has work for pods labelled ``volume``, fails for ``broken`` ones."""
+
+    NAME = "Volumes"
+
+    def pre_bind_pre_flight(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        if "broken" in pod.labels:
+            return error(f'no pod volume found for node "{node_name}"')
+        return SUCCESS if "volume" in pod.labels else SKIP
+
+    async def pre_bind(self, state: CycleState, pod: Pod, node_name: str, client: ApiClient) -> Status:
+        return SUCCESS
+
+
+def volumes_scheduler() -> GenericScheduler:
+    registry = Registry.in_tree().extended([(Volumes, "test")])
+    profile = validate_policy({"schedulerName": "s", "plugins": [{"name": "Volumes"}]}, registry=registry)
+    assert isinstance(profile, Profile), profile
+    return GenericScheduler(profile)
+
+
+@pytest.mark.parametrize(
+    ("labels", "nominated"),
+    [
+        pytest.param({}, None, id="no PreBind plugin has work: bound without a nomination"),
+        pytest.param({"volume": "yes"}, "n1", id="a PreBind plugin has work: nominated to the node first"),
+    ],
+)
+def test_a_pre_bind_with_work_nominates_the_pod_before_binding(labels: dict[str, str], nominated: str | None) -> None:
+    """Upstream's bindingCycle with NominatedNodeNameForExpectation: the pre-flights, then the nomination."""
+    cycle = Cycle(make_pod("web").req(cpu="1").labels(labels).obj(), "n1")
+    outcome = cycle.run(volumes_scheduler())
+    assert isinstance(outcome, Bind) and outcome.nominated_node == nominated
+    # DynamicResources (the default profile's PreBind) has nothing to do for a pod without claims
+    assert outcome.state.skip_pre_bind == ({"DynamicResources"} if nominated else {"DynamicResources", "Volumes"})
+
+
+def test_a_pre_flight_error_undoes_the_attempt_and_backs_off() -> None:
+    pod = make_pod("web").req(cpu="1").labels({"broken": "yes"}).obj()
+    cycle = Cycle(pod, "n1")
+    outcome = cycle.run(volumes_scheduler())
+    assert isinstance(outcome, Error)
+    assert (outcome.message, outcome.nominated_node) == ('running PreBindPreFlight "Volumes": '
+                                                         'no pod volume found for node "n1"', "")  # fmt: skip
+    assert cycle.cache.state_of(pod) is None and cycle.queue.where(pod) == BACKOFF
 
 
 def test_a_pod_that_fits_nowhere_waits_in_the_unschedulable_pool() -> None:

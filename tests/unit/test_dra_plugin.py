@@ -438,18 +438,3 @@ def test_admin_access_takes_a_device_in_use() -> None:
     pod2 = pod_with(uses("plain"))
     plugin, state, _, _ = pre_filter(pod2, plain, N1)
     assert plugin.filter(state, pod2, node_info(N1)).reasons == (ERR_CANNOT_ALLOCATE,)
-
-
-def test_extended_resources_backed_by_a_class_are_refused() -> None:
-    objs = cluster()
-    objs.dra.set_class(
-        class_obj(
-            {
-                **device_class("fpga"),
-                "spec": {**device_class("fpga")["spec"], "extendedResourceName": "example.com/fpga"},
-            }
-        )
-    )
-    pod = make_pod("p").req(cpu="1", **{"example.com/fpga": "1"}).obj()
-    status = pre_filter(pod, objs)[3]
-    assert status.code is Code.ERROR and "DRAExtendedResource" in status.reasons[0]

@@ -259,7 +259,8 @@ class TestClaimServer:
         self.server = ClaimServer(self.objs.dra, self.changed)
         self.path = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/c1"
 
-    def changed(self, old: ResourceClaim | None, new: ResourceClaim) -> None:
+    def changed(self, key: str, new: ResourceClaim | None) -> None:
+        assert new is not None
         self.objs.dra.set_claim(new)
         self.changes.append(new)
 
@@ -339,3 +340,36 @@ def test_the_operator_sends_the_outbox_writes() -> None:
     assert "allocation" not in after_deallocate.get("status", {}) and "reservedFor" not in after_deallocate.get(
         "status", {}
     )
+
+
+def test_the_operator_deletes_a_claim_after_removing_its_finalizer() -> None:
+    """``delete_write`` (Unreserve / PostFilter of an extended-resource claim): the finalizer patch, then the
+    DELETE it carries in ``then``, in that order, as ``kube/dra.flush`` sends them."""
+    import asyncio
+
+    from fakeapi import FakeApiServer
+
+    from kopf_scheduler.core.plugins.dynamic_resources import delete_write
+    from kopf_scheduler.edge.client import Api
+    from kopf_scheduler.edge.credentials import Credentials
+    from kopf_scheduler.kube import dra
+    from kopf_scheduler.kube.app import App
+
+    body = claim("p-extended-resources-abcde", request("container-0-request-0", "gpu"))
+    body["metadata"]["finalizers"] = ["resource.kubernetes.io/delete-protection"]
+    resource = ("resource.k8s.io", "v1", "resourceclaims")
+
+    async def main() -> Any:
+        async with FakeApiServer() as server:
+            stored = server.add(*resource, body)
+            api = Api(Credentials(server=server.url, source="fakeapi"), timeout=2.0, fence=lambda: True, user_agent="t")
+            app = App(api, identity="t")
+            try:
+                app.cache.objects.dra.outbox.append(delete_write(claim_obj(stored)))
+                dra.flush(app)
+                await asyncio.gather(*list(app._tasks))
+                return server.get(*resource, "p-extended-resources-abcde")
+            finally:
+                await api.close()
+
+    assert asyncio.run(asyncio.wait_for(main(), 20)) is None

@@ -21,9 +21,11 @@ import pytest
 from builders import make_node
 from fakeapi import FakeApiServer
 
+from kopf_scheduler.edge import client as client_module
 from kopf_scheduler.edge.client import Api, Response
 from kopf_scheduler.edge.credentials import Credentials
 from kopf_scheduler.edge.transport import LoopBridge, LostConnection, Pool
+from kopf_scheduler.kube.bodies import MERGE_PATCH
 
 NODES = "/api/v1/nodes"
 PODS = "/api/v1/namespaces/default/pods"
@@ -234,6 +236,93 @@ def test_a_fenced_write_sends_nothing_while_reads_go() -> None:
     run(scenario)
 
 
+# ---- retries
+
+
+@pytest.mark.parametrize("truncated", [False, True], ids=["reset", "cut short"])
+def test_an_idempotent_write_whose_answer_is_lost_is_sent_again(
+    truncated: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(client_module, "RETRY_PAUSES", (0.01, 0.01, 0.01))
+
+    async def scenario(server: FakeApiServer, proxy: CountingProxy) -> None:
+        api = make_api(server.url)
+        try:
+            server.add("", "v1", "nodes", make_node("n1").body)
+            server.lose_answers("PATCH", f"^{NODES}/n1$", truncated=truncated)
+            patched = await api.request(
+                "PATCH", f"{NODES}/n1", {"metadata": {"labels": {"a": "b"}}}, content_type=MERGE_PATCH
+            )
+            assert patched.ok and patched.retried and writes(server) == [("PATCH", f"{NODES}/n1")] * 2
+        finally:
+            await api.close()
+
+    run(scenario)
+
+
+def test_a_post_is_sent_again_only_when_its_caller_says_so_and_a_409_then_says_it_landed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(client_module, "RETRY_PAUSES", (0.01, 0.01, 0.01))
+
+    async def scenario(server: FakeApiServer, proxy: CountingProxy) -> None:
+        api = make_api(server.url)
+        try:
+            server.lose_answers("POST", f"^{NODES}$")
+            lost = await api.request("POST", NODES, make_node("n1").body)
+            assert lost.status == 0 and not lost.retried and len(writes(server)) == 1
+            server.lose_answers("POST", f"^{NODES}$")
+            again = await api.request("POST", NODES, make_node("n2").body, retry=True)
+            assert again.conflict and again.retried and len(writes(server)) == 3  # our first try created it
+        finally:
+            await api.close()
+
+    run(scenario)
+
+
+def test_an_overloaded_server_is_asked_again_and_other_errors_are_not(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(client_module, "RETRY_PAUSES", (0.01, 0.01, 0.01))
+
+    async def scenario(server: FakeApiServer, proxy: CountingProxy) -> None:
+        api = make_api(server.url)
+        try:
+            server.fail("GET", f"^{NODES}$", 503, times=2)
+            server.fail("GET", f"^{NODES}$", 429, times=1)
+            listed = await api.request("GET", NODES)
+            assert listed.ok and listed.retried and len(server.requests) == 4
+            server.fail("GET", f"^{NODES}$", 500, times=1)
+            failed = await api.request("GET", NODES)
+            assert failed.status == 500 and not failed.retried and len(server.requests) == 5
+            server.fail("GET", f"^{NODES}$", 503, times=10)
+            given_up = await api.request("GET", NODES)
+            assert given_up.status == 503 and given_up.retried and len(server.requests) == 5 + 4  # 3 retries
+        finally:
+            await api.close()
+
+    run(scenario)
+
+
+def test_the_fence_is_asked_again_before_each_try() -> None:
+    async def scenario(server: FakeApiServer, proxy: CountingProxy) -> None:
+        allowed = [True]
+        api = make_api(server.url, fence=lambda: allowed[-1])
+        try:
+            server.add("", "v1", "nodes", make_node("n1").body)
+            server.lose_answers("PATCH", f"^{NODES}/n1$")
+            server.delay("PATCH", f"^{NODES}/n1$", 0.05)
+            request = asyncio.create_task(
+                api.request("PATCH", f"{NODES}/n1", {"metadata": {"labels": {"a": "b"}}}, content_type=MERGE_PATCH)
+            )
+            await asyncio.sleep(0.02)
+            allowed.append(False)  # the term ends while the first try is on the wire
+            response = await request
+            assert response.fenced and response.retried and len(writes(server)) == 1
+        finally:
+            await api.close()
+
+    run(scenario)
+
+
 # ---- the connection pool
 
 
@@ -280,7 +369,7 @@ def test_a_timeout_drops_the_idle_connections() -> None:
 
             server.stall_connections()
             t0 = time.monotonic()
-            stalled = await api.request("GET", NODES)
+            stalled = await api.request("GET", NODES, retry=False)
             assert stalled.status == 0 and stalled.error.startswith("TimeoutError") and time.monotonic() - t0 < 1.0
             server.resume_connections()
 
@@ -564,3 +653,31 @@ def test_without_a_loop_the_caller_runs_one_private_loop_for_every_call() -> Non
     closed: list[bool] = []
     bridge.close(lambda: closed.append(True))
     assert closed == [True] and first.is_closed()
+
+
+def test_extra_headers_go_with_the_request_and_line_breaks_in_them_are_refused() -> None:
+    """The kubectl plugin's token for the operator rides in a header of its own (telemetry/access.py)."""
+    heads: list[bytes] = []
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        heads.append(await reader.readuntil(b"\r\n\r\n"))
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+        await writer.drain()
+        writer.close()
+
+    async def main() -> None:
+        server = await asyncio.start_server(answer, "127.0.0.1", 0)
+        api = make_api(f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}", token=FakeToken("user-token"))
+        try:
+            response = await api.request("GET", "/x", headers={"Kopf-Scheduler-Authorization": "Bearer minted"})
+            assert response.ok
+            with pytest.raises(ValueError, match="line break"):
+                await api.request("GET", "/x", headers={"X-Evil": "a\r\nHost: elsewhere"})
+        finally:
+            await api.close()
+            server.close()
+
+    asyncio.run(asyncio.wait_for(main(), 8))
+    (head,) = heads
+    assert b"\r\nKopf-Scheduler-Authorization: Bearer minted\r\n" in head
+    assert b"\r\nAuthorization: Bearer user-token\r\n" in head  # the client's own credentials still go

@@ -1,6 +1,9 @@
 """``Informer`` (edge/informer.py) against the in-process fake API server (tests/fakeapi.py), with client-go's
-reflector semantics: list in pages, hand over the keys, synced; watch from the list's resourceVersion; the
-server ending a watch is no break; a 410, an error or a silent watch unsyncs the kind until it listed again.
+reflector semantics: list in pages, hand over the keys, synced; watch from the list's resourceVersion; a watch
+that ends for any reason but lost history (the server's timeout, a chunk cut short, a reset, an idle close, a
+silent stall, an error status) is resumed from its last resourceVersion with no list, and the kind stays
+synced; a 410 (or a resync, or watches that keep failing to start) lists again, and only a kind that pauses
+(pods, nodes) is unsynced until that list is in.
 
 Every test records what the informer hands its ``Feed`` and ``on_sync`` in one ordered log. Sync tests around
 ``asyncio.run``: this project has no pytest-asyncio.
@@ -31,6 +34,8 @@ class Recorder:
 
     def __init__(self) -> None:
         self.log: list[tuple[str, Any]] = []
+        #: (action, reason) of every restart the informer reported
+        self.restarts: list[tuple[str, str]] = []
 
     def apply(self, kind: str, body: Mapping[str, Any]) -> None:
         self.log.append((kind, body["metadata"]["name"]))
@@ -41,10 +46,22 @@ class Recorder:
     def on_sync(self, kind: str, synced: bool) -> None:
         self.log.append(("synced", synced))
 
-    def feed(self, path: str = NODES, *, optional: bool = False) -> Feed:
+    def on_restart(self, kind: str, action: str, reason: str) -> None:
+        self.restarts.append((action, reason))
+
+    def feed(self, path: str = NODES, *, optional: bool = False, pauses: bool = False) -> Feed:
         return Feed(
-            "Node", path, self.apply, lambda body: str(body["metadata"]["name"]), self.relisted, optional=optional
+            "Node",
+            path,
+            self.apply,
+            lambda body: str(body["metadata"]["name"]),
+            self.relisted,
+            optional=optional,
+            pauses=pauses,
         )
+
+    def informer(self, api: Api, **feed_args: Any) -> Informer:
+        return Informer(api, self.feed(**feed_args), on_sync=self.on_sync, on_restart=self.on_restart)
 
     def syncs(self) -> list[bool]:
         return [value for what, value in self.log if what == "synced"]
@@ -177,11 +194,14 @@ def test_the_server_ending_a_watch_is_watched_again_from_the_last_resource_versi
 
 
 @pytest.mark.parametrize("how", ["compacted", "injected"])
-def test_a_410_unsyncs_then_relists_and_what_vanished_goes(how: str) -> None:
+@pytest.mark.parametrize("pauses", [True, False], ids=["a kind that pauses", "any other kind"])
+def test_a_410_relists_and_what_vanished_goes_only_a_kind_that_pauses_is_unsynced_meanwhile(
+    how: str, pauses: bool
+) -> None:
     async def scenario(server: FakeApiServer, api: Api, rec: Recorder) -> None:
         add_nodes(server, "a", "b")
         server.delay("GET", f"^{NODES}$", 0.3, watch=True)  # the watch after the list arrives late
-        task = await running(Informer(api, rec.feed(), on_sync=rec.on_sync))
+        task = await running(rec.informer(api, pauses=pauses))
         try:
             await rec.wait(lambda: rec.syncs() == [True] and len(watches(server)) == 1)
             server.delete("", "v1", "nodes", "b")  # meanwhile: a deletion the watch will never deliver
@@ -189,57 +209,216 @@ def test_a_410_unsyncs_then_relists_and_what_vanished_goes(how: str) -> None:
                 server.compact()  # the watch's resourceVersion is now too old: a 410 inside the stream
             else:
                 server.fail("GET", f"^{NODES}$", 410, watch=True)  # the watch is answered 410
-            await rec.wait(lambda: rec.syncs() == [True, False, True])
+            await rec.wait(lambda: ("relisted", frozenset("a")) in rec.log)
             server.clear_faults()
-            assert rec.log == [
-                ("ADDED", "a"), ("ADDED", "b"), ("relisted", frozenset("ab")), ("synced", True),
-                ("synced", False), ("ADDED", "a"), ("relisted", frozenset("a")), ("synced", True),
-            ]  # fmt: skip
-            assert len(lists(server)) == 2
+            relist = [("ADDED", "a"), ("relisted", frozenset("a"))]
+            if pauses:
+                relist = [("synced", False), *relist, ("synced", True)]
+            assert rec.log == [("ADDED", "a"), ("ADDED", "b"), ("relisted", frozenset("ab")), ("synced", True), *relist]
+            assert len(lists(server)) == 2 and rec.restarts == [("relist", "expired")]
         finally:
             await stop(task)
 
     run(scenario)
 
 
-def test_a_watch_silent_past_the_idle_deadline_unsyncs_and_relists(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("cut", ["truncated", "reset", "closed"])
+def test_a_watch_cut_by_the_network_resumes_from_its_resource_version_with_no_list(cut: str) -> None:
+    async def scenario(server: FakeApiServer, api: Api, rec: Recorder) -> None:
+        add_nodes(server, "a", "b")
+        task = await running(rec.informer(api, pauses=True))
+        try:
+            await rec.wait(lambda: rec.syncs() == [True] and len(watches(server)) == 1)
+            add_nodes(server, "c")
+            await rec.wait(lambda: ("ADDED", "c") in rec.log)
+            seen_at = server.resource_version
+            server.delay("GET", f"^{NODES}$", 0.2, watch=True)  # the resumed watch comes back after these writes
+            assert server.cut_watches(cut) == 1
+            server.delete("", "v1", "nodes", "b")
+            add_nodes(server, "d")
+            await rec.wait(lambda: ("ADDED", "d") in rec.log)
+            assert watches(server)[1]["resourceVersion"] == seen_at  # from the last event it delivered
+            assert rec.log[-2:] == [("DELETED", "b"), ("ADDED", "d")]  # replayed by the server, in order
+            assert rec.syncs() == [True] and len(lists(server)) == 1  # never unsynced, never listed again
+            assert rec.restarts == [("resume", "broken")]
+        finally:
+            await stop(task)
+
+    run(scenario)
+
+
+def test_a_burst_of_breaks_never_unsyncs_and_never_lists(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(informer_module, "RESUME_PAUSE", 0.005)
+    monkeypatch.setattr(informer_module, "RESUME_PAUSE_MAX", 0.05)
+
+    async def scenario(server: FakeApiServer, api: Api, rec: Recorder) -> None:
+        add_nodes(server, "a")
+        task = await running(rec.informer(api, pauses=True))
+        try:
+            for i, cut in enumerate(["truncated", "reset", "closed"] * 4):
+                await rec.wait(lambda i=i, cut=cut: len(watches(server)) == i + 1 and server.cut_watches(cut) == 1)
+            add_nodes(server, "z")
+            await rec.wait(lambda: ("ADDED", "z") in rec.log)
+            assert rec.syncs() == [True] and len(lists(server)) == 1
+            assert rec.restarts == [("resume", "broken")] * 12
+        finally:
+            await stop(task)
+
+    run(scenario)
+
+
+def test_a_watch_silent_past_the_idle_deadline_is_resumed_and_what_it_missed_is_replayed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setattr(informer_module, "BACKOFF_FIRST", 0.1)
 
     async def scenario(server: FakeApiServer, api: Api, rec: Recorder) -> None:
         add_nodes(server, "a", "b")
-        task = await running(Informer(api, rec.feed(), on_sync=rec.on_sync))
+        task = await running(rec.informer(api, pauses=True))
         try:
             await rec.wait(lambda: rec.syncs() == [True] and len(watches(server)) == 1)
             await asyncio.sleep(0.5)  # bookmarks keep a healthy watch alive past the deadline
-            assert rec.syncs() == [True]
+            assert len(watches(server)) == 1
             server.stall_watches()
             stalled_at = time.monotonic()
             server.delete("", "v1", "nodes", "b")  # withheld by the stalled stream
-            await rec.wait(lambda: rec.syncs() == [True, False])
+            await rec.wait(lambda: len(watches(server)) == 2)
             assert time.monotonic() - stalled_at >= 0.3 - 0.1  # the deadline, from the last bookmark before the stall
-            server.drop_watches()  # forget the withheld events
+            assert rec.restarts[0] == ("resume", "idle")
+            server.drop_watches()  # the stalled streams never deliver what they held
             server.resume_watches()
-            await rec.wait(lambda: rec.syncs() == [True, False, True])
-            assert rec.log[-2:] == [("relisted", frozenset("a")), ("synced", True)]
-            assert ("DELETED", "b") not in rec.log and len(lists(server)) == 2
+            await rec.wait(lambda: ("DELETED", "b") in rec.log)  # a later watch replays it from the resourceVersion
+            assert rec.syncs() == [True] and len(lists(server)) == 1
         finally:
             await stop(task)
 
     run(scenario, watch_idle_timeout=0.3, bookmark_interval=0.1)
 
 
-def test_resync_unsyncs_at_once_and_lists_again() -> None:
+@pytest.mark.parametrize("pauses", [True, False], ids=["a kind that pauses", "any other kind"])
+def test_watches_that_keep_failing_to_start_back_off_then_list_again(
+    pauses: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(informer_module, "BACKOFF_FIRST", 0.02)
+    monkeypatch.setattr(informer_module, "BLIND_LIMIT", 60.0)  # only the failures in a row count here
+
     async def scenario(server: FakeApiServer, api: Api, rec: Recorder) -> None:
         add_nodes(server, "a")
-        informer = Informer(api, rec.feed(), on_sync=rec.on_sync)
+        task = await running(rec.informer(api, pauses=pauses))
+        try:
+            await rec.wait(lambda: rec.syncs() == [True] and len(watches(server)) == 1)
+            server.fail("GET", f"^{NODES}$", 503, times=informer_module.RELIST_AFTER, watch=True)
+            server.drop_watches()
+            await rec.wait(lambda: len(lists(server)) == 2 and informer_module.RELIST_AFTER + 2 <= len(watches(server)))
+            assert rec.restarts == [
+                ("resume", "broken"),
+                *[("resume", "error")] * informer_module.RELIST_AFTER,
+                ("relist", "watch-failures"),
+            ]
+            answered = [r for r in server.requests if r.path == NODES and r.query.get("watch") == "1"][1:]
+            gaps = [later.time - earlier.time for earlier, later in zip(answered, answered[1:])]
+            assert all(later > earlier for earlier, later in zip(gaps, gaps[1:3]))  # backing off
+            assert rec.syncs() == ([True, False, True] if pauses else [True])  # a kind that pauses was blind
+        finally:
+            await stop(task)
+
+    run(scenario)
+
+
+@pytest.mark.parametrize("pauses", [True, False], ids=["a kind that pauses", "any other kind"])
+def test_a_kind_that_pauses_is_not_left_blind_for_long_it_is_unsynced_and_listed_again(
+    pauses: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(informer_module, "BLIND_LIMIT", 0.3)
+    monkeypatch.setattr(informer_module, "BACKOFF_FIRST", 0.05)
+
+    async def scenario(server: FakeApiServer, api: Api, rec: Recorder) -> None:
+        add_nodes(server, "a", "b")
+        task = await running(rec.informer(api, pauses=pauses))
+        try:
+            await rec.wait(lambda: rec.syncs() == [True] and len(watches(server)) == 1)
+            server.fail("GET", f"^{NODES}$", 503, times=1000, watch=True)  # no watch can start: the kind is blind
+            server.delete("", "v1", "nodes", "b")
+            server.cut_watches("reset")
+            if pauses:
+                await rec.wait(lambda: ("relisted", frozenset("a")) in rec.log)
+                relists = [reason for action, reason in rec.restarts if action == "relist"]
+                assert rec.syncs() == [True, False, True] and relists[0] == "blind"
+            else:
+                await asyncio.sleep(1.0)
+                assert rec.syncs() == [True] and len(lists(server)) == 1  # it keeps trying to watch
+            server.clear_faults()
+        finally:
+            await stop(task)
+
+    run(scenario)
+
+
+@pytest.mark.parametrize("pauses", [True, False], ids=["a kind that pauses", "any other kind"])
+def test_a_server_that_cannot_be_reached_unsyncs_a_kind_that_pauses_at_once_until_it_is_listed_again(
+    pauses: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(informer_module, "BACKOFF_FIRST", 0.05)
+
+    async def scenario(server: FakeApiServer, api: Api, rec: Recorder) -> None:
+        add_nodes(server, "a", "b")
+        informer = rec.informer(api, pauses=pauses)
+        task = await running(informer)
+        try:
+            await rec.wait(lambda: rec.syncs() == [True] and len(watches(server)) == 1)
+            await server.stop()  # an outage: connections refused
+            await rec.wait(lambda: len(rec.restarts) >= 2)
+            assert informer.synced is not pauses  # nothing is bound on what may have changed unseen
+            server.delete("", "v1", "nodes", "b")
+            await server.start()  # back, on the same port
+            if pauses:
+                await rec.wait(lambda: informer.synced and ("relisted", frozenset("a")) in rec.log)
+                assert rec.syncs() == [True, False, True] and ("relist", "unreachable") in rec.restarts
+            else:
+                await rec.wait(lambda: ("DELETED", "b") in rec.log)  # resumed: the server replays it
+                assert rec.syncs() == [True] and len(lists(server)) == 1
+        finally:
+            await stop(task)
+
+    run(scenario)
+
+
+def test_a_list_cut_short_mid_page_asks_for_that_page_again() -> None:
+    async def scenario(server: FakeApiServer, api: Api, rec: Recorder) -> None:
+        add_nodes(server, "a", "b", "c", "d", "e")
+        server.lose_answers("GET", f"^{NODES}$", truncated=True)  # the first page's answer is cut short
+        informer = Informer(api, rec.feed(), on_sync=rec.on_sync, page=2)
+        informer._backoff = 0.01
+        task = await running(informer)
+        try:
+            await rec.wait(lambda: rec.syncs() == [True])
+            assert rec.log == [*[("ADDED", n) for n in "abcde"], ("relisted", frozenset("abcde")), ("synced", True)]
+            server.lose_answers("GET", f"^{NODES}$")  # a page reset: asked again with the same continue token
+            informer.resync()
+            await rec.wait(lambda: rec.log.count(("relisted", frozenset("abcde"))) == 2)
+            pages = [bool(q.get("continue")) for q in lists(server)]
+            assert pages == [False, False, True, True] * 2  # each list: its first page twice, then the two others
+        finally:
+            await stop(task)
+
+    run(scenario)
+
+
+@pytest.mark.parametrize("pauses", [True, False], ids=["a kind that pauses", "any other kind"])
+def test_resync_lists_again_and_unsyncs_only_a_kind_that_pauses(pauses: bool) -> None:
+    async def scenario(server: FakeApiServer, api: Api, rec: Recorder) -> None:
+        add_nodes(server, "a")
+        informer = rec.informer(api, pauses=pauses)
         task = await running(informer)
         try:
             await rec.wait(lambda: rec.syncs() == [True] and len(watches(server)) == 1)
             informer.resync()
-            assert not informer.synced and rec.syncs() == [True, False]  # before anything else ran
-            await rec.wait(lambda: rec.syncs() == [True, False, True])
-            assert rec.log[-3:] == [("ADDED", "a"), ("relisted", frozenset("a")), ("synced", True)]
-            assert len(lists(server)) == 2
+            assert informer.synced is not pauses and rec.syncs() == ([True, False] if pauses else [True])
+            await rec.wait(lambda: len(lists(server)) == 2 and informer.synced)
+            assert rec.log[-3 if pauses else -2 :] == [("ADDED", "a"), ("relisted", frozenset("a"))] + (
+                [("synced", True)] if pauses else []
+            )
+            assert rec.restarts == [("relist", "resync")]
         finally:
             await stop(task)
 
@@ -261,8 +440,8 @@ def test_an_optional_kind_that_is_not_served_counts_as_synced_and_empty(monkeypa
                 "scheduling.x-k8s.io", "v1alpha1", "podgroups", {"metadata": {"name": "g"}, "spec": {"minMember": 2}}
             )
             informer.resync()
-            await rec.wait(lambda: rec.syncs() == [True, False, True])
-            assert rec.log[-3:] == [("ADDED", "g"), ("relisted", frozenset("g")), ("synced", True)]
+            await rec.wait(lambda: ("relisted", frozenset("g")) in rec.log)
+            assert rec.log[-2:] == [("ADDED", "g"), ("relisted", frozenset("g"))] and rec.syncs() == [True]
         finally:
             await stop(task)
 
@@ -289,17 +468,17 @@ def test_a_failing_list_backs_off_and_stays_unsynced(monkeypatch: pytest.MonkeyP
     async def scenario(server: FakeApiServer, api: Api, rec: Recorder) -> None:
         add_nodes(server, "a")
         server.fail("GET", f"^{NODES}$", 500, times=3, watch=False)
-        informer = Informer(api, rec.feed(), on_sync=rec.on_sync)
+        informer = rec.informer(api, pauses=True)
         task = await running(informer)
         try:
             await rec.wait(lambda: rec.syncs() == [True])
             answered = [(r.time, r.status) for r in server.requests if r.path == NODES and r.query.get("watch") != "1"]
             assert [status for _, status in answered] == [500, 500, 500, 200]
             gaps = [later - earlier for (earlier, _), (later, _) in zip(answered, answered[1:])]
-            assert gaps[0] >= 0.1 and gaps[1] >= 0.2 and gaps[2] >= 0.4  # 0.1 s, doubling
+            assert gaps[0] >= 0.1 and gaps[1] >= 0.2 and gaps[2] >= 0.4  # 0.1 s, doubling (and jittered up)
             assert rec.log == [("ADDED", "a"), ("relisted", frozenset("a")), ("synced", True)]  # nothing before
 
-            # after a broken watch, a failing list keeps the kind unsynced
+            # a kind that pauses, relisting after lost history: a failing list keeps it unsynced
             server.fail("GET", f"^{NODES}$", 503, times=2, watch=False)
             informer.resync()
             await asyncio.sleep(0.2)

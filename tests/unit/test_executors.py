@@ -42,8 +42,11 @@ from kopf_scheduler.framework import (
     SUCCESS,
     ApiClient,
     BindPlugin,
+    Code,
     CycleState,
     PermitHandle,
+    PermitPlugin,
+    PermitResult,
     PreBindPlugin,
     ReservePlugin,
     Status,
@@ -107,7 +110,18 @@ class LabelBinder(BindPlugin):
         return SUCCESS if response.ok else error(response.detail())
 
 
-REGISTRY = Registry.in_tree().extended([(Recorder, "test"), (LabelBinder, "test")])
+class Hold(PermitPlugin):
+    """Makes pods labelled ``hold`` wait at Permit for a second (nobody allows them: they time out)."""
+
+    NAME = "Hold"
+
+    def permit(self, state: CycleState, pod: Pod, node_name: str, handle: PermitHandle) -> PermitResult:
+        if "hold" not in pod.labels:
+            return PermitResult()
+        return PermitResult(Status(Code.WAIT, ("held",)), timeout=1.0)
+
+
+REGISTRY = Registry.in_tree().extended([(Recorder, "test"), (LabelBinder, "test"), (Hold, "test")])
 PLUGINS_SPEC: Mapping[str, Any] = {**BASE_SPEC, "plugins": [{"name": "Recorder"}, {"name": "LabelBinder"}]}
 
 
@@ -182,8 +196,9 @@ class Observed:
     nodes: dict[str, str | None] = field(default_factory=dict)
     #: pod -> the last failure it reads ("" when bound)
     messages: dict[str, str] = field(default_factory=dict)
-    #: pod -> the node its preemption nominated
-    nominated: dict[str, str] = field(default_factory=dict)
+    #: pod -> the nodes its ``status.nominatedNodeName`` was set to: by preemption, or before binding (it waited
+    #: at Permit, or a PreBind plugin had work: upstream's NominatedNodeNameForExpectation)
+    nominated: dict[str, set[str]] = field(default_factory=dict)
     #: preemptor -> the pods it evicted
     victims: dict[str, tuple[str, ...]] = field(default_factory=dict)
     #: successful pods/binding requests: (pod, node, the Binding's annotations)
@@ -209,8 +224,8 @@ def simulate(s: Scenario) -> tuple[Observed, Simulation]:
     for p in result.placements:
         name = p.pod.split("/")[1]
         seen.nodes[name], seen.messages[name] = p.node, p.message
-        if p.nominated_node:
-            seen.nominated[name] = p.nominated_node
+        if p.nominated_node or p.nominated_before_binding:
+            seen.nominated[name] = {p.nominated_node, p.nominated_before_binding} - {""}
         if p.victims:
             seen.victims[name] = tuple(v.split("/")[1] for v in p.victims)
     for method, path, body in sim.api.requests:
@@ -345,7 +360,7 @@ class Operator:
             if r.method == "PATCH" and r.path.endswith("/status") and r.path.split("/")[-2] in names:
                 nominated = (r.body.get("status") or {}).get("nominatedNodeName")
                 if nominated:
-                    seen.nominated[r.path.split("/")[-2]] = nominated
+                    seen.nominated.setdefault(r.path.split("/")[-2], set()).add(nominated)
             if r.method == "POST" and r.path.endswith("/events") and r.body["reason"] == "Preempted":
                 preemptor = uids[r.body["message"].split()[3]]  # "Preempted by pod <uid> on node <node>"
                 seen.victims[preemptor] = (*seen.victims.get(preemptor, ()), r.body["involvedObject"]["name"])
@@ -355,7 +370,9 @@ class Operator:
         return seen
 
 
-def operate(s: Scenario, monkeypatch: pytest.MonkeyPatch) -> Observed:
+def operate(
+    s: Scenario, monkeypatch: pytest.MonkeyPatch, *, on_server: Callable[[FakeApiServer], None] | None = None
+) -> Observed:
     monkeypatch.setattr(app_module, "installed_registry", lambda: REGISTRY)
     names = [body["metadata"]["name"] for step in s.steps for body in step]
 
@@ -381,6 +398,8 @@ def operate(s: Scenario, monkeypatch: pytest.MonkeyPatch) -> Observed:
                     await op.settle()
                 await op.wait(lambda: not any(True for _ in op.app.waiting))  # gangs: their timeout passes
                 await op.settle()
+                if on_server is not None:
+                    on_server(server)
                 return op.observed(names)
             finally:
                 await op.stop()
@@ -448,7 +467,10 @@ GANG_DOES_NOT_FIT = Scenario(
 #: two that fit wait out their timeout (which member fails depends on the order the watch brings them in,
 #: so the PostFilter case, whose texts name that member, is compared on a gang where none fits)
 GANG_WAITS_OUT = dataclasses.replace(
-    GANG_DOES_NOT_FIT, spec={**BASE_SPEC, "gangScheduling": {"podGroupRejectPercentage": 50}}
+    GANG_DOES_NOT_FIT,
+    # nodes of different sizes: the first member tried waits on n2, the second on n1 (no tie between the executors)
+    nodes=[node("n1", "1"), node("n2", "1500m")],
+    spec={**BASE_SPEC, "gangScheduling": {"podGroupRejectPercentage": 50}},
 )
 GANG_FITS_NOWHERE = Scenario(
     nodes=[node("n1", "1"), node("n2", "1")],
@@ -498,7 +520,8 @@ def test_plain_placements() -> None:
 def test_preemption_evicts_nominates_then_binds() -> None:
     seen, sim = simulate(PREEMPTION)
     assert seen.nodes == {"patient": None, "urgent": "n1"}
-    assert (seen.nominated, seen.victims) == ({"urgent": "n1"}, {"urgent": ("batch",)})
+    # nominated by its preemption, and bound there: no second nomination before binding (it carries n1)
+    assert (seen.nominated, seen.victims) == ({"urgent": {"n1"}}, {"urgent": ("batch",)})
     assert seen.messages["patient"].startswith("0/2 nodes are available: 2 Insufficient cpu.")
     assert sorted(p.name for p in sim.cache.pods()) == ["system", "urgent"]  # batch is gone
 
@@ -529,6 +552,44 @@ def test_a_gang_within_the_reject_percentage_waits_out_its_timeout() -> None:
     assert list(sim.cache.pods()) == [] and sim.cache.assumed_count() == 0
 
 
+def test_a_gang_member_waiting_at_permit_is_preempted_in_memory_and_backs_off() -> None:
+    """Upstream's executor preempts a victim that waits at Permit without deleting it (``waitingPod.Preempt``): its
+    wait ends in an error, it backs off and is tried again. Here the member waiting on n2 (the only node where
+    urgent fits once it is gone) is that victim: urgent lands on n2, the member is still there, unbound."""
+    scenario = dataclasses.replace(
+        GANG_WAITS_OUT,
+        groups=[pod_group("etl", 3, timeout=30)],
+        steps=[*GANG_WAITS_OUT.steps, [pod("urgent", cpu="1500m", priority=100)]],
+    )
+    seen, sim = simulate(scenario)
+    assert seen.nodes["urgent"] == "n2" and seen.victims == {"urgent": (seen.victims["urgent"][0],)}
+    [victim] = seen.victims["urgent"]
+    assert seen.nodes[victim] is None  # not bound...
+    assert sim.api.answer("GET", f"/api/v1/namespaces/default/pods/{victim}").ok  # ...and not deleted
+
+
+#: a pod waiting at Permit (Hold) on n2, the only node where urgent fits once it is gone: preempted in memory
+HELD_PREEMPTED = Scenario(
+    nodes=[node("n1", "1"), node("n2", "1500m")],
+    steps=[[pod("held", hold="yes")], [pod("urgent", cpu="1500m", priority=100)]],
+    spec={**BASE_SPEC, "plugins": [{"name": "Hold"}]},
+)
+
+
+def test_the_operator_preempts_a_waiting_pod_in_memory_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    scenario = HELD_PREEMPTED
+    deletes: list[str] = []
+    operated = operate(
+        scenario,
+        monkeypatch,
+        on_server=lambda server: deletes.extend(r.path for r in server.requests if r.method == "DELETE"),
+    )
+    assert operated.nodes["urgent"] == "n2" and operated.victims == {"urgent": ("held",)}
+    assert deletes == []  # the victim was not deleted
+    simulated, _ = simulate(scenario)
+    assert (operated.nodes, operated.victims) == (simulated.nodes, simulated.victims)
+
+
 def test_dra_claims_are_allocated_and_reserved() -> None:
     seen, sim = simulate(DRA)
     assert seen.nodes == {"gpu-1": "n2", "gpu-2": None, "plain": "n1"}
@@ -540,6 +601,27 @@ def test_dra_claims_are_allocated_and_reserved() -> None:
     assert claim is not None and claim.allocation is not None
     assert [(r.pool, r.device) for r in claim.allocation.results] == [("n2", "gpu-0")]
     assert [r.name for r in claim.reserved_for] == ["gpu-1"] and FINALIZER in claim.finalizers
+    # DynamicResources' PreBind has work for a pod with claims: nominated to n2 before it was bound there, and the
+    # bind cleared it (ClearingNominatedNodeNameAfterBinding); the pod without claims was not nominated
+    assert seen.nominated == {"gpu-1": {"n2"}}
+    body = sim.api.answer("GET", "/api/v1/namespaces/default/pods/gpu-1").body
+    assert body["spec"]["nodeName"] == "n2" and "nominatedNodeName" not in body.get("status", {})
+
+
+def test_the_operator_nominates_before_pre_bind_and_the_bind_clears_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The operator's order of writes for a pod whose PreBind has work: nominatedNodeName, the claim, the bind."""
+    writes: list[tuple[str, list[str], Any]] = []
+
+    def record(server: FakeApiServer) -> None:
+        for r in server.requests:
+            if r.method != "GET" and ("/pods/gpu-1/" in r.path or "/resourceclaims/c1" in r.path):
+                writes.append((r.method, r.path.split("/")[-2:], r.body))
+
+    operate(DRA, monkeypatch, on_server=record)
+    method, path, body = writes[0]
+    assert (method, path, body["status"]["nominatedNodeName"]) == ("PATCH", ["gpu-1", "status"], "n2")
+    assert writes[-1][:2] == ("POST", ["gpu-1", "binding"])
+    assert any(p == ["c1", "status"] for _, p, _ in writes[1:-1])  # PreBind's claim write in between
 
 
 def test_a_gang_that_fits_nowhere_reads_post_filter_on_every_member() -> None:
@@ -553,8 +635,11 @@ def test_a_gang_that_fits_nowhere_reads_post_filter_on_every_member() -> None:
 def test_a_workload_gang_that_fits_is_bound_in_one_pod_group_cycle() -> None:
     seen, sim = simulate(WORKLOAD_GANG_FITS)
     assert set(seen.nodes.values()) <= {"n1", "n2", "n3"} and None not in seen.nodes.values()
-    # members tried in order, each seeing the others' room; all pass Permit together: bound in that order
-    assert [p for p, _, _ in seen.bindings] == ["train-0", "train-1", "train-2"]
+    # members tried in order, each seeing the others' room, then submitted in that order as upstream does: the
+    # first two wait at Permit (nominated to their nodes meanwhile), the third completes the gang and is bound
+    # first, then the two it allowed
+    assert [p for p, _, _ in seen.bindings] == ["train-2", "train-0", "train-1"]
+    assert seen.nominated == {name: {seen.nodes[name]} for name in ("train-0", "train-1")}
     assert len(sim.waiting) == 0
 
 

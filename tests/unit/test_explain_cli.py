@@ -1,4 +1,5 @@
-"""``kopf-scheduler explain``: asks a real health server's /debug/attempts (in a thread), or renders a JSON file."""
+"""``kopf-scheduler explain``: asks a real health server's /debug/attempts (in a thread; its insecure port, or
+its secure one with the kubeconfig's token), or renders a JSON file."""
 
 from __future__ import annotations
 
@@ -7,14 +8,16 @@ import json
 import random
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from builders import make_node, make_pod, node_info
 
 from kopf_scheduler.commands import main
+from kopf_scheduler.commands.explain import endpoint_credentials
 from kopf_scheduler.core.algorithm import GenericScheduler
 from kopf_scheduler.core.attempts import AttemptLog
 from kopf_scheduler.core.cycle import Unschedulable
@@ -22,8 +25,11 @@ from kopf_scheduler.core.explanation import to_json
 from kopf_scheduler.core.policy import default_profile
 from kopf_scheduler.core.queueing import QueuedPodInfo
 from kopf_scheduler.core.snapshot import Snapshot
+from kopf_scheduler.edge.credentials import Credentials, StaticToken
+from kopf_scheduler.telemetry.access import TOKEN_REVIEWS, Gate
 from kopf_scheduler.telemetry.health import start_health_server
 from kopf_scheduler.telemetry.metrics import SchedulerMetrics
+from kopf_scheduler.telemetry.serving import self_signed, server_context
 
 
 def recorded_log() -> AttemptLog:
@@ -43,8 +49,7 @@ def recorded_log() -> AttemptLog:
     return log
 
 
-@pytest.fixture
-def endpoint() -> Iterator[str]:
+def serving(**secure: Any) -> Iterator[str]:
     """A health server serving recorded_log()'s attempts (as the operator's App does), on a free port."""
     log = recorded_log()
 
@@ -58,7 +63,7 @@ def endpoint() -> Iterator[str]:
 
     async def serve() -> None:
         holder["server"] = await start_health_server(
-            "127.0.0.1", 0, ready_check=lambda: (True, ""), metrics=SchedulerMetrics(), attempts=lookup
+            "127.0.0.1", 0, ready_check=lambda: (True, ""), metrics=SchedulerMetrics(), attempts=lookup, **secure
         )
         started.set()
 
@@ -67,12 +72,74 @@ def endpoint() -> Iterator[str]:
     asyncio.run_coroutine_threadsafe(serve(), loop).result(10)
     assert started.wait(10)
     try:
-        yield f"http://127.0.0.1:{holder['server'].port}"
+        yield f"{holder['server'].scheme}://127.0.0.1:{holder['server'].port}"
     finally:
         asyncio.run_coroutine_threadsafe(holder["server"].stop(), loop).result(10)
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
         loop.close()
+
+
+@pytest.fixture
+def endpoint() -> Iterator[str]:
+    """The insecure port (development mode)."""
+    yield from serving()
+
+
+async def reviews(path: str, body: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, str]:
+    """The API server's answers: the token "reader" is alice's, and alice may read /debug."""
+    spec = body["spec"]
+    if path == TOKEN_REVIEWS:
+        known = spec["token"] == "reader"
+        return {"status": {"authenticated": known, **({"user": {"username": "alice"}} if known else {})}}, ""
+    return {"status": {"allowed": spec["nonResourceAttributes"]["path"].startswith("/debug/")}}, ""
+
+
+@pytest.fixture
+def secure_endpoint() -> Iterator[str]:
+    """The secure port: HTTPS with a self-signed certificate, the gate asking `reviews`."""
+    chain, key = self_signed()
+    yield from serving(tls=server_context(cert_pem=chain, key_pem=key), gate=Gate(reviews))
+
+
+def token_kubeconfig(tmp_path: Path, token: str) -> Path:
+    path = tmp_path / f"{token}.kubeconfig"
+    path.write_text(
+        yaml.safe_dump({
+            "apiVersion": "v1", "kind": "Config", "current-context": "c",
+            "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
+            "users": [{"name": "u", "user": {"token": token}}],
+            "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+        })
+    )  # fmt: skip
+    return path
+
+
+def test_explain_presents_the_kubeconfigs_credentials_over_https(
+    secure_endpoint: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    reader = str(token_kubeconfig(tmp_path, "reader"))
+    rc, out, err = explain(
+        capsys, "default/big", "--endpoint", secure_endpoint, "--kubeconfig", reader, "--insecure-skip-tls-verify"
+    )
+    assert (rc, err, out.splitlines()) == (0, "", EXPECTED_TABLE)
+    rc, _, err = explain(capsys, "default/big", "--endpoint", secure_endpoint, "--kubeconfig", reader)
+    assert rc == 1 and "CERTIFICATE_VERIFY_FAILED" in err and "--insecure-skip-tls-verify" in err
+    stranger = str(token_kubeconfig(tmp_path, "stranger"))
+    rc, _, err = explain(
+        capsys, "default/big", "--endpoint", secure_endpoint, "--kubeconfig", stranger, "--insecure-skip-tls-verify"
+    )
+    assert rc == 1 and f"{secure_endpoint}/debug/attempts/default/big: HTTP 401: Unauthorized" in err
+
+
+def test_credentials_go_over_https_only() -> None:
+    user = Credentials(server="https://api:6443", source="k", token=StaticToken("t"), certificate_data=b"PEM")
+    over_https = endpoint_credentials("https://10.0.0.5:10259/", user, insecure=True)
+    assert (over_https.server, over_https.token, over_https.certificate_data, over_https.insecure) == (
+        "https://10.0.0.5:10259", user.token, b"PEM", True,
+    )  # fmt: skip
+    over_http = endpoint_credentials("http://127.0.0.1:8080", user)
+    assert over_http.token is None and over_http.certificate_data is None
 
 
 def explain(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

@@ -51,6 +51,8 @@ PUBLIC = [
     "ReservePlugin",
     "Resources",
     "ScorePlugin",
+    "SignFragment",
+    "SignPlugin",
     "Snapshot",
     "StateKey",
     "Status",

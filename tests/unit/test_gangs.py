@@ -255,9 +255,19 @@ def test_a_workload_gang_of_4_that_fits_is_decided_in_one_cycle_and_bound_whole(
     cluster.create(*pods)
     outcome = cluster.attempt()
     assert isinstance(outcome, Group) and outcome.rejection == "" and outcome.key == "scheduling.k8s.io/default/train"
-    assert [(m.pod.name, type(o)) for m, o in outcome.members] == [(f"train-{i}", Bind) for i in range(4)]
+    # upstream submits the members one after another: the first three wait at Permit for the quorum, each
+    # nominated to its node meanwhile; the fourth completes it, allows them and is bound at once
+    assert [(m.pod.name, type(o)) for m, o in outcome.members] == [
+        *((f"train-{i}", Wait) for i in range(3)),
+        ("train-3", Bind),
+    ]
     assert {o.node for _, o in outcome.members} == {"n0", "n1", "n2", "n3"}  # type: ignore[union-attr]
-    assert len(cluster.waiting) == 0 and cluster.assumed() == 4  # nobody waits at Permit: the quorum is met
+    assert all(o.nominated_node == o.node for _, o in outcome.members[:3])  # type: ignore[union-attr]
+    assert outcome.members[3][1].nominated_node is None  # type: ignore[union-attr]
+    assert cluster.assumed() == 4
+    settled = settle_waiting(cluster.waiting, cache=cluster.cache, now=T0)
+    assert [a.pod.name for a in settled.allowed] == ["train-0", "train-1", "train-2"] and not settled.rejected
+    assert len(cluster.waiting) == 0
     assert cluster.queue.pop(T0) is None  # every member left the queue with the first
 
 
@@ -508,7 +518,7 @@ def test_a_gang_short_of_members_waits_gated_and_enters_when_the_last_arrives() 
     cluster.create(pods[2])  # the third member: the gang enters and is decided in one cycle
     assert all(cluster.queue.where(p) == ACTIVE for p in pods)
     outcome = cluster.attempt(T0 + 1)
-    assert isinstance(outcome, Group) and [type(o) for _, o in outcome.members] == [Bind, Bind, Bind]
+    assert isinstance(outcome, Group) and [type(o) for _, o in outcome.members] == [Wait, Wait, Bind]
 
 
 def test_a_member_without_its_podgroup_waits_gated_until_it_appears() -> None:

@@ -1,18 +1,28 @@
-"""The health server on 127.0.0.1: probe answers, readiness details, the metrics page, the attempts, shutdown."""
+"""The health server on 127.0.0.1: probe answers, readiness details, the metrics page, the attempts, shutdown;
+the secure port: HTTPS (self-signed, or certificate files reloaded when they change), the gate before every
+handler, client certificates of a client CA."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
-from collections.abc import Awaitable, Callable
+import ssl
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
 from prometheus_client.parser import text_string_to_metric_families
 
+from kopf_scheduler.cluster.certs import CertPair, create_pki, issue_client_cert
+from kopf_scheduler.telemetry.access import TOKEN_REVIEWS, Gate
 from kopf_scheduler.telemetry.health import AttemptLookup, HealthServer, start_health_server, stop_health_server
 from kopf_scheduler.telemetry.metrics import SchedulerMetrics
+from kopf_scheduler.telemetry.serving import CertificateFiles, self_signed, server_context
 
 
 def free_port() -> int:
@@ -173,3 +183,157 @@ def test_a_taken_port_raises_and_leaves_nothing_running() -> None:
                 await start_health_server("127.0.0.1", port, ready_check=lambda: (True, ""), metrics=SchedulerMetrics())
 
         asyncio.run(main())
+
+
+# --- the secure port: HTTPS, the gate in front of every handler ---------------------------------
+
+
+async def tokens_post(path: str, body: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, str]:
+    """The API server's answers for one known token, allowed /metrics only."""
+    spec = body["spec"]
+    if path == TOKEN_REVIEWS:
+        if spec["token"] != "good":
+            return {"status": {"authenticated": False}}, ""
+        return {"status": {"authenticated": True, "user": {"username": "reader", "groups": ["g"]}}}, ""
+    return {"status": {"allowed": spec["nonResourceAttributes"]["path"] == "/metrics"}}, ""
+
+
+def client_tls(ca: Path | None = None, cert: CertPair | None = None) -> ssl.SSLContext:
+    ctx = ssl.create_default_context(cafile=str(ca) if ca else None)
+    if ca is None:
+        ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+    if cert is not None:
+        ctx.load_cert_chain(cert.cert, cert.key)
+    return ctx
+
+
+async def fetch_tls(server: HealthServer, path: str, tls: ssl.SSLContext, token: str = "") -> tuple[int, Any]:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with aiohttp.ClientSession() as session:
+        async with session.get(f"https://127.0.0.1:{server.port}{path}", ssl=tls, headers=headers) as response:
+            body = await response.json() if response.content_type == "application/json" else await response.text()
+            return response.status, body
+
+
+def test_the_secure_port_serves_https_and_asks_the_gate() -> None:
+    async def main() -> None:
+        chain, key = self_signed()
+        server = await start_health_server(
+            "127.0.0.1", 0, ready_check=lambda: (True, "synced"), metrics=SchedulerMetrics(), attempts=lookup,
+            tls=server_context(cert_pem=chain, key_pem=key), gate=Gate(tokens_post),
+        )  # fmt: skip
+        try:
+            assert server.scheme == "https"
+            insecure = client_tls()
+            for probe in ("/healthz", "/livez", "/readyz"):
+                assert (await fetch_tls(server, probe, insecure))[0] == 200
+            status, body = await fetch_tls(server, "/metrics", insecure)
+            assert status == 401 and body["kind"] == "Status" and body["reason"] == "Unauthorized"
+            assert (await fetch_tls(server, "/metrics", insecure, token="bad"))[0] == 401
+            status, text = await fetch_tls(server, "/metrics", insecure, token="good")
+            assert status == 200 and "scheduler_schedule_attempts" in text
+            status, body = await fetch_tls(server, "/debug/attempts/default/web", insecure, token="good")
+            assert (status, body["message"]) == (
+                403,
+                'forbidden: User "reader" cannot get path "/debug/attempts/default/web"',
+            )
+            assert (await fetch_tls(server, "/nope", insecure, token="good"))[0] == 403  # authorized before routing
+            with pytest.raises(aiohttp.ClientError):  # plain HTTP gets no answer from a TLS port
+                await fetch(server, "/healthz")
+        finally:
+            await server.stop()
+
+    asyncio.run(asyncio.wait_for(main(), timeout=20))
+
+
+def test_the_self_signed_certificate_is_for_localhost_and_127_0_0_1_and_verifies_with_its_ca(tmp_path: Path) -> None:
+    chain, key = self_signed()
+    certs = x509.load_pem_x509_certificates(chain)
+    assert len(certs) == 2 and certs[1].subject.rfc4514_string().startswith("CN=localhost-ca@")
+    (tmp_path / "ca.crt").write_bytes(certs[1].public_bytes(serialization.Encoding.PEM))
+
+    async def main() -> None:
+        server = await start_health_server(
+            "127.0.0.1", 0, ready_check=lambda: (True, ""), metrics=SchedulerMetrics(),
+            tls=server_context(cert_pem=chain, key_pem=key), gate=Gate(tokens_post),
+        )  # fmt: skip
+        try:
+            assert (await fetch_tls(server, "/healthz", client_tls(tmp_path / "ca.crt")))[0] == 200
+        finally:
+            await server.stop()
+
+    asyncio.run(asyncio.wait_for(main(), timeout=20))
+
+
+def test_certificate_files_and_client_certificates_of_the_cluster_ca(tmp_path: Path) -> None:
+    """--tls-cert-file/--tls-private-key-file served and verified; a client certificate of the client CA
+    authenticates its CN (system:masters: no review at all); one of another CA fails the handshake."""
+    pki = create_pki(tmp_path / "cluster")
+    stranger = create_pki(tmp_path / "other")
+    root = issue_client_cert(pki.ca, tmp_path, "root", "root", ("system:masters",))
+    asked: list[str] = []
+
+    async def post(path: str, body: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, str]:
+        asked.append(path)
+        return await tokens_post(path, body)
+
+    async def main() -> None:
+        files = CertificateFiles(str(pki.serving.cert), str(pki.serving.key))
+        server = await start_health_server(
+            "127.0.0.1", 0, ready_check=lambda: (True, ""), metrics=SchedulerMetrics(), attempts=lookup,
+            tls=server_context(cert_file=files.cert_file, key_file=files.key_file, client_ca=pki.ca.cert.read_bytes()),
+            gate=Gate(post), certificate_files=files,
+        )  # fmt: skip
+        try:
+            verified = client_tls(pki.ca.cert)
+            assert (await fetch_tls(server, "/metrics", verified))[0] == 401
+            status, body = await fetch_tls(server, "/debug/attempts/default/web", client_tls(pki.ca.cert, root))
+            assert (status, body) == (200, {"pod": "default/web", "outcome": "scheduled"})
+            assert asked == []
+            with pytest.raises(aiohttp.ClientError):
+                await fetch_tls(server, "/healthz", client_tls(pki.ca.cert, stranger.admin))
+        finally:
+            await server.stop()
+
+    asyncio.run(asyncio.wait_for(main(), timeout=20))
+
+
+def test_changed_certificate_files_are_loaded_for_new_handshakes(tmp_path: Path) -> None:
+    first, second = create_pki(tmp_path / "first"), create_pki(tmp_path / "second")
+    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    cert.write_bytes(first.serving.cert.read_bytes())
+    key.write_bytes(first.serving.key.read_bytes())
+    files = CertificateFiles(str(cert), str(key))
+    tls = server_context(cert_file=str(cert), key_file=str(key))
+
+    async def main() -> None:
+        server = await start_health_server(
+            "127.0.0.1", 0, ready_check=lambda: (True, ""), metrics=SchedulerMetrics(), tls=tls, gate=Gate(tokens_post)
+        )
+        try:
+            assert (await fetch_tls(server, "/healthz", client_tls(first.ca.cert)))[0] == 200
+            assert files.reload_if_changed(tls) is False  # nothing changed
+            cert.write_bytes(second.serving.cert.read_bytes())
+            key.write_bytes(second.serving.key.read_bytes())
+            os.utime(cert, (1e9, 1e9))
+            assert files.reload_if_changed(tls) is True
+            assert (await fetch_tls(server, "/healthz", client_tls(second.ca.cert)))[0] == 200
+            with pytest.raises(aiohttp.ClientError):
+                await fetch_tls(server, "/healthz", client_tls(first.ca.cert))
+        finally:
+            await server.stop()
+
+    asyncio.run(asyncio.wait_for(main(), timeout=20))
+
+
+def test_tls_and_gate_go_together() -> None:
+    chain, key = self_signed()
+
+    async def main() -> None:
+        with pytest.raises(ValueError, match="both a TLS context and a gate"):
+            await start_health_server(
+                "127.0.0.1", 0, ready_check=lambda: (True, ""), metrics=SchedulerMetrics(),
+                tls=server_context(cert_pem=chain, key_pem=key),
+            )  # fmt: skip
+
+    asyncio.run(main())

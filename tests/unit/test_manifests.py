@@ -250,25 +250,32 @@ EXPECTED_CLUSTER_RULES = {
     ("scheduling.k8s.io", "priorityclasses"): {"list"},
     **{(g, "podgroups"): {"list", "watch"} for g in ("scheduling.k8s.io", "scheduling.x-k8s.io")},
     **{(g, "podgroups/status"): {"patch"} for g in ("scheduling.k8s.io", "scheduling.x-k8s.io")},
-    ("resource.k8s.io", "resourceclaims"): {"get", "list", "watch", "update"},
+    ("resource.k8s.io", "resourceclaims"): {"get", "list", "watch", "update", "create", "patch", "delete"},
     ("resource.k8s.io", "resourceclaims/status"): {"update", "patch"},
     ("resource.k8s.io", "resourceclaims/binding"): {"update", "patch"},
     ("resource.k8s.io", "deviceclasses"): {"list", "watch"},
     ("resource.k8s.io", "resourceslices"): {"list", "watch"},
+    ("resource.k8s.io", "devicetaintrules"): {"list", "watch"},
     ("scheduling.kopf.dev", "schedulingpolicies"): {"get", "list", "watch", "patch"},
     ("scheduling.kopf.dev", "schedulingpolicies/status"): {"get", "patch", "update"},
     ("apiextensions.k8s.io", "customresourcedefinitions"): {"list", "watch"},
     ("metrics.k8s.io", "nodes"): {"list"},
+    # the secure port's client CA, one ConfigMap by name
+    ("", "configmaps/extension-apiserver-authentication"): {"get"},
 }
 
 
 def flatten(rules: list[dict[str, Any]]) -> dict[tuple[str, str], set[str]]:
+    """(group, resource) -> verbs; a rule limited to names counts as (group, resource/name) for each."""
     granted: dict[tuple[str, str], set[str]] = {}
     for rule in rules:
-        assert not rule.get("resourceNames") and not rule.get("nonResourceURLs"), rule
+        assert not rule.get("nonResourceURLs"), rule
+        names = rule.get("resourceNames") or [""]
         for group in rule["apiGroups"]:
             for resource in rule["resources"]:
-                granted.setdefault((group, resource), set()).update(rule["verbs"])
+                for name in names:
+                    key = (group, f"{resource}/{name}" if name else resource)
+                    granted.setdefault(key, set()).update(rule["verbs"])
     return granted
 
 
@@ -300,10 +307,37 @@ def test_leases_are_a_namespaced_role_with_get_create_update_only() -> None:
     find("ServiceAccount", "kopf-scheduler")
 
 
+def test_the_secure_port_delegates_to_the_api_server_and_readers_are_roles_of_their_own() -> None:
+    operator = {"kind": "ServiceAccount", "name": "kopf-scheduler", "namespace": "kopf-scheduler"}
+    delegator = find("ClusterRoleBinding", "kopf-scheduler-auth-delegator")
+    assert delegator["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:auth-delegator",
+    }  # fmt: skip
+    assert delegator["subjects"] == [operator]
+    assert find("ClusterRole", "kopf-scheduler-metrics-reader")["rules"] == [
+        {"nonResourceURLs": ["/metrics"], "verbs": ["get"]}
+    ]
+    assert find("ClusterRole", "kopf-scheduler-debug-reader")["rules"] == [
+        {"nonResourceURLs": ["/debug/*"], "verbs": ["get"]}
+    ]
+    explain = {"kind": "ServiceAccount", "name": "kopf-scheduler-explain", "namespace": "kopf-scheduler"}
+    find("ServiceAccount", "kopf-scheduler-explain")
+    binding = find("ClusterRoleBinding", "kopf-scheduler-explain")
+    assert binding["subjects"] == [explain] and binding["roleRef"]["name"] == "kopf-scheduler-debug-reader"
+    role = find("Role", "kopf-scheduler-explain")
+    assert role["metadata"]["namespace"] == "kopf-scheduler"
+    assert flatten(role["rules"]) == {
+        ("coordination.k8s.io", "leases"): {"get"},
+        ("", "pods"): {"list"},
+        ("", "pods/proxy"): {"get"},
+        ("", "serviceaccounts/token/kopf-scheduler-explain"): {"create"},
+    }
+
+
 # --- Deployment and Service ------------------------------------------------------------------
 
 
-def test_deployment_is_hardened_and_probed_on_the_metrics_port() -> None:
+def test_deployment_is_hardened_and_probed_on_the_secure_port() -> None:
     deployment = find("Deployment", "kopf-scheduler")
     spec = deployment["spec"]
     pod = spec["template"]["spec"]
@@ -311,7 +345,7 @@ def test_deployment_is_hardened_and_probed_on_the_metrics_port() -> None:
     assert spec["replicas"] == 2 and pod["serviceAccountName"] == "kopf-scheduler"
     assert spec["selector"]["matchLabels"].items() <= spec["template"]["metadata"]["labels"].items()
     assert container["image"] == "ghcr.io/kopf-scheduler/kopf-scheduler:0.1.0"
-    assert container["args"] == ["kopf-scheduler", "run", "--leader-elect", "--metrics-port", "10259"]
+    assert container["args"] == ["kopf-scheduler", "run", "--leader-elect", "--secure-port", "10259"]
     env = {e["name"]: e for e in container["env"]}
     assert env["POD_NAMESPACE"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.namespace"
     sc = container["securityContext"]
@@ -326,7 +360,7 @@ def test_deployment_is_hardened_and_probed_on_the_metrics_port() -> None:
     assert port["containerPort"] == 10259
     for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
         http = container[probe]["httpGet"]
-        assert http["path"] == path and http["port"] in (10259, port["name"])
+        assert http["path"] == path and http["port"] in (10259, port["name"]) and http["scheme"] == "HTTPS"
     mounts = {m["mountPath"] for m in container.get("volumeMounts", [])}
     assert "/tmp" in mounts  # the only writable path with a read-only root filesystem
 
@@ -335,7 +369,8 @@ def test_metrics_service_selects_the_deployment_pods() -> None:
     (service,) = [o for o in objects(*YAML_FILES) if o["kind"] == "Service"]
     labels = find("Deployment", "kopf-scheduler")["spec"]["template"]["metadata"]["labels"]
     assert service["spec"]["selector"].items() <= labels.items()
-    assert [(p["port"], p["targetPort"]) for p in service["spec"]["ports"]] == [(10259, "metrics")]
+    assert [(p["port"], p["targetPort"]) for p in service["spec"]["ports"]] == [(10259, "https-metrics")]
+    assert service["metadata"]["annotations"]["prometheus.io/scheme"] == "https"
 
 
 # --- the CRD ---------------------------------------------------------------------------------

@@ -335,6 +335,105 @@ def test_a_frozen_process_is_not_current_at_once_relists_everything_and_binds_on
     run(scenario, monkeypatch)
 
 
+# ---- a flaky network pauses nothing, loses nothing
+
+
+def test_watches_of_every_kind_cut_again_and_again_never_pause_the_loop_nor_relist(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(informer_module, "RESUME_PAUSE", 0.005)
+    monkeypatch.setattr(informer_module, "RESUME_PAUSE_MAX", 0.02)
+
+    async def scenario(op: Operator) -> None:
+        op.node("n1")
+        op.node("n2")
+        await op.start()
+        before = op.lists()
+        current: list[bool] = []
+        for i, cut in enumerate(["truncated", "reset", "closed"] * 3):
+            op.server.cut_watches(cut)  # Services, StorageClasses, nodes, pods...: every open watch
+            await op.pod(f"p{i}", cpu="100m")
+            for _ in range(5):
+                current.append(op.app.current())
+                await asyncio.sleep(0.01)
+        await op.wait(lambda: len(op.events()) == 9)
+        assert all(current) and op.lists() == before  # never paused, nothing listed again
+        assert sorted(pod for pod, _, _ in op.bindings()) == sorted(f"p{i}" for i in range(9))
+        resumes = op.app.metrics.render().decode()
+        assert 'kopf_scheduler_informer_watch_resumes_total{kind="StorageClass",reason="broken"}' in resumes
+        assert "kopf_scheduler_informer_relists_total{" not in resumes
+
+    run(scenario, monkeypatch)
+
+
+def test_a_410_for_a_kind_that_does_not_pause_relists_while_pods_are_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def scenario(op: Operator) -> None:
+        op.node("n1")
+        await op.start()
+        op.server.fail("GET", r"^/api/v1/services$", 500, times=1000, watch=False)  # its relist cannot finish
+        op.server.fail("GET", r"^/api/v1/services$", 410, watch=True)
+        op.server.cut_watches("reset")
+        await op.wait(lambda: op.lists()["/api/v1/services"] >= 2)
+        await op.pod("p")
+        await op.wait(lambda: op.node_of("p") == "n1")  # bound while Services cannot be listed
+        assert op.app.current()
+        op.server.clear_faults()
+
+    run(scenario, monkeypatch)
+
+
+def test_a_410_for_nodes_pauses_the_loop_until_they_are_listed_and_the_pause_is_counted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def scenario(op: Operator) -> None:
+        op.node("n1")
+        await op.start()
+        op.server.delay("GET", r"^/api/v1/nodes$", 0.3, watch=False)  # the relist takes 0.3 s
+        op.server.fail("GET", r"^/api/v1/nodes$", 410, watch=True)
+        op.server.cut_watches("closed")
+        await op.wait(lambda: not op.app.current())
+        await op.wait(op.app.current)
+        op.server.clear_faults()
+        metrics = op.app.metrics.render().decode()
+        assert 'kopf_scheduler_informer_pauses_total{kind="Node"} 1.0' in metrics
+        seconds = float(metrics.split('kopf_scheduler_informer_pause_seconds_total{kind="Node"} ')[1].split()[0])
+        assert 0.3 <= seconds < 2.0
+        assert 'kopf_scheduler_informer_relists_total{kind="Node",reason="expired"} 1.0' in metrics
+
+    run(scenario, monkeypatch)
+
+
+def test_a_bind_whose_answer_is_lost_is_sent_again_and_counts_as_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def scenario(op: Operator) -> None:
+        op.node("n1")
+        await op.start()
+        op.server.lose_answers("POST", r"/binding$")  # the bind lands; its answer is reset
+        await op.pod("p")
+        await op.wait(lambda: len(op.events()) == 1)
+        await asyncio.sleep(0.3)  # a pod requeued by mistake would be tried again by now
+        assert op.bindings() == [("p", "n1", 201), ("p", "n1", 409)]  # the retry reads our first try's answer
+        assert op.events() == [("p", "Successfully assigned default/p to n1")]
+        assert op.events("FailedScheduling") == []
+
+    run(scenario, monkeypatch)
+
+
+@pytest.mark.parametrize("truncated", [False, True], ids=["reset", "cut short"])
+def test_a_scheduled_event_whose_answer_is_lost_is_neither_lost_nor_doubled(
+    truncated: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def scenario(op: Operator) -> None:
+        op.node("n1")
+        await op.start()
+        op.server.lose_answers("POST", r"/events$", truncated=truncated)
+        await op.pod("p")
+        await op.wait(lambda: len(op.events()) == 2)  # sent again, under the same name
+        stored = [e for e in op.server.objects("", "v1", "events") if e["reason"] == "Scheduled"]
+        assert len(stored) == 1 and stored[0]["involvedObject"]["name"] == "p"
+
+    run(scenario, monkeypatch)
+
+
 # ---- fencing
 
 

@@ -454,7 +454,7 @@ def pod(name: str, scheduler: str) -> dict[str, Any]:
     return body.obj()
 
 
-def test_simulate_config_picks_the_profile_the_pods_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_simulate_config_runs_every_profile_the_pods_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cluster = write(tmp_path, "cluster.yaml", [node("a"), node("b"), node("c")])
     most = {"name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": "MostAllocated"}}}
     conf = write(
@@ -481,9 +481,22 @@ def test_simulate_config_picks_the_profile_the_pods_name(tmp_path: Path, capsys:
 
     assert len(set(nodes("pack"))) == 1
     assert len(set(nodes("spread"))) == 3
-    mixed = write(tmp_path, "mixed.yaml", [pod("x", "pack"), pod("y", "spread")])
-    assert main(["simulate", "--cluster", cluster, "--pods", mixed, "--config", conf]) == 2
-    assert "simulate one profile at a time with --scheduler-name" in capsys.readouterr().err
+    # both profiles in one run, as kube-scheduler runs them: one cache, each pod by the profile it names
+    mixed = write(
+        tmp_path, "mixed.yaml", [pod("x0", "pack"), pod("y0", "spread"), pod("x1", "pack"), pod("y1", "spread")]
+    )
+    rc = main(["simulate", "--cluster", cluster, "--pods", mixed, "--config", conf, "--output", "json"])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    at = {p["pod"].split("/")[1]: p["node"] for p in json.loads(out)["placements"]}
+    assert at["x0"] == at["x1"]  # packed together
+    assert len({at["x0"], at["y0"], at["y1"]}) == 3  # spread away from the packed node and from each other
+    # --scheduler-name runs one profile alone: every pod of the file packed
+    rc = main(["simulate", "--cluster", cluster, "--pods", mixed, "--config", conf, "--scheduler-name", "pack",
+               "--output", "json"])  # fmt: skip
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    assert len({p["node"] for p in json.loads(out)["placements"]}) == 1
 
 
 def test_percentage_of_nodes_to_score_bounds_the_feasible_nodes_found(tmp_path: Path) -> None:

@@ -280,6 +280,7 @@ def test_explain_json_gives_every_node_with_raw_and_normalised_scores(
     assert got["explain"] == {
         "pod": "ns/p0", "outcome": "scheduled", "node": "b", "message": "", "schedulerName": "x", "attempts": 0,
         "ageSeconds": None, "numNodes": 3, "evaluatedNodes": 3, "preFilter": "", "notEvaluated": [], "preemption": None,
+        "hinted": False,
         "nodes": [
             # b: cpu (4-1)/4 -> 75, memory (8-1)/8 -> 87; (75+87)/2 = 81 (no normalisation: raw = score);
             # x weight 2 = 162

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from builders import make_pod
 
-from kopf_scheduler.core.framework import Code
+from kopf_scheduler.core.framework import Code, Status
 from kopf_scheduler.core.waiting import WaitingPods, go_duration, timeout_message
 
 
@@ -79,3 +79,15 @@ def test_removed_pods_are_forgotten_whatever_their_state() -> None:
     waiting.add(pod, "n1", None, {"Gang": 10.0}, now=0.0)
     assert waiting.remove(pod.uid) is not None
     assert list(waiting) == [] and waiting.next_deadline() is None and waiting.take_settled() == []
+
+
+def test_a_preempted_pod_settles_at_once_with_an_error_and_later_verdicts_change_nothing() -> None:
+    """Upstream ``waitingPod.Preempt``: not a rejection (the pod is not unschedulable), the first verdict."""
+    waiting: WaitingPods[None] = WaitingPods()
+    pod = make_pod("member").obj()
+    waiting.add(pod, "n1", None, {"Gang": 30.0}, now=0.0)
+    assert waiting.preempt(pod.uid, "DefaultPreemption", "preempted")
+    assert not waiting.preempt(pod.uid, "DefaultPreemption", "preempted")  # it no longer waits
+    waiting.allow(pod.uid, "Gang")
+    [settled] = waiting.take_settled()
+    assert settled.outcome == Status(Code.ERROR, ("preempted",), "DefaultPreemption")

@@ -247,7 +247,9 @@ class _KopfScheduler:
             "run",
             "--kubeconfig",
             str(kubeconfig),
-            "--metrics-port",
+            "--secure-port",
+            "0",
+            "--insecure-port",  # plain HTTP on 127.0.0.1: /readyz for this runner, no credentials needed
             str(port),
             *(["--verbose"] if self.verbose else []),
         ]

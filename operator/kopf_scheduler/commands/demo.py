@@ -6,8 +6,8 @@
 2. installs the CRDs from crds/ and the example policy deploy/policies/default.yaml;
 3. creates ``--nodes`` Node objects over three zones (4/8/16 CPUs, a few GPU nodes tainted
    ``dedicated=gpu:NoSchedule``, some with DRA accelerators, one cordoned), which KWOK makes Ready;
-4. starts the operator as ``python -m kopf_scheduler.commands run --kubeconfig K --metrics-port P``,
-   logging to WORKDIR/operator.log;
+4. starts the operator as ``python -m kopf_scheduler.commands run --kubeconfig K --secure-port 0
+   --insecure-port P`` (plain HTTP on 127.0.0.1, the development mode), logging to WORKDIR/operator.log;
 5. creates a StorageClass (the in-tree hostPath provisioner), the accelerators' DeviceClass and
    ResourceSlices, then in namespace ``demo`` a ResourceClaimTemplate and workloads
    (``schedulerName: kopf-scheduler``) making ``--pods`` pods: Deployments, a Job, a StatefulSet with
@@ -28,7 +28,7 @@ else 1.
 
 For development against another scheduler, $KOPF_SCHEDULER_DEMO_OPERATOR replaces the
 ``python -m kopf_scheduler.commands run`` prefix (split like a shell would); ``--kubeconfig K
---metrics-port P`` are still appended.
+--secure-port 0 --insecure-port P`` are still appended.
 """
 
 from __future__ import annotations
@@ -157,7 +157,8 @@ def _start_operator(
         if os.environ.get(ENV_OPERATOR)
         else [sys.executable, "-m", "kopf_scheduler.commands", "run"]
     )
-    argv = [*prefix, "--kubeconfig", str(kubeconfig), "--metrics-port", str(metrics_port), *extra]
+    serving = ["--secure-port", "0", "--insecure-port", str(metrics_port)]  # plain HTTP on 127.0.0.1: a local demo
+    argv = [*prefix, "--kubeconfig", str(kubeconfig), *serving, *extra]
     with log.open("ab") as out:
         out.write(f"# demo: {shlex.join(argv)}\n".encode())
         out.flush()

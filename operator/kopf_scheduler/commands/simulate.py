@@ -4,7 +4,9 @@ The cluster is a CLUSTER.yaml (``--cluster``) or a read-only snapshot of a live 
 ``edge/snapshot.py``). The pods are PODS.yaml (``--pods``), scheduled in file order, or else the
 cluster's own pending pods whose schedulerName is ``--scheduler-name`` (default: the policy's).
 ``--config FILE.yaml`` reads kube-scheduler's own KubeSchedulerConfiguration instead of ``--policy`` (see
-``core/scheduler_config.py``) and schedules with the profile the pods name.
+``core/scheduler_config.py``) and runs every profile of it at once, as kube-scheduler does: one cache,
+each pod scheduled by the profile its ``schedulerName`` names (a pod naming none of them by the first),
+in the order one queue for all of them gives (``--scheduler-name`` runs that profile alone).
 ``--max-replicas POD.yaml`` then counts how many copies of that pod fit, where they go and what stops
 the next one. ``--explain`` explains every pod in short, ``--explain NAMESPACE/POD`` one pod in full.
 
@@ -22,11 +24,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..core.objects import Pod
 from ..core.profile import Profile
 from ..edge.extenders import HTTPExtender, setup_problems
 from ..edge.plugins import installed_registry
@@ -71,15 +71,14 @@ def run(args: argparse.Namespace) -> int:
         else:
             source = str(args.cluster)
             loaded = load_cluster(read_documents(args.cluster), source=source)
+        chosen = _choose(profiles, args)
         if args.pods is not None:
             pods = load_pods(read_documents(args.pods), source=str(args.pods), priority_classes=loaded.priority_classes)
-            profile = _choose(profiles, args, pods)
         else:
-            profile = _choose(profiles, args, loaded.pending_in_cluster)
-            scheduler_name = args.scheduler_name or profile.scheduler_name
-            pods = [p for p in loaded.pending_in_cluster if p.scheduler_name == scheduler_name]
-        scheduler_name = args.scheduler_name or profile.scheduler_name
-        profile = _with_usable_extenders(profile, args)
+            names = {args.scheduler_name} if args.scheduler_name else {p.scheduler_name for p in chosen}
+            pods = [p for p in loaded.pending_in_cluster if p.scheduler_name in names]
+        scheduler_name = args.scheduler_name or ", ".join(p.scheduler_name for p in chosen)
+        chosen = [_with_usable_extenders(p, args) for p in chosen]
         template = None
         if args.max_replicas is not None:
             templates = load_pods(
@@ -105,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     sim = Simulation(
-        loaded.cache, profile, seed=args.seed, explain=args.explain is not None, extender_factory=HTTPExtender
+        loaded.cache, chosen, seed=args.seed, explain=args.explain is not None, extender_factory=HTTPExtender
     )
     result = sim.run(pods)
     capacity = sim.max_replicas(template, limit=args.max_limit) if template is not None else None
@@ -134,24 +133,17 @@ def _with_usable_extenders(profile: Profile, args: argparse.Namespace) -> Profil
     return profile
 
 
-def _choose(profiles: list[Profile], args: argparse.Namespace, pods: Sequence[Pod | UnreadablePod]) -> Profile:
-    """The profile that schedules `pods`: the ``--scheduler-name`` one, else the one the pods name with
-    ``spec.schedulerName`` (a ``--config`` file may hold several; pods of two are refused: one profile per run),
-    else the first."""
+def _choose(profiles: list[Profile], args: argparse.Namespace) -> list[Profile]:
+    """The profiles that run: the ``--scheduler-name`` one of a ``--config`` file, else every one of it
+    (kube-scheduler runs them all: each pod goes to the one its ``schedulerName`` names), else the policy."""
     by_name = {p.scheduler_name: p for p in profiles}
     if args.scheduler_name and args.config is not None:
         if args.scheduler_name not in by_name:
             raise PolicyFileError(
                 f"{args.config}: no profile named {args.scheduler_name!r} (profiles: {', '.join(by_name)})"
             )
-        return by_name[args.scheduler_name]
-    named = sorted({p.scheduler_name for p in pods if isinstance(p, Pod)} & set(by_name))
-    if len(named) > 1:
-        raise PolicyFileError(
-            f"{args.config}: the pods name the profiles {', '.join(named)}; "
-            "simulate one profile at a time with --scheduler-name"
-        )
-    return by_name[named[0]] if named else profiles[0]
+        return [by_name[args.scheduler_name]]
+    return profiles
 
 
 def _exit_status(result: SimulationResult) -> int:
@@ -200,8 +192,8 @@ def add_parser(subparsers: Any, name: str, help: str) -> None:
         "--config",
         type=Path,
         metavar="FILE.yaml",
-        help="a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1), as kube-scheduler's --config; "
-        "the profile is the one the pods' schedulerName (or --scheduler-name) names",
+        help="a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1), as kube-scheduler's --config: every "
+        "profile at once, each pod scheduled by the one its schedulerName names (--scheduler-name: that one alone)",
     )
     p.add_argument(
         "--max-replicas",

@@ -9,7 +9,9 @@ Follows today's upstream ``pkg/scheduler/schedule_one.go``:
   at least 5 %, at least 100 nodes). With no score plugins one node suffices.
 - A node's status is that of the first filter that rejects it, unless
   ``always_check_all_predicates`` collects every rejection.
-- A pod nominated to a node (``status.nominatedNodeName``) tries that node first.
+- A pod nominated to a node (``status.nominatedNodeName``) tries that node first; so does a pod the
+  profile's opportunistic batching gives a hint (``core/batching.py``: the next best node of the
+  previous pod with the same signature, in the very next cycle), which then goes there unscored.
 - Nominated pods (``Nominator``, the queue's) are counted where they are nominated: a node
   holding nominated pods of equal or higher priority than the pod is filtered twice, once with
   them added (through the PreFilterExtensions, on clones) and once without, and must pass both
@@ -37,6 +39,7 @@ which point is decided with ``isinstance`` once per profile (``GenericScheduler.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -47,6 +50,17 @@ import numpy as np
 import numpy.typing as npt
 
 from . import instrumentation as ins
+from .batching import (
+    FLUSH_FILTER_ERROR,
+    FLUSH_NODE_MISSING,
+    FLUSH_NORMALIZE_ERROR,
+    FLUSH_PRESCORE_ERROR,
+    FLUSH_RESCORE_ERROR,
+    OpportunisticBatch,
+    Ranking,
+    Signature,
+    signed_by,
+)
 from .diagnosis import NO_NODES_AVAILABLE, Diagnosis, NodeScore, PluginScore
 from .extenders import EXTENDER_SCORE_SCALE, Extender, ExtenderConfig, ExtenderFilterResult, ExtenderPrioritizeResult
 from .framework import (
@@ -62,6 +76,7 @@ from .framework import (
     PreFilterPlugin,
     PreScorePlugin,
     ScorePlugin,
+    SignPlugin,
     Status,
     VectorFilter,
     VectorScore,
@@ -125,6 +140,8 @@ class ScheduleResult:
     plugin_scores: list[PluginScores] = field(default_factory=list)
     #: positions the pre-filters admitted when they narrowed the nodes (None: they did not)
     admitted: npt.NDArray[np.intp] | None = None
+    #: opportunistic batching's hint was the node, placed there unscored (``core/batching.py``)
+    hinted: bool = False
 
     @property
     def unschedulable(self) -> bool:
@@ -167,6 +184,10 @@ class GenericScheduler:
     ) -> None:
         self.profile = profile
         self.next_start_node_index = 0
+        #: opportunistic batching's ranking and counts (``core/batching.py``), kept between pods
+        self.batch = OpportunisticBatch()
+        #: the plugins whose fragments make a pod's signature; None: the profile signs no pod
+        self.signers = _signers(profile)
         self._filters: list[FilterPlugin] = list(profile.filters)
         self._scorers = list(profile.scorers)
         self._vector_filters = [isinstance(p, VectorFilter) for p in self._filters]
@@ -194,17 +215,32 @@ class GenericScheduler:
         recorder: ins.FrameworkRecorder | None = None,
         sample_plugins: bool = False,
         post_filter: bool = True,
+        cycle: int | None = None,
+        now: float = 0.0,
     ) -> ScheduleResult:
         """Place `pod`; `nominator` holds the pods preemption nominated (None: there are none). With
         `explain`, a single feasible node is scored too (upstream binds it unscored), so that its scores
         can be read; the chosen node is the same. `recorder` times the extension points, and each plugin
         call when `sample_plugins` (``core/instrumentation.py``); the cycle state keeps it for later points.
         Without `post_filter` no PostFilter runs on a failure (a member of a pod-group cycle: upstream
-        runs the pod group's PostFilter instead)."""
+        runs the pod group's PostFilter instead). `cycle` (the queue's scheduling cycle) and `now` let
+        opportunistic batching hint at a node and keep this pod's ranking (``core/batching.py``); without
+        `cycle` (a one-off evaluation) the pod is scheduled on its own."""
         state = CycleState(recorder, sample_plugins=sample_plugins)
-        result = self._schedule(pod, snapshot, rng, explain, nominator, state, post_filter)
+        result = self._schedule(pod, snapshot, rng, explain, nominator, state, post_filter, cycle, now)
         result.node_names = snapshot.table.names
         return result
+
+    def sign(self, pod: Pod, snapshot: Snapshot) -> Signature | None:
+        """The pod's signature under this profile (``core/batching.py``), or None: not signable. A plugin that
+        refuses is asked first next time (the order changes no signature)."""
+        signers = self.signers
+        if signers is None:
+            return None
+        signature, refused = signed_by(signers, pod, snapshot)
+        if refused > 0:
+            self.signers = (signers[refused], *signers[:refused], *signers[refused + 1 :])
+        return signature
 
     def _schedule(
         self,
@@ -215,6 +251,8 @@ class GenericScheduler:
         nominator: Nominator | None,
         state: CycleState,
         post_filter: bool = True,
+        cycle: int | None = None,
+        now: float = 0.0,
     ) -> ScheduleResult:
         n = len(snapshot)
         diagnosis = Diagnosis(num_all_nodes=n)
@@ -235,10 +273,17 @@ class GenericScheduler:
             )
         nominated = self._nominated_positions(pod, snapshot, nominator)
 
+        signature: Signature | None = None
+        hint = ""
+        if cycle is not None:  # upstream asks for a hint even for a nominated pod (which then gets none)
+            signature = self.sign(pod, snapshot)
+            hint = self._hint(state, pod, snapshot, active, signature, cycle, now, rng)
         feasible: list[int] | None = None
         skipped: list[str] = []
-        if pod.nominated_node_name:
-            feasible = self._evaluate_nominated(state, pod, snapshot, active, nominated)
+        if pod.nominated_node_name or hint:
+            feasible = self._evaluate_nominated(
+                state, pod, snapshot, active, nominated, pod.nominated_node_name or hint
+            )
             if feasible and self.extenders:
                 feasible, err = self._filter_with_extenders(pod, snapshot, feasible, diagnosis, skipped)
                 if err is not None:  # upstream logs it and searches every node
@@ -280,14 +325,18 @@ class GenericScheduler:
             unfit = ScheduleResult(None, diagnosis, evaluated_nodes=evaluated, extender_errors=skipped)
             return self._run_post_filters(state, pod, snapshot, unfit, rng, nominator) if post_filter else unfit
         if len(feasible) == 1 and not explain:
+            name = snapshot.node_infos[feasible[0]].name
+            if cycle is not None:
+                self.batch.store(signature, hint, name, None, 0, cycle, now)
             return ScheduleResult(
-                snapshot.node_infos[feasible[0]].name,
+                name,
                 diagnosis,
                 evaluated_nodes=evaluated,
                 feasible_nodes=1,
                 extender_errors=skipped,
                 state=state,
                 admitted=only,
+                hinted=bool(hint) and name == hint,
             )
 
         index, totals, parts, err = self._prioritize(state, pod, snapshot, feasible)
@@ -296,8 +345,12 @@ class GenericScheduler:
         if self.extenders:
             self._score_with_extenders(pod, snapshot, feasible, totals, parts, skipped)
         chosen = select_host(totals, rng)
+        name = snapshot.node_infos[feasible[chosen]].name
+        if cycle is not None:
+            others = functools.partial(_ranking_without, snapshot, index, totals, parts, chosen)
+            self.batch.store(signature, hint, name, others, len(index) - 1, cycle, now)
         return ScheduleResult(
-            snapshot.node_infos[feasible[chosen]].name,
+            name,
             diagnosis,
             evaluated_nodes=evaluated,
             feasible_nodes=len(feasible),
@@ -307,6 +360,7 @@ class GenericScheduler:
             totals=totals,
             plugin_scores=parts,
             admitted=only,
+            hinted=bool(hint) and name == hint,
         )
 
     # ------------------------------------------------------------------ filtering
@@ -353,15 +407,103 @@ class GenericScheduler:
         return active, None
 
     def _evaluate_nominated(
-        self, state: CycleState, pod: Pod, snapshot: Snapshot, active: list[int], nominated: dict[int, list[Pod]]
+        self,
+        state: CycleState,
+        pod: Pod,
+        snapshot: Snapshot,
+        active: list[int],
+        nominated: dict[int, list[Pod]],
+        node: str,
     ) -> list[int] | None:
-        info = snapshot.get(pod.nominated_node_name)
+        """Upstream ``evaluateNominatedNode``: `node` (the pod's nomination, or batching's hint) alone,
+        with the nominated pods counted; its position when it passes."""
+        info = snapshot.get(node)
         if info is None:
             return None
         k = snapshot.table.position[info.name]
         plugins = [self._filters[j] for j in active]
         status = self._run_filters_with_nominated(state, pod, info, plugins, nominated.get(k, ()), check_all=False)
         return [k] if status.is_success else None
+
+    # ------------------------------------------------------------------ opportunistic batching
+
+    def _hint(
+        self,
+        state: CycleState,
+        pod: Pod,
+        snapshot: Snapshot,
+        active: list[int],
+        signature: Signature | None,
+        cycle: int,
+        now: float,
+        rng: random.Random,
+    ) -> str:
+        """Upstream ``GetNodeHint``: the best node left of the previous pod's ranking, or "" (see
+        ``core/batching.py``). The node the previous pod took is filtered for this one first: still
+        feasible, it is rescored and competes again (``refreshHintCandidates``)."""
+        batch = self.batch
+        if not batch.compatible(pod, signature, cycle, now):
+            batch.no_hint()
+            return ""
+        last = snapshot.get(batch.last_node)
+        if last is None:
+            batch.flush(FLUSH_NODE_MISSING)
+            batch.no_hint()
+            return ""
+        status = _run_filters(state, pod, last, [self._filters[j] for j in active], False, None)
+        if status.is_success:
+            if not self._rescore(state, pod, snapshot, last):
+                batch.no_hint()
+                return ""
+        elif not status.is_rejected:
+            batch.flush(FLUSH_FILTER_ERROR)
+            batch.no_hint()
+            return ""
+        return batch.take_hint(rng)
+
+    def _rescore(self, state: CycleState, pod: Pod, snapshot: Snapshot, last: NodeInfo) -> bool:
+        """Upstream ``rescoreHintedNode``: PreScore over the kept nodes and `last` (on a clone of the
+        state), `last`'s raw scores, then every candidate normalised again with the kept raw scores."""
+        batch = self.batch
+        ranking = batch.ranking
+        assert ranking is not None
+        position = snapshot.table.position
+        alive = ranking.alive()
+        names = [ranking.names[i] for i in alive.tolist()]
+        if any(name not in position for name in names):
+            return batch.flush(FLUSH_NODE_MISSING)
+        infos = [*(snapshot.node_infos[position[name]] for name in names), last]
+        clone = state.clone()
+        scoring: list[tuple[ScorePlugin, int]] = []
+        for plugin, weight in self._scorers:
+            if isinstance(plugin, PreScorePlugin):
+                status = _call(plugin, plugin.pre_score, clone, pod, infos, snapshot)
+                if status.code is Code.SKIP:
+                    continue
+                if not status.is_success:
+                    return batch.flush(FLUSH_PRESCORE_ERROR)
+            scoring.append((plugin, weight))
+        kept = len(names)
+        totals = np.zeros(kept + 1, dtype=np.int64)
+        raws: dict[str, npt.NDArray[np.int64]] = {}
+        for plugin, weight in scoring:
+            try:
+                fresh = int(plugin.score(clone, pod, last))
+            except Exception:
+                return batch.flush(FLUSH_RESCORE_ERROR)
+            cached = ranking.raw.get(plugin.name)
+            raw = np.append(cached[alive] if cached is not None else np.zeros(kept, dtype=np.int64), fresh)
+            raw = raw.astype(np.int64)
+            try:
+                scores = (
+                    plugin.normalize_scores(clone, pod, raw.copy()) if isinstance(plugin, NormalizeScorePlugin) else raw
+                )
+            except Exception:
+                return batch.flush(FLUSH_NORMALIZE_ERROR)
+            totals += np.asarray(scores, dtype=np.int64) * weight
+            raws[plugin.name] = raw
+        batch.replace(Ranking([*names, last.name], totals, raws))
+        return True
 
     def _find_feasible(
         self,
@@ -463,7 +605,7 @@ class GenericScheduler:
             try:
                 mask = plugin.filter_nodes(state, pod, table, alive)
             except Exception as exc:  # a plugin bug must not take the scheduler down
-                return f"running Filter plugin {plugin.name!r}: {type(exc).__name__}: {exc}"
+                return f'running "{plugin.name}" filter plugin: {type(exc).__name__}: {exc}'
             if started is not None and state.recorder is not None:
                 code = Code.SUCCESS if mask.all() else Code.UNSCHEDULABLE
                 state.recorder.plugin(ins.FILTER, plugin.name, code, state.recorder.clock() - started)
@@ -550,7 +692,7 @@ class GenericScheduler:
             if status.is_success:  # the two forms disagree: trust the vector, but say so
                 status = Status(Code.UNSCHEDULABLE, (f"rejected by {plugin.name}",), plugin.name)
             if status.code is Code.ERROR:
-                return f"running Filter plugin {plugin.name!r}: {status.message}"
+                return f'running "{plugin.name}" filter plugin: {status.message}'
             diagnosis.node_to_status[info.name] = status
             diagnosis.unschedulable_plugins.add(plugin.name)
         return None
@@ -897,6 +1039,36 @@ def _admitted(state: CycleState, snapshot: Snapshot, diagnosis: Diagnosis) -> np
     return np.array(sorted(position[name] for name in names if name in position), dtype=np.intp)
 
 
+def _signers(profile: Profile) -> tuple[SignPlugin, ...] | None:
+    """Upstream ``computeBatchablePlugins``: the profile's PreFilter, Filter, PreScore and Score plugins,
+    each once, when every one is a ``SignPlugin`` and there are no extenders; None otherwise."""
+    if profile.extenders:
+        return None
+    found: dict[str, Plugin] = {}
+    for plugin in [*profile.filters, *profile.pre_filter_only, *(p for p, _ in profile.scorers)]:
+        found.setdefault(plugin.name, plugin)
+    signers = tuple(p for p in found.values() if isinstance(p, SignPlugin))
+    return signers if len(signers) == len(found) else None
+
+
+def _ranking_without(
+    snapshot: Snapshot,
+    index: npt.NDArray[np.intp],
+    totals: npt.NDArray[np.int64],
+    parts: list[PluginScores],
+    chosen: int,
+) -> Ranking:
+    """The scored nodes but the chosen one (upstream's heap after its Pop), with each plugin's raw scores."""
+    keep = np.ones(len(index), dtype=np.bool_)
+    keep[chosen] = False
+    names = snapshot.table.names
+    return Ranking(
+        [names[k] for k in index[keep].tolist()],
+        totals[keep].copy(),
+        {name: np.asarray(raw, dtype=np.int64)[keep] for name, _, raw, _ in parts},
+    )
+
+
 def select_host(totals: npt.NDArray[np.int64], rng: random.Random) -> int:
     """Index of the highest total; ties broken uniformly at random (upstream reservoir sampling)."""
     top = totals.max()
@@ -960,7 +1132,8 @@ def _run_filters(
         if status.is_success:
             continue
         if status.code is Code.ERROR:
-            return Status(Code.ERROR, (f"running Filter plugin {plugin.name!r}: {status.message}",), plugin.name)
+            # upstream RunFilterPlugins' wrapping, word for word (the text of the attempt's error)
+            return Status(Code.ERROR, (f'running "{plugin.name}" filter plugin: {status.message}',), plugin.name)
         if rejectors is not None:
             rejectors.add(plugin.name)
         if failed is None:

@@ -11,13 +11,17 @@ them itself:
   confirmed; upstream ``skipPodSchedule``); it leaves the queue;
 - ``Bind``: the algorithm chose a node and the pod is assumed there (``cache.assume``), the
   Reserve plugins reserved and the Permit plugins allowed it; it stays in flight in the queue until
-  ``binding_succeeded`` or ``binding_failed``. Its ``BindingPlan`` says how it is bound;
+  ``binding_succeeded`` or ``binding_failed``. Its ``BindingPlan`` says how it is bound. The PreBind
+  plugins' pre-flights (``run_pre_bind_pre_flights``) ran: when one has work, ``nominated_node`` is the
+  node, which the executor writes into the pod's ``status.nominatedNodeName`` before the binding
+  cycle (upstream's NominatedNodeNameForExpectation; the bind clears it: the API server's
+  ClearingNominatedNodeNameAfterBinding); a pre-flight error is an ``Error`` (the attempt undone);
 - ``Wait``: as Bind, but a Permit plugin answered WAIT: the pod stays assumed and in flight, held
-  in ``WaitingPods`` (upstream ``WaitOnPermit``). ``settle_waiting`` later turns it into an
-  ``Allowed`` (bind it now, with its plan) or a ``Rejected`` (every Reserve plugin's ``unreserve``
-  ran, the assumption is forgotten, the pod waits in the unschedulable pool); a rejected gang rests
-  there together: the move its released room causes (an AssignedPodDelete, ``Settled.keep``) leaves
-  its members alone;
+  in ``WaitingPods`` (upstream ``WaitOnPermit``), nominated to its node meanwhile (``nominated_node``).
+  ``settle_waiting`` later turns it into an ``Allowed`` (bind it now, with its plan) or a
+  ``Rejected`` (every Reserve plugin's ``unreserve`` ran, the assumption is forgotten, the pod
+  waits in the unschedulable pool); a rejected gang rests there together: the move its released room causes
+  (an AssignedPodDelete, ``Settled.keep``) leaves its members alone;
 - ``Unschedulable``: every node was rejected; the pod waits in the unschedulable pool (or in
   backoff, when a cluster event arrived during the attempt) with the rejecting plugins. When
   preemption (the PostFilter stage) found room, the outcome carries the nominated node and the
@@ -75,6 +79,7 @@ from .algorithm import GenericScheduler, ScheduleResult
 from .cache import PodState, SchedulerCache
 from .extenders import Extender
 from .framework import (
+    SKIP,
     SUCCESS,
     ApiClient,
     BindPlugin,
@@ -115,6 +120,7 @@ __all__ = [
     "prepare",
     "run_bind_plugins",
     "run_pre_bind_plugins",
+    "run_pre_bind_pre_flights",
     "schedule_one",
     "schedule_pod_group",
     "settle_waiting",
@@ -173,6 +179,10 @@ class Bind:
     plan: BindingPlan
     #: the algorithm's result, for explanations (``core/attempts.py``)
     result: ScheduleResult | None = field(default=None, compare=False, repr=False)
+    #: the pod's nomination before binding: `node` when a PreBind plugin has work (its pre-flight said
+    #: so; upstream's NominatedNodeNameForExpectation), written before the binding cycle when the pod
+    #: does not carry it already; None leaves it
+    nominated_node: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,6 +224,9 @@ class Wait:
     plugins: tuple[str, ...]
     #: the algorithm's result, for explanations
     result: ScheduleResult | None = field(default=None, compare=False, repr=False)
+    #: `node`: a pod that waits at Permit is nominated there meanwhile (upstream's
+    #: NominatedNodeNameForExpectation), written when the pod does not carry it already
+    nominated_node: str | None = None
 
 
 #: the outcome of one pod's attempt
@@ -246,6 +259,8 @@ class Parked:
     plan: BindingPlan
     #: its Reserve plugins' ``unreserve`` already ran (a timeout runs it before the rejection)
     unreserved: bool = False
+    #: the node it was nominated to while it waits (``Wait.nominated_node``)
+    nominated: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,6 +273,8 @@ class Allowed:
     node: str
     state: CycleState
     plan: BindingPlan
+    #: the node it was nominated to while it waited ("" when not): cleared should its binding fail
+    nominated: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,6 +288,9 @@ class Rejected:
     status: Status
     #: PodGroup keys the pod belongs to (``core/gangs.py``), for their status
     gangs: tuple[str, ...] = ()
+    #: "" when the pod's nomination is to be cleared (it carried one, or was nominated while it waited:
+    #: upstream's failure handler clears it), None when it has none
+    nominated_node: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -315,6 +335,21 @@ class CacheHandle:
         return self._cache.get_pod(uid) is not None
 
 
+class _Submitting(CacheHandle):
+    """The pod-group cycle's handle for Permit: a member of the cycle holds a node only once it is submitted
+    (upstream ``submitPodGroupAlgorithmResult`` assumes and permits the members one after another, so the
+    first of a gang wait at GangScheduling's Permit until the member that completes minCount allows them)."""
+
+    __slots__ = ("unsubmitted",)
+
+    def __init__(self, cache: SchedulerCache, waiting: WaitingPods[Parked], unsubmitted: set[str]) -> None:
+        super().__init__(cache, waiting)
+        self.unsubmitted = unsubmitted
+
+    def is_placed(self, uid: str) -> bool:
+        return uid not in self.unsubmitted and super().is_placed(uid)
+
+
 def schedule_one(
     info: QueuedPodInfo,
     snapshot: Snapshot,
@@ -326,12 +361,16 @@ def schedule_one(
     rng: random.Random,
     now: float,
     explain: bool = False,
+    batching: bool = True,
 ) -> Outcome:
     """Decide for the popped pod `info` with `scheduler`'s profile; `snapshot` is brought up to date first.
-    `waiting` holds the pods Permit plugins make wait. `explain`: see ``decide``."""
+    `waiting` holds the pods Permit plugins make wait. `explain`: see ``decide``. Without `batching` the
+    pod is decided on its own (a one-off evaluation): no hint from, and no ranking kept for, the next
+    pods (``core/batching.py``)."""
     skip = prepare(info, snapshot, cache=cache, queue=queue)
     if skip is not None:
         return skip
+    cycle = queue.scheduling_cycle if batching else None
     group = pod_group_of(info, scheduler, cache)
     if group is not None:
         return schedule_pod_group(
@@ -345,8 +384,11 @@ def schedule_one(
             rng=rng,
             now=now,
             explain=explain,
+            cycle=cycle,
         )
-    decided = decide(info, snapshot, scheduler, rng=rng, nominator=queue.nominator, explain=explain)
+    decided = decide(
+        info, snapshot, scheduler, rng=rng, nominator=queue.nominator, explain=explain, cycle=cycle, now=now
+    )
     return conclude(info, decided, cache=cache, queue=queue, waiting=waiting, scheduler=scheduler, now=now)
 
 
@@ -380,6 +422,8 @@ def decide(
     recorder: FrameworkRecorder | None = None,
     sample_plugins: bool = False,
     post_filter: bool = True,
+    cycle: int | None = None,
+    now: float = 0.0,
 ) -> ScheduleResult | Error:
     """The algorithm's result, or an ``Error`` when it raised (a bug: the plugin runtime turns plugin
     errors into statuses, this is the last resort). Touches only its arguments: in a worker thread,
@@ -388,11 +432,19 @@ def decide(
     --explain``, the differential harness); the chosen node is the same. `recorder` and
     `sample_plugins`: the edge's timings (``core/instrumentation.py``), kept on the cycle state for
     Reserve, Permit, PreBind and Bind. Without `post_filter` no PostFilter runs on a failure (a member of a
-    pod-group cycle: the pod group's own verdict follows)."""
+    pod-group cycle: the pod group's own verdict follows). `cycle` (the queue's scheduling cycle) and `now`
+    let opportunistic batching work (``core/batching.py``); None: the pod is decided on its own."""
     try:
         if explain:
             return scheduler.schedule(
-                info.pod, snapshot, rng=rng, nominator=nominator, explain=True, post_filter=post_filter
+                info.pod,
+                snapshot,
+                rng=rng,
+                nominator=nominator,
+                explain=True,
+                post_filter=post_filter,
+                cycle=cycle,
+                now=now,
             )
         return scheduler.schedule(
             info.pod,
@@ -402,6 +454,8 @@ def decide(
             recorder=recorder,
             sample_plugins=sample_plugins,
             post_filter=post_filter,
+            cycle=cycle,
+            now=now,
         )
     except Exception as exc:
         return Error(f"internal error: {exc!r}", exc)
@@ -559,10 +613,18 @@ def _run_permit(
             )
     ins.point_done(state, point, ins.PERMIT, Code.WAIT if timeouts else Code.SUCCESS)
     plan = binding_plan(scheduler, placed)
+    # upstream bindingCycle, before WaitOnPermit: the pre-flights, then the nomination for expectation
+    flight = run_pre_bind_pre_flights(plan, state, placed, node)
+    if flight.code is Code.ERROR:
+        _unreserve(profile, state, placed, node, handle)
+        if handle.cache.is_assumed(placed):
+            handle.cache.forget(placed)
+        queue.add_backoff(info, now)
+        return Error(flight.message, nominated_node=_clear(queue, info.pod))
     if not timeouts:
-        return Bind(placed, node, state, plan, decided)
-    waiting.add(placed, node, Parked(info, state, profile, queue, plan), timeouts, now=now)
-    return Wait(placed, node, tuple(timeouts), decided)
+        return Bind(placed, node, state, plan, decided, node if flight.is_success else None)
+    waiting.add(placed, node, Parked(info, state, profile, queue, plan, nominated=node), timeouts, now=now)
+    return Wait(placed, node, tuple(timeouts), decided, node)
 
 
 def _raised(exc: Exception, plugin: str) -> Status:
@@ -628,18 +690,26 @@ def settle_waiting(waiting: WaitingPods[Parked], *, cache: SchedulerCache, now: 
             assert w.outcome is not None
             name = parked.profile.scheduler_name
             if w.outcome.is_success:
-                allowed.append(Allowed(name, parked.info, w.pod, w.node_name, parked.state, parked.plan))
+                allowed.append(
+                    Allowed(name, parked.info, w.pod, w.node_name, parked.state, parked.plan, parked.nominated)
+                )
                 continue
             if not parked.unreserved:
                 _unreserve(parked.profile, parked.state, w.pod, w.node_name, handle)
             if cache.is_assumed(w.pod):
                 cache.forget(w.pod)
-            parked.queue.add_unschedulable(parked.info, now, plugins=frozenset({w.outcome.plugin}))
+            outcome = w.outcome
+            if outcome.code is Code.ERROR:  # preempted (upstream's WaitOnPermit error): back off, try again
+                parked.queue.add_backoff(parked.info, now)
+                outcome = Status(Code.ERROR, (f"waiting on permit for pod: {outcome.message}",), outcome.plugin)
+            else:
+                parked.queue.add_unschedulable(parked.info, now, plugins=frozenset({outcome.plugin}))
             keys = gangs.member_keys(w.pod)
             for key in keys:
                 keep |= cache.objects.gang_members.get(key, frozenset())
             keep.add(w.pod.uid)
-            rejected.append(Rejected(name, parked.info, w.pod, w.node_name, w.outcome, keys))
+            clear = "" if parked.nominated or w.pod.nominated_node_name else None
+            rejected.append(Rejected(name, parked.info, w.pod, w.node_name, outcome, keys, clear))
     return Settled(tuple(allowed), tuple(rejected), frozenset(keep))
 
 
@@ -733,13 +803,16 @@ def schedule_pod_group(
     rng: random.Random,
     now: float,
     explain: bool = False,
+    cycle: int | None = None,
 ) -> Group:
     """Upstream ``podGroupCycle`` (schedule_one_podgroup.go, the default algorithm without placements):
     the gang's pending members leave the queue with `info` and are tried in upstream's member order
     (``queueing.pod_group_order``); each in turn is decided, assumed and
     reserved (so the next sees its room), and PlacementFeasible (``gangs.placement_feasible``) is
     asked after each: the cycle stops as soon as minCount is out of reach. A feasible gang's members
-    go on to Permit (quorum met: every one passes GangScheduling's); otherwise every reservation is
+    go on to Permit in that order, each counting as placed there only once it got there (upstream's
+    ``submitPodGroupAlgorithmResult``): the first wait at GangScheduling's Permit until the one that
+    completes minCount allows them and is bound first; otherwise every reservation is
     undone before the cycle ends (nothing is held at Permit) and every member is unschedulable, those
     that fit reading the gang's message, those that did not their own. Runs on the loop: `snapshot`
     is brought up to date before each member."""
@@ -763,7 +836,15 @@ def schedule_pod_group(
     for member in members if verdict.code is not Code.UNSCHEDULABLE else ():
         cache.update_snapshot(snapshot)
         decided = decide(
-            member, snapshot, scheduler, rng=rng, nominator=queue.nominator, explain=explain, post_filter=False
+            member,
+            snapshot,
+            scheduler,
+            rng=rng,
+            nominator=queue.nominator,
+            explain=explain,
+            post_filter=False,
+            cycle=cycle,  # one cycle for the whole pod group, as upstream counts it
+            now=now,
         )
         t = _Tried(member, decided)
         tried.append(t)
@@ -789,6 +870,9 @@ def schedule_pod_group(
     message = ", ".join([*reasons, *([post] if post is not None else [])])
     plugin = _gang_plugins(scheduler)[0][0].name
     done = {t.info.uid: t for t in tried}
+    # upstream assumes the members in the cache one by one when it submits the cycle's result, each then
+    # going to Permit: a member counts as placed there only once it is submitted (the first ones wait)
+    submitting = _Submitting(cache, waiting, {t.info.uid for t in tried if t.placed is not None})
     for member in members:
         m = done.get(member.uid)
         if m is not None and m.failed is not None:
@@ -798,6 +882,7 @@ def schedule_pod_group(
                 outcomes[member.uid] = _member_failed(member, m.decided, queue=queue, now=now)
             else:
                 assert isinstance(m.decided, ScheduleResult)
+                submitting.unsubmitted.discard(member.uid)
                 outcomes[member.uid] = _run_permit(
                     member,
                     m.placed,
@@ -807,7 +892,7 @@ def schedule_pod_group(
                     queue=queue,
                     waiting=waiting,
                     now=now,
-                    handle=handle,
+                    handle=submitting,
                 )
         else:  # it fit but the gang did not, or the cycle stopped before it
             result = m.decided if m is not None and isinstance(m.decided, ScheduleResult) else None
@@ -882,12 +967,50 @@ def _assume_and_reserve(
 # --------------------------------------------------------------------------- the binding cycle
 
 
+def run_pre_bind_pre_flights(plan: BindingPlan, state: CycleState, pod: Pod, node: str) -> Status:
+    """Upstream ``RunPreBindPreFlights`` (framework/runtime/framework.go): every PreBind plugin's
+    pre-flight. SUCCESS when one of them has work for the pod on `node`, SKIP when none has (or there
+    are no PreBind plugins), else an ERROR naming the plugin (``running PreBindPreFlight "X": ...``;
+    a code other than SUCCESS, SKIP and ERROR is unsupported, as upstream says). The plugins that
+    answered SKIP are kept in ``state.skip_pre_bind``: their PreBind is not called."""
+    point = ins.point_started(state)
+    verdict = SKIP
+    skipped: set[str] = set()
+    for plugin in plan.pre_binders:
+        began = ins.plugin_started(state)
+        try:
+            status = plugin.pre_bind_pre_flight(state, pod, node).with_plugin(plugin.name)
+        except Exception as exc:  # a plugin bug must not take the scheduler down
+            status = _raised(exc, plugin.name)
+        ins.plugin_done(state, began, ins.PRE_BIND_PRE_FLIGHT, plugin.name, status.code)
+        if status.is_success:
+            verdict = SUCCESS
+        elif status.is_skip:
+            skipped.add(plugin.name)
+        else:
+            if status.code is Code.ERROR:
+                message = f'running PreBindPreFlight "{plugin.name}": {status.message}'
+            else:
+                message = (
+                    f'PreBindPreFlight {plugin.name} returned "{ins.STATUS_LABELS[status.code]}", which is '
+                    "unsupported. It is supposed to return Success, Skip, or Error status"
+                )
+            ins.point_done(state, point, ins.PRE_BIND_PRE_FLIGHT, Code.ERROR)
+            return Status(Code.ERROR, (message,), plugin.name)
+    state.skip_pre_bind = frozenset(skipped)
+    ins.point_done(state, point, ins.PRE_BIND_PRE_FLIGHT, verdict.code)
+    return verdict
+
+
 async def run_pre_bind_plugins(plan: BindingPlan, state: CycleState, pod: Pod, node: str, client: ApiClient) -> Status:
-    """Upstream ``RunPreBindPlugins``: each PreBind plugin in order, awaited with `client`. SUCCESS
-    when every one answered SUCCESS or SKIP (nothing to do for this pod); else the first failure,
-    its plugin named in the message (``running PreBind plugin 'X': ...``), a raised exception as an ERROR."""
+    """Upstream ``RunPreBindPlugins``: each PreBind plugin in order, awaited with `client`, but those
+    whose pre-flight answered SKIP (``run_pre_bind_pre_flights``). SUCCESS when every one answered
+    SUCCESS or SKIP (nothing to do for this pod); else the first failure, its plugin named in the
+    message (``running PreBind plugin 'X': ...``), a raised exception as an ERROR."""
     point = ins.point_started(state) if plan.pre_binders else None
     for plugin in plan.pre_binders:
+        if plugin.name in state.skip_pre_bind:
+            continue
         began = ins.plugin_started(state)
         try:
             status = (await plugin.pre_bind(state, pod, node, client)).with_plugin(plugin.name)

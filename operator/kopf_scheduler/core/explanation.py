@@ -145,6 +145,8 @@ class Explanation:
     scheduler_name: str = ""
     attempts: int = 0
     age_seconds: float | None = None
+    #: opportunistic batching placed it on the hint the previous pod with its signature left (unscored)
+    hinted: bool = False
 
     @property
     def scored(self) -> tuple[NodeVerdict, ...]:
@@ -214,6 +216,7 @@ def explanation_of(pod: Pod, result: ScheduleResult, *, scheduler_name: str = ""
         preemption=preemption_of(result.post_filter) if result.post_filter is not None else None,
         scheduler_name=scheduler_name,
         attempts=attempts,
+        hinted=result.hinted,
     )
 
 
@@ -275,6 +278,7 @@ def to_json(e: Explanation) -> dict[str, Any]:
         "nodes": [_verdict_json(v) for v in e.nodes],
         "notEvaluated": list(e.not_evaluated),
         "preemption": None,
+        "hinted": e.hinted,
     }
     if e.preemption is not None:
         p = e.preemption
@@ -350,6 +354,7 @@ def from_json(data: Mapping[str, Any]) -> Explanation:
             scheduler_name=str(data.get("schedulerName") or ""),
             attempts=int(data.get("attempts") or 0),
             age_seconds=float(data["ageSeconds"]) if data.get("ageSeconds") is not None else None,
+            hinted=bool(data.get("hinted", False)),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ValueError(f"not an explanation: {type(exc).__name__}: {exc}") from None
@@ -394,7 +399,12 @@ def render(e: Explanation) -> str:
             " (the search stopped: enough feasible nodes found, or the nominated node fitted)"
         )
     lines.append(f"  {e.num_nodes} nodes: " + ", ".join(counts))
-    if any(v.total is None for v in scored):
+    if e.hinted:
+        lines.append(
+            f"  {e.node}: opportunistic batching's hint (the previous pod with the same signature scored it next"
+            " best), feasible: placed there without looking at another node (as upstream)"
+        )
+    elif any(v.total is None for v in scored):
         lines.append(f"  {e.node}: the only feasible node, bound without scoring (as upstream)")
     elif scored and (tied := sum(1 for v in scored if v.total == scored[0].total)) > 1:
         lines.append(
@@ -469,7 +479,8 @@ def summary(e: Explanation, *, top: int = 5) -> str:
             )
     for v in e.scored[:top]:
         if v.total is None:
-            lines.append(f"  {v.node}: the only feasible node (not scored)")
+            what = "opportunistic batching's hint" if e.hinted else "the only feasible node"
+            lines.append(f"  {v.node}: {what} (not scored)")
             continue
         detail = ", ".join(f"{s.plugin} {s.score}x{s.weight}" for s in v.scores)
         lines.append(f"  {v.node}: total {v.total}" + (f" ({detail})" if detail else ""))

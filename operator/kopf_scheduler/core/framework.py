@@ -25,11 +25,23 @@ Mirrors upstream ``pkg/scheduler/framework/interface.go`` in our own shape:
   get ``fwk.Handle``. A Permit plugin may answer WAIT with a timeout: the pod stays assumed and
   waits until every waiting plugin allows it (then it is bound) or one rejects it or the timeout
   passes (then every Reserve plugin's ``unreserve`` runs, in reverse order, and it is requeued).
+- ``PreBindPlugin`` declares a pre-flight (``pre_bind_pre_flight``, upstream's ``PreBindPreFlight``):
+  pure and synchronous, it says before the binding cycle whether the plugin's PreBind has work for
+  the pod on its node (SUCCESS) or none (SKIP: its PreBind is not called). When one has work, or the
+  pod waits at Permit, the pod's ``status.nominatedNodeName`` is set to its node before binding
+  (upstream's NominatedNodeNameForExpectation), so that autoscalers and other schedulers see where
+  it is going; the binding clears it (ClearingNominatedNodeNameAfterBinding, the API server's part).
 - ``PreBindPlugin`` and ``BindPlugin`` are the only asynchronous points: the binding cycle
   (``core/cycle.py``: ``run_pre_bind_plugins``, ``run_bind_plugins``) awaits them with an
   ``ApiClient`` the executor lends: the operator's API client, or the simulation's in-memory API
   server. DefaultBinder (``core/plugins/default_binder.py``) is every profile's last Bind plugin.
   Nothing here does I/O of its own.
+- ``SignPlugin`` (upstream's ``SignPlugin``, for OpportunisticBatching): a PreFilter, Filter, PreScore or
+  Score plugin says which parts of a pod its verdicts depend on (``sign_pod``), or that it cannot tell
+  (a ``Status``: the pod is not signable, e.g. pod affinity or spread constraints). Two pods with the
+  same signature get the same verdicts and scores on the same nodes, so the next one may reuse the
+  previous one's ranking (``core/batching.py``); a profile with a plugin that is not a ``SignPlugin``
+  (or with extenders) signs no pod.
 - ``QueueSortPlugin`` orders the active queue (one per profile; PrioritySort by default).
   ``EnqueueExtensions`` says which ``ClusterEvent``s can make a pod the plugin rejected schedulable,
   each with an optional ``QueueingHint`` function; the queue asks the plugins that rejected a pod
@@ -98,6 +110,8 @@ __all__ = [
     "QueueingHintFn",
     "ReservePlugin",
     "ScorePlugin",
+    "SignFragment",
+    "SignPlugin",
     "StateKey",
     "Status",
     "VectorFilter",
@@ -199,17 +213,19 @@ class CycleState:
 
     Values should be immutable: ``clone`` (used by preemption's what-ifs) copies the mapping, not
     the values, so a ``PreFilterExtensions`` hook replaces its entry instead of mutating it.
-    ``skip_filter`` holds the names of the filter plugins whose PreFilter returned SKIP.
+    ``skip_filter`` holds the names of the filter plugins whose PreFilter returned SKIP, ``skip_pre_bind``
+    those of the PreBind plugins whose pre-flight did (their PreBind is not called).
     ``node_names`` holds, per plugin, the only nodes its PreFilter admits (``admit_only``).
     ``recorder`` times the extension points when the edge lends one, and each plugin call too when
     ``sample_plugins`` (upstream ``SetRecordPluginMetrics``; ``core/instrumentation.py``).
     """
 
-    __slots__ = ("_data", "skip_filter", "node_names", "recorder", "sample_plugins")
+    __slots__ = ("_data", "skip_filter", "skip_pre_bind", "node_names", "recorder", "sample_plugins")
 
     def __init__(self, recorder: FrameworkRecorder | None = None, *, sample_plugins: bool = False) -> None:
         self._data: dict[StateKey[Any], Any] = {}
         self.skip_filter: set[str] = set()
+        self.skip_pre_bind: frozenset[str] = frozenset()
         self.node_names: dict[str, frozenset[str]] = {}
         self.recorder = recorder
         self.sample_plugins = sample_plugins and recorder is not None
@@ -233,6 +249,7 @@ class CycleState:
         out = CycleState(self.recorder, sample_plugins=self.sample_plugins)
         out._data = dict(self._data)
         out.skip_filter = set(self.skip_filter)
+        out.skip_pre_bind = self.skip_pre_bind
         out.node_names = dict(self.node_names)
         return out
 
@@ -499,6 +516,16 @@ class ApiClient(Protocol):
 
 
 class PreBindPlugin(Plugin):
+    def pre_bind_pre_flight(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        """Upstream ``PreBindPreFlight``: will ``pre_bind`` have work for `pod` on `node_name`? Called once
+        Permit has been passed (or is waited at), before the binding cycle; pure and quick (no API calls).
+
+        SUCCESS: it will (the pod's ``nominatedNodeName`` is set to the node before binding, as upstream
+        does, so that other components see where the pod goes); SKIP: nothing to do, ``pre_bind`` is not
+        called; ERROR: the binding cycle fails (the pod backs off). Any other code counts as an ERROR.
+        The default says SUCCESS: a plugin that does not tell is assumed to have work."""
+        return SUCCESS
+
     @abc.abstractmethod
     async def pre_bind(self, state: CycleState, pod: Pod, node_name: str, client: ApiClient) -> Status:
         """The pod is allowed on `node_name` and about to be bound: prepare what it needs there
@@ -511,6 +538,28 @@ class BindPlugin(Plugin):
     async def bind(self, state: CycleState, pod: Pod, node_name: str, client: ApiClient) -> Status:
         """Bind the pod: SKIP hands it to the next Bind plugin (DefaultBinder, last, POSTs
         pods/binding); SUCCESS means bound; anything else fails the bind."""
+
+
+@dataclass(frozen=True, slots=True)
+class SignFragment:
+    """One part of a pod's signature (upstream ``fwk.SignFragment``): a key naming what it is (upstream's
+    signer names, e.g. ``v1.Pod.Spec.Tolerations``) and a value compared for equality (the pod's own frozen
+    parts, tuples, strings...). Plugins that read the same part of the pod use the same key and value."""
+
+    key: str
+    value: object
+
+
+class SignPlugin(Plugin):
+    """Upstream ``SignPlugin``: the parts of a pod this plugin's PreFilter, Filter, PreScore and Score
+    depend on. Every such plugin of a profile must be one for the profile to sign pods."""
+
+    @abc.abstractmethod
+    def sign_pod(self, pod: Pod, snapshot: Snapshot) -> Sequence[SignFragment] | Status:
+        """The fragments (possibly none: the plugin depends on nothing of the pod but its node), or a
+        Status saying why the pod cannot be signed (then it is never batched). `snapshot` is the cycle's
+        view of the cluster (as upstream's plugins read their handle's listers, e.g. which DeviceClasses
+        serve an extended resource). Pure and cheap."""
 
 
 class QueueSortPlugin(Plugin):

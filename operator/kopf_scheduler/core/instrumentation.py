@@ -55,6 +55,7 @@ PRE_SCORE: Final = "PreScore"
 SCORE: Final = "Score"
 RESERVE: Final = "Reserve"
 PERMIT: Final = "Permit"
+PRE_BIND_PRE_FLIGHT: Final = "PreBindPreFlight"
 PRE_BIND: Final = "PreBind"
 BIND: Final = "Bind"
 

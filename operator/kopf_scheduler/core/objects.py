@@ -267,6 +267,9 @@ class Container:
     limits: Resources = ZERO_RESOURCES
     ports: tuple[ContainerPort, ...] = ()
     restartable: bool = False  # an init container with restartPolicy: Always (a sidecar)
+    #: the names in the spec's requests (with the limits standing in), zero amounts included: DRA
+    #: numbers a container's extended-resource requests by their place among these, sorted
+    request_names: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -322,6 +322,7 @@ def _container(raw: Any, where: str, *, init: bool) -> tuple[Container, dict[str
         limits=to_resources(limit_list),
         ports=tuple(ports),
         restartable=init and raw.get("restartPolicy") == "Always",
+        request_names=tuple(sorted(request_list)),
     )
     return container, request_list, limit_list
 

@@ -66,7 +66,9 @@ from .objects import PREEMPT_NEVER, Pod, PodDisruptionBudget
 from .snapshot import Snapshot
 
 __all__ = [
+    "IN_MEMORY",
     "NO_VICTIMS",
+    "PREEMPTED",
     "NOT_ELIGIBLE_NEVER",
     "NOT_ELIGIBLE_TERMINATING",
     "NOT_HELPFUL",
@@ -82,6 +84,10 @@ __all__ = [
 ]
 
 NOT_ELIGIBLE_NEVER: Final = "not eligible due to preemptionPolicy=Never."
+#: upstream's reason for a victim waiting at Permit, preempted in memory (``waitingPod.Preempt``): it is not
+#: deleted, its wait ends in an error and it backs off; its Preempted event ends with ``IN_MEMORY``
+PREEMPTED: Final = "preempted"
+IN_MEMORY: Final = " (in kube-scheduler memory)."
 NOT_ELIGIBLE_TERMINATING: Final = "not eligible due to a terminating pod on the nominated node."
 NO_VICTIMS: Final = "No preemption victims found for incoming pod"
 NOT_HELPFUL: Final = "Preemption is not helpful for scheduling"

@@ -29,6 +29,12 @@ gang that gained a member) without asking anyone; ``pop_members`` takes a popped
 siblings along (the pod-group cycle, ``core/cycle.py``); ``hold`` keeps a pod group's members in
 backoff until a time (scheduler-plugins' PodGroup backoff).
 
+Every ``pop`` counts a scheduling cycle (``scheduling_cycle``, upstream ``SchedulingCycle()``). Upstream
+has one queue for every profile; here each served scheduler name has its own, and the queues of one
+scheduler share their ``CycleCounter`` (``routing.serve``), so the count is the scheduler's, as
+opportunistic batching needs (``core/batching.py``: only the very next cycle may reuse a ranking).
+``first_ready`` picks among such queues the one whose ready pod comes first, as one queue would.
+
 A popped pod is *in flight* until ``add_unschedulable``, ``add_backoff`` or ``done``. Updates and
 deletes that arrive meanwhile are remembered and applied when the attempt ends: the requeued info
 carries the latest pod; a pod deleted in flight is dropped. Cluster events that arrive meanwhile are
@@ -136,6 +142,16 @@ class QueuedPodInfo:
 
 
 LessFunc = Callable[[QueuedPodInfo, QueuedPodInfo], bool]
+
+
+class CycleCounter:
+    """The scheduling cycles counted so far (upstream ``PriorityQueue.schedulingCycle``), shared by the
+    queues of one scheduler."""
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value = 0
 
 
 def priority_sort_less(a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
@@ -398,6 +414,8 @@ class SchedulingQueue:
         self._held: dict[str, float] = {}
         #: pods nominated to nodes (read by the algorithm; fed by watch updates and preemption)
         self.nominator = Nominator()
+        #: the scheduling cycles popped, counted with the other queues of the same scheduler
+        self.cycles = CycleCounter()
         # Heaps with lazy deletion: an entry is live while its seq is the pod's current seq
         # and the pod is still in that sub-queue.
         self._seq = itertools.count()
@@ -579,6 +597,24 @@ class SchedulingQueue:
 
     # ------------------------------------------------------------------ the scheduling loop
 
+    @property
+    def scheduling_cycle(self) -> int:
+        """The cycle of the pod popped last (upstream ``SchedulingCycle()``), counted over the shared queues."""
+        return self.cycles.value
+
+    def peek(self, now: float) -> QueuedPodInfo | None:
+        """The pod ``pop`` would return now, left in the queue (due backoff and leftover pods move first)."""
+        self.flush_backoff_completed(now)
+        self.flush_unschedulable_leftover(now)
+        heap = self._active_heap
+        while heap:
+            item = heap[0]
+            uid = item.info.uid
+            if self._current.get(uid) == item.seq and uid in self._active:
+                return self._active[uid]
+            heapq.heappop(heap)
+        return None
+
     def pop(self, now: float) -> QueuedPodInfo | None:
         """The next pod to schedule, or ``None``. Moves due backoff and leftover pods first."""
         self.flush_backoff_completed(now)
@@ -593,6 +629,7 @@ class SchedulingQueue:
             del self._current[uid]
             info.attempts += 1
             self._in_flight[uid] = _Flight(info)
+            self.cycles.value += 1
             return info
         return None
 
@@ -887,3 +924,26 @@ class SchedulingQueue:
                 kept = [e for e in entries if cur.get(e[2]) == e[1] and e[2] in sub]
                 heapq.heapify(kept)
                 setattr(self, name, kept)
+
+
+def first_ready(
+    queues: Iterable[SchedulingQueue],
+    now: float,
+    *,
+    less: LessFunc,
+    arrival: Callable[[QueuedPodInfo], int] | None = None,
+) -> SchedulingQueue | None:
+    """Of the queues of one scheduler (one per scheduler name), the one whose ready pod a single queue
+    for all of them would pop first: upstream has one queue, sorted by its first profile's QueueSort
+    (`less`). Pods `less` cannot order go by `arrival` when given, else to the queue listed first.
+    None when no queue has a ready pod."""
+    best: tuple[SchedulingQueue, QueuedPodInfo] | None = None
+    for queue in queues:
+        head = queue.peek(now)
+        if head is None:
+            continue
+        if best is None or less(head, best[1]):
+            best = (queue, head)
+        elif arrival is not None and not less(best[1], head) and arrival(head) < arrival(best[1]):
+            best = (queue, head)
+    return best[0] if best is not None else None

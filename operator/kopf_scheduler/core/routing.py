@@ -47,12 +47,12 @@ Gangs (``core/gangs.py``): every pod event keeps ``ClusterObjects.gang_members``
 gang moves that gang's members out of the unschedulable pool (they may have been rejected for
 having too few members), and only them.
 
-After a list (the first one, or a relist after a watch broke) the ``route_*_relisted`` functions
-delete whatever the list no longer holds, as client-go's ``Replace`` does: its deletion happened
-while nobody watched (``route_pending_reconciled`` does the same for the pending pods, from a
-periodic list). ``CacheSync`` says which kinds are not synced now, at start (upstream
-``WaitForCacheSync``) and after a watch broke until its relist: no pod is scheduled meanwhile, so no
-decision is made on a half-known or stale cluster.
+After a list (the first one, or a relist after lost watch history) the ``route_*_relisted``
+functions delete whatever the list no longer holds, as client-go's ``Replace`` does: its deletion
+happened while nobody watched (``route_pending_reconciled`` does the same for the pending pods, from
+a periodic list). ``CacheSync`` says which kinds are not synced now: every kind at start (upstream
+``WaitForCacheSync``), and pods or nodes while they relist after lost history (a 410): no pod is
+scheduled meanwhile, so no decision is made on a half-known cluster or on nodes that may be gone.
 
 Limits: no event for a node deleted (upstream's Node/Delete, which PodTopologySpread registers);
 pods it could help wait for another event or the queue's 5-minute flush.
@@ -213,7 +213,7 @@ class PendingPods:
 
 class CacheSync:
     """The watched kinds not synced now (upstream ``WaitForCacheSync``, and the reflector's relist):
-    every kind is waited for at start, and again whenever its watch broke until it listed again."""
+    every kind is waited for at start, and a kind whose relist pauses scheduling until it listed again."""
 
     def __init__(self, kinds: Iterable[str]) -> None:
         self._waiting = dict.fromkeys(kinds)
@@ -227,7 +227,7 @@ class CacheSync:
         return not self._waiting
 
     def broken(self, kind: str) -> None:
-        """`kind`'s watch broke: not synced until it lists again."""
+        """`kind` lost its history: not synced until it lists again."""
         if kind in self._kinds:
             self._waiting[kind] = None
 
@@ -505,12 +505,14 @@ def serve(
     pending: PendingPods,
     now: float,
     cluster: EnqueueHandle | None = None,
+    share: SchedulingQueue | None = None,
 ) -> SchedulingQueue:
     """The queue of a scheduler name that starts being served with `profile` (`queue` None: a new
     queue holding the name's pending pods), or goes on being served with a new one: its QueueSort
     (the active queue is re-sorted), its plugins' requeueing hints and its backoff settings follow
     it, and every unschedulable pod gets another try. `cluster` is what the hints may read (the
-    scheduler's cache; None: nothing, so most hints answer QUEUE)."""
+    scheduler's cache; None: nothing, so most hints answer QUEUE). A new queue counts its scheduling
+    cycles with `share` (another served name's queue: upstream counts one queue's cycles for every profile)."""
     hints = QueueingHints((*profile.filters, *profile.pre_filter_only, *profile.plugins), cluster)
     less = profile.queue_sort.less
     if queue is None:
@@ -520,6 +522,8 @@ def serve(
             pod_initial_backoff=profile.pod_initial_backoff_seconds,
             pod_max_backoff=profile.pod_max_backoff_seconds,
         )
+        if share is not None:
+            queue.cycles = share.cycles
         for pod in pending.of(profile.scheduler_name):
             queue.add(pod, now)
         return queue

@@ -60,7 +60,8 @@ class WaitingPod(Generic[P]):
     since: float
     #: waiting plugin -> (deadline, its timeout in seconds)
     pending: dict[str, tuple[float, float]] = field(default_factory=dict)
-    #: None while waiting; SUCCESS once every plugin allowed it; UNSCHEDULABLE (with the plugin) when rejected
+    #: None while waiting; SUCCESS once every plugin allowed it; UNSCHEDULABLE (with the plugin) when rejected;
+    #: ERROR when a preemption took its place
     outcome: Status | None = None
 
     @property
@@ -110,6 +111,15 @@ class WaitingPods(Generic[P]):
         w = self.get(uid)
         if w is not None:
             w.outcome = Status(Code.UNSCHEDULABLE, (message,), plugin)
+
+    def preempt(self, uid: str, plugin: str, message: str) -> bool:
+        """Upstream ``waitingPod.Preempt``: a preemption takes the pod's place; it settles at once with an
+        ERROR (not unschedulable: it backs off and is tried again). False when it was not waiting."""
+        w = self.get(uid)
+        if w is None:
+            return False
+        w.outcome = Status(Code.ERROR, (message,), plugin)
+        return True
 
     def expired(self, now: float) -> list[tuple[WaitingPod[P], str, float]]:
         """Waiting pods with a deadline at or before `now`: (pod, the plugin, its timeout), earliest first.

@@ -10,7 +10,8 @@ and pykube-ng (README, "Which client the commands use").
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import Mapping
+from typing import Any, Final
 
 from .client import Api
 from .credentials import Credentials
@@ -33,9 +34,13 @@ class BlockingApi:
         self._api = Api(credentials, timeout=timeout, user_agent=user_agent)
         self._bridge = LoopBridge()
 
-    def get(self, path: str) -> Response:
+    def get(self, path: str, *, headers: Mapping[str, str] | None = None) -> Response:
         """``GET path`` (a query string included): the edge's ``Response``; status 0 when no answer came."""
-        return self._bridge.run(self._api.request("GET", path), timeout=self._timeout + 5)
+        return self._bridge.run(self._api.request("GET", path, headers=headers), timeout=self._timeout + 5)
+
+    def post(self, path: str, body: Any) -> Response:
+        """``POST path`` with a JSON body (a TokenRequest), sent once: a POST is not repeated."""
+        return self._bridge.run(self._api.request("POST", path, body), timeout=self._timeout + 5)
 
     def close(self) -> None:
         try:

@@ -13,14 +13,23 @@ never compare codes.
 
 **Fencing.** ``Api`` takes a ``fence``: a callable asked before every write (any method but GET).
 When it says no, nothing is sent and the response is ``fenced``. The leader elector's own Lease
-writes pass ``fence=False``; everything else is fenced, so no write path can forget the check
-(``kube/leader.py`` says when a term is valid).
+writes pass ``fence=False``, and so do the secure port's TokenReviews and SubjectAccessReviews
+(``kube/serving.py``: they change nothing); everything else is fenced, so no write path can forget
+the check (``kube/leader.py`` says when a term is valid).
 
 **Requests** go through the edge's own HTTP/1.1 keep-alive ``Pool`` (``edge/transport.py``: its
 idle-age, timeout and resend rules): a bind or an event is a few hundred bytes each way, and
 aiohttp's general-purpose request machinery cost twice the CPU of the whole exchange
-(``bench/bench_client.py``). A POST lost on a reused connection is never sent again (a create twice
-is a second event or a 409 on our own bind); other methods are.
+(``bench/bench_client.py``). A POST lost on a reused connection is never sent again by the pool (a
+create twice is a second event or a 409 on our own bind); other methods are.
+
+**Retries.** A request that gets no answer (a reset, a body cut short, a timeout) or is turned away
+by an overloaded server (429, 503, 504) is sent again after ``RETRY_PAUSES`` when it is idempotent,
+as client-go's request retries resend: GET, PUT, PATCH and DELETE by default, a POST only when its
+caller says it may be repeated (``retry=True``: a bind, a create with a fixed name). The fence is
+asked again before each try. A response that needed more than one try says so (``retried``): a 404
+or 409 may then answer our own first try, which landed (a DELETE that already happened, an event
+that already exists, a pod already bound to the node we chose), and the caller counts it as done.
 
 **Watches** stream through aiohttp (imported at the first watch) on a fresh connection each (a
 long-lived response read in chunks, where per-request cost does not matter; aiohttp is in the
@@ -29,7 +38,11 @@ server ends a watch after its ``timeoutSeconds``; the client gives up on a strea
 nothing, not even a bookmark, for ``idle_timeout`` seconds (the API server sends a bookmark every
 minute), so a silently stalled connection is noticed, and drops the pool's idle connections (they
 went through the same network). An HTTP error becomes one ``ERROR`` event carrying its code (as the
-API server reports a 410 inside a stream), a transport failure or the idle deadline one with code 0.
+API server reports a 410 inside a stream); a transport failure or the idle deadline one with code 0
+and a ``reason`` that tells the informer what happened: ``UNREACHABLE`` (no connection could be made:
+refused, or no answer to the connect), ``NO_ANSWER`` (connected, but nothing came back: reset or
+timed out before the response began), ``BROKEN`` (the stream began and was cut: a reset, a truncated
+chunk, an idle close by a middlebox) or ``IDLE`` (the deadline above).
 
 **Metrics.** ``observe``, when set, is told of every request sent (``method``, status, seconds; status
 0 when no answer came, seconds -1 for a watch, which is counted but not timed): client-go's
@@ -49,9 +62,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import ssl
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlencode, urlsplit
 
@@ -61,11 +76,34 @@ from .transport import CONNECTION_LIMIT, MAX_IDLE_AGE, Fenced, Pool, Response, R
 if TYPE_CHECKING:
     import aiohttp
 
-__all__ = ["CONNECTION_LIMIT", "MAX_IDLE_AGE", "WATCH_IDLE_TIMEOUT", "Api", "Response", "ResponseParser"]
+__all__ = [
+    "BROKEN",
+    "CONNECTION_LIMIT",
+    "IDLE",
+    "MAX_IDLE_AGE",
+    "NO_ANSWER",
+    "UNREACHABLE",
+    "WATCH_IDLE_TIMEOUT",
+    "Api",
+    "Response",
+    "ResponseParser",
+]
 
 #: seconds a watch may deliver nothing, not even a bookmark, before it is given up: the API server
 #: sends a bookmark every 60 s to a watch that asked for them, so twice that means it is stalled
 WATCH_IDLE_TIMEOUT: Final = 120.0
+#: pauses (seconds, each drawn up to twice as long) before an idempotent request is sent again
+RETRY_PAUSES: Final = (0.1, 0.4, 1.0)
+#: answers of a server that is overloaded or restarting: an idempotent request is sent again
+RETRY_STATUSES: Final = frozenset({429, 503, 504})
+#: the ``reason`` of a watch's synthetic ERROR (code 0): no connection could be made (refused, a connect timeout)
+UNREACHABLE: Final = "Unreachable"
+#: connected, but nothing came back before the response began
+NO_ANSWER: Final = "NoAnswer"
+#: the stream began, then was cut (a reset, a truncated chunk, a connection closed by a middlebox)
+BROKEN: Final = "StreamBroken"
+#: the stream delivered nothing, not even a bookmark, for the idle deadline
+IDLE: Final = "Idle"
 
 
 class Api:
@@ -127,18 +165,46 @@ class Api:
         fence: bool = True,
         accept: str | None = None,
         decode: bool = True,
+        retry: bool | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> Response:
-        """One request; `fence=False` only for the Lease itself (see the module docstring). With
+        """One request; `fence=False` only for the Lease itself and for reviews, which change nothing (see
+        the module docstring); `headers` go with it (the kubectl plugin's token for the operator). With
         `decode` False a successful answer's body is not parsed (a created Event, a bind's Status:
-        nobody reads them, and parsing them cost more than the rest of the exchange)."""
-        if fence and method != "GET" and not self.may_write():
-            return Response(0, fenced=True)
+        nobody reads them, and parsing them cost more than the rest of the exchange). `retry`: whether
+        it may be sent again after no answer or an overloaded server's (default: every method but POST)."""
         data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
+        if headers and any("\r" in h or "\n" in h for item in headers.items() for h in item):
+            raise ValueError("a header name or value holds a line break")
+        extra = "".join(f"{name}: {value}\r\n" for name, value in (headers or {}).items())
+        pauses = RETRY_PAUSES if (method != "POST" if retry is None else retry) else ()
+        tries = 0
+        while True:
+            if fence and method != "GET" and not self.may_write():
+                return Response(0, fenced=True, retried=tries > 0)
+            response = await self._once(method, path, data, content_type, accept, decode, fence, extra)
+            if tries >= len(pauses) or response.fenced or (response.status and response.status not in RETRY_STATUSES):
+                return replace(response, retried=True) if tries else response
+            await asyncio.sleep(pauses[tries] * (1.0 + random.random()))
+            tries += 1
+
+    async def _once(
+        self,
+        method: str,
+        path: str,
+        data: bytes | None,
+        content_type: str,
+        accept: str | None,
+        decode: bool,
+        fence: bool,
+        extra: str = "",
+    ) -> Response:
+        """One try: a stale token refreshed first, a 401 with a token that changed on refresh sent once more."""
         await self._fresh_token()
-        response = await self._send(method, path, data, content_type, accept, decode, fence)
+        response = await self._send(method, path, data, content_type, accept, decode, fence, extra)
         token = self.credentials.token
         if response.unauthorized and token is not None and await self._refresh_token():
-            response = await self._send(method, path, data, content_type, accept, decode, fence)
+            response = await self._send(method, path, data, content_type, accept, decode, fence, extra)
         return response
 
     async def _fresh_token(self) -> None:
@@ -168,8 +234,9 @@ class Api:
         accept: str | None,
         decode: bool,
         fence: bool,
+        extra: str = "",
     ) -> Response:
-        head = f"{method} {self._prefix}{path} HTTP/1.1\r\n{self._head}{self._authorization()}"
+        head = f"{method} {self._prefix}{path} HTTP/1.1\r\n{self._head}{self._authorization()}{extra}"
         if accept is not None:
             head = head.replace("Accept: application/json\r\n", f"Accept: {accept}\r\n", 1)
         if data is not None:
@@ -217,6 +284,7 @@ class Api:
             total=None, sock_connect=self._timeout, sock_read=self.watch_idle_timeout
         )
         await self._fresh_token()
+        opened = False
         for attempt in range(2):
             try:
                 async with self._watch_session().get(
@@ -235,6 +303,7 @@ class Api:
                         text = await resp.text()
                         yield {"type": "ERROR", "object": {"code": resp.status, "message": text[:300]}}
                         return
+                    opened = True
                     buffer = b""
                     async for chunk in resp.content.iter_any():
                         buffer += chunk
@@ -245,17 +314,22 @@ class Api:
                             if line:
                                 yield json.loads(line)
                     return
-            except TimeoutError:
-                self._pool.drop_idle()  # a silent stall: the pooled connections opened before it are likely as dead
-                yield {
-                    "type": "ERROR",
-                    "object": {"code": 0, "message": f"nothing received for {self.watch_idle_timeout:g}s"},
-                }
-                return
-            except (aiohttp.ClientError, OSError, ValueError) as exc:
+            except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError) as exc:
                 if self.observe is not None:
                     self.observe("GET", 0, -1.0)
-                yield {"type": "ERROR", "object": {"code": 0, "message": f"{type(exc).__name__}: {exc}"}}
+                yield _watch_failure(UNREACHABLE, f"{type(exc).__name__}: {exc}")
+                return
+            except TimeoutError:
+                self._pool.drop_idle()  # a silent stall: the pooled connections opened before it are likely as dead
+                if opened:
+                    yield _watch_failure(IDLE, f"nothing received for {self.watch_idle_timeout:g}s")
+                else:
+                    yield _watch_failure(NO_ANSWER, "TimeoutError: the watch was not answered in time")
+                return
+            except (aiohttp.ClientError, OSError, ValueError) as exc:
+                if self.observe is not None and not opened:
+                    self.observe("GET", 0, -1.0)
+                yield _watch_failure(BROKEN if opened else NO_ANSWER, f"{type(exc).__name__}: {exc}")
                 return
 
     def _watch_session(self) -> aiohttp.ClientSession:
@@ -280,3 +354,8 @@ class Api:
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+
+def _watch_failure(reason: str, message: str) -> dict[str, Any]:
+    """The synthetic ERROR event of a watch that ended without an answer of the server's (code 0)."""
+    return {"type": "ERROR", "object": {"code": 0, "reason": reason, "message": message}}

@@ -18,7 +18,7 @@ recorder's start time), so a directory reused by a later run is read from that r
 the current segment is gzipped too.
 
 Limits: only nodes, pods, policies and decisions are recorded (``replay`` says what that leaves
-out); what a relist finds gone after a broken watch is not recorded as deleted.
+out); what a relist finds gone after lost watch history is not recorded as deleted.
 
 ``DrawLog`` is the random tie-break of a recorded policy: it notes each ``randrange`` draw so the
 decision record carries them and a replay with the same policy breaks ties the same way.

@@ -3,8 +3,8 @@
 Lists, and only lists, every kind the simulator reads: Nodes, Pods (not Succeeded or Failed),
 Services, ReplicationControllers, ReplicaSets, StatefulSets, PersistentVolumes, PersistentVolumeClaims,
 StorageClasses, CSINodes, CSIDrivers, CSIStorageCapacities, PodDisruptionBudgets, PriorityClasses,
-Namespaces, and the ``resource.k8s.io/v1`` DeviceClasses, ResourceSlices, ResourceClaims and
-ResourceClaimTemplates, 500 at a time. The
+Namespaces, and the ``resource.k8s.io/v1`` DeviceClasses, ResourceSlices, DeviceTaintRules, ResourceClaims
+and ResourceClaimTemplates, 500 at a time. The
 answers are the API's own JSON with ``kind`` set on each item, so they go through the same loader and
 parser as a file (``sim/loader.py``): one path from API bodies to core objects.
 
@@ -50,6 +50,7 @@ _LISTS: Final[tuple[tuple[str, str, dict[str, str]], ...]] = (
     # DynamicResources (resource.k8s.io/v1); a server without the API leaves them out (404)
     ("DeviceClass", "/apis/resource.k8s.io/v1/deviceclasses", {}),
     ("ResourceSlice", "/apis/resource.k8s.io/v1/resourceslices", {}),
+    ("DeviceTaintRule", "/apis/resource.k8s.io/v1/devicetaintrules", {}),
     ("ResourceClaim", "/apis/resource.k8s.io/v1/resourceclaims", {}),
     ("ResourceClaimTemplate", "/apis/resource.k8s.io/v1/resourceclaimtemplates", {}),
 )
@@ -104,7 +105,15 @@ def read_cluster(kubeconfig: str | None = None) -> LiveSnapshot:
 #: kinds that only refine a simulation (the scheduler's own RBAC need not grant them, e.g. templates, which
 #: only the resourceclaim controller reads): credentials that may not list them leave them out, with a note
 OPTIONAL: Final = frozenset(
-    {"ResourceClaimTemplate", "CSIDriver", "CSIStorageCapacity", "DeviceClass", "ResourceSlice", "ResourceClaim"}
+    {
+        "ResourceClaimTemplate",
+        "CSIDriver",
+        "CSIStorageCapacity",
+        "DeviceClass",
+        "ResourceSlice",
+        "DeviceTaintRule",
+        "ResourceClaim",
+    }
 )
 
 

@@ -79,6 +79,8 @@ class Response:
     body: Any = None
     error: str = ""
     fenced: bool = False
+    #: the request was sent more than once (``Api.request``'s retries): a 404 or 409 may answer our own first try
+    retried: bool = False
 
     @property
     def ok(self) -> bool:

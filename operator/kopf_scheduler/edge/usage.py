@@ -104,7 +104,8 @@ class UsagePoller:
 
     async def _metrics_api(self) -> dict[str, NodeUsage]:
         try:
-            response = await asyncio.wait_for(self.api.request("GET", NODE_METRICS_PATH), POLL_TIMEOUT)
+            # no retries: the next poll is the retry, and a failure is recorded as such
+            response = await asyncio.wait_for(self.api.request("GET", NODE_METRICS_PATH, retry=False), POLL_TIMEOUT)
         except (OSError, TimeoutError, ValueError) as exc:
             raise PollError(f"GET {NODE_METRICS_PATH}: {type(exc).__name__}: {exc}") from None
         if not response.ok:

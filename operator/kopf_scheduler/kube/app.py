@@ -12,8 +12,9 @@ switches and stops serving scheduler names. Every request goes through ``self.ap
 that may have lost its Lease.
 
 The loops schedule only on a cluster the App believes current (``current``): every informer's
-kind synced (``CacheSync``: at start, and again after any watch broke until its relist), and the
-process not frozen since the watchdog last ran. The watchdog ticks every ``TICK`` seconds; a gap of
+kind synced (``CacheSync``: at start, and again while pods or nodes relist after lost history, a 410;
+a watch that merely ended is resumed and pauses nothing), and the process not frozen since the
+watchdog last ran. The watchdog ticks every ``TICK`` seconds; a gap of
 more than ``FREEZE_GAP`` (SIGSTOP, a paused VM, a starved host) means any watch may have missed
 anything, so every informer lists again; until the watchdog has run, ``current`` is already false.
 
@@ -113,12 +114,16 @@ class App:
         api.observe = functools.partial(self.metrics.observe_request, api.metrics_host)  # rest_client_* families
         self.metrics.before_render(self.record_queues)
         self.cache = SchedulerCache()
+        self.cache.objects.dra.clock = time.monotonic  # DynamicResources' filterTimeout (core has no clock)
         self.pending = routing.PendingPods()
         self.policies = PolicyBook()
         #: served scheduler name -> its state
         self.states: dict[str, PolicyState] = {}
         #: pods assumed and waiting at Permit (gangs), for every served name: a gang may span profiles
         self.waiting: WaitingPods[Parked] = WaitingPods()
+        #: uid -> the write nominating a waiting pod to its node, while in flight: its bind or its
+        #: rejection's clearing waits for it (``kube/loop.py``)
+        self.nominating: dict[str, asyncio.Task[Any]] = {}
         #: policy name -> the status last decided for it (a new leader writes them again)
         self.policy_statuses: dict[str, Mapping[str, Any]] = {}
         #: PodGroup key -> the status last written (kube/podgroups.py writes only changes)
@@ -147,9 +152,13 @@ class App:
         self.ever_synced = False
         #: set whenever the cache turns current again (the loops wait on it)
         self.synced = asyncio.Event()
+        #: kind -> when it started relisting after lost history (the pause it causes is timed)
+        self._paused_since: dict[str, float] = {}
         self.bind_slots = asyncio.Semaphore(BIND_CONCURRENCY)
         self.write_slots = asyncio.Semaphore(WRITE_CONCURRENCY)
         self.started = False
+        #: run by ``kopf-scheduler run``'s Kopf supervisor, which stops it (Kopf's cleanup leaves it be)
+        self.supervised = False
         self._tick = time.monotonic()
         self._tasks: set[asyncio.Task[Any]] = set()
         #: awaited by Kopf's cleanup activity, before the API session closes
@@ -211,29 +220,42 @@ class App:
             state.wakeup.set()
 
     def kind_synced(self, kind: str, synced: bool) -> None:
-        """An informer listed its kind (`synced`), or its watch broke; the last kind to list lets the loops schedule."""
+        """An informer listed its kind (`synced`), or a kind that pauses the loops (pods, nodes) lost its
+        history and lists again; the last kind to list lets the loops schedule. Every pause is timed."""
         if self.sync is None:
             return
+        now = time.monotonic()
         if not synced:
+            if self.ever_synced:
+                logger.warning("%s: history lost; nothing is scheduled until the kind is listed again", kind)
+                self._paused_since.setdefault(kind, now)
             self.sync.broken(kind)
             self.synced.clear()
             return
+        since = self._paused_since.pop(kind, None)
+        if since is not None:
+            self.metrics.observe_informer_pause(kind, now - since)
         if not self.sync.listed(kind):
             return
         first = not self.ever_synced
         self.ever_synced = True
         logger.info(
-            "caches %s: %d nodes, %d pods bound, %d pending",
+            "caches %s: %d nodes, %d pods bound, %d pending%s",
             "synced" if first else "synced again",
             self.cache.node_count(),
             self.cache.pod_count(),
             len(self.pending),
+            "" if since is None else f"; scheduling paused for {now - since:.2f}s",
         )
         if first:
             _freeze_heap()
             _tune_gc()
         self.synced.set()
         self.wake()
+
+    def informer_restarted(self, kind: str, action: str, reason: str) -> None:
+        """An informer's watch ended and was resumed, or its kind is listed again (``edge/informer.py``)."""
+        self.metrics.observe_informer_restart(kind, action, reason)
 
     def current(self) -> bool:
         """Whether decisions may be made and carried out now (see the module docstring)."""
@@ -255,7 +277,7 @@ class App:
         if not self.started or self.sync is None:
             return False, "starting"
         if not self.sync.synced:
-            what = "initial lists" if not self.ever_synced else "lists (after a broken watch)"
+            what = "initial lists" if not self.ever_synced else "lists (after lost watch history)"
             return False, f"waiting for the {what} of {', '.join(self.sync.waiting)}"
         return True, f"{len(self.states)} scheduler name(s) served, {self.cache.node_count()} nodes"
 
@@ -308,7 +330,8 @@ class App:
             profile = serving.profile
             scheduler = GenericScheduler(profile, extender_factory=_extender_client)
             if state is None:
-                queue = routing.serve(profile, None, pending=self.pending, now=now, cluster=self.cache)
+                share = next((s.queue for s in self.states.values()), None)  # one count of scheduling cycles
+                queue = routing.serve(profile, None, pending=self.pending, now=now, cluster=self.cache, share=share)
                 rng = DrawLog() if self.recorder is not None else random.Random()
                 state = PolicyState(serving, scheduler, queue, Snapshot(self.cache.objects), rng)
                 self.states[serving.scheduler_name] = state

@@ -9,15 +9,25 @@ recreated under the same name). The plugins talk to the API server through ``app
 fenced). Success is ``core.cycle.binding_succeeded``; any failure ``binding_failed`` (unreserve,
 forget, back off).
 
+When the core's plan says so (``Bind.nominated_node``: a PreBind plugin has work for the pod), the
+pod's ``status.nominatedNodeName`` is set to its node first, as upstream's binding cycle does with
+NominatedNodeNameForExpectation on (the default since v1.35), so that autoscalers and other schedulers
+see where it is going while PreBind works; the binding clears it (the API server's
+ClearingNominatedNodeNameAfterBinding), and a binding cycle that fails clears it too.
+
 Right before the cycle, and again right before the bind (a PreBind may take a while), the bind is
-called off when the cache is not current (``App.current``: a watch broke, or the process was
-frozen) or the chosen node is no longer in it: the API server does not check that a node exists,
-so a pod bound to a node deleted meanwhile would stay bound to nothing. The pod backs off and is
-decided again on a current cache.
+called off when the cache is not current (``App.current``: pods or nodes relist after lost
+history, or the process was frozen) or the chosen node is no longer in it: the API server does not
+check that a node exists, so a pod bound to a node deleted meanwhile would stay bound to nothing.
+The pod backs off and is decided again on a current cache.
 
 The Scheduled event is written by the same task right after the bind, within its bind slot: an
 event trailing its bind in a queue of other writes is an event lost when the process dies, and a
 user waiting for it waits for the whole queue.
+
+The pods/binding POST is sent again when its answer is lost (a reset, a body cut short, a timeout:
+``Api.request``'s retries); a 409 to such a retry naming the node we chose is our first try, which
+bound the pod, and counts as done.
 
 What the API server answered the pod's pods/binding POST decides how a failed bind is reported: a
 409 (already bound), no answer at all (a timeout: bound or not, nobody knows yet) forget the
@@ -35,6 +45,8 @@ brings the truth, and the log says what happened.
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -47,10 +59,10 @@ from ..core.objects import Pod
 from ..core.plugins.default_binder import binding_path
 from ..core.queueing import QueuedPodInfo
 from ..edge.client import Api, Response
-from . import dra, events
+from . import dra, events, preemption
 from .app import App, PolicyState
 
-__all__ = ["bind"]
+__all__ = ["bind", "nominate_waiting", "nomination_written"]
 
 logger = logging.getLogger(__name__)
 
@@ -64,11 +76,17 @@ class _Rejection:
     quiet: bool = False
     #: the pod no longer exists (404)
     vanished: bool = False
+    #: this binding cycle nominated the pod to the node first (to be cleared)
+    nominated: bool = False
 
 
 class _Client:
     """The ``ApiClient`` the plugins get: ``app.api``, remembering the answer to the pod's pods/binding
-    POST (whoever sent it) and whether a write was fenced, for the rules of the module docstring."""
+    POST (whoever sent it) and whether a write was fenced, for the rules of the module docstring.
+
+    The pods/binding POST may be sent again when its answer is lost (``Api.request``'s retries): a
+    409 to a retry that says the pod is already assigned to the node it names is our first try's
+    answer, and counts as bound."""
 
     __slots__ = ("_api", "_binding", "binding", "fenced")
 
@@ -81,10 +99,17 @@ class _Client:
     async def request(
         self, method: str, path: str, body: Any = None, *, content_type: str = "application/json", decode: bool = True
     ) -> Response:
-        response = await self._api.request(method, path, body, content_type=content_type, decode=decode)
+        binding = method == "POST" and path == self._binding
+        response = await self._api.request(
+            method, path, body, content_type=content_type, decode=decode, retry=True if binding else None
+        )
         if response.fenced:
             self.fenced = True
-        if method == "POST" and path == self._binding:
+        if binding:
+            node = str(((body or {}).get("target") or {}).get("name") or "")
+            if response.retried and response.conflict and f'is already assigned to node "{node}"' in response.detail():
+                logger.info("binding %s: an earlier try whose answer was lost bound it to %s", path, node)
+                response = Response(201, retried=True)
             self.binding = response
         return response
 
@@ -98,16 +123,22 @@ async def bind(
     started: float,
     cycle: CycleState,
     plan: BindingPlan,
+    nominate: str | None = None,
+    nominated: str = "",
 ) -> None:
     """Run `placed`'s binding cycle (the assumed pod; `cycle` its cycle's state, `plan` the core's
     plan), then record its Scheduled event; releases one of app.bind_slots when done (the loop
-    acquired it)."""
+    acquired it). `nominate`: the node to write into ``status.nominatedNodeName`` first (the core's
+    ``Bind.nominated_node``, upstream's NominatedNodeNameForExpectation); `nominated`: the node it was
+    nominated to already (while it waited at Permit). A failed binding clears the nomination."""
     try:
         node = placed.node_name
         if app.binding_here is not None:  # a recovery runs: this pod's event is ours to write
             app.binding_here.add(placed.uid)
+        if nominated:  # nominated while it waited at Permit: that write lands first
+            await nomination_written(app, placed.uid)
         t0 = app.now()
-        rejected = await _binding_cycle(app, placed, node, cycle, plan)
+        rejected = await _binding_cycle(app, placed, node, cycle, plan, nominate)
         t1 = app.now()
         profile = state.scheduler_name
         if rejected is None:
@@ -139,6 +170,9 @@ async def bind(
             app.perform(
                 routing.route_pod_vanished(placed, cache=app.cache, pending=app.pending, served=app.states, now=t1)
             )
+        elif rejected.nominated or nominated or placed.nominated_node_name:
+            # upstream's failure handler (clearNominatedNode); a fenced write is refused anyway
+            app.spawn(preemption.patch_pod_status(app, placed, nominated_node=""))
         state.wakeup.set()
         if rejected.quiet:
             return
@@ -156,11 +190,42 @@ async def bind(
         app.bind_slots.release()
 
 
-async def _binding_cycle(app: App, placed: Pod, node: str, cycle: CycleState, plan: BindingPlan) -> _Rejection | None:
-    """The plan's steps: None when bound, else why not."""
+def nominate_waiting(app: App, placed: Pod, node: str) -> None:
+    """Nominate a pod that waits at Permit to its node (upstream's NominatedNodeNameForExpectation); its
+    bind, or the clearing of its rejection, waits for this write (``nomination_written``), so that the
+    write never lands after them (an API server refuses to nominate a bound pod)."""
+    task = app.spawn(preemption.patch_pod_status(app, placed, nominated_node=node))
+    uid = placed.uid
+    app.nominating[uid] = task
+    task.add_done_callback(lambda done: app.nominating.pop(uid) if app.nominating.get(uid) is done else None)
+
+
+async def nomination_written(app: App, uid: str) -> None:
+    """Once the nomination of the waiting pod `uid` is written (or failed), if one is in flight."""
+    task = app.nominating.get(uid)
+    if task is not None:
+        await asyncio.wait([task])
+
+
+async def _binding_cycle(
+    app: App, placed: Pod, node: str, cycle: CycleState, plan: BindingPlan, nominate: str | None
+) -> _Rejection | None:
+    """The plan's steps: None when bound, else why not. First the nomination for expectation, if any
+    (upstream writes it at the start of its binding cycle and goes on whatever the answer)."""
     called_off = _called_off(app, placed, node)
     if called_off is not None:
         return called_off
+    written = False
+    if nominate and nominate != placed.nominated_node_name:
+        written = (await preemption.patch_pod_status(app, placed, nominated_node=nominate)).ok
+    rejected = await _steps(app, placed, node, cycle, plan)
+    if rejected is not None and written:
+        return dataclasses.replace(rejected, nominated=True)
+    return rejected
+
+
+async def _steps(app: App, placed: Pod, node: str, cycle: CycleState, plan: BindingPlan) -> _Rejection | None:
+    """PreBind, the binder extenders or the Bind plugins: None when bound, else why not."""
     client = _Client(app.api, placed)
     if plan.pre_binders:
         status = await run_pre_bind_plugins(plan, cycle, placed, node, client)
@@ -195,7 +260,9 @@ def _called_off(app: App, placed: Pod, node: str) -> _Rejection | None:
     """Why the bind must not go out now (see the module docstring), if it must not."""
     if not app.current():
         logger.info(
-            "not binding %s to %s: the cache is not current (a watch broke or the process was frozen)", placed.key, node
+            "not binding %s to %s: the cache is not current (pods or nodes relist, or the process was frozen)",
+            placed.key,
+            node,
         )
         return _Rejection("the cache is not current", quiet=True)
     known = app.cache.get_node_info(node)

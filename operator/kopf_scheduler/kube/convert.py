@@ -151,6 +151,7 @@ DRA_KINDS: Final[Mapping[str, tuple[Callable[[Mapping[str, Any]], Any], bool]]] 
     "ResourceClaimTemplate": (dra_parsing.parse_resource_claim_template, True),
     "DeviceClass": (dra_parsing.parse_device_class, False),
     "ResourceSlice": (dra_parsing.parse_resource_slice, False),
+    "DeviceTaintRule": (dra_parsing.parse_device_taint_rule, False),
 }
 
 

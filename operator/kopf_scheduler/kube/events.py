@@ -16,6 +16,10 @@ the API server's hands when this process starts leading, so the list is taken ``
 seconds after. (An earlier cut at "bound before leading, less two seconds of clock skew" missed the
 pods a killed process bound in its last two seconds when its successor started that fast.)
 
+An event's name is drawn once, before its first try: a create whose answer was lost is sent again
+(``Api.request``'s retries) and a 409 (AlreadyExists) then says the first try landed, which counts as
+written, as client-go's recorder counts it. No event is dropped for a reset, and none is doubled.
+
 Repeats: the core's ``RepeatLimiter`` (``core/recording.py``) decides whether a FailedScheduling
 event goes out (at most one per pod, action and stage per ``REPEAT_INTERVAL`` seconds, whatever its
 message; a rejection at Permit is a stage of its own).
@@ -39,6 +43,7 @@ from typing import Any, Final
 from urllib.parse import quote
 
 from ..core.objects import Pod
+from ..core.preemption import IN_MEMORY
 from . import bodies
 from .app import App
 
@@ -100,11 +105,11 @@ async def record(
     )
     path = f"/api/v1/namespaces/{namespace}/events"
     if pipelined:
-        response = await app.api.request("POST", path, body, decode=False)
+        response = await app.api.request("POST", path, body, decode=False, retry=True)
     else:
         async with app.write_slots:
-            response = await app.api.request("POST", path, body, decode=False)
-    if not response.ok and not response.fenced:
+            response = await app.api.request("POST", path, body, decode=False, retry=True)
+    if not response.ok and not response.fenced and not response.conflict:  # 409: a lost answer's event exists
         logger.warning("cannot record %s event for %s/%s: %s", reason, namespace, name, response.describe())
 
 
@@ -212,8 +217,9 @@ async def failed_scheduling(
     )
 
 
-async def preempted(app: App, victim: Pod, *, preemptor: Pod, node: str) -> None:
-    """The Normal Preempted event on a victim, upstream's text: ``Preempted by pod <uid> on node <node>``."""
+async def preempted(app: App, victim: Pod, *, preemptor: Pod, node: str, in_memory: bool = False) -> None:
+    """The Normal Preempted event on a victim, upstream's text: ``Preempted by pod <uid> on node <node>``, with
+    `` (in kube-scheduler memory).`` for a victim that waited at Permit (not deleted)."""
     await record(
         app,
         namespace=victim.namespace,
@@ -222,6 +228,6 @@ async def preempted(app: App, victim: Pod, *, preemptor: Pod, node: str) -> None
         type_="Normal",
         reason="Preempted",
         action=ACTION_PREEMPTING,
-        message=f"Preempted by pod {preemptor.uid} on node {node}",
+        message=f"Preempted by pod {preemptor.uid} on node {node}{IN_MEMORY if in_memory else ''}",
         related=preemptor,
     )

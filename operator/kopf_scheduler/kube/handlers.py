@@ -16,8 +16,9 @@ answered 404 drops its pod at once.
 every scheduler (``spec.nodeName!=``, not terminal, as upstream's informer filters them), nodes,
 namespaces and the other kinds the plugins read; ``feeds(app)`` says, per kind, where it is listed
 and what each event does. Kopf's machinery costs several times what our informer does per event
-(README, "Architecture"), and these kinds carry most events of a busy cluster. An informer whose
-watch breaks unsyncs its kind until it listed again, and the loops wait (``App.current``).
+(README, "Architecture"), and these kinds carry most events of a busy cluster. A watch that ends is
+resumed from its resourceVersion and pauses nothing; only pods and nodes relisting after lost history
+(a 410) pause the loops until that list is in (``App.current``).
 
 Each function converts the body (``convert``), lets the core apply it (``core.routing``) and
 performs what comes back (``App.perform``: wake loops). A body the core cannot parse is logged,
@@ -102,6 +103,7 @@ DRA_WATCHED: Final = (
     ("/apis/resource.k8s.io/v1/resourceclaims", "ResourceClaim"),
     ("/apis/resource.k8s.io/v1/deviceclasses", "DeviceClass"),
     ("/apis/resource.k8s.io/v1/resourceslices", "ResourceSlice"),
+    ("/apis/resource.k8s.io/v1/devicetaintrules", "DeviceTaintRule"),  # DRADeviceTaintRules, GA in v1.37
 )
 
 
@@ -244,8 +246,8 @@ def feeds(app: App) -> list[Feed]:
         app.perform(routing.route_namespaces_relisted(names, cache=app.cache, served=app.states, now=app.now()))
 
     out = [
-        Feed("Pod", "/api/v1/pods", pods, convert.pod_uid, pods_relisted, field_selector=ASSIGNED_PODS),
-        Feed("Node", "/api/v1/nodes", nodes, convert.name_of, nodes_relisted),
+        Feed("Pod", "/api/v1/pods", pods, convert.pod_uid, pods_relisted, field_selector=ASSIGNED_PODS, pauses=True),
+        Feed("Node", "/api/v1/nodes", nodes, convert.name_of, nodes_relisted, pauses=True),
         Feed("Namespace", "/api/v1/namespaces", namespaces, convert.name_of, namespaces_relisted),
     ]
     out += [_object_feed(app, path, kind) for path, kind in WATCHED]
@@ -311,7 +313,9 @@ def start_informers(app: App) -> None:
     reconciliation; the App counts the kinds that are synced."""
     watched = feeds(app)
     app.sync = routing.CacheSync(f.kind for f in watched)
-    app.informers = [Informer(app.api, feed, on_sync=app.kind_synced) for feed in watched]
+    app.informers = [
+        Informer(app.api, feed, on_sync=app.kind_synced, on_restart=app.informer_restarted) for feed in watched
+    ]
     tasks = [app.spawn(informer.run()) for informer in app.informers]
     tasks += [app.spawn(app.watchdog()), app.spawn(reconcile_pending(app))]
 
@@ -418,6 +422,15 @@ async def startup(settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
     if not isinstance(app, App):
         identity = default_identity()
         memo["app"] = app = App(Api(load_credentials(), user_agent=user_agent(identity)), identity=identity)
+    start(app)
+
+
+def start(app: App) -> None:
+    """Start what the App runs beside Kopf (informers, watchdog, reconciliation, the Scheduled-event
+    recovery of a process that leads from the start), once: a Kopf restarted in the same process by
+    ``kube/supervision.py`` runs its startup again and finds them running."""
+    if app.started:
+        return
     app.started = True
     start_informers(app)
     if app.leading.is_set():  # no leader election: lead from the start
@@ -438,7 +451,7 @@ async def startup(settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
 
 async def cleanup(memo: Any, **_: Any) -> None:
     app = memo.get("app") if hasattr(memo, "get") else None
-    if isinstance(app, App):
+    if isinstance(app, App) and not app.supervised:  # a supervised App outlives Kopf: its supervisor stops it
         app.leading.clear()
         for hook in app.on_shutdown:
             await hook()

@@ -286,7 +286,8 @@ class LeaseClient(Protocol):
 
 
 class ApiLeaseClient:
-    """LeaseClient over the operator's ``Api``: the credentials and connection pool of every other write."""
+    """LeaseClient over the operator's ``Api``: the credentials and connection pool of every other write.
+    Its requests are tried once: the elector tries again every retry period, within its renew deadline."""
 
     def __init__(self, api: Api, *, name: str, namespace: str) -> None:
         self._api = api
@@ -295,17 +296,17 @@ class ApiLeaseClient:
         self._collection = f"/apis/{LEASE_API_VERSION}/namespaces/{namespace}/leases"
 
     async def get(self) -> StoredLease | None:
-        response = await self._api.request("GET", f"{self._collection}/{self._name}")
+        response = await self._api.request("GET", f"{self._collection}/{self._name}", retry=False)
         return None if response.gone else self._stored("GET", response)
 
     async def create(self, record: LeaseRecord) -> StoredLease:
         body = lease_body(record, name=self._name, namespace=self._namespace, resource_version=None)
-        return self._stored("POST", await self._api.request("POST", self._collection, body, fence=False))
+        return self._stored("POST", await self._api.request("POST", self._collection, body, fence=False, retry=False))
 
     async def replace(self, record: LeaseRecord, *, resource_version: str) -> StoredLease:
         body = lease_body(record, name=self._name, namespace=self._namespace, resource_version=resource_version)
         return self._stored(
-            "PUT", await self._api.request("PUT", f"{self._collection}/{self._name}", body, fence=False)
+            "PUT", await self._api.request("PUT", f"{self._collection}/{self._name}", body, fence=False, retry=False)
         )
 
     def _stored(self, method: str, response: Response) -> StoredLease:

@@ -16,18 +16,26 @@ otherwise, a thread hop costs more than most attempts), ``conclude``:
 - ``Error``: a FailedScheduling event (and a cleared nomination); ``Skip``: nothing;
 - ``Group``: a Workload-API gang's pod-group cycle (decided inline, on the loop): each member's
   outcome is carried out as above, and a rejected gang's PodGroup reads why (``kube/podgroups.py``);
-- ``Wait``: nothing yet: the pod is assumed and waits at Permit in ``app.waiting`` (gangs).
+- ``Wait``: the pod is assumed and waits at Permit in ``app.waiting`` (gangs); its
+  ``status.nominatedNodeName`` is set to its node meanwhile (upstream's NominatedNodeNameForExpectation;
+  a ``Bind`` whose PreBind plugins have work carries it too, written by the binding task first).
   ``_settle`` finishes waiting pods after every batch and when a deadline passes (the core's
   ``next_wait`` counts the earliest one): allowed ones are bound as above, rejected and timed-out
-  ones get a FailedScheduling event and PodScheduled=False; the room they release is an
-  AssignedPodDelete move that leaves the rejected gangs alone, and their PodGroups' status is
+  ones get a FailedScheduling event and PodScheduled=False, and their nomination is cleared; the
+  room they release is an AssignedPodDelete move that leaves the rejected gangs alone, and their PodGroups' status is
   written (``kube/podgroups.py``, also refreshed with the housekeeping).
+
+Several served scheduler names (a KubeSchedulerConfiguration's profiles, imported as one SchedulingPolicy
+each) share the cache and take turns as one queue would order their pods (upstream has one queue for
+every profile): a loop whose next pod comes after another name's ready pod wakes that name's loop and
+lets it pop first (``_first_elsewhere``), at most ``MAX_DEFERRALS`` times in a row. Their queues count
+scheduling cycles together (opportunistic batching reuses a ranking only in the very next one).
 
 Every attempt is kept for ``kopf-scheduler explain`` (``app.attempts``, ``core/attempts.py``: references, no copies).
 
 Every ``HOUSEKEEPING_PERIOD`` seconds: expire unconfirmed assumptions (``core.routing``) and
 refresh gauges. The loop pops only while the cache is current (``App.current``: every kind
-synced, at start and after any broken watch's relist, and the process not frozen) and
+synced at start, pods and nodes not relisting after lost history, and the process not frozen) and
 ``app.leading`` is set; a standby keeps its cache and queues warm. Whatever it then decides is
 written only while this replica's term is valid (the ``Api``'s fence).
 """
@@ -58,9 +66,10 @@ from ..core.cycle import (
     settle_waiting,
 )
 from ..core.diagnosis import truncate_message
+from ..core.framework import Code
 from ..core.instrumentation import PLUGIN_METRICS_SAMPLE_PERCENT
 from ..core.objects import Pod
-from ..core.queueing import QueuedPodInfo
+from ..core.queueing import QueuedPodInfo, first_ready
 from ..core.recording import STAGE_PERMIT
 from ..core.timestamps import rfc3339
 from ..edge.recorder import DrawLog
@@ -75,12 +84,17 @@ HOUSEKEEPING_PERIOD: Final = 1.0
 IDLE_WAIT: Final = 1.0
 #: pods scheduled back to back before yielding to the event loop (watch handlers, binds)
 BATCH: Final = 32
+#: with several served names, a loop lets the one whose pod comes first pop it: it waits this long for that,
+#: at most this many times in a row (a loop held up elsewhere, in a bind slot, must not stall the others)
+DEFER_WAIT: Final = 0.002
+MAX_DEFERRALS: Final = 50
 
 
 async def run(app: App, policy: str, stopped: Any) -> None:
     """Serve `policy` until Kopf's `stopped` flag is set (the policy was deleted or the operator stops)."""
     logger.info("scheduling loop for SchedulingPolicy %s started", policy)
     last_housekeeping = 0.0
+    deferrals = 0  # in a row, to another served name's loop
     while not stopped:
         state = app.state_for_policy(policy)
         if state is None or not app.leading.is_set() or not app.current():
@@ -95,7 +109,15 @@ async def run(app: App, policy: str, stopped: Any) -> None:
         if wait > 0:
             await _sleep_until(app, state, wait)
             continue
+        pause = 0.0
         for _ in range(BATCH):
+            other = _first_elsewhere(app, state, app.now())
+            if other is not None and deferrals < MAX_DEFERRALS:  # its loop pops first, as one queue would
+                deferrals += 1
+                other.wakeup.set()
+                pause = DEFER_WAIT
+                break
+            deferrals = 0
             info = state.queue.pop(app.now())
             if info is None:
                 break
@@ -106,8 +128,20 @@ async def run(app: App, policy: str, stopped: Any) -> None:
                 state.queue.add_backoff(info, app.now())
             if stopped or app.state_for_policy(policy) is not state or not app.leading.is_set() or not app.current():
                 break
-        await asyncio.sleep(0)
+        await asyncio.sleep(pause)
     logger.info("scheduling loop for SchedulingPolicy %s stopped", policy)
+
+
+def _first_elsewhere(app: App, state: PolicyState, now: float) -> PolicyState | None:
+    """Upstream has one queue for every profile: the other served name whose ready pod that queue would pop
+    before this one's (by this profile's QueueSort; ``core.queueing.first_ready``), if there is one."""
+    if len(app.states) < 2:
+        return None
+    states = list(app.states.values())
+    first = first_ready([s.queue for s in states], now, less=state.queue.less)
+    if first is None or first is state.queue:
+        return None
+    return next(s for s in states if s.queue is first)
 
 
 async def _sleep_until(app: App, state: PolicyState | None, timeout: float) -> None:
@@ -127,6 +161,8 @@ def _housekeeping(app: App, state: PolicyState, now: float) -> None:
         logger.warning("assumed pod %s expired: the watch never confirmed its binding", pod.key)
     app.perform(routed)
     app.metrics.set_leader(state.policy, app.leading.is_set())
+    for name, served in app.states.items():  # opportunistic batching's counts (core/batching.py)
+        app.metrics.observe_batch(name, *served.scheduler.batch.take_counts())
     podgroups.refresh(app)
 
 
@@ -159,10 +195,17 @@ async def _carry_out(
         case Bind(placed, _, cycle, plan):
             app.metrics.observe_algorithm(done - started)
             await app.bind_slots.acquire()  # released by binding.bind
-            app.spawn(binding.bind(app, state, info, placed, started=started, cycle=cycle, plan=plan))
+            app.spawn(
+                binding.bind(
+                    app, state, info, placed, started=started, cycle=cycle, plan=plan, nominate=outcome.nominated_node
+                )
+            )
         case Wait(placed, node, plugins):
             app.metrics.observe_algorithm(done - started)
             logger.info("%s is assumed on %s and waits at Permit for %s", pod.key, node, ", ".join(plugins))
+            if outcome.nominated_node and outcome.nominated_node != pod.nominated_node_name:
+                # upstream's NominatedNodeNameForExpectation: others see where the waiting pod is going
+                binding.nominate_waiting(app, placed, outcome.nominated_node)
         case Unschedulable(message, _, nominated, victims, clear_nominations, post_filtered):
             app.metrics.observe_algorithm(done - started)
             app.metrics.observe_attempt("unschedulable", profile, done - started)
@@ -178,7 +221,9 @@ async def _carry_out(
                 app.spawn(_update_status(app, pod, message if condition else None, renominate))
             if victims and nominated:
                 await preemption.preempt(app, pod, nominated, victims, clear_nominations)
-            if gangs.member_keys(pod):  # a gang's PostFilter may have rejected its waiting members: release them now
+            # a gang's PostFilter may have rejected its waiting members, a preemption taken a waiting pod's place:
+            # release them now
+            if gangs.member_keys(pod) or (victims and nominated):
                 await _settle(app, done)
         case Error(message, exception, nominated):
             app.metrics.observe_algorithm(done - started)
@@ -214,6 +259,7 @@ async def _cycle(app: App, state: PolicyState, info: QueuedPodInfo) -> Outcome:
             waiting=app.waiting,
             rng=state.rng,
             now=app.now(),
+            cycle=queue.scheduling_cycle,
         )
     if off_loop:
         decided = await app.run_blocking(
@@ -225,6 +271,8 @@ async def _cycle(app: App, state: PolicyState, info: QueuedPodInfo) -> Outcome:
             nominator=queue.nominator.copy(),
             recorder=recorder,
             sample_plugins=sample,
+            cycle=queue.scheduling_cycle,
+            now=app.now(),
         )
         if not isinstance(decided, Error):
             for problem in decided.extender_errors:
@@ -238,6 +286,8 @@ async def _cycle(app: App, state: PolicyState, info: QueuedPodInfo) -> Outcome:
             nominator=queue.nominator,
             recorder=recorder,
             sample_plugins=sample,
+            cycle=queue.scheduling_cycle,
+            now=app.now(),
         )
     return conclude(
         info, decided, cache=app.cache, queue=queue, waiting=app.waiting, scheduler=scheduler, now=app.now()
@@ -258,37 +308,65 @@ async def _settle(app: App, now: float) -> None:
             app.recorder.permit(allowed.pod.key, allowed.pod.uid, allowed.scheduler_name, node=allowed.node)
         await app.bind_slots.acquire()  # released by binding.bind
         app.spawn(
-            binding.bind(app, state, allowed.info, allowed.pod, started=now, cycle=allowed.state, plan=allowed.plan)
+            binding.bind(
+                app,
+                state,
+                allowed.info,
+                allowed.pod,
+                started=now,
+                cycle=allowed.state,
+                plan=allowed.plan,
+                nominated=allowed.nominated,
+            )
         )
     if not settled.rejected:
         return
     rejections: dict[str, str] = {}
     for r in settled.rejected:
         pod, message = r.pod, r.status.message
-        logger.info("%s was rejected at Permit by %s: %s", pod.key, r.status.plugin, message)
+        failed = r.status.code is Code.ERROR  # preempted while it waited: an error, it backs off
+        logger.info(
+            "%s was %s at Permit by %s: %s", pod.key, "stopped" if failed else "rejected", r.status.plugin, message
+        )
         if app.recorder is not None:
             app.recorder.permit(pod.key, pod.uid, r.scheduler_name, reason=message)
-        app.metrics.observe_attempt("unschedulable", r.scheduler_name, 0.0)
+        app.metrics.observe_attempt("error" if failed else "unschedulable", r.scheduler_name, 0.0)
         app.spawn(
             events.failed_scheduling(
                 app, namespace=pod.namespace, name=pod.name, uid=pod.uid, message=message, stage=STAGE_PERMIT
             )
         )
-        if app.conditions.should_write(pod.uid, message):
-            app.spawn(_update_status(app, pod, message, None))
+        condition = app.conditions.should_write(pod.uid, message)
+        if condition or r.nominated_node is not None:  # upstream's failure handler clears the nomination
+            reason = "SchedulerError" if failed else "Unschedulable"
+            update = _update_status(
+                app, pod, message if condition else None, r.nominated_node, after=True, reason=reason
+            )
+            app.spawn(update)
         rejections.update(dict.fromkeys(r.gangs, message))
     app.perform(routing.broadcast(routing.EVENT_ASSIGNED_POD_DELETE, app.states, now, keep=settled.keep))
     podgroups.refresh(app, rejected=rejections)
 
 
-async def _update_status(app: App, pod: Pod, message: str | None, nominated_node: str | None) -> None:
-    """PodScheduled=False, reason Unschedulable (`message` None: unchanged) and/or the nomination, in one patch."""
+async def _update_status(
+    app: App,
+    pod: Pod,
+    message: str | None,
+    nominated_node: str | None,
+    *,
+    after: bool = False,
+    reason: str = "Unschedulable",
+) -> None:
+    """PodScheduled=False, reason Unschedulable (or `reason`; `message` None: unchanged) and/or the nomination, in
+    one patch; `after`: once a nomination of the pod in flight is written."""
+    if after:
+        await binding.nomination_written(app, pod.uid)
     condition = None
     if message is not None:
         condition = {
             "type": "PodScheduled",
             "status": "False",
-            "reason": "Unschedulable",
+            "reason": reason,
             "message": truncate_message(message),
             "lastProbeTime": None,
             "lastTransitionTime": rfc3339(datetime.now(UTC)),

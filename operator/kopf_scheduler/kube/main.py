@@ -5,11 +5,11 @@ Importing this module registers every handler in Kopf's default registry: that i
 with ``handlers.register`` instead and imports nothing by side effect).
 In the ``kopf run`` form there is no leader election (run one replica).
 
-The health server (``telemetry/health.py``: /healthz, /readyz, /metrics, /debug/attempts, /debug/about)
-listens on ``127.0.0.1:$KOPF_SCHEDULER_METRICS_PORT`` (default 10259, as ``kopf-scheduler run``'s
-``--metrics-port``; 0 turns it off; ``$KOPF_SCHEDULER_METRICS_HOST`` for another address), so that
-``kopf-scheduler explain NS/POD`` and ``kubectl kopf-scheduler explain NS/POD`` answer during
-development too: the plugin asks this port when no Lease names a leader and no operator pod runs.
+The endpoints (/healthz, /livez, /readyz, /metrics, /debug/attempts) are served as ``kopf-scheduler run
+--secure-port 0 --insecure-port N`` serves them, for development: plain HTTP with no authentication on
+``127.0.0.1:$KOPF_SCHEDULER_METRICS_PORT`` (default 10259; 0 turns them off; ``$KOPF_SCHEDULER_METRICS_HOST``
+for another address), so ``kopf-scheduler explain --endpoint http://127.0.0.1:10259 NS/POD`` and
+``kubectl kopf-scheduler explain --endpoint http://127.0.0.1:10259 NS/POD`` answer during development too.
 A port already taken is logged and the operator runs on without it.
 
 Settings: see ``handlers.configure``.
@@ -19,16 +19,15 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
 from typing import Any, Final
 
 import kopf
 
-from ..telemetry.health import start_health_server
 from . import handlers
 from .app import App
+from .serving import ServingOptions, serve
 
-__all__ = ["ENV_METRICS_HOST", "ENV_METRICS_PORT", "serve_health"]
+__all__ = ["ENV_METRICS_HOST", "ENV_METRICS_PORT", "serve_endpoints"]
 
 ENV_METRICS_PORT: Final = "KOPF_SCHEDULER_METRICS_PORT"
 ENV_METRICS_HOST: Final = "KOPF_SCHEDULER_METRICS_HOST"
@@ -37,36 +36,35 @@ DEFAULT_METRICS_PORT: Final = 10259
 logger = logging.getLogger(__name__)
 
 
-async def serve_health(memo: Any, **_: Any) -> None:
-    """Start the health server beside the App ``handlers.startup`` made (see the module docstring)."""
-    app = memo.get("app") if isinstance(memo, Mapping) or hasattr(memo, "get") else None
+async def serve_endpoints(memo: Any, **_: Any) -> None:
+    """Serve the endpoints beside the App ``handlers.startup`` made (see the module docstring)."""
+    app = memo.get("app") if hasattr(memo, "get") else None
     if not isinstance(app, App):
         raise kopf.TemporaryError("the App is not made yet", delay=0.1)
     try:
         port = int(os.environ.get(ENV_METRICS_PORT) or DEFAULT_METRICS_PORT)
     except ValueError:
-        logger.error("$%s=%r is not a port number: no health server", ENV_METRICS_PORT, os.environ[ENV_METRICS_PORT])
+        logger.error("$%s=%r is not a port number: no endpoints served", ENV_METRICS_PORT, os.environ[ENV_METRICS_PORT])
         return
     if port == 0:
         return
     host = os.environ.get(ENV_METRICS_HOST) or "127.0.0.1"
-    about = {"identity": app.identity, "server": app.api.credentials.server, "entry": "kopf run"}
+    options = ServingOptions(secure_port=0, insecure_port=port, insecure_bind_address=host)
     try:
-        server = await start_health_server(
-            host, port, ready_check=app.ready, metrics=app.metrics, attempts=app.explain, about=about
-        )
+        servers = await serve(options, app.api, ready_check=app.ready, metrics=app.metrics, attempts=app.explain)
     except OSError as exc:
         logger.warning(
-            "no health server: cannot listen on %s:%d (%s); set $%s to another port (0: none)",
+            "no endpoints served: cannot listen on %s:%d (%s); set $%s to another port (0: none)",
             host,
             port,
             exc,
             ENV_METRICS_PORT,
         )
         return
-    app.on_shutdown.append(server.stop)
-    logger.info("health, metrics and explain on %s:%d", host, server.port)
+    for server in servers:
+        app.on_shutdown.append(server.stop)
+        logger.info("health, metrics and explain over plain HTTP on %s:%d (development)", host, server.port)
 
 
 handlers.register(kopf.get_default_registry())
-kopf.on.startup(id="kopf-scheduler-health")(serve_health)
+kopf.on.startup(id="kopf-scheduler-endpoints")(serve_endpoints)

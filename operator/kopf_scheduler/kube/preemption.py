@@ -3,13 +3,17 @@
 Upstream ``framework/preemption/executor.go`` (``PreemptPod``, ``clearNominatedNodeName``) and
 ``updatePod`` in schedule_one.go, as plain JSON requests through ``app.api``:
 
-- each victim not already being deleted gets the ``DisruptionTarget`` condition (reason
+- lower-priority pods nominated to the same node lose their nomination first (pods/status strategic
+  merge patches);
+- a victim waiting at Permit (a gang member) is preempted in memory, as upstream's ``waitingPod.Preempt``:
+  not deleted, its wait ends with "preempted", it backs off and is tried again, and its Preempted event
+  says "(in kube-scheduler memory).";
+- each other victim not already being deleted gets the ``DisruptionTarget`` condition (reason
   ``PreemptionByScheduler``, message ``<schedulerName>: preempting to accommodate a higher
   priority pod``), is deleted with its uid as a precondition (so a pod recreated under the same
   name is never hit), and gets a Normal ``Preempted`` event ``Preempted by pod <uid> on node
   <node>``; a victim already gone (404, or 409 for another uid) is skipped silently;
-- ``status.nominatedNodeName`` is set on the preemptor and cleared on lower-priority pods that
-  were nominated to the same node (pods/status strategic merge patches).
+- ``status.nominatedNodeName`` is set on the preemptor (the loop's status patch).
 
 Right before evicting, the preemptor is looked at once more (``_still_wanted``): still pending in
 our pending index, unbound and uncached, and still nominated to that node in its queue; a preemptor
@@ -35,6 +39,8 @@ from typing import Any
 
 from ..core import routing
 from ..core.objects import Pod
+from ..core.plugins.default_preemption import DefaultPreemption
+from ..core.preemption import PREEMPTED
 from ..edge.client import Response
 from . import bodies, events
 from .app import App
@@ -47,7 +53,8 @@ logger = logging.getLogger(__name__)
 async def preempt(
     app: App, preemptor: Pod, node: str, victims: Sequence[Pod], clear_nominations: Sequence[Pod]
 ) -> None:
-    """Evict `victims` for `preemptor` on `node` (concurrently), then clear the lower nominations."""
+    """Clear the lower nominations on `node`, then evict `victims` for `preemptor` there (concurrently), as
+    upstream's ``prepareCandidateAsync`` orders them; a victim waiting at Permit is preempted in memory."""
     if not _still_wanted(app, preemptor, node):
         logger.info(
             "not preempting on %s for %s: it is no longer pending here or no longer nominated there",
@@ -55,12 +62,17 @@ async def preempt(
             preemptor.key,
         )
         return
-    await asyncio.gather(
-        *(evict(app, victim, preemptor=preemptor, node=node) for victim in victims if not victim.deleting)
-    )
     for other in clear_nominations:
         if other.nominated_node_name:
             await patch_pod_status(app, other, nominated_node="")
+    evicted = []
+    for victim in victims:
+        if app.waiting.preempt(victim.uid, DefaultPreemption.NAME, PREEMPTED):  # released by the loop's next settle
+            logger.info("preempted %s waiting at Permit on %s for %s (in memory)", victim.key, node, preemptor.key)
+            app.spawn(events.preempted(app, victim, preemptor=preemptor, node=node, in_memory=True))
+        elif not victim.deleting:
+            evicted.append(evict(app, victim, preemptor=preemptor, node=node))
+    await asyncio.gather(*evicted)
 
 
 def _still_wanted(app: App, preemptor: Pod, node: str) -> bool:
@@ -91,8 +103,8 @@ async def evict(app: App, victim: Pod, *, preemptor: Pod, node: str) -> bool:
         logger.warning("cannot mark %s as a preemption victim: %s", victim.key, response.describe())
     async with app.write_slots:
         response = await app.api.request("DELETE", path, bodies.delete_options(victim.uid))
-    if response.gone or response.conflict or response.fenced:
-        return False
+    if (response.gone and not response.retried) or response.conflict or response.fenced:
+        return False  # a 404 to a retry is our first try, whose answer was lost: the victim is gone
     if not response.ok:
         logger.warning("cannot delete preemption victim %s: %s", victim.key, response.describe())
         return False

@@ -7,8 +7,12 @@ claims' API server, and the resourceclaim controller's part.
   the API server would refuse (admin access outside a namespace labelled for it).
 - ``ClaimServer``: ``GET``, ``PUT`` (the object, or its ``status``) and strategic-merge ``PATCH`` of
   ``status`` for the claims PreBind, Unreserve and PostFilter write, with resourceVersion conflicts
-  (409) as kube-apiserver answers them; each write reaches the tracker as its watch would
-  (``on_change``: the simulator routes it, so the queue's hints see it).
+  (409) as kube-apiserver answers them; ``POST`` of a claim with ``generateName`` (the claim PreBind
+  creates for a pod's extended resources: the name's five-character suffix derived from the pod's
+  uid, so runs repeat), the strategic-merge ``PATCH`` that removes its finalizer, and ``DELETE``
+  (a claim with finalizers is only marked deleted). Each write reaches the tracker as its watch
+  would (``on_change``: the simulator routes it, so the queue's hints see it).
+- ``load_dra_object`` also takes DeviceTaintRules (``DraTracker.patched_slices`` applies them).
 - ``stamp_claims``: for a pod whose ``spec.resourceClaims`` names a template, the claim the
   resourceclaim controller creates (``pkg/controller/resourceclaim/controller.go``: generateName
   ``<pod>-<claim>-`` both truncated proportionally to 57 characters, five characters of suffix (here
@@ -29,7 +33,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from ..core.dra import parsing as dra_parsing
-from ..core.dra.objects import ResourceClaim, ResourceClaimTemplate
+from ..core.dra.extended import SPECIAL_CLAIM_NAME
+from ..core.dra.objects import DeviceTaintRule, ResourceClaim, ResourceClaimTemplate
 from ..core.dra.tracker import DraTracker
 from ..core.objects import Pod, PodClaims
 from ..core.parsing import ObjectError
@@ -43,10 +48,13 @@ _PARSERS: Final[Mapping[str, Callable[[Mapping[str, Any]], Any]]] = {
     "ResourceSlice": dra_parsing.parse_resource_slice,
     "ResourceClaim": dra_parsing.parse_resource_claim,
     "ResourceClaimTemplate": dra_parsing.parse_resource_claim_template,
+    "DeviceTaintRule": dra_parsing.parse_device_taint_rule,
 }
 _CLAIM: Final = re.compile(
-    r"^/apis/resource\.k8s\.io/v1/namespaces/(?P<ns>[^/]+)/resourceclaims/(?P<name>[^/?]+)(?:/(?P<sub>status))?$"
+    r"^/apis/resource\.k8s\.io/v1/namespaces/(?P<ns>[^/]+)/resourceclaims(?:/(?P<name>[^/?]+)(?:/(?P<sub>status))?)?$"
 )
+#: the API server's longest ``generateName`` prefix (63 less the 5 random characters)
+_MAX_GENERATE_NAME: Final = 58
 #: the API server's random-name alphabet (k8s.io/apimachinery/pkg/util/rand)
 _ALPHABET: Final = "bcdfghjklmnpqrstvwxz2456789"
 #: the annotation the resourceclaim controller puts on a generated claim
@@ -66,6 +74,8 @@ def load_dra_object(kind: str, doc: Mapping[str, Any], objs: ClusterObjects) -> 
         tracker.set_claim(obj)
     elif isinstance(obj, ResourceClaimTemplate):
         tracker.set_template(obj)
+    elif isinstance(obj, DeviceTaintRule):
+        tracker.set_taint_rule(obj)
     elif kind == "DeviceClass":
         tracker.set_class(obj)
     else:
@@ -117,7 +127,7 @@ def _conflict(name: str) -> tuple[int, str]:
 class ClaimServer:
     """The claims of the simulated cluster, as kube-apiserver serves them (see the module docstring)."""
 
-    def __init__(self, tracker: DraTracker, on_change: Callable[[ResourceClaim | None, ResourceClaim], None]) -> None:
+    def __init__(self, tracker: DraTracker, on_change: Callable[[str, ResourceClaim | None], None]) -> None:
         self._tracker = tracker
         self._on_change = on_change
 
@@ -127,12 +137,18 @@ class ClaimServer:
         if m is None:
             return None
         ns, name, sub = m["ns"], m["name"], m["sub"]
+        if name is None:
+            if method != "POST" or not isinstance(body, Mapping):
+                return 405, f"the simulation answers POST of claims only: {method} {path}"
+            return self._create(ns, body)
         current = self._tracker.claims.get(f"{ns}/{name}")
         if current is None or current.source is None:
             return _not_found(name)
         found = copy.deepcopy(dict(current.source))
         if method == "GET":
             return 200, found
+        if method == "DELETE" and sub is None:
+            return self._delete(current, found)
         if not isinstance(body, Mapping):
             return 400, f"{method} {path}: expected a ResourceClaim"
         meta = found.get("metadata") or {}
@@ -151,13 +167,18 @@ class ClaimServer:
                 found = {**copy.deepcopy(dict(body)), "status": found.get("status") or {}}
         elif method == "PATCH" and sub == "status":
             found["status"] = _merge_status(found.get("status") or {}, body.get("status") or {})
+        elif method == "PATCH" and set(body) == {"metadata"}:
+            patched = _merge_metadata(meta, body["metadata"])
+            if patched is None:
+                return 422, f"the simulation patches a claim's finalizers only: {body}"
+            found["metadata"] = patched
         else:
             return 405, f"the simulation answers GET, PUT and PATCH of claims' status: {method} {path}"
         return self._store(current, found)
 
-    def _store(self, current: ResourceClaim, body: dict[str, Any]) -> tuple[int, Any]:
+    def _store(self, current: ResourceClaim | None, body: dict[str, Any], code: int = 200) -> tuple[int, Any]:
         meta = dict(body.get("metadata") or {})
-        meta["resourceVersion"] = str(int(current.resource_version or "0") + 1)
+        meta["resourceVersion"] = str(int(current.resource_version or "0") + 1) if current is not None else "1"
         body["metadata"] = meta
         if not body.get("status"):
             body.pop("status", None)
@@ -165,8 +186,58 @@ class ClaimServer:
             claim = dra_parsing.parse_resource_claim(body)
         except ObjectError as exc:
             return 422, str(exc)
-        self._on_change(current, claim)
-        return 200, copy.deepcopy(body)
+        if claim.deleting and not claim.finalizers:  # the last finalizer of a deleted claim went: it goes
+            self._on_change(claim.key, None)
+        else:
+            self._on_change(claim.key, claim)
+        return code, copy.deepcopy(body)
+
+    def _create(self, ns: str, body: Mapping[str, Any]) -> tuple[int, Any]:
+        meta = dict(body.get("metadata") or {})
+        name = str(meta.get("name") or "")
+        if not name:
+            prefix = str(meta.get("generateName") or "")
+            if not prefix:
+                return 422, "metadata.name: Required value: name or generateName is required"
+            owner = next((str(o.get("uid")) for o in meta.get("ownerReferences") or () if isinstance(o, Mapping)), "")
+            name = _generate(prefix, f"{ns}/{prefix}/{owner}")
+        if f"{ns}/{name}" in self._tracker.claims:
+            return 409, f'resourceclaims.resource.k8s.io "{name}" already exists'
+        meta.update(name=name, namespace=ns, uid=f"resourceclaim/{ns}/{name}")
+        created = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", **copy.deepcopy(dict(body))}
+        created["metadata"] = meta
+        return self._store(None, created, 201)
+
+    def _delete(self, current: ResourceClaim, found: dict[str, Any]) -> tuple[int, Any]:
+        """A claim with finalizers is marked deleted (it goes when the last one is removed); else it goes."""
+        if current.finalizers:
+            if current.deleting:
+                return 200, found
+            found["metadata"] = {**(found.get("metadata") or {}), "deletionTimestamp": "1970-01-01T00:00:00Z"}
+            return self._store(current, found)
+        self._on_change(current.key, None)
+        return 200, found
+
+
+def _merge_metadata(meta: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A strategic-merge patch of metadata removing finalizers (``$deleteFromPrimitiveList/finalizers``),
+    or None for any other patch (the simulation's writers send no other)."""
+    if not isinstance(patch, Mapping) or set(patch) != {"$deleteFromPrimitiveList/finalizers"}:
+        return None
+    gone = set(patch["$deleteFromPrimitiveList/finalizers"] or ())
+    out = dict(meta)
+    left = [f for f in meta.get("finalizers") or () if f not in gone]
+    if left:
+        out["finalizers"] = left
+    else:
+        out.pop("finalizers", None)
+    return out
+
+
+def _generate(prefix: str, seed: str) -> str:
+    """What ``generateName`` gives: the prefix (cut to 58 characters) and five characters derived from `seed`."""
+    digest = hashlib.sha256(seed.encode()).digest()
+    return prefix[:_MAX_GENERATE_NAME] + "".join(_ALPHABET[b % len(_ALPHABET)] for b in digest[:5])
 
 
 def _merge_status(status: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
@@ -253,14 +324,24 @@ def stamp_claims(pod: Pod, tracker: DraTracker) -> Pod:
 
 
 def devices_of(pod: Pod, tracker: DraTracker) -> tuple[str, ...]:
-    """``<claim>: <driver>/<pool>/<device>, ...`` for each allocated claim of `pod` (what ``--explain`` shows)."""
+    """``<claim>: <driver>/<pool>/<device>, ...`` for each allocated claim of `pod` (what ``--explain`` shows),
+    the claim of its extended resources last (``<extended-resources>`` while only Reserve has allocated it)."""
     refs = pod.resource_claims
-    out = []
+    claims: list[ResourceClaim | None] = []
     for ref in refs.claims:
         name = ref.resource_claim_name or refs.statuses.get(ref.name)
         claim = tracker.get_claim(pod.namespace, name) if name else None
         if claim is not None and claim.allocation is None:  # allocated in Reserve, not written yet
             claim = tracker.pending_allocation(claim.uid) or claim
+        claims.append(claim)
+    if tracker.classes and pod.requests.scalar:
+        extended = tracker.extended_resource_claim(pod.namespace, pod.name, pod.uid)
+        if extended is None or extended.allocation is None:
+            owned = (c for c in tracker.in_flight() if c.is_controlled_by(pod.uid) and c.name == SPECIAL_CLAIM_NAME)
+            extended = next(owned, extended)
+        claims.append(extended)
+    out = []
+    for claim in claims:
         if claim is None or claim.allocation is None:
             continue
         devices = ", ".join(f"{r.driver}/{r.pool}/{r.device}" for r in claim.allocation.results)

@@ -3,8 +3,8 @@
 Everything the scheduler reads is accepted; other kinds are counted and
 ignored, so a ``kubectl get -o yaml`` dump can be fed in as it is. PodGroups of both APIs
 (``scheduling.k8s.io/v1beta1``, ``scheduling.x-k8s.io/v1alpha1``) make gangs (``core/gangs.py``);
-DeviceClasses, ResourceSlices, ResourceClaims and ResourceClaimTemplates (``resource.k8s.io/v1``) go
-into the DRA tracker (``sim/dra.py``).
+DeviceClasses, ResourceSlices, DeviceTaintRules, ResourceClaims and ResourceClaimTemplates
+(``resource.k8s.io/v1``) go into the DRA tracker (``sim/dra.py``).
 
 PriorityClasses in the cluster file (and the two system classes every API server has) stand in
 for the API server's Priority admission: a pod written without ``spec.priority`` gets the value

@@ -31,6 +31,8 @@ def placement_json(p: Placement, *, explain: bool = True) -> dict[str, Any]:
         "nominatedNode": p.nominated_node or None,
         "victims": list(p.victims),
     }
+    if p.nominated_before_binding:
+        out["nominatedBeforeBinding"] = p.nominated_before_binding
     if p.devices:
         out["devices"] = list(p.devices)
     if explain and p.explanation is not None:
@@ -93,15 +95,20 @@ def report_table(
 ) -> str:
     lines: list[str] = []
     if result.placements:
-        if any(p.victims for p in result.placements):
-            rows: Iterable[tuple[str, ...]] = (
-                (p.pod, p.node or "<none>", ", ".join(p.victims) or "-", p.message) for p in result.placements
+        evicting = any(p.victims for p in result.placements)
+        expected = any(p.nominated_before_binding for p in result.placements)
+        header = ("POD", "NODE", *(("PREEMPTED",) if evicting else ()), *(("NOMINATED",) if expected else ()))
+        rows: Iterable[tuple[str, ...]] = (
+            (
+                p.pod,
+                p.node or "<none>",
+                *((", ".join(p.victims) or "-",) if evicting else ()),
+                *((p.nominated_before_binding or "-",) if expected else ()),
+                p.message,
             )
-            lines += table(list(rows), ("POD", "NODE", "PREEMPTED", "MESSAGE"))
-        else:
-            lines += table(
-                [(p.pod, p.node or "<none>", p.message) for p in result.placements], ("POD", "NODE", "MESSAGE")
-            )
+            for p in result.placements
+        )
+        lines += table(list(rows), (*header, "MESSAGE"))
         lines.append("")
     for p in result.placements:
         if _explained(p, explained):

@@ -13,7 +13,8 @@ operator's loop and its watches would, with its in-memory state standing for the
   cache and the queues through ``core.routing`` as the watch of assigned pods would bring it;
 - ``Unschedulable`` with victims: the nomination is written (the pod's ``nominatedNodeName``), the
   victims are deleted from the simulated cluster and their deletion routed as the watch would (an
-  AssignedPodDelete move), so the nominated pod backs off and is tried again;
+  AssignedPodDelete move), so the nominated pod backs off and is tried again; a victim waiting at
+  Permit is preempted in memory (not deleted: it backs off and is tried again, as upstream's);
 - ``Group`` (a Workload-API gang's pod-group cycle): each member's outcome is carried out as its own.
   A gang's pending members enter the queue together, with its first member in the file (a pod
   group is one entity in upstream's queue), so its cycle tries them all;
@@ -22,6 +23,10 @@ operator's loop and its watches would, with its in-memory state standing for the
   pending at once). Members still waiting when the file ends are released (their timeout: nothing in
   a simulation would make room later) and read how many of their gang fit; later pods of the file
   see the waiting members' nodes as taken, as they would within the operator's timeout;
+- a waiting pod, and a pod whose PreBind plugins have work (``Bind.nominated_node``), is nominated
+  to its node before it is bound (``status.nominatedNodeName`` in the in-memory API server, upstream's
+  NominatedNodeNameForExpectation); the bind clears it, as the API server does
+  (ClearingNominatedNodeNameAfterBinding), and the placement says it (``nominated_before_binding``);
 - an attempt or a binding cycle that fails with an error backs off and is tried again, at most
   ``MAX_ERROR_RETRIES`` times in a row (the operator goes on every 10 s; a simulation would repeat
   the same error forever); the placement then reports the error.
@@ -73,6 +78,7 @@ from ..core.cycle import (
 )
 from ..core.dra.objects import ResourceClaim
 from ..core.dra.routing import route_dra_object
+from ..core.dra.tracker import ApiWrite
 from ..core.explanation import Explanation, explanation_of, preemption_of
 from ..core.extenders import (
     Extender,
@@ -84,14 +90,16 @@ from ..core.extenders import (
 from ..core.framework import SUCCESS, CycleState, Status
 from ..core.nodeinfo import NodeInfo
 from ..core.objects import WORKLOAD_API, Node, Pod
+from ..core.plugins.default_preemption import DefaultPreemption
+from ..core.preemption import PREEMPTED
 from ..core.profile import Profile
-from ..core.queueing import BACKOFF, QueuedPodInfo, SchedulingQueue
+from ..core.queueing import BACKOFF, QueuedPodInfo, SchedulingQueue, first_ready
 from ..core.snapshot import Snapshot
 from ..core.waiting import WaitingPods
 from .apiserver import InMemoryApi, drive
 from .dra import ClaimServer, devices_of, stamp_claims
 
-__all__ = ["MAX_ERROR_RETRIES", "Capacity", "Placement", "Simulation", "SimulationResult", "UnreadablePod"]
+__all__ = ["MAX_ERROR_RETRIES", "Capacity", "Lane", "Placement", "Simulation", "SimulationResult", "UnreadablePod"]
 
 #: attempts in a row that end in an error (a plugin's, a failed binding cycle) before the pod is given up on
 MAX_ERROR_RETRIES: Final = 3
@@ -113,6 +121,11 @@ class Placement:
     unreadable: bool = False
     #: DynamicResources: the devices each of the pod's claims got (``claim: driver/pool/device, ...``)
     devices: tuple[str, ...] = ()
+    #: the node its ``status.nominatedNodeName`` named before it was bound, while it waited at Permit or a
+    #: PreBind plugin had work (upstream's NominatedNodeNameForExpectation; the bind cleared it); "" if none
+    nominated_before_binding: str = ""
+    #: opportunistic batching placed it on the hint the previous identical pod left (unscored)
+    batched: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,37 +189,69 @@ class _Record:
     errors: int = 0
     #: the devices its claims got when it was bound (``Placement.devices``)
     devices: tuple[str, ...] = ()
+    #: ``Placement.nominated_before_binding`` of its last placement
+    expected: str = ""
+
+
+@dataclass(slots=True)
+class Lane:
+    """One profile of the simulated scheduler: its algorithm (and batching state) and its queue."""
+
+    profile: Profile
+    scheduler: GenericScheduler
+    queue: SchedulingQueue
 
 
 class Simulation:
-    """One simulated scheduler: a cache, a queue, the pods waiting at Permit and the in-memory API server."""
+    """One simulated scheduler: a cache, a queue per profile, the pods waiting at Permit and the in-memory API
+    server. Several profiles (a KubeSchedulerConfiguration's) share the cache and take pods by their
+    ``schedulerName`` (a pod naming none of them goes to the first), one at a time in the order one queue
+    for all of them would give (upstream's single queue, sorted by the first profile's QueueSort; pods
+    submitted at the same moment in the order they were submitted)."""
 
     def __init__(
         self,
         cache: SchedulerCache,
-        profile: Profile,
+        profile: Profile | Sequence[Profile],
         *,
         seed: int = 0,
         explain: bool = False,
         extender_factory: Callable[[ExtenderConfig], Extender] | None = None,
     ) -> None:
+        profiles = [profile] if isinstance(profile, Profile) else list(profile)
+        if not profiles:
+            raise ValueError("a simulation needs a profile")
         self.cache = cache
-        self.profile = profile
-        self.scheduler = GenericScheduler(profile, extender_factory=extender_factory)
         self.rng = random.Random(seed)
         self.snapshot = Snapshot(cache.objects)
         self.explain = explain
         #: the virtual clock, in seconds
         self.clock = 0.0
         self.pending = routing.PendingPods()
-        self.queue = routing.serve(profile, None, pending=self.pending, now=self.clock, cluster=cache)
+        #: scheduler name -> its profile's lane, in the order given
+        self.lanes: dict[str, Lane] = {}
+        for p in profiles:
+            share = next((lane.queue for lane in self.lanes.values()), None)  # one count of scheduling cycles
+            queue = routing.serve(p, None, pending=self.pending, now=self.clock, cluster=cache, share=share)
+            self.lanes[p.scheduler_name] = Lane(p, GenericScheduler(p, extender_factory=extender_factory), queue)
+        first = next(iter(self.lanes.values()))
+        #: the first profile's (the only one's, usually)
+        self.profile, self.scheduler, self.queue = first.profile, first.scheduler, first.queue
         #: pods assumed and waiting at Permit (gangs)
         self.waiting: WaitingPods[Parked] = WaitingPods()
         self.api = InMemoryApi(cache)
         self.api.claims = ClaimServer(cache.objects.dra, self._claim_changed)
-        self._served: Mapping[str, routing.Queued] = {profile.scheduler_name: self}
+        if cache.objects.dra.clock is None:  # DynamicResources' filterTimeout runs on real time, as the operator's
+            cache.objects.dra.clock = time.monotonic
+        self._served: Mapping[str, routing.Queued] = self.lanes
         self._records: dict[str, _Record] = {}
+        #: uid -> when it was submitted (the order of pods submitted at the same moment)
+        self._arrival: dict[str, int] = {}
         self._extender_factory = extender_factory
+
+    def lane(self, pod: Pod) -> Lane:
+        """The profile that schedules `pod`: the one its ``schedulerName`` names, else the first."""
+        return self.lanes.get(pod.scheduler_name) or next(iter(self.lanes.values()))
 
     # ------------------------------------------------------------------ the questions asked
 
@@ -214,8 +259,9 @@ class Simulation:
         """One attempt at `pod` in the current state, as the executors run it (``core.cycle.schedule_one``:
         prepare, decide, conclude), on a queue of its own; its outcome is not carried out: no bind, no
         eviction, and an assumption is undone (the differential harness compares this first decision)."""
+        lane = self.lane(pod)
         queue = SchedulingQueue()
-        queue.nominator = self.queue.nominator.copy()
+        queue.nominator = lane.queue.nominator.copy()
         queue.add(pod, self.clock)
         info = queue.pop(self.clock)
         assert info is not None
@@ -223,13 +269,14 @@ class Simulation:
         outcome = schedule_one(
             info,
             self.snapshot,
-            self.scheduler,
+            lane.scheduler,
             cache=self.cache,
             queue=queue,
             waiting=waiting,
             rng=self.rng,
             now=self.clock,
             explain=self.explain,
+            batching=False,
         )
         if isinstance(outcome, Group):  # its own queue holds no sibling: the pod is the only member tried
             outcome = outcome.members[0][1]
@@ -263,7 +310,7 @@ class Simulation:
             queue=queue,
             waiting=waiting,
             now=self.clock,
-            profile=self.profile,
+            profile=self.lane(placed).profile,
             state=state,
         )
 
@@ -277,15 +324,16 @@ class Simulation:
             )
             return Placement(pod.key, pod.node_name, "")
         pod = self._submit(pod)
-        self._drain(self.scheduler)
+        self._drain()
         return self._placement(pod.uid)
 
     def max_replicas(self, template: Pod, *, limit: int = 0) -> Capacity:
         """Place copies of `template` (``<name>-<i>``) one after another, each counting for the next, until one
         does not fit or `limit` copies (0: no limit) are placed. Copies never preempt: the question is how
         many fit in the room there is, as cluster-capacity asks it."""
+        lane = self.lane(template)
         copies = GenericScheduler(
-            dataclasses.replace(self.profile, post_filters=()), extender_factory=self._extender_factory
+            dataclasses.replace(lane.profile, post_filters=()), extender_factory=self._extender_factory
         )
         placed: dict[str, int] = {}
         count = 0
@@ -294,17 +342,19 @@ class Simulation:
                 template, name=f"{template.name}-{count}", uid=f"{template.uid}-copy-{count}", nominated_node_name=""
             )
             copy = self._submit(copy)
-            self._drain(copies)
+            self._drain({lane.profile.scheduler_name: copies})
             held = self.cache.get_pod(copy.uid)  # bound, or assumed while it waits at Permit
             if held is None:
-                self.queue.delete(copy)  # the question is answered: it does not fit
+                lane.queue.delete(copy)  # the question is answered: it does not fit
                 return Capacity(template.key, count, placed, self._records[copy.uid].message, limit)
             placed[held.node_name] = placed.get(held.node_name, 0) + 1
             count += 1
         return Capacity(template.key, count, placed, "", limit)
 
-    def run(self, pods: Sequence[Pod | UnreadablePod]) -> SimulationResult:
-        """Schedule `pods` in order; an unreadable one is reported as not placed and the next goes on."""
+    def run(self, pods: Sequence[Pod | UnreadablePod], *, burst: bool = False) -> SimulationResult:
+        """Schedule `pods` in order; an unreadable one is reported as not placed and the next goes on. With
+        `burst` they are all pending at once before the first is tried (N replicas created together), as
+        a scheduler sees a burst; otherwise each is submitted once the one before settled."""
         out = SimulationResult()
         start = time.perf_counter()
         readable = [pod for pod in pods if isinstance(pod, Pod)]
@@ -324,10 +374,12 @@ class Simulation:
                 for sibling in together.get(entry.uid, ()):
                     submitted[sibling.uid] = self._submit(sibling).uid
                 placements.append(self._submit(entry).uid)
-                self._drain(self.scheduler)
+                if not burst:
+                    self._drain()
+        self._drain()
         self._time_out_waits()  # the file is over: whoever still waits times out
         for record in self._records.values():  # and nothing more is tried
-            self.queue.delete(record.pod)
+            self.lane(record.pod).queue.delete(record.pod)
         out.placements = [p if isinstance(p, Placement) else self._placement(p) for p in placements]
         out.seconds = time.perf_counter() - start
         return out
@@ -341,7 +393,7 @@ class Simulation:
             routing.route_node_deleted(name, cache=self.cache)
         else:
             routing.route_node(node, cache=self.cache, served=self._served, now=self.clock)
-        self._drain(self.scheduler)
+        self._drain()
 
     def assigned_pod_changed(self, pod: Pod, *, deleted: bool) -> None:
         """The watch of assigned pods saw `pod` (bound by someone else, or deleted: any pod the
@@ -354,7 +406,7 @@ class Simulation:
         routing.route_assigned_pod(
             pod, deleted=deleted, cache=self.cache, pending=self.pending, served=self._served, now=self.clock
         )
-        self._drain(self.scheduler)
+        self._drain()
 
     def pending_pod_deleted(self, uid: str) -> None:
         """A pending pod of the simulation was deleted before it was placed: it is tried no more."""
@@ -365,7 +417,7 @@ class Simulation:
         routing.route_unassigned_pod(
             record.pod, gone=True, cache=self.cache, pending=self.pending, served=self._served, now=self.clock
         )
-        self.queue.delete(record.pod)
+        self.lane(record.pod).queue.delete(record.pod)
 
     def placement(self, uid: str) -> Placement:
         """The placement so far of the pod submitted with `uid`."""
@@ -374,13 +426,13 @@ class Simulation:
     def _pod_groups(self, pods: Sequence[Pod]) -> dict[str, list[Pod]]:
         """For the first pending member of each gang the profile schedules in pod-group cycles, the
         gang's later pending members: they enter the queue with it, as one pod group."""
-        if not any(isinstance(p, gangs.PodGroupCycle) for p in self.profile.permitters):
-            return {}
         first: dict[str, Pod] = {}
         out: dict[str, list[Pod]] = {}
         for pod in pods:
             key = gangs.gang_key(pod, WORKLOAD_API)
             if not key or pod.node_name:
+                continue
+            if not any(isinstance(p, gangs.PodGroupCycle) for p in self.lane(pod).profile.permitters):
                 continue
             if key in first:
                 out.setdefault(first[key].uid, []).append(pod)
@@ -396,42 +448,55 @@ class Simulation:
             pod = dataclasses.replace(pod, uid=f"{pod.uid}#{len(self._records)}")
         pod = stamp_claims(pod, self.cache.objects.dra)  # the resourceclaim controller's part
         self._records[pod.uid] = _Record(pod)
+        self._arrival[pod.uid] = len(self._arrival)
         self.api.hold(pod)
         self.pending.put(pod)
-        self.queue.add(pod, self.clock)
+        self.lane(pod).queue.add(pod, self.clock)
         return pod
 
-    def _drain(self, scheduler: GenericScheduler) -> None:
-        """Attempt pods until none is ready and none backs off (the clock jumps over backoffs)."""
+    def _drain(self, instead: Mapping[str, GenericScheduler] | None = None) -> None:
+        """Attempt pods until none is ready and none backs off (the clock jumps over backoffs), the next
+        from whichever profile's queue one queue for all would pop first. `instead`: another algorithm
+        for a profile (``max_replicas``' copies never preempt)."""
         budget = 1000 + 100 * len(self._records)  # a bound no settling run comes near: a bug otherwise
+        lanes = list(self.lanes.values())
+        queues = {id(lane.queue): lane for lane in lanes}
+        less = self.profile.queue_sort.less
         while budget:
             budget -= 1
-            info = self.queue.pop(self.clock)
-            if info is None:
-                if not self.queue.pending_counts()[BACKOFF]:
+            ready = first_ready([lane.queue for lane in lanes], self.clock, less=less, arrival=self._arrived)
+            if ready is None:
+                backing_off = [lane.queue for lane in lanes if lane.queue.pending_counts()[BACKOFF]]
+                if not backing_off:
                     return
-                ready_at = self.queue.next_ready_at(self.clock)
-                assert ready_at is not None
+                ready_at = min(at for q in backing_off if (at := q.next_ready_at(self.clock)) is not None)
                 self.clock = max(self.clock, ready_at)
                 self._settle()
                 continue
-            self._carry_out(info, scheduler)
+            lane = queues[id(ready)]
+            info = ready.pop(self.clock)
+            assert info is not None
+            scheduler = (instead or {}).get(lane.profile.scheduler_name, lane.scheduler)
+            self._carry_out(info, lane, scheduler)
             self._settle()
             self._send_dra_writes()
         raise RuntimeError("the simulation does not settle: a pod was tried over and over")
 
-    def _carry_out(self, info: QueuedPodInfo, scheduler: GenericScheduler) -> None:
+    def _arrived(self, info: QueuedPodInfo) -> int:
+        return self._arrival.get(info.uid, 0)
+
+    def _carry_out(self, info: QueuedPodInfo, lane: Lane, scheduler: GenericScheduler) -> None:
         """One attempt, and its outcome carried out as the operator's loop does (``kube/loop.py``)."""
         outcome = schedule_one(
             info,
             self.snapshot,
             scheduler,
             cache=self.cache,
-            queue=self.queue,
+            queue=lane.queue,
             waiting=self.waiting,
             rng=self.rng,
             now=self.clock,
-            explain=self.explain and scheduler is self.scheduler,
+            explain=self.explain and scheduler is lane.scheduler,
         )
         if isinstance(outcome, Group):  # a pod-group cycle: each member's outcome, as if popped alone
             for member, own in outcome.members:
@@ -444,7 +509,10 @@ class Simulation:
         _remember(record, outcome)
         match outcome:
             case Bind(placed, node, state, plan):
-                self._bind(info, placed, node, state, plan)
+                self._bind(info, placed, node, state, plan, outcome.nominated_node)
+            case Wait(placed, node):
+                if outcome.nominated_node and outcome.nominated_node != placed.nominated_node_name:
+                    self._expect(record, placed, outcome.nominated_node)
             case Unschedulable(_, _, nominated, victims, clear_nominations):
                 pod = info.pod
                 if nominated is not None and nominated != pod.nominated_node_name:
@@ -460,20 +528,37 @@ class Simulation:
                     self._write_nomination(info.pod, "")
                 self._error(record)
 
-    def _bind(self, info: QueuedPodInfo, placed: Pod, node: str, state: CycleState, plan: BindingPlan) -> None:
-        """The binding cycle as the plan says (``kube/binding.py``), against the in-memory API server."""
+    def _bind(
+        self,
+        info: QueuedPodInfo,
+        placed: Pod,
+        node: str,
+        state: CycleState,
+        plan: BindingPlan,
+        nominate: str | None = None,
+        nominated: str = "",
+    ) -> None:
+        """The binding cycle as the plan says (``kube/binding.py``), against the in-memory API server:
+        the nomination for expectation first (`nominate`), then PreBind, then the bind. A failure clears
+        the nomination (`nominated`: the one written while the pod waited at Permit)."""
+        record = self._records[placed.uid]
+        if nominate and nominate != placed.nominated_node_name:
+            self._expect(record, placed, nominate)
+            nominated = nominate
         status = drive(run_pre_bind_plugins(plan, state, placed, node, self.api)) if plan.pre_binders else SUCCESS
         if status.is_success:
             status = self._bind_step(placed, node, state, plan)
-        record = self._records[placed.uid]
+        queue = self.lane(placed).queue
         if not status.is_success:
-            self._undo(info, placed, state, self.queue, self.waiting)
+            self._undo(info, placed, state, queue, self.waiting)
+            if nominated or placed.nominated_node_name:
+                self._patch_nomination(placed, "")
             record.node, record.message = None, f"Binding rejected: {status.message}"
             self._error(record)
             return
         if not self.api.is_bound(placed):
             self.api.bind(placed, node)  # a binder that reported success without the pods/binding POST
-        binding_succeeded(placed, cache=self.cache, queue=self.queue, now=self.clock)
+        binding_succeeded(placed, cache=self.cache, queue=queue, now=self.clock)
         routing.route_assigned_pod(
             placed, deleted=False, cache=self.cache, pending=self.pending, served=self._served, now=self.clock
         )
@@ -488,16 +573,24 @@ class Simulation:
                 return bound.status
         return drive(run_bind_plugins(plan, state, placed, node, self.api))
 
-    def _claim_changed(self, old: ResourceClaim | None, new: ResourceClaim) -> None:
-        """A claim written through the in-memory API server: its watch event, as the operator gets it."""
-        route_dra_object("ResourceClaim", new.key, new, cache=self.cache, served=self._served, now=self.clock)
+    def _claim_changed(self, key: str, new: ResourceClaim | None) -> None:
+        """A claim written (None: deleted) through the in-memory API server: its watch event, as the operator
+        gets it."""
+        route_dra_object("ResourceClaim", key, new, cache=self.cache, served=self._served, now=self.clock)
 
     def _send_dra_writes(self) -> None:
-        """DynamicResources' Unreserve and PostFilter writes (the tracker's outbox), as the operator sends them."""
+        """DynamicResources' Unreserve and PostFilter writes (the tracker's outbox), as the operator sends them:
+        each write's ``then`` after it, once it succeeded."""
         tracker = self.cache.objects.dra
         if tracker.outbox:
             for write in tracker.drain():
-                drive(self.api.request(write.method, write.path, write.body, content_type=write.content_type))
+                self._send_dra_write(write)
+
+    def _send_dra_write(self, write: ApiWrite) -> None:
+        answer = drive(self.api.request(write.method, write.path, write.body, content_type=write.content_type))
+        if answer.ok:
+            for after in write.then:
+                self._send_dra_write(after)
 
     def _settle(self) -> None:
         """Pods whose wait at Permit is over (the loop's ``_settle``): bind the allowed, release the rejected."""
@@ -505,10 +598,14 @@ class Simulation:
             return
         settled = settle_waiting(self.waiting, cache=self.cache, now=self.clock)
         for allowed in settled.allowed:
-            self._bind(allowed.info, allowed.pod, allowed.node, allowed.state, allowed.plan)
+            self._bind(
+                allowed.info, allowed.pod, allowed.node, allowed.state, allowed.plan, nominated=allowed.nominated
+            )
         for rejected in settled.rejected:
             record = self._records[rejected.pod.uid]
             record.node, record.message = None, rejected.status.message
+            if rejected.nominated_node is not None:
+                self._patch_nomination(rejected.pod, rejected.nominated_node)
         if settled.rejected:
             routing.broadcast(routing.EVENT_ASSIGNED_POD_DELETE, self._served, self.clock, keep=settled.keep)
 
@@ -518,37 +615,51 @@ class Simulation:
             self.clock = max(self.clock, deadline)
             self._settle()
 
-    def _write_nomination(self, pod: Pod, node: str) -> None:
-        """A pods/status write of ``nominatedNodeName``, back through the watch as an update of the pending pod."""
-        info = self.queue.get(pod)
-        if info is None:
-            return
+    def _expect(self, record: _Record, placed: Pod, node: str) -> None:
+        """The assumed pod is nominated to its node before binding (its watch event changes nothing:
+        an assumed pod's updates are ignored)."""
+        self._patch_nomination(placed, node)
+        record.expected = node
+
+    def _patch_nomination(self, pod: Pod, node: str) -> None:
+        """A pods/status write of ``nominatedNodeName`` ("" clears it) to the in-memory API server only."""
         self.api.answer("PATCH", f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/status",
                         {"status": {"nominatedNodeName": node or None}})  # fmt: skip
-        self.queue.update(info.pod, dataclasses.replace(info.pod, nominated_node_name=node), self.clock)
+
+    def _write_nomination(self, pod: Pod, node: str) -> None:
+        """A pods/status write of ``nominatedNodeName``, back through the watch as an update of the pending pod."""
+        queue = self.lane(pod).queue
+        info = queue.get(pod)
+        if info is None:
+            return
+        self._patch_nomination(pod, node)
+        queue.update(info.pod, dataclasses.replace(info.pod, nominated_node_name=node), self.clock)
 
     def _evict(self, victim: Pod) -> None:
-        """A preemption victim is deleted, and its deletion routed as the watches would see it."""
+        """A preemption victim is deleted, and its deletion routed as the watches would see it; one waiting at
+        Permit is preempted in memory instead (upstream ``waitingPod.Preempt``): the next settle releases it
+        and it backs off."""
+        if self.waiting.preempt(victim.uid, DefaultPreemption.NAME, PREEMPTED):
+            return
         self.api.drop(victim)
         served, pending, now = self._served, self.pending, self.clock
         if self.cache.state_of(victim) is PodState.ADDED:
             routing.route_assigned_pod(victim, deleted=True, cache=self.cache, pending=pending, served=served, now=now)
             return
-        # assumed (waiting at Permit): first its deletion mark, then its DELETED
-        self.waiting.remove(victim.uid)
+        # assumed and being bound: first its deletion mark, then its DELETED
         record = self._records.get(victim.uid)
         if record is not None:
-            record.node, record.message = None, "deleted: a preemption victim while it waited at Permit"
+            record.node, record.message = None, "deleted: a preemption victim while it was being bound"
         deleting = dataclasses.replace(victim, node_name="", deleting=True)
         routing.route_unassigned_pod(deleting, gone=False, cache=self.cache, pending=pending, served=served, now=now)
         routing.route_unassigned_pod(deleting, gone=True, cache=self.cache, pending=pending, served=served, now=now)
-        self.queue.done(victim)
+        self.lane(victim).queue.done(victim)
 
     def _error(self, record: _Record) -> None:
         """An attempt ended in an error: after ``MAX_ERROR_RETRIES`` in a row the pod is given up on."""
         record.errors += 1
         if record.errors >= MAX_ERROR_RETRIES:
-            self.queue.delete(record.pod)
+            self.lane(record.pod).queue.delete(record.pod)
 
     # ------------------------------------------------------------------ reading the outcome
 
@@ -558,11 +669,21 @@ class Simulation:
         if r.result is None and r.node is None and not message and r.pod.scheduling_gates:
             message = GATED_MESSAGE  # never popped: the queue holds it until its gates are removed
         elif r.result is None and r.node is None and not message:
-            refused = self.queue.hints.pre_enqueue(r.pod)  # never popped: a PreEnqueue plugin holds it
+            refused = self.lane(r.pod).queue.hints.pre_enqueue(r.pod)  # never popped: a PreEnqueue plugin holds it
             if refused is not None:
                 message = f"waiting for PreEnqueue plugin {refused.plugin}: {refused.message}"
         explanation = self._explanation(r.pod, r.result, r.preempted)
-        return Placement(r.pod.key, r.node, message, explanation, r.nominated_node, tuple(r.victims), devices=r.devices)
+        return Placement(
+            r.pod.key,
+            r.node,
+            message,
+            explanation,
+            r.nominated_node,
+            tuple(r.victims),
+            devices=r.devices,
+            nominated_before_binding=r.expected,
+            batched=r.node is not None and r.result is not None and r.result.hinted and r.result.node == r.node,
+        )
 
     def _explanation(
         self, pod: Pod, result: ScheduleResult | None, preempted: ScheduleResult | None = None
@@ -571,7 +692,7 @@ class Simulation:
         victims) says what preemption considered."""
         if not self.explain or result is None:
             return None
-        e = explanation_of(pod, result, scheduler_name=self.profile.scheduler_name)
+        e = explanation_of(pod, result, scheduler_name=self.lane(pod).profile.scheduler_name)
         if preempted is not None and preempted is not result and preempted.post_filter is not None:
             e = dataclasses.replace(e, preemption=preemption_of(preempted.post_filter))
         return e
@@ -581,7 +702,7 @@ def _remember(record: _Record, outcome: Single) -> None:
     """What an attempt's outcome says of the pod's placement (a bind's is known once it is bound)."""
     match outcome:
         case Bind(result=result) | Wait(result=result):
-            record.result, record.node, record.message = result, None, ""
+            record.result, record.node, record.message, record.expected = result, None, "", ""
         case Unschedulable(message, _, nominated, victims, result=result):
             record.result, record.node, record.message, record.errors = result, None, message, 0
             if nominated:

@@ -1,7 +1,9 @@
-"""The probe and scrape endpoints: /healthz, /readyz, /metrics over plain HTTP (aiohttp).
+"""The probe and scrape endpoints: /healthz, /livez, /readyz, /metrics, /debug/attempts (aiohttp).
 
-- `/healthz` answers 200 whenever the event loop runs this handler: a wedged loop cannot answer,
-  which is exactly what the liveness probe should catch.
+- `/healthz` (and `/livez`, its newer name upstream) answers 200 whenever the event loop runs this
+  handler (a wedged loop cannot answer, which is exactly what the liveness probe should catch) and the
+  optional `live_check` agrees: 500 when it says the process cannot recover by itself (Kopf failing
+  again and again).
 - `/readyz` answers 200 once the app says its caches are synced, 503 before. With leader
   election on, a synced standby is ready too (its body says "standby"): readiness gates rollouts
   and Service endpoints, not leadership, and a 2-replica Deployment whose standby were never ready
@@ -11,22 +13,29 @@
   pod's last scheduling attempt (`kopf-scheduler explain` reads it), 404 when none is kept. Read-only,
   GET only; it serves scheduling data (node and plugin names, reasons, scores, victims' names and
   priorities), never a pod's spec, a token or any other credential.
-- `/debug/about` (when given `about`) is a small JSON of who serves here: the operator's identity, the API
-  server it schedules for and how it was started. The kubectl plugin checks it before it asks a local
-  operator (``kopf run`` during development) for an explanation: the same API server, or not that one.
 
-Plain HTTP, like kube-scheduler's old insecure port; put it behind a NetworkPolicy if needed.
+Served securely, as kube-scheduler's 10259, when given `tls` (an ``ssl.SSLContext``,
+``serving.py``) and a `gate` (``access.Gate``): every request is authenticated and authorized before
+its handler runs, and one that is not answers 401, 403 or 500 with a ``v1.Status`` body, as the API
+server's. `certificate_files` are re-read every `RELOAD_INTERVAL` seconds when they changed. Without
+them it is plain HTTP with no authentication: ``kopf-scheduler run --insecure-port``, for development.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import asyncio
+import contextlib
+import ssl
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 
+from .access import DELEGATED_HEADER, Gate
 from .metrics import SchedulerMetrics
+from .serving import CertificateFiles
 
 __all__ = ["AttemptLookup", "HealthServer", "ReadyCheck", "start_health_server", "stop_health_server"]
 
@@ -36,6 +45,9 @@ ReadyCheck = Callable[[], tuple[bool, str]]
 AttemptLookup = Callable[[str, str], Mapping[str, Any] | str]
 """(namespace, name) -> the JSON of the pod's last attempt, or why there is none; runs on the event loop."""
 
+#: seconds between two looks at the certificate files' modification times (upstream: one minute)
+RELOAD_INTERVAL: Final = 60.0
+
 
 @dataclass(frozen=True, slots=True)
 class HealthServer:
@@ -44,10 +56,39 @@ class HealthServer:
     runner: web.AppRunner
     host: str
     port: int
+    #: "https" with a TLS context, else "http"
+    scheme: str = "http"
+    reloading: asyncio.Task[None] | None = None
 
     async def stop(self) -> None:
         """Close the listener and finish in-flight requests."""
+        if self.reloading is not None:
+            self.reloading.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.reloading
         await self.runner.cleanup()
+
+
+def _guard(gate: Gate) -> Middleware:
+    """The middleware that asks the gate before any handler (unknown paths included, as upstream)."""
+
+    @web.middleware
+    async def guard(
+        request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        peer = request.transport.get_extra_info("peercert") if request.transport is not None else None
+        verdict = await gate.admit(
+            request.method,
+            request.path,
+            authorization=request.headers.get("Authorization"),
+            delegated=request.headers.get(DELEGATED_HEADER),
+            peer_certificate=peer or None,
+        )
+        if not verdict.allowed:
+            return web.json_response(verdict.status(), status=verdict.code)
+        return await handler(request)
+
+    return guard
 
 
 def _app(
@@ -55,9 +96,14 @@ def _app(
     metrics: SchedulerMetrics,
     leading: Callable[[], bool] | None,
     attempts: AttemptLookup | None,
-    about: Mapping[str, Any] | None = None,
+    live_check: ReadyCheck | None = None,
+    gate: Gate | None = None,
 ) -> web.Application:
     async def healthz(_: web.Request) -> web.Response:
+        if live_check is not None:
+            live, detail = live_check()
+            if not live:
+                return web.Response(status=500, text=f"unhealthy: {detail}\n")
         return web.Response(text="ok\n")
 
     async def readyz(_: web.Request) -> web.Response:
@@ -83,17 +129,13 @@ def _app(
             )
         return web.json_response(found)
 
-    async def about_page(_: web.Request) -> web.Response:
-        return web.json_response(dict(about or {}))
-
-    app = web.Application()
+    app = web.Application(middlewares=[_guard(gate)] if gate is not None else [])
     app.router.add_get("/healthz", healthz)
+    app.router.add_get("/livez", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics_page)
     if attempts is not None:
         app.router.add_get("/debug/attempts/{namespace}/{name}", attempt, allow_head=False)
-    if about is not None:
-        app.router.add_get("/debug/about", about_page, allow_head=False)
     return app
 
 
@@ -105,16 +147,23 @@ async def start_health_server(
     metrics: SchedulerMetrics,
     leading: Callable[[], bool] | None = None,
     attempts: AttemptLookup | None = None,
-    about: Mapping[str, Any] | None = None,
+    live_check: ReadyCheck | None = None,
+    tls: ssl.SSLContext | None = None,
+    gate: Gate | None = None,
+    certificate_files: CertificateFiles | None = None,
 ) -> HealthServer:
     """Serve the endpoints on host:port (port 0 picks a free one) until `stop()`.
 
-    Pass `leading` (e.g. `lambda: elector.is_leader`) when leader election is on, `attempts` to
-    serve /debug/attempts and `about` to serve /debug/about.
+    Pass `leading` (e.g. `lambda: elector.is_leader`) when leader election is on, and `attempts` to
+    serve /debug/attempts; `tls` and `gate` for the secure port (see the module docstring).
     """
-    runner = web.AppRunner(_app(ready_check, metrics, leading, attempts, about), access_log=None, handle_signals=False)
+    if (tls is None) != (gate is None):
+        raise ValueError("the secure port takes both a TLS context and a gate; the insecure one neither")
+    runner = web.AppRunner(
+        _app(ready_check, metrics, leading, attempts, live_check, gate), access_log=None, handle_signals=False
+    )
     await runner.setup()
-    site = web.TCPSite(runner, host, port)
+    site = web.TCPSite(runner, host, port, ssl_context=tls)
     try:
         await site.start()
     except BaseException:
@@ -125,7 +174,16 @@ async def start_health_server(
         if isinstance(address, tuple) and len(address) >= 2:
             bound = int(address[1])
             break
-    return HealthServer(runner, host, bound)
+    reloading = None
+    if tls is not None and certificate_files is not None:
+        reloading = asyncio.create_task(_reload(certificate_files, tls), name="serving certificate reload")
+    return HealthServer(runner, host, bound, "https" if tls is not None else "http", reloading)
+
+
+async def _reload(files: CertificateFiles, tls: ssl.SSLContext) -> None:
+    while True:
+        await asyncio.sleep(RELOAD_INTERVAL)
+        files.reload_if_changed(tls)
 
 
 async def stop_health_server(server: HealthServer) -> None:

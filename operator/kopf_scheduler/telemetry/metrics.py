@@ -239,6 +239,24 @@ class SchedulerMetrics:
             ["plugin", "profile"],
             registry=r,
         )
+        self._batch_attempts = Counter(
+            "scheduler_batch_attempts",
+            "Counts of results when we attempt to use batching.",
+            ["profile", "result"],
+            registry=r,
+        )
+        self._batch_cache_flushed = Counter(
+            "scheduler_batch_cache_flushed",
+            "Counts of cache flushes by reason.",
+            ["profile", "reason"],
+            registry=r,
+        )
+        self._batch_rescore_attempts = Counter(
+            "scheduler_batch_rescore_attempts",
+            "Counts of rescore attempts during opportunistic batching.",
+            ["profile"],
+            registry=r,
+        )
         self._leader = Gauge(
             "kopf_scheduler_leader",
             "1 while this process holds the policy's leader Lease, else 0.",
@@ -254,6 +272,35 @@ class SchedulerMetrics:
             ["policy"],
             registry=r,
         )
+        self._watch_resumes = Counter(
+            "kopf_scheduler_informer_watch_resumes",
+            "Watches of an informed kind resumed from their last resourceVersion, by why they ended.",
+            ["kind", "reason"],
+            registry=r,
+        )
+        self._relists = Counter(
+            "kopf_scheduler_informer_relists",
+            "Lists of an informed kind after its first, by why (expired, unreachable, blind, watch-failures, resync).",
+            ["kind", "reason"],
+            registry=r,
+        )
+        self._pauses = Counter(
+            "kopf_scheduler_informer_pauses",
+            "Times scheduling paused while a kind relisted after lost history (only pods and nodes pause).",
+            ["kind"],
+            registry=r,
+        )
+        self._pause_seconds = Counter(
+            "kopf_scheduler_informer_pause_seconds",
+            "Seconds scheduling was paused while a kind relisted after lost history.",
+            ["kind"],
+            registry=r,
+        )
+        self._kopf_restarts = Counter(
+            "kopf_scheduler_kopf_restarts",
+            "Times Kopf's orchestration ended on an error and was started again in the same process.",
+            registry=r,
+        )
 
     # --- per scheduling cycle ------------------------------------------------------------------
 
@@ -262,6 +309,19 @@ class SchedulerMetrics:
         _check(result, ATTEMPT_RESULTS, "attempt result")
         self._attempts.labels(result, profile).inc()
         self._attempt_duration.labels(result, profile).observe(seconds)
+
+    def observe_batch(
+        self, profile: str, attempts: Mapping[str, int], flushed: Mapping[str, int], rescores: int
+    ) -> None:
+        """Opportunistic batching's counts since the last call (``core/batching.py``), upstream's
+        ``scheduler_batch_attempts_total{profile,result}``, ``scheduler_batch_cache_flushed_total{profile,reason}``
+        and ``scheduler_batch_rescore_attempts_total{profile}``."""
+        for result, count in attempts.items():
+            self._batch_attempts.labels(profile, result).inc(count)
+        for reason, count in flushed.items():
+            self._batch_cache_flushed.labels(profile, reason).inc(count)
+        if rescores:
+            self._batch_rescore_attempts.labels(profile).inc(rescores)
 
     def observe_algorithm(self, seconds: float) -> None:
         """The algorithm (filter -> score -> select host) ran, whatever its outcome."""
@@ -372,6 +432,21 @@ class SchedulerMetrics:
                 gauge.remove(policy)
             except KeyError:
                 pass
+
+    # --- the edge ------------------------------------------------------------------------------
+
+    def observe_informer_restart(self, kind: str, action: str, reason: str) -> None:
+        """An informer's watch ended: resumed (`action` "resume") or the kind listed again ("relist")."""
+        counter = self._watch_resumes if action == "resume" else self._relists
+        counter.labels(kind, reason).inc()
+
+    def observe_informer_pause(self, kind: str, seconds: float) -> None:
+        """Scheduling was paused `seconds` while `kind` relisted after lost history."""
+        self._pauses.labels(kind).inc()
+        self._pause_seconds.labels(kind).inc(seconds)
+
+    def inc_kopf_restarts(self) -> None:
+        self._kopf_restarts.inc()
 
     # --- exposition ----------------------------------------------------------------------------
 

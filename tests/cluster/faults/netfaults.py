@@ -1,5 +1,6 @@
 """Network faults for the fault suite, made on loopback: a TCP proxy that stalls or cuts the connections
-open through it, a kubeconfig that goes through that proxy, and a physical compaction of etcd.
+open through it, an HTTP proxy that behaves like a flaky load balancer, a kubeconfig that goes through
+either, and a physical compaction of etcd.
 
 ``StallProxy`` is a byte pipe (TLS passes through untouched) in front of the API server, run by an
 event loop in a thread of its own so that synchronous tests can drive it::
@@ -12,6 +13,18 @@ event loop in a thread of its own so that synchronous tests can drive it::
         proxy.resume()           # what was held is delivered, in order
         proxy.cut()              # every open connection is reset (RST), both sides
         proxy.block()            # cut, and refuse new connections (as a server that is down) until unblock()
+
+``ChaosProxy`` is what a flaky load balancer in front of the API server does to HTTP, all the time: it
+ends TLS with the API server's own serving certificate (so the client's checks pass), opens TLS to
+the API server, and on the way back cuts half of the server's chunks into pieces of 1 to 16 bytes (a
+client's parser meets every split), resets about 2% of them part-way (RST), closes every connection
+idle for 0.3 to 3 s (a watch of a quiet kind included, as a load balancer's idle timeout does), and
+cuts short a share of the discovery answers (``/api``, ``/apis`` and their group versions: the
+answer Kopf's start-up scan reads). Seeded, so a failing run can be repeated; ``stats`` counts what
+it did. Clients authenticate with bearer tokens through it (a client certificate ends at the proxy)::
+
+    with ChaosProxy(cp) as chaos:
+        config = proxied_kubeconfig(sa_kubeconfig, chaos, tmp_path / "chaos.kubeconfig")
 
 A stalled connection keeps reading on both sides and holds what it reads in memory, so the kernel
 keeps ACKing and its window stays open: neither end can tell the stall from a quiet peer, TCP
@@ -37,9 +50,13 @@ import base64
 import contextlib
 import ipaddress
 import json
+import random
+import re
 import socket
+import ssl
 import struct
 import threading
+import time
 import urllib.request
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
@@ -53,7 +70,14 @@ import yaml
 if TYPE_CHECKING:
     from kopf_scheduler.cluster import ControlPlane
 
-__all__ = ["StallProxy", "compact_etcd", "etcd_revision", "expire_resource_versions", "proxied_kubeconfig"]
+__all__ = [
+    "ChaosProxy",
+    "StallProxy",
+    "compact_etcd",
+    "etcd_revision",
+    "expire_resource_versions",
+    "proxied_kubeconfig",
+]
 
 LOOPBACK: Final = "127.0.0.1"
 #: bytes read at a time from either side
@@ -314,7 +338,255 @@ class StallProxy:
             self._server = None
 
 
-def proxied_kubeconfig(kubeconfig: Path, proxy: StallProxy, path: Path) -> Path:
+# --------------------------------------------------------------------------- the chaos proxy
+
+#: a request line, at the start of what the client sent
+_REQUEST_LINE = re.compile(rb"^(GET|POST|PUT|PATCH|DELETE|HEAD) (\S+) HTTP/1\.1\r\n")
+#: discovery documents: /api, /apis, /api/v1, /apis/GROUP/VERSION (no resource after them)
+_DISCOVERY = re.compile(r"^/(api|apis|api/v1|apis/[^/?]+/[^/?]+)/?(\?.*)?$")
+#: bytes of a chunk cut into tiny pieces (the rest follows in one piece: a list of megabytes in
+#: 1-16 byte TLS records would measure the proxy, not the client)
+_SPLIT_HEAD = 256
+
+
+@dataclass
+class ChaosStats:
+    """What a ChaosProxy did so far."""
+
+    connections: int = 0
+    chunks: int = 0
+    split: int = 0
+    resets: int = 0
+    idle_closes: int = 0
+    discovery: int = 0
+    discovery_cut: int = 0
+
+    def line(self) -> str:
+        return ", ".join(f"{k}={v}" for k, v in vars(self).items())
+
+
+@dataclass(eq=False)
+class _ChaosLink:
+    client: asyncio.StreamWriter
+    upstream: asyncio.StreamWriter | None = None
+    last: float = field(default_factory=time.monotonic)
+    idle_after: float = 1.0
+    #: the answer to the request just seen is cut short (a discovery document)
+    cut_next: bool = False
+    closed: bool = False
+
+
+class ChaosProxy:
+    """A flaky load balancer in front of `cp`'s API server on 127.0.0.1:<free port>; see the module
+    docstring. The rates may be changed while it runs (``reset``, ``split``, ``discovery_cut``; ``idle``
+    is the (min, max) idle timeout, None for none; ``enabled`` False forwards untouched)."""
+
+    def __init__(
+        self,
+        cp: ControlPlane,
+        *,
+        seed: int = 1,
+        split: float = 0.5,
+        reset: float = 0.02,
+        idle: tuple[float, float] | None = (0.3, 3.0),
+        discovery_cut: float = 0.05,
+    ) -> None:
+        server = urlsplit(cp.server)
+        assert server.hostname is not None and server.port is not None
+        self.target = (server.hostname, server.port)
+        self.split, self.reset, self.idle, self.discovery_cut = split, reset, idle, discovery_cut
+        self.enabled = True
+        self.stats = ChaosStats()
+        self.host, self.port = LOOPBACK, 0
+        self._rng = random.Random(seed)
+        self._serving = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        self._serving.load_cert_chain(cp.pki_dir / "apiserver.crt", cp.pki_dir / "apiserver.key")
+        self._serving.set_alpn_protocols(["http/1.1"])
+        self._upstream = ssl.create_default_context(cafile=str(cp.ca_cert))
+        self._upstream.set_alpn_protocols(["http/1.1"])
+        self._links: set[_ChaosLink] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._server: asyncio.Server | None = None
+        self._reaper: asyncio.Task[None] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"https://{self.host}:{self.port}"
+
+    def start(self) -> ChaosProxy:
+        if self._loop is not None:
+            return self
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="chaos-proxy", daemon=True)
+        self._thread.start()
+
+        async def open_() -> asyncio.Server:
+            self._reaper = asyncio.create_task(self._reap_idle())
+            return await asyncio.start_server(self._serve, self.host, self.port, ssl=self._serving)
+
+        self._server = self._call(open_())
+        self.port = int(self._server.sockets[0].getsockname()[1])
+        return self
+
+    def close(self) -> None:
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+
+        async def shut() -> None:
+            if self._reaper is not None:
+                self._reaper.cancel()
+            if self._server is not None:
+                self._server.close()
+            for link in list(self._links):
+                self._abort(link)
+
+        try:
+            self._call(shut())
+        finally:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(CALL_TIMEOUT)
+            loop.close()
+            self._loop = self._thread = None
+
+    def __enter__(self) -> ChaosProxy:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def _call(self, coro: Coroutine[Any, Any, T]) -> T:
+        if self._loop is None:
+            coro.close()
+            raise RuntimeError("the proxy is not started")
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(CALL_TIMEOUT)
+
+    # ---- inside the loop
+
+    def _touch(self, link: _ChaosLink) -> None:
+        link.last = time.monotonic()
+        if self.idle is not None:
+            link.idle_after = self._rng.uniform(*self.idle)
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.stats.connections += 1
+        link = _ChaosLink(writer)
+        self._touch(link)
+        self._links.add(link)
+        try:
+            try:
+                up_reader, link.upstream = await asyncio.open_connection(
+                    *self.target, ssl=self._upstream, server_hostname=self.target[0]
+                )
+            except OSError:
+                self._abort(link)
+                return
+            await asyncio.gather(self._requests(link, reader), self._answers(link, up_reader))
+        finally:
+            self._links.discard(link)
+            self._close(link)
+
+    async def _requests(self, link: _ChaosLink, reader: asyncio.StreamReader) -> None:
+        """Client to server, untouched; a discovery request may have its answer cut short."""
+        try:
+            while not link.closed:
+                data = await reader.read(CHUNK)
+                if not data or link.upstream is None:
+                    break
+                self._touch(link)
+                line = _REQUEST_LINE.match(data)
+                if line and self.enabled and line[1] == b"GET" and _DISCOVERY.match(line[2].decode("latin-1")):
+                    self.stats.discovery += 1
+                    link.cut_next = self._rng.random() < self.discovery_cut
+                link.upstream.write(data)
+                await link.upstream.drain()
+        except (OSError, ssl.SSLError):
+            self._abort(link)
+        finally:
+            self._close(link)
+
+    async def _answers(self, link: _ChaosLink, reader: asyncio.StreamReader) -> None:
+        """Server to client, with the chaos of the module docstring."""
+        client = link.client
+        try:
+            while not link.closed:
+                data = await reader.read(CHUNK)
+                if not data:
+                    break
+                self._touch(link)
+                self.stats.chunks += 1
+                if not self.enabled:
+                    client.write(data)
+                    await client.drain()
+                    continue
+                if link.cut_next:
+                    self.stats.discovery_cut += 1
+                    client.write(data[: max(1, len(data) // 3)])
+                    await client.drain()
+                    self._close(link)  # a clean close before the body's end: "not enough data"
+                    return
+                if self._rng.random() < self.reset:
+                    self.stats.resets += 1
+                    client.write(data[: self._rng.randrange(len(data))])
+                    with contextlib.suppress(OSError, ssl.SSLError):
+                        await client.drain()
+                    self._abort(link)
+                    return
+                if self._rng.random() < self.split:
+                    self.stats.split += 1
+                    head, rest = data[:_SPLIT_HEAD], data[_SPLIT_HEAD:]
+                    while head:
+                        size = self._rng.randint(1, 16)
+                        client.write(head[:size])
+                        head = head[size:]
+                        await client.drain()
+                    data = rest
+                if data:
+                    client.write(data)
+                    await client.drain()
+        except (OSError, ssl.SSLError):
+            self._abort(link)
+        finally:
+            self._close(link)
+
+    async def _reap_idle(self) -> None:
+        """Close every connection idle for longer than its drawn timeout, as a load balancer does."""
+        while True:
+            await asyncio.sleep(0.05)
+            if self.idle is None or not self.enabled:
+                continue
+            now = time.monotonic()
+            for link in list(self._links):
+                if not link.closed and now - link.last > link.idle_after:
+                    self.stats.idle_closes += 1
+                    self._close(link)
+
+    @staticmethod
+    def _close(link: _ChaosLink) -> None:
+        """A clean close of both sides (TLS close_notify, then FIN)."""
+        link.closed = True
+        for writer in (link.client, link.upstream):
+            if writer is not None and not writer.is_closing():
+                writer.close()
+
+    @staticmethod
+    def _abort(link: _ChaosLink) -> None:
+        """Both sides reset (RST)."""
+        link.closed = True
+        for writer in (link.client, link.upstream):
+            if writer is None:
+                continue
+            sock = writer.get_extra_info("socket")
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            writer.transport.abort()
+
+
+def proxied_kubeconfig(kubeconfig: Path, proxy: StallProxy | ChaosProxy, path: Path) -> Path:
     """Copy `kubeconfig` to `path` with every cluster that points at the proxy's target pointing at the
     proxy instead; credentials and CA are kept.
 

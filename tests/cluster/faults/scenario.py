@@ -180,7 +180,8 @@ def secrets_of(kubeconfig: Path) -> list[str]:
 
 class Producer(threading.Thread):
     """Creates pods in order as a workload controller would, through outages: a failed create is
-    tried again (a create that worked but whose answer was lost comes back 409 AlreadyExists: done)."""
+    tried again (a create that worked but whose answer was lost comes back 409 AlreadyExists: done).
+    `rate`: pods per second at most (None: as fast as the API server takes them)."""
 
     def __init__(
         self,
@@ -189,10 +190,12 @@ class Producer(threading.Thread):
         bodies: Sequence[dict[str, Any]],
         *,
         after_create: Callable[[dict[str, Any]], None] | None = None,
+        rate: float | None = None,
     ) -> None:
         super().__init__(name="producer", daemon=True)
         self.core, self.namespace, self.bodies = core, namespace, list(bodies)
         self.after_create = after_create
+        self.rate = rate
         self.created = 0
         self.retries = 0
         self.stopped = threading.Event()
@@ -200,7 +203,10 @@ class Producer(threading.Thread):
 
     def run(self) -> None:
         try:
-            for body in self.bodies:
+            started = time.monotonic()
+            for i, body in enumerate(self.bodies):
+                if self.rate is not None:
+                    self.stopped.wait(max(0.0, started + i / self.rate - time.monotonic()))
                 while not self.stopped.is_set():
                     try:
                         self.core.create_namespaced_pod(self.namespace, body, _request_timeout=CALL_TIMEOUT)

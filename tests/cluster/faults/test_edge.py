@@ -221,10 +221,10 @@ def test_a_leader_frozen_past_its_lease_writes_nothing_once_resumed(rig: Rig) ->
     flags = ["--leader-elect", "--lease-namespace", LEASE_NAMESPACE, "--lease-duration", str(LEASE)]
     flags += ["--renew-deadline", str(RENEW), "--retry-period", str(RETRY)]
     ports = free_port(), free_port()
-    leader = rig.operator(*flags, "--metrics-port", str(ports[0]), name="replica")
+    leader = rig.operator(*flags, "--insecure-port", str(ports[0]), name="replica")
     rig.accepted(leader)
     wait(leader, lambda: "started leading" in leader.text(), message="the first replica leads")
-    standby = rig.operator(*flags, "--metrics-port", str(ports[1]), name="replica")
+    standby = rig.operator(*flags, "--insecure-port", str(ports[1]), name="replica")
     wait(
         standby,
         lambda: "attempting to acquire lease" in standby.text(),

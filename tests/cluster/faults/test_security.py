@@ -2,7 +2,7 @@
 bearer token taken up by the writes and by the watches, and no credential in a verbose log.
 
 Covered elsewhere, without a cluster: the Deployment runs as non-root with a read-only root file
-system (tests/unit/test_manifests.py::test_deployment_is_hardened_and_probed_on_the_metrics_port),
+system (tests/unit/test_manifests.py::test_deployment_is_hardened_and_probed_on_the_secure_port),
 extender calls verify TLS by default (tests/unit/test_extenders_http.py::test_https, "verified by
 default: an unknown CA fails"), no ``_created`` series (tests/unit/test_metrics.py).
 """

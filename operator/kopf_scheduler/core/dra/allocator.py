@@ -35,9 +35,13 @@ violates...). Messages are upstream's, whole.
 Not supported, refused with an ``AllocationError`` naming the feature as upstream's stable and
 incubating variants do when a gate is off: derived attributes (alpha), compatibility groups (alpha:
 slices using them are ignored, as upstream does with the gate off), list-type attributes in
-``matchAttribute`` (alpha). DeviceTaintRules are not applied (the slices are used as published).
+``matchAttribute`` (alpha). The slices are given with DeviceTaintRules applied (``DraTracker.patched_slices``).
 
-Pure: no I/O, no clock; CEL results are cached per allocator (one pod's cycle) across nodes.
+``allocate`` may be given ``expired``, a function of nothing that says when the time allowed is up
+(upstream's context deadline, DRASchedulerFilterTimeout): it is asked at every step of the search, as
+upstream checks its context in every ``allocateOne``, and ``AllocationTimeout`` ends the search.
+
+Pure: no I/O, no clock of its own; CEL results are cached per allocator (one pod's cycle) across nodes.
 """
 
 from __future__ import annotations
@@ -80,6 +84,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AllocatedState",
     "AllocationError",
+    "AllocationTimeout",
     "Allocator",
     "Features",
     "NodeAllocationError",
@@ -92,6 +97,10 @@ ERR_INVALID_POOLS: Final = "invalid resource pools were encountered"
 
 class AllocationError(Exception):
     """Upstream ``Allocate``'s error: a problem of the claims or classes; the pod's attempt is an error."""
+
+
+class AllocationTimeout(AllocationError):
+    """Upstream's context deadline during ``Allocate`` ("filter operation aborted: context deadline exceeded")."""
 
 
 class NodeAllocationError(AllocationError):
@@ -607,9 +616,12 @@ class Allocator:
         #: allocateOne calls of the last ``allocate`` (upstream's Stats.NumAllocateOneInvocations)
         self.steps = 0
 
-    def allocate(self, node: Node, claims: Sequence[ResourceClaim]) -> list[AllocationResult] | None:
-        """Upstream ``Allocate``: one result per claim, or None when they cannot all be allocated here."""
-        return _Run(self, node, claims).run()
+    def allocate(
+        self, node: Node, claims: Sequence[ResourceClaim], *, expired: Callable[[], bool] | None = None
+    ) -> list[AllocationResult] | None:
+        """Upstream ``Allocate``: one result per claim, or None when they cannot all be allocated here;
+        ``AllocationTimeout`` once `expired` says so (see the module docstring)."""
+        return _Run(self, node, claims, expired).run()
 
     # --- shared across nodes
 
@@ -675,7 +687,10 @@ def _counting_share_ids() -> Callable[[], str]:
 class _Run:
     """One ``Allocate`` call (upstream's ``allocator`` struct): one node, one pod's claims."""
 
-    def __init__(self, owner: Allocator, node: Node, claims: Sequence[ResourceClaim]) -> None:
+    def __init__(
+        self, owner: Allocator, node: Node, claims: Sequence[ResourceClaim], expired: Callable[[], bool] | None = None
+    ) -> None:
+        self.expired = expired
         self.a = owner
         self.features = owner.features
         self.node = node
@@ -802,6 +817,8 @@ class _Run:
     def _allocate_one(self, *, ci: int, ri: int, si: int, di: int, sub: bool, start: tuple[int, int, int]) -> bool:
         """Upstream ``allocateOne``; raises ``_MaxSizeExceeded`` to backtrack further."""
         self.a.steps += 1
+        if self.expired is not None and self.expired():
+            raise AllocationTimeout("filter operation aborted: context deadline exceeded")
         if ci >= len(self.claims):
             return True
         claim = self.claims[ci]

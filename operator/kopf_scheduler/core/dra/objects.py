@@ -1,8 +1,8 @@
 """The ``resource.k8s.io/v1`` objects DynamicResources reads, as frozen dataclasses.
 
 Upstream ``k8s.io/api/resource/v1`` (types.go), trimmed to what the scheduler reads: ResourceClaim
-(spec.devices and status.allocation / reservedFor / devices), ResourceClaimTemplate, DeviceClass and
-ResourceSlice, plus a pod's ``spec.resourceClaims`` and ``status.resourceClaimStatuses``.
+(spec.devices and status.allocation / reservedFor / devices), ResourceClaimTemplate, DeviceClass,
+ResourceSlice and DeviceTaintRule, plus a pod's ``spec.resourceClaims`` and ``status.resourceClaimStatuses``.
 ``core/dra/parsing.py`` builds them from API bodies, with the API server's defaults applied
 (allocationMode ExactCount, count 1). Quantities are exact ``Fraction`` values (``core.resources``).
 
@@ -30,6 +30,12 @@ from ..objects import PodResourceClaim as PodResourceClaim
 FINALIZER: Final = "resource.kubernetes.io/delete-protection"
 #: the namespace label that allows admin access to devices (upstream ``DRAAdminNamespaceLabelKey``)
 ADMIN_ACCESS_LABEL: Final = "resource.kubernetes.io/admin-access"
+#: the annotation (value "true") on the claim the scheduler creates for a pod's extended resources
+#: (upstream ``ExtendedResourceClaimAnnotation``, DRAExtendedResource)
+EXTENDED_RESOURCE_CLAIM_ANNOTATION: Final = "resource.kubernetes.io/extended-resource-claim"
+#: a DeviceClass's implicit extended resource name is this prefix and the class name
+#: (upstream ``ResourceDeviceClassPrefix``)
+DEVICE_CLASS_RESOURCE_PREFIX: Final = "deviceclass.resource.kubernetes.io/"
 
 ALLOCATION_MODE_EXACT_COUNT: Final = "ExactCount"
 ALLOCATION_MODE_ALL: Final = "All"
@@ -174,6 +180,36 @@ class ResourceSlice:
     resource_version: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class DeviceTaintSelector:
+    """Upstream ``DeviceTaintSelector``: the devices a rule taints; None in a field selects any."""
+
+    driver: str | None = None
+    pool: str | None = None
+    device: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceTaintRule:
+    """Upstream ``DeviceTaintRule`` (DRADeviceTaintRules, GA in v1.37): one taint added to every device its
+    selector matches, as if the driver had published it in the slice. No selector matches no device."""
+
+    name: str
+    selector: DeviceTaintSelector | None
+    taint: DeviceTaint
+    uid: str = ""
+    resource_version: str = ""
+
+    def selects(self, driver: str, pool: str, device: str) -> bool:
+        s = self.selector
+        return (
+            s is not None
+            and (s.driver is None or s.driver == driver)
+            and (s.pool is None or s.pool == pool)
+            and (s.device is None or s.device == device)
+        )
+
+
 # --------------------------------------------------------------------------- classes and claims
 
 
@@ -195,6 +231,9 @@ class DeviceClass:
     extended_resource_name: str | None = None
     uid: str = ""
     resource_version: str = ""
+    #: ``metadata.creationTimestamp`` as written (RFC 3339, "" when absent): of two classes naming the
+    #: same extended resource the newer serves it (upstream's extended resource cache)
+    created: str = ""
 
 
 @dataclass(frozen=True, slots=True)

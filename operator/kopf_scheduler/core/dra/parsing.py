@@ -1,5 +1,5 @@
 """API bodies -> ``core/dra/objects.py``: ResourceClaim, ResourceClaimTemplate, DeviceClass, ResourceSlice,
-and a pod's claim references.
+DeviceTaintRule, and a pod's claim references.
 
 Each parser takes the dict the API server returns (or a YAML file holds) and raises
 ``core.parsing.ObjectError`` naming the field path of anything malformed, as ``core/parsing.py`` does.
@@ -41,6 +41,8 @@ from .objects import (
     DeviceRequestAllocationResult,
     DeviceSubRequest,
     DeviceTaint,
+    DeviceTaintRule,
+    DeviceTaintSelector,
     DeviceToleration,
     ExactRequest,
     OpaqueConfiguration,
@@ -53,6 +55,7 @@ __all__ = [
     "allocation_body",
     "parse_allocation",
     "parse_device_class",
+    "parse_device_taint_rule",
     "parse_pod_claims",
     "parse_resource_claim",
     "parse_resource_claim_template",
@@ -343,6 +346,32 @@ def parse_device_class(body: Mapping[str, Any]) -> DeviceClass:
         extended_resource_name=_opt_str(spec, "extendedResourceName", where),
         uid=_str(meta, "uid", "deviceclass: metadata"),
         resource_version=_str(meta, "resourceVersion", "deviceclass: metadata"),
+        created=_str(meta, "creationTimestamp", "deviceclass: metadata"),
+    )
+
+
+def parse_device_taint_rule(body: Mapping[str, Any]) -> DeviceTaintRule:
+    """A DeviceTaintRule from its API body; raises ``ObjectError`` naming the bad field."""
+    meta = _meta(body, "devicetaintrule")
+    name = _str(meta, "name", "devicetaintrule: metadata")
+    where = f"devicetaintrule {name}: spec"
+    spec = _map(body, "spec", f"devicetaintrule {name}")
+    raw = spec.get("deviceSelector")
+    selector = None
+    if raw is not None:
+        if not isinstance(raw, Mapping):
+            raise ObjectError(f"{where}.deviceSelector: expected an object")
+        w = f"{where}.deviceSelector"
+        selector = DeviceTaintSelector(_opt_str(raw, "driver", w), _opt_str(raw, "pool", w), _opt_str(raw, "device", w))
+    taint = spec.get("taint")
+    if not isinstance(taint, Mapping):
+        raise ObjectError(f"{where}.taint: required")
+    return DeviceTaintRule(
+        name=name,
+        selector=selector,
+        taint=_taint(taint, f"{where}.taint"),
+        uid=_str(meta, "uid", "devicetaintrule: metadata"),
+        resource_version=_str(meta, "resourceVersion", "devicetaintrule: metadata"),
     )
 
 

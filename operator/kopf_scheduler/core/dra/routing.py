@@ -5,7 +5,10 @@ ResourceSlice (parsed by ``core/dra/parsing.py``) goes into ``ClusterObjects.dra
 ``DraTracker`` every cycle reads) and its change is broadcast as a ``ClusterEvent`` with the objects
 before and after, so the queues move the pods DynamicResources rejected (its hints decide). A
 ResourceClaimTemplate is stored without an event (upstream's plugin never waits for one: the pod
-waits for the generated claim). After a list, ``route_dra_relisted`` deletes what the list lacks.
+waits for the generated claim). A DeviceTaintRule changes the slices the scheduler sees: when it
+changes some device's taints, that is a ResourceSlice change (upstream's slice tracker sends an
+update of each slice whose taints changed; the queue's answer is the same for one or several).
+After a list, ``route_dra_relisted`` deletes what the list lacks.
 Pure: no I/O.
 """
 
@@ -17,12 +20,12 @@ from typing import Final
 from ..cache import SchedulerCache
 from ..framework import ClusterEvent
 from ..routing import NOTHING, Queued, Routed, broadcast
-from .objects import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
+from .objects import DeviceClass, DeviceTaintRule, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from .tracker import DraTracker
 
 __all__ = ["DRA_KINDS", "route_dra_object", "route_dra_relisted"]
 
-DraObject = ResourceClaim | ResourceClaimTemplate | DeviceClass | ResourceSlice
+DraObject = ResourceClaim | ResourceClaimTemplate | DeviceClass | ResourceSlice | DeviceTaintRule
 
 #: the watched kinds -> the event a change raises (None: stored only)
 DRA_KINDS: Final[Mapping[str, ClusterEvent | None]] = {
@@ -30,6 +33,7 @@ DRA_KINDS: Final[Mapping[str, ClusterEvent | None]] = {
     "ResourceClaimTemplate": None,
     "DeviceClass": ClusterEvent.DEVICE_CLASS_CHANGE,
     "ResourceSlice": ClusterEvent.RESOURCE_SLICE_CHANGE,
+    "DeviceTaintRule": ClusterEvent.RESOURCE_SLICE_CHANGE,
 }
 
 
@@ -39,6 +43,7 @@ def _store(tracker: DraTracker, kind: str) -> Mapping[str, DraObject]:
         "ResourceClaimTemplate": tracker.templates,
         "DeviceClass": tracker.classes,
         "ResourceSlice": tracker.slices,
+        "DeviceTaintRule": tracker.taint_rules,
     }
     return stores[kind]
 
@@ -50,6 +55,8 @@ def _put(tracker: DraTracker, obj: DraObject) -> None:
         tracker.set_template(obj)
     elif isinstance(obj, DeviceClass):
         tracker.set_class(obj)
+    elif isinstance(obj, DeviceTaintRule):
+        tracker.set_taint_rule(obj)
     else:
         tracker.set_slice(obj)
 
@@ -61,6 +68,8 @@ def _remove(tracker: DraTracker, kind: str, key: str) -> None:
         tracker.remove_template(key)
     elif kind == "DeviceClass":
         tracker.remove_class(key)
+    elif kind == "DeviceTaintRule":
+        tracker.remove_taint_rule(key)
     else:
         tracker.remove_slice(key)
 
@@ -78,6 +87,7 @@ def route_dra_object(
     changed into `obj` (None: deleted)."""
     tracker = cache.objects.dra
     old = _store(tracker, kind).get(key)
+    before = _taints(tracker) if kind == "DeviceTaintRule" else None
     if obj is None:
         if old is None:
             return NOTHING
@@ -87,7 +97,16 @@ def route_dra_object(
     event = DRA_KINDS[kind]
     if event is None:
         return NOTHING
+    if before is not None:
+        if before == _taints(tracker):
+            return NOTHING  # no device's taints changed: upstream's tracker sends no slice event
+        return broadcast(event, served, now)
     return broadcast(event, served, now, old=old, new=obj)
+
+
+def _taints(tracker: DraTracker) -> list[tuple[object, ...]]:
+    """Every device's taints in the slices as the scheduler sees them (rules applied)."""
+    return [tuple(d.taints for d in s.devices) for s in tracker.patched_slices()]
 
 
 def route_dra_relisted(

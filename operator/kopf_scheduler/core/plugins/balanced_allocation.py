@@ -14,7 +14,13 @@ resources the pod does not request, take no part in either balance.
 PreScore returns SKIP when the pod requests none of the configured resources (upstream's
 best-effort skip, kubernetes#129138); the score plugin then contributes nothing for that pod.
 
-Limits: no DRA-backed extended resources. No NormalizeScore (upstream has none).
+A configured resource that is an extended resource some DeviceClass serves (DRAExtendedResource) counts,
+on a node whose allocatable lacks it, the class's devices the node reaches and how many are allocated,
+as NodeResourcesFit's scorers do (``core/dra/extended.py``'s ``dra_vectors``; upstream shares the code).
+Upstream v1.37.2 builds this scorer without a CEL cache and panics (kube-scheduler exits) when that class
+has selectors; we evaluate them as NodeResourcesFit does.
+
+No NormalizeScore (upstream has none).
 """
 
 from __future__ import annotations
@@ -25,8 +31,19 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from .. import scoring
-from ..framework import SKIP, SUCCESS, CycleState, PreScorePlugin, StateKey, Status, VectorScore
+from .. import batching, scoring
+from ..dra.extended import DraScoring, dra_scoring, dra_vectors
+from ..framework import (
+    SKIP,
+    SUCCESS,
+    CycleState,
+    PreScorePlugin,
+    SignFragment,
+    SignPlugin,
+    StateKey,
+    Status,
+    VectorScore,
+)
 from ..resources import CPU, MEMORY
 
 if TYPE_CHECKING:
@@ -48,17 +65,22 @@ class BalancedAllocationArgs:
         scoring.check_resources(self.resources, "resources", weight_must_be_one=True, reject_duplicates=True)
 
 
-class NodeResourcesBalancedAllocation(PreScorePlugin, VectorScore):
+class NodeResourcesBalancedAllocation(PreScorePlugin, VectorScore, SignPlugin):
     """Score by how balanced the node's resource use would be with the pod on it."""
 
     NAME = "NodeResourcesBalancedAllocation"
     Args = BalancedAllocationArgs
+
+    def sign_pod(self, pod: Pod, snapshot: Snapshot) -> tuple[SignFragment, ...] | Status:
+        """OpportunisticBatching: the pod's requests (not signable when DRA may serve an extended resource)."""
+        return batching.resources(pod, snapshot)
 
     def __init__(self, args: BalancedAllocationArgs | None = None, *, name: str | None = None) -> None:
         super().__init__(args, name=name)
         self.resources: tuple[scoring.ResourceSpec, ...] = self.args.resources
         self._cpu_mem = {r.name for r in self.resources} == {CPU, MEMORY} and len(self.resources) == 2
         self._key = StateKey[tuple[int, ...]](f"PreScore{self.name}")
+        self._dra_key = StateKey[DraScoring](f"PreScore{self.name}/dra")
 
     def _pod_requests(self, pod: Pod) -> tuple[int, ...]:
         return scoring.pod_request_list(pod, self.resources, use_requested=True)
@@ -69,6 +91,9 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, VectorScore):
             # Upstream skips best-effort pods so they do not all pile onto one node.
             return SKIP
         state.write(self._key, requests)
+        dra = dra_scoring(self.resources, snapshot.objects.dra)
+        if dra is not None:
+            state.write(self._dra_key, dra)
         return SUCCESS
 
     def _requests(self, state: CycleState, pod: Pod) -> tuple[int, ...] | None:
@@ -82,6 +107,9 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, VectorScore):
         if requests is None:
             return 0
         requested, allocatable = scoring.node_vectors(self.resources, requests, node, use_requested=True)
+        dra = state.read(self._dra_key)
+        if dra is not None and node.node is not None:
+            dra_vectors(dra, self.resources, requests, node.node, requested, allocatable)
         allocated = [r - p if a else 0 for r, p, a in zip(requested, requests, allocatable)]
         return scoring.balanced_allocation(requested, allocated, allocatable)
 
@@ -91,6 +119,10 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, VectorScore):
         requests = self._requests(state, pod)
         if requests is None:
             return np.zeros(len(index), dtype=np.int64)
+        if state.read(self._dra_key) is not None:  # the per-node form: devices are counted node by node
+            return np.fromiter(
+                (self.score(state, pod, table.info(k)) for k in index.tolist()), dtype=np.int64, count=len(index)
+            )
         if self._cpu_mem:
             # |f_cpu - f_mem| is symmetric, so the resource order does not matter here
             r = pod.requests

@@ -50,6 +50,8 @@ from ..framework import (
     PreFilterPlugin,
     QueueingHint,
     ReservePlugin,
+    SignFragment,
+    SignPlugin,
     Status,
 )
 from ..objects import COSCHEDULING_API, Node, Pod, PodGroup
@@ -99,9 +101,13 @@ class CoschedulingArgs:
             raise PluginArgsError("podGroupRejectPercentage", "must be 0..100")
 
 
-class Coscheduling(PreFilterPlugin, ReservePlugin, PermitPlugin, EnqueueExtensions, gangs.GangPostFilter):
+class Coscheduling(PreFilterPlugin, ReservePlugin, PermitPlugin, EnqueueExtensions, gangs.GangPostFilter, SignPlugin):
     NAME = "Coscheduling"
     Args = CoschedulingArgs
+
+    def sign_pod(self, pod: Pod, snapshot: Snapshot) -> tuple[SignFragment, ...] | Status:
+        """OpportunisticBatching: its PreFilter passes or fails a pod whatever the node: nothing to add."""
+        return ()
 
     def reject_gang(self, pod: Pod, handle: PermitHandle) -> gangs.GangRejection | None:
         key = gangs.gang_key(pod, COSCHEDULING_API)

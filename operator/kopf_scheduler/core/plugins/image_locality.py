@@ -29,9 +29,18 @@ from typing import TYPE_CHECKING, Final
 import numpy as np
 import numpy.typing as npt
 
-from .. import framework
+from .. import batching, framework
 from ..arguments import NoArgs
-from ..framework import MAX_NODE_SCORE, CycleState, PreScorePlugin, StateKey, Status, VectorScore
+from ..framework import (
+    MAX_NODE_SCORE,
+    CycleState,
+    PreScorePlugin,
+    SignFragment,
+    SignPlugin,
+    StateKey,
+    Status,
+    VectorScore,
+)
 from ..nodeinfo import NodeInfo
 from ..objects import Node, Pod
 
@@ -123,8 +132,13 @@ class _PreScoreState:
     total: int
 
 
-class ImageLocality(PreScorePlugin, VectorScore):
+class ImageLocality(PreScorePlugin, VectorScore, SignPlugin):
     NAME = "ImageLocality"
+
+    def sign_pod(self, pod: Pod, snapshot: Snapshot) -> tuple[SignFragment, ...] | Status:
+        """OpportunisticBatching: the images of the pod's containers and init containers."""
+        images = sorted({normalized_image_name(c.image) for c in (*pod.containers, *pod.init_containers)})
+        return batching.fragment(batching.IMAGE_NAMES_SIGNER, tuple(images))
 
     def __init__(self, args: NoArgs | None = None, *, name: str | None = None) -> None:
         super().__init__(args, name=name)

@@ -57,7 +57,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from .. import framework
+from .. import batching, framework
 from ..arguments import PluginArgsError
 from ..framework import (
     MAX_NODE_SCORE,
@@ -70,6 +70,8 @@ from ..framework import (
     PreFilterExtensions,
     PreScorePlugin,
     QueueingHint,
+    SignFragment,
+    SignPlugin,
     StateKey,
     Status,
     VectorFilter,
@@ -384,12 +386,22 @@ class InterPodAffinityArgs:
 
 
 class InterPodAffinity(
-    PreFilterExtensions, VectorFilter, PreScorePlugin, VectorScore, NormalizeScorePlugin, EnqueueExtensions
+    PreFilterExtensions, VectorFilter, PreScorePlugin, VectorScore, NormalizeScorePlugin, EnqueueExtensions, SignPlugin
 ):
     """Filter, score and normalise on pod (anti-)affinity; see the module docstring."""
 
     NAME = "InterPodAffinity"
     Args = InterPodAffinityArgs
+
+    def sign_pod(self, pod: Pod, snapshot: Snapshot) -> tuple[SignFragment, ...] | Status:
+        """OpportunisticBatching: a pod with (anti-)affinity terms cannot be signed; otherwise its labels
+        (existing pods' terms may select it), unless existing pods' preferred terms are ignored."""
+        affinity = pod.affinity
+        if affinity is not None and (affinity.pod_affinity is not None or affinity.pod_anti_affinity is not None):
+            return framework.unschedulable("pods with InterPodAffinity are not signable")
+        if self.args.ignore_preferred_terms_of_existing_pods:
+            return ()
+        return batching.fragment(batching.LABELS_SIGNER, batching.labels_value(pod.labels))
 
     def __init__(self, args: InterPodAffinityArgs | None = None, *, name: str | None = None) -> None:
         super().__init__(args, name=name)

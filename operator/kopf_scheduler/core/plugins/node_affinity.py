@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from .. import framework
+from .. import batching, framework
 from ..arguments import PluginArgsError
 from ..framework import (
     ClusterEvent,
@@ -51,6 +51,8 @@ from ..framework import (
     PreFilterPlugin,
     PreScorePlugin,
     QueueingHint,
+    SignFragment,
+    SignPlugin,
     StateKey,
     Status,
     VectorFilter,
@@ -260,9 +262,19 @@ class _ScoreState:
     terms: tuple[PreferredSchedulingTerm, ...]
 
 
-class NodeAffinity(PreFilterPlugin, VectorFilter, PreScorePlugin, VectorScore, NormalizeScorePlugin, EnqueueExtensions):
+class NodeAffinity(
+    PreFilterPlugin, VectorFilter, PreScorePlugin, VectorScore, NormalizeScorePlugin, EnqueueExtensions, SignPlugin
+):
     NAME = "NodeAffinity"
     Args = NodeAffinityArgs
+
+    def sign_pod(self, pod: Pod, snapshot: Snapshot) -> tuple[SignFragment, ...] | Status:
+        """OpportunisticBatching: the pod's node affinity and node selector."""
+        affinity = pod.affinity.node_affinity if pod.affinity is not None else None
+        return (
+            SignFragment(batching.NODE_AFFINITY_SIGNER, affinity),
+            SignFragment(batching.NODE_SELECTOR_SIGNER, batching.labels_value(pod.node_selector)),
+        )
 
     def __init__(self, args: NodeAffinityArgs | None = None, *, name: str | None = None) -> None:
         super().__init__(args, name=name)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Final
 import numpy as np
 import numpy.typing as npt
 
-from .. import framework
+from .. import batching, framework
 from ..framework import (
     ClusterEvent,
     ClusterEventWithHint,
@@ -27,6 +27,8 @@ from ..framework import (
     EnqueueExtensions,
     EnqueueHandle,
     PreFilterPlugin,
+    SignFragment,
+    SignPlugin,
     Status,
     VectorFilter,
 )
@@ -46,8 +48,12 @@ def fits(pod: Pod, node_info: NodeInfo) -> Status:
     return framework.unresolvable(ERR_REASON)
 
 
-class NodeName(PreFilterPlugin, VectorFilter, EnqueueExtensions):
+class NodeName(PreFilterPlugin, VectorFilter, EnqueueExtensions, SignPlugin):
     NAME = "NodeName"
+
+    def sign_pod(self, pod: Pod, snapshot: Snapshot) -> tuple[SignFragment, ...] | Status:
+        """OpportunisticBatching: the verdict depends on the pod's ``spec.nodeName``."""
+        return batching.fragment(batching.NODE_NAME_SIGNER, pod.node_name)
 
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: "Snapshot") -> Status:
         if not pod.node_name:

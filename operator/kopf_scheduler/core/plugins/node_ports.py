@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Final
 import numpy as np
 import numpy.typing as npt
 
-from .. import framework
+from .. import batching, framework
 from ..arguments import NoArgs
 from ..framework import (
     ClusterEvent,
@@ -37,6 +37,8 @@ from ..framework import (
     EnqueueHandle,
     PreFilterPlugin,
     QueueingHint,
+    SignFragment,
+    SignPlugin,
     StateKey,
     Status,
     VectorFilter,
@@ -89,8 +91,13 @@ class _PreFilterState:
     wanted: tuple[PortKey, ...]
 
 
-class NodePorts(PreFilterPlugin, VectorFilter, EnqueueExtensions):
+class NodePorts(PreFilterPlugin, VectorFilter, EnqueueExtensions, SignPlugin):
     NAME = "NodePorts"
+
+    def sign_pod(self, pod: Pod, snapshot: Snapshot) -> tuple[SignFragment, ...] | Status:
+        """OpportunisticBatching: the pod's host ports (upstream ``HostPortsSigner``)."""
+        ports = sorted({p.host_port for p in pod.host_ports if p.host_port})
+        return batching.fragment(batching.HOST_PORTS_SIGNER, tuple(ports))
 
     def __init__(self, args: NoArgs | None = None, *, name: str | None = None) -> None:
         super().__init__(args, name=name)

@@ -23,10 +23,18 @@ Beyond upstream, room freed on a node the pod cannot fit even empty is skipped t
 then): at 5000 nodes joining with 2000 pods bigger than any node, every join or deletion would
 otherwise retry every such pod (bench/bench_load.py).
 
+DRA extended resources (DRAExtendedResource, GA in v1.37; upstream ``shouldDelegateResourceToDRA``): an
+extended resource some DeviceClass serves (``core/dra/extended.py``) is not checked on a node whose
+allocatable has none of it: DynamicResources allocates devices for it there. A DeviceClass added with
+(or updated to) an extended resource name the pod requests moves the pod, as upstream's hint does; a
+node added or grown where DRA would serve a requested resource too. When the scoring strategy's
+resources include such a resource, a node without it in its allocatable scores it by the class's
+devices it reaches (allocatable: how many, requested: how many are allocated plus the pod's
+request; upstream ``calculateDRAExtendedResourceAllocatableRequest``).
+
 Legacy names mapped here by the registry: PodFitsResources (filter), LeastRequestedPriority,
 MostRequestedPriority, RequestedToCapacityRatioPriority (score, with the matching strategy).
 
-Limits: no DRA extended resources.
 Neither pre-filter nor pre-score skips: the pod count always matters, and the score varies by node.
 """
 
@@ -39,8 +47,11 @@ from typing import TYPE_CHECKING, Final, Literal
 import numpy as np
 import numpy.typing as npt
 
-from .. import scoring
+from .. import batching, scoring
 from ..arguments import PluginArgsError
+from ..dra.extended import DraScoring, dra_scoring, dra_vectors
+from ..dra.extended import delegated as dra_delegated
+from ..dra.objects import DEVICE_CLASS_RESOURCE_PREFIX, DeviceClass
 from ..framework import (
     SUCCESS,
     ClusterEvent,
@@ -51,6 +62,8 @@ from ..framework import (
     PreFilterPlugin,
     PreScorePlugin,
     QueueingHint,
+    SignFragment,
+    SignPlugin,
     StateKey,
     Status,
     VectorFilter,
@@ -96,8 +109,10 @@ def insufficient_resources(
     node_info: NodeInfo,
     ignored_resources: frozenset[str] = frozenset(),
     ignored_groups: frozenset[str] = frozenset(),
+    delegated: frozenset[str] = frozenset(),
 ) -> list[InsufficientResource]:
-    """Upstream ``fitsRequest``: every way ``request`` does not fit on ``node_info``, in check order."""
+    """Upstream ``fitsRequest``: every way ``request`` does not fit on ``node_info``, in check order.
+    `delegated`: the requested resources DRA serves where the node has none (``core/dra/extended.py``)."""
     out: list[InsufficientResource] = []
     allowed = node_info.allowed_pod_number
     count = len(node_info.pods)
@@ -126,15 +141,17 @@ def insufficient_resources(
         if is_extended_resource(name) and (name in ignored_resources or name.split("/", 1)[0] in ignored_groups):
             continue
         cap = alloc.scalar.get(name, 0)
+        if cap <= 0 and name in delegated:
+            continue
         have = used.scalar.get(name, 0)
         if want > cap - have:
             out.append(InsufficientResource(name, INSUFFICIENT_FORMAT.format(name), want, have, cap, want > cap))
     return out
 
 
-def fits(pod: Pod, node_info: NodeInfo) -> Status:
+def fits(pod: Pod, node_info: NodeInfo, delegated: frozenset[str] = frozenset()) -> Status:
     """The filter's verdict without arguments (upstream ``Fits``: no ignored resources), as a Status."""
-    shortfalls = insufficient_resources(pod.requests, node_info)
+    shortfalls = insufficient_resources(pod.requests, node_info, delegated=delegated)
     return _status_of(shortfalls) if shortfalls else SUCCESS
 
 
@@ -185,11 +202,15 @@ class NodeResourcesFitArgs:
                     raise PluginArgsError(f"{key}[{i}]", "must be a non-empty string")
 
 
-class NodeResourcesFit(PreFilterPlugin, VectorFilter, PreScorePlugin, VectorScore, EnqueueExtensions):
+class NodeResourcesFit(PreFilterPlugin, VectorFilter, PreScorePlugin, VectorScore, EnqueueExtensions, SignPlugin):
     """Filter on requests vs allocatable; score by the configured allocation strategy."""
 
     NAME = "NodeResourcesFit"
     Args = NodeResourcesFitArgs
+
+    def sign_pod(self, pod: Pod, snapshot: Snapshot) -> tuple[SignFragment, ...] | Status:
+        """OpportunisticBatching: the pod's requests (not signable when DRA may serve an extended resource)."""
+        return batching.resources(pod, snapshot)
 
     def __init__(self, args: NodeResourcesFitArgs | None = None, *, name: str | None = None) -> None:
         super().__init__(args, name=name)
@@ -207,13 +228,20 @@ class NodeResourcesFit(PreFilterPlugin, VectorFilter, PreScorePlugin, VectorScor
         if len(self.strategy.resources) == 2 and set(by_name) == {CPU, MEMORY}:
             self._cpu_mem_weights = (by_name[CPU], by_name[MEMORY])
         self._filter_key = StateKey[Resources](f"PreFilter{self.name}")
+        self._dra_key = StateKey[frozenset[str]](f"PreFilter{self.name}/dra")
         self._score_key = StateKey[tuple[int, ...]](f"PreScore{self.name}")
+        self._dra_score_key = StateKey[DraScoring](f"PreScore{self.name}/dra")
 
     # ------------------------------------------------------------------ filter
 
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
         state.write(self._filter_key, pod.requests)
+        if pod.requests.scalar:
+            state.write(self._dra_key, dra_delegated(pod.requests.scalar, snapshot.objects.dra))
         return SUCCESS
+
+    def _delegated(self, state: CycleState) -> frozenset[str]:
+        return state.read(self._dra_key) or frozenset()
 
     def _request(self, state: CycleState, pod: Pod) -> Resources:
         r = state.read(self._filter_key)
@@ -221,7 +249,11 @@ class NodeResourcesFit(PreFilterPlugin, VectorFilter, PreScorePlugin, VectorScor
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
         shortfalls = insufficient_resources(
-            self._request(state, pod), node, self.ignored_resources, self.ignored_resource_groups
+            self._request(state, pod),
+            node,
+            self.ignored_resources,
+            self.ignored_resource_groups,
+            self._delegated(state),
         )
         return _status_of(shortfalls) if shortfalls else SUCCESS
 
@@ -229,6 +261,7 @@ class NodeResourcesFit(PreFilterPlugin, VectorFilter, PreScorePlugin, VectorScor
         self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]
     ) -> npt.NDArray[np.bool_]:
         r = self._request(state, pod)
+        delegated = self._delegated(state)
         # Work on whole columns and gather once: cheaper than gathering every column first.
         ok = table.pod_count < table.alloc_pods
         if r.milli_cpu or r.memory or r.ephemeral_storage or r.scalar:
@@ -245,7 +278,9 @@ class NodeResourcesFit(PreFilterPlugin, VectorFilter, PreScorePlugin, VectorScor
                     name in self.ignored_resources or name.split("/", 1)[0] in self.ignored_resource_groups
                 ):
                     continue
-                ok &= table.scalar_requested(name) <= table.scalar_allocatable(name) - want
+                alloc = table.scalar_allocatable(name)
+                fit = table.scalar_requested(name) <= alloc - want
+                ok &= (fit | (alloc <= 0)) if name in delegated else fit
         return ok[index]
 
     def filter_statuses(
@@ -254,6 +289,7 @@ class NodeResourcesFit(PreFilterPlugin, VectorFilter, PreScorePlugin, VectorScor
         """``filter``'s statuses over many nodes: each shortfall of ``insufficient_resources`` as a
         column, in its check order; the nodes grouped by which shortfalls they have."""
         r = self._request(state, pod)
+        delegated = self._delegated(state)
         # (reason, short of it per node, the request alone exceeds allocatable per node)
         checks: list[tuple[str, npt.NDArray[np.bool_], npt.NDArray[np.bool_] | None]] = [
             (REASON_TOO_MANY_PODS, table.pod_count[index] + 1 > table.alloc_pods[index], None)
@@ -274,9 +310,10 @@ class NodeResourcesFit(PreFilterPlugin, VectorFilter, PreScorePlugin, VectorScor
                 ):
                     continue
                 cap = table.scalar_allocatable(name)[index]
-                checks.append(
-                    (INSUFFICIENT_FORMAT.format(name), want > cap - table.scalar_requested(name)[index], want > cap)
-                )
+                short = want > cap - table.scalar_requested(name)[index]
+                if name in delegated:
+                    short &= cap > 0
+                checks.append((INSUFFICIENT_FORMAT.format(name), short, want > cap))
         if len(checks) > 31:  # the key below holds two bits a check
             return None
         key = np.zeros(len(index), dtype=np.int64)
@@ -299,6 +336,9 @@ class NodeResourcesFit(PreFilterPlugin, VectorFilter, PreScorePlugin, VectorScor
     def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo], snapshot: Snapshot) -> Status:
         # No SKIP: upstream never skips, and the score differs between nodes for any pod.
         state.write(self._score_key, scoring.pod_request_list(pod, self.strategy.resources, use_requested=False))
+        dra = dra_scoring(self.strategy.resources, snapshot.objects.dra)
+        if dra is not None:
+            state.write(self._dra_score_key, dra)
         return SUCCESS
 
     def _pod_requests(self, state: CycleState, pod: Pod) -> tuple[int, ...]:
@@ -306,9 +346,11 @@ class NodeResourcesFit(PreFilterPlugin, VectorFilter, PreScorePlugin, VectorScor
         return r if r is not None else scoring.pod_request_list(pod, self.strategy.resources, use_requested=False)
 
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
-        requested, allocatable = scoring.node_vectors(
-            self.strategy.resources, self._pod_requests(state, pod), node, use_requested=False
-        )
+        pod_requests = self._pod_requests(state, pod)
+        requested, allocatable = scoring.node_vectors(self.strategy.resources, pod_requests, node, use_requested=False)
+        dra = state.read(self._dra_score_key)
+        if dra is not None and node.node is not None:
+            dra_vectors(dra, self.strategy.resources, pod_requests, node.node, requested, allocatable)
         kind = self.strategy.type
         if kind == scoring.LEAST_ALLOCATED:
             return scoring.least_allocated(requested, allocatable, self._weights)
@@ -321,6 +363,11 @@ class NodeResourcesFit(PreFilterPlugin, VectorFilter, PreScorePlugin, VectorScor
     ) -> npt.NDArray[np.int64]:
         pod_requests = self._pod_requests(state, pod)
         kind = self.strategy.type
+        dra = state.read(self._dra_score_key)
+        if dra is not None:  # the per-node form: devices are counted node by node
+            return np.fromiter(
+                (self.score(state, pod, table.info(k)) for k in index.tolist()), dtype=np.int64, count=len(index)
+            )
         if self._cpu_mem_weights is not None and kind != scoring.REQUESTED_TO_CAPACITY_RATIO:
             nz = pod.container_non_zero_requests
             requested, allocatable, positive = scoring.cpu_mem_inputs(
@@ -343,19 +390,24 @@ class NodeResourcesFit(PreFilterPlugin, VectorFilter, PreScorePlugin, VectorScor
     # ------------------------------------------------------------------ requeueing
 
     def events_to_register(self, handle: EnqueueHandle) -> Sequence[ClusterEventWithHint]:
-        """Nodes added or grown; room freed by a bound pod deleted or shrunk (see the module docstring)."""
+        """Nodes added or grown; room freed by a bound pod deleted or shrunk; a DeviceClass serving a
+        requested extended resource (see the module docstring)."""
 
         def room_freed(pod: Pod, old: object, new: object) -> QueueingHint:
             return self._after_room_freed(handle, pod, old, new)
 
+        def node_changed(pod: Pod, old: object, new: object) -> QueueingHint:
+            return self._after_node_change(handle, pod, old, new)
+
         return (
-            ClusterEventWithHint(ClusterEvent.NODE_ADD, self._after_node_change),
-            ClusterEventWithHint(ClusterEvent.NODE_UPDATE, self._after_node_change),
+            ClusterEventWithHint(ClusterEvent.NODE_ADD, node_changed),
+            ClusterEventWithHint(ClusterEvent.NODE_UPDATE, node_changed),
             ClusterEventWithHint(ClusterEvent.ASSIGNED_POD_DELETE, room_freed),
             ClusterEventWithHint(ClusterEvent.ASSIGNED_POD_SCALE_DOWN, room_freed),
+            ClusterEventWithHint(ClusterEvent.DEVICE_CLASS_CHANGE, _after_device_class_change),
         )
 
-    def _fits_empty(self, pod: Pod, node: Node) -> bool:
+    def _fits_empty(self, pod: Pod, node: Node, delegated: frozenset[str] = frozenset()) -> bool:
         """Upstream ``isFit``: the pod's requests fit `node` with nothing on it (``insufficient_resources``
         on an empty node, written out: a node joining asks it of every pod that fits nowhere)."""
         if node.allowed_pod_number < 1:
@@ -364,21 +416,26 @@ class NodeResourcesFit(PreFilterPlugin, VectorFilter, PreScorePlugin, VectorScor
         if r.milli_cpu > alloc.milli_cpu or r.memory > alloc.memory or r.ephemeral_storage > alloc.ephemeral_storage:
             return False
         for name, want in r.scalar.items():
-            if want > alloc.scalar.get(name, 0) and not (
-                is_extended_resource(name)
-                and (name in self.ignored_resources or name.split("/", 1)[0] in self.ignored_resource_groups)
+            cap = alloc.scalar.get(name, 0)
+            if want > cap and not (
+                (
+                    is_extended_resource(name)
+                    and (name in self.ignored_resources or name.split("/", 1)[0] in self.ignored_resource_groups)
+                )
+                or (cap <= 0 and name in delegated)
             ):
                 return False
         return True
 
-    def _after_node_change(self, pod: Pod, old: object, new: object) -> QueueingHint:
+    def _after_node_change(self, handle: EnqueueHandle, pod: Pod, old: object, new: object) -> QueueingHint:
         """Upstream ``isSchedulableAfterNodeChange``: a node the pod fits when empty, new or grown in
-        what the pod requests (or in the number of pods it takes)."""
+        what the pod requests (or in the number of pods it takes), or where DRA serves what it requests."""
         if not isinstance(new, Node):
             return QueueingHint.QUEUE
-        if not self._fits_empty(pod, new):
+        delegated = dra_delegated(pod.requests.scalar, handle.objects.dra) if pod.requests.scalar else frozenset()
+        if not self._fits_empty(pod, new, delegated):
             return QueueingHint.QUEUE_SKIP
-        if not isinstance(old, Node) or _grew_for(pod.requests, old, new):
+        if not isinstance(old, Node) or _grew_for(pod.requests, old, new, delegated):
             return QueueingHint.QUEUE
         return QueueingHint.QUEUE_SKIP
 
@@ -394,11 +451,29 @@ class NodeResourcesFit(PreFilterPlugin, VectorFilter, PreScorePlugin, VectorScor
         info = handle.get_node_info(old.node_name)
         if info is None or info.node is None:
             return QueueingHint.QUEUE
-        return QueueingHint.QUEUE if self._fits_empty(pod, info.node) else QueueingHint.QUEUE_SKIP
+        delegated = dra_delegated(pod.requests.scalar, handle.objects.dra) if pod.requests.scalar else frozenset()
+        return QueueingHint.QUEUE if self._fits_empty(pod, info.node, delegated) else QueueingHint.QUEUE_SKIP
 
 
-def _grew_for(request: Resources, old: Node, new: Node) -> bool:
-    """Upstream ``haveAnyRequestedResourcesIncreased``: more pods allowed, or more of a requested resource."""
+def _after_device_class_change(pod: Pod, old: object, new: object) -> QueueingHint:
+    """Upstream ``isSchedulableAfterDeviceClassEvent``: a class added whose implicit name the pod requests,
+    or added or updated with an extended resource name the pod requests (a changed one, for an update)."""
+    if not isinstance(new, DeviceClass):
+        return QueueingHint.QUEUE_SKIP  # upstream registers additions and updates only
+    requested = pod.requests.scalar
+    if isinstance(old, DeviceClass):
+        if (old.extended_resource_name or "") == (new.extended_resource_name or ""):
+            return QueueingHint.QUEUE_SKIP
+    elif DEVICE_CLASS_RESOURCE_PREFIX + new.name in requested:
+        return QueueingHint.QUEUE
+    if new.extended_resource_name is not None and new.extended_resource_name in requested:
+        return QueueingHint.QUEUE
+    return QueueingHint.QUEUE_SKIP
+
+
+def _grew_for(request: Resources, old: Node, new: Node, delegated: frozenset[str] = frozenset()) -> bool:
+    """Upstream ``haveAnyRequestedResourcesIncreased``: more pods allowed, or more of a requested resource,
+    or a requested resource DRA serves on the new node."""
     if new.allowed_pod_number > old.allowed_pod_number:
         return True
     before, after = old.allocatable, new.allocatable
@@ -409,7 +484,12 @@ def _grew_for(request: Resources, old: Node, new: Node) -> bool:
     ):
         return True
     return any(
-        want > 0 and after.scalar.get(name, 0) > before.scalar.get(name, 0) for name, want in request.scalar.items()
+        want > 0
+        and (
+            after.scalar.get(name, 0) > before.scalar.get(name, 0)
+            or (name in delegated and after.scalar.get(name, 0) <= 0)
+        )
+        for name, want in request.scalar.items()
     )
 
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Final
 import numpy as np
 import numpy.typing as npt
 
-from .. import framework
+from .. import batching, framework
 from ..framework import (
     ClusterEvent,
     ClusterEventWithHint,
@@ -31,6 +31,8 @@ from ..framework import (
     EnqueueHandle,
     PreFilterPlugin,
     QueueingHint,
+    SignFragment,
+    SignPlugin,
     Status,
     VectorFilter,
 )
@@ -73,8 +75,12 @@ def _blocked_column(table: NodeTable) -> tuple[npt.NDArray[np.bool_], bool]:
     return table.derived(_COLUMN, build)  # type: ignore[return-value]
 
 
-class NodeUnschedulable(PreFilterPlugin, VectorFilter, EnqueueExtensions):
+class NodeUnschedulable(PreFilterPlugin, VectorFilter, EnqueueExtensions, SignPlugin):
     NAME = "NodeUnschedulable"
+
+    def sign_pod(self, pod: Pod, snapshot: Snapshot) -> tuple[SignFragment, ...] | Status:
+        """OpportunisticBatching: the verdict depends on the pod's tolerations."""
+        return batching.tolerations(pod)
 
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
         # SKIP is exact here: a tolerating pod passes every node, and so does any pod when no

@@ -58,7 +58,7 @@ from typing import TYPE_CHECKING, ClassVar, Final
 import numpy as np
 import numpy.typing as npt
 
-from .. import framework
+from .. import batching, framework
 from ..arguments import NoArgs, PluginArgsError
 from ..csi_translation import (
     MIGRATED_DRIVERS,
@@ -76,6 +76,8 @@ from ..framework import (
     EnqueueHandle,
     PreFilterPlugin,
     QueueingHint,
+    SignFragment,
+    SignPlugin,
     StateKey,
     Status,
     VectorFilter,
@@ -254,8 +256,12 @@ def fits(pod: Pod, node_info: NodeInfo, objects: ClusterObjects) -> Status:
     return csi_check(s, node_info)
 
 
-class NodeVolumeLimits(PreFilterPlugin, VectorFilter, EnqueueExtensions):
+class NodeVolumeLimits(PreFilterPlugin, VectorFilter, EnqueueExtensions, SignPlugin):
     NAME = "NodeVolumeLimits"
+
+    def sign_pod(self, pod: Pod, snapshot: Snapshot) -> tuple[SignFragment, ...] | Status:
+        """OpportunisticBatching: the pod's volumes."""
+        return batching.volumes(pod)
 
     def events_to_register(self, handle: EnqueueHandle) -> Sequence[ClusterEventWithHint]:
         """Upstream ``CSILimits.EventsToRegister``: a CSINode added or changed, a bound pod with volumes

@@ -73,6 +73,8 @@ from ..framework import (
     PreFilterExtensions,
     PreScorePlugin,
     QueueingHint,
+    SignFragment,
+    SignPlugin,
     StateKey,
     Status,
     VectorFilter,
@@ -499,10 +501,19 @@ def _round_half_away(x: float) -> int:
 
 
 class PodTopologySpread(
-    PreFilterExtensions, VectorFilter, PreScorePlugin, VectorScore, NormalizeScorePlugin, EnqueueExtensions
+    PreFilterExtensions, VectorFilter, PreScorePlugin, VectorScore, NormalizeScorePlugin, EnqueueExtensions, SignPlugin
 ):
     NAME = "PodTopologySpread"
     Args = PodTopologySpreadArgs
+
+    def sign_pod(self, pod: Pod, snapshot: Snapshot) -> tuple[SignFragment, ...] | Status:
+        """OpportunisticBatching: spreading depends on where other pods are, not on the pod and the node
+        alone: a pod with constraints, or any pod while default constraints apply, cannot be signed."""
+        if pod.topology_spread_constraints:
+            return framework.unschedulable("pods with topology constraints are not signable")
+        if self.default_constraints:
+            return framework.unschedulable("pods with default topology constraints are not signable")
+        return ()
 
     def __init__(self, args: PodTopologySpreadArgs | None = None, *, name: str | None = None) -> None:
         super().__init__(args, name=name)

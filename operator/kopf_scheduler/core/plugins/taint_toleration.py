@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Final
 import numpy as np
 import numpy.typing as npt
 
-from .. import framework
+from .. import batching, framework
 from ..arguments import NoArgs
 from ..framework import (
     ClusterEvent,
@@ -45,6 +45,8 @@ from ..framework import (
     PreFilterPlugin,
     PreScorePlugin,
     QueueingHint,
+    SignFragment,
+    SignPlugin,
     StateKey,
     Status,
     VectorFilter,
@@ -107,9 +109,13 @@ class _ScoreState:
 
 
 class TaintToleration(
-    PreFilterPlugin, VectorFilter, PreScorePlugin, VectorScore, NormalizeScorePlugin, EnqueueExtensions
+    PreFilterPlugin, VectorFilter, PreScorePlugin, VectorScore, NormalizeScorePlugin, EnqueueExtensions, SignPlugin
 ):
     NAME = "TaintToleration"
+
+    def sign_pod(self, pod: Pod, snapshot: Snapshot) -> tuple[SignFragment, ...] | Status:
+        """OpportunisticBatching: verdicts and scores depend on the pod's tolerations."""
+        return batching.tolerations(pod)
 
     def __init__(self, args: NoArgs | None = None, *, name: str | None = None) -> None:
         super().__init__(args, name=name)

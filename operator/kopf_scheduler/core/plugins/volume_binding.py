@@ -73,7 +73,7 @@ from typing import TYPE_CHECKING, Final
 import numpy as np
 import numpy.typing as npt
 
-from .. import framework
+from .. import batching, framework
 from ..arguments import PluginArgsError
 from ..csi_translation import IN_TREE_PLUGINS, Untranslatable, translated_node_affinity
 from ..framework import (
@@ -87,6 +87,8 @@ from ..framework import (
     PreScorePlugin,
     QueueingHint,
     ScorePlugin,
+    SignFragment,
+    SignPlugin,
     StateKey,
     Status,
     VectorFilter,
@@ -508,9 +510,13 @@ class VolumeBindingArgs:
         return tuple((p.utilization, p.score * factor) for p in self.shape or DEFAULT_SHAPE)
 
 
-class VolumeBinding(PreFilterPlugin, VectorFilter, PreScorePlugin, ScorePlugin, EnqueueExtensions):
+class VolumeBinding(PreFilterPlugin, VectorFilter, PreScorePlugin, ScorePlugin, EnqueueExtensions, SignPlugin):
     NAME = "VolumeBinding"
     Args = VolumeBindingArgs
+
+    def sign_pod(self, pod: Pod, snapshot: Snapshot) -> tuple[SignFragment, ...] | Status:
+        """OpportunisticBatching: the pod's volumes."""
+        return batching.volumes(pod)
 
     def __init__(self, args: VolumeBindingArgs | None = None, *, name: str | None = None) -> None:
         super().__init__(args, name=name)

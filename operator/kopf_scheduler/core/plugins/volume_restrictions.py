@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Final
 import numpy as np
 import numpy.typing as npt
 
-from .. import framework
+from .. import batching, framework
 from ..arguments import NoArgs
 from ..framework import (
     ClusterEvent,
@@ -53,6 +53,8 @@ from ..framework import (
     EnqueueHandle,
     PreFilterExtensions,
     QueueingHint,
+    SignFragment,
+    SignPlugin,
     StateKey,
     Status,
     VectorFilter,
@@ -217,8 +219,12 @@ def with_pod(s: PreFilterState, pod: Pod, other: Pod, sign: int) -> PreFilterSta
     return PreFilterState(s.volumes, uses) if changed else s
 
 
-class VolumeRestrictions(PreFilterExtensions, VectorFilter, EnqueueExtensions):
+class VolumeRestrictions(PreFilterExtensions, VectorFilter, EnqueueExtensions, SignPlugin):
     NAME = "VolumeRestrictions"
+
+    def sign_pod(self, pod: Pod, snapshot: Snapshot) -> tuple[SignFragment, ...] | Status:
+        """OpportunisticBatching: the pod's volumes."""
+        return batching.volumes(pod)
 
     def events_to_register(self, handle: EnqueueHandle) -> Sequence[ClusterEventWithHint]:
         """Upstream ``EventsToRegister``: a bound pod deleted that held a conflicting disk or one of the

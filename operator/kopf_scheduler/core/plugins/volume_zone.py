@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Final
 import numpy as np
 import numpy.typing as npt
 
-from .. import framework
+from .. import batching, framework
 from ..arguments import NoArgs
 from ..framework import (
     ClusterEvent,
@@ -46,6 +46,8 @@ from ..framework import (
     EnqueueHandle,
     PreFilterPlugin,
     QueueingHint,
+    SignFragment,
+    SignPlugin,
     StateKey,
     Status,
     VectorFilter,
@@ -171,8 +173,12 @@ class _PreFilterState:
     topologies: tuple[PVTopology, ...]
 
 
-class VolumeZone(PreFilterPlugin, VectorFilter, EnqueueExtensions):
+class VolumeZone(PreFilterPlugin, VectorFilter, EnqueueExtensions, SignPlugin):
     NAME = "VolumeZone"
+
+    def sign_pod(self, pod: Pod, snapshot: Snapshot) -> tuple[SignFragment, ...] | Status:
+        """OpportunisticBatching: the pod's volumes."""
+        return batching.volumes(pod)
 
     def __init__(self, args: NoArgs | None = None, *, name: str | None = None) -> None:
         super().__init__(args, name=name)
