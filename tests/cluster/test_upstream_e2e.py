@@ -4,9 +4,9 @@ kube-controller-manager and KWOK nodes, kopf-scheduler serving ``default-schedul
 profile under deploy/rbac.yaml's identity; all but the specs upstream passes here and we do not yet
 (``e2e.KNOWN_FAILURES``, each an open issue: remove it there when it passes).
 
-About 10 minutes on 2 cores (592 s measured): the hostPort [Conformance] spec alone waits 5 minutes for a pod that must stay
-pending. With upstream kube-scheduler as the reference: ``kopf-scheduler cluster e2e --tests sig-scheduling
---scheduler both`` (README, "Upstream's e2e tests").
+About 10 minutes on 2 cores (592 s measured): the hostPort [Conformance] spec alone waits 5 minutes for a
+pod that must stay pending. With upstream kube-scheduler as the reference: ``kopf-scheduler cluster e2e
+--tests sig-scheduling --scheduler both`` (README, "Upstream's e2e tests").
 """
 
 from __future__ import annotations
