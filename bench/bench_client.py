@@ -162,7 +162,15 @@ def main() -> int:
     )
     args = ap.parse_args()
     ensure_binaries()
-    with tempfile.TemporaryDirectory(prefix="kopf-scheduler-bench-") as tmp, ControlPlane(Path(tmp)) as cp:
+    with (
+        tempfile.TemporaryDirectory(prefix="kopf-scheduler-bench-") as tmp,
+        ControlPlane(
+            # clients are measured here, not scheduling: no controllers beside the API server to share the cores with
+            Path(tmp),
+            controller_manager=False,
+        ) as cp,
+    ):
+        print("control plane: etcd and kube-apiserver, no kube-controller-manager (a client benchmark)")
         config.load_kube_config(str(cp.kubeconfig))
         configuration = client.Configuration.get_default_copy()
         configuration.connection_pool_maxsize = (

@@ -6,10 +6,12 @@
     python bench/bench_e2e.py --workloads steady --contenders ours,upstream --rate 100
     python bench/bench_e2e.py --workloads basic-200 --contenders ours --profile-ours /tmp/prof   # py-spy
 
-Each workload gets a fresh local control plane (etcd + kube-apiserver v1.37.2, see
-kopf_scheduler.cluster) with its nodes. The contenders then run in turn on it, each as its own
-process, with the same nodes and the same pods (only spec.schedulerName differs), in `--rounds`
-rounds whose order rotates, so slow drift and noise cancel in the per-round ratios:
+Each workload gets a fresh local control plane (etcd + kube-apiserver + kube-controller-manager v1.37.2,
+see kopf_scheduler.cluster; ``--no-controller-manager`` leaves the controllers out, so that only the
+contender and the API server share the cores; the output says which way it ran) with its nodes. The
+contenders then run in turn on it, each as its own process, with the same nodes and the same pods
+(only spec.schedulerName differs), in `--rounds` rounds whose order rotates, so slow drift and noise
+cancel in the per-round ratios:
 
 - ours:       ``kopf-scheduler run --kubeconfig K --secure-port 0 --insecure-port P`` (the production
               entry; P is a free port for /readyz over plain HTTP, the development mode) after the CRD
@@ -964,7 +966,7 @@ async def run_workload(
     size = replace(size, nodes=args.nodes or size.nodes, pods=args.pods or size.pods)
     with (
         tempfile.TemporaryDirectory(prefix=f"bench-e2e-{workload.name}-") as tmp,
-        ControlPlane(Path(tmp) / "cp", die_with_parent=True) as cp,
+        ControlPlane(Path(tmp) / "cp", die_with_parent=True, controller_manager=args.controller_manager) as cp,
     ):
         workdir = Path(tmp)
         kube = Kube(cp.kubeconfig)
@@ -1080,6 +1082,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument(
         "--out", type=Path, default=RESULTS, help="where the JSON, Markdown and PNG go (default bench/results)"
     )
+    ap.add_argument(
+        "--no-controller-manager",
+        dest="controller_manager",
+        action="store_false",
+        help="run no kube-controller-manager beside the API server: the contenders alone with it on the cores",
+    )
     args = ap.parse_args(argv)
     args.rounds = args.rounds or (1 if args.quick else 3)
     names = (
@@ -1121,6 +1129,7 @@ async def main_async(args: argparse.Namespace, command: str) -> dict[str, Any]:
         "ours": f"kopf-scheduler run --insecure-port P, {describe_policy(args.policy_file)}",
         "upstream": f"kube-scheduler v1.37.2, profile {UPSTREAM_PROFILE}, "
         f"clientConnection qps/burst {UPSTREAM_QPS}, leader election off",
+        "controller_manager": args.controller_manager,
         "workloads": [],
     }
     with progress:

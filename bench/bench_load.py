@@ -4,6 +4,7 @@ events per second, and whether the queue drains.
     python bench/bench_load.py                              # 5000 nodes, 20000 pending pods: the size
     python bench/bench_load.py --nodes 500 --pods 3000      # what CI runs (tests/cluster/faults/test_load.py)
     python bench/bench_load.py --no-kwok                    # nodes created Ready, bound pods left Pending
+    python bench/bench_load.py --no-controller-manager      # no kube-controller-manager beside the API server
 
 On a fresh local control plane: ``--nodes`` nodes of scheduler_perf's node-default (4 cpu, 32Gi,
 110 pods) that KWOK (``cluster.Kwok``: no heartbeats, no Leases) makes Ready, then ``--pods``
@@ -72,6 +73,7 @@ class LoadResult:
     pods: int
     unschedulable: int
     kwok: bool = True  # KWOK made the nodes Ready and runs the bound pods
+    controller_manager: bool = True  # kube-controller-manager ran beside the API server
     setup_s: float = 0.0  # creating the nodes and the pods
     nodes_ready_s: float = 0.0  # KWOK: the nodes created -> every one Ready
     ready_s: float = 0.0  # operator start -> /readyz 200
@@ -106,8 +108,10 @@ class LoadResult:
             if self.kwok
             else ""
         )
+        controllers = "with kube-controller-manager" if self.controller_manager else "no kube-controller-manager"
         return (
-            f"{self.nodes} nodes, {self.pods} pods ({self.unschedulable} fit nowhere): set up in {self.setup_s:.0f}s; "
+            f"{self.nodes} nodes, {self.pods} pods ({self.unschedulable} fit nowhere), {controllers}: "
+            f"set up in {self.setup_s:.0f}s; "
             + kubelets
             + f"operator ready after {self.ready_s:.1f}s, every pod bound after {self.last_bind_s:.1f}s, "
             f"drained after {self.drained_s:.1f}s; bound {self.bound}{running}, "
@@ -265,7 +269,7 @@ async def _run_load(
     timeout: float,
 ) -> LoadResult:
     too_big = int(pods * unschedulable)
-    result = LoadResult(nodes, pods, too_big, kwok=kubelets is not None)
+    result = LoadResult(nodes, pods, too_big, kwok=kubelets is not None, controller_manager=cp.controller_manager)
     kube = Kube(cp.kubeconfig)
     try:
         t0 = time.monotonic()
@@ -384,6 +388,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds for the operator to drain the queue")
     ap.add_argument("--json", type=Path, help="also write the result here")
     ap.add_argument(
+        "--no-controller-manager",
+        dest="controller_manager",
+        action="store_false",
+        help="run no kube-controller-manager beside the API server (the operator alone with it on the cores)",
+    )
+    ap.add_argument(
         "--no-kwok",
         dest="kwok",
         action="store_false",
@@ -392,7 +402,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     with (
         tempfile.TemporaryDirectory(prefix="bench-load-") as tmp,
-        ControlPlane(Path(tmp) / "cp", die_with_parent=True) as cp,
+        ControlPlane(Path(tmp) / "cp", die_with_parent=True, controller_manager=args.controller_manager) as cp,
     ):
         result = asyncio.run(
             run_load(

@@ -117,7 +117,15 @@ def main() -> int:
     args = parser.parse_args()
     clients = [c for c in PROGRAMS if c != "pykube" or args.pykube]
     ensure_binaries()
-    with tempfile.TemporaryDirectory(prefix="kopf-scheduler-bench-") as tmp, ControlPlane(Path(tmp)) as cp:
+    with (
+        tempfile.TemporaryDirectory(prefix="kopf-scheduler-bench-") as tmp,
+        ControlPlane(
+            # clients are measured here, not scheduling: no controllers beside the API server to share the cores with
+            Path(tmp),
+            controller_manager=False,
+        ) as cp,
+    ):
+        print("control plane: etcd and kube-apiserver, no kube-controller-manager (a client benchmark)")
         from kubernetes import client, config  # the parent only: seeds the nodes
 
         config.load_kube_config(str(cp.kubeconfig))

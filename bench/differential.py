@@ -6,7 +6,12 @@
 
 For each seed, ``generate`` draws a random cluster and a list of pods (its knobs are the ``Knobs`` class below). One
 local control plane (etcd + kube-apiserver) and one upstream kube-scheduler (its default profile, ``-v=10``) serve the
-whole run. Per seed the previous seed's pods and nodes are deleted and the new nodes created; then the pods are
+whole run. It runs no kube-controller-manager: the harness makes each state by hand and both sides must decide on
+exactly that state, which controllers would change under them (the ReplicaSet controller would delete the pods that
+name a ReplicaSet of 0 replicas as their owner, taint eviction would evict pods that tolerate a NoExecute taint for
+a while, the garbage collector would delete what outlives its owner).
+
+Per seed the previous seed's pods and nodes are deleted and the new nodes created; then the pods are
 created ONE AT A TIME, and for each:
 
 1. the state (nodes, services, replica sets, the pods upstream bound so far) is read from the API server;
@@ -1863,7 +1868,7 @@ class Harness:
         self.batching = batching
         self.scheduler_config = dict(scheduler_config or {})
         self.timeout = timeout
-        self.cp = ControlPlane(workdir, die_with_parent=True)
+        self.cp = ControlPlane(workdir, die_with_parent=True, controller_manager=False)  # see the module docstring
         self.log: KlogTail | None = None
         self.weights: dict[str, int] = {}
         #: scheduler name -> its profile's score weights, as upstream logged its configuration

@@ -344,6 +344,13 @@ def _preamble(results: Mapping[str, Any]) -> list[str]:
         f"command: {results['command']}",
         f"ours: {results['ours']}",
         f"upstream: {results['upstream']}",
+        "control plane: etcd, kube-apiserver"
+        + (
+            " and kube-controller-manager (its controllers beside the contenders on the cores)"
+            if results.get("controller_manager")
+            else ", no kube-controller-manager"
+            + (" (--no-controller-manager)" if "controller_manager" in results else " (runs before it was added)")
+        ),
         "figures: median [min-max] over rounds; pods/s from first to last bind seen by one pod watch; CPU of the "
         "contender process between those binds, per 1000 pods; RSS = VmHWM; others' load = cores busy meanwhile "
         "outside the contender, the apiserver, etcd and the benchmark (other users of a shared machine)",

@@ -1,10 +1,10 @@
 """Helpers for tests against the real local control plane (see conftest.py).
 
-The control plane has no kubelet and no controller-manager, so these helpers
-play their parts: create Node objects with a Ready status (or, with
+The control plane has no kubelet (its kube-controller-manager does the rest), so
+these helpers play that part: create Node objects with a Ready status (or, with
 ``kwok=True``, for KWOK to make Ready and run their pods: the ``kwok`` fixture),
-and tear namespaces down (the namespace controller would otherwise leave them
-Terminating forever). The second half runs our operator as a subprocess
+and force-delete the pods of a namespace being deleted (no kubelet confirms a
+graceful deletion on a plain node). The second half runs our operator as a subprocess
 (``Operator``) and manages SchedulingPolicies and per-test node groups for the
 end-to-end tests.
 """
@@ -200,25 +200,18 @@ def make_pod_body(
 
 
 def delete_namespace(api: client.ApiClient, name: str) -> None:
-    """Delete a namespace and its pods for good, doing the absent namespace controller's job.
+    """Delete a namespace; the namespace controller deletes what it holds, then the namespace.
 
-    Pods are force-deleted first (no kubelet will confirm a graceful delete),
-    then the namespace's `kubernetes` finalizer is cleared so it disappears
-    instead of staying Terminating.
+    Its pods are force-deleted first: on a plain node no kubelet would confirm a graceful deletion,
+    and the namespace would stay Terminating until their grace periods ran out.
     """
     core = client.CoreV1Api(api)
     try:
         core.delete_collection_namespaced_pod(name, grace_period_seconds=0)
         core.delete_namespace(name)
-        ns = core.read_namespace(name)
     except ApiException as exc:
-        if exc.status == 404:
-            return
-        raise
-    if ns.spec and ns.spec.finalizers:
-        core.replace_namespace_finalize(
-            name, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}, "spec": {"finalizers": []}}
-        )
+        if exc.status != 404:
+            raise
 
 
 # --------------------------------------------------------------------------- the operator and its policies

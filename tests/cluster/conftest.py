@@ -1,11 +1,12 @@
-"""Fixtures of the cluster tests: one real control plane (etcd + kube-apiserver) per test session.
+"""Fixtures of the cluster tests: one real control plane (etcd + kube-apiserver + kube-controller-manager) per
+test session.
 
 Every test under tests/cluster/ is marked ``cluster``. The binaries are built before any test
 runs when a *selected* test is marked ``cluster`` and they are missing (a cold build takes 10-30
 minutes, longer than the per-test timeout). The hook runs last, after ``-m``/``-k`` deselection,
-so ``pytest -m "not cluster"`` never builds or looks for Go. KWOK (the ``kwok`` fixture) is built
-the same way when a selected test uses it. A failing build or start fails the run loudly; nothing
-is skipped.
+so ``pytest -m "not cluster"`` never builds or looks for Go. KWOK (the ``kwok`` fixture) and upstream's
+e2e.test (the ``e2e_install`` fixture) are built the same way when a selected test uses them. A failing
+build or start fails the run loudly; nothing is skipped.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from kube_helpers import GROUP, PLURAL, ROOT, delete_namespace
 from kubernetes import client, config
 
 from kopf_scheduler.cluster import BuildError, ControlPlane, Kwok, ensure_binaries, ensure_kwok
+from kopf_scheduler.cluster.e2e import E2eInstall, ensure_e2e
 
 _HERE = Path(__file__).resolve().parent
 
@@ -46,6 +48,11 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             ensure_kwok()
         except BuildError as exc:
             pytest.exit(f"cannot build KWOK for the tests that use it:\n{exc}", returncode=1)
+    if any("e2e_install" in getattr(item, "fixturenames", ()) for item in session.items):
+        try:
+            ensure_e2e()
+        except BuildError as exc:
+            pytest.exit(f"cannot build upstream's e2e.test for the tests that use it:\n{exc}", returncode=1)
 
 
 @pytest.fixture(scope="session")
@@ -69,6 +76,12 @@ def kwok(control_plane: ControlPlane) -> Iterator[Kwok]:
     they become Ready, pods bound to them go Running, deleted ones go away. No heartbeats."""
     with Kwok(control_plane) as running:
         yield running
+
+
+@pytest.fixture(scope="session")
+def e2e_install() -> E2eInstall:
+    """Upstream's e2e.test (tools/e2e/build.sh), built before the tests ran."""
+    return ensure_e2e(echo=False)
 
 
 @pytest.fixture(scope="session")

@@ -10,6 +10,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -81,7 +82,8 @@ def test_kwok_leaves_other_nodes_alone(api: client.ApiClient, nodes: list[str]) 
     [other] = create_nodes(api, 1, conditions={"Ready": "False"}, name_prefix=f"smoke-other-{uuid.uuid4().hex[:4]}-")
     wait_for(lambda: all(_ready(core, n) for n in nodes), timeout=10)  # KWOK has been at work meanwhile
     assert not _ready(core, other)
-    assert not (core.read_node(other).metadata.annotations or {})
+    # (the controller manager's TTL controller annotates every node: node.alpha.kubernetes.io/ttl)
+    assert KWOK_NODE_ANNOTATION[0] not in (core.read_node(other).metadata.annotations or {})
 
 
 def _ready(core: client.CoreV1Api, name: str) -> bool:
@@ -125,6 +127,25 @@ def test_kwok_finishes_a_deleted_pod(api: client.ApiClient, namespace: str, node
     wait_for(lambda: _running(core, "graceful", namespace), timeout=10, message="KWOK runs the pod")
     core.delete_namespaced_pod("graceful", namespace)
     wait_for(lambda: _gone(core, "graceful", namespace), timeout=10, message="KWOK deletes the terminating pod")
+
+
+def test_kwok_keeps_a_pod_with_a_pre_stop_hook_terminating_for_its_grace_period(
+    api: client.ApiClient, namespace: str, nodes: list[str]
+) -> None:
+    """A kubelet runs a preStop hook for up to the grace period: KWOK's pod-delete-after-pre-stop stage keeps
+    such a pod Terminating until its deletionTimestamp, which a second delete with a shorter grace moves."""
+    core = client.CoreV1Api(api)
+    pod = make_pod_body("hooked")
+    pod["spec"]["nodeName"] = nodes[0]
+    pod["spec"]["terminationGracePeriodSeconds"] = 60
+    pod["spec"]["containers"][0]["lifecycle"] = {"preStop": {"sleep": {"seconds": 59}}}
+    core.create_namespaced_pod(namespace, pod)
+    wait_for(lambda: _running(core, "hooked", namespace), timeout=10, message="KWOK runs the pod")
+    core.delete_namespaced_pod("hooked", namespace)
+    time.sleep(3)
+    assert core.read_namespaced_pod("hooked", namespace).metadata.deletion_timestamp is not None  # Terminating
+    core.delete_namespaced_pod("hooked", namespace, grace_period_seconds=2)
+    wait_for(lambda: _gone(core, "hooked", namespace), timeout=10, message="KWOK deletes it when the grace ends")
 
 
 def _running(core: client.CoreV1Api, name: str, namespace: str) -> client.V1Pod | None:
@@ -229,7 +250,8 @@ def test_cli_up_down_round_trip_leaves_no_process(tmp_path: Path) -> None:
         assert up.stdout.strip() == f"KUBECONFIG={workdir / 'kubeconfig'}"
         state = json.loads((workdir / "state.json").read_text())
         procs = {name: (rec["pid"], rec["start_time"]) for name, rec in state["processes"].items()}
-        assert set(procs) == {"etcd", "kube-apiserver"}
+        assert set(procs) == {"etcd", "kube-apiserver", "kube-controller-manager"}
+        assert "with kube-controller-manager" in up.stderr
         assert all(_proc_start_time(pid) == start for pid, start in procs.values())  # alive after `up` returned
 
         status = run_cli("cluster", "status", "--workdir", str(workdir))
@@ -255,7 +277,7 @@ def test_cli_up_with_nodes_runs_kwok_until_down(tmp_path: Path) -> None:
         assert up.returncode == 0, up.stderr
         assert "3 simulated node(s) Ready (3 created)" in up.stderr
         cp = ControlPlane(workdir)
-        assert set(cp.pids()) == {"etcd", "kube-apiserver", "kwok"}
+        assert set(cp.pids()) == {"etcd", "kube-apiserver", "kube-controller-manager", "kwok"}
         kwok_pid = cp.pids()["kwok"]
         nodes = {n["metadata"]["name"]: n for n in cp.request("GET", "/api/v1/nodes")["items"]}
         assert sorted(nodes) == ["kwok-node-0", "kwok-node-1", "kwok-node-2"]
@@ -312,3 +334,22 @@ def test_missing_go_is_a_clear_error(tmp_path: Path) -> None:
 
     with pytest.raises(GoNotFoundError, match="cannot build KWOK: Go is not installed"):
         ensure_kwok(tmp_path / "kwok-cache", env=env, echo=False)
+
+
+def test_kwok_makes_an_extended_resource_of_the_capacity_allocatable(api: client.ApiClient, nodes: list[str]) -> None:
+    """As a kubelet's node status sync: an extended resource added to a node's capacity becomes allocatable,
+    one removed from it leaves allocatable; cpu and memory keep their allocatable (a kubelet's reservations)."""
+    core = client.CoreV1Api(api)
+    core.patch_node_status(nodes[0], {"status": {"capacity": {"example.com/widget": "7"}}})
+    wait_for(
+        lambda: (core.read_node(nodes[0]).status.allocatable or {}).get("example.com/widget") == "7",
+        timeout=10,
+        message="the widget allocatable",
+    )
+    core.patch_node_status(nodes[0], {"status": {"capacity": {"example.com/widget": None}}})
+    wait_for(
+        lambda: "example.com/widget" not in (core.read_node(nodes[0]).status.allocatable or {}),
+        timeout=10,
+        message="the widget gone from allocatable",
+    )
+    assert core.read_node(nodes[0]).status.allocatable["cpu"] == "4"

@@ -227,3 +227,17 @@ def test_a_labelled_namespace_sends_its_pods_to_us_through_the_admission_policy(
             assert core.read_namespaced_pod("named-its-own", namespace).spec.node_name is None
     finally:
         control_plane.kubectl("delete", "-f", str(NAMESPACE_POLICY), "--ignore-not-found")
+
+
+def test_the_manifest_folders_apply_with_kubectl_apply_f(control_plane: ControlPlane, sa_kubeconfig: Path) -> None:
+    """``kubectl apply -f crds/`` (and -f of crds/optional/ and deploy/policies/) works as it does for any folder
+    of manifests: their kustomizations are named ``Kustomization``, which kubectl's -f does not read. The
+    policies go through a server-side dry run only: created for real, other tests' operators would serve them."""
+    applied = control_plane.kubectl("apply", "-f", str(ROOT / "crds"), check=False)
+    assert applied.returncode == 0, applied.stderr
+    assert "schedulingpolicies.scheduling.kopf.dev" in applied.stdout
+    optional = control_plane.kubectl("apply", "-f", str(ROOT / "crds" / "optional"), "--dry-run=server", check=False)
+    assert optional.returncode == 0, optional.stderr
+    policies = control_plane.kubectl("apply", "-f", str(ROOT / "deploy" / "policies"), "--dry-run=server", check=False)
+    assert policies.returncode == 0, policies.stderr
+    assert policies.stdout.count("(server dry run)") == len(list((ROOT / "deploy" / "policies").glob("*.yaml")))

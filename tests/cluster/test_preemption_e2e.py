@@ -2,9 +2,9 @@
 
 PriorityClasses are resolved by the API server's Priority admission (as on any cluster). There is
 no kubelet: a victim with a termination grace period stays Terminating until the test deletes it
-for good, as a kubelet would; victims without one go at once. There is no disruption controller
-either, so a PodDisruptionBudget's status.disruptionsAllowed stays 0: every pod it selects is
-protected.
+for good, as a kubelet would; victims without one go at once. kube-controller-manager's disruption
+controller keeps a PodDisruptionBudget's status, but these pods never get Ready (no kubelet runs them),
+so its status.disruptionsAllowed stays 0: every pod it selects is protected.
 """
 
 from __future__ import annotations

@@ -44,9 +44,9 @@ def values() -> dict[str, Any]:
 
 
 def test_chart_crds_are_the_repository_crds_byte_for_byte() -> None:
-    listed = load_yaml(ROOT / "crds" / "kustomization.yaml")["resources"]
+    listed = load_yaml(ROOT / "crds" / "Kustomization")["resources"]
     shipped = sorted(p.name for p in (CHART / "crds").iterdir())
-    assert shipped == sorted(listed), "charts/kopf-scheduler/crds/ must hold exactly crds/kustomization.yaml's files"
+    assert shipped == sorted(listed), "charts/kopf-scheduler/crds/ must hold exactly crds/Kustomization's files"
     for name in listed:
         chart_copy, source = CHART / "crds" / name, ROOT / "crds" / name
         assert chart_copy.read_bytes() == source.read_bytes(), (

@@ -23,6 +23,8 @@ from kopf_scheduler.cluster.kwok import (
     HEARTBEAT_STAGES,
     KWOK_NODE_ANNOTATION,
     LIFECYCLE_STAGES,
+    NODE_ALLOCATABLE_STAGE,
+    POD_DELETE_STAGES,
     Kwok,
     KwokInstall,
     kwok_node,
@@ -173,8 +175,8 @@ def test_a_prebuilt_kwok_is_used_as_it_is(tmp_path: Path) -> None:
         ["bash", str(KWOK_BUILD), str(tmp_path / "cache")], env=env, check=True, capture_output=True, text=True
     ).stdout.strip()
     assert ensure_kwok(env={ENV_KWOK_DIR: out}).root == Path(out)
-    (Path(out) / "stages" / "pod" / "fast" / "pod-delete.yaml").unlink()
-    with pytest.raises(BuildError, match="pod-delete.yaml"):
+    (Path(out) / "stages" / "pod" / "fast" / "pod-complete.yaml").unlink()
+    with pytest.raises(BuildError, match="pod-complete.yaml"):
         ensure_kwok(env={ENV_KWOK_DIR: out})
 
 
@@ -188,7 +190,10 @@ def test_kwok_command_line(tmp_path: Path) -> None:
     assert argv[0] == str(install.binary)
     assert f"--kubeconfig={kubeconfig}" in argv
     assert "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake" in argv
-    assert [a for a in argv if a.startswith("--config=")] == [f"--config={install.stage(s)}" for s in LIFECYCLE_STAGES]
+    configs = [a for a in argv if a.startswith("--config=")]
+    assert configs == [f"--config={install.stage(s)}" for s in LIFECYCLE_STAGES] + [
+        f"--config={tmp_path / 'cp' / 'kwok-home' / 'kubelet-stages.yaml'}"
+    ]
     assert "--node-lease-duration-seconds=0" in argv  # no Leases: nothing periodic
     assert "--server-address=127.0.0.1:4321" in argv
     assert not [a for a in argv if "manage-all-nodes" in a]
@@ -221,3 +226,23 @@ def test_the_demo_nodes_are_kwok_nodes() -> None:
     gpu = next(b for n, b in zip(nodes, bodies) if n.gpu)
     assert gpu["spec"]["taints"] == [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]
     assert gpu["status"]["allocatable"]["nvidia.com/gpu"] == "2"
+
+
+def test_a_deleted_pod_goes_at_once_unless_a_pre_stop_hook_takes_its_grace_period() -> None:
+    at_once, after_hook = POD_DELETE_STAGES
+    assert at_once["spec"]["next"] == after_hook["spec"]["next"] == {"delete": True}
+    assert "delay" not in at_once["spec"]
+    hook = {"key": ".spec.containers[].lifecycle.preStop"}
+    assert {**hook, "operator": "DoesNotExist"} in at_once["spec"]["selector"]["matchExpressions"]
+    assert {**hook, "operator": "Exists"} in after_hook["spec"]["selector"]["matchExpressions"]
+    # until the deletionTimestamp: the end of the grace period, moved earlier by a shorter second delete
+    assert after_hook["spec"]["delay"]["durationFrom"] == {"expressionFrom": ".metadata.deletionTimestamp"}
+
+
+def test_extended_resources_of_the_capacity_are_made_allocatable() -> None:
+    spec = NODE_ALLOCATABLE_STAGE["spec"]
+    assert spec["resourceRef"] == {"apiGroup": "v1", "kind": "Node"}
+    (selector,) = spec["selector"]["matchExpressions"]
+    assert selector["operator"] == "Exists" and "$c[.] != $a[.]" in selector["key"]
+    template = spec["next"]["statusTemplate"]
+    assert template.startswith("allocatable:") and ": null" in template  # added, and removed

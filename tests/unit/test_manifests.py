@@ -161,19 +161,29 @@ def test_yaml_parses_into_kubernetes_objects(path: Path) -> None:
         assert isinstance(doc, dict) and doc.get("apiVersion") and doc.get("kind"), doc
 
 
+#: kustomize reads kustomization.yaml, kustomization.yml or Kustomization; the folders users may also apply with
+#: `kubectl apply -f` name theirs Kustomization, which kubectl's -f (.yaml, .yml and .json files only) passes over
+APPLYABLE = (CRDS, CRDS / "optional", POLICIES)
+
+
+def _kustomization(directory: Path) -> Path:
+    (found,) = [p for p in (directory / n for n in ("kustomization.yaml", "Kustomization")) if p.is_file()]
+    return found
+
+
 def test_kustomizations_list_every_manifest_and_resolve() -> None:
     for directory in (CRDS, CRDS / "optional", DEPLOY, POLICIES):
-        (kustomization,) = load_all(directory / "kustomization.yaml")
+        (kustomization,) = load_all(_kustomization(directory))
         listed = kustomization["resources"]
         for entry in listed:
             target = (directory / entry).resolve()
-            assert target.is_file() or (target / "kustomization.yaml").is_file(), f"{directory}: {entry}"
+            assert target.is_file() or _kustomization(target).is_file(), f"{directory}: {entry}"
         here = {p.name for p in directory.glob("*.yaml")} - {"kustomization.yaml"}
         assert here <= set(listed), f"{directory} leaves out {here - set(listed)}"
     (base,) = load_all(DEPLOY / "kustomization.yaml")
     assert base["namespace"] == "kopf-scheduler" and "../crds" in base["resources"]
     assert "policies" not in base["resources"]  # CRs cannot be applied in the same pass as their CRD
-    (crds,) = load_all(CRDS / "kustomization.yaml")
+    (crds,) = load_all(_kustomization(CRDS))
     assert "optional" not in crds["resources"]  # the coscheduling CRD may belong to scheduler-plugins
 
 
@@ -603,3 +613,14 @@ def test_schema_accepts_every_field_at_once() -> None:
         ],
     }
     assert violations(crd_schema(), everything) == []
+
+
+@pytest.mark.parametrize("directory", APPLYABLE, ids=lambda p: str(p.relative_to(ROOT)))
+def test_folders_apply_with_kubectl_apply_f(directory: Path) -> None:
+    """`kubectl apply -f DIR` reads every .yaml, .yml and .json file of DIR as Kubernetes objects: each must be
+    one (tests/cluster/test_operations_e2e.py applies them for real)."""
+    files = sorted(p for p in directory.iterdir() if p.suffix in (".yaml", ".yml", ".json"))
+    assert files
+    for path in files:
+        for doc in load_all(path):
+            assert doc.get("apiVersion") and doc.get("kind") and doc["kind"] != "Kustomization", path

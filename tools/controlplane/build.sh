@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Build the pinned control-plane binaries (etcd, kube-apiserver, kube-scheduler,
-# kubectl) into a cache folder keyed by the Kubernetes release and go.sum.
+# Build the pinned control-plane binaries (etcd, kube-apiserver, kube-controller-manager,
+# kube-scheduler, kubectl) into a cache folder keyed by the Kubernetes release and go.sum.
 #
 #   tools/controlplane/build.sh [CACHE_DIR]
 #
@@ -16,7 +16,7 @@ k8s_version=$(awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v/ {print $2; exit}' "$he
 cache_root=${1:-${KOPF_SCHEDULER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kopf-scheduler}}
 bin="$cache_root/controlplane-$k8s_version/bin"
 stamp_file="$bin/.stamp"
-binaries=(etcd kube-apiserver kube-scheduler kubectl)
+binaries=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl)
 
 # comments in go.mod do not change what is built
 stamp=$( (awk '!/^\/\//' "$here/go.mod"; cat "$here/go.sum") | sha256sum | cut -c1-16)
@@ -62,6 +62,7 @@ tmp="$bin/.partial"
 rm -rf "$tmp" && mkdir -p "$tmp"
 if ! CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$tmp/" \
     k8s.io/kubernetes/cmd/kube-apiserver \
+    k8s.io/kubernetes/cmd/kube-controller-manager \
     k8s.io/kubernetes/cmd/kube-scheduler \
     k8s.io/kubernetes/cmd/kubectl >&2; then
   echo "error: go build of the Kubernetes binaries failed (see above)" >&2

@@ -11,7 +11,6 @@
 #   kwok-v0.8.0/stages/node/fast/node-initialize.yaml      a node becomes Ready once
 #   kwok-v0.8.0/stages/node/heartbeat-with-lease/...        periodic heartbeats (not used by default)
 #   kwok-v0.8.0/stages/pod/fast/pod-ready.yaml              a bound pod goes Running
-#   kwok-v0.8.0/stages/pod/fast/pod-delete.yaml             a deleted pod goes away
 #   ...                                                      (every Stage of kustomize/stage, same paths;
 #                                                            testdata, kustomizations and RBAC left out)
 #
@@ -32,8 +31,9 @@ cache_root=${1:-${KOPF_SCHEDULER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kopf-sch
 out="$cache_root/kwok-$kwok_version"
 stamp_file="$out/.stamp"
 # the stages cluster/kwok.py starts KWOK with by default; the others are copied too
+# (deleted pods go by cluster/kwok.py's own stages)
 needed_stages=(node/fast/node-initialize.yaml pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml
-               pod/fast/pod-delete.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml)
+               node/heartbeat-with-lease/node-heartbeat-with-lease.yaml)
 
 # comments in go.mod do not change what is built
 stamp=$( (awk '!/^\/\//' "$here/go.mod"; cat "$here/go.sum") | sha256sum | cut -c1-16)

@@ -1,7 +1,7 @@
 """Find, and if needed build, the pinned control-plane binaries.
 
 The binaries come from `tools/controlplane/build.sh`, which compiles etcd,
-kube-apiserver, kube-scheduler and kubectl from the Go module proxy into a cache
+kube-apiserver, kube-controller-manager, kube-scheduler and kubectl from the Go module proxy into a cache
 folder and is a no-op when that folder is already complete. This module only
 locates the script, runs it and turns its failures into readable errors.
 """
@@ -23,7 +23,7 @@ __all__ = [
     "run_build_script",
 ]
 
-BINARIES = ("etcd", "kube-apiserver", "kube-scheduler", "kubectl")
+BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
 
 #: Points at a tools/controlplane checkout (the folder holding build.sh).
 ENV_CONTROLPLANE_DIR = "KOPF_SCHEDULER_CONTROLPLANE_DIR"
@@ -78,7 +78,7 @@ def ensure_binaries(
     env: dict[str, str] | None = None,
     echo: bool = True,
 ) -> Path:
-    """Return the folder holding etcd, kube-apiserver, kube-scheduler and kubectl.
+    """Return the folder holding etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kubectl.
 
     Runs build.sh, which returns at once when the cache is warm and compiles
     everything (15-30 minutes on 2 cores) when it is cold. Progress goes to

@@ -1,22 +1,37 @@
-"""A real Kubernetes control plane on loopback: etcd + kube-apiserver (+ kube-scheduler).
+"""A real Kubernetes control plane on loopback: etcd + kube-apiserver + kube-controller-manager (+ kube-scheduler).
 
-There is no kubelet, kube-controller-manager or networking: Node objects are
-created and kept Ready by whoever needs them (tests, the demo), and pods are
-only ever scheduled, never run. Two admission plugins are switched off because
-they depend on controllers that do not exist here:
+kube-controller-manager runs the controllers a real cluster runs (:data:`CONTROLLERS`: its default set,
+``*``): Deployments make ReplicaSets and ReplicaSets make pods, Jobs, StatefulSets (and their claims),
+DaemonSets, the PersistentVolume binder (and, for development, the in-tree hostPath provisioner:
+StorageClass provisioner ``kubernetes.io/host-path``, volumes under /tmp/hostpath_pv, removed by
+:meth:`ControlPlane.down`), ResourceClaims
+from ResourceClaimTemplates, namespace deletion, garbage collection of dependents, PodDisruptionBudget
+status, ServiceAccounts and their tokens, taint eviction... It signs ServiceAccount tokens with the
+same key the apiserver verifies them with and publishes the cluster's root CA (``kube-root-ca.crt``).
 
-* ``ServiceAccount`` rejects every pod until the ``default`` ServiceAccount of
-  its namespace exists, and that object is created by the controller-manager.
-  With the plugin off any pod is accepted as written and no token volume is
-  injected. ServiceAccounts and the TokenRequest API still work (see
-  :meth:`ControlPlane.service_account_kubeconfig`).
-* ``TaintNodesByCondition`` taints every new Node ``not-ready:NoSchedule``
-  until the node-lifecycle controller removes it, which would never happen.
+There is no kubelet and no networking: Node objects are created and kept Ready by whoever needs them
+(tests, or KWOK playing the kubelets: :mod:`.kwok`), and pods only ever run as KWOK says they do.
+So what needs a kubelet stays off:
 
-The apiserver serves upstream's Workload API (``scheduling.k8s.io/v1beta1`` PodGroups, and pods'
-``spec.schedulingGroup``), which v1.37 keeps behind the GenericWorkload feature gate (beta, off by
-default), so that gang scheduling is tested on the real types. A PodGroup gets the finalizer
-``scheduling.k8s.io/podgroup-protection``, which only the absent controller-manager removes.
+* the ``nodelifecycle`` controller, which marks every node whose kubelet stops posting its status or
+  renewing its Lease NotReady after 50 s, taints it ``unreachable:NoExecute`` and has its pods
+  evicted: tests create plain Node objects nobody renews, and KWOK renews Leases only with
+  heartbeats on (``Kwok(heartbeat=True)``: a write per node every 10 s);
+* so the ``TaintNodesByCondition`` admission plugin too: it taints every new Node ``not-ready:NoSchedule``
+  until the node-lifecycle controller removes it, which would never happen;
+* ``nodeipam`` (pod CIDRs: KWOK hands out pod IPs itself).
+
+Without the controller manager (``controller_manager=False``: a benchmark of the scheduler alone, a
+harness that builds a cluster state by hand and must not see it change) the ``ServiceAccount``
+admission plugin is off as well: it rejects every pod until its namespace's ``default``
+ServiceAccount exists, which only the controller manager creates. With it on, pods get their
+projected token volume as in any cluster (test pods opt out with ``automountServiceAccountToken: false``).
+
+The apiserver and the controller manager serve upstream's Workload API (``scheduling.k8s.io/v1beta1``
+PodGroups, and pods' ``spec.schedulingGroup``), which v1.37 keeps behind the GenericWorkload feature gate
+(beta, off by default), so that gang scheduling is tested on the real types. A PodGroup gets the
+finalizer ``scheduling.k8s.io/podgroup-protection``, which the controller manager's
+podgroup-protection controller removes once no pod uses the group.
 
 Every process runs in its own session (so it survives the launcher when wanted
 and its whole process group can be killed) and is recorded in
@@ -59,13 +74,25 @@ __all__ = [
 LOOPBACK = "127.0.0.1"
 SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
-DISABLED_ADMISSION_PLUGINS = ("ServiceAccount", "TaintNodesByCondition")
+#: off in every control plane here: nothing lifts the not-ready taint it puts on new nodes (no nodelifecycle)
+DISABLED_ADMISSION_PLUGINS = ("TaintNodesByCondition",)
+#: off too when no controller manager runs: nothing would create the `default` ServiceAccount it waits for
+DISABLED_WITHOUT_CONTROLLER_MANAGER = ("ServiceAccount",)
 ENABLED_ADMISSION_PLUGINS = ("NodeRestriction",)  # on top of the defaults (NamespaceLifecycle, Priority, ...)
 FEATURE_GATES = ("GenericWorkload=true",)
 RUNTIME_CONFIG = ("scheduling.k8s.io/v1beta1=true",)
+#: kube-controller-manager's ``--controllers``: every controller it runs by default (what kubeadm's clusters
+#: run), less node lifecycle (it needs kubelet heartbeats: see the module docstring) and node IPAM (pod CIDRs)
+CONTROLLERS = ("*", "-nodelifecycle", "-nodeipam")
+#: the controller manager's client rate limits (its defaults are 20 and 30 requests per second): a Deployment
+#: of a few hundred replicas on the demo is created in seconds, not half a minute
+#: where the in-tree hostPath provisioner (``--enable-hostpath-provisioner``) makes its volumes' folders
+HOSTPATH_PROVISIONER_ROOT = "/tmp/hostpath_pv"
+CONTROLLER_MANAGER_QPS = 200
+CONTROLLER_MANAGER_BURST = 400
 
 STATE_FILE = "state.json"
-_STOP_ORDER = ("kube-apiserver", "etcd")  # anything else (schedulers) is stopped before these
+_STOP_ORDER = ("kube-controller-manager", "kube-apiserver", "etcd")  # anything else (schedulers) goes first
 _LOG_TAIL_LINES = 40
 
 
@@ -126,6 +153,17 @@ def _proc_start_time(pid: int) -> int | None:
     if fields[0] in ("Z", "X"):  # state: zombie or dead
         return None
     return int(fields[19])  # field 22 of stat: starttime
+
+
+def _serves_healthz(port: int | None) -> bool:
+    """Whether a component (kube-scheduler, kube-controller-manager) answers ok on its secure port's /healthz."""
+    insecure = ssl.create_default_context()
+    insecure.check_hostname, insecure.verify_mode = False, ssl.CERT_NONE  # its serving cert is self-signed
+    try:
+        with urllib.request.urlopen(f"https://{LOOPBACK}:{port}/healthz", timeout=1, context=insecure) as resp:
+            return bool(resp.read() == b"ok")
+    except OSError:
+        return False
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
@@ -199,7 +237,7 @@ class _Record:
 
 
 class ControlPlane:
-    """etcd and kube-apiserver on free loopback ports, with all state in `workdir`.
+    """etcd, kube-apiserver and kube-controller-manager on free loopback ports, with all state in `workdir`.
 
     Use as a context manager, or call :meth:`up` and :meth:`down`. A second
     instance for the same `workdir` (e.g. in another process) can read the
@@ -210,6 +248,9 @@ class ControlPlane:
     :class:`PortInUseError`. With `die_with_parent`, children are SIGKILLed by
     the kernel if the calling thread dies (tests); without it they run on
     detached (the ``cluster up`` CLI).
+
+    `controller_manager` False leaves kube-controller-manager out (and the ServiceAccount admission
+    plugin off); `controllers` is its ``--controllers`` list (default :data:`CONTROLLERS`).
     """
 
     def __init__(
@@ -223,6 +264,8 @@ class ControlPlane:
         ready_timeout: float = 60.0,
         die_with_parent: bool = False,
         extra_apiserver_args: Sequence[str] = (),
+        controller_manager: bool = True,
+        controllers: Sequence[str] = CONTROLLERS,
     ) -> None:
         self.workdir = Path(workdir).expanduser().resolve()
         self.bin_dir = Path(bin_dir).resolve() if bin_dir is not None else None
@@ -232,6 +275,8 @@ class ControlPlane:
         self.ready_timeout = ready_timeout
         self.die_with_parent = die_with_parent
         self.extra_apiserver_args = tuple(extra_apiserver_args)
+        self.controller_manager = controller_manager
+        self.controllers = tuple(controllers)
         self._popen: dict[str, subprocess.Popen[bytes]] = {}
 
     # ----------------------------------------------------------------- paths & state
@@ -309,7 +354,9 @@ class ControlPlane:
         self.down()
 
     def up(self) -> ControlPlane:
-        """Start etcd and kube-apiserver and wait until /readyz says ok.
+        """Start etcd, kube-apiserver and (unless told not to) kube-controller-manager; wait until the
+        apiserver's /readyz says ok and the controller manager serves and has created the ``default``
+        namespace's ``default`` ServiceAccount (pods are admitted from then on).
 
         On any failure everything already started is stopped again before the
         error propagates.
@@ -333,6 +380,8 @@ class ControlPlane:
             )
             self._start_etcd(bin_dir, etcd_port, peer_port)
             self._start_apiserver(bin_dir, pki, api_port, etcd_port)
+            if self.controller_manager:
+                self._start_controller_manager(bin_dir, pki)
         except BaseException:
             self.down()
             raise
@@ -345,6 +394,7 @@ class ControlPlane:
         the workdir; etcd's data and state.json go.
         """
         records = self._records()
+        provisioned = self._hostpath_volumes() if "kube-controller-manager" in records else []
         order = [n for n in records if n not in _STOP_ORDER] + [n for n in _STOP_ORDER if n in records]
         errors = []
         for name in order:
@@ -353,9 +403,28 @@ class ControlPlane:
             except ControlPlaneError as exc:
                 errors.append(str(exc))
         shutil.rmtree(self.etcd_data_dir, ignore_errors=True)
+        for path in provisioned:
+            shutil.rmtree(path, ignore_errors=True)
         self.state_path.unlink(missing_ok=True)
         if errors:
             raise ControlPlaneError("; ".join(errors))
+
+    def _hostpath_volumes(self) -> list[Path]:
+        """The folders the controller manager's hostPath provisioner made for this cluster's volumes (it makes
+        them under /tmp/hostpath_pv on this machine; they outlive the cluster unless removed)."""
+        try:
+            listing = self.request("GET", "/api/v1/persistentvolumes", timeout=5)
+        except (OSError, ValueError, ControlPlaneError):
+            return []
+        paths = []
+        for pv in listing.get("items", []) if isinstance(listing, dict) else ():
+            annotations = pv["metadata"].get("annotations") or {}
+            path = ((pv.get("spec") or {}).get("hostPath") or {}).get("path", "")
+            if annotations.get("pv.kubernetes.io/provisioned-by") == "kubernetes.io/host-path" and path.startswith(
+                HOSTPATH_PROVISIONER_ROOT + "/"
+            ):
+                paths.append(Path(path))
+        return paths
 
     def stop_process(self, name: str, timeout: float = 15.0) -> None:
         """Stop one recorded process, e.g. a kube-scheduler started by :meth:`start_kube_scheduler`."""
@@ -377,16 +446,21 @@ class ControlPlane:
             raise ControlPlaneError(f"{name} (pid {rec.pid}) survived signal {sig}")
 
     def restart(self, name: str) -> float:
-        """Start a killed etcd or kube-apiserver again, with its data and command line, and wait until
-        it serves (etcd: /health; kube-apiserver: /readyz). Returns the seconds that took."""
+        """Start a killed etcd, kube-apiserver or kube-controller-manager again, with its data and command
+        line, and wait until it serves (etcd: /health; kube-apiserver: /readyz; the controller manager:
+        /healthz). Returns the seconds that took."""
         rec = self._records().get(name)
         if rec is None or rec.argv is None:
             raise ControlPlaneError(f"{name} was never started here, or was started without a recorded command line")
         if rec.alive():
             raise ControlPlaneError(f"{name} is still running (pid {rec.pid}): kill it first")
-        ready = {"etcd": lambda: self._etcd_healthy(rec.port), "kube-apiserver": self._readyz}.get(name)
+        ready = {
+            "etcd": lambda: self._etcd_healthy(rec.port),
+            "kube-apiserver": self._readyz,
+            "kube-controller-manager": lambda: _serves_healthz(rec.port),
+        }.get(name)
         if ready is None:
-            raise ControlPlaneError(f"restart knows etcd and kube-apiserver, not {name}")
+            raise ControlPlaneError(f"restart knows etcd, kube-apiserver and kube-controller-manager, not {name}")
         started = time.monotonic()
         log = Path(rec.log)
         popen = self._spawn(name, rec.argv, log, rec.port)  # the log is appended to
@@ -513,9 +587,10 @@ class ControlPlane:
             f"--service-account-signing-key-file={pki.service_account_key}",
             f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
             f"--enable-admission-plugins={','.join(ENABLED_ADMISSION_PLUGINS)}",
-            f"--disable-admission-plugins={','.join(DISABLED_ADMISSION_PLUGINS)}",
+            f"--disable-admission-plugins={','.join(self.disabled_admission_plugins)}",
             f"--feature-gates={','.join(FEATURE_GATES)}",
             f"--runtime-config={','.join(RUNTIME_CONFIG)}",
+            "--allow-privileged=true",  # as kubeadm's clusters: pods may ask for privileged containers
             # The lease endpoint reconciler refuses loopback addresses, and nothing here
             # reaches the apiserver through the `kubernetes` Service anyway.
             "--endpoint-reconciler-type=none",
@@ -524,6 +599,66 @@ class ControlPlane:
         ]
         popen = self._spawn("kube-apiserver", argv, log, port)
         self._wait_until("kube-apiserver", popen, log, self._readyz, self.ready_timeout)
+
+    @property
+    def disabled_admission_plugins(self) -> tuple[str, ...]:
+        """The apiserver's ``--disable-admission-plugins``: see the module docstring."""
+        return DISABLED_ADMISSION_PLUGINS + (() if self.controller_manager else DISABLED_WITHOUT_CONTROLLER_MANAGER)
+
+    def _start_controller_manager(self, bin_dir: Path, pki: certs.Pki) -> None:
+        """kube-controller-manager as ``system:kube-controller-manager`` (bound by the bootstrap RBAC policy),
+        each controller with its own ServiceAccount's credentials as kubeadm runs it; then wait for it to
+        serve /healthz and for the ``default`` ServiceAccount (its serviceaccount controller's first work)."""
+        name = "kube-controller-manager"
+        kubeconfig = self._component_kubeconfig(name, "system:kube-controller-manager")
+        port = free_port()
+        log = self.workdir / f"{name}.log"
+        log.unlink(missing_ok=True)
+        argv = [
+            str(bin_dir / name),
+            f"--kubeconfig={kubeconfig}",
+            f"--authentication-kubeconfig={kubeconfig}",
+            f"--authorization-kubeconfig={kubeconfig}",
+            f"--bind-address={LOOPBACK}",
+            f"--secure-port={port}",
+            f"--cert-dir={self.workdir / (name + '-certs')}",
+            "--leader-elect=false",
+            f"--controllers={','.join(self.controllers)}",
+            "--use-service-account-credentials=true",
+            f"--service-account-private-key-file={pki.service_account_key}",
+            f"--root-ca-file={pki.ca.cert}",
+            f"--cluster-signing-cert-file={pki.ca.cert}",
+            f"--cluster-signing-key-file={pki.ca.key}",
+            "--cluster-name=kopf-scheduler",
+            f"--feature-gates={','.join(FEATURE_GATES)}",
+            "--enable-hostpath-provisioner=true",
+            f"--kube-api-qps={CONTROLLER_MANAGER_QPS}",
+            f"--kube-api-burst={CONTROLLER_MANAGER_BURST}",
+            "--profiling=false",
+        ]
+        popen = self._spawn(name, argv, log, port)
+        self._wait_until(name, popen, log, lambda: _serves_healthz(port), self.ready_timeout)
+        self._wait_until(
+            name,
+            popen,
+            log,
+            lambda: self._exists("/api/v1/namespaces/default/serviceaccounts/default"),
+            self.ready_timeout,
+        )
+
+    def _component_kubeconfig(self, name: str, user: str) -> Path:
+        """A client certificate for `user` (CN) and a kubeconfig holding it, ``WORKDIR/<name>.kubeconfig``."""
+        pair = certs.issue_client_cert(certs.CertPair(self.ca_cert, self.pki_dir / "ca.key"), self.pki_dir, name, user)
+        return write_kubeconfig(
+            self.workdir / f"{name}.kubeconfig", server=self.server, ca_cert=self.ca_cert, user=user, client_cert=pair
+        )
+
+    def _exists(self, path: str) -> bool:
+        try:
+            self.request("GET", path, timeout=2)
+            return True
+        except (OSError, ValueError):  # 404 (an HTTPError, an OSError) until it exists
+            return False
 
     def binary(self, name: str) -> Path:
         """Path of one of the control-plane binaries this cluster runs (etcd, kubectl, ...)."""
@@ -648,16 +783,7 @@ class ControlPlane:
         """
         if name in self.pids():
             raise ControlPlaneError(f"{name} is already running (pid {self.pids()[name]})")
-        pair = certs.issue_client_cert(
-            certs.CertPair(self.ca_cert, self.pki_dir / "ca.key"), self.pki_dir, name, "system:kube-scheduler"
-        )
-        kubeconfig = write_kubeconfig(
-            self.workdir / f"{name}.kubeconfig",
-            server=self.server,
-            ca_cert=self.ca_cert,
-            user="system:kube-scheduler",
-            client_cert=pair,
-        )
+        kubeconfig = self._component_kubeconfig(name, "system:kube-scheduler")
         port = free_port()
         log = self.workdir / f"{name}.log"
         log.unlink(missing_ok=True)
@@ -673,19 +799,8 @@ class ControlPlane:
             *extra_args,
         ]
         popen = self._spawn(name, argv, log, port)
-        insecure = ssl.create_default_context()
-        insecure.check_hostname, insecure.verify_mode = False, ssl.CERT_NONE  # its cert is self-signed
-
-        def healthy() -> bool:
-            try:
-                url = f"https://{LOOPBACK}:{port}/healthz"
-                with urllib.request.urlopen(url, timeout=1, context=insecure) as resp:
-                    return bool(resp.read() == b"ok")
-            except OSError:
-                return False
-
         try:
-            self._wait_until(name, popen, log, healthy, timeout)
+            self._wait_until(name, popen, log, lambda: _serves_healthz(port), timeout)
         except BaseException:
             self.stop_process(name)
             raise

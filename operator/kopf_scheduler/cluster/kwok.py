@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Sequence
@@ -32,7 +33,7 @@ from types import TracebackType
 from typing import Any
 
 from . import certs
-from .bodies import NodeBody
+from .bodies import NodeBody, fake_node_ip, node_body
 from .build import BuildError, controlplane_dir, run_build_script
 from .controlplane import LOOPBACK, ControlPlane, ControlPlaneError, free_port, write_kubeconfig
 
@@ -40,8 +41,11 @@ __all__ = [
     "HEARTBEAT_STAGES",
     "KWOK_NODE_ANNOTATION",
     "LIFECYCLE_STAGES",
+    "NODE_ALLOCATABLE_STAGE",
+    "POD_DELETE_STAGES",
     "Kwok",
     "KwokInstall",
+    "create_simulated_nodes",
     "ensure_kwok",
     "kwok_node",
     "kwok_tools_dir",
@@ -53,14 +57,83 @@ KWOK_NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
 #: KWOK's "fast" stages (kustomize/stage of its module), each played once per object:
 #: a node without a Ready=True condition becomes Ready (conditions, nodeInfo; capacity, allocatable
 #: and addresses kept as created); a bound Pending pod goes Running (conditions, container statuses,
-#: hostIP, podIP); a running pod owned by a Job completes; a pod with a deletionTimestamp is deleted
-#: for good (what a kubelet does after the grace period, here at once).
+#: hostIP, podIP); a running pod owned by a Job completes. Deleted pods go by :data:`POD_DELETE_STAGES`.
 LIFECYCLE_STAGES = (
     "node/fast/node-initialize.yaml",
     "pod/fast/pod-ready.yaml",
     "pod/fast/pod-complete.yaml",
-    "pod/fast/pod-delete.yaml",
 )
+
+
+def _pod_delete_stage(name: str, pre_stop: str, delay: dict[str, Any] | None) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
+        "selector": {
+            "matchExpressions": [
+                {"key": ".metadata.deletionTimestamp", "operator": "Exists"},
+                # a pod deleted with no grace period is gone already (the API server removes it at once); KWOK
+                # still sees its last state, and deleting it by name would delete a new pod of the same name
+                {"key": ".metadata.deletionGracePeriodSeconds > 0", "operator": "In", "values": ["true"]},
+                {"key": ".spec.containers[].lifecycle.preStop", "operator": pre_stop},
+            ]
+        },
+        "next": {"delete": True},
+    }
+    if delay is not None:
+        spec["delay"] = delay
+    return {"apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "Stage", "metadata": {"name": name}, "spec": spec}
+
+
+#: Our stages for a deleted pod, as a kubelet ends it: at once when no container has a preStop hook (its
+#: containers exit on SIGTERM, as pause does; KWOK's fast pod-delete), else when its grace period ends (the
+#: kubelet runs the hook for at most that long, and hooks that sleep take all of it): so a preemption victim
+#: with ``terminationGracePeriodSeconds`` and a sleeping preStop hook stays Terminating meanwhile, which
+#: upstream's e2e specs rely on. A second delete with a shorter grace period moves the end earlier.
+POD_DELETE_STAGES = (
+    _pod_delete_stage("pod-delete", "DoesNotExist", None),
+    _pod_delete_stage(
+        "pod-delete-after-pre-stop",
+        "Exists",
+        {"durationMilliseconds": 0, "durationFrom": {"expressionFrom": ".metadata.deletionTimestamp"}},
+    ),
+)
+#: which names of a node's capacity and allocatable are extended resources (a domain prefix, not kubernetes.io's)
+_EXTENDED = 'contains("/") and (contains("kubernetes.io/") | not)'
+#: Our stage for what a kubelet's node status sync does with extended resources (nodestatus.MachineInfo): each
+#: one in capacity is allocatable too, and one no longer in capacity leaves allocatable. It plays on a node
+#: whose capacity and allocatable differ in an extended resource, e.g. after someone added one to the capacity
+#: by hand, as upstream's pod-overhead e2e spec does.
+NODE_ALLOCATABLE_STAGE: dict[str, Any] = {
+    "apiVersion": "kwok.x-k8s.io/v1alpha1",
+    "kind": "Stage",
+    "metadata": {"name": "node-extended-resources-allocatable"},
+    "spec": {
+        "resourceRef": {"apiGroup": "v1", "kind": "Node"},
+        "selector": {
+            "matchExpressions": [
+                {
+                    "key": "(.status.capacity // {}) as $c | (.status.allocatable // {}) as $a"
+                    f" | (($c | keys[]), ($a | keys[])) | select({_EXTENDED}) | select($c[.] != $a[.])",
+                    "operator": "Exists",
+                }
+            ]
+        },
+        "next": {
+            "statusTemplate": (
+                "allocatable:\n"
+                '{{ range $name, $value := .status.capacity }}{{ if and (contains "/" $name)'
+                ' (not (contains "kubernetes.io/" $name)) }}\n'
+                "  {{ $name | Quote }}: {{ $value | Quote }}\n"
+                "{{ end }}{{ end }}"
+                '{{ range $name, $value := .status.allocatable }}{{ if and (contains "/" $name)'
+                ' (not (contains "kubernetes.io/" $name)) (not (hasKey $.status.capacity $name)) }}\n'
+                "  {{ $name | Quote }}: null\n"
+                "{{ end }}{{ end }}"
+            )
+        },
+    },
+}
+
 #: a Ready node's conditions posted again every 10 to 20 minutes (KWOK's own numbers), on top of its Lease
 HEARTBEAT_STAGES = ("node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",)
 #: the node Lease's duration with ``heartbeat=True`` (a kubelet's default); KWOK renews it every quarter
@@ -149,6 +222,33 @@ def kwok_node(body: NodeBody) -> NodeBody:
     return body
 
 
+def create_simulated_nodes(
+    cp: ControlPlane,
+    count: int,
+    *,
+    cpu: str = "4",
+    memory: str = "16Gi",
+    prefix: str = "kwok-node-",
+    zones: Sequence[str] = ("zone-a", "zone-b", "zone-c"),
+) -> tuple[list[str], int]:
+    """Create nodes ``<prefix>0..count-1`` for KWOK (:func:`kwok_node`): hostname, zone (round-robin over
+    `zones`), linux/amd64, `cpu` and `memory`, 110 pods, 100Gi of ephemeral storage, an InternalIP. Nodes
+    that exist already are kept as they are. Returns the names and how many were created; KWOK (running
+    or started later) makes them Ready: :meth:`Kwok.wait_nodes_ready`."""
+    names = [f"{prefix}{i}" for i in range(count)]
+    created = 0
+    for i, name in enumerate(names):
+        body = node_body(name).hostname().zone(zones[i % len(zones)]).platform()
+        body.capacity(cpu=cpu, memory=memory, pods="110", ephemeral_storage="100Gi").address(fake_node_ip(i))
+        try:
+            cp.request("POST", "/api/v1/nodes", kwok_node(body).obj())
+            created += 1
+        except urllib.error.HTTPError as exc:
+            if exc.code != 409:  # 409: it exists already
+                raise ControlPlaneError(f"cannot create node {name}: HTTP {exc.code} {exc.reason}") from exc
+    return names, created
+
+
 class Kwok:
     """One KWOK controller playing the kubelet of the annotated nodes of `cp`.
 
@@ -202,6 +302,16 @@ class Kwok:
     ) -> None:
         self.stop()
 
+    @property
+    def home(self) -> Path:
+        """$KWOK_WORKDIR (KWOK reads kwok.yaml there: not the user's ~/.kwok) and our own stage file."""
+        return self.cp.workdir / f"{self.name}-home"
+
+    @property
+    def own_stages(self) -> Path:
+        """:data:`POD_DELETE_STAGES` and :data:`NODE_ALLOCATABLE_STAGE` as KWOK reads them (:meth:`start` writes it)."""
+        return self.home / "kubelet-stages.yaml"
+
     def argv(self, install: KwokInstall, kubeconfig: Path, port: int) -> list[str]:
         annotation = "=".join(KWOK_NODE_ANNOTATION)
         return [
@@ -209,6 +319,7 @@ class Kwok:
             f"--kubeconfig={kubeconfig}",
             f"--manage-nodes-with-annotation-selector={annotation}",
             *(f"--config={stage}" for stage in install.stages(heartbeat=self.heartbeat)),
+            f"--config={self.own_stages}",
             f"--node-lease-duration-seconds={LEASE_SECONDS if self.heartbeat else 0}",  # 0: no Leases
             f"--server-address={LOOPBACK}:{port}",
             f"--cidr={POD_CIDR}",
@@ -235,8 +346,12 @@ class Kwok:
             user="kwok-controller",
             client_cert=pair,
         )
-        home = self.cp.workdir / f"{self.name}-home"  # KWOK reads $KWOK_WORKDIR/kwok.yaml: not the user's ~/.kwok
+        home = self.home
         home.mkdir(parents=True, exist_ok=True)
+        # JSON documents are YAML; KWOK reads a file of several, separated by ---
+        self.own_stages.write_text(
+            "\n---\n".join(json.dumps(stage) for stage in (*POD_DELETE_STAGES, NODE_ALLOCATABLE_STAGE)) + "\n"
+        )
         port = free_port()
         self.log.unlink(missing_ok=True)
         argv = self.argv(install, kubeconfig, port)

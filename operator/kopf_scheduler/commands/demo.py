@@ -1,17 +1,24 @@
-"""``kopf-scheduler demo``: a local control plane, simulated nodes and a mixed workload, scheduled live.
+"""``kopf-scheduler demo``: a local cluster, simulated nodes and what users run, scheduled live.
 
-1. builds the control-plane binaries and KWOK if needed, starts etcd + kube-apiserver in ``--workdir``
-   and KWOK (sigs.k8s.io/kwok: the simulated nodes' kubelets, logging to WORKDIR/kwok.log);
+1. builds the control-plane binaries and KWOK if needed, starts etcd + kube-apiserver +
+   kube-controller-manager in ``--workdir`` and KWOK (sigs.k8s.io/kwok: the simulated nodes'
+   kubelets, logging to WORKDIR/kwok.log);
 2. installs the CRDs from crds/ and the example policy deploy/policies/default.yaml;
 3. creates ``--nodes`` Node objects over three zones (4/8/16 CPUs, a few GPU nodes tainted
-   ``dedicated=gpu:NoSchedule``, one cordoned), which KWOK makes Ready;
+   ``dedicated=gpu:NoSchedule``, some with DRA accelerators, one cordoned), which KWOK makes Ready;
 4. starts the operator as ``python -m kopf_scheduler.commands run --kubeconfig K --secure-port 0
    --insecure-port P`` (plain HTTP on 127.0.0.1, the development mode), logging to WORKDIR/operator.log;
-5. submits ``--pods`` mixed pods (``schedulerName: kopf-scheduler``) in namespace ``demo``,
-   about 5% of them unschedulable on purpose;
+5. creates a StorageClass (the in-tree hostPath provisioner), the accelerators' DeviceClass and
+   ResourceSlices, then in namespace ``demo`` a ResourceClaimTemplate and workloads
+   (``schedulerName: kopf-scheduler``) making ``--pods`` pods: Deployments, a Job, a StatefulSet with
+   volume claims, a DaemonSet (one more pod per node) and pods whose DRA claims come from the template,
+   about 5% unschedulable on purpose (``demo_workload.py``; the objects are in WORKDIR/workload.json).
+   kube-controller-manager's controllers make the pods, provision and bind the volumes and create the
+   claims, as in any cluster;
 6. prints progress every second until every pod is bound or has a FailedScheduling event, and
-   every bound pod is Running (KWOK starts it);
-7. prints a summary and stops everything (unless ``--keep``).
+   every bound pod is Running (KWOK starts it; a Job's pods then complete);
+7. prints a summary by workload (each pod read by its owner) and node, and stops everything
+   (unless ``--keep``).
 
 With ``--record DIR`` the operator records what scheduling saw (``run --record``); once it has
 stopped, ``kopf-scheduler replay DIR --policy CANDIDATE.yaml`` replays the demo with another policy.
@@ -50,9 +57,11 @@ from .demo_workload import (
     KIND_LABEL,
     UNSCHEDULABLE_KINDS,
     DemoNode,
+    Workload,
+    demo_cluster_objects,
     demo_node_body,
     demo_nodes,
-    demo_pods,
+    demo_workloads,
     parse_quantity,
     pod_requests,
 )
@@ -72,7 +81,12 @@ def add_parser(subparsers: Any, name: str, help: str) -> None:
         name, help=help, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--nodes", type=int, default=30, help="simulated nodes (default: 30)")
-    parser.add_argument("--pods", type=int, default=300, help="pods to submit (default: 300)")
+    parser.add_argument(
+        "--pods",
+        type=int,
+        default=300,
+        help="pods the workloads make, besides one DaemonSet pod per node (default: 300)",
+    )
     parser.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for scheduling (default: 180)")
     parser.add_argument(
         "--workdir", type=Path, default=DEFAULT_WORKDIR, help=f"state and logs (default: {DEFAULT_WORKDIR})"
@@ -208,26 +222,36 @@ def _log_tail(path: Path, lines: int = 25) -> str:
         return f"({path} does not exist)"
 
 
-def _create_pods(api: Any, namespace: str, pods: list[dict[str, Any]]) -> float:
-    """Create the pods with a thread pool; return the monotonic time just before the first create."""
+def _wait_daemonsets_placed(
+    api: Any, namespace: str, pods: int, operator: subprocess.Popen[bytes], log: Path, timeout: float = 60.0
+) -> None:
+    """Until `pods` pods of the namespace's DaemonSets are bound."""
     from kubernetes import client
 
-    core: Any = client.CoreV1Api(api)  # fed plain dicts, which the client accepts
-    errors: list[str] = []
+    core: Any = client.CoreV1Api(api)
+    deadline = time.monotonic() + timeout
+    while True:
+        listing = _list_json(core.list_namespaced_pod, namespace)
+        bound = [
+            p
+            for p in listing.get("items", [])
+            if (p.get("spec") or {}).get("nodeName")
+            and any(r.get("kind") == "DaemonSet" for r in p["metadata"].get("ownerReferences") or ())
+        ]
+        if len(bound) >= pods:
+            return
+        if operator.poll() is not None:
+            raise DemoError(f"the operator exited with status {operator.returncode}; end of {log}:\n{_log_tail(log)}")
+        if time.monotonic() > deadline:
+            raise DemoError(f"{len(bound)} of the DaemonSets' {pods} pods bound after {timeout:.0f}s; see {log}")
+        time.sleep(0.2)
 
-    def one(body: dict[str, Any]) -> None:
-        try:
-            resp = core.create_namespaced_pod(namespace, body, _preload_content=False)
-            _ = resp.data  # read the body before the connection goes back to the pool
-            resp.release_conn()
-        except Exception as exc:  # report, keep creating the others
-            errors.append(f"{body['metadata']['name']}: {exc}")
 
+def _create_objects(cp: ControlPlane, path: Path, objects: list[dict[str, Any]]) -> float:
+    """Write `objects` as one List to `path` and ``kubectl create`` it; return the monotonic time just before."""
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}, indent=1) + "\n")
     started = time.monotonic()
-    with ThreadPoolExecutor(max_workers=16) as pool:
-        list(pool.map(one, pods))
-    if errors:
-        raise DemoError(f"{len(errors)} pods could not be created, e.g. {errors[0]}")
+    _kubectl(cp, "create", "-f", str(path), timeout=120)
     return started
 
 
@@ -268,7 +292,7 @@ def _observe(api: Any, namespace: str, obs: Observation) -> None:
         obs.pods[name] = pod
         if (pod.get("spec") or {}).get("nodeName") and name not in obs.bound_at:
             obs.bound_at[name] = now
-        if (pod.get("status") or {}).get("phase") == "Running" and name not in obs.running_at:
+        if (pod.get("status") or {}).get("phase") in ("Running", "Succeeded") and name not in obs.running_at:
             obs.running_at[name] = now
     events = _list_json(core.list_namespaced_event, namespace, field_selector="reason=FailedScheduling")
     latest: dict[str, tuple[str, str]] = {}
@@ -329,8 +353,68 @@ def _fmt_mem(b: float) -> str:
     return f"{b / 2**30:.1f}Gi"
 
 
+@dataclass
+class Owners:
+    """Who made each pod, read from the API server after the run: ``Kind/name`` of its workload (a ReplicaSet's
+    pods count for its Deployment), and what the controllers made besides pods."""
+
+    of_pod: dict[str, str] = field(default_factory=dict)
+    #: "Kind/name" -> the name the summary prints it under, in the order of the workloads
+    notes: list[str] = field(default_factory=list)
+
+
+def _read_owners(api: Any, namespace: str, obs: Observation, workloads: list[Workload]) -> Owners:
+    from kubernetes import client
+
+    apps: Any = client.AppsV1Api(api)
+    replica_sets = _list_json(apps.list_namespaced_replica_set, namespace).get("items", [])
+    rs_owner = {
+        rs["metadata"]["name"]: f"{ref['kind']}/{ref['name']}"
+        for rs in replica_sets
+        for ref in rs["metadata"].get("ownerReferences") or ()
+        if ref.get("controller")
+    }
+    owners = Owners()
+    for name, pod in obs.pods.items():
+        for ref in pod["metadata"].get("ownerReferences") or ():
+            if ref.get("controller"):
+                key = f"{ref['kind']}/{ref['name']}"
+                owners.of_pod[name] = rs_owner.get(ref["name"], key) if ref["kind"] == "ReplicaSet" else key
+    core: Any = client.CoreV1Api(api)
+    claims = _list_json(core.list_namespaced_persistent_volume_claim, namespace).get("items", [])
+    bound = sum(1 for c in claims if (c.get("status") or {}).get("phase") == "Bound")
+    volumes = _list_json(core.list_persistent_volume).get("items", [])
+    provisioned = sum(
+        1
+        for v in volumes
+        if ((v.get("spec") or {}).get("claimRef") or {}).get("namespace") == namespace
+        and (v["metadata"].get("annotations") or {}).get("pv.kubernetes.io/provisioned-by")
+    )
+    for w in workloads:
+        if w.kind == "StatefulSet" and claims:
+            owners.notes.append(
+                f"volumes: {bound} of the {len(claims)} claims of StatefulSet/{w.name} Bound, {provisioned} of them to "
+                f"volumes the PersistentVolume controller provisioned (StorageClass demo-hostpath)"
+            )
+    resource: Any = client.CustomObjectsApi(api)
+    made = [
+        c
+        for c in resource.list_namespaced_custom_object("resource.k8s.io", "v1", namespace, "resourceclaims")["items"]
+        if (c["metadata"].get("annotations") or {}).get("resource.kubernetes.io/pod-claim-name")
+    ]
+    if made:
+        allocated = sum(1 for c in made if (c.get("status") or {}).get("allocation"))
+        owners.notes.append(
+            f"DRA: {len(made)} ResourceClaims the resourceclaim controller made from the pods' templates, "
+            f"{allocated} allocated by the scheduler"
+        )
+    return owners
+
+
 def _summary(
     obs: Observation,
+    owners: Owners,
+    workloads: list[Workload],
     nodes: list[DemoNode],
     node_objs: dict[str, dict[str, Any]],
     first_create: float,
@@ -398,11 +482,27 @@ def _summary(
 
     zone_of = {n.name: n.zone for n in nodes}
     per_zone = collections.Counter(zone_of.get(obs.node_of(n) or "", "?") for n in placed)
-    per_kind = collections.Counter(_kind(obs.pods[n]) for n in placed)
-    all_kinds = collections.Counter(_kind(p) for p in obs.pods.values())
     _say()
     _say("per zone: " + ", ".join(f"{z} {per_zone[z]}" for z in sorted(per_zone)))
-    _say("per kind (placed/submitted): " + ", ".join(f"{k} {per_kind[k]}/{all_kinds[k]}" for k in sorted(all_kinds)))
+
+    _say()
+    _say(f"{'workload (by owner)':<26} {'wanted':>6} {'pods':>5} {'placed':>6} {'running':>7} {'done':>5}  note")
+    by_owner: dict[str, list[str]] = collections.defaultdict(list)
+    for n in obs.pods:
+        by_owner[owners.of_pod.get(n, "(no owner)")].append(n)
+    for w in workloads:
+        key = f"{w.kind}/{w.name}"
+        names = by_owner.pop(key, [])
+        phases = collections.Counter((obs.pods[n].get("status") or {}).get("phase") for n in names)
+        note = "unschedulable on purpose" if not w.schedulable else ""
+        _say(
+            f"{key:<26} {w.pods:>6} {len(names):>5} {sum(1 for n in names if obs.node_of(n)):>6} "
+            f"{phases['Running']:>7} {phases['Succeeded']:>5}  {note}"
+        )
+    for key, names in sorted(by_owner.items()):
+        _say(f"{key:<26} {'-':>6} {len(names):>5} {sum(1 for n in names if obs.node_of(n)):>6}  (not a demo workload)")
+    for note in owners.notes:
+        _say(note)
 
     kubectl = f"{cp.binary('kubectl')} --kubeconfig {cp.kubeconfig}"
     _say()
@@ -492,7 +592,11 @@ def run(args: argparse.Namespace) -> int:
 
         nodes = demo_nodes(args.nodes)
         n_gpu, n_cordoned = sum(n.gpu for n in nodes), sum(n.cordoned for n in nodes)
-        _say(f"[3/6] {len(nodes)} nodes over 3 zones ({n_gpu} GPU-tainted, {n_cordoned} cordoned)")
+        n_dra = sum(1 for n in nodes if n.accelerators)
+        _say(
+            f"[3/6] {len(nodes)} nodes over 3 zones ({n_gpu} GPU-tainted, {n_dra} with DRA accelerators, "
+            f"{n_cordoned} cordoned)"
+        )
         _create_nodes(api, nodes)
         ready_s = kwok.wait_nodes_ready([n.name for n in nodes], timeout=60)
         _say(f"      all Ready (KWOK) in {ready_s:.1f}s")
@@ -506,22 +610,48 @@ def run(args: argparse.Namespace) -> int:
             "      " + _wait_operator_ready(f"http://127.0.0.1:{metrics_port}/readyz", operator, log, 30.0, len(nodes))
         )
 
-        pods = demo_pods(args.pods, nodes, SCHEDULER_NAME, seed=args.seed)
+        workloads = demo_workloads(args.pods, nodes, SCHEDULER_NAME, seed=args.seed)
+        expected = sum(w.pods for w in workloads)
         core: Any = client.CoreV1Api(api)
         core.create_namespace({"metadata": {"name": args.namespace}})
-        mix = collections.Counter(_kind(p) for p in pods)
+        _create_objects(cp, workdir / "cluster-objects.json", demo_cluster_objects(nodes, args.namespace))
         _say(
-            f"[5/6] {len(pods)} pods in namespace {args.namespace}: " + ", ".join(f"{k} {mix[k]}" for k in sorted(mix))
+            f"[5/6] {len(workloads)} workloads making {expected} pods in namespace {args.namespace} "
+            f"(objects in {workdir / 'workload.json'}): " + ", ".join(f"{w.kind}/{w.name} {w.pods}" for w in workloads)
         )
-        first_create = _create_pods(api, args.namespace, pods)
-        _say(f"      created in {time.monotonic() - first_create:.1f}s")
+        items = [{**w.body, "metadata": {**w.body["metadata"], "namespace": args.namespace}} for w in workloads]
+        # node agents first, as clusters install them before the applications: a DaemonSet's pod is bound to
+        # its node, and a node the applications filled first would have no room left for it
+        agents = [i for i in items if i["kind"] == "DaemonSet"]
+        first_create = _create_objects(cp, workdir / "daemonsets.json", agents)
+        _wait_daemonsets_placed(
+            api, args.namespace, sum(w.pods for w in workloads if w.kind == "DaemonSet"), operator, log
+        )
+        _create_objects(cp, workdir / "workload.json", [i for i in items if i["kind"] != "DaemonSet"])
+        _say(
+            f"      created in {time.monotonic() - first_create:.1f}s (the DaemonSet's pods placed first); "
+            "kube-controller-manager makes the pods"
+        )
 
         _say(f"[6/6] scheduling (timeout {args.timeout:.0f}s)")
-        obs = _wait_for_scheduling(api, args.namespace, len(pods), args.timeout, operator, log)
+        obs = _wait_for_scheduling(api, args.namespace, expected, args.timeout, operator, log)
         node_objs = {n["metadata"]["name"]: n for n in _list_json(client.CoreV1Api(api).list_node).get("items", [])}
+        owners = _read_owners(api, args.namespace, obs, workloads)
         saved = _save_metrics(metrics_url, workdir / "metrics.txt")
         return _summary(
-            obs, nodes, node_objs, first_create, cp, args.namespace, log, kwok.log, metrics_url, args.keep, saved
+            obs,
+            owners,
+            workloads,
+            nodes,
+            node_objs,
+            first_create,
+            cp,
+            args.namespace,
+            log,
+            kwok.log,
+            metrics_url,
+            args.keep,
+            saved,
         )
     except KeyboardInterrupt:
         _say("\ninterrupted")

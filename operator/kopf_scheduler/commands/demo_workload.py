@@ -1,16 +1,30 @@
 """The demo's simulated cluster and workload: API bodies (``cluster.bodies``), no I/O.
 
-Nodes spread round-robin over three zones with 4/8/16 CPUs; roughly one in ten
-is a GPU node (tainted ``dedicated=gpu:NoSchedule``, offering ``nvidia.com/gpu``)
-and one node is cordoned. Pods are labelled ``demo.kopf.dev/kind`` with what
-they exercise; the kinds in :data:`UNSCHEDULABLE_KINDS` are unschedulable on
-purpose, every other pod must be placed.
+Nodes spread round-robin over three zones with 4/8/16 CPUs; roughly one in ten is a GPU node (tainted
+``dedicated=gpu:NoSchedule``, offering ``nvidia.com/gpu``), one in five publishes DRA devices
+(:data:`ACCELERATOR_DRIVER`: a ResourceSlice of :data:`ACCELERATORS_PER_NODE` accelerators, as a DRA
+driver's kubelet plugin would: no driver runs on KWOK) and one node is cordoned.
+
+The workload is what users run, made into pods by kube-controller-manager's controllers
+(:func:`demo_workloads`): Deployments (web servers of three sizes, one per zone pinned by a node
+selector, a cache at most one per host, GPU pods, inference pods whose accelerators come from
+ResourceClaims the resourceclaim controller makes from a ResourceClaimTemplate, and two that fit
+nowhere on purpose), a Job, a StatefulSet whose volume claims the PersistentVolume controller
+provisions (the in-tree hostPath provisioner, StorageClass ``demo-hostpath``) and binds, and a
+DaemonSet with a pod on every node (created first: clusters install node agents before applications).
+Every pod template names ``schedulerName``; each carries the label ``demo.kopf.dev/kind`` with what it
+exercises, and the kinds in :data:`UNSCHEDULABLE_KINDS` are unschedulable on purpose, every other pod
+must be placed.
+
+The StorageClass binds at once (``volumeBindingMode: Immediate``): its claims are provisioned and
+bound when the StatefulSet creates them, before their pods are scheduled. kopf-scheduler does not yet
+write the selected-node annotation a ``WaitForFirstConsumer`` class waits for (VolumeBinding's PreBind).
 """
 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..cluster.bodies import (
@@ -26,23 +40,39 @@ from ..cluster.bodies import (
 from ..cluster.kwok import kwok_node
 
 __all__ = [
+    "ACCELERATOR_CLASS",
+    "ACCELERATOR_DRIVER",
     "GPU_RESOURCE",
     "KIND_LABEL",
+    "STORAGE_CLASS",
     "UNSCHEDULABLE_KINDS",
     "ZONES",
     "DemoNode",
+    "Workload",
+    "demo_cluster_objects",
     "demo_node_body",
     "demo_nodes",
-    "demo_pods",
+    "demo_workloads",
     "pod_requests",
 ]
 
 ZONES = ("zone-a", "zone-b", "zone-c")
 GPU_RESOURCE = "nvidia.com/gpu"
 GPUS_PER_NODE = 2
+ACCELERATOR_DRIVER = "accelerator.demo.kopf.dev"
+ACCELERATOR_CLASS = "accelerator.demo.kopf.dev"
+ACCELERATORS_PER_NODE = 4
+STORAGE_CLASS = "demo-hostpath"
 KIND_LABEL = "demo.kopf.dev/kind"
 UNSCHEDULABLE_KINDS = frozenset({"too-big", "no-match"})
 _CPU_SIZES = (4, 8, 16)
+_CLAIM_TEMPLATE = "one-accelerator"
+_API = {
+    "Deployment": "apps/v1",
+    "StatefulSet": "apps/v1",
+    "DaemonSet": "apps/v1",
+    "Job": "batch/v1",
+}
 
 
 @dataclass(frozen=True)
@@ -53,19 +83,28 @@ class DemoNode:
     memory_gi: int
     gpu: bool = False
     cordoned: bool = False
+    #: DRA devices its ResourceSlice publishes
+    accelerators: int = 0
 
     @property
     def note(self) -> str:
-        return ", ".join(n for n, on in (("gpu (tainted)", self.gpu), ("cordoned", self.cordoned)) if on)
+        notes = (
+            ("gpu (tainted)", self.gpu),
+            (f"{self.accelerators} DRA accelerators", self.accelerators > 0),
+            ("cordoned", self.cordoned),
+        )
+        return ", ".join(n for n, on in notes if on)
 
 
 def demo_nodes(n: int) -> list[DemoNode]:
-    """`n` nodes: zones and sizes round-robin, every 10th (from the 4th) a GPU node, the last cordoned."""
+    """`n` nodes: zones and sizes round-robin, every 10th (from the 4th) a GPU node, every 5th (from the 2nd)
+    a node with DRA accelerators, the last cordoned."""
     gpu = {i for i in range(n) if i % 10 == 3} or ({0} if n >= 2 else set())
     cordoned = n - 1 if n >= 3 else None
     nodes = []
     for i in range(n):
         cpu = _CPU_SIZES[(i // len(ZONES)) % len(_CPU_SIZES)]  # every zone gets every size
+        accelerators = ACCELERATORS_PER_NODE if i % 5 == 1 and i not in gpu and i != cordoned else 0
         nodes.append(
             DemoNode(
                 name=f"demo-node-{i:02d}",
@@ -74,6 +113,7 @@ def demo_nodes(n: int) -> list[DemoNode]:
                 memory_gi=cpu * 4,
                 gpu=i in gpu,
                 cordoned=i == cordoned,
+                accelerators=accelerators,
             )
         )
     return nodes
@@ -95,8 +135,91 @@ def demo_node_body(node: DemoNode, index: int) -> NodeBody:
     return kwok_node(body)
 
 
-def _pod(name: str, kind: str, scheduler_name: str, *, cpu: str, memory: str, gpus: int = 0) -> PodBody:
-    pod = pod_body(name).labels({KIND_LABEL: kind, "app": kind}).scheduler(scheduler_name)
+def demo_cluster_objects(nodes: list[DemoNode], namespace: str) -> list[dict[str, Any]]:
+    """What the workload needs besides nodes, in creation order: the StorageClass, the accelerators'
+    DeviceClass and ResourceSlices (one per node that has them), the ResourceClaimTemplate and the
+    StatefulSet's headless Service (in `namespace`)."""
+    objects: list[dict[str, Any]] = [
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "StorageClass",
+            "metadata": {"name": STORAGE_CLASS},
+            "provisioner": "kubernetes.io/host-path",
+            "reclaimPolicy": "Delete",
+            "volumeBindingMode": "Immediate",
+        },
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": ACCELERATOR_CLASS},
+            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{ACCELERATOR_DRIVER}"'}}]},
+        },
+    ]
+    for node in nodes:
+        if node.accelerators:
+            devices = [
+                {"name": f"accel-{k}", "attributes": {"model": {"string": "demo-a1"}}} for k in range(node.accelerators)
+            ]
+            objects.append(
+                {
+                    "apiVersion": "resource.k8s.io/v1",
+                    "kind": "ResourceSlice",
+                    "metadata": {"name": f"{node.name}-accelerators"},
+                    "spec": {
+                        "driver": ACCELERATOR_DRIVER,
+                        "nodeName": node.name,
+                        "pool": {"name": node.name, "generation": 1, "resourceSliceCount": 1},
+                        "devices": devices,
+                    },
+                }
+            )
+    objects.append(
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaimTemplate",
+            "metadata": {"name": _CLAIM_TEMPLATE, "namespace": namespace},
+            "spec": {
+                "spec": {
+                    "devices": {
+                        "requests": [{"name": "accelerator", "exactly": {"deviceClassName": ACCELERATOR_CLASS}}]
+                    }
+                }
+            },
+        }
+    )
+    objects.append(
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "db", "namespace": namespace},
+            "spec": {"clusterIP": "None", "selector": {"app": "db"}, "ports": [{"name": "db", "port": 5432}]},
+        }
+    )
+    return objects
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One workload object and what the demo expects of its pods."""
+
+    kind: str  #: Deployment, Job, StatefulSet, DaemonSet
+    name: str
+    #: the pods it makes (a DaemonSet: one per node)
+    pods: int
+    body: dict[str, Any] = field(repr=False)
+
+    @property
+    def label(self) -> str:
+        """Its pods' ``demo.kopf.dev/kind``."""
+        return str(self.body["metadata"]["labels"][KIND_LABEL])
+
+    @property
+    def schedulable(self) -> bool:
+        return self.label not in UNSCHEDULABLE_KINDS
+
+
+def _template(kind: str, scheduler_name: str, *, cpu: str, memory: str, gpus: int = 0) -> PodBody:
+    pod = pod_body("template").labels({KIND_LABEL: kind, "app": kind}).scheduler(scheduler_name)
     pod.automount_service_account_token(False).termination_grace_period(0)
     pod.container("main", PAUSE_IMAGE).req(cpu=cpu, memory=memory)
     if gpus:  # extended resources need limits == requests
@@ -104,52 +227,121 @@ def _pod(name: str, kind: str, scheduler_name: str, *, cpu: str, memory: str, gp
     return pod
 
 
-def demo_pods(count: int, nodes: list[DemoNode], scheduler_name: str, seed: int = 1) -> list[dict[str, Any]]:
-    """`count` mixed pods. Roughly 5% are unschedulable on purpose; GPU and anti-affinity pods
-    are capped so that they all fit on `nodes`."""
+def _workload(kind: str, name: str, replicas: int, template: PodBody, **spec: Any) -> Workload:
+    pod = template.obj()
+    labels = pod["metadata"]["labels"]
+    body: dict[str, Any] = {
+        "apiVersion": _API[kind],
+        "kind": kind,
+        "metadata": {"name": name, "labels": dict(labels)},
+        "spec": {
+            "selector": {"matchLabels": {"app": labels["app"]}},
+            "template": {"metadata": {"labels": dict(labels)}, "spec": pod["spec"]},
+            **spec,
+        },
+    }
+    if kind == "Job":  # a Job selects its pods by its own uid label
+        del body["spec"]["selector"]
+        body["spec"].update(parallelism=replicas, completions=replicas, backoffLimit=0)
+    elif kind != "DaemonSet":
+        body["spec"]["replicas"] = replicas
+    return Workload(kind, name, replicas, body)
+
+
+def demo_workloads(count: int, nodes: list[DemoNode], scheduler_name: str, seed: int = 1) -> list[Workload]:
+    """Workloads making `count` pods, plus the DaemonSet's pod on each node. Roughly 5% of the pods
+    are unschedulable on purpose; GPU, accelerator and one-per-host pods are capped so that they all fit
+    on `nodes`. `seed` draws the web servers' sizes and how the web pods split among them."""
     rng = random.Random(seed)
     usable = [n for n in nodes if not n.cordoned]
+    plain = [n for n in usable if not n.gpu]
     gpu_capacity = GPUS_PER_NODE * sum(1 for n in usable if n.gpu)
-    plain_nodes = sum(1 for n in usable if not n.gpu)
-    zones_with_plain = sorted({n.zone for n in usable if not n.gpu})
+    accelerators = sum(n.accelerators for n in usable)
+    zones_with_plain = sorted({n.zone for n in plain}) or list(ZONES[:1])
 
-    n_bad = max(1, round(count * 0.05)) if count >= 10 else 0
-    n_gpu = min(max(1, round(count * 0.04)), gpu_capacity) if count >= 10 else 0
-    n_cache = min(max(1, round(count * 0.05)), plain_nodes) if count >= 10 else 0
-    n_zonal = round(count * 0.25)
-    kinds = (["too-big", "no-match"] * n_bad)[:n_bad] + ["gpu"] * n_gpu + ["cache"] * n_cache
-    kinds += ["zonal"] * n_zonal
-    kinds += ["web"] * max(0, count - len(kinds))
-    kinds = kinds[:count]
-    rng.shuffle(kinds)
+    def share(fraction: float, cap: int | None = None) -> int:
+        wanted = max(1, round(count * fraction)) if count >= 10 else 0
+        return min(wanted, cap) if cap is not None else wanted
 
-    pods = []
-    for i, kind in enumerate(kinds):
-        name = f"{kind}-{i:04d}"
-        if kind == "web":
-            cpu = rng.choice(("100m", "200m", "250m", "500m"))
-            memory = rng.choice(("128Mi", "256Mi", "512Mi"))
-            pod = _pod(name, kind, scheduler_name, cpu=cpu, memory=memory)
-            # Preferred spreading of web pods over hosts (soft pod anti-affinity).
-            pod.pod_affinity(HOSTNAME_LABEL, {"app": "web"}, anti=True, weight=50)
-        elif kind == "zonal":
-            zone = zones_with_plain[i % len(zones_with_plain)] if zones_with_plain else ZONES[0]
-            pod = _pod(name, kind, scheduler_name, cpu=rng.choice(("250m", "500m")), memory="512Mi")
-            pod.node_selector_map({ZONE_LABEL: zone})
-        elif kind == "gpu":
-            pod = _pod(name, kind, scheduler_name, cpu="500m", memory="1Gi", gpus=1)
-            pod.toleration("dedicated", "gpu", "NoSchedule")
-        elif kind == "cache":
-            # At most one cache pod per host (required pod anti-affinity).
-            pod = _pod(name, kind, scheduler_name, cpu="500m", memory="1Gi")
-            pod.pod_affinity(HOSTNAME_LABEL, {"app": "cache"}, anti=True)
-        elif kind == "too-big":
-            pod = _pod(name, kind, scheduler_name, cpu="64", memory="256Gi")
-        else:  # no-match
-            pod = _pod(name, kind, scheduler_name, cpu="100m", memory="128Mi")
-            pod.node_selector_map({"demo.kopf.dev/disk": "nvme"})  # no node has this label
-        pods.append(pod.obj())
-    return pods
+    n_bad = share(0.05)
+    n_gpu = share(0.04, gpu_capacity)
+    n_cache = share(0.05, len(plain))
+    n_inference = share(0.04, accelerators)
+    n_batch = share(0.08)
+    n_db = share(0.03)
+    n_zonal = round(count * 0.2)
+    n_web = max(0, count - n_bad - n_gpu - n_cache - n_inference - n_batch - n_db - n_zonal)
+
+    out: list[Workload] = []
+
+    def add(workload: Workload) -> None:
+        if workload.pods or workload.kind == "DaemonSet":
+            out.append(workload)
+
+    # web servers of three sizes, spread softly over hosts (preferred pod anti-affinity)
+    cuts = sorted(rng.randint(0, n_web) for _ in range(2))
+    for size, replicas in zip(("s", "m", "l"), (cuts[0], cuts[1] - cuts[0], n_web - cuts[1]), strict=True):
+        cpu = {"s": rng.choice(("100m", "200m")), "m": "250m", "l": rng.choice(("500m", "750m"))}[size]
+        memory = {"s": "128Mi", "m": "256Mi", "l": "512Mi"}[size]
+        tpl = _template("web", scheduler_name, cpu=cpu, memory=memory)
+        tpl.labels({"app": f"web-{size}"}).pod_affinity(HOSTNAME_LABEL, {KIND_LABEL: "web"}, anti=True, weight=50)
+        add(_workload("Deployment", f"web-{size}", replicas, tpl))
+    # one per zone, pinned there by a node selector
+    for k, zone in enumerate(zones_with_plain):
+        replicas = n_zonal // len(zones_with_plain) + (1 if k < n_zonal % len(zones_with_plain) else 0)
+        tpl = _template("zonal", scheduler_name, cpu=rng.choice(("250m", "500m")), memory="512Mi")
+        tpl.labels({"app": f"zonal-{zone}"}).node_selector_map({ZONE_LABEL: zone})
+        add(_workload("Deployment", f"zonal-{zone}", replicas, tpl))
+    # at most one cache pod per host (required pod anti-affinity)
+    tpl = _template("cache", scheduler_name, cpu="500m", memory="1Gi")
+    tpl.pod_affinity(HOSTNAME_LABEL, {"app": "cache"}, anti=True)
+    add(_workload("Deployment", "cache", n_cache, tpl))
+    # GPUs as an extended resource, on the tainted GPU nodes
+    tpl = _template("gpu", scheduler_name, cpu="500m", memory="1Gi", gpus=1)
+    tpl.toleration("dedicated", "gpu", "NoSchedule")
+    add(_workload("Deployment", "gpu", n_gpu, tpl))
+    # accelerators through DRA: each pod's claim made from the template by the resourceclaim controller
+    tpl = _template("inference", scheduler_name, cpu="250m", memory="512Mi")
+    tpl.set("spec.resourceClaims", [{"name": "accelerator", "resourceClaimTemplateName": _CLAIM_TEMPLATE}])
+    tpl.body["spec"]["containers"][0]["resources"]["claims"] = [{"name": "accelerator"}]
+    add(_workload("Deployment", "inference", n_inference, tpl))
+    # a batch Job: KWOK completes its pods once they run
+    tpl = _template("batch", scheduler_name, cpu="250m", memory="256Mi")
+    tpl.set("spec.restartPolicy", "Never")
+    add(_workload("Job", "batch", n_batch, tpl))
+    # a StatefulSet whose claims the PersistentVolume controller provisions and binds
+    tpl = _template("db", scheduler_name, cpu="500m", memory="1Gi")
+    tpl.body["spec"]["containers"][0]["volumeMounts"] = [{"name": "data", "mountPath": "/var/lib/db"}]
+    claim = {
+        "metadata": {"name": "data"},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": STORAGE_CLASS,
+            "resources": {"requests": {"storage": "1Gi"}},
+        },
+    }
+    add(
+        _workload(
+            "StatefulSet",
+            "db",
+            n_db,
+            tpl,
+            serviceName="db",
+            podManagementPolicy="Parallel",
+            volumeClaimTemplates=[claim],
+        )
+    )
+    # a DaemonSet: one small pod on every node, GPU-tainted and cordoned ones included
+    tpl = _template("agent", scheduler_name, cpu="50m", memory="64Mi")
+    tpl.tolerations([{"operator": "Exists"}])
+    add(_workload("DaemonSet", "node-agent", len(nodes), tpl))
+    # unschedulable on purpose: bigger than any node, and a node label no node has
+    too_big, no_match = (n_bad + 1) // 2, n_bad // 2
+    add(_workload("Deployment", "too-big", too_big, _template("too-big", scheduler_name, cpu="64", memory="256Gi")))
+    tpl = _template("no-match", scheduler_name, cpu="100m", memory="128Mi")
+    tpl.node_selector_map({"demo.kopf.dev/disk": "nvme"})
+    add(_workload("Deployment", "no-match", no_match, tpl))
+    return out
 
 
 _CPU_SUFFIX = {"m": 1e-3}
