@@ -1,7 +1,7 @@
 """End-to-end scheduling benchmark on a real API server: kopf-scheduler against upstream and two ceilings.
 
-    python bench/bench_e2e.py --quick                      # all but the 5000-node workloads, small, 1 round (< 5 min)
-    python bench/bench_e2e.py                              # every workload, 3 rounds (about 25 min on 2 cores)
+    python bench/bench_e2e.py --quick                      # all but the 5000/15000-node workloads, small, 1 round
+    python bench/bench_e2e.py                              # every workload, 3 rounds (about 40 min on 2 cores)
     python bench/bench_e2e.py --workloads basic-200,basic-5000 --rounds 3
     python bench/bench_e2e.py --workloads steady --contenders ours,upstream --rate 100
     python bench/bench_e2e.py --workloads basic-200 --contenders ours --profile-ours /tmp/prof   # py-spy
@@ -59,10 +59,16 @@ watch seeing the bind.
 Workloads follow upstream test/integration/scheduler_perf (templates node-default, pod-default,
 pod-with-node-affinity, pod-with-pod-anti-affinity, pod-with-topology-spreading); "init" pods are
 created already bound (spec.nodeName set), so they load the nodes without being scheduled. The
+basic-15000 is scheduler_perf's largest SchedulingBasic size (15000 nodes). The
 "memory" workload places 20k of them on 5000 nodes: what a scheduler's cache of a large cluster
 costs shows in its peak RSS, which the overview quotes for it. One deviation: nodes are spread over
 zone1..zone3 in every workload, so node affinity (zone In [zone1, zone2]) rules out a third of them
 (scheduler_perf labels every node zone1).
+
+Each ratio line also prints upstream's own figure over its rounds and their spread, and a ratio whose
+per-round range crosses 1.0 is called parity: upstream alone moves that much from round to round.
+``ours/raw binder + events`` (per round, pods/s to the last Scheduled event) is ours' share of the
+physical limit on the machine.
 
 Results: a table on stdout; bench/results/e2e-<stamp>.{json,md} plus a PNG of bound pods over time
 per workload (with matplotlib: ``pip install -e '.[bench]'``), and the same as latest* (or
@@ -152,6 +158,7 @@ WORKLOADS: dict[str, Workload] = {
     for w in (
         Workload("basic-200", "SchedulingBasic", "default", Size(200, 1000), Size(200, 500)),
         Workload("basic-5000", "SchedulingBasic", "default", Size(5000, 2000), None),
+        Workload("basic-15000", "SchedulingBasic", "default", Size(15000, 3000), None),
         Workload(
             "node-affinity",
             "SchedulingNodeAffinity (zone In [zone1, zone2])",

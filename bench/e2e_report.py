@@ -56,6 +56,10 @@ RATIOS: tuple[tuple[str, str, str], ...] = (
     ("peak RSS", "peak_rss_mib", ""),
 )
 STEADY_RATIOS: tuple[tuple[str, str, str], ...] = (("p99 latency", "latency_p99_ms", "lower is better for ours"),)
+# ours/raw-events per round: the share of the physical limit (a raw binder writing one Scheduled event per pod)
+RAW_RATIOS: tuple[tuple[str, str, str], ...] = (
+    ("throughput to last event", "pods_per_s_to_event", "higher is better for ours"),
+)
 # ours-chaos/ours per round (the same scheduler through a flaky load balancer, and without it)
 CHAOS_RATIOS: tuple[tuple[str, str, str], ...] = (
     ("throughput to last event", "pods_per_s_to_event", "the issue asks >= 0.5"),
@@ -269,6 +273,11 @@ def summarise(results: dict[str, Any]) -> None:
             if (stat := _per_round(results, by_round, "ours", "upstream", key)) is not None:
                 ratios[name] = stat
         workload["ratios"] = ratios
+        workload["raw_ratios"] = {
+            name: stat
+            for name, key, _ in RAW_RATIOS
+            if (stat := _per_round(results, by_round, "ours", "raw-events", key)) is not None
+        }
         chaos: dict[str, Any] = {}
         for name, key, _ in CHAOS_RATIOS:
             if (stat := _per_round(results, by_round, "ours-chaos", "ours", key)) is not None:
@@ -307,12 +316,34 @@ def _rows(results: Mapping[str, Any], workload: Mapping[str, Any]) -> tuple[list
     return header, rows
 
 
+def parity(stat: Mapping[str, float] | None) -> bool:
+    """A per-round ratio whose range crosses 1.0: the rounds do not tell the two apart."""
+    return stat is not None and stat["n"] > 1 and stat["min"] < 1.0 < stat["max"]
+
+
+def _spread(stat: Mapping[str, float] | None, digits: int) -> str:
+    """A contender's own figure over the rounds and how far its rounds lie apart, relative to its median."""
+    if stat is None:
+        return "-"
+    if stat["n"] < 2 or not stat["median"]:
+        return _fmt(stat, digits)
+    return f"{_fmt(stat, digits)}, spread {100 * (stat['max'] - stat['min']) / stat['median']:.0f}%"
+
+
 def _ratio_lines(workload: Mapping[str, Any]) -> list[str]:
     out = []
-    for name, _, hint in RATIOS + STEADY_RATIOS:
+    upstream = workload["summary"].get("upstream", {})
+    for name, key, hint in RATIOS + STEADY_RATIOS:
         stat = workload["ratios"].get(name)
         if stat is not None:
-            out.append(f"ours/upstream {name}: {_fmt(stat, 2)}x" + (f" ({hint})" if hint else ""))
+            verdict = " = parity (its range crosses 1.0)" if parity(stat) else ""
+            digits = next((d for k, _, d in COLUMNS + STEADY_COLUMNS if k == key), 2)
+            own = f"; upstream's own rounds: {_spread(upstream.get(key), digits)}" if upstream.get(key) else ""
+            out.append(f"ours/upstream {name}: {_fmt(stat, 2)}x{verdict}" + (f" ({hint})" if hint else "") + own)
+    for name, _, hint in RAW_RATIOS:
+        stat = workload.get("raw_ratios", {}).get(name)
+        if stat is not None:
+            out.append(f"ours/raw binder + events {name}: {_fmt(stat, 2)}x" + (f" ({hint})" if hint else ""))
     for name, _, hint in CHAOS_RATIOS:
         stat = workload.get("chaos_ratios", {}).get(name)
         if stat is not None:
@@ -389,13 +420,14 @@ def _overview_cell(workload: Mapping[str, Any], stats: Mapping[str, Any]) -> str
         cell = f"p99 {_median(stats['latency_p99_ms'], 0)} ms, {_median(stats['cpu_s_per_1000'], 2)} CPU-s"
     if workload.get("memory"):
         cell = f"{_median(stats['peak_rss_mib'], 0)} MiB, " + cell
+    first = f", first bind after {_median(stats['first_bind_s'], 2)} s" if stats.get("first_bind_s") else ""
     if stats["event_lag_p99_ms"] is None:  # no Scheduled events measured (none written, or an older file)
-        return cell + "; events -"
+        return cell + "; events -" + first
     if not workload["steady"]:  # in steady arrival, pods/s is the arrival rate
-        cell += f"; {_median(stats['pods_per_s_to_event'], 0)} pods/s to last event,"
+        cell += f"; {_fmt(stats['pods_per_s_to_event'], 0)} pods/s to last event,"
     else:
         cell += ";"
-    return cell + f" lag p99 {_median(stats['event_lag_p99_ms'], 0)} ms"
+    return cell + f" lag p99 {_median(stats['event_lag_p99_ms'], 0)} ms" + first
 
 
 def _overview_ratio_cell(workload: Mapping[str, Any]) -> str:
@@ -405,10 +437,14 @@ def _overview_ratio_cell(workload: Mapping[str, Any]) -> str:
     if workload.get("memory"):
         cell = f"{_times(ratios.get('peak RSS'))} RSS, " + cell
     if not workload["steady"]:
-        cell += f"; {_times(ratios.get('throughput to last event'))} to last event,"
+        to_event = ratios.get("throughput to last event")
+        verdict = " (parity)" if parity(to_event) else ""
+        cell += f"; {_fmt(to_event, 2)}x{verdict} to last event,"
     else:
         cell += ";"
-    return cell + f" {_times(ratios.get('p99 event lag'))} lag p99"
+    cell += f" {_times(ratios.get('p99 event lag'))} lag p99"
+    raw = workload.get("raw_ratios", {}).get("throughput to last event")
+    return cell + (f"; {_times(raw)} of raw binder + events" if raw is not None else "")
 
 
 def overview_markdown(results: Mapping[str, Any]) -> str:
@@ -436,7 +472,9 @@ def render_markdown(results: Mapping[str, Any], pngs: Mapping[str, str]) -> str:
         "",
         "Medians (CPU-s = CPU seconds of the contender per 1000 pods, first to last bind; to last event = pods/s "
         "from the first bind to the last Scheduled event; lag = bind to its Scheduled event; "
-        "ours/upstream = the median of the per-round ratios):",
+        'ours/upstream = the median of the per-round ratios, [min-max] over the rounds; "parity" when that range '
+        "crosses 1.0, the rounds cannot tell the two apart; first bind after = s from the process start; "
+        "x of raw binder + events = ours/raw-events pods/s to last event, per round):",
         "",
         overview_markdown(results).rstrip(),
     ]

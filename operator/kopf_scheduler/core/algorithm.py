@@ -44,7 +44,7 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -64,6 +64,7 @@ from .batching import (
 from .diagnosis import NO_NODES_AVAILABLE, Diagnosis, NodeScore, PluginScore
 from .extenders import EXTENDER_SCORE_SCALE, Extender, ExtenderConfig, ExtenderFilterResult, ExtenderPrioritizeResult
 from .framework import (
+    SKIP,
     SUCCESS,
     Code,
     CycleState,
@@ -192,6 +193,23 @@ class GenericScheduler:
         self._scorers = list(profile.scorers)
         self._vector_filters = [isinstance(p, VectorFilter) for p in self._filters]
         self._extensions = [p for p in self._filters if isinstance(p, PreFilterExtensions)]
+        #: what each pod's pre-filtering and scoring asks of the plugins, asked once here (``isinstance`` on
+        #: the extension points' ABCs costs more than most plugins' answers): (filter index or -1, the
+        #: plugin's PreFilter or None), then (plugin, weight, its PreScore or None, vector form, normalises)
+        self._pre_filter_plan: tuple[tuple[int, Plugin, PreFilterPlugin | None], ...] = (
+            *((j, p, p if isinstance(p, PreFilterPlugin) else None) for j, p in enumerate(self._filters)),
+            *((-1, p, p) for p in profile.pre_filter_only),
+        )
+        self._score_plan: tuple[tuple[ScorePlugin, int, PreScorePlugin | None, bool, bool], ...] = tuple(
+            (
+                p,
+                w,
+                p if isinstance(p, PreScorePlugin) else None,
+                isinstance(p, VectorScore),
+                isinstance(p, NormalizeScorePlugin),
+            )
+            for p, w in self._scorers
+        )
         if profile.extenders and extender_factory is None:
             raise ValueError(
                 f"profile {profile.scheduler_name!r} has {len(profile.extenders)} extender(s): pass an extender_factory"
@@ -378,13 +396,13 @@ class GenericScheduler:
         """
         active: list[int] = []
         rejected: Status | None = None
-        only: list[tuple[int, Plugin]] = [(-1, p) for p in self.profile.pre_filter_only]  # no Filter: never active
-        for j, plugin in [*enumerate(self._filters), *only]:
-            if isinstance(plugin, PreFilterPlugin):
+        sampled = state.sample_plugins
+        for j, plugin, pre_filter in self._pre_filter_plan:  # j < 0: a PreFilter without a Filter, never active
+            if pre_filter is not None:
                 status = (
-                    _timed_call(state, ins.PRE_FILTER, plugin, plugin.pre_filter, state, pod, snapshot)
-                    if state.sample_plugins
-                    else _call(plugin, plugin.pre_filter, state, pod, snapshot)
+                    _timed_call(state, ins.PRE_FILTER, plugin, pre_filter.pre_filter, state, pod, snapshot)
+                    if sampled
+                    else _call(plugin, pre_filter.pre_filter, state, pod, snapshot)
                 )
                 if status.code is Code.SKIP:
                     state.node_names.pop(plugin.name, None)
@@ -880,41 +898,45 @@ class GenericScheduler:
         # upstream RunPreScorePlugins then RunScorePlugins: every PreScore first (SKIP drops the plugin's
         # Score), each point timed as a whole when the edge lent a recorder
         point = ins.point_started(state)
-        scoring: list[tuple[ScorePlugin, int]] = []
-        for plugin, weight in self._scorers:
-            if isinstance(plugin, PreScorePlugin):
+        sampled = state.sample_plugins
+        scoring: list[tuple[ScorePlugin, int, bool, bool]] = []
+        for plugin, weight, pre_score, vector, normalises in self._score_plan:
+            if pre_score is not None:
                 if infos is None:
                     infos = _pick(snapshot.node_infos, feasible)
                 status = (
-                    _timed_call(state, ins.PRE_SCORE, plugin, plugin.pre_score, state, pod, infos, snapshot)
-                    if state.sample_plugins
-                    else _call(plugin, plugin.pre_score, state, pod, infos, snapshot)
+                    _timed_call(state, ins.PRE_SCORE, plugin, pre_score.pre_score, state, pod, infos, snapshot)
+                    if sampled
+                    else _call(plugin, pre_score.pre_score, state, pod, infos, snapshot)
                 )
                 if status.code is Code.SKIP:
                     continue
-                if not status.is_success:
+                if status.code is not Code.SUCCESS:
                     ins.point_done(state, point, ins.PRE_SCORE, Code.ERROR)
                     return index, totals, parts, f"running PreScore plugin {plugin.name!r}: {status.message}"
-            scoring.append((plugin, weight))
+            scoring.append((plugin, weight, vector, normalises))
         ins.point_done(state, point, ins.PRE_SCORE, Code.SUCCESS)
         point = ins.point_started(state)
-        for plugin, weight in scoring:
-            began = ins.plugin_started(state)
+        for plugin, weight, vector, normalises in scoring:
+            began = ins.plugin_started(state) if sampled else None
             try:
-                if isinstance(plugin, VectorScore):
-                    raw = np.asarray(plugin.score_nodes(state, pod, snapshot.table, index), dtype=np.int64)
+                if vector:
+                    raw = np.asarray(
+                        cast(VectorScore, plugin).score_nodes(state, pod, snapshot.table, index), dtype=np.int64
+                    )
                 else:
                     if infos is None:
                         infos = _pick(snapshot.node_infos, feasible)
                     raw = np.fromiter((plugin.score(state, pod, info) for info in infos), dtype=np.int64, count=m)
                 scores = (
-                    plugin.normalize_scores(state, pod, raw.copy()) if isinstance(plugin, NormalizeScorePlugin) else raw
+                    cast(NormalizeScorePlugin, plugin).normalize_scores(state, pod, raw.copy()) if normalises else raw
                 )
             except Exception as exc:
                 ins.plugin_done(state, began, ins.SCORE, plugin.name, Code.ERROR)
                 ins.point_done(state, point, ins.SCORE, Code.ERROR)
                 return index, totals, parts, f"running Score plugin {plugin.name!r}: {type(exc).__name__}: {exc}"
-            ins.plugin_done(state, began, ins.SCORE, plugin.name, Code.SUCCESS)
+            if began is not None:
+                ins.plugin_done(state, began, ins.SCORE, plugin.name, Code.SUCCESS)
             totals += scores * weight
             parts.append((plugin.name, weight, raw, scores))
         ins.point_done(state, point, ins.SCORE, Code.SUCCESS)
@@ -1166,12 +1188,13 @@ def _timed_call(state: CycleState, point: str, plugin: Plugin, method: Any, *arg
 
 
 def _call(plugin: Plugin, method: Any, *args: Any) -> Status:
-    """Run one plugin method; stamp its name; turn an exception into an ERROR status."""
+    """Run one plugin method; stamp its name on anything but SUCCESS and SKIP themselves (nothing reads
+    whose they were, and most calls answer one of them); turn an exception into an ERROR status."""
     try:
         status = method(*args)
     except Exception as exc:  # a strange pod must never crash the loop
         return Status(Code.ERROR, (f"{type(exc).__name__}: {exc}",), plugin.name)
-    if status is None:
-        return Status(Code.SUCCESS, (), plugin.name)
+    if status is None or status is SUCCESS or status is SKIP:
+        return SUCCESS if status is None else status
     stamped: Status = status.with_plugin(plugin.name)
     return stamped

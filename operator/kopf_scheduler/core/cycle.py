@@ -583,7 +583,7 @@ def _run_reserve(profile: Profile, state: CycleState, placed: Pod, handle: Permi
     for reserver in profile.reservers:
         began = ins.plugin_started(state)
         try:
-            status = reserver.reserve(state, placed, placed.node_name, handle).with_plugin(reserver.name)
+            status = _stamped(reserver.reserve(state, placed, placed.node_name, handle), reserver.name)
         except Exception as exc:  # a plugin bug must not take the scheduler down
             status = _raised(exc, reserver.name)
         ins.plugin_done(state, began, ins.RESERVE, reserver.name, status.code)
@@ -616,7 +616,7 @@ def _run_permit(
         began = ins.plugin_started(state)
         try:
             result = permitter.permit(state, placed, node, handle)
-            status = result.status.with_plugin(permitter.name)
+            status = _stamped(result.status, permitter.name)
         except Exception as exc:  # a plugin bug must not take the scheduler down
             status = _raised(exc, permitter.name)
         ins.plugin_done(state, began, ins.PERMIT, permitter.name, status.code)
@@ -1155,6 +1155,11 @@ def _assume_and_reserve(
 # --------------------------------------------------------------------------- the binding cycle
 
 
+def _stamped(status: Status, plugin: str) -> Status:
+    """`status` with the plugin's name, but SUCCESS and SKIP themselves (nobody reads whose they were)."""
+    return status if status is SUCCESS or status is SKIP else status.with_plugin(plugin)
+
+
 def run_pre_bind_pre_flights(plan: BindingPlan, state: CycleState, pod: Pod, node: str) -> Status:
     """Upstream ``RunPreBindPreFlights`` (framework/runtime/framework.go): every PreBind plugin's
     pre-flight. SUCCESS when one of them has work for the pod on `node`, SKIP when none has (or there
@@ -1167,7 +1172,7 @@ def run_pre_bind_pre_flights(plan: BindingPlan, state: CycleState, pod: Pod, nod
     for plugin in plan.pre_binders:
         began = ins.plugin_started(state)
         try:
-            status = plugin.pre_bind_pre_flight(state, pod, node).with_plugin(plugin.name)
+            status = _stamped(plugin.pre_bind_pre_flight(state, pod, node), plugin.name)
         except Exception as exc:  # a plugin bug must not take the scheduler down
             status = _raised(exc, plugin.name)
         ins.plugin_done(state, began, ins.PRE_BIND_PRE_FLIGHT, plugin.name, status.code)

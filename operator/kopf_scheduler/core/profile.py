@@ -59,6 +59,11 @@ class Profile:
     spec: Mapping[str, Any] = field(default_factory=dict)
     #: orders the scheduler name's active queue (one per profile; ``spec.queueSort``)
     queue_sort: QueueSortPlugin = field(default_factory=PrioritySort)
+    #: the extension points' plugins, computed once from the fields above (``__post_init__``)
+    _points: _Points = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_points", _Points.of(self.filters, self.pre_filter_only, self.plugins))
 
     @property
     def filter_names(self) -> list[str]:
@@ -71,24 +76,47 @@ class Profile:
     # ---- extension points, in profile order
 
     @property
-    def pre_filters(self) -> list[PreFilterPlugin]:
-        return [p for p in self.filters if isinstance(p, PreFilterPlugin)] + list(self.pre_filter_only)
+    def pre_filters(self) -> tuple[PreFilterPlugin, ...]:
+        return self._points.pre_filters
 
     @property
-    def reservers(self) -> list[ReservePlugin]:
-        return [p for p in self.plugins if isinstance(p, ReservePlugin)]
+    def reservers(self) -> tuple[ReservePlugin, ...]:
+        return self._points.reservers
 
     @property
-    def permitters(self) -> list[PermitPlugin]:
-        return [p for p in self.plugins if isinstance(p, PermitPlugin)]
+    def permitters(self) -> tuple[PermitPlugin, ...]:
+        return self._points.permitters
 
     @property
-    def pre_binders(self) -> list[PreBindPlugin]:
+    def pre_binders(self) -> tuple[PreBindPlugin, ...]:
         """PreBind plugins, in profile order: the binding cycle runs each before the bind."""
-        return [p for p in self.plugins if isinstance(p, PreBindPlugin)]
+        return self._points.pre_binders
 
     @property
-    def binders(self) -> list[BindPlugin]:
+    def binders(self) -> tuple[BindPlugin, ...]:
         """Bind plugins, in profile order, DefaultBinder last (``core/policy.py`` appends it to every
         profile): the binding cycle asks each until one does not answer SKIP."""
-        return [p for p in self.plugins if isinstance(p, BindPlugin)]
+        return self._points.binders
+
+
+@dataclass(frozen=True, slots=True)
+class _Points:
+    """A profile's plugins per extension point, in profile order."""
+
+    pre_filters: tuple[PreFilterPlugin, ...]
+    reservers: tuple[ReservePlugin, ...]
+    permitters: tuple[PermitPlugin, ...]
+    pre_binders: tuple[PreBindPlugin, ...]
+    binders: tuple[BindPlugin, ...]
+
+    @staticmethod
+    def of(
+        filters: tuple[FilterPlugin, ...], pre_filter_only: tuple[PreFilterPlugin, ...], plugins: tuple[Plugin, ...]
+    ) -> _Points:
+        return _Points(
+            tuple(p for p in filters if isinstance(p, PreFilterPlugin)) + tuple(pre_filter_only),
+            tuple(p for p in plugins if isinstance(p, ReservePlugin)),
+            tuple(p for p in plugins if isinstance(p, PermitPlugin)),
+            tuple(p for p in plugins if isinstance(p, PreBindPlugin)),
+            tuple(p for p in plugins if isinstance(p, BindPlugin)),
+        )

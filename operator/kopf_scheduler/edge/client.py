@@ -70,6 +70,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlencode, urlsplit
 
+import orjson
+
 from .credentials import Credentials, ssl_context
 from .transport import CONNECTION_LIMIT, MAX_IDLE_AGE, Fenced, Pool, Response, ResponseParser
 
@@ -87,6 +89,8 @@ __all__ = [
     "Api",
     "Response",
     "ResponseParser",
+    "dumps",
+    "loads",
 ]
 
 #: seconds a watch may deliver nothing, not even a bookmark, before it is given up: the API server
@@ -173,7 +177,7 @@ class Api:
         `decode` False a successful answer's body is not parsed (a created Event, a bind's Status:
         nobody reads them, and parsing them cost more than the rest of the exchange). `retry`: whether
         it may be sent again after no answer or an overloaded server's (default: every method but POST)."""
-        data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
+        data = None if body is None else dumps(body)
         if headers and any("\r" in h or "\n" in h for item in headers.items() for h in item):
             raise ValueError("a header name or value holds a line break")
         extra = "".join(f"{name}: {value}\r\n" for name, value in (headers or {}).items())
@@ -264,11 +268,10 @@ class Api:
         answer = Response(status)
         if not raw or (not decode and answer.ok):
             return answer
-        text = raw.decode("utf-8", "replace")
         try:
-            return Response(status, json.loads(text))
+            return Response(status, loads(raw))
         except ValueError:
-            return Response(status, text)
+            return Response(status, raw.decode("utf-8", "replace"))
 
     def _authorization(self) -> str:
         token = self.credentials.token
@@ -312,7 +315,7 @@ class Api:
                         *lines, buffer = buffer.split(b"\n")
                         for line in lines:
                             if line:
-                                yield json.loads(line)
+                                yield loads(line)
                     return
             except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError) as exc:
                 if self.observe is not None:
@@ -359,3 +362,21 @@ class Api:
 def _watch_failure(reason: str, message: str) -> dict[str, Any]:
     """The synthetic ERROR event of a watch that ended without an answer of the server's (code 0)."""
     return {"type": "ERROR", "object": {"code": 0, "reason": reason, "message": message}}
+
+
+def loads(raw: bytes) -> Any:
+    """A JSON body or watch line: orjson's parse (twice as fast as json's on API objects: 11 against 22 us a
+    node of a 500-node list page here), json's for whatever orjson refuses (invalid UTF-8, an integer past
+    64 bits); ValueError when it is not JSON at all."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return json.loads(raw.decode("utf-8", "replace"))
+
+
+def dumps(body: Any) -> bytes:
+    """A request body, compact: orjson's, json's for what orjson refuses (an integer past 64 bits)."""
+    try:
+        return orjson.dumps(body)
+    except TypeError:
+        return json.dumps(body, separators=(",", ":")).encode()

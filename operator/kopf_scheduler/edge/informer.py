@@ -62,7 +62,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import quote
 
-from .client import BROKEN, IDLE, NO_ANSWER, UNREACHABLE, Api
+from .client import BROKEN, IDLE, NO_ANSWER, UNREACHABLE, Api, Response
 
 __all__ = ["ABSENT_RETRY", "LIST_PAGE", "RELIST_AFTER", "Feed", "Informer"]
 
@@ -236,12 +236,27 @@ class Informer:
         await asyncio.sleep(pause * (1.0 + self._rng.random()))
 
     async def _list(self) -> str:
-        """Every object, page by page, applied; the list's resourceVersion. Retries until it has one."""
+        """Every object, page by page, applied; the list's resourceVersion. Retries until it has one.
+
+        The next page is asked for as soon as a page's continue token is read, before its items are
+        applied: the server prepares it while this process parses (the pages are still applied in order)."""
+        ahead: list[asyncio.Future[Response]] = []
+        try:
+            return await self._pages(ahead)
+        finally:
+            for task in ahead:
+                task.cancel()
+
+    def _ask(self, token: str) -> asyncio.Future[Response]:
+        query = f"?limit={self.page}{self._query}" + (f"&continue={quote(token)}" if token else "")
+        return asyncio.ensure_future(self.api.request("GET", self.feed.path + query))
+
+    async def _pages(self, ahead: list[asyncio.Future[Response]]) -> str:
+        """``_list``'s pages; `ahead` holds the request of the next page while it is in flight."""
         feed, keys, token = self.feed, set[str](), ""
         self._resync.clear()  # a list is what a resync asks for
         while True:
-            query = f"?limit={self.page}{self._query}" + (f"&continue={quote(token)}" if token else "")
-            response = await self.api.request("GET", feed.path + query)
+            response = await (ahead.pop() if ahead else self._ask(token))
             if response.gone and feed.optional:
                 await self._absent()
                 keys, token = set(), ""
@@ -255,11 +270,14 @@ class Informer:
                 logger.warning("cannot list %s: %s", feed.path, response.describe())
                 await self._back_off()
                 continue
+            meta = page.get("metadata") or {}
+            token = str(meta.get("continue") or "")
+            if token:
+                ahead.append(self._ask(token))
+                await asyncio.sleep(0)  # it goes out now, not after this page is applied
             for item in page.get("items") or ():
                 keys.add(feed.key(item))
                 self._apply("ADDED", item)
-            meta = page.get("metadata") or {}
-            token = str(meta.get("continue") or "")
             if not token:
                 break
         try:
