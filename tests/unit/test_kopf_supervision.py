@@ -101,15 +101,19 @@ def test_failing_again_and_again_turns_unhealthy_and_a_stable_run_forgives(monke
     monkeypatch.setattr(supervision, "BACKOFF_MAX", 0.001)
     monkeypatch.setattr(supervision, "LEFTOVER_GRACE", 0.001)
     monkeypatch.setattr(supervision, "STABLE", 0.3)
+    monkeypatch.setattr(supervision, "UNHEALTHY_AFTER", 0.05)
+    failures = supervision.UNHEALTHY_FAILURES
 
     async def scenario() -> None:
-        runs = Runs(*[0.001] * supervision.UNHEALTHY_AFTER, 0.4, None)
+        runs = Runs(*[0.001] * (failures - 1), 0.06, 0.4, None)
         supervisor = KopfSupervisor(runs.spawn, settings=kopf.OperatorSettings())
         task = asyncio.create_task(supervisor.run())
-        await wait(lambda: supervisor.failures == supervision.UNHEALTHY_AFTER)
+        await wait(lambda: supervisor.failures == failures - 1)
+        assert supervisor.healthy()[0]  # many failures, but not for long yet
+        await wait(lambda: supervisor.failures == failures)
         healthy, detail = supervisor.healthy()
-        assert not healthy and detail == f"Kopf's orchestration failed {supervision.UNHEALTHY_AFTER} times in a row"
-        await wait(lambda: runs.spawned == supervision.UNHEALTHY_AFTER + 2)
+        assert not healthy and detail.startswith(f"Kopf's orchestration failed {failures} times in a row over ")
+        await wait(lambda: runs.spawned == failures + 2)
         assert supervisor.failures == 1 and supervisor.healthy()[0]  # the 0.4 s run was stable
         supervisor.request_stop()
         await asyncio.wait_for(task, 5)
