@@ -11,10 +11,11 @@ them itself:
   confirmed; upstream ``skipPodSchedule``); it leaves the queue;
 - ``Bind``: the algorithm chose a node and the pod is assumed there (``cache.assume``), the
   Reserve plugins reserved and the Permit plugins allowed it; it stays in flight in the queue until
-  ``binding_succeeded`` or ``binding_failed``. Its ``BindingPlan`` says how it is bound. The PreBind
-  plugins' pre-flights (``run_pre_bind_pre_flights``) ran: when one has work, ``nominated_node`` is the
-  node, which the executor writes into the pod's ``status.nominatedNodeName`` before the binding
-  cycle (upstream's NominatedNodeNameForExpectation; the bind clears it: the API server's
+  its binding cycle (``core/binding.py``) ends in ``binding_succeeded`` or ``binding_failed``. Its
+  ``BindingPlan`` says how it is bound. The PreBind plugins' pre-flights (``run_pre_bind_pre_flights``)
+  ran: when one has work, ``nominated_node`` is the node, written into the pod's
+  ``status.nominatedNodeName`` at the start of the binding cycle (upstream's
+  NominatedNodeNameForExpectation; the bind clears it: the API server's
   ClearingNominatedNodeNameAfterBinding); a pre-flight error is an ``Error`` (the attempt undone);
 - ``Wait``: as Bind, but a Permit plugin answered WAIT: the pod stays assumed and in flight, held
   in ``WaitingPods`` (upstream ``WaitOnPermit``), nominated to its node meanwhile (``nominated_node``).
@@ -57,9 +58,9 @@ The binding cycle (upstream ``bindingCycle``) follows the ``BindingPlan``: the P
 (``run_pre_bind_plugins``), then the binder extenders interested in the pod, else the Bind plugins
 until one does not answer SKIP (``run_bind_plugins``; DefaultBinder, last, POSTs pods/binding). The
 plugins are coroutines that talk to the API server through the ``ApiClient`` the executor lends;
-nothing here awaits anything else. A failure anywhere is ``binding_failed``: unreserve, forget,
-back off (upstream ``handleBindingCycleError``; PreBind and Bind failures never make a pod
-unschedulable, as upstream says).
+nothing here awaits anything else. ``core/binding.py`` sequences those steps, once for both
+executors; a failure anywhere is ``binding_failed``: unreserve, forget, back off (upstream
+``handleBindingCycleError``; PreBind and Bind failures never make a pod unschedulable, as upstream says).
 
 ``next_wait`` says how long the loop may sleep before it pops again (a waiting pod's deadline
 counts). Time (``now``, any monotonic origin) and randomness (``rng``, for the tie-break) are

@@ -1,13 +1,15 @@
-"""The binding cycle of an assumed pod, as the core planned it (``core.cycle.BindingPlan``), and what follows.
+"""The operator's side of an assumed pod's binding cycle, and what follows it.
 
-Upstream ``bindingCycle`` (schedule_one.go): the PreBind plugins (``core.cycle.run_pre_bind_plugins``),
-then the binder extenders interested in the pod (``core.extenders.bind_with_extenders``, upstream
-``extendersBinding``; its blocking call runs in the App's thread pool), else the Bind plugins until
-one does not answer SKIP (``core.cycle.run_bind_plugins``; DefaultBinder, last, POSTs
-pods/{name}/binding with the pod's uid, so the API server refuses to bind a pod that was deleted and
-recreated under the same name). The plugins talk to the API server through ``app.api`` (every write
-fenced). Success is ``core.cycle.binding_succeeded``; any failure ``binding_failed`` (unreserve,
-forget, back off).
+``core.binding`` sequences the cycle (upstream ``bindingCycle`` and ``handleBindingCycleError``, for
+``simulate`` too): the nomination written while the pod waited at Permit lands first, the call-off
+check, the nomination for expectation, the PreBind plugins, the call-off check again, then the binder
+extenders interested in the pod or the Bind plugins (DefaultBinder, last, POSTs pods/{name}/binding with
+the pod's uid, so the API server refuses to bind a pod that was deleted and recreated under the same
+name); ``core.binding.conclude_binding`` finishes the binding or undoes it (unreserve, forget, back off).
+This module lends it the effects (``_Port``): ``app.api`` for the plugins (every write fenced), the
+pods/status write of the nomination, the binder extenders' blocking calls in the App's thread pool, and
+the rules below for calling a bind off and for judging a failure; then it performs what the core
+concluded: metrics, events, a cleared nomination, a vanished pod dropped.
 
 When the core's plan says so (``Bind.nominated_node``: a PreBind plugin has work for the pod), the
 pod's ``status.nominatedNodeName`` is set to its node first, as upstream's binding cycle does with
@@ -46,14 +48,14 @@ brings the truth, and the log says what happened.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 from ..core import routing
-from ..core.cycle import BindingPlan, binding_failed, binding_succeeded, run_bind_plugins, run_pre_bind_plugins
-from ..core.extenders import bind_with_extenders
+from ..core.binding import BIND, BindingCycle, Bound, Refusal, conclude_binding, run_binding_cycle
+from ..core.cycle import BindingPlan
+from ..core.extenders import Extender, ExtenderBinding, bind_with_extenders
 from ..core.framework import CycleState, Status
 from ..core.objects import Pod
 from ..core.plugins.default_binder import binding_path
@@ -65,19 +67,6 @@ from .app import App, PolicyState
 __all__ = ["bind", "nominate_waiting", "nomination_written"]
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class _Rejection:
-    """Why a bind did not happen. No FailedScheduling event when `quiet`: a 409 (see the module
-    docstring), a fenced write, a pod that is gone, no answer at all, or a bind called off before it was sent."""
-
-    message: str
-    quiet: bool = False
-    #: the pod no longer exists (404)
-    vanished: bool = False
-    #: this binding cycle nominated the pod to the node first (to be cleared)
-    nominated: bool = False
 
 
 class _Client:
@@ -127,27 +116,38 @@ async def bind(
     nominated: str = "",
 ) -> None:
     """Run `placed`'s binding cycle (the assumed pod; `cycle` its cycle's state, `plan` the core's
-    plan), then record its Scheduled event; releases one of app.bind_slots when done (the loop
-    acquired it). `nominate`: the node to write into ``status.nominatedNodeName`` first (the core's
-    ``Bind.nominated_node``, upstream's NominatedNodeNameForExpectation); `nominated`: the node it was
-    nominated to already (while it waited at Permit). A failed binding clears the nomination."""
+    plan; ``core.binding`` sequences it), then perform what it concluded: metrics, the Scheduled event,
+    or the failure's event, nomination clearing and vanished pod. Releases one of app.bind_slots when
+    done (the loop acquired it). `nominate`: the node to write into ``status.nominatedNodeName`` first
+    (the core's ``Bind.nominated_node``, upstream's NominatedNodeNameForExpectation); `nominated`: the
+    node it was nominated to already (while it waited at Permit). A failed binding clears the nomination."""
     try:
         node = placed.node_name
         if app.binding_here is not None:  # a recovery runs: this pod's event is ours to write
             app.binding_here.add(placed.uid)
-        if nominated:  # nominated while it waited at Permit: that write lands first
-            await nomination_written(app, placed.uid)
-        t0 = app.now()
-        rejected = await _binding_cycle(app, placed, node, cycle, plan, nominate)
-        t1 = app.now()
+        job = BindingCycle(
+            info,
+            placed,
+            cycle,
+            plan,
+            state.scheduler.profile,
+            state.queue,
+            nominate=nominate,
+            nominated=nominated,
+        )
+        port = _Port(app, job)
+        verdict = await run_binding_cycle(job, port)
+        t0, t1 = port.started, app.now()
         profile = state.scheduler_name
-        if rejected is None:
+        unbound = conclude_binding(job, verdict, cache=app.cache, waiting=app.waiting, now=t1)
+        if unbound is None:
             app.metrics.observe_binding("success", t1 - t0)
             app.metrics.observe_e2e("scheduled", profile, t1 - started)
             app.metrics.observe_attempt("scheduled", profile, t1 - started)
             if info.initial_attempt_timestamp is not None:
                 app.metrics.observe_pod_scheduled(info.attempts, t1 - info.initial_attempt_timestamp)
-            binding_succeeded(placed, cache=app.cache, queue=state.queue, now=t1)
+            if isinstance(verdict, Bound) and verdict.plugin and verdict.plugin != plan.binders[-1].name:
+                logger.debug("%s was bound to %s by the Bind plugin %s", placed.key, node, verdict.plugin)
             logger.debug("bound %s to %s", placed.key, node)  # the Scheduled event says it (upstream: V(2))
             await events.scheduled(
                 app, namespace=placed.namespace, name=placed.name, uid=placed.uid, node=node, pipelined=True
@@ -155,26 +155,16 @@ async def bind(
             return
         app.metrics.observe_binding("error", t1 - t0)
         app.metrics.observe_attempt("error", profile, t1 - started)
-        binding_failed(
-            info,
-            placed,
-            cache=app.cache,
-            queue=state.queue,
-            waiting=app.waiting,
-            now=t1,
-            profile=state.scheduler.profile,
-            state=cycle,
-        )
         dra.flush(app)  # DynamicResources' Unreserve writes
-        if rejected.vanished:
+        if unbound.vanished:
             app.perform(
                 routing.route_pod_vanished(placed, cache=app.cache, pending=app.pending, served=app.states, now=t1)
             )
-        elif rejected.nominated or nominated or placed.nominated_node_name:
+        elif unbound.clear_nomination:
             # upstream's failure handler (clearNominatedNode); a fenced write is refused anyway
             app.spawn(preemption.patch_pod_status(app, placed, nominated_node=""))
         state.wakeup.set()
-        if rejected.quiet:
+        if not unbound.report:
             return
         app.spawn(
             events.failed_scheduling(
@@ -182,7 +172,7 @@ async def bind(
                 namespace=placed.namespace,
                 name=placed.name,
                 uid=placed.uid,
-                message=f"Binding rejected: {rejected.message}",
+                message=unbound.message,
                 action=events.ACTION_BINDING,
             )
         )
@@ -207,97 +197,89 @@ async def nomination_written(app: App, uid: str) -> None:
         await asyncio.wait([task])
 
 
-async def _binding_cycle(
-    app: App, placed: Pod, node: str, cycle: CycleState, plan: BindingPlan, nominate: str | None
-) -> _Rejection | None:
-    """The plan's steps: None when bound, else why not. First the nomination for expectation, if any
-    (upstream writes it at the start of its binding cycle and goes on whatever the answer)."""
-    called_off = _called_off(app, placed, node)
-    if called_off is not None:
-        return called_off
-    written = False
-    if nominate and nominate != placed.nominated_node_name:
-        written = (await preemption.patch_pod_status(app, placed, nominated_node=nominate)).ok
-    rejected = await _steps(app, placed, node, cycle, plan)
-    if rejected is not None and written:
-        return dataclasses.replace(rejected, nominated=True)
-    return rejected
+class _Port:
+    """The operator's ``core.binding.BindingPort``: the fenced ``Api`` (through ``_Client``), the
+    nomination written through pods/status, binder extenders in the thread pool, and the module
+    docstring's rules for calling a bind off and for judging a failed one."""
 
+    __slots__ = ("_app", "_client", "_job", "started")
 
-async def _steps(app: App, placed: Pod, node: str, cycle: CycleState, plan: BindingPlan) -> _Rejection | None:
-    """PreBind, the binder extenders or the Bind plugins: None when bound, else why not."""
-    client = _Client(app.api, placed)
-    if plan.pre_binders:
-        status = await run_pre_bind_plugins(plan, cycle, placed, node, client)
-        if not status.is_success:
-            return _failed("PreBind", placed, node, status, client)
-        called_off = _called_off(app, placed, node)
-        if called_off is not None:
-            return called_off
-    if plan.extenders:
-        done = await app.run_blocking(bind_with_extenders, plan.extenders, placed, node)
+    def __init__(self, app: App, job: BindingCycle) -> None:
+        self._app, self._job = app, job
+        self._client = _Client(app.api, job.pod)
+        #: when the binding cycle's steps began (after the Permit wait's writes): its duration's start
+        self.started = app.now()
+
+    @property
+    def client(self) -> _Client:
+        return self._client
+
+    async def permit_over(self) -> None:
+        await nomination_written(self._app, self._job.pod.uid)  # nominated while it waited: that write lands first
+        self.started = self._app.now()
+
+    async def nominate(self, node: str) -> bool:
+        # upstream writes it at the start of its binding cycle and goes on whatever the answer
+        return (await preemption.patch_pod_status(self._app, self._job.pod, nominated_node=node)).ok
+
+    async def bind_with_extenders(self, extenders: Sequence[Extender], pod: Pod, node: str) -> ExtenderBinding:
+        done = await self._app.run_blocking(bind_with_extenders, extenders, pod, node)
         for problem in done.skipped:
-            logger.warning("binding %s to %s: skipped ignorable extender %s", placed.key, node, problem)
-        if done.status is not None:
-            if not done.status.is_success:
-                logger.warning(
-                    "binding %s to %s rejected by extender %s: %s",
-                    placed.key,
-                    node,
-                    done.binder,
-                    done.status.message[:300],
-                )
-            return None if done.status.is_success else _Rejection(done.status.message)
-    status = await run_bind_plugins(plan, cycle, placed, node, client)
-    if status.is_success:
-        if status.plugin != plan.binders[-1].name:
-            logger.debug("%s was bound to %s by the Bind plugin %s", placed.key, node, status.plugin)
-        return None
-    return _failed("Bind", placed, node, status, client)
-
-
-def _called_off(app: App, placed: Pod, node: str) -> _Rejection | None:
-    """Why the bind must not go out now (see the module docstring), if it must not."""
-    if not app.current():
-        logger.info(
-            "not binding %s to %s: the cache is not current (pods or nodes relist, or the process was frozen)",
-            placed.key,
-            node,
-        )
-        return _Rejection("the cache is not current", quiet=True)
-    known = app.cache.get_node_info(node)
-    if known is None or known.node is None:
-        logger.info("not binding %s to %s: the node is gone", placed.key, node)
-        return _Rejection(f"node {node} no longer exists", quiet=True)
-    if not app.api.may_write():
-        return _Rejection("not the leader", quiet=True)
-    return None
-
-
-def _failed(point: str, placed: Pod, node: str, status: Status, client: _Client) -> _Rejection:
-    """A failed PreBind or Bind step, judged by what the API server answered (the module docstring's rules)."""
-    if client.fenced:
-        logger.info("not binding %s to %s: this replica's term ended", placed.key, node)
-        return _Rejection("not the leader", quiet=True)
-    response = client.binding
-    if point == "Bind" and response is not None and not response.ok:
-        if response.gone:
-            logger.info("binding %s to %s: the pod is gone (HTTP 404)", placed.key, node)
-            return _Rejection(response.detail(), quiet=True, vanished=True)
-        if response.conflict:
-            logger.info(
-                "binding %s to %s: the pod is bound already or was replaced (%s)", placed.key, node, response.describe()
-            )
-            return _Rejection(response.detail(), quiet=True)
-        if response.status == 0:  # no answer: bound or not, the watch will tell; nothing to tell the pod's owner
+            logger.warning("binding %s to %s: skipped ignorable extender %s", pod.key, node, problem)
+        if done.status is not None and not done.status.is_success:
             logger.warning(
-                "binding %s to %s: no answer (%s); trying again unless the watch shows it bound",
+                "binding %s to %s rejected by extender %s: %s", pod.key, node, done.binder, done.status.message[:300]
+            )
+        return done
+
+    def called_off(self) -> Refusal | None:
+        """Why the bind must not go out now (see the module docstring), if it must not."""
+        app, placed = self._app, self._job.pod
+        node = placed.node_name
+        if not app.current():
+            logger.info(
+                "not binding %s to %s: the cache is not current (pods or nodes relist, or the process was frozen)",
                 placed.key,
                 node,
-                response.detail(),
             )
-            return _Rejection(response.detail(), quiet=True)
-        logger.warning("binding %s to %s rejected: %s", placed.key, node, response.describe())
-        return _Rejection(response.detail())
-    logger.warning("binding %s to %s failed at %s: %s", placed.key, node, point, status.message[:300])
-    return _Rejection(status.message)
+            return Refusal("the cache is not current", quiet=True)
+        known = app.cache.get_node_info(node)
+        if known is None or known.node is None:
+            logger.info("not binding %s to %s: the node is gone", placed.key, node)
+            return Refusal(f"node {node} no longer exists", quiet=True)
+        if not app.api.may_write():
+            return Refusal("not the leader", quiet=True)
+        return None
+
+    def judge(self, point: str, status: Status) -> Refusal:
+        """A failed PreBind or Bind step, judged by what the API server answered (the module docstring's rules)."""
+        placed, client = self._job.pod, self._client
+        node = placed.node_name
+        if client.fenced:
+            logger.info("not binding %s to %s: this replica's term ended", placed.key, node)
+            return Refusal("not the leader", quiet=True)
+        response = client.binding
+        if point == BIND and response is not None and not response.ok:
+            if response.gone:
+                logger.info("binding %s to %s: the pod is gone (HTTP 404)", placed.key, node)
+                return Refusal(response.detail(), quiet=True, vanished=True)
+            if response.conflict:
+                logger.info(
+                    "binding %s to %s: the pod is bound already or was replaced (%s)",
+                    placed.key,
+                    node,
+                    response.describe(),
+                )
+                return Refusal(response.detail(), quiet=True)
+            if response.status == 0:  # no answer: bound or not, the watch will tell; nothing to tell the pod's owner
+                logger.warning(
+                    "binding %s to %s: no answer (%s); trying again unless the watch shows it bound",
+                    placed.key,
+                    node,
+                    response.detail(),
+                )
+                return Refusal(response.detail(), quiet=True)
+            logger.warning("binding %s to %s rejected: %s", placed.key, node, response.describe())
+            return Refusal(response.detail())
+        logger.warning("binding %s to %s failed at %s: %s", placed.key, node, point, status.message[:300])
+        return Refusal(status.message)

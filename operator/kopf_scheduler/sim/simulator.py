@@ -1,16 +1,17 @@
 """Schedule pending pods one after another against a loaded cluster, as the operator does: its second executor.
 
 The core conducts every attempt (``core.cycle``: ``schedule_one``, ``settle_waiting``, the binding
-plan, ``binding_succeeded`` / ``binding_failed``); this module carries out the outcomes the way the
-operator's loop and its watches would, with its in-memory state standing for the API server
-(``sim/apiserver.py``) and a virtual clock:
+plan; ``core.binding``: the binding cycle's steps and its conclusion, for the operator too); this
+module carries out the outcomes the way the operator's loop and its watches would, with its in-memory
+state standing for the API server (``sim/apiserver.py``) and a virtual clock:
 
 - the pods of PODS.yaml enter a real ``SchedulingQueue`` in file order, each once the queue has
   settled the one before (nothing is ready and nothing waits out a backoff), so each placement counts
   for the next. When nothing is ready but a pod backs off, the clock jumps to ``next_ready_at``;
-- ``Bind``: the plan's PreBind plugins, binder extenders and Bind plugins run against the in-memory
-  API server (DefaultBinder's pods/binding POST binds the pod there); the binding then reaches the
-  cache and the queues through ``core.routing`` as the watch of assigned pods would bring it;
+- ``Bind``: the binding cycle (``core.binding.run_binding_cycle``: PreBind plugins, binder extenders,
+  Bind plugins) runs against the in-memory API server (``_SimulatedPort``; DefaultBinder's pods/binding
+  POST binds the pod there); the binding then reaches the cache and the queues through ``core.routing``
+  as the watch of assigned pods would bring it;
 - ``Unschedulable`` with victims: the nomination is written (the pod's ``nominatedNodeName``), the
   victims are deleted from the simulated cluster and their deletion routed as the watch would (an
   AssignedPodDelete move), so the nominated pod backs off and is tried again; a victim waiting at
@@ -60,6 +61,7 @@ from typing import Final
 
 from ..core import gangs, routing
 from ..core.algorithm import GenericScheduler, ScheduleResult
+from ..core.binding import BindingCycle, Bound, Refusal, conclude_binding, run_binding_cycle
 from ..core.cache import PodState, SchedulerCache
 from ..core.cycle import (
     Bind,
@@ -72,9 +74,6 @@ from ..core.cycle import (
     Unschedulable,
     Wait,
     binding_failed,
-    binding_succeeded,
-    run_bind_plugins,
-    run_pre_bind_plugins,
     schedule_one,
     settle_waiting,
 )
@@ -84,12 +83,13 @@ from ..core.dra.tracker import ApiWrite
 from ..core.explanation import Explanation, explanation_of, preemption_of
 from ..core.extenders import (
     Extender,
+    ExtenderBinding,
     ExtenderConfig,
     ExtenderFilterResult,
     ExtenderPrioritizeResult,
     bind_with_extenders,
 )
-from ..core.framework import SUCCESS, CycleState, Status
+from ..core.framework import CycleState, Status
 from ..core.nodeinfo import NodeInfo
 from ..core.objects import WORKLOAD_API, Node, Pod
 from ..core.plugins.default_preemption import DefaultPreemption
@@ -557,41 +557,28 @@ class Simulation:
         nominate: str | None = None,
         nominated: str = "",
     ) -> None:
-        """The binding cycle as the plan says (``kube/binding.py``), against the in-memory API server:
-        the nomination for expectation first (`nominate`), then PreBind, then the bind. A failure clears
-        the nomination (`nominated`: the one written while the pod waited at Permit)."""
+        """The binding cycle as ``core.binding`` sequences it (for the operator too), against the in-memory
+        API server: the nomination for expectation first (`nominate`), then PreBind, then the bind. A failure
+        clears the nomination (`nominated`: the one written while the pod waited at Permit)."""
         record = self._records[placed.uid]
-        if nominate and nominate != placed.nominated_node_name:
-            self._expect(record, placed, nominate)
-            nominated = nominate
-        status = drive(run_pre_bind_plugins(plan, state, placed, node, self.api)) if plan.pre_binders else SUCCESS
-        if status.is_success:
-            status = self._bind_step(placed, node, state, plan)
-        queue = self.lane(placed).queue
-        if not status.is_success:
-            self._undo(info, placed, state, queue, self.waiting)
-            if nominated or placed.nominated_node_name:
+        lane = self.lane(placed)
+        job = BindingCycle(info, placed, state, plan, lane.profile, lane.queue, nominate=nominate, nominated=nominated)
+        verdict = drive(run_binding_cycle(job, _SimulatedPort(self, record, placed)))
+        if isinstance(verdict, Bound) and not self.api.is_bound(placed):
+            self.api.bind(placed, node)  # a binder that reported success without the pods/binding POST
+        unbound = conclude_binding(job, verdict, cache=self.cache, waiting=self.waiting, now=self.clock)
+        if unbound is not None:
+            if unbound.clear_nomination:
                 self._patch_nomination(placed, "")
-            record.node, record.message = None, f"Binding rejected: {status.message}"
+            record.node, record.message = None, unbound.message
             record.failures.append(record.message)
             self._error(record)
             return
-        if not self.api.is_bound(placed):
-            self.api.bind(placed, node)  # a binder that reported success without the pods/binding POST
-        binding_succeeded(placed, cache=self.cache, queue=queue, now=self.clock)
         routing.route_assigned_pod(
             placed, deleted=False, cache=self.cache, pending=self.pending, served=self._served, now=self.clock
         )
         record.node, record.message, record.errors = node, "", 0
         record.devices = devices_of(placed, self.cache.objects.dra)
-
-    def _bind_step(self, placed: Pod, node: str, state: CycleState, plan: BindingPlan) -> Status:
-        """Binder extenders (their bind simulated: the API server here binds) or the Bind plugins."""
-        if plan.extenders:
-            bound = bind_with_extenders([_SimulatedBinder(e, self.api) for e in plan.extenders], placed, node)
-            if bound.status is not None:
-                return bound.status
-        return drive(run_bind_plugins(plan, state, placed, node, self.api))
 
     def _claim_changed(self, key: str, new: ResourceClaim | None) -> None:
         """A claim written (None: deleted) through the in-memory API server: its watch event, as the operator
@@ -735,6 +722,36 @@ def _remember(record: _Record, outcome: Single) -> None:
             record.node, record.message = None, message
             record.failures.append(message)
             record.result = result if result is not None else record.result
+
+
+class _SimulatedPort:
+    """Simulate's ``core.binding.BindingPort``: the in-memory API server answers at once, so nothing is ever
+    called off and there is no wait to finish; binder extenders bind there too; a failure is the step's."""
+
+    __slots__ = ("_placed", "_record", "_sim")
+
+    def __init__(self, sim: Simulation, record: _Record, placed: Pod) -> None:
+        self._sim, self._record, self._placed = sim, record, placed
+
+    @property
+    def client(self) -> InMemoryApi:
+        return self._sim.api
+
+    async def permit_over(self) -> None:
+        return None  # the nomination written while it waited is in the in-memory API server already
+
+    def called_off(self) -> Refusal | None:
+        return None
+
+    async def nominate(self, node: str) -> bool:
+        self._sim._expect(self._record, self._placed, node)
+        return True
+
+    async def bind_with_extenders(self, extenders: Sequence[Extender], pod: Pod, node: str) -> ExtenderBinding:
+        return bind_with_extenders([_SimulatedBinder(e, self._sim.api) for e in extenders], pod, node)
+
+    def judge(self, point: str, status: Status) -> Refusal:
+        return Refusal(status.message)
 
 
 class _SimulatedBinder(Extender):
