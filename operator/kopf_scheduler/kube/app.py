@@ -128,8 +128,8 @@ class App:
         self.policy_statuses: dict[str, Mapping[str, Any]] = {}
         #: PodGroup key -> the status last written (kube/podgroups.py writes only changes)
         self.pod_group_statuses: dict[str, Any] = {}
-        self.conditions = ConditionMemo()
-        self.failures = RepeatLimiter()
+        self.condition_memo = ConditionMemo()
+        self.failed_scheduling_limiter = RepeatLimiter()
         #: the last attempt of each pending or recently bound pod, for /debug/attempts (``explain``)
         self.attempts = AttemptLog()
         #: uids of the pods this process bound while a Scheduled-event recovery runs (None: none runs);
@@ -198,7 +198,7 @@ class App:
             if state is not None:
                 state.wakeup.set()
         if routed.settled:
-            self.conditions.forget(routed.settled)
+            self.condition_memo.forget(routed.settled)
 
     def record_queues(self) -> None:
         """Every served queue's counts into the metrics (before each scrape): pods in by queue and event,

@@ -203,7 +203,7 @@ async def failed_scheduling(
 ) -> None:
     """A Warning FailedScheduling event, unless one of this action and `stage` ("", or "Permit" for a
     rejection at Permit) went out for this pod recently."""
-    if not app.failures.allow(uid, action, app.now(), stage=stage):
+    if not app.failed_scheduling_limiter.allow(uid, action, app.now(), stage=stage):
         logger.debug("repeated FailedScheduling for %s/%s suppressed", namespace, name)
         return
     await record(
