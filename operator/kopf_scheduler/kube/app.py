@@ -51,6 +51,7 @@ from ..core.recording import ConditionMemo, RepeatLimiter
 from ..core.snapshot import Snapshot
 from ..core.usage import MetricsSource
 from ..core.waiting import WaitingPods
+from ..edge import paths
 from ..edge.client import Api
 from ..edge.extenders import HTTPExtender, setup_problems
 from ..edge.informer import Informer
@@ -372,7 +373,7 @@ class App:
     async def write_policy_status(self, name: str, status: Mapping[str, Any]) -> None:
         """Patch a policy's status (only the leader writes: a standby's patch is fenced and left to the leader)."""
         self.policy_statuses[name] = status
-        path = f"/apis/{POLICY_GROUP}/{POLICY_VERSION}/{POLICY_PLURAL}/{name}/status"
+        path = paths.item(f"{POLICY_GROUP}/{POLICY_VERSION}", POLICY_PLURAL, name, subresource="status")
         response = await self.api.request(
             "PATCH", path, bodies.policy_status_patch(status), content_type=bodies.MERGE_PATCH
         )

@@ -44,6 +44,7 @@ from urllib.parse import quote
 
 from ..core.objects import Pod
 from ..core.preemption import IN_MEMORY
+from ..edge import paths
 from . import bodies
 from .app import App
 from .bodies import Preemptor
@@ -104,7 +105,7 @@ async def record(
         suffix=os.urandom(8).hex(),
         related=related,
     )
-    path = f"/api/v1/namespaces/{namespace}/events"
+    path = paths.collection("v1", "events", namespace=namespace)
     if pipelined:
         response = await app.api.request("POST", path, body, decode=False, retry=True)
     else:
@@ -185,7 +186,7 @@ async def _scheduled_event_uids(app: App) -> set[str] | None:
     token = ""
     while True:
         query = f"?limit=500&fieldSelector={selector}" + (f"&continue={quote(token)}" if token else "")
-        response = await app.api.request("GET", "/api/v1/events" + query)
+        response = await app.api.request("GET", paths.collection("v1", "events") + query)
         if not response.ok or not isinstance(response.body, dict):
             logger.warning("cannot list our Scheduled events: %s", response.describe())
             return None
