@@ -183,20 +183,17 @@ async def _scheduled_event_uids(app: App) -> set[str] | None:
     """The involved pods' uids of every Scheduled event we wrote (one paged list, filtered by the server)."""
     selector = quote(f"reason=Scheduled,source={REPORTING_CONTROLLER}")
     uids: set[str] = set()
-    token = ""
-    while True:
-        query = f"?limit=500&fieldSelector={selector}" + (f"&continue={quote(token)}" if token else "")
-        response = await app.api.request("GET", paths.collection("v1", "events") + query)
-        if not response.ok or not isinstance(response.body, dict):
-            logger.warning("cannot list our Scheduled events: %s", response.describe())
-            return None
-        for item in response.body.get("items") or ():
-            involved = item.get("involvedObject") if isinstance(item, dict) else None
-            if isinstance(involved, dict) and involved.get("uid"):
-                uids.add(str(involved["uid"]))
-        token = str((response.body.get("metadata") or {}).get("continue") or "")
-        if not token:
-            return uids
+
+    def visit(item: Any) -> None:
+        involved = item.get("involvedObject") if isinstance(item, dict) else None
+        if isinstance(involved, dict) and involved.get("uid"):
+            uids.add(str(involved["uid"]))
+
+    failed = await app.api.list_each(paths.collection("v1", "events"), visit, query=f"&fieldSelector={selector}")
+    if failed is not None:
+        logger.warning("cannot list our Scheduled events: %s", failed.describe())
+        return None
+    return uids
 
 
 async def failed_scheduling(

@@ -173,18 +173,16 @@ async def reconcile_pending(app: App, *, period: float = RECONCILE_PERIOD) -> No
 
 async def _unassigned_uids(app: App) -> set[str] | None:
     uids: set[str] = set()
-    token = ""
-    while True:
-        query = f"?limit=500&fieldSelector={UNASSIGNED_PODS}" + (f"&continue={token}" if token else "")
-        response = await app.api.request("GET", paths.collection("v1", "pods") + query, accept=METADATA_LIST)
-        if not response.ok or not isinstance(response.body, dict):
-            logger.debug("cannot list the unassigned pods: %s", response.describe())
-            return None
-        for item in response.body.get("items") or ():
-            uids.add(convert.pod_uid(item))
-        token = str((response.body.get("metadata") or {}).get("continue") or "")
-        if not token:
-            return uids
+    failed = await app.api.list_each(
+        paths.collection("v1", "pods"),
+        lambda item: uids.add(convert.pod_uid(item)),
+        query=f"&fieldSelector={UNASSIGNED_PODS}",
+        accept=METADATA_LIST,
+    )
+    if failed is not None:
+        logger.debug("cannot list the unassigned pods: %s", failed.describe())
+        return None
+    return uids
 
 
 #: the metadata-only form of a list (PartialObjectMetadataList): the uids are all a reconciliation reads
