@@ -681,3 +681,38 @@ def test_extra_headers_go_with_the_request_and_line_breaks_in_them_are_refused()
     (head,) = heads
     assert b"\r\nKopf-Scheduler-Authorization: Bearer minted\r\n" in head
     assert b"\r\nAuthorization: Bearer user-token\r\n" in head  # the client's own credentials still go
+
+
+# ---- one-off paged lists
+
+
+def test_list_each_visits_every_page_and_returns_the_answer_that_ends_it() -> None:
+    async def scenario(server: FakeApiServer, proxy: CountingProxy) -> None:
+        for name in ("n1", "n2", "n3", "n4", "n5"):
+            server.add("", "v1", "nodes", make_node(name).label(pool="a" if name != "n4" else "b").body)
+        api = make_api(server.url)
+        try:
+            names: list[str] = []
+            done = await api.list_each(NODES, lambda item: names.append(item["metadata"]["name"]), limit=2)
+            assert done is None and names == ["n1", "n2", "n3", "n4", "n5"]
+            assert [r.path for r in server.requests if r.method == "GET"] == [NODES] * 3  # pages of 2, 2 and 1
+            selected: list[str] = []
+            done = await api.list_each(
+                NODES, lambda item: selected.append(item["metadata"]["name"]), query="&labelSelector=pool%3Da", limit=2
+            )
+            assert done is None and selected == ["n1", "n2", "n3", "n5"]
+
+            def compact_after_the_first_page(item: Any) -> None:  # the continue token expires meanwhile
+                if server.get("", "v1", "nodes", "n9") is None:
+                    server.add("", "v1", "nodes", make_node("n9").body)
+                    server.compact()
+
+            expired = await api.list_each(NODES, compact_after_the_first_page, limit=2)
+            assert expired is not None and expired.status == 410
+            server.fail("GET", NODES, 500)
+            failed = await api.list_each(NODES, lambda item: None)
+            assert failed is not None and failed.status == 500
+        finally:
+            await api.close()
+
+    run(scenario)

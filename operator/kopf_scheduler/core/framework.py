@@ -45,7 +45,8 @@ Mirrors upstream ``pkg/scheduler/framework/interface.go`` in our own shape:
 - ``QueueSortPlugin`` orders the active queue (one per profile; PrioritySort by default).
   ``EnqueueExtensions`` says which ``ClusterEvent``s can make a pod the plugin rejected schedulable,
   each with an optional ``QueueingHint`` function; the queue asks the plugins that rejected a pod
-  (``core/queueing.py``), and a plugin that declares nothing gets every event.
+  (``core/queueing.py``), and a plugin that declares nothing gets every event. ``PreEnqueuePlugin``
+  keeps a pod out of the active queue (gated) until it passes.
 
 Scores are integers in ``0..MAX_NODE_SCORE`` after normalisation.
 """
@@ -131,7 +132,8 @@ T = TypeVar("T")
 
 
 class Code(enum.IntEnum):
-    """Upstream ``framework.Code``; the order matters only for ``Status.merge``."""
+    """Upstream ``framework.Code``; the order matters only where one node's rejections are merged (the
+    greater code wins: ``core/algorithm.py``'s filters with ``alwaysCheckAllPredicates``)."""
 
     SUCCESS = 0
     ERROR = 1

@@ -25,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from .fields import ObjectError as ObjectError  # re-exported: where callers have always found it
+from .fields import list_at, object_at, without_managed_fields
 from .objects import (
     CONDITION_DISRUPTION_TARGET,
     CONDITION_POD_GROUP_INITIALLY_SCHEDULED,
@@ -88,30 +90,8 @@ from .resources import (
 from .timestamps import parse_time
 
 
-class ObjectError(ValueError):
-    """An API body the scheduler cannot read; the message names the field."""
-
-
-def _map(body: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
-    value = body.get(key)
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise ObjectError(f"{where}.{key}: expected an object, got {type(value).__name__}")
-    return value
-
-
-def _list(body: Mapping[str, Any], key: str, where: str) -> list[Any]:
-    value = body.get(key)
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise ObjectError(f"{where}.{key}: expected a list, got {type(value).__name__}")
-    return value
-
-
 def _str_map(body: Mapping[str, Any], key: str, where: str) -> Mapping[str, str]:
-    raw = _map(body, key, where)
+    raw = object_at(body, key, where)
     if not raw:
         return EMPTY_LABELS
     return {str(k): "" if v is None else str(v) for k, v in raw.items()}
@@ -172,14 +152,14 @@ def parse_label_selector(raw: Any, where: str) -> LabelSelector | None:
     if not isinstance(raw, Mapping):
         raise ObjectError(f"{where}: expected a label selector object")
     exprs = []
-    for i, e in enumerate(_list(raw, "matchExpressions", where)):
+    for i, e in enumerate(list_at(raw, "matchExpressions", where)):
         w = f"{where}.matchExpressions[{i}]"
         if not isinstance(e, Mapping) or "key" not in e:
             raise ObjectError(f"{w}: expected {{key, operator, values}}")
         op = str(e.get("operator", ""))
         if op not in ("In", "NotIn", "Exists", "DoesNotExist"):
             raise ObjectError(f"{w}.operator: {op!r} is not a valid label selector operator")
-        exprs.append(LabelSelectorRequirement(str(e["key"]), op, frozenset(str(v) for v in _list(e, "values", w))))
+        exprs.append(LabelSelectorRequirement(str(e["key"]), op, frozenset(str(v) for v in list_at(e, "values", w))))
     return LabelSelector(_str_map(raw, "matchLabels", where), tuple(exprs))
 
 
@@ -192,7 +172,7 @@ def _node_selector_requirements(raw: list[Any], where: str) -> tuple[NodeSelecto
         op = str(e.get("operator", ""))
         if op not in ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"):
             raise ObjectError(f"{w}.operator: {op!r} is not a valid node selector operator")
-        out.append(NodeSelectorRequirement(str(e["key"]), op, tuple(str(v) for v in _list(e, "values", w))))
+        out.append(NodeSelectorRequirement(str(e["key"]), op, tuple(str(v) for v in list_at(e, "values", w))))
     return tuple(out)
 
 
@@ -200,8 +180,8 @@ def parse_node_selector_term(raw: Any, where: str) -> NodeSelectorTerm:
     if not isinstance(raw, Mapping):
         raise ObjectError(f"{where}: expected a node selector term")
     return NodeSelectorTerm(
-        _node_selector_requirements(_list(raw, "matchExpressions", where), f"{where}.matchExpressions"),
-        _node_selector_requirements(_list(raw, "matchFields", where), f"{where}.matchFields"),
+        _node_selector_requirements(list_at(raw, "matchExpressions", where), f"{where}.matchExpressions"),
+        _node_selector_requirements(list_at(raw, "matchFields", where), f"{where}.matchFields"),
     )
 
 
@@ -212,7 +192,7 @@ def _pod_affinity_term(raw: Any, where: str) -> PodAffinityTerm:
     return PodAffinityTerm(
         label_selector=parse_label_selector(raw.get("labelSelector"), f"{where}.labelSelector"),
         topology_key=str(raw.get("topologyKey") or ""),
-        namespaces=frozenset(str(n) for n in _list(raw, "namespaces", where)),
+        namespaces=frozenset(str(n) for n in list_at(raw, "namespaces", where)),
         namespace_selector=parse_label_selector(ns_sel, f"{where}.namespaceSelector") if ns_sel is not None else None,
     )
 
@@ -224,9 +204,11 @@ def _pod_affinity(raw: Any, where: str) -> PodAffinity | None:
         raise ObjectError(f"{where}: expected an object")
     req_key = "requiredDuringSchedulingIgnoredDuringExecution"
     pref_key = "preferredDuringSchedulingIgnoredDuringExecution"
-    required = tuple(_pod_affinity_term(t, f"{where}.{req_key}[{i}]") for i, t in enumerate(_list(raw, req_key, where)))
+    required = tuple(
+        _pod_affinity_term(t, f"{where}.{req_key}[{i}]") for i, t in enumerate(list_at(raw, req_key, where))
+    )
     preferred = []
-    for i, t in enumerate(_list(raw, pref_key, where)):
+    for i, t in enumerate(list_at(raw, pref_key, where)):
         w = f"{where}.{pref_key}[{i}]"
         if not isinstance(t, Mapping):
             raise ObjectError(f"{w}: expected {{weight, podAffinityTerm}}")
@@ -253,14 +235,14 @@ def parse_affinity(raw: Any, where: str = "spec.affinity") -> Affinity | None:
         req_key = "requiredDuringSchedulingIgnoredDuringExecution"
         required: tuple[NodeSelectorTerm, ...] | None = None
         if na.get(req_key) is not None:
-            req = _map(na, req_key, w)
+            req = object_at(na, req_key, w)
             required = tuple(
                 parse_node_selector_term(t, f"{w}.{req_key}.nodeSelectorTerms[{i}]")
-                for i, t in enumerate(_list(req, "nodeSelectorTerms", f"{w}.{req_key}"))
+                for i, t in enumerate(list_at(req, "nodeSelectorTerms", f"{w}.{req_key}"))
             )
         pref_key = "preferredDuringSchedulingIgnoredDuringExecution"
         preferred = []
-        for i, t in enumerate(_list(na, pref_key, w)):
+        for i, t in enumerate(list_at(na, pref_key, w)):
             pw = f"{w}.{pref_key}[{i}]"
             if not isinstance(t, Mapping):
                 raise ObjectError(f"{pw}: expected {{weight, preference}}")
@@ -293,14 +275,14 @@ def _container(raw: Any, where: str, *, init: bool) -> tuple[Container, dict[str
     """The container, and its request and limit lists (names kept, for the presence rules of ``PodRequests``)."""
     if not isinstance(raw, Mapping):
         raise ObjectError(f"{where}: expected a container object")
-    res = _map(raw, "resources", where)
+    res = object_at(raw, "resources", where)
     request_list = _resource_list(res.get("requests"), f"{where}.resources.requests")
     limit_list = _resource_list(res.get("limits"), f"{where}.resources.limits")
     # Kubernetes defaults requests to limits when only limits are given.
     for name, amount in limit_list.items():
         request_list.setdefault(name, amount)
     ports = []
-    for i, p in enumerate(_list(raw, "ports", where)):
+    for i, p in enumerate(list_at(raw, "ports", where)):
         w = f"{where}.ports[{i}]"
         if not isinstance(p, Mapping):
             raise ObjectError(f"{w}: expected a port object")
@@ -334,12 +316,12 @@ def _status_lists(status: Mapping[str, Any], where: str) -> dict[str, tuple[Reso
     """
     out: dict[str, tuple[ResourceList | None, ResourceList | None]] = {}
     for key in ("containerStatuses", "initContainerStatuses"):
-        for i, cs in enumerate(_list(status, key, where)):
+        for i, cs in enumerate(list_at(status, key, where)):
             if not isinstance(cs, Mapping) or str(cs.get("name") or "") in out:
                 continue
             w = f"{where}.{key}[{i}]"
             allocated = cs.get("allocatedResources")
-            res = _map(cs, "resources", w)
+            res = object_at(cs, "resources", w)
             actuated = res.get("requests")
             out[str(cs.get("name") or "")] = (
                 None if allocated is None else _resource_list(allocated, f"{w}.allocatedResources"),
@@ -350,7 +332,7 @@ def _status_lists(status: Mapping[str, Any], where: str) -> dict[str, tuple[Reso
 
 def _resize_infeasible(status: Mapping[str, Any], where: str) -> bool:
     """Upstream ``IsPodResizeInfeasible``: the first PodResizePending condition has reason Infeasible."""
-    for c in _list(status, "conditions", where):
+    for c in list_at(status, "conditions", where):
         if isinstance(c, Mapping) and c.get("type") == "PodResizePending":
             return c.get("reason") == "Infeasible"
     return False
@@ -403,7 +385,7 @@ def _volume(raw: Any, where: str) -> Volume:
         if kind == "rbd":
             ident = f"{value.get('pool') or 'rbd'}/{value.get('image') or ''}"
             return Volume(
-                name, kind, ident, read_only, frozenset(str(m) for m in _list(value, "monitors", f"{where}.rbd"))
+                name, kind, ident, read_only, frozenset(str(m) for m in list_at(value, "monitors", f"{where}.rbd"))
             )
         if kind == "iscsi":
             return Volume(name, kind, str(value.get("iqn") or ""), read_only)
@@ -444,14 +426,14 @@ def _pod_resources(
     regular = tuple(lists(c, r) for c, r, _ in containers)
     init = tuple(lists(c, r) for c, r, _ in init_containers)
     pod_level_requests: dict[str, int] | None = None
-    pod_level = _map(spec, "resources", where)
+    pod_level = object_at(spec, "resources", where)
     if pod_level.get("requests") is not None or pod_level.get("limits") is not None:
         given = _resource_list(pod_level.get("requests"), f"{where}.resources.requests")
         limits = _resource_list(pod_level.get("limits"), f"{where}.resources.limits")
         from_containers = pod_requests(PodResources(regular, init), use_status=False, pod_level=False)
         pod_level_requests = _default_pod_level_requests(given, limits, from_containers) or None
     allocated = status.get("allocatedResources")
-    actuated = _map(status, "resources", swhere).get("requests")
+    actuated = object_at(status, "resources", swhere).get("requests")
     return PodResources(
         regular,
         init,
@@ -477,18 +459,18 @@ def parse_pod(body: Mapping[str, Any]) -> Pod:
     """A Pod from its API body; raises ``ObjectError`` naming the bad field."""
     if not isinstance(body, Mapping):
         raise ObjectError("pod: expected an object")
-    meta = _map(body, "metadata", "pod")
-    spec = _map(body, "spec", "pod")
-    status = _map(body, "status", "pod")
+    meta = object_at(body, "metadata", "pod")
+    spec = object_at(body, "spec", "pod")
+    status = object_at(body, "status", "pod")
     name = str(meta.get("name") or "")
     namespace = str(meta.get("namespace") or "default")
     where = f"pod {namespace}/{name}: spec"
     regular = [
-        _container(c, f"{where}.containers[{i}]", init=False) for i, c in enumerate(_list(spec, "containers", where))
+        _container(c, f"{where}.containers[{i}]", init=False) for i, c in enumerate(list_at(spec, "containers", where))
     ]
     init_parsed = [
         _container(c, f"{where}.initContainers[{i}]", init=True)
-        for i, c in enumerate(_list(spec, "initContainers", where))
+        for i, c in enumerate(list_at(spec, "initContainers", where))
     ]
     containers = tuple(c for c, _, _ in regular)
     init = tuple(c for c, _, _ in init_parsed)
@@ -510,12 +492,12 @@ def parse_pod(body: Mapping[str, Any]) -> Pod:
             str(o.get("uid") or ""),
             bool(o.get("controller", False)),
         )
-        for o in _list(meta, "ownerReferences", f"pod {namespace}/{name}: metadata")
+        for o in list_at(meta, "ownerReferences", f"pod {namespace}/{name}: metadata")
         if isinstance(o, Mapping)
     )
     priority = spec.get("priority")
     disruption, scheduled_at = "", None
-    for c in _list(status, "conditions", f"pod {namespace}/{name}: status"):
+    for c in list_at(status, "conditions", f"pod {namespace}/{name}: status"):
         if isinstance(c, Mapping) and c.get("status") == "True":
             if c.get("type") == CONDITION_DISRUPTION_TARGET:
                 disruption = str(c.get("reason") or "")
@@ -546,8 +528,8 @@ def parse_pod(body: Mapping[str, Any]) -> Pod:
         init_containers=init,
         overhead=overhead,
         affinity=parse_affinity(spec.get("affinity"), f"{where}.affinity"),
-        volumes=tuple(_volume(v, f"{where}.volumes[{i}]") for i, v in enumerate(_list(spec, "volumes", where))),
-        scheduling_group=str(_map(spec, "schedulingGroup", where).get("podGroupName") or ""),
+        volumes=tuple(_volume(v, f"{where}.volumes[{i}]") for i, v in enumerate(list_at(spec, "volumes", where))),
+        scheduling_group=str(object_at(spec, "schedulingGroup", where).get("podGroupName") or ""),
         start_time=_time(status.get("startTime"), f"pod {namespace}/{name}: status.startTime"),
         disruption_target=disruption,
         scheduled_at=scheduled_at,
@@ -584,7 +566,7 @@ def _pending_fields(
         overhead=overhead_list,
     )
     tolerations = []
-    for i, t in enumerate(_list(spec, "tolerations", where)):
+    for i, t in enumerate(list_at(spec, "tolerations", where)):
         w = f"{where}.tolerations[{i}]"
         if not isinstance(t, Mapping):
             raise ObjectError(f"{w}: expected a toleration object")
@@ -599,7 +581,7 @@ def _pending_fields(
             )
         )
     spread = []
-    for i, c in enumerate(_list(spec, "topologySpreadConstraints", where)):
+    for i, c in enumerate(list_at(spec, "topologySpreadConstraints", where)):
         w = f"{where}.topologySpreadConstraints[{i}]"
         if not isinstance(c, Mapping):
             raise ObjectError(f"{w}: expected an object")
@@ -610,7 +592,7 @@ def _pending_fields(
                 when_unsatisfiable=str(c.get("whenUnsatisfiable") or "DoNotSchedule"),
                 label_selector=parse_label_selector(c.get("labelSelector"), f"{w}.labelSelector"),
                 min_domains=None if c.get("minDomains") is None else _int(c.get("minDomains"), f"{w}.minDomains"),
-                match_label_keys=tuple(str(k) for k in _list(c, "matchLabelKeys", w)),
+                match_label_keys=tuple(str(k) for k in list_at(c, "matchLabelKeys", w)),
                 node_affinity_policy=_optional_str(c.get("nodeAffinityPolicy"), f"{w}.nodeAffinityPolicy"),
                 node_taints_policy=_optional_str(c.get("nodeTaintsPolicy"), f"{w}.nodeTaintsPolicy"),
             )
@@ -620,13 +602,13 @@ def _pending_fields(
         "tolerations": tuple(tolerations),
         "topology_spread_constraints": tuple(spread),
         "scheduling_gates": tuple(
-            str(g.get("name")) for g in _list(spec, "schedulingGates", where) if isinstance(g, Mapping)
+            str(g.get("name")) for g in list_at(spec, "schedulingGates", where) if isinstance(g, Mapping)
         ),
         "nominated_node_name": str(status.get("nominatedNodeName") or ""),
         "container_non_zero_requests": to_resources(container_non_zero),
         "limits": to_resources(pod_requests(limit_lists, use_status=False, pod_level=False)),
         "resource_claims": parse_pod_claims(body),
-        "source": _source(body, meta),
+        "source": without_managed_fields(body, meta),
     }
 
 
@@ -662,7 +644,7 @@ def parse_pod_claims(body: Mapping[str, Any] | None) -> PodClaims:
     statuses: dict[str, str | None] = {}
     status = body.get("status")
     if isinstance(status, Mapping):
-        for i, s in enumerate(_list(status, "resourceClaimStatuses", "pod: status")):
+        for i, s in enumerate(list_at(status, "resourceClaimStatuses", "pod: status")):
             w = f"pod: status.resourceClaimStatuses[{i}]"
             if not isinstance(s, Mapping):
                 raise ObjectError(f"{w}: expected {{name, resourceClaimName}}")
@@ -674,18 +656,18 @@ def parse_node(body: Mapping[str, Any]) -> Node:
     """A Node from its API body; raises ``ObjectError`` naming the bad field."""
     if not isinstance(body, Mapping):
         raise ObjectError("node: expected an object")
-    meta = _map(body, "metadata", "node")
-    spec = _map(body, "spec", "node")
-    status = _map(body, "status", "node")
+    meta = object_at(body, "metadata", "node")
+    spec = object_at(body, "spec", "node")
+    status = object_at(body, "status", "node")
     name = str(meta.get("name") or "")
     where = f"node {name}"
     taints = []
-    for i, t in enumerate(_list(spec, "taints", f"{where}: spec")):
+    for i, t in enumerate(list_at(spec, "taints", f"{where}: spec")):
         if not isinstance(t, Mapping) or not t.get("key"):
             raise ObjectError(f"{where}: spec.taints[{i}]: expected {{key, value, effect}}")
         taints.append(Taint(str(t["key"]), str(t.get("value") or ""), str(t.get("effect") or NO_SCHEDULE)))
     conditions = {}
-    for c in _list(status, "conditions", f"{where}: status"):
+    for c in list_at(status, "conditions", f"{where}: status"):
         if isinstance(c, Mapping) and c.get("type"):
             conditions[str(c["type"])] = str(c.get("status") or "Unknown")
     raw_alloc = status.get("allocatable")
@@ -701,11 +683,11 @@ def parse_node(body: Mapping[str, Any]) -> Node:
         except QuantityError as exc:
             raise ObjectError(f"{where}: status.allocatable.pods: {exc}") from None
     images = []
-    for i, img in enumerate(_list(status, "images", f"{where}: status")):
+    for i, img in enumerate(list_at(status, "images", f"{where}: status")):
         if isinstance(img, Mapping):
             images.append(
                 ImageState(
-                    tuple(str(n) for n in _list(img, "names", f"{where}: status.images[{i}]")),
+                    tuple(str(n) for n in list_at(img, "names", f"{where}: status.images[{i}]")),
                     _amount(img.get("sizeBytes"), f"{where}: status.images[{i}].sizeBytes"),
                 )
             )
@@ -722,20 +704,13 @@ def parse_node(body: Mapping[str, Any]) -> Node:
         capacity=capacity,
         images=tuple(images),
         resource_version=str(meta.get("resourceVersion") or ""),
-        source=_source(body, meta),
+        source=without_managed_fields(body, meta),
     )
 
 
-def _source(body: Mapping[str, Any], meta: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The body to keep: as read, or a shallow copy whose metadata lacks ``managedFields``."""
-    if "managedFields" not in meta:
-        return body
-    return {**body, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
-
-
 def parse_persistent_volume(body: Mapping[str, Any]) -> PersistentVolume:
-    meta = _map(body, "metadata", "pv")
-    spec = _map(body, "spec", "pv")
+    meta = object_at(body, "metadata", "pv")
+    spec = object_at(body, "spec", "pv")
     name = str(meta.get("name") or "")
     where = f"persistentvolume {name}: spec"
     kind = ident = driver = disk_uri = disk_kind = ""
@@ -748,16 +723,16 @@ def parse_persistent_volume(body: Mapping[str, Any]) -> PersistentVolume:
             kind, ident, driver = "csi", str(value.get("volumeHandle") or ""), str(value.get("driver") or "")
         elif k in ("hostPath", "local", "nfs") and not kind:
             kind = k
-    claim = _map(spec, "claimRef", where)
+    claim = object_at(spec, "claimRef", where)
     affinity = None
-    na = _map(spec, "nodeAffinity", where)
+    na = object_at(spec, "nodeAffinity", where)
     if na.get("required") is not None:
-        req = _map(na, "required", f"{where}.nodeAffinity")
+        req = object_at(na, "required", f"{where}.nodeAffinity")
         affinity = tuple(
             parse_node_selector_term(t, f"{where}.nodeAffinity.required.nodeSelectorTerms[{i}]")
-            for i, t in enumerate(_list(req, "nodeSelectorTerms", where))
+            for i, t in enumerate(list_at(req, "nodeSelectorTerms", where))
         )
-    cap = _map(spec, "capacity", where)
+    cap = object_at(spec, "capacity", where)
     try:
         capacity = check_amount(to_units(cap["storage"])) if cap.get("storage") is not None else 0
     except QuantityError as exc:
@@ -770,21 +745,21 @@ def parse_persistent_volume(body: Mapping[str, Any]) -> PersistentVolume:
         labels=_str_map(meta, "labels", "metadata"),
         storage_class=str(spec.get("storageClassName") or ""),
         capacity=capacity,
-        access_modes=tuple(str(m) for m in _list(spec, "accessModes", where)),
+        access_modes=tuple(str(m) for m in list_at(spec, "accessModes", where)),
         claim_ref=f"{claim.get('namespace', '')}/{claim.get('name', '')}" if claim.get("name") else "",
         node_affinity=affinity,
-        phase=str(_map(body, "status", "pv").get("phase") or "Available"),
+        phase=str(object_at(body, "status", "pv").get("phase") or "Available"),
         disk_uri=disk_uri,
         disk_kind=disk_kind,
     )
 
 
 def parse_persistent_volume_claim(body: Mapping[str, Any]) -> PersistentVolumeClaim:
-    meta = _map(body, "metadata", "pvc")
-    spec = _map(body, "spec", "pvc")
+    meta = object_at(body, "metadata", "pvc")
+    spec = object_at(body, "spec", "pvc")
     ns, name = str(meta.get("namespace") or "default"), str(meta.get("name") or "")
     where = f"persistentvolumeclaim {ns}/{name}: spec"
-    req = _map(_map(spec, "resources", where), "requests", where)
+    req = object_at(object_at(spec, "resources", where), "requests", where)
     try:
         request = check_amount(to_units(req["storage"])) if req.get("storage") is not None else 0
     except QuantityError as exc:
@@ -795,27 +770,27 @@ def parse_persistent_volume_claim(body: Mapping[str, Any]) -> PersistentVolumeCl
         name=name,
         volume_name=str(spec.get("volumeName") or ""),
         storage_class=None if sc is None else str(sc),
-        access_modes=tuple(str(m) for m in _list(spec, "accessModes", where)),
+        access_modes=tuple(str(m) for m in list_at(spec, "accessModes", where)),
         request=request,
-        phase=str(_map(body, "status", "pvc").get("phase") or "Pending"),
+        phase=str(object_at(body, "status", "pvc").get("phase") or "Pending"),
         selector=parse_label_selector(spec.get("selector"), f"{where}.selector"),
     )
 
 
 def parse_storage_class(body: Mapping[str, Any]) -> StorageClass:
-    meta = _map(body, "metadata", "storageclass")
+    meta = object_at(body, "metadata", "storageclass")
     name = str(meta.get("name") or "")
     topologies = []
-    for i, t in enumerate(_list(body, "allowedTopologies", f"storageclass {name}")):
+    for i, t in enumerate(list_at(body, "allowedTopologies", f"storageclass {name}")):
         if isinstance(t, Mapping):
             w = f"storageclass {name}: allowedTopologies[{i}]"
             exprs = tuple(
                 NodeSelectorRequirement(
                     str(e.get("key")),
                     "In",
-                    tuple(str(v) for v in _list(e, "values", f"{w}.matchLabelExpressions[{j}]")),
+                    tuple(str(v) for v in list_at(e, "values", f"{w}.matchLabelExpressions[{j}]")),
                 )
-                for j, e in enumerate(_list(t, "matchLabelExpressions", w))
+                for j, e in enumerate(list_at(t, "matchLabelExpressions", w))
                 if isinstance(e, Mapping)
             )
             topologies.append(NodeSelectorTerm(exprs))
@@ -828,8 +803,8 @@ def parse_storage_class(body: Mapping[str, Any]) -> StorageClass:
 
 
 def parse_service(body: Mapping[str, Any]) -> Service:
-    meta = _map(body, "metadata", "service")
-    spec = _map(body, "spec", "service")
+    meta = object_at(body, "metadata", "service")
+    spec = object_at(body, "spec", "service")
     return Service(
         str(meta.get("namespace") or "default"), str(meta.get("name") or ""), _str_map(spec, "selector", "service spec")
     )
@@ -838,8 +813,8 @@ def parse_service(body: Mapping[str, Any]) -> Service:
 def parse_controller(body: Mapping[str, Any]) -> Controller:
     """ReplicationController (map selector), ReplicaSet / StatefulSet (label selector)."""
     kind = str(body.get("kind") or "")
-    meta = _map(body, "metadata", kind or "controller")
-    spec = _map(body, "spec", kind or "controller")
+    meta = object_at(body, "metadata", kind or "controller")
+    spec = object_at(body, "spec", kind or "controller")
     ns, name = str(meta.get("namespace") or "default"), str(meta.get("name") or "")
     raw = spec.get("selector")
     if kind == "ReplicationController":
@@ -850,30 +825,30 @@ def parse_controller(body: Mapping[str, Any]) -> Controller:
 
 
 def parse_pod_disruption_budget(body: Mapping[str, Any]) -> PodDisruptionBudget:
-    meta = _map(body, "metadata", "pdb")
-    spec = _map(body, "spec", "pdb")
-    status = _map(body, "status", "pdb")
+    meta = object_at(body, "metadata", "pdb")
+    spec = object_at(body, "spec", "pdb")
+    status = object_at(body, "status", "pdb")
     ns, name = str(meta.get("namespace") or "default"), str(meta.get("name") or "")
     return PodDisruptionBudget(
         ns,
         name,
         parse_label_selector(spec.get("selector"), f"pdb {ns}/{name}: spec.selector"),
         _int(status.get("disruptionsAllowed"), f"pdb {ns}/{name}: status.disruptionsAllowed"),
-        frozenset(str(k) for k in _map(status, "disruptedPods", f"pdb {ns}/{name}: status")),
+        frozenset(str(k) for k in object_at(status, "disruptedPods", f"pdb {ns}/{name}: status")),
     )
 
 
 def parse_pod_group(body: Mapping[str, Any]) -> PodGroup:
     """A ``scheduling.k8s.io/v1beta1`` PodGroup (upstream's Workload API)."""
-    meta = _map(body, "metadata", "podgroup")
+    meta = object_at(body, "metadata", "podgroup")
     ns, name = str(meta.get("namespace") or "default"), str(meta.get("name") or "")
     where = f"podgroup {ns}/{name}"
-    policy = _map(_map(body, "spec", where), "schedulingPolicy", f"{where}: spec")
-    gang = _map(policy, "gang", f"{where}: spec.schedulingPolicy")
-    spec = _map(body, "spec", where)
-    disruption = _map(spec, "disruptionMode", f"{where}: spec")
+    policy = object_at(object_at(body, "spec", where), "schedulingPolicy", f"{where}: spec")
+    gang = object_at(policy, "gang", f"{where}: spec.schedulingPolicy")
+    spec = object_at(body, "spec", where)
+    disruption = object_at(spec, "disruptionMode", f"{where}: spec")
     scheduled = ""
-    for c in _list(_map(body, "status", where), "conditions", f"{where}: status"):
+    for c in list_at(object_at(body, "status", where), "conditions", f"{where}: status"):
         if isinstance(c, Mapping) and c.get("type") == CONDITION_POD_GROUP_INITIALLY_SCHEDULED:
             scheduled = str(c.get("status") or "")
     return PodGroup(
@@ -892,10 +867,10 @@ def parse_pod_group(body: Mapping[str, Any]) -> PodGroup:
 
 def parse_coscheduling_pod_group(body: Mapping[str, Any]) -> PodGroup:
     """A ``scheduling.x-k8s.io/v1alpha1`` PodGroup (scheduler-plugins' coscheduling CRD)."""
-    meta = _map(body, "metadata", "podgroup")
+    meta = object_at(body, "metadata", "podgroup")
     ns, name = str(meta.get("namespace") or "default"), str(meta.get("name") or "")
     where = f"podgroup {ns}/{name}: spec"
-    spec = _map(body, "spec", where)
+    spec = object_at(body, "spec", where)
     timeout = spec.get("scheduleTimeoutSeconds")
     return PodGroup(
         COSCHEDULING_API,
@@ -909,7 +884,7 @@ def parse_coscheduling_pod_group(body: Mapping[str, Any]) -> PodGroup:
 
 
 def parse_priority_class(body: Mapping[str, Any]) -> PriorityClass:
-    meta = _map(body, "metadata", "priorityclass")
+    meta = object_at(body, "metadata", "priorityclass")
     name = str(meta.get("name") or "")
     if body.get("value") is None:
         raise ObjectError(f"priorityclass {name}: value: required")
@@ -922,8 +897,8 @@ def parse_priority_class(body: Mapping[str, Any]) -> PriorityClass:
 
 
 def parse_csi_driver(body: Mapping[str, Any]) -> CSIDriver:
-    meta = _map(body, "metadata", "csidriver")
-    spec = _map(body, "spec", "csidriver")
+    meta = object_at(body, "metadata", "csidriver")
+    spec = object_at(body, "spec", "csidriver")
     return CSIDriver(str(meta.get("name") or ""), spec.get("storageCapacity") is True)
 
 
@@ -937,7 +912,7 @@ def _optional_bytes(body: Mapping[str, Any], key: str, where: str) -> int | None
 
 
 def parse_csi_storage_capacity(body: Mapping[str, Any]) -> CSIStorageCapacity:
-    meta = _map(body, "metadata", "csistoragecapacity")
+    meta = object_at(body, "metadata", "csistoragecapacity")
     ns, name = str(meta.get("namespace") or "default"), str(meta.get("name") or "")
     where = f"csistoragecapacity {ns}/{name}"
     return CSIStorageCapacity(
@@ -951,9 +926,9 @@ def parse_csi_storage_capacity(body: Mapping[str, Any]) -> CSIStorageCapacity:
 
 
 def parse_csi_node(body: Mapping[str, Any]) -> CSINode:
-    meta = _map(body, "metadata", "csinode")
+    meta = object_at(body, "metadata", "csinode")
     limits = {}
-    for d in _list(_map(body, "spec", "csinode"), "drivers", "csinode spec"):
+    for d in list_at(object_at(body, "spec", "csinode"), "drivers", "csinode spec"):
         if (
             isinstance(d, Mapping)
             and isinstance(d.get("allocatable"), Mapping)

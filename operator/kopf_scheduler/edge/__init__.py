@@ -3,7 +3,8 @@
 policy's extenders (``extenders.py``: ``HTTPExtender``); informers (``informer.py``), the
 live-cluster snapshot (``snapshot.py``), the commands' blocking client (``blocking.py``), node
 usage pollers for the load-aware plugins (``usage.py``), the scheduling trace of ``run --record``
-(``recorder.py``: a writer thread and its files) and out-of-tree plugin discovery (``plugins.py``). Nothing
+(``recorder.py``: a writer thread and its files), out-of-tree plugin discovery (``plugins.py``) and the API
+server's paths (``paths.py``). Nothing
 here imports Kopf: the operator builds Kopf's login from the same ``Credentials`` its own requests use.
 
 One ``Response`` (``transport.py``) and one status rule: ``ok`` is 2xx, ``gone`` 404, ``conflict``

@@ -68,7 +68,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 import orjson
 
@@ -82,6 +82,7 @@ __all__ = [
     "BROKEN",
     "CONNECTION_LIMIT",
     "IDLE",
+    "LIST_PAGE",
     "MAX_IDLE_AGE",
     "NO_ANSWER",
     "UNREACHABLE",
@@ -96,6 +97,8 @@ __all__ = [
 #: seconds a watch may deliver nothing, not even a bookmark, before it is given up: the API server
 #: sends a bookmark every 60 s to a watch that asked for them, so twice that means it is stalled
 WATCH_IDLE_TIMEOUT: Final = 120.0
+#: items per page of ``Api.list_each``
+LIST_PAGE: Final = 500
 #: pauses (seconds, each drawn up to twice as long) before an idempotent request is sent again
 RETRY_PAUSES: Final = (0.1, 0.4, 1.0)
 #: answers of a server that is overloaded or restarting: an idempotent request is sent again
@@ -272,6 +275,34 @@ class Api:
             return Response(status, loads(raw))
         except ValueError:
             return Response(status, raw.decode("utf-8", "replace"))
+
+    async def list_each(
+        self,
+        path: str,
+        visit: Callable[[Any], None],
+        *,
+        query: str = "",
+        accept: str | None = None,
+        limit: int = LIST_PAGE,
+    ) -> Response | None:
+        """A one-off paged list: `visit` every item of every page (``limit`` at a time, the next page asked for
+        with the last one's continue token). `query` is more of the query string, already encoded
+        (``&fieldSelector=...``). None when every page came; else the answer that was not a list page (a
+        failure, or an expired continue token): the caller says why and gives up.
+
+        The informers list on their own (``informer.py``: the next page is asked for before a page is applied,
+        and a failure is retried), and so does ``snapshot.py`` on the blocking client."""
+        token = ""
+        while True:
+            page = f"?limit={limit}{query}" + (f"&continue={quote(token)}" if token else "")
+            response = await self.request("GET", path + page, accept=accept)
+            if not response.ok or not isinstance(response.body, dict):
+                return response
+            for item in response.body.get("items") or ():
+                visit(item)
+            token = str((response.body.get("metadata") or {}).get("continue") or "")
+            if not token:
+                return None
 
     def _authorization(self) -> str:
         token = self.credentials.token

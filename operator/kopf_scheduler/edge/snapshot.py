@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlencode
 
+from . import paths
+
 if TYPE_CHECKING:
     from .blocking import BlockingApi
 
@@ -32,27 +34,27 @@ LIST_CHUNK: Final = 500
 
 #: kind -> (its list path across namespaces, extra query parameters)
 _LISTS: Final[tuple[tuple[str, str, dict[str, str]], ...]] = (
-    ("Node", "/api/v1/nodes", {}),
-    ("Pod", "/api/v1/pods", {"fieldSelector": "status.phase!=Succeeded,status.phase!=Failed"}),
-    ("Service", "/api/v1/services", {}),
-    ("ReplicationController", "/api/v1/replicationcontrollers", {}),
-    ("ReplicaSet", "/apis/apps/v1/replicasets", {}),
-    ("StatefulSet", "/apis/apps/v1/statefulsets", {}),
-    ("PersistentVolume", "/api/v1/persistentvolumes", {}),
-    ("PersistentVolumeClaim", "/api/v1/persistentvolumeclaims", {}),
-    ("StorageClass", "/apis/storage.k8s.io/v1/storageclasses", {}),
-    ("CSINode", "/apis/storage.k8s.io/v1/csinodes", {}),
-    ("PodDisruptionBudget", "/apis/policy/v1/poddisruptionbudgets", {}),
-    ("PriorityClass", "/apis/scheduling.k8s.io/v1/priorityclasses", {}),
-    ("Namespace", "/api/v1/namespaces", {}),
-    ("CSIDriver", "/apis/storage.k8s.io/v1/csidrivers", {}),
-    ("CSIStorageCapacity", "/apis/storage.k8s.io/v1/csistoragecapacities", {}),
+    ("Node", paths.collection("v1", "nodes"), {}),
+    ("Pod", paths.collection("v1", "pods"), {"fieldSelector": "status.phase!=Succeeded,status.phase!=Failed"}),
+    ("Service", paths.collection("v1", "services"), {}),
+    ("ReplicationController", paths.collection("v1", "replicationcontrollers"), {}),
+    ("ReplicaSet", paths.collection("apps/v1", "replicasets"), {}),
+    ("StatefulSet", paths.collection("apps/v1", "statefulsets"), {}),
+    ("PersistentVolume", paths.collection("v1", "persistentvolumes"), {}),
+    ("PersistentVolumeClaim", paths.collection("v1", "persistentvolumeclaims"), {}),
+    ("StorageClass", paths.collection("storage.k8s.io/v1", "storageclasses"), {}),
+    ("CSINode", paths.collection("storage.k8s.io/v1", "csinodes"), {}),
+    ("PodDisruptionBudget", paths.collection("policy/v1", "poddisruptionbudgets"), {}),
+    ("PriorityClass", paths.collection("scheduling.k8s.io/v1", "priorityclasses"), {}),
+    ("Namespace", paths.collection("v1", "namespaces"), {}),
+    ("CSIDriver", paths.collection("storage.k8s.io/v1", "csidrivers"), {}),
+    ("CSIStorageCapacity", paths.collection("storage.k8s.io/v1", "csistoragecapacities"), {}),
     # DynamicResources (resource.k8s.io/v1); a server without the API leaves them out (404)
-    ("DeviceClass", "/apis/resource.k8s.io/v1/deviceclasses", {}),
-    ("ResourceSlice", "/apis/resource.k8s.io/v1/resourceslices", {}),
-    ("DeviceTaintRule", "/apis/resource.k8s.io/v1/devicetaintrules", {}),
-    ("ResourceClaim", "/apis/resource.k8s.io/v1/resourceclaims", {}),
-    ("ResourceClaimTemplate", "/apis/resource.k8s.io/v1/resourceclaimtemplates", {}),
+    ("DeviceClass", paths.collection("resource.k8s.io/v1", "deviceclasses"), {}),
+    ("ResourceSlice", paths.collection("resource.k8s.io/v1", "resourceslices"), {}),
+    ("DeviceTaintRule", paths.collection("resource.k8s.io/v1", "devicetaintrules"), {}),
+    ("ResourceClaim", paths.collection("resource.k8s.io/v1", "resourceclaims"), {}),
+    ("ResourceClaimTemplate", paths.collection("resource.k8s.io/v1", "resourceclaimtemplates"), {}),
 )
 
 

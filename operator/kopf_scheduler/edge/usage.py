@@ -31,6 +31,7 @@ from urllib.parse import urlencode, urlsplit
 
 from ..core.cache import SchedulerCache
 from ..core.usage import METRICS_API, MetricsSource, NodeUsage, UsageError, UsageSnapshot, parse_node_metrics
+from . import paths
 from .client import Api
 from .transport import Pool
 
@@ -38,7 +39,7 @@ __all__ = ["NODE_METRICS_PATH", "UsagePoller", "UsagePollers"]
 
 logger = logging.getLogger(__name__)
 
-NODE_METRICS_PATH: Final = "/apis/metrics.k8s.io/v1beta1/nodes"
+NODE_METRICS_PATH: Final = paths.collection("metrics.k8s.io/v1beta1", "nodes")
 #: seconds a poll may take
 POLL_TIMEOUT: Final = 10.0
 

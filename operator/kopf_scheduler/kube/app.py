@@ -51,6 +51,7 @@ from ..core.recording import ConditionMemo, RepeatLimiter
 from ..core.snapshot import Snapshot
 from ..core.usage import MetricsSource
 from ..core.waiting import WaitingPods
+from ..edge import paths
 from ..edge.client import Api
 from ..edge.extenders import HTTPExtender, setup_problems
 from ..edge.informer import Informer
@@ -128,8 +129,8 @@ class App:
         self.policy_statuses: dict[str, Mapping[str, Any]] = {}
         #: PodGroup key -> the status last written (kube/podgroups.py writes only changes)
         self.pod_group_statuses: dict[str, Any] = {}
-        self.conditions = ConditionMemo()
-        self.failures = RepeatLimiter()
+        self.condition_memo = ConditionMemo()
+        self.failed_scheduling_limiter = RepeatLimiter()
         #: the last attempt of each pending or recently bound pod, for /debug/attempts (``explain``)
         self.attempts = AttemptLog()
         #: uids of the pods this process bound while a Scheduled-event recovery runs (None: none runs);
@@ -198,7 +199,7 @@ class App:
             if state is not None:
                 state.wakeup.set()
         if routed.settled:
-            self.conditions.forget(routed.settled)
+            self.condition_memo.forget(routed.settled)
 
     def record_queues(self) -> None:
         """Every served queue's counts into the metrics (before each scrape): pods in by queue and event,
@@ -372,7 +373,7 @@ class App:
     async def write_policy_status(self, name: str, status: Mapping[str, Any]) -> None:
         """Patch a policy's status (only the leader writes: a standby's patch is fenced and left to the leader)."""
         self.policy_statuses[name] = status
-        path = f"/apis/{POLICY_GROUP}/{POLICY_VERSION}/{POLICY_PLURAL}/{name}/status"
+        path = paths.item(f"{POLICY_GROUP}/{POLICY_VERSION}", POLICY_PLURAL, name, subresource="status")
         response = await self.api.request(
             "PATCH", path, bodies.policy_status_patch(status), content_type=bodies.MERGE_PATCH
         )

@@ -77,24 +77,24 @@ class _Client:
     409 to a retry that says the pod is already assigned to the node it names is our first try's
     answer, and counts as bound."""
 
-    __slots__ = ("_api", "_binding", "binding", "fenced")
+    __slots__ = ("_api", "_binding_path", "binding", "fenced")
 
     def __init__(self, api: Api, pod: Pod) -> None:
         self._api = api
-        self._binding = binding_path(pod)
+        self._binding_path = binding_path(pod)
         self.binding: Response | None = None
         self.fenced = False
 
     async def request(
         self, method: str, path: str, body: Any = None, *, content_type: str = "application/json", decode: bool = True
     ) -> Response:
-        binding = method == "POST" and path == self._binding
+        is_binding = method == "POST" and path == self._binding_path
         response = await self._api.request(
-            method, path, body, content_type=content_type, decode=decode, retry=True if binding else None
+            method, path, body, content_type=content_type, decode=decode, retry=True if is_binding else None
         )
         if response.fenced:
             self.fenced = True
-        if binding:
+        if is_binding:
             node = str(((body or {}).get("target") or {}).get("name") or "")
             if response.retried and response.conflict and f'is already assigned to node "{node}"' in response.detail():
                 logger.info("binding %s: an earlier try whose answer was lost bound it to %s", path, node)

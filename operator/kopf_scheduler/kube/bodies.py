@@ -6,7 +6,7 @@ are formatted by ``core/timestamps.py`` (MicroTime keeps its six digits). The ca
 send them through ``edge/client.Api``:
 
 - ``event``: ``POST events``, a core/v1 Event about a pod (``events.py``);
-- ``pod_status_patch`` with ``unschedulable_condition`` or ``disruption_target_condition``:
+- ``pod_status_patch`` with ``pod_scheduled_false`` or ``disruption_target_condition``:
   ``PATCH pods/{name}/status`` (``loop.py``, ``preemption.py``); ``delete_options``: ``DELETE
   pods/{name}`` of a preemption victim; ``Preemptor``: who a victim goes for, as its condition and its
   Preempted event name it;
@@ -47,9 +47,9 @@ __all__ = [
     "lease",
     "pod_group_condition_patch",
     "pod_group_status_patch",
+    "pod_scheduled_false",
     "pod_status_patch",
     "policy_status_patch",
-    "unschedulable_condition",
 ]
 
 #: merges lists of conditions by their type (built-in kinds only)
@@ -135,12 +135,13 @@ def event(
     return body
 
 
-def unschedulable_condition(message: str, now: datetime) -> dict[str, Any]:
-    """PodScheduled=False, reason Unschedulable, as upstream's ``updatePod`` writes it."""
+def pod_scheduled_false(message: str, now: datetime, *, reason: str = "Unschedulable") -> dict[str, Any]:
+    """PodScheduled=False as upstream's ``updatePod`` writes it: reason Unschedulable, or SchedulerError for a
+    pod whose attempt failed."""
     return {
         "type": "PodScheduled",
         "status": "False",
-        "reason": "Unschedulable",
+        "reason": reason,
         "message": truncate_message(message),
         "lastProbeTime": None,
         "lastTransitionTime": rfc3339(now),

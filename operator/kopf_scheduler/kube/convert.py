@@ -1,10 +1,15 @@
-"""Raw API bodies -> core objects: the only reader of raw dicts in ``kube/``.
+"""Raw API bodies -> core objects: ``kube/`` reads the objects it schedules with only through here.
 
-Every function takes a body as Kopf (or the API) delivers it and returns a frozen core object or
-a small tuple of plain values. Parse errors surface as ``core.parsing.ObjectError`` (the message
-names the field); anything else a strange body makes a parser raise is re-raised as
-``ObjectError`` too, so callers have exactly one exception to handle and a pod never crashes
-the operator.
+Every function takes a body as Kopf (or the API) delivers it (a pod, a node, a namespace, a policy,
+a kind the cache keeps, a ``resource.k8s.io`` kind) and returns a frozen object, a key or a few plain
+values. Parse errors surface as ``core.parsing.ObjectError`` (the message names the field); anything
+else a strange body makes a parser raise is re-raised as ``ObjectError`` too, so callers have exactly
+one exception to handle and a pod never crashes the operator.
+
+The other raw reads in ``kube/`` are of envelopes, of what the operator sends, or of answers to its
+own requests, never of state the core schedules on: Kopf's watch events and list pages' items and
+continue tokens (``handlers.py``, ``events.py``), the Lease (``leader.py``), the target of the Binding
+being sent (``binding.py``), the client CA ConfigMap (``serving.py``).
 """
 
 from __future__ import annotations
@@ -21,13 +26,16 @@ from ..core.parsing import ObjectError
 from ..core.routing import KIND_COSCHEDULING_POD_GROUP, KIND_POD_GROUP, key_prefix
 
 __all__ = [
+    "DRA_KINDS",
     "OTHER_KINDS",
     "ObjectError",
     "PodRef",
+    "dra_key",
     "namespace_labels",
     "name_of",
     "node",
     "object_key",
+    "parse_dra",
     "parse_other",
     "pod",
     "pod_identity",

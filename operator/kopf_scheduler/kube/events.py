@@ -44,6 +44,7 @@ from urllib.parse import quote
 
 from ..core.objects import Pod
 from ..core.preemption import IN_MEMORY
+from ..edge import paths
 from . import bodies
 from .app import App
 from .bodies import Preemptor
@@ -104,7 +105,7 @@ async def record(
         suffix=os.urandom(8).hex(),
         related=related,
     )
-    path = f"/api/v1/namespaces/{namespace}/events"
+    path = paths.collection("v1", "events", namespace=namespace)
     if pipelined:
         response = await app.api.request("POST", path, body, decode=False, retry=True)
     else:
@@ -182,20 +183,17 @@ async def _scheduled_event_uids(app: App) -> set[str] | None:
     """The involved pods' uids of every Scheduled event we wrote (one paged list, filtered by the server)."""
     selector = quote(f"reason=Scheduled,source={REPORTING_CONTROLLER}")
     uids: set[str] = set()
-    token = ""
-    while True:
-        query = f"?limit=500&fieldSelector={selector}" + (f"&continue={quote(token)}" if token else "")
-        response = await app.api.request("GET", "/api/v1/events" + query)
-        if not response.ok or not isinstance(response.body, dict):
-            logger.warning("cannot list our Scheduled events: %s", response.describe())
-            return None
-        for item in response.body.get("items") or ():
-            involved = item.get("involvedObject") if isinstance(item, dict) else None
-            if isinstance(involved, dict) and involved.get("uid"):
-                uids.add(str(involved["uid"]))
-        token = str((response.body.get("metadata") or {}).get("continue") or "")
-        if not token:
-            return uids
+
+    def visit(item: Any) -> None:
+        involved = item.get("involvedObject") if isinstance(item, dict) else None
+        if isinstance(involved, dict) and involved.get("uid"):
+            uids.add(str(involved["uid"]))
+
+    failed = await app.api.list_each(paths.collection("v1", "events"), visit, query=f"&fieldSelector={selector}")
+    if failed is not None:
+        logger.warning("cannot list our Scheduled events: %s", failed.describe())
+        return None
+    return uids
 
 
 async def failed_scheduling(
@@ -203,7 +201,7 @@ async def failed_scheduling(
 ) -> None:
     """A Warning FailedScheduling event, unless one of this action and `stage` ("", or "Permit" for a
     rejection at Permit) went out for this pod recently."""
-    if not app.failures.allow(uid, action, app.now(), stage=stage):
+    if not app.failed_scheduling_limiter.allow(uid, action, app.now(), stage=stage):
         logger.debug("repeated FailedScheduling for %s/%s suppressed", namespace, name)
         return
     await record(

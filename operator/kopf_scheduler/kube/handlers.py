@@ -43,6 +43,7 @@ import kopf
 from ..core import routing
 from ..core.dra.routing import route_dra_object, route_dra_relisted
 from ..core.objects import Pod
+from ..edge import paths
 from ..edge.client import WATCH_IDLE_TIMEOUT, Api
 from ..edge.credentials import load_credentials
 from ..edge.informer import Feed, Informer
@@ -77,33 +78,33 @@ RECONCILE_PERIOD: Final = 60.0
 
 #: (API path, kind) of everything the predicates and priorities read besides pods, nodes and namespaces
 WATCHED: Final = (
-    ("/api/v1/services", "Service"),
-    ("/api/v1/replicationcontrollers", "ReplicationController"),
-    ("/apis/apps/v1/replicasets", "ReplicaSet"),
-    ("/apis/apps/v1/statefulsets", "StatefulSet"),
-    ("/api/v1/persistentvolumes", "PersistentVolume"),
-    ("/api/v1/persistentvolumeclaims", "PersistentVolumeClaim"),
-    ("/apis/storage.k8s.io/v1/storageclasses", "StorageClass"),
-    ("/apis/policy/v1/poddisruptionbudgets", "PodDisruptionBudget"),
-    ("/apis/storage.k8s.io/v1/csinodes", "CSINode"),
-    ("/apis/storage.k8s.io/v1/csidrivers", "CSIDriver"),
-    ("/apis/storage.k8s.io/v1/csistoragecapacities", "CSIStorageCapacity"),
+    (paths.collection("v1", "services"), "Service"),
+    (paths.collection("v1", "replicationcontrollers"), "ReplicationController"),
+    (paths.collection("apps/v1", "replicasets"), "ReplicaSet"),
+    (paths.collection("apps/v1", "statefulsets"), "StatefulSet"),
+    (paths.collection("v1", "persistentvolumes"), "PersistentVolume"),
+    (paths.collection("v1", "persistentvolumeclaims"), "PersistentVolumeClaim"),
+    (paths.collection("storage.k8s.io/v1", "storageclasses"), "StorageClass"),
+    (paths.collection("policy/v1", "poddisruptionbudgets"), "PodDisruptionBudget"),
+    (paths.collection("storage.k8s.io/v1", "csinodes"), "CSINode"),
+    (paths.collection("storage.k8s.io/v1", "csidrivers"), "CSIDriver"),
+    (paths.collection("storage.k8s.io/v1", "csistoragecapacities"), "CSIStorageCapacity"),
 )
 
 #: (API path, kind) of the gangs' PodGroups (core/gangs.py): either API may be absent (the
 #: GenericWorkload feature off, the optional CRD not installed); an absent one counts as empty
 OPTIONAL: Final = (
-    ("/apis/scheduling.k8s.io/v1beta1/podgroups", routing.KIND_POD_GROUP),
-    ("/apis/scheduling.x-k8s.io/v1alpha1/podgroups", routing.KIND_COSCHEDULING_POD_GROUP),
+    (paths.collection("scheduling.k8s.io/v1beta1", "podgroups"), routing.KIND_POD_GROUP),
+    (paths.collection("scheduling.x-k8s.io/v1alpha1", "podgroups"), routing.KIND_COSCHEDULING_POD_GROUP),
 )
 
 #: (API path, kind) of the ``resource.k8s.io/v1`` objects DynamicResources reads (core/dra/routing.py);
 #: optional: a cluster that does not serve the API has none of them
 DRA_WATCHED: Final = (
-    ("/apis/resource.k8s.io/v1/resourceclaims", "ResourceClaim"),
-    ("/apis/resource.k8s.io/v1/deviceclasses", "DeviceClass"),
-    ("/apis/resource.k8s.io/v1/resourceslices", "ResourceSlice"),
-    ("/apis/resource.k8s.io/v1/devicetaintrules", "DeviceTaintRule"),  # DRADeviceTaintRules, GA in v1.37
+    (paths.collection("resource.k8s.io/v1", "resourceclaims"), "ResourceClaim"),
+    (paths.collection("resource.k8s.io/v1", "deviceclasses"), "DeviceClass"),
+    (paths.collection("resource.k8s.io/v1", "resourceslices"), "ResourceSlice"),
+    (paths.collection("resource.k8s.io/v1", "devicetaintrules"), "DeviceTaintRule"),  # DRADeviceTaintRules, GA in v1.37
 )
 
 
@@ -172,18 +173,16 @@ async def reconcile_pending(app: App, *, period: float = RECONCILE_PERIOD) -> No
 
 async def _unassigned_uids(app: App) -> set[str] | None:
     uids: set[str] = set()
-    token = ""
-    while True:
-        query = f"?limit=500&fieldSelector={UNASSIGNED_PODS}" + (f"&continue={token}" if token else "")
-        response = await app.api.request("GET", "/api/v1/pods" + query, accept=METADATA_LIST)
-        if not response.ok or not isinstance(response.body, dict):
-            logger.debug("cannot list the unassigned pods: %s", response.describe())
-            return None
-        for item in response.body.get("items") or ():
-            uids.add(convert.pod_uid(item))
-        token = str((response.body.get("metadata") or {}).get("continue") or "")
-        if not token:
-            return uids
+    failed = await app.api.list_each(
+        paths.collection("v1", "pods"),
+        lambda item: uids.add(convert.pod_uid(item)),
+        query=f"&fieldSelector={UNASSIGNED_PODS}",
+        accept=METADATA_LIST,
+    )
+    if failed is not None:
+        logger.debug("cannot list the unassigned pods: %s", failed.describe())
+        return None
+    return uids
 
 
 #: the metadata-only form of a list (PartialObjectMetadataList): the uids are all a reconciliation reads
@@ -246,9 +245,17 @@ def feeds(app: App) -> list[Feed]:
         app.perform(routing.route_namespaces_relisted(names, cache=app.cache, served=app.states, now=app.now()))
 
     out = [
-        Feed("Pod", "/api/v1/pods", pods, convert.pod_uid, pods_relisted, field_selector=ASSIGNED_PODS, pauses=True),
-        Feed("Node", "/api/v1/nodes", nodes, convert.name_of, nodes_relisted, pauses=True),
-        Feed("Namespace", "/api/v1/namespaces", namespaces, convert.name_of, namespaces_relisted),
+        Feed(
+            "Pod",
+            paths.collection("v1", "pods"),
+            pods,
+            convert.pod_uid,
+            pods_relisted,
+            field_selector=ASSIGNED_PODS,
+            pauses=True,
+        ),
+        Feed("Node", paths.collection("v1", "nodes"), nodes, convert.name_of, nodes_relisted, pauses=True),
+        Feed("Namespace", paths.collection("v1", "namespaces"), namespaces, convert.name_of, namespaces_relisted),
     ]
     out += [_object_feed(app, path, kind) for path, kind in WATCHED]
     out += [_dra_feed(app, path, kind) for path, kind in DRA_WATCHED]

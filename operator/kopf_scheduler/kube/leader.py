@@ -40,6 +40,7 @@ from datetime import UTC, datetime
 from typing import Any, Final, Protocol
 
 from ..core.timestamps import parse_time
+from ..edge import paths
 from ..edge.client import Api, Response
 from . import bodies
 
@@ -293,7 +294,7 @@ class ApiLeaseClient:
         self._api = api
         self._name = name
         self._namespace = namespace
-        self._collection = f"/apis/{LEASE_API_VERSION}/namespaces/{namespace}/leases"
+        self._collection = paths.collection(LEASE_API_VERSION, "leases", namespace=namespace)
 
     async def get(self) -> StoredLease | None:
         response = await self._api.request("GET", f"{self._collection}/{self._name}", retry=False)

@@ -67,15 +67,13 @@ from ..core.cycle import (
     schedule_pod_group,
     settle_waiting,
 )
-from ..core.diagnosis import truncate_message
 from ..core.framework import Code
 from ..core.instrumentation import PLUGIN_METRICS_SAMPLE_PERCENT
 from ..core.objects import Pod
 from ..core.queueing import QueuedPodInfo, first_ready
 from ..core.recording import STAGE_PERMIT
-from ..core.timestamps import rfc3339
 from ..edge.recorder import DrawLog
-from . import binding, dra, events, podgroups, preemption
+from . import binding, bodies, dra, events, podgroups, preemption
 from .app import App, PolicyState
 
 __all__ = ["run"]
@@ -227,10 +225,10 @@ async def _carry_out(
             app.spawn(
                 events.failed_scheduling(app, namespace=pod.namespace, name=pod.name, uid=pod.uid, message=message)
             )
-            condition = app.conditions.should_write(pod.uid, message)
+            write_condition = app.condition_memo.should_write(pod.uid, message)
             renominate = nominated if nominated is not None and nominated != pod.nominated_node_name else None
-            if condition or renominate is not None:
-                app.spawn(_update_status(app, pod, message if condition else None, renominate))
+            if write_condition or renominate is not None:
+                app.spawn(_update_status(app, pod, message if write_condition else None, renominate))
             if victims and nominated:
                 await preemption.preempt(app, pod, nominated, victims, clear_nominations)
             # a gang's PostFilter may have rejected its waiting members, a preemption taken a waiting pod's place:
@@ -348,11 +346,11 @@ async def _settle(app: App, now: float) -> None:
                 app, namespace=pod.namespace, name=pod.name, uid=pod.uid, message=message, stage=STAGE_PERMIT
             )
         )
-        condition = app.conditions.should_write(pod.uid, message)
-        if condition or r.nominated_node is not None:  # upstream's failure handler clears the nomination
+        write_condition = app.condition_memo.should_write(pod.uid, message)
+        if write_condition or r.nominated_node is not None:  # upstream's failure handler clears the nomination
             reason = "SchedulerError" if failed else "Unschedulable"
             update = _update_status(
-                app, pod, message if condition else None, r.nominated_node, after=True, reason=reason
+                app, pod, message if write_condition else None, r.nominated_node, after=True, reason=reason
             )
             app.spawn(update)
         rejections.update(dict.fromkeys(r.gangs, message))
@@ -373,16 +371,7 @@ async def _update_status(
     one patch; `after`: once a nomination of the pod in flight is written."""
     if after:
         await binding.nomination_written(app, pod.uid)
-    condition = None
-    if message is not None:
-        condition = {
-            "type": "PodScheduled",
-            "status": "False",
-            "reason": reason,
-            "message": truncate_message(message),
-            "lastProbeTime": None,
-            "lastTransitionTime": rfc3339(datetime.now(UTC)),
-        }
+    condition = None if message is None else bodies.pod_scheduled_false(message, datetime.now(UTC), reason=reason)
     response = await preemption.patch_pod_status(app, pod, condition=condition, nominated_node=nominated_node)
     if message is not None and not response.ok:
-        app.conditions.write_failed(pod.uid, message)
+        app.condition_memo.write_failed(pod.uid, message)

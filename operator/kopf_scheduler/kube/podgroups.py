@@ -20,6 +20,7 @@ from typing import Any
 from ..core import gangs
 from ..core.cache import PodState
 from ..core.objects import WORKLOAD_API, PodGroup
+from ..edge import paths
 from . import bodies
 from .app import App
 
@@ -73,7 +74,9 @@ def _workload_status(app: App, group: PodGroup, bound: int, rejection: str | Non
 
 async def _write(app: App, group: PodGroup, status: dict[str, Any]) -> None:
     version = "v1beta1" if group.api == WORKLOAD_API else "v1alpha1"
-    base = f"/apis/{group.api}/{version}/namespaces/{group.namespace}/podgroups/{group.name}/status"
+    base = paths.item(
+        f"{group.api}/{version}", "podgroups", group.name, namespace=group.namespace, subresource="status"
+    )
     if group.api == WORKLOAD_API:
         body = bodies.pod_group_condition_patch(status, generation=group.generation, now=datetime.now(UTC))
         content_type = bodies.STRATEGIC_MERGE_PATCH

@@ -48,6 +48,7 @@ from ..core import routing
 from ..core.objects import Pod, PodGroup
 from ..core.plugins.default_preemption import DefaultPreemption
 from ..core.preemption import PREEMPTED
+from ..edge import paths
 from ..edge.client import Response
 from . import bodies, events
 from .app import App
@@ -129,7 +130,7 @@ async def evict(app: App, victim: Pod, *, preemptor: Pod | Preemptor, node: str)
     condition = bodies.disruption_target_condition(
         preemptor.scheduler_name, datetime.now(UTC), preemptor=preemptor.kind
     )
-    path = f"/api/v1/namespaces/{victim.namespace}/pods/{victim.name}"
+    path = paths.pod(victim.namespace, victim.name)
     async with app.write_slots:
         response = await app.api.request(
             "PATCH",
@@ -164,7 +165,7 @@ async def patch_pod_status(
     async with app.write_slots:
         response = await app.api.request(
             "PATCH",
-            f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/status",
+            paths.pod(pod.namespace, pod.name, "status"),
             bodies.pod_status_patch(pod.uid, condition=condition, nominated_node=nominated_node),
             content_type=bodies.STRATEGIC_MERGE_PATCH,
         )

@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from ..edge import paths
 from ..edge.client import Api
 from ..telemetry.access import AccessPolicy, Gate
 from ..telemetry.health import AttemptLookup, HealthServer, ReadyCheck, start_health_server
@@ -36,7 +37,9 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_SECURE_PORT: Final = 10259
 #: where kube-apiserver publishes its client CA (and the front proxy's) for delegated authentication
-AUTHENTICATION_CONFIGMAP: Final = "/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication"
+AUTHENTICATION_CONFIGMAP: Final = paths.item(
+    "v1", "configmaps", "extension-apiserver-authentication", namespace="kube-system"
+)
 
 
 @dataclass(frozen=True, slots=True)

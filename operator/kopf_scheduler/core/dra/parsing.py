@@ -16,8 +16,9 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
+from ..fields import ObjectError, list_at, object_at, without_managed_fields
 from ..objects import NodeSelectorRequirement, NodeSelectorTerm, OwnerReference
-from ..parsing import ObjectError, parse_node_selector_term
+from ..parsing import parse_node_selector_term
 from ..parsing import parse_pod_claims as parse_pod_claims  # re-exported: it lives with parse_pod
 from ..resources import QuantityError, parse_quantity
 from .objects import (
@@ -70,24 +71,6 @@ _ATTRIBUTE_KINDS = ("int", "bool", "string", "version", *_LIST_KINDS)
 # --------------------------------------------------------------------------- helpers
 
 
-def _map(body: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
-    value = body.get(key)
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise ObjectError(f"{where}.{key}: expected an object, got {type(value).__name__}")
-    return value
-
-
-def _list(body: Mapping[str, Any], key: str, where: str) -> list[Any]:
-    value = body.get(key)
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise ObjectError(f"{where}.{key}: expected a list, got {type(value).__name__}")
-    return value
-
-
 def _str(body: Mapping[str, Any], key: str, where: str, default: str = "") -> str:
     value = body.get(key)
     if value is None:
@@ -131,7 +114,7 @@ def _quantity(value: Any, where: str) -> Fraction:
 
 def _strs(body: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
     out = []
-    for i, v in enumerate(_list(body, key, where)):
+    for i, v in enumerate(list_at(body, key, where)):
         if not isinstance(v, str):
             raise ObjectError(f"{where}.{key}[{i}]: expected a string, got {v!r}")
         out.append(v)
@@ -141,13 +124,7 @@ def _strs(body: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
 def _meta(body: Mapping[str, Any], kind: str) -> Mapping[str, Any]:
     if not isinstance(body, Mapping):
         raise ObjectError(f"{kind}: expected an object")
-    return _map(body, "metadata", kind)
-
-
-def _source(body: Mapping[str, Any], meta: Mapping[str, Any]) -> Mapping[str, Any]:
-    if "managedFields" not in meta:
-        return body
-    return {**body, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+    return object_at(body, "metadata", kind)
 
 
 def _node_selector(raw: Any, where: str) -> tuple[NodeSelectorTerm, ...] | None:
@@ -158,12 +135,12 @@ def _node_selector(raw: Any, where: str) -> tuple[NodeSelectorTerm, ...] | None:
         raise ObjectError(f"{where}: expected a node selector object")
     return tuple(
         parse_node_selector_term(t, f"{where}.nodeSelectorTerms[{i}]")
-        for i, t in enumerate(_list(raw, "nodeSelectorTerms", where))
+        for i, t in enumerate(list_at(raw, "nodeSelectorTerms", where))
     )
 
 
 def _string_map(raw: Mapping[str, Any], key: str, where: str) -> Mapping[str, str]:
-    return {str(k): "" if v is None else str(v) for k, v in _map(raw, key, where).items()}
+    return {str(k): "" if v is None else str(v) for k, v in object_at(raw, key, where).items()}
 
 
 # --------------------------------------------------------------------------- slices
@@ -212,7 +189,7 @@ def _request_policy(raw: Any, where: str) -> CapacityRequestPolicy | None:
     return CapacityRequestPolicy(
         default=None if default is None else _quantity(default, f"{where}.default"),
         valid_values=tuple(
-            _quantity(v, f"{where}.validValues[{i}]") for i, v in enumerate(_list(raw, "validValues", where))
+            _quantity(v, f"{where}.validValues[{i}]") for i, v in enumerate(list_at(raw, "validValues", where))
         ),
         valid_range=rng,
     )
@@ -220,7 +197,7 @@ def _request_policy(raw: Any, where: str) -> CapacityRequestPolicy | None:
 
 def _counters(raw: Mapping[str, Any], where: str) -> Mapping[str, Fraction]:
     out: dict[str, Fraction] = {}
-    for name, c in _map(raw, "counters", where).items():
+    for name, c in object_at(raw, "counters", where).items():
         if not isinstance(c, Mapping):
             raise ObjectError(f"{where}.counters.{name}: expected {{value}}")
         out[str(name)] = _quantity(c.get("value"), f"{where}.counters.{name}.value")
@@ -239,9 +216,11 @@ def _device(raw: Any, where: str) -> Device:
     name = _str(raw, "name", where)
     if not name:
         raise ObjectError(f"{where}.name: required")
-    attributes = {str(k): _attribute(v, f"{where}.attributes.{k}") for k, v in _map(raw, "attributes", where).items()}
+    attributes = {
+        str(k): _attribute(v, f"{where}.attributes.{k}") for k, v in object_at(raw, "attributes", where).items()
+    }
     capacity: dict[str, DeviceCapacity] = {}
-    for k, v in _map(raw, "capacity", where).items():
+    for k, v in object_at(raw, "capacity", where).items():
         w = f"{where}.capacity.{k}"
         if not isinstance(v, Mapping):
             raise ObjectError(f"{w}: expected {{value}}")
@@ -249,7 +228,7 @@ def _device(raw: Any, where: str) -> Device:
             _quantity(v.get("value"), f"{w}.value"), _request_policy(v.get("requestPolicy"), f"{w}.requestPolicy")
         )
     consumes = []
-    for i, c in enumerate(_list(raw, "consumesCounters", where)):
+    for i, c in enumerate(list_at(raw, "consumesCounters", where)):
         w = f"{where}.consumesCounters[{i}]"
         if not isinstance(c, Mapping):
             raise ObjectError(f"{w}: expected an object")
@@ -264,7 +243,7 @@ def _device(raw: Any, where: str) -> Device:
         node_name=_opt_str(raw, "nodeName", where),
         node_selector=_node_selector(raw.get("nodeSelector"), f"{where}.nodeSelector"),
         all_nodes=bool(_bool(raw, "allNodes", where)),
-        taints=tuple(_taint(t, f"{where}.taints[{i}]") for i, t in enumerate(_list(raw, "taints", where))),
+        taints=tuple(_taint(t, f"{where}.taints[{i}]") for i, t in enumerate(list_at(raw, "taints", where))),
         binds_to_node=bool(_bool(raw, "bindsToNode", where)),
         binding_conditions=_strs(raw, "bindingConditions", where),
         binding_failure_conditions=_strs(raw, "bindingFailureConditions", where),
@@ -277,8 +256,8 @@ def parse_resource_slice(body: Mapping[str, Any]) -> ResourceSlice:
     meta = _meta(body, "resourceslice")
     name = _str(meta, "name", "resourceslice: metadata")
     where = f"resourceslice {name}: spec"
-    spec = _map(body, "spec", f"resourceslice {name}")
-    pool = _map(spec, "pool", where)
+    spec = object_at(body, "spec", f"resourceslice {name}")
+    pool = object_at(spec, "pool", where)
     return ResourceSlice(
         name=name,
         driver=_str(spec, "driver", where),
@@ -289,10 +268,10 @@ def parse_resource_slice(body: Mapping[str, Any]) -> ResourceSlice:
         node_selector=_node_selector(spec.get("nodeSelector"), f"{where}.nodeSelector"),
         all_nodes=bool(_bool(spec, "allNodes", where)),
         per_device_node_selection=_bool(spec, "perDeviceNodeSelection", where),
-        devices=tuple(_device(d, f"{where}.devices[{i}]") for i, d in enumerate(_list(spec, "devices", where))),
+        devices=tuple(_device(d, f"{where}.devices[{i}]") for i, d in enumerate(list_at(spec, "devices", where))),
         shared_counters=tuple(
             CounterSet(_str(c, "name", f"{where}.sharedCounters[{i}]"), _counters(c, f"{where}.sharedCounters[{i}]"))
-            for i, c in enumerate(_list(spec, "sharedCounters", where))
+            for i, c in enumerate(list_at(spec, "sharedCounters", where))
             if isinstance(c, Mapping)
         ),
         uid=_str(meta, "uid", "resourceslice: metadata"),
@@ -305,7 +284,7 @@ def parse_resource_slice(body: Mapping[str, Any]) -> ResourceSlice:
 
 def _selectors(raw: Mapping[str, Any], where: str) -> tuple[str | None, ...]:
     out: list[str | None] = []
-    for i, s in enumerate(_list(raw, "selectors", where)):
+    for i, s in enumerate(list_at(raw, "selectors", where)):
         w = f"{where}.selectors[{i}]"
         if not isinstance(s, Mapping):
             raise ObjectError(f"{w}: expected a selector object")
@@ -333,9 +312,9 @@ def parse_device_class(body: Mapping[str, Any]) -> DeviceClass:
     meta = _meta(body, "deviceclass")
     name = _str(meta, "name", "deviceclass: metadata")
     where = f"deviceclass {name}: spec"
-    spec = _map(body, "spec", f"deviceclass {name}")
+    spec = object_at(body, "spec", f"deviceclass {name}")
     config = []
-    for i, c in enumerate(_list(spec, "config", where)):
+    for i, c in enumerate(list_at(spec, "config", where)):
         if not isinstance(c, Mapping):
             raise ObjectError(f"{where}.config[{i}]: expected an object")
         config.append(_opaque(c, f"{where}.config[{i}]"))
@@ -355,7 +334,7 @@ def parse_device_taint_rule(body: Mapping[str, Any]) -> DeviceTaintRule:
     meta = _meta(body, "devicetaintrule")
     name = _str(meta, "name", "devicetaintrule: metadata")
     where = f"devicetaintrule {name}: spec"
-    spec = _map(body, "spec", f"devicetaintrule {name}")
+    spec = object_at(body, "spec", f"devicetaintrule {name}")
     raw = spec.get("deviceSelector")
     selector = None
     if raw is not None:
@@ -403,7 +382,7 @@ def _exact(raw: Any, where: str, *, sub: bool) -> ExactRequest:
         if cap.get("requests") is not None:
             capacity = {
                 str(k): _quantity(v, f"{where}.capacity.requests.{k}")
-                for k, v in _map(cap, "requests", f"{where}.capacity").items()
+                for k, v in object_at(cap, "requests", f"{where}.capacity").items()
             }
     return ExactRequest(
         device_class_name=_str(raw, "deviceClassName", where),
@@ -412,18 +391,18 @@ def _exact(raw: Any, where: str, *, sub: bool) -> ExactRequest:
         count=count,
         admin_access=None if sub else _bool(raw, "adminAccess", where),
         tolerations=tuple(
-            _toleration(t, f"{where}.tolerations[{i}]") for i, t in enumerate(_list(raw, "tolerations", where))
+            _toleration(t, f"{where}.tolerations[{i}]") for i, t in enumerate(list_at(raw, "tolerations", where))
         ),
         capacity=capacity,
-        derived_attributes=len(_list(raw, "derivedAttributes", where)),
+        derived_attributes=len(list_at(raw, "derivedAttributes", where)),
     )
 
 
 def _claim_spec(spec: Mapping[str, Any], where: str) -> ClaimSpec:
-    devices = _map(spec, "devices", where)
+    devices = object_at(spec, "devices", where)
     w = f"{where}.devices"
     requests = []
-    for i, r in enumerate(_list(devices, "requests", w)):
+    for i, r in enumerate(list_at(devices, "requests", w)):
         rw = f"{w}.requests[{i}]"
         if not isinstance(r, Mapping):
             raise ObjectError(f"{rw}: expected a request object")
@@ -433,7 +412,7 @@ def _claim_spec(spec: Mapping[str, Any], where: str) -> ClaimSpec:
                 _str(s, "name", f"{rw}.firstAvailable[{j}]") if isinstance(s, Mapping) else "",
                 _exact(s, f"{rw}.firstAvailable[{j}]", sub=True),
             )
-            for j, s in enumerate(_list(r, "firstAvailable", rw))
+            for j, s in enumerate(list_at(r, "firstAvailable", rw))
         )
         if exactly is not None and subs:
             raise ObjectError(f"{rw}: exactly one of exactly, firstAvailable must be set")
@@ -445,7 +424,7 @@ def _claim_spec(spec: Mapping[str, Any], where: str) -> ClaimSpec:
             )
         )
     constraints = []
-    for i, c in enumerate(_list(devices, "constraints", w)):
+    for i, c in enumerate(list_at(devices, "constraints", w)):
         cw = f"{w}.constraints[{i}]"
         if not isinstance(c, Mapping):
             raise ObjectError(f"{cw}: expected a constraint object")
@@ -457,7 +436,7 @@ def _claim_spec(spec: Mapping[str, Any], where: str) -> ClaimSpec:
             )
         )
     config = []
-    for i, c in enumerate(_list(devices, "config", w)):
+    for i, c in enumerate(list_at(devices, "config", w)):
         cw = f"{w}.config[{i}]"
         if not isinstance(c, Mapping):
             raise ObjectError(f"{cw}: expected an object")
@@ -470,7 +449,7 @@ def _owners(meta: Mapping[str, Any], where: str) -> tuple[OwnerReference, ...]:
         OwnerReference(
             str(o.get("kind") or ""), str(o.get("name") or ""), str(o.get("uid") or ""), bool(o.get("controller"))
         )
-        for o in _list(meta, "ownerReferences", where)
+        for o in list_at(meta, "ownerReferences", where)
         if isinstance(o, Mapping)
     )
 
@@ -486,7 +465,7 @@ def _result(raw: Any, where: str) -> DeviceRequestAllocationResult:
         device=_str(raw, "device", where),
         admin_access=_bool(raw, "adminAccess", where),
         tolerations=tuple(
-            _toleration(t, f"{where}.tolerations[{i}]") for i, t in enumerate(_list(raw, "tolerations", where))
+            _toleration(t, f"{where}.tolerations[{i}]") for i, t in enumerate(list_at(raw, "tolerations", where))
         ),
         binding_conditions=_strs(raw, "bindingConditions", where),
         binding_failure_conditions=_strs(raw, "bindingFailureConditions", where),
@@ -495,7 +474,7 @@ def _result(raw: Any, where: str) -> DeviceRequestAllocationResult:
         if consumed is None
         else {
             str(k): _quantity(v, f"{where}.consumedCapacity.{k}")
-            for k, v in _map(raw, "consumedCapacity", where).items()
+            for k, v in object_at(raw, "consumedCapacity", where).items()
         },
     )
 
@@ -506,16 +485,16 @@ def parse_allocation(raw: Any, where: str = "status.allocation") -> AllocationRe
         return None
     if not isinstance(raw, Mapping):
         raise ObjectError(f"{where}: expected an object")
-    devices = _map(raw, "devices", where)
+    devices = object_at(raw, "devices", where)
     w = f"{where}.devices"
     config = []
-    for i, c in enumerate(_list(devices, "config", w)):
+    for i, c in enumerate(list_at(devices, "config", w)):
         cw = f"{w}.config[{i}]"
         if not isinstance(c, Mapping):
             raise ObjectError(f"{cw}: expected an object")
         config.append(DeviceAllocationConfiguration(_str(c, "source", cw), _strs(c, "requests", cw), _opaque(c, cw)))
     return AllocationResult(
-        results=tuple(_result(r, f"{w}.results[{i}]") for i, r in enumerate(_list(devices, "results", w))),
+        results=tuple(_result(r, f"{w}.results[{i}]") for i, r in enumerate(list_at(devices, "results", w))),
         config=tuple(config),
         node_selector=_node_selector(raw.get("nodeSelector"), f"{where}.nodeSelector"),
         allocation_timestamp=_opt_str(raw, "allocationTimestamp", where),
@@ -524,13 +503,13 @@ def parse_allocation(raw: Any, where: str = "status.allocation") -> AllocationRe
 
 def _device_statuses(status: Mapping[str, Any], where: str) -> tuple[AllocatedDeviceStatus, ...]:
     out = []
-    for i, d in enumerate(_list(status, "devices", where)):
+    for i, d in enumerate(list_at(status, "devices", where)):
         w = f"{where}.devices[{i}]"
         if not isinstance(d, Mapping):
             raise ObjectError(f"{w}: expected an object")
         conditions = tuple(
             DeviceCondition(_str(c, "type", w), _str(c, "status", w), _str(c, "reason", w), _str(c, "message", w))
-            for c in _list(d, "conditions", w)
+            for c in list_at(d, "conditions", w)
             if isinstance(c, Mapping)
         )
         out.append(
@@ -547,9 +526,9 @@ def parse_resource_claim(body: Mapping[str, Any]) -> ResourceClaim:
     ns = _str(meta, "namespace", "resourceclaim: metadata") or "default"
     name = _str(meta, "name", "resourceclaim: metadata")
     where = f"resourceclaim {ns}/{name}"
-    status = _map(body, "status", where)
+    status = object_at(body, "status", where)
     reserved = []
-    for i, r in enumerate(_list(status, "reservedFor", f"{where}: status")):
+    for i, r in enumerate(list_at(status, "reservedFor", f"{where}: status")):
         w = f"{where}: status.reservedFor[{i}]"
         if not isinstance(r, Mapping):
             raise ObjectError(f"{w}: expected an object")
@@ -561,7 +540,7 @@ def parse_resource_claim(body: Mapping[str, Any]) -> ResourceClaim:
         name=name,
         uid=_str(meta, "uid", f"{where}: metadata"),
         resource_version=_str(meta, "resourceVersion", f"{where}: metadata"),
-        spec=_claim_spec(_map(body, "spec", where), f"{where}: spec"),
+        spec=_claim_spec(object_at(body, "spec", where), f"{where}: spec"),
         allocation=parse_allocation(status.get("allocation"), f"{where}: status.allocation"),
         reserved_for=tuple(reserved),
         devices=_device_statuses(status, f"{where}: status"),
@@ -569,7 +548,7 @@ def parse_resource_claim(body: Mapping[str, Any]) -> ResourceClaim:
         finalizers=_strs(meta, "finalizers", f"{where}: metadata"),
         owner_references=_owners(meta, f"{where}: metadata"),
         annotations=_string_map(meta, "annotations", f"{where}: metadata"),
-        source=_source(body, meta),
+        source=without_managed_fields(body, meta),
     )
 
 
@@ -579,16 +558,16 @@ def parse_resource_claim_template(body: Mapping[str, Any]) -> ResourceClaimTempl
     ns = _str(meta, "namespace", "resourceclaimtemplate: metadata") or "default"
     name = _str(meta, "name", "resourceclaimtemplate: metadata")
     where = f"resourceclaimtemplate {ns}/{name}: spec"
-    spec = _map(body, "spec", f"resourceclaimtemplate {ns}/{name}")
-    tmeta = _map(spec, "metadata", where)
+    spec = object_at(body, "spec", f"resourceclaimtemplate {ns}/{name}")
+    tmeta = object_at(spec, "metadata", where)
     return ResourceClaimTemplate(
         namespace=ns,
         name=name,
-        spec=_claim_spec(_map(spec, "spec", where), f"{where}.spec"),
+        spec=_claim_spec(object_at(spec, "spec", where), f"{where}.spec"),
         labels=_string_map(tmeta, "labels", f"{where}.metadata"),
         annotations=_string_map(tmeta, "annotations", f"{where}.metadata"),
         uid=_str(meta, "uid", "resourceclaimtemplate: metadata"),
-        source=_source(body, meta),
+        source=without_managed_fields(body, meta),
     )
 
 
