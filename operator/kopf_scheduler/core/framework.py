@@ -59,6 +59,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, Protocol, Self, TypeVar, get_args, get_origin
 
+import typing_extensions
+
 from .arguments import NoArgs, PluginArgsError, parse_args
 
 if TYPE_CHECKING:
@@ -130,15 +132,10 @@ MAX_EXTENDER_PRIORITY: Final = 10
 
 T = TypeVar("T")
 
-if TYPE_CHECKING:
-    import typing_extensions
-
-    #: a plugin's arguments type (``Plugin[FooArgs]``). Unparameterised (``FilterPlugin``) means ``Any``, so
-    #: plugins that never name their arguments type check as before. The default exists for type checkers
-    #: only (PEP 696; ``typing.TypeVar`` takes ``default`` from Python 3.13): at run time nothing reads it.
-    ArgsT = typing_extensions.TypeVar("ArgsT", default=Any)
-else:
-    ArgsT = TypeVar("ArgsT")
+#: a plugin's arguments type (``Plugin[FooArgs]``). Unparameterised (``FilterPlugin``) means ``Any``, so plugins
+#: that never name their arguments type check as before (a default is PEP 696: ``typing.TypeVar`` has it from
+#: Python 3.13, ``typing_extensions`` before)
+ArgsT = typing_extensions.TypeVar("ArgsT", default=Any)
 
 
 class Code(enum.IntEnum):
