@@ -1,4 +1,5 @@
-"""The public plugin API: what an out-of-tree plugin imports. See docs/plugins.md.
+"""The public plugin API: what an out-of-tree plugin imports. See docs/plugins.md; its tests use the
+test kit, ``kopf_scheduler.testing``.
 
 Everything here is re-exported from ``kopf_scheduler.core`` (the pure scheduling core), so a
 plugin sees exactly the types the built-in plugins use. Import from this module, not from
@@ -11,7 +12,7 @@ schedulable, each with an optional hint answering a ``QueueingHint``.
 
     from kopf_scheduler.framework import NodeInfo, Pod, ScorePlugin, CycleState
 
-    class CostAware(ScorePlugin):
+    class CostAware(ScorePlugin[CostAwareArgs]):  # self.args: a CostAwareArgs, the plugin's Args
         NAME = "CostAware"
 
         def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int: ...

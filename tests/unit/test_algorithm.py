@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from dataclasses import dataclass, field
 from typing import Any
@@ -256,13 +257,31 @@ def test_nominated_node_is_tried_first() -> None:
     f = RejectNodes(reject=set())
     snap = snapshot_of(5)
     pod = make_pod("p").obj()
-    import dataclasses
 
     pod = dataclasses.replace(pod, nominated_node_name="n3")
     result = GenericScheduler(Profile("s", filters=(f,), scorers=((ScoreByName({"n0": 100}), 1),))).schedule(
         pod, snap, rng=random.Random(0)
     )
     assert result.node == "n3" and f.calls == ["n3"]
+
+
+@pytest.mark.parametrize("plugin_cls", [RejectNodes, VectorRejectNodes], ids=["scalar", "vector"])
+def test_an_exhaustive_scheduler_visits_every_node_and_scores_every_feasible_one(plugin_cls: type) -> None:
+    # 300 nodes, every third rejected: upstream would stop at 150 feasible nodes (50% of 300) with a
+    # scorer, at the first one without, and try the nominated node alone
+    f = plugin_cls(reject={f"n{i}" for i in range(0, 300, 3)})
+    pod = dataclasses.replace(make_pod("p").obj(), nominated_node_name="n1")
+    scored = GenericScheduler(Profile("s", filters=(f,), scorers=((ScoreByName({"n2": 7}), 1),)), exhaustive=True)
+    result = scored.schedule(pod, snapshot_of(300), rng=random.Random(0))
+    assert (result.node, result.evaluated_nodes, result.feasible_nodes) == ("n2", 300, 200)
+    assert len(result.scores) == 200 and len(result.diagnosis.node_to_status) == 100
+    assert result.diagnosis.status_of("n3") == Status(Code.UNSCHEDULABLE, ("fake rejection",), f.name)
+    alone = GenericScheduler(Profile("s", filters=(f,)), exhaustive=True)
+    result = alone.schedule(pod, snapshot_of(300), rng=random.Random(0))
+    assert (result.evaluated_nodes, result.feasible_nodes, len(result.diagnosis.node_to_status)) == (300, 200, 100)
+    one = GenericScheduler(Profile("s", filters=(f,), scorers=((ScoreByName({"n1": 5}), 1),)), exhaustive=True)
+    result = one.schedule(make_pod("q").obj(), snapshot_of(2), rng=random.Random(0))
+    assert result.node == "n1" and [(s.node, s.total) for s in result.scores] == [("n1", 5)]  # scored, not just bound
 
 
 def test_explain_lists_every_scored_node() -> None:

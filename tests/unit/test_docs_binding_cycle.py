@@ -1,8 +1,8 @@
 """docs/plugins.md's binding-cycle section runs as written: its Python blocks, in order, in one namespace.
 
 The example is a Permit plugin (a gang of two), a PreBind plugin (an annotation through the client)
-and a Bind plugin (binds its pods, SKIPs the rest to DefaultBinder), run by a ``Simulation``; what it
-prints in the docs is what it does here.
+and a Bind plugin (binds its pods, SKIPs the rest to DefaultBinder), run by the test kit's ``Cluster``
+(``simulate``'s ``Simulation``); what it prints in the docs is what it does here.
 """
 
 from __future__ import annotations
@@ -34,9 +34,8 @@ def test_the_binding_cycle_example_runs_as_documented() -> None:
             exec(compile(block, str(DOCS), "exec"), namespace)
     documented = [line.removeprefix("# ") for line in code[-1].splitlines() if line.startswith(("# [", "# {"))]
     assert out.getvalue().splitlines() == documented
-    result = namespace["result"]
-    assert [p.node for p in result.placements] == ["n1", "n1", "n1"]
-    bindings = [(m, path, body) for m, path, body in namespace["sim"].api.requests if path.endswith("/binding")]
+    assert [p.node for p in namespace["placements"]] == ["n1", "n1", "n1"]
+    bindings = [(m, path, body) for m, path, body in namespace["cluster"].requests if path.endswith("/binding")]
     # TeamBinder bound `api` (its annotation on the Binding); DefaultBinder bound the pair, `right` first
     assert [(path.split("/")[-2], body["metadata"].get("annotations")) for _, path, body in bindings] == [
         ("api", {"example.com/bound-for-team": "web"}),

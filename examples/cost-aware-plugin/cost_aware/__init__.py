@@ -11,10 +11,12 @@ Use it in a SchedulingPolicy like any built-in plugin, after ``pip install`` of 
       - {name: CostAware, weight: 5, argument: {label: example.com/hourly-cost}}
 
 It shows the whole plugin contract: a ``ScorePlugin`` (with ``PreScorePlugin`` to look at every
-feasible node once per pod), typed arguments validated by the plugin's own dataclass, and typed
-cycle state. ``cost_aware.binding`` adds two plugins of the binding cycle that talk to the API
-server: ``HourlyCostAnnotation`` (PreBind: stamps the price on the pod) and ``PricedBinder`` (Bind:
-binds pods on priced nodes itself, the price on the Binding; DefaultBinder binds the others).
+feasible node once per pod), typed arguments validated by the plugin's own dataclass (named on the
+extension points: ``ScorePlugin[CostAwareArgs]``), and typed cycle state. ``cost_aware.binding`` adds
+two plugins of the binding cycle that talk to the API server: ``HourlyCostAnnotation`` (PreBind: stamps
+the price on the pod) and ``PricedBinder`` (Bind: binds pods on priced nodes itself, the price on the
+Binding; DefaultBinder binds the others). The tests (``tests/``) import nothing of kopf_scheduler but
+``kopf_scheduler.framework`` and the test kit, ``kopf_scheduler.testing``.
 """
 
 from __future__ import annotations
@@ -92,9 +94,8 @@ class _PriceRange:
     high: Decimal
 
 
-class CostAware(PreScorePlugin, ScorePlugin):
-    NAME = "CostAware"
-    Args = CostAwareArgs
+class CostAware(PreScorePlugin[CostAwareArgs], ScorePlugin[CostAwareArgs]):
+    NAME = "CostAware"  # its Args is CostAwareArgs, named above: self.args is one to type checkers too
 
     def __init__(self, args: CostAwareArgs | None = None, *, name: str | None = None) -> None:
         super().__init__(args, name=name)

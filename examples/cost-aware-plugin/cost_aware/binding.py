@@ -84,9 +84,8 @@ async def node_cost(client: ApiClient, node_name: str, label: str) -> Decimal | 
     return cost if cost.is_finite() and cost >= 0 else None
 
 
-class HourlyCostAnnotation(PreBindPlugin):
+class HourlyCostAnnotation(PreBindPlugin[BindingArgs]):
     NAME = "HourlyCostAnnotation"
-    Args = BindingArgs
 
     def __init__(self, args: BindingArgs | None = None, *, name: str | None = None) -> None:
         super().__init__(args, name=name)
@@ -107,9 +106,8 @@ class HourlyCostAnnotation(PreBindPlugin):
         return SUCCESS if response.ok else error(f"cannot annotate the pod: {response.detail()}")
 
 
-class PricedBinder(BindPlugin):
+class PricedBinder(BindPlugin[BindingArgs]):
     NAME = "PricedBinder"
-    Args = BindingArgs
 
     def __init__(self, args: BindingArgs | None = None, *, name: str | None = None) -> None:
         super().__init__(args, name=name)

@@ -1,6 +1,7 @@
-"""HourlyCostAnnotation (PreBind) and PricedBinder (Bind): what they ask the API server, and a policy and
-``simulate`` that run them. A plugin of the binding cycle is a coroutine given an ``ApiClient``: a test
-gives it a fake one and runs it with ``asyncio.run``."""
+"""HourlyCostAnnotation (PreBind) and PricedBinder (Bind): what they ask the API server, and a policy and a
+whole scheduling cycle that run them. A plugin of the binding cycle is a coroutine given an ``ApiClient``:
+a test gives it a fake one and runs it with ``asyncio.run``; ``kopf_scheduler.testing.Cluster`` runs it in
+the cycle, against an in-memory API server holding the cluster's pods and nodes."""
 
 from __future__ import annotations
 
@@ -13,11 +14,8 @@ import pytest
 from cost_aware import CostAware, HourlyCostAnnotation, PricedBinder
 from cost_aware.binding import BindingArgs
 
-from kopf_scheduler.core.policy import validate_policy
-from kopf_scheduler.core.registry import Registry
 from kopf_scheduler.framework import CycleState, PluginArgsError, Status, parse_args, parse_pod
-from kopf_scheduler.sim.loader import load_cluster, load_pods, read_documents
-from kopf_scheduler.sim.simulator import Simulation
+from kopf_scheduler.testing import Cluster, PolicyError, policy, read_manifests
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "example"
 POD = parse_pod(
@@ -139,30 +137,34 @@ def test_arguments() -> None:
     assert exc.value.field == "annotation"
 
 
-REGISTRY = Registry.in_tree().extended([(CostAware, "test"), (HourlyCostAnnotation, "test"), (PricedBinder, "test")])
+PLUGINS = (CostAware, HourlyCostAnnotation, PricedBinder)
 
 
 def test_a_policy_enables_them_in_its_plugins_list() -> None:
     spec = {"schedulerName": "s", "plugins": [{"name": "HourlyCostAnnotation"}, {"name": "PricedBinder"}]}
-    profile = validate_policy(spec, registry=REGISTRY)
-    assert not isinstance(profile, list), profile
+    profile = policy(spec, plugins=PLUGINS)
     # The default profile's own PreBind plugin (DynamicResources) runs first; ours follows it.
     assert [p.name for p in profile.pre_binders] == ["DynamicResources", "HourlyCostAnnotation"]
     assert [p.name for p in profile.binders] == ["PricedBinder", "DefaultBinder"]  # DefaultBinder is always last
-    wrong = validate_policy({**spec, "plugins": [{"name": "CostAware"}]}, registry=REGISTRY)
-    assert isinstance(wrong, list) and wrong[0].path == "spec.plugins[0].name"
+    with pytest.raises(PolicyError) as wrong:
+        policy({**spec, "plugins": [{"name": "CostAware"}]}, plugins=PLUGINS)
+    assert wrong.value.errors[0].path == "spec.plugins[0].name"
 
 
-def test_simulate_runs_them_against_its_in_memory_api_server() -> None:
-    loaded = load_cluster(read_documents(EXAMPLE / "cluster.yaml"))
-    profile = validate_policy(read_documents(EXAMPLE / "policy.yaml")[0]["spec"], registry=REGISTRY)
-    assert not isinstance(profile, list), profile
-    sim = Simulation(loaded.cache, profile)
-    result = sim.run(load_pods(read_documents(EXAMPLE / "pods.yaml")))
-    assert [p.node for p in result.placements] == ["spot-a"] * 4 + ["reserved-c"] * 2
-    web = sim.api.answer("GET", "/api/v1/namespaces/default/pods/web-1").body
+def test_a_whole_cycle_runs_them_against_the_in_memory_api_server() -> None:
+    cluster = Cluster(
+        objects=read_manifests(EXAMPLE / "cluster.yaml"), profile=policy(EXAMPLE / "policy.yaml", plugins=PLUGINS)
+    )
+    placements = cluster.schedule(*read_manifests(EXAMPLE / "pods.yaml"))
+    assert [p.node for p in placements] == ["spot-a"] * 4 + ["reserved-c"] * 2
+    web = cluster.pod("web-1")
     assert web["spec"]["nodeName"] == "spot-a"
     assert web["metadata"]["annotations"] == {
         "example.com/hourly-cost": "0.12",  # stamped by HourlyCostAnnotation
         "example.com/bound-at-hourly-cost": "0.12",  # from PricedBinder's Binding
     }
+    # every pod landed on a priced node: PricedBinder bound each, DefaultBinder none
+    bindings = [body for method, path, body in cluster.requests if path.endswith("/binding")]
+    assert [b["metadata"]["annotations"]["example.com/bound-at-hourly-cost"] for b in bindings] == (
+        ["0.12"] * 4 + ["0.28"] * 2
+    )

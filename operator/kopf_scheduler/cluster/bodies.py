@@ -3,8 +3,9 @@
 Modelled on upstream's ``pkg/scheduler/testing/wrappers.go`` (``MakePod().Req(...).Obj()``). Users:
 
 - the demo (``commands/demo_workload.py``): its nodes, their kubelet-like status, its pods;
-- the tests: ``tests/kube_helpers.py`` (nodes and pods on the real control plane) and ``tests/builders.py``,
-  whose ``make_pod``/``make_node`` extend these builders and parse the body into core objects;
+- the tests: ``tests/kube_helpers.py`` (nodes and pods on the real control plane), and the test kit
+  ``kopf_scheduler.testing`` (plugin authors' and the unit tests', through ``tests/builders.py``), whose
+  ``make_pod``/``make_node`` extend these builders and parse the body into core objects;
 - the benchmarks and the differential harness (``bench/``): scheduler_perf's templates, the random
   clusters of ``bench/differential.py``, the fixed pods of the micro-benchmarks.
 

@@ -178,12 +178,23 @@ class GenericScheduler:
 
     A profile with extenders needs ``extender_factory``, which makes the ``Extender`` each of its
     ``ExtenderConfig`` is called through (the edge's HTTP client; a fake in tests).
+
+    An ``exhaustive`` scheduler filters every node and scores every feasible one, a pod's nomination
+    notwithstanding, and records why each rejected node was rejected: what ``kopf_scheduler.testing``
+    shows of a plugin. It chooses among them as any other; but upstream stops looking at
+    ``num_feasible_nodes_to_find`` feasible nodes (one, without score plugins), tries a nominated node
+    alone, and binds a single feasible node unscored, so the operator and ``simulate`` never use it.
     """
 
     def __init__(
-        self, profile: Profile, *, extender_factory: Callable[[ExtenderConfig], Extender] | None = None
+        self,
+        profile: Profile,
+        *,
+        extender_factory: Callable[[ExtenderConfig], Extender] | None = None,
+        exhaustive: bool = False,
     ) -> None:
         self.profile = profile
+        self.exhaustive = exhaustive
         self.next_start_node_index = 0
         #: opportunistic batching's ranking and counts (``core/batching.py``), kept between pods
         self.batch = OpportunisticBatch()
@@ -249,6 +260,15 @@ class GenericScheduler:
         result.node_names = snapshot.table.names
         return result
 
+    def _wanted(self, candidates: int) -> int:
+        """How many feasible nodes to look for among `candidates` before scoring: upstream's number
+        (``num_feasible_nodes_to_find``), or one when nothing scores, or all of them when exhaustive."""
+        if self.exhaustive:
+            return candidates
+        if not self._scorers and not self._extenders_choose:
+            return 1
+        return num_feasible_nodes_to_find(candidates, self.profile.percentage_of_nodes_to_score)
+
     def sign(self, pod: Pod, snapshot: Snapshot) -> Signature | None:
         """The pod's signature under this profile (``core/batching.py``), or None: not signable. A plugin that
         refuses is asked first next time (the order changes no signature)."""
@@ -298,7 +318,7 @@ class GenericScheduler:
             hint = self._hint(state, pod, snapshot, active, signature, cycle, now, rng)
         feasible: list[int] | None = None
         skipped: list[str] = []
-        if pod.nominated_node_name or hint:
+        if (pod.nominated_node_name or hint) and not self.exhaustive:
             feasible = self._evaluate_nominated(
                 state, pod, snapshot, active, nominated, pod.nominated_node_name or hint
             )
@@ -310,14 +330,10 @@ class GenericScheduler:
         only: npt.NDArray[np.intp] | None = None
         if not feasible:
             only = _admitted(state, snapshot, diagnosis)
-            want = num_feasible_nodes_to_find(
-                n if only is None else len(only), self.profile.percentage_of_nodes_to_score
-            )
-            if not self._scorers and not self._extenders_choose:
-                want = 1
+            want = self._wanted(n if only is None else len(only))
             # the rejected nodes' statuses only matter when nothing fits (or to explain), and the
             # extenders may still reject every node the filters kept
-            explain_all = explain or bool(self.extenders)
+            explain_all = explain or self.exhaustive or bool(self.extenders)
             feasible, evaluated, err = self._find_feasible(
                 state, pod, snapshot, active, want, diagnosis, nominated, only, explain_all
             )
@@ -342,7 +358,7 @@ class GenericScheduler:
         if not feasible:
             unfit = ScheduleResult(None, diagnosis, evaluated_nodes=evaluated, extender_errors=skipped)
             return self._run_post_filters(state, pod, snapshot, unfit, rng, nominator) if post_filter else unfit
-        if len(feasible) == 1 and not explain:
+        if len(feasible) == 1 and not explain and not self.exhaustive:
             name = snapshot.node_infos[feasible[0]].name
             if cycle is not None:
                 self.batch.store(signature, hint, name, None, 0, cycle, now)

@@ -9,7 +9,8 @@ Mirrors upstream ``pkg/scheduler/framework/interface.go`` in our own shape:
   profile, never per pod. ``NAME`` is the registered name (written once, on the class); an
   instance may carry another ``name`` when a policy configures the class twice.
 - Arguments are a frozen dataclass per plugin (``Plugin.Args``), parsed and validated by
-  ``core/arguments.py``; errors name the field path.
+  ``core/arguments.py``; errors name the field path. A plugin names their type on its extension
+  points (``ScorePlugin[FooArgs]``), so that ``self.args`` is typed for it and ``Args`` follows.
 - Cycle state is typed: a plugin creates ``StateKey[T]`` objects and reads back exactly ``T``.
 - Two shapes per point where speed matters: the reference per-node method (``filter``, ``score``)
   that states the semantics, and an optional vectorised capability over the snapshot's
@@ -57,7 +58,9 @@ import abc
 import enum
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, Protocol, Self, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, Protocol, Self, TypeVar, get_args, get_origin
+
+import typing_extensions
 
 from .arguments import NoArgs, PluginArgsError, parse_args
 
@@ -129,6 +132,11 @@ MIN_NODE_SCORE: Final = 0
 MAX_EXTENDER_PRIORITY: Final = 10
 
 T = TypeVar("T")
+
+#: a plugin's arguments type (``Plugin[FooArgs]``). Unparameterised (``FilterPlugin``) means ``Any``, so plugins
+#: that never name their arguments type check as before (a default is PEP 696: ``typing.TypeVar`` has it from
+#: Python 3.13, ``typing_extensions`` before)
+ArgsT = typing_extensions.TypeVar("ArgsT", default=Any)
 
 
 class Code(enum.IntEnum):
@@ -259,24 +267,41 @@ class CycleState:
 # --------------------------------------------------------------------------- plugins
 
 
-class Plugin(abc.ABC):
+class Plugin(abc.ABC, Generic[ArgsT]):
     """Every plugin subclasses this and at least one extension point below.
 
     ``NAME`` is the name policies use; ``Args`` the frozen dataclass of its arguments (``NoArgs``
-    when it takes none). A subclass with arguments takes them as its first parameter:
-    ``def __init__(self, args: FooArgs = FooArgs(), *, name: str | None = None)``. ``new`` builds a
-    plugin from raw policy arguments, which is what the policy builder and tests of raw input use.
+    when it takes none). A plugin with arguments names their type on the extension points it
+    subclasses, ``class Foo(FilterPlugin[FooArgs], ScorePlugin[FooArgs])``: ``self.args`` is then a
+    ``FooArgs`` to type checkers, ``Foo(FooArgs(...))`` is checked, and ``Args`` is set from it (a
+    class that also sets ``Args`` must set the same type; two different types are refused when the
+    class is defined). A plugin that names none (``class Foo(FilterPlugin)``, with ``Args = FooArgs``)
+    still works: its ``args`` is ``Any`` to type checkers. A subclass that takes arguments takes them
+    as its first parameter: ``def __init__(self, args: FooArgs | None = None, *, name: str | None =
+    None)``. ``new`` builds a plugin from raw policy arguments, which is what the policy builder and
+    tests of raw input use.
     """
 
     NAME: ClassVar[str]
+    #: the arguments' dataclass (a class variable cannot be generic: ``self.args`` carries the type)
     Args: ClassVar[type[Any]] = NoArgs
 
-    def __init__(self, args: Any = None, *, name: str | None = None) -> None:
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        named = _named_args(cls)
+        if named is None:
+            return
+        own = cls.__dict__.get("Args")
+        if own is not None and own is not named:
+            raise TypeError(f"{cls.__name__} sets Args = {own.__name__} but its extension points name {named.__name__}")
+        cls.Args = named
+
+    def __init__(self, args: ArgsT | None = None, *, name: str | None = None) -> None:
         if args is not None and not isinstance(args, self.Args):
             raise TypeError(f"{type(self).__name__} takes {self.Args.__name__}, not {type(args).__name__}")
         self.name: str = name or self.NAME
         #: the parsed arguments (an instance of ``Args``)
-        self.args: Any = args if args is not None else self.Args()
+        self.args: ArgsT = args if args is not None else self.Args()
 
     @classmethod
     def new(cls, raw: Mapping[str, Any] | None = None, *, name: str | None = None) -> Self:
@@ -287,13 +312,27 @@ class Plugin(abc.ABC):
         return f"{type(self).__name__}({self.name!r})" if self.name != self.NAME else f"{type(self).__name__}()"
 
 
-class PreFilterPlugin(Plugin):
+def _named_args(cls: type) -> type | None:
+    """The arguments type `cls`'s own bases name (``FilterPlugin[FooArgs]``), or None when they name none;
+    a TypeError when they name two."""
+    named: set[type] = set()
+    for base in cls.__dict__.get("__orig_bases__", ()):
+        origin = get_origin(base)
+        if isinstance(origin, type) and issubclass(origin, Plugin):
+            named.update(arg for arg in get_args(base) if isinstance(arg, type))
+    if len(named) > 1:
+        names = ", ".join(sorted(t.__name__ for t in named))
+        raise TypeError(f"{cls.__name__} names two arguments types on its extension points: {names}")
+    return next(iter(named), None)
+
+
+class PreFilterPlugin(Plugin[ArgsT]):
     @abc.abstractmethod
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
         """Compute per-pod data. SKIP disables this plugin's filter for the pod; a rejection fails every node."""
 
 
-class PreFilterExtensions(PreFilterPlugin):
+class PreFilterExtensions(PreFilterPlugin[ArgsT]):
     """Keep pre-filter state right when a what-if adds or removes pods (preemption, nominated pods).
 
     Upstream ``PreFilterExtensions.AddPod / RemovePod``: called on a cloned ``CycleState`` after
@@ -308,13 +347,13 @@ class PreFilterExtensions(PreFilterPlugin):
     def remove_pod(self, state: CycleState, pod: Pod, removed: Pod, node: NodeInfo) -> Status: ...
 
 
-class FilterPlugin(Plugin):
+class FilterPlugin(Plugin[ArgsT]):
     @abc.abstractmethod
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
         """Whether ``pod`` fits ``node``; a rejection names the reason users read."""
 
 
-class VectorFilter(FilterPlugin):
+class VectorFilter(FilterPlugin[ArgsT]):
     """Optional capability: ``filter`` over many nodes at once, equal to ``filter(...).is_success`` per node."""
 
     @abc.abstractmethod
@@ -381,7 +420,7 @@ class Handle(Protocol):
     ) -> Status: ...
 
 
-class PostFilterPlugin(Plugin):
+class PostFilterPlugin(Plugin[ArgsT]):
     @abc.abstractmethod
     def post_filter(
         self, state: CycleState, pod: Pod, snapshot: Snapshot, diagnosis: Diagnosis, handle: Handle
@@ -390,13 +429,13 @@ class PostFilterPlugin(Plugin):
         every node's rejection; ``state`` is the cycle's (clone it before changing it)."""
 
 
-class PreScorePlugin(Plugin):
+class PreScorePlugin(Plugin[ArgsT]):
     @abc.abstractmethod
     def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo], snapshot: Snapshot) -> Status:
         """SKIP disables this plugin's score for the pod (every node scores 0 for it)."""
 
 
-class ScorePlugin(Plugin):
+class ScorePlugin(Plugin[ArgsT]):
     #: the weight a policy gets when it names the plugin without one
     DEFAULT_WEIGHT: ClassVar[int] = 1
 
@@ -405,7 +444,7 @@ class ScorePlugin(Plugin):
         """A raw score for one feasible node (normalised afterwards when ``NormalizeScorePlugin``)."""
 
 
-class VectorScore(ScorePlugin):
+class VectorScore(ScorePlugin[ArgsT]):
     """Optional capability: ``score`` over many nodes at once, equal to it per node."""
 
     @abc.abstractmethod
@@ -414,7 +453,7 @@ class VectorScore(ScorePlugin):
     ) -> npt.NDArray[np.int64]: ...
 
 
-class NormalizeScorePlugin(ScorePlugin):
+class NormalizeScorePlugin(ScorePlugin[ArgsT]):
     @abc.abstractmethod
     def normalize_scores(self, state: CycleState, pod: Pod, scores: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         """Map raw scores of the feasible nodes onto 0..MAX_NODE_SCORE (may work in place)."""
@@ -444,7 +483,7 @@ class PermitHandle(Protocol):
         """Whether the pod holds a node in the cache: assumed (waiting, or binding) or bound."""
 
 
-class ReservePlugin(Plugin):
+class ReservePlugin(Plugin[ArgsT]):
     @abc.abstractmethod
     def reserve(self, state: CycleState, pod: Pod, node_name: str, handle: PermitHandle) -> Status:
         """The pod is assumed on `node_name`; a failure undoes the attempt (every ``unreserve`` runs)."""
@@ -463,7 +502,7 @@ class PermitResult:
     timeout: float = 0.0
 
 
-class PermitPlugin(Plugin):
+class PermitPlugin(Plugin[ArgsT]):
     @abc.abstractmethod
     def permit(self, state: CycleState, pod: Pod, node_name: str, handle: PermitHandle) -> PermitResult:
         """After Reserve: let the pod be bound, reject it, or make it wait (``Code.WAIT``)."""
@@ -517,7 +556,7 @@ class ApiClient(Protocol):
     ) -> ApiResponse: ...
 
 
-class PreBindPlugin(Plugin):
+class PreBindPlugin(Plugin[ArgsT]):
     def pre_bind_pre_flight(self, state: CycleState, pod: Pod, node_name: str) -> Status:
         """Upstream ``PreBindPreFlight``: will ``pre_bind`` have work for `pod` on `node_name`? Called once
         Permit has been passed (or is waited at), before the binding cycle; pure and quick (no API calls).
@@ -535,7 +574,7 @@ class PreBindPlugin(Plugin):
         cycle (every ``unreserve`` runs, the pod is forgotten and backs off)."""
 
 
-class BindPlugin(Plugin):
+class BindPlugin(Plugin[ArgsT]):
     @abc.abstractmethod
     async def bind(self, state: CycleState, pod: Pod, node_name: str, client: ApiClient) -> Status:
         """Bind the pod: SKIP hands it to the next Bind plugin (DefaultBinder, last, POSTs
@@ -552,7 +591,7 @@ class SignFragment:
     value: object
 
 
-class SignPlugin(Plugin):
+class SignPlugin(Plugin[ArgsT]):
     """Upstream ``SignPlugin``: the parts of a pod this plugin's PreFilter, Filter, PreScore and Score
     depend on. Every such plugin of a profile must be one for the profile to sign pods."""
 
@@ -564,7 +603,7 @@ class SignPlugin(Plugin):
         serve an extended resource). Pure and cheap."""
 
 
-class QueueSortPlugin(Plugin):
+class QueueSortPlugin(Plugin[ArgsT]):
     """Orders the active queue (upstream ``QueueSortPlugin``; plugins/queuesort/priority_sort.go is the default).
 
     One per profile: a policy names it in ``spec.queueSort`` (default PrioritySort: higher priority first,
@@ -682,7 +721,7 @@ class EnqueueHandle(Protocol):
         """The node called `name` with the pods on it (its ``node`` is None for a node already deleted)."""
 
 
-class EnqueueExtensions(Plugin):
+class EnqueueExtensions(Plugin[ArgsT]):
     """Upstream ``EnqueueExtensions`` (framework/interface.go ``EventsToRegister``): the cluster events after
     which a pod this plugin rejected may fit, each with an optional hint that looks closer.
 
@@ -703,7 +742,7 @@ class EnqueueExtensions(Plugin):
         """The events and hints (``handle``: what the hints may read of the cluster)."""
 
 
-class PreEnqueuePlugin(Plugin):
+class PreEnqueuePlugin(Plugin[ArgsT]):
     """Upstream ``PreEnqueuePlugin``: may a pod enter the active queue? A pod one of them refuses waits
     gated (never popped, never reported), on record as rejected by that plugin, until one of the events
     the plugin registers (``EnqueueExtensions``, or a gang gaining a member) moves it and every PreEnqueue

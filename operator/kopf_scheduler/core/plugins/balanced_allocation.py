@@ -65,11 +65,10 @@ class BalancedAllocationArgs:
         scoring.check_resources(self.resources, "resources", weight_must_be_one=True, reject_duplicates=True)
 
 
-class NodeResourcesBalancedAllocation(PreScorePlugin, VectorScore, SignPlugin):
+class NodeResourcesBalancedAllocation(PreScorePlugin[BalancedAllocationArgs], VectorScore, SignPlugin):
     """Score by how balanced the node's resource use would be with the pod on it."""
 
     NAME = "NodeResourcesBalancedAllocation"
-    Args = BalancedAllocationArgs
 
     def sign_pod(self, pod: Pod, snapshot: Snapshot) -> tuple[SignFragment, ...] | Status:
         """OpportunisticBatching: the pod's requests (not signable when DRA may serve an extended resource)."""

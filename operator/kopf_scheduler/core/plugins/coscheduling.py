@@ -101,9 +101,10 @@ class CoschedulingArgs:
             raise PluginArgsError("podGroupRejectPercentage", "must be 0..100")
 
 
-class Coscheduling(PreFilterPlugin, ReservePlugin, PermitPlugin, EnqueueExtensions, gangs.GangPostFilter, SignPlugin):
+class Coscheduling(
+    PreFilterPlugin[CoschedulingArgs], ReservePlugin, PermitPlugin, EnqueueExtensions, gangs.GangPostFilter, SignPlugin
+):
     NAME = "Coscheduling"
-    Args = CoschedulingArgs
 
     def sign_pod(self, pod: Pod, snapshot: Snapshot) -> tuple[SignFragment, ...] | Status:
         """OpportunisticBatching: its PreFilter passes or fails a pod whatever the node: nothing to add."""

@@ -51,14 +51,13 @@ class DefaultPreemptionArgs:
             )
 
 
-class DefaultPreemption(PostFilterPlugin, PodGroupPostFilterPlugin):
+class DefaultPreemption(PostFilterPlugin[DefaultPreemptionArgs], PodGroupPostFilterPlugin):
     NAME = "DefaultPreemption"
-    Args = DefaultPreemptionArgs
 
     def post_filter(
         self, state: CycleState, pod: Pod, snapshot: Snapshot, diagnosis: Diagnosis, handle: Handle
     ) -> PostFilterResult:
-        args: DefaultPreemptionArgs = self.args
+        args = self.args
         result = preempt(
             state, pod, snapshot, diagnosis, handle,
             min_candidate_nodes_percentage=args.min_candidate_nodes_percentage,

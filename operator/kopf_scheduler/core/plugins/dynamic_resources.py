@@ -490,7 +490,7 @@ def extended_claim_uid(pod: Pod) -> str:
 
 
 class DynamicResources(
-    PreEnqueuePlugin,
+    PreEnqueuePlugin[DynamicResourcesArgs],
     EnqueueExtensions,
     PreFilterPlugin,
     FilterPlugin,
@@ -505,7 +505,6 @@ class DynamicResources(
     """See the module docstring."""
 
     NAME = NAME
-    Args = DynamicResourcesArgs
     #: its weight in upstream's default profile
     DEFAULT_WEIGHT = 2
 
@@ -536,7 +535,6 @@ class DynamicResources(
 
     def __init__(self, args: DynamicResourcesArgs | None = None, *, name: str | None = None) -> None:
         super().__init__(args, name=name)
-        self.args: DynamicResourcesArgs
         self.features = Features()
         self.filter_timeout = self.args.filter_seconds
         self._key = StateKey[PodClaimsState](f"PreFilter{self.name}")

@@ -83,10 +83,15 @@ class GangSchedulingArgs:
 
 
 class GangScheduling(
-    PreEnqueuePlugin, PreFilterPlugin, ReservePlugin, PermitPlugin, EnqueueExtensions, gangs.PodGroupCycle, SignPlugin
+    PreEnqueuePlugin[GangSchedulingArgs],
+    PreFilterPlugin,
+    ReservePlugin,
+    PermitPlugin,
+    EnqueueExtensions,
+    gangs.PodGroupCycle,
+    SignPlugin,
 ):
     NAME = "GangScheduling"
-    Args = GangSchedulingArgs
 
     def sign_pod(self, pod: Pod, snapshot: Snapshot) -> tuple[SignFragment, ...] | Status:
         """OpportunisticBatching: its PreFilter passes or fails a pod whatever the node: nothing to add

@@ -386,12 +386,17 @@ class InterPodAffinityArgs:
 
 
 class InterPodAffinity(
-    PreFilterExtensions, VectorFilter, PreScorePlugin, VectorScore, NormalizeScorePlugin, EnqueueExtensions, SignPlugin
+    PreFilterExtensions[InterPodAffinityArgs],
+    VectorFilter,
+    PreScorePlugin,
+    VectorScore,
+    NormalizeScorePlugin,
+    EnqueueExtensions,
+    SignPlugin,
 ):
     """Filter, score and normalise on pod (anti-)affinity; see the module docstring."""
 
     NAME = "InterPodAffinity"
-    Args = InterPodAffinityArgs
 
     def sign_pod(self, pod: Pod, snapshot: Snapshot) -> tuple[SignFragment, ...] | Status:
         """OpportunisticBatching: a pod with (anti-)affinity terms cannot be signed; otherwise its labels
@@ -405,7 +410,6 @@ class InterPodAffinity(
 
     def __init__(self, args: InterPodAffinityArgs | None = None, *, name: str | None = None) -> None:
         super().__init__(args, name=name)
-        self.args: InterPodAffinityArgs
         self._filter_key = StateKey[_FilterState](f"PreFilter{self.name}")
         self._score_key = StateKey[_ScoreState](f"PreScore{self.name}")
         self._index = _Index()

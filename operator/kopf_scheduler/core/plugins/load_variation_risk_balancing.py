@@ -82,15 +82,13 @@ def risk_score(
     return (1.0 - risk) * MAX_NODE_SCORE
 
 
-class LoadVariationRiskBalancing(PreScorePlugin, ScorePlugin):
+class LoadVariationRiskBalancing(PreScorePlugin[LoadVariationRiskBalancingArgs], ScorePlugin):
     """Score nodes by the risk of their cpu and memory load (mean plus margin x deviation)."""
 
     NAME = "LoadVariationRiskBalancing"
-    Args = LoadVariationRiskBalancingArgs
 
     def __init__(self, args: LoadVariationRiskBalancingArgs | None = None, *, name: str | None = None) -> None:
         super().__init__(args, name=name)
-        self.args: LoadVariationRiskBalancingArgs
         self._key = StateKey[UsageSnapshot | None](f"PreScore{self.name}")
 
     @property

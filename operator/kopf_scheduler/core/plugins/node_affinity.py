@@ -263,10 +263,15 @@ class _ScoreState:
 
 
 class NodeAffinity(
-    PreFilterPlugin, VectorFilter, PreScorePlugin, VectorScore, NormalizeScorePlugin, EnqueueExtensions, SignPlugin
+    PreFilterPlugin[NodeAffinityArgs],
+    VectorFilter,
+    PreScorePlugin,
+    VectorScore,
+    NormalizeScorePlugin,
+    EnqueueExtensions,
+    SignPlugin,
 ):
     NAME = "NodeAffinity"
-    Args = NodeAffinityArgs
 
     def sign_pod(self, pod: Pod, snapshot: Snapshot) -> tuple[SignFragment, ...] | Status:
         """OpportunisticBatching: the pod's node affinity and node selector."""
@@ -278,7 +283,6 @@ class NodeAffinity(
 
     def __init__(self, args: NodeAffinityArgs | None = None, *, name: str | None = None) -> None:
         super().__init__(args, name=name)
-        self.args: NodeAffinityArgs
         self._filter_key = StateKey[_FilterState](f"PreFilter{self.name}")
         self._score_key = StateKey[_ScoreState](f"PreScore{self.name}")
 

@@ -115,9 +115,8 @@ def _has_label(table: NodeTable, key: str) -> BoolArray:
 # --------------------------------------------------------------------------- the plugin
 
 
-class NodeLabel(PreFilterPlugin, VectorFilter, PreScorePlugin, VectorScore, EnqueueExtensions):
+class NodeLabel(PreFilterPlugin[NodeLabelArgs], VectorFilter, PreScorePlugin, VectorScore, EnqueueExtensions):
     NAME = "NodeLabel"
-    Args = NodeLabelArgs
 
     def events_to_register(self, handle: EnqueueHandle) -> Sequence[ClusterEventWithHint]:
         """Ours (upstream removed the plugin): a node added, or relabelled, that has the labels now."""
@@ -139,7 +138,6 @@ class NodeLabel(PreFilterPlugin, VectorFilter, PreScorePlugin, VectorScore, Enqu
 
     def __init__(self, args: NodeLabelArgs | None = None, *, name: str | None = None) -> None:
         super().__init__(args, name=name)
-        self.args: NodeLabelArgs
         a = self.args
         # table-cache keys: instances with equal lists share a column
         self._filter_column = (self.NAME, "filter", a.present_labels, a.absent_labels)

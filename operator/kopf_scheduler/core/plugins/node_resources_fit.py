@@ -202,11 +202,12 @@ class NodeResourcesFitArgs:
                     raise PluginArgsError(f"{key}[{i}]", "must be a non-empty string")
 
 
-class NodeResourcesFit(PreFilterPlugin, VectorFilter, PreScorePlugin, VectorScore, EnqueueExtensions, SignPlugin):
+class NodeResourcesFit(
+    PreFilterPlugin[NodeResourcesFitArgs], VectorFilter, PreScorePlugin, VectorScore, EnqueueExtensions, SignPlugin
+):
     """Filter on requests vs allocatable; score by the configured allocation strategy."""
 
     NAME = "NodeResourcesFit"
-    Args = NodeResourcesFitArgs
 
     def sign_pod(self, pod: Pod, snapshot: Snapshot) -> tuple[SignFragment, ...] | Status:
         """OpportunisticBatching: the pod's requests (not signable when DRA may serve an extended resource)."""
@@ -214,7 +215,6 @@ class NodeResourcesFit(PreFilterPlugin, VectorFilter, PreScorePlugin, VectorScor
 
     def __init__(self, args: NodeResourcesFitArgs | None = None, *, name: str | None = None) -> None:
         super().__init__(args, name=name)
-        self.args: NodeResourcesFitArgs
         self.ignored_resources = frozenset(self.args.ignored_resources)
         self.ignored_resource_groups = frozenset(self.args.ignored_resource_groups)
         self.strategy = self.args.scoring_strategy

@@ -397,7 +397,7 @@ class AzureDiskLimitsArgs(MaxVolumesArgs):
     max_volumes: int = DEFAULT_MAX_AZURE_DISK_VOLUMES
 
 
-class _LegacyVolumeCount(PreFilterPlugin, VectorFilter, EnqueueExtensions):
+class _LegacyVolumeCount(PreFilterPlugin[MaxVolumesArgs], VectorFilter, EnqueueExtensions):
     """One v1.9 MaxPDVolumeCountChecker for the in-tree volume type ``KIND``."""
 
     def events_to_register(self, handle: EnqueueHandle) -> Sequence[ClusterEventWithHint]:
@@ -414,7 +414,6 @@ class _LegacyVolumeCount(PreFilterPlugin, VectorFilter, EnqueueExtensions):
 
     def __init__(self, args: MaxVolumesArgs | None = None, *, name: str | None = None) -> None:
         super().__init__(args, name=name)
-        self.args: MaxVolumesArgs
         self._key = StateKey[LegacyState](f"PreFilter{self.name}")
 
     def fits(self, pod: Pod, node_info: NodeInfo, objects: ClusterObjects) -> Status:

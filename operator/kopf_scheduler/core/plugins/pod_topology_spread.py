@@ -501,10 +501,15 @@ def _round_half_away(x: float) -> int:
 
 
 class PodTopologySpread(
-    PreFilterExtensions, VectorFilter, PreScorePlugin, VectorScore, NormalizeScorePlugin, EnqueueExtensions, SignPlugin
+    PreFilterExtensions[PodTopologySpreadArgs],
+    VectorFilter,
+    PreScorePlugin,
+    VectorScore,
+    NormalizeScorePlugin,
+    EnqueueExtensions,
+    SignPlugin,
 ):
     NAME = "PodTopologySpread"
-    Args = PodTopologySpreadArgs
 
     def sign_pod(self, pod: Pod, snapshot: Snapshot) -> tuple[SignFragment, ...] | Status:
         """OpportunisticBatching: spreading depends on where other pods are, not on the pod and the node
@@ -517,7 +522,6 @@ class PodTopologySpread(
 
     def __init__(self, args: PodTopologySpreadArgs | None = None, *, name: str | None = None) -> None:
         super().__init__(args, name=name)
-        self.args: PodTopologySpreadArgs
         self.system_defaulted = self.args.defaulting_type == SYSTEM_DEFAULTING
         self.default_constraints: tuple[TopologySpreadConstraint, ...] = (
             SYSTEM_DEFAULT_CONSTRAINTS
