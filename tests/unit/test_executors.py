@@ -342,7 +342,7 @@ class Operator:
         unseen = cached != {b["metadata"]["uid"] for b in pods if b["spec"].get("nodeName")}
         return bool(counts["active"] or counts["backoff"]) or binding or dying or not relayed or unseen
 
-    async def settle(self, *, quiet: float = 0.1, timeout: float = 6.0) -> None:
+    async def settle(self, *, quiet: float = 0.05, timeout: float = 6.0) -> None:
         """Until nothing was ready, backing off, being bound, dying or unseen by the informers for `quiet`
         seconds (the quiet covers the writes that follow a step: events, status patches)."""
         deadline = time.monotonic() + timeout
