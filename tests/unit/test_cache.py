@@ -12,6 +12,7 @@ import pytest
 from builders import make_node, make_pod
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_budget import examples
 
 from kopf_scheduler.core.cache import ASSUMED_POD_TTL_SECONDS, CacheError, PodState, SchedulerCache
 from kopf_scheduler.core.nodeinfo import NodeInfo
@@ -517,7 +518,7 @@ def _check(cache: SchedulerCache, loop: Snapshot) -> None:
     )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(op, max_size=40))
 def test_random_operations_keep_sums_and_table_consistent(steps: list[tuple[Any, ...]]) -> None:
     cache = SchedulerCache()

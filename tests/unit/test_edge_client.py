@@ -342,15 +342,15 @@ def test_keep_alive_reuses_one_connection() -> None:
 
 def test_a_pooled_connection_older_than_the_maximum_idle_age_is_not_reused() -> None:
     async def scenario(server: FakeApiServer, proxy: CountingProxy) -> None:
-        api = make_api(proxy.url, max_idle_age=0.3)
+        api = make_api(proxy.url, max_idle_age=0.15)
         try:
             assert (await api.request("GET", NODES)).ok
             assert (await api.request("GET", NODES)).ok  # young enough: reused
             assert proxy.accepted == 1
-            await asyncio.sleep(0.45)
+            await asyncio.sleep(0.25)
             assert (await api.request("GET", NODES)).ok
             assert proxy.accepted == 2
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(0.05)
             assert proxy.open == 1  # the old one was closed, not merely left aside
         finally:
             await api.close()
@@ -472,7 +472,7 @@ def test_a_watch_answered_401_is_opened_once_more_with_the_refreshed_token() -> 
 
 def test_a_watch_streams_events_and_bookmarks_keep_it_alive() -> None:
     async def scenario(server: FakeApiServer, proxy: CountingProxy) -> None:
-        api = make_api(server.url, watch_idle_timeout=0.5)
+        api = make_api(server.url, watch_idle_timeout=0.2)
         try:
             server.add("", "v1", "nodes", make_node("n1").body)
             seen: list[tuple[str, str]] = []
@@ -484,7 +484,7 @@ def test_a_watch_streams_events_and_bookmarks_keep_it_alive() -> None:
                     seen.append((event["type"], event["object"]["metadata"].get("name", "")))
                     if len(seen) == 3:
                         server.add("", "v1", "nodes", make_node("n2").body)
-                    if time.monotonic() - t0 > 1.2:  # over two idle deadlines long: bookmarks every 0.2 s kept it alive
+                    if time.monotonic() - t0 > 0.5:  # over two idle deadlines: bookmarks every 0.05 s kept it alive
                         break
             assert seen[0] == ("ADDED", "n1") and ("ADDED", "n2") in seen
             assert {t for t, _ in seen} == {"ADDED", "BOOKMARK"}  # no ERROR
@@ -492,7 +492,7 @@ def test_a_watch_streams_events_and_bookmarks_keep_it_alive() -> None:
         finally:
             await api.close()
 
-    run(scenario, bookmark_interval=0.2)
+    run(scenario, bookmark_interval=0.05)
 
 
 def test_the_server_ending_a_watch_ends_the_stream_without_an_error() -> None:
@@ -510,18 +510,18 @@ def test_the_server_ending_a_watch_ends_the_stream_without_an_error() -> None:
 
 def test_a_stalled_watch_is_given_up_after_the_idle_deadline() -> None:
     async def scenario(server: FakeApiServer, proxy: CountingProxy) -> None:
-        api = make_api(server.url, watch_idle_timeout=0.4)
+        api = make_api(server.url, watch_idle_timeout=0.2)
         try:
             server.stall_watches()
             t0 = time.monotonic()
             events = [e async for e in api.watch(NODES, {"allowWatchBookmarks": "true"}, timeout=60)]
             assert len(events) == 1 and events[0]["type"] == "ERROR" and events[0]["object"]["code"] == 0
-            assert events[0]["object"]["message"] == "nothing received for 0.4s"
-            assert 0.35 <= time.monotonic() - t0 < 2.0
+            assert events[0]["object"]["message"] == "nothing received for 0.2s"
+            assert 0.15 <= time.monotonic() - t0 < 2.0
         finally:
             await api.close()
 
-    run(scenario, bookmark_interval=0.1)
+    run(scenario, bookmark_interval=0.05)
 
 
 def test_a_watch_answered_with_an_error_status_is_one_error_event_with_its_code() -> None:
@@ -591,7 +591,7 @@ def test_a_request_lost_on_a_reused_connection_is_sent_again_only_when_replayabl
     asyncio.run(main())
 
 
-def test_a_refused_connection_reads_as_gos_dialer_says_it() -> None:
+def test_a_refused_connection_reads_as_gos_dialer_says_it(fast_retries: None) -> None:
     async def main() -> Response:
         server = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
         port = server.sockets[0].getsockname()[1]

@@ -200,7 +200,7 @@ def test_a_410_relists_and_what_vanished_goes_only_a_kind_that_pauses_is_unsynce
 ) -> None:
     async def scenario(server: FakeApiServer, api: Api, rec: Recorder) -> None:
         add_nodes(server, "a", "b")
-        server.delay("GET", f"^{NODES}$", 0.3, watch=True)  # the watch after the list arrives late
+        server.delay("GET", f"^{NODES}$", 0.1, watch=True)  # the watch after the list arrives late
         task = await running(rec.informer(api, pauses=pauses))
         try:
             await rec.wait(lambda: rec.syncs() == [True] and len(watches(server)) == 1)
@@ -232,7 +232,7 @@ def test_a_watch_cut_by_the_network_resumes_from_its_resource_version_with_no_li
             add_nodes(server, "c")
             await rec.wait(lambda: ("ADDED", "c") in rec.log)
             seen_at = server.resource_version
-            server.delay("GET", f"^{NODES}$", 0.2, watch=True)  # the resumed watch comes back after these writes
+            server.delay("GET", f"^{NODES}$", 0.1, watch=True)  # the resumed watch comes back after these writes
             assert server.cut_watches(cut) == 1
             server.delete("", "v1", "nodes", "b")
             add_nodes(server, "d")
@@ -249,7 +249,7 @@ def test_a_watch_cut_by_the_network_resumes_from_its_resource_version_with_no_li
 
 def test_a_burst_of_breaks_never_unsyncs_and_never_lists(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(informer_module, "RESUME_PAUSE", 0.005)
-    monkeypatch.setattr(informer_module, "RESUME_PAUSE_MAX", 0.05)
+    monkeypatch.setattr(informer_module, "RESUME_PAUSE_MAX", 0.02)
 
     async def scenario(server: FakeApiServer, api: Api, rec: Recorder) -> None:
         add_nodes(server, "a")
@@ -277,13 +277,13 @@ def test_a_watch_silent_past_the_idle_deadline_is_resumed_and_what_it_missed_is_
         task = await running(rec.informer(api, pauses=True))
         try:
             await rec.wait(lambda: rec.syncs() == [True] and len(watches(server)) == 1)
-            await asyncio.sleep(0.5)  # bookmarks keep a healthy watch alive past the deadline
+            await asyncio.sleep(0.25)  # bookmarks keep a healthy watch alive past the deadline
             assert len(watches(server)) == 1
             server.stall_watches()
             stalled_at = time.monotonic()
             server.delete("", "v1", "nodes", "b")  # withheld by the stalled stream
             await rec.wait(lambda: len(watches(server)) == 2)
-            assert time.monotonic() - stalled_at >= 0.3 - 0.1  # the deadline, from the last bookmark before the stall
+            assert time.monotonic() - stalled_at >= 0.15 - 0.05  # the deadline, from the last bookmark before the stall
             assert rec.restarts[0] == ("resume", "idle")
             server.drop_watches()  # the stalled streams never deliver what they held
             server.resume_watches()
@@ -292,14 +292,14 @@ def test_a_watch_silent_past_the_idle_deadline_is_resumed_and_what_it_missed_is_
         finally:
             await stop(task)
 
-    run(scenario, watch_idle_timeout=0.3, bookmark_interval=0.1)
+    run(scenario, watch_idle_timeout=0.15, bookmark_interval=0.05)
 
 
 @pytest.mark.parametrize("pauses", [True, False], ids=["a kind that pauses", "any other kind"])
 def test_watches_that_keep_failing_to_start_back_off_then_list_again(
     pauses: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(informer_module, "BACKOFF_FIRST", 0.02)
+    monkeypatch.setattr(informer_module, "BACKOFF_FIRST", 0.01)
     monkeypatch.setattr(informer_module, "BLIND_LIMIT", 60.0)  # only the failures in a row count here
 
     async def scenario(server: FakeApiServer, api: Api, rec: Recorder) -> None:
@@ -329,8 +329,8 @@ def test_watches_that_keep_failing_to_start_back_off_then_list_again(
 def test_a_kind_that_pauses_is_not_left_blind_for_long_it_is_unsynced_and_listed_again(
     pauses: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(informer_module, "BLIND_LIMIT", 0.3)
-    monkeypatch.setattr(informer_module, "BACKOFF_FIRST", 0.05)
+    monkeypatch.setattr(informer_module, "BLIND_LIMIT", 0.15)
+    monkeypatch.setattr(informer_module, "BACKOFF_FIRST", 0.02)
 
     async def scenario(server: FakeApiServer, api: Api, rec: Recorder) -> None:
         add_nodes(server, "a", "b")
@@ -345,7 +345,7 @@ def test_a_kind_that_pauses_is_not_left_blind_for_long_it_is_unsynced_and_listed
                 relists = [reason for action, reason in rec.restarts if action == "relist"]
                 assert rec.syncs() == [True, False, True] and relists[0] == "blind"
             else:
-                await asyncio.sleep(1.0)
+                await asyncio.sleep(0.5)  # over 3 blind limits; RELIST_AFTER failed watches take 0.62 s at least
                 assert rec.syncs() == [True] and len(lists(server)) == 1  # it keeps trying to watch
             server.clear_faults()
         finally:
@@ -449,7 +449,7 @@ def test_an_optional_kind_that_is_not_served_counts_as_synced_and_empty(monkeypa
 
 
 def test_a_kind_that_must_exist_and_is_not_served_never_counts_as_synced(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(informer_module, "BACKOFF_FIRST", 0.05)
+    monkeypatch.setattr(informer_module, "BACKOFF_FIRST", 0.02)
 
     async def scenario(server: FakeApiServer, api: Api, rec: Recorder) -> None:
         task = await running(Informer(api, rec.feed(PODGROUPS), on_sync=rec.on_sync))
@@ -463,7 +463,7 @@ def test_a_kind_that_must_exist_and_is_not_served_never_counts_as_synced(monkeyp
 
 
 def test_a_failing_list_backs_off_and_stays_unsynced(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(informer_module, "BACKOFF_FIRST", 0.1)
+    monkeypatch.setattr(informer_module, "BACKOFF_FIRST", 0.02)
 
     async def scenario(server: FakeApiServer, api: Api, rec: Recorder) -> None:
         add_nodes(server, "a")
@@ -475,14 +475,14 @@ def test_a_failing_list_backs_off_and_stays_unsynced(monkeypatch: pytest.MonkeyP
             answered = [(r.time, r.status) for r in server.requests if r.path == NODES and r.query.get("watch") != "1"]
             assert [status for _, status in answered] == [500, 500, 500, 200]
             gaps = [later - earlier for (earlier, _), (later, _) in zip(answered, answered[1:])]
-            assert gaps[0] >= 0.1 and gaps[1] >= 0.2 and gaps[2] >= 0.4  # 0.1 s, doubling (and jittered up)
+            assert gaps[0] >= 0.02 and gaps[1] >= 0.04 and gaps[2] >= 0.08  # 0.02 s, doubling (and jittered up)
             assert rec.log == [("ADDED", "a"), ("relisted", frozenset("a")), ("synced", True)]  # nothing before
 
             # a kind that pauses, relisting after lost history: a failing list keeps it unsynced
-            server.fail("GET", f"^{NODES}$", 503, times=2, watch=False)
+            server.fail("GET", f"^{NODES}$", 500, times=2, watch=False)  # 500: not retried by the client itself
             informer.resync()
-            await asyncio.sleep(0.2)
-            assert rec.syncs() == [True, False] and not informer.synced
+            await rec.wait(lambda: [r.status for r in server.requests if r.path == NODES].count(500) == 3 + 2)
+            assert rec.syncs() == [True, False] and not informer.synced  # both lists failed: still unsynced
             await rec.wait(lambda: rec.syncs() == [True, False, True])
         finally:
             await stop(task)

@@ -82,7 +82,7 @@ def test_requests_go_through_the_proxys_tunnel_with_its_credentials() -> None:
     asyncio.run(main())
 
 
-def test_a_refusing_proxy_is_an_answerless_response_saying_so() -> None:
+def test_a_refusing_proxy_is_an_answerless_response_saying_so(fast_retries: None) -> None:
     async def main() -> None:
         proxy = ConnectProxy(refuse=True)
         port = await proxy.start()

@@ -111,14 +111,14 @@ class LabelBinder(BindPlugin):
 
 
 class Hold(PermitPlugin):
-    """Makes pods labelled ``hold`` wait at Permit for a second (nobody allows them: they time out)."""
+    """Makes pods labelled ``hold`` wait at Permit for half a second (nobody allows them: they time out)."""
 
     NAME = "Hold"
 
     def permit(self, state: CycleState, pod: Pod, node_name: str, handle: PermitHandle) -> PermitResult:
         if "hold" not in pod.labels:
             return PermitResult()
-        return PermitResult(Status(Code.WAIT, ("held",)), timeout=1.0)
+        return PermitResult(Status(Code.WAIT, ("held",)), timeout=0.5)
 
 
 REGISTRY = Registry.in_tree().extended([(Recorder, "test"), (LabelBinder, "test"), (Hold, "test")])
@@ -336,10 +336,15 @@ class Operator:
         )
         relayed = {b["metadata"]["uid"] for b in pods if not b["spec"].get("nodeName")} == set(self._relayed)
         dying = any(b["metadata"].get("deletionTimestamp") for b in pods)
-        return bool(counts["active"] or counts["backoff"]) or binding or dying or not relayed
+        # the pods informer has caught up: the cache holds exactly the server's bound pods (a deletion or a
+        # bind it has not delivered yet shows here), besides those assumed at Permit
+        cached = {p.uid for p in self.app.cache.pods()} - waiting
+        unseen = cached != {b["metadata"]["uid"] for b in pods if b["spec"].get("nodeName")}
+        return bool(counts["active"] or counts["backoff"]) or binding or dying or not relayed or unseen
 
-    async def settle(self, *, quiet: float = 0.3, timeout: float = 6.0) -> None:
-        """Until nothing was ready, backing off, being bound or dying for `quiet` seconds."""
+    async def settle(self, *, quiet: float = 0.05, timeout: float = 6.0) -> None:
+        """Until nothing was ready, backing off, being bound, dying or unseen by the informers for `quiet`
+        seconds (the quiet covers the writes that follow a step: events, status patches)."""
         deadline = time.monotonic() + timeout
         calm_since = time.monotonic()
         while time.monotonic() - calm_since < quiet:

@@ -116,7 +116,7 @@ def token_kubeconfig(tmp_path: Path, token: str) -> Path:
 
 
 def test_explain_presents_the_kubeconfigs_credentials_over_https(
-    secure_endpoint: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    secure_endpoint: str, capsys: pytest.CaptureFixture[str], tmp_path: Path, fast_retries: None
 ) -> None:
     reader = str(token_kubeconfig(tmp_path, "reader"))
     rc, out, err = explain(
@@ -188,7 +188,9 @@ def test_a_pod_without_a_kept_attempt_is_an_error(endpoint: str, capsys: pytest.
     )
 
 
-def test_no_operator_listening_is_an_error_that_says_where_it_looked(capsys: pytest.CaptureFixture[str]) -> None:
+def test_no_operator_listening_is_an_error_that_says_where_it_looked(
+    capsys: pytest.CaptureFixture[str], fast_retries: None
+) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed again: nothing listens there

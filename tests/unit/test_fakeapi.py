@@ -569,7 +569,7 @@ def test_bookmarks_come_at_the_configured_interval() -> None:
 
         # no allowWatchBookmarks: no bookmarks
         quiet = await watch(session, PODS, resourceVersion=server.resource_version)
-        await quiet.silent(0.3)
+        await quiet.silent(0.25)  # two and a half bookmark intervals
         quiet.resp.close()
 
     run(scenario, bookmark_interval=0.1)
@@ -639,7 +639,7 @@ def test_stalled_watches_send_nothing_then_deliver_in_order() -> None:
         await call(session, "POST", PODS, pod("b"))
         late = await watch(session, PODS, resourceVersion=server.resource_version)  # new watches stall too
         await call(session, "DELETE", f"{PODS}/a")
-        await stream.silent(0.3)  # no events, no bookmarks
+        await stream.silent(0.15)  # no events, no bookmarks
         await late.silent(0.01)
         status, _ = await call(session, "GET", PODS)  # other requests work
         assert status == 200
@@ -651,7 +651,7 @@ def test_stalled_watches_send_nothing_then_deliver_in_order() -> None:
         stream.resp.close()
         late.resp.close()
 
-    run(scenario, bookmark_interval=0.25)  # shorter than the silence asserted, longer than a read takes
+    run(scenario, bookmark_interval=0.1)  # shorter than the silence asserted, longer than a read takes
 
 
 def test_stalled_connections_hang_every_request_until_resumed() -> None:
@@ -659,10 +659,10 @@ def test_stalled_connections_hang_every_request_until_resumed() -> None:
         stream = await watch(session, PODS, resourceVersion=server.resource_version)
         server.stall_connections()
         with pytest.raises(TimeoutError):
-            await call(session, "GET", PODS, timeout=aiohttp.ClientTimeout(total=0.3))
+            await call(session, "GET", PODS, timeout=aiohttp.ClientTimeout(total=0.1))
         assert server.requests[-1].path == PODS and server.requests[-1].status is None  # received, never answered
         server.add("", "v1", "pods", pod("a"))
-        await stream.silent(0.2)
+        await stream.silent(0.1)
 
         server.resume_connections()
         assert summary(await stream.next())[:2] == ("ADDED", "a")
@@ -713,10 +713,10 @@ def test_injected_failures_delays_and_request_records() -> None:
         assert (status, body["reason"]) == (410, "Expired")
         stream.resp.close()
 
-        server.delay("GET", r"^/api/v1/nodes$", 0.3)
+        server.delay("GET", r"^/api/v1/nodes$", 0.1)
         t0 = time.monotonic()
         status, _ = await call(session, "GET", "/api/v1/nodes", headers={"User-Agent": "edge-test/1"})
-        assert status == 200 and time.monotonic() - t0 >= 0.3
+        assert status == 200 and time.monotonic() - t0 >= 0.1
         server.clear_faults()
 
         record = server.requests[-1]

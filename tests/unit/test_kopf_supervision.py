@@ -128,6 +128,7 @@ def test_kopf_whose_discovery_answer_is_cut_short_is_started_again_and_pods_are_
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setattr(supervision, "BACKOFF_FIRST", 0.1)
+    monkeypatch.setattr(supervision, "LEFTOVER_GRACE", 0.2)  # Kopf's watchers of the failed run linger: 2 s otherwise
     caplog.set_level(logging.INFO, logger="kopf_scheduler")
 
     async def scenario() -> None:

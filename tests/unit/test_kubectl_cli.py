@@ -1,11 +1,9 @@
-"""The kubectl plugin's habits without a cluster: how a pod is named, where -n may go, kubectl's exit
-status for usage errors, and what shell completion offers (tests/cluster/test_kubectl_plugin.py runs
-the commands against the real control plane)."""
+"""The kubectl plugin's habits without a cluster: how a pod is named, where -n may go, and what shell
+completion offers (tests/tools/test_kubectl_plugin_process.py runs it as a process: kubectl's exit status
+for usage errors, the completion script's last line; tests/cluster/test_kubectl_plugin.py runs the commands
+against the real control plane)."""
 
 from __future__ import annotations
-
-import subprocess
-import sys
 
 import pytest
 
@@ -64,18 +62,6 @@ def test_flags_before_the_command_are_kept_when_the_command_does_not_repeat_them
     assert parser().parse_args(["policies", "-o", "wide", "a", "b"]).names == ["a", "b"]
 
 
-def test_usage_errors_exit_1_as_kubectls_do() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "kopf_scheduler.commands.kubectl", "explain", "web", "-o", "xml"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 1
-    assert done.stderr.startswith("error: argument -o/--output: invalid choice: 'xml'")
-    assert "See 'kubectl kopf-scheduler explain --help' for usage." in done.stderr
-
-
 CLUSTER = {
     ("namespaces", ""): ["default", "kopf-scheduler", "team-a"],
     ("pods", ""): ["api-0", "web-0", "web-1"],  # the context's namespace
@@ -109,13 +95,3 @@ def lookup(kind: str, namespace: str) -> list[str]:
 )
 def test_completion_offers_commands_flags_namespaces_pods_and_policies(words: list[str], offered: list[str]) -> None:
     assert completions(words, lookup) == offered
-
-
-def test_the_completion_script_ends_with_cobras_no_file_directive() -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", "from kopf_scheduler.commands.kubectl import complete; complete()", "ex"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert (done.returncode, done.stdout) == (0, "explain\n:4\n")

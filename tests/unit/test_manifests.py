@@ -9,6 +9,8 @@ properties, items, ranges, lengths, pattern, anyOf/not, list-map keys). The CEL 
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
 import re
 from collections.abc import Iterator
@@ -26,9 +28,16 @@ POLICIES = DEPLOY / "policies"
 YAML_FILES = sorted([*CRDS.rglob("*.yaml"), *DEPLOY.rglob("*.yaml")])
 
 
-def load_all(path: Path) -> list[dict[str, Any]]:
+@functools.cache
+def _parsed(path: Path) -> tuple[dict[str, Any], ...]:
     with path.open(encoding="utf-8") as f:
-        return [doc for doc in yaml.safe_load_all(f) if doc is not None]
+        return tuple(doc for doc in yaml.safe_load_all(f) if doc is not None)
+
+
+def load_all(path: Path) -> list[dict[str, Any]]:
+    """The documents of `path`, parsed once per run (``find`` reads every file for each object it looks up);
+    each caller gets its own copy to change."""
+    return copy.deepcopy(list(_parsed(path)))
 
 
 def objects(*paths: Path) -> Iterator[dict[str, Any]]:

@@ -27,6 +27,7 @@ from kopf_scheduler.core.ownership import PolicyMeta
 from kopf_scheduler.edge import informer as informer_module
 from kopf_scheduler.edge.client import Api, Response
 from kopf_scheduler.edge.credentials import Credentials
+from kopf_scheduler.kube import app as app_module
 from kopf_scheduler.kube import convert, events, handlers, loop, preemption
 from kopf_scheduler.kube.app import BIND_CONCURRENCY, FREEZE_GAP, WRITE_CONCURRENCY, App
 
@@ -190,7 +191,7 @@ class Operator:
 
 
 def run(scenario: Callable[[Operator], Awaitable[None]], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(informer_module, "BACKOFF_FIRST", 0.1)  # relists after a failure come quickly
+    monkeypatch.setattr(informer_module, "BACKOFF_FIRST", 0.02)  # relists after a failure come quickly
 
     async def main() -> None:
         async with FakeApiServer() as server:
@@ -259,7 +260,7 @@ def test_nothing_is_bound_while_a_kind_is_unsynced(monkeypatch: pytest.MonkeyPat
         op.informer("Node").resync()  # the nodes' watch broke, and listing them fails
         assert not op.app.current()
         await op.pod("second")
-        await asyncio.sleep(0.6)
+        await asyncio.sleep(0.2)  # the loop pops a pod it may schedule at once: a bind would have been sent by now
         assert [pod for pod, _, _ in op.bindings()] == ["first"] and op.node_of("second") == ""
         assert op.app.attempts.get("default", "second", now=op.app.now()) is None  # not even tried
         assert op.app.pending.get(SCHEDULER, op.server.get("", "v1", "pods", "second")["metadata"]["uid"]) is not None
@@ -314,6 +315,8 @@ def test_a_node_that_vanished_while_its_watch_was_down_goes_with_the_relist(monk
 def test_a_frozen_process_is_not_current_at_once_relists_everything_and_binds_only_after(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setattr(app_module, "TICK", 0.05)  # the watchdog's next tick sees the gap sooner
+
     async def scenario(op: Operator) -> None:
         op.node("n1")
         await op.start()
@@ -440,6 +443,8 @@ def test_a_scheduled_event_whose_answer_is_lost_is_neither_lost_nor_doubled(
 def test_a_fenced_replica_writes_nothing_and_binds_once_its_term_is_valid_again(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setattr(loop, "HOUSEKEEPING_PERIOD", 0.1)  # the refused PodGroup status is written again by then
+
     async def scenario(op: Operator) -> None:
         op.server.register(*COSCHEDULING, "PodGroup")
         op.server.add(*COSCHEDULING, {"metadata": {"name": "gang", "namespace": "default"}, "spec": {"minMember": 2}})
@@ -479,6 +484,7 @@ def test_a_fenced_replica_writes_nothing_and_binds_once_its_term_is_valid_again(
                 ("PATCH", "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups/gang/status") in op.writes()
             )
         )
+        await op.wait(lambda: op.events())  # the bind's Scheduled event follows its bind
         assert op.bindings() == [("fits", "small", 201)] and op.events() == [
             ("fits", "Successfully assigned default/fits to small")
         ]
@@ -499,7 +505,7 @@ def test_a_bind_answered_404_drops_the_pending_pod(monkeypatch: pytest.MonkeyPat
         op.server.delete("", "v1", "pods", "p")  # deleted; Kopf's relist after a 410 would not say so
         op.give_back(op.app.bind_slots, BIND_CONCURRENCY)
         await op.wait(lambda: op.bindings())
-        await asyncio.sleep(0.5)  # backoffs of 0.1 s: a requeued pod would have been tried again by now
+        await asyncio.sleep(0.3)  # backoffs of 0.1 s: a requeued pod would have been tried again by now
         assert op.bindings() == [("p", "n1", 404)]
         uid = body["metadata"]["uid"]
         state = op.app.states[SCHEDULER]

@@ -12,6 +12,7 @@ import pytest
 from builders import make_node, make_pod, node_info
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis_budget import examples
 
 from kopf_scheduler.core.arguments import PluginArgsError
 from kopf_scheduler.core.framework import Code, CycleState
@@ -984,7 +985,7 @@ def _verdicts(plugin: PodTopologySpread, state: CycleState, pod: Pod, snap: Snap
     return [plugin.filter(state, pod, info).code for info in snap.node_infos]
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(120), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(clusters(), st.data())
 def test_remove_pod_equals_a_rebuilt_snapshot(cluster, data):
     nodes, pods, pod = cluster
@@ -1006,7 +1007,7 @@ def test_remove_pod_equals_a_rebuilt_snapshot(cluster, data):
     assert _verdicts(plugin, what_if, pod, snap) == _verdicts(again, rebuilt_state, pod, rebuilt)
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(120), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(clusters(), st.data())
 def test_add_pod_equals_a_rebuilt_snapshot(cluster, data):
     nodes, pods, pod = cluster
@@ -1749,7 +1750,7 @@ def test_spread_constraint_policies_are_parsed_with_field_paths():
 # --------------------------------------------------------------------------- vector forms agree with per-node ones
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(clusters(), st.data())
 def test_vector_forms_agree_with_per_node(cluster, data):
     nodes, pods, pod = cluster

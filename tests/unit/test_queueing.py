@@ -11,6 +11,7 @@ from builders import make_pod
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from hypothesis_budget import examples
 
 from kopf_scheduler.core.framework import ClusterEvent
 from kopf_scheduler.core.objects import Pod
@@ -687,7 +688,7 @@ class QueueMachine(RuleBasedStateMachine):
 
 
 TestQueueMachine = QueueMachine.TestCase
-TestQueueMachine.settings = settings(max_examples=150, stateful_step_count=40, deadline=None)
+TestQueueMachine.settings = settings(max_examples=examples(150), stateful_step_count=40, deadline=None)
 
 
 # --------------------------------------------------------------------------- pod groups: pop_members and hold

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_budget import examples
 
 from kopf_scheduler.core import scoring
 from kopf_scheduler.core.arguments import PluginArgsError, parse_args
@@ -215,7 +216,7 @@ def _columns(req: np.ndarray, alloc: np.ndarray) -> list[tuple[list[int], list[i
     return [(req[:, j].tolist(), alloc[:, j].tolist()) for j in range(req.shape[1])]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(_matrices())
 def test_vector_least_most_agree(m: tuple[np.ndarray, np.ndarray, list[int]]) -> None:
     req, alloc, w = m
@@ -234,7 +235,7 @@ def _shapes(draw: st.DrawFn) -> scoring.Shape:
     return _shape(raw)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(_matrices(), _shapes())
 def test_vector_rtcr_agrees(m: tuple[np.ndarray, np.ndarray, list[int]], shape: scoring.Shape) -> None:
     req, alloc, w = m
@@ -243,7 +244,7 @@ def test_vector_rtcr_agrees(m: tuple[np.ndarray, np.ndarray, list[int]], shape: 
     assert got == [scoring.requested_to_capacity_ratio(r, a, w, shape) for r, a in _columns(req, alloc)]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(_matrices())
 def test_vector_balance_agrees(m: tuple[np.ndarray, np.ndarray, list[int]]) -> None:
     req, alloc, _ = m
@@ -260,7 +261,7 @@ def _with_and_without(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return allocated + np.where(alloc > 0, pod, 0), allocated, alloc
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(_with_and_without())
 def test_vector_balanced_allocation_agrees(m: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
     req, allocated, alloc = m

@@ -718,7 +718,9 @@ def test_options_that_would_be_ignored_are_refused(
     assert rc == 2 and needle in err
 
 
-def test_from_cluster_says_what_it_could_not_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_from_cluster_says_what_it_could_not_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], fast_retries: None
+) -> None:
     rc, _, err = simulate(capsys, "--from-cluster", "--kubeconfig", str(tmp_path / "missing"))
     assert rc == 2 and f"cannot load kubeconfig {tmp_path / 'missing'}" in err
     with socket.socket() as s:

@@ -17,7 +17,7 @@ BUILD = ROOT / "tools" / "controlplane" / "build.sh"
 FAKE_GO = r"""#!/usr/bin/env bash
 # fake go: `go build ... -o OUT PKG...`; OUT ending in / gets one stub per package's last element
 echo "$*" >> "$FAKE_GO_LOG"
-sleep 1
+sleep "${FAKE_GO_SECONDS:-0}"  # a build that takes a while, when a test asks for one
 out=""; pkgs=()
 while (($#)); do
   case $1 in
@@ -46,6 +46,7 @@ def _env(tmp_path: Path) -> dict[str, str]:
 
 def test_two_concurrent_builds_share_one_build(tmp_path: Path) -> None:
     env = _env(tmp_path)
+    env["FAKE_GO_SECONDS"] = "0.3"  # the second caller (started at once) finds the first one building
     cache = tmp_path / "cache"
     runs = [
         subprocess.Popen(
