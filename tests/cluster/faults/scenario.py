@@ -537,15 +537,16 @@ class Rig:
                 got = (entry["requested"].get("cpu", 0), entry["requested"].get("memory", 0), ours)
                 if got != (cpu, memory, keys) or entry["assumed"]:
                     last.append(
-                        f"{node}: cache {got[:2]} {sorted(ours)} assumed {entry['assumed']}, "
-                        f"API server {(cpu, memory)} {sorted(keys)}"
+                        f"{node}: cache {got[:2]} only in the cache {sorted(ours - keys)} assumed {entry['assumed']}, "
+                        f"API server {(cpu, memory)} only in the API server {sorted(keys - ours)}"
                     )
             return not last
 
         try:
             wait(op, same, timeout=timeout, message="the cache matches the API server")
         except AssertionError as exc:
-            raise AssertionError(f"{exc}\ndifferences: " + "; ".join(last[:5])) from None
+            # the differences first: CI keeps the head of a long message, and the log tail follows
+            raise AssertionError("differences: " + "; ".join(last[:5]) + f"\n{exc}") from None
 
     def check_no_secret_in_log(self, op: Operator) -> None:
         """Neither the bearer token nor the client key of the operator's kubeconfig is in its log."""
