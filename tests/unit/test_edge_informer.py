@@ -488,3 +488,37 @@ def test_a_failing_list_backs_off_and_stays_unsynced(monkeypatch: pytest.MonkeyP
             await stop(task)
 
     run(scenario)
+
+
+@pytest.mark.parametrize("pauses", [True, False], ids=["a kind that pauses", "any other kind"])
+def test_an_unexpected_error_never_ends_the_informer_it_lists_again(
+    monkeypatch: pytest.MonkeyPatch, pauses: bool
+) -> None:
+    """An informer that died would leave its kind counted synced while nothing of it arrives: an error
+    nobody expected (here the client's watch raising what it never should) is logged, the kind
+    (unsynced meanwhile when it pauses) listed again, and its events flow as before."""
+    monkeypatch.setattr(informer_module, "BACKOFF_FIRST", 0.02)
+
+    async def scenario(server: FakeApiServer, api: Api, rec: Recorder) -> None:
+        add_nodes(server, "a")
+        real_watch, failures = api.watch, [RuntimeError("Session is closed")]
+
+        def watch(path: str, params: Mapping[str, str], *, timeout: float) -> Any:
+            if failures:
+                raise failures.pop()
+            return real_watch(path, params, timeout=timeout)
+
+        monkeypatch.setattr(api, "watch", watch)
+        task = await running(rec.informer(api, pauses=pauses))
+        try:
+            await rec.wait(lambda: len(lists(server)) == 2 and len(watches(server)) == 1)
+            add_nodes(server, "b")
+            await rec.wait(lambda: ("ADDED", "b") in rec.log)
+            assert not task.done()
+            assert rec.restarts == [("relist", "failure")]
+            assert rec.syncs() == ([True, False, True] if pauses else [True])
+            assert rec.log.count(("relisted", frozenset("a"))) == 2
+        finally:
+            await stop(task)
+
+    run(scenario)

@@ -421,6 +421,31 @@ def test_a_bind_whose_answer_is_lost_is_sent_again_and_counts_as_bound(monkeypat
     run(scenario, monkeypatch)
 
 
+def test_a_bind_the_pods_watch_never_shows_lists_pods_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A watch that stays open and says nothing (not even the bind we made) is not trusted past the
+    assumption's TTL: pods are listed again, and the list confirms the pod."""
+
+    async def scenario(op: Operator) -> None:
+        op.node("n1")
+        await op.start()
+        op.app.cache.ttl = 0.2
+        before = op.lists()["/api/v1/pods"]
+        op.server.stall_watches()  # open, silent: neither the bind nor a bookmark arrives
+        await op.pod("p")
+        await op.wait(lambda: op.node_of("p") == "n1")
+        uid = op.server.get("", "v1", "pods", "p")["metadata"]["uid"]
+
+        def confirmed() -> bool:
+            cached = op.app.cache.get_pod(uid)
+            return cached is not None and op.app.cache.state_of(cached) is PodState.ADDED
+
+        await op.wait(confirmed)
+        assert op.lists()["/api/v1/pods"] == before + 1
+        op.server.resume_watches()
+
+    run(scenario, monkeypatch)
+
+
 @pytest.mark.parametrize("truncated", [False, True], ids=["reset", "cut short"])
 def test_a_scheduled_event_whose_answer_is_lost_is_neither_lost_nor_doubled(
     truncated: bool, monkeypatch: pytest.MonkeyPatch

@@ -43,7 +43,8 @@ One informer, one kind (a ``Feed``):
 
 Every restart is reported to ``on_restart(kind, action, reason)``: action ``resume`` (reason ``timeout``,
 ``broken``, ``idle``, ``no-answer``, ``unreachable`` or ``error``) or ``relist`` (``expired``,
-``unreachable``, ``blind``, ``watch-failures`` or ``resync``), for the operator's metrics.
+``unreachable``, ``blind``, ``watch-failures``, ``resync`` or ``failure``: an unexpected error, logged with
+its traceback, after which the informer lists again instead of ending), for the operator's metrics.
 
 An optional kind (a CRD that may not be installed, an API group a feature gate may switch off)
 that the server does not serve (404) counts as synced and empty, and is looked for again every
@@ -164,6 +165,21 @@ class Informer:
         self._query = f"&fieldSelector={quote(feed.field_selector)}" if feed.field_selector else ""
 
     async def run(self) -> None:
+        """List and watch until cancelled. Nothing else ends it: an error nobody expected (a bug, an
+        exception a library raised that the client does not convert) is logged and the kind is listed
+        again after a backoff, unsynced meanwhile when it pauses, as after lost history. An informer
+        that died would leave its kind counted synced while nothing of it arrives any more."""
+        while True:
+            try:
+                await self._list_and_watch()
+            except Exception:
+                logger.exception("%s: the informer failed; listing again", self.feed.kind)
+                self._restarted("relist", "failure")
+                if self.feed.pauses:
+                    self._set_synced(False)
+                await self._back_off()
+
+    async def _list_and_watch(self) -> None:
         version = await self._list()
         while True:
             watched = await self._watch(version)

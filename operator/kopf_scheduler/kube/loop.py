@@ -159,6 +159,12 @@ def _housekeeping(app: App, state: PolicyState, now: float) -> None:
     expired, routed = routing.expire_assumed(app.cache, app.states, now)
     for pod in expired:
         logger.warning("assumed pod %s expired: the watch never confirmed its binding", pod.key)
+    if expired:
+        # a bind the watch of pods did not show within the TTL: that watch may be deaf while it seems
+        # alive (a stream that delivers only bookmarks); list pods again rather than trust it
+        for informer in app.informers:
+            if informer.feed.kind == "Pod":
+                informer.resync()
     app.perform(routed)
     app.metrics.set_leader(state.policy, app.leading.is_set())
     for name, served in app.states.items():  # opportunistic batching's counts (core/batching.py)

@@ -293,7 +293,8 @@ class SchedulerMetrics:
         )
         self._relists = Counter(
             "kopf_scheduler_informer_relists",
-            "Lists of an informed kind after its first, by why (expired, unreachable, blind, watch-failures, resync).",
+            "Lists of an informed kind after its first, by why "
+            "(expired, unreachable, blind, watch-failures, resync, failure).",
             ["kind", "reason"],
             registry=r,
         )
