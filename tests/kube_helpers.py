@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -266,7 +268,23 @@ class Operator:
         return self.log.read_text(errors="replace")
 
     def tail(self, lines: int = 60) -> str:
-        return "\n".join(self.text().splitlines()[-lines:])
+        """The log's last lines, cache dumps left out (one dump fills a tail)."""
+        kept = [line for line in self.text().splitlines() if "cache dump: " not in line]
+        return "\n".join(kept[-lines:])
+
+    def problems(self, most: int = 12) -> str:
+        """The log's warnings and errors, each kind once (numbers aside) with how often and its first
+        example, most frequent first: what a failure's message shows before the tail."""
+        seen: Counter[str] = Counter()
+        first: dict[str, str] = {}
+        for line in self.text().splitlines():
+            for level in ("[WARNING ]", "[ERROR   ]", "[CRITICAL]"):
+                if level in line:
+                    what = level.strip("[] ") + " " + line.split(level, 1)[1].strip()[:120]
+                    kind = re.sub(r"\d+", "N", what)
+                    seen[kind] += 1
+                    first.setdefault(kind, what)
+        return "\n".join(f"{count:5d} x {first[kind]}" for kind, count in seen.most_common(most))
 
     def identity(self) -> str:
         """The process's identity (its events' reportingInstance), from its leader-election or startup log line."""
@@ -309,7 +327,12 @@ def wait(op_or_none: Operator | None, predicate: Callable[[], T], timeout: float
     try:
         return wait_for(predicate, timeout=timeout, interval=0.2, message=message)
     except TimeoutError as exc:
-        tail = f"\n--- operator log tail ---\n{op_or_none.tail()}" if op_or_none is not None else ""
+        tail = (
+            f"\n--- the operator's warnings and errors ---\n{op_or_none.problems()}"
+            f"\n--- operator log tail ---\n{op_or_none.tail(40)}"
+            if op_or_none is not None
+            else ""
+        )
         raise AssertionError(f"{exc}{tail}") from None
 
 
