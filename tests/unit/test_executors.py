@@ -491,7 +491,7 @@ DRA = Scenario(
 )
 GANG_FITS = Scenario(
     nodes=[node("n1", "3"), node("n2", "2"), node("n3", "1")],  # of different sizes: no score ties
-    groups=[pod_group("train", 3, timeout=1)],
+    groups=[pod_group("train", 3, timeout=30)],  # a slow machine must not make it wait out its timeout
     steps=[[member("train-0", "train"), member("train-1", "train"), member("train-2", "train")]],
 )
 GANG_DOES_NOT_FIT = Scenario(
