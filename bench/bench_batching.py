@@ -1,4 +1,5 @@
-"""Opportunistic batching on the core path (``core/batching.py``): replicas that go one per node, with and without.
+"""Opportunistic batching on the core path (``core/toolkit/batching.py``): replicas that go one per node,
+with and without.
 
     python bench/bench_batching.py                  # 1000 nodes, 500 replicas; then 5000 nodes, 1000 replicas
     python bench/bench_batching.py --nodes 5000 --pods 2000
@@ -22,12 +23,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "operator"))
 
 from kopf_scheduler.cluster import bodies
-from kopf_scheduler.core.algorithm import GenericScheduler
-from kopf_scheduler.core.cache import SchedulerCache
-from kopf_scheduler.core.parsing import parse_node, parse_pod
-from kopf_scheduler.core.policy import validate_policy
-from kopf_scheduler.core.profile import Profile
-from kopf_scheduler.core.snapshot import Snapshot
+from kopf_scheduler.core.config.policy import validate_policy
+from kopf_scheduler.core.config.profile import Profile
+from kopf_scheduler.core.framework.snapshot import Snapshot
+from kopf_scheduler.core.model.parsing import parse_node, parse_pod
+from kopf_scheduler.core.scheduling.algorithm import GenericScheduler
+from kopf_scheduler.core.state.cache import SchedulerCache
 
 SPEC = {"schedulerName": "s", "pluginConfig": [{"name": "PodTopologySpread", "args": {"defaultingType": "List"}}]}
 

@@ -19,7 +19,7 @@ Prints pods/s; the goals are >= 2000 pods/s (basic, 5000 nodes) and >= 300
 pods/s (anti-affinity, 1000 nodes). A figure, not a pass/fail test.
 
 ``--path loop`` runs what ``kube/loop.py`` runs per pod without the I/O: queue pop,
-``core.cycle.schedule_one``, the bind's success, the watch's confirmation (``run_loop_path``).
+``core.scheduling.cycle.schedule_one``, the bind's success, the watch's confirmation (``run_loop_path``).
 """
 
 from __future__ import annotations
@@ -36,16 +36,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "operator"))
 
 from kopf_scheduler.cluster import bodies
 from kopf_scheduler.cluster.bodies import HOSTNAME_LABEL, ZONE_LABEL
-from kopf_scheduler.core.algorithm import GenericScheduler
-from kopf_scheduler.core.attempts import AttemptLog
-from kopf_scheduler.core.cache import SchedulerCache
-from kopf_scheduler.core.cycle import Bind, Parked, binding_succeeded, schedule_one
-from kopf_scheduler.core.objects import Pod
-from kopf_scheduler.core.parsing import parse_node, parse_pod
-from kopf_scheduler.core.policy import default_profile
-from kopf_scheduler.core.queueing import SchedulingQueue
-from kopf_scheduler.core.snapshot import Snapshot
-from kopf_scheduler.core.waiting import WaitingPods
+from kopf_scheduler.core.config.policy import default_profile
+from kopf_scheduler.core.framework.snapshot import Snapshot
+from kopf_scheduler.core.framework.waiting import WaitingPods
+from kopf_scheduler.core.model.objects import Pod
+from kopf_scheduler.core.model.parsing import parse_node, parse_pod
+from kopf_scheduler.core.scheduling.algorithm import GenericScheduler
+from kopf_scheduler.core.scheduling.attempts import AttemptLog
+from kopf_scheduler.core.scheduling.cycle import Bind, Parked, binding_succeeded, schedule_one
+from kopf_scheduler.core.state.cache import SchedulerCache
+from kopf_scheduler.core.state.queueing import SchedulingQueue
 from kopf_scheduler.sim.simulator import Simulation
 
 ZONES = ("zone-a", "zone-b", "zone-c")

@@ -26,12 +26,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "operator"))
 
 from bench_core import basic_pod, node_body, run_loop_path
 
-from kopf_scheduler.core.attempts import AttemptLog
-from kopf_scheduler.core.cache import SchedulerCache
-from kopf_scheduler.core.cycle import Outcome
-from kopf_scheduler.core.objects import Node, Pod
-from kopf_scheduler.core.parsing import parse_node, parse_pod
-from kopf_scheduler.core.queueing import QueuedPodInfo
+from kopf_scheduler.core.framework.basics import QueuedPodInfo
+from kopf_scheduler.core.model.objects import Node, Pod
+from kopf_scheduler.core.model.parsing import parse_node, parse_pod
+from kopf_scheduler.core.scheduling.attempts import AttemptLog
+from kopf_scheduler.core.scheduling.cycle import Outcome
+from kopf_scheduler.core.state.cache import SchedulerCache
 
 
 class TimedLog(AttemptLog):

@@ -5,7 +5,7 @@
     python bench/bench_extenders.py --part extender --nodes 1000 --pods 200
 
 - ``cycle``: the operator's per-pod path without extenders, in-process: ``parse_pod`` of a pending
-  pod's watch body, then ``core.cycle.schedule_one`` (assume included) with the DefaultProvider on
+  pod's watch body, then ``core.scheduling.cycle.schedule_one`` (assume included) with the DefaultProvider on
   node-default nodes; then, to see small changes through a busy machine's noise, the best of 25
   timings of ``parse_pod`` alone and of the cycle's own overhead (an empty profile, one node).
   Run it on two checkouts to compare (the script uses only what both have).
@@ -39,14 +39,14 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "operator"))
 
 from kopf_scheduler.cluster import bodies
-from kopf_scheduler.core.cache import SchedulerCache
-from kopf_scheduler.core.cycle import Bind, schedule_one
-from kopf_scheduler.core.parsing import parse_node, parse_pod
-from kopf_scheduler.core.policy import default_profile, validate_policy
-from kopf_scheduler.core.profile import Profile
-from kopf_scheduler.core.queueing import SchedulingQueue
-from kopf_scheduler.core.snapshot import Snapshot
-from kopf_scheduler.core.waiting import WaitingPods
+from kopf_scheduler.core.config.policy import default_profile, validate_policy
+from kopf_scheduler.core.config.profile import Profile
+from kopf_scheduler.core.framework.snapshot import Snapshot
+from kopf_scheduler.core.framework.waiting import WaitingPods
+from kopf_scheduler.core.model.parsing import parse_node, parse_pod
+from kopf_scheduler.core.scheduling.cycle import Bind, schedule_one
+from kopf_scheduler.core.state.cache import SchedulerCache
+from kopf_scheduler.core.state.queueing import SchedulingQueue
 
 ZONES = ("zone-a", "zone-b", "zone-c")
 #: this process's CPU seconds in the last run_cycles
@@ -116,7 +116,7 @@ def run_cycles(cache: SchedulerCache, scheduler: Any, pods: int) -> float:
 
 
 def part_cycle(nodes: int, pods: int, rounds: int) -> None:
-    from kopf_scheduler.core.algorithm import GenericScheduler
+    from kopf_scheduler.core.scheduling.algorithm import GenericScheduler
 
     best = min(
         run_cycles(cache_of(nodes), GenericScheduler(default_profile("kopf-scheduler")), pods) for _ in range(rounds)
@@ -202,7 +202,7 @@ def _serve(ports: multiprocessing.Queue[int]) -> None:
 
 
 def part_extender(nodes: int, pods: int) -> None:
-    from kopf_scheduler.core.algorithm import GenericScheduler
+    from kopf_scheduler.core.scheduling.algorithm import GenericScheduler
     from kopf_scheduler.edge.extenders import HTTPExtender
 
     ports: multiprocessing.Queue[int] = multiprocessing.Queue()

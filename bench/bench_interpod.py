@@ -23,11 +23,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "operator"))
 
 from kopf_scheduler.cluster import bodies
-from kopf_scheduler.core.cache import SchedulerCache
-from kopf_scheduler.core.framework import CycleState
-from kopf_scheduler.core.parsing import parse_node, parse_pod
+from kopf_scheduler.core.framework.basics import CycleState
+from kopf_scheduler.core.framework.snapshot import Snapshot
+from kopf_scheduler.core.model.parsing import parse_node, parse_pod
 from kopf_scheduler.core.plugins.inter_pod_affinity import InterPodAffinity
-from kopf_scheduler.core.snapshot import Snapshot
+from kopf_scheduler.core.state.cache import SchedulerCache
 
 ZONES = ("zone-a", "zone-b", "zone-c")
 

@@ -20,7 +20,7 @@ Reported: the times (creating, the nodes Ready, the operator ready, drained, eve
 Running), the pods bound and Running, the FailedScheduling
 events (in all, per second over the drain, the busiest second, the most any one pod got), the
 operator's peak RSS (VmHWM) and its scheduler_pending_pods at the end. FailedScheduling events are
-limited per pod (``core/recording.py``: one per pod per 30 s, whatever the message) and in flight
+limited per pod (``core/framework/recording.py``: one per pod per 30 s, whatever the message) and in flight
 (``kube/app.py`` WRITE_CONCURRENCY writes at once); there is no cluster-wide events/s cap.
 """
 
@@ -59,7 +59,7 @@ from bench_e2e import (
 from kopf_scheduler.cluster import bodies
 from kopf_scheduler.cluster.controlplane import ControlPlane, free_port
 from kopf_scheduler.cluster.kwok import Kwok, kwok_node
-from kopf_scheduler.core.recording import REPEAT_INTERVAL
+from kopf_scheduler.core.framework.recording import REPEAT_INTERVAL
 
 SCHEDULER = "load"
 #: pod-default (100m) on node-default (4 cpu): cpu is what fills a node first (memory: 65, pods: 110)

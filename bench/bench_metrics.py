@@ -23,11 +23,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "operator"))
 
 from kopf_scheduler.cluster import bodies
-from kopf_scheduler.core.algorithm import GenericScheduler
-from kopf_scheduler.core.instrumentation import PLUGIN_METRICS_SAMPLE_PERCENT
-from kopf_scheduler.core.parsing import parse_node, parse_pod
-from kopf_scheduler.core.policy import default_profile
-from kopf_scheduler.core.snapshot import Snapshot
+from kopf_scheduler.core.config.policy import default_profile
+from kopf_scheduler.core.framework.instrumentation import PLUGIN_METRICS_SAMPLE_PERCENT
+from kopf_scheduler.core.framework.snapshot import Snapshot
+from kopf_scheduler.core.model.parsing import parse_node, parse_pod
+from kopf_scheduler.core.scheduling.algorithm import GenericScheduler
 from kopf_scheduler.telemetry.metrics import SchedulerMetrics
 
 ZONES = ("zone-a", "zone-b", "zone-c")
@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args(argv)
 
-    from kopf_scheduler.core.nodeinfo import NodeInfo
+    from kopf_scheduler.core.framework.nodeinfo import NodeInfo
 
     infos = []
     for i in range(args.nodes):

@@ -30,10 +30,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "operator"))
 
 from kopf_scheduler.cluster import bodies
-from kopf_scheduler.core.cache import SchedulerCache
-from kopf_scheduler.core.cycle import Unschedulable, Wait
-from kopf_scheduler.core.parsing import parse_node, parse_pod
-from kopf_scheduler.core.policy import default_profile
+from kopf_scheduler.core.config.policy import default_profile
+from kopf_scheduler.core.model.parsing import parse_node, parse_pod
+from kopf_scheduler.core.scheduling.cycle import Unschedulable, Wait
+from kopf_scheduler.core.state.cache import SchedulerCache
 from kopf_scheduler.edge.recorder import DrawLog, Recorder
 from kopf_scheduler.sim.replay import read_trace, recorded_profile, replay
 from kopf_scheduler.sim.simulator import Simulation

@@ -25,15 +25,15 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "operator"))
 
 from kopf_scheduler.cluster.bodies import node_body, pod_body
-from kopf_scheduler.core.algorithm import num_feasible_nodes_to_find
-from kopf_scheduler.core.framework import Code, CycleState
-from kopf_scheduler.core.nodeinfo import NodeInfo
-from kopf_scheduler.core.objects import Pod
-from kopf_scheduler.core.parsing import parse_node, parse_pod
+from kopf_scheduler.core.framework.basics import Code, CycleState
+from kopf_scheduler.core.framework.nodeinfo import NodeInfo
+from kopf_scheduler.core.framework.snapshot import Snapshot
+from kopf_scheduler.core.model.objects import Pod
+from kopf_scheduler.core.model.parsing import parse_node, parse_pod
 from kopf_scheduler.core.plugins.balanced_allocation import NodeResourcesBalancedAllocation
 from kopf_scheduler.core.plugins.node_resources_fit import NodeResourcesFit
 from kopf_scheduler.core.plugins.resource_limits import NodeResourceLimits
-from kopf_scheduler.core.snapshot import Snapshot
+from kopf_scheduler.core.scheduling.algorithm import num_feasible_nodes_to_find
 
 
 def node(i: int) -> NodeInfo:

@@ -22,7 +22,8 @@ created ONE AT A TIME, and for each:
    after a preemption upstream may retry the pod and overwrite the condition before the harness reads it);
 3. our algorithm decides for the same pod (as the API server stored it: admission filled in its priority) in the
    same state, through the simulator's Python API (``Simulation(explain=True).evaluate``: one attempt through
-   ``core.cycle.schedule_one``, prepare, decide and conclude as the operator runs them) with our default profile
+   ``core.scheduling.cycle.schedule_one``, prepare, decide and conclude as the operator runs them) with our default
+   profile
    (what ``kopf-scheduler simulate`` runs without ``--policy``) or ``--policy``;
 4. an unschedulable pod is deleted so it changes nothing later; if upstream preempted for it, its victims are
    gone for good (upstream deletes them; they have no grace period, and the harness force-deletes any left):
@@ -99,10 +100,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "operator"))  # whe
 from kubernetes import client, config
 
 from kopf_scheduler.cluster import ControlPlane, bodies, ensure_binaries
-from kopf_scheduler.core.cache import SchedulerCache
-from kopf_scheduler.core.parsing import parse_pod
-from kopf_scheduler.core.profile import Profile
-from kopf_scheduler.core.resources import format_quantity, to_milli, to_units
+from kopf_scheduler.core.config.profile import Profile
+from kopf_scheduler.core.model.parsing import parse_pod
+from kopf_scheduler.core.model.resources import format_quantity, to_milli, to_units
+from kopf_scheduler.core.state.cache import SchedulerCache
 from kopf_scheduler.edge.plugins import installed_registry
 from kopf_scheduler.sim.loader import load_cluster, load_policy, load_scheduler_config
 from kopf_scheduler.sim.simulator import Simulation

@@ -101,7 +101,7 @@ def machine() -> dict[str, Any]:
 
 
 def _package(frame: str) -> str:
-    """'f (kopf_scheduler/core/cache.py)' -> 'kopf_scheduler.core'; 'g (aiohttp/client.py)' -> 'aiohttp';
+    """'f (kopf_scheduler/core/state/cache.py)' -> 'kopf_scheduler.core'; 'g (aiohttp/client.py)' -> 'aiohttp';
     'h (ssl.py)' -> 'ssl'."""
     path = frame[frame.rfind("(") + 1 : -1]
     parts = path.removesuffix(".py").split("/")

@@ -296,7 +296,7 @@ class Operator:
         return ""
 
     def dump_cache(self, timeout: float = 30.0) -> dict[str, list[dict[str, Any]]]:
-        """SIGUSR2, then the dump it logs (``core/dump.py``): {"node": [...], "queue": [...], "end": [...]}."""
+        """SIGUSR2, then the dump it logs (``core/state/dump.py``): {"node": [...], "queue": [...], "end": [...]}."""
         prefix, end = "cache dump: ", "cache dump: end "
         before = self.text().count(end)
         self.proc.send_signal(signal.SIGUSR2)

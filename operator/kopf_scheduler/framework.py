@@ -20,20 +20,28 @@ schedulable, each with an optional hint answering a ``QueueingHint``.
 
 from __future__ import annotations
 
-from .core.arguments import NO_ARGS, NoArgs, PluginArgsError, parse_args
-from .core.diagnosis import Diagnosis
-from .core.framework import (
+from .core.framework.arguments import NO_ARGS, NoArgs, PluginArgsError, parse_args
+from .core.framework.basics import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
     SKIP,
     SUCCESS,
+    Code,
+    CycleState,
+    QueuedPodInfo,
+    StateKey,
+    Status,
+    error,
+    unresolvable,
+    unschedulable,
+)
+from .core.framework.diagnosis import Diagnosis
+from .core.framework.interface import (
     ApiClient,
     ApiResponse,
     BindPlugin,
     ClusterEvent,
     ClusterEventWithHint,
-    Code,
-    CycleState,
     EnqueueExtensions,
     EnqueueHandle,
     FilterPlugin,
@@ -57,23 +65,17 @@ from .core.framework import (
     ScorePlugin,
     SignFragment,
     SignPlugin,
-    StateKey,
-    Status,
     VectorFilter,
     VectorScore,
     default_normalize,
-    error,
-    unresolvable,
-    unschedulable,
 )
-from .core.nodeinfo import NodeInfo
-from .core.objects import Node, Pod, Taint, Toleration
-from .core.parsing import parse_node, parse_pod
+from .core.framework.nodeinfo import NodeInfo
+from .core.framework.snapshot import NodeTable, Snapshot
+from .core.framework.waiting import WaitingPod
+from .core.model.objects import Node, Pod, Taint, Toleration
+from .core.model.parsing import parse_node, parse_pod
+from .core.model.resources import Resources
 from .core.plugins.default_binder import binding_body, binding_path
-from .core.queueing import QueuedPodInfo
-from .core.resources import Resources
-from .core.snapshot import NodeTable, Snapshot
-from .core.waiting import WaitingPod
 
 __all__ = [
     "MAX_NODE_SCORE",

@@ -16,12 +16,12 @@ plugin".
   cluster file (``read_manifests`` reads such a file).
 - **One plugin**: ``run_plugin(plugin, pod, nodes=..., pods=...)`` runs the plugin's PreFilter, Filter,
   PreScore, Score and NormalizeScore for `pod` over a snapshot of those nodes and the pods on them, through
-  the scheduler's own runtime (``core/algorithm.py``: a SKIP, ``admit_only``, a vector form, an exception
+  the scheduler's own runtime (``core/scheduling/algorithm.py``: a SKIP, ``admit_only``, a vector form, an exception
   turned into an error naming the plugin all behave as in the operator), and returns a ``PluginRun``: each
   node's status and each feasible node's score. Unlike the operator it visits every node and scores every
   feasible one (``GenericScheduler(exhaustive=True)``), so that each has its verdict.
 - **Whole cycles**: ``Cluster(nodes=..., pods=..., profile=...)`` holds a cluster in memory and schedules
-  pending pods with ``schedule(*pods)``: the cycle the operator runs (``core/cycle.py``: queue, filter,
+  pending pods with ``schedule(*pods)``: the cycle the operator runs (``core/scheduling/cycle.py``: queue, filter,
   score, preemption, Reserve, Permit, PreBind, Bind), carried out as ``simulate`` carries it out
   (``sim/simulator.py``), the binding cycle's plugins talking to an in-memory API server. A profile is
   ``profile(*plugins)`` (exactly those plugins) or ``policy(spec, plugins=[...])`` (a SchedulingPolicy
@@ -41,26 +41,25 @@ from pathlib import Path
 from typing import Any, Final
 
 from .cluster.bodies import NodeBody, PodBody, Quantity, resource_list
-from .core import gangs
-from .core.algorithm import GenericScheduler
-from .core.framework import (
-    SUCCESS,
+from .core.config.policy import FieldError, validate_policy
+from .core.config.profile import Profile
+from .core.config.registry import Registry
+from .core.framework.basics import SUCCESS, Status
+from .core.framework.interface import (
     FilterPlugin,
     Plugin,
     PostFilterPlugin,
     PreFilterPlugin,
     QueueSortPlugin,
     ScorePlugin,
-    Status,
 )
-from .core.nodeinfo import NodeInfo, node_info_of
-from .core.objects import Node, Pod, PodGroup
-from .core.parsing import parse_coscheduling_pod_group, parse_node, parse_pod, parse_pod_group
+from .core.framework.nodeinfo import NodeInfo, node_info_of
+from .core.model.objects import Node, Pod, PodGroup
+from .core.model.parsing import parse_coscheduling_pod_group, parse_node, parse_pod, parse_pod_group
 from .core.plugins.default_binder import DefaultBinder
 from .core.plugins.priority_sort import PrioritySort
-from .core.policy import FieldError, validate_policy
-from .core.profile import Profile
-from .core.registry import Registry
+from .core.scheduling.algorithm import GenericScheduler
+from .core.toolkit import gangs
 from .sim.loader import DEFAULT_SCHEDULER_NAME, LoadedCluster, load_cluster, load_pods, load_policy, read_documents
 from .sim.simulator import Placement, Simulation, UnreadablePod
 

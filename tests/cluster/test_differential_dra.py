@@ -24,7 +24,7 @@ import differential as dh
 import pytest
 
 from kopf_scheduler.cluster import bodies
-from kopf_scheduler.core import scheduler_config
+from kopf_scheduler.core.config import scheduler_config
 from kopf_scheduler.sim.loader import load_policy
 
 SEEDS = (31, 32)

@@ -27,8 +27,8 @@ from kube_helpers import Group, wait
 from kubernetes import client
 
 from kopf_scheduler.cluster import ControlPlane
-from kopf_scheduler.core.policy import validate_policy
-from kopf_scheduler.core.profile import Profile
+from kopf_scheduler.core.config.policy import validate_policy
+from kopf_scheduler.core.config.profile import Profile
 from kopf_scheduler.sim.loader import load_cluster, load_pods
 from kopf_scheduler.sim.simulator import Placement, Simulation
 

@@ -11,22 +11,12 @@ import numpy as np
 import pytest
 from builders import make_node, make_pod, node_info
 
-from kopf_scheduler.core.algorithm import GenericScheduler, num_feasible_nodes_to_find, select_host
-from kopf_scheduler.core.diagnosis import Diagnosis, truncate_message
-from kopf_scheduler.core.framework import (
-    SKIP,
-    SUCCESS,
-    Code,
-    FilterPlugin,
-    PreFilterPlugin,
-    ScorePlugin,
-    Status,
-    VectorFilter,
-    unresolvable,
-    unschedulable,
-)
-from kopf_scheduler.core.profile import Profile
-from kopf_scheduler.core.snapshot import Snapshot
+from kopf_scheduler.core.config.profile import Profile
+from kopf_scheduler.core.framework.basics import SKIP, SUCCESS, Code, Status, unresolvable, unschedulable
+from kopf_scheduler.core.framework.diagnosis import Diagnosis, truncate_message
+from kopf_scheduler.core.framework.interface import FilterPlugin, PreFilterPlugin, ScorePlugin, VectorFilter
+from kopf_scheduler.core.framework.snapshot import Snapshot
+from kopf_scheduler.core.scheduling.algorithm import GenericScheduler, num_feasible_nodes_to_find, select_host
 
 
 @dataclass(eq=False)

@@ -1,17 +1,18 @@
-"""The attempt log (core/attempts.py): what is kept, the byte estimate, and the three bounds (count, bytes, age)."""
+"""The attempt log (core/scheduling/attempts.py): what is kept, the byte estimate, and the three bounds (count,
+bytes, age)."""
 
 from __future__ import annotations
 
 import numpy as np
 from builders import make_pod
 
-from kopf_scheduler.core.algorithm import ScheduleResult
-from kopf_scheduler.core.attempts import MAX_AGE_SECONDS, AttemptLog, estimated_bytes
-from kopf_scheduler.core.cycle import Bind, BindingPlan, Error, Skip, Unschedulable
-from kopf_scheduler.core.diagnosis import Diagnosis
-from kopf_scheduler.core.framework import Candidate, Code, CycleState, PostFilterResult, Status, unresolvable
-from kopf_scheduler.core.objects import Pod
-from kopf_scheduler.core.queueing import QueuedPodInfo
+from kopf_scheduler.core.framework.basics import Code, CycleState, QueuedPodInfo, Status, unresolvable
+from kopf_scheduler.core.framework.diagnosis import Diagnosis
+from kopf_scheduler.core.framework.interface import Candidate, PostFilterResult
+from kopf_scheduler.core.model.objects import Pod
+from kopf_scheduler.core.scheduling.algorithm import ScheduleResult
+from kopf_scheduler.core.scheduling.attempts import MAX_AGE_SECONDS, AttemptLog, estimated_bytes
+from kopf_scheduler.core.scheduling.cycle import Bind, BindingPlan, Error, Skip, Unschedulable
 
 NODES = ("n0", "n1", "n2", "n3")
 

@@ -1,4 +1,4 @@
-"""Opportunistic batching (``core/batching.py``, upstream framework/runtime/batch.go): signatures, hints, the
+"""Opportunistic batching (``core/toolkit/batching.py``, upstream framework/runtime/batch.go): signatures, hints, the
 conditions under which a ranking is reused, rescoring, and a case where batching places a pod elsewhere than
 scoring it afresh would (as upstream's does)."""
 
@@ -11,15 +11,15 @@ from typing import Any
 import pytest
 from builders import make_node, make_pod
 
-from kopf_scheduler.core import batching
-from kopf_scheduler.core.algorithm import GenericScheduler, ScheduleResult
-from kopf_scheduler.core.cache import SchedulerCache
-from kopf_scheduler.core.explanation import render
-from kopf_scheduler.core.objects import Pod
-from kopf_scheduler.core.policy import default_profile, validate_policy
-from kopf_scheduler.core.profile import Profile
-from kopf_scheduler.core.queueing import CycleCounter, SchedulingQueue, first_ready
-from kopf_scheduler.core.snapshot import Snapshot
+from kopf_scheduler.core.config.policy import default_profile, validate_policy
+from kopf_scheduler.core.config.profile import Profile
+from kopf_scheduler.core.framework.snapshot import Snapshot
+from kopf_scheduler.core.model.objects import Pod
+from kopf_scheduler.core.scheduling.algorithm import GenericScheduler, ScheduleResult
+from kopf_scheduler.core.scheduling.explanation import render
+from kopf_scheduler.core.state.cache import SchedulerCache
+from kopf_scheduler.core.state.queueing import CycleCounter, SchedulingQueue, first_ready
+from kopf_scheduler.core.toolkit import batching
 from kopf_scheduler.sim.simulator import Simulation
 
 #: the default plugins, but PodTopologySpread without system defaults: its pods are signable

@@ -1,4 +1,4 @@
-"""The binding cycle's one sequencer (``core.binding``), held to upstream's ``bindingCycle`` and
+"""The binding cycle's one sequencer (``core.scheduling.binding``), held to upstream's ``bindingCycle`` and
 ``handleBindingCycleError`` with a port that logs what the cycle asks of its executor.
 
 ``run_binding_cycle``: the steps and their order (Permit wait's writes, call-off, nomination for
@@ -18,8 +18,21 @@ from pathlib import Path
 import pytest
 from builders import make_node, make_pod
 
-from kopf_scheduler.core import binding
-from kopf_scheduler.core.binding import (
+from kopf_scheduler.core.config.extenders import (
+    Extender,
+    ExtenderBinding,
+    ExtenderConfig,
+    ExtenderFilterResult,
+    ExtenderPrioritizeResult,
+)
+from kopf_scheduler.core.config.profile import Profile
+from kopf_scheduler.core.framework.basics import SKIP, SUCCESS, CycleState, Status, error
+from kopf_scheduler.core.framework.interface import ApiClient, BindPlugin, PermitHandle, PreBindPlugin, ReservePlugin
+from kopf_scheduler.core.framework.nodeinfo import NodeInfo
+from kopf_scheduler.core.framework.waiting import WaitingPods
+from kopf_scheduler.core.model.objects import Pod
+from kopf_scheduler.core.scheduling import binding
+from kopf_scheduler.core.scheduling.binding import (
     BIND,
     PRE_BIND,
     BindingCycle,
@@ -29,32 +42,9 @@ from kopf_scheduler.core.binding import (
     conclude_binding,
     run_binding_cycle,
 )
-from kopf_scheduler.core.cache import PodState, SchedulerCache
-from kopf_scheduler.core.cycle import BindingPlan, Parked
-from kopf_scheduler.core.extenders import (
-    Extender,
-    ExtenderBinding,
-    ExtenderConfig,
-    ExtenderFilterResult,
-    ExtenderPrioritizeResult,
-)
-from kopf_scheduler.core.framework import (
-    SKIP,
-    SUCCESS,
-    ApiClient,
-    BindPlugin,
-    CycleState,
-    PermitHandle,
-    PreBindPlugin,
-    ReservePlugin,
-    Status,
-    error,
-)
-from kopf_scheduler.core.nodeinfo import NodeInfo
-from kopf_scheduler.core.objects import Pod
-from kopf_scheduler.core.profile import Profile
-from kopf_scheduler.core.queueing import BACKOFF, SchedulingQueue
-from kopf_scheduler.core.waiting import WaitingPods
+from kopf_scheduler.core.scheduling.cycle import BindingPlan, Parked
+from kopf_scheduler.core.state.cache import PodState, SchedulerCache
+from kopf_scheduler.core.state.queueing import BACKOFF, SchedulingQueue
 from kopf_scheduler.sim.apiserver import drive
 
 NOW = 10.0
@@ -332,7 +322,7 @@ def test_only_the_sequencer_runs_the_binding_steps() -> None:
     """One place sequences the binding cycle: no executor calls the PreBind or Bind runners, or undoes a
     binding, on its own (simulate's ``evaluate`` takes back an attempt it never bound: its one exception)."""
     steps = {"run_pre_bind_plugins", "run_bind_plugins", "binding_succeeded", "binding_failed"}
-    package = Path(binding.__file__).resolve().parents[1]
+    package = Path(binding.__file__).resolve().parents[2]
     callers: dict[str, set[str]] = {}
     for path in package.rglob("*.py"):
         if path.is_relative_to(package / "core"):  # the runtime and the sequencer (DRA has a binding_failed too)

@@ -1,4 +1,4 @@
-"""The binding cycle's runtime (``core.cycle.run_pre_bind_pre_flights``, ``run_pre_bind_plugins``,
+"""The binding cycle's runtime (``core.scheduling.cycle.run_pre_bind_pre_flights``, ``run_pre_bind_plugins``,
 ``run_bind_plugins``, ``binding_plan``), as upstream's RunPreBindPreFlights, RunPreBindPlugins and RunBindPlugins:
 order, SKIP, failures named, exceptions turned into errors; the nomination for expectation a pre-flight with work
 (or a wait at Permit) puts on the outcome; and ``sim.apiserver.drive``, which runs them without an event loop."""
@@ -11,29 +11,19 @@ from typing import Any
 import pytest
 from builders import make_pod
 
-from kopf_scheduler.core.algorithm import GenericScheduler
-from kopf_scheduler.core.cycle import (
+from kopf_scheduler.core.config.policy import default_profile
+from kopf_scheduler.core.framework.basics import SKIP, SUCCESS, Code, CycleState, Status, error, unschedulable
+from kopf_scheduler.core.framework.interface import ApiClient, BindPlugin, PreBindPlugin
+from kopf_scheduler.core.plugins.default_binder import DefaultBinder
+from kopf_scheduler.core.plugins.dynamic_resources import DynamicResources
+from kopf_scheduler.core.scheduling.algorithm import GenericScheduler
+from kopf_scheduler.core.scheduling.cycle import (
     BindingPlan,
     binding_plan,
     run_bind_plugins,
     run_pre_bind_plugins,
     run_pre_bind_pre_flights,
 )
-from kopf_scheduler.core.framework import (
-    SKIP,
-    SUCCESS,
-    ApiClient,
-    BindPlugin,
-    Code,
-    CycleState,
-    PreBindPlugin,
-    Status,
-    error,
-    unschedulable,
-)
-from kopf_scheduler.core.plugins.default_binder import DefaultBinder
-from kopf_scheduler.core.plugins.dynamic_resources import DynamicResources
-from kopf_scheduler.core.policy import default_profile
 from kopf_scheduler.sim.apiserver import SuspendedError, drive
 
 POD = make_pod("web").obj()

@@ -14,11 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis_budget import examples
 
-from kopf_scheduler.core.cache import ASSUMED_POD_TTL_SECONDS, CacheError, PodState, SchedulerCache
-from kopf_scheduler.core.nodeinfo import NodeInfo
-from kopf_scheduler.core.objects import Node, Pod
-from kopf_scheduler.core.resources import ZERO_RESOURCES, Resources
-from kopf_scheduler.core.snapshot import NodeTable, Snapshot
+from kopf_scheduler.core.framework.nodeinfo import NodeInfo
+from kopf_scheduler.core.framework.snapshot import NodeTable, Snapshot
+from kopf_scheduler.core.model.objects import Node, Pod
+from kopf_scheduler.core.model.resources import ZERO_RESOURCES, Resources
+from kopf_scheduler.core.state.cache import ASSUMED_POD_TTL_SECONDS, CacheError, PodState, SchedulerCache
 
 GI = 2**30
 
@@ -302,7 +302,7 @@ def test_update_snapshot_reclones_only_changed_nodes() -> None:
 
 
 def test_a_snapshots_node_names_list_is_never_changed_in_place() -> None:
-    # explanations keep an attempt's `table.names` by reference (core/attempts.py): updates must not edit it
+    # explanations keep an attempt's `table.names` by reference (core/scheduling/attempts.py): updates must not edit it
     cache = SchedulerCache()
     for i in range(3):
         cache.add_node(node(f"n{i}"))

@@ -227,7 +227,7 @@ def test_image_check_finds_the_dockerfiles_pip_steps(image_check: ModuleType) ->
     ("path", "ignored"),
     [
         pytest.param("pyproject.toml", False, id="listed file"),
-        pytest.param("operator/kopf_scheduler/core/cache.py", False, id="file under a listed folder"),
+        pytest.param("operator/kopf_scheduler/core/state/cache.py", False, id="file under a listed folder"),
         pytest.param("operator/kopf_scheduler/core/__pycache__/cache.cpython-311.pyc", True, id="pycache deep"),
         pytest.param("operator/kopf_scheduler.egg-info/PKG-INFO", True, id="egg-info"),
         pytest.param("bench/bench_core.py", True, id="not listed"),

@@ -9,9 +9,17 @@ from typing import Any
 import pytest
 from builders import make_node, make_pod
 
-from kopf_scheduler.core.algorithm import GenericScheduler
-from kopf_scheduler.core.cache import PodState, SchedulerCache
-from kopf_scheduler.core.cycle import (
+from kopf_scheduler.core.config.policy import validate_policy
+from kopf_scheduler.core.config.profile import Profile
+from kopf_scheduler.core.config.registry import Registry
+from kopf_scheduler.core.framework.basics import SKIP, SUCCESS, CycleState, QueuedPodInfo, Status, error
+from kopf_scheduler.core.framework.interface import ApiClient, PreBindPlugin
+from kopf_scheduler.core.framework.snapshot import Snapshot
+from kopf_scheduler.core.framework.waiting import WaitingPods
+from kopf_scheduler.core.model.objects import Pod
+from kopf_scheduler.core.model.parsing import parse_service
+from kopf_scheduler.core.scheduling.algorithm import GenericScheduler
+from kopf_scheduler.core.scheduling.cycle import (
     Bind,
     Error,
     Parked,
@@ -25,16 +33,9 @@ from kopf_scheduler.core.cycle import (
     prepare,
     schedule_one,
 )
-from kopf_scheduler.core.framework import SKIP, SUCCESS, ApiClient, CycleState, PreBindPlugin, Status, error
-from kopf_scheduler.core.objects import Pod
-from kopf_scheduler.core.parsing import parse_service
-from kopf_scheduler.core.policy import validate_policy
-from kopf_scheduler.core.profile import Profile
-from kopf_scheduler.core.queueing import BACKOFF, UNSCHEDULABLE, QueuedPodInfo, SchedulingQueue
-from kopf_scheduler.core.registry import Registry
-from kopf_scheduler.core.routing import route_namespace, route_object
-from kopf_scheduler.core.snapshot import Snapshot
-from kopf_scheduler.core.waiting import WaitingPods
+from kopf_scheduler.core.scheduling.routing import route_namespace, route_object
+from kopf_scheduler.core.state.cache import PodState, SchedulerCache
+from kopf_scheduler.core.state.queueing import BACKOFF, UNSCHEDULABLE, SchedulingQueue
 
 NOW = 50.0
 

@@ -346,7 +346,7 @@ def test_our_plugin_names_map_to_upstream_peers_once() -> None:
 
 
 def test_our_decision_runs_the_simulator_on_api_objects() -> None:
-    from kopf_scheduler.core.policy import validate_policy
+    from kopf_scheduler.core.config.policy import validate_policy
 
     profile = validate_policy(
         {

@@ -29,7 +29,7 @@ from dra_builders import (
 
 from kopf_scheduler.core.dra.allocator import AllocatedState, AllocationError, Allocator, Features, NodeAllocationError
 from kopf_scheduler.core.dra.objects import AllocationResult, DeviceID
-from kopf_scheduler.core.objects import Node, NodeSelectorRequirement, NodeSelectorTerm
+from kopf_scheduler.core.model.objects import Node, NodeSelectorRequirement, NodeSelectorTerm
 
 POOL1, POOL2, POOL3, POOL4 = "pool-1", "pool-2", "pool-3", "pool-4"
 NODE1 = Node("node-1", labels={"region": "region-1", "planet": "earth"})

@@ -14,14 +14,15 @@ import pytest
 from builders import make_node, make_pod, node_info
 from dra_builders import DRIVER_A, DRIVER_B, class_obj, device, device_class, request, resource_slice, slice_obj
 
-from kopf_scheduler.core.cache import SchedulerCache
+from kopf_scheduler.core.config.policy import default_profile
 from kopf_scheduler.core.dra.extended import SPECIAL_CLAIM_NAME, requests_and_mappings
 from kopf_scheduler.core.dra.objects import EXTENDED_RESOURCE_CLAIM_ANNOTATION, FINALIZER
 from kopf_scheduler.core.dra.parsing import parse_device_taint_rule
-from kopf_scheduler.core.dra.routing import route_dra_object
 from kopf_scheduler.core.dra.tracker import DraTracker
-from kopf_scheduler.core.framework import ClusterEvent, Code, CycleState, QueueingHint, Status
-from kopf_scheduler.core.objects import Pod
+from kopf_scheduler.core.framework.basics import Code, CycleState, Status
+from kopf_scheduler.core.framework.interface import ClusterEvent, QueueingHint
+from kopf_scheduler.core.framework.snapshot import ClusterObjects, Snapshot
+from kopf_scheduler.core.model.objects import Pod
 from kopf_scheduler.core.plugins.dynamic_resources import (
     ERR_CANNOT_ALLOCATE,
     ERR_CANNOT_FIT_RESOURCE,
@@ -31,10 +32,10 @@ from kopf_scheduler.core.plugins.dynamic_resources import (
     DynamicResourcesArgs,
 )
 from kopf_scheduler.core.plugins.node_resources_fit import NodeResourcesFit, NodeResourcesFitArgs, ScoringStrategy
-from kopf_scheduler.core.policy import default_profile
-from kopf_scheduler.core.routing import PendingPods, serve
-from kopf_scheduler.core.scoring import ResourceSpec
-from kopf_scheduler.core.snapshot import ClusterObjects, Snapshot
+from kopf_scheduler.core.scheduling.dra_routing import route_dra_object
+from kopf_scheduler.core.scheduling.routing import PendingPods, serve
+from kopf_scheduler.core.state.cache import SchedulerCache
+from kopf_scheduler.core.toolkit.scoring import ResourceSpec
 from kopf_scheduler.sim.loader import load_cluster, load_pods
 from kopf_scheduler.sim.simulator import Simulation
 
@@ -418,7 +419,7 @@ def test_a_search_longer_than_filter_timeout_is_an_error_naming_the_node() -> No
     ],
 )
 def test_dynamic_resources_arguments_are_checked(raw: dict[str, Any], message: str) -> None:
-    from kopf_scheduler.core.arguments import PluginArgsError
+    from kopf_scheduler.core.framework.arguments import PluginArgsError
 
     with pytest.raises(PluginArgsError, match=message):
         DynamicResources.new(raw)
@@ -503,9 +504,9 @@ def test_balanced_allocation_counts_a_dra_resource_like_an_advertised_one() -> N
 def test_a_pod_whose_extended_resource_a_device_class_serves_is_not_signed_for_batching() -> None:
     """Upstream's NodeResourcesFit and BalancedAllocation refuse to sign such a pod (which devices it gets
     depends on more than the pod): no opportunistic batching for it; a pod asking for none is signed."""
-    from kopf_scheduler.core import batching
-    from kopf_scheduler.core.algorithm import GenericScheduler
-    from kopf_scheduler.core.policy import validate_policy
+    from kopf_scheduler.core.config.policy import validate_policy
+    from kopf_scheduler.core.scheduling.algorithm import GenericScheduler
+    from kopf_scheduler.core.toolkit import batching
 
     cache = SchedulerCache()
     route_dra_object("DeviceClass", "gpu", class_obj(gpu_class()), cache=cache, served={}, now=0.0)

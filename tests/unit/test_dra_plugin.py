@@ -28,8 +28,10 @@ from dra_builders import (
 )
 
 from kopf_scheduler.core.dra.objects import FINALIZER
-from kopf_scheduler.core.framework import Code, CycleState
-from kopf_scheduler.core.objects import Pod
+from kopf_scheduler.core.framework.basics import Code, CycleState
+from kopf_scheduler.core.framework.snapshot import ClusterObjects, Snapshot
+from kopf_scheduler.core.framework.usage import SCORE_NOTES
+from kopf_scheduler.core.model.objects import Pod
 from kopf_scheduler.core.plugins.dynamic_resources import (
     BIND_TIME,
     ERR_CANNOT_ALLOCATE,
@@ -40,8 +42,6 @@ from kopf_scheduler.core.plugins.dynamic_resources import (
     admin_access_forbidden,
     pre_enqueue,
 )
-from kopf_scheduler.core.snapshot import ClusterObjects, Snapshot
-from kopf_scheduler.core.usage import SCORE_NOTES
 
 N1, N2 = make_node("node-1").obj(), make_node("node-2").obj()
 

@@ -11,17 +11,17 @@ import pytest
 from builders import make_node, make_pod
 from dra_builders import DRIVER_A, allocated, claim, claim_obj, device, device_class, request, resource_slice
 
-from kopf_scheduler.core.cache import SchedulerCache
+from kopf_scheduler.core.config.policy import default_profile
 from kopf_scheduler.core.dra.objects import NO_POD_CLAIMS, ResourceClaim
-from kopf_scheduler.core.dra.routing import route_dra_object, route_dra_relisted
-from kopf_scheduler.core.framework import ClusterEvent, QueueingHint
-from kopf_scheduler.core.objects import Pod
-from kopf_scheduler.core.parsing import ObjectError, parse_pod
+from kopf_scheduler.core.framework.interface import ClusterEvent, QueueingHint
+from kopf_scheduler.core.framework.snapshot import Snapshot
+from kopf_scheduler.core.model.objects import Pod
+from kopf_scheduler.core.model.parsing import ObjectError, parse_pod
 from kopf_scheduler.core.plugins.dynamic_resources import DynamicResources, claim_change_hint
-from kopf_scheduler.core.policy import default_profile
-from kopf_scheduler.core.queueing import GATED, QueueingHints, SchedulingQueue
-from kopf_scheduler.core.routing import PendingPods, serve
-from kopf_scheduler.core.snapshot import Snapshot
+from kopf_scheduler.core.scheduling.dra_routing import route_dra_object, route_dra_relisted
+from kopf_scheduler.core.scheduling.routing import PendingPods, serve
+from kopf_scheduler.core.state.cache import SchedulerCache
+from kopf_scheduler.core.state.queueing import GATED, QueueingHints, SchedulingQueue
 from kopf_scheduler.sim.dra import ClaimServer, generated_name, load_dra_object, stamp_claims
 from kopf_scheduler.sim.loader import ManifestError, load_cluster, load_pods
 from kopf_scheduler.sim.simulator import Simulation

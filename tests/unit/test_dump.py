@@ -7,9 +7,9 @@ from typing import Any
 
 from builders import make_node, make_pod
 
-from kopf_scheduler.core.cache import SchedulerCache
-from kopf_scheduler.core.dump import PREFIX, dump_lines
-from kopf_scheduler.core.queueing import SchedulingQueue
+from kopf_scheduler.core.state.cache import SchedulerCache
+from kopf_scheduler.core.state.dump import PREFIX, dump_lines
+from kopf_scheduler.core.state.queueing import SchedulingQueue
 
 
 def parse(lines: list[str]) -> dict[str, list[dict[str, Any]]]:

@@ -1,6 +1,6 @@
 """One cycle, two executors: the operator (on the fake API server) and ``simulate`` give the same outcomes.
 
-The core (``core/cycle.py``) decides every step; ``kube/loop.py`` + ``kube/binding.py`` and
+The core (``core/scheduling/cycle.py``) decides every step; ``kube/loop.py`` + ``kube/binding.py`` and
 ``sim/simulator.py`` only carry the outcomes out. Each scenario here runs through both:
 
 - the operator: an ``App`` with its informers and one scheduling loop on ``tests/fakeapi.py``, its
@@ -29,12 +29,12 @@ import pytest
 from builders import make_node, make_pod
 from fakeapi import FakeApiServer
 
+from kopf_scheduler.core.config.ownership import PolicyMeta
+from kopf_scheduler.core.config.policy import validate_policy
+from kopf_scheduler.core.config.profile import Profile
+from kopf_scheduler.core.config.registry import Registry
 from kopf_scheduler.core.dra.objects import FINALIZER
-from kopf_scheduler.core.objects import Pod
-from kopf_scheduler.core.ownership import PolicyMeta
-from kopf_scheduler.core.policy import validate_policy
-from kopf_scheduler.core.profile import Profile
-from kopf_scheduler.core.registry import Registry
+from kopf_scheduler.core.model.objects import Pod
 from kopf_scheduler.edge.client import Api
 from kopf_scheduler.edge.credentials import Credentials
 from kopf_scheduler.framework import (

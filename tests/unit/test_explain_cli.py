@@ -18,13 +18,13 @@ from builders import make_node, make_pod, node_info
 
 from kopf_scheduler.commands import main
 from kopf_scheduler.commands.explain import endpoint_credentials
-from kopf_scheduler.core.algorithm import GenericScheduler
-from kopf_scheduler.core.attempts import AttemptLog
-from kopf_scheduler.core.cycle import Unschedulable
-from kopf_scheduler.core.explanation import to_json
-from kopf_scheduler.core.policy import default_profile
-from kopf_scheduler.core.queueing import QueuedPodInfo
-from kopf_scheduler.core.snapshot import Snapshot
+from kopf_scheduler.core.config.policy import default_profile
+from kopf_scheduler.core.framework.basics import QueuedPodInfo
+from kopf_scheduler.core.framework.snapshot import Snapshot
+from kopf_scheduler.core.scheduling.algorithm import GenericScheduler
+from kopf_scheduler.core.scheduling.attempts import AttemptLog
+from kopf_scheduler.core.scheduling.cycle import Unschedulable
+from kopf_scheduler.core.scheduling.explanation import to_json
 from kopf_scheduler.edge.credentials import Credentials, StaticToken
 from kopf_scheduler.telemetry.access import TOKEN_REVIEWS, Gate
 from kopf_scheduler.telemetry.health import start_health_server

@@ -1,5 +1,5 @@
-"""Explanations of attempts (core/explanation.py): every node's verdict, raw and normalised scores, the tables,
-the JSON."""
+"""Explanations of attempts (core/scheduling/explanation.py): every node's verdict, raw and normalised scores,
+the tables, the JSON."""
 
 from __future__ import annotations
 
@@ -9,8 +9,13 @@ from pathlib import Path
 import pytest
 from builders import make_node, make_pod, node_info
 
-from kopf_scheduler.core.algorithm import GenericScheduler, ScheduleResult
-from kopf_scheduler.core.explanation import (
+from kopf_scheduler.core.config.policy import default_profile, validate_policy
+from kopf_scheduler.core.config.profile import Profile
+from kopf_scheduler.core.framework.nodeinfo import NodeInfo
+from kopf_scheduler.core.framework.snapshot import Snapshot
+from kopf_scheduler.core.model.objects import Pod
+from kopf_scheduler.core.scheduling.algorithm import GenericScheduler, ScheduleResult
+from kopf_scheduler.core.scheduling.explanation import (
     CHOSEN,
     FEASIBLE,
     FILTERED,
@@ -27,11 +32,6 @@ from kopf_scheduler.core.explanation import (
     summary,
     to_json,
 )
-from kopf_scheduler.core.nodeinfo import NodeInfo
-from kopf_scheduler.core.objects import Pod
-from kopf_scheduler.core.policy import default_profile, validate_policy
-from kopf_scheduler.core.profile import Profile
-from kopf_scheduler.core.snapshot import Snapshot
 from kopf_scheduler.sim.loader import load_cluster, load_pods, read_documents
 from kopf_scheduler.sim.simulator import Simulation
 

@@ -14,9 +14,7 @@ from typing import Any
 import pytest
 from builders import make_node, make_pod, node_info
 
-from kopf_scheduler.core.algorithm import GenericScheduler, ScheduleResult
-from kopf_scheduler.core.diagnosis import PluginScore
-from kopf_scheduler.core.extenders import (
+from kopf_scheduler.core.config.extenders import (
     Extender,
     ExtenderConfig,
     ExtenderFilterResult,
@@ -25,11 +23,14 @@ from kopf_scheduler.core.extenders import (
     bind_with_extenders,
     binds_with_extender,
 )
-from kopf_scheduler.core.framework import SUCCESS, Code, FilterPlugin, ScorePlugin, Status, unschedulable
-from kopf_scheduler.core.nodeinfo import NodeInfo
-from kopf_scheduler.core.objects import Pod
-from kopf_scheduler.core.profile import Profile
-from kopf_scheduler.core.snapshot import Snapshot
+from kopf_scheduler.core.config.profile import Profile
+from kopf_scheduler.core.framework.basics import SUCCESS, Code, Status, unschedulable
+from kopf_scheduler.core.framework.diagnosis import PluginScore
+from kopf_scheduler.core.framework.interface import FilterPlugin, ScorePlugin
+from kopf_scheduler.core.framework.nodeinfo import NodeInfo
+from kopf_scheduler.core.framework.snapshot import Snapshot
+from kopf_scheduler.core.model.objects import Pod
+from kopf_scheduler.core.scheduling.algorithm import GenericScheduler, ScheduleResult
 
 
 class FakeExtender(Extender):

@@ -24,14 +24,14 @@ from builders import make_node, make_pod, node_info
 from extender_server import ExtenderServer
 
 from kopf_scheduler.cluster.certs import Pki, create_pki
-from kopf_scheduler.core.extenders import (
+from kopf_scheduler.core.config.extenders import (
     ExtenderConfig,
     ExtenderFilterResult,
     ExtenderPrioritizeResult,
     ExtenderTLSConfig,
     HostPriority,
 )
-from kopf_scheduler.core.parsing import parse_pod
+from kopf_scheduler.core.model.parsing import parse_pod
 from kopf_scheduler.edge.extenders import (
     TIMEOUT_REASON,
     HTTPExtender,

@@ -8,14 +8,15 @@ import numpy as np
 import pytest
 from builders import make_node, make_pod, node_info
 
-from kopf_scheduler.core.framework import CycleState, VectorFilter
-from kopf_scheduler.core.nodeinfo import NodeInfo
-from kopf_scheduler.core.objects import Pod
+from kopf_scheduler.core.framework.basics import CycleState
+from kopf_scheduler.core.framework.interface import VectorFilter
+from kopf_scheduler.core.framework.nodeinfo import NodeInfo
+from kopf_scheduler.core.framework.snapshot import Snapshot
+from kopf_scheduler.core.model.objects import Pod
 from kopf_scheduler.core.plugins.node_affinity import NodeAffinity
 from kopf_scheduler.core.plugins.node_resources_fit import NodeResourcesFit
 from kopf_scheduler.core.plugins.node_unschedulable import NodeUnschedulable
 from kopf_scheduler.core.plugins.taint_toleration import TaintToleration
-from kopf_scheduler.core.snapshot import Snapshot
 
 ENFORCED = {"addedAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
     {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a", "b"]}]}

@@ -1,4 +1,4 @@
-"""Framework timings (core/instrumentation.py), client-go's request families and the process collectors:
+"""Framework timings (core/framework/instrumentation.py), client-go's request families and the process collectors:
 what a cycle reports to its recorder, sampled or not, and what the registry renders."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from builders import make_node, make_pod, node_info
 from fakeapi import FakeApiServer
 from prometheus_client.parser import text_string_to_metric_families
 
-from kopf_scheduler.core.algorithm import GenericScheduler
-from kopf_scheduler.core.framework import Code
-from kopf_scheduler.core.policy import validate_policy
-from kopf_scheduler.core.profile import Profile
-from kopf_scheduler.core.snapshot import Snapshot
+from kopf_scheduler.core.config.policy import validate_policy
+from kopf_scheduler.core.config.profile import Profile
+from kopf_scheduler.core.framework.basics import Code
+from kopf_scheduler.core.framework.snapshot import Snapshot
+from kopf_scheduler.core.scheduling.algorithm import GenericScheduler
 from kopf_scheduler.edge.client import Api
 from kopf_scheduler.edge.credentials import Credentials
 from kopf_scheduler.telemetry.metrics import SchedulerMetrics

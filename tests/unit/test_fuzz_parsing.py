@@ -24,10 +24,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis_budget import examples
 
-from kopf_scheduler.core.algorithm import GenericScheduler
-from kopf_scheduler.core.cache import SchedulerCache
-from kopf_scheduler.core.legacy import import_policy
-from kopf_scheduler.core.parsing import (
+from kopf_scheduler.core.config.legacy import import_policy
+from kopf_scheduler.core.config.policy import default_profile, validate_policy
+from kopf_scheduler.core.model.parsing import (
     ObjectError,
     parse_controller,
     parse_csi_node,
@@ -40,8 +39,9 @@ from kopf_scheduler.core.parsing import (
     parse_service,
     parse_storage_class,
 )
-from kopf_scheduler.core.policy import default_profile, validate_policy
-from kopf_scheduler.core.specs import FieldError
+from kopf_scheduler.core.model.specs import FieldError
+from kopf_scheduler.core.scheduling.algorithm import GenericScheduler
+from kopf_scheduler.core.state.cache import SchedulerCache
 
 Path = tuple[str | int, ...]
 

@@ -10,20 +10,20 @@ from typing import Any
 import pytest
 from builders import make_coscheduling_group, make_node, make_pod, make_pod_group
 
-from kopf_scheduler.core import routing
-from kopf_scheduler.core.algorithm import GenericScheduler
-from kopf_scheduler.core.cache import SchedulerCache
-from kopf_scheduler.core.cycle import Bind, Group, Parked, Unschedulable, Wait, schedule_one, settle_waiting
-from kopf_scheduler.core.framework import Code, CycleState
-from kopf_scheduler.core.gangs import pod_group_status
-from kopf_scheduler.core.objects import Pod, PodGroup
+from kopf_scheduler.core.config.policy import validate_policy
+from kopf_scheduler.core.config.profile import Profile
+from kopf_scheduler.core.framework.basics import Code, CycleState
+from kopf_scheduler.core.framework.snapshot import Snapshot
+from kopf_scheduler.core.framework.waiting import WaitingPods
+from kopf_scheduler.core.model.objects import Pod, PodGroup
 from kopf_scheduler.core.plugins.coscheduling import Coscheduling
 from kopf_scheduler.core.plugins.gang_scheduling import GangScheduling
-from kopf_scheduler.core.policy import validate_policy
-from kopf_scheduler.core.profile import Profile
-from kopf_scheduler.core.queueing import ACTIVE, BACKOFF, GATED, UNSCHEDULABLE, SchedulingQueue
-from kopf_scheduler.core.snapshot import Snapshot
-from kopf_scheduler.core.waiting import WaitingPods
+from kopf_scheduler.core.scheduling import routing
+from kopf_scheduler.core.scheduling.algorithm import GenericScheduler
+from kopf_scheduler.core.scheduling.cycle import Bind, Group, Parked, Unschedulable, Wait, schedule_one, settle_waiting
+from kopf_scheduler.core.state.cache import SchedulerCache
+from kopf_scheduler.core.state.queueing import ACTIVE, BACKOFF, GATED, UNSCHEDULABLE, SchedulingQueue
+from kopf_scheduler.core.toolkit.gangs import pod_group_status
 
 T0 = 1000.0
 TIMEOUT = 30

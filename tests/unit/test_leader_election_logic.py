@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from kopf_scheduler.core.timestamps import parse_time, rfc3339_micro
+from kopf_scheduler.core.model.timestamps import parse_time, rfc3339_micro
 from kopf_scheduler.kube.leader import (
     Action,
     LeaderElectionConfig,

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 import yaml
 
-from kopf_scheduler.core.legacy import format_duration_ns, import_policy, to_manifest
-from kopf_scheduler.core.policy import FieldError, validate_policy
-from kopf_scheduler.core.profile import Profile
+from kopf_scheduler.core.config.legacy import format_duration_ns, import_policy, to_manifest
+from kopf_scheduler.core.config.policy import FieldError, validate_policy
+from kopf_scheduler.core.config.profile import Profile
 
 FIXTURE = Path(__file__).parent / "fixtures" / "legacy" / "openshift-scheduler.json"
 
@@ -167,7 +167,7 @@ def test_extender_keys(extender: dict[str, Any], expected: dict[str, Any]) -> No
             {"kind": "KubeSchedulerConfiguration"},
             "kind",
             "a KubeSchedulerConfiguration is not a v1.9 Policy: "
-            "`kopf-scheduler config import` translates it (core/scheduler_config.py)",
+            "`kopf-scheduler config import` translates it (core/config/scheduler_config.py)",
             id="kind KubeSchedulerConfiguration",
         ),
         pytest.param(

@@ -426,7 +426,7 @@ def test_crd_schema_is_structural_and_closed() -> None:
         if node.get("x-kubernetes-list-type") == "map":
             for key in node["x-kubernetes-list-map-keys"]:
                 assert key in node["items"].get("required", []), f"{path}: list-map key {key} must be required"
-    # Only plugin arguments stay open: each plugin validates its own (core/policy.py reports errors).
+    # Only plugin arguments stay open: each plugin validates its own (core/config/policy.py reports errors).
     assert open_paths == [
         ".spec.predicates[].argument",
         ".spec.priorities[].argument",

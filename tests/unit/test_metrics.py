@@ -8,7 +8,7 @@ import pytest
 from builders import make_pod
 from prometheus_client.parser import text_string_to_metric_families
 
-from kopf_scheduler.core.queueing import SchedulingQueue
+from kopf_scheduler.core.state.queueing import SchedulingQueue
 from kopf_scheduler.telemetry.metrics import SchedulerMetrics, exponential_buckets
 
 

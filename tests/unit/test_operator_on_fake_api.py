@@ -21,9 +21,9 @@ import pytest
 from builders import make_node, make_pod
 from fakeapi import FakeApiServer
 
-from kopf_scheduler.core.cache import PodState
-from kopf_scheduler.core.objects import Pod
-from kopf_scheduler.core.ownership import PolicyMeta
+from kopf_scheduler.core.config.ownership import PolicyMeta
+from kopf_scheduler.core.model.objects import Pod
+from kopf_scheduler.core.state.cache import PodState
 from kopf_scheduler.edge import informer as informer_module
 from kopf_scheduler.edge.client import Api, Response
 from kopf_scheduler.edge.credentials import Credentials

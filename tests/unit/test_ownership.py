@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kopf_scheduler.core.ownership import (
+from kopf_scheduler.core.config.ownership import (
     Condition,
     PolicyBook,
     PolicyMeta,
@@ -19,8 +19,8 @@ from kopf_scheduler.core.ownership import (
     status_body,
     transition_time,
 )
-from kopf_scheduler.core.policy import FieldError
-from kopf_scheduler.core.profile import Profile
+from kopf_scheduler.core.config.policy import FieldError
+from kopf_scheduler.core.config.profile import Profile
 
 T0 = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
 T0_TEXT = "2030-01-02T03:04:05Z"

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from kopf_scheduler.core.policy import validate_policy
-from kopf_scheduler.core.profile import Profile
-from kopf_scheduler.core.registry import Registry
+from kopf_scheduler.core.config.policy import validate_policy
+from kopf_scheduler.core.config.profile import Profile
+from kopf_scheduler.core.config.registry import Registry
 from kopf_scheduler.framework import (
     SUCCESS,
     CycleState,

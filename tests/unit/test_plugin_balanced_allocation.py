@@ -11,12 +11,12 @@ from builders import make_node, make_pod, node_info
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kopf_scheduler.core.arguments import PluginArgsError
-from kopf_scheduler.core.framework import Code, CycleState
-from kopf_scheduler.core.nodeinfo import NodeInfo
-from kopf_scheduler.core.objects import Node, Pod
+from kopf_scheduler.core.framework.arguments import PluginArgsError
+from kopf_scheduler.core.framework.basics import Code, CycleState
+from kopf_scheduler.core.framework.nodeinfo import NodeInfo
+from kopf_scheduler.core.framework.snapshot import Snapshot
+from kopf_scheduler.core.model.objects import Node, Pod
 from kopf_scheduler.core.plugins.balanced_allocation import NodeResourcesBalancedAllocation
-from kopf_scheduler.core.snapshot import Snapshot
 
 GPU = "nvidia.com/gpu"
 WITH_GPU = {"resources": [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}, {"name": GPU, "weight": 1}]}

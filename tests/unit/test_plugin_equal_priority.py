@@ -6,10 +6,11 @@ import numpy as np
 import pytest
 from builders import make_node, make_pod, node_info
 
-from kopf_scheduler.core.arguments import PluginArgsError
-from kopf_scheduler.core.framework import CycleState, VectorScore
+from kopf_scheduler.core.framework.arguments import PluginArgsError
+from kopf_scheduler.core.framework.basics import CycleState
+from kopf_scheduler.core.framework.interface import VectorScore
+from kopf_scheduler.core.framework.snapshot import Snapshot
 from kopf_scheduler.core.plugins.equal_priority import EqualPriority
-from kopf_scheduler.core.snapshot import Snapshot
 
 
 def test_every_node_scores_one():

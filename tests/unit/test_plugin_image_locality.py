@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 from builders import make_node, make_pod, node_info
 
-from kopf_scheduler.core.arguments import PluginArgsError
-from kopf_scheduler.core.framework import CycleState
-from kopf_scheduler.core.parsing import parse_pod
+from kopf_scheduler.core.framework.arguments import PluginArgsError
+from kopf_scheduler.core.framework.basics import CycleState
+from kopf_scheduler.core.framework.snapshot import Snapshot
+from kopf_scheduler.core.model.parsing import parse_pod
 from kopf_scheduler.core.plugins.image_locality import (
     MAX_CONTAINER_THRESHOLD,
     MIN_THRESHOLD,
@@ -18,7 +19,6 @@ from kopf_scheduler.core.plugins.image_locality import (
     calculate_priority,
     normalized_image_name,
 )
-from kopf_scheduler.core.snapshot import Snapshot
 
 Mi = 1024 * 1024
 

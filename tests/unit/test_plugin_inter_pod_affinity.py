@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from builders import PodBuilder, make_node, make_pod, node_info
 
-from kopf_scheduler.core.arguments import PluginArgsError
-from kopf_scheduler.core.cache import SchedulerCache
-from kopf_scheduler.core.framework import Code, CycleState
-from kopf_scheduler.core.objects import Pod
-from kopf_scheduler.core.parsing import parse_pod
+from kopf_scheduler.core.framework.arguments import PluginArgsError
+from kopf_scheduler.core.framework.basics import Code, CycleState
+from kopf_scheduler.core.framework.snapshot import ClusterObjects, Snapshot
+from kopf_scheduler.core.model.objects import Pod
+from kopf_scheduler.core.model.parsing import parse_pod
 from kopf_scheduler.core.plugins.inter_pod_affinity import (
     ERR_REASON_AFFINITY_RULES_NOT_MATCH,
     ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH,
@@ -22,7 +22,7 @@ from kopf_scheduler.core.plugins.inter_pod_affinity import (
     InterPodAffinityArgs,
     fits,
 )
-from kopf_scheduler.core.snapshot import ClusterObjects, Snapshot
+from kopf_scheduler.core.state.cache import SchedulerCache
 
 HOST = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"

@@ -12,14 +12,11 @@ import pytest
 from builders import make_node, make_pod, node_info
 
 from kopf_scheduler.commands import main
-from kopf_scheduler.core.arguments import PluginArgsError
-from kopf_scheduler.core.framework import CycleState
-from kopf_scheduler.core.nodeinfo import NodeInfo
-from kopf_scheduler.core.objects import Pod
-from kopf_scheduler.core.plugins.load_variation_risk_balancing import LoadVariationRiskBalancing, risk_score
-from kopf_scheduler.core.plugins.target_load_packing import TargetLoadPacking, packing_score, predict_pod
-from kopf_scheduler.core.snapshot import ClusterObjects, Snapshot
-from kopf_scheduler.core.usage import (
+from kopf_scheduler.core.framework.arguments import PluginArgsError
+from kopf_scheduler.core.framework.basics import CycleState
+from kopf_scheduler.core.framework.nodeinfo import NodeInfo
+from kopf_scheduler.core.framework.snapshot import ClusterObjects, Snapshot
+from kopf_scheduler.core.framework.usage import (
     ANY_SOURCE,
     METRICS_API,
     SCORE_NOTES,
@@ -31,6 +28,9 @@ from kopf_scheduler.core.usage import (
     parse_usage_annotation,
     reading,
 )
+from kopf_scheduler.core.model.objects import Pod
+from kopf_scheduler.core.plugins.load_variation_risk_balancing import LoadVariationRiskBalancing, risk_score
+from kopf_scheduler.core.plugins.target_load_packing import TargetLoadPacking, packing_score, predict_pod
 
 MI = 1024 * 1024
 NOW = 1_000_000.0

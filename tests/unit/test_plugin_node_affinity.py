@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 from builders import make_node, make_pod, node_info
 
-from kopf_scheduler.core.algorithm import GenericScheduler
-from kopf_scheduler.core.arguments import PluginArgsError
-from kopf_scheduler.core.framework import Code, CycleState
+from kopf_scheduler.core.config.profile import Profile
+from kopf_scheduler.core.framework.arguments import PluginArgsError
+from kopf_scheduler.core.framework.basics import Code, CycleState
+from kopf_scheduler.core.framework.snapshot import Snapshot
 from kopf_scheduler.core.plugins.node_affinity import (
     ERR_REASON_CONFLICT,
     ERR_REASON_ENFORCED,
@@ -20,8 +21,7 @@ from kopf_scheduler.core.plugins.node_affinity import (
     fits,
 )
 from kopf_scheduler.core.plugins.node_resources_fit import NodeResourcesFit
-from kopf_scheduler.core.profile import Profile
-from kopf_scheduler.core.snapshot import Snapshot
+from kopf_scheduler.core.scheduling.algorithm import GenericScheduler
 
 
 def expr(key, op, *values):

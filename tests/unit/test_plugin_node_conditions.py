@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 from builders import make_node, make_pod, node_info
 
-from kopf_scheduler.core.arguments import PluginArgsError
-from kopf_scheduler.core.framework import Code, CycleState
-from kopf_scheduler.core.nodeinfo import NodeInfo
+from kopf_scheduler.core.framework.arguments import PluginArgsError
+from kopf_scheduler.core.framework.basics import Code, CycleState
+from kopf_scheduler.core.framework.nodeinfo import NodeInfo
+from kopf_scheduler.core.framework.snapshot import Snapshot
 from kopf_scheduler.core.plugins.node_conditions import (
     ERR_REASON_DISK_PRESSURE,
     ERR_REASON_MEMORY_PRESSURE,
@@ -28,7 +29,6 @@ from kopf_scheduler.core.plugins.node_conditions import (
     PodToleratesNodeNoExecuteTaints,
     is_best_effort_v19,
 )
-from kopf_scheduler.core.snapshot import Snapshot
 
 
 def test_reason_texts():

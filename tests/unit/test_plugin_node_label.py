@@ -1,6 +1,6 @@
 """NodeLabel: presence filter, preference score, NodeLabelArgs validation, SKIPs, vector agreement.
 
-The v1.9 rows use the arguments core/registry.py translates ``labelsPresence`` / ``labelPreference`` into:
+The v1.9 rows use the arguments core/config/registry.py translates ``labelsPresence`` / ``labelPreference`` into:
 ``{labels, presence: true}`` -> ``presentLabels``, ``presence: false`` (or absent) -> ``absentLabels``;
 ``{label, presence}`` -> a one-item ``presentLabelsPreference`` / ``absentLabelsPreference``.
 """
@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 from builders import make_node, make_pod, node_info
 
-from kopf_scheduler.core.arguments import PluginArgsError
-from kopf_scheduler.core.framework import Code, CycleState
-from kopf_scheduler.core.nodeinfo import NodeInfo
+from kopf_scheduler.core.framework.arguments import PluginArgsError
+from kopf_scheduler.core.framework.basics import Code, CycleState
+from kopf_scheduler.core.framework.nodeinfo import NodeInfo
+from kopf_scheduler.core.framework.snapshot import Snapshot
 from kopf_scheduler.core.plugins.node_label import ERR_REASON_PRESENCE_VIOLATED, NodeLabel, NodeLabelArgs
-from kopf_scheduler.core.snapshot import Snapshot
 
 NODE = make_node("n1").label(zone="a", retiring="2026-01-01").obj()
 

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from builders import make_node, make_pod, node_info
 
-from kopf_scheduler.core.arguments import PluginArgsError
-from kopf_scheduler.core.framework import Code, CycleState
+from kopf_scheduler.core.framework.arguments import PluginArgsError
+from kopf_scheduler.core.framework.basics import Code, CycleState
+from kopf_scheduler.core.framework.snapshot import Snapshot
 from kopf_scheduler.core.plugins.node_ports import ERR_REASON, NodePorts, conflicts, fits
-from kopf_scheduler.core.snapshot import Snapshot
 
 # A port is (protocol, hostIP, port); "" hostIP means the 0.0.0.0 default.
 Port = tuple[str, str, int]

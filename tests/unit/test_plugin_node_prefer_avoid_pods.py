@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from builders import make_node, make_pod, node_info
 
-from kopf_scheduler.core.arguments import PluginArgsError
-from kopf_scheduler.core.framework import CycleState
+from kopf_scheduler.core.framework.arguments import PluginArgsError
+from kopf_scheduler.core.framework.basics import CycleState
+from kopf_scheduler.core.framework.snapshot import Snapshot
 from kopf_scheduler.core.plugins.node_prefer_avoid_pods import NodePreferAvoidPods, parse_avoid_pods
-from kopf_scheduler.core.snapshot import Snapshot
 
 KEY = "scheduler.alpha.kubernetes.io/preferAvoidPods"
 

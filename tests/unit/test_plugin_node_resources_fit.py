@@ -12,10 +12,11 @@ from builders import make_node, make_pod, node_info
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kopf_scheduler.core.arguments import PluginArgsError
-from kopf_scheduler.core.framework import Code, CycleState
-from kopf_scheduler.core.nodeinfo import NodeInfo
-from kopf_scheduler.core.objects import Node, Pod
+from kopf_scheduler.core.framework.arguments import PluginArgsError
+from kopf_scheduler.core.framework.basics import Code, CycleState
+from kopf_scheduler.core.framework.nodeinfo import NodeInfo
+from kopf_scheduler.core.framework.snapshot import Snapshot
+from kopf_scheduler.core.model.objects import Node, Pod
 from kopf_scheduler.core.plugins.node_resources_fit import (
     REASON_INSUFFICIENT_CPU,
     REASON_INSUFFICIENT_EPHEMERAL_STORAGE,
@@ -24,7 +25,6 @@ from kopf_scheduler.core.plugins.node_resources_fit import (
     NodeResourcesFit,
     fits,
 )
-from kopf_scheduler.core.snapshot import Snapshot
 
 EXT_A = "example.com/aaa"
 EXT_B = "example.com/bbb"

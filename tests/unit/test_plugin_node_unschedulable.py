@@ -8,16 +8,16 @@ import numpy as np
 import pytest
 from builders import make_node, make_pod, node_info
 
-from kopf_scheduler.core.arguments import PluginArgsError
-from kopf_scheduler.core.framework import Code, CycleState
-from kopf_scheduler.core.nodeinfo import NodeInfo
+from kopf_scheduler.core.framework.arguments import PluginArgsError
+from kopf_scheduler.core.framework.basics import Code, CycleState
+from kopf_scheduler.core.framework.nodeinfo import NodeInfo
+from kopf_scheduler.core.framework.snapshot import Snapshot
 from kopf_scheduler.core.plugins.node_unschedulable import (
     ERR_REASON_UNKNOWN_CONDITION,
     ERR_REASON_UNSCHEDULABLE,
     NodeUnschedulable,
     fits,
 )
-from kopf_scheduler.core.snapshot import Snapshot
 
 UNSCHED_KEY = "node.kubernetes.io/unschedulable"
 

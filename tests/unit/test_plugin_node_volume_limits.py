@@ -9,10 +9,15 @@ import numpy as np
 import pytest
 from builders import make_node, make_pod, node_info
 
-from kopf_scheduler.core.arguments import PluginArgsError
-from kopf_scheduler.core.framework import Code, CycleState
-from kopf_scheduler.core.objects import CSINode
-from kopf_scheduler.core.parsing import parse_persistent_volume, parse_persistent_volume_claim, parse_storage_class
+from kopf_scheduler.core.framework.arguments import PluginArgsError
+from kopf_scheduler.core.framework.basics import Code, CycleState
+from kopf_scheduler.core.framework.snapshot import ClusterObjects, Snapshot
+from kopf_scheduler.core.model.objects import CSINode
+from kopf_scheduler.core.model.parsing import (
+    parse_persistent_volume,
+    parse_persistent_volume_claim,
+    parse_storage_class,
+)
 from kopf_scheduler.core.plugins.node_volume_limits import (
     ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED,
     AzureDiskLimits,
@@ -24,7 +29,6 @@ from kopf_scheduler.core.plugins.node_volume_limits import (
     NodeVolumeLimits,
     fits,
 )
-from kopf_scheduler.core.snapshot import ClusterObjects, Snapshot
 
 DRIVER = "ebs.csi.aws.com"
 OTHER = "pd.csi.storage.gke.io"

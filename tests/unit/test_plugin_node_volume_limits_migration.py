@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 from builders import make_node, make_pod, node_info
 
-from kopf_scheduler.core.csi_translation import inline_handle, pv_handle
-from kopf_scheduler.core.framework import Code, CycleState
-from kopf_scheduler.core.objects import CSINode
-from kopf_scheduler.core.parsing import (
+from kopf_scheduler.core.framework.basics import Code, CycleState
+from kopf_scheduler.core.framework.snapshot import ClusterObjects, Snapshot
+from kopf_scheduler.core.model.csi_translation import inline_handle, pv_handle
+from kopf_scheduler.core.model.objects import CSINode
+from kopf_scheduler.core.model.parsing import (
     parse_persistent_volume,
     parse_persistent_volume_claim,
     parse_pod,
@@ -25,7 +26,6 @@ from kopf_scheduler.core.plugins.node_volume_limits import (
     NodeVolumeLimits,
     fits,
 )
-from kopf_scheduler.core.snapshot import ClusterObjects, Snapshot
 
 EBS = "ebs.csi.aws.com"
 GCE = "pd.csi.storage.gke.io"

@@ -14,11 +14,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis_budget import examples
 
-from kopf_scheduler.core.arguments import PluginArgsError
-from kopf_scheduler.core.framework import Code, CycleState
-from kopf_scheduler.core.nodeinfo import NodeInfo
-from kopf_scheduler.core.objects import LABEL_HOSTNAME, LABEL_ZONE, LabelSelector, LabelSelectorRequirement, Node, Pod
-from kopf_scheduler.core.parsing import ObjectError, parse_controller, parse_pod, parse_service
+from kopf_scheduler.core.framework.arguments import PluginArgsError
+from kopf_scheduler.core.framework.basics import Code, CycleState
+from kopf_scheduler.core.framework.nodeinfo import NodeInfo
+from kopf_scheduler.core.framework.snapshot import ClusterObjects, Snapshot
+from kopf_scheduler.core.model.objects import (
+    LABEL_HOSTNAME,
+    LABEL_ZONE,
+    LabelSelector,
+    LabelSelectorRequirement,
+    Node,
+    Pod,
+)
+from kopf_scheduler.core.model.parsing import ObjectError, parse_controller, parse_pod, parse_service
 from kopf_scheduler.core.plugins.pod_topology_spread import (
     ERR_REASON_CONSTRAINTS_NOT_MATCH,
     ERR_REASON_NODE_LABEL_NOT_MATCH,
@@ -29,7 +37,6 @@ from kopf_scheduler.core.plugins.pod_topology_spread import (
     PodTopologySpreadArgs,
     default_selector,
 )
-from kopf_scheduler.core.snapshot import ClusterObjects, Snapshot
 
 FOO = {"matchExpressions": [{"key": "foo", "operator": "Exists"}]}
 BAR = {"matchExpressions": [{"key": "bar", "operator": "Exists"}]}

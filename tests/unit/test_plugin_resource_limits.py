@@ -9,12 +9,12 @@ from builders import make_node, make_pod, node_info
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kopf_scheduler.core.arguments import PluginArgsError
-from kopf_scheduler.core.framework import Code, CycleState
-from kopf_scheduler.core.nodeinfo import NodeInfo
-from kopf_scheduler.core.objects import Node, Pod
+from kopf_scheduler.core.framework.arguments import PluginArgsError
+from kopf_scheduler.core.framework.basics import Code, CycleState
+from kopf_scheduler.core.framework.nodeinfo import NodeInfo
+from kopf_scheduler.core.framework.snapshot import Snapshot
+from kopf_scheduler.core.model.objects import Node, Pod
 from kopf_scheduler.core.plugins.resource_limits import NodeResourceLimits, limits_score
-from kopf_scheduler.core.snapshot import Snapshot
 
 
 def n(name: str, cpu_milli: int, memory: int) -> Node:
@@ -65,7 +65,7 @@ def test_score(p: Pod, want: list[int]) -> None:
 def test_init_container_limit_by_max() -> None:
     body = make_pod("p").container().lim(cpu="1000m").raw()
     body["spec"]["initContainers"] = [{"name": "i", "image": "x", "resources": {"limits": {"cpu": "5000m"}}}]
-    from kopf_scheduler.core.parsing import parse_pod
+    from kopf_scheduler.core.model.parsing import parse_pod
 
     p = parse_pod(body)
     # max(1000m, 5000m) = 5000m > 4000m everywhere

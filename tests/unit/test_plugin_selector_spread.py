@@ -9,15 +9,15 @@ import numpy as np
 import pytest
 from builders import make_node, make_pod, node_info
 
-from kopf_scheduler.core.arguments import PluginArgsError
-from kopf_scheduler.core.framework import Code, CycleState
-from kopf_scheduler.core.objects import Controller, LabelSelector, Pod, Service
+from kopf_scheduler.core.framework.arguments import PluginArgsError
+from kopf_scheduler.core.framework.basics import Code, CycleState
+from kopf_scheduler.core.framework.snapshot import ClusterObjects, Snapshot
+from kopf_scheduler.core.model.objects import Controller, LabelSelector, Pod, Service
 from kopf_scheduler.core.plugins.selector_spread import (
     SelectorSpread,
     SelectorSpreadArgs,
     normalize,
 )
-from kopf_scheduler.core.snapshot import ClusterObjects, Snapshot
 
 SVC = {"default/web": Service("default", "web", {"app": "web"})}
 RS = {"ReplicaSet/default/rs": Controller("ReplicaSet", "default", "rs", "u1", LabelSelector({"tier": "front"}))}

@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 from builders import make_node, make_pod, node_info
 
-from kopf_scheduler.core.arguments import PluginArgsError
-from kopf_scheduler.core.framework import Code, CycleState
-from kopf_scheduler.core.objects import Pod, Service
+from kopf_scheduler.core.framework.arguments import PluginArgsError
+from kopf_scheduler.core.framework.basics import Code, CycleState
+from kopf_scheduler.core.framework.snapshot import ClusterObjects, Snapshot
+from kopf_scheduler.core.model.objects import Pod, Service
 from kopf_scheduler.core.plugins.service_affinity import (
     ERR_REASON,
     ServiceAffinity,
@@ -18,7 +19,6 @@ from kopf_scheduler.core.plugins.service_affinity import (
     fits,
     normalize,
 )
-from kopf_scheduler.core.snapshot import ClusterObjects, Snapshot
 
 SVC = {"default/web": Service("default", "web", {"app": "web"})}
 OK = (Code.SUCCESS, ())

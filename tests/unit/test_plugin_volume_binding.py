@@ -9,9 +9,14 @@ import numpy as np
 import pytest
 from builders import make_node, make_pod, node_info
 
-from kopf_scheduler.core.arguments import PluginArgsError
-from kopf_scheduler.core.framework import Code, CycleState
-from kopf_scheduler.core.parsing import parse_persistent_volume, parse_persistent_volume_claim, parse_storage_class
+from kopf_scheduler.core.framework.arguments import PluginArgsError
+from kopf_scheduler.core.framework.basics import Code, CycleState
+from kopf_scheduler.core.framework.snapshot import ClusterObjects, Snapshot
+from kopf_scheduler.core.model.parsing import (
+    parse_persistent_volume,
+    parse_persistent_volume_claim,
+    parse_storage_class,
+)
 from kopf_scheduler.core.plugins.volume_binding import (
     ERR_REASON_BIND_CONFLICT,
     ERR_REASON_NODE_CONFLICT,
@@ -21,8 +26,7 @@ from kopf_scheduler.core.plugins.volume_binding import (
     VolumeBindingArgs,
     fits,
 )
-from kopf_scheduler.core.scoring import UtilizationShapePoint
-from kopf_scheduler.core.snapshot import ClusterObjects, Snapshot
+from kopf_scheduler.core.toolkit.scoring import UtilizationShapePoint
 
 HOST = "kubernetes.io/hostname"
 

@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 from builders import make_node, make_pod, node_info
 
-from kopf_scheduler.core.csi_translation import translated_node_affinity
-from kopf_scheduler.core.framework import Code
-from kopf_scheduler.core.objects import NodeSelectorRequirement, NodeSelectorTerm
-from kopf_scheduler.core.parsing import parse_csi_node, parse_persistent_volume, parse_persistent_volume_claim
+from kopf_scheduler.core.framework.basics import Code
+from kopf_scheduler.core.framework.snapshot import ClusterObjects
+from kopf_scheduler.core.model.csi_translation import translated_node_affinity
+from kopf_scheduler.core.model.objects import NodeSelectorRequirement, NodeSelectorTerm
+from kopf_scheduler.core.model.parsing import parse_csi_node, parse_persistent_volume, parse_persistent_volume_claim
 from kopf_scheduler.core.plugins.volume_binding import ERR_REASON_NODE_CONFLICT, fits
-from kopf_scheduler.core.snapshot import ClusterObjects
 
 ZONE_BETA = "failure-domain.beta.kubernetes.io/zone"
 REGION_BETA = "failure-domain.beta.kubernetes.io/region"

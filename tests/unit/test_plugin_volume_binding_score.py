@@ -11,9 +11,13 @@ from typing import Any
 import pytest
 from builders import make_node, make_pod, node_info
 
-from kopf_scheduler.core.framework import ClusterEvent, Code, CycleState, QueueingHint
-from kopf_scheduler.core.objects import PersistentVolume, PersistentVolumeClaim
-from kopf_scheduler.core.parsing import (
+from kopf_scheduler.core.config.policy import validate_policy
+from kopf_scheduler.core.config.profile import Profile
+from kopf_scheduler.core.framework.basics import Code, CycleState
+from kopf_scheduler.core.framework.interface import ClusterEvent, QueueingHint
+from kopf_scheduler.core.framework.snapshot import ClusterObjects, Snapshot
+from kopf_scheduler.core.model.objects import PersistentVolume, PersistentVolumeClaim
+from kopf_scheduler.core.model.parsing import (
     parse_csi_driver,
     parse_csi_storage_capacity,
     parse_persistent_volume,
@@ -26,10 +30,7 @@ from kopf_scheduler.core.plugins.volume_binding import (
     VolumeBindingArgs,
     capacity_score,
 )
-from kopf_scheduler.core.policy import validate_policy
-from kopf_scheduler.core.profile import Profile
-from kopf_scheduler.core.scoring import UtilizationShapePoint
-from kopf_scheduler.core.snapshot import ClusterObjects, Snapshot
+from kopf_scheduler.core.toolkit.scoring import UtilizationShapePoint
 
 HOST = "kubernetes.io/hostname"
 DEFAULT = VolumeBindingArgs().scaled_shape

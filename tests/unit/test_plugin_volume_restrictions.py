@@ -9,16 +9,16 @@ import numpy as np
 import pytest
 from builders import make_node, make_pod, node_info
 
-from kopf_scheduler.core.arguments import PluginArgsError
-from kopf_scheduler.core.framework import Code, CycleState
-from kopf_scheduler.core.parsing import parse_persistent_volume_claim
+from kopf_scheduler.core.framework.arguments import PluginArgsError
+from kopf_scheduler.core.framework.basics import Code, CycleState
+from kopf_scheduler.core.framework.snapshot import ClusterObjects, Snapshot
+from kopf_scheduler.core.model.parsing import parse_persistent_volume_claim
 from kopf_scheduler.core.plugins.volume_restrictions import (
     ERR_REASON_DISK_CONFLICT,
     ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT,
     VolumeRestrictions,
     fits,
 )
-from kopf_scheduler.core.snapshot import ClusterObjects, Snapshot
 
 
 def gce(pd: str, ro: bool = False) -> dict[str, Any]:

@@ -8,10 +8,10 @@ from typing import Any
 
 from builders import make_node, make_pod
 
-from kopf_scheduler.core.policy import validate_policy
-from kopf_scheduler.core.profile import Profile
-from kopf_scheduler.core.queueing import QueueingHints, SchedulingQueue
-from kopf_scheduler.core.registry import Registry
+from kopf_scheduler.core.config.policy import validate_policy
+from kopf_scheduler.core.config.profile import Profile
+from kopf_scheduler.core.config.registry import Registry
+from kopf_scheduler.core.state.queueing import QueueingHints, SchedulingQueue
 from kopf_scheduler.framework import ClusterEvent
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "plugins.md"

@@ -18,16 +18,22 @@ from typing import Any
 import pytest
 from builders import make_coscheduling_group, make_node, make_pod, make_pod_group
 
-from kopf_scheduler.core import framework, routing
-from kopf_scheduler.core.algorithm import GenericScheduler
-from kopf_scheduler.core.cache import SchedulerCache
-from kopf_scheduler.core.cycle import Bind, Error, Group, Parked, Unschedulable, schedule_one
-from kopf_scheduler.core.explanation import explanation_of
-from kopf_scheduler.core.framework import Code, CycleState, FilterPlugin, PreFilterExtensions, Status
-from kopf_scheduler.core.nodeinfo import NodeInfo
-from kopf_scheduler.core.objects import LabelSelector, Pod, PodDisruptionBudget, PodGroup
-from kopf_scheduler.core.policy import validate_policy
-from kopf_scheduler.core.preemption import (
+from kopf_scheduler.core.config.policy import validate_policy
+from kopf_scheduler.core.config.profile import Profile
+from kopf_scheduler.core.framework import basics
+from kopf_scheduler.core.framework.basics import Code, CycleState, Status
+from kopf_scheduler.core.framework.interface import FilterPlugin, PreFilterExtensions
+from kopf_scheduler.core.framework.nodeinfo import NodeInfo
+from kopf_scheduler.core.framework.snapshot import Snapshot
+from kopf_scheduler.core.framework.waiting import WaitingPods
+from kopf_scheduler.core.model.objects import LabelSelector, Pod, PodDisruptionBudget, PodGroup
+from kopf_scheduler.core.scheduling import routing
+from kopf_scheduler.core.scheduling.algorithm import GenericScheduler
+from kopf_scheduler.core.scheduling.cycle import Bind, Error, Group, Parked, Unschedulable, schedule_one
+from kopf_scheduler.core.scheduling.explanation import explanation_of
+from kopf_scheduler.core.state.cache import SchedulerCache
+from kopf_scheduler.core.state.queueing import UNSCHEDULABLE, SchedulingQueue
+from kopf_scheduler.core.toolkit.preemption import (
     VICTIM_POD,
     VICTIM_POD_GROUP,
     Victim,
@@ -36,10 +42,6 @@ from kopf_scheduler.core.preemption import (
     split_victims_by_pdb,
     victim_priority,
 )
-from kopf_scheduler.core.profile import Profile
-from kopf_scheduler.core.queueing import UNSCHEDULABLE, SchedulingQueue
-from kopf_scheduler.core.snapshot import Snapshot
-from kopf_scheduler.core.waiting import WaitingPods
 
 T0 = 1000.0
 GPU = "example.com/combined-resource"
@@ -434,16 +436,16 @@ class FailsOnAdd(PreFilterExtensions, FilterPlugin):
     NAME = "FailsOnAdd"
 
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
-        return framework.SUCCESS
+        return basics.SUCCESS
 
     def add_pod(self, state: CycleState, pod: Pod, added: Pod, node: NodeInfo) -> Status:
-        return framework.error("no room for the past")
+        return basics.error("no room for the past")
 
     def remove_pod(self, state: CycleState, pod: Pod, removed: Pod, node: NodeInfo) -> Status:
-        return framework.SUCCESS
+        return basics.SUCCESS
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
-        return framework.SUCCESS
+        return basics.SUCCESS
 
 
 def test_a_pod_group_post_filter_error_is_every_members_error() -> None:

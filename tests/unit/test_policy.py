@@ -10,22 +10,23 @@ from typing import Any
 
 import pytest
 
-from kopf_scheduler.core import extenders, registry
-from kopf_scheduler.core.extenders import ExtenderConfig, ExtenderTLSConfig
-from kopf_scheduler.core.framework import CycleState, FilterPlugin, ScorePlugin, Status
-from kopf_scheduler.core.plugins.node_label import NodeLabel
-from kopf_scheduler.core.plugins.node_resources_fit import NodeResourcesFit
-from kopf_scheduler.core.plugins.pod_topology_spread import PodTopologySpread
-from kopf_scheduler.core.plugins.service_affinity import ServiceAffinity
-from kopf_scheduler.core.policy import (
+from kopf_scheduler.core.config import extenders, registry
+from kopf_scheduler.core.config.extenders import ExtenderConfig, ExtenderTLSConfig
+from kopf_scheduler.core.config.policy import (
     FieldError,
     default_profile,
     default_provider_profile,
     parse_duration,
     validate_policy,
 )
-from kopf_scheduler.core.profile import Profile
-from kopf_scheduler.core.registry import Registry
+from kopf_scheduler.core.config.profile import Profile
+from kopf_scheduler.core.config.registry import Registry
+from kopf_scheduler.core.framework.basics import CycleState, Status
+from kopf_scheduler.core.framework.interface import FilterPlugin, ScorePlugin
+from kopf_scheduler.core.plugins.node_label import NodeLabel
+from kopf_scheduler.core.plugins.node_resources_fit import NodeResourcesFit
+from kopf_scheduler.core.plugins.pod_topology_spread import PodTopologySpread
+from kopf_scheduler.core.plugins.service_affinity import ServiceAffinity
 
 
 def ok(spec: dict[str, Any], registry: Registry | None = None) -> Profile:
@@ -942,7 +943,7 @@ def _crd_spec_schema() -> dict[str, Any]:
 
 
 def test_spec_fields_match_the_crd() -> None:
-    from kopf_scheduler.core import policy
+    from kopf_scheduler.core.config import policy
 
     schema = _crd_spec_schema()
     assert set(schema["properties"]) == set(policy.SPEC_KEYS)
@@ -972,8 +973,8 @@ def test_provider_profiles_schedule(provider: str, expected: str) -> None:
 
     from builders import make_node, make_pod, node_info
 
-    from kopf_scheduler.core.algorithm import GenericScheduler
-    from kopf_scheduler.core.snapshot import Snapshot
+    from kopf_scheduler.core.framework.snapshot import Snapshot
+    from kopf_scheduler.core.scheduling.algorithm import GenericScheduler
 
     profile = ok(S(algorithmProvider=provider))
     busy = make_node("n-busy").capacity(cpu="4", memory="8Gi", pods="110").obj()
@@ -1052,8 +1053,8 @@ def test_a_pods_do_not_schedule_constraint_holds_under_a_policy_that_does_not_na
 
     from builders import make_node, make_pod, node_info
 
-    from kopf_scheduler.core.algorithm import GenericScheduler
-    from kopf_scheduler.core.snapshot import Snapshot
+    from kopf_scheduler.core.framework.snapshot import Snapshot
+    from kopf_scheduler.core.scheduling.algorithm import GenericScheduler
 
     profile = ok(S(predicates=[{"name": "NodeName"}], priorities=[{"name": "NodeResourcesFit"}]))
     a, b, bare = make_node("a").zone("z1").obj(), make_node("b").zone("z2").obj(), make_node("bare").obj()
@@ -1085,7 +1086,7 @@ def test_a_pods_do_not_schedule_constraint_holds_under_a_policy_that_does_not_na
 def test_pods_without_do_not_schedule_constraints_skip_the_implied_filter() -> None:
     from builders import make_node, make_pod, node_info
 
-    from kopf_scheduler.core.snapshot import Snapshot
+    from kopf_scheduler.core.framework.snapshot import Snapshot
 
     (spread,) = _spread_filters(ok(S(predicates=[{"name": "NodeName"}])))
     snap = Snapshot.of([node_info(make_node("a").obj())])

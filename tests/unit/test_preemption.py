@@ -1,4 +1,4 @@
-"""Preemption (core/preemption.py, the DefaultPreemption plugin): tables ported from upstream v1.37's
+"""Preemption (core/toolkit/preemption.py, the DefaultPreemption plugin): tables ported from upstream v1.37's
 ``defaultpreemption/default_preemption_test.go`` (TestPostFilter, TestDryRunPreemption,
 TestSelectBestCandidate, TestPodEligibleToPreemptOthers, TestPreempt, TestSelectVictimsOnNode)
 and ``preemption/util_test.go`` (TestFilterVictimsWithPDBViolation), with the same pods, nodes,
@@ -16,18 +16,22 @@ from collections.abc import Sequence
 import pytest
 from builders import make_node, make_pod, node_info
 
-from kopf_scheduler.core import framework
-from kopf_scheduler.core.algorithm import GenericScheduler
-from kopf_scheduler.core.arguments import PluginArgsError
-from kopf_scheduler.core.diagnosis import Diagnosis
-from kopf_scheduler.core.framework import Code, CycleState, FilterPlugin, PostFilterResult, PreFilterExtensions, Status
-from kopf_scheduler.core.nodeinfo import NodeInfo
-from kopf_scheduler.core.objects import LabelSelector, Node, Pod, PodDisruptionBudget
-from kopf_scheduler.core.parsing import ObjectError, parse_pod, parse_pod_disruption_budget
+from kopf_scheduler.core.config.profile import Profile
+from kopf_scheduler.core.framework import basics
+from kopf_scheduler.core.framework.arguments import PluginArgsError
+from kopf_scheduler.core.framework.basics import Code, CycleState, Status
+from kopf_scheduler.core.framework.diagnosis import Diagnosis
+from kopf_scheduler.core.framework.interface import FilterPlugin, PostFilterResult, PreFilterExtensions
+from kopf_scheduler.core.framework.nodeinfo import NodeInfo
+from kopf_scheduler.core.framework.snapshot import ClusterObjects, Snapshot
+from kopf_scheduler.core.model.objects import LabelSelector, Node, Pod, PodDisruptionBudget
+from kopf_scheduler.core.model.parsing import ObjectError, parse_pod, parse_pod_disruption_budget
 from kopf_scheduler.core.plugins.default_preemption import DefaultPreemption, DefaultPreemptionArgs
 from kopf_scheduler.core.plugins.inter_pod_affinity import InterPodAffinity
 from kopf_scheduler.core.plugins.node_resources_fit import NodeResourcesFit
-from kopf_scheduler.core.preemption import (
+from kopf_scheduler.core.scheduling.algorithm import GenericScheduler
+from kopf_scheduler.core.state.queueing import Nominator
+from kopf_scheduler.core.toolkit.preemption import (
     Candidate,
     calculate_num_candidates,
     dry_run_preemption,
@@ -36,9 +40,6 @@ from kopf_scheduler.core.preemption import (
     pod_eligible_to_preempt_others,
     select_victims_on_node,
 )
-from kopf_scheduler.core.profile import Profile
-from kopf_scheduler.core.queueing import Nominator
-from kopf_scheduler.core.snapshot import ClusterObjects, Snapshot
 
 NEG, LOW, MID, HIGH, VERY_HIGH = -100, 0, 100, 1000, 10000
 SMALL = {"cpu": "100m", "memory": "100"}
@@ -111,21 +112,21 @@ class FakeFilter(FilterPlugin):
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
         self.calls += 1
-        return framework.SUCCESS if self.code is Code.SUCCESS else Status(self.code)
+        return basics.SUCCESS if self.code is Code.SUCCESS else Status(self.code)
 
 
 class FalseFilter(FilterPlugin):
     NAME = "FalseFilter"
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
-        return framework.unschedulable("injecting failure for pod test")
+        return basics.unschedulable("injecting failure for pod test")
 
 
 class TrueFilter(FilterPlugin):
     NAME = "TrueFilter"
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
-        return framework.SUCCESS
+        return basics.SUCCESS
 
 
 class MatchFilter(FilterPlugin):
@@ -134,7 +135,7 @@ class MatchFilter(FilterPlugin):
     NAME = "MatchFilter"
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
-        return framework.SUCCESS if pod.name == node.name else framework.unschedulable("injecting failure for pod test")
+        return basics.SUCCESS if pod.name == node.name else basics.unschedulable("injecting failure for pod test")
 
 
 class TestPlugin(PreFilterExtensions, FilterPlugin):
@@ -144,16 +145,16 @@ class TestPlugin(PreFilterExtensions, FilterPlugin):
     NAME = "test-plugin"
 
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
-        return framework.SUCCESS
+        return basics.SUCCESS
 
     def add_pod(self, state: CycleState, pod: Pod, added: Pod, node: NodeInfo) -> Status:
-        return framework.error(f"failed to add pod: {pod.name}") if _error_node(node) else framework.SUCCESS
+        return basics.error(f"failed to add pod: {pod.name}") if _error_node(node) else basics.SUCCESS
 
     def remove_pod(self, state: CycleState, pod: Pod, removed: Pod, node: NodeInfo) -> Status:
-        return framework.error(f"failed to remove pod: {pod.name}") if _error_node(node) else framework.SUCCESS
+        return basics.error(f"failed to remove pod: {pod.name}") if _error_node(node) else basics.SUCCESS
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
-        return framework.SUCCESS
+        return basics.SUCCESS
 
 
 def _error_node(node: NodeInfo) -> bool:
@@ -741,7 +742,7 @@ PREEMPTED = ("DisruptionTarget", "True", "PreemptionByScheduler")
         pytest.param(
             make_pod("p").priority(HIGH).nominated("node1").obj(),
             [make_pod("p1").priority(LOW).node("node1").terminating().condition(*PREEMPTED).obj()],
-            framework.unresolvable("node(s) had untolerated taint"), (True, ""),
+            basics.unresolvable("node(s) had untolerated taint"), (True, ""),
             id="a nominated node now unresolvable for the pod: preempt again",
         ),
         pytest.param(make_pod("p").priority(HIGH).obj(), [], Status(U), (True, ""), id="pod without nominated node"),
@@ -941,16 +942,16 @@ def test_a_pre_filter_rejection_is_not_helped_by_preemption() -> None:
         NAME = "Reject"
 
         def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
-            return framework.unresolvable("no way")
+            return basics.unresolvable("no way")
 
         def add_pod(self, state: CycleState, pod: Pod, added: Pod, node: NodeInfo) -> Status:
-            return framework.SUCCESS
+            return basics.SUCCESS
 
         def remove_pod(self, state: CycleState, pod: Pod, removed: Pod, node: NodeInfo) -> Status:
-            return framework.SUCCESS
+            return basics.SUCCESS
 
         def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
-            return framework.SUCCESS
+            return basics.SUCCESS
 
     result = scheduler(Reject()).schedule(
         pod("p", HIGH), snapshot_of(TWO_NODES, [pod("v", on="node1")]), rng=random.Random(0)
@@ -1171,8 +1172,8 @@ def test_pod_disruption_budget_fields() -> None:
         pytest.param(
             Diagnosis(
                 3,
-                {"a": framework.unschedulable("Insufficient cpu")},
-                framework.unresolvable("Preemption is not helpful for scheduling"),
+                {"a": basics.unschedulable("Insufficient cpu")},
+                basics.unresolvable("Preemption is not helpful for scheduling"),
             ),
             "0/3 nodes are available: 1 Insufficient cpu, 2 Preemption is not helpful for scheduling.",
             id="nodes without a status count with the absent-nodes reasons",
@@ -1180,7 +1181,7 @@ def test_pod_disruption_budget_fields() -> None:
         pytest.param(
             Diagnosis(
                 2,
-                {"a": framework.unschedulable("Insufficient cpu"), "b": framework.unschedulable("Insufficient cpu")},
+                {"a": basics.unschedulable("Insufficient cpu"), "b": basics.unschedulable("Insufficient cpu")},
                 post_filter_msg="preemption: not eligible due to preemptionPolicy=Never.",
             ),
             "0/2 nodes are available: 2 Insufficient cpu. "
@@ -1189,7 +1190,7 @@ def test_pod_disruption_budget_fields() -> None:
         ),
         pytest.param(
             Diagnosis(
-                2, {}, framework.unresolvable("no way"), pre_filter_msg="no way", post_filter_msg="preemption: x"
+                2, {}, basics.unresolvable("no way"), pre_filter_msg="no way", post_filter_msg="preemption: x"
             ),
             "0/2 nodes are available: no way. preemption: x",
             id="a pre-filter rejection is said once, not per node",

@@ -9,13 +9,14 @@ from typing import Any
 import pytest
 from builders import make_pod
 
-from kopf_scheduler.core.framework import FilterPlugin, QueueSortPlugin
+from kopf_scheduler.core.config.policy import FieldError, validate_policy
+from kopf_scheduler.core.config.profile import Profile
+from kopf_scheduler.core.config.registry import Registry
+from kopf_scheduler.core.framework.basics import QueuedPodInfo
+from kopf_scheduler.core.framework.interface import FilterPlugin, QueueSortPlugin
 from kopf_scheduler.core.plugins.priority_sort import PrioritySort
-from kopf_scheduler.core.policy import FieldError, validate_policy
-from kopf_scheduler.core.profile import Profile
-from kopf_scheduler.core.queueing import QueuedPodInfo, SchedulingQueue
-from kopf_scheduler.core.registry import Registry
-from kopf_scheduler.core.routing import PendingPods, serve
+from kopf_scheduler.core.scheduling.routing import PendingPods, serve
+from kopf_scheduler.core.state.queueing import SchedulingQueue
 
 
 @dataclass(frozen=True, slots=True)

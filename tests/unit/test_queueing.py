@@ -13,10 +13,11 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from hypothesis_budget import examples
 
-from kopf_scheduler.core.framework import ClusterEvent
-from kopf_scheduler.core.objects import Pod
+from kopf_scheduler.core.framework.basics import QueuedPodInfo
+from kopf_scheduler.core.framework.interface import ClusterEvent
+from kopf_scheduler.core.model.objects import Pod
 from kopf_scheduler.core.plugins.inter_pod_affinity import InterPodAffinity
-from kopf_scheduler.core.queueing import (
+from kopf_scheduler.core.state.queueing import (
     ACTIVE,
     BACKOFF,
     EVENT_BACKOFF_COMPLETE,
@@ -25,7 +26,6 @@ from kopf_scheduler.core.queueing import (
     EVENT_UNSCHEDULABLE_TIMEOUT,
     GATED,
     UNSCHEDULABLE,
-    QueuedPodInfo,
     QueueingHints,
     SchedulingQueue,
     is_pod_updated,

@@ -9,20 +9,18 @@ from collections.abc import Callable, Sequence
 import pytest
 from builders import make_coscheduling_group, make_node, make_pod, make_pod_group
 
-from kopf_scheduler.core.cache import SchedulerCache
-from kopf_scheduler.core.framework import (
+from kopf_scheduler.core.framework.basics import CycleState, Status
+from kopf_scheduler.core.framework.interface import (
     ClusterEvent,
     ClusterEventWithHint,
-    CycleState,
     EnqueueExtensions,
     EnqueueHandle,
     FilterPlugin,
     Plugin,
     QueueingHint,
-    Status,
 )
-from kopf_scheduler.core.nodeinfo import NodeInfo
-from kopf_scheduler.core.objects import Node, PersistentVolumeClaim, Pod, StorageClass
+from kopf_scheduler.core.framework.nodeinfo import NodeInfo
+from kopf_scheduler.core.model.objects import Node, PersistentVolumeClaim, Pod, StorageClass
 from kopf_scheduler.core.plugins.coscheduling import Coscheduling
 from kopf_scheduler.core.plugins.gang_scheduling import GangScheduling
 from kopf_scheduler.core.plugins.inter_pod_affinity import InterPodAffinity
@@ -36,7 +34,8 @@ from kopf_scheduler.core.plugins.taint_toleration import TaintToleration
 from kopf_scheduler.core.plugins.volume_binding import VolumeBinding
 from kopf_scheduler.core.plugins.volume_restrictions import VolumeRestrictions
 from kopf_scheduler.core.plugins.volume_zone import VolumeZone
-from kopf_scheduler.core.queueing import (
+from kopf_scheduler.core.state.cache import SchedulerCache
+from kopf_scheduler.core.state.queueing import (
     ACTIVE,
     BACKOFF,
     MAX_IN_FLIGHT_EVENTS,

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from kopf_scheduler.core.recording import STAGE_PERMIT, ConditionMemo, RepeatLimiter
+from kopf_scheduler.core.framework.recording import STAGE_PERMIT, ConditionMemo, RepeatLimiter
 
 # --------------------------------------------------------------------------- RepeatLimiter
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from kopf_scheduler.core import registry
-from kopf_scheduler.core.framework import FilterPlugin, Plugin, ScorePlugin
+from kopf_scheduler.core.config import registry
+from kopf_scheduler.core.config.registry import LEGACY_PREDICATES, LEGACY_PRIORITIES, PROVIDERS, Registry
+from kopf_scheduler.core.framework.interface import FilterPlugin, Plugin, ScorePlugin
+from kopf_scheduler.core.model.specs import closest
 from kopf_scheduler.core.plugins.node_resources_fit import NodeResourcesFit
 from kopf_scheduler.core.plugins.selector_spread import SelectorSpread
-from kopf_scheduler.core.registry import LEGACY_PREDICATES, LEGACY_PRIORITIES, PROVIDERS, Registry
-from kopf_scheduler.core.specs import closest
 
 IN_TREE = Registry.in_tree()
 

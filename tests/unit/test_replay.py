@@ -19,13 +19,13 @@ import pytest
 from builders import make_node, make_pod
 
 from kopf_scheduler.commands import main
-from kopf_scheduler.core import trace
-from kopf_scheduler.core.cache import SchedulerCache
-from kopf_scheduler.core.cycle import Unschedulable, Wait
-from kopf_scheduler.core.objects import ANNOTATION_PREFER_AVOID_PODS
-from kopf_scheduler.core.parsing import parse_node, parse_pod
-from kopf_scheduler.core.policy import validate_policy
-from kopf_scheduler.core.profile import Profile
+from kopf_scheduler.core.config.policy import validate_policy
+from kopf_scheduler.core.config.profile import Profile
+from kopf_scheduler.core.model.objects import ANNOTATION_PREFER_AVOID_PODS
+from kopf_scheduler.core.model.parsing import parse_node, parse_pod
+from kopf_scheduler.core.scheduling import trace
+from kopf_scheduler.core.scheduling.cycle import Unschedulable, Wait
+from kopf_scheduler.core.state.cache import SchedulerCache
 from kopf_scheduler.edge.recorder import DrawLog, Recorder
 from kopf_scheduler.sim.png import line_chart
 from kopf_scheduler.sim.replay import FollowingRandom, TraceError, read_trace, recorded_profile, replay

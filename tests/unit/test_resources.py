@@ -12,11 +12,11 @@ from __future__ import annotations
 import pytest
 from builders import make_node, make_pod, node_info
 
-from kopf_scheduler.core.objects import Pod
-from kopf_scheduler.core.parsing import ObjectError, parse_pod
-from kopf_scheduler.core.resources import DEFAULT_MEMORY_REQUEST as DMEM
-from kopf_scheduler.core.resources import DEFAULT_MILLI_CPU_REQUEST as DCPU
-from kopf_scheduler.core.resources import ZERO_RESOURCES
+from kopf_scheduler.core.model.objects import Pod
+from kopf_scheduler.core.model.parsing import ObjectError, parse_pod
+from kopf_scheduler.core.model.resources import DEFAULT_MEMORY_REQUEST as DMEM
+from kopf_scheduler.core.model.resources import DEFAULT_MILLI_CPU_REQUEST as DCPU
+from kopf_scheduler.core.model.resources import ZERO_RESOURCES
 
 M = 1_000_000  # "1M" of memory
 

@@ -9,12 +9,10 @@ from dataclasses import dataclass, field
 import pytest
 from builders import make_node, make_pod
 
-from kopf_scheduler.core.cache import PodState, SchedulerCache
-from kopf_scheduler.core.objects import Pod
-from kopf_scheduler.core.policy import default_profile
-from kopf_scheduler.core.profile import Profile
-from kopf_scheduler.core.queueing import ACTIVE, SchedulingQueue
-from kopf_scheduler.core.routing import (
+from kopf_scheduler.core.config.policy import default_profile
+from kopf_scheduler.core.config.profile import Profile
+from kopf_scheduler.core.model.objects import Pod
+from kopf_scheduler.core.scheduling.routing import (
     NOTHING,
     CacheSync,
     PendingPods,
@@ -35,6 +33,8 @@ from kopf_scheduler.core.routing import (
     route_unassigned_pod,
     serve,
 )
+from kopf_scheduler.core.state.cache import PodState, SchedulerCache
+from kopf_scheduler.core.state.queueing import ACTIVE, SchedulingQueue
 
 OURS = "ours"
 NOW = 100.0

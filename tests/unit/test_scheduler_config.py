@@ -12,13 +12,13 @@ import yaml
 
 from kopf_scheduler.cluster.bodies import node_body, pod_body
 from kopf_scheduler.commands import main
-from kopf_scheduler.core import policy
-from kopf_scheduler.core import scheduler_config as sc
+from kopf_scheduler.core.config import policy
+from kopf_scheduler.core.config import scheduler_config as sc
+from kopf_scheduler.core.config.profile import Profile
 from kopf_scheduler.core.plugins.inter_pod_affinity import InterPodAffinity
 from kopf_scheduler.core.plugins.node_affinity import NodeAffinity
 from kopf_scheduler.core.plugins.node_resources_fit import NodeResourcesFit
 from kopf_scheduler.core.plugins.pod_topology_spread import PodTopologySpread
-from kopf_scheduler.core.profile import Profile
 
 HEAD = {"apiVersion": sc.API_VERSION, "kind": sc.KIND}
 
@@ -500,7 +500,7 @@ def test_simulate_config_runs_every_profile_the_pods_name(tmp_path: Path, capsys
 
 
 def test_percentage_of_nodes_to_score_bounds_the_feasible_nodes_found(tmp_path: Path) -> None:
-    from kopf_scheduler.core.parsing import parse_pod
+    from kopf_scheduler.core.model.parsing import parse_pod
     from kopf_scheduler.sim.loader import load_cluster
     from kopf_scheduler.sim.simulator import Simulation
 

@@ -1,4 +1,4 @@
-"""core/scoring: the allocation scorers, scalar against hand arithmetic and numpy against scalar."""
+"""core/toolkit/scoring: the allocation scorers, scalar against hand arithmetic and numpy against scalar."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis_budget import examples
 
-from kopf_scheduler.core import scoring
-from kopf_scheduler.core.arguments import PluginArgsError, parse_args
+from kopf_scheduler.core.framework.arguments import PluginArgsError, parse_args
+from kopf_scheduler.core.toolkit import scoring
 
 
 def _shape(raw: object) -> scoring.Shape:

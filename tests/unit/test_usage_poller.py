@@ -11,9 +11,9 @@ from aiohttp import web
 from builders import make_node, make_pod
 from fakeapi import FakeApiServer
 
-from kopf_scheduler.core.cache import SchedulerCache
-from kopf_scheduler.core.ownership import PolicyMeta
-from kopf_scheduler.core.usage import METRICS_API, MetricsSource, UsageSnapshot, reading
+from kopf_scheduler.core.config.ownership import PolicyMeta
+from kopf_scheduler.core.framework.usage import METRICS_API, MetricsSource, UsageSnapshot, reading
+from kopf_scheduler.core.state.cache import SchedulerCache
 from kopf_scheduler.edge.client import Api
 from kopf_scheduler.edge.credentials import Credentials
 from kopf_scheduler.edge.usage import NODE_METRICS_PATH, UsagePoller, UsagePollers

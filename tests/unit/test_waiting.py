@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from builders import make_pod
 
-from kopf_scheduler.core.framework import Code, Status
-from kopf_scheduler.core.waiting import WaitingPods, go_duration, timeout_message
+from kopf_scheduler.core.framework.basics import Code, Status
+from kopf_scheduler.core.framework.waiting import WaitingPods, go_duration, timeout_message
 
 
 @pytest.mark.parametrize(

@@ -25,7 +25,7 @@ becomes ``ephemeral-storage``, ``__`` becomes ``/``) or a mapping for any name
 and ``status()`` split it for a create followed by a patch of the status subresource, the way a
 kubelet registers (a create may also carry the status: ``obj()``).
 
-No I/O and no parsing: ``core.parsing`` turns bodies into objects; this module only writes dicts.
+No I/O and no parsing: ``core.model.parsing`` turns bodies into objects; this module only writes dicts.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Final, Self
 
-from ..core.timestamps import rfc3339
+from ..core.model.timestamps import rfc3339
 
 __all__ = [
     "ARCH_LABEL",

@@ -2,7 +2,7 @@
 
 Reads the file kube-scheduler takes with ``--config`` (``kubescheduler.config.k8s.io/v1``) and prints one
 SchedulingPolicy per profile, as a YAML stream ready for ``kubectl apply -f -``: upstream's defaults
-applied, plugins and their ``pluginConfig`` translated (``core/scheduler_config.py``), every policy
+applied, plugins and their ``pluginConfig`` translated (``core/config/scheduler_config.py``), every policy
 validated as the operator will validate it (plugin names through the installed registry, out-of-tree
 plugins included). Ignored process settings (leaderElection, clientConnection...) are noted on stderr.
 
@@ -19,9 +19,9 @@ from typing import Any
 
 import yaml
 
-from ..core import scheduler_config
-from ..core.policy import validate_policy
-from ..core.specs import FieldError
+from ..core.config import scheduler_config
+from ..core.config.policy import validate_policy
+from ..core.model.specs import FieldError
 from ..edge.plugins import installed_registry
 
 __all__ = ["add_parser", "run_import"]

@@ -5,7 +5,7 @@ default ``$KOPF_SCHEDULER_ENDPOINT`` or ``https://127.0.0.1:10259``; through the
 ``edge/client.Api``, and its ``Response``), and prints every node's verdict: the plugin that rejected
 it and why, or its per-plugin raw, normalised and weighted scores and total; the chosen node; for a
 preemption, the candidates and victims considered. ``--output json`` prints the endpoint's JSON as it
-is (``core/explanation.py`` documents it).
+is (``core/scheduling/explanation.py`` documents it).
 
 The operator's port is HTTPS with authentication, as kube-scheduler's 10259: to an ``https://``
 endpoint the command presents the kubeconfig's own credentials (``--kubeconfig``, ``$KUBECONFIG``,
@@ -32,7 +32,7 @@ import sys
 import urllib.parse
 from typing import Any, Final
 
-from ..core.explanation import from_json, render
+from ..core.scheduling.explanation import from_json, render
 from ..edge.client import Api, Response
 from ..edge.credentials import Credentials, CredentialsError, load_credentials
 

@@ -48,7 +48,7 @@ from typing import Any, Final, NoReturn
 
 import yaml
 
-from ..core.explanation import from_json, render
+from ..core.scheduling.explanation import from_json, render
 from ..edge.blocking import BlockingApi
 from ..edge.credentials import Credentials, CredentialsError, load_credentials
 

@@ -11,7 +11,7 @@ Kopf runs standalone (no Kopf peering) and cluster-wide, supervised (``kube/supe
 its orchestration fails (a discovery answer cut short, a watch's error) it is started again in the
 same process while the informers, the cache, the queues and the Lease carry on; the informers start
 before Kopf does. SIGUSR2 logs what the scheduler believes:
-every cached node with its requested resources and pods, and the queues (``core/dump.py``). With
+every cached node with its requested resources and pods, and the queues (``core/state/dump.py``). With
 ``--leader-elect`` every replica watches and keeps its cache and queues warm, but only the holder of
 the Lease (``kopf-scheduler``, or ``kopf-scheduler-<policy>`` for a ``--policy`` shard) runs the
 scheduling loops; when the term ends the loops pause and the replica stands as a candidate again.
@@ -343,8 +343,8 @@ def _ready(app: Any, supervisor: Any) -> tuple[bool, str]:
 
 
 def _dump_cache(app: Any) -> None:
-    """SIGUSR2: log the cache node by node and the queues (``core/dump.py``), as kube-scheduler does."""
-    from ..core.dump import dump_lines
+    """SIGUSR2: log the cache node by node and the queues (``core/state/dump.py``), as kube-scheduler does."""
+    from ..core.state.dump import dump_lines
 
     for line in dump_lines(app.cache, {name: state.queue for name, state in app.states.items()}):
         logger.info("%s", line)

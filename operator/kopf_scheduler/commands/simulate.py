@@ -4,7 +4,7 @@ The cluster is a CLUSTER.yaml (``--cluster``) or a read-only snapshot of a live 
 ``edge/snapshot.py``). The pods are PODS.yaml (``--pods``), scheduled in file order, or else the
 cluster's own pending pods whose schedulerName is ``--scheduler-name`` (default: the policy's).
 ``--config FILE.yaml`` reads kube-scheduler's own KubeSchedulerConfiguration instead of ``--policy`` (see
-``core/scheduler_config.py``) and runs every profile of it at once, as kube-scheduler does: one cache,
+``core/config/scheduler_config.py``) and runs every profile of it at once, as kube-scheduler does: one cache,
 each pod scheduled by the profile its ``schedulerName`` names (a pod naming none of them by the first),
 in the order one queue for all of them gives (``--scheduler-name`` runs that profile alone).
 ``--max-replicas POD.yaml`` then counts how many copies of that pod fit, where they go and what stops
@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..core.profile import Profile
+from ..core.config.profile import Profile
 from ..edge.extenders import HTTPExtender, setup_problems
 from ..edge.plugins import installed_registry
 from ..edge.snapshot import ClusterReadError, LiveSnapshot, read_cluster

@@ -21,7 +21,7 @@ upstream's: an answer is accepted only with status 200 (``STATUS_OK``), not any 
 (``edge/transport.py``, the one the API requests use): ``httpTimeout`` bounds the whole call
 (connect, send, answer), as Go's ``Client.Timeout``; a filter or prioritize call that finds a
 pooled connection closed by the server is sent once more on a new one, a bind is not (the
-extender may have bound). TLS follows ``ExtenderTLSConfig`` (see ``core/extenders.py``):
+extender may have bound). TLS follows ``ExtenderTLSConfig`` (see ``core/config/extenders.py``):
 certificate and CA files are re-read when they change on disk, so rotated certificates are picked
 up, and the idle connections made with the old ones are closed.
 
@@ -46,7 +46,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-from ..core.extenders import (
+from ..core.config.extenders import (
     Extender,
     ExtenderConfig,
     ExtenderFilterResult,
@@ -54,9 +54,9 @@ from ..core.extenders import (
     ExtenderTLSConfig,
     HostPriority,
 )
-from ..core.nodeinfo import NodeInfo
-from ..core.objects import Node, Pod
-from ..core.specs import FieldError
+from ..core.framework.nodeinfo import NodeInfo
+from ..core.model.objects import Node, Pod
+from ..core.model.specs import FieldError
 from .transport import LoopBridge, Pool
 
 __all__ = [

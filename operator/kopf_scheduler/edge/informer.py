@@ -2,7 +2,7 @@
 
 Upstream kube-scheduler's informers (client-go ``tools/cache/reflector.go``: list, then watch from the
 list's resourceVersion) feed ``pkg/scheduler/eventhandlers.go``; here an ``Informer`` feeds the thin
-functions of ``kube/handlers.py``, which convert and call ``core.routing``.
+functions of ``kube/handlers.py``, which convert and call ``core.scheduling.routing``.
 
 One informer, one kind (a ``Feed``):
 

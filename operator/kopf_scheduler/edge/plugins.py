@@ -14,7 +14,7 @@ stops the scheduler.
 
 Discovery reads installed distributions' metadata (I/O), which is why it lives here, at the edge,
 and not in the pure core: the operator and ``simulate`` call ``installed_registry()`` and hand the
-result to ``core.policy.validate_policy``.
+result to ``core.config.policy.validate_policy``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import importlib.metadata
 from functools import cache
 from typing import Any, Final
 
-from ..core.registry import Registry
+from ..core.config.registry import Registry
 
 __all__ = ["GROUP", "installed_registry", "load_registry"]
 

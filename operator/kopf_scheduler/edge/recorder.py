@@ -3,7 +3,7 @@
 The loop and the watch handlers only append a tuple to a bounded deque (``Recorder.node``, ``pod``,
 ``policy``, ``decision``, ``permit``: well under a microsecond, no lock, no wake-up); one writer
 thread wakes every ``FLUSH_INTERVAL`` seconds, takes what has gathered, prunes the bodies
-(``core/trace.py``), drops changes that leave the pruned body as it was, encodes JSON lines and
+(``core/scheduling/trace.py``), drops changes that leave the pruned body as it was, encodes JSON lines and
 writes them. A writer woken per record (a ``queue.Queue``) cost the loop more than twice its time
 on bench/bench_replay.py: every put handed the GIL to the writer and back. When the writer falls
 behind and the deque is full, records are left out and counted (a ``dropped`` record says how
@@ -40,8 +40,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from ..core import trace
-from ..core.cycle import Outcome
+from ..core.scheduling import trace
+from ..core.scheduling.cycle import Outcome
 
 __all__ = ["DEFAULT_SEGMENTS", "DEFAULT_SEGMENT_BYTES", "DrawLog", "Recorder"]
 

@@ -1,6 +1,6 @@
 """Polling node utilisation for the load-aware plugins: metrics.k8s.io through the API server, or Prometheus.
 
-One ``UsagePoller`` per distinct ``MetricsSource`` (``core/usage.py``) the served policies name. Every
+One ``UsagePoller`` per distinct ``MetricsSource`` (``core/framework/usage.py``) the served policies name. Every
 ``interval`` seconds it asks its source and publishes a ``UsageSnapshot`` in the cache's
 ``ClusterObjects.node_usage`` under the source's key, stamped with the wall clock of the poll (the
 clock staleness is judged with, in the core). A failed poll keeps the previous samples (they go stale
@@ -29,8 +29,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 from urllib.parse import urlencode, urlsplit
 
-from ..core.cache import SchedulerCache
-from ..core.usage import METRICS_API, MetricsSource, NodeUsage, UsageError, UsageSnapshot, parse_node_metrics
+from ..core.framework.usage import METRICS_API, MetricsSource, NodeUsage, UsageError, UsageSnapshot, parse_node_metrics
+from ..core.state.cache import SchedulerCache
 from . import paths
 from .client import Api
 from .transport import Pool

@@ -5,7 +5,7 @@ SchedulingPolicy, the repeat limiter and condition memo of what we report) and, 
 scheduler name, a ``PolicyState``: the core's ``Serving`` plus what the loop runs with (its
 GenericScheduler, queue, snapshot, RNG and the asyncio event that wakes it).
 
-Every decision is made in the core (``core/ownership.py``, ``core/routing.py``); the App carries
+Every decision is made in the core (``core/config/ownership.py``, ``core/scheduling/routing.py``); the App carries
 out what they return: ``perform`` wakes loops and drops per-pod records, ``_carry_out`` starts,
 switches and stops serving scheduler names. Every request goes through ``self.api``
 (``edge/client.py``), whose fence (the leader elector's ``term_valid``) stops writes of a replica
@@ -38,19 +38,19 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final, TypeVar
 
-from ..core import explanation, routing
-from ..core.algorithm import GenericScheduler
-from ..core.attempts import AttemptLog
-from ..core.cache import SchedulerCache
-from ..core.cycle import Parked
-from ..core.extenders import ExtenderConfig
-from ..core.ownership import PolicyBook, PolicyMeta, Serving, Settlement
-from ..core.policy import validate_policy
-from ..core.queueing import SchedulingQueue
-from ..core.recording import ConditionMemo, RepeatLimiter
-from ..core.snapshot import Snapshot
-from ..core.usage import MetricsSource
-from ..core.waiting import WaitingPods
+from ..core.config.extenders import ExtenderConfig
+from ..core.config.ownership import PolicyBook, PolicyMeta, Serving, Settlement
+from ..core.config.policy import validate_policy
+from ..core.framework.recording import ConditionMemo, RepeatLimiter
+from ..core.framework.snapshot import Snapshot
+from ..core.framework.usage import MetricsSource
+from ..core.framework.waiting import WaitingPods
+from ..core.scheduling import explanation, routing
+from ..core.scheduling.algorithm import GenericScheduler
+from ..core.scheduling.attempts import AttemptLog
+from ..core.scheduling.cycle import Parked
+from ..core.state.cache import SchedulerCache
+from ..core.state.queueing import SchedulingQueue
 from ..edge import paths
 from ..edge.client import Api
 from ..edge.extenders import HTTPExtender, setup_problems
@@ -139,7 +139,7 @@ class App:
         self.recoveries = 0
         #: ``run --record``: the trace of what scheduling saw (``edge/recorder.py``)
         self.recorder: Recorder | None = None
-        #: draws which cycles time their plugins one by one (core/instrumentation.py); apart from the
+        #: draws which cycles time their plugins one by one (core/framework/instrumentation.py); apart from the
         #: policies' tie-break RNGs, so sampling never shifts their draws
         self.sampling = random.Random()
         self.leading = asyncio.Event()

@@ -1,11 +1,11 @@
 """The operator's side of an assumed pod's binding cycle, and what follows it.
 
-``core.binding`` sequences the cycle (upstream ``bindingCycle`` and ``handleBindingCycleError``, for
+``core.scheduling.binding`` sequences the cycle (upstream ``bindingCycle`` and ``handleBindingCycleError``, for
 ``simulate`` too): the nomination written while the pod waited at Permit lands first, the call-off
 check, the nomination for expectation, the PreBind plugins, the call-off check again, then the binder
 extenders interested in the pod or the Bind plugins (DefaultBinder, last, POSTs pods/{name}/binding with
 the pod's uid, so the API server refuses to bind a pod that was deleted and recreated under the same
-name); ``core.binding.conclude_binding`` finishes the binding or undoes it (unreserve, forget, back off).
+name); ``core.scheduling.binding.conclude_binding`` finishes the binding or undoes it (unreserve, forget, back off).
 This module lends it the effects (``_Port``): ``app.api`` for the plugins (every write fenced), the
 pods/status write of the nomination, the binder extenders' blocking calls in the App's thread pool, and
 the rules below for calling a bind off and for judging a failure; then it performs what the core
@@ -52,14 +52,13 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from ..core import routing
-from ..core.binding import BIND, BindingCycle, Bound, Refusal, conclude_binding, run_binding_cycle
-from ..core.cycle import BindingPlan
-from ..core.extenders import Extender, ExtenderBinding, bind_with_extenders
-from ..core.framework import CycleState, Status
-from ..core.objects import Pod
+from ..core.config.extenders import Extender, ExtenderBinding, bind_with_extenders
+from ..core.framework.basics import CycleState, QueuedPodInfo, Status
+from ..core.model.objects import Pod
 from ..core.plugins.default_binder import binding_path
-from ..core.queueing import QueuedPodInfo
+from ..core.scheduling import routing
+from ..core.scheduling.binding import BIND, BindingCycle, Bound, Refusal, conclude_binding, run_binding_cycle
+from ..core.scheduling.cycle import BindingPlan
 from ..edge.client import Api, Response
 from . import dra, events, preemption
 from .app import App, PolicyState
@@ -116,7 +115,7 @@ async def bind(
     nominated: str = "",
 ) -> None:
     """Run `placed`'s binding cycle (the assumed pod; `cycle` its cycle's state, `plan` the core's
-    plan; ``core.binding`` sequences it), then perform what it concluded: metrics, the Scheduled event,
+    plan; ``core.scheduling.binding`` sequences it), then perform what it concluded: metrics, the Scheduled event,
     or the failure's event, nomination clearing and vanished pod. Releases one of app.bind_slots when
     done (the loop acquired it). `nominate`: the node to write into ``status.nominatedNodeName`` first
     (the core's ``Bind.nominated_node``, upstream's NominatedNodeNameForExpectation); `nominated`: the
@@ -198,7 +197,7 @@ async def nomination_written(app: App, uid: str) -> None:
 
 
 class _Port:
-    """The operator's ``core.binding.BindingPort``: the fenced ``Api`` (through ``_Client``), the
+    """The operator's ``core.scheduling.binding.BindingPort``: the fenced ``Api`` (through ``_Client``), the
     nomination written through pods/status, binder extenders in the thread pool, and the module
     docstring's rules for calling a bind off and for judging a failed one."""
 

@@ -2,7 +2,7 @@
 (apiVersion and kind, uid preconditions, which patch type merges what) are written here once.
 
 Pure: moments, names and texts are arguments, so a body is a value a test can compare; timestamps
-are formatted by ``core/timestamps.py`` (MicroTime keeps its six digits). The callers in ``kube/``
+are formatted by ``core/model/timestamps.py`` (MicroTime keeps its six digits). The callers in ``kube/``
 send them through ``edge/client.Api``:
 
 - ``event``: ``POST events``, a core/v1 Event about a pod (``events.py``);
@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
-from ..core.diagnosis import truncate_message
-from ..core.objects import (
+from ..core.framework.diagnosis import truncate_message
+from ..core.model.objects import (
     CONDITION_DISRUPTION_TARGET,
     CONDITION_POD_GROUP_INITIALLY_SCHEDULED,
     REASON_PREEMPTION_BY_SCHEDULER,
@@ -34,7 +34,7 @@ from ..core.objects import (
     Pod,
     PodGroup,
 )
-from ..core.timestamps import rfc3339, rfc3339_micro
+from ..core.model.timestamps import rfc3339, rfc3339_micro
 
 __all__ = [
     "LEASE_API_VERSION",

@@ -2,7 +2,7 @@
 
 Every function takes a body as Kopf (or the API) delivers it (a pod, a node, a namespace, a policy,
 a kind the cache keeps, a ``resource.k8s.io`` kind) and returns a frozen object, a key or a few plain
-values. Parse errors surface as ``core.parsing.ObjectError`` (the message names the field); anything
+values. Parse errors surface as ``core.model.parsing.ObjectError`` (the message names the field); anything
 else a strange body makes a parser raise is re-raised as ``ObjectError`` too, so callers have exactly
 one exception to handle and a pod never crashes the operator.
 
@@ -18,12 +18,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
-from ..core import objects, parsing
+from ..core.config.ownership import PolicyMeta
 from ..core.dra import parsing as dra_parsing
-from ..core.objects import Pod
-from ..core.ownership import PolicyMeta
-from ..core.parsing import ObjectError
-from ..core.routing import KIND_COSCHEDULING_POD_GROUP, KIND_POD_GROUP, key_prefix
+from ..core.model import objects, parsing
+from ..core.model.objects import Pod
+from ..core.model.parsing import ObjectError
+from ..core.scheduling.routing import KIND_COSCHEDULING_POD_GROUP, KIND_POD_GROUP, key_prefix
 
 __all__ = [
     "DRA_KINDS",
@@ -117,7 +117,8 @@ def resource_version(body: Mapping[str, Any]) -> str:
     return str(_meta(body).get("resourceVersion") or "")
 
 
-#: kind -> (parser, whether the key includes the namespace); where each kind is stored: core.routing.OBJECT_STORES
+#: kind -> (parser, whether the key includes the namespace); where each kind is stored:
+#: core.scheduling.routing.OBJECT_STORES
 OTHER_KINDS: Final[dict[str, tuple[Callable[[Mapping[str, Any]], Any], bool]]] = {
     "Service": (parsing.parse_service, True),
     "ReplicationController": (parsing.parse_controller, True),

@@ -20,7 +20,7 @@ An event's name is drawn once, before its first try: a create whose answer was l
 (``Api.request``'s retries) and a 409 (AlreadyExists) then says the first try landed, which counts as
 written, as client-go's recorder counts it. No event is dropped for a reset, and none is doubled.
 
-Repeats: the core's ``RepeatLimiter`` (``core/recording.py``) decides whether a FailedScheduling
+Repeats: the core's ``RepeatLimiter`` (``core/framework/recording.py``) decides whether a FailedScheduling
 event goes out (at most one per pod, action and stage per ``REPEAT_INTERVAL`` seconds, whatever its
 message; a rejection at Permit is a stage of its own).
 
@@ -42,8 +42,8 @@ from datetime import UTC, datetime
 from typing import Any, Final
 from urllib.parse import quote
 
-from ..core.objects import Pod
-from ..core.preemption import IN_MEMORY
+from ..core.model.objects import Pod
+from ..core.toolkit.preemption import IN_MEMORY
 from ..edge import paths
 from . import bodies
 from .app import App

@@ -3,7 +3,7 @@
 **Pods reach the queue through Kopf**: ``on_pod_event`` is an ``@kopf.on.event`` handler on pods,
 and Kopf watches only unassigned pods (``settings.watching.field_selectors``: ``spec.nodeName=``,
 sent to the API server, so bound pods of every scheduler never reach Kopf's per-event machinery).
-It converts the body and lets ``core.routing.route_unassigned_pod`` file it: a pod whose
+It converts the body and lets ``core.scheduling.routing.route_unassigned_pod`` file it: a pod whose
 ``schedulerName`` is served is queued; any other waits in the pending index until a policy serves
 its name (so a policy created later is served without a restart). The handler writes nothing onto
 the pod and returns None: only ``on.event`` handlers leave no diff-base annotation, progress
@@ -20,7 +20,7 @@ and what each event does. Kopf's machinery costs several times what our informer
 resumed from its resourceVersion and pauses nothing; only pods and nodes relisting after lost history
 (a 410) pause the loops until that list is in (``App.current``).
 
-Each function converts the body (``convert``), lets the core apply it (``core.routing``) and
+Each function converts the body (``convert``), lets the core apply it (``core.scheduling.routing``) and
 performs what comes back (``App.perform``: wake loops). A body the core cannot parse is logged,
 gets a Warning event when it is a pending pod of ours, and is skipped.
 
@@ -40,9 +40,9 @@ from typing import Any, Final
 
 import kopf
 
-from ..core import routing
-from ..core.dra.routing import route_dra_object, route_dra_relisted
-from ..core.objects import Pod
+from ..core.model.objects import Pod
+from ..core.scheduling import routing
+from ..core.scheduling.dra_routing import route_dra_object, route_dra_relisted
 from ..edge import paths
 from ..edge.client import WATCH_IDLE_TIMEOUT, Api
 from ..edge.credentials import load_credentials
@@ -91,14 +91,14 @@ WATCHED: Final = (
     (paths.collection("storage.k8s.io/v1", "csistoragecapacities"), "CSIStorageCapacity"),
 )
 
-#: (API path, kind) of the gangs' PodGroups (core/gangs.py): either API may be absent (the
+#: (API path, kind) of the gangs' PodGroups (core/toolkit/gangs.py): either API may be absent (the
 #: GenericWorkload feature off, the optional CRD not installed); an absent one counts as empty
 OPTIONAL: Final = (
     (paths.collection("scheduling.k8s.io/v1beta1", "podgroups"), routing.KIND_POD_GROUP),
     (paths.collection("scheduling.x-k8s.io/v1alpha1", "podgroups"), routing.KIND_COSCHEDULING_POD_GROUP),
 )
 
-#: (API path, kind) of the ``resource.k8s.io/v1`` objects DynamicResources reads (core/dra/routing.py);
+#: (API path, kind) of the ``resource.k8s.io/v1`` objects DynamicResources reads (core/scheduling/dra_routing.py);
 #: optional: a cluster that does not serve the API has none of them
 DRA_WATCHED: Final = (
     (paths.collection("resource.k8s.io/v1", "resourceclaims"), "ResourceClaim"),

@@ -1,6 +1,6 @@
 """The scheduling loop of one SchedulingPolicy (upstream ``scheduleOne`` in a loop): waiting and effects.
 
-Sleep as long as the core says (``core.cycle.next_wait``) or until a handler wakes us; pop; let
+Sleep as long as the core says (``core.scheduling.cycle.next_wait``) or until a handler wakes us; pop; let
 the core decide and carry out the outcome. The cycle runs one way: ``prepare``, ``decide`` (in
 ``App.run_blocking``'s thread pool when the policy has HTTP extenders, whose calls block: on the
 policy's own snapshot with a private copy of the cluster objects and of the nominator; inline
@@ -33,9 +33,10 @@ every profile): a loop whose next pod comes after another name's ready pod wakes
 lets it pop first (``_first_elsewhere``), at most ``MAX_DEFERRALS`` times in a row. Their queues count
 scheduling cycles together (opportunistic batching reuses a ranking only in the very next one).
 
-Every attempt is kept for ``kopf-scheduler explain`` (``app.attempts``, ``core/attempts.py``: references, no copies).
+Every attempt is kept for ``kopf-scheduler explain`` (``app.attempts``, ``core/scheduling/attempts.py``: references,
+no copies).
 
-Every ``HOUSEKEEPING_PERIOD`` seconds: expire unconfirmed assumptions (``core.routing``) and
+Every ``HOUSEKEEPING_PERIOD`` seconds: expire unconfirmed assumptions (``core.scheduling.routing``) and
 refresh gauges. The loop pops only while the cache is current (``App.current``: every kind
 synced at start, pods and nodes not relisting after lost history, and the process not frozen) and
 ``app.leading`` is set; a standby keeps its cache and queues warm. Whatever it then decides is
@@ -49,8 +50,12 @@ import logging
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from ..core import gangs, routing
-from ..core.cycle import (
+from ..core.framework.basics import Code, QueuedPodInfo
+from ..core.framework.instrumentation import PLUGIN_METRICS_SAMPLE_PERCENT
+from ..core.framework.recording import STAGE_PERMIT
+from ..core.model.objects import Pod
+from ..core.scheduling import routing
+from ..core.scheduling.cycle import (
     Bind,
     Error,
     Group,
@@ -67,11 +72,8 @@ from ..core.cycle import (
     schedule_pod_group,
     settle_waiting,
 )
-from ..core.framework import Code
-from ..core.instrumentation import PLUGIN_METRICS_SAMPLE_PERCENT
-from ..core.objects import Pod
-from ..core.queueing import QueuedPodInfo, first_ready
-from ..core.recording import STAGE_PERMIT
+from ..core.state.queueing import first_ready
+from ..core.toolkit import gangs
 from ..edge.recorder import DrawLog
 from . import binding, bodies, dra, events, podgroups, preemption
 from .app import App, PolicyState
@@ -134,7 +136,7 @@ async def run(app: App, policy: str, stopped: Any) -> None:
 
 def _first_elsewhere(app: App, state: PolicyState, now: float) -> PolicyState | None:
     """Upstream has one queue for every profile: the other served name whose ready pod that queue would pop
-    before this one's (by this profile's QueueSort; ``core.queueing.first_ready``), if there is one."""
+    before this one's (by this profile's QueueSort; ``core.state.queueing.first_ready``), if there is one."""
     if len(app.states) < 2:
         return None
     states = list(app.states.values())
@@ -167,7 +169,7 @@ def _housekeeping(app: App, state: PolicyState, now: float) -> None:
                 informer.resync()
     app.perform(routed)
     app.metrics.set_leader(state.policy, app.leading.is_set())
-    for name, served in app.states.items():  # opportunistic batching's counts (core/batching.py)
+    for name, served in app.states.items():  # opportunistic batching's counts (core/toolkit/batching.py)
         app.metrics.observe_batch(name, *served.scheduler.batch.take_counts())
     podgroups.refresh(app)
 
@@ -254,7 +256,7 @@ async def _carry_out(
 
 
 async def _cycle(app: App, state: PolicyState, info: QueuedPodInfo) -> Outcome:
-    """The core's three steps (``core.cycle.schedule_one`` apart): the algorithm in a worker thread
+    """The core's three steps (``core.scheduling.cycle.schedule_one`` apart): the algorithm in a worker thread
     when the policy has extenders (their calls block), inline otherwise."""
     scheduler, snapshot, queue = state.scheduler, state.snapshot, state.queue
     off_loop = bool(scheduler.extenders)

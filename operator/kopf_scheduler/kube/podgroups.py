@@ -1,4 +1,4 @@
-"""PodGroup status, for both APIs: what a gang's members came to (``core/gangs.py`` decides).
+"""PodGroup status, for both APIs: what a gang's members came to (``core/toolkit/gangs.py`` decides).
 
 - ``scheduling.k8s.io/v1beta1``: the ``PodGroupInitiallyScheduled`` condition, as upstream's
   ``updatePodGroupCondition``: True (reason Scheduled) once minCount members are bound, and never
@@ -17,9 +17,9 @@ import logging
 from datetime import UTC, datetime
 from typing import Any
 
-from ..core import gangs
-from ..core.cache import PodState
-from ..core.objects import WORKLOAD_API, PodGroup
+from ..core.model.objects import WORKLOAD_API, PodGroup
+from ..core.state.cache import PodState
+from ..core.toolkit import gangs
 from ..edge import paths
 from . import bodies
 from .app import App

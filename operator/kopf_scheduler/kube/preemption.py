@@ -1,4 +1,5 @@
-"""What preemption does to the cluster once the core chose (``core/preemption.py``, ``core/cycle.py``).
+"""What preemption does to the cluster once the core chose (``core/toolkit/preemption.py``,
+``core/scheduling/cycle.py``).
 
 Upstream ``framework/preemption/executor.go`` (``PreemptPod``, ``clearNominatedNodeName``) and
 ``updatePod`` in schedule_one.go, as plain JSON requests through ``app.api``:
@@ -15,7 +16,7 @@ Upstream ``framework/preemption/executor.go`` (``PreemptPod``, ``clearNominatedN
   <node>``; a victim already gone (404, or 409 for another uid) is skipped silently;
 - ``status.nominatedNodeName`` is set on the preemptor (the loop's status patch).
 
-A Workload-API gang's preemption (``core/pod_group_preemption.py``, ``preempt_for_pod_group``) evicts its
+A Workload-API gang's preemption (``core/toolkit/pod_group_preemption.py``, ``preempt_for_pod_group``) evicts its
 victims the same way for its PodGroup, as upstream's executor does for a pod group: the DisruptionTarget
 condition says ``... a higher priority podgroup``, the Preempted event ``Preempted by podgroup <PodGroup
 uid> on node cluster`` with the PodGroup as related object, and no nomination is cleared (upstream looks
@@ -44,10 +45,10 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from ..core import routing
-from ..core.objects import Pod, PodGroup
+from ..core.model.objects import Pod, PodGroup
 from ..core.plugins.default_preemption import DefaultPreemption
-from ..core.preemption import PREEMPTED
+from ..core.scheduling import routing
+from ..core.toolkit.preemption import PREEMPTED
 from ..edge import paths
 from ..edge.client import Response
 from . import bodies, events
@@ -160,7 +161,7 @@ async def patch_pod_status(
     """One pods/status patch: a condition (merged by type) and/or ``nominatedNodeName`` ("" removes it).
 
     Anything but 2xx, 404 and a fenced write is logged; a 404 for a pending pod drops it
-    (``core.routing.route_pod_vanished``).
+    (``core.scheduling.routing.route_pod_vanished``).
     """
     async with app.write_slots:
         response = await app.api.request(

@@ -1,6 +1,6 @@
 """The simulation's API server: the pods and nodes of the simulated cluster, answering as kube-apiserver does.
 
-``simulate`` carries out the binding cycle the core planned (``core.cycle.BindingPlan``) with the
+``simulate`` carries out the binding cycle the core planned (``core.scheduling.cycle.BindingPlan``) with the
 same plugins the operator runs; their ``ApiClient`` is ``InMemoryApi``, which holds what the
 simulation holds and writes nothing anywhere:
 
@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 from urllib.parse import parse_qs
 
-from ..core.cache import SchedulerCache
-from ..core.objects import Pod
+from ..core.model.objects import Pod
+from ..core.state.cache import SchedulerCache
 from .dra import ClaimServer
 
 __all__ = ["Answer", "InMemoryApi", "SuspendedError", "drive"]

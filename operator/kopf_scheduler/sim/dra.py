@@ -36,10 +36,10 @@ from ..core.dra import parsing as dra_parsing
 from ..core.dra.extended import SPECIAL_CLAIM_NAME
 from ..core.dra.objects import DeviceTaintRule, ResourceClaim, ResourceClaimTemplate
 from ..core.dra.tracker import DraTracker
-from ..core.objects import Pod, PodClaims
-from ..core.parsing import ObjectError
+from ..core.framework.snapshot import ClusterObjects
+from ..core.model.objects import Pod, PodClaims
+from ..core.model.parsing import ObjectError
 from ..core.plugins.dynamic_resources import admin_access_forbidden
-from ..core.snapshot import ClusterObjects
 
 __all__ = ["ClaimServer", "admin_claims_refused", "admit_claims", "devices_of", "load_dra_object", "stamp_claims"]
 

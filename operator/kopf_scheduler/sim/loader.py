@@ -2,7 +2,7 @@
 
 Everything the scheduler reads is accepted; other kinds are counted and
 ignored, so a ``kubectl get -o yaml`` dump can be fed in as it is. PodGroups of both APIs
-(``scheduling.k8s.io/v1beta1``, ``scheduling.x-k8s.io/v1alpha1``) make gangs (``core/gangs.py``);
+(``scheduling.k8s.io/v1beta1``, ``scheduling.x-k8s.io/v1alpha1``) make gangs (``core/toolkit/gangs.py``);
 DeviceClasses, ResourceSlices, DeviceTaintRules, ResourceClaims and ResourceClaimTemplates
 (``resource.k8s.io/v1``) go into the DRA tracker (``sim/dra.py``).
 
@@ -27,12 +27,14 @@ from typing import Any, Final
 
 import yaml
 
-from ..core import gangs, parsing, usage
-from ..core import objects as o
-from ..core.cache import SchedulerCache
-from ..core.profile import Profile
-from ..core.registry import Registry
-from ..core.snapshot import ClusterObjects
+from ..core.config.profile import Profile
+from ..core.config.registry import Registry
+from ..core.framework import usage
+from ..core.framework.snapshot import ClusterObjects
+from ..core.model import objects as o
+from ..core.model import parsing
+from ..core.state.cache import SchedulerCache
+from ..core.toolkit import gangs
 from . import dra
 from .simulator import UnreadablePod
 
@@ -189,7 +191,7 @@ def load_cluster(docs: Iterable[Mapping[str, Any]], *, source: str = "cluster") 
 
 
 def load_usage(cache: SchedulerCache, node_metrics: Iterable[Mapping[str, Any]], *, source: str) -> None:
-    """The measured utilisation the load-aware plugins read (``core/usage.py``), from the cluster file:
+    """The measured utilisation the load-aware plugins read (``core/framework/usage.py``), from the cluster file:
     metrics.k8s.io NodeMetrics documents (``kubectl get nodemetrics -o yaml``) and the
     ``kopf-scheduler.io/usage`` node annotation (``cpu=75,memory=40``, percent; it wins over a
     NodeMetrics of the same node). Staleness is judged at the newest sample's time (an annotation's
@@ -300,7 +302,7 @@ def load_policy(
     """A Profile from a SchedulingPolicy manifest or a legacy v1.9 Policy (JSON/YAML); today's default profile if
     None. `registry` names the plugins a policy may use (the installed ones: ``edge.plugins.installed_registry``;
     None: the in-tree ones)."""
-    from ..core import legacy, policy
+    from ..core.config import legacy, policy
 
     if path is None:
         return policy.default_profile(scheduler_name)
@@ -335,11 +337,11 @@ def load_policy(
 
 
 def load_scheduler_config(path: str | Path, *, registry: Registry | None = None) -> list[Profile]:
-    """The profiles of a KubeSchedulerConfiguration file (``core/scheduler_config.py``), in file order; its
+    """The profiles of a KubeSchedulerConfiguration file (``core/config/scheduler_config.py``), in file order; its
     warnings (ignored process settings) go to stderr."""
     import sys
 
-    from ..core import scheduler_config
+    from ..core.config import scheduler_config
 
     p = Path(path)
     try:

@@ -1,12 +1,12 @@
 """Replay a recorded trace (``run --record``) through the simulator with a candidate policy, side by side.
 
-The trace (``core/trace.py``) is read from the newest run in its directory: the first segment's
+The trace (``core/scheduling/trace.py``) is read from the newest run in its directory: the first segment's
 checkpoint is the cluster as it stood (its bound pods stay where they are), then every record in
 order. The pruned bodies go through the same loader as ``simulate`` (``sim/loader.py``). Events
 reach the ``Simulation`` as the operator's watches brought them: nodes added, changed and deleted;
 pods bound by someone else, or deleted. A pod of the replayed scheduler name enters the queue when
 the recording first attempted it (so the pods are tried in the order the operator popped them) and
-the simulation runs the same cycle (``core/cycle.py``) until the queue settles; the virtual clock
+the simulation runs the same cycle (``core/scheduling/cycle.py``) until the queue settles; the virtual clock
 follows the trace's timestamps. With the policy that recorded the trace, the random tie-break
 takes the recorded draws (``FollowingRandom``), so the same inputs give the same placements.
 
@@ -33,13 +33,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from ..core import gangs, parsing, trace
-from ..core.nodeinfo import NodeInfo
-from ..core.objects import Pod
-from ..core.policy import validate_policy
-from ..core.profile import Profile
-from ..core.registry import Registry
-from ..core.resources import Resources
+from ..core.config.policy import validate_policy
+from ..core.config.profile import Profile
+from ..core.config.registry import Registry
+from ..core.framework.nodeinfo import NodeInfo
+from ..core.model import parsing
+from ..core.model.objects import Pod
+from ..core.model.resources import Resources
+from ..core.scheduling import trace
+from ..core.toolkit import gangs
 from .loader import load_cluster, load_pods
 from .simulator import Simulation, UnreadablePod
 

@@ -1,6 +1,6 @@
 """Render a simulation: JSON for machines, a table plus per-node utilisation for people.
 
-Explanations (``core/explanation.py``) come in two sizes: every pod's ``summary`` (``--explain``), or one
+Explanations (``core/scheduling/explanation.py``) come in two sizes: every pod's ``summary`` (``--explain``), or one
 pod's full ``render`` (``--explain NAMESPACE/POD``); in JSON, the same pods carry the ``explain`` object.
 """
 
@@ -10,9 +10,9 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from ..core.cache import SchedulerCache
-from ..core.explanation import render, summary, table, to_json
-from ..core.resources import format_quantity
+from ..core.model.resources import format_quantity
+from ..core.scheduling.explanation import render, summary, table, to_json
+from ..core.state.cache import SchedulerCache
 from .simulator import Capacity, Placement, SimulationResult
 
 #: ``explained`` value: explain every pod (in short)

@@ -1,16 +1,16 @@
 """Schedule pending pods one after another against a loaded cluster, as the operator does: its second executor.
 
-The core conducts every attempt (``core.cycle``: ``schedule_one``, ``settle_waiting``, the binding
-plan; ``core.binding``: the binding cycle's steps and its conclusion, for the operator too); this
+The core conducts every attempt (``core.scheduling.cycle``: ``schedule_one``, ``settle_waiting``, the binding
+plan; ``core.scheduling.binding``: the binding cycle's steps and its conclusion, for the operator too); this
 module carries out the outcomes the way the operator's loop and its watches would, with its in-memory
 state standing for the API server (``sim/apiserver.py``) and a virtual clock:
 
 - the pods of PODS.yaml enter a real ``SchedulingQueue`` in file order, each once the queue has
   settled the one before (nothing is ready and nothing waits out a backoff), so each placement counts
   for the next. When nothing is ready but a pod backs off, the clock jumps to ``next_ready_at``;
-- ``Bind``: the binding cycle (``core.binding.run_binding_cycle``: PreBind plugins, binder extenders,
+- ``Bind``: the binding cycle (``core.scheduling.binding.run_binding_cycle``: PreBind plugins, binder extenders,
   Bind plugins) runs against the in-memory API server (``_SimulatedPort``; DefaultBinder's pods/binding
-  POST binds the pod there); the binding then reaches the cache and the queues through ``core.routing``
+  POST binds the pod there); the binding then reaches the cache and the queues through ``core.scheduling.routing``
   as the watch of assigned pods would bring it;
 - ``Unschedulable`` with victims: the nomination is written (the pod's ``nominatedNodeName``), the
   victims are deleted from the simulated cluster and their deletion routed as the watch would (an
@@ -39,7 +39,7 @@ preemption nominated and the victims it evicted. Pods that failed may be tried a
 event makes room for them, as in the operator. The random tie-break comes from
 ``random.Random(seed)``: the same inputs and seed give the same placements.
 
-With ``explain=True`` every placement carries an ``Explanation`` (``core/explanation.py``):
+With ``explain=True`` every placement carries an ``Explanation`` (``core/scheduling/explanation.py``):
 every node's verdict, the rejecting plugin and reasons, the per-plugin raw and normalised scores,
 weights and totals, what preemption considered (``simulate --explain``; the differential harness in
 ``bench/differential.py`` compares the scores with upstream's through ``evaluate``). Scoring then
@@ -59,11 +59,27 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from ..core import gangs, routing
-from ..core.algorithm import GenericScheduler, ScheduleResult
-from ..core.binding import BindingCycle, Bound, Refusal, conclude_binding, run_binding_cycle
-from ..core.cache import PodState, SchedulerCache
-from ..core.cycle import (
+from ..core.config.extenders import (
+    Extender,
+    ExtenderBinding,
+    ExtenderConfig,
+    ExtenderFilterResult,
+    ExtenderPrioritizeResult,
+    bind_with_extenders,
+)
+from ..core.config.profile import Profile
+from ..core.dra.objects import ResourceClaim
+from ..core.dra.tracker import ApiWrite
+from ..core.framework.basics import CycleState, QueuedPodInfo, Status
+from ..core.framework.nodeinfo import NodeInfo
+from ..core.framework.snapshot import Snapshot
+from ..core.framework.waiting import WaitingPods
+from ..core.model.objects import WORKLOAD_API, Node, Pod
+from ..core.plugins.default_preemption import DefaultPreemption
+from ..core.scheduling import routing
+from ..core.scheduling.algorithm import GenericScheduler, ScheduleResult
+from ..core.scheduling.binding import BindingCycle, Bound, Refusal, conclude_binding, run_binding_cycle
+from ..core.scheduling.cycle import (
     Bind,
     BindingPlan,
     Error,
@@ -77,27 +93,12 @@ from ..core.cycle import (
     schedule_one,
     settle_waiting,
 )
-from ..core.dra.objects import ResourceClaim
-from ..core.dra.routing import route_dra_object
-from ..core.dra.tracker import ApiWrite
-from ..core.explanation import Explanation, explanation_of, preemption_of
-from ..core.extenders import (
-    Extender,
-    ExtenderBinding,
-    ExtenderConfig,
-    ExtenderFilterResult,
-    ExtenderPrioritizeResult,
-    bind_with_extenders,
-)
-from ..core.framework import CycleState, Status
-from ..core.nodeinfo import NodeInfo
-from ..core.objects import WORKLOAD_API, Node, Pod
-from ..core.plugins.default_preemption import DefaultPreemption
-from ..core.preemption import PREEMPTED
-from ..core.profile import Profile
-from ..core.queueing import BACKOFF, QueuedPodInfo, SchedulingQueue, first_ready
-from ..core.snapshot import Snapshot
-from ..core.waiting import WaitingPods
+from ..core.scheduling.dra_routing import route_dra_object
+from ..core.scheduling.explanation import Explanation, explanation_of, preemption_of
+from ..core.state.cache import PodState, SchedulerCache
+from ..core.state.queueing import BACKOFF, SchedulingQueue, first_ready
+from ..core.toolkit import gangs
+from ..core.toolkit.preemption import PREEMPTED
 from .apiserver import InMemoryApi, drive
 from .dra import ClaimServer, devices_of, stamp_claims
 
@@ -266,7 +267,7 @@ class Simulation:
     # ------------------------------------------------------------------ the questions asked
 
     def evaluate(self, pod: Pod) -> Placement:
-        """One attempt at `pod` in the current state, as the executors run it (``core.cycle.schedule_one``:
+        """One attempt at `pod` in the current state, as the executors run it (``core.scheduling.cycle.schedule_one``:
         prepare, decide, conclude), on a queue of its own; its outcome is not carried out: no bind, no
         eviction, and an assumption is undone (the differential harness compares this first decision)."""
         lane = self.lane(pod)
@@ -398,7 +399,7 @@ class Simulation:
 
     def node_changed(self, node: Node | None, name: str = "") -> None:
         """A node was added or changed (`node`), or deleted (None and its `name`), as the node watch
-        reports it (``core.routing``); pods it makes schedulable are tried."""
+        reports it (``core.scheduling.routing``); pods it makes schedulable are tried."""
         if node is None:
             routing.route_node_deleted(name, cache=self.cache)
         else:
@@ -557,7 +558,7 @@ class Simulation:
         nominate: str | None = None,
         nominated: str = "",
     ) -> None:
-        """The binding cycle as ``core.binding`` sequences it (for the operator too), against the in-memory
+        """The binding cycle as ``core.scheduling.binding`` sequences it (for the operator too), against the in-memory
         API server: the nomination for expectation first (`nominate`), then PreBind, then the bind. A failure
         clears the nomination (`nominated`: the one written while the pod waited at Permit)."""
         record = self._records[placed.uid]
@@ -725,7 +726,7 @@ def _remember(record: _Record, outcome: Single) -> None:
 
 
 class _SimulatedPort:
-    """Simulate's ``core.binding.BindingPort``: the in-memory API server answers at once, so nothing is ever
+    """Simulate's ``core.scheduling.binding.BindingPort``: the in-memory API server answers at once, so nothing is ever
     called off and there is no wait to finish; binder extenders bind there too; a failure is the step's."""
 
     __slots__ = ("_placed", "_record", "_sim")

@@ -19,7 +19,7 @@ collectors give upstream), client-go's two request families (``rest_client_reque
 ``rest_client_request_duration_seconds{verb,host}``; component-base/metrics/prometheus/restclient),
 fed by the edge's API client through ``observe_request``, and the framework's two timing families
 (``scheduler_framework_extension_point_duration_seconds``, ``scheduler_plugin_execution_duration_seconds``),
-fed by the cycle through a ``FrameworkRecorder`` (``framework_recorder``; ``core/instrumentation.py``).
+fed by the cycle through a ``FrameworkRecorder`` (``framework_recorder``; ``core/framework/instrumentation.py``).
 
 No `_created` series: upstream exports none, and prometheus_client would add one per counter,
 histogram and labelled child. Its switch is process-wide; every `SchedulerMetrics` turns it off.
@@ -48,8 +48,8 @@ from prometheus_client.core import HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
-from ..core.framework import Code
-from ..core.instrumentation import STATUS_LABELS
+from ..core.framework.basics import Code
+from ..core.framework.instrumentation import STATUS_LABELS
 
 __all__ = [
     "ATTEMPT_RESULTS",
@@ -327,7 +327,7 @@ class SchedulerMetrics:
     def observe_batch(
         self, profile: str, attempts: Mapping[str, int], flushed: Mapping[str, int], rescores: int
     ) -> None:
-        """Opportunistic batching's counts since the last call (``core/batching.py``), upstream's
+        """Opportunistic batching's counts since the last call (``core/toolkit/batching.py``), upstream's
         ``scheduler_batch_attempts_total{profile,result}``, ``scheduler_batch_cache_flushed_total{profile,reason}``
         and ``scheduler_batch_rescore_attempts_total{profile}``."""
         for result, count in attempts.items():
@@ -485,7 +485,7 @@ class SchedulerMetrics:
 
 
 class FrameworkTimings:
-    """``core.instrumentation.FrameworkRecorder`` over a ``SchedulerMetrics``, for one profile."""
+    """``core.framework.basics.FrameworkRecorder`` over a ``SchedulerMetrics``, for one profile."""
 
     __slots__ = ("_points", "_plugins", "_profile")
 

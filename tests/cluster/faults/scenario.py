@@ -45,7 +45,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from kopf_scheduler.cluster import ControlPlane
-from kopf_scheduler.core.resources import to_milli, to_units
+from kopf_scheduler.core.model.resources import to_milli, to_units
 
 #: the operator's identity under deploy/rbac.yaml
 OPERATOR_USER = "system:serviceaccount:kopf-scheduler:kopf-scheduler"

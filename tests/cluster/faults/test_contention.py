@@ -247,7 +247,7 @@ def test_an_extender_that_answers_garbage_or_hangs(rig: Rig) -> None:
             figures = rig.verdict(pods=pods, ops=[op])
         finally:
             release.set()
-    # every failed attempt is logged; events are one per pod per 30 s (core/recording.py)
+    # every failed attempt is logged; events are one per pod per 30 s (core/framework/recording.py)
     attempts = [line for line in op.text().splitlines() if "error scheduling " in line]
     events = rig.events("FailedScheduling")
     kinds = {

@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Final
 
-from ..objects import NodeSelectorRequirement, NodeSelectorTerm
+from ..model.objects import NodeSelectorRequirement, NodeSelectorTerm
 from .expressions import CelError, DeviceInput, compile_selector, device_input
 from .objects import (
     ALLOCATION_MODE_ALL,
@@ -79,7 +79,7 @@ from .objects import (
 )
 
 if TYPE_CHECKING:
-    from ..objects import Node
+    from ..model.objects import Node
 
 __all__ = [
     "AllocatedState",

@@ -49,7 +49,7 @@ import cel_expr_python.ext.ext_math as ext_math
 import cel_expr_python.ext.ext_optional as ext_optional
 import cel_expr_python.ext.ext_strings as ext_strings
 
-from ..resources import QuantityError, parse_quantity
+from ..model.resources import QuantityError, parse_quantity
 from .objects import Device, DeviceAttribute
 
 __all__ = [

@@ -31,9 +31,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
-from ..resources import CPU, EPHEMERAL_STORAGE, MEMORY
+from ..model.resources import CPU, EPHEMERAL_STORAGE, MEMORY
 from .allocator import Allocator, node_matches
 from .expressions import compile_selector
 from .objects import (
@@ -47,10 +47,18 @@ from .objects import (
 )
 
 if TYPE_CHECKING:
-    from ..objects import Container, Node, Pod
-    from ..scoring import ResourceSpec
+    from ..model.objects import Container, Node, Pod
     from .allocator import AllocatedState
     from .tracker import DraTracker
+
+
+class ScoredResource(Protocol):
+    """A resource a scorer weighs, as far as DRA looks at it: its name (``toolkit/scoring.py``'s ``ResourceSpec``;
+    a protocol so that ``dra/`` stays below the toolkit that imports it)."""
+
+    @property
+    def name(self) -> str: ...
+
 
 __all__ = [
     "SPECIAL_CLAIM_NAME",
@@ -271,7 +279,7 @@ class DraScoring:
     verdict: Callable[[str, str, Device], bool | str]
 
 
-def dra_scoring(specs: Sequence[ResourceSpec], tracker: DraTracker) -> DraScoring | None:
+def dra_scoring(specs: Sequence[ScoredResource], tracker: DraTracker) -> DraScoring | None:
     """Upstream ``getDRAPreScoredParams``: None unless a scored resource is an extended resource some
     DeviceClass serves; else what scoring such resources by devices needs."""
     if not tracker.classes or not any(
@@ -296,7 +304,7 @@ def dra_scoring(specs: Sequence[ResourceSpec], tracker: DraTracker) -> DraScorin
 
 def dra_vectors(
     dra: DraScoring,
-    specs: Sequence[ResourceSpec],
+    specs: Sequence[ScoredResource],
     pod_requests: Sequence[int],
     node: Node,
     requested: list[int],

@@ -4,7 +4,7 @@ Upstream ``k8s.io/api/resource/v1`` (types.go), trimmed to what the scheduler re
 (spec.devices and status.allocation / reservedFor / devices), ResourceClaimTemplate, DeviceClass,
 ResourceSlice and DeviceTaintRule, plus a pod's ``spec.resourceClaims`` and ``status.resourceClaimStatuses``.
 ``core/dra/parsing.py`` builds them from API bodies, with the API server's defaults applied
-(allocationMode ExactCount, count 1). Quantities are exact ``Fraction`` values (``core.resources``).
+(allocationMode ExactCount, count 1). Quantities are exact ``Fraction`` values (``core.model.resources``).
 
 Naming: a *device ID* is the triple (driver, pool, device) upstream's ``DeviceID`` is; a request
 reference is the request name, or ``request/subrequest`` for a ``firstAvailable`` entry.
@@ -19,12 +19,12 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Final, NamedTuple
 
-from ..objects import EMPTY_LABELS, NodeSelectorTerm, OwnerReference
+from ..model.objects import EMPTY_LABELS, NodeSelectorTerm, OwnerReference
 
-# a pod's claim references live with the Pod (``core/objects.py``); re-exported here
-from ..objects import NO_POD_CLAIMS as NO_POD_CLAIMS
-from ..objects import PodClaims as PodClaims
-from ..objects import PodResourceClaim as PodResourceClaim
+# a pod's claim references live with the Pod (``core/model/objects.py``); re-exported here
+from ..model.objects import NO_POD_CLAIMS as NO_POD_CLAIMS
+from ..model.objects import PodClaims as PodClaims
+from ..model.objects import PodResourceClaim as PodResourceClaim
 
 #: the finalizer the scheduler adds to a claim it allocates (upstream ``resourceapi.Finalizer``)
 FINALIZER: Final = "resource.kubernetes.io/delete-protection"

@@ -2,7 +2,7 @@
 DeviceTaintRule, and a pod's claim references.
 
 Each parser takes the dict the API server returns (or a YAML file holds) and raises
-``core.parsing.ObjectError`` naming the field path of anything malformed, as ``core/parsing.py`` does.
+``core.model.parsing.ObjectError`` naming the field path of anything malformed, as ``core/model/parsing.py`` does.
 The API server's defaulting is applied where users may leave it out in files (``allocationMode``
 ExactCount, ``count`` 1; ``resourceSliceCount`` 1). ``allocation_body`` is the way back: an
 ``AllocationResult`` as the JSON PreBind writes.
@@ -16,11 +16,11 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
-from ..fields import ObjectError, list_at, object_at, without_managed_fields
-from ..objects import NodeSelectorRequirement, NodeSelectorTerm, OwnerReference
-from ..parsing import parse_node_selector_term
-from ..parsing import parse_pod_claims as parse_pod_claims  # re-exported: it lives with parse_pod
-from ..resources import QuantityError, parse_quantity
+from ..model.fields import ObjectError, list_at, object_at, without_managed_fields
+from ..model.objects import NodeSelectorRequirement, NodeSelectorTerm, OwnerReference
+from ..model.parsing import parse_node_selector_term
+from ..model.parsing import parse_pod_claims as parse_pod_claims  # re-exported: it lives with parse_pod
+from ..model.resources import QuantityError, parse_quantity
 from .objects import (
     ALLOCATION_MODE_EXACT_COUNT,
     AllocatedDeviceStatus,
@@ -574,7 +574,7 @@ def parse_resource_claim_template(body: Mapping[str, Any]) -> ResourceClaimTempl
 # --------------------------------------------------------------------------- pods
 
 
-# ``parse_pod_claims`` lives in ``core/parsing.py`` (``parse_pod`` reads it) and is re-exported here.
+# ``parse_pod_claims`` lives in ``core/model/parsing.py`` (``parse_pod`` reads it) and is re-exported here.
 
 
 # --------------------------------------------------------------------------- the way back

@@ -1,2 +1,2 @@
 """One module per scheduling plugin. The list of them, and the v1.9 names they answer to, lives in
-``core/registry.py``."""
+``core/config/registry.py``."""

@@ -31,25 +31,16 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from .. import batching, scoring
 from ..dra.extended import DraScoring, dra_scoring, dra_vectors
-from ..framework import (
-    SKIP,
-    SUCCESS,
-    CycleState,
-    PreScorePlugin,
-    SignFragment,
-    SignPlugin,
-    StateKey,
-    Status,
-    VectorScore,
-)
-from ..resources import CPU, MEMORY
+from ..framework.basics import SKIP, SUCCESS, CycleState, StateKey, Status
+from ..framework.interface import PreScorePlugin, SignFragment, SignPlugin, VectorScore
+from ..model.resources import CPU, MEMORY
+from ..toolkit import batching, scoring
 
 if TYPE_CHECKING:
-    from ..nodeinfo import NodeInfo
-    from ..objects import Pod
-    from ..snapshot import NodeTable, Snapshot
+    from ..framework.nodeinfo import NodeInfo
+    from ..framework.snapshot import NodeTable, Snapshot
+    from ..model.objects import Pod
 
 
 @dataclass(frozen=True, slots=True)

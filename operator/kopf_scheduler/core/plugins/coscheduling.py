@@ -4,14 +4,14 @@ Follows kubernetes-sigs/scheduler-plugins ``pkg/coscheduling`` (the PodGroup CRD
 as ``crds/scheduling.x-k8s.io_podgroups.yaml``). A pod joins the PodGroup of its namespace named by
 its label ``scheduling.x-k8s.io/pod-group``; ``spec.minMember`` is the gang's size and
 ``spec.scheduleTimeoutSeconds`` how long members wait at Permit (else ``permitWaitingTimeSeconds``,
-60 by default as there). The shared decisions are in ``core/gangs.py``:
+60 by default as there). The shared decisions are in ``core/toolkit/gangs.py``:
 
 - PreFilter: a gang with fewer live pods than minMember is rejected with scheduler-plugins' text
   (UnschedulableAndUnresolvable here: no preemption brings a missing member; theirs is
   Unschedulable); a pod whose PodGroup does not exist passes, as there, and Permit rejects it;
 - Permit: wait until minMember members hold a node (assumed or bound), then allow every waiting one;
 - Unreserve: a member's rejected or timed-out wait rejects every waiting member;
-- PostFilter (``gangs.GangPostFilter``, run by ``core/cycle.py`` after preemption found nothing, as
+- PostFilter (``gangs.GangPostFilter``, run by ``core/scheduling/cycle.py`` after preemption found nothing, as
   scheduler-plugins' multiPoint puts it after DefaultPreemption): a member that fits nowhere rejects
   its gang at once unless minMember members hold a node already or the gap is at most
   ``podGroupRejectPercentage`` (10 by default) of minMember: every waiting member is rejected at
@@ -36,12 +36,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
-from .. import framework, gangs
-from ..arguments import PluginArgsError
-from ..framework import (
+from ..framework import basics
+from ..framework.arguments import PluginArgsError
+from ..framework.basics import CycleState, Status
+from ..framework.interface import (
     ClusterEvent,
     ClusterEventWithHint,
-    CycleState,
     EnqueueExtensions,
     EnqueueHandle,
     PermitHandle,
@@ -52,12 +52,12 @@ from ..framework import (
     ReservePlugin,
     SignFragment,
     SignPlugin,
-    Status,
 )
-from ..objects import COSCHEDULING_API, Node, Pod, PodGroup
+from ..model.objects import COSCHEDULING_API, Node, Pod, PodGroup
+from ..toolkit import gangs
 
 if TYPE_CHECKING:
-    from ..snapshot import Snapshot
+    from ..framework.snapshot import Snapshot
 
 #: scheduler-plugins' ``PermitWaitingTimeSeconds`` default
 DEFAULT_PERMIT_WAITING_TIME_SECONDS: Final = 60
@@ -120,7 +120,7 @@ class Coscheduling(
             return None
         members = handle.objects.gang_members.get(key, frozenset())
         backoff = self.args.pod_group_backoff_seconds if len(members) >= group.min_count else 0
-        status = framework.Status(framework.Code.UNSCHEDULABLE, (err_gang_rejected(group, pod),), self.name)
+        status = basics.Status(basics.Code.UNSCHEDULABLE, (err_gang_rejected(group, pod),), self.name)
         return gangs.GangRejection(status, members, float(backoff))
 
     def events_to_register(self, handle: EnqueueHandle) -> Sequence[ClusterEventWithHint]:
@@ -158,17 +158,17 @@ class Coscheduling(
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: "Snapshot") -> Status:
         key = gangs.gang_key(pod, COSCHEDULING_API)
         if not key:
-            return framework.SKIP
+            return basics.SKIP
         group = snapshot.objects.pod_groups.get(key)
         members = len(snapshot.objects.gang_members.get(key, ()))
         passed = gangs.pre_filter(group, members)
         if passed is not None:
             return passed
         assert group is not None
-        return framework.unresolvable(err_not_enough_siblings(pod, members, group.min_count))
+        return basics.unresolvable(err_not_enough_siblings(pod, members, group.min_count))
 
     def reserve(self, state: CycleState, pod: Pod, node_name: str, handle: PermitHandle) -> Status:
-        return framework.SUCCESS
+        return basics.SUCCESS
 
     def unreserve(self, state: CycleState, pod: Pod, node_name: str, handle: PermitHandle) -> None:
         key = gangs.gang_key(pod, COSCHEDULING_API)
@@ -181,7 +181,7 @@ class Coscheduling(
             return PermitResult()
         group = handle.objects.pod_groups.get(key)
         if group is None:
-            return PermitResult(framework.unresolvable(ERR_POD_GROUP_NOT_FOUND))
+            return PermitResult(basics.unresolvable(ERR_POD_GROUP_NOT_FOUND))
         timeout = group.schedule_timeout_seconds or self.args.permit_waiting_time_seconds
         return gangs.permit(self.name, group, key, handle, timeout=float(timeout), waiting_reason=WAITING_FOR_MEMBERS)
 

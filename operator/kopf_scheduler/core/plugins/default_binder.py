@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from .. import framework
-from ..framework import ApiClient, BindPlugin, CycleState, Status
-from ..objects import Pod
+from ..framework import basics
+from ..framework.basics import CycleState, Status
+from ..framework.interface import ApiClient, BindPlugin
+from ..model.objects import Pod
 
 #: the Binding subresource of a pod, as the API server serves it
 BINDING_PATH: Final = "/api/v1/namespaces/{namespace}/pods/{name}/binding"
@@ -45,4 +46,4 @@ class DefaultBinder(BindPlugin):
 
     async def bind(self, state: CycleState, pod: Pod, node_name: str, client: ApiClient) -> Status:
         response = await client.request("POST", binding_path(pod), binding_body(pod, node_name), decode=False)
-        return framework.SUCCESS if response.ok else framework.error(response.detail())
+        return basics.SUCCESS if response.ok else basics.error(response.detail())

@@ -2,10 +2,10 @@
 
 Upstream ``pkg/scheduler/framework/plugins/defaultpreemption/default_preemption.go`` (v1.9: the
 alpha pod priority and preemption of ``generic_scheduler.go``). The decision is
-``core/preemption.py``'s ``preempt``; this plugin holds the arguments and prefixes its messages
+``core/toolkit/preemption.py``'s ``preempt``; this plugin holds the arguments and prefixes its messages
 with ``preemption: `` as upstream's PostFilter does. It is also the PodGroupPostFilter of the pod-group
 cycle (upstream's ``PodGroupPostFilter``, GenericWorkload): a Workload-API gang that could not be placed
-preempts as a whole (``core/pod_group_preemption.py``), its messages prefixed with ``pod group
+preempts as a whole (``core/toolkit/pod_group_preemption.py``), its messages prefixed with ``pod group
 preemption: ``. A SchedulingPolicy gets it through ``spec.preemption`` (default true, as every upstream
 profile enables it).
 """
@@ -16,19 +16,20 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..arguments import PluginArgsError
-from ..diagnosis import Diagnosis
-from ..framework import CycleState, Handle, PostFilterPlugin, PostFilterResult, Status
-from ..objects import Pod, PodGroup
-from ..pod_group_preemption import (
+from ..framework.arguments import PluginArgsError
+from ..framework.basics import CycleState, Status
+from ..framework.diagnosis import Diagnosis
+from ..framework.interface import Handle, PostFilterPlugin, PostFilterResult
+from ..framework.snapshot import Snapshot
+from ..model.objects import Pod, PodGroup
+from ..toolkit.pod_group_preemption import (
     PREFIX,
     GroupAlgorithm,
     PodGroupPostFilterPlugin,
     PodGroupPreemption,
     preempt_pod_group,
 )
-from ..preemption import preempt
-from ..snapshot import Snapshot
+from ..toolkit.preemption import preempt
 
 
 @dataclass(frozen=True, slots=True)

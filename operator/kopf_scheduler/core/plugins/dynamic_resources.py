@@ -67,8 +67,6 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from .. import framework
-from ..arguments import PluginArgsError
 from ..dra.allocator import AllocationError, AllocationTimeout, Allocator, Features, NodeAllocationError
 from ..dra.extended import (
     SPECIAL_CLAIM_NAME,
@@ -89,11 +87,13 @@ from ..dra.objects import (
 )
 from ..dra.parsing import allocation_body, parse_resource_claim
 from ..dra.tracker import ApiWrite, DraTracker
-from ..framework import (
+from ..framework import basics, interface
+from ..framework.arguments import PluginArgsError
+from ..framework.basics import CycleState, StateKey, Status
+from ..framework.interface import (
     ApiClient,
     ClusterEvent,
     ClusterEventWithHint,
-    CycleState,
     EnqueueExtensions,
     EnqueueHandle,
     FilterPlugin,
@@ -110,18 +110,16 @@ from ..framework import (
     ReservePlugin,
     SignFragment,
     SignPlugin,
-    StateKey,
-    Status,
     VectorScore,
 )
-from ..nodeinfo import NodeInfo
-from ..objects import NodeSelectorTerm, Pod
-from ..specs import parse_duration
-from ..usage import SCORE_NOTES
+from ..framework.nodeinfo import NodeInfo
+from ..framework.usage import SCORE_NOTES
+from ..model.objects import NodeSelectorTerm, Pod
+from ..model.specs import parse_duration
 
 if TYPE_CHECKING:
-    from ..diagnosis import Diagnosis
-    from ..snapshot import ClusterObjects, NodeTable, Snapshot
+    from ..framework.diagnosis import Diagnosis
+    from ..framework.snapshot import ClusterObjects, NodeTable, Snapshot
 
 NAME: Final = "DynamicResources"
 
@@ -261,9 +259,9 @@ def pre_enqueue(pod: Pod, tracker: DraTracker) -> Status:
     """Upstream ``PreEnqueue``: SUCCESS, or why the pod must wait out of the active queue."""
     refs = pod_claims(pod)
     if not refs:
-        return framework.SUCCESS
+        return basics.SUCCESS
     claims = resolve_claims(pod, refs, tracker)
-    return framework.unresolvable(claims) if isinstance(claims, str) else framework.SUCCESS
+    return basics.unresolvable(claims) if isinstance(claims, str) else basics.SUCCESS
 
 
 def claim_change_hint(pod: Pod, old: Any, new: Any) -> QueueingHint:
@@ -514,12 +512,12 @@ class DynamicResources(
         """OpportunisticBatching: pods with claims are not signable (upstream: whether a claim is local to
         one node is not simple to tell); others add nothing."""
         if pod.resource_claims:
-            return framework.unschedulable("pods with dra resource claims are not signable")
+            return basics.unschedulable("pods with dra resource claims are not signable")
         return ()
 
     def pre_enqueue(self, pod: Pod, handle: EnqueueHandle) -> Status:
         if not pod.resource_claims:
-            return framework.SUCCESS
+            return basics.SUCCESS
         return pre_enqueue(pod, handle.objects.dra)
 
     def events_to_register(self, handle: EnqueueHandle) -> Sequence[ClusterEventWithHint]:
@@ -547,30 +545,30 @@ class DynamicResources(
         state.write(self._key, s)
         scalar = pod.requests.scalar
         if not refs and not scalar:
-            return framework.SKIP
+            return basics.SKIP
         tracker = dra_of(snapshot.objects)
         user: list[ResourceClaim] = []
         if refs:
             resolved = resolve_claims(pod, refs, tracker)
             if isinstance(resolved, str):
-                return framework.unresolvable(resolved)
+                return basics.unresolvable(resolved)
             user = resolved
         extended = self._pre_filter_extended(pod, tracker, s) if scalar and tracker.classes else None
         claims = [*user, extended] if extended is not None else user
         if not claims:
-            return framework.SKIP
+            return basics.SKIP
         available_on: list[tuple[NodeSelectorTerm, ...] | None] = []
         to_allocate = 0
         for claim in claims:
             if claim.allocation is not None:
                 if len(claim.reserved_for) >= RESERVED_FOR_MAX_SIZE and not claim.is_reserved_for(pod.uid):
-                    return framework.unresolvable(ERR_CLAIM_IN_USE)
+                    return basics.unresolvable(ERR_CLAIM_IN_USE)
                 available_on.append(claim.allocation.node_selector)
                 continue
             available_on.append(None)
             to_allocate += 1
             if tracker.pending_allocation(claim.uid) is not None:
-                return framework.unresolvable(claim_in_flight(claim))
+                return basics.unresolvable(claim_in_flight(claim))
             if claim is extended:
                 continue  # its requests depend on the node (Filter)
             checked = self._check_classes(claim, tracker)
@@ -585,7 +583,7 @@ class DynamicResources(
                 allocated=tracker.allocated_state(),
                 features=self.features,
             )
-        return framework.SUCCESS
+        return basics.SUCCESS
 
     def _pre_filter_extended(self, pod: Pod, tracker: DraTracker, s: PodClaimsState) -> ResourceClaim | None:
         """Upstream ``preFilterExtendedResources``: the pod's extended-resource claim (one an earlier cycle
@@ -606,14 +604,12 @@ class DynamicResources(
             elif request.first_available:
                 names = [(f"{request.name}/{sub.name}", sub.spec.device_class_name) for sub in request.first_available]
             else:
-                return framework.unresolvable(
-                    f"resource claim {claim.key}, request {request.name}: unknown request type"
-                )
+                return basics.unresolvable(f"resource claim {claim.key}, request {request.name}: unknown request type")
             for request_name, class_name in names:
                 if not class_name:
-                    return framework.error(f"request {request_name}: unsupported request type")
+                    return basics.error(f"request {request_name}: unsupported request type")
                 if class_name not in tracker.classes:
-                    return framework.unresolvable(class_missing(request_name, class_name))
+                    return basics.unresolvable(class_missing(request_name, class_name))
         return None
 
     # ------------------------------------------------------------------ Filter
@@ -621,11 +617,11 @@ class DynamicResources(
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
         s = state.read(self._key)
         if s is None:
-            return framework.error(ERR_STATE_NOT_FOUND)
+            return basics.error(ERR_STATE_NOT_FOUND)
         if not s.claims:
-            return framework.SUCCESS
+            return basics.SUCCESS
         if node.node is None:
-            return framework.error("node not found")
+            return basics.error("node not found")
         return filter_node(s, pod, node)
 
     # ------------------------------------------------------------------ PostFilter
@@ -635,9 +631,9 @@ class DynamicResources(
     ) -> PostFilterResult:
         s = state.read(self._key)
         if s is None:
-            return PostFilterResult(framework.error(ERR_STATE_NOT_FOUND))
+            return PostFilterResult(basics.error(ERR_STATE_NOT_FOUND))
         if not s.claims:
-            return PostFilterResult(framework.Status(framework.Code.UNSCHEDULABLE))
+            return PostFilterResult(basics.Status(basics.Code.UNSCHEDULABLE))
         outbox = dra_of(snapshot.objects).outbox
         extended = s.extended
         stale = extended is not None and extended.name != SPECIAL_CLAIM_NAME
@@ -649,11 +645,11 @@ class DynamicResources(
                 continue
             if not claim.reserved_for or (len(claim.reserved_for) == 1 and claim.reserved_for[0].uid == pod.uid):
                 outbox.append(deallocate_write(claim))
-                return PostFilterResult(framework.unschedulable(MSG_DEALLOCATED))
+                return PostFilterResult(basics.unschedulable(MSG_DEALLOCATED))
         if extended is not None and stale:
             outbox.append(delete_write(extended))
-            return PostFilterResult(framework.unschedulable(MSG_DELETED))
-        return PostFilterResult(framework.Status(framework.Code.UNSCHEDULABLE))
+            return PostFilterResult(basics.unschedulable(MSG_DELETED))
+        return PostFilterResult(basics.Status(basics.Code.UNSCHEDULABLE))
 
     # ------------------------------------------------------------------ Score
 
@@ -663,14 +659,14 @@ class DynamicResources(
         devices as a note for ``explain``."""
         s = state.read(self._key)
         if s is None or not s.node_allocations:
-            return framework.SKIP
+            return basics.SKIP
         notes = state.read(SCORE_NOTES)
         if notes is None:
             state.write(SCORE_NOTES, notes := {})
         unallocated = tuple(c for c in s.claims if c.allocation is None)
         for node, allocations in s.node_allocations.items():
             notes[(self.name, node)] = DeviceNote(unallocated, tuple(allocations))
-        return framework.SUCCESS
+        return basics.SUCCESS
 
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
         s = state.read(self._key)
@@ -696,27 +692,27 @@ class DynamicResources(
         )
 
     def normalize_scores(self, state: CycleState, pod: Pod, scores: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-        return framework.default_normalize(scores)
+        return interface.default_normalize(scores)
 
     # ------------------------------------------------------------------ Reserve / Unreserve
 
     def reserve(self, state: CycleState, pod: Pod, node_name: str, handle: PermitHandle) -> Status:
         s = state.read(self._key)
         if s is None or not s.claims:
-            return framework.SUCCESS
+            return basics.SUCCESS
         pending = [i for i, c in enumerate(s.claims) if c.allocation is None]
         if not pending:
-            return framework.SUCCESS
+            return basics.SUCCESS
         if s.allocator is None:
-            return framework.SUCCESS
+            return basics.SUCCESS
         allocations = s.node_allocations.get(node_name)
         if not allocations:
             if all(i >= s.user_claims for i in pending):
-                return framework.SUCCESS  # only extended resources, all from the node's device plugins
-            return framework.error("claim allocation not found for node")
+                return basics.SUCCESS  # only extended resources, all from the node's device plugins
+            return basics.error("claim allocation not found for node")
         if len(allocations) != len(pending):
             n = len(pending)
-            return framework.error(
+            return basics.error(
                 f"internal error, have {len(allocations)} allocations, {n} claims to allocate, want {n} claims"
             )
         tracker = dra_of(handle.objects)
@@ -726,7 +722,7 @@ class DynamicResources(
             if index >= s.user_claims:  # the in-memory claim: this node's copy, with its requests
                 claim = s.node_extended[node_name][0]
             tracker.signal_pending_allocation(claim.uid, dataclasses.replace(claim, allocation=allocation))
-        return framework.SUCCESS
+        return basics.SUCCESS
 
     def unreserve(self, state: CycleState, pod: Pod, node_name: str, handle: PermitHandle) -> None:
         s = state.read(self._key)
@@ -752,13 +748,13 @@ class DynamicResources(
         """Upstream ``PreBindPreFlight``: PreBind has work for every pod with claims (allocated and
         reserved ones included: upstream looks only at whether there are any)."""
         s = state.read(self._key)
-        return framework.SUCCESS if s is not None and s.claims else framework.SKIP
+        return basics.SUCCESS if s is not None and s.claims else basics.SKIP
 
     async def pre_bind(self, state: CycleState, pod: Pod, node_name: str, client: ApiClient) -> Status:
         """Upstream ``PreBind`` / ``bindClaim`` (see the module docstring)."""
         s = state.read(self._key)
         if s is None or not s.claims:
-            return framework.SKIP
+            return basics.SKIP
         tracker = s.tracker
         now = state.read(BIND_TIME)
         done: list[str] = []  # the uids whose allocation in flight PreBind published
@@ -773,20 +769,20 @@ class DynamicResources(
             if extended and claim.name == SPECIAL_CLAIM_NAME:
                 created = await create_extended_claim(client, s, node_name)
                 if isinstance(created, str):
-                    return framework.error(created)
+                    return basics.error(created)
                 claims[index] = claim = created
                 s.claims = tuple(claims)  # Unreserve deletes it from now on
             bound = await bind_claim(client, claim, allocation, pod_binding(pod), now=now)
             if isinstance(bound, str):
                 if extended and tracker is not None and claim.name != SPECIAL_CLAIM_NAME:
                     tracker.assume_claim(claim)  # upstream waits for the created claim in its cache
-                return framework.error(bound)
+                return basics.error(bound)
             if tracker is not None:
                 tracker.assume_claim(bound)
             if extended:
                 written = await write_extended_status(client, pod, bound.name, s.node_extended.get(node_name))
                 if written is not None:
-                    return framework.error(written)
+                    return basics.error(written)
             claims[index] = bound
             s.claims = tuple(claims)  # at once, as upstream: a later failure's Unreserve sees this reservation
             if allocation is not None:
@@ -799,13 +795,13 @@ class DynamicResources(
             if r.binding_conditions
         ]
         if waiting:
-            return framework.error(
+            return basics.error(
                 "waiting for binding conditions is not supported by kopf-scheduler; devices: " + "; ".join(waiting)
             )
         if tracker is not None:
             for uid in done:
                 tracker.maybe_remove_pending_allocation(uid, force=True)
-        return framework.SUCCESS
+        return basics.SUCCESS
 
 
 def filter_extended(
@@ -818,7 +814,7 @@ def filter_extended(
     if claim is None or s.tracker is None:
         return None, (), None
     if claim.spec.requests:
-        return None, (), framework.unresolvable(ERR_STALE_EXTENDED_CLAIM)
+        return None, (), basics.unresolvable(ERR_STALE_EXTENDED_CLAIM)
     allocatable = node.allocatable.scalar
     wanted: dict[str, int] = {}
     for name, amount in s.pod_scalar.items():
@@ -827,7 +823,7 @@ def filter_extended(
         if s.tracker.device_class_for(name) is not None and allocatable.get(name, 0) == 0:
             wanted[name] = amount
         elif name not in allocatable:
-            return None, (), framework.unresolvable(ERR_CANNOT_FIT_RESOURCE)
+            return None, (), basics.unresolvable(ERR_CANNOT_FIT_RESOURCE)
     if s.user_claims == 0 and not wanted:
         return None, (), None
     if claim.allocation is not None:
@@ -848,7 +844,7 @@ def filter_node(s: PodClaimsState, pod: Pod, info: NodeInfo) -> Status:
     if status is not None:
         return status
     if node_claim is None and s.user_claims == 0:
-        return framework.SUCCESS
+        return basics.SUCCESS
     unavailable = [
         i for i, sel in enumerate(s.available_on) if sel is not None and not any(t.matches(node) for t in sel)
     ]
@@ -870,21 +866,21 @@ def filter_node(s: PodClaimsState, pod: Pod, info: NodeInfo) -> Status:
         try:
             allocations = s.allocator.allocate(node, to_allocate, expired=expired)
         except AllocationTimeout:
-            return framework.error(timed_out(node.name))
+            return basics.error(timed_out(node.name))
         except NodeAllocationError as exc:
-            return framework.unresolvable(str(exc))
+            return basics.unresolvable(str(exc))
         except AllocationError as exc:
-            return framework.error(str(exc))
+            return basics.error(str(exc))
         if allocations is None or len(allocations) != len(to_allocate):
-            return framework.unresolvable(ERR_CANNOT_ALLOCATE)
+            return basics.unresolvable(ERR_CANNOT_ALLOCATE)
     if unavailable:
         s.unavailable.update(unavailable)
-        return framework.unresolvable(ERR_NOT_AVAILABLE)
+        return basics.unresolvable(ERR_NOT_AVAILABLE)
     if allocations is not None:
         s.node_allocations[node.name] = allocations
         if node_claim is not None:
             s.node_extended[node.name] = (node_claim, mappings)
-    return framework.SUCCESS
+    return basics.SUCCESS
 
 
 def binding_failed(claim: ResourceClaim) -> bool:

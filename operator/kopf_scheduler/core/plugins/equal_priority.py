@@ -17,12 +17,13 @@ from typing import TYPE_CHECKING, Final
 import numpy as np
 import numpy.typing as npt
 
-from ..framework import CycleState, VectorScore
+from ..framework.basics import CycleState
+from ..framework.interface import VectorScore
 
 if TYPE_CHECKING:
-    from ..nodeinfo import NodeInfo
-    from ..objects import Pod
-    from ..snapshot import NodeTable
+    from ..framework.nodeinfo import NodeInfo
+    from ..framework.snapshot import NodeTable
+    from ..model.objects import Pod
 
 SCORE: Final = 1
 

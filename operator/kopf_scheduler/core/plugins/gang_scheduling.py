@@ -3,7 +3,7 @@
 Follows ``pkg/scheduler/framework/plugins/gangscheduling/gangscheduling.go`` (v1.37, enabled in
 upstream's default profile with the GenericWorkload feature gate). A pod joins a gang through
 ``spec.schedulingGroup.podGroupName``; the PodGroup's ``spec.schedulingPolicy.gang.minCount`` is
-the gang's size (a ``basic`` policy is no gang). The shared decisions are in ``core/gangs.py``:
+the gang's size (a ``basic`` policy is no gang). The shared decisions are in ``core/toolkit/gangs.py``:
 
 - PreEnqueue, as upstream: the PodGroup must exist and the gang must have at least minCount live
   pods, or the pod stays gated in the queue (never tried, never reported) until a member joins or
@@ -16,12 +16,12 @@ the gang's size (a ``basic`` policy is no gang). The shared decisions are in ``c
   timed-out wait rejects every waiting member, with how many of the gang fit.
 
 Pod-group cycle (``gangs.PodGroupCycle``; upstream ``schedule_one_podgroup.go`` with GenericWorkload):
-when a member is popped, ``core/cycle.py`` pulls the gang's other pending members out of the queue
+when a member is popped, ``core/scheduling/cycle.py`` pulls the gang's other pending members out of the queue
 and tries them one after another, each assumed and reserved for the next, checking upstream's
 PlacementFeasible (``gangs.placement_feasible``) after each. A gang that cannot reach minCount is
 reverted at once (no reservation survives the cycle) and its members read "minCount (4) cannot be
 satisfied: 3 scheduled, 0 remaining"; then the profile's pod group PostFilter (DefaultPreemption) may
-preempt for the whole gang (``core/pod_group_preemption.py``); a feasible one passes Permit together
+preempt for the whole gang (``core/toolkit/pod_group_preemption.py``); a feasible one passes Permit together
 (quorum met). Not reproduced: placements (PlacementGenerate/Score), CompositePodGroups.
 
 Requeueing (``EventsToRegister``): a member joining is routed to the gang's members directly
@@ -36,12 +36,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
-from .. import framework, gangs
-from ..arguments import PluginArgsError
-from ..framework import (
+from ..framework import basics
+from ..framework.arguments import PluginArgsError
+from ..framework.basics import CycleState, Status
+from ..framework.interface import (
     ClusterEvent,
     ClusterEventWithHint,
-    CycleState,
     EnqueueExtensions,
     EnqueueHandle,
     PermitHandle,
@@ -53,12 +53,12 @@ from ..framework import (
     ReservePlugin,
     SignFragment,
     SignPlugin,
-    Status,
 )
-from ..objects import WORKLOAD_API, Node, Pod, PodGroup
+from ..model.objects import WORKLOAD_API, Node, Pod, PodGroup
+from ..toolkit import gangs
 
 if TYPE_CHECKING:
-    from ..snapshot import ClusterObjects, Snapshot
+    from ..framework.snapshot import ClusterObjects, Snapshot
 
 #: upstream ``permitTimeoutDuration``
 DEFAULT_PERMIT_WAITING_TIME_SECONDS: Final = 300
@@ -142,7 +142,7 @@ class GangScheduling(
 
     def pre_enqueue(self, pod: Pod, handle: EnqueueHandle) -> Status:
         status = self._ready(pod, handle.objects)
-        return framework.SUCCESS if status.is_skip else status
+        return basics.SUCCESS if status.is_skip else status
 
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: "Snapshot") -> Status:
         return self._ready(pod, snapshot.objects)
@@ -152,15 +152,15 @@ class GangScheduling(
         live pods (SKIP), or why not (UnschedulableAndUnresolvable, upstream's texts)."""
         key = gangs.gang_key(pod, WORKLOAD_API)
         if not key:
-            return framework.SKIP
+            return basics.SKIP
         group = objects.pod_groups.get(key)
         if group is None:
-            return framework.unresolvable(err_no_pod_group(pod.scheduling_group))
+            return basics.unresolvable(err_no_pod_group(pod.scheduling_group))
         passed = gangs.pre_filter(group, len(objects.gang_members.get(key, ())))
-        return passed if passed is not None else framework.unresolvable(ERR_WAITING_FOR_MEMBERS)
+        return passed if passed is not None else basics.unresolvable(ERR_WAITING_FOR_MEMBERS)
 
     def reserve(self, state: CycleState, pod: Pod, node_name: str, handle: PermitHandle) -> Status:
-        return framework.SUCCESS
+        return basics.SUCCESS
 
     def unreserve(self, state: CycleState, pod: Pod, node_name: str, handle: PermitHandle) -> None:
         key = gangs.gang_key(pod, WORKLOAD_API)
@@ -174,7 +174,7 @@ class GangScheduling(
         group = handle.objects.pod_groups.get(key)
         if group is None:
             return PermitResult(
-                framework.error(f"failed to get podGroup {pod.namespace}/{pod.scheduling_group}: not found")
+                basics.error(f"failed to get podGroup {pod.namespace}/{pod.scheduling_group}: not found")
             )
         if not group.gang:
             return PermitResult()

@@ -29,23 +29,16 @@ from typing import TYPE_CHECKING, Final
 import numpy as np
 import numpy.typing as npt
 
-from .. import batching, framework
-from ..arguments import NoArgs
-from ..framework import (
-    MAX_NODE_SCORE,
-    CycleState,
-    PreScorePlugin,
-    SignFragment,
-    SignPlugin,
-    StateKey,
-    Status,
-    VectorScore,
-)
-from ..nodeinfo import NodeInfo
-from ..objects import Node, Pod
+from ..framework import basics
+from ..framework.arguments import NoArgs
+from ..framework.basics import MAX_NODE_SCORE, CycleState, StateKey, Status
+from ..framework.interface import PreScorePlugin, SignFragment, SignPlugin, VectorScore
+from ..framework.nodeinfo import NodeInfo
+from ..model.objects import Node, Pod
+from ..toolkit import batching
 
 if TYPE_CHECKING:
-    from ..snapshot import NodeTable, Snapshot
+    from ..framework.snapshot import NodeTable, Snapshot
 
 MB: Final = 1024 * 1024
 MIN_THRESHOLD: Final = 23 * MB
@@ -155,9 +148,9 @@ class ImageLocality(PreScorePlugin, VectorScore, SignPlugin):
     def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo], snapshot: Snapshot) -> Status:
         computed = self._state(state, pod, snapshot.table)
         if not computed.counts:
-            return framework.SKIP  # no node has any of the images: 0 everywhere
+            return basics.SKIP  # no node has any of the images: 0 everywhere
         state.write(self._key, computed)
-        return framework.SUCCESS
+        return basics.SUCCESS
 
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
         if node.node is None:

@@ -57,13 +57,12 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from .. import batching, framework
-from ..arguments import PluginArgsError
-from ..framework import (
-    MAX_NODE_SCORE,
+from ..framework import basics
+from ..framework.arguments import PluginArgsError
+from ..framework.basics import MAX_NODE_SCORE, CycleState, StateKey, Status
+from ..framework.interface import (
     ClusterEvent,
     ClusterEventWithHint,
-    CycleState,
     EnqueueExtensions,
     EnqueueHandle,
     NormalizeScorePlugin,
@@ -72,14 +71,13 @@ from ..framework import (
     QueueingHint,
     SignFragment,
     SignPlugin,
-    StateKey,
-    Status,
     VectorFilter,
     VectorScore,
 )
-from ..nodeinfo import NodeInfo
-from ..objects import LabelSelector, Node, Pod, PodAffinityTerm
-from ..snapshot import NodeTable, Snapshot
+from ..framework.nodeinfo import NodeInfo
+from ..framework.snapshot import NodeTable, Snapshot
+from ..model.objects import LabelSelector, Node, Pod, PodAffinityTerm
+from ..toolkit import batching
 
 ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH: Final = "node(s) didn't satisfy existing pods anti-affinity rules"
 ERR_REASON_AFFINITY_RULES_NOT_MATCH: Final = "node(s) didn't match pod affinity rules"
@@ -403,7 +401,7 @@ class InterPodAffinity(
         (existing pods' terms may select it), unless existing pods' preferred terms are ignored."""
         affinity = pod.affinity
         if affinity is not None and (affinity.pod_affinity is not None or affinity.pod_anti_affinity is not None):
-            return framework.unschedulable("pods with InterPodAffinity are not signable")
+            return basics.unschedulable("pods with InterPodAffinity are not signable")
         if self.args.ignore_preferred_terms_of_existing_pods:
             return ()
         return batching.fragment(batching.LABELS_SIGNER, batching.labels_value(pod.labels))
@@ -421,12 +419,12 @@ class InterPodAffinity(
         req_aff, req_anti = _required_terms(pod)
         if not req_aff and not req_anti and not snapshot.any_pods_with_required_anti_affinity:
             state.write(self._filter_key, _FilterState((), {}, False, (), {}, {}, snapshot.objects.namespace_labels))
-            return framework.SKIP
+            return basics.SKIP
         s = self.filter_state(pod, snapshot)
         state.write(self._filter_key, s)
         if not req_aff and not req_anti and not s.existing_anti_affinity:
-            return framework.SKIP
-        return framework.SUCCESS
+            return basics.SKIP
+        return basics.SUCCESS
 
     def _not_found(self) -> str:
         return f"reading {self._filter_key.label!r} from cycle state: not found"
@@ -440,13 +438,13 @@ class InterPodAffinity(
     def _update(self, state: CycleState, pod: Pod, other: Pod, node: NodeInfo, sign: int) -> Status:
         s = state.read(self._filter_key)
         if s is None:
-            return framework.error(self._not_found())
+            return basics.error(self._not_found())
         if node.node is None:
-            return framework.error("node not found")
+            return basics.error("node not found")
         updated = with_pod(s, pod, other, node.node.labels, sign)
         if updated is not s:
             state.write(self._filter_key, updated)
-        return framework.SUCCESS
+        return basics.SUCCESS
 
     def filter_state(self, pod: Pod, snapshot: Snapshot) -> _FilterState:
         """The three topology pair counts of upstream's preFilterState, as value sets per key."""
@@ -487,10 +485,10 @@ class InterPodAffinity(
         # Called once per rejected node to explain it, so kept lean: statuses come pre-stamped.
         s = state.read(self._filter_key)
         if s is None:
-            return framework.error(self._not_found())
+            return basics.error(self._not_found())
         n = node.node
         if n is None:
-            return framework.error("node not found")
+            return basics.error("node not found")
         return self._statuses[_verdict(s, n.labels)]
 
     def filter_nodes(
@@ -523,7 +521,7 @@ class InterPodAffinity(
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo], snapshot: Snapshot) -> Status:
         if not nodes:
-            return framework.SKIP
+            return basics.SKIP
         a = pod.affinity
         pref_aff = a.pod_affinity.preferred if a is not None and a.pod_affinity is not None else ()
         pref_anti = a.pod_anti_affinity.preferred if a is not None and a.pod_anti_affinity is not None else ()
@@ -531,14 +529,14 @@ class InterPodAffinity(
         if not has_constraints and (
             self.args.ignore_preferred_terms_of_existing_pods or not snapshot.any_pods_with_affinity
         ):
-            return framework.SKIP
+            return basics.SKIP
         scores = self.topology_scores(pod, snapshot)
         # Upstream skips when no pair was scored; a map whose entries are all 0 also scores
         # every node 0, and a constant score normalises to 0 everywhere: the same result.
         if not scores:
-            return framework.SKIP
+            return basics.SKIP
         state.write(self._score_key, _ScoreState(scores))
-        return framework.SUCCESS
+        return basics.SUCCESS
 
     def topology_scores(self, pod: Pod, snapshot: Snapshot) -> dict[str, dict[str, int]]:
         """Topology key -> value -> summed weight (upstream's preScoreState.topologyScore), zeros dropped."""
@@ -633,10 +631,10 @@ _AFFINITY_FAIL: Final = 1
 _ANTI_AFFINITY_FAIL: Final = 2
 _EXISTING_FAIL: Final = 3
 _STATUSES: Final = (
-    framework.SUCCESS,
-    framework.unresolvable(ERR_REASON_AFFINITY_RULES_NOT_MATCH),
-    framework.unschedulable(ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH),
-    framework.unschedulable(ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH),
+    basics.SUCCESS,
+    basics.unresolvable(ERR_REASON_AFFINITY_RULES_NOT_MATCH),
+    basics.unschedulable(ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH),
+    basics.unschedulable(ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH),
 )
 
 
@@ -730,7 +728,7 @@ def fits(pod: Pod, node: NodeInfo, snapshot: Snapshot) -> Status:
     state = CycleState()
     status = plugin.pre_filter(state, pod, snapshot)
     if status.is_skip:
-        return framework.SUCCESS
+        return basics.SUCCESS
     return plugin.filter(state, pod, node)
 
 

@@ -13,7 +13,7 @@ and standard deviation ``sd`` (percent of capacity, made absolute)::
 The node's score is the lower of the cpu and memory scores (only cpu's when the source measures no
 memory), rounded as Go's ``math.Round``. Defaults: margin 1, sensitivity 1.
 
-Ours, not Trimaran's: the metrics come from ``args.metricsSource`` (``core/usage.py``); pods placed
+Ours, not Trimaran's: the metrics come from ``args.metricsSource`` (``core/framework/usage.py``); pods placed
 on the node since its sample count at their requests in ``avg`` (Trimaran's LoadVariationRiskBalancing
 does not count them); a node without a fresh sample is scored from its requests (``avg`` = what its pods
 request, ``sd`` = 0) where upstream scores it 0. metrics-server reports no deviation, so with the
@@ -26,14 +26,15 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
-from ..arguments import PluginArgsError
-from ..framework import MAX_NODE_SCORE, SUCCESS, CycleState, PreScorePlugin, ScorePlugin, StateKey, Status
-from ..objects import Pod
-from ..usage import SCORE_NOTES, MetricsSource, UsageNote, UsageSnapshot, go_round, reading, snapshot_for
+from ..framework.arguments import PluginArgsError
+from ..framework.basics import MAX_NODE_SCORE, SUCCESS, CycleState, StateKey, Status
+from ..framework.interface import PreScorePlugin, ScorePlugin
+from ..framework.usage import SCORE_NOTES, MetricsSource, UsageNote, UsageSnapshot, go_round, reading, snapshot_for
+from ..model.objects import Pod
 
 if TYPE_CHECKING:
-    from ..nodeinfo import NodeInfo
-    from ..snapshot import Snapshot
+    from ..framework.nodeinfo import NodeInfo
+    from ..framework.snapshot import Snapshot
 
 DEFAULT_SAFE_VARIANCE_MARGIN: Final = 1.0
 DEFAULT_SAFE_VARIANCE_SENSITIVITY: Final = 1.0

@@ -20,7 +20,7 @@ the matching rules of ``component-helpers/scheduling/corev1/nodeaffinity`` (v1.9
   such term, as upstream.
 
 Vector forms evaluate each requirement once per distinct label value (``NodeTable.label_column``)
-and index the result by node position; the matching rules live in ``core/node_matching.py``, shared
+and index the result by node position; the matching rules live in ``core/toolkit/node_matching.py``, shared
 with TaintToleration and PodTopologySpread. Limits: a requirement upstream rejects as malformed (In /
 NotIn without values, Gt / Lt with a non-integer) is evaluated by ``objects`` semantics instead of
 failing its term; the API server rejects such pods anyway. ``addedAffinity`` is validated here.
@@ -39,12 +39,12 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from .. import batching, framework
-from ..arguments import PluginArgsError
-from ..framework import (
+from ..framework import basics, interface
+from ..framework.arguments import PluginArgsError
+from ..framework.basics import CycleState, StateKey, Status
+from ..framework.interface import (
     ClusterEvent,
     ClusterEventWithHint,
-    CycleState,
     EnqueueExtensions,
     EnqueueHandle,
     NormalizeScorePlugin,
@@ -53,12 +53,14 @@ from ..framework import (
     QueueingHint,
     SignFragment,
     SignPlugin,
-    StateKey,
-    Status,
     VectorFilter,
     VectorScore,
 )
-from ..node_matching import (
+from ..framework.nodeinfo import NodeInfo
+from ..model.objects import Node, NodeSelectorTerm, Pod, PreferredSchedulingTerm, go_int64
+from ..model.parsing import ObjectError, parse_affinity
+from ..toolkit import batching
+from ..toolkit.node_matching import (
     OBJECT_NAME_FIELD,
     matches_required,
     matches_required_affinity,
@@ -68,12 +70,9 @@ from ..node_matching import (
     selector_mask,
     term_mask,
 )
-from ..nodeinfo import NodeInfo
-from ..objects import Node, NodeSelectorTerm, Pod, PreferredSchedulingTerm, go_int64
-from ..parsing import ObjectError, parse_affinity
 
 if TYPE_CHECKING:
-    from ..snapshot import NodeTable, Snapshot
+    from ..framework.snapshot import NodeTable, Snapshot
 
 ERR_REASON_POD: Final = "node(s) didn't match Pod's node affinity/selector"
 ERR_REASON_ENFORCED: Final = "node(s) didn't match scheduler-enforced node affinity"
@@ -110,14 +109,14 @@ def fits(pod: Pod, node_info: NodeInfo, *, added: tuple[NodeSelectorTerm, ...] |
     """The filter's verdict for one node (``added``: the plugin's added required terms)."""
     node = node_info.node
     if added is not None and (node is None or not matches_required(added, node)):
-        return framework.unresolvable(ERR_REASON_ENFORCED)
+        return basics.unresolvable(ERR_REASON_ENFORCED)
     if (
         node is None
         or not matches_selector(pod.node_selector, node)
         or not matches_required(pod_required_terms(pod), node)
     ):
-        return framework.unresolvable(ERR_REASON_POD)
-    return framework.SUCCESS
+        return basics.unresolvable(ERR_REASON_POD)
+    return basics.SUCCESS
 
 
 def pinned_node_names(terms: tuple[NodeSelectorTerm, ...]) -> set[str] | None:
@@ -291,15 +290,15 @@ class NodeAffinity(
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
         required = pod_required_terms(pod)
         if required is None and self.args.added_required is None and not pod.node_selector:
-            return framework.SKIP
+            return basics.SKIP
         state.write(self._filter_key, _FilterState(pod.node_selector, required))
         if required:
             names = pinned_node_names(required)
             if names is not None:
                 if not names:
-                    return framework.unresolvable(ERR_REASON_CONFLICT)
+                    return basics.unresolvable(ERR_REASON_CONFLICT)
                 state.admit_only(self.name, names)
-        return framework.SUCCESS
+        return basics.SUCCESS
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
         return fits(pod, node, added=self.args.added_required)
@@ -322,8 +321,8 @@ class NodeAffinity(
     ) -> tuple[list[Status], npt.NDArray[np.intp]]:
         """Two statuses: the added terms failed (checked first), or the pod's own did."""
         pod_failed, enforced_failed = (
-            framework.unresolvable(ERR_REASON_POD),
-            framework.unresolvable(ERR_REASON_ENFORCED),
+            basics.unresolvable(ERR_REASON_POD),
+            basics.unresolvable(ERR_REASON_ENFORCED),
         )
         if self.args.added_required is None:
             return [pod_failed], np.zeros(len(index), dtype=np.intp)
@@ -339,9 +338,9 @@ class NodeAffinity(
     def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo], snapshot: Snapshot) -> Status:
         terms = self.args.added_preferred + _pod_preferred(pod)
         if not terms:
-            return framework.SKIP  # every node would score 0
+            return basics.SKIP  # every node would score 0
         state.write(self._score_key, _ScoreState(terms))
-        return framework.SUCCESS
+        return basics.SUCCESS
 
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
         if node.node is None:
@@ -356,7 +355,7 @@ class NodeAffinity(
         return out
 
     def normalize_scores(self, state: CycleState, pod: Pod, scores: IntArray) -> IntArray:
-        return framework.default_normalize(scores)
+        return interface.default_normalize(scores)
 
     # ---- requeueing
 

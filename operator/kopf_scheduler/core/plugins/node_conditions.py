@@ -32,26 +32,24 @@ from typing import TYPE_CHECKING, ClassVar, Final
 import numpy as np
 import numpy.typing as npt
 
-from .. import framework
-from ..arguments import NoArgs
-from ..framework import (
+from ..framework import basics
+from ..framework.arguments import NoArgs
+from ..framework.basics import CycleState, StateKey, Status
+from ..framework.interface import (
     ClusterEvent,
     ClusterEventWithHint,
-    CycleState,
     EnqueueExtensions,
     EnqueueHandle,
     FilterPlugin,
     PreFilterPlugin,
     QueueingHint,
-    StateKey,
-    Status,
     VectorFilter,
 )
-from ..nodeinfo import NodeInfo
-from ..objects import NO_EXECUTE, Node, Pod, Taint, Toleration, tolerates_all
+from ..framework.nodeinfo import NodeInfo
+from ..model.objects import NO_EXECUTE, Node, Pod, Taint, Toleration, tolerates_all
 
 if TYPE_CHECKING:
-    from ..snapshot import NodeTable, Snapshot
+    from ..framework.snapshot import NodeTable, Snapshot
 
 ERR_REASON_NOT_READY: Final = "node(s) were not ready"
 ERR_REASON_OUT_OF_DISK: Final = "node(s) were out of disk space"
@@ -117,32 +115,32 @@ def tolerates_no_execute(taints: tuple[Taint, ...], tolerations: tuple[Toleratio
 
 def fits_condition(pod: Pod, node_info: NodeInfo) -> Status:
     reasons = condition_reasons(node_info.node)
-    return framework.unresolvable(*reasons) if reasons else framework.SUCCESS
+    return basics.unresolvable(*reasons) if reasons else basics.SUCCESS
 
 
 def fits_memory_pressure(pod: Pod, node_info: NodeInfo) -> Status:
     if is_best_effort_v19(pod) and _pressure(node_info.node, MEMORY_PRESSURE):
-        return framework.unresolvable(ERR_REASON_MEMORY_PRESSURE)
-    return framework.SUCCESS
+        return basics.unresolvable(ERR_REASON_MEMORY_PRESSURE)
+    return basics.SUCCESS
 
 
 def fits_disk_pressure(pod: Pod, node_info: NodeInfo) -> Status:
     if _pressure(node_info.node, DISK_PRESSURE):
-        return framework.unresolvable(ERR_REASON_DISK_PRESSURE)
-    return framework.SUCCESS
+        return basics.unresolvable(ERR_REASON_DISK_PRESSURE)
+    return basics.SUCCESS
 
 
 def fits_pid_pressure(pod: Pod, node_info: NodeInfo) -> Status:
     if _pressure(node_info.node, PID_PRESSURE):
-        return framework.unresolvable(ERR_REASON_PID_PRESSURE)
-    return framework.SUCCESS
+        return basics.unresolvable(ERR_REASON_PID_PRESSURE)
+    return basics.SUCCESS
 
 
 def fits_no_execute(pod: Pod, node_info: NodeInfo) -> Status:
     node = node_info.node
     if node is None or tolerates_no_execute(node.taints, pod.tolerations):
-        return framework.SUCCESS
-    return framework.unresolvable(ERR_REASON_TAINTS_NOT_TOLERATED)
+        return basics.SUCCESS
+    return basics.unresolvable(ERR_REASON_TAINTS_NOT_TOLERATED)
 
 
 # --------------------------------------------------------------------------- the cached column
@@ -200,8 +198,8 @@ class _FlagFilter(PreFilterPlugin, VectorFilter, _NodeOnly):
 
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
         if not self._applies(pod) or not node_flags(snapshot.table)[self._column][1]:
-            return framework.SKIP  # no node can fail: every node passes
-        return framework.SUCCESS
+            return basics.SKIP  # no node can fail: every node passes
+        return basics.SUCCESS
 
     def filter_nodes(self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]) -> BoolArray:
         if not self._applies(pod):
@@ -269,9 +267,9 @@ class PodToleratesNodeNoExecuteTaints(PreFilterPlugin, VectorFilter, _NodeOnly):
         table = snapshot.table
         lut = self._lut(pod, table)
         if lut.all():
-            return framework.SKIP  # every taint set is tolerated: every node passes
+            return basics.SKIP  # every taint set is tolerated: every node passes
         state.write(self._key, _NoExecuteState(table, lut))
-        return framework.SUCCESS
+        return basics.SUCCESS
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
         return fits_no_execute(pod, node)

@@ -12,7 +12,7 @@ Follows upstream's v1.18-v1.21 framework plugin ``pkg/scheduler/framework/plugin
 - Arguments are upstream ``NodeLabelArgs``, checked like ``ValidateNodeLabelArgs``: a label may not
   be both present and absent within one pair. The v1.9 argument styles (``labelsPresence``,
   ``labelPreference``, each under a name of the user's) are translated into these by
-  ``core/registry.py``.
+  ``core/config/registry.py``.
 
 Upstream has neither PreFilter nor PreScore. The verdicts and scores depend only on the arguments and
 the node labels, so they are whole-table cached columns, and the pre-steps SKIP where the outcome is
@@ -29,27 +29,25 @@ from typing import TYPE_CHECKING, Final
 import numpy as np
 import numpy.typing as npt
 
-from .. import framework
-from ..arguments import PluginArgsError
-from ..framework import (
-    MAX_NODE_SCORE,
+from ..framework import basics
+from ..framework.arguments import PluginArgsError
+from ..framework.basics import MAX_NODE_SCORE, CycleState, Status
+from ..framework.interface import (
     ClusterEvent,
     ClusterEventWithHint,
-    CycleState,
     EnqueueExtensions,
     EnqueueHandle,
     PreFilterPlugin,
     PreScorePlugin,
     QueueingHint,
-    Status,
     VectorFilter,
     VectorScore,
 )
-from ..nodeinfo import NodeInfo
-from ..objects import Node, Pod
+from ..framework.nodeinfo import NodeInfo
+from ..model.objects import Node, Pod
 
 if TYPE_CHECKING:
-    from ..snapshot import NodeTable, Snapshot
+    from ..framework.snapshot import NodeTable, Snapshot
 
 ERR_REASON_PRESENCE_VIOLATED: Final = "node(s) didn't have the requested labels"
 
@@ -93,8 +91,8 @@ def fits_labels(present: Sequence[str], absent: Sequence[str], node_info: NodeIn
     if node is not None:
         labels = node.labels
         if all(k in labels for k in present) and not any(k in labels for k in absent):
-            return framework.SUCCESS
-    return framework.unresolvable(ERR_REASON_PRESENCE_VIOLATED)
+            return basics.SUCCESS
+    return basics.unresolvable(ERR_REASON_PRESENCE_VIOLATED)
 
 
 def label_score(present: Sequence[str], absent: Sequence[str], node: Node) -> int:
@@ -160,8 +158,8 @@ class NodeLabel(PreFilterPlugin[NodeLabelArgs], VectorFilter, PreScorePlugin, Ve
 
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
         if not self.args.present_labels and not self.args.absent_labels:
-            return framework.SKIP  # nothing to check
-        return framework.SKIP if self._mask(snapshot.table)[1] else framework.SUCCESS
+            return basics.SKIP  # nothing to check
+        return basics.SKIP if self._mask(snapshot.table)[1] else basics.SUCCESS
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
         return fits_labels(self.args.present_labels, self.args.absent_labels, node)
@@ -190,8 +188,8 @@ class NodeLabel(PreFilterPlugin[NodeLabelArgs], VectorFilter, PreScorePlugin, Ve
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo], snapshot: Snapshot) -> Status:
         if not self.args.present_labels_preference and not self.args.absent_labels_preference:
-            return framework.SKIP  # no preference: 0 everywhere
-        return framework.SKIP if self._scores(snapshot.table)[1] else framework.SUCCESS
+            return basics.SKIP  # no preference: 0 everywhere
+        return basics.SKIP if self._scores(snapshot.table)[1] else basics.SUCCESS
 
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
         if node.node is None:

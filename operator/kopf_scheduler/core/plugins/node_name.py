@@ -19,24 +19,24 @@ from typing import TYPE_CHECKING, Final
 import numpy as np
 import numpy.typing as npt
 
-from .. import batching, framework
-from ..framework import (
+from ..framework import basics
+from ..framework.basics import CycleState, Status
+from ..framework.interface import (
     ClusterEvent,
     ClusterEventWithHint,
-    CycleState,
     EnqueueExtensions,
     EnqueueHandle,
     PreFilterPlugin,
     SignFragment,
     SignPlugin,
-    Status,
     VectorFilter,
 )
-from ..nodeinfo import NodeInfo
-from ..objects import Pod
+from ..framework.nodeinfo import NodeInfo
+from ..model.objects import Pod
+from ..toolkit import batching
 
 if TYPE_CHECKING:
-    from ..snapshot import NodeTable, Snapshot
+    from ..framework.snapshot import NodeTable, Snapshot
 
 ERR_REASON: Final = "node(s) didn't match the requested node name"
 
@@ -44,8 +44,8 @@ ERR_REASON: Final = "node(s) didn't match the requested node name"
 def fits(pod: Pod, node_info: NodeInfo) -> Status:
     """Upstream ``Fits`` as a Status."""
     if not pod.node_name or pod.node_name == node_info.name:
-        return framework.SUCCESS
-    return framework.unresolvable(ERR_REASON)
+        return basics.SUCCESS
+    return basics.unresolvable(ERR_REASON)
 
 
 class NodeName(PreFilterPlugin, VectorFilter, EnqueueExtensions, SignPlugin):
@@ -57,9 +57,9 @@ class NodeName(PreFilterPlugin, VectorFilter, EnqueueExtensions, SignPlugin):
 
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: "Snapshot") -> Status:
         if not pod.node_name:
-            return framework.SKIP
+            return basics.SKIP
         state.admit_only(self.name, (pod.node_name,))
-        return framework.SUCCESS
+        return basics.SUCCESS
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
         return fits(pod, node)

@@ -27,27 +27,26 @@ from typing import TYPE_CHECKING, Final
 import numpy as np
 import numpy.typing as npt
 
-from .. import batching, framework
-from ..arguments import NoArgs
-from ..framework import (
+from ..framework import basics
+from ..framework.arguments import NoArgs
+from ..framework.basics import CycleState, StateKey, Status
+from ..framework.interface import (
     ClusterEvent,
     ClusterEventWithHint,
-    CycleState,
     EnqueueExtensions,
     EnqueueHandle,
     PreFilterPlugin,
     QueueingHint,
     SignFragment,
     SignPlugin,
-    StateKey,
-    Status,
     VectorFilter,
 )
-from ..nodeinfo import NodeInfo, PortKey
-from ..objects import Pod
+from ..framework.nodeinfo import NodeInfo, PortKey
+from ..model.objects import Pod
+from ..toolkit import batching
 
 if TYPE_CHECKING:
-    from ..snapshot import NodeTable, Snapshot
+    from ..framework.snapshot import NodeTable, Snapshot
 
 ERR_REASON: Final = "node(s) didn't have free ports for the requested pod ports"
 
@@ -81,7 +80,7 @@ def fits_ports(wanted: Iterable[PortKey], node_info: NodeInfo) -> bool:
 
 def fits(pod: Pod, node_info: NodeInfo) -> Status:
     """The filter's verdict for one node, without cycle state."""
-    return framework.SUCCESS if fits_ports(wanted_ports(pod), node_info) else framework.unschedulable(ERR_REASON)
+    return basics.SUCCESS if fits_ports(wanted_ports(pod), node_info) else basics.unschedulable(ERR_REASON)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,12 +109,12 @@ class NodePorts(PreFilterPlugin, VectorFilter, EnqueueExtensions, SignPlugin):
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
         wanted = wanted_ports(pod)
         if not wanted:
-            return framework.SKIP
+            return basics.SKIP
         state.write(self._key, _PreFilterState(wanted))
-        return framework.SUCCESS
+        return basics.SUCCESS
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
-        return framework.SUCCESS if fits_ports(self._wanted(state, pod), node) else framework.unschedulable(ERR_REASON)
+        return basics.SUCCESS if fits_ports(self._wanted(state, pod), node) else basics.unschedulable(ERR_REASON)
 
     def filter_nodes(
         self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]

@@ -22,13 +22,14 @@ from typing import TYPE_CHECKING, Final
 import numpy as np
 import numpy.typing as npt
 
-from .. import framework
-from ..framework import MAX_NODE_SCORE, CycleState, PreScorePlugin, Status, VectorScore
-from ..nodeinfo import NodeInfo
-from ..objects import ANNOTATION_PREFER_AVOID_PODS, Node, Pod
+from ..framework import basics
+from ..framework.basics import MAX_NODE_SCORE, CycleState, Status
+from ..framework.interface import PreScorePlugin, VectorScore
+from ..framework.nodeinfo import NodeInfo
+from ..model.objects import ANNOTATION_PREFER_AVOID_PODS, Node, Pod
 
 if TYPE_CHECKING:
-    from ..snapshot import NodeTable, Snapshot
+    from ..framework.snapshot import NodeTable, Snapshot
 
 #: the only controller kinds the annotation is honoured for
 CONTROLLER_KINDS: Final = frozenset(("ReplicationController", "ReplicaSet"))
@@ -131,8 +132,8 @@ class NodePreferAvoidPods(PreScorePlugin, VectorScore):
     def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo], snapshot: Snapshot) -> Status:
         sig = pod_signature(pod)
         if sig is None or sig not in _avoid_column(snapshot.table):
-            return framework.SKIP  # 100 on every node: a constant
-        return framework.SUCCESS
+            return basics.SKIP  # 100 on every node: a constant
+        return basics.SUCCESS
 
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
         return MAX_NODE_SCORE if node.node is None else score_node(pod, node.node)

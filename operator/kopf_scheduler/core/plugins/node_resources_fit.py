@@ -11,7 +11,7 @@ Follows upstream ``pkg/scheduler/framework/plugins/noderesources/fit.go`` (v1.37
 - The pod's request is ``Pod.requests``: pod-level ``spec.resources`` (PodLevelResources, beta and on
   in v1.37) replace the containers' cpu / memory sums.
 - Score: the ``scoringStrategy`` (LeastAllocated by default, MostAllocated, RequestedToCapacityRatio)
-  over the configured resources, with non-zero (defaulted) cpu/memory requests; see ``core/scoring``.
+  over the configured resources, with non-zero (defaulted) cpu/memory requests; see ``core/toolkit/scoring``.
   The incoming pod scores with its *containers'* requests (``Pod.container_non_zero_requests``):
   upstream builds the Fit scorer without the PodLevelResources flag (``getScorer`` in fit.go), while
   the node sums it adds them to do count bound pods' pod-level and resized requests.
@@ -47,16 +47,14 @@ from typing import TYPE_CHECKING, Final, Literal
 import numpy as np
 import numpy.typing as npt
 
-from .. import batching, scoring
-from ..arguments import PluginArgsError
 from ..dra.extended import DraScoring, dra_scoring, dra_vectors
 from ..dra.extended import delegated as dra_delegated
 from ..dra.objects import DEVICE_CLASS_RESOURCE_PREFIX, DeviceClass
-from ..framework import (
-    SUCCESS,
+from ..framework.arguments import PluginArgsError
+from ..framework.basics import SUCCESS, CycleState, StateKey, Status, unresolvable, unschedulable
+from ..framework.interface import (
     ClusterEvent,
     ClusterEventWithHint,
-    CycleState,
     EnqueueExtensions,
     EnqueueHandle,
     PreFilterPlugin,
@@ -64,19 +62,16 @@ from ..framework import (
     QueueingHint,
     SignFragment,
     SignPlugin,
-    StateKey,
-    Status,
     VectorFilter,
     VectorScore,
-    unresolvable,
-    unschedulable,
 )
-from ..objects import Node, Pod
-from ..resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Resources
+from ..model.objects import Node, Pod
+from ..model.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Resources
+from ..toolkit import batching, scoring
 
 if TYPE_CHECKING:
-    from ..nodeinfo import NodeInfo
-    from ..snapshot import NodeTable, Snapshot
+    from ..framework.nodeinfo import NodeInfo
+    from ..framework.snapshot import NodeTable, Snapshot
 
 REASON_TOO_MANY_PODS: Final = "Too many pods"
 REASON_INSUFFICIENT_CPU: Final = "Insufficient cpu"

@@ -22,25 +22,25 @@ from typing import TYPE_CHECKING, Final
 import numpy as np
 import numpy.typing as npt
 
-from .. import batching, framework
-from ..framework import (
+from ..framework import basics
+from ..framework.basics import CycleState, Status
+from ..framework.interface import (
     ClusterEvent,
     ClusterEventWithHint,
-    CycleState,
     EnqueueExtensions,
     EnqueueHandle,
     PreFilterPlugin,
     QueueingHint,
     SignFragment,
     SignPlugin,
-    Status,
     VectorFilter,
 )
-from ..nodeinfo import NodeInfo
-from ..objects import NO_SCHEDULE, TAINT_NODE_UNSCHEDULABLE, Node, Pod, Taint, tolerates_all
+from ..framework.nodeinfo import NodeInfo
+from ..model.objects import NO_SCHEDULE, TAINT_NODE_UNSCHEDULABLE, Node, Pod, Taint, tolerates_all
+from ..toolkit import batching
 
 if TYPE_CHECKING:
-    from ..snapshot import NodeTable, Snapshot
+    from ..framework.snapshot import NodeTable, Snapshot
 
 ERR_REASON_UNSCHEDULABLE: Final = "node(s) were unschedulable"
 ERR_REASON_UNKNOWN_CONDITION: Final = "node(s) had unknown conditions"
@@ -59,10 +59,10 @@ def fits(pod: Pod, node_info: NodeInfo) -> Status:
     """The filter's verdict for one node, without cycle state."""
     node = node_info.node
     if node is None:
-        return framework.unresolvable(ERR_REASON_UNKNOWN_CONDITION)
+        return basics.unresolvable(ERR_REASON_UNKNOWN_CONDITION)
     if node.unschedulable and not tolerates_unschedulable(pod):
-        return framework.unresolvable(ERR_REASON_UNSCHEDULABLE)
-    return framework.SUCCESS
+        return basics.unresolvable(ERR_REASON_UNSCHEDULABLE)
+    return basics.SUCCESS
 
 
 def _blocked_column(table: NodeTable) -> tuple[npt.NDArray[np.bool_], bool]:
@@ -86,8 +86,8 @@ class NodeUnschedulable(PreFilterPlugin, VectorFilter, EnqueueExtensions, SignPl
         # SKIP is exact here: a tolerating pod passes every node, and so does any pod when no
         # node is cordoned (node-less NodeInfos count as blocked, so they are never skipped over).
         if tolerates_unschedulable(pod) or not _blocked_column(snapshot.table)[1]:
-            return framework.SKIP
-        return framework.SUCCESS
+            return basics.SKIP
+        return basics.SUCCESS
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
         return fits(pod, node)
@@ -106,8 +106,8 @@ class NodeUnschedulable(PreFilterPlugin, VectorFilter, EnqueueExtensions, SignPl
     ) -> tuple[list[Status], npt.NDArray[np.intp]]:
         """Cordoned, or (a NodeInfo without its Node) unknown conditions."""
         statuses = [
-            framework.unresolvable(ERR_REASON_UNSCHEDULABLE),
-            framework.unresolvable(ERR_REASON_UNKNOWN_CONDITION),
+            basics.unresolvable(ERR_REASON_UNSCHEDULABLE),
+            basics.unresolvable(ERR_REASON_UNKNOWN_CONDITION),
         ]
         return statuses, (~table.has_node[index]).astype(np.intp)
 

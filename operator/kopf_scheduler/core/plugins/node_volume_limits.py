@@ -29,7 +29,7 @@ no claims, or claims that resolve to nothing countable), which is exactly when F
 every node. ``filter_nodes`` loops over the nodes (pods come and go); it exists so a pod with
 volumes still takes the vectorised path for the other filters.
 
-CSI migration (upstream ``utils.go`` ``isCSIMigrationOn``; ``core/csi_translation.py``): on a node
+CSI migration (upstream ``utils.go`` ``isCSIMigrationOn``; ``core/model/csi_translation.py``): on a node
 that has a CSINode, in-tree AWS EBS, GCE PD, Azure Disk, Cinder and Portworx volumes count against their CSI
 driver (``ebs.csi.aws.com``, ``pd.csi.storage.gke.io``, ``disk.csi.azure.com``, ``cinder.csi.openstack.org``,
 ``pxd.portworx.com``): inline volumes, PVs of those types, and unbound claims whose class has the in-tree
@@ -58,9 +58,22 @@ from typing import TYPE_CHECKING, ClassVar, Final
 import numpy as np
 import numpy.typing as npt
 
-from .. import batching, framework
-from ..arguments import NoArgs, PluginArgsError
-from ..csi_translation import (
+from ..framework import basics
+from ..framework.arguments import NoArgs, PluginArgsError
+from ..framework.basics import CycleState, StateKey, Status
+from ..framework.interface import (
+    ClusterEvent,
+    ClusterEventWithHint,
+    EnqueueExtensions,
+    EnqueueHandle,
+    PreFilterPlugin,
+    QueueingHint,
+    SignFragment,
+    SignPlugin,
+    VectorFilter,
+)
+from ..framework.nodeinfo import NodeInfo
+from ..model.csi_translation import (
     MIGRATED_DRIVERS,
     MIGRATED_PROVISIONERS,
     UNMIGRATED_PROVISIONERS,
@@ -68,25 +81,11 @@ from ..csi_translation import (
     inline_handle,
     pv_handle,
 )
-from ..framework import (
-    ClusterEvent,
-    ClusterEventWithHint,
-    CycleState,
-    EnqueueExtensions,
-    EnqueueHandle,
-    PreFilterPlugin,
-    QueueingHint,
-    SignFragment,
-    SignPlugin,
-    StateKey,
-    Status,
-    VectorFilter,
-)
-from ..nodeinfo import NodeInfo
-from ..objects import PersistentVolumeClaim, Pod, Volume
+from ..model.objects import PersistentVolumeClaim, Pod, Volume
+from ..toolkit import batching
 
 if TYPE_CHECKING:
-    from ..snapshot import ClusterObjects, NodeTable, Snapshot
+    from ..framework.snapshot import ClusterObjects, NodeTable, Snapshot
 
 ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED: Final = "node(s) exceed max volume count"
 ERR_CLAIM_NO_NAME: Final = "PersistentVolumeClaim had no name"
@@ -185,9 +184,9 @@ def _new_volumes(pod: Pod, objects: ClusterObjects, migrate: bool) -> tuple[Mapp
     try:
         return csi_volumes(pod, objects, new_pod=True, migrate=migrate), None
     except _Missing as exc:
-        return {}, framework.unresolvable(str(exc))
+        return {}, basics.unresolvable(str(exc))
     except ValueError as exc:
-        return {}, framework.error(str(exc))
+        return {}, basics.error(str(exc))
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,11 +207,11 @@ class CSIState:
 def csi_state(pod: Pod, objects: ClusterObjects) -> CSIState | Status:
     """SKIP when nothing of the pod counts on any node; otherwise what Filter needs."""
     if not any(v.kind in _CLAIM_KINDS or v.kind in MIGRATED_DRIVERS for v in pod.volumes):
-        return framework.SKIP
+        return basics.SKIP
     new, status = _new_volumes(pod, objects, True)
     _, status_without = _new_volumes(pod, objects, False)
     if not new and status is None and status_without is None:
-        return framework.SKIP
+        return basics.SKIP
     return CSIState(new, objects, status, status_without)
 
 
@@ -221,19 +220,19 @@ def csi_check(s: CSIState, node_info: NodeInfo) -> Status:
     objects = s.objects
     csi_node = objects.csi_nodes.get(node_info.name)
     if csi_node is None:
-        return s.status_without_csi_node or framework.SUCCESS
+        return s.status_without_csi_node or basics.SUCCESS
     if s.status is not None:
         return s.status
     limits = csi_node.limits
     if not s.new_volumes or not limits:
-        return framework.SUCCESS
+        return basics.SUCCESS
     attached: dict[VolumeKey, str] = {}
     for existing in node_info.pods.values():
         if existing.volumes:
             try:
                 attached.update(csi_volumes(existing, objects, new_pod=False, migrate=True))
             except ValueError as exc:
-                return framework.error(str(exc))
+                return basics.error(str(exc))
     attached_count: dict[str, int] = {}
     for driver in attached.values():
         attached_count[driver] = attached_count.get(driver, 0) + 1
@@ -244,15 +243,15 @@ def csi_check(s: CSIState, node_info: NodeInfo) -> Status:
     for driver, count in new_count.items():
         limit = limits.get(driver)
         if limit is not None and attached_count.get(driver, 0) + count > limit:
-            return framework.unschedulable(ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED)
-    return framework.SUCCESS
+            return basics.unschedulable(ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED)
+    return basics.SUCCESS
 
 
 def fits(pod: Pod, node_info: NodeInfo, objects: ClusterObjects) -> Status:
     """NodeVolumeLimits' verdict for ``pod`` on ``node_info``."""
     s = csi_state(pod, objects)
     if isinstance(s, Status):
-        return framework.SUCCESS if s.is_skip else s
+        return basics.SUCCESS if s.is_skip else s
     return csi_check(s, node_info)
 
 
@@ -277,14 +276,14 @@ class NodeVolumeLimits(PreFilterPlugin, VectorFilter, EnqueueExtensions, SignPlu
         if isinstance(s, Status):
             return s
         state.write(self._key, s)
-        return framework.SUCCESS
+        return basics.SUCCESS
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
         if not pod.volumes:
-            return framework.SUCCESS
+            return basics.SUCCESS
         s = state.read(self._key)
         if s is None:
-            return framework.error(_not_found(self._key.label))
+            return basics.error(_not_found(self._key.label))
         return csi_check(s, node)
 
     def filter_nodes(
@@ -337,14 +336,14 @@ class LegacyState:
 
 def legacy_state(pod: Pod, kind: str, objects: ClusterObjects) -> LegacyState | Status:
     if not any(v.kind == kind or v.kind == PVC for v in pod.volumes):
-        return framework.SKIP
+        return basics.SKIP
     new: set[Hashable] = set()
     try:
         legacy_volume_ids(pod, kind, objects, new)
     except ValueError as exc:
-        return LegacyState(frozenset(), objects, framework.error(str(exc)))
+        return LegacyState(frozenset(), objects, basics.error(str(exc)))
     if not new:
-        return framework.SKIP
+        return basics.SKIP
     return LegacyState(frozenset(new), objects)
 
 
@@ -359,11 +358,11 @@ def legacy_check(s: LegacyState, node_info: NodeInfo, kind: str, max_volumes: in
             try:
                 legacy_volume_ids(p, kind, objects, existing)
             except ValueError as exc:
-                return framework.error(str(exc))
+                return basics.error(str(exc))
     new = sum(1 for k in s.new_volumes if k not in existing)
     if len(existing) + new > max_volumes:
-        return framework.unschedulable(ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED)
-    return framework.SUCCESS
+        return basics.unschedulable(ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED)
+    return basics.SUCCESS
 
 
 def _check_max_volumes(max_volumes: int) -> None:
@@ -420,7 +419,7 @@ class _LegacyVolumeCount(PreFilterPlugin[MaxVolumesArgs], VectorFilter, EnqueueE
         """This counter's verdict for ``pod`` on ``node_info``."""
         s = legacy_state(pod, self.KIND, objects)
         if isinstance(s, Status):
-            return framework.SUCCESS if s.is_skip else s
+            return basics.SUCCESS if s.is_skip else s
         return legacy_check(s, node_info, self.KIND, self.args.max_volumes)
 
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
@@ -428,14 +427,14 @@ class _LegacyVolumeCount(PreFilterPlugin[MaxVolumesArgs], VectorFilter, EnqueueE
         if isinstance(s, Status):
             return s
         state.write(self._key, s)
-        return framework.SUCCESS
+        return basics.SUCCESS
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
         if not pod.volumes:
-            return framework.SUCCESS
+            return basics.SUCCESS
         s = state.read(self._key)
         if s is None:
-            return framework.error(_not_found(self._key.label))
+            return basics.error(_not_found(self._key.label))
         return legacy_check(s, node, self.KIND, self.args.max_volumes)
 
     def filter_nodes(

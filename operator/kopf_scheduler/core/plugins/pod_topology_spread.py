@@ -60,13 +60,12 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import numpy as np
 import numpy.typing as npt
 
-from .. import framework
-from ..arguments import PluginArgsError
-from ..framework import (
-    MAX_NODE_SCORE,
+from ..framework import basics
+from ..framework.arguments import PluginArgsError
+from ..framework.basics import MAX_NODE_SCORE, CycleState, StateKey, Status
+from ..framework.interface import (
     ClusterEvent,
     ClusterEventWithHint,
-    CycleState,
     EnqueueExtensions,
     EnqueueHandle,
     NormalizeScorePlugin,
@@ -75,13 +74,10 @@ from ..framework import (
     QueueingHint,
     SignFragment,
     SignPlugin,
-    StateKey,
-    Status,
     VectorFilter,
     VectorScore,
 )
-from ..node_matching import find_untolerated, matches_required_affinity, required_affinity_mask, tolerated_mask
-from ..objects import (
+from ..model.objects import (
     LABEL_HOSTNAME,
     LABEL_ZONE,
     LabelSelector,
@@ -90,10 +86,11 @@ from ..objects import (
     Pod,
     TopologySpreadConstraint,
 )
+from ..toolkit.node_matching import find_untolerated, matches_required_affinity, required_affinity_mask, tolerated_mask
 
 if TYPE_CHECKING:
-    from ..nodeinfo import NodeInfo
-    from ..snapshot import ClusterObjects, NodeTable, Snapshot
+    from ..framework.nodeinfo import NodeInfo
+    from ..framework.snapshot import ClusterObjects, NodeTable, Snapshot
 
 ERR_REASON_CONSTRAINTS_NOT_MATCH: Final = "node(s) didn't match pod topology spread constraints"
 ERR_REASON_NODE_LABEL_NOT_MATCH: Final = ERR_REASON_CONSTRAINTS_NOT_MATCH + " (missing required label)"
@@ -485,10 +482,10 @@ def satisfies_constraints(spread: PreFilterState, node_info: NodeInfo) -> Status
     for c, d, own in zip(spread.constraints, spread.domains, spread.self_match):
         value = labels.get(c.topology_key)
         if value is None:
-            return framework.unresolvable(ERR_REASON_NODE_LABEL_NOT_MATCH)
+            return basics.unresolvable(ERR_REASON_NODE_LABEL_NOT_MATCH)
         if d.count(value) + own - d.min_match(c.min_domains) > c.max_skew:
-            return framework.unschedulable(ERR_REASON_CONSTRAINTS_NOT_MATCH)
-    return framework.SUCCESS
+            return basics.unschedulable(ERR_REASON_CONSTRAINTS_NOT_MATCH)
+    return basics.SUCCESS
 
 
 def _round_half_away(x: float) -> int:
@@ -515,9 +512,9 @@ class PodTopologySpread(
         """OpportunisticBatching: spreading depends on where other pods are, not on the pod and the node
         alone: a pod with constraints, or any pod while default constraints apply, cannot be signed."""
         if pod.topology_spread_constraints:
-            return framework.unschedulable("pods with topology constraints are not signable")
+            return basics.unschedulable("pods with topology constraints are not signable")
         if self.default_constraints:
-            return framework.unschedulable("pods with default topology constraints are not signable")
+            return basics.unschedulable("pods with default topology constraints are not signable")
         return ()
 
     def __init__(self, args: PodTopologySpreadArgs | None = None, *, name: str | None = None) -> None:
@@ -566,7 +563,7 @@ class PodTopologySpread(
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
         constraints = self.constraints(pod, DO_NOT_SCHEDULE, snapshot.objects)
         if not constraints:
-            return framework.SKIP
+            return basics.SKIP
         table = snapshot.table
         columns = [table.label_column(c.topology_key) for c in constraints]
         all_keys = table.has_node.copy()
@@ -580,12 +577,12 @@ class PodTopologySpread(
             domains.append(Domains.of(vocab, ids[counted], rows[counted]))
         self_match = tuple(int(c.selects(pod.labels)) for c in constraints)
         state.write(self._filter_key, PreFilterState(table, constraints, tuple(domains), self_match))
-        return framework.SUCCESS
+        return basics.SUCCESS
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
         s = state.read(self._filter_key)
         if s is None:
-            return framework.error(f"reading {self._filter_key.label!r} from cycle state: PreFilter did not run")
+            return basics.error(f"reading {self._filter_key.label!r} from cycle state: PreFilter did not run")
         return satisfies_constraints(s, node)
 
     def filter_nodes(self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]) -> BoolArray:
@@ -616,15 +613,15 @@ class PodTopologySpread(
         s = state.read(self._filter_key)
         n = node.node
         if s is None or other.namespace != pod.namespace or n is None:
-            return framework.SUCCESS
+            return basics.SUCCESS
         if not all(c.topology_key in n.labels for c in s.constraints):
-            return framework.SUCCESS
+            return basics.SUCCESS
         domains = list(s.domains)
         for i, c in enumerate(s.constraints):
             if c.selects(other.labels) and c.includes(pod, n):
                 domains[i] = domains[i].with_delta(n.labels[c.topology_key], delta)
         state.write(self._filter_key, replace(s, domains=tuple(domains)))
-        return framework.SUCCESS
+        return basics.SUCCESS
 
     def add_pod(self, state: CycleState, pod: Pod, added: Pod, node: NodeInfo) -> Status:
         return self._update(state, pod, added, node, 1)
@@ -636,10 +633,10 @@ class PodTopologySpread(
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo], snapshot: Snapshot) -> Status:
         if not len(snapshot):
-            return framework.SKIP
+            return basics.SKIP
         constraints = self.constraints(pod, SCHEDULE_ANYWAY, snapshot.objects)
         if not constraints:
-            return framework.SKIP
+            return basics.SKIP
         table = snapshot.table
         # Only the system defaults spare nodes without every key (hostname spreading without zones).
         require_all = bool(pod.topology_spread_constraints) or not self.system_defaulted
@@ -686,7 +683,7 @@ class PodTopologySpread(
                 tuple(row_counts),
             ),
         )
-        return framework.SUCCESS
+        return basics.SUCCESS
 
     def _score_state(self, state: CycleState) -> PreScoreState:
         s = state.read(self._score_key)

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..framework import QueueSortPlugin
-from ..queueing import priority_sort_less
+from ..framework.basics import priority_sort_less
+from ..framework.interface import QueueSortPlugin
 
 if TYPE_CHECKING:
-    from ..queueing import QueuedPodInfo
+    from ..framework.basics import QueuedPodInfo
 
 
 class PrioritySort(QueueSortPlugin):

@@ -19,12 +19,13 @@ from typing import TYPE_CHECKING, Final
 import numpy as np
 import numpy.typing as npt
 
-from ..framework import SKIP, SUCCESS, CycleState, PreScorePlugin, Status, VectorScore
+from ..framework.basics import SKIP, SUCCESS, CycleState, Status
+from ..framework.interface import PreScorePlugin, VectorScore
 
 if TYPE_CHECKING:
-    from ..nodeinfo import NodeInfo
-    from ..objects import Pod
-    from ..snapshot import NodeTable, Snapshot
+    from ..framework.nodeinfo import NodeInfo
+    from ..framework.snapshot import NodeTable, Snapshot
+    from ..model.objects import Pod
 
 #: the score of a node that satisfies a limit (upstream returns 1, deliberately the lowest)
 SATISFIED_SCORE: Final = 1

@@ -35,11 +35,12 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from .. import framework
-from ..framework import MAX_NODE_SCORE, CycleState, NormalizeScorePlugin, PreScorePlugin, StateKey, Status, VectorScore
-from ..nodeinfo import NodeInfo
-from ..objects import LabelSelector, Pod, zone_key
-from ..snapshot import NodeTable, Snapshot
+from ..framework import basics
+from ..framework.basics import MAX_NODE_SCORE, CycleState, StateKey, Status
+from ..framework.interface import NormalizeScorePlugin, PreScorePlugin, VectorScore
+from ..framework.nodeinfo import NodeInfo
+from ..framework.snapshot import NodeTable, Snapshot
+from ..model.objects import LabelSelector, Pod, zone_key
 
 ZONE_WEIGHTING: Final = 2.0 / 3.0
 
@@ -184,11 +185,11 @@ class SelectorSpread(PreScorePlugin, VectorScore, NormalizeScorePlugin):
     def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo], snapshot: Snapshot) -> Status:
         selectors = selectors_of(pod, snapshot, services_only=self.args.services_only)
         if not selectors:
-            return framework.SKIP  # every node would score the same
+            return basics.SKIP  # every node would score the same
         self._groups.sync(snapshot)
         counts = self._groups.counts(pod.namespace, selectors)
         state.write(self._key, _ScoreState(counts, nodes))
-        return framework.SUCCESS
+        return basics.SUCCESS
 
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
         s = state.read(self._key)

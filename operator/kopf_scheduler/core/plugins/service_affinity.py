@@ -38,25 +38,22 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from .. import framework
-from ..arguments import PluginArgsError
-from ..framework import (
-    MAX_NODE_SCORE,
+from ..framework import basics
+from ..framework.arguments import PluginArgsError
+from ..framework.basics import MAX_NODE_SCORE, CycleState, StateKey, Status
+from ..framework.interface import (
     ClusterEvent,
     ClusterEventWithHint,
-    CycleState,
     EnqueueExtensions,
     EnqueueHandle,
     NormalizeScorePlugin,
     PreFilterPlugin,
     PreScorePlugin,
-    StateKey,
-    Status,
     VectorFilter,
 )
-from ..nodeinfo import NodeInfo
-from ..objects import Pod
-from ..snapshot import NodeTable, Snapshot
+from ..framework.nodeinfo import NodeInfo
+from ..framework.snapshot import NodeTable, Snapshot
+from ..model.objects import Pod
 
 ERR_REASON: Final = "node(s) didn't match service affinity"
 
@@ -96,14 +93,14 @@ def _first_matching_pod(pod: Pod, snapshot: Snapshot, node: NodeInfo | None) -> 
 def fits(pod: Pod, node: NodeInfo, labels: Sequence[str], snapshot: Snapshot) -> Status:
     """checkServiceAffinity for one node."""
     if not labels:
-        return framework.SUCCESS
+        return basics.SUCCESS
     if node.node is None:
-        return framework.error("node not found")
+        return basics.error("node not found")
     wanted = affinity_selector(pod, labels, snapshot, node)
     node_labels = node.node.labels
     if all(node_labels.get(k) == v for k, v in wanted.items()):
-        return framework.SUCCESS
-    return framework.unschedulable(ERR_REASON)
+        return basics.SUCCESS
+    return basics.unschedulable(ERR_REASON)
 
 
 def normalize(counts: npt.NDArray[np.int64], values: list[list[str | None]]) -> npt.NDArray[np.int64]:
@@ -198,29 +195,29 @@ class ServiceAffinity(PreFilterPlugin, VectorFilter, PreScorePlugin, NormalizeSc
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
         labels = self.args.affinity_labels
         if not labels:
-            return framework.SKIP
+            return basics.SKIP
         wanted = affinity_selector(pod, labels, snapshot)
         if not wanted and (not snapshot.objects.services_of(pod) or _first_matching_pod(pod, snapshot, None) is None):
             # No label from the nodeSelector and no example pod: the map is empty for every
             # node, what-if nodes included (hiding pods cannot add an example), so all fit.
-            return framework.SKIP
+            return basics.SKIP
         state.write(self._filter_key, _FilterState(wanted, snapshot))
-        return framework.SUCCESS
+        return basics.SUCCESS
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
         s = state.read(self._filter_key)
         if s is None:
-            return framework.error(_not_found(self._filter_key.label))
+            return basics.error(_not_found(self._filter_key.label))
         if node.node is None:
-            return framework.error("node not found")
+            return basics.error("node not found")
         wanted = s.wanted
         if s.snapshot.get(node.name) is not node:
             # A NodeInfo outside the snapshot (a what-if): resolve the map against it.
             wanted = affinity_selector(pod, self.args.affinity_labels, s.snapshot, node)
         labels = node.node.labels
         if all(labels.get(k) == v for k, v in wanted.items()):
-            return framework.SUCCESS
-        return framework.unschedulable(ERR_REASON)
+            return basics.SUCCESS
+        return basics.unschedulable(ERR_REASON)
 
     def filter_nodes(
         self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]
@@ -241,11 +238,11 @@ class ServiceAffinity(PreFilterPlugin, VectorFilter, PreScorePlugin, NormalizeSc
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo], snapshot: Snapshot) -> Status:
         if not self.args.anti_affinity_labels_preference:
-            return framework.SKIP  # reduceResult stays 0 for every node
+            return basics.SKIP  # reduceResult stays 0 for every node
         services = snapshot.objects.services_of(pod)
         selector = dict(services[0].selector) if services else None
         state.write(self._score_key, _ScoreState(selector, nodes))
-        return framework.SUCCESS
+        return basics.SUCCESS
 
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
         s = state.read(self._score_key)

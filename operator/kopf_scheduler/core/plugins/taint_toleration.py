@@ -33,12 +33,12 @@ from typing import TYPE_CHECKING, Final
 import numpy as np
 import numpy.typing as npt
 
-from .. import batching, framework
-from ..arguments import NoArgs
-from ..framework import (
+from ..framework import basics, interface
+from ..framework.arguments import NoArgs
+from ..framework.basics import CycleState, StateKey, Status
+from ..framework.interface import (
     ClusterEvent,
     ClusterEventWithHint,
-    CycleState,
     EnqueueExtensions,
     EnqueueHandle,
     NormalizeScorePlugin,
@@ -47,17 +47,16 @@ from ..framework import (
     QueueingHint,
     SignFragment,
     SignPlugin,
-    StateKey,
-    Status,
     VectorFilter,
     VectorScore,
 )
-from ..node_matching import find_untolerated
-from ..nodeinfo import NodeInfo
-from ..objects import PREFER_NO_SCHEDULE, Node, Pod, Taint, Toleration, tolerates_all
+from ..framework.nodeinfo import NodeInfo
+from ..model.objects import PREFER_NO_SCHEDULE, Node, Pod, Taint, Toleration, tolerates_all
+from ..toolkit import batching
+from ..toolkit.node_matching import find_untolerated
 
 if TYPE_CHECKING:
-    from ..snapshot import NodeTable, Snapshot
+    from ..framework.snapshot import NodeTable, Snapshot
 
 #: upstream Filter's reason for every node with an untolerated NoSchedule / NoExecute taint
 ERR_REASON_UNTOLERATED: Final = "node(s) had untolerated taint(s)"
@@ -65,7 +64,7 @@ ERR_REASON_UNTOLERATED: Final = "node(s) had untolerated taint(s)"
 #: without its Node (which a snapshot never holds)
 ERR_REASON_NOT_MATCH: Final = "node(s) had taints that the pod didn't tolerate"
 
-_UNTOLERATED: Final = framework.unresolvable(ERR_REASON_UNTOLERATED)
+_UNTOLERATED: Final = basics.unresolvable(ERR_REASON_UNTOLERATED)
 
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
@@ -85,9 +84,9 @@ def fits(pod: Pod, node_info: NodeInfo) -> Status:
     """The filter's verdict for one node, without cycle state."""
     node = node_info.node
     if node is None:
-        return framework.unresolvable(ERR_REASON_NOT_MATCH)
+        return basics.unresolvable(ERR_REASON_NOT_MATCH)
     if find_untolerated(node.taints, pod.tolerations) is None:
-        return framework.SUCCESS
+        return basics.SUCCESS
     return _UNTOLERATED
 
 
@@ -135,9 +134,9 @@ class TaintToleration(
         table = snapshot.table
         lut = self._filter_lut(pod, table)
         if lut.all() and table.has_node.all():
-            return framework.SKIP
+            return basics.SKIP
         state.write(self._filter_key, _FilterState(table, lut))
-        return framework.SUCCESS
+        return basics.SUCCESS
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
         return fits(pod, node)
@@ -153,7 +152,7 @@ class TaintToleration(
         self, state: CycleState, pod: Pod, table: NodeTable, index: npt.NDArray[np.intp]
     ) -> tuple[list[Status], npt.NDArray[np.intp]]:
         """An untolerated taint, or (a NodeInfo without its Node) no node to match."""
-        return [_UNTOLERATED, framework.unresolvable(ERR_REASON_NOT_MATCH)], (~table.has_node[index]).astype(np.intp)
+        return [_UNTOLERATED, basics.unresolvable(ERR_REASON_NOT_MATCH)], (~table.has_node[index]).astype(np.intp)
 
     # ---- score
 
@@ -169,7 +168,7 @@ class TaintToleration(
         table = snapshot.table
         lut = self._score_lut(pod, table)
         state.write(self._score_key, _ScoreState(table, lut, prefer_no_schedule_tolerations(pod.tolerations)))
-        return framework.SUCCESS
+        return basics.SUCCESS
 
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
         if node.node is None:
@@ -185,7 +184,7 @@ class TaintToleration(
         return np.asarray(lut[ids[index]], dtype=np.int64)
 
     def normalize_scores(self, state: CycleState, pod: Pod, scores: IntArray) -> IntArray:
-        return framework.default_normalize(scores, reverse=True)
+        return interface.default_normalize(scores, reverse=True)
 
     # ---- requeueing
 

@@ -14,10 +14,10 @@ predicted CPU of the pods placed on the node since the sample and ``P`` the pod'
 ``round`` is Go's ``math.Round`` (halves away from zero). Capacity is the node's ``status.capacity``
 cpu, as upstream (its allocatable when capacity is not reported).
 
-Ours, not Trimaran's: the metrics come from ``args.metricsSource`` (``core/usage.py``; upstream's
+Ours, not Trimaran's: the metrics come from ``args.metricsSource`` (``core/framework/usage.py``; upstream's
 ``watcherAddress`` / ``metricProvider`` are replaced by it), the pods placed since the sample are the
 cache's pods that were not on the node when the sample arrived plus, as upstream, those scheduled less
-than 60 s before the sample (``core.usage.reading``), and a node without a fresh sample is scored from
+than 60 s before the sample (``core.framework.usage.reading``), and a node without a fresh sample is scored from
 its requests (``U`` = the cpu its pods request, ``M`` = 0) where upstream scores it 0; ``explain`` shows
 which.
 """
@@ -29,15 +29,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
-from ..arguments import PluginArgsError
-from ..framework import SUCCESS, CycleState, PreScorePlugin, ScorePlugin, StateKey, Status
-from ..objects import Container, Pod
-from ..resources import QuantityError, to_milli
-from ..usage import SCORE_NOTES, MetricsSource, UsageNote, UsageSnapshot, go_round, reading, snapshot_for
+from ..framework.arguments import PluginArgsError
+from ..framework.basics import SUCCESS, CycleState, StateKey, Status
+from ..framework.interface import PreScorePlugin, ScorePlugin
+from ..framework.usage import SCORE_NOTES, MetricsSource, UsageNote, UsageSnapshot, go_round, reading, snapshot_for
+from ..model.objects import Container, Pod
+from ..model.resources import QuantityError, to_milli
 
 if TYPE_CHECKING:
-    from ..nodeinfo import NodeInfo
-    from ..snapshot import Snapshot
+    from ..framework.nodeinfo import NodeInfo
+    from ..framework.snapshot import Snapshot
 
 DEFAULT_TARGET_UTILIZATION: Final = 40
 DEFAULT_REQUESTS_MILLI_CPU: Final = 1000

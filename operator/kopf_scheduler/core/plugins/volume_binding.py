@@ -20,7 +20,7 @@ Filter, per node, collecting upstream's reasons in upstream's order (Unschedulab
   non-existent pv(s)") and its required node affinity must match the node's labels
   ("node(s) didn't match PersistentVolume's node affinity"); an in-tree PV of a migrated plugin (EBS, GCE PD,
   Azure Disk, Cinder, Portworx) that the node's CSINode lists in its ``storage.alpha.kubernetes.io/migrated-plugins``
-  annotation is checked as its CSI translation (``core/csi_translation.py``: the zone affinity, or the zone label,
+  annotation is checked as its CSI translation (``core/model/csi_translation.py``: the zone affinity, or the zone label,
   becomes the driver's topology key), and one that does not translate is an error (upstream
   ``tryTranslatePVToCSI``);
 - delayed claims, smallest request first, each take the smallest PV of their class that is
@@ -73,14 +73,12 @@ from typing import TYPE_CHECKING, Final
 import numpy as np
 import numpy.typing as npt
 
-from .. import batching, framework
-from ..arguments import PluginArgsError
-from ..csi_translation import IN_TREE_PLUGINS, Untranslatable, translated_node_affinity
-from ..framework import (
-    MAX_NODE_SCORE,
+from ..framework import basics
+from ..framework.arguments import PluginArgsError
+from ..framework.basics import MAX_NODE_SCORE, CycleState, StateKey, Status
+from ..framework.interface import (
     ClusterEvent,
     ClusterEventWithHint,
-    CycleState,
     EnqueueExtensions,
     EnqueueHandle,
     PreFilterPlugin,
@@ -89,12 +87,11 @@ from ..framework import (
     ScorePlugin,
     SignFragment,
     SignPlugin,
-    StateKey,
-    Status,
     VectorFilter,
 )
-from ..nodeinfo import NodeInfo
-from ..objects import (
+from ..framework.nodeinfo import NodeInfo
+from ..model.csi_translation import IN_TREE_PLUGINS, Untranslatable, translated_node_affinity
+from ..model.objects import (
     CSIDriver,
     CSIStorageCapacity,
     Node,
@@ -104,10 +101,11 @@ from ..objects import (
     Pod,
     StorageClass,
 )
-from ..scoring import MAX_CUSTOM_PRIORITY_SCORE, MAX_UTILIZATION, Shape, UtilizationShapePoint, broken_linear
+from ..toolkit import batching
+from ..toolkit.scoring import MAX_CUSTOM_PRIORITY_SCORE, MAX_UTILIZATION, Shape, UtilizationShapePoint, broken_linear
 
 if TYPE_CHECKING:
-    from ..snapshot import ClusterObjects, NodeTable, Snapshot
+    from ..framework.snapshot import ClusterObjects, NodeTable, Snapshot
 
 ERR_REASON_BIND_CONFLICT: Final = "node(s) didn't find available persistent volumes to bind"
 ERR_REASON_NODE_CONFLICT: Final = "node(s) didn't match PersistentVolume's node affinity"
@@ -246,17 +244,17 @@ def pod_volume_claims(pod: Pod, objects: ClusterObjects) -> PodVolumeClaims | St
         pvc = claims.get(f"{pod.namespace}/{name}")
         if pvc is None:
             if ephemeral:
-                return framework.unresolvable(
+                return basics.unresolvable(
                     f'waiting for ephemeral volume controller to create the persistentvolumeclaim "{name}"'
                 )
-            return framework.unresolvable(claim_not_found(name))
+            return basics.unresolvable(claim_not_found(name))
         if pvc.phase == PHASE_LOST:
-            return framework.unresolvable(
+            return basics.unresolvable(
                 f'persistentvolumeclaim "{pvc.name}" bound to non-existent persistentvolume "{pvc.volume_name}"'
             )
         found.append(pvc)
     if not found:
-        return framework.SKIP
+        return basics.SKIP
     bound: list[PersistentVolumeClaim] = []
     delayed: list[PersistentVolumeClaim] = []
     immediate = False
@@ -268,7 +266,7 @@ def pod_volume_claims(pod: Pod, objects: ClusterObjects) -> PodVolumeClaims | St
         else:
             immediate = True
     if immediate:
-        return framework.unresolvable(ERR_REASON_UNBOUND_IMMEDIATE)
+        return basics.unresolvable(ERR_REASON_UNBOUND_IMMEDIATE)
     pvs_by_class: dict[str, tuple[PersistentVolume, ...]] = {}
     if delayed:
         classes = {claim_class(c) for c in delayed}
@@ -365,7 +363,7 @@ def _check_bound(claims: PodVolumeClaims, node: Node) -> tuple[bool, bool] | Sta
         try:
             terms = bound_pv_affinity(pv, migrated)
         except Untranslatable as exc:
-            return framework.error(f"could not translate pv: {exc}")
+            return basics.error(f"could not translate pv: {exc}")
         if not _affinity_matches(terms, node.labels):
             return False, True
     return True, True
@@ -389,10 +387,10 @@ def node_volumes(claims: PodVolumeClaims, node: Node) -> NodeVolumes:
         for pvc in leftover:
             name = claim_class(pvc)
             if not name:
-                return NodeVolumes(framework.error(f'no class for claim "{pvc.key}"'))
+                return NodeVolumes(basics.error(f'no class for claim "{pvc.key}"'))
             sc = objects.storage_classes.get(name)
             if sc is None:
-                return NodeVolumes(framework.error(f'failed to find storage class "{name}"'))
+                return NodeVolumes(basics.error(f'failed to find storage class "{name}"'))
             if not sc.provisioner or sc.provisioner == NOT_SUPPORTED_PROVISIONER or not topology_matches(sc, labels):
                 unbound_ok = False
                 provisions = []
@@ -412,7 +410,7 @@ def node_volumes(claims: PodVolumeClaims, node: Node) -> NodeVolumes:
         reasons.append(ERR_REASON_NOT_ENOUGH_SPACE)
     if not pvs_found:
         reasons.append(ERR_REASON_PV_NOT_EXIST)
-    status = framework.unresolvable(*reasons) if reasons else framework.SUCCESS
+    status = basics.unresolvable(*reasons) if reasons else basics.SUCCESS
     return NodeVolumes(status, tuple(static), tuple(provisions))
 
 
@@ -467,9 +465,9 @@ def fits(pod: Pod, node_info: NodeInfo, objects: ClusterObjects) -> Status:
     """VolumeBinding's verdict for ``pod`` on ``node_info`` (PreFilter and Filter together)."""
     claims = pod_volume_claims(pod, objects)
     if isinstance(claims, Status):
-        return framework.SUCCESS if claims.is_skip else claims
+        return basics.SUCCESS if claims.is_skip else claims
     if node_info.node is None:
-        return framework.error("node not found")
+        return basics.error("node not found")
     return find_pod_volumes(claims, node_info.node)
 
 
@@ -541,12 +539,12 @@ class VolumeBinding(PreFilterPlugin, VectorFilter, PreScorePlugin, ScorePlugin, 
 
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
         if not pod.volumes:
-            return framework.SKIP
+            return basics.SKIP
         claims = pod_volume_claims(pod, snapshot.objects)
         if isinstance(claims, Status):
             return claims
         state.write(self._key, claims)
-        return framework.SUCCESS
+        return basics.SUCCESS
 
     def _not_found(self) -> str:
         return f"reading {self._key.label!r} from cycle state: not found"
@@ -554,9 +552,9 @@ class VolumeBinding(PreFilterPlugin, VectorFilter, PreScorePlugin, ScorePlugin, 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
         s = state.read(self._key)
         if s is None:
-            return framework.error(self._not_found())
+            return basics.error(self._not_found())
         if node.node is None:
-            return framework.error("node not found")
+            return basics.error("node not found")
         return find_pod_volumes(s, node.node)
 
     def filter_nodes(
@@ -571,7 +569,7 @@ class VolumeBinding(PreFilterPlugin, VectorFilter, PreScorePlugin, ScorePlugin, 
     def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo], snapshot: Snapshot) -> Status:
         """SKIP when no node can have a static binding (no delayed claims): upstream scores 0 everywhere then."""
         claims = state.read(self._key)
-        return framework.SUCCESS if claims is not None and claims.delayed else framework.SKIP
+        return basics.SUCCESS if claims is not None and claims.delayed else basics.SKIP
 
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
         """Upstream ``Score`` with StorageCapacityScoring on: the node's static bindings by PV capacity, or

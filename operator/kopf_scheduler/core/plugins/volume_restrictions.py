@@ -43,27 +43,26 @@ from typing import TYPE_CHECKING, Final
 import numpy as np
 import numpy.typing as npt
 
-from .. import batching, framework
-from ..arguments import NoArgs
-from ..framework import (
+from ..framework import basics
+from ..framework.arguments import NoArgs
+from ..framework.basics import CycleState, StateKey, Status
+from ..framework.interface import (
     ClusterEvent,
     ClusterEventWithHint,
-    CycleState,
     EnqueueExtensions,
     EnqueueHandle,
     PreFilterExtensions,
     QueueingHint,
     SignFragment,
     SignPlugin,
-    StateKey,
-    Status,
     VectorFilter,
 )
-from ..nodeinfo import NodeInfo
-from ..objects import PersistentVolumeClaim, Pod, Volume
+from ..framework.nodeinfo import NodeInfo
+from ..model.objects import PersistentVolumeClaim, Pod, Volume
+from ..toolkit import batching
 
 if TYPE_CHECKING:
-    from ..snapshot import NodeTable, Snapshot
+    from ..framework.snapshot import NodeTable, Snapshot
 
 ERR_REASON_DISK_CONFLICT: Final = "node(s) had no available disk"
 ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT: Final = (
@@ -144,7 +143,7 @@ def read_write_once_pod_claims(pod: Pod, claims: Mapping[str, PersistentVolumeCl
             continue
         pvc = claims.get(f"{pod.namespace}/{v.ident}")
         if pvc is None:
-            return framework.unresolvable(claim_not_found(v.ident))
+            return basics.unresolvable(claim_not_found(v.ident))
         if READ_WRITE_ONCE_POD in pvc.access_modes:
             out.add(pvc.name)
     return frozenset(out)
@@ -175,34 +174,34 @@ def claim_uses(
 def _state_for(pod: Pod, snapshot: Snapshot, stand_in: NodeInfo | None = None) -> PreFilterState | Status:
     """The PreFilter outcome: SKIP, a rejection, or the state Filter reads."""
     if not pod.volumes:
-        return framework.SKIP
+        return basics.SKIP
     volumes = conflict_volumes(pod)
     has_claims = any(v.kind == PVC for v in pod.volumes)
     if not volumes and not has_claims:
-        return framework.SKIP
+        return basics.SKIP
     rwop = read_write_once_pod_claims(pod, snapshot.objects.persistent_volume_claims)
     if isinstance(rwop, Status):
         return rwop
     s = PreFilterState(volumes, claim_uses(pod, rwop, snapshot, stand_in=stand_in))
     if not volumes and not s.rwop_in_use:
-        return framework.SKIP
+        return basics.SKIP
     return s
 
 
 def check(s: PreFilterState, node_info: NodeInfo) -> Status:
     """The filter's verdict for one node given the pre-filter state."""
     if has_disk_conflict(s.volumes, node_info):
-        return framework.unschedulable(ERR_REASON_DISK_CONFLICT)
+        return basics.unschedulable(ERR_REASON_DISK_CONFLICT)
     if s.rwop_in_use:
-        return framework.unschedulable(ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT)
-    return framework.SUCCESS
+        return basics.unschedulable(ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT)
+    return basics.SUCCESS
 
 
 def fits(pod: Pod, node_info: NodeInfo, snapshot: Snapshot) -> Status:
     """The plugin's verdict for ``pod`` on ``node_info`` (which may be a what-if copy of a snapshot node)."""
     s = _state_for(pod, snapshot, node_info)
     if isinstance(s, Status):
-        return framework.SUCCESS if s.is_skip else s
+        return basics.SUCCESS if s.is_skip else s
     return check(s, node_info)
 
 
@@ -244,7 +243,7 @@ class VolumeRestrictions(PreFilterExtensions, VectorFilter, EnqueueExtensions, S
         if isinstance(s, Status):
             return s
         state.write(self._key, s)
-        return framework.SUCCESS
+        return basics.SUCCESS
 
     def _not_found(self) -> str:
         return f"cannot read {self._key.label!r} from cycle state"
@@ -252,11 +251,11 @@ class VolumeRestrictions(PreFilterExtensions, VectorFilter, EnqueueExtensions, S
     def _update(self, state: CycleState, pod: Pod, other: Pod, sign: int) -> Status:
         s = state.read(self._key)
         if s is None:
-            return framework.error(self._not_found())
+            return basics.error(self._not_found())
         updated = with_pod(s, pod, other, sign)
         if updated is not s:
             state.write(self._key, updated)
-        return framework.SUCCESS
+        return basics.SUCCESS
 
     def add_pod(self, state: CycleState, pod: Pod, added: Pod, node: NodeInfo) -> Status:
         return self._update(state, pod, added, 1)
@@ -268,8 +267,8 @@ class VolumeRestrictions(PreFilterExtensions, VectorFilter, EnqueueExtensions, S
         s = state.read(self._key)
         if s is None:
             if has_disk_conflict(conflict_volumes(pod), node):
-                return framework.unschedulable(ERR_REASON_DISK_CONFLICT)
-            return framework.error(self._not_found())
+                return basics.unschedulable(ERR_REASON_DISK_CONFLICT)
+            return basics.error(self._not_found())
         return check(s, node)
 
     def filter_nodes(

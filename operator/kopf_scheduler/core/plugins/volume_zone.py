@@ -36,24 +36,22 @@ from typing import TYPE_CHECKING, Final
 import numpy as np
 import numpy.typing as npt
 
-from .. import batching, framework
-from ..arguments import NoArgs
-from ..framework import (
+from ..framework import basics
+from ..framework.arguments import NoArgs
+from ..framework.basics import CycleState, StateKey, Status
+from ..framework.interface import (
     ClusterEvent,
     ClusterEventWithHint,
-    CycleState,
     EnqueueExtensions,
     EnqueueHandle,
     PreFilterPlugin,
     QueueingHint,
     SignFragment,
     SignPlugin,
-    StateKey,
-    Status,
     VectorFilter,
 )
-from ..nodeinfo import NodeInfo
-from ..objects import (
+from ..framework.nodeinfo import NodeInfo
+from ..model.objects import (
     LABEL_REGION,
     LABEL_REGION_BETA,
     LABEL_ZONE,
@@ -63,9 +61,10 @@ from ..objects import (
     Pod,
     StorageClass,
 )
+from ..toolkit import batching
 
 if TYPE_CHECKING:
-    from ..snapshot import ClusterObjects, NodeTable, Snapshot
+    from ..framework.snapshot import ClusterObjects, NodeTable, Snapshot
 
 ERR_REASON_CONFLICT: Final = "node(s) had no available volume zone"
 ERR_CLAIM_NO_NAME: Final = "PersistentVolumeClaim had no name"
@@ -112,24 +111,24 @@ def pv_topologies(pod: Pod, objects: ClusterObjects) -> tuple[PVTopology, ...] |
         if v.kind != "persistentVolumeClaim":
             continue
         if not v.ident:
-            return framework.unresolvable(ERR_CLAIM_NO_NAME)
+            return basics.unresolvable(ERR_CLAIM_NO_NAME)
         pvc = claims.get(f"{pod.namespace}/{v.ident}")
         if pvc is None:
-            return framework.unresolvable(not_found("persistentvolumeclaim", v.ident))
+            return basics.unresolvable(not_found("persistentvolumeclaim", v.ident))
         pv_name = pvc.volume_name
         if not pv_name:
             class_name = pvc.storage_class or ""
             if not class_name:
-                return framework.unresolvable(ERR_CLAIM_NO_PV_NO_CLASS)
+                return basics.unresolvable(ERR_CLAIM_NO_PV_NO_CLASS)
             sc = objects.storage_classes.get(class_name)
             if sc is None:
-                return framework.unresolvable(not_found("storageclass.storage.k8s.io", class_name))
+                return basics.unresolvable(not_found("storageclass.storage.k8s.io", class_name))
             if sc.volume_binding_mode == WAIT_FOR_FIRST_CONSUMER:
                 continue
-            return framework.unresolvable(ERR_PV_NO_NAME)
+            return basics.unresolvable(ERR_PV_NO_NAME)
         pv = objects.persistent_volumes.get(pv_name)
         if pv is None:
-            return framework.unresolvable(not_found("persistentvolume", pv_name))
+            return basics.unresolvable(not_found("persistentvolume", pv_name))
         for key in TOPOLOGY_LABELS:
             value = pv.labels.get(key)
             if value is None:
@@ -143,23 +142,23 @@ def pv_topologies(pod: Pod, objects: ClusterObjects) -> tuple[PVTopology, ...] |
 def check(topologies: tuple[PVTopology, ...], node: Node | None) -> Status:
     """The filter's verdict for a node given the PVs' topology labels."""
     if node is None:
-        return framework.error("node not found")
+        return basics.error("node not found")
     labels = node.labels
     if not any(key in labels for key in TOPOLOGY_LABELS):
-        return framework.SUCCESS  # a node without topology labels takes any volume
+        return basics.SUCCESS  # a node without topology labels takes any volume
     for t in topologies:
         value = labels.get(t.key)
         if value is None and t.key in _TO_GA:
             value = labels.get(_TO_GA[t.key])
         if value is None or value not in t.values:
-            return framework.unresolvable(ERR_REASON_CONFLICT)
-    return framework.SUCCESS
+            return basics.unresolvable(ERR_REASON_CONFLICT)
+    return basics.SUCCESS
 
 
 def fits(pod: Pod, node_info: NodeInfo, objects: ClusterObjects) -> Status:
     """The plugin's verdict for ``pod`` on ``node_info`` (PreFilter and Filter together)."""
     if not pod.volumes:
-        return framework.SUCCESS
+        return basics.SUCCESS
     topologies = pv_topologies(pod, objects)
     if isinstance(topologies, Status):
         return topologies
@@ -197,14 +196,14 @@ class VolumeZone(PreFilterPlugin, VectorFilter, EnqueueExtensions, SignPlugin):
 
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
         if not pod.volumes:
-            return framework.SKIP
+            return basics.SKIP
         topologies = pv_topologies(pod, snapshot.objects)
         if isinstance(topologies, Status):
             return topologies
         if not topologies:
-            return framework.SKIP
+            return basics.SKIP
         state.write(self._key, _PreFilterState(topologies))
-        return framework.SUCCESS
+        return basics.SUCCESS
 
     def _topologies(self, state: CycleState) -> tuple[PVTopology, ...]:
         s = state.read(self._key)
@@ -214,10 +213,10 @@ class VolumeZone(PreFilterPlugin, VectorFilter, EnqueueExtensions, SignPlugin):
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
         if not pod.volumes:
-            return framework.SUCCESS
+            return basics.SUCCESS
         s = state.read(self._key)
         if s is None:
-            return framework.error(f"reading {self._key.label!r} from cycle state: not found")
+            return basics.error(f"reading {self._key.label!r} from cycle state: not found")
         return check(s.topologies, node.node)
 
     def filter_nodes(
