@@ -54,6 +54,7 @@ from .core.framework.interface import (
     ScorePlugin,
 )
 from .core.framework.nodeinfo import NodeInfo, node_info_of
+from .core.model import paths
 from .core.model.objects import Node, Pod, PodGroup
 from .core.model.parsing import parse_coscheduling_pod_group, parse_node, parse_pod, parse_pod_group
 from .core.plugins.default_binder import DefaultBinder
@@ -511,7 +512,7 @@ class Cluster:
     def pod(self, name: str, namespace: str = "default") -> dict[str, Any]:
         """The pod's body as the API server now holds it: bound (``spec.nodeName``), with what the PreBind
         and Bind plugins wrote. KeyError when there is no such pod."""
-        answer = self._simulation.api.answer("GET", f"/api/v1/namespaces/{namespace}/pods/{name}")
+        answer = self._simulation.api.answer("GET", paths.pod(namespace, name))
         if not answer.ok:
             raise KeyError(f"{namespace}/{name}: {answer.detail()}")
         body: dict[str, Any] = answer.body

@@ -1,5 +1,5 @@
-"""``edge/paths.py`` builds the API server's paths as it serves them, and ``kube/`` and the edge build none
-of their own (a string literal beginning with ``/api`` in their code, f-strings included)."""
+"""``core/model/paths.py`` builds the API server's paths as it serves them, and no other module of the package
+builds one of its own (a string literal beginning with ``/api`` in its code, f-strings included)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kopf_scheduler.edge import paths
+from kopf_scheduler.core.model import paths
 
 PACKAGE = Path(__file__).resolve().parents[2] / "operator" / "kopf_scheduler"
 #: literals that look like the API server's paths and are another server's
@@ -65,12 +65,11 @@ def _raw_paths(module: Path) -> list[str]:
     ]
 
 
-@pytest.mark.parametrize("folder", ["kube", "edge"])
-def test_no_path_is_written_by_hand(folder: str) -> None:
+def test_no_path_is_written_by_hand() -> None:
     raw = [
         found
-        for module in sorted((PACKAGE / folder).glob("*.py"))
-        if module.name != "paths.py"
+        for module in sorted(PACKAGE.rglob("*.py"))
+        if module != PACKAGE / "core" / "model" / "paths.py"
         for found in _raw_paths(module)
     ]
-    assert not raw, "build these with kopf_scheduler.edge.paths:\n" + "\n".join(raw)
+    assert not raw, "build these with kopf_scheduler.core.model.paths:\n" + "\n".join(raw)

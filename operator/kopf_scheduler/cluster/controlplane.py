@@ -60,6 +60,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from ..core.model import paths
 from . import certs
 from .build import ensure_binaries
 
@@ -413,18 +414,18 @@ class ControlPlane:
         """The folders the controller manager's hostPath provisioner made for this cluster's volumes (it makes
         them under /tmp/hostpath_pv on this machine; they outlive the cluster unless removed)."""
         try:
-            listing = self.request("GET", "/api/v1/persistentvolumes", timeout=5)
+            listing = self.request("GET", paths.collection("v1", "persistentvolumes"), timeout=5)
         except (OSError, ValueError, ControlPlaneError):
             return []
-        paths = []
+        folders = []
         for pv in listing.get("items", []) if isinstance(listing, dict) else ():
             annotations = pv["metadata"].get("annotations") or {}
             path = ((pv.get("spec") or {}).get("hostPath") or {}).get("path", "")
             if annotations.get("pv.kubernetes.io/provisioned-by") == "kubernetes.io/host-path" and path.startswith(
                 HOSTPATH_PROVISIONER_ROOT + "/"
             ):
-                paths.append(Path(path))
-        return paths
+                folders.append(Path(path))
+        return folders
 
     def stop_process(self, name: str, timeout: float = 15.0) -> None:
         """Stop one recorded process, e.g. a kube-scheduler started by :meth:`start_kube_scheduler`."""
@@ -642,7 +643,7 @@ class ControlPlane:
             name,
             popen,
             log,
-            lambda: self._exists("/api/v1/namespaces/default/serviceaccounts/default"),
+            lambda: self._exists(paths.item("v1", "serviceaccounts", "default", namespace="default")),
             self.ready_timeout,
         )
 
@@ -744,7 +745,7 @@ class ControlPlane:
         Creates the ServiceAccount if missing (the namespace must exist) and
         gets the token from the TokenRequest API, as a kubelet would.
         """
-        sa_path = f"/api/v1/namespaces/{namespace}/serviceaccounts"
+        sa_path = paths.collection("v1", "serviceaccounts", namespace=namespace)
         try:
             self.request("POST", sa_path, {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name}})
         except urllib.error.HTTPError as exc:

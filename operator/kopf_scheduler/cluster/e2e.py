@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from ..core.model import paths
 from .build import BuildError, controlplane_dir, ensure_binaries, run_build_script
 from .controlplane import FEATURE_GATES, LOOPBACK, ControlPlane, ControlPlaneError, free_port
 from .kwok import Kwok, create_simulated_nodes, ensure_kwok
@@ -121,6 +122,7 @@ CI: Final = Selection(
 ENV_E2E_DIR: Final = "KOPF_SCHEDULER_E2E_DIR"
 _SCHEDULER_NAME: Final = "default-scheduler"
 _POLICY_CRD: Final = "schedulingpolicies.scheduling.kopf.dev"
+_POLICY_API: Final = "scheduling.kopf.dev/v1alpha1"
 
 
 @dataclass(frozen=True)
@@ -235,7 +237,7 @@ class _KopfScheduler:
             "metadata": {"name": _SCHEDULER_NAME},
             "spec": {"schedulerName": _SCHEDULER_NAME},
         }
-        self.cp.request("POST", "/apis/scheduling.kopf.dev/v1alpha1/schedulingpolicies", policy)
+        self.cp.request("POST", paths.collection(_POLICY_API, "schedulingpolicies"), policy)
         kubeconfig = self.cp.service_account_kubeconfig("kopf-scheduler", "kopf-scheduler", expiration_seconds=86400)
         port = free_port()
         argv = [
@@ -273,7 +275,7 @@ class _KopfScheduler:
         _wait(f"SchedulingPolicy {_SCHEDULER_NAME} accepted (log {self.log})", self._accepted, 60, self.proc)
 
     def _accepted(self) -> bool:
-        obj: Any = self.cp.request("GET", f"/apis/scheduling.kopf.dev/v1alpha1/schedulingpolicies/{_SCHEDULER_NAME}")
+        obj: Any = self.cp.request("GET", paths.item(_POLICY_API, "schedulingpolicies", _SCHEDULER_NAME))
         conditions = (obj.get("status") or {}).get("conditions") or ()
         return any(c.get("type") == "Accepted" and c.get("status") == "True" for c in conditions)
 
@@ -313,10 +315,10 @@ def _system_daemonset(name: str) -> dict[str, Any]:
 def start_system_daemonsets(cp: ControlPlane, nodes: int, timeout: float = 60.0) -> None:
     """Create :data:`SYSTEM_DAEMONSETS` and wait until each runs a pod on each of the `nodes` nodes."""
     for name in SYSTEM_DAEMONSETS:
-        cp.request("POST", "/apis/apps/v1/namespaces/kube-system/daemonsets", _system_daemonset(name))
+        cp.request("POST", paths.collection("apps/v1", "daemonsets", namespace="kube-system"), _system_daemonset(name))
 
     def running() -> bool:
-        pods: Any = cp.request("GET", "/api/v1/namespaces/kube-system/pods")
+        pods: Any = cp.request("GET", paths.collection("v1", "pods", namespace="kube-system"))
         phases = [(p.get("status") or {}).get("phase") for p in pods.get("items", [])]
         return phases.count("Running") >= nodes * len(SYSTEM_DAEMONSETS)
 

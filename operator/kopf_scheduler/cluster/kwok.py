@@ -32,6 +32,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from ..core.model import paths
 from . import certs
 from .bodies import NodeBody, fake_node_ip, node_body
 from .build import BuildError, controlplane_dir, run_build_script
@@ -241,7 +242,7 @@ def create_simulated_nodes(
         body = node_body(name).hostname().zone(zones[i % len(zones)]).platform()
         body.capacity(cpu=cpu, memory=memory, pods="110", ephemeral_storage="100Gi").address(fake_node_ip(i))
         try:
-            cp.request("POST", "/api/v1/nodes", kwok_node(body).obj())
+            cp.request("POST", paths.collection("v1", "nodes"), kwok_node(body).obj())
             created += 1
         except urllib.error.HTTPError as exc:
             if exc.code != 409:  # 409: it exists already
@@ -391,7 +392,7 @@ class Kwok:
         version = ""
         while True:
             if not version:  # first, or the watch's resourceVersion expired (410 Gone): list
-                listing: Any = self.cp.request("GET", "/api/v1/nodes", timeout=60)
+                listing: Any = self.cp.request("GET", paths.collection("v1", "nodes"), timeout=60)
                 ready = {n["metadata"]["name"] for n in listing["items"] if _ready(n)} & wanted
                 version = listing["metadata"]["resourceVersion"]
             if ready >= wanted:
@@ -407,7 +408,7 @@ class Kwok:
             query = urllib.parse.urlencode(
                 {"watch": "1", "resourceVersion": version, "timeoutSeconds": str(max(1, min(5, int(remaining))))}
             )
-            request = urllib.request.Request(f"{self.cp.server}/api/v1/nodes?{query}")
+            request = urllib.request.Request(f"{self.cp.server}{paths.collection('v1', 'nodes')}?{query}")
             with urllib.request.urlopen(request, timeout=30, context=self.cp._ssl_context()) as stream:
                 for line in stream:
                     event = json.loads(line)

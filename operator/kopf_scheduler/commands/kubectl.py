@@ -48,6 +48,7 @@ from typing import Any, Final, NoReturn
 
 import yaml
 
+from ..core.model import paths
 from ..core.scheduling.explanation import from_json, render
 from ..edge.blocking import BlockingApi
 from ..edge.credentials import Credentials, CredentialsError, load_credentials
@@ -106,14 +107,14 @@ def _detail(body: Any) -> str:
 
 def leader_pod(client: BlockingApi, *, namespace: str, lease: str) -> str:
     """The name of the pod that leads (or the only operator pod when there is no Lease)."""
-    status, record = _get(client, f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{lease}")
+    status, record = _get(client, paths.item("coordination.k8s.io/v1", "leases", lease, namespace=namespace))
     if status not in (200, 404):
         raise PluginError(f"cannot read Lease {namespace}/{lease}: HTTP {status} {_detail(record)}")
     holder = str(((record.get("spec") or {}) if status == 200 else {}).get("holderIdentity") or "")
     if holder:
         return holder.rpartition("_")[0] or holder
     selector = urllib.parse.quote(LEADER_LABEL)
-    status, pods = _get(client, f"/api/v1/namespaces/{namespace}/pods?labelSelector={selector}")
+    status, pods = _get(client, paths.collection("v1", "pods", namespace=namespace) + f"?labelSelector={selector}")
     if status != 200:
         raise PluginError(f"cannot list the operator's pods in {namespace}: HTTP {status} {_detail(pods)}")
     running = [
@@ -140,7 +141,7 @@ def _token(client: BlockingApi, *, namespace: str, account: str) -> str:
         "kind": "TokenRequest",
         "spec": {"audiences": [DELEGATED_AUDIENCE], "expirationSeconds": TOKEN_SECONDS},
     }
-    response = client.post(f"/api/v1/namespaces/{namespace}/serviceaccounts/{account}/token", body)
+    response = client.post(paths.item("v1", "serviceaccounts", account, namespace=namespace, subresource="token"), body)
     if response.status == 0:
         raise PluginError(f"cannot reach the API server: {response.detail()}")
     if not response.ok or not isinstance(response.body, dict):
@@ -166,9 +167,7 @@ def _attempt_through_proxy(args: argparse.Namespace, client: BlockingApi, pod: T
     headers = None
     if args.scheme == "https":
         headers = {DELEGATED_HEADER: f"Bearer {_token(client, namespace=namespace, account=args.explain_account)}"}
-    path = f"/api/v1/namespaces/{namespace}/pods/{args.scheme}:{leader}:{args.port}/proxy" + attempt_path(
-        pod.namespace, pod.name
-    )
+    path = paths.pod(namespace, f"{args.scheme}:{leader}:{args.port}", "proxy") + attempt_path(pod.namespace, pod.name)
     status, data = _get(client, path, headers)
     where = f"{namespace}/{leader}:{args.port}"
     if not 200 <= status < 300:
@@ -219,7 +218,7 @@ def _dump(data: Any, output: str) -> None:
 
 
 def policies(args: argparse.Namespace, client: BlockingApi, credentials: Credentials) -> int:
-    status, found = _get(client, "/apis/scheduling.kopf.dev/v1alpha1/schedulingpolicies")
+    status, found = _get(client, paths.collection("scheduling.kopf.dev/v1alpha1", "schedulingpolicies"))
     if status != 200:
         raise PluginError(f"cannot list SchedulingPolicies: HTTP {status} {_detail(found)}")
     items = sorted(found.get("items") or (), key=lambda i: i["metadata"]["name"])
@@ -429,9 +428,9 @@ def complete(argv: Sequence[str] | None = None) -> int:
                 state["client"] = BlockingApi(credentials, timeout=COMPLETION_TIMEOUT)
             client: BlockingApi = state["client"]
             path = {
-                "namespaces": "/api/v1/namespaces",
-                "pods": f"/api/v1/namespaces/{namespace or state['namespace']}/pods",
-                "policies": "/apis/scheduling.kopf.dev/v1alpha1/schedulingpolicies",
+                "namespaces": paths.collection("v1", "namespaces"),
+                "pods": paths.collection("v1", "pods", namespace=namespace or state["namespace"]),
+                "policies": paths.collection("scheduling.kopf.dev/v1alpha1", "schedulingpolicies"),
             }[kind]
             response = client.get(path)
         except (CredentialsError, OSError, ValueError):

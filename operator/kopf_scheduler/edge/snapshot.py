@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlencode
 
-from . import paths
+from ..core.model import paths
 
 if TYPE_CHECKING:
     from .blocking import BlockingApi

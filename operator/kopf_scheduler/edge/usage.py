@@ -30,8 +30,8 @@ from typing import Any, Final
 from urllib.parse import urlencode, urlsplit
 
 from ..core.framework.usage import METRICS_API, MetricsSource, NodeUsage, UsageError, UsageSnapshot, parse_node_metrics
+from ..core.model import paths
 from ..core.state.cache import SchedulerCache
-from . import paths
 from .client import Api
 from .transport import Pool
 

@@ -45,13 +45,13 @@ from ..core.framework.recording import ConditionMemo, RepeatLimiter
 from ..core.framework.snapshot import Snapshot
 from ..core.framework.usage import MetricsSource
 from ..core.framework.waiting import WaitingPods
+from ..core.model import paths
 from ..core.scheduling import explanation, routing
 from ..core.scheduling.algorithm import GenericScheduler
 from ..core.scheduling.attempts import AttemptLog
 from ..core.scheduling.cycle import Parked
 from ..core.state.cache import SchedulerCache
 from ..core.state.queueing import SchedulingQueue
-from ..edge import paths
 from ..edge.client import Api
 from ..edge.extenders import HTTPExtender, setup_problems
 from ..edge.informer import Informer

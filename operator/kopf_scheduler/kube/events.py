@@ -42,9 +42,9 @@ from datetime import UTC, datetime
 from typing import Any, Final
 from urllib.parse import quote
 
+from ..core.model import paths
 from ..core.model.objects import Pod
 from ..core.toolkit.preemption import IN_MEMORY
-from ..edge import paths
 from . import bodies
 from .app import App
 from .bodies import Preemptor

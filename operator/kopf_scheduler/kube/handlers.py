@@ -40,10 +40,10 @@ from typing import Any, Final
 
 import kopf
 
+from ..core.model import paths
 from ..core.model.objects import Pod
 from ..core.scheduling import routing
 from ..core.scheduling.dra_routing import route_dra_object, route_dra_relisted
-from ..edge import paths
 from ..edge.client import WATCH_IDLE_TIMEOUT, Api
 from ..edge.credentials import load_credentials
 from ..edge.informer import Feed, Informer

@@ -39,8 +39,8 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Final, Protocol
 
+from ..core.model import paths
 from ..core.model.timestamps import parse_time
-from ..edge import paths
 from ..edge.client import Api, Response
 from . import bodies
 

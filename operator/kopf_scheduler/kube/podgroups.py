@@ -17,10 +17,10 @@ import logging
 from datetime import UTC, datetime
 from typing import Any
 
+from ..core.model import paths
 from ..core.model.objects import WORKLOAD_API, PodGroup
 from ..core.state.cache import PodState
 from ..core.toolkit import gangs
-from ..edge import paths
 from . import bodies
 from .app import App
 

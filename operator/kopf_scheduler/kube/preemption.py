@@ -45,11 +45,11 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from ..core.model import paths
 from ..core.model.objects import Pod, PodGroup
 from ..core.plugins.default_preemption import DefaultPreemption
 from ..core.scheduling import routing
 from ..core.toolkit.preemption import PREEMPTED
-from ..edge import paths
 from ..edge.client import Response
 from . import bodies, events
 from .app import App

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from ..edge import paths
+from ..core.model import paths
 from ..edge.client import Api
 from ..telemetry.access import AccessPolicy, Gate
 from ..telemetry.health import AttemptLookup, HealthServer, ReadyCheck, start_health_server

@@ -74,6 +74,7 @@ from ..core.framework.basics import CycleState, QueuedPodInfo, Status
 from ..core.framework.nodeinfo import NodeInfo
 from ..core.framework.snapshot import Snapshot
 from ..core.framework.waiting import WaitingPods
+from ..core.model import paths
 from ..core.model.objects import WORKLOAD_API, Node, Pod
 from ..core.plugins.default_preemption import DefaultPreemption
 from ..core.scheduling import routing
@@ -632,7 +633,7 @@ class Simulation:
 
     def _patch_nomination(self, pod: Pod, node: str) -> None:
         """A pods/status write of ``nominatedNodeName`` ("" clears it) to the in-memory API server only."""
-        self.api.answer("PATCH", f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/status",
+        self.api.answer("PATCH", paths.pod(pod.namespace, pod.name, "status"),
                         {"status": {"nominatedNodeName": node or None}})  # fmt: skip
 
     def _write_nomination(self, pod: Pod, node: str) -> None:

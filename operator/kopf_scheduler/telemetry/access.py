@@ -55,6 +55,8 @@ from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Generic, TypeVar
 
+from ..core.model import paths
+
 __all__ = [
     "ACCESS_REVIEWS",
     "CACHE_SIZE",
@@ -82,8 +84,8 @@ __all__ = [
     "token_review_user",
 ]
 
-TOKEN_REVIEWS: Final = "/apis/authentication.k8s.io/v1/tokenreviews"
-ACCESS_REVIEWS: Final = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
+TOKEN_REVIEWS: Final = paths.collection("authentication.k8s.io/v1", "tokenreviews")
+ACCESS_REVIEWS: Final = paths.collection("authorization.k8s.io/v1", "subjectaccessreviews")
 #: the header the kubectl plugin's audience-bound token comes in (see the module docstring)
 DELEGATED_HEADER: Final = "Kopf-Scheduler-Authorization"
 DELEGATED_AUDIENCE: Final = "kopf-scheduler"

@@ -13,19 +13,19 @@ than the rest of the exchange.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any
 
 from ..framework import basics
 from ..framework.basics import CycleState, Status
 from ..framework.interface import ApiClient, BindPlugin
+from ..model import paths
 from ..model.objects import Pod
 
 #: the Binding subresource of a pod, as the API server serves it
-BINDING_PATH: Final = "/api/v1/namespaces/{namespace}/pods/{name}/binding"
 
 
 def binding_path(pod: Pod) -> str:
-    return BINDING_PATH.format(namespace=pod.namespace, name=pod.name)
+    return paths.pod(pod.namespace, pod.name, "binding")
 
 
 def binding_body(pod: Pod, node_name: str, *, annotations: dict[str, str] | None = None) -> dict[str, Any]:

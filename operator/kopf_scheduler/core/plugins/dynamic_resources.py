@@ -114,6 +114,7 @@ from ..framework.interface import (
 )
 from ..framework.nodeinfo import NodeInfo
 from ..framework.usage import SCORE_NOTES
+from ..model import paths
 from ..model.objects import NodeSelectorTerm, Pod
 from ..model.specs import parse_duration
 
@@ -139,7 +140,7 @@ FILTER_TIMEOUT_DEFAULT: Final = 10.0
 BINDING_TIMEOUT_DEFAULT: Final = 600.0
 #: upstream ``fwk.ErrNotFound``: PostFilter for a pod whose PreFilter never ran
 ERR_STATE_NOT_FOUND: Final = "not found"
-RESOURCE_API: Final = "/apis/resource.k8s.io/v1"
+RESOURCE_API: Final = "resource.k8s.io/v1"
 #: the binding cycle may put the bind time (RFC 3339) here; PreBind writes it as ``allocationTimestamp``
 BIND_TIME: Final = StateKey[str]("DynamicResources/bind-time")
 #: retry.DefaultRetry's steps
@@ -374,8 +375,9 @@ def compute_score(claims: Sequence[ResourceClaim], allocations: Sequence[Allocat
 
 
 def claim_path(claim: ResourceClaim, *, status: bool = False) -> str:
-    base = f"{RESOURCE_API}/namespaces/{claim.namespace}/resourceclaims/{claim.name}"
-    return base + "/status" if status else base
+    return paths.item(
+        RESOURCE_API, "resourceclaims", claim.name, namespace=claim.namespace, subresource="status" if status else ""
+    )
 
 
 def _body_of(claim: ResourceClaim) -> dict[str, Any]:
@@ -457,7 +459,7 @@ def delete_write(claim: ResourceClaim) -> ApiWrite:
 
 
 def claims_path(namespace: str) -> str:
-    return f"{RESOURCE_API}/namespaces/{namespace}/resourceclaims"
+    return paths.collection(RESOURCE_API, "resourceclaims", namespace=namespace)
 
 
 def create_body(claim: ResourceClaim) -> dict[str, Any]:
@@ -962,7 +964,7 @@ async def write_extended_status(
     mappings = found[1] if found is not None else ()
     if not mappings:
         return f"nil or empty request mappings, no update of pod {pod.namespace}/{pod.name} ExtendedResourceClaimStatus"
-    path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/status"
+    path = paths.pod(pod.namespace, pod.name, "status")
     answer = await client.request(
         "PATCH", path, extended_status_body(claim_name, mappings), content_type="application/strategic-merge-patch+json"
     )

@@ -2,11 +2,10 @@
 for the others (upstream ``k8s.io/client-go/rest``'s ``Request.URL``: prefix, namespace, resource, name,
 subresource). Pure string building; queries are the caller's.
 
-The operator (``kube/``) and the edge's own lists (``snapshot.py``, ``usage.py``) ask for every path through
-here (``tests/unit/test_paths.py`` checks that they write none themselves). The core's plugins build the
-paths of their own writes (``core/plugins/default_binder.py``, ``core/plugins/dynamic_resources.py``), as the
-core imports nothing of the edge; telemetry (its reviews) and the commands keep theirs for the same reason
-(they stand apart from the edge) or have not moved yet (``commands/kubectl.py``).
+It lives in the core's bottom room so that everything can use it: the plugins' own writes (DefaultBinder's
+pods/binding, DynamicResources' claims and pod status), the operator (``kube/``), the edge's lists,
+telemetry's reviews, the commands and the local control plane. ``tests/unit/test_paths.py`` checks that no
+other module of the package writes an API path by hand.
 """
 
 from __future__ import annotations
