@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "operator"))
 
 from kopf_scheduler.cluster import bodies
-from kopf_scheduler.core.algorithm import GenericScheduler
+from kopf_scheduler.core.algorithm import GenericScheduler, Turn
 from kopf_scheduler.core.cache import SchedulerCache
 from kopf_scheduler.core.parsing import parse_node, parse_pod
 from kopf_scheduler.core.policy import validate_policy
@@ -50,7 +50,7 @@ def run(nodes: int, pods: int, *, batching: bool) -> tuple[float, int]:
     started = time.perf_counter()
     for cycle, pod in enumerate(replicas, 1):
         cache.update_snapshot(snapshot)
-        result = scheduler.schedule(pod, snapshot, rng=rng, cycle=cycle if batching else None, now=0.0)
+        result = scheduler.schedule(pod, snapshot, rng=rng, turn=Turn(cycle=cycle if batching else None))
         assert result.node is not None, result.message
         cache.assume(pod, result.node)
     return pods / (time.perf_counter() - started), scheduler.batch.batched

@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "operator"))
 
 from kopf_scheduler.cluster import bodies
 from kopf_scheduler.core.cache import SchedulerCache
-from kopf_scheduler.core.cycle import Bind, schedule_one
+from kopf_scheduler.core.cycle import Bind, CycleContext, schedule_one
 from kopf_scheduler.core.parsing import parse_node, parse_pod
 from kopf_scheduler.core.policy import default_profile, validate_policy
 from kopf_scheduler.core.profile import Profile
@@ -103,9 +103,7 @@ def run_cycles(cache: SchedulerCache, scheduler: Any, pods: int) -> float:
         queue.add(parse_pod(body), 0.0)
         info = queue.pop(0.0)
         assert info is not None
-        outcome = schedule_one(
-            info, snapshot, scheduler, cache=cache, queue=queue, waiting=WaitingPods(), rng=rng, now=0.0
-        )
+        outcome = schedule_one(info, snapshot, CycleContext(scheduler, cache, queue, WaitingPods(), rng, 0.0))
         placed = getattr(outcome, "pod", None)
         if placed is not None:
             cache.add_pod(placed)
@@ -133,9 +131,7 @@ def part_cycle(nodes: int, pods: int, rounds: int) -> None:
         queue.add(next(waiting), 0.0)
         info = queue.pop(0.0)
         assert info is not None
-        outcome = schedule_one(
-            info, snapshot, scheduler, cache=cache, queue=queue, waiting=WaitingPods(), rng=rng, now=0.0
-        )
+        outcome = schedule_one(info, snapshot, CycleContext(scheduler, cache, queue, WaitingPods(), rng, 0.0))
         assert isinstance(outcome, Bind)
         cache.forget(outcome.pod)
         queue.done(outcome.pod)

@@ -12,7 +12,7 @@ import pytest
 from builders import make_node, make_pod
 
 from kopf_scheduler.core import batching
-from kopf_scheduler.core.algorithm import GenericScheduler, ScheduleResult
+from kopf_scheduler.core.algorithm import GenericScheduler, ScheduleResult, Turn
 from kopf_scheduler.core.cache import SchedulerCache
 from kopf_scheduler.core.explanation import render
 from kopf_scheduler.core.objects import Pod
@@ -65,7 +65,7 @@ class Cluster:
 
     def schedule(self, pod: Pod, *, cycle: int, now: float = 0.0, assume: bool = True) -> ScheduleResult:
         self.cache.update_snapshot(self.snapshot)
-        result = self.scheduler.schedule(pod, self.snapshot, rng=self.rng, cycle=cycle, now=now)
+        result = self.scheduler.schedule(pod, self.snapshot, rng=self.rng, turn=Turn(cycle=cycle, now=now))
         if assume and result.node is not None:
             self.cache.assume(pod, result.node)
         return result

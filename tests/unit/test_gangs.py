@@ -13,7 +13,16 @@ from builders import make_coscheduling_group, make_node, make_pod, make_pod_grou
 from kopf_scheduler.core import routing
 from kopf_scheduler.core.algorithm import GenericScheduler
 from kopf_scheduler.core.cache import SchedulerCache
-from kopf_scheduler.core.cycle import Bind, Group, Parked, Unschedulable, Wait, schedule_one, settle_waiting
+from kopf_scheduler.core.cycle import (
+    Bind,
+    CycleContext,
+    Group,
+    Parked,
+    Unschedulable,
+    Wait,
+    schedule_one,
+    settle_waiting,
+)
 from kopf_scheduler.core.framework import Code, CycleState
 from kopf_scheduler.core.gangs import pod_group_status
 from kopf_scheduler.core.objects import Pod, PodGroup
@@ -60,16 +69,8 @@ class Cluster:
     def attempt(self, now: float = T0) -> object:
         info = self.queue.pop(now)
         assert info is not None
-        return schedule_one(
-            info,
-            self.snapshot,
-            self.scheduler,
-            cache=self.cache,
-            queue=self.queue,
-            rng=random.Random(1),
-            now=now,
-            waiting=self.waiting,
-        )
+        ctx = CycleContext(self.scheduler, self.cache, self.queue, self.waiting, random.Random(1), now)
+        return schedule_one(info, self.snapshot, ctx)
 
     def assumed(self) -> int:
         return self.cache.assumed_count()

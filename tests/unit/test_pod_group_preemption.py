@@ -21,7 +21,7 @@ from builders import make_coscheduling_group, make_node, make_pod, make_pod_grou
 from kopf_scheduler.core import framework, routing
 from kopf_scheduler.core.algorithm import GenericScheduler
 from kopf_scheduler.core.cache import SchedulerCache
-from kopf_scheduler.core.cycle import Bind, Error, Group, Parked, Unschedulable, schedule_one
+from kopf_scheduler.core.cycle import Bind, CycleContext, Error, Group, Parked, Unschedulable, schedule_one
 from kopf_scheduler.core.explanation import explanation_of
 from kopf_scheduler.core.framework import Code, CycleState, FilterPlugin, PreFilterExtensions, Status
 from kopf_scheduler.core.nodeinfo import NodeInfo
@@ -98,16 +98,8 @@ class Cluster:
     def attempt(self, now: float = T0) -> Any:
         info = self.queue.pop(now)
         assert info is not None, "nothing to pop"
-        return schedule_one(
-            info,
-            self.snapshot,
-            self.scheduler,
-            cache=self.cache,
-            queue=self.queue,
-            rng=random.Random(1),
-            now=now,
-            waiting=self.waiting,
-        )
+        ctx = CycleContext(self.scheduler, self.cache, self.queue, self.waiting, random.Random(1), now)
+        return schedule_one(info, self.snapshot, ctx)
 
 
 def victim(name: str, node: str, *, group: str = "", priority: int = LOW, started: int = 0, **labels: str) -> Pod:

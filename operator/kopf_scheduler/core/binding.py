@@ -42,7 +42,15 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from .cache import SchedulerCache
-from .cycle import BindingPlan, Parked, binding_failed, binding_succeeded, run_bind_plugins, run_pre_bind_plugins
+from .cycle import (
+    BindingPlan,
+    CacheHandle,
+    Parked,
+    binding_failed,
+    binding_succeeded,
+    run_bind_plugins,
+    run_pre_bind_plugins,
+)
 from .extenders import Extender, ExtenderBinding
 from .framework import ApiClient, CycleState, Status
 from .objects import Pod
@@ -206,9 +214,8 @@ def conclude_binding(
     binding_failed(
         cycle.info,
         pod,
-        cache=cache,
+        handle=CacheHandle(cache, waiting),
         queue=cycle.queue,
-        waiting=waiting,
         now=now,
         profile=cycle.profile,
         state=cycle.state,
