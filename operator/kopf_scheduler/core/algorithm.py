@@ -341,11 +341,10 @@ class GenericScheduler:
 
         signature: Signature | None = None
         hint = ""
-        cycle = turn.cycle if turn is not None else None
+        cycle, now = (turn.cycle, turn.now) if turn is not None else (None, 0.0)
         if cycle is not None:  # upstream asks for a hint even for a nominated pod (which then gets none)
-            assert turn is not None
             signature = self.sign(pod, snapshot)
-            hint = self._hint(search, signature, rng, cycle=cycle, now=turn.now)
+            hint = self._hint(search, signature, rng, cycle=cycle, now=now)
         feasible: list[int] | None = None
         skipped: list[str] = []
         if (pod.nominated_node_name or hint) and not self.exhaustive:
@@ -387,8 +386,7 @@ class GenericScheduler:
         if len(feasible) == 1 and not explain and not self.exhaustive:
             name = snapshot.node_infos[feasible[0]].name
             if cycle is not None:
-                assert turn is not None
-                self.batch.store(signature, hint, name, None, 0, cycle, turn.now)
+                self.batch.store(signature, hint, name, None, 0, cycle, now)
             return ScheduleResult(
                 name,
                 diagnosis,
@@ -408,9 +406,8 @@ class GenericScheduler:
         chosen = select_host(totals, rng)
         name = snapshot.node_infos[feasible[chosen]].name
         if cycle is not None:
-            assert turn is not None
             others = functools.partial(_ranking_without, snapshot, index, totals, parts, chosen)
-            self.batch.store(signature, hint, name, others, len(index) - 1, cycle, turn.now)
+            self.batch.store(signature, hint, name, others, len(index) - 1, cycle, now)
         return ScheduleResult(
             name,
             diagnosis,
