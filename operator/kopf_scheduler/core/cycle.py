@@ -64,7 +64,8 @@ executors; a failure anywhere is ``binding_failed``: unreserve, forget, back off
 
 ``next_wait`` says how long the loop may sleep before it pops again (a waiting pod's deadline
 counts). Time (``now``, any monotonic origin) and randomness (``rng``, for the tie-break) are
-arguments.
+arguments: the executor's ``CycleContext`` carries them, with the scheduler, cache, queue and waiting
+pods a cycle works with.
 """
 
 from __future__ import annotations
@@ -802,10 +803,9 @@ def schedule_pod_group(
     remaining = len(members)
     verdict = gangs.placement_feasible(group.min_count, scheduled, remaining)
     tried: list[_Tried] = []
+    turn = Turn(queue.nominator, cycle, now)  # one cycle for the whole pod group, as upstream counts it
     for member in members if verdict.code is not Code.UNSCHEDULABLE else ():
         cache.update_snapshot(snapshot)
-        # one cycle for the whole pod group, as upstream counts it
-        turn = Turn(queue.nominator, cycle, now)
         decided = decide(member, snapshot, ctx, turn=turn, explain=explain, post_filter=False)
         t = _Tried(member, decided)
         tried.append(t)
