@@ -27,7 +27,7 @@ from kopf_scheduler.core.config.policy import validate_policy
 from kopf_scheduler.core.config.profile import Profile
 from kopf_scheduler.core.framework.snapshot import Snapshot
 from kopf_scheduler.core.model.parsing import parse_node, parse_pod
-from kopf_scheduler.core.scheduling.algorithm import GenericScheduler
+from kopf_scheduler.core.scheduling.algorithm import GenericScheduler, Turn
 from kopf_scheduler.core.state.cache import SchedulerCache
 
 SPEC = {"schedulerName": "s", "pluginConfig": [{"name": "PodTopologySpread", "args": {"defaultingType": "List"}}]}
@@ -51,7 +51,7 @@ def run(nodes: int, pods: int, *, batching: bool) -> tuple[float, int]:
     started = time.perf_counter()
     for cycle, pod in enumerate(replicas, 1):
         cache.update_snapshot(snapshot)
-        result = scheduler.schedule(pod, snapshot, rng=rng, cycle=cycle if batching else None, now=0.0)
+        result = scheduler.schedule(pod, snapshot, rng=rng, turn=Turn(cycle=cycle if batching else None))
         assert result.node is not None, result.message
         cache.assume(pod, result.node)
     return pods / (time.perf_counter() - started), scheduler.batch.batched

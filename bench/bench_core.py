@@ -43,7 +43,7 @@ from kopf_scheduler.core.model.objects import Pod
 from kopf_scheduler.core.model.parsing import parse_node, parse_pod
 from kopf_scheduler.core.scheduling.algorithm import GenericScheduler
 from kopf_scheduler.core.scheduling.attempts import AttemptLog
-from kopf_scheduler.core.scheduling.cycle import Bind, Parked, binding_succeeded, schedule_one
+from kopf_scheduler.core.scheduling.cycle import Bind, CycleContext, Parked, binding_succeeded, schedule_one
 from kopf_scheduler.core.state.cache import SchedulerCache
 from kopf_scheduler.core.state.queueing import SchedulingQueue
 from kopf_scheduler.sim.simulator import Simulation
@@ -82,7 +82,7 @@ def run_loop_path(cache: SchedulerCache, pending: list[Pod], seed: int, log: Att
         queue.add(pod, now)
     scheduled = 0
     while (info := queue.pop(now)) is not None:
-        outcome = schedule_one(info, snapshot, scheduler, cache=cache, queue=queue, waiting=parked, rng=rng, now=now)
+        outcome = schedule_one(info, snapshot, CycleContext(scheduler, cache, queue, parked, rng, now))
         if log is not None:
             log.record(info, outcome, scheduler_name=profile.scheduler_name, now=now)
         if isinstance(outcome, Bind):

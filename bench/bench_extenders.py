@@ -44,7 +44,7 @@ from kopf_scheduler.core.config.profile import Profile
 from kopf_scheduler.core.framework.snapshot import Snapshot
 from kopf_scheduler.core.framework.waiting import WaitingPods
 from kopf_scheduler.core.model.parsing import parse_node, parse_pod
-from kopf_scheduler.core.scheduling.cycle import Bind, schedule_one
+from kopf_scheduler.core.scheduling.cycle import Bind, CycleContext, schedule_one
 from kopf_scheduler.core.state.cache import SchedulerCache
 from kopf_scheduler.core.state.queueing import SchedulingQueue
 
@@ -103,9 +103,7 @@ def run_cycles(cache: SchedulerCache, scheduler: Any, pods: int) -> float:
         queue.add(parse_pod(body), 0.0)
         info = queue.pop(0.0)
         assert info is not None
-        outcome = schedule_one(
-            info, snapshot, scheduler, cache=cache, queue=queue, waiting=WaitingPods(), rng=rng, now=0.0
-        )
+        outcome = schedule_one(info, snapshot, CycleContext(scheduler, cache, queue, WaitingPods(), rng, 0.0))
         placed = getattr(outcome, "pod", None)
         if placed is not None:
             cache.add_pod(placed)
@@ -133,9 +131,7 @@ def part_cycle(nodes: int, pods: int, rounds: int) -> None:
         queue.add(next(waiting), 0.0)
         info = queue.pop(0.0)
         assert info is not None
-        outcome = schedule_one(
-            info, snapshot, scheduler, cache=cache, queue=queue, waiting=WaitingPods(), rng=rng, now=0.0
-        )
+        outcome = schedule_one(info, snapshot, CycleContext(scheduler, cache, queue, WaitingPods(), rng, 0.0))
         assert isinstance(outcome, Bind)
         cache.forget(outcome.pod)
         queue.done(outcome.pod)

@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "operator"))
 
 from kopf_scheduler.cluster import bodies
 from kopf_scheduler.core.config.policy import default_profile
+from kopf_scheduler.core.framework.basics import CycleState
 from kopf_scheduler.core.framework.instrumentation import PLUGIN_METRICS_SAMPLE_PERCENT
 from kopf_scheduler.core.framework.snapshot import Snapshot
 from kopf_scheduler.core.model.parsing import parse_node, parse_pod
@@ -55,16 +56,15 @@ def main(argv: list[str] | None = None) -> None:
 
     variants: dict[str, Callable[[random.Random], object]] = {
         "no recorder": lambda rng: scheduler.schedule(pod, snapshot, rng=rng),
-        "recorder, not sampled": lambda rng: scheduler.schedule(pod, snapshot, rng=rng, recorder=recorder),
+        "recorder, not sampled": lambda rng: scheduler.schedule(pod, snapshot, rng=rng, state=CycleState(recorder)),
         "recorder, every cycle sampled": lambda rng: scheduler.schedule(
-            pod, snapshot, rng=rng, recorder=recorder, sample_plugins=True
+            pod, snapshot, rng=rng, state=CycleState(recorder, sample_plugins=True)
         ),
         f"recorder, {PLUGIN_METRICS_SAMPLE_PERCENT}% sampled (the operator)": lambda rng: scheduler.schedule(
             pod,
             snapshot,
             rng=rng,
-            recorder=recorder,
-            sample_plugins=draw.random() * 100 < PLUGIN_METRICS_SAMPLE_PERCENT,
+            state=CycleState(recorder, sample_plugins=draw.random() * 100 < PLUGIN_METRICS_SAMPLE_PERCENT),
         ),
     }
     per_round = max(1, args.cycles // args.rounds)

@@ -15,7 +15,7 @@ from kopf_scheduler.core.config.policy import default_profile, validate_policy
 from kopf_scheduler.core.config.profile import Profile
 from kopf_scheduler.core.framework.snapshot import Snapshot
 from kopf_scheduler.core.model.objects import Pod
-from kopf_scheduler.core.scheduling.algorithm import GenericScheduler, ScheduleResult
+from kopf_scheduler.core.scheduling.algorithm import GenericScheduler, ScheduleResult, Turn
 from kopf_scheduler.core.scheduling.explanation import render
 from kopf_scheduler.core.state.cache import SchedulerCache
 from kopf_scheduler.core.state.queueing import CycleCounter, SchedulingQueue, first_ready
@@ -65,7 +65,7 @@ class Cluster:
 
     def schedule(self, pod: Pod, *, cycle: int, now: float = 0.0, assume: bool = True) -> ScheduleResult:
         self.cache.update_snapshot(self.snapshot)
-        result = self.scheduler.schedule(pod, self.snapshot, rng=self.rng, cycle=cycle, now=now)
+        result = self.scheduler.schedule(pod, self.snapshot, rng=self.rng, turn=Turn(cycle=cycle, now=now))
         if assume and result.node is not None:
             self.cache.assume(pod, result.node)
         return result

@@ -21,6 +21,8 @@ from kopf_scheduler.core.model.parsing import parse_service
 from kopf_scheduler.core.scheduling.algorithm import GenericScheduler
 from kopf_scheduler.core.scheduling.cycle import (
     Bind,
+    CacheHandle,
+    CycleContext,
     Error,
     Parked,
     Skip,
@@ -62,21 +64,15 @@ class Cycle:
         self.waiting: WaitingPods[Parked] = WaitingPods()
 
     def run(self, scheduler: Any = None) -> object:
-        return schedule_one(
-            self.info,
-            self.snapshot,
-            scheduler or default_scheduler(),
-            cache=self.cache,
-            queue=self.queue,
-            waiting=self.waiting,
-            rng=random.Random(7),
-            now=NOW,
-        )
+        return schedule_one(self.info, self.snapshot, self.context(scheduler or default_scheduler()))
+
+    def context(self, scheduler: Any) -> CycleContext:
+        return CycleContext(scheduler, self.cache, self.queue, self.waiting, random.Random(7), NOW)
 
     def failed(self, placed: Pod, now: float) -> bool:
         """``binding_failed`` for `placed`, bound by the default scheduler's profile."""
         return binding_failed(
-            self.info, placed, cache=self.cache, queue=self.queue, waiting=self.waiting, now=now,
+            self.info, placed, handle=CacheHandle(self.cache, self.waiting), queue=self.queue, now=now,
             profile=default_scheduler().profile, state=CycleState(),
         )  # fmt: skip
 
@@ -166,7 +162,7 @@ def test_an_algorithm_that_raises_is_an_error_carrying_the_exception() -> None:
     class Broken:
         profile = default_scheduler().profile
 
-        def schedule(self, pod: Pod, snapshot: Snapshot, *, rng: random.Random, nominator: object, **_: object) -> None:
+        def schedule(self, pod: Pod, snapshot: Snapshot, *, rng: random.Random, turn: object, **_: object) -> None:
             raise ZeroDivisionError("bug")
 
     pod = make_pod("web").obj()
@@ -357,17 +353,9 @@ def test_a_pod_bound_while_decide_ran_off_the_loop_is_skipped() -> None:
     pod = make_pod("web").req(cpu="1").obj()
     cycle = Cycle(pod, "n1")
     assert prepare(cycle.info, cycle.snapshot, cache=cycle.cache, queue=cycle.queue, private_objects=True) is None
-    decided = decide(cycle.info, cycle.snapshot, default_scheduler(), rng=random.Random(7))
+    decided = decide(cycle.info, cycle.snapshot, cycle.context(default_scheduler()))
     cycle.cache.add_pod(pod.with_node("n1"))  # meanwhile another scheduler bound it and the watch said so
-    outcome = conclude(
-        cycle.info,
-        decided,
-        cache=cycle.cache,
-        queue=cycle.queue,
-        waiting=cycle.waiting,
-        scheduler=default_scheduler(),
-        now=NOW,
-    )
+    outcome = conclude(cycle.info, decided, cycle.context(default_scheduler()))
     assert outcome == Skip("already bound (the watch confirmed it)")
     assert cycle.queue.where(pod) is None
 

@@ -14,7 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from kopf_scheduler.core.config.policy import validate_policy
 from kopf_scheduler.core.config.profile import Profile
-from kopf_scheduler.core.framework.basics import Code
+from kopf_scheduler.core.framework.basics import Code, CycleState
 from kopf_scheduler.core.framework.snapshot import Snapshot
 from kopf_scheduler.core.scheduling.algorithm import GenericScheduler
 from kopf_scheduler.edge.client import Api
@@ -56,7 +56,7 @@ def nodes(n: int) -> Snapshot:
 def schedule(recorder: FakeClock, *, sample: bool, cpu: str = "1", snapshot: Snapshot | None = None) -> Any:
     pod = make_pod("p").req(cpu=cpu).obj()
     return default_scheduler().schedule(
-        pod, snapshot or nodes(3), rng=random.Random(0), recorder=recorder, sample_plugins=sample
+        pod, snapshot or nodes(3), rng=random.Random(0), state=CycleState(recorder, sample_plugins=sample)
     )
 
 
@@ -92,7 +92,9 @@ def test_without_a_recorder_nothing_is_timed_and_the_choice_is_the_same() -> Non
     snapshot = nodes(5)
     pod = make_pod("p").req(cpu="1").obj()
     plain = default_scheduler().schedule(pod, snapshot, rng=random.Random(3))
-    timed = default_scheduler().schedule(pod, snapshot, rng=random.Random(3), recorder=FakeClock(), sample_plugins=True)
+    timed = default_scheduler().schedule(
+        pod, snapshot, rng=random.Random(3), state=CycleState(FakeClock(), sample_plugins=True)
+    )
     assert plain.node == timed.node
 
 
@@ -105,7 +107,10 @@ def test_the_recorder_feeds_upstream_families_with_upstream_label_values() -> No
     recorder = metrics.framework_recorder("kopf-scheduler")
     assert metrics.framework_recorder("kopf-scheduler") is recorder
     default_scheduler().schedule(
-        make_pod("p").req(cpu="64").obj(), nodes(2), rng=random.Random(0), recorder=recorder, sample_plugins=True
+        make_pod("p").req(cpu="64").obj(),
+        nodes(2),
+        rng=random.Random(0),
+        state=CycleState(recorder, sample_plugins=True),
     )
     sample = metrics.registry.get_sample_value
     assert sample(

@@ -20,7 +20,16 @@ from kopf_scheduler.core.plugins.coscheduling import Coscheduling
 from kopf_scheduler.core.plugins.gang_scheduling import GangScheduling
 from kopf_scheduler.core.scheduling import routing
 from kopf_scheduler.core.scheduling.algorithm import GenericScheduler
-from kopf_scheduler.core.scheduling.cycle import Bind, Group, Parked, Unschedulable, Wait, schedule_one, settle_waiting
+from kopf_scheduler.core.scheduling.cycle import (
+    Bind,
+    CycleContext,
+    Group,
+    Parked,
+    Unschedulable,
+    Wait,
+    schedule_one,
+    settle_waiting,
+)
 from kopf_scheduler.core.state.cache import SchedulerCache
 from kopf_scheduler.core.state.queueing import ACTIVE, BACKOFF, GATED, UNSCHEDULABLE, SchedulingQueue
 from kopf_scheduler.core.toolkit.gangs import pod_group_status
@@ -60,16 +69,8 @@ class Cluster:
     def attempt(self, now: float = T0) -> object:
         info = self.queue.pop(now)
         assert info is not None
-        return schedule_one(
-            info,
-            self.snapshot,
-            self.scheduler,
-            cache=self.cache,
-            queue=self.queue,
-            rng=random.Random(1),
-            now=now,
-            waiting=self.waiting,
-        )
+        ctx = CycleContext(self.scheduler, self.cache, self.queue, self.waiting, random.Random(1), now)
+        return schedule_one(info, self.snapshot, ctx)
 
     def assumed(self) -> int:
         return self.cache.assumed_count()

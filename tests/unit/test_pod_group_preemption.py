@@ -29,7 +29,7 @@ from kopf_scheduler.core.framework.waiting import WaitingPods
 from kopf_scheduler.core.model.objects import LabelSelector, Pod, PodDisruptionBudget, PodGroup
 from kopf_scheduler.core.scheduling import routing
 from kopf_scheduler.core.scheduling.algorithm import GenericScheduler
-from kopf_scheduler.core.scheduling.cycle import Bind, Error, Group, Parked, Unschedulable, schedule_one
+from kopf_scheduler.core.scheduling.cycle import Bind, CycleContext, Error, Group, Parked, Unschedulable, schedule_one
 from kopf_scheduler.core.scheduling.explanation import explanation_of
 from kopf_scheduler.core.state.cache import SchedulerCache
 from kopf_scheduler.core.state.queueing import UNSCHEDULABLE, SchedulingQueue
@@ -100,16 +100,8 @@ class Cluster:
     def attempt(self, now: float = T0) -> Any:
         info = self.queue.pop(now)
         assert info is not None, "nothing to pop"
-        return schedule_one(
-            info,
-            self.snapshot,
-            self.scheduler,
-            cache=self.cache,
-            queue=self.queue,
-            rng=random.Random(1),
-            now=now,
-            waiting=self.waiting,
-        )
+        ctx = CycleContext(self.scheduler, self.cache, self.queue, self.waiting, random.Random(1), now)
+        return schedule_one(info, self.snapshot, ctx)
 
 
 def victim(name: str, node: str, *, group: str = "", priority: int = LOW, started: int = 0, **labels: str) -> Pod:

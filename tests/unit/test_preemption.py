@@ -29,10 +29,11 @@ from kopf_scheduler.core.model.parsing import ObjectError, parse_pod, parse_pod_
 from kopf_scheduler.core.plugins.default_preemption import DefaultPreemption, DefaultPreemptionArgs
 from kopf_scheduler.core.plugins.inter_pod_affinity import InterPodAffinity
 from kopf_scheduler.core.plugins.node_resources_fit import NodeResourcesFit
-from kopf_scheduler.core.scheduling.algorithm import GenericScheduler
+from kopf_scheduler.core.scheduling.algorithm import GenericScheduler, Turn
 from kopf_scheduler.core.state.queueing import Nominator
 from kopf_scheduler.core.toolkit.preemption import (
     Candidate,
+    Evaluator,
     calculate_num_candidates,
     dry_run_preemption,
     filter_victims_with_pdb_violation,
@@ -348,7 +349,7 @@ def dry_run(
     a = args or DefaultPreemptionArgs()
     wanted = calculate_num_candidates(len(infos), a.min_candidate_nodes_percentage, a.min_candidate_nodes_absolute)
     candidates, _, _ = dry_run_preemption(
-        state, preemptor, infos, list(pdbs), offset, wanted, sched.handle(random.Random(0))
+        Evaluator(sched.handle(random.Random(0))), state, preemptor, infos, list(pdbs), offset, wanted
     )
     got = sorted((c.node, sorted(v.name for v in c.victims), c.num_pdb_violations) for c in candidates)
     return got, counter.calls
@@ -676,7 +677,7 @@ def test_select_best_candidate(preemptor: Pod, nodes: list[Node], pods: list[Pod
     state = pre_filtered(sched, preemptor, snap)
     wanted = calculate_num_candidates(len(nodes), 10, 100)
     candidates, _, _ = dry_run_preemption(
-        state, preemptor, snap.node_infos, [], 0, wanted, sched.handle(random.Random(0))
+        Evaluator(sched.handle(random.Random(0))), state, preemptor, snap.node_infos, [], 0, wanted
     )
     best = pick_one_node_for_preemption(candidates)
     assert best is not None and best.node in expected
@@ -1040,7 +1041,7 @@ def test_nominated_pods_hold_their_room(check_all: bool, priority: int, same_pod
     incoming = nominated if same_pod else make_pod("incoming").uid("incoming").priority(priority).req(cpu="1").obj()
     sched = GenericScheduler(Profile("test", filters=(NodeResourcesFit(),), always_check_all_predicates=check_all))
     snap = Snapshot.of([node_info(make_node("n1").capacity(cpu="2", memory="1Gi", pods="10").obj())])
-    result = sched.schedule(incoming, snap, rng=random.Random(0), nominator=nominator_with((nominated, "n1")))
+    result = sched.schedule(incoming, snap, rng=random.Random(0), turn=Turn(nominator_with((nominated, "n1"))))
     assert result.node == ("n1" if fits else None)
     if not fits:
         assert result.message == "0/1 nodes are available: 1 Insufficient cpu."
@@ -1068,11 +1069,11 @@ def test_nominated_pods_count_through_the_pre_filter_extensions() -> None:
     sched = GenericScheduler(Profile("test", filters=(NodeResourcesFit(), InterPodAffinity())))
     nodes = [node_info(make_node("n1").obj()), node_info(make_node("n2").obj())]
     result = sched.schedule(
-        incoming, Snapshot.of(nodes), rng=random.Random(0), nominator=nominator_with((nominated, "n1"))
+        incoming, Snapshot.of(nodes), rng=random.Random(0), turn=Turn(nominator_with((nominated, "n1")))
     )
     assert result.node == "n2"
     result = sched.schedule(
-        incoming, Snapshot.of(nodes[:1]), rng=random.Random(0), nominator=nominator_with((nominated, "n1"))
+        incoming, Snapshot.of(nodes[:1]), rng=random.Random(0), turn=Turn(nominator_with((nominated, "n1")))
     )
     assert result.message == "0/1 nodes are available: 1 node(s) didn't satisfy existing pods anti-affinity rules."
     # without the nomination the same pod fits n1
@@ -1088,7 +1089,7 @@ def test_nominated_pods_must_fit_without_them_too() -> None:
     )
     sched = GenericScheduler(Profile("test", filters=(InterPodAffinity(),)))
     snap = Snapshot.of([node_info(make_node("n1").obj())])
-    result = sched.schedule(incoming, snap, rng=random.Random(0), nominator=nominator_with((nominated, "n1")))
+    result = sched.schedule(incoming, snap, rng=random.Random(0), turn=Turn(nominator_with((nominated, "n1"))))
     assert result.message == "0/1 nodes are available: 1 node(s) didn't match pod affinity rules."
 
 
@@ -1100,9 +1101,9 @@ def test_the_dry_run_counts_nominated_pods() -> None:
     sched = scheduler(NodeResourcesFit())
     snap = snapshot_of([node("node1")], pods)
     nominator = nominator_with((nominated, "node1"))
-    high = sched.schedule(pod("high", HIGH, res=LARGE), snap, rng=random.Random(0), nominator=nominator)
+    high = sched.schedule(pod("high", HIGH, res=LARGE), snap, rng=random.Random(0), turn=Turn(nominator))
     assert high.post_filter is not None and high.post_filter.nominated_node == "node1"
-    mid = sched.schedule(pod("mid", MID, res=LARGE), snap, rng=random.Random(0), nominator=nominator)
+    mid = sched.schedule(pod("mid", MID, res=LARGE), snap, rng=random.Random(0), turn=Turn(nominator))
     assert mid.post_filter is not None and mid.post_filter.nominated_node == ""
     assert mid.message.endswith("preemption: 0/1 nodes are available: 1 Insufficient cpu, 1 Insufficient memory.")
 

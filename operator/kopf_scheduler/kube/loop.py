@@ -46,17 +46,20 @@ written only while this replica's term is valid (the ``Api``'s fence).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from ..core.framework.basics import Code, QueuedPodInfo
+from ..core.framework.basics import Code, CycleState, QueuedPodInfo
 from ..core.framework.instrumentation import PLUGIN_METRICS_SAMPLE_PERCENT
 from ..core.framework.recording import STAGE_PERMIT
 from ..core.model.objects import Pod
 from ..core.scheduling import routing
+from ..core.scheduling.algorithm import Turn
 from ..core.scheduling.cycle import (
     Bind,
+    CycleContext,
     Error,
     Group,
     Outcome,
@@ -266,50 +269,21 @@ async def _cycle(app: App, state: PolicyState, info: QueuedPodInfo) -> Outcome:
     recorder = app.metrics.framework_recorder(state.scheduler_name)
     sample = app.sampling.random() * 100 < PLUGIN_METRICS_SAMPLE_PERCENT  # upstream rand.Intn(100) < 10
     group = pod_group_of(info, scheduler, app.cache)
+    ctx = CycleContext(scheduler, app.cache, queue, app.waiting, state.rng, app.now())
     if group is not None:  # a gang's members decided together, on the loop (each sees the others' room)
-        return schedule_pod_group(
-            info,
-            group,
-            snapshot,
-            scheduler,
-            cache=app.cache,
-            queue=queue,
-            waiting=app.waiting,
-            rng=state.rng,
-            now=app.now(),
-            cycle=queue.scheduling_cycle,
-        )
+        return schedule_pod_group(info, group, snapshot, ctx, cycle=queue.scheduling_cycle)
+    cycle_state = CycleState(recorder, sample_plugins=sample)
     if off_loop:
-        decided = await app.run_blocking(
-            decide,
-            info,
-            snapshot,
-            scheduler,
-            rng=state.rng,
-            nominator=queue.nominator.copy(),
-            recorder=recorder,
-            sample_plugins=sample,
-            cycle=queue.scheduling_cycle,
-            now=app.now(),
-        )
+        turn = Turn(queue.nominator.copy(), queue.scheduling_cycle, ctx.now)
+        decided = await app.run_blocking(decide, info, snapshot, ctx, turn=turn, state=cycle_state)
         if not isinstance(decided, Error):
             for problem in decided.extender_errors:
                 logger.info("scheduling %s: %s", info.pod.key, problem)
     else:
-        decided = decide(
-            info,
-            snapshot,
-            scheduler,
-            rng=state.rng,
-            nominator=queue.nominator,
-            recorder=recorder,
-            sample_plugins=sample,
-            cycle=queue.scheduling_cycle,
-            now=app.now(),
-        )
-    return conclude(
-        info, decided, cache=app.cache, queue=queue, waiting=app.waiting, scheduler=scheduler, now=app.now()
-    )
+        turn = Turn(queue.nominator, queue.scheduling_cycle, ctx.now)
+        decided = decide(info, snapshot, ctx, turn=turn, state=cycle_state)
+    # the clock read again: the algorithm took a while (an extender's calls, off the loop)
+    return conclude(info, decided, dataclasses.replace(ctx, now=app.now()))
 
 
 async def _settle(app: App, now: float) -> None:

@@ -83,6 +83,8 @@ from ..core.scheduling.binding import BindingCycle, Bound, Refusal, conclude_bin
 from ..core.scheduling.cycle import (
     Bind,
     BindingPlan,
+    CacheHandle,
+    CycleContext,
     Error,
     Group,
     Parked,
@@ -278,18 +280,8 @@ class Simulation:
         info = queue.pop(self.clock)
         assert info is not None
         waiting: WaitingPods[Parked] = WaitingPods()
-        outcome = schedule_one(
-            info,
-            self.snapshot,
-            lane.scheduler,
-            cache=self.cache,
-            queue=queue,
-            waiting=waiting,
-            rng=self.rng,
-            now=self.clock,
-            explain=self.explain,
-            batching=False,
-        )
+        ctx = CycleContext(lane.scheduler, self.cache, queue, waiting, self.rng, self.clock)
+        outcome = schedule_one(info, self.snapshot, ctx, explain=self.explain, batching=False)
         if isinstance(outcome, Group):  # its own queue holds no sibling: the pod is the only member tried
             outcome = outcome.members[0][1]
         match outcome:
@@ -318,9 +310,8 @@ class Simulation:
         binding_failed(
             info,
             placed,
-            cache=self.cache,
+            handle=CacheHandle(self.cache, waiting),
             queue=queue,
-            waiting=waiting,
             now=self.clock,
             profile=self.lane(placed).profile,
             state=state,
@@ -499,17 +490,8 @@ class Simulation:
 
     def _carry_out(self, info: QueuedPodInfo, lane: Lane, scheduler: GenericScheduler) -> None:
         """One attempt, and its outcome carried out as the operator's loop does (``kube/loop.py``)."""
-        outcome = schedule_one(
-            info,
-            self.snapshot,
-            scheduler,
-            cache=self.cache,
-            queue=lane.queue,
-            waiting=self.waiting,
-            rng=self.rng,
-            now=self.clock,
-            explain=self.explain and scheduler is lane.scheduler,
-        )
+        ctx = CycleContext(scheduler, self.cache, lane.queue, self.waiting, self.rng, self.clock)
+        outcome = schedule_one(info, self.snapshot, ctx, explain=self.explain and scheduler is lane.scheduler)
         if isinstance(outcome, Group):  # a pod-group cycle: each member's outcome, as if popped alone
             for member, own in outcome.members:
                 self._carry_out_one(member, own)

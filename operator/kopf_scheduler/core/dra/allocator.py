@@ -851,7 +851,7 @@ class _Run:
             if not done:
                 self._rollback(ci, key, candidate, undo)
             return done
-        return self._search(ci, ri, si, di, sub, start, key, data)
+        return self._search(ci, ri, si, di, sub, start, data)
 
     def _allocate_subrequests(self, ci: int, ri: int, data: _RequestData) -> bool:
         all_exceeded = True
@@ -872,16 +872,11 @@ class _Run:
         return False
 
     def _search(
-        self,
-        ci: int,
-        ri: int,
-        si: int,
-        di: int,
-        sub: bool,
-        start: tuple[int, int, int],
-        key: tuple[int, int, int],
-        data: _RequestData,
+        self, ci: int, ri: int, si: int, di: int, sub: bool, start: tuple[int, int, int], data: _RequestData
     ) -> bool:
+        """Upstream ``allocateOne``'s loop over the pools' devices for request (`ci`, `ri`, `si`), whose `data`
+        it is, from device position `start` (pool, slice, device) on."""
+        key = (ci, ri, si)
         claim = self.claims[ci]
         admin = data.admin_access
         capacity = self.features.consumable_capacity

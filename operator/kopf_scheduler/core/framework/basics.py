@@ -46,7 +46,7 @@ T = TypeVar("T")
 
 class Code(enum.IntEnum):
     """Upstream ``framework.Code``; the order matters only where one node's rejections are merged (the
-    greater code wins: ``core/algorithm.py``'s filters with ``alwaysCheckAllPredicates``)."""
+    greater code wins: ``core/scheduling/algorithm.py``'s filters with ``alwaysCheckAllPredicates``)."""
 
     SUCCESS = 0
     ERROR = 1
@@ -132,7 +132,7 @@ class CycleState:
     those of the PreBind plugins whose pre-flight did (their PreBind is not called).
     ``node_names`` holds, per plugin, the only nodes its PreFilter admits (``admit_only``).
     ``recorder`` times the extension points when the edge lends one, and each plugin call too when
-    ``sample_plugins`` (upstream ``SetRecordPluginMetrics``; ``core/instrumentation.py``).
+    ``sample_plugins`` (upstream ``SetRecordPluginMetrics``; ``core/framework/instrumentation.py``).
     """
 
     __slots__ = ("_data", "skip_filter", "skip_pre_bind", "node_names", "recorder", "sample_plugins")

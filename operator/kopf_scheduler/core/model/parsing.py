@@ -508,7 +508,7 @@ def parse_pod(body: Mapping[str, Any]) -> Pod:
     pending = (
         {}
         if spec.get("nodeName")
-        else _pending_fields(body, meta, spec, status, where, resources, regular, init_parsed, overhead_list)
+        else _pending_fields(body, meta, spec, status, where, resources, _limits(regular, init_parsed, overhead_list))
     )
     return Pod(
         namespace=namespace,
@@ -541,6 +541,19 @@ def parse_pod(body: Mapping[str, Any]) -> Pod:
     )
 
 
+def _limits(
+    regular: list[tuple[Container, dict[str, int], dict[str, int]]],
+    init_parsed: list[tuple[Container, dict[str, int], dict[str, int]]],
+    overhead_list: dict[str, int],
+) -> PodResources:
+    """The containers' limits (and the pod's overhead) in the shape ``pod_requests`` sums."""
+    return PodResources(
+        tuple(ContainerResources(lim) for _, _, lim in regular),
+        tuple(ContainerResources(lim, restartable=c.restartable) for c, _, lim in init_parsed),
+        overhead=overhead_list,
+    )
+
+
 def _pending_fields(
     body: Mapping[str, Any],
     meta: Mapping[str, Any],
@@ -548,23 +561,17 @@ def _pending_fields(
     status: Mapping[str, Any],
     where: str,
     resources: PodResources,
-    regular: list[tuple[Container, dict[str, int], dict[str, int]]],
-    init_parsed: list[tuple[Container, dict[str, int], dict[str, int]]],
-    overhead_list: dict[str, int],
+    limit_lists: PodResources,
 ) -> dict[str, Any]:
     """The fields only a pod to be scheduled is read for: where it may go (node selector,
     tolerations, spread constraints, gates, nomination), what it is scored with (the containers'
-    requests, its limits) and its body (for extenders). A bound pod leaves them at their defaults."""
+    requests, its limits: `limit_lists`, ``_limits``) and its body (for extenders). A bound pod leaves
+    them at their defaults."""
     # upstream NodeResourcesFit's scorer: no pod-level resources, no status, defaults for cpu / memory
     container_non_zero = pod_requests(
         resources, use_status=False, pod_level=False, non_missing=non_missing_defaults({}, False)
     )
     _check_totals(container_non_zero, where)
-    limit_lists = PodResources(
-        tuple(ContainerResources(lim) for _, _, lim in regular),
-        tuple(ContainerResources(lim, restartable=c.restartable) for c, _, lim in init_parsed),
-        overhead=overhead_list,
-    )
     tolerations = []
     for i, t in enumerate(list_at(spec, "tolerations", where)):
         w = f"{where}.tolerations[{i}]"

@@ -58,7 +58,7 @@ from ..config.extenders import (
 )
 from ..config.profile import Profile
 from ..framework import instrumentation as ins
-from ..framework.basics import SKIP, SUCCESS, Code, CycleState, FrameworkRecorder, Status
+from ..framework.basics import SKIP, SUCCESS, Code, CycleState, Status
 from ..framework.diagnosis import NO_NODES_AVAILABLE, Diagnosis, NodeScore, PluginScore
 from ..framework.interface import (
     FilterPlugin,
@@ -175,6 +175,34 @@ class ScheduleResult:
         ]
 
 
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """What the scheduling queue says of a pod's attempt (upstream reads both off its ``SchedulingQueue``): the
+    pods preemption nominated (its nominator; None: there are none), the scheduling cycle the pod was popped
+    in (None: a one-off evaluation, which opportunistic batching neither hints at nor keeps a ranking from,
+    ``core/toolkit/batching.py``) and the clock's reading, in the queue's time. The executor makes one per attempt."""
+
+    nominator: Nominator | None = None
+    cycle: int | None = None
+    now: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class _Search:
+    """One pod's feasibility search, made once per attempt after its pre-filters (upstream passes the
+    framework, the cycle state, the pod and the diagnosis down ``findNodesThatFitPod``'s calls): what every
+    step reads. `active` holds the indices of the filters to run for the pod, `filters` those plugins in
+    that order; `nominated` the nominated pods each node must leave room for (``_nominated_positions``)."""
+
+    state: CycleState
+    pod: Pod
+    snapshot: Snapshot
+    diagnosis: Diagnosis
+    active: list[int]
+    filters: list[FilterPlugin]
+    nominated: dict[int, list[Pod]]
+
+
 class GenericScheduler:
     """Runs one Profile. Holds only the rotating start index between pods (upstream ``nextStartNodeIndex``).
 
@@ -242,23 +270,22 @@ class GenericScheduler:
         *,
         rng: random.Random,
         explain: bool = False,
-        nominator: Nominator | None = None,
-        recorder: FrameworkRecorder | None = None,
-        sample_plugins: bool = False,
+        state: CycleState | None = None,
         post_filter: bool = True,
-        cycle: int | None = None,
-        now: float = 0.0,
+        turn: Turn | None = None,
     ) -> ScheduleResult:
-        """Place `pod`; `nominator` holds the pods preemption nominated (None: there are none). With
-        `explain`, a single feasible node is scored too (upstream binds it unscored), so that its scores
-        can be read; the chosen node is the same. `recorder` times the extension points, and each plugin
-        call when `sample_plugins` (``core/framework/instrumentation.py``); the cycle state keeps it for later points.
+        """Place `pod`; `turn` is what the queue says of the attempt (``Turn``: the nominated pods, the
+        scheduling cycle that lets opportunistic batching hint at a node and keep this pod's ranking, the
+        clock); None: no nominated pods, and the pod is scheduled on its own. With `explain`, a single
+        feasible node is scored too (upstream binds it unscored), so that its scores can be read; the chosen
+        node is the same. `state` is the attempt's fresh cycle state (upstream's caller makes it), whose
+        recorder times the extension points, and each plugin call when it samples them
+        (``core/framework/instrumentation.py``); it keeps them for later points. None: a state without a recorder.
         Without `post_filter` no PostFilter runs on a failure (a member of a pod-group cycle: upstream
-        runs the pod group's PostFilter instead). `cycle` (the queue's scheduling cycle) and `now` let
-        opportunistic batching hint at a node and keep this pod's ranking (``core/toolkit/batching.py``); without
-        `cycle` (a one-off evaluation) the pod is scheduled on its own."""
-        state = CycleState(recorder, sample_plugins=sample_plugins)
-        result = self._schedule(pod, snapshot, rng, explain, nominator, state, post_filter, cycle, now)
+        runs the pod group's PostFilter instead)."""
+        if state is None:
+            state = CycleState()
+        result = self._schedule(pod, snapshot, state, rng=rng, explain=explain, post_filter=post_filter, turn=turn)
         result.node_names = snapshot.table.names
         return result
 
@@ -286,13 +313,12 @@ class GenericScheduler:
         self,
         pod: Pod,
         snapshot: Snapshot,
+        state: CycleState,
+        *,
         rng: random.Random,
         explain: bool,
-        nominator: Nominator | None,
-        state: CycleState,
-        post_filter: bool = True,
-        cycle: int | None = None,
-        now: float = 0.0,
+        post_filter: bool,
+        turn: Turn | None,
     ) -> ScheduleResult:
         n = len(snapshot)
         diagnosis = Diagnosis(num_all_nodes=n)
@@ -305,6 +331,7 @@ class GenericScheduler:
         if recorder is not None:
             recorder.extension_point(ins.PRE_FILTER, _pre_filter_code(failure), recorder.clock() - started)
             started = recorder.clock()
+        nominator = turn.nominator if turn is not None else None
         if failure is not None:
             return (
                 self._run_post_filters(state, pod, snapshot, failure, rng, nominator)
@@ -312,18 +339,18 @@ class GenericScheduler:
                 else failure
             )
         nominated = self._nominated_positions(pod, snapshot, nominator)
+        search = _Search(state, pod, snapshot, diagnosis, active, [self._filters[j] for j in active], nominated)
 
         signature: Signature | None = None
         hint = ""
+        cycle, now = (turn.cycle, turn.now) if turn is not None else (None, 0.0)
         if cycle is not None:  # upstream asks for a hint even for a nominated pod (which then gets none)
             signature = self.sign(pod, snapshot)
-            hint = self._hint(state, pod, snapshot, active, signature, cycle, now, rng)
+            hint = self._hint(search, signature, rng, cycle=cycle, now=now)
         feasible: list[int] | None = None
         skipped: list[str] = []
         if (pod.nominated_node_name or hint) and not self.exhaustive:
-            feasible = self._evaluate_nominated(
-                state, pod, snapshot, active, nominated, pod.nominated_node_name or hint
-            )
+            feasible = self._evaluate_nominated(search, pod.nominated_node_name or hint)
             if feasible and self.extenders:
                 feasible, err = self._filter_with_extenders(pod, snapshot, feasible, diagnosis, skipped)
                 if err is not None:  # upstream logs it and searches every node
@@ -336,9 +363,7 @@ class GenericScheduler:
             # the rejected nodes' statuses only matter when nothing fits (or to explain), and the
             # extenders may still reject every node the filters kept
             explain_all = explain or self.exhaustive or bool(self.extenders)
-            feasible, evaluated, err = self._find_feasible(
-                state, pod, snapshot, active, want, diagnosis, nominated, only, explain_all
-            )
+            feasible, evaluated, err = self._find_feasible(search, want, only, explain_all)
             if (
                 recorder is not None
             ):  # upstream: Success, or Error when a filter failed; the nominated node's try included
@@ -442,41 +467,26 @@ class GenericScheduler:
             return active, _pre_filter_rejected(diagnosis, rejected)
         return active, None
 
-    def _evaluate_nominated(
-        self,
-        state: CycleState,
-        pod: Pod,
-        snapshot: Snapshot,
-        active: list[int],
-        nominated: dict[int, list[Pod]],
-        node: str,
-    ) -> list[int] | None:
+    def _evaluate_nominated(self, search: _Search, node: str) -> list[int] | None:
         """Upstream ``evaluateNominatedNode``: `node` (the pod's nomination, or batching's hint) alone,
         with the nominated pods counted; its position when it passes."""
+        snapshot = search.snapshot
         info = snapshot.get(node)
         if info is None:
             return None
         k = snapshot.table.position[info.name]
-        plugins = [self._filters[j] for j in active]
-        status = self._run_filters_with_nominated(state, pod, info, plugins, nominated.get(k, ()), check_all=False)
+        status = self._run_filters_with_nominated(
+            search.state, search.pod, info, search.filters, search.nominated.get(k, ()), check_all=False
+        )
         return [k] if status.is_success else None
 
     # ------------------------------------------------------------------ opportunistic batching
 
-    def _hint(
-        self,
-        state: CycleState,
-        pod: Pod,
-        snapshot: Snapshot,
-        active: list[int],
-        signature: Signature | None,
-        cycle: int,
-        now: float,
-        rng: random.Random,
-    ) -> str:
+    def _hint(self, search: _Search, signature: Signature | None, rng: random.Random, *, cycle: int, now: float) -> str:
         """Upstream ``GetNodeHint``: the best node left of the previous pod's ranking, or "" (see
         ``core/toolkit/batching.py``). The node the previous pod took is filtered for this one first: still
         feasible, it is rescored and competes again (``refreshHintCandidates``)."""
+        state, pod, snapshot = search.state, search.pod, search.snapshot
         batch = self.batch
         if not batch.compatible(pod, signature, cycle, now):
             batch.no_hint()
@@ -486,7 +496,7 @@ class GenericScheduler:
             batch.flush(FLUSH_NODE_MISSING)
             batch.no_hint()
             return ""
-        status = _run_filters(state, pod, last, [self._filters[j] for j in active], False, None)
+        status = _run_filters(state, pod, last, search.filters, False, None)
         if status.is_success:
             if not self._rescore(state, pod, snapshot, last):
                 batch.no_hint()
@@ -543,13 +553,8 @@ class GenericScheduler:
 
     def _find_feasible(
         self,
-        state: CycleState,
-        pod: Pod,
-        snapshot: Snapshot,
-        active: list[int],
+        search: _Search,
         want: int,
-        diagnosis: Diagnosis,
-        nominated: dict[int, list[Pod]],
         only: npt.NDArray[np.intp] | None = None,
         explain_all: bool = True,
     ) -> tuple[list[int], int, str | None]:
@@ -559,7 +564,8 @@ class GenericScheduler:
         Without ``explain_all``, the vector form records the rejected nodes' statuses only when no
         node is feasible: asking each filter's per-node form why is a Python call per rejected node.
         """
-        n = len(snapshot)
+        active = search.active
+        n = len(search.snapshot)
         start = self.next_start_node_index % n
         order = np.arange(start, start + n, dtype=np.intp)
         if start:
@@ -570,25 +576,15 @@ class GenericScheduler:
             return order[:want].tolist(), min(want, len(order)), None
         check_all = self.profile.always_check_all_predicates
         if only is None and not check_all and all(self._vector_filters[j] for j in active):
-            return self._find_feasible_vector(
-                state, pod, snapshot, active, want, diagnosis, order, nominated, explain_all
-            )
-        return self._find_feasible_scalar(state, pod, snapshot, active, want, diagnosis, order, check_all, nominated)
+            return self._find_feasible_vector(search, want, order, explain_all)
+        return self._find_feasible_scalar(search, want, order, check_all)
 
     def _find_feasible_vector(
-        self,
-        state: CycleState,
-        pod: Pod,
-        snapshot: Snapshot,
-        active: list[int],
-        want: int,
-        diagnosis: Diagnosis,
-        order: npt.NDArray[np.intp],
-        nominated: dict[int, list[Pod]],
-        explain_all: bool,
+        self, search: _Search, want: int, order: npt.NDArray[np.intp], explain_all: bool
     ) -> tuple[list[int], int, str | None]:
+        snapshot, diagnosis, nominated = search.snapshot, search.diagnosis, search.nominated
         n = len(order)
-        masked = self._vector_masks(state, pod, snapshot.table, active, order)
+        masked = self._vector_masks(search.state, search.pod, snapshot.table, search.active, order)
         if isinstance(masked, str):
             return [], n, masked
         alive, rejected = masked
@@ -596,7 +592,7 @@ class GenericScheduler:
         start = int(order[0])
         held: dict[int, Status] = {}  # nodes with nominated pods that fail the two-pass check
         if nominated:
-            checked = self._hold_nominated(state, pod, snapshot, active, nominated, diagnosis, start=start, n=n)
+            checked = self._hold_nominated(search, start=start, n=n)
             if isinstance(checked, str):
                 return [], n, checked
             held = checked
@@ -611,14 +607,7 @@ class GenericScheduler:
             if processed < n:
                 positions = positions[((positions - start) % n) < processed]
             problem = self._record_vector_rejections(
-                state,
-                pod,
-                snapshot,
-                self._filters[j],
-                positions,
-                held,
-                diagnosis,
-                brief=not explain_all and bool(alive.size),
+                search, self._filters[j], positions, held, brief=not explain_all and bool(alive.size)
             )
             if problem is not None:
                 return [], processed, problem
@@ -652,31 +641,15 @@ class GenericScheduler:
                 break
         return alive, rejected
 
-    def _hold_nominated(
-        self,
-        state: CycleState,
-        pod: Pod,
-        snapshot: Snapshot,
-        active: list[int],
-        nominated: dict[int, list[Pod]],
-        diagnosis: Diagnosis,
-        *,
-        start: int,
-        n: int,
-    ) -> dict[int, Status] | str:
+    def _hold_nominated(self, search: _Search, *, start: int, n: int) -> dict[int, Status] | str:
         """The nodes with nominated pods that fail the two-pass check, and why (visited from `start` in
         rotated order over `n` nodes); or an error's message."""
-        plugins = [self._filters[j] for j in active]
+        state, pod, plugins, nominated = search.state, search.pod, search.filters, search.nominated
+        infos, rejectors = search.snapshot.node_infos, search.diagnosis.unschedulable_plugins
         held: dict[int, Status] = {}
         for k in sorted(nominated, key=lambda k: (k - start) % n):
             status = self._run_filters_with_nominated(
-                state,
-                pod,
-                snapshot.node_infos[k],
-                plugins,
-                nominated[k],
-                check_all=False,
-                rejectors=diagnosis.unschedulable_plugins,
+                state, pod, infos[k], plugins, nominated[k], check_all=False, rejectors=rejectors
             )
             if status.code is Code.ERROR:
                 return status.message
@@ -686,18 +659,16 @@ class GenericScheduler:
 
     def _record_vector_rejections(
         self,
-        state: CycleState,
-        pod: Pod,
-        snapshot: Snapshot,
+        search: _Search,
         plugin: FilterPlugin,
         positions: npt.NDArray[np.intp],
         held: dict[int, Status],
-        diagnosis: Diagnosis,
         *,
         brief: bool,
     ) -> str | None:
         """What one filter rejected, into the diagnosis: with `brief` (a node fits and nobody asked to
         explain every node) only the positions, else a status per node. An error's message, or None."""
+        diagnosis = search.diagnosis
         if brief:
             if positions.size:
                 diagnosis.unschedulable_plugins.add(plugin.name)
@@ -706,6 +677,7 @@ class GenericScheduler:
         if not positions.size:
             return None
         assert isinstance(plugin, VectorFilter)  # this path runs only when every active filter is one
+        state, pod, snapshot = search.state, search.pod, search.snapshot
         table = snapshot.table
         try:
             batch = plugin.filter_statuses(state, pod, table, positions)
@@ -734,19 +706,11 @@ class GenericScheduler:
         return None
 
     def _find_feasible_scalar(
-        self,
-        state: CycleState,
-        pod: Pod,
-        snapshot: Snapshot,
-        active: list[int],
-        want: int,
-        diagnosis: Diagnosis,
-        order: npt.NDArray[np.intp],
-        check_all: bool,
-        nominated: dict[int, list[Pod]],
+        self, search: _Search, want: int, order: npt.NDArray[np.intp], check_all: bool
     ) -> tuple[list[int], int, str | None]:
-        infos = snapshot.node_infos
-        plugins = [self._filters[j] for j in active]
+        state, pod, diagnosis, nominated = search.state, search.pod, search.diagnosis, search.nominated
+        infos = search.snapshot.node_infos
+        plugins = search.filters
         rejectors = diagnosis.unschedulable_plugins
         feasible: list[int] = []
         processed = 0

@@ -49,7 +49,15 @@ from ..framework.waiting import WaitingPods
 from ..model.objects import Pod
 from ..state.cache import SchedulerCache
 from ..state.queueing import SchedulingQueue
-from .cycle import BindingPlan, Parked, binding_failed, binding_succeeded, run_bind_plugins, run_pre_bind_plugins
+from .cycle import (
+    BindingPlan,
+    CacheHandle,
+    Parked,
+    binding_failed,
+    binding_succeeded,
+    run_bind_plugins,
+    run_pre_bind_plugins,
+)
 
 __all__ = [
     "PRE_BIND",
@@ -207,9 +215,8 @@ def conclude_binding(
     binding_failed(
         cycle.info,
         pod,
-        cache=cache,
+        handle=CacheHandle(cache, waiting),
         queue=cycle.queue,
-        waiting=waiting,
         now=now,
         profile=cycle.profile,
         state=cycle.state,

@@ -64,7 +64,8 @@ executors; a failure anywhere is ``binding_failed``: unreserve, forget, back off
 
 ``next_wait`` says how long the loop may sleep before it pops again (a waiting pod's deadline
 counts). Time (``now``, any monotonic origin) and randomness (``rng``, for the tie-break) are
-arguments.
+arguments: the executor's ``CycleContext`` carries them, with the scheduler, cache, queue and waiting
+pods a cycle works with.
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ from typing import Any, Final
 from ..config.extenders import Extender
 from ..config.profile import Profile
 from ..framework import instrumentation as ins
-from ..framework.basics import SKIP, SUCCESS, Code, CycleState, FrameworkRecorder, QueuedPodInfo, Status
+from ..framework.basics import SKIP, SUCCESS, Code, CycleState, QueuedPodInfo, Status
 from ..framework.interface import ApiClient, BindPlugin, Candidate, PermitHandle, PostFilterResult, PreBindPlugin
 from ..framework.snapshot import ClusterObjects, Snapshot
 from ..framework.waiting import WaitingPod, WaitingPods, timeout_message
@@ -88,12 +89,13 @@ from ..state.cache import PodState, SchedulerCache
 from ..state.queueing import Nominator, SchedulingQueue, pod_group_order
 from ..toolkit import gangs
 from ..toolkit.pod_group_preemption import Assignment, GroupTrial, PodGroupPostFilterPlugin, PodGroupPreemption
-from .algorithm import GenericScheduler, ScheduleResult
+from .algorithm import GenericScheduler, ScheduleResult, Turn
 
 __all__ = [
     "Allowed",
     "Bind",
     "BindingPlan",
+    "CycleContext",
     "Error",
     "Group",
     "Outcome",
@@ -269,6 +271,21 @@ class Parked:
 
 
 @dataclass(frozen=True, slots=True)
+class CycleContext:
+    """What a scheduling cycle works with besides the pod and the snapshot, made by the executor once per cycle
+    (upstream hangs them off its ``Scheduler`` and the profile's ``framework.Framework``): the profile's
+    algorithm, the cache the pod is assumed in, the queue it came from and goes back to, the pods waiting at
+    Permit, the randomness that breaks ties and the clock's reading (any monotonic origin)."""
+
+    scheduler: GenericScheduler
+    cache: SchedulerCache
+    queue: SchedulingQueue
+    waiting: WaitingPods[Parked]
+    rng: random.Random
+    now: float
+
+
+@dataclass(frozen=True, slots=True)
 class Allowed:
     """Every waiting plugin allowed the pod: bind it as `plan` says (it is still assumed and in flight)."""
 
@@ -356,45 +373,21 @@ class _Submitting(CacheHandle):
 
 
 def schedule_one(
-    info: QueuedPodInfo,
-    snapshot: Snapshot,
-    scheduler: GenericScheduler,
-    *,
-    cache: SchedulerCache,
-    queue: SchedulingQueue,
-    waiting: WaitingPods[Parked],
-    rng: random.Random,
-    now: float,
-    explain: bool = False,
-    batching: bool = True,
+    info: QueuedPodInfo, snapshot: Snapshot, ctx: CycleContext, *, explain: bool = False, batching: bool = True
 ) -> Outcome:
-    """Decide for the popped pod `info` with `scheduler`'s profile; `snapshot` is brought up to date first.
-    `waiting` holds the pods Permit plugins make wait. `explain`: see ``decide``. Without `batching` the
-    pod is decided on its own (a one-off evaluation): no hint from, and no ranking kept for, the next
-    pods (``core/toolkit/batching.py``)."""
-    skip = prepare(info, snapshot, cache=cache, queue=queue)
+    """Decide for the popped pod `info` with `ctx`'s scheduler (its profile); `snapshot` is brought up to date
+    first. `explain`: see ``decide``. Without `batching` the pod is decided on its own (a one-off evaluation):
+    no hint from, and no ranking kept for, the next pods (``core/toolkit/batching.py``)."""
+    queue = ctx.queue
+    skip = prepare(info, snapshot, cache=ctx.cache, queue=queue)
     if skip is not None:
         return skip
     cycle = queue.scheduling_cycle if batching else None
-    group = pod_group_of(info, scheduler, cache)
+    group = pod_group_of(info, ctx.scheduler, ctx.cache)
     if group is not None:
-        return schedule_pod_group(
-            info,
-            group,
-            snapshot,
-            scheduler,
-            cache=cache,
-            queue=queue,
-            waiting=waiting,
-            rng=rng,
-            now=now,
-            explain=explain,
-            cycle=cycle,
-        )
-    decided = decide(
-        info, snapshot, scheduler, rng=rng, nominator=queue.nominator, explain=explain, cycle=cycle, now=now
-    )
-    return conclude(info, decided, cache=cache, queue=queue, waiting=waiting, scheduler=scheduler, now=now)
+        return schedule_pod_group(info, group, snapshot, ctx, explain=explain, cycle=cycle)
+    decided = decide(info, snapshot, ctx, turn=Turn(queue.nominator, cycle, ctx.now), explain=explain)
+    return conclude(info, decided, ctx)
 
 
 def prepare(
@@ -419,66 +412,43 @@ def prepare(
 def decide(
     info: QueuedPodInfo,
     snapshot: Snapshot,
-    scheduler: GenericScheduler,
+    ctx: CycleContext,
     *,
-    rng: random.Random,
-    nominator: Nominator | None = None,
+    turn: Turn | None = None,
     explain: bool = False,
-    recorder: FrameworkRecorder | None = None,
-    sample_plugins: bool = False,
+    state: CycleState | None = None,
     post_filter: bool = True,
-    cycle: int | None = None,
-    now: float = 0.0,
 ) -> ScheduleResult | Error:
     """The algorithm's result, or an ``Error`` when it raised (a bug: the plugin runtime turns plugin
-    errors into statuses, this is the last resort). Touches only its arguments: in a worker thread,
-    pass a copy of the queue's `nominator` (``Nominator.copy``), which watch events change. With
-    `explain` a single feasible node is scored too, so that its scores can be read (``simulate
-    --explain``, the differential harness); the chosen node is the same. `recorder` and
-    `sample_plugins`: the edge's timings (``core/framework/instrumentation.py``), kept on the cycle state for
-    Reserve, Permit, PreBind and Bind. Without `post_filter` no PostFilter runs on a failure (a member of a
-    pod-group cycle: the pod group's own verdict follows). `cycle` (the queue's scheduling cycle) and `now`
-    let opportunistic batching work (``core/toolkit/batching.py``); None: the pod is decided on its own."""
+    errors into statuses, this is the last resort). Of `ctx` it reads only the scheduler and the
+    randomness, so it may run in a worker thread; there, `turn` must carry a copy of the queue's nominator
+    (``Nominator.copy``), which watch events change. `turn`: what the queue says of the attempt
+    (``algorithm.Turn``: the nominated pods, the scheduling cycle opportunistic batching needs, the clock;
+    None: no nominated pods, the pod decided on its own). With `explain` a single feasible node is scored
+    too, so that its scores can be read (``simulate --explain``, the differential harness); the chosen node
+    is the same, and `state` is ignored. `state`: a fresh cycle state carrying the edge's timings
+    (``core/framework/instrumentation.py``: its recorder and whether plugin calls are sampled), kept for Reserve,
+    Permit, PreBind and Bind. Without `post_filter` no PostFilter runs on a failure (a member of a
+    pod-group cycle: the pod group's own verdict follows)."""
     try:
-        if explain:
-            return scheduler.schedule(
-                info.pod,
-                snapshot,
-                rng=rng,
-                nominator=nominator,
-                explain=True,
-                post_filter=post_filter,
-                cycle=cycle,
-                now=now,
-            )
-        return scheduler.schedule(
+        return ctx.scheduler.schedule(
             info.pod,
             snapshot,
-            rng=rng,
-            nominator=nominator,
-            recorder=recorder,
-            sample_plugins=sample_plugins,
+            rng=ctx.rng,
+            explain=explain,
+            state=None if explain else state,
             post_filter=post_filter,
-            cycle=cycle,
-            now=now,
+            turn=turn,
         )
     except Exception as exc:
         return Error(f"internal error: {exc!r}", exc)
 
 
-def conclude(
-    info: QueuedPodInfo,
-    decided: ScheduleResult | Error,
-    *,
-    cache: SchedulerCache,
-    queue: SchedulingQueue,
-    waiting: WaitingPods[Parked],
-    scheduler: GenericScheduler,
-    now: float,
-) -> Single:
-    """Carry a decision into the cache and the queue: assume the pod on its node and run the
+def conclude(info: QueuedPodInfo, decided: ScheduleResult | Error, ctx: CycleContext) -> Single:
+    """Carry a decision into `ctx`'s cache and queue: assume the pod on its node and run the
     profile's Reserve and Permit plugins, or put it back (nominated to the node preemption made room
     on, when it did)."""
+    cache, queue, now = ctx.cache, ctx.queue, ctx.now
     pod = info.pod
     if isinstance(decided, Error):
         queue.add_backoff(info, now)
@@ -491,9 +461,7 @@ def conclude(
         queue.delete_nominated_pod(pod)  # upstream assume: the cache holds it now, not the nominator
         placed = cache.assume(pod, decided.node)
         state = decided.state if decided.state is not None else CycleState()
-        return _reserve_and_permit(
-            info, placed, state, scheduler, decided, cache=cache, queue=queue, waiting=waiting, now=now
-        )
+        return _reserve_and_permit(info, placed, state, ctx, decided)
     if decided.error is not None:
         queue.add_backoff(info, now)
         return Error(decided.error, None, _clear(queue, pod), decided)
@@ -501,7 +469,7 @@ def conclude(
     verdict = decided.post_filter
     nominated = verdict.nominated_node if verdict is not None else ""
     if not nominated and (verdict is None or verdict.status.code is not Code.UNSCHEDULABLE_AND_UNRESOLVABLE):
-        _gang_post_filter(pod, decided, scheduler, CacheHandle(cache, waiting), queue=queue, now=now)
+        _gang_post_filter(pod, decided, ctx.scheduler, CacheHandle(cache, ctx.waiting), queue=queue, now=now)
     queued = queue.add_unschedulable(info, now, plugins=plugins)
     if not nominated:
         cleared = _clear(queue, pod) if nominated == "" else None
@@ -544,26 +512,16 @@ def _gang_post_filter(
 
 
 def _reserve_and_permit(
-    info: QueuedPodInfo,
-    placed: Pod,
-    state: CycleState,
-    scheduler: GenericScheduler,
-    decided: ScheduleResult,
-    *,
-    cache: SchedulerCache,
-    queue: SchedulingQueue,
-    waiting: WaitingPods[Parked],
-    now: float,
+    info: QueuedPodInfo, placed: Pod, state: CycleState, ctx: CycleContext, decided: ScheduleResult
 ) -> Bind | Wait | Unschedulable | Error:
     """Upstream ``RunReservePluginsReserve`` then ``RunPermitPlugins`` for the assumed pod `placed`:
-    the first rejection or error undoes the attempt (requeued in `queue`); WAITs are collected and
+    the first rejection or error undoes the attempt (requeued in `ctx`'s queue); WAITs are collected and
     the pod waits when no plugin rejected it."""
-    profile = scheduler.profile
-    handle = CacheHandle(cache, waiting)
-    status = _run_reserve(profile, state, placed, handle)
+    handle = CacheHandle(ctx.cache, ctx.waiting)
+    status = _run_reserve(ctx.scheduler.profile, state, placed, handle)
     if not status.is_success:
-        return _undo(info, placed, state, profile, status, "Reserve", cache=cache, queue=queue, now=now, handle=handle)
-    return _run_permit(info, placed, state, scheduler, decided, queue=queue, waiting=waiting, now=now, handle=handle)
+        return _undo(info, placed, state, status, "Reserve", ctx=ctx, handle=handle)
+    return _run_permit(info, placed, state, ctx, decided, handle=handle)
 
 
 def _run_reserve(profile: Profile, state: CycleState, placed: Pod, handle: PermitHandle) -> Status:
@@ -587,16 +545,15 @@ def _run_permit(
     info: QueuedPodInfo,
     placed: Pod,
     state: CycleState,
-    scheduler: GenericScheduler,
+    ctx: CycleContext,
     decided: ScheduleResult,
     *,
-    queue: SchedulingQueue,
-    waiting: WaitingPods[Parked],
-    now: float,
     handle: CacheHandle,
 ) -> Bind | Wait | Unschedulable | Error:
-    """Upstream ``RunPermitPlugins`` for the reserved pod `placed`: a rejection or error undoes the
-    attempt; WAITs are collected and the pod waits when no plugin rejected it."""
+    """Upstream ``RunPermitPlugins`` for the reserved pod `placed` (`handle` is what the Permit plugins
+    get): a rejection or error undoes the attempt; WAITs are collected and the pod waits when no plugin
+    rejected it."""
+    scheduler, queue, now = ctx.scheduler, ctx.queue, ctx.now
     profile = scheduler.profile
     node = placed.node_name
     timeouts: dict[str, float] = {}
@@ -613,22 +570,20 @@ def _run_permit(
             timeouts[permitter.name] = result.timeout
         elif not status.is_success:
             ins.point_done(state, point, ins.PERMIT, status.code)
-            return _undo(
-                info, placed, state, profile, status, "Permit", cache=handle.cache, queue=queue, now=now, handle=handle
-            )
+            return _undo(info, placed, state, status, "Permit", ctx=ctx, handle=handle)
     ins.point_done(state, point, ins.PERMIT, Code.WAIT if timeouts else Code.SUCCESS)
     plan = binding_plan(scheduler, placed)
     # upstream bindingCycle, before WaitOnPermit: the pre-flights, then the nomination for expectation
     flight = run_pre_bind_pre_flights(plan, state, placed, node)
     if flight.code is Code.ERROR:
         _unreserve(profile, state, placed, node, handle)
-        if handle.cache.is_assumed(placed):
-            handle.cache.forget(placed)
+        if ctx.cache.is_assumed(placed):
+            ctx.cache.forget(placed)
         queue.add_backoff(info, now)
         return Error(flight.message, nominated_node=_clear(queue, info.pod))
     if not timeouts:
         return Bind(placed, node, state, plan, decided, node if flight.is_success else None)
-    waiting.add(placed, node, Parked(info, state, profile, queue, plan, nominated=node), timeouts, now=now)
+    ctx.waiting.add(placed, node, Parked(info, state, profile, queue, plan, nominated=node), timeouts, now=now)
     return Wait(placed, node, tuple(timeouts), decided, node)
 
 
@@ -650,17 +605,15 @@ def _undo(
     info: QueuedPodInfo,
     placed: Pod,
     state: CycleState,
-    profile: Profile,
     status: Status,
     point: str,
     *,
-    cache: SchedulerCache,
-    queue: SchedulingQueue,
-    now: float,
+    ctx: CycleContext,
     handle: PermitHandle,
 ) -> Unschedulable | Error:
     """A Reserve or Permit plugin said no: unreserve, forget, and requeue (unschedulable, or backoff on an error)."""
-    _unreserve(profile, state, placed, placed.node_name, handle)
+    cache, queue, now = ctx.cache, ctx.queue, ctx.now
+    _unreserve(ctx.scheduler.profile, state, placed, placed.node_name, handle)
     if cache.is_assumed(placed):
         cache.forget(placed)
     if status.is_rejected:
@@ -800,13 +753,8 @@ def schedule_pod_group(
     info: QueuedPodInfo,
     group: PodGroup,
     snapshot: Snapshot,
-    scheduler: GenericScheduler,
+    ctx: CycleContext,
     *,
-    cache: SchedulerCache,
-    queue: SchedulingQueue,
-    waiting: WaitingPods[Parked],
-    rng: random.Random,
-    now: float,
     explain: bool = False,
     cycle: int | None = None,
 ) -> Group:
@@ -824,6 +772,7 @@ def schedule_pod_group(
     their own. When preemption found room, the members it placed are nominated to their nodes and the
     outcome carries the victims to evict (``Group.victims``). Runs on the loop: `snapshot` is brought up
     to date before each member."""
+    scheduler, cache, queue, waiting, now = ctx.scheduler, ctx.cache, ctx.queue, ctx.waiting, ctx.now
     key = group.key
     handle = CacheHandle(cache, waiting)
     others = [uid for uid in cache.objects.gang_members.get(key, ()) if uid != info.uid]
@@ -843,23 +792,14 @@ def schedule_pod_group(
     remaining = len(members)
     verdict = gangs.placement_feasible(group.min_count, scheduled, remaining)
     tried: list[_Tried] = []
+    turn = Turn(queue.nominator, cycle, now)  # one cycle for the whole pod group, as upstream counts it
     for member in members if verdict.code is not Code.UNSCHEDULABLE else ():
         cache.update_snapshot(snapshot)
-        decided = decide(
-            member,
-            snapshot,
-            scheduler,
-            rng=rng,
-            nominator=queue.nominator,
-            explain=explain,
-            post_filter=False,
-            cycle=cycle,  # one cycle for the whole pod group, as upstream counts it
-            now=now,
-        )
+        decided = decide(member, snapshot, ctx, turn=turn, explain=explain, post_filter=False)
         t = _Tried(member, decided)
         tried.append(t)
         if not isinstance(t.decided, Error) and t.decided.node is not None:
-            _assume_and_reserve(t, scheduler, cache=cache, queue=queue, now=now, handle=handle)
+            _assume_and_reserve(t, ctx, handle)
         remaining -= 1
         scheduled += t.placed is not None
         verdict = gangs.placement_feasible(group.min_count, scheduled, remaining)
@@ -882,9 +822,9 @@ def schedule_pod_group(
     preemption: PodGroupPreemption | None = None
     if not feasible and not errored:
         cache.update_snapshot(snapshot)
-        trial = _GroupTrial(group, members, scheduler, cache=cache, queue=queue, waiting=waiting, rng=rng, now=now)
+        trial = _GroupTrial(group, members, ctx)
         preemption = _run_pod_group_post_filters(
-            group, trial, snapshot, scheduler, rng=rng, nominator=queue.nominator, nominated=nominated
+            group, trial, snapshot, scheduler, rng=ctx.rng, nominator=queue.nominator, nominated=nominated
         )
     # upstream applyPodGroupPostFilterResult: room found, the members wait for it with their nominations; an
     # error is the gang's (and every member's) status; otherwise the PostFilter's reason is appended
@@ -920,17 +860,7 @@ def schedule_pod_group(
             else:
                 assert isinstance(m.decided, ScheduleResult)
                 submitting.unsubmitted.discard(member.uid)
-                outcomes[member.uid] = _run_permit(
-                    member,
-                    m.placed,
-                    m.state,
-                    scheduler,
-                    m.decided,
-                    queue=queue,
-                    waiting=waiting,
-                    now=now,
-                    handle=submitting,
-                )
+                outcomes[member.uid] = _run_permit(member, m.placed, m.state, ctx, m.decided, handle=submitting)
         elif m is not None:  # it fit but the gang did not
             queued = queue.add_unschedulable(member, now, plugins=frozenset({plugin}))
             if waiting_on_preemption:  # upstream hands it the gang's status as it is, and its nomination
@@ -1047,21 +977,10 @@ class _GroupTrial:
     members tried again in the cycle's order on a snapshot preemption changed, each placed one added to it
     and reserved for the next; everything is taken back before it returns (upstream's revert)."""
 
-    def __init__(
-        self,
-        group: PodGroup,
-        members: list[QueuedPodInfo],
-        scheduler: GenericScheduler,
-        *,
-        cache: SchedulerCache,
-        queue: SchedulingQueue,
-        waiting: WaitingPods[Parked],
-        rng: random.Random,
-        now: float,
-    ) -> None:
-        self.group, self.members, self.scheduler = group, members, scheduler
-        self.cache, self.queue, self.rng, self.now = cache, queue, rng, now
-        self.handle = CacheHandle(cache, waiting)
+    def __init__(self, group: PodGroup, members: list[QueuedPodInfo], ctx: CycleContext) -> None:
+        self.group, self.members, self.ctx = group, members, ctx
+        self.scheduler, self.cache = ctx.scheduler, ctx.cache
+        self.handle = CacheHandle(ctx.cache, ctx.waiting)
 
     def schedule(self, snapshot: Snapshot) -> GroupTrial:
         group, profile = self.group, self.scheduler.profile
@@ -1073,15 +992,8 @@ class _GroupTrial:
         placed: list[Assignment] = []
         try:
             for member in self.members:
-                decided = decide(
-                    member,
-                    snapshot,
-                    self.scheduler,
-                    rng=self.rng,
-                    nominator=self.queue.nominator,
-                    post_filter=False,
-                    now=self.now,
-                )
+                turn = Turn(self.ctx.queue.nominator, None, self.ctx.now)
+                decided = decide(member, snapshot, self.ctx, turn=turn, post_filter=False)
                 if isinstance(decided, Error) or decided.error is not None:
                     problem = decided.message if isinstance(decided, Error) else decided.error
                     text = f"failed to schedule other pod from a pod group: {problem}"
@@ -1117,28 +1029,18 @@ class _GroupTrial:
         _unreserve(self.scheduler.profile, assignment.state, assignment.pod, assignment.node, self.handle)
 
 
-def _assume_and_reserve(
-    t: _Tried,
-    scheduler: GenericScheduler,
-    *,
-    cache: SchedulerCache,
-    queue: SchedulingQueue,
-    now: float,
-    handle: CacheHandle,
-) -> None:
+def _assume_and_reserve(t: _Tried, ctx: CycleContext, handle: CacheHandle) -> None:
     """Upstream ``assumeAndReserveWithRevert``: assume the member on its node and run the Reserve
     plugins; a failure undoes it at once (its own outcome, requeued)."""
     assert isinstance(t.decided, ScheduleResult) and t.decided.node is not None
-    queue.delete_nominated_pod(t.info.pod)  # upstream assume: the cache holds it now, not the nominator
-    placed = cache.assume(t.info.pod, t.decided.node)
+    ctx.queue.delete_nominated_pod(t.info.pod)  # upstream assume: the cache holds it now, not the nominator
+    placed = ctx.cache.assume(t.info.pod, t.decided.node)
     t.state = t.decided.state if t.decided.state is not None else CycleState()
-    status = _run_reserve(scheduler.profile, t.state, placed, handle)
+    status = _run_reserve(ctx.scheduler.profile, t.state, placed, handle)
     if status.is_success:
         t.placed = placed
         return
-    t.failed = _undo(
-        t.info, placed, t.state, scheduler.profile, status, "Reserve", cache=cache, queue=queue, now=now, handle=handle
-    )
+    t.failed = _undo(t.info, placed, t.state, status, "Reserve", ctx=ctx, handle=handle)
 
 
 # --------------------------------------------------------------------------- the binding cycle
@@ -1240,18 +1142,19 @@ def binding_failed(
     info: QueuedPodInfo,
     placed: Pod,
     *,
-    cache: SchedulerCache,
+    handle: CacheHandle,
     queue: SchedulingQueue,
-    waiting: WaitingPods[Parked],
     now: float,
     profile: Profile,
     state: CycleState,
 ) -> bool:
     """The binding cycle failed (a PreBind plugin, an extender, a Bind plugin, or the bind called off):
-    `profile`'s Reserve plugins unreserve (upstream ``handleBindingCycleError``), the assumption is
-    undone (unless the watch already settled the pod) and the pod backs off. Returns whether the pod
-    was requeued (False: deleted or bound meanwhile)."""
-    _unreserve(profile, state, placed, placed.node_name, CacheHandle(cache, waiting))
+    `profile`'s Reserve plugins unreserve with `handle` (the cache and the waiting pods; upstream
+    ``handleBindingCycleError``), the assumption is undone in the handle's cache (unless the watch already
+    settled the pod) and the pod backs off. Returns whether the pod was requeued (False: deleted or bound
+    meanwhile)."""
+    cache = handle.cache
+    _unreserve(profile, state, placed, placed.node_name, handle)
     if cache.is_assumed(placed):
         cache.forget(placed)
     return queue.add_backoff(info, now)

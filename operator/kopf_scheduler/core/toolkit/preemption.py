@@ -80,6 +80,7 @@ __all__ = [
     "VICTIM_POD",
     "VICTIM_POD_GROUP",
     "Candidate",
+    "Evaluator",
     "Victim",
     "VictimIndex",
     "calculate_num_candidates",
@@ -375,24 +376,34 @@ def _as_error(status: Status) -> Status:
 # --------------------------------------------------------------------------- candidates
 
 
+@dataclass(frozen=True, slots=True)
+class Evaluator:
+    """What a preemption dry run asks of the framework besides the pod and the nodes (upstream's
+    ``preemption.Evaluator``, whose method ``DryRunPreemption`` is): the cycle's `handle` (this profile's
+    filters and extensions, the nominated pods) and the `snapshot` that makes the pods of Workload
+    PodGroups victims together (``VictimIndex``); None: each pod is a victim of its own."""
+
+    handle: Handle
+    snapshot: Snapshot | None = None
+
+
 def dry_run_preemption(
+    evaluator: Evaluator,
     state: CycleState,
     pod: Pod,
     potential: Sequence[NodeInfo],
     pdbs: Sequence[PodDisruptionBudget],
     offset: int,
     num_candidates: int,
-    handle: Handle,
-    *,
-    snapshot: Snapshot | None = None,
 ) -> tuple[list[Candidate], dict[str, Status], list[str]]:
     """Candidates (PDB-respecting ones first), the statuses of the nodes that gave none, and errors.
 
     Nodes are tried from `potential[offset]` on, wrapping around, each on clones. Each list holds at
     most `num_candidates`; the run stops once it has `num_candidates` in all and at least one that
-    violates no PDB (upstream ``DryRunPreemption`` with parallelism 1). With `snapshot`, the pods of
-    Workload PodGroups are victims as ``VictimIndex`` makes them; without, each pod is one.
+    violates no PDB (upstream ``DryRunPreemption`` with parallelism 1). With the `evaluator`'s snapshot,
+    the pods of Workload PodGroups are victims as ``VictimIndex`` makes them; without, each pod is one.
     """
+    handle, snapshot = evaluator.handle, evaluator.snapshot
     non_violating: list[Candidate] = []
     violating: list[Candidate] = []
     statuses: dict[str, Status] = {}
@@ -500,7 +511,7 @@ def preempt(
         offset = handle.rng.randrange(len(potential))
         wanted = calculate_num_candidates(len(potential), min_candidate_nodes_percentage, min_candidate_nodes_absolute)
         candidates, statuses, errors = dry_run_preemption(
-            state, pod, potential, pdbs, offset, wanted, handle, snapshot=snapshot
+            Evaluator(handle, snapshot), state, pod, potential, pdbs, offset, wanted
         )
     if errors and not candidates:
         return PostFilterResult(error(_aggregate(errors)), node_statuses=statuses)
