@@ -3,7 +3,9 @@ the pod in the cache and the queue; then what a bind's success or failure does t
 
 from __future__ import annotations
 
+import ast
 import random
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -383,3 +385,20 @@ def test_a_deleted_namespace_counts_as_a_change() -> None:
     before = cache.objects.generation
     route_namespace("team", None, cache=cache, served={}, now=NOW)
     assert cache.objects.generation == before + 1
+
+
+def test_only_the_core_sequences_a_scheduling_cycle() -> None:
+    """``schedule_one``'s steps are written once (``begin_cycle`` and its ``Decision``): no module outside
+    core/scheduling/ takes ``prepare``, ``decide`` or ``conclude`` from the cycle, the operator's loop included."""
+    steps = {"prepare", "decide", "conclude"}
+    package = Path(__file__).resolve().parents[2] / "operator" / "kopf_scheduler"
+    importers: dict[str, set[str]] = {}
+    for path in package.rglob("*.py"):
+        if path.is_relative_to(package / "core" / "scheduling"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("scheduling.cycle"):
+                taken = {alias.name for alias in node.names} & steps
+                if taken:
+                    importers.setdefault(str(path.relative_to(package)), set()).update(taken)
+    assert importers == {}

@@ -1,10 +1,11 @@
 """The scheduling loop of one SchedulingPolicy (upstream ``scheduleOne`` in a loop): waiting and effects.
 
 Sleep as long as the core says (``core.scheduling.cycle.next_wait``) or until a handler wakes us; pop; let
-the core decide and carry out the outcome. The cycle runs one way: ``prepare``, ``decide`` (in
-``App.run_blocking``'s thread pool when the policy has HTTP extenders, whose calls block: on the
-policy's own snapshot with a private copy of the cluster objects and of the nominator; inline
-otherwise, a thread hop costs more than most attempts), ``conclude``:
+the core decide and carry out the outcome. The cycle's steps are the core's (``begin_cycle``, then the
+``Decision``'s ``run`` and ``finish``, as ``schedule_one`` takes them); only where ``run`` goes is ours: to
+``App.run_blocking``'s thread pool when the policy has HTTP extenders, whose calls block (on the policy's
+own snapshot with a private copy of the cluster objects and of the nominator), inline otherwise (a thread
+hop costs more than most attempts):
 
 - ``Bind``: spawn its binding cycle (at most ``app.BIND_CONCURRENCY`` in flight, so the next pod
   is scheduled while binds are on the wire; ``kube/binding.py`` follows the core's plan: PreBind
@@ -46,7 +47,6 @@ written only while this replica's term is valid (the ``Api``'s fence).
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -56,10 +56,10 @@ from ..core.framework.instrumentation import PLUGIN_METRICS_SAMPLE_PERCENT
 from ..core.framework.recording import STAGE_PERMIT
 from ..core.model.objects import Pod
 from ..core.scheduling import routing
-from ..core.scheduling.algorithm import Turn
 from ..core.scheduling.cycle import (
     Bind,
     CycleContext,
+    Decision,
     Error,
     Group,
     Outcome,
@@ -67,12 +67,8 @@ from ..core.scheduling.cycle import (
     Skip,
     Unschedulable,
     Wait,
-    conclude,
-    decide,
+    begin_cycle,
     next_wait,
-    pod_group_of,
-    prepare,
-    schedule_pod_group,
     settle_waiting,
 )
 from ..core.state.queueing import first_ready
@@ -259,31 +255,22 @@ async def _carry_out(
 
 
 async def _cycle(app: App, state: PolicyState, info: QueuedPodInfo) -> Outcome:
-    """The core's three steps (``core.scheduling.cycle.schedule_one`` apart): the algorithm in a worker thread
+    """``core.scheduling.cycle.schedule_one``'s steps (``begin_cycle``), with the algorithm in a worker thread
     when the policy has extenders (their calls block), inline otherwise."""
-    scheduler, snapshot, queue = state.scheduler, state.snapshot, state.queue
-    off_loop = bool(scheduler.extenders)
-    skip = prepare(info, snapshot, cache=app.cache, queue=queue, private_objects=off_loop)
-    if skip is not None:
-        return skip
+    detached = bool(state.scheduler.extenders)
     recorder = app.metrics.framework_recorder(state.scheduler_name)
     sample = app.sampling.random() * 100 < PLUGIN_METRICS_SAMPLE_PERCENT  # upstream rand.Intn(100) < 10
-    group = pod_group_of(info, scheduler, app.cache)
-    ctx = CycleContext(scheduler, app.cache, queue, app.waiting, state.rng, app.now())
-    if group is not None:  # a gang's members decided together, on the loop (each sees the others' room)
-        return schedule_pod_group(info, group, snapshot, ctx, cycle=queue.scheduling_cycle)
-    cycle_state = CycleState(recorder, sample_plugins=sample)
-    if off_loop:
-        turn = Turn(queue.nominator.copy(), queue.scheduling_cycle, ctx.now)
-        decided = await app.run_blocking(decide, info, snapshot, ctx, turn=turn, state=cycle_state)
-        if not isinstance(decided, Error):
-            for problem in decided.extender_errors:
-                logger.info("scheduling %s: %s", info.pod.key, problem)
-    else:
-        turn = Turn(queue.nominator, queue.scheduling_cycle, ctx.now)
-        decided = decide(info, snapshot, ctx, turn=turn, state=cycle_state)
-    # the clock read again: the algorithm took a while (an extender's calls, off the loop)
-    return conclude(info, decided, dataclasses.replace(ctx, now=app.now()))
+    ctx = CycleContext(state.scheduler, app.cache, state.queue, app.waiting, state.rng, app.now())
+    step = begin_cycle(info, state.snapshot, ctx, detached=detached, state=CycleState(recorder, sample_plugins=sample))
+    if not isinstance(step, Decision):
+        return step
+    if not detached:
+        return step.finish(step.run(), ctx.now)
+    decided = await app.run_blocking(step.run)
+    if not isinstance(decided, Error):
+        for problem in decided.extender_errors:
+            logger.info("scheduling %s: %s", info.pod.key, problem)
+    return step.finish(decided, app.now())  # the clock read again: the extenders' calls took a while
 
 
 async def _settle(app: App, now: float) -> None:

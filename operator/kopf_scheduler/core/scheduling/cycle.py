@@ -45,11 +45,12 @@ found nothing: they may reject the gang's waiting members at once (the executor'
 ``status.nominatedNodeName``: None leaves it, "" clears it, a name sets it. As upstream, a failure
 without a PostFilter verdict (no PostFilter plugin, or an error) clears the nomination.
 
-``schedule_one`` is three steps, which the operator runs apart: ``prepare`` (skip, or bring the
-snapshot up to date), ``decide`` (the algorithm alone: it reads only the snapshot and the
-scheduler, so it may run in a worker thread while watch events change the cache and the queue,
-which the operator does for a profile with HTTP extenders) and ``conclude`` (assume, Reserve and
-Permit, or put the pod back in the queue).
+``schedule_one`` is three steps, written once: ``prepare`` (skip, or bring the snapshot up to date),
+``decide`` (the algorithm alone: it reads only the snapshot and the scheduler) and ``conclude``
+(assume, Reserve and Permit, or put the pod back in the queue). ``begin_cycle`` takes the first and
+hands back a ``Decision`` whose ``run`` is the second and ``finish`` the third, so that the operator
+can run the algorithm in a worker thread (a profile with HTTP extenders, whose calls block) while
+watch events change the cache and the queue, and still take the same steps as ``simulate``.
 
 A Reserve or Permit plugin that rejects makes the attempt ``Unschedulable`` (error: ``Error``)
 after every ``unreserve`` ran and the assumption was forgotten (upstream ``schedulingCycle``).
@@ -96,6 +97,7 @@ __all__ = [
     "Bind",
     "BindingPlan",
     "CycleContext",
+    "Decision",
     "Error",
     "Group",
     "Outcome",
@@ -106,6 +108,7 @@ __all__ = [
     "Skip",
     "Unschedulable",
     "Wait",
+    "begin_cycle",
     "binding_failed",
     "binding_plan",
     "binding_succeeded",
@@ -377,17 +380,62 @@ def schedule_one(
 ) -> Outcome:
     """Decide for the popped pod `info` with `ctx`'s scheduler (its profile); `snapshot` is brought up to date
     first. `explain`: see ``decide``. Without `batching` the pod is decided on its own (a one-off evaluation):
-    no hint from, and no ranking kept for, the next pods (``core/toolkit/batching.py``)."""
+    no hint from, and no ranking kept for, the next pods (``core/toolkit/batching.py``). The executors that
+    run the algorithm elsewhere (the operator, in a worker thread for extenders) take the same steps
+    through ``begin_cycle``."""
+    step = begin_cycle(info, snapshot, ctx, explain=explain, batching=batching)
+    if not isinstance(step, Decision):
+        return step
+    return step.finish(step.run(), ctx.now)
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """A scheduling cycle between its preparation and its conclusion (``begin_cycle``): ``run`` is the
+    algorithm, which reads only the snapshot, the scheduler, the randomness and the turn (so an executor may
+    carry it to a worker thread); ``finish`` carries its result into the cache and the queue, on the caller's
+    thread, with the clock read again."""
+
+    info: QueuedPodInfo
+    snapshot: Snapshot
+    ctx: CycleContext
+    turn: Turn
+    explain: bool
+    state: CycleState | None
+
+    def run(self) -> ScheduleResult | Error:
+        return decide(self.info, self.snapshot, self.ctx, turn=self.turn, explain=self.explain, state=self.state)
+
+    def finish(self, decided: ScheduleResult | Error, now: float) -> Single:
+        ctx = self.ctx if now == self.ctx.now else dataclasses.replace(self.ctx, now=now)
+        return conclude(self.info, decided, ctx)
+
+
+def begin_cycle(
+    info: QueuedPodInfo,
+    snapshot: Snapshot,
+    ctx: CycleContext,
+    *,
+    explain: bool = False,
+    batching: bool = True,
+    detached: bool = False,
+    state: CycleState | None = None,
+) -> Outcome | Decision:
+    """``schedule_one``'s steps up to the algorithm: the pod skipped (it leaves the queue), a pod group decided
+    whole (on the caller's thread: each member sees the others' room), or the ``Decision`` to run. `detached`:
+    the algorithm will run while watch events change the cache and the queue (a worker thread), so the
+    snapshot gets its own copy of the cluster objects and the turn a copy of the nominated pods. `state`: the
+    cycle state carrying the edge's timings (see ``decide``)."""
     queue = ctx.queue
-    skip = prepare(info, snapshot, cache=ctx.cache, queue=queue)
+    skip = prepare(info, snapshot, cache=ctx.cache, queue=queue, private_objects=detached)
     if skip is not None:
         return skip
     cycle = queue.scheduling_cycle if batching else None
     group = pod_group_of(info, ctx.scheduler, ctx.cache)
     if group is not None:
         return schedule_pod_group(info, group, snapshot, ctx, explain=explain, cycle=cycle)
-    decided = decide(info, snapshot, ctx, turn=Turn(queue.nominator, cycle, ctx.now), explain=explain)
-    return conclude(info, decided, ctx)
+    nominator = queue.nominator.copy() if detached else queue.nominator
+    return Decision(info, snapshot, ctx, Turn(nominator, cycle, ctx.now), explain, state)
 
 
 def prepare(
