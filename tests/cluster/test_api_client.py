@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from kopf_scheduler.cluster import ControlPlane
-from kopf_scheduler.edge.client import Api, Response
+from kopf_scheduler.core.framework.interface import ApiResponse
+from kopf_scheduler.edge.client import Api
 from kopf_scheduler.edge.credentials import load_credentials
 from kopf_scheduler.kube.leader import ApiLeaseClient, LeaseConflictError, LeaseRecord
 
@@ -26,7 +27,7 @@ class FrozenClock:
 
 
 def test_client_certificate_from_the_admin_kubeconfig(kubeconfig: Path) -> None:
-    async def main() -> Response:
+    async def main() -> ApiResponse:
         api = Api(load_credentials(str(kubeconfig)))
         try:
             return await api.request("GET", "/api/v1/namespaces/default")

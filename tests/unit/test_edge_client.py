@@ -21,8 +21,9 @@ import pytest
 from builders import make_node
 from fakeapi import FakeApiServer
 
+from kopf_scheduler.core.framework.interface import ApiResponse
 from kopf_scheduler.edge import client as client_module
-from kopf_scheduler.edge.client import Api, Response
+from kopf_scheduler.edge.client import Api
 from kopf_scheduler.edge.credentials import Credentials
 from kopf_scheduler.edge.transport import LoopBridge, LostConnection, Pool
 from kopf_scheduler.kube.bodies import MERGE_PATCH
@@ -137,9 +138,9 @@ def writes(server: FakeApiServer) -> list[tuple[str, str]]:
 @pytest.mark.parametrize(
     ("response", "ok", "gone", "conflict", "described"),
     [
-        pytest.param(Response(201, {"kind": "Pod"}), True, False, False, "HTTP 201 {'kind': 'Pod'}", id="2xx is ok"),
+        pytest.param(ApiResponse(201, {"kind": "Pod"}), True, False, False, "HTTP 201 {'kind': 'Pod'}", id="2xx is ok"),
         pytest.param(
-            Response(404, {"message": 'pods "x" not found'}),
+            ApiResponse(404, {"message": 'pods "x" not found'}),
             False,
             True,
             False,
@@ -147,41 +148,46 @@ def writes(server: FakeApiServer) -> list[tuple[str, str]]:
             id="404 is gone",
         ),
         pytest.param(
-            Response(409, {"message": "already bound"}),
+            ApiResponse(409, {"message": "already bound"}),
             False,
             False,
             True,
             "HTTP 409 already bound",
             id="409 is a conflict",
         ),
-        pytest.param(Response(500, "plain text"), False, False, False, "HTTP 500 plain text", id="a text body"),
+        pytest.param(ApiResponse(500, "plain text"), False, False, False, "HTTP 500 plain text", id="a text body"),
         pytest.param(
-            Response(0, error="TimeoutError: no answer"), False, False, False, "TimeoutError: no answer", id="no answer"
+            ApiResponse(0, error="TimeoutError: no answer"),
+            False,
+            False,
+            False,
+            "TimeoutError: no answer",
+            id="no answer",
         ),
         pytest.param(
-            Response(0, fenced=True),
+            ApiResponse(0, fenced=True),
             False,
             False,
             False,
             "not sent: this replica is not the leader (its term ended or may have ended)",
             id="fenced",
         ),
-        pytest.param(Response(0), False, False, False, "no answer", id="nothing known"),
+        pytest.param(ApiResponse(0), False, False, False, "no answer", id="nothing known"),
     ],
 )
-def test_response_status_rule(response: Response, ok: bool, gone: bool, conflict: bool, described: str) -> None:
+def test_response_status_rule(response: ApiResponse, ok: bool, gone: bool, conflict: bool, described: str) -> None:
     assert (response.ok, response.gone, response.conflict) == (ok, gone, conflict)
     assert response.describe() == described
 
 
 def test_401_is_unauthorized() -> None:
-    assert Response(401).unauthorized and not Response(403).unauthorized and not Response(0).unauthorized
+    assert ApiResponse(401).unauthorized and not ApiResponse(403).unauthorized and not ApiResponse(0).unauthorized
 
 
 def test_response_detail_is_the_status_message_cut_to_the_limit() -> None:
-    assert Response(422, {"message": "x" * 500, "code": 422}).detail() == "x" * 300
-    assert Response(422, {"message": "abcdef"}).detail(limit=3) == "abc"
-    assert Response(400, {"no": "message"}).detail() == "{'no': 'message'}"
+    assert ApiResponse(422, {"message": "x" * 500, "code": 422}).detail() == "x" * 300
+    assert ApiResponse(422, {"message": "abcdef"}).detail(limit=3) == "abc"
+    assert ApiResponse(400, {"no": "message"}).detail() == "{'no': 'message'}"
 
 
 def test_answers_of_the_fake_become_responses() -> None:
@@ -592,7 +598,7 @@ def test_a_request_lost_on_a_reused_connection_is_sent_again_only_when_replayabl
 
 
 def test_a_refused_connection_reads_as_gos_dialer_says_it(fast_retries: None) -> None:
-    async def main() -> Response:
+    async def main() -> ApiResponse:
         server = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
         port = server.sockets[0].getsockname()[1]
         server.close()

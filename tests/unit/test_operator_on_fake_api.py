@@ -22,10 +22,11 @@ from builders import make_node, make_pod
 from fakeapi import FakeApiServer
 
 from kopf_scheduler.core.config.ownership import PolicyMeta
+from kopf_scheduler.core.framework.interface import ApiResponse
 from kopf_scheduler.core.model.objects import Pod
 from kopf_scheduler.core.state.cache import PodState
 from kopf_scheduler.edge import informer as informer_module
-from kopf_scheduler.edge.client import Api, Response
+from kopf_scheduler.edge.client import Api
 from kopf_scheduler.edge.credentials import Credentials
 from kopf_scheduler.kube import app as app_module
 from kopf_scheduler.kube import convert, events, handlers, loop, preemption
@@ -62,7 +63,7 @@ class Operator:
         self.asked: list[tuple[str, str]] = []
         send = self.api.request
 
-        async def request(method: str, path: str, body: Any = None, **kwargs: Any) -> Response:
+        async def request(method: str, path: str, body: Any = None, **kwargs: Any) -> ApiResponse:
             if method != "GET":
                 self.asked.append((method, path))
             return await send(method, path, body, **kwargs)

@@ -2,7 +2,7 @@
 
 Asks the operator's read-only debug endpoint, ``GET /debug/attempts/NAMESPACE/NAME`` (``--endpoint``,
 default ``$KOPF_SCHEDULER_ENDPOINT`` or ``https://127.0.0.1:10259``; through the edge's own client,
-``edge/client.Api``, and its ``Response``), and prints every node's verdict: the plugin that rejected
+``edge/client.Api``, and its ``ApiResponse``), and prints every node's verdict: the plugin that rejected
 it and why, or its per-plugin raw, normalised and weighted scores and total; the chosen node; for a
 preemption, the candidates and victims considered. ``--output json`` prints the endpoint's JSON as it
 is (``core/scheduling/explanation.py`` documents it).
@@ -32,8 +32,9 @@ import sys
 import urllib.parse
 from typing import Any, Final
 
+from ..core.framework.interface import ApiResponse
 from ..core.scheduling.explanation import from_json, render
-from ..edge.client import Api, Response
+from ..edge.client import Api
 from ..edge.credentials import Credentials, CredentialsError, load_credentials
 
 __all__ = ["DEFAULT_ENDPOINT", "add_parser", "attempt_path", "endpoint_credentials", "fetch", "run"]
@@ -93,7 +94,7 @@ def fetch(endpoint: str, namespace: str, name: str, credentials: Credentials) ->
     return response.body, ""
 
 
-async def _get(credentials: Credentials, path: str) -> Response:
+async def _get(credentials: Credentials, path: str) -> ApiResponse:
     api = Api(credentials, timeout=TIMEOUT_SECONDS, user_agent="kopf-scheduler")
     try:
         return await api.request("GET", path)

@@ -3,13 +3,12 @@
 policy's extenders (``extenders.py``: ``HTTPExtender``); informers (``informer.py``), the
 live-cluster snapshot (``snapshot.py``), the commands' blocking client (``blocking.py``), node
 usage pollers for the load-aware plugins (``usage.py``), the scheduling trace of ``run --record``
-(``recorder.py``: a writer thread and its files), out-of-tree plugin discovery (``plugins.py``) and the API
-server's paths (``paths.py``). Nothing
+(``recorder.py``: a writer thread and its files) and out-of-tree plugin discovery (``plugins.py``). Nothing
 here imports Kopf: the operator builds Kopf's login from the same ``Credentials`` its own requests use.
 
-One ``Response`` (``transport.py``) and one status rule: ``ok`` is 2xx, ``gone`` 404, ``conflict``
-409, ``unauthorized`` 401; callers never compare codes. Extender answers keep upstream's own rule
-(exactly 200, ``extenders.STATUS_OK``).
+One answer type, the core's ``ApiResponse`` (``core/framework/interface.py``, simulate's too), and one
+status rule: ``ok`` is 2xx, ``gone`` 404, ``conflict`` 409, ``unauthorized`` 401; callers never compare codes.
+Extender answers keep upstream's own rule (exactly 200, ``extenders.STATUS_OK``).
 
 **Two HTTP stacks run in the operator, and why:**
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from ..core.framework.interface import ApiResponse
 from .client import Api
 from .credentials import Credentials
-from .transport import LoopBridge, Response
+from .transport import LoopBridge
 
 __all__ = ["BlockingApi"]
 
@@ -34,11 +35,11 @@ class BlockingApi:
         self._api = Api(credentials, timeout=timeout, user_agent=user_agent)
         self._bridge = LoopBridge()
 
-    def get(self, path: str, *, headers: Mapping[str, str] | None = None) -> Response:
-        """``GET path`` (a query string included): the edge's ``Response``; status 0 when no answer came."""
+    def get(self, path: str, *, headers: Mapping[str, str] | None = None) -> ApiResponse:
+        """``GET path`` (a query string included): the edge's ``ApiResponse``; status 0 when no answer came."""
         return self._bridge.run(self._api.request("GET", path, headers=headers), timeout=self._timeout + 5)
 
-    def post(self, path: str, body: Any) -> Response:
+    def post(self, path: str, body: Any) -> ApiResponse:
         """``POST path`` with a JSON body (a TokenRequest), sent once: a POST is not repeated."""
         return self._bridge.run(self._api.request("POST", path, body), timeout=self._timeout + 5)
 

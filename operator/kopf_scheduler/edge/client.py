@@ -6,7 +6,7 @@ ones Kopf logs in with. Bodies are plain JSON built by the callers (``kube/bodie
 timestamps go out exactly as formatted (the official client re-serialises MicroTime without the zero
 fraction the API server requires).
 
-**One status rule.** Every request returns a ``Response`` (``edge/transport.py``): ``ok`` is 2xx,
+**One status rule.** Every request returns a ``ApiResponse`` (``edge/transport.py``): ``ok`` is 2xx,
 ``gone`` is 404, ``conflict`` is 409; ``status`` 0 means no answer came (a transport failure, a
 timeout, or a write this replica was fenced from sending). Callers never raise on HTTP errors and
 never compare codes.
@@ -72,8 +72,9 @@ from urllib.parse import quote, urlencode, urlsplit
 
 import orjson
 
+from ..core.framework.interface import ApiResponse
 from .credentials import Credentials, ssl_context
-from .transport import CONNECTION_LIMIT, MAX_IDLE_AGE, Fenced, Pool, Response, ResponseParser
+from .transport import CONNECTION_LIMIT, MAX_IDLE_AGE, Fenced, Pool, ResponseParser
 
 if TYPE_CHECKING:
     import aiohttp
@@ -88,7 +89,7 @@ __all__ = [
     "UNREACHABLE",
     "WATCH_IDLE_TIMEOUT",
     "Api",
-    "Response",
+    "ApiResponse",
     "ResponseParser",
     "dumps",
     "loads",
@@ -174,7 +175,7 @@ class Api:
         decode: bool = True,
         retry: bool | None = None,
         headers: Mapping[str, str] | None = None,
-    ) -> Response:
+    ) -> ApiResponse:
         """One request; `fence=False` only for the Lease itself and for reviews, which change nothing (see
         the module docstring); `headers` go with it (the kubectl plugin's token for the operator). With
         `decode` False a successful answer's body is not parsed (a created Event, a bind's Status:
@@ -188,7 +189,7 @@ class Api:
         tries = 0
         while True:
             if fence and method != "GET" and not self.may_write():
-                return Response(0, fenced=True, retried=tries > 0)
+                return ApiResponse(0, fenced=True, retried=tries > 0)
             response = await self._once(method, path, data, content_type, accept, decode, fence, extra)
             if tries >= len(pauses) or response.fenced or (response.status and response.status not in RETRY_STATUSES):
                 return replace(response, retried=True) if tries else response
@@ -205,7 +206,7 @@ class Api:
         decode: bool,
         fence: bool,
         extra: str = "",
-    ) -> Response:
+    ) -> ApiResponse:
         """One try: a stale token refreshed first, a 401 with a token that changed on refresh sent once more."""
         await self._fresh_token()
         response = await self._send(method, path, data, content_type, accept, decode, fence, extra)
@@ -242,7 +243,7 @@ class Api:
         decode: bool,
         fence: bool,
         extra: str = "",
-    ) -> Response:
+    ) -> ApiResponse:
         head = f"{method} {self._prefix}{path} HTTP/1.1\r\n{self._head}{self._authorization()}{extra}"
         if accept is not None:
             head = head.replace("Accept: application/json\r\n", f"Accept: {accept}\r\n", 1)
@@ -257,24 +258,24 @@ class Api:
         try:
             status, raw = await self._pool.send(request, replayable=method != "POST", guard=guard)
         except Fenced:
-            return Response(0, fenced=True)
+            return ApiResponse(0, fenced=True)
         except TimeoutError:
             if observe is not None:
                 observe(method, 0, time.perf_counter() - started)
-            return Response(0, error=f"TimeoutError: no answer within {self._timeout:g}s")
+            return ApiResponse(0, error=f"TimeoutError: no answer within {self._timeout:g}s")
         except (OSError, ssl.SSLError, ValueError) as exc:
             if observe is not None:
                 observe(method, 0, time.perf_counter() - started)
-            return Response(0, error=f"{type(exc).__name__}: {exc}")
+            return ApiResponse(0, error=f"{type(exc).__name__}: {exc}")
         if observe is not None:
             observe(method, status, time.perf_counter() - started)
-        answer = Response(status)
+        answer = ApiResponse(status)
         if not raw or (not decode and answer.ok):
             return answer
         try:
-            return Response(status, loads(raw))
+            return ApiResponse(status, loads(raw))
         except ValueError:
-            return Response(status, raw.decode("utf-8", "replace"))
+            return ApiResponse(status, raw.decode("utf-8", "replace"))
 
     async def list_each(
         self,
@@ -284,7 +285,7 @@ class Api:
         query: str = "",
         accept: str | None = None,
         limit: int = LIST_PAGE,
-    ) -> Response | None:
+    ) -> ApiResponse | None:
         """A one-off paged list: `visit` every item of every page (``limit`` at a time, the next page asked for
         with the last one's continue token). `query` is more of the query string, already encoded
         (``&fieldSelector=...``). None when every page came; else the answer that was not a list page (a
@@ -330,7 +331,7 @@ class Api:
                 ) as resp:
                     if self.observe is not None:
                         self.observe("GET", resp.status, -1.0)
-                    answer = Response(resp.status)
+                    answer = ApiResponse(resp.status)
                     if answer.unauthorized and attempt == 0 and await self._refresh_token():
                         continue
                     if not answer.ok:

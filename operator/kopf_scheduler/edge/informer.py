@@ -63,7 +63,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import quote
 
-from .client import BROKEN, IDLE, NO_ANSWER, UNREACHABLE, Api, Response
+from ..core.framework.interface import ApiResponse
+from .client import BROKEN, IDLE, NO_ANSWER, UNREACHABLE, Api
 
 __all__ = ["ABSENT_RETRY", "LIST_PAGE", "RELIST_AFTER", "Feed", "Informer"]
 
@@ -256,18 +257,18 @@ class Informer:
 
         The next page is asked for as soon as a page's continue token is read, before its items are
         applied: the server prepares it while this process parses (the pages are still applied in order)."""
-        ahead: list[asyncio.Future[Response]] = []
+        ahead: list[asyncio.Future[ApiResponse]] = []
         try:
             return await self._pages(ahead)
         finally:
             for task in ahead:
                 task.cancel()
 
-    def _ask(self, token: str) -> asyncio.Future[Response]:
+    def _ask(self, token: str) -> asyncio.Future[ApiResponse]:
         query = f"?limit={self.page}{self._query}" + (f"&continue={quote(token)}" if token else "")
         return asyncio.ensure_future(self.api.request("GET", self.feed.path + query))
 
-    async def _pages(self, ahead: list[asyncio.Future[Response]]) -> str:
+    async def _pages(self, ahead: list[asyncio.Future[ApiResponse]]) -> str:
         """``_list``'s pages; `ahead` holds the request of the next page while it is in flight."""
         feed, keys, token = self.feed, set[str](), ""
         self._resync.clear()  # a list is what a resync asks for

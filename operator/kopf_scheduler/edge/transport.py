@@ -1,6 +1,5 @@
-"""HTTP/1.1 for the requests this process makes itself: the one ``Response``, a sans-I/O
-``ResponseParser``, ``Pool`` (keep-alive connections to one origin, on an asyncio loop) and
-``LoopBridge`` (the same pool for blocking callers).
+"""HTTP/1.1 for the requests this process makes itself: a sans-I/O ``ResponseParser``, ``Pool`` (keep-alive
+connections to one origin, on an asyncio loop) and ``LoopBridge`` (the same pool for blocking callers).
 
 Two clients use it: ``Api`` (``client.py``: requests to the API server) and ``HTTPExtender``
 (``extenders.py``: calls to a policy's extenders). Each owns one ``Pool``; the rules below are the
@@ -39,7 +38,6 @@ import ssl
 import threading
 import time
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
 from typing import Any, Final, TypeVar, cast
 from urllib.parse import unquote, urlsplit
 
@@ -51,7 +49,6 @@ __all__ = [
     "LoopBridge",
     "LostConnection",
     "Pool",
-    "Response",
     "ResponseParser",
 ]
 
@@ -63,55 +60,6 @@ CONNECTION_LIMIT: Final = 128
 #: seconds a pooled connection may sit idle and still be reused (Go's transport: 90 s)
 MAX_IDLE_AGE: Final = 30.0
 _NO_BODY: Final = frozenset({204, 304})
-_FENCED: Final = "not sent: this replica is not the leader (its term ended or may have ended)"
-
-
-@dataclass(frozen=True, slots=True)
-class Response:
-    """What came back: the HTTP status and the decoded body (JSON, text or None). The one status rule
-    of the edge: ``ok`` is 2xx, ``gone`` 404, ``conflict`` 409, ``unauthorized`` 401.
-
-    ``status`` 0 means no answer: `error` says why (a transport failure, a timeout), or `fenced` is
-    set (a write this replica may not send).
-    """
-
-    status: int
-    body: Any = None
-    error: str = ""
-    fenced: bool = False
-    #: the request was sent more than once (``Api.request``'s retries): a 404 or 409 may answer our own first try
-    retried: bool = False
-
-    @property
-    def ok(self) -> bool:
-        return 200 <= self.status < 300
-
-    @property
-    def gone(self) -> bool:
-        """404: the object (or the API) does not exist."""
-        return self.status == 404
-
-    @property
-    def conflict(self) -> bool:
-        """409: already exists, modified meanwhile, a failed uid precondition, or already bound."""
-        return self.status == 409
-
-    @property
-    def unauthorized(self) -> bool:
-        """401: the credentials were refused (a token that expired: refresh it and ask once more)."""
-        return self.status == 401
-
-    def detail(self, limit: int = 300) -> str:
-        """For logs and messages: the Status message of an error, or the text, or why nothing came."""
-        if self.status == 0:
-            return self.error or (_FENCED if self.fenced else "no answer")
-        body = self.body
-        text = str(body.get("message", body)) if isinstance(body, dict) else str(body)
-        return text[:limit]
-
-    def describe(self) -> str:
-        """``HTTP 409 <message>``, for log lines."""
-        return f"HTTP {self.status} {self.detail()}" if self.status else self.detail()
 
 
 class ResponseParser:

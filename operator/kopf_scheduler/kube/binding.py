@@ -54,12 +54,13 @@ from typing import Any
 
 from ..core.config.extenders import Extender, ExtenderBinding, bind_with_extenders
 from ..core.framework.basics import CycleState, QueuedPodInfo, Status
+from ..core.framework.interface import ApiResponse
 from ..core.model.objects import Pod
 from ..core.plugins.default_binder import binding_path
 from ..core.scheduling import routing
 from ..core.scheduling.binding import BIND, BindingCycle, Bound, Refusal, conclude_binding, run_binding_cycle
 from ..core.scheduling.cycle import BindingPlan
-from ..edge.client import Api, Response
+from ..edge.client import Api
 from . import dra, events, preemption
 from .app import App, PolicyState
 
@@ -81,12 +82,12 @@ class _Client:
     def __init__(self, api: Api, pod: Pod) -> None:
         self._api = api
         self._binding_path = binding_path(pod)
-        self.binding: Response | None = None
+        self.binding: ApiResponse | None = None
         self.fenced = False
 
     async def request(
         self, method: str, path: str, body: Any = None, *, content_type: str = "application/json", decode: bool = True
-    ) -> Response:
+    ) -> ApiResponse:
         is_binding = method == "POST" and path == self._binding_path
         response = await self._api.request(
             method, path, body, content_type=content_type, decode=decode, retry=True if is_binding else None
@@ -97,7 +98,7 @@ class _Client:
             node = str(((body or {}).get("target") or {}).get("name") or "")
             if response.retried and response.conflict and f'is already assigned to node "{node}"' in response.detail():
                 logger.info("binding %s: an earlier try whose answer was lost bound it to %s", path, node)
-                response = Response(201, retried=True)
+                response = ApiResponse(201, retried=True)
             self.binding = response
         return response
 

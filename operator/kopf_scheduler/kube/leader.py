@@ -39,9 +39,10 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Final, Protocol
 
+from ..core.framework.interface import ApiResponse
 from ..core.model import paths
 from ..core.model.timestamps import parse_time
-from ..edge.client import Api, Response
+from ..edge.client import Api
 from . import bodies
 
 __all__ = [
@@ -310,7 +311,7 @@ class ApiLeaseClient:
             "PUT", await self._api.request("PUT", f"{self._collection}/{self._name}", body, fence=False, retry=False)
         )
 
-    def _stored(self, method: str, response: Response) -> StoredLease:
+    def _stored(self, method: str, response: ApiResponse) -> StoredLease:
         ref = f"{method} lease {self._namespace}/{self._name}"
         if response.conflict:
             raise LeaseConflictError(f"{ref}: conflict")

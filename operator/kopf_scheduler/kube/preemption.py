@@ -45,12 +45,12 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from ..core.framework.interface import ApiResponse
 from ..core.model import paths
 from ..core.model.objects import Pod, PodGroup
 from ..core.plugins.default_preemption import DefaultPreemption
 from ..core.scheduling import routing
 from ..core.toolkit.preemption import PREEMPTED
-from ..edge.client import Response
 from . import bodies, events
 from .app import App
 from .bodies import Preemptor
@@ -157,7 +157,7 @@ async def evict(app: App, victim: Pod, *, preemptor: Pod | Preemptor, node: str)
 
 async def patch_pod_status(
     app: App, pod: Pod, *, condition: Mapping[str, Any] | None = None, nominated_node: str | None = None
-) -> Response:
+) -> ApiResponse:
     """One pods/status patch: a condition (merged by type) and/or ``nominatedNodeName`` ("" removes it).
 
     Anything but 2xx, 404 and a fenced write is logged; a 404 for a pending pod drops it

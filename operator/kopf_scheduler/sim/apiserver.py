@@ -27,15 +27,15 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Coroutine, Mapping
-from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 from urllib.parse import parse_qs
 
+from ..core.framework.interface import ApiResponse
 from ..core.model.objects import Pod
 from ..core.state.cache import SchedulerCache
 from .dra import ClaimServer
 
-__all__ = ["Answer", "InMemoryApi", "SuspendedError", "drive"]
+__all__ = ["InMemoryApi", "SuspendedError", "drive"]
 
 T = TypeVar("T")
 
@@ -52,33 +52,8 @@ _REASONS: Final[Mapping[int, str]] = {
 _MAX_THROWS: Final = 8
 
 
-@dataclass(frozen=True, slots=True)
-class Answer:
-    """An ``ApiResponse``: what the in-memory API server answered."""
-
-    status: int
-    body: Any = None
-
-    @property
-    def ok(self) -> bool:
-        return 200 <= self.status < 300
-
-    @property
-    def gone(self) -> bool:
-        return self.status == 404
-
-    @property
-    def conflict(self) -> bool:
-        return self.status == 409
-
-    def detail(self, limit: int = 300) -> str:
-        body = self.body
-        text = str(body.get("message", body)) if isinstance(body, dict) else str(body)
-        return text[:limit]
-
-
-def _failure(code: int, message: str) -> Answer:
-    return Answer(
+def _failure(code: int, message: str) -> ApiResponse:
+    return ApiResponse(
         code,
         {
             "kind": "Status",
@@ -143,11 +118,11 @@ class InMemoryApi:
         if self._names.get(pod.key) == pod.uid:
             del self._names[pod.key]
 
-    def bind(self, pod: Pod, node: str, *, annotations: Mapping[str, str] | None = None) -> Answer:
+    def bind(self, pod: Pod, node: str, *, annotations: Mapping[str, str] | None = None) -> ApiResponse:
         """Bind `pod` to `node` as pods/binding does (a binder extender's bind lands here too)."""
         return self._bind(pod.namespace, pod.name, pod.uid, node, annotations)
 
-    def _bind(self, ns: str, name: str, uid: str, node: str, annotations: Mapping[str, str] | None) -> Answer:
+    def _bind(self, ns: str, name: str, uid: str, node: str, annotations: Mapping[str, str] | None) -> ApiResponse:
         body = self._body(ns, name, uid)
         if body is None:
             return _failure(404, f'pods "{name}" not found')
@@ -168,7 +143,9 @@ class InMemoryApi:
             metadata["annotations"] = {**(metadata.get("annotations") or {}), **annotations}
         status = {k: v for k, v in (body.get("status") or {}).items() if k != "nominatedNodeName"}
         self._pods[uid] = {**body, "metadata": metadata, "spec": {**spec, "nodeName": node}, "status": status}
-        return Answer(201, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201})
+        return ApiResponse(
+            201, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+        )
 
     def is_bound(self, pod: Pod) -> bool:
         body = self._pods.get(pod.uid)
@@ -178,18 +155,18 @@ class InMemoryApi:
 
     async def request(
         self, method: str, path: str, body: Any = None, *, content_type: str = "application/json", decode: bool = True
-    ) -> Answer:
+    ) -> ApiResponse:
         self.requests.append((method, path, body))
         return self.answer(method, path, body)
 
-    def answer(self, method: str, path: str, body: Any = None) -> Answer:
+    def answer(self, method: str, path: str, body: Any = None) -> ApiResponse:
         """The answer to one request (``request`` without the coroutine)."""
         pod = _POD.match(path)
         if pod is not None:
             return self._pod_request(method, pod["ns"], pod["name"], pod["sub"], body)
         if self.claims is not None and (claimed := self.claims.answer(method, path, body)) is not None:
             code, payload = claimed
-            return Answer(code, payload) if code < 300 else _failure(code, str(payload))
+            return ApiResponse(code, payload) if code < 300 else _failure(code, str(payload))
         node = _NODE.match(path)
         if node is not None:
             if method != "GET":
@@ -197,7 +174,7 @@ class InMemoryApi:
             return self._nodes(node["name"], node["query"] or "")
         return _failure(404, f"the simulation's API server holds pods and nodes only, not {path}")
 
-    def _nodes(self, name: str | None, query: str) -> Answer:
+    def _nodes(self, name: str | None, query: str) -> ApiResponse:
         """A node by name, or the list of nodes (one, with ``fieldSelector=metadata.name=<name>``)."""
         if name is None:
             selector = parse_qs(query).get("fieldSelector", [""])[0]
@@ -206,9 +183,9 @@ class InMemoryApi:
                 return _failure(400, f"the simulation selects nodes by metadata.name only, not {selector!r}")
             names = [wanted] if wanted is not None else self._cache.node_names()
             items = [body for body in map(self._node_body, names) if body is not None]
-            return Answer(200, {"apiVersion": "v1", "kind": "NodeList", "metadata": {}, "items": items})
+            return ApiResponse(200, {"apiVersion": "v1", "kind": "NodeList", "metadata": {}, "items": items})
         body = self._node_body(name)
-        return Answer(200, body) if body is not None else _failure(404, f'nodes "{name}" not found')
+        return ApiResponse(200, body) if body is not None else _failure(404, f'nodes "{name}" not found')
 
     def _node_body(self, name: str) -> dict[str, Any] | None:
         info = self._cache.get_node_info(name)
@@ -218,7 +195,7 @@ class InMemoryApi:
         found = dict(n.source) if n.source is not None else {"metadata": {"name": n.name, "labels": dict(n.labels)}}
         return {"apiVersion": "v1", "kind": "Node", **copy.deepcopy(found)}
 
-    def _pod_request(self, method: str, ns: str, name: str, sub: str | None, body: Any) -> Answer:
+    def _pod_request(self, method: str, ns: str, name: str, sub: str | None, body: Any) -> ApiResponse:
         if sub == "binding":
             if method != "POST":
                 return _failure(405, f"pods/binding: {method} is not allowed")
@@ -230,14 +207,14 @@ class InMemoryApi:
         if found is None:
             return _failure(404, f'pods "{name}" not found')
         if method == "GET":
-            return Answer(200, copy.deepcopy(found))
+            return ApiResponse(200, copy.deepcopy(found))
         if method != "PATCH" or not isinstance(body, Mapping):
             return _failure(405, f"the simulation answers GET and PATCH of pods: {method}")
         if sub == "status":
             _merge(found.setdefault("status", {}), body.get("status") or {})
         else:
             _merge(found, body)
-        return Answer(200, copy.deepcopy(found))
+        return ApiResponse(200, copy.deepcopy(found))
 
     def _body(self, ns: str, name: str, uid: str, *, write: bool = False) -> dict[str, Any] | None:
         """The body of the pod `uid` named ns/name: a pod held, or one the cache holds (bound); a

@@ -366,31 +366,58 @@ class PermitPlugin(Plugin[ArgsT]):
         """After Reserve: let the pod be bound, reject it, or make it wait (``Code.WAIT``)."""
 
 
-class ApiResponse(Protocol):
-    """What an ``ApiClient`` request returns (the edge's ``Response``; the simulation's in-memory answer).
+#: why a write went nowhere when the fence refused it
+_FENCED = "not sent: this replica is not the leader (its term ended or may have ended)"
 
-    The one status rule: ``ok`` is 2xx, ``gone`` 404, ``conflict`` 409; ``status`` 0 means no answer
-    came (a transport failure, a timeout, or a write this replica may not send). ``body`` is the
-    decoded JSON (a dict for an object or a Status), text, or None.
+
+@dataclass(frozen=True, slots=True)
+class ApiResponse:
+    """What an ``ApiClient`` request returns, whoever answered: the operator's ``Api`` (``edge/client.py``) or
+    simulate's in-memory API server (``sim/apiserver.py``). The HTTP status and the decoded body (a dict for
+    an object or a Status, text, or None), and the one status rule: ``ok`` is 2xx, ``gone`` 404, ``conflict``
+    409, ``unauthorized`` 401.
+
+    ``status`` 0 means no answer: `error` says why (a transport failure, a timeout), or `fenced` is set (a
+    write this replica may not send).
     """
 
-    @property
-    def status(self) -> int: ...
+    status: int
+    body: Any = None
+    error: str = ""
+    fenced: bool = False
+    #: the request was sent more than once (``Api.request``'s retries): a 404 or 409 may answer our own first try
+    retried: bool = False
 
     @property
-    def body(self) -> Any: ...
+    def ok(self) -> bool:
+        return 200 <= self.status < 300
 
     @property
-    def ok(self) -> bool: ...
+    def gone(self) -> bool:
+        """404: the object (or the API) does not exist."""
+        return self.status == 404
 
     @property
-    def gone(self) -> bool: ...
+    def conflict(self) -> bool:
+        """409: already exists, modified meanwhile, a failed uid precondition, or already bound."""
+        return self.status == 409
 
     @property
-    def conflict(self) -> bool: ...
+    def unauthorized(self) -> bool:
+        """401: the credentials were refused (a token that expired: refresh it and ask once more)."""
+        return self.status == 401
 
     def detail(self, limit: int = 300) -> str:
-        """The Status message of an error, or the text, or why nothing came: for messages."""
+        """For logs and messages: the Status message of an error, or the text, or why nothing came."""
+        if self.status == 0:
+            return self.error or (_FENCED if self.fenced else "no answer")
+        body = self.body
+        text = str(body.get("message", body)) if isinstance(body, dict) else str(body)
+        return text[:limit]
+
+    def describe(self) -> str:
+        """``HTTP 409 <message>``, for log lines."""
+        return f"HTTP {self.status} {self.detail()}" if self.status else self.detail()
 
 
 class ApiClient(Protocol):
