@@ -68,7 +68,8 @@ DEV = f"{SLICE}.devices[0]"
         ),
         pytest.param(
             slice_body(devices=[device(attributes={"a": {"int": 1, "string": "x"}})]),
-            f"{DEV}.attributes.a: exactly one of int, bool, string, version, ints, bools, strings, versions must be set",
+            f"{DEV}.attributes.a: exactly one of int, bool, string, version, ints, bools, strings, versions"
+            " must be set",
             id="two attribute kinds",
         ),
         pytest.param(
