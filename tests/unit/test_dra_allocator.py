@@ -8,6 +8,7 @@ which upstream's search order fixes). Node "node-1" has labels region=region-1, 
 
 from __future__ import annotations
 
+from fractions import Fraction as Q
 from typing import Any
 
 import pytest
@@ -27,8 +28,9 @@ from dra_builders import (
     slice_obj,
 )
 
+from kopf_scheduler.core.dra import allocator as alloc_mod
 from kopf_scheduler.core.dra.allocator import AllocatedState, AllocationError, Allocator, Features, NodeAllocationError
-from kopf_scheduler.core.dra.objects import AllocationResult, DeviceID
+from kopf_scheduler.core.dra.objects import AllocationResult, CapacityRequestPolicy, DeviceCapacity, DeviceID
 from kopf_scheduler.core.model.objects import Node, NodeSelectorRequirement, NodeSelectorTerm
 
 POOL1, POOL2, POOL3, POOL4 = "pool-1", "pool-2", "pool-3", "pool-4"
@@ -703,3 +705,138 @@ def test_allocated_claim_devices_are_in_use() -> None:
     admin["status"]["allocation"]["devices"]["results"][0]["adminAccess"] = True
     tracker.set_claim(claim_obj(admin))
     assert tracker.allocated_state().devices == frozenset({DeviceID(DRIVER_A, POOL1, "gpu-0")})
+
+
+# --------------------------------------------------------------------------- consumable capacity
+# After upstream's incubating/consumable_capacity_test.go (v0.37.2): which share of a device's capacity a request
+# consumes (rounded up to the policy's range step or next valid value), which values break the policy, and the
+# requests the range arithmetic cannot represent (a fatal error, never a wrapped value).
+
+
+MAX64 = Q(2**63 - 1)
+TOO_BIG_FOR_MILLI = Q(9224372036854776 * 1000)
+
+
+def rng(low=None, high=None, step=None):
+    return (low, high, step)
+
+
+def policy(default=None, values=(), valid_range=None):
+    return CapacityRequestPolicy(default=default, valid_values=tuple(values), valid_range=valid_range)
+
+
+@pytest.mark.parametrize(
+    "requested, value, pol, fractional, expected",
+    [
+        pytest.param(None, Q(1), policy(), False, Q(1), id="empty"),
+        pytest.param(None, Q(2), policy(Q(1), valid_range=rng(Q(1))), False, Q(1), id="min in range"),
+        pytest.param(None, Q(2), policy(Q(1), [Q(1)]), False, Q(1), id="default in set"),
+        pytest.param(Q(2), Q(2), policy(Q(1), valid_range=rng(Q(1))), False, Q(2), id="more than min in range"),
+        pytest.param(Q(1), Q(2), policy(Q(1), valid_range=rng(Q(2))), False, Q(2), id="less than min in range"),
+        pytest.param(Q(2), Q(3), policy(Q(1), valid_range=rng(Q(1), step=Q(2))), False, Q(3), id="step round up"),
+        pytest.param(Q(2), Q(2), policy(Q(1), valid_range=rng(Q(1), step=Q(1))), False, Q(2), id="step no remaining"),
+        pytest.param(
+            Q(1, 4), Q(1), policy(Q(1, 5), valid_range=rng(Q(1, 5), Q(1), Q(1, 10))), True, Q(3, 10), id="0.25 to 0.3"
+        ),
+        pytest.param(
+            Q(2, 5), Q(1), policy(Q(1, 5), valid_range=rng(Q(1, 5), Q(1), Q(1, 10))), True, Q(2, 5), id="0.4 aligned"
+        ),
+        pytest.param(Q(2), Q(3), policy(Q(1), [Q(1), Q(2), Q(3)]), False, Q(2), id="valid value in set"),
+        pytest.param(Q(2), Q(3), policy(Q(1), [Q(1), Q(3)]), False, Q(3), id="set round up"),
+        pytest.param(Q(3), Q(3), policy(Q(1), [Q(1), Q(2)]), False, Q(3), id="larger than set"),
+        pytest.param(
+            MAX64 - 1, MAX64, policy(Q(1), valid_range=rng(Q(1), step=Q(2))), False, MAX64, id="rounds to MaxInt64"
+        ),
+        pytest.param(Q(5), Q(9), None, False, Q(5), id="no policy: as requested"),
+    ],
+)
+def test_consumed_capacity(requested, value, pol, fractional, expected):
+    assert alloc_mod._consumed(requested, DeviceCapacity(value, pol), fractional) == expected
+
+
+@pytest.mark.parametrize(
+    "requested, pol, fractional",
+    [
+        pytest.param(Q(2**64 + 3), policy(Q(0), valid_range=rng(Q(0), step=Q(3))), False, id="above MaxInt64"),
+        pytest.param(MAX64, policy(Q(0), valid_range=rng(Q(0), step=Q(2))), False, id="rounded above MaxInt64"),
+        pytest.param(
+            TOO_BIG_FOR_MILLI,
+            policy(Q(1), valid_range=rng(Q(1, 10), step=Q(1, 10))),
+            True,
+            id="fractional step, request not milli-representable",
+        ),
+    ],
+)
+def test_unrepresentable_requests_are_refused(requested, pol, fractional):
+    with pytest.raises(alloc_mod._CapacityError, match="capacity request cannot be represented"):
+        alloc_mod._consumed(requested, DeviceCapacity(requested, pol), fractional)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="upstream refuses a milli-step rounding that passes MaxInt64 milli units; _round_up_range has no such guard",
+)
+def test_a_fractional_step_rounding_past_the_milli_range_is_refused():
+    requested = Q(2**63 - 2, 1000)
+    pol = policy(Q(1, 10), valid_range=rng(Q(1, 10), step=Q(1, 10)))
+    with pytest.raises(alloc_mod._CapacityError):
+        alloc_mod._consumed(requested, DeviceCapacity(Q(2**63 - 1, 1000), pol), True)
+
+
+@pytest.mark.parametrize(
+    "value, pol, fractional, violates",
+    [
+        pytest.param(Q(1), None, False, False, id="no constraint"),
+        pytest.param(Q(1), policy(Q(1), valid_range=rng(Q(1), Q(2))), False, False, id="less than maximum"),
+        pytest.param(Q(2), policy(Q(1), valid_range=rng(Q(1), Q(1))), False, True, id="more than maximum"),
+        pytest.param(Q(1), policy(Q(1), [Q(1)]), False, False, id="in set"),
+        pytest.param(Q(2), policy(Q(1), [Q(1)]), False, True, id="not in set"),
+        pytest.param(
+            Q(3, 10), policy(Q(1, 5), valid_range=rng(Q(1, 5), Q(1), Q(1, 10))), True, False, id="0.3 aligned"
+        ),
+        pytest.param(Q(1, 4), policy(Q(1, 5), valid_range=rng(Q(1, 5), Q(1), Q(1, 10))), True, True, id="0.25 off"),
+        pytest.param(
+            TOO_BIG_FOR_MILLI, policy(Q(1), valid_range=rng(Q(1), step=Q(1))), True, True, id="not milli-representable"
+        ),
+        pytest.param(Q(4), policy(Q(1), valid_range=rng(Q(1), step=Q(2))), False, True, id="integer step off"),
+        pytest.param(Q(5), policy(Q(1), valid_range=rng(Q(1), step=Q(2))), False, False, id="integer step on"),
+    ],
+)
+def test_policy_violations(value, pol, fractional, violates):
+    assert alloc_mod._violates_policy(value, DeviceCapacity(Q(100), pol), fractional) is violates
+
+
+@pytest.mark.parametrize(
+    "valid_range, fractional, milli",
+    [
+        pytest.param(rng(Q(1, 5), Q(1), Q(1, 10)), False, False, id="fractional disabled"),
+        pytest.param(rng(Q(1, 5), Q(1), Q(1, 10)), True, True, id="fractional fits milli"),
+        pytest.param(rng(Q(1), Q(3), Q(1)), True, True, id="integers fit milli"),
+        pytest.param(rng(TOO_BIG_FOR_MILLI, step=Q(1)), True, False, id="min overflows milli"),
+        pytest.param(rng(Q(1), step=Q(0)), True, False, id="step below one milli"),
+    ],
+)
+def test_milli_arithmetic_is_used_when_lossless(valid_range, fractional, milli):
+    assert alloc_mod._use_milli(valid_range, fractional) is milli
+
+
+def test_capacity_fits_sums_what_is_held_and_what_is_being_allocated():
+    capacity = {
+        "mem": DeviceCapacity(Q(10), policy(Q(2), valid_range=rng(Q(1), step=Q(1)))),
+        "bw": DeviceCapacity(Q(1)),
+    }
+    # a request of a capacity the device does not have
+    assert not alloc_mod.capacity_fits({}, {"gpu": Q(1)}, capacity, None, False)
+    # no request: the default (2 of mem) and the whole value of a capacity without policy (1 of bw)
+    assert alloc_mod.capacity_fits({"mem": Q(8)}, None, capacity, None, False)
+    assert not alloc_mod.capacity_fits({"mem": Q(8)}, None, capacity, {"mem": Q(1)}, False)
+    assert not alloc_mod.capacity_fits({"bw": Q(1, 2)}, {"mem": Q(1)}, capacity, None, False)
+
+
+def test_capacity_fits_an_unrepresentable_request_beats_a_soft_mismatch():
+    capacity = {
+        "capacity-0": DeviceCapacity(Q(1)),
+        "capacity-1": DeviceCapacity(MAX64 + 1, policy(valid_range=rng(Q(0), step=Q(2)))),
+    }
+    with pytest.raises(alloc_mod._CapacityError, match='capacity "capacity-1": capacity request cannot be represented'):
+        alloc_mod.capacity_fits({}, {"capacity-0": Q(2), "capacity-1": MAX64}, capacity, None, False)
