@@ -541,6 +541,34 @@ def test_a_bind_answered_404_drops_the_pending_pod(monkeypatch: pytest.MonkeyPat
     run(scenario, monkeypatch)
 
 
+@pytest.mark.parametrize(
+    "status, reported",
+    [
+        pytest.param(403, True, id="refused: the owner hears of it"),
+        pytest.param(409, False, id="conflict: bound already or replaced, nothing to tell"),
+    ],
+)
+def test_a_refused_bind_is_tried_again_and_only_a_rejection_is_reported(
+    monkeypatch: pytest.MonkeyPatch, status: int, reported: bool
+) -> None:
+    async def scenario(op: Operator) -> None:
+        op.node("n1")
+        await op.start()
+        op.server.fail("POST", r"/pods/p/binding$", status, times=1)
+        await op.pod("p")
+        await op.wait(lambda: op.node_of("p") == "n1")  # the pod went back to the queue and its next try bound it
+        assert op.bindings() == [("p", "n1", status), ("p", "n1", 201)]
+        await op.wait(lambda: op.events() == [("p", "Successfully assigned default/p to n1")])
+        if reported:  # written by the failed bind's task, before the pod's backoff ended
+            await op.wait(lambda: op.events("FailedScheduling"))
+            ((pod, message),) = op.events("FailedScheduling")
+            assert pod == "p" and message.startswith("Binding rejected: ")
+        else:
+            assert op.events("FailedScheduling") == []
+
+    run(scenario, monkeypatch)
+
+
 def test_kopfs_deleted_for_a_bound_pod_reuses_the_version_the_cache_confirmed(monkeypatch: pytest.MonkeyPatch) -> None:
     """A bound pod leaves Kopf's ``spec.nodeName=`` watch as a DELETED carrying the version the assigned-pod
     informer already parsed: it is not parsed again; a version the cache has not seen is."""
