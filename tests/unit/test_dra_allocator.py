@@ -840,3 +840,128 @@ def test_capacity_fits_an_unrepresentable_request_beats_a_soft_mismatch():
     }
     with pytest.raises(alloc_mod._CapacityError, match='capacity "capacity-1": capacity request cannot be represented'):
         alloc_mod.capacity_fits({}, {"capacity-0": Q(2), "capacity-1": MAX64}, capacity, None, False)
+
+
+# --------------------------------------------------------------------------- pools (upstream's pool cases)
+
+
+def counters(**values: str) -> dict[str, Any]:
+    return {k: {"value": v} for k, v in values.items()}
+
+
+def consumes(counter_set: str, **values: str) -> dict[str, Any]:
+    return {"consumesCounters": [{"counterSet": counter_set, "counters": counters(**values)}]}
+
+
+def counter_slice(name: str, pool: str, *sets: tuple[str, dict[str, Any]], count: int = 1) -> dict[str, Any]:
+    return resource_slice(
+        name, pool, node="node-1", count=count, sharedCounters=[{"name": n, "counters": c} for n, c in sets]
+    )
+
+
+def test_devices_split_across_different_slices() -> None:
+    found = allocate(
+        [claim(C0, request("req-0", "class-a", count=2))],
+        [
+            resource_slice("slice-1", POOL1, one(), node="node-1"),
+            resource_slice("slice-2", POOL2, one(), node="node-1"),
+        ],
+    )
+    assert devices_of(found) == [[("req-0", DRIVER_A, POOL1, "device-1"), ("req-0", DRIVER_A, POOL2, "device-1")]]
+
+
+def test_a_slice_of_an_older_generation_is_obsolete() -> None:
+    # two slices announced, one of a newer generation: the pool's current generation has one slice, incomplete
+    found = allocate(
+        [claim(C0, request("req-0", "class-a"))],
+        [
+            resource_slice("slice-1", POOL1, one("device-1"), node="node-1", count=2),
+            resource_slice("slice-1-newer", POOL1, one("device-2"), node="node-1", count=2, generation=2),
+        ],
+    )
+    assert found is None
+
+
+def test_a_pool_whose_other_slices_are_newer_elsewhere_is_skipped() -> None:
+    # this node's slice is of generation 1; the pool's generation 2 lives on another node: obsolete here
+    found = allocate(
+        [claim(C0, request("req-0", "class-a"))],
+        [
+            resource_slice("slice-1", POOL1, one("device-1"), node="node-1", count=2),
+            resource_slice("slice-2", POOL1, one("device-2"), node="node-2", count=2, generation=2),
+        ],
+    )
+    assert found is None
+
+
+def test_a_pool_complete_across_nodes_is_used() -> None:
+    # two slices of one pool, one on another node: the pool is complete, this node sees its own device
+    found = allocate(
+        [claim(C0, request("req-0", "class-a"))],
+        [
+            resource_slice("slice-1", POOL1, one("device-1"), node="node-1", count=2),
+            resource_slice("slice-2", POOL1, one("device-2"), node="node-2", count=2),
+        ],
+    )
+    assert devices_of(found) == [[("req-0", DRIVER_A, POOL1, "device-1")]]
+
+
+@pytest.mark.parametrize(
+    "slices",
+    [
+        pytest.param(
+            [
+                resource_slice("slice-1", POOL1, one(), node="node-1", count=2),
+                resource_slice("slice-1-2", POOL1, one(), node="node-1", count=2),
+            ],
+            id="duplicate-slice",
+        ),
+        pytest.param(
+            [
+                resource_slice("slice-1", POOL1, one("device-1"), node="node-1", count=4),
+                counter_slice("slice-2", POOL1, ("counter-set-1", {}), count=4),
+                resource_slice("slice-3", POOL1, one("device-2"), node="node-1", count=4),
+                counter_slice("slice-4", POOL1, ("counter-set-1", {}), count=4),
+            ],
+            id="partitionable-devices-same-counter-set-name-in-different-resource-slices",
+        ),
+        pytest.param(
+            [
+                resource_slice("slice-1", POOL1, one(**consumes("counter-set-2")), node="node-1", count=2),
+                counter_slice("slice-2", POOL1, ("counter-set-1", {}), count=2),
+            ],
+            id="partitionable-devices-device-counter-consumption-references-unknown-counter-set",
+        ),
+        pytest.param(
+            [
+                resource_slice(
+                    "slice-1", POOL1, one(**consumes("counter-set-1", memory="8Gi")), node="node-1", count=2
+                ),
+                counter_slice("slice-2", POOL1, ("counter-set-1", counters(**{"other-memory": "8Gi"})), count=2),
+            ],
+            id="partitionable-devices-device-counter-consumption-references-unknown-counter-in-counter-set",
+        ),
+        pytest.param(
+            [
+                resource_slice("slice-1", POOL1, one(**consumes("counter-set-1", memory="8Gi")), node="node-1"),
+                counter_slice("slice-2", POOL2, ("counter-set-1", counters(memory="8Gi"))),
+            ],
+            id="partitionable-devices-device-counter-consumption-references-counter-set-in-other-pool",
+        ),
+    ],
+)
+def test_an_invalid_pool_fails_only_this_node(slices: list[dict[str, Any]]) -> None:
+    with pytest.raises(NodeAllocationError) as err:
+        allocate([claim(C0, request("req-0", "class-a"))], slices)
+    assert str(err.value) == "invalid resource pools were encountered"
+
+
+def test_without_partitionable_devices_slices_with_counters_are_ignored() -> None:
+    slices = [
+        resource_slice("slice-1", POOL1, one(**consumes("counter-set-1", memory="8Gi")), node="node-1", count=2),
+        counter_slice("slice-2", POOL1, ("counter-set-1", counters(memory="8Gi")), count=2),
+        resource_slice("slice-3", POOL2, one("plain"), node="node-1"),
+    ]
+    found = allocate([claim(C0, request("req-0", "class-a"))], slices, features=Features(partitionable_devices=False))
+    # pool-1 is two slices, one of them (the counter set) not seen: incomplete; pool-2's plain device is used
+    assert devices_of(found) == [[("req-0", DRIVER_A, POOL2, "plain")]]
