@@ -965,3 +965,95 @@ def test_without_partitionable_devices_slices_with_counters_are_ignored() -> Non
     found = allocate([claim(C0, request("req-0", "class-a"))], slices, features=Features(partitionable_devices=False))
     # pool-1 is two slices, one of them (the counter set) not seen: incomplete; pool-2's plain device is used
     assert devices_of(found) == [[("req-0", DRIVER_A, POOL2, "plain")]]
+
+
+# --------------------------------------------------------------------------- distinctAttribute (upstream's cases)
+
+NUMA, TEXT = f"{DRIVER_A}/numa", f"{DRIVER_A}/stringAttribute"
+
+
+def with_values(key: str, *values: Any) -> list[dict[str, Any]]:
+    return [one(f"device-{i}", attributes={key: v} if v is not None else None) for i, v in enumerate(values, 1)]
+
+
+@pytest.mark.parametrize(
+    ("claims", "devices", "expected"),
+    [
+        pytest.param(
+            [
+                claim(
+                    C0,
+                    *(request(f"req-{i}", "class-a") for i in range(4)),
+                    constraints=[
+                        {"distinctAttribute": f"{DRIVER_A}/boolAttribute", "requests": ["req-0", "req-1"]},
+                        {"distinctAttribute": f"{DRIVER_A}/driverVersion", "requests": ["req-0", "req-1", "req-2"]},
+                        {"distinctAttribute": NUMA},
+                    ],
+                )
+            ],
+            [
+                one(
+                    f"device-{i}",
+                    attributes={"driverVersion": {"version": version}, "numa": i - 1, "boolAttribute": flag},
+                    allowMultipleAllocations=True,
+                )
+                for i, version, flag in (
+                    (1, "1.0.0", True),
+                    (2, "1.0.1", False),
+                    (3, "1.0.2", True),
+                    (4, "1.0.0", True),
+                )
+            ],
+            [[(f"req-{i}", DRIVER_A, POOL1, f"device-{i + 1}") for i in range(4)]],
+            id="with-distinct-constraints",
+        ),
+        pytest.param(
+            [claim(C0, request("req-0", "class-a", count=3), constraints=[{"distinctAttribute": TEXT}])],
+            with_values("stringAttribute", "value1", "value2", "value1"),
+            None,
+            id="distinct-constraint-single-request-count-3-not-distinct",
+        ),
+        pytest.param(
+            [claim(C0, request("req-0", "class-a", count=3), constraints=[{"distinctAttribute": TEXT}])],
+            with_values("stringAttribute", "value1", "value2", "value3"),
+            [[("req-0", DRIVER_A, POOL1, f"device-{i}") for i in (1, 2, 3)]],
+            id="distinct-constraint-single-request-count-3-all-distinct",
+        ),
+        pytest.param(
+            [
+                claim(
+                    C0,
+                    request("req-0", "class-a", count=2),
+                    request("req-1", "class-a"),
+                    constraints=[{"distinctAttribute": TEXT, "requests": ["req-0", "req-1"]}],
+                )
+            ],
+            with_values("stringAttribute", "value1", "value2", "value1"),
+            None,
+            id="distinct-constraint-two-requests-with-count-not-distinct",
+        ),
+        pytest.param(
+            [claim(C0, request("req-0", "class-a", count=3), constraints=[{"distinctAttribute": NUMA}])],
+            with_values("numa", None, None, None),
+            None,
+            id="distinct-constraint-single-request-multiple-devices-attribute-not-set",
+        ),
+        pytest.param(
+            [claim(C0, request("req-0", "class-a", count=3), constraints=[{"distinctAttribute": NUMA}])],
+            with_values("numa", 1, 2, 2, 2),
+            None,
+            id="distinct-constraint-single-request-not-enough-distinct-values",
+        ),
+        pytest.param(
+            [claim(C0, request("req-0", "class-a", count=3), constraints=[{"distinctAttribute": NUMA}])],
+            with_values("numa", 1, 2, 1, 3),
+            [[("req-0", DRIVER_A, POOL1, f"device-{i}") for i in (1, 2, 4)]],
+            id="distinct-constraint-single-request-multiple-devices-attribute-set",
+        ),
+    ],
+)
+def test_distinct_attribute(
+    claims: list[dict[str, Any]], devices: list[dict[str, Any]], expected: list[list[Picked]] | None
+) -> None:
+    found = allocate(claims, [resource_slice("slice-1", POOL1, *devices, node="node-1")])
+    assert devices_of(found) == expected
