@@ -5,10 +5,7 @@ against the real control plane)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import threading
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -120,46 +117,6 @@ def test_completion_offers_commands_flags_namespaces_pods_and_policies(words: li
 
 # --------------------------------------------------------------------------- against the fake API server
 # The commands' requests, as the user, against tests/fakeapi.py on a loop in a thread (the plugin's client blocks).
-
-Seed = Callable[[FakeApiServer], None]
-
-
-@pytest.fixture
-def api_server(tmp_path: Path) -> Iterator[Callable[[Seed], Path]]:
-    """Start a fake API server seeded by the test; answer a kubeconfig for it (namespace team-a)."""
-    loop = asyncio.new_event_loop()
-    ready = threading.Event()
-    state: dict[str, Any] = {}
-
-    def start(seed: Seed) -> Path:
-        async def serve() -> None:
-            async with FakeApiServer() as server:
-                seed(server)
-                state["url"] = server.url
-                state["stop"] = asyncio.Event()
-                ready.set()
-                await state["stop"].wait()
-
-        state["thread"] = threading.Thread(target=loop.run_until_complete, args=(serve(),), daemon=True)
-        state["thread"].start()
-        assert ready.wait(10)
-        config = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [{"name": "c", "cluster": {"server": state["url"]}}],
-            "users": [{"name": "u", "user": {"token": "t"}}],
-            "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u", "namespace": "team-a"}}],
-            "current-context": "x",
-        }
-        path = tmp_path / "kubeconfig"
-        path.write_text(yaml.safe_dump(config))
-        return path
-
-    yield start
-    if "stop" in state:
-        loop.call_soon_threadsafe(state["stop"].set)
-        state["thread"].join(10)
-    loop.close()
 
 
 def policy_body(name: str, scheduler: str, accepted: str, reason: str = "", message: str = "") -> dict[str, Any]:
