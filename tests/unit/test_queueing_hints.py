@@ -83,6 +83,13 @@ WANTS_DB = make_pod("wants-db").pod_affinity("zone", {"app": "db"}).obj()
 HATES_DB = make_pod("hates-db").pod_affinity("zone", {"app": "db"}, anti=True).obj()
 DB = make_pod("db").label(app="db").node("n").obj()
 WEB = make_pod("web").label(app="web").node("n").obj()
+TWO = (
+    make_pod("two")
+    .label(app="web")
+    .spread(1, "zone", selector={"matchLabels": {"app": "web"}})
+    .spread(1, "node", selector={"matchLabels": {"app": "web"}})
+    .obj()
+)
 SPREAD = make_pod("spread").label(app="web").spread(1, "zone", selector={"matchLabels": {"app": "web"}}).obj()
 CLAIMS = make_pod("claims").pvc("data").obj()
 
@@ -422,6 +429,98 @@ ROWS: dict[str, Row] = {
         QUEUE,
     ),
     "Spread: a node without it joins": (PodTopologySpread(), E.NODE_ADD, SPREAD, None, node(), CLUSTER, SKIP),
+    # after upstream's Test_isSchedulableAfterNodeChange / ...AssignedPodChange (two constraints: zone and node)
+    "Spread: a node with one of two keys joins": (
+        PodTopologySpread(),
+        E.NODE_ADD,
+        TWO,
+        None,
+        node(zone="a"),
+        CLUSTER,
+        SKIP,
+    ),
+    "Spread: a node with both keys joins": (
+        PodTopologySpread(),
+        E.NODE_ADD,
+        TWO,
+        None,
+        node(zone="a", node="n1"),
+        CLUSTER,
+        QUEUE,
+    ),
+    "Spread: a node with one of two keys updated": (
+        PodTopologySpread(),
+        E.NODE_UPDATE,
+        TWO,
+        node(zone="a"),
+        node(zone="a"),
+        CLUSTER,
+        SKIP,
+    ),
+    "Spread: a node with both keys changes a value": (
+        PodTopologySpread(),
+        E.NODE_UPDATE,
+        TWO,
+        node(zone="a", node="n1"),
+        node(zone="a", node="n2"),
+        CLUSTER,
+        QUEUE,
+    ),
+    "Spread: a node with both keys changes taints": (
+        PodTopologySpread(),
+        E.NODE_UPDATE,
+        TWO,
+        make_node("n").labels({"zone": "a", "node": "n1"}).taint("aaa", "bbb").obj(),
+        make_node("n").labels({"zone": "a", "node": "n1"}).taint("ccc", "bbb").obj(),
+        CLUSTER,
+        QUEUE,
+    ),
+    "Spread: a node with one key changes taints": (
+        PodTopologySpread(),
+        E.NODE_UPDATE,
+        TWO,
+        make_node("n").labels({"node": "n1"}).taint("aaa", "bbb").obj(),
+        make_node("n").labels({"node": "n1"}).taint("ccc", "bbb").obj(),
+        CLUSTER,
+        SKIP,
+    ),
+    "Spread: a node joins, the pod has no hard constraint": (
+        PodTopologySpread(),
+        E.NODE_ADD,
+        SMALL,
+        None,
+        node(),
+        CLUSTER,
+        QUEUE,
+    ),
+    "Spread: an unscheduled pod added": (
+        PodTopologySpread(),
+        E.ASSIGNED_POD_ADD,
+        SPREAD,
+        None,
+        make_pod("p2").label(app="web").obj(),
+        CLUSTER,
+        SKIP,
+    ),
+    "Spread: a matching nominated pod deleted": (
+        PodTopologySpread(),
+        E.ASSIGNED_POD_DELETE,
+        SPREAD,
+        make_pod("p2").label(app="web").nominated("n").obj(),
+        None,
+        CLUSTER,
+        QUEUE,
+    ),
+    "Spread: a bound pod, the pod has no hard constraint": (
+        PodTopologySpread(),
+        E.ASSIGNED_POD_ADD,
+        SMALL,
+        None,
+        WEB,
+        CLUSTER,
+        QUEUE,
+    ),
+    "Spread: not a pod": (PodTopologySpread(), E.ASSIGNED_POD_ADD, SPREAD, None, object(), CLUSTER, QUEUE),
     "Spread: a node moves zone": (
         PodTopologySpread(),
         E.NODE_UPDATE,
