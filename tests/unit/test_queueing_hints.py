@@ -29,6 +29,7 @@ from kopf_scheduler.core.plugins.node_name import NodeName
 from kopf_scheduler.core.plugins.node_ports import NodePorts
 from kopf_scheduler.core.plugins.node_resources_fit import NodeResourcesFit
 from kopf_scheduler.core.plugins.node_unschedulable import NodeUnschedulable
+from kopf_scheduler.core.plugins.node_volume_limits import NodeVolumeLimits
 from kopf_scheduler.core.plugins.pod_topology_spread import PodTopologySpread
 from kopf_scheduler.core.plugins.taint_toleration import TaintToleration
 from kopf_scheduler.core.plugins.volume_binding import VolumeBinding
@@ -649,6 +650,88 @@ ROWS: dict[str, Row] = {
         CLAIMS,
         None,
         StorageClass("now"),
+        CLUSTER,
+        SKIP,
+    ),
+    # NodeVolumeLimits after upstream's TestCSILimitsQHint / TestCSILimitsAddedPVCQHint
+    "Limits: a bound pod with a claim deleted": (
+        NodeVolumeLimits(),
+        E.ASSIGNED_POD_DELETE,
+        CLAIMS,
+        make_pod("gone").pvc("placeholder").node("n").obj(),
+        None,
+        CLUSTER,
+        QUEUE,
+    ),
+    "Limits: a bound pod with an inline migratable volume deleted": (
+        NodeVolumeLimits(),
+        E.ASSIGNED_POD_DELETE,
+        CLAIMS,
+        make_pod("gone").volume({"name": "v", "awsElasticBlockStore": {"volumeID": "vol-1"}}).node("n").obj(),
+        None,
+        CLUSTER,
+        QUEUE,
+    ),
+    "Limits: a bound pod without volumes deleted": (
+        NodeVolumeLimits(),
+        E.ASSIGNED_POD_DELETE,
+        CLAIMS,
+        make_pod("gone").node("n").obj(),
+        None,
+        CLUSTER,
+        SKIP,
+    ),
+    "Limits: an unscheduled pod with a claim deleted": (
+        NodeVolumeLimits(),
+        E.ASSIGNED_POD_DELETE,
+        CLAIMS,
+        make_pod("gone").pvc("data").obj(),
+        None,
+        CLUSTER,
+        SKIP,
+    ),
+    "Limits: its claim added": (
+        NodeVolumeLimits(),
+        E.PERSISTENT_VOLUME_CLAIM_CHANGE,
+        CLAIMS,
+        None,
+        PersistentVolumeClaim("default", "data"),
+        CLUSTER,
+        QUEUE,
+    ),
+    "Limits: a claim of its ephemeral volume added": (
+        NodeVolumeLimits(),
+        E.PERSISTENT_VOLUME_CLAIM_CHANGE,
+        make_pod("pod1").volume({"name": "ephemeral", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}).obj(),
+        None,
+        PersistentVolumeClaim("default", "pod1-ephemeral"),
+        CLUSTER,
+        QUEUE,
+    ),
+    "Limits: another claim added": (
+        NodeVolumeLimits(),
+        E.PERSISTENT_VOLUME_CLAIM_CHANGE,
+        CLAIMS,
+        None,
+        PersistentVolumeClaim("default", "other"),
+        CLUSTER,
+        SKIP,
+    ),
+    "Limits: its claim's name in another namespace": (
+        NodeVolumeLimits(),
+        E.PERSISTENT_VOLUME_CLAIM_CHANGE,
+        CLAIMS,
+        None,
+        PersistentVolumeClaim("ns2", "data"),
+        CLUSTER,
+        SKIP,
+    ),
+    "Limits: a claim, the pod has none": (
+        NodeVolumeLimits(),
+        E.PERSISTENT_VOLUME_CLAIM_CHANGE,
+        SMALL,
+        None,
+        PersistentVolumeClaim("default", "data"),
         CLUSTER,
         SKIP,
     ),
