@@ -30,6 +30,7 @@ from dra_builders import (
 
 from kopf_scheduler.core.dra import allocator as alloc_mod
 from kopf_scheduler.core.dra.allocator import AllocatedState, AllocationError, Allocator, Features, NodeAllocationError
+from kopf_scheduler.core.dra.extended import device_totals
 from kopf_scheduler.core.dra.objects import AllocationResult, CapacityRequestPolicy, DeviceCapacity, DeviceID
 from kopf_scheduler.core.model.objects import Node, NodeSelectorRequirement, NodeSelectorTerm
 
@@ -1057,3 +1058,41 @@ def test_distinct_attribute(
 ) -> None:
     found = allocate(claims, [resource_slice("slice-1", POOL1, *devices, node="node-1")])
     assert devices_of(found) == expected
+
+
+# --------------------------------------------------------------------------- extended resources scored by devices
+
+
+def test_device_totals_count_the_classs_devices_this_node_reaches_and_those_allocated() -> None:
+    per_device = resource_slice(
+        "per-device",
+        POOL3,
+        one("everywhere", allNodes=True),
+        one("mine", nodeName="node-1"),
+        one("by-label", nodeSelector=label_selector("region", "region-1")),
+        one("elsewhere", nodeName="node-2"),
+        perDeviceNodeSelection=True,
+    )
+    slices = [
+        slice_obj(resource_slice("local", POOL1, one("a"), one("b"), node="node-1")),
+        slice_obj(resource_slice("remote", POOL2, one("c"), node="node-2")),
+        slice_obj(resource_slice("other-region", POOL4, one("d"), node_selector=label_selector("region", "region-2"))),
+        slice_obj(per_device),
+    ]
+    gpu = class_obj(device_class("gpu", DRIVER_A, 'device.driver == "x"'))
+    in_use = AllocatedState(frozenset({DeviceID(DRIVER_A, POOL1, "b"), DeviceID(DRIVER_A, POOL2, "c")}))
+
+    def every(expression: str, driver: str, found: Any) -> bool | str:
+        return True
+
+    def not_b(expression: str, driver: str, found: Any) -> bool | str:
+        return found.name != "b"
+
+    def broken(expression: str, driver: str, found: Any) -> bool | str:
+        return "no such key: model"
+
+    # local a and b (b allocated), and the three per-device ones this node reaches
+    assert device_totals(NODE1, gpu, in_use, slices, every) == (5, 1)
+    assert device_totals(NODE1, gpu, in_use, slices, not_b) == (4, 0)
+    # a selector that fails on a device: the resource counts as absent
+    assert device_totals(NODE1, gpu, in_use, slices, broken) == (0, 0)
