@@ -1,5 +1,7 @@
 """The kubectl plugin's habits without a cluster: how a pod is named, where -n may go, and what shell
-completion offers (tests/tools/test_kubectl_plugin_process.py runs it as a process: kubectl's exit status
+completion offers; then its commands against the fake API server (tests/fakeapi.py, the ``api_server`` fixture):
+the policies table, the leader's lookup, explain's errors, completion's lookups
+(tests/tools/test_kubectl_plugin_process.py runs it as a process: kubectl's exit status
 for usage errors, the completion script's last line; tests/cluster/test_kubectl_plugin.py runs the commands
 against the real control plane)."""
 
