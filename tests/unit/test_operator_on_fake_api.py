@@ -541,6 +541,34 @@ def test_a_bind_answered_404_drops_the_pending_pod(monkeypatch: pytest.MonkeyPat
     run(scenario, monkeypatch)
 
 
+def test_a_cycle_that_raises_backs_the_pod_off_and_the_loop_goes_on(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A bug in one attempt (here: the core's ``decide`` raising once) is logged; the pod backs off and is tried
+    again, and the loop keeps scheduling."""
+    real = loop.decide
+    calls: list[str] = []
+
+    def decide_with_a_bug(info: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(info.pod.name)
+        if len(calls) == 1:
+            raise ZeroDivisionError("a bug in the cycle")
+        return real(info, *args, **kwargs)
+
+    monkeypatch.setattr(loop, "decide", decide_with_a_bug)
+
+    async def scenario(op: Operator) -> None:
+        op.node("n1")
+        await op.start()
+        await op.pod("p")
+        await op.wait(lambda: op.node_of("p") == "n1")
+        assert calls == ["p", "p"]
+        assert op.bindings() == [("p", "n1", 201)]
+
+    run(scenario, monkeypatch)
+    assert any(r.getMessage() == "scheduling default/p failed unexpectedly" and r.exc_info for r in caplog.records)
+
+
 @pytest.mark.parametrize(
     "status, reported",
     [
