@@ -8,6 +8,7 @@ which upstream's search order fixes). Node "node-1" has labels region=region-1, 
 
 from __future__ import annotations
 
+from fractions import Fraction as Q
 from typing import Any
 
 import pytest
@@ -27,8 +28,10 @@ from dra_builders import (
     slice_obj,
 )
 
+from kopf_scheduler.core.dra import allocator as alloc_mod
 from kopf_scheduler.core.dra.allocator import AllocatedState, AllocationError, Allocator, Features, NodeAllocationError
-from kopf_scheduler.core.dra.objects import AllocationResult, DeviceID
+from kopf_scheduler.core.dra.extended import device_totals
+from kopf_scheduler.core.dra.objects import AllocationResult, CapacityRequestPolicy, DeviceCapacity, DeviceID
 from kopf_scheduler.core.model.objects import Node, NodeSelectorRequirement, NodeSelectorTerm
 
 POOL1, POOL2, POOL3, POOL4 = "pool-1", "pool-2", "pool-3", "pool-4"
@@ -703,3 +706,393 @@ def test_allocated_claim_devices_are_in_use() -> None:
     admin["status"]["allocation"]["devices"]["results"][0]["adminAccess"] = True
     tracker.set_claim(claim_obj(admin))
     assert tracker.allocated_state().devices == frozenset({DeviceID(DRIVER_A, POOL1, "gpu-0")})
+
+
+# --------------------------------------------------------------------------- consumable capacity
+# After upstream's incubating/consumable_capacity_test.go (v0.37.2): which share of a device's capacity a request
+# consumes (rounded up to the policy's range step or next valid value), which values break the policy, and the
+# requests the range arithmetic cannot represent (a fatal error, never a wrapped value).
+
+
+MAX64 = Q(2**63 - 1)
+TOO_BIG_FOR_MILLI = Q(9224372036854776 * 1000)
+
+
+def rng(low=None, high=None, step=None):
+    return (low, high, step)
+
+
+def policy(default=None, values=(), valid_range=None):
+    return CapacityRequestPolicy(default=default, valid_values=tuple(values), valid_range=valid_range)
+
+
+@pytest.mark.parametrize(
+    "requested, value, pol, fractional, expected",
+    [
+        pytest.param(None, Q(1), policy(), False, Q(1), id="empty"),
+        pytest.param(None, Q(2), policy(Q(1), valid_range=rng(Q(1))), False, Q(1), id="min in range"),
+        pytest.param(None, Q(2), policy(Q(1), [Q(1)]), False, Q(1), id="default in set"),
+        pytest.param(Q(2), Q(2), policy(Q(1), valid_range=rng(Q(1))), False, Q(2), id="more than min in range"),
+        pytest.param(Q(1), Q(2), policy(Q(1), valid_range=rng(Q(2))), False, Q(2), id="less than min in range"),
+        pytest.param(Q(2), Q(3), policy(Q(1), valid_range=rng(Q(1), step=Q(2))), False, Q(3), id="step round up"),
+        pytest.param(Q(2), Q(2), policy(Q(1), valid_range=rng(Q(1), step=Q(1))), False, Q(2), id="step no remaining"),
+        pytest.param(
+            Q(1, 4), Q(1), policy(Q(1, 5), valid_range=rng(Q(1, 5), Q(1), Q(1, 10))), True, Q(3, 10), id="0.25 to 0.3"
+        ),
+        pytest.param(
+            Q(2, 5), Q(1), policy(Q(1, 5), valid_range=rng(Q(1, 5), Q(1), Q(1, 10))), True, Q(2, 5), id="0.4 aligned"
+        ),
+        pytest.param(Q(2), Q(3), policy(Q(1), [Q(1), Q(2), Q(3)]), False, Q(2), id="valid value in set"),
+        pytest.param(Q(2), Q(3), policy(Q(1), [Q(1), Q(3)]), False, Q(3), id="set round up"),
+        pytest.param(Q(3), Q(3), policy(Q(1), [Q(1), Q(2)]), False, Q(3), id="larger than set"),
+        pytest.param(
+            MAX64 - 1, MAX64, policy(Q(1), valid_range=rng(Q(1), step=Q(2))), False, MAX64, id="rounds to MaxInt64"
+        ),
+        pytest.param(Q(5), Q(9), None, False, Q(5), id="no policy: as requested"),
+    ],
+)
+def test_consumed_capacity(requested, value, pol, fractional, expected):
+    assert alloc_mod._consumed(requested, DeviceCapacity(value, pol), fractional) == expected
+
+
+@pytest.mark.parametrize(
+    "requested, pol, fractional",
+    [
+        pytest.param(Q(2**64 + 3), policy(Q(0), valid_range=rng(Q(0), step=Q(3))), False, id="above MaxInt64"),
+        pytest.param(MAX64, policy(Q(0), valid_range=rng(Q(0), step=Q(2))), False, id="rounded above MaxInt64"),
+        pytest.param(
+            TOO_BIG_FOR_MILLI,
+            policy(Q(1), valid_range=rng(Q(1, 10), step=Q(1, 10))),
+            True,
+            id="fractional step, request not milli-representable",
+        ),
+    ],
+)
+def test_unrepresentable_requests_are_refused(requested, pol, fractional):
+    with pytest.raises(alloc_mod._CapacityError, match="capacity request cannot be represented"):
+        alloc_mod._consumed(requested, DeviceCapacity(requested, pol), fractional)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="upstream refuses a milli-step rounding that passes MaxInt64 milli units; _round_up_range has no such guard",
+)
+def test_a_fractional_step_rounding_past_the_milli_range_is_refused():
+    requested = Q(2**63 - 2, 1000)
+    pol = policy(Q(1, 10), valid_range=rng(Q(1, 10), step=Q(1, 10)))
+    with pytest.raises(alloc_mod._CapacityError):
+        alloc_mod._consumed(requested, DeviceCapacity(Q(2**63 - 1, 1000), pol), True)
+
+
+@pytest.mark.parametrize(
+    "value, pol, fractional, violates",
+    [
+        pytest.param(Q(1), None, False, False, id="no constraint"),
+        pytest.param(Q(1), policy(Q(1), valid_range=rng(Q(1), Q(2))), False, False, id="less than maximum"),
+        pytest.param(Q(2), policy(Q(1), valid_range=rng(Q(1), Q(1))), False, True, id="more than maximum"),
+        pytest.param(Q(1), policy(Q(1), [Q(1)]), False, False, id="in set"),
+        pytest.param(Q(2), policy(Q(1), [Q(1)]), False, True, id="not in set"),
+        pytest.param(
+            Q(3, 10), policy(Q(1, 5), valid_range=rng(Q(1, 5), Q(1), Q(1, 10))), True, False, id="0.3 aligned"
+        ),
+        pytest.param(Q(1, 4), policy(Q(1, 5), valid_range=rng(Q(1, 5), Q(1), Q(1, 10))), True, True, id="0.25 off"),
+        pytest.param(
+            TOO_BIG_FOR_MILLI, policy(Q(1), valid_range=rng(Q(1), step=Q(1))), True, True, id="not milli-representable"
+        ),
+        pytest.param(Q(4), policy(Q(1), valid_range=rng(Q(1), step=Q(2))), False, True, id="integer step off"),
+        pytest.param(Q(5), policy(Q(1), valid_range=rng(Q(1), step=Q(2))), False, False, id="integer step on"),
+    ],
+)
+def test_policy_violations(value, pol, fractional, violates):
+    assert alloc_mod._violates_policy(value, DeviceCapacity(Q(100), pol), fractional) is violates
+
+
+@pytest.mark.parametrize(
+    "valid_range, fractional, milli",
+    [
+        pytest.param(rng(Q(1, 5), Q(1), Q(1, 10)), False, False, id="fractional disabled"),
+        pytest.param(rng(Q(1, 5), Q(1), Q(1, 10)), True, True, id="fractional fits milli"),
+        pytest.param(rng(Q(1), Q(3), Q(1)), True, True, id="integers fit milli"),
+        pytest.param(rng(TOO_BIG_FOR_MILLI, step=Q(1)), True, False, id="min overflows milli"),
+        pytest.param(rng(Q(1), step=Q(0)), True, False, id="step below one milli"),
+    ],
+)
+def test_milli_arithmetic_is_used_when_lossless(valid_range, fractional, milli):
+    assert alloc_mod._use_milli(valid_range, fractional) is milli
+
+
+def test_capacity_fits_sums_what_is_held_and_what_is_being_allocated():
+    capacity = {
+        "mem": DeviceCapacity(Q(10), policy(Q(2), valid_range=rng(Q(1), step=Q(1)))),
+        "bw": DeviceCapacity(Q(1)),
+    }
+    # a request of a capacity the device does not have
+    assert not alloc_mod.capacity_fits({}, {"gpu": Q(1)}, capacity, None, False)
+    # no request: the default (2 of mem) and the whole value of a capacity without policy (1 of bw)
+    assert alloc_mod.capacity_fits({"mem": Q(8)}, None, capacity, None, False)
+    assert not alloc_mod.capacity_fits({"mem": Q(8)}, None, capacity, {"mem": Q(1)}, False)
+    assert not alloc_mod.capacity_fits({"bw": Q(1, 2)}, {"mem": Q(1)}, capacity, None, False)
+
+
+def test_capacity_fits_an_unrepresentable_request_beats_a_soft_mismatch():
+    capacity = {
+        "capacity-0": DeviceCapacity(Q(1)),
+        "capacity-1": DeviceCapacity(MAX64 + 1, policy(valid_range=rng(Q(0), step=Q(2)))),
+    }
+    with pytest.raises(alloc_mod._CapacityError, match='capacity "capacity-1": capacity request cannot be represented'):
+        alloc_mod.capacity_fits({}, {"capacity-0": Q(2), "capacity-1": MAX64}, capacity, None, False)
+
+
+# --------------------------------------------------------------------------- pools (upstream's pool cases)
+
+
+def counters(**values: str) -> dict[str, Any]:
+    return {k: {"value": v} for k, v in values.items()}
+
+
+def consumes(counter_set: str, **values: str) -> dict[str, Any]:
+    return {"consumesCounters": [{"counterSet": counter_set, "counters": counters(**values)}]}
+
+
+def counter_slice(name: str, pool: str, *sets: tuple[str, dict[str, Any]], count: int = 1) -> dict[str, Any]:
+    return resource_slice(
+        name, pool, node="node-1", count=count, sharedCounters=[{"name": n, "counters": c} for n, c in sets]
+    )
+
+
+def test_devices_split_across_different_slices() -> None:
+    found = allocate(
+        [claim(C0, request("req-0", "class-a", count=2))],
+        [
+            resource_slice("slice-1", POOL1, one(), node="node-1"),
+            resource_slice("slice-2", POOL2, one(), node="node-1"),
+        ],
+    )
+    assert devices_of(found) == [[("req-0", DRIVER_A, POOL1, "device-1"), ("req-0", DRIVER_A, POOL2, "device-1")]]
+
+
+def test_a_slice_of_an_older_generation_is_obsolete() -> None:
+    # two slices announced, one of a newer generation: the pool's current generation has one slice, incomplete
+    found = allocate(
+        [claim(C0, request("req-0", "class-a"))],
+        [
+            resource_slice("slice-1", POOL1, one("device-1"), node="node-1", count=2),
+            resource_slice("slice-1-newer", POOL1, one("device-2"), node="node-1", count=2, generation=2),
+        ],
+    )
+    assert found is None
+
+
+def test_a_pool_whose_other_slices_are_newer_elsewhere_is_skipped() -> None:
+    # this node's slice is of generation 1; the pool's generation 2 lives on another node: obsolete here
+    found = allocate(
+        [claim(C0, request("req-0", "class-a"))],
+        [
+            resource_slice("slice-1", POOL1, one("device-1"), node="node-1", count=2),
+            resource_slice("slice-2", POOL1, one("device-2"), node="node-2", count=2, generation=2),
+        ],
+    )
+    assert found is None
+
+
+def test_a_pool_complete_across_nodes_is_used() -> None:
+    # two slices of one pool, one on another node: the pool is complete, this node sees its own device
+    found = allocate(
+        [claim(C0, request("req-0", "class-a"))],
+        [
+            resource_slice("slice-1", POOL1, one("device-1"), node="node-1", count=2),
+            resource_slice("slice-2", POOL1, one("device-2"), node="node-2", count=2),
+        ],
+    )
+    assert devices_of(found) == [[("req-0", DRIVER_A, POOL1, "device-1")]]
+
+
+@pytest.mark.parametrize(
+    "slices",
+    [
+        pytest.param(
+            [
+                resource_slice("slice-1", POOL1, one(), node="node-1", count=2),
+                resource_slice("slice-1-2", POOL1, one(), node="node-1", count=2),
+            ],
+            id="duplicate-slice",
+        ),
+        pytest.param(
+            [
+                resource_slice("slice-1", POOL1, one("device-1"), node="node-1", count=4),
+                counter_slice("slice-2", POOL1, ("counter-set-1", {}), count=4),
+                resource_slice("slice-3", POOL1, one("device-2"), node="node-1", count=4),
+                counter_slice("slice-4", POOL1, ("counter-set-1", {}), count=4),
+            ],
+            id="partitionable-devices-same-counter-set-name-in-different-resource-slices",
+        ),
+        pytest.param(
+            [
+                resource_slice("slice-1", POOL1, one(**consumes("counter-set-2")), node="node-1", count=2),
+                counter_slice("slice-2", POOL1, ("counter-set-1", {}), count=2),
+            ],
+            id="partitionable-devices-device-counter-consumption-references-unknown-counter-set",
+        ),
+        pytest.param(
+            [
+                resource_slice(
+                    "slice-1", POOL1, one(**consumes("counter-set-1", memory="8Gi")), node="node-1", count=2
+                ),
+                counter_slice("slice-2", POOL1, ("counter-set-1", counters(**{"other-memory": "8Gi"})), count=2),
+            ],
+            id="partitionable-devices-device-counter-consumption-references-unknown-counter-in-counter-set",
+        ),
+        pytest.param(
+            [
+                resource_slice("slice-1", POOL1, one(**consumes("counter-set-1", memory="8Gi")), node="node-1"),
+                counter_slice("slice-2", POOL2, ("counter-set-1", counters(memory="8Gi"))),
+            ],
+            id="partitionable-devices-device-counter-consumption-references-counter-set-in-other-pool",
+        ),
+    ],
+)
+def test_an_invalid_pool_fails_only_this_node(slices: list[dict[str, Any]]) -> None:
+    with pytest.raises(NodeAllocationError) as err:
+        allocate([claim(C0, request("req-0", "class-a"))], slices)
+    assert str(err.value) == "invalid resource pools were encountered"
+
+
+def test_without_partitionable_devices_slices_with_counters_are_ignored() -> None:
+    slices = [
+        resource_slice("slice-1", POOL1, one(**consumes("counter-set-1", memory="8Gi")), node="node-1", count=2),
+        counter_slice("slice-2", POOL1, ("counter-set-1", counters(memory="8Gi")), count=2),
+        resource_slice("slice-3", POOL2, one("plain"), node="node-1"),
+    ]
+    found = allocate([claim(C0, request("req-0", "class-a"))], slices, features=Features(partitionable_devices=False))
+    # pool-1 is two slices, one of them (the counter set) not seen: incomplete; pool-2's plain device is used
+    assert devices_of(found) == [[("req-0", DRIVER_A, POOL2, "plain")]]
+
+
+# --------------------------------------------------------------------------- distinctAttribute (upstream's cases)
+
+NUMA, TEXT = f"{DRIVER_A}/numa", f"{DRIVER_A}/stringAttribute"
+
+
+def with_values(key: str, *values: Any) -> list[dict[str, Any]]:
+    return [one(f"device-{i}", attributes={key: v} if v is not None else None) for i, v in enumerate(values, 1)]
+
+
+@pytest.mark.parametrize(
+    ("claims", "devices", "expected"),
+    [
+        pytest.param(
+            [
+                claim(
+                    C0,
+                    *(request(f"req-{i}", "class-a") for i in range(4)),
+                    constraints=[
+                        {"distinctAttribute": f"{DRIVER_A}/boolAttribute", "requests": ["req-0", "req-1"]},
+                        {"distinctAttribute": f"{DRIVER_A}/driverVersion", "requests": ["req-0", "req-1", "req-2"]},
+                        {"distinctAttribute": NUMA},
+                    ],
+                )
+            ],
+            [
+                one(
+                    f"device-{i}",
+                    attributes={"driverVersion": {"version": version}, "numa": i - 1, "boolAttribute": flag},
+                    allowMultipleAllocations=True,
+                )
+                for i, version, flag in (
+                    (1, "1.0.0", True),
+                    (2, "1.0.1", False),
+                    (3, "1.0.2", True),
+                    (4, "1.0.0", True),
+                )
+            ],
+            [[(f"req-{i}", DRIVER_A, POOL1, f"device-{i + 1}") for i in range(4)]],
+            id="with-distinct-constraints",
+        ),
+        pytest.param(
+            [claim(C0, request("req-0", "class-a", count=3), constraints=[{"distinctAttribute": TEXT}])],
+            with_values("stringAttribute", "value1", "value2", "value1"),
+            None,
+            id="distinct-constraint-single-request-count-3-not-distinct",
+        ),
+        pytest.param(
+            [claim(C0, request("req-0", "class-a", count=3), constraints=[{"distinctAttribute": TEXT}])],
+            with_values("stringAttribute", "value1", "value2", "value3"),
+            [[("req-0", DRIVER_A, POOL1, f"device-{i}") for i in (1, 2, 3)]],
+            id="distinct-constraint-single-request-count-3-all-distinct",
+        ),
+        pytest.param(
+            [
+                claim(
+                    C0,
+                    request("req-0", "class-a", count=2),
+                    request("req-1", "class-a"),
+                    constraints=[{"distinctAttribute": TEXT, "requests": ["req-0", "req-1"]}],
+                )
+            ],
+            with_values("stringAttribute", "value1", "value2", "value1"),
+            None,
+            id="distinct-constraint-two-requests-with-count-not-distinct",
+        ),
+        pytest.param(
+            [claim(C0, request("req-0", "class-a", count=3), constraints=[{"distinctAttribute": NUMA}])],
+            with_values("numa", None, None, None),
+            None,
+            id="distinct-constraint-single-request-multiple-devices-attribute-not-set",
+        ),
+        pytest.param(
+            [claim(C0, request("req-0", "class-a", count=3), constraints=[{"distinctAttribute": NUMA}])],
+            with_values("numa", 1, 2, 2, 2),
+            None,
+            id="distinct-constraint-single-request-not-enough-distinct-values",
+        ),
+        pytest.param(
+            [claim(C0, request("req-0", "class-a", count=3), constraints=[{"distinctAttribute": NUMA}])],
+            with_values("numa", 1, 2, 1, 3),
+            [[("req-0", DRIVER_A, POOL1, f"device-{i}") for i in (1, 2, 4)]],
+            id="distinct-constraint-single-request-multiple-devices-attribute-set",
+        ),
+    ],
+)
+def test_distinct_attribute(
+    claims: list[dict[str, Any]], devices: list[dict[str, Any]], expected: list[list[Picked]] | None
+) -> None:
+    found = allocate(claims, [resource_slice("slice-1", POOL1, *devices, node="node-1")])
+    assert devices_of(found) == expected
+
+
+# --------------------------------------------------------------------------- extended resources scored by devices
+
+
+def test_device_totals_count_the_classs_devices_this_node_reaches_and_those_allocated() -> None:
+    per_device = resource_slice(
+        "per-device",
+        POOL3,
+        one("everywhere", allNodes=True),
+        one("mine", nodeName="node-1"),
+        one("by-label", nodeSelector=label_selector("region", "region-1")),
+        one("elsewhere", nodeName="node-2"),
+        perDeviceNodeSelection=True,
+    )
+    slices = [
+        slice_obj(resource_slice("local", POOL1, one("a"), one("b"), node="node-1")),
+        slice_obj(resource_slice("remote", POOL2, one("c"), node="node-2")),
+        slice_obj(resource_slice("other-region", POOL4, one("d"), node_selector=label_selector("region", "region-2"))),
+        slice_obj(per_device),
+    ]
+    gpu = class_obj(device_class("gpu", DRIVER_A, 'device.driver == "x"'))
+    in_use = AllocatedState(frozenset({DeviceID(DRIVER_A, POOL1, "b"), DeviceID(DRIVER_A, POOL2, "c")}))
+
+    def every(expression: str, driver: str, found: Any) -> bool | str:
+        return True
+
+    def not_b(expression: str, driver: str, found: Any) -> bool | str:
+        return found.name != "b"
+
+    def broken(expression: str, driver: str, found: Any) -> bool | str:
+        return "no such key: model"
+
+    # local a and b (b allocated), and the three per-device ones this node reaches
+    assert device_totals(NODE1, gpu, in_use, slices, every) == (5, 1)
+    assert device_totals(NODE1, gpu, in_use, slices, not_b) == (4, 0)
+    # a selector that fails on a device: the resource counts as absent
+    assert device_totals(NODE1, gpu, in_use, slices, broken) == (0, 0)

@@ -416,6 +416,8 @@ def test_a_search_longer_than_filter_timeout_is_an_error_naming_the_node() -> No
         pytest.param({"filterTimeout": "-1s"}, "filterTimeout: must be zero or positive", id="negative"),
         pytest.param({"filterTimeout": "10"}, "filterTimeout: not a duration: '10'", id="no unit"),
         pytest.param({"bindingTimeout": "500ms"}, "bindingTimeout: must be at least 1s", id="binding timeout short"),
+        pytest.param({"bindingTimeout": "soon"}, "bindingTimeout: not a duration: 'soon'", id="binding timeout text"),
+        pytest.param({"filterTimeout": 5}, "filterTimeout: must be a string, not a number", id="a number"),
     ],
 )
 def test_dynamic_resources_arguments_are_checked(raw: dict[str, Any], message: str) -> None:

@@ -4,6 +4,7 @@ its secure one with the kubeconfig's token), or renders a JSON file."""
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import random
 import socket
@@ -209,3 +210,29 @@ def test_no_operator_listening_is_an_error_that_says_where_it_looked(
 def test_the_pod_is_namespace_slash_name(capsys: pytest.CaptureFixture[str], pod: str) -> None:
     rc, _, err = explain(capsys, pod)
     assert rc == 2 and "NAMESPACE/NAME" in err
+
+
+def test_an_endpoint_that_is_not_http_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, err = explain(capsys, "default/big", "--endpoint", "ftp://127.0.0.1:1/")
+    assert (rc, out, err) == (1, "", "error: --endpoint ftp://127.0.0.1:1: expected an http:// or https:// URL\n")
+
+
+def test_an_unreadable_input_or_one_that_is_no_explanation_is_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    missing = tmp_path / "missing.json"
+    rc, _, err = explain(capsys, "--input", str(missing))
+    assert rc == 2 and err.startswith(f"error: {missing}: [Errno 2] No such file or directory")
+    not_json = tmp_path / "attempt.json"
+    not_json.write_text("<html>")
+    rc, _, err = explain(capsys, "--input", str(not_json))
+    assert rc == 2 and err.startswith(f"error: {not_json}: Expecting value")
+    monkeypatch.setattr("sys.stdin", io.StringIO('{"pod": "default/big"}'))  # JSON, but no explanation
+    rc, out, err = explain(capsys, "--input", "-")
+    assert (rc, out) == (2, "") and err.startswith("error: ")
+
+
+def test_a_kubeconfig_given_for_https_must_load(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    missing = tmp_path / "kubeconfig"
+    rc, out, err = explain(capsys, "default/big", "--endpoint", "https://127.0.0.1:1", "--kubeconfig", str(missing))
+    assert (rc, out) == (2, "") and err.startswith("error: ") and str(missing) in err

@@ -1,13 +1,33 @@
 """The kubectl plugin's habits without a cluster: how a pod is named, where -n may go, and what shell
-completion offers (tests/tools/test_kubectl_plugin_process.py runs it as a process: kubectl's exit status
+completion offers; then its commands against the fake API server (tests/fakeapi.py, the ``api_server`` fixture):
+the policies table, the leader's lookup, explain's errors, completion's lookups
+(tests/tools/test_kubectl_plugin_process.py runs it as a process: kubectl's exit status
 for usage errors, the completion script's last line; tests/cluster/test_kubectl_plugin.py runs the commands
 against the real control plane)."""
 
 from __future__ import annotations
 
-import pytest
+import json
+from pathlib import Path
+from typing import Any
 
-from kopf_scheduler.commands.kubectl import PluginError, Target, completions, parser, target
+import pytest
+import yaml
+from fakeapi import FakeApiServer
+
+from kopf_scheduler.commands.kubectl import (
+    LEADER_LABEL,
+    PluginError,
+    Target,
+    complete,
+    completions,
+    leader_pod,
+    main,
+    parser,
+    target,
+)
+from kopf_scheduler.edge.blocking import BlockingApi
+from kopf_scheduler.edge.credentials import Credentials
 
 
 @pytest.mark.parametrize(
@@ -95,3 +115,158 @@ def lookup(kind: str, namespace: str) -> list[str]:
 )
 def test_completion_offers_commands_flags_namespaces_pods_and_policies(words: list[str], offered: list[str]) -> None:
     assert completions(words, lookup) == offered
+
+
+# --------------------------------------------------------------------------- against the fake API server
+# The commands' requests, as the user, against tests/fakeapi.py on a loop in a thread (the plugin's client blocks).
+
+
+def policy_body(name: str, scheduler: str, accepted: str, reason: str = "", message: str = "") -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.kopf.dev/v1alpha1",
+        "kind": "SchedulingPolicy",
+        "metadata": {"name": name},
+        "spec": {"schedulerName": scheduler},
+        "status": {
+            "conditions": [{"type": "Accepted", "status": accepted, "reason": reason, "message": message}],
+            "activeGeneration": 1,
+        },
+    }
+
+
+def with_policies(server: FakeApiServer) -> None:
+    server.add("scheduling.kopf.dev", "v1alpha1", "schedulingpolicies", policy_body("zeta", "kopf-z", "True"))
+    server.add(
+        "scheduling.kopf.dev",
+        "v1alpha1",
+        "schedulingpolicies",
+        policy_body("alpha", "kopf-a", "False", "Invalid", "spec.priorities[0].name: unknown priority 'X'" + "." * 80),
+    )
+
+
+def test_policies_lists_every_policy_sorted_with_its_state(api_server, capsys) -> None:
+    kubeconfig = str(api_server(with_policies))
+    assert main(["--kubeconfig", kubeconfig, "policies"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["NAME", "SCHEDULER", "ACCEPTED", "REASON", "MESSAGE"]
+    assert lines[1].split()[:4] == ["alpha", "kopf-a", "False", "Invalid"] and lines[1].endswith("...")
+    assert len(lines[1].split("   ")[-1]) <= 80
+    assert lines[2].split() == ["zeta", "kopf-z", "True"]
+    assert main(["--kubeconfig", kubeconfig, "policies", "zeta", "-o", "wide"]) == 0
+    wide = capsys.readouterr().out.splitlines()
+    assert wide[0].split()[-2:] == ["GENERATION", "ACTIVE"] and len(wide) == 2 and wide[1].split()[-1] == "1"
+
+
+def test_policies_prints_one_object_or_a_list_as_json_or_yaml(api_server, capsys) -> None:
+    kubeconfig = str(api_server(with_policies))
+    assert main(["--kubeconfig", kubeconfig, "policies", "zeta", "-o", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["metadata"]["name"] == "zeta"
+    assert main(["--kubeconfig", kubeconfig, "policies", "-o", "yaml"]) == 0
+    listed = yaml.safe_load(capsys.readouterr().out)
+    assert listed["kind"] == "List" and [i["metadata"]["name"] for i in listed["items"]] == ["alpha", "zeta"]
+
+
+def test_policies_names_a_missing_policy_as_kubectl_does(api_server, capsys) -> None:
+    kubeconfig = str(api_server(with_policies))
+    assert main(["--kubeconfig", kubeconfig, "policies", "zeta", "nope"]) == 1
+    assert capsys.readouterr().err == 'error: schedulingpolicies.scheduling.kopf.dev "nope" not found\n'
+
+
+def operator_pod(name: str, phase: str) -> dict[str, Any]:
+    key, _, value = LEADER_LABEL.partition("=")
+    return {
+        "metadata": {"name": name, "namespace": "kopf-scheduler", "labels": {key: value}},
+        "spec": {"containers": [{"name": "c", "image": "i"}]},
+        "status": {"phase": phase},
+    }
+
+
+def lease(holder: str) -> dict[str, Any]:
+    return {"metadata": {"name": "kopf-scheduler", "namespace": "kopf-scheduler"}, "spec": {"holderIdentity": holder}}
+
+
+@pytest.mark.parametrize(
+    "objects, leader, error",
+    [
+        pytest.param([("coordination.k8s.io", "leases", lease("op-7d9_x1y2"))], "op-7d9", None, id="Lease holder"),
+        pytest.param([("coordination.k8s.io", "leases", lease("plain"))], "plain", None, id="holder without suffix"),
+        pytest.param(
+            [("", "pods", operator_pod("op-1", "Running")), ("", "pods", operator_pod("op-2", "Pending"))],
+            "op-1",
+            None,
+            id="no Lease: the one running pod",
+        ),
+        pytest.param(
+            [("", "pods", operator_pod("op-1", "Running")), ("", "pods", operator_pod("op-2", "Running"))],
+            None,
+            "no leader in Lease kopf-scheduler/kopf-scheduler, and 2 operator pods run: op-1, op-2",
+            id="two running pods",
+        ),
+        pytest.param([], None, "no leader in Lease kopf-scheduler/kopf-scheduler and no running pod", id="none"),
+    ],
+)
+def test_the_leader_is_the_lease_holder_or_the_one_running_operator_pod(api_server, objects, leader, error) -> None:
+    def seed(server: FakeApiServer) -> None:
+        for group, plural, body in objects:
+            server.add(group, "v1", plural, body)
+
+    kubeconfig = api_server(seed)
+    with BlockingApi(Credentials(server=server_url(kubeconfig), source="test")) as client:
+        if error is None:
+            assert leader_pod(client, namespace="kopf-scheduler", lease="kopf-scheduler") == leader
+        else:
+            with pytest.raises(PluginError) as caught:
+                leader_pod(client, namespace="kopf-scheduler", lease="kopf-scheduler")
+            assert str(caught.value).startswith(error)
+
+
+def server_url(kubeconfig: Path) -> str:
+    return str(yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"])
+
+
+def with_leader(server: FakeApiServer) -> None:
+    server.add("coordination.k8s.io", "v1", "leases", lease("op-1_abc"))
+
+
+def test_explain_asks_the_leader_through_the_pod_proxy_and_says_who_did_not_answer(api_server, capsys) -> None:
+    kubeconfig = str(api_server(with_leader))
+    assert main(["--kubeconfig", kubeconfig, "explain", "web", "--scheme", "http"]) == 1
+    # the fake API server serves no pods/proxy: its 404 is the operator pod's answer as the plugin reports it
+    assert capsys.readouterr().err.startswith("error: kopf-scheduler/op-1:10259 answered HTTP 404: ")
+
+
+def test_explain_over_https_first_mints_the_explain_accounts_token(api_server, capsys) -> None:
+    kubeconfig = api_server(with_leader)
+    assert main(["--kubeconfig", str(kubeconfig), "explain", "team-b/web"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(
+        "error: cannot request a token of ServiceAccount kopf-scheduler/kopf-scheduler-explain: HTTP 404"
+    )
+    assert err.rstrip().endswith("(deploy/rbac.yaml and the chart create it; --explain-account names another)")
+
+
+def with_pods(server: FakeApiServer) -> None:
+    for namespace in ("team-a", "team-b"):
+        server.add("", "v1", "namespaces", {"metadata": {"name": namespace}})
+    for namespace, name in (("team-a", "web-1"), ("team-a", "web-2"), ("team-a", "db"), ("team-b", "web-9")):
+        server.add("", "v1", "pods", {"metadata": {"name": name, "namespace": namespace}, "spec": {"containers": []}})
+
+
+@pytest.mark.parametrize(
+    "words, offered",
+    [
+        pytest.param(["explain", "we"], ["web-1", "web-2"], id="pods of the context's namespace"),
+        pytest.param(["explain", "pod/d"], ["pod/db"], id="pod/ prefix"),
+        pytest.param(["explain", "team-b/"], ["team-b/web-9"], id="NS/ prefix"),
+        pytest.param(["-n", "team-"], ["team-a", "team-b"], id="namespaces"),
+    ],
+)
+def test_completion_asks_the_cluster_for_names(api_server, capsys, words, offered) -> None:
+    kubeconfig = str(api_server(with_pods))
+    assert complete(["--kubeconfig", kubeconfig, *words]) == 0
+    assert capsys.readouterr().out.splitlines() == [*offered, ":4"]
+
+
+def test_completion_offers_nothing_when_the_cluster_cannot_be_asked(tmp_path, capsys) -> None:
+    assert complete(["--kubeconfig", str(tmp_path / "missing"), "explain", "we"]) == 0
+    assert capsys.readouterr().out.splitlines() == [":4"]

@@ -12,6 +12,7 @@ Sync tests around ``asyncio.run``: this project has no pytest-asyncio.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
@@ -538,6 +539,95 @@ def test_a_bind_answered_404_drops_the_pending_pod(monkeypatch: pytest.MonkeyPat
         assert op.app.pending.get(SCHEDULER, uid) is None and state.queue.where(uid) is None
         assert op.app.cache.get_pod(uid) is None and op.assumed() == []
         assert op.events("FailedScheduling") == []
+
+    run(scenario, monkeypatch)
+
+
+def test_objects_the_parser_refuses_are_skipped_and_the_rest_scheduled(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A node and a bound pod whose bodies cannot be read are logged and left out; an event without an object
+    changes nothing; the good node still gets the pending pod."""
+
+    async def scenario(op: Operator) -> None:
+        bad_node = make_node("bad").capacity(cpu="lots", memory="32Gi", pods="110").body
+        op.server.add("", "v1", "nodes", bad_node)
+        op.node("good")
+        bad_pod = make_pod("weird").node("good").req(cpu="much").body
+        op.server.add("", "v1", "pods", bad_pod)
+        await op.start()
+        await handlers.on_pod_event({"type": "ADDED", "object": None}, memo={"app": op.app})
+        await op.pod("p")
+        await op.wait(lambda: op.node_of("p") == "good")
+        assert op.app.cache.get_node_info("bad") is None
+        assert [p.name for p in op.app.cache.pods()] == ["p"]
+
+    with caplog.at_level(logging.WARNING):
+        run(scenario, monkeypatch)
+    warnings = [r.getMessage() for r in caplog.records]
+    assert any(w.startswith("skipping node bad: ") for w in warnings), warnings
+    assert any(w.startswith("skipping bound pod ") for w in warnings), warnings
+
+
+def test_a_handler_without_the_app_in_its_memo_fails_permanently() -> None:
+    import kopf
+
+    with pytest.raises(kopf.PermanentError, match="the operator memo holds no App"):
+        asyncio.run(handlers.on_pod_event({"type": "ADDED", "object": make_pod("p").body}, memo={}))
+
+
+def test_a_cycle_that_raises_backs_the_pod_off_and_the_loop_goes_on(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A bug in one attempt (here: the core's ``decide`` raising once) is logged; the pod backs off and is tried
+    again, and the loop keeps scheduling."""
+    real = loop.decide
+    calls: list[str] = []
+
+    def decide_with_a_bug(info: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(info.pod.name)
+        if len(calls) == 1:
+            raise ZeroDivisionError("a bug in the cycle")
+        return real(info, *args, **kwargs)
+
+    monkeypatch.setattr(loop, "decide", decide_with_a_bug)
+
+    async def scenario(op: Operator) -> None:
+        op.node("n1")
+        await op.start()
+        await op.pod("p")
+        await op.wait(lambda: op.node_of("p") == "n1")
+        assert calls == ["p", "p"]
+        assert op.bindings() == [("p", "n1", 201)]
+
+    run(scenario, monkeypatch)
+    assert any(r.getMessage() == "scheduling default/p failed unexpectedly" and r.exc_info for r in caplog.records)
+
+
+@pytest.mark.parametrize(
+    "status, reported",
+    [
+        pytest.param(403, True, id="refused: the owner hears of it"),
+        pytest.param(409, False, id="conflict: bound already or replaced, nothing to tell"),
+    ],
+)
+def test_a_refused_bind_is_tried_again_and_only_a_rejection_is_reported(
+    monkeypatch: pytest.MonkeyPatch, status: int, reported: bool
+) -> None:
+    async def scenario(op: Operator) -> None:
+        op.node("n1")
+        await op.start()
+        op.server.fail("POST", r"/pods/p/binding$", status, times=1)
+        await op.pod("p")
+        await op.wait(lambda: op.node_of("p") == "n1")  # the pod went back to the queue and its next try bound it
+        assert op.bindings() == [("p", "n1", status), ("p", "n1", 201)]
+        await op.wait(lambda: op.events() == [("p", "Successfully assigned default/p to n1")])
+        if reported:  # written by the failed bind's task, before the pod's backoff ended
+            await op.wait(lambda: op.events("FailedScheduling"))
+            ((pod, message),) = op.events("FailedScheduling")
+            assert pod == "p" and message.startswith("Binding rejected: ")
+        else:
+            assert op.events("FailedScheduling") == []
 
     run(scenario, monkeypatch)
 

@@ -298,6 +298,104 @@ def test_bad_args(args, field):
     assert exc.value.field == field
 
 
+REQUIRED = "addedAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+PREFERRED = "addedAffinity.preferredDuringSchedulingIgnoredDuringExecution"
+
+
+def required(*terms):
+    return {"addedAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": list(terms)}}}
+
+
+@pytest.mark.parametrize(
+    "args, field, message",
+    [
+        pytest.param(
+            {"addedAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": []}},
+            REQUIRED,
+            "must be a node selector object",
+            id="required not an object",
+        ),
+        pytest.param(required(3), f"{REQUIRED}.nodeSelectorTerms[0]", "must be a node selector term", id="term"),
+        pytest.param(
+            required({"matchLabels": {}}),
+            f"{REQUIRED}.nodeSelectorTerms[0].matchLabels",
+            "unknown field",
+            id="unknown term field",
+        ),
+        pytest.param(
+            required({"matchExpressions": {}}),
+            f"{REQUIRED}.nodeSelectorTerms[0].matchExpressions",
+            "must be a list",
+            id="expressions not a list",
+        ),
+        pytest.param(
+            required({"matchExpressions": ["k"]}),
+            f"{REQUIRED}.nodeSelectorTerms[0].matchExpressions[0]",
+            "must be an object with key, operator and values",
+            id="expression not an object",
+        ),
+        pytest.param(
+            required(term(expr("", "Exists"))),
+            f"{REQUIRED}.nodeSelectorTerms[0].matchExpressions[0].key",
+            "must be a non-empty string",
+            id="empty key",
+        ),
+        pytest.param(
+            required({"matchExpressions": [{"key": "k", "operator": "In", "values": [1]}]}),
+            f"{REQUIRED}.nodeSelectorTerms[0].matchExpressions[0].values",
+            "must be a list of strings",
+            id="values not strings",
+        ),
+        pytest.param(
+            required(term(fields=[expr("metadata.name", "Exists")])),
+            f"{REQUIRED}.nodeSelectorTerms[0].matchFields[0].operator",
+            "'Exists': must be In or NotIn for a field selector",
+            id="field operator",
+        ),
+        pytest.param(
+            required(term(fields=[expr("metadata.name", "In", "a", "b")])),
+            f"{REQUIRED}.nodeSelectorTerms[0].matchFields[0].values",
+            "must have exactly one value for a field selector",
+            id="field values",
+        ),
+        pytest.param(
+            required(term(expr("k", "Exists", "x"))),
+            f"{REQUIRED}.nodeSelectorTerms[0].matchExpressions[0].values",
+            "may not be specified when operator is Exists",
+            id="Exists with values",
+        ),
+        pytest.param(
+            required(term(expr("k", "Lt", "1", "2"))),
+            f"{REQUIRED}.nodeSelectorTerms[0].matchExpressions[0].values",
+            "must have exactly one value when operator is Lt",
+            id="Lt with two values",
+        ),
+        pytest.param(
+            {"addedAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": {}}},
+            PREFERRED,
+            "must be a list",
+            id="preferred not a list",
+        ),
+        pytest.param(
+            {"addedAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [1]}},
+            f"{PREFERRED}[0]",
+            "must be an object with weight and preference",
+            id="preferred term not an object",
+        ),
+        pytest.param(
+            {"addedAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": True}]}},
+            f"{PREFERRED}[0].weight",
+            "True: must be in the range 1-100",
+            id="weight a bool",
+        ),
+    ],
+)
+def test_bad_added_affinity_says_what_is_wrong(args, field, message):
+    with pytest.raises(PluginArgsError) as exc:
+        NodeAffinity.new(args)
+    assert (exc.value.field, exc.value.message) == (field, message)
+
+
 def test_typed_args_are_validated_and_parsed():
     added = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term(expr("zone", "In", "a"))]}}
     args = NodeAffinityArgs(added_affinity=added)

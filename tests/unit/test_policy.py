@@ -1093,3 +1093,105 @@ def test_pods_without_do_not_schedule_constraints_skip_the_implied_filter() -> N
     assert spread.pre_filter(CycleState(), make_pod("p").label(app="web").obj(), snap).is_skip
     soft = make_pod("p").label(app="web").spread(1, "zone", "ScheduleAnyway", {"matchLabels": {"app": "web"}}).obj()
     assert spread.pre_filter(CycleState(), soft, snap).is_skip
+
+
+# ----------------------------------------------------------------------------- refusals, each by its field
+
+
+@pytest.mark.parametrize(
+    "spec, path, message",
+    [
+        pytest.param(S(algorithmProvider=3), "spec.algorithmProvider", "must be a string", id="provider not a string"),
+        pytest.param(S(plugins={}), "spec.plugins", "must be a list", id="plugins not a list"),
+        pytest.param(
+            S(plugins=[{"name": "Coscheduling"}]),
+            "spec.plugins[0].name",
+            "Coscheduling is a gang plugin; spec.gangScheduling (enabled by default) enables it",
+            id="gang plugin as a plugin",
+        ),
+        pytest.param(
+            S(plugins=[{"name": "DefaultBinder"}]),
+            "spec.plugins[0].name",
+            "DefaultBinder is every profile's last Bind plugin; it needs no entry",
+            id="DefaultBinder",
+        ),
+        pytest.param(
+            S(plugins=[{"name": "DefaultPreemption"}]),
+            "spec.plugins[0].name",
+            "DefaultPreemption is a PostFilter plugin; spec.preemption (default true) enables it",
+            id="DefaultPreemption",
+        ),
+        pytest.param(
+            S(plugins=[{"name": "NodeName"}]),
+            "spec.plugins[0].name",
+            "'NodeName' has no Reserve, Permit, PreBind or Bind point: a filter goes under spec.predicates,"
+            " a score under spec.priorities",
+            id="a filter as a plugin",
+        ),
+        pytest.param(
+            S(plugins=[{"name": "DynamicResources"}, {"name": "dynamicresources"}]),
+            "spec.plugins[1].name",
+            "duplicate plugin 'DynamicResources' (also at spec.plugins[0])",
+            id="duplicate plugin",
+        ),
+        pytest.param(
+            S(plugins=[{"name": "Zzzzzzzzzz"}]),
+            "spec.plugins[0].name",
+            "unknown plugin 'Zzzzzzzzzz': no plugin of that name is installed (plugins with a Reserve, Permit, "
+            "PreBind or Bind point: DynamicResources)",
+            id="unknown plugin",
+        ),
+        pytest.param(S(gangScheduling=1), "spec.gangScheduling", "must be an object", id="gang not an object"),
+        pytest.param(
+            S(gangScheduling={"enabled": "yes"}), "spec.gangScheduling.enabled", "must be a boolean", id="gang enabled"
+        ),
+        pytest.param(S(pluginConfig={}), "spec.pluginConfig", "must be a list", id="pluginConfig not a list"),
+        pytest.param(
+            S(pluginConfig=[3]), "spec.pluginConfig[0]", "must be an object with name and args", id="config entry"
+        ),
+        pytest.param(
+            S(pluginConfig=[{"name": "NodeAffinity", "args": []}]),
+            "spec.pluginConfig[0].args",
+            "must be an object",
+            id="config args not an object",
+        ),
+        pytest.param(
+            S(pluginConfig=[{"name": "NodeAffinity"}, {"name": "NodeAffinity"}]),
+            "spec.pluginConfig[1].name",
+            "repeated config for plugin 'NodeAffinity'",
+            id="repeated config",
+        ),
+        pytest.param(S(queueSort={}), "spec.queueSort", "must be a list", id="queueSort not a list"),
+        pytest.param(
+            S(queueSort=[{"name": "PrioritySort"}, {"name": "PrioritySort"}]),
+            "spec.queueSort[1].name",
+            "only one QueueSort plugin orders a profile's queue, and spec.queueSort[0] names one already; "
+            "remove 'PrioritySort' or the other",
+            id="two queue sorts",
+        ),
+        pytest.param(
+            S(queueSort=[{"name": "NodeName"}]),
+            "spec.queueSort[0].name",
+            "'NodeName' is not a QueueSort plugin (installed: PrioritySort)",
+            id="not a queue sort",
+        ),
+        pytest.param(
+            S(predicates=[{"name": "PrioritySort"}]),
+            "spec.predicates[0].name",
+            "'PrioritySort' is a QueueSort plugin, not a predicate; name it in spec.queueSort",
+            id="queue sort as a predicate",
+        ),
+        pytest.param(
+            S(predicates=[{"name": "Coscheduling"}]),
+            "spec.predicates[0].name",
+            "Coscheduling is a gang plugin, not a predicate; spec.gangScheduling (enabled by default) enables it",
+            id="gang plugin as a predicate",
+        ),
+    ],
+)
+def test_a_policy_is_refused_by_the_field_at_fault(spec: dict[str, Any], path: str, message: str) -> None:
+    assert errors(spec).get(path) == message, errors(spec)
+
+
+def test_a_spec_that_is_no_object_is_refused() -> None:
+    assert [(e.path, e.message) for e in validate_policy([])] == [("spec", "must be an object")]

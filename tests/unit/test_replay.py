@@ -218,6 +218,32 @@ def test_read_trace_refuses_what_is_not_a_trace(tmp_path: Path) -> None:
         read_trace(tmp_path)
 
 
+def test_read_trace_keeps_the_newest_run_and_forgives_only_a_last_line_cut_short(tmp_path: Path) -> None:
+    def segment(name: str, *records: dict[str, object], tail: str = "") -> Path:
+        path = tmp_path / name
+        path.write_text("".join(json.dumps(r) + "\n" for r in records) + tail)
+        return path
+
+    segment("trace-000001.jsonl", {"e": "checkpoint", "run": "old"}, {"e": "node", "n": 1})
+    segment("trace-000002.jsonl", {"e": "checkpoint", "run": "new"}, {"e": "node", "n": 2}, tail='{"e": "no')
+    with gzip.open(tmp_path / "trace-000003.jsonl.gz", "wt") as f:
+        f.write(json.dumps({"e": "checkpoint", "run": "new"}) + "\n" + json.dumps({"e": "dropped", "count": 3}) + "\n")
+    (tmp_path / "trace-notanumber.jsonl").write_text("ignored")
+    t = read_trace(tmp_path)
+    assert [r.get("n") for r in t.records] == [2, None]  # the old run left out; the cut-short line forgiven
+    assert t.dropped == 3 and [p.name for p in t.files] == ["trace-000002.jsonl", "trace-000003.jsonl.gz"]
+
+    segment("trace-000004.jsonl", {"e": "checkpoint", "run": "new"}, tail='garbage\n{"e": "node"}\n')
+    with pytest.raises(TraceError, match=r"trace-000004.jsonl: line 2 is not JSON"):
+        read_trace(tmp_path)
+    (tmp_path / "trace-000004.jsonl").unlink()
+    (tmp_path / "trace-000005.jsonl.gz").write_bytes(gzip.compress(b'{"e": "checkpoint"}\n')[:-12])  # cut short
+    with pytest.raises(TraceError, match=r"trace-000005.jsonl.gz: cannot read: "):
+        read_trace(tmp_path)
+    with pytest.raises(TraceError, match="not a directory"):
+        read_trace(tmp_path / "trace-000001.jsonl")
+
+
 # ----------------------------------------------------------------------------- the command and the chart
 
 

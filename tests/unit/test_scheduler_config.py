@@ -517,3 +517,128 @@ def test_percentage_of_nodes_to_score_bounds_the_feasible_nodes_found(tmp_path: 
     assert feasible(50) == 200
     assert feasible(10) == 100
     assert feasible(0) == 400 * (50 - 400 // 125) // 100
+
+
+# --------------------------------------------------------------------------- refusals, each by its field
+
+P0 = "profiles[0]"
+
+
+@pytest.mark.parametrize(
+    "doc, path, message",
+    [
+        pytest.param(config(parallelism=0), "parallelism", "must be a positive integer, got 0", id="parallelism"),
+        pytest.param(
+            config(podMaxBackoffSeconds="10s"),
+            "podMaxBackoffSeconds",
+            "must be a positive integer, got '10s'",
+            id="backoff",
+        ),
+        pytest.param(config(extenders={}), "extenders", "must be a list", id="extenders not a list"),
+        pytest.param(
+            config(extenders=[{"urlPrefix": "http://x", "prioritizeVerb": "prioritize"}]),
+            "extenders[0].weight",
+            "must have a positive weight applied to it",
+            id="prioritizing extender without a weight",
+        ),
+        pytest.param(
+            config(percentageOfNodesToScore=101),
+            "percentageOfNodesToScore",
+            "must be an integer from 0 to 100, got 101",
+            id="percentage",
+        ),
+        pytest.param(config(profiles={}), "profiles", "must be a list", id="profiles not a list"),
+        pytest.param(config(3), P0, "must be an object", id="profile not an object"),
+        pytest.param(
+            config({"schedulerName": "a"}, {"schedulerName": "a"}),
+            "profiles[1].schedulerName",
+            "duplicate (also profiles[0])",
+            id="duplicate scheduler name",
+        ),
+        pytest.param(
+            config({"schedulerName": "a", "plugins": {"filter": []}}),
+            f"{P0}.plugins.filter",
+            "must be an object with enabled and disabled lists",
+            id="set not an object",
+        ),
+        pytest.param(
+            config({"schedulerName": "a", "plugins": {"filter": {"enabled": {}}}}),
+            f"{P0}.plugins.filter.enabled",
+            "must be a list",
+            id="enabled not a list",
+        ),
+        pytest.param(
+            config({"schedulerName": "a", "plugins": {"filter": {"enabled": ["NodeName"]}}}),
+            f"{P0}.plugins.filter.enabled[0]",
+            "must be an object with a name",
+            id="enabled item not an object",
+        ),
+        pytest.param(
+            config({"schedulerName": "a", "plugins": {"filter": {"disabled": [{"name": ""}]}}}),
+            f"{P0}.plugins.filter.disabled[0].name",
+            "required: a non-empty string",
+            id="empty name",
+        ),
+        pytest.param(
+            config({"schedulerName": "a", "plugins": {"score": {"enabled": [{"name": "NodeAffinity", "weight": -1}]}}}),
+            f"{P0}.plugins.score.enabled[0].weight",
+            "must be an integer from 0 to 1000000",
+            id="weight",
+        ),
+        pytest.param(
+            config({"schedulerName": "a", "pluginConfig": {}}),
+            f"{P0}.pluginConfig",
+            "must be a list",
+            id="pluginConfig not a list",
+        ),
+        pytest.param(
+            config({"schedulerName": "a", "pluginConfig": [1]}),
+            f"{P0}.pluginConfig[0]",
+            "must be an object with name and args",
+            id="pluginConfig entry",
+        ),
+        pytest.param(
+            config({"schedulerName": "a", "pluginConfig": [{"args": {}}]}),
+            f"{P0}.pluginConfig[0].name",
+            "required: a non-empty string",
+            id="pluginConfig without a name",
+        ),
+        pytest.param(
+            config({"schedulerName": "a", "pluginConfig": [{"name": "NodeAffinity"}, {"name": "NodeAffinity"}]}),
+            f"{P0}.pluginConfig[1].name",
+            "repeated config for plugin 'NodeAffinity' (also at profiles[0].pluginConfig[0])",
+            id="repeated pluginConfig",
+        ),
+        pytest.param(
+            config({"schedulerName": "a", "pluginConfig": [{"name": "NodeAffinity", "args": []}]}),
+            f"{P0}.pluginConfig[0].args",
+            "must be an object",
+            id="args not an object",
+        ),
+        pytest.param(
+            config({"schedulerName": "a", "pluginConfig": [{"name": "NodeAffinity", "args": {"kind": "FooArgs"}}]}),
+            f"{P0}.pluginConfig[0].args.kind",
+            "must be 'NodeAffinityArgs', got 'FooArgs'",
+            id="args kind",
+        ),
+        pytest.param(
+            config({"schedulerName": "a", "pluginConfig": [{"name": "NodeAffinity", "args": {"apiVersion": "v1"}}]}),
+            f"{P0}.pluginConfig[0].args.apiVersion",
+            "must be 'kubescheduler.config.k8s.io/v1', got 'v1'",
+            id="args apiVersion",
+        ),
+        pytest.param(
+            config({"schedulerName": "a", "percentageOfNodesToScore": -1}),
+            f"{P0}.percentageOfNodesToScore",
+            "must be an integer from 0 to 100, got -1",
+            id="profile percentage",
+        ),
+    ],
+)
+def test_a_configuration_is_refused_by_the_field_at_fault(doc: dict[str, Any], path: str, message: str) -> None:
+    found = errors_of(doc)
+    assert found.get(path) == message, found
+
+
+def test_a_configuration_that_is_no_object_is_refused() -> None:
+    assert [(e.path, e.message) for e in sc.load([])] == [("", "a KubeSchedulerConfiguration must be an object")]
