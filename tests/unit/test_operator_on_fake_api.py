@@ -579,18 +579,18 @@ def test_a_handler_without_the_app_in_its_memo_fails_permanently() -> None:
 def test_a_cycle_that_raises_backs_the_pod_off_and_the_loop_goes_on(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """A bug in one attempt (here: the core's ``decide`` raising once) is logged; the pod backs off and is tried
-    again, and the loop keeps scheduling."""
-    real = loop.decide
+    """A bug in one attempt (here: the core's ``begin_cycle`` raising once) is logged; the pod backs off and is
+    tried again, and the loop keeps scheduling."""
+    real = loop.begin_cycle
     calls: list[str] = []
 
-    def decide_with_a_bug(info: Any, *args: Any, **kwargs: Any) -> Any:
+    def begin_with_a_bug(info: Any, *args: Any, **kwargs: Any) -> Any:
         calls.append(info.pod.name)
         if len(calls) == 1:
             raise ZeroDivisionError("a bug in the cycle")
         return real(info, *args, **kwargs)
 
-    monkeypatch.setattr(loop, "decide", decide_with_a_bug)
+    monkeypatch.setattr(loop, "begin_cycle", begin_with_a_bug)
 
     async def scenario(op: Operator) -> None:
         op.node("n1")
