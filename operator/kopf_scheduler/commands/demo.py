@@ -12,7 +12,9 @@
    ResourceSlices, then in namespace ``demo`` a ResourceClaimTemplate and workloads
    (``schedulerName: kopf-scheduler``) making ``--pods`` pods: Deployments, a Job, a StatefulSet with
    volume claims, a DaemonSet (one more pod per node) and pods whose DRA claims come from the template,
-   about 5% unschedulable on purpose (``demo_workload.py``; the objects are in WORKDIR/workload.json).
+   about 5% unschedulable on purpose (``demo_workload.py``; the objects are in WORKDIR/workload.json),
+   created in waves each placed before the next (``Workload.wave``: node agents, pods with few places
+   to go, the rest).
    kube-controller-manager's controllers make the pods, provision and bind the volumes and create the
    claims, as in any cluster;
 6. prints progress every second until every pod is bound or has a FailedScheduling event, and
@@ -222,10 +224,16 @@ def _log_tail(path: Path, lines: int = 25) -> str:
         return f"({path} does not exist)"
 
 
-def _wait_daemonsets_placed(
-    api: Any, namespace: str, pods: int, operator: subprocess.Popen[bytes], log: Path, timeout: float = 60.0
+def _wait_placed(
+    api: Any,
+    namespace: str,
+    kinds: frozenset[str],
+    pods: int,
+    operator: subprocess.Popen[bytes],
+    log: Path,
+    timeout: float = 90.0,
 ) -> None:
-    """Until `pods` pods of the namespace's DaemonSets are bound."""
+    """Until `pods` pods of the namespace whose ``demo.kopf.dev/kind`` is one of `kinds` are bound."""
     from kubernetes import client
 
     core: Any = client.CoreV1Api(api)
@@ -235,15 +243,16 @@ def _wait_daemonsets_placed(
         bound = [
             p
             for p in listing.get("items", [])
-            if (p.get("spec") or {}).get("nodeName")
-            and any(r.get("kind") == "DaemonSet" for r in p["metadata"].get("ownerReferences") or ())
+            if (p.get("spec") or {}).get("nodeName") and (p["metadata"].get("labels") or {}).get(KIND_LABEL) in kinds
         ]
         if len(bound) >= pods:
             return
         if operator.poll() is not None:
             raise DemoError(f"the operator exited with status {operator.returncode}; end of {log}:\n{_log_tail(log)}")
         if time.monotonic() > deadline:
-            raise DemoError(f"{len(bound)} of the DaemonSets' {pods} pods bound after {timeout:.0f}s; see {log}")
+            raise DemoError(
+                f"{len(bound)} of the {pods} pods of {', '.join(sorted(kinds))} bound after {timeout:.0f}s; see {log}"
+            )
         time.sleep(0.2)
 
 
@@ -619,18 +628,34 @@ def run(args: argparse.Namespace) -> int:
             f"[5/6] {len(workloads)} workloads making {expected} pods in namespace {args.namespace} "
             f"(objects in {workdir / 'workload.json'}): " + ", ".join(f"{w.kind}/{w.name} {w.pods}" for w in workloads)
         )
-        items = [{**w.body, "metadata": {**w.body["metadata"], "namespace": args.namespace}} for w in workloads]
-        # node agents first, as clusters install them before the applications: a DaemonSet's pod is bound to
-        # its node, and a node the applications filled first would have no room left for it
-        agents = [i for i in items if i["kind"] == "DaemonSet"]
-        first_create = _create_objects(cp, workdir / "daemonsets.json", agents)
-        _wait_daemonsets_placed(
-            api, args.namespace, sum(w.pods for w in workloads if w.kind == "DaemonSet"), operator, log
+        items = {w.name: {**w.body, "metadata": {**w.body["metadata"], "namespace": args.namespace}} for w in workloads}
+        (workdir / "workload.json").write_text(
+            json.dumps({"apiVersion": "v1", "kind": "List", "items": list(items.values())}, indent=1) + "\n"
         )
-        _create_objects(cp, workdir / "workload.json", [i for i in items if i["kind"] != "DaemonSet"])
+        # in waves, each placed before the next (Workload.wave): node agents, then the pods with few places
+        # to go, then those that fit anywhere and could otherwise fill a small zone's one usable node first
+        first_create = time.monotonic()
+        waves = sorted({w.wave for w in workloads})
+        for wave in waves:
+            members = [w for w in workloads if w.wave == wave]
+            _create_objects(
+                cp,
+                workdir / f"workload-wave{wave}.json",
+                [items[w.name] for w in members],
+            )
+            if wave != waves[-1]:
+                schedulable = [w for w in members if w.schedulable]
+                _wait_placed(
+                    api,
+                    args.namespace,
+                    frozenset(w.label for w in schedulable),
+                    sum(w.pods for w in schedulable),
+                    operator,
+                    log,
+                )
         _say(
-            f"      created in {time.monotonic() - first_create:.1f}s (the DaemonSet's pods placed first); "
-            "kube-controller-manager makes the pods"
+            f"      created in {time.monotonic() - first_create:.1f}s, in {len(waves)} waves each placed before the "
+            "next (node agents; pods with few places to go; the rest); kube-controller-manager makes the pods"
         )
 
         _say(f"[6/6] scheduling (timeout {args.timeout:.0f}s)")

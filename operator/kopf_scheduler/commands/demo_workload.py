@@ -11,7 +11,11 @@ selector, a cache at most one per host, GPU pods, inference pods whose accelerat
 ResourceClaims the resourceclaim controller makes from a ResourceClaimTemplate, and two that fit
 nowhere on purpose), a Job, a StatefulSet whose volume claims the PersistentVolume controller
 provisions (the in-tree hostPath provisioner, StorageClass ``demo-hostpath``) and binds, and a
-DaemonSet with a pod on every node (created first: clusters install node agents before applications).
+DaemonSet with a pod on every node. The demo creates them in :attr:`Workload.wave` order, each wave placed
+before the next: the node agents first (clusters install them before applications), then the pods with
+somewhere particular to go (a zone, a host of their own, a GPU, an accelerator, a volume), then the web
+servers and the Job, which fit anywhere. Created all at once, the web servers could fill the one usable
+node of a small zone before its pinned pods arrive, and those would rightly stay pending.
 Every pod template names ``schedulerName``; each carries the label ``demo.kopf.dev/kind`` with what it
 exercises, and the kinds in :data:`UNSCHEDULABLE_KINDS` are unschedulable on purpose, every other pod
 must be placed.
@@ -42,6 +46,7 @@ from ..cluster.kwok import kwok_node
 __all__ = [
     "ACCELERATOR_CLASS",
     "ACCELERATOR_DRIVER",
+    "CONSTRAINED_KINDS",
     "GPU_RESOURCE",
     "KIND_LABEL",
     "STORAGE_CLASS",
@@ -65,6 +70,8 @@ ACCELERATORS_PER_NODE = 4
 STORAGE_CLASS = "demo-hostpath"
 KIND_LABEL = "demo.kopf.dev/kind"
 UNSCHEDULABLE_KINDS = frozenset({"too-big", "no-match"})
+#: the kinds placed in the second wave: each has few nodes it may go to (see :attr:`Workload.wave`)
+CONSTRAINED_KINDS = frozenset({"zonal", "cache", "gpu", "inference", "db"})
 _CPU_SIZES = (4, 8, 16)
 _CLAIM_TEMPLATE = "one-accelerator"
 _API = {
@@ -216,6 +223,13 @@ class Workload:
     @property
     def schedulable(self) -> bool:
         return self.label not in UNSCHEDULABLE_KINDS
+
+    @property
+    def wave(self) -> int:
+        """When the demo creates it: 0 the node agents, 1 the pods with few places to go, 2 the rest."""
+        if self.kind == "DaemonSet":
+            return 0
+        return 1 if self.label in CONSTRAINED_KINDS else 2
 
 
 def _template(kind: str, scheduler_name: str, *, cpu: str, memory: str, gpus: int = 0) -> PodBody:
