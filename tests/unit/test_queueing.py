@@ -3,6 +3,7 @@ hypothesis state machine checking the invariants over random sequences."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from typing import Any
 
@@ -16,6 +17,7 @@ from hypothesis_budget import examples
 from kopf_scheduler.core.framework.basics import QueuedPodInfo
 from kopf_scheduler.core.framework.interface import ClusterEvent
 from kopf_scheduler.core.model.objects import Pod
+from kopf_scheduler.core.model.parsing import parse_pod
 from kopf_scheduler.core.plugins.inter_pod_affinity import InterPodAffinity
 from kopf_scheduler.core.state.queueing import (
     ACTIVE,
@@ -726,3 +728,29 @@ def test_hold_keeps_a_pod_group_in_backoff_until_its_time_even_when_requeued_lat
     assert q.where(flying) == "backoff"
     assert q.next_ready_at(1.0) == 30.0 and q.pop(29.9) is None
     assert {q.pop(30.0).pod.name, q.pop(30.0).pod.name} == {"pending", "flying"}  # type: ignore[union-attr]
+
+
+def test_a_status_write_read_back_from_the_api_is_no_update_but_a_spec_change_is() -> None:
+    """Parsed from real bodies (each keeps its ``source``): our own PodScheduled=False write comes back
+    with a new resourceVersion and status only, and leaves the unschedulable pod where it is, as upstream's
+    ``isPodUpdated`` strips status, resourceVersion, generation, managed fields and finalizers; a change
+    of the container's image (no field of ``Pod`` of its own) is an update to it."""
+    body = make_pod("p").uid("u-p").req(cpu="1").raw()
+    body["metadata"].update(resourceVersion="5", generation=1)
+    body["status"] = {"phase": "Pending"}
+    q = SchedulingQueue()
+    p = parse_pod(body)
+    q.add(p, 0.0)
+    fail(q, 0.0)
+    written = copy.deepcopy(body)
+    written["metadata"]["resourceVersion"] = "6"
+    written["metadata"]["managedFields"] = [{"manager": "kopf-scheduler", "operation": "Update"}]
+    written["status"]["conditions"] = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]
+    status_only = parse_pod(written)
+    assert not is_pod_updated(p, status_only)
+    q.update(None, status_only, 0.5)
+    expect(q, unschedulable=["p"])
+    image = copy.deepcopy(written)
+    image["metadata"]["resourceVersion"] = "7"
+    image["spec"]["containers"][0]["image"] = "registry.example/other:2"
+    assert is_pod_updated(status_only, parse_pod(image))

@@ -104,10 +104,13 @@ EVENT_SCHEDULE_ATTEMPT_FAILURE: Final = "ScheduleAttemptFailure"
 EVENT_BACKOFF_COMPLETE: Final = "BackoffComplete"
 EVENT_UNSCHEDULABLE_TIMEOUT: Final = "UnschedulableTimeout"
 
-#: Pod fields whose change never makes a pod schedulable (status and bookkeeping).
+#: Pod fields whose change never makes a pod schedulable (status and bookkeeping); the body (``source``)
+#: is compared apart, without them (``_without_bookkeeping``)
 _IGNORED_FIELDS: Final = frozenset(
-    {"resource_version", "phase", "nominated_node_name", "start_time", "disruption_target"}
+    {"resource_version", "generation", "phase", "nominated_node_name", "start_time", "disruption_target", "source"}
 )
+#: what upstream's ``isPodUpdated`` strips from a pod's metadata before comparing
+_BOOKKEEPING_METADATA: Final = frozenset({"resourceVersion", "generation", "managedFields", "finalizers"})
 _COMPARED_FIELDS: Final = tuple(f.name for f in dataclasses.fields(Pod) if f.name not in _IGNORED_FIELDS)
 _CLUSTER_EVENTS: Final = frozenset(ClusterEvent)
 #: the extension points that can reject a pod: only their declarations count
@@ -142,7 +145,27 @@ def is_pod_updated(old: Pod | None, new: Pod) -> bool:
         return True
     if old is new:
         return False
-    return any(getattr(old, f) != getattr(new, f) for f in _COMPARED_FIELDS)
+    if any(getattr(old, f) != getattr(new, f) for f in _COMPARED_FIELDS):
+        return True
+    if old.source is new.source:
+        return False
+    if old.source is None or new.source is None:
+        return True
+    return _without_bookkeeping(old.source) != _without_bookkeeping(new.source)
+
+
+def _without_bookkeeping(body: Mapping[str, Any]) -> dict[str, Any]:
+    """A pod's body as upstream's ``isPodUpdated`` compares it: no status (but the resource claims' statuses),
+    resourceVersion, generation, managed fields or finalizers."""
+    meta = body.get("metadata")
+    status = body.get("status")
+    if isinstance(meta, Mapping):
+        meta = {k: v for k, v in meta.items() if k not in _BOOKKEEPING_METADATA}
+    return {
+        **{k: v for k, v in body.items() if k not in ("metadata", "status")},
+        "metadata": meta,
+        "status": status.get("resourceClaimStatuses") if isinstance(status, Mapping) else None,
+    }
 
 
 class _NoCluster:
