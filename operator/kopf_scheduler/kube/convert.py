@@ -30,6 +30,7 @@ __all__ = [
     "OTHER_KINDS",
     "ObjectError",
     "PodRef",
+    "bound_pod",
     "dra_key",
     "namespace_labels",
     "name_of",
@@ -64,6 +65,15 @@ def _meta(body: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def pod(body: Mapping[str, Any]) -> Pod:
     return _safe(parsing.parse_pod, body, "pod")
+
+
+def bound_pod(body: Mapping[str, Any], assumed: Pod) -> Pod | None:
+    """``pod(body)`` for the bound version of a pod we assumed, reusing the assumption when only the bind
+    changed it (``parsing.parse_bound``); None when it must be parsed."""
+    try:
+        return parsing.parse_bound(body, assumed)
+    except Exception:  # a body of a shape nobody expected: the parser reads it and names what is wrong
+        return None
 
 
 def node(body: Mapping[str, Any]) -> objects.Node:

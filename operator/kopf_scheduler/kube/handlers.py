@@ -198,11 +198,14 @@ def feeds(app: App) -> list[Feed]:
     def pods(kind: str, body: Mapping[str, Any]) -> None:
         if app.recorder is not None:
             app.recorder.pod(kind, body)
-        try:
-            pod = convert.pod(body)
-        except convert.ObjectError as exc:
-            logger.warning("skipping bound pod %s: %s", convert.pod_uid(body), exc)
-            return
+        assumed = app.cache.get_pod(convert.pod_uid(body)) if kind != "DELETED" else None
+        pod = convert.bound_pod(body, assumed) if assumed is not None and app.cache.is_assumed(assumed) else None
+        if pod is None:  # not our own bind seen (that reuses the assumed pod), or more changed than the bind
+            try:
+                pod = convert.pod(body)
+            except convert.ObjectError as exc:
+                logger.warning("skipping bound pod %s: %s", convert.pod_uid(body), exc)
+                return
         app.perform(
             routing.route_assigned_pod(
                 pod, deleted=kind == "DELETED", cache=app.cache, pending=app.pending, served=app.states, now=app.now()

@@ -358,6 +358,8 @@ class Pod:
     preemption_policy: str = PREEMPT_LOWER_PRIORITY
     deleting: bool = False
     resource_version: str = ""
+    #: ``metadata.generation`` (the API server counts the spec's changes; 0: not given)
+    generation: int = 0
     owner_references: tuple[OwnerReference, ...] = ()
     containers: tuple[Container, ...] = ()
     init_containers: tuple[Container, ...] = ()
