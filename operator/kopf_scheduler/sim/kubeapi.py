@@ -58,6 +58,7 @@ from ..core.framework.interface import ApiResponse
 
 __all__ = [
     "BUILTIN_RESOURCES",
+    "WATCH_TRUE",
     "ApiError",
     "Change",
     "Filter",
@@ -65,9 +66,11 @@ __all__ = [
     "ResourceType",
     "Target",
     "bad_request",
+    "is_watch",
     "json_patch",
     "label_selector_from_object",
     "merge_patch",
+    "not_allowed",
     "parse_field_selector",
     "parse_int",
     "parse_label_selector",
@@ -691,7 +694,7 @@ def json_patch(target: Any, operations: Any) -> Any:
 
 
 # --------------------------------------------------------------------------------------------
-# Storage: objects, the global resourceVersion, the history of changes, the watchers
+# Storage: objects, the global resourceVersion, the history of changes
 
 
 @dataclass(frozen=True, slots=True)
@@ -1082,7 +1085,7 @@ class KubeApi:
         items = [{k: v for k, v in state[key].items() if k not in ("kind", "apiVersion")} for key in page]
         return {"kind": f"{rt.kind}List", "apiVersion": rt.api_version, "metadata": metadata, "items": items}
 
-    # ---- watches
+    # ---- writes
 
     def _new_object(self, rt: ResourceType, obj: Body, ns: str | None) -> Body:
         """Fill what the server assigns on create: namespace, name from generateName, uid, timestamps, generation."""
