@@ -1,6 +1,7 @@
 """sim/apiserver.py: the in-memory API server ``simulate`` gives PreBind and Bind plugins answers as kube-apiserver
-would (pods/binding's 201, 404, 409 and 422 with the real messages; GET and merge-PATCH of pods and their status;
-nodes by name or by ``metadata.name`` field selector) and refuses what it does not hold with a clear status."""
+would (``sim/kubeapi.py``'s: pods/binding's 201, 400, 404, 409 and 500 with the real messages; GET and PATCH of
+pods and their status; nodes by name or by field selector) and refuses what the simulation would not see with a
+clear status."""
 
 from __future__ import annotations
 
@@ -41,23 +42,55 @@ def test_a_pending_pod_is_bound_once(api: InMemoryApi) -> None:
     "method, path, body, status, message",
     [
         pytest.param(
-            "POST", f"{PODS}/ghost/binding", {"target": {"name": "n1"}}, 404, 'pods "ghost" not found', id="404"
+            "POST",
+            f"{PODS}/ghost/binding",
+            {"metadata": {"name": "ghost"}, "target": {"name": "n1"}},
+            404,
+            'pods "ghost" not found',
+            id="404",
         ),
         pytest.param(
-            "POST", f"{PODS}/web/binding", {"target": {}}, 422, "Binding.target.name: Required value", id="422"
+            "POST",
+            f"{PODS}/web/binding",
+            {"target": {"name": "n1"}},
+            400,
+            "name in URL does not match name in Binding object",
+            id="400",
         ),
-        pytest.param("GET", f"{PODS}/web/binding", None, 405, "pods/binding: GET is not allowed", id="GET binding"),
-        pytest.param("PUT", f"{PODS}/web", {}, 405, "the simulation answers GET and PATCH of pods: PUT", id="PUT pod"),
+        pytest.param(
+            "POST",
+            f"{PODS}/web/binding",
+            {"metadata": {"name": "web"}, "target": {}},
+            500,
+            "target.name: Required value",
+            id="no target: ValidatePodBinding's error, an unknown 500",
+        ),
+        pytest.param(
+            "GET",
+            f"{PODS}/web/binding",
+            None,
+            405,
+            "the server does not allow this method on the requested resource",
+            id="GET binding",
+        ),
+        pytest.param(
+            "DELETE",
+            f"{PODS}/web",
+            None,
+            405,
+            "the simulation writes pods through pods/binding, PATCH and PUT only: DELETE",
+            id="DELETE pod",
+        ),
         pytest.param(
             "POST", "/api/v1/nodes", {}, 405, "the simulation does not change nodes: POST /api/v1/nodes", id="n"
         ),
         pytest.param("GET", "/api/v1/nodes/n9", None, 404, 'nodes "n9" not found', id="no such node"),
         pytest.param(
             "GET",
-            "/api/v1/nodes?fieldSelector=spec.unschedulable%3Dfalse",
+            "/api/v1/nodes?fieldSelector=status.phase%3DRunning",
             None,
             400,
-            "the simulation selects nodes by metadata.name only, not 'spec.unschedulable=false'",
+            "field label not supported: status.phase",
             id="other field selector",
         ),
         pytest.param(
@@ -80,9 +113,14 @@ def test_what_is_refused_says_why(api: InMemoryApi, method, path, body, status, 
 def test_pods_are_read_and_merge_patched(api: InMemoryApi) -> None:
     pod = make_pod("web").label(app="x", tier="f").obj()
     api.hold(pod)
-    patched = api.answer("PATCH", f"{PODS}/web", {"metadata": {"labels": {"tier": None, "new": "1"}}})
+    merge = "application/merge-patch+json"
+    refused = api.answer("PATCH", f"{PODS}/web", {"metadata": {"labels": {"new": "1"}}})
+    assert refused.status == 415  # a patch says which kind it is, or the server refuses it
+    patched = api.answer(
+        "PATCH", f"{PODS}/web", {"metadata": {"labels": {"tier": None, "new": "1"}}}, content_type=merge
+    )
     assert patched.ok and patched.body["metadata"]["labels"] == {"app": "x", "new": "1"}
-    status = api.answer("PATCH", f"{PODS}/web/status", {"status": {"nominatedNodeName": "n2"}})
+    status = api.answer("PATCH", f"{PODS}/web/status", {"status": {"nominatedNodeName": "n2"}}, content_type=merge)
     assert status.body["status"]["nominatedNodeName"] == "n2"
     assert pod.source is not None and pod.source["metadata"]["labels"] == {"app": "x", "tier": "f"}  # copy on write
     # a bound pod of the cluster is found through the cache
@@ -99,12 +137,10 @@ def test_nodes_by_name_or_field_selector(api: InMemoryApi) -> None:
     assert node.body["kind"] == "Node" and node.body["metadata"]["labels"]["zone"] == "a"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="kube-apiserver answers a Binding whose metadata.uid is not the pod's with 409 Conflict (a failed uid"
-    " precondition); the in-memory server looks the pod up by that uid and answers 404 (its 409 branch is unreachable)",
-)
 def test_a_binding_of_a_stale_uid_is_a_conflict(api: InMemoryApi) -> None:
+    """kube-apiserver answers a Binding whose metadata.uid is not the pod's with 409 Conflict (a failed uid
+    precondition), not 404."""
     api.hold(make_pod("web").obj())
-    answer = api.answer("POST", f"{PODS}/web/binding", {"metadata": {"uid": "other"}, "target": {"name": "n1"}})
-    assert answer.status == 409
+    binding = {"metadata": {"name": "web", "uid": "other"}, "target": {"name": "n1"}}
+    answer = api.answer("POST", f"{PODS}/web/binding", binding)
+    assert answer.status == 409 and "Precondition failed: UID in precondition: other" in answer.detail()

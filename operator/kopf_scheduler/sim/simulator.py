@@ -250,7 +250,7 @@ class Simulation:
         self.profile, self.scheduler, self.queue = first.profile, first.scheduler, first.queue
         #: pods assumed and waiting at Permit (gangs)
         self.waiting: WaitingPods[Parked] = WaitingPods()
-        self.api = InMemoryApi(cache)
+        self.api = InMemoryApi(cache, lambda: self.clock)
         self.api.claims = ClaimServer(cache.objects.dra, self._claim_changed)
         if cache.objects.dra.clock is None:  # DynamicResources' filterTimeout runs on real time, as the operator's
             cache.objects.dra.clock = time.monotonic
@@ -392,6 +392,7 @@ class Simulation:
     def node_changed(self, node: Node | None, name: str = "") -> None:
         """A node was added or changed (`node`), or deleted (None and its `name`), as the node watch
         reports it (``core.scheduling.routing``); pods it makes schedulable are tried."""
+        self.api.node_changed(node, name)
         if node is None:
             routing.route_node_deleted(name, cache=self.cache)
         else:
@@ -616,7 +617,8 @@ class Simulation:
     def _patch_nomination(self, pod: Pod, node: str) -> None:
         """A pods/status write of ``nominatedNodeName`` ("" clears it) to the in-memory API server only."""
         self.api.answer("PATCH", paths.pod(pod.namespace, pod.name, "status"),
-                        {"status": {"nominatedNodeName": node or None}})  # fmt: skip
+                        {"status": {"nominatedNodeName": node or None}},
+                        content_type="application/merge-patch+json")  # fmt: skip
 
     def _write_nomination(self, pod: Pod, node: str) -> None:
         """A pods/status write of ``nominatedNodeName``, back through the watch as an update of the pending pod."""
