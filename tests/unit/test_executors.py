@@ -262,16 +262,6 @@ class Flag:
         return self.set
 
 
-class SkewedClock:
-    """The operator's clock (``App.now``): monotonic time plus the skew a test moves it ahead by."""
-
-    def __init__(self) -> None:
-        self.skew = 0.0
-
-    def now(self) -> float:
-        return time.monotonic() + self.skew
-
-
 class Operator:
     """One scheduler process on the fake API server, with Kopf's pod watch and a kubelet played by tasks."""
 
@@ -287,12 +277,9 @@ class Operator:
         self.stopped = Flag()
         self.tasks: list[asyncio.Task[None]] = []
         self._relayed: dict[str, tuple[str, dict[str, Any]]] = {}
-        self.resident: set[asyncio.Task[Any]] = set()
 
     async def start(self) -> None:
         handlers.start_informers(self.app)
-        # the tasks that run as long as the operator (informers, watchdog); any other is a write in flight
-        self.resident = set(self.app._tasks)
         await self.wait(self.app.current)
         self.tasks = [
             asyncio.create_task(loop.run(self.app, POLICY, self.stopped)),
@@ -366,19 +353,6 @@ class Operator:
                 calm_since = time.monotonic()
             await asyncio.sleep(0.02)
 
-    async def time_out_waiting(self, clock: SkewedClock) -> None:
-        """Move the operator's clock to the first deadline of the pods waiting at Permit, then wait until no pod
-        waits: that timeout passes at once, as if the settled operator had slept until it."""
-        # the writes of the cycles so far are answered first: an event of theirs still in flight would come
-        # after the ones the timeout writes, where real time would have kept them apart
-        await self.wait(lambda: not self.app._tasks - self.resident)
-        due = self.app.waiting.next_deadline()
-        if due is not None:  # the first deadline, where the loop would have woken (others may pass in real time)
-            clock.skew += max(0.0, due - clock.now())
-            for state in self.app.states.values():
-                state.wakeup.set()  # the loop sleeps until the deadline it computed on the clock before
-        await self.wait(lambda: not any(True for _ in self.app.waiting))
-
     async def wait(self, condition: Callable[[], object], timeout: float = 6.0) -> None:
         deadline = time.monotonic() + timeout
         while not condition():
@@ -436,8 +410,6 @@ def operate(
     s: Scenario, monkeypatch: pytest.MonkeyPatch, *, on_server: Callable[[FakeApiServer], None] | None = None
 ) -> Observed:
     monkeypatch.setattr(app_module, "installed_registry", lambda: REGISTRY)
-    clock = SkewedClock()
-    monkeypatch.setattr(app_module.App, "now", staticmethod(clock.now))
     names = [body["metadata"]["name"] for step in s.steps for body in step]
 
     async def main() -> Observed:
@@ -460,7 +432,7 @@ def operate(
                     for body in step:
                         server.add("", "v1", "pods", body)
                     await op.settle()
-                await op.time_out_waiting(clock)  # gangs, held pods: their timeout passes
+                await op.wait(lambda: not any(True for _ in op.app.waiting))  # gangs: their timeout passes
                 await op.settle()
                 if on_server is not None:
                     on_server(server)
