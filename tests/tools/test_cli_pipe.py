@@ -13,11 +13,11 @@ def test_a_closed_pipe_is_no_traceback(tmp_path: Path) -> None:
     pods = tmp_path / "pods.yaml"
     pods.write_text(
         "---\n".join(
-            f"apiVersion: v1\nkind: Pod\nmetadata: {{name: p-{k}, namespace: default}}\n"
+            f"apiVersion: v1\nkind: Pod\nmetadata: {{name: p-{k}-{'x' * 200}, namespace: default}}\n"
             "spec: {containers: [{name: c, image: i, resources: {requests: {cpu: 1m}}}]}\n"
-            for k in range(1000)
+            for k in range(600)
         )
-    )  # the table of 1000 pods is about 180 kB: more than a pipe (64 kB) and Python's buffer hold
+    )  # long names make the table of 600 pods about 210 kB: more than a pipe (64 kB) and Python's buffer hold
     command = [sys.executable, "-m", "kopf_scheduler.commands", "simulate", "--cluster", str(EXAMPLES / "cluster.yaml")]
     proc = subprocess.Popen([*command, "--pods", str(pods)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdout is not None and proc.stderr is not None

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from builders import make_node, make_pod
+from source_trees import nodes
 
 from kopf_scheduler.core.config.extenders import (
     Extender,
@@ -327,8 +328,7 @@ def test_only_the_sequencer_runs_the_binding_steps() -> None:
     for path in package.rglob("*.py"):
         if path.is_relative_to(package / "core"):  # the runtime and the sequencer (DRA has a binding_failed too)
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
+        for node in nodes(path):
             if isinstance(node, ast.Call):
                 name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
                 if name in steps:

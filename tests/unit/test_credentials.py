@@ -670,7 +670,7 @@ def tls_server(pki: Pki) -> Iterator[str]:
     ctx.verify_mode = ssl.CERT_REQUIRED
     server = ThreadingHTTPServer(("127.0.0.2", 0), _Echo)
     server.socket = ctx.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
     thread.start()
     try:
         yield f"https://127.0.0.2:{server.server_address[1]}"

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from builders import make_node, make_pod
+from source_trees import nodes
 
 from kopf_scheduler.core.config.policy import validate_policy
 from kopf_scheduler.core.config.profile import Profile
@@ -396,7 +397,7 @@ def test_only_the_core_sequences_a_scheduling_cycle() -> None:
     for path in package.rglob("*.py"):
         if path.is_relative_to(package / "core" / "scheduling"):
             continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in nodes(path):
             if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("scheduling.cycle"):
                 taken = {alias.name for alias in node.names} & steps
                 if taken:

@@ -16,6 +16,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+from source_trees import nodes
+
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "operator"
 
@@ -34,9 +36,8 @@ def _declared(*, extras: tuple[str, ...] = ()) -> set[str]:
 
 
 def _imported_top_levels(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(), filename=str(path))
     names: set[str] = set()
-    for node in ast.walk(tree):
+    for node in nodes(path):
         if isinstance(node, ast.Import):
             names.update(alias.name.split(".")[0] for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:

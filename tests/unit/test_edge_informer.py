@@ -301,6 +301,7 @@ def test_watches_that_keep_failing_to_start_back_off_then_list_again(
 ) -> None:
     monkeypatch.setattr(informer_module, "BACKOFF_FIRST", 0.01)
     monkeypatch.setattr(informer_module, "BLIND_LIMIT", 60.0)  # only the failures in a row count here
+    monkeypatch.setattr(informer_module, "RELIST_AFTER", 3)  # 5 doubling backoffs took 0.3 to 0.6 s; 3 show it
 
     async def scenario(server: FakeApiServer, api: Api, rec: Recorder) -> None:
         add_nodes(server, "a")
@@ -330,7 +331,7 @@ def test_watches_that_keep_failing_to_start_back_off_then_list_again(
 def test_a_kind_that_pauses_is_not_left_blind_for_long_it_is_unsynced_and_listed_again(
     pauses: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(informer_module, "BLIND_LIMIT", 0.15)
+    monkeypatch.setattr(informer_module, "BLIND_LIMIT", 0.1)
     monkeypatch.setattr(informer_module, "BACKOFF_FIRST", 0.02)
 
     async def scenario(server: FakeApiServer, api: Api, rec: Recorder) -> None:
@@ -346,7 +347,7 @@ def test_a_kind_that_pauses_is_not_left_blind_for_long_it_is_unsynced_and_listed
                 relists = [reason for action, reason in rec.restarts if action == "relist"]
                 assert rec.syncs() == [True, False, True] and relists[0] == "blind"
             else:
-                await asyncio.sleep(0.5)  # over 3 blind limits; RELIST_AFTER failed watches take 0.62 s at least
+                await asyncio.sleep(0.35)  # over 3 blind limits; RELIST_AFTER failed watches take 0.62 s at least
                 assert rec.syncs() == [True] and len(lists(server)) == 1  # it keeps trying to watch
             server.clear_faults()
         finally:

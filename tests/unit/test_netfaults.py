@@ -68,7 +68,7 @@ class Handler(socketserver.StreamRequestHandler):
 @pytest.fixture
 def server() -> Iterator[LineServer]:
     srv = LineServer()
-    thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
     thread.start()
     try:
         yield srv

@@ -426,6 +426,9 @@ def test_a_bind_whose_answer_is_lost_is_sent_again_and_counts_as_bound(monkeypat
 def test_a_bind_the_pods_watch_never_shows_lists_pods_again(monkeypatch: pytest.MonkeyPatch) -> None:
     """A watch that stays open and says nothing (not even the bind we made) is not trusted past the
     assumption's TTL: pods are listed again, and the list confirms the pod."""
+    # the loop looks for expired assumptions every HOUSEKEEPING_PERIOD, waking at least every IDLE_WAIT (1 s each)
+    monkeypatch.setattr(loop, "HOUSEKEEPING_PERIOD", 0.1)
+    monkeypatch.setattr(loop, "IDLE_WAIT", 0.1)
 
     async def scenario(op: Operator) -> None:
         op.node("n1")

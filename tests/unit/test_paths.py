@@ -7,6 +7,7 @@ import ast
 from pathlib import Path
 
 import pytest
+from source_trees import nodes
 
 from kopf_scheduler.core.model import paths
 
@@ -45,10 +46,10 @@ def test_paths_are_the_api_servers(built: str, expected: str) -> None:
 
 
 def _raw_paths(module: Path) -> list[str]:
-    tree = ast.parse(module.read_text(encoding="utf-8"))
+    walked = nodes(module)
     docstrings = {
         id(node.body[0].value)
-        for node in ast.walk(tree)
+        for node in walked
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
         and node.body
         and isinstance(node.body[0], ast.Expr)
@@ -56,7 +57,7 @@ def _raw_paths(module: Path) -> list[str]:
     }
     return [
         f"{module.relative_to(PACKAGE)}:{node.lineno}: {node.value!r}"
-        for node in ast.walk(tree)
+        for node in walked
         if isinstance(node, ast.Constant)
         and isinstance(node.value, str)
         and node.value.startswith("/api")

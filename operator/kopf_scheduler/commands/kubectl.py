@@ -44,14 +44,17 @@ import sys
 import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final, NoReturn
-
-import yaml
+from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 from ..core.model import paths
-from ..core.scheduling.explanation import from_json, render
-from ..edge.blocking import BlockingApi
-from ..edge.credentials import Credentials, CredentialsError, load_credentials
+
+if TYPE_CHECKING:
+    from ..edge.blocking import BlockingApi
+    from ..edge.credentials import Credentials
+
+# The client (the Kubernetes client's kubeconfig loader, aiohttp), the explanation's renderer and yaml are
+# imported where they are used: a usage error or a completion of the plugin's own words (every TAB of the
+# user's shell) answers in a tenth of the second those imports take.
 
 __all__ = ["LEADER_LABEL", "complete", "leader_pod", "main", "parser", "target"]
 
@@ -198,6 +201,8 @@ def explain(args: argparse.Namespace, client: BlockingApi, credentials: Credenti
     if args.output in ("json", "yaml"):
         _dump(data, args.output)
         return 0
+    from ..core.scheduling.explanation import from_json, render
+
     try:
         explanation = from_json(data)
     except ValueError as exc:
@@ -214,6 +219,8 @@ def _dump(data: Any, output: str) -> None:
     if output == "json":
         print(json.dumps(data, indent=2))
     else:
+        import yaml
+
         print(yaml.safe_dump(data, sort_keys=False, default_flow_style=False).rstrip())
 
 
@@ -338,6 +345,9 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    from ..edge.blocking import BlockingApi
+    from ..edge.credentials import CredentialsError, load_credentials
+
     try:
         credentials = load_credentials(args.kubeconfig)
     except CredentialsError as exc:
@@ -421,6 +431,9 @@ def complete(argv: Sequence[str] | None = None) -> int:
     state: dict[str, Any] = {}
 
     def lookup(kind: str, namespace: str) -> list[str]:
+        from ..edge.blocking import BlockingApi
+        from ..edge.credentials import CredentialsError, load_credentials
+
         try:
             if "client" not in state:
                 credentials = load_credentials(kubeconfig)
