@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
-from ..model.fields import ObjectError, list_at, object_at, without_managed_fields
+from ..model.fields import ObjectError, integer, list_at, object_at, without_managed_fields
 from ..model.objects import NodeSelectorRequirement, NodeSelectorTerm, OwnerReference
 from ..model.parsing import parse_node_selector_term
 from ..model.parsing import parse_pod_claims as parse_pod_claims  # re-exported: it lives with parse_pod
@@ -91,18 +91,6 @@ def _bool(body: Mapping[str, Any], key: str, where: str) -> bool | None:
     if not isinstance(value, bool):
         raise ObjectError(f"{where}.{key}: expected true or false, got {value!r}")
     return value
-
-
-def _int(body: Mapping[str, Any], key: str, where: str, default: int = 0) -> int:
-    value = body.get(key)
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise ObjectError(f"{where}.{key}: expected an integer, got {value!r}")
-    try:
-        return int(value)
-    except ValueError:
-        raise ObjectError(f"{where}.{key}: expected an integer, got {value!r}") from None
 
 
 def _quantity(value: Any, where: str) -> Fraction:
@@ -262,8 +250,8 @@ def parse_resource_slice(body: Mapping[str, Any]) -> ResourceSlice:
         name=name,
         driver=_str(spec, "driver", where),
         pool=_str(pool, "name", f"{where}.pool"),
-        generation=_int(pool, "generation", f"{where}.pool"),
-        resource_slice_count=_int(pool, "resourceSliceCount", f"{where}.pool", 1),
+        generation=integer(pool.get("generation"), f"{where}.pool.generation"),
+        resource_slice_count=integer(pool.get("resourceSliceCount"), f"{where}.pool.resourceSliceCount", 1),
         node_name=_opt_str(spec, "nodeName", where) or None,
         node_selector=_node_selector(spec.get("nodeSelector"), f"{where}.nodeSelector"),
         all_nodes=bool(_bool(spec, "allNodes", where)),
@@ -363,7 +351,7 @@ def _toleration(raw: Any, where: str) -> DeviceToleration:
         operator=_str(raw, "operator", where, "Equal"),
         value=_str(raw, "value", where),
         effect=_str(raw, "effect", where),
-        toleration_seconds=None if seconds is None else _int(raw, "tolerationSeconds", where),
+        toleration_seconds=None if seconds is None else integer(seconds, f"{where}.tolerationSeconds"),
     )
 
 
@@ -371,7 +359,7 @@ def _exact(raw: Any, where: str, *, sub: bool) -> ExactRequest:
     if not isinstance(raw, Mapping):
         raise ObjectError(f"{where}: expected an object")
     mode = _str(raw, "allocationMode", where) or ALLOCATION_MODE_EXACT_COUNT
-    count = _int(raw, "count", where)
+    count = integer(raw.get("count"), f"{where}.count")
     if mode == ALLOCATION_MODE_EXACT_COUNT and count == 0:
         count = 1  # upstream SetDefaults_ExactDeviceRequest / SetDefaults_DeviceSubRequest
     capacity = None

@@ -10,11 +10,24 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["ObjectError", "list_at", "object_at", "without_managed_fields"]
+__all__ = ["ObjectError", "integer", "list_at", "object_at", "without_managed_fields"]
 
 
 class ObjectError(ValueError):
     """An API body the scheduler cannot read; the message names the field."""
+
+
+def integer(value: Any, where: str, default: int = 0) -> int:
+    """An integer field (a JSON number or its decimal string, as the API's int-or-string fields allow);
+    `default` when absent; ``ObjectError`` naming `where` otherwise (a bool is no integer)."""
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise ObjectError(f"{where}: expected an integer, got {value!r}")
+    try:
+        return int(value)
+    except ValueError:
+        raise ObjectError(f"{where}: expected an integer, got {value!r}") from None
 
 
 def object_at(body: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from .fields import ObjectError as ObjectError  # re-exported: where callers have always found it
-from .fields import list_at, object_at, without_managed_fields
+from .fields import integer, list_at, object_at, without_managed_fields
 from .objects import (
     CONDITION_DISRUPTION_TARGET,
     CONDITION_POD_GROUP_INITIALLY_SCHEDULED,
@@ -99,20 +99,9 @@ def _str_map(body: Mapping[str, Any], key: str, where: str) -> Mapping[str, str]
     return {str(k): "" if v is None else str(v) for k, v in raw.items()}
 
 
-def _int(value: Any, where: str, default: int = 0) -> int:
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise ObjectError(f"{where}: expected an integer, got {value!r}")
-    try:
-        return int(value)
-    except ValueError:
-        raise ObjectError(f"{where}: expected an integer, got {value!r}") from None
-
-
 def _amount(value: Any, where: str) -> int:
     """An integer in 0..MAX_AMOUNT (a size in bytes, a count)."""
-    amount = _int(value, where)
+    amount = integer(value, where)
     try:
         return check_amount(amount)
     except QuantityError as exc:
@@ -216,7 +205,7 @@ def _pod_affinity(raw: Any, where: str) -> PodAffinity | None:
             raise ObjectError(f"{w}: expected {{weight, podAffinityTerm}}")
         preferred.append(
             WeightedPodAffinityTerm(
-                _int(t.get("weight"), f"{w}.weight"),
+                integer(t.get("weight"), f"{w}.weight"),
                 _pod_affinity_term(t.get("podAffinityTerm"), f"{w}.podAffinityTerm"),
             )
         )
@@ -250,7 +239,7 @@ def parse_affinity(raw: Any, where: str = "spec.affinity") -> Affinity | None:
                 raise ObjectError(f"{pw}: expected {{weight, preference}}")
             preferred.append(
                 PreferredSchedulingTerm(
-                    _int(t.get("weight"), f"{pw}.weight"),
+                    integer(t.get("weight"), f"{pw}.weight"),
                     parse_node_selector_term(t.get("preference") or {}, f"{pw}.preference"),
                 )
             )
@@ -288,13 +277,13 @@ def _container(raw: Any, where: str, *, init: bool) -> tuple[Container, dict[str
         w = f"{where}.ports[{i}]"
         if not isinstance(p, Mapping):
             raise ObjectError(f"{w}: expected a port object")
-        host_port = _int(p.get("hostPort"), f"{w}.hostPort")
+        host_port = integer(p.get("hostPort"), f"{w}.hostPort")
         if host_port <= 0:
             continue
         ports.append(
             ContainerPort(
                 host_port=host_port,
-                container_port=_int(p.get("containerPort"), f"{w}.containerPort"),
+                container_port=integer(p.get("containerPort"), f"{w}.containerPort"),
                 protocol=str(p.get("protocol") or "TCP"),
                 host_ip=str(p.get("hostIP") or "0.0.0.0"),
             )
@@ -521,11 +510,11 @@ def parse_pod(body: Mapping[str, Any]) -> Pod:
         scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
         node_name=str(spec.get("nodeName") or ""),
         phase=str(status.get("phase") or "Pending"),
-        priority=_int(priority, f"{where}.priority") if priority is not None else 0,
+        priority=integer(priority, f"{where}.priority") if priority is not None else 0,
         preemption_policy=str(spec.get("preemptionPolicy") or PREEMPT_LOWER_PRIORITY),
         deleting=meta.get("deletionTimestamp") is not None,
         resource_version=str(meta.get("resourceVersion") or ""),
-        generation=_int(meta.get("generation"), f"pod {namespace}/{name}: metadata.generation"),
+        generation=integer(meta.get("generation"), f"pod {namespace}/{name}: metadata.generation"),
         owner_references=owners,
         containers=containers,
         init_containers=init,
@@ -663,7 +652,7 @@ def _pending_fields(
                 operator=str(t.get("operator") or "Equal"),
                 value=str(t.get("value") or ""),
                 effect=str(t.get("effect") or ""),
-                toleration_seconds=None if secs is None else _int(secs, f"{w}.tolerationSeconds"),
+                toleration_seconds=None if secs is None else integer(secs, f"{w}.tolerationSeconds"),
             )
         )
     spread = []
@@ -673,11 +662,11 @@ def _pending_fields(
             raise ObjectError(f"{w}: expected an object")
         spread.append(
             TopologySpreadConstraint(
-                max_skew=_int(c.get("maxSkew"), f"{w}.maxSkew", 1),
+                max_skew=integer(c.get("maxSkew"), f"{w}.maxSkew", 1),
                 topology_key=str(c.get("topologyKey") or ""),
                 when_unsatisfiable=str(c.get("whenUnsatisfiable") or "DoNotSchedule"),
                 label_selector=parse_label_selector(c.get("labelSelector"), f"{w}.labelSelector"),
-                min_domains=None if c.get("minDomains") is None else _int(c.get("minDomains"), f"{w}.minDomains"),
+                min_domains=None if c.get("minDomains") is None else integer(c.get("minDomains"), f"{w}.minDomains"),
                 match_label_keys=tuple(str(k) for k in list_at(c, "matchLabelKeys", w)),
                 node_affinity_policy=_optional_str(c.get("nodeAffinityPolicy"), f"{w}.nodeAffinityPolicy"),
                 node_taints_policy=_optional_str(c.get("nodeTaintsPolicy"), f"{w}.nodeTaintsPolicy"),
@@ -919,7 +908,7 @@ def parse_pod_disruption_budget(body: Mapping[str, Any]) -> PodDisruptionBudget:
         ns,
         name,
         parse_label_selector(spec.get("selector"), f"pdb {ns}/{name}: spec.selector"),
-        _int(status.get("disruptionsAllowed"), f"pdb {ns}/{name}: status.disruptionsAllowed"),
+        integer(status.get("disruptionsAllowed"), f"pdb {ns}/{name}: status.disruptionsAllowed"),
         frozenset(str(k) for k in object_at(status, "disruptedPods", f"pdb {ns}/{name}: status")),
     )
 
@@ -943,10 +932,10 @@ def parse_pod_group(body: Mapping[str, Any]) -> PodGroup:
         name,
         str(meta.get("uid") or ""),
         gang="gang" in policy,
-        min_count=_int(gang.get("minCount"), f"{where}: spec.schedulingPolicy.gang.minCount", 1),
-        generation=_int(meta.get("generation"), f"{where}: metadata.generation"),
+        min_count=integer(gang.get("minCount"), f"{where}: spec.schedulingPolicy.gang.minCount", 1),
+        generation=integer(meta.get("generation"), f"{where}: metadata.generation"),
         initially_scheduled=scheduled,
-        priority=_int(spec.get("priority"), f"{where}: spec.priority"),
+        priority=integer(spec.get("priority"), f"{where}: spec.priority"),
         disrupted_together="all" in disruption,
     )
 
@@ -963,9 +952,9 @@ def parse_coscheduling_pod_group(body: Mapping[str, Any]) -> PodGroup:
         ns,
         name,
         str(meta.get("uid") or ""),
-        min_count=_int(spec.get("minMember"), f"{where}.minMember", 1),
-        schedule_timeout_seconds=None if timeout is None else _int(timeout, f"{where}.scheduleTimeoutSeconds"),
-        generation=_int(meta.get("generation"), f"podgroup {ns}/{name}: metadata.generation"),
+        min_count=integer(spec.get("minMember"), f"{where}.minMember", 1),
+        schedule_timeout_seconds=None if timeout is None else integer(timeout, f"{where}.scheduleTimeoutSeconds"),
+        generation=integer(meta.get("generation"), f"podgroup {ns}/{name}: metadata.generation"),
     )
 
 
@@ -976,7 +965,7 @@ def parse_priority_class(body: Mapping[str, Any]) -> PriorityClass:
         raise ObjectError(f"priorityclass {name}: value: required")
     return PriorityClass(
         name,
-        _int(body.get("value"), f"priorityclass {name}: value"),
+        integer(body.get("value"), f"priorityclass {name}: value"),
         bool(body.get("globalDefault", False)),
         str(body.get("preemptionPolicy") or PREEMPT_LOWER_PRIORITY),
     )
@@ -1020,7 +1009,7 @@ def parse_csi_node(body: Mapping[str, Any]) -> CSINode:
             and isinstance(d.get("allocatable"), Mapping)
             and d["allocatable"].get("count") is not None
         ):
-            limits[str(d.get("name"))] = _int(
+            limits[str(d.get("name"))] = integer(
                 d["allocatable"]["count"],
                 f"csinode {meta.get('name') or ''}: spec.drivers[{d.get('name')}].allocatable.count",
             )
