@@ -24,10 +24,13 @@ Bookmarks carry the latest revision every ``bookmark_interval`` and 2 s before a
 as on a real cluster, whose revision always moves (its own Leases); a quiet real server with
 nothing written since the watch began sends at most one.
 
-Faults to inject: ``stall_watches`` / ``stall_connections`` (silence, not closure), ``drop_watches``,
+Faults to inject: ``stall_watches`` / ``stall_connections`` (silence, not closure), ``end_watches``
+(what a watch's deadline does, now), ``drop_watches``,
 ``cut_watches`` (a chunk cut short, a reset, an idle close by a middlebox), ``lose_answers`` (the
 request is carried out, then its answer is reset or cut short), ``compact``, ``fail``, ``delay``,
-``require_token``; ``requests`` records what clients sent.
+``require_token``; ``requests`` records what clients sent, ``open_watches`` counts the streams open.
+``second`` is how long one of the server's seconds lasts for watch deadlines (``timeoutSeconds``, the
+default timeout, the bookmark before the deadline): 1.0 real second unless a test shortens it.
 
 Limits beyond ``KubeApi``'s: no aggregated discovery (clients fall back to the legacy documents),
 no TLS, no authentication beyond the optional bearer token.
@@ -205,8 +208,11 @@ class FakeApiServer(KubeApi):
     API writes) and ``requests``. Every method is called from the event loop the server runs on.
     """
 
-    def __init__(self, *, bookmark_interval: float = 60.0, history_limit: int = 10_000) -> None:
+    def __init__(self, *, bookmark_interval: float = 60.0, history_limit: int = 10_000, second: float = 1.0) -> None:
+        if second <= 0:
+            raise ValueError(f"second must be positive, not {second}")
         self._watchers: set[_Watcher] = set()
+        self.second = second
         self._changed = asyncio.Event()
         super().__init__(history_limit=history_limit, changed=self._offer)
         self.bookmark_interval = bookmark_interval
@@ -316,6 +322,22 @@ class FakeApiServer(KubeApi):
     def resume_connections(self) -> None:
         self._connections_flowing.set()
         self._wake_watchers()
+
+    @property
+    def open_watches(self) -> int:
+        """How many watch streams are open and still take new events."""
+        return len(self._watchers)
+
+    def end_watches(self) -> int:
+        """End every open watch stream cleanly, as its deadline (``timeoutSeconds``) would: the events
+        already due are sent, then the terminating chunk, no error; returns how many streams end.
+        Events written after this call go to no ended stream (a client resumes from what it saw)."""
+        watchers = list(self._watchers)
+        for watcher in watchers:
+            watcher.dropped = True  # _stream sends what is pending, then returns: the clean end
+            self._watchers.discard(watcher)
+            watcher.wake.set()
+        return len(watchers)
 
     def drop_watches(self) -> int:
         """Close every open watch connection abruptly (no terminating chunk); returns how many."""
@@ -590,7 +612,7 @@ class FakeApiServer(KubeApi):
         """A chunked stream of events: replayed after a resourceVersion, or the current state as ADDED, then live."""
         selection = self.selection(rt, ns, query)
         bookmarks = query.get("allowWatchBookmarks", "") in WATCH_TRUE
-        timeout = (
+        timeout = self.second * (
             float(parse_int(query["timeoutSeconds"], "timeoutSeconds"))
             if query.get("timeoutSeconds")
             else _DEFAULT_WATCH_TIMEOUT
@@ -672,7 +694,7 @@ class FakeApiServer(KubeApi):
 
     def _next_bookmark(self, now: float, deadline: float) -> float | None:
         """cacher's nextBookmarkTime: every interval, the last one 2 s before the deadline, none after it."""
-        at = min(now + self.bookmark_interval, deadline - _PRE_TIMEOUT_BOOKMARK)
+        at = min(now + self.bookmark_interval, deadline - _PRE_TIMEOUT_BOOKMARK * self.second)
         return None if at < now else at
 
     async def _stream(self, watcher: _Watcher, response: web.StreamResponse, timeout: float, bookmarks: bool) -> None:

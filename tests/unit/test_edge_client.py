@@ -503,11 +503,22 @@ def test_a_watch_streams_events_and_bookmarks_keep_it_alive() -> None:
 
 def test_the_server_ending_a_watch_ends_the_stream_without_an_error() -> None:
     async def scenario(server: FakeApiServer, proxy: CountingProxy) -> None:
-        api = make_api(server.url, watch_idle_timeout=5)
+        api = make_api(server.url, watch_idle_timeout=60)  # the end must come from the server, not the idle deadline
         try:
-            t0 = time.monotonic()
-            events = [e async for e in api.watch(NODES, {"resourceVersion": "1"}, timeout=1)]
-            assert events == [] and 0.9 <= time.monotonic() - t0 < 2.0
+            events: list[dict[str, Any]] = []
+
+            async def read() -> None:
+                async for event in api.watch(NODES, {"resourceVersion": "1"}, timeout=60):
+                    events.append(event)
+
+            reader = asyncio.create_task(read())
+            deadline = time.monotonic() + 5
+            while server.open_watches == 0:
+                assert time.monotonic() < deadline, "the watch never opened"
+                await asyncio.sleep(0.01)
+            assert server.end_watches() == 1  # what the watch's timeoutSeconds does, now
+            await asyncio.wait_for(reader, 10)
+            assert events == []
         finally:
             await api.close()
 

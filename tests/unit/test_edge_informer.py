@@ -162,19 +162,16 @@ def test_watch_events_are_applied_in_order() -> None:
     run(scenario)
 
 
-def test_the_server_ending_a_watch_is_watched_again_from_the_last_resource_version(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(informer_module, "MIN_WATCH_TIMEOUT", 1.0)  # the server ends each watch after 1 s
-
+def test_the_server_ending_a_watch_is_watched_again_from_the_last_resource_version() -> None:
     async def scenario(server: FakeApiServer, api: Api, rec: Recorder) -> None:
         add_nodes(server, "a")
         task = await running(Informer(api, rec.feed(), on_sync=rec.on_sync))
         try:
-            await rec.wait(lambda: len(watches(server)) == 1)
+            await rec.wait(lambda: server.open_watches == 1)
             add_nodes(server, "b")
             seen_at = server.resource_version
             server.add("", "v1", "namespaces", {"metadata": {"name": "elsewhere"}})  # moves the global resourceVersion
+            assert server.end_watches() == 1  # what the watch's timeoutSeconds does: "b" is sent, then a clean end
             await rec.wait(lambda: len(watches(server)) == 2)
             assert watches(server)[1]["resourceVersion"] == seen_at  # the last one the watch delivered
             add_nodes(server, "c")

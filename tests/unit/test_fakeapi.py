@@ -578,10 +578,28 @@ def test_bookmarks_come_at_the_configured_interval() -> None:
 def test_timeout_seconds_ends_the_stream_cleanly() -> None:
     async def scenario(server: FakeApiServer, session: aiohttp.ClientSession) -> None:
         t0 = time.monotonic()
-        stream = await watch(session, PODS, resourceVersion=server.resource_version, timeoutSeconds="1")
+        stream = await watch(session, PODS, resourceVersion=server.resource_version, timeoutSeconds="2")
         assert await stream.ended()
-        assert 0.9 <= time.monotonic() - t0 < 2.0
+        assert 0.2 <= time.monotonic() - t0 < 1.2  # two of this server's seconds, 0.1 s each
         stream.resp.close()
+
+    run(scenario, second=0.1)
+
+
+def test_end_watches_sends_the_events_due_then_ends_the_streams_cleanly() -> None:
+    async def scenario(server: FakeApiServer, session: aiohttp.ClientSession) -> None:
+        stream = await watch(session, PODS, resourceVersion=server.resource_version)
+        assert server.open_watches == 1
+        server.add("", "v1", "pods", pod("a"))
+        assert server.end_watches() == 1 and server.open_watches == 0
+        server.add("", "v1", "pods", pod("b"))  # after the end: on no ended stream
+        assert summary(await stream.next())[:2] == ("ADDED", "a")
+        assert await stream.ended()  # the terminating chunk, nothing after "a"
+        stream.resp.close()
+        again = await watch(session, PODS, resourceVersion=server.resource_version)  # new watches are served
+        server.add("", "v1", "pods", pod("c"))
+        assert summary(await again.next())[:2] == ("ADDED", "c")
+        again.resp.close()
 
     run(scenario)
 
