@@ -203,6 +203,9 @@ def serving_options(args: argparse.Namespace) -> ServingOptions | str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from .. import kube  # noqa: F401  # first: it imports Kopf without the kubernetes client (its docstring)
+
+    # isort: split
     import kopf
 
     from ..edge.credentials import CredentialsError, load_credentials
