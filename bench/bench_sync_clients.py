@@ -11,8 +11,8 @@ certificate) and prints its own breakdown; the parent also times the whole proce
 
 - ``kubernetes``: the official client, ``config.load_kube_config`` + ``CoreV1Api.list_node``
   (``_preload_content=False``, as ``edge/snapshot.py`` reads it);
-- ``edge``: ours, ``edge/credentials.load_credentials`` (on the official client's kubeconfig loader,
-  so it imports the ``kubernetes`` package too) + ``edge/blocking.BlockingApi.get`` (``Api`` on a
+- ``edge``: ours, ``edge/credentials.load_credentials`` (which imports the ``kubernetes`` package only
+  for an ``exec`` or ``auth-provider`` user, not for this certificate) + ``edge/blocking.BlockingApi.get`` (``Api`` on a
   private loop), what ``simulate --from-cluster`` and the kubectl plugin use;
 - ``pykube``: pykube-ng, ``KubeConfig.from_file`` + ``Node.objects(api)`` (requests underneath). It is
   not a dependency: pass ``--pykube DIR`` where it is installed (``pip install --no-deps --target DIR

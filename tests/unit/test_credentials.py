@@ -1,18 +1,21 @@
 """The one credential loader (``edge/credentials.py``) on temporary files: which source wins, what each
-kubeconfig form gives (through the official client's loader), exec plugins run and re-run, a token file
-re-read when the kubelet rotates it, and the official client ``api_client`` builds from the result."""
+kubeconfig form gives (read by us, compared with the official client's loader; exec plugins and
+auth-providers through that loader), exec plugins run and re-run, a token file re-read when the kubelet
+rotates it, and what the clients build from the result."""
 
 from __future__ import annotations
 
 import base64
 import json
 import os
+import re
+import shutil
 import ssl
 import sys
 import tempfile
 import textwrap
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -20,6 +23,7 @@ from typing import Any
 
 import kopf
 import pytest
+import yaml
 
 from kopf_scheduler.cluster.certs import Pki, create_pki
 from kopf_scheduler.cluster.controlplane import write_kubeconfig
@@ -163,6 +167,36 @@ def test_in_cluster_ipv6_host_is_bracketed(places: dict[str, Any]) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("host", "server"),
+    [
+        pytest.param("10.0.0.1", "https://10.0.0.1:443", id="IPv4"),
+        pytest.param("kubernetes.default.svc", "https://kubernetes.default.svc:443", id="a name"),
+        pytest.param("fe80::1%eth0", "https://[fe80::1%eth0]:443", id="IPv6 with a zone"),
+    ],
+)
+def test_in_cluster_host_and_port_are_joined_as_go_does(places: dict[str, Any], host: str, server: str) -> None:
+    environ = {"KUBERNETES_SERVICE_HOST": host, "KUBERNETES_SERVICE_PORT": "443"}
+    creds = load_credentials(environ=environ, home=str(places["home"]), service_account_dir=str(places["sa"]))
+    assert (creds.server, creds.source) == (server, "in-cluster")
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        pytest.param(lambda sa: (sa / "token").unlink(), "Service token file does not exist", id="no token file"),
+        pytest.param(lambda sa: (sa / "token").write_text(""), "Service token file is empty", id="an empty token"),
+        pytest.param(lambda sa: (sa / "ca.crt").write_text(""), "Service certification file is empty", id="empty CA"),
+    ],
+)
+def test_in_cluster_without_a_usable_token_or_ca_says_which(
+    places: dict[str, Any], change: Callable[[Path], None], message: str
+) -> None:
+    change(places["sa"])
+    with pytest.raises(CredentialsError, match=rf"^in-cluster: {message}.* \(in {re.escape(str(places['sa']))}\)$"):
+        load_credentials(environ=places["cluster_env"], home=str(places["home"]), service_account_dir=str(places["sa"]))
+
+
 def test_in_cluster_without_its_ca_says_so(places: dict[str, Any]) -> None:
     (places["sa"] / "ca.crt").unlink()
     with pytest.raises(CredentialsError, match=r"^in-cluster: Service certification file does not exist"):
@@ -195,6 +229,67 @@ def test_kubeconfig_list_merges_first_file_wins_and_skips_missing_files(tmp_path
     environ = {"KUBECONFIG": os.pathsep.join([str(tmp_path / "missing.yaml"), str(first), str(second)])}
     creds = load_credentials(environ=environ, home=str(tmp_path))
     assert (creds.server, creds.token and creds.token.current()) == ("https://first:6443", "first-token")
+
+
+def test_kubeconfig_list_merges_each_name_from_the_first_file_that_defines_it(tmp_path: Path) -> None:
+    """The first file sets no current-context and lacks the context and the user: they come from the later files,
+    the cluster (defined in all three) from the first; the second file's current-context is the first set."""
+    (tmp_path / "a.yaml").write_text(
+        yaml.safe_dump({"clusters": [{"name": "c", "cluster": {"server": "https://first:6443"}}]})
+    )
+    (tmp_path / "b.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "current-context": "b-ctx",
+                "clusters": [{"name": "c", "cluster": {"server": "https://second:6443"}}],
+                "contexts": [{"name": "b-ctx", "context": {"cluster": "c", "user": "u", "namespace": "from-b"}}],
+            }
+        )
+    )
+    (tmp_path / "c.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "current-context": "c-ctx",
+                "clusters": [{"name": "c", "cluster": {"server": "https://third:6443"}}],
+                "contexts": [{"name": "b-ctx", "context": {"cluster": "c", "user": "u", "namespace": "from-c"}}],
+                "users": [{"name": "u", "user": {"token": "third-token"}}],
+            }
+        )
+    )
+    environ = {"KUBECONFIG": os.pathsep.join(str(tmp_path / f) for f in ("a.yaml", "b.yaml", "c.yaml"))}
+    creds = load_credentials(environ=environ, home=str(tmp_path))
+    assert (creds.server, creds.namespace, creds.token) == ("https://first:6443", "from-b", StaticToken("third-token"))
+
+
+def test_each_entrys_relative_paths_are_relative_to_its_own_file(tmp_path: Path, pki: Pki) -> None:
+    """A cluster in one folder's file, its user in another's: each one's paths from its own folder (kubectl)."""
+    (tmp_path / "clusters").mkdir()
+    (tmp_path / "users" / "tls").mkdir(parents=True)
+    shutil.copy(pki.ca.cert, tmp_path / "clusters" / "ca.crt")
+    shutil.copy(pki.admin.cert, tmp_path / "users" / "tls" / "admin.crt")
+    shutil.copy(pki.admin.key, tmp_path / "users" / "tls" / "admin.key")
+    (tmp_path / "clusters" / "config").write_text(
+        yaml.safe_dump(
+            {
+                "current-context": "ctx",
+                "clusters": [{"name": "c", "cluster": {"server": "https://s:6443", "certificate-authority": "ca.crt"}}],
+                "contexts": [{"name": "ctx", "context": {"cluster": "c", "user": "admin"}}],
+            }
+        )
+    )
+    user = {"client-certificate": "tls/admin.crt", "client-key": "tls/admin.key"}
+    (tmp_path / "users" / "config").write_text(yaml.safe_dump({"users": [{"name": "admin", "user": user}]}))
+    environ = {
+        "KUBECONFIG": os.pathsep.join([str(tmp_path / "clusters" / "config"), str(tmp_path / "users" / "config")])
+    }
+    creds = load_credentials(environ=environ, home=str(tmp_path))
+    assert (creds.ca_path, creds.certificate_path, creds.private_key_path) == (
+        str(tmp_path / "clusters" / "ca.crt"),
+        str(tmp_path / "users" / "tls" / "admin.crt"),
+        str(tmp_path / "users" / "tls" / "admin.key"),
+    )
+    assert (creds.ca_data, creds.certificate_data, creds.private_key_data) == (None, None, None)
+    ssl_context(creds)  # the pair loads
 
 
 def test_relative_paths_are_relative_to_the_kubeconfig_and_a_token_file_wins_over_a_token(tmp_path: Path) -> None:
@@ -326,6 +421,104 @@ def test_embedded_client_certificates_load_into_the_tls_context_and_leave_no_fil
     ctx = ssl_context(creds)
     assert ctx.verify_mode is ssl.CERT_REQUIRED and len(ctx.get_ca_certs()) == 1
     assert not list(scratch.iterdir())  # what the official loader wrote for *-data, and the key for ssl, are gone
+
+
+def test_data_wins_over_a_path_even_when_empty_as_in_the_official_loader(tmp_path: Path, pki: Pki) -> None:
+    user = {
+        "client-certificate-data": b64(pki.admin.cert),
+        "client-certificate": "nowhere.crt",  # not read: the data wins
+        "client-key-data": b64(pki.admin.key),
+        "client-key": "nowhere.key",
+    }
+    cluster = {"certificate-authority-data": "", "certificate-authority": "nowhere-ca.crt"}  # empty: no CA at all
+    creds = load_credentials(str(kubeconfig(tmp_path / "config", "https://s:6443", user=user, cluster=cluster)))
+    assert (creds.certificate_data, creds.private_key_data) == (pki.admin.cert.read_bytes(), pki.admin.key.read_bytes())
+    assert (creds.certificate_path, creds.private_key_path, creds.ca_path, creds.ca_data) == (None, None, None, None)
+
+
+def test_plain_http_takes_no_tls_material(tmp_path: Path) -> None:
+    """As in the official loader, the CA and the client certificate are read for an https server only."""
+    user = {"client-certificate": "missing.crt", "client-key": "missing.key", "token": "t"}
+    creds = load_credentials(
+        str(kubeconfig(tmp_path / "config", "http://s:8080", user=user, cluster={"certificate-authority": "x"}))
+    )
+    assert (creds.ca_path, creds.certificate_path, creds.private_key_path, creds.token) == (
+        None,
+        None,
+        None,
+        StaticToken("t"),
+    )
+
+
+STATIC_USERS: dict[str, dict[str, Any]] = {
+    "a token": {"token": "abc.def"},
+    "a token that starts with Bearer": {"token": "Bearer abc"},
+    "a token file": {"tokenFile": "token"},
+    "certificate and key by path": {"client-certificate": "pki/admin.crt", "client-key": "pki/admin.key"},
+    "certificate and key as data": {"client-certificate-data": "CERT", "client-key-data": "KEY"},
+    "data beside a path": {"client-certificate-data": "CERT", "client-certificate": "gone", "client-key-data": "KEY"},
+    "empty data beside a path": {"client-certificate-data": "", "client-certificate": "pki/admin.crt"},
+    "nobody": {},
+}
+STATIC_CLUSTERS: dict[str, dict[str, Any]] = {
+    "a CA by path": {"certificate-authority": "pki/ca.crt"},
+    "a CA as data, a name and a proxy": {
+        "certificate-authority-data": "CA",
+        "tls-server-name": "kubernetes",
+        "proxy-url": "http://proxy:3128",
+    },
+    "insecure": {"insecure-skip-tls-verify": True},
+    "insecure false": {"insecure-skip-tls-verify": False, "certificate-authority": "pki/ca.crt"},
+}
+
+
+@pytest.mark.parametrize("user", STATIC_USERS, ids=list(STATIC_USERS))
+@pytest.mark.parametrize("cluster", STATIC_CLUSTERS, ids=list(STATIC_CLUSTERS))
+@pytest.mark.parametrize("server", ["https://s:6443/", "http://s:8080"])
+def test_static_kubeconfigs_read_as_the_official_loader_reads_them(
+    tmp_path: Path, pki: Pki, user: str, cluster: str, server: str
+) -> None:
+    """Our reading of a user without a plugin against the official client's ``KubeConfigLoader`` on the same file:
+    server, CA, client certificate and key (as paths, or as the PEM it wrote to files for data), TLS verification,
+    server name, proxy and token. (Not compared here, on purpose: a ``tokenFile`` beside a ``token`` wins, as in
+    client-go, where the official loader takes the token: tested above.)"""
+    from kubernetes.client import Configuration
+    from kubernetes.config.kube_config import KubeConfigLoader, KubeConfigMerger
+
+    (tmp_path / "pki").mkdir()
+    for source, name in ((pki.ca.cert, "ca.crt"), (pki.admin.cert, "admin.crt"), (pki.admin.key, "admin.key")):
+        shutil.copy(source, tmp_path / "pki" / name)
+    (tmp_path / "token").write_text("from-the-file")
+    data = {"CERT": b64(pki.admin.cert), "KEY": b64(pki.admin.key), "CA": b64(pki.ca.cert)}
+
+    def filled(entry: dict[str, Any]) -> dict[str, Any]:
+        return {k: data.get(v, v) if k.endswith("-data") else v for k, v in entry.items()}
+
+    path = kubeconfig(
+        tmp_path / "config", server, user=filled(STATIC_USERS[user]), cluster=filled(STATIC_CLUSTERS[cluster])
+    )
+    ours = load_credentials(str(path))
+
+    official = Configuration()
+    loader = KubeConfigLoader(KubeConfigMerger(str(path)).config, config_base_path=None, temp_file_path=tmp_path / "t")
+    loader.load_and_set(official)
+
+    def material(path_: str | None, data_: bytes | None) -> bytes | None:
+        return Path(path_).read_bytes() if path_ else data_
+
+    assert ours.server == official.host
+    assert material(ours.ca_path, ours.ca_data) == material(official.ssl_ca_cert, None)
+    assert material(ours.certificate_path, ours.certificate_data) == material(official.cert_file, None)
+    assert material(ours.private_key_path, ours.private_key_data) == material(official.key_file, None)
+    assert (ours.insecure, ours.tls_server_name, ours.proxy_url) == (
+        not official.verify_ssl,
+        official.tls_server_name,
+        official.proxy,
+    )
+    bearer = official.api_key.get("BearerToken")
+    assert (f"Bearer {ours.token.current()}" if ours.token else None) == bearer
+    for key in ("ca", "certificate", "private_key"):  # a path is the user's own file, never one written for data
+        assert getattr(ours, f"{key}_path") is None or str(tmp_path / "t") not in str(getattr(ours, f"{key}_path"))
 
 
 def test_insecure_skip_tls_verify_turns_verification_off(tmp_path: Path) -> None:

@@ -26,9 +26,10 @@ Extender answers keep upstream's own rule (exactly 200, ``extenders.STATUS_OK``)
    (``telemetry/health.py``).
 
 The official ``kubernetes`` client is not an HTTP stack of the operator: its kubeconfig loader reads
-the credentials (and, for an ``auth-provider`` token only, talks to the identity provider when it
-refreshes one). The commands that are not the operator use ``Api`` too: ``explain`` directly,
-``simulate --from-cluster`` (``snapshot.py``) and the kubectl plugin through ``blocking.BlockingApi``
-(``Api`` on a private loop). A kubeconfig's ``proxy-url`` is a CONNECT tunnel (``transport.Pool``).
+the credentials of an ``exec`` or ``auth-provider`` user only (and, for an ``auth-provider`` token,
+talks to the identity provider when it refreshes one). The commands that are not the operator use
+``Api`` too: ``explain`` directly, ``simulate --from-cluster`` (``snapshot.py``) and the kubectl plugin
+through ``blocking.BlockingApi`` (``Api`` on a private loop). A kubeconfig's ``proxy-url`` is a CONNECT
+tunnel (``transport.Pool``).
 Why ours and not the official client or pykube-ng for them: bench/bench_sync_clients.py, README.
 """

@@ -9,28 +9,42 @@
 4. the in-cluster ServiceAccount (``$KUBERNETES_SERVICE_HOST``/``_PORT`` and the token, CA and
    namespace files under /var/run/secrets/kubernetes.io/serviceaccount).
 
-Kubeconfigs are read by the official ``kubernetes`` client (``KubeConfigMerger`` and
-``KubeConfigLoader``), not by a parser of ours: contexts, relative paths, ``*-data`` fields,
-``proxy-url``, ``tls-server-name``, ``exec`` plugins and ``auth-provider`` (``oidc``, and ``gcp`` with
-a token in the file or google-auth installed) mean what they mean to that client. On top of it:
+Kubeconfigs are read here, and the official ``kubernetes`` client is imported only for a user that
+needs it: for start-up, as importing it costs 0.3-0.4 s (its generated models, google-auth...). (``import
+kopf`` still imports ``kubernetes.client`` when it is installed, so the operator keeps most of that cost
+until it avoids that too.) What we read means what it means to that client and to kubectl:
 
-- the first file's ``current-context`` wins, as in kubectl (the client lets the last one win);
+- the files are merged as the client's ``KubeConfigMerger`` merges them: for each name in ``clusters``,
+  ``contexts`` and ``users`` the first file that defines it wins; each entry's relative paths are
+  relative to the folder of its own file, as in kubectl (the client resolves a user's certificate paths
+  against its cluster's file); the first file's ``current-context`` wins, as in kubectl (the client lets
+  the last one win);
+- the cluster's ``server``, ``certificate-authority``, ``insecure-skip-tls-verify``, ``tls-server-name``
+  and ``proxy-url``, the context's ``namespace``, and a user's ``client-certificate``/``client-key``,
+  ``token`` or ``tokenFile`` (or none: anonymous). A ``*-data`` field (base64 of PEM) wins over its path
+  even when empty, as in the client, and goes into ``*_data``; TLS material is read for https only;
 - a ``tokenFile`` becomes a ``TokenFile``, re-read when it changes (the client reads it once); as in
   client-go it wins over a literal ``token``;
-- an ``exec`` or ``auth-provider`` token becomes a ``PluginToken``: ``refresh`` runs the client's
-  loader again, so an exec plugin runs again (an auth-provider renews only within the client's five
-  minutes of its expiry); an exec plugin that fails is a ``CredentialsError`` naming it (the client
-  only logs it);
-- basic auth is refused: kube-apiserver dropped it in v1.19; ``auth-provider: azure`` too: the
-  client no longer has it (use kubelogin, an exec plugin);
+- the in-cluster ServiceAccount is checked as the client's ``InClusterConfigLoader`` checks it (an IPv6
+  host bracketed; the token and CA files there and not empty).
+
+An ``exec`` or ``auth-provider`` user (``oidc``, and ``gcp`` with a token in the file or google-auth
+installed) goes through the client's ``KubeConfigLoader``, imported then:
+
+- its token becomes a ``PluginToken``: ``refresh`` runs the client's loader again, so an exec plugin
+  runs again (an auth-provider renews only within the client's five minutes of its expiry); an exec
+  plugin that fails is a ``CredentialsError`` naming it (the client only logs it);
 - an oidc or gcp token the loader renewed is written back to the kubeconfig, as kubectl does (a
   read-only file is logged and left alone);
 - PEM the loader wrote to temporary files for ``*-data`` (or an exec plugin's certificate) is read
   back into ``*_data`` and its files deleted at once. An exec plugin's client certificate is read
   once: when it expires, the process must load its credentials again.
 
-Anything the client raises becomes a ``CredentialsError`` that names where the credentials came
-from. Refreshing never raises: a failed refresh returns False and is logged (``PluginToken.error``).
+Basic auth is refused: kube-apiserver dropped it in v1.19; so is ``auth-provider: azure``: the client
+no longer has it (use kubelogin, an exec plugin).
+
+Anything unusable, found here or raised by the client, is a ``CredentialsError`` that names where the
+credentials came from. Refreshing never raises: a failed refresh returns False and is logged (``PluginToken.error``).
 """
 
 from __future__ import annotations
@@ -50,11 +64,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Final, Protocol
+from typing import Any, Final, NamedTuple, Protocol
 
-import kubernetes.client
-from kubernetes.config.incluster_config import InClusterConfigLoader
-from kubernetes.config.kube_config import KubeConfigLoader, KubeConfigMerger
+import yaml
 
 __all__ = [
     "SERVICE_ACCOUNT_DIR",
@@ -296,34 +308,100 @@ def load_credentials(
 
 
 def _in_cluster(env: Mapping[str, str], directory: str, *, clock: Callable[[], float]) -> Credentials:
-    if not env.get("KUBERNETES_SERVICE_HOST") or not env.get("KUBERNETES_SERVICE_PORT"):
+    """The pod's ServiceAccount, checked as the official ``InClusterConfigLoader`` checks it
+    (kubernetes/config/incluster_config.py): host and port set, the token and CA files there and not empty."""
+    host, port = env.get("KUBERNETES_SERVICE_HOST"), env.get("KUBERNETES_SERVICE_PORT")
+    if not host or not port:
         raise CredentialsError(
             "no credentials",
             "no --kubeconfig, $KUBECONFIG or ~/.kube/config,"
             " and not in a cluster ($KUBERNETES_SERVICE_HOST/PORT unset)",
         )
+
+    def refused(why: str) -> CredentialsError:
+        return CredentialsError("in-cluster", f"{why} (in {directory})")
+
     token_path, ca_path = os.path.join(directory, "token"), os.path.join(directory, "ca.crt")
-    configuration = kubernetes.client.Configuration()
-    # the official loader: host and port joined (IPv6 bracketed), token and CA files present and not empty
-    loader = InClusterConfigLoader(
-        token_filename=token_path, cert_filename=ca_path, try_refresh_token=False, environ=env
-    )  # type: ignore[no-untyped-call]
+    if not os.path.isfile(token_path):
+        raise refused("Service token file does not exist")
     try:
-        loader.load_and_set(configuration)  # type: ignore[no-untyped-call]
-    except Exception as exc:
-        raise CredentialsError("in-cluster", f"{exc} (in {directory})") from None
-    ns_path = os.path.join(directory, "namespace")
+        token = TokenFile(token_path, clock=clock)
+    except CredentialsError:
+        raise refused("Service token file is empty or unreadable") from None
+    if not os.path.isfile(ca_path):
+        raise refused("Service certification file does not exist")
     try:
-        namespace = Path(ns_path).read_text().strip()
+        with open(ca_path, "rb") as f:
+            empty = not f.read(1)
+    except OSError as exc:
+        raise refused(f"cannot read the service certification file: {exc}") from None
+    if empty:
+        raise refused("Service certification file is empty")
+    try:
+        namespace = Path(os.path.join(directory, "namespace")).read_text().strip()
     except OSError:
         namespace = ""
     return Credentials(
-        server=str(configuration.host).rstrip("/"),
+        server=f"https://{_join_host_port(host, port)}",
         source="in-cluster",
-        ca_path=configuration.ssl_ca_cert,
-        token=TokenFile(token_path, clock=clock),
+        ca_path=ca_path,
+        token=token,
         namespace=namespace or None,
     )
+
+
+def _join_host_port(host: str, port: str) -> str:
+    """``host:port``, an IPv6 host (or one with a zone) in brackets, as Go's ``net.JoinHostPort``."""
+    return f"[{host}]:{port}" if ":" in host or "%" in host else f"{host}:{port}"
+
+
+_Material = tuple[str | None, bytes | None]  # (path, PEM data)
+_NOTHING: Final[_Material] = (None, None)
+
+
+class _Entry(NamedTuple):
+    """A named entry of a kubeconfig (its ``cluster``, ``context`` or ``user`` mapping) and the folder of
+    the file that defined it, against which its relative paths are resolved."""
+
+    value: Mapping[str, Any]
+    folder: str
+
+
+#: the C parser when PyYAML was built with libyaml (several times faster), else the pure-Python one
+_YAML_LOADER: Final[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_SECTIONS: Final = {"clusters": "cluster", "contexts": "context", "users": "user"}
+
+
+def _merge(paths: Sequence[str], source: str) -> tuple[str, dict[str, dict[str, _Entry]]]:
+    """The files' ``current-context`` and their clusters, contexts and users by name, merged as the official
+    ``KubeConfigMerger`` merges them (kubernetes/config/kube_config.py): for each name the first file that
+    defines it wins. ``current-context`` is the first file's that sets one, as in kubectl (the merger keeps
+    the last)."""
+    current = ""
+    named: dict[str, dict[str, _Entry]] = {section: {} for section in _SECTIONS}
+    for path in paths:
+        try:
+            with open(path, "rb") as f:
+                doc = yaml.load(f, Loader=_YAML_LOADER)
+        except (OSError, yaml.YAMLError) as exc:
+            raise CredentialsError(source, f"{path}: {_reason(exc)}") from None
+        if doc is None:
+            raise CredentialsError(source, f"{path} is empty")
+        if not isinstance(doc, dict):
+            raise CredentialsError(source, f"{path} is not a kubeconfig (a YAML mapping)")
+        if not current and doc.get("current-context"):
+            current = str(doc["current-context"])
+        folder = os.path.dirname(os.path.abspath(path))
+        for section, key in _SECTIONS.items():
+            entries = doc.get(section) or []
+            if not isinstance(entries, list):
+                raise CredentialsError(source, f"{path}: {section} is not a list")
+            for entry in entries:
+                if not isinstance(entry, dict) or "name" not in entry:
+                    raise CredentialsError(source, f"{path}: an entry of {section} has no name")
+                value = entry.get(key)
+                named[section].setdefault(str(entry["name"]), _Entry(value if isinstance(value, dict) else {}, folder))
+    return current, named
 
 
 @dataclass(frozen=True, slots=True)
@@ -331,9 +409,9 @@ class _Loaded:
     """What one run of the official kubeconfig loader gave."""
 
     server: str
-    ca: tuple[str | None, bytes | None]  # (path, data)
-    certificate: tuple[str | None, bytes | None]
-    private_key: tuple[str | None, bytes | None]
+    ca: _Material
+    certificate: _Material
+    private_key: _Material
     insecure: bool
     tls_server_name: str | None
     proxy_url: str | None
@@ -343,63 +421,52 @@ class _Loaded:
 
 
 class _Kubeconfig:
-    """The merged kubeconfig files and the user of their current context; ``load`` runs the official
-    loader (again for every refresh: a fresh ``KubeConfigLoader`` each time, so a plugin that fails
-    shows as no token rather than the last run's)."""
+    """The merged kubeconfig files and the user of their current context. A user with a static
+    credential is read here (``_static``); an ``exec`` or ``auth-provider`` user goes through the official
+    loader (``load``, again for every refresh: a fresh ``KubeConfigLoader`` each time, so a plugin that
+    fails shows as no token rather than the last run's)."""
 
     def __init__(
         self, paths: Sequence[str], source: str, *, clock: Callable[[], float], wall_clock: Callable[[], datetime]
     ) -> None:
         self.source = source
+        self._paths = list(paths)
         self._clock = clock
         self._wall_clock = wall_clock
-        try:
-            self._merger = KubeConfigMerger(os.pathsep.join(paths))  # type: ignore[no-untyped-call]
-        except Exception as exc:
-            raise CredentialsError(source, _reason(exc)) from None
-        if self._merger.config is None:
-            raise CredentialsError(source, "no kubeconfig in the file(s)")
-        # kubectl: the first file that sets a current-context wins (the merger keeps the last)
-        self._context = next(
-            (str(c) for p in self._merger.paths if (c := (self._merger.config_files[p] or {}).get("current-context"))),
-            "",
-        )
+        self._merger: Any = None  # the official KubeConfigMerger, for plugin users only
+        self._context, named = _merge(self._paths, source)
         if not self._context:
             raise CredentialsError(source, "no current-context")
-        config = self._merger.config
-        context = config["contexts"].get_with_name(self._context, safe=True) if "contexts" in config else None
+        context = named["contexts"].get(self._context)
         if context is None:
             raise CredentialsError(source, f"current-context {self._context!r} is not defined")
-        self._user_name = str((context.value.get("context") or {}).get("user") or "")
-        user_node = (
-            config["users"].get_with_name(self._user_name, safe=True) if self._user_name and "users" in config else None
-        )
-        user = user_node.value.get("user") if user_node is not None else None
-        self._user: Mapping[str, Any] = user if isinstance(user, Mapping) else {}
-        # where the user was defined: the loader resolves its relative paths against that file's folder
-        self._user_dir = (
-            os.path.dirname(os.path.abspath(user_node.path)) if user_node is not None and user_node.path else ""
-        )
+        self._namespace = str(context.value.get("namespace") or "") or None
+        cluster_name = str(context.value.get("cluster") or "")
+        if not cluster_name:
+            raise CredentialsError(source, f"context {self._context!r} names no cluster")
+        cluster = named["clusters"].get(cluster_name)
+        if cluster is None:
+            raise CredentialsError(source, f"context {self._context!r}: cluster {cluster_name!r} is not defined")
+        self._cluster = cluster
+        # a user that is named but not defined is no user (anonymous), as for the official loader
+        self._user_name = str(context.value.get("user") or "")
+        user = named["users"].get(self._user_name) if self._user_name else None
+        self._user: Mapping[str, Any] = user.value if user is not None else {}
+        self._user_dir = user.folder if user is not None else ""
         self._where = f"user {self._user_name!r}"
 
     def credentials(self) -> Credentials:
         self._refuse_what_the_client_cannot_do()
+        method = self._method()
+        if method not in ("auth-provider", "exec"):
+            return self._static(method)
         loaded = self.load()
         token: TokenSource | None = None
-        method = self._method()
-        if method == "tokenFile":  # ours: re-read on rotation, and it wins over a literal token (client-go)
-            path = os.path.normpath(os.path.join(self._user_dir, str(self._user["tokenFile"])))
-            try:
-                token = TokenFile(path, clock=self._clock)
-            except CredentialsError as exc:
-                raise CredentialsError(self.source, f"{self._where}: tokenFile {path}: {exc.reason}") from None
-        elif method == "token" and loaded.token is not None:
-            token = StaticToken(loaded.token)
-        elif method in ("auth-provider", "exec") and loaded.token is not None:
+        if loaded.token is not None:
             token = PluginToken(
                 self._login, loaded.token, loaded.expiration, clock=self._clock, wall_clock=self._wall_clock
             )
-        elif method in ("auth-provider", "exec") and loaded.certificate == (None, None):
+        elif loaded.certificate == (None, None):
             raise CredentialsError(self.source, f"{self._where}: {self._what(method)} gave no token")
         return Credentials(
             server=loaded.server,
@@ -416,6 +483,76 @@ class _Kubeconfig:
             namespace=loaded.namespace,
             proxy_url=loaded.proxy_url,
         )
+
+    def _static(self, method: str) -> Credentials:
+        """A client certificate, a token, a tokenFile or nothing: what the official loader would set, read here."""
+        cluster = self._cluster.value
+        server = str(cluster.get("server") or "").rstrip("/")
+        if not server:
+            raise CredentialsError(self.source, f"context {self._context!r}: its cluster has no server")
+        ca: _Material = _NOTHING
+        certificate: _Material = _NOTHING
+        private_key: _Material = _NOTHING
+        if server.startswith("https"):  # the official loader reads TLS material for https only
+            ca = self._file_or_data(cluster, "certificate-authority", self._cluster.folder, "certificate authority")
+            certificate = self._file_or_data(self._user, "client-certificate", self._user_dir, "client certificate")
+            private_key = self._file_or_data(self._user, "client-key", self._user_dir, "client key")
+            if (certificate == _NOTHING) != (private_key == _NOTHING):
+                raise CredentialsError(
+                    self.source, f"{self._where}: a client certificate needs its key and a key its certificate"
+                )
+        token: TokenSource | None = None
+        if method == "tokenFile":  # re-read on rotation, and it wins over a literal token (client-go)
+            path = os.path.normpath(os.path.join(self._user_dir, str(self._user["tokenFile"])))
+            try:
+                with open(path, "rb"):
+                    pass
+            except OSError as exc:
+                raise CredentialsError(self.source, f"{self._where}: tokenFile: {exc}") from None
+            try:
+                token = TokenFile(path, clock=self._clock)
+            except CredentialsError as exc:
+                raise CredentialsError(self.source, f"{self._where}: tokenFile {path}: {exc.reason}") from None
+        elif method == "token":
+            token = StaticToken(str(self._user["token"]))  # verbatim: "Bearer " is added when it is sent
+        return Credentials(
+            server=server,
+            source=self.source,
+            ca_path=ca[0],
+            ca_data=ca[1],
+            insecure=bool(cluster.get("insecure-skip-tls-verify")),
+            tls_server_name=_text(cluster.get("tls-server-name")),
+            certificate_path=certificate[0],
+            certificate_data=certificate[1],
+            private_key_path=private_key[0],
+            private_key_data=private_key[1],
+            token=token,
+            namespace=self._namespace,
+            proxy_url=_text(cluster.get("proxy-url")),
+        )
+
+    def _file_or_data(self, entry: Mapping[str, Any], key: str, folder: str, what: str) -> _Material:
+        """``KEY-data`` (base64 of PEM) or the file ``KEY`` names, relative to ``folder``. As for the official
+        loader (its ``FileOrData``), a ``KEY-data`` that is there wins even when empty, and then means none."""
+        if f"{key}-data" in entry:
+            encoded = entry[f"{key}-data"]
+            if not encoded:
+                return _NOTHING
+            try:
+                data = base64.standard_b64decode(str(encoded))
+            except ValueError:
+                data = b""
+            if b"-----BEGIN" not in data:
+                raise CredentialsError(
+                    self.source, f"the {what} given as data is not PEM (base64 of a PEM file is expected)"
+                )
+            return None, data
+        if not entry.get(key):
+            return _NOTHING
+        path = os.path.normpath(os.path.join(folder, str(entry[key])))
+        if not os.path.isfile(path):
+            raise CredentialsError(self.source, f"context {self._context!r}: File does not exist: {path}")
+        return path, None
 
     def _method(self) -> str:
         """How the loader authenticates this user, in its order (auth-provider, token, exec, basic)."""
@@ -456,8 +593,24 @@ class _Kubeconfig:
             raise CredentialsError(self.source, f"{self._where}: {self._what(self._method())} gave no token")
         return loaded.token, loaded.expiration
 
+    def _official_merger(self) -> Any:
+        """The official ``KubeConfigMerger`` of the same files, made on first use: importing the client
+        costs a third of a second, paid only by exec and auth-provider users."""
+        if self._merger is None:
+            from kubernetes.config.kube_config import KubeConfigMerger
+
+            try:
+                self._merger = KubeConfigMerger(os.pathsep.join(self._paths))  # type: ignore[no-untyped-call]
+            except Exception as exc:
+                raise CredentialsError(self.source, _reason(exc)) from None
+        return self._merger
+
     def load(self) -> _Loaded:
         """Run the official loader once; the files it writes for ``*-data`` are read back and deleted."""
+        import kubernetes.client
+        from kubernetes.config.kube_config import KubeConfigLoader
+
+        merger = self._official_merger()
         scratch = tempfile.mkdtemp(prefix="kopf-scheduler-kubeconfig-")
         method = self._method()
         try:
@@ -465,7 +618,7 @@ class _Kubeconfig:
             with _loader_log() as complaints:
                 try:
                     loader = KubeConfigLoader(  # type: ignore[no-untyped-call]
-                        self._merger.config,
+                        merger.config,
                         active_context=self._context,
                         config_base_path=None,  # each file's own folder, as load_kube_config does
                         config_persister=self._persist,
@@ -489,7 +642,7 @@ class _Kubeconfig:
                 raise CredentialsError(self.source, f"context {self._context!r}: its cluster has no server")
             certificate = _material(configuration.cert_file, scratch, self.source, "client certificate")
             private_key = _material(configuration.key_file, scratch, self.source, "client key")
-            if (certificate == (None, None)) != (private_key == (None, None)):
+            if (certificate == _NOTHING) != (private_key == _NOTHING):
                 raise CredentialsError(
                     self.source, f"{self._where}: a client certificate needs its key and a key its certificate"
                 )
@@ -528,9 +681,13 @@ class _Kubeconfig:
     def _persist(self) -> None:
         """The loader renewed an oidc or gcp token: write it back as kubectl does, unless the file is read-only."""
         try:
-            self._merger.save_changes()  # type: ignore[no-untyped-call]
+            self._official_merger().save_changes()
         except OSError as exc:
             logger.warning("%s: cannot save the renewed token: %s", self.source, exc)
+
+
+def _text(value: Any) -> str | None:
+    return str(value) if value else None
 
 
 def _reason(exc: BaseException) -> str:
@@ -538,7 +695,7 @@ def _reason(exc: BaseException) -> str:
     return text if text else type(exc).__name__
 
 
-def _material(path: str | None, scratch: str, source: str, what: str) -> tuple[str | None, bytes | None]:
+def _material(path: str | None, scratch: str, source: str, what: str) -> _Material:
     """A file the loader named: (path, None) for the user's own file, (None, PEM) for one it wrote from data."""
     if not path:
         return None, None
