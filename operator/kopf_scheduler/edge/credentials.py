@@ -10,9 +10,9 @@
    namespace files under /var/run/secrets/kubernetes.io/serviceaccount).
 
 Kubeconfigs are read here, and the official ``kubernetes`` client is imported only for a user that
-needs it: for start-up, as importing it costs 0.3-0.4 s (its generated models, google-auth...). (``import
-kopf`` still imports ``kubernetes.client`` when it is installed, so the operator keeps most of that cost
-until it avoids that too.) What we read means what it means to that client and to kubectl:
+needs it: for start-up, as importing it costs 0.3-0.4 s (its generated models, google-auth...), and
+Kopf is imported without it (``kube/__init__.py``). What we read means what it means to that client and
+to kubectl:
 
 - the files are merged as the client's ``KubeConfigMerger`` merges them: for each name in ``clusters``,
   ``contexts`` and ``users`` the first file that defines it wins; each entry's relative paths are
