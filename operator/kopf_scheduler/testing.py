@@ -485,7 +485,7 @@ class Cluster:
     cluster file's documents from ``read_manifests``: Nodes and bound Pods too) make the cluster;
     `profile` schedules (``profile(...)`` or ``policy(...)``; today's upstream default profile when None).
     Pods are created by ``schedule``; the binding cycle's plugins (PreBind, Bind, DefaultBinder) talk to an
-    in-memory API server holding the cluster's pods and nodes: ``pod`` reads a pod back from it,
+    in-memory API server holding the cluster's pods, nodes and ResourceClaims: ``pod`` reads a pod back from it,
     ``requests`` lists what they asked. Ties between equal scores are broken with ``random.Random(seed)``.
     """
 

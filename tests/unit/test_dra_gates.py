@@ -437,13 +437,13 @@ def test_a_failed_pre_bind_deletes_the_claim_it_created() -> None:
     """The pod's status cannot be written (the pod is gone): PreBind fails after creating the claim, and
     Unreserve deletes the claim (its finalizer first), as upstream's ``unreserveExtendedResourceClaim``."""
     from kopf_scheduler.sim.apiserver import InMemoryApi, drive
-    from kopf_scheduler.sim.dra import ClaimServer
 
     objs = dra_cluster("gpu-0")
     cache = SchedulerCache()
     cache.objects.dra = objs.dra
-    api = InMemoryApi(cache)
-    api.claims = ClaimServer(objs.dra, lambda key, new: objs.dra.set_claim(new) if new else objs.dra.remove_claim(key))
+    api = InMemoryApi(
+        cache, claim_changed=lambda key, new: objs.dra.set_claim(new) if new else objs.dra.remove_claim(key)
+    )
     pod = make_pod("p").req(**{GPU: "1"}).obj()
     plugin, state, _ = dra_pre_filter(pod, objs)
     assert plugin.filter(state, pod, node_info(N1)).is_success
@@ -459,9 +459,9 @@ def test_a_failed_pre_bind_deletes_the_claim_it_created() -> None:
     plugin.unreserve(state, pod, "n1", Handle())  # type: ignore[arg-type]
     assert objs.dra.pending_allocation(f"{pod.uid}/extended-resources") is None
     (write,) = objs.dra.drain()
-    assert drive(api.request(write.method, write.path, write.body)).ok
+    assert drive(api.request(write.method, write.path, write.body, content_type=write.content_type)).ok
     for after in write.then:
-        assert drive(api.request(after.method, after.path, after.body)).ok
+        assert drive(api.request(after.method, after.path, after.body, content_type=after.content_type)).ok
     assert not objs.dra.claims
 
 

@@ -1,6 +1,6 @@
 """DynamicResources wired into the scheduler: pods carry their claims, the tracker is shared, the DRA
 kinds are routed into it with their events, the queue's PreEnqueue stage holds a pod whose claims do
-not exist, and ``simulate`` reads, writes and stamps claims (sim/dra.py).
+not exist, and ``simulate`` reads, writes and stamps claims (sim/dra.py, its API server sim/apiserver.py).
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from kopf_scheduler.core.scheduling.dra_routing import route_dra_object, route_d
 from kopf_scheduler.core.scheduling.routing import PendingPods, serve
 from kopf_scheduler.core.state.cache import SchedulerCache
 from kopf_scheduler.core.state.queueing import GATED, QueueingHints, SchedulingQueue
-from kopf_scheduler.sim.dra import ClaimServer, generated_name, load_dra_object, stamp_claims
+from kopf_scheduler.sim.apiserver import InMemoryApi
+from kopf_scheduler.sim.dra import claim_name_prefix, load_dra_object, stamp_claims
 from kopf_scheduler.sim.loader import ManifestError, load_cluster, load_pods
 from kopf_scheduler.sim.simulator import Simulation
 
@@ -221,10 +222,11 @@ def test_simulate_allocates_stamps_templates_and_says_why_a_pod_waits() -> None:
     templated = placements["default/templated"]
     assert templated.node is None and "cannot allocate all claims" in templated.message
     pod = next(p for p in pods if isinstance(p, Pod) and p.name == "templated")
-    name = generated_name("templated", "gpu", pod.uid)
-    generated = loaded.cache.objects.dra.get_claim("default", name)
-    assert generated is not None and generated.is_controlled_by(pod.uid)
+    (generated,) = (c for c in loaded.cache.objects.dra.claims.values() if c.is_controlled_by(pod.uid))
+    name = generated.name
     assert name.startswith("templated-gpu-") and len(name) == len("templated-gpu-") + 5
+    served = sim.api.answer("GET", f"/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/{name}")
+    assert served.ok and served.body["metadata"]["uid"] == generated.uid  # the API server holds it too
     assert placements["default/missing"].message == (
         'waiting for PreEnqueue plugin DynamicResources: could not find ResourceClaim "default/nope"'
     )
@@ -232,64 +234,116 @@ def test_simulate_allocates_stamps_templates_and_says_why_a_pod_waits() -> None:
     assert one is not None and [r.name for r in one.reserved_for] == ["first"]
 
 
-def test_stamped_claims_are_recorded_in_the_pods_status() -> None:
-    tracker = load_cluster(cluster_docs()).cache.objects.dra
+def test_stamped_claims_are_created_through_the_api_server_and_recorded_in_the_pods_status() -> None:
+    cache = load_cluster(cluster_docs()).cache
+    tracker = cache.objects.dra
+    api = InMemoryApi(cache, claim_changed=lambda key, new: pytest.fail("the controller's claims are not told"))
     pod = parse_pod(with_claims("p", {"name": "gpu", "resourceClaimTemplateName": "tpl"}))
-    stamped = stamp_claims(pod, tracker)
+    stamped = stamp_claims(pod, tracker, api.create_claim)
     name = stamped.resource_claims.statuses["gpu"]
-    assert name is not None
+    assert name is not None and name.startswith("p-gpu-")
     assert stamped.source is not None
     assert stamped.source["status"]["resourceClaimStatuses"] == [{"name": "gpu", "resourceClaimName": name}]
-    assert stamp_claims(stamped, tracker) is stamped  # once only
+    assert stamp_claims(stamped, tracker, api.create_claim) is stamped  # once only
     claim_ = tracker.get_claim("default", name)
     assert claim_ is not None and claim_.annotations["resource.kubernetes.io/pod-claim-name"] == "gpu"
+    assert claim_.is_controlled_by(pod.uid)
+    served = api.kube.peek("resource.k8s.io", "v1", "resourceclaims", name, "default")
+    assert served is not None and served["metadata"]["resourceVersion"] == claim_.resource_version
+    assert served["metadata"]["labels"] == {"team": "a"}
+    # the same pod (its uid, its claim's name) gets the same name in another run
+    again = stamp_claims(
+        pod, load_cluster(cluster_docs()).cache.objects.dra, InMemoryApi(SchedulerCache()).create_claim
+    )
+    assert again.resource_claims.statuses["gpu"] == name
+
+
+def test_a_refused_creation_leaves_the_pod_waiting() -> None:
+    tracker = load_cluster(cluster_docs()).cache.objects.dra
+    pod = parse_pod(with_claims("p", {"name": "gpu", "resourceClaimTemplateName": "tpl"}))
+    assert stamp_claims(pod, tracker, lambda body: "refused") is pod
 
 
 def test_long_names_are_truncated_as_the_controller_does() -> None:
     # 60 + 30 + 2 = 92 > 57: both parts cut in proportion (60 * 57 // 92 = 37, 30 * 57 // 92 = 18)
-    name = generated_name("p" * 60, "c" * 30, "uid")
-    assert name.startswith("p" * 37 + "-" + "c" * 18 + "-") and len(name) == 37 + 1 + 18 + 1 + 5
+    assert claim_name_prefix("p" * 60, "c" * 30) == "p" * 37 + "-" + "c" * 18 + "-"
 
 
-class TestClaimServer:
+class TestSimulatedClaims:
+    """The simulation's API server serves the claims (``KubeApi``'s semantics) and tells the simulator of each
+    change a request makes, as the claims' watch would."""
+
+    CLAIMS = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims"
+
     def setup_method(self) -> None:
-        self.objs = SchedulerCache().objects
-        self.objs.dra.set_claim(claim_obj(claim("c1", request("gpu", "gpu"))))
-        self.changes: list[ResourceClaim] = []
-        self.server = ClaimServer(self.objs.dra, self.changed)
-        self.path = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/c1"
+        self.cache = SchedulerCache()
+        self.tracker = self.cache.objects.dra
+        self.tracker.set_claim(claim_obj(claim("c1", request("gpu", "gpu"))))
+        self.changes: list[tuple[str, ResourceClaim | None]] = []
+        self.api = InMemoryApi(self.cache, claim_changed=self.changed)
+        self.path = f"{self.CLAIMS}/c1"
 
     def changed(self, key: str, new: ResourceClaim | None) -> None:
-        assert new is not None
-        self.objs.dra.set_claim(new)
-        self.changes.append(new)
+        if new is None:
+            self.tracker.remove_claim(key)
+        else:
+            self.tracker.set_claim(new)
+        self.changes.append((key, new))
 
     def current(self) -> dict[str, Any]:
-        got = self.server.answer("GET", self.path, None)
-        assert got is not None and got[0] == 200
-        body: dict[str, Any] = got[1]
+        got = self.api.answer("GET", self.path)
+        assert got.status == 200
+        body: dict[str, Any] = got.body
         return body
+
+    def test_the_clusters_claims_are_held_at_the_servers_resource_version(self) -> None:
+        held = self.tracker.get_claim("default", "c1")
+        assert held is not None and held.resource_version == self.current()["metadata"]["resourceVersion"]
+        assert held.uid == "uid-c1" and not self.changes  # loading is no change a request made
 
     def test_a_stale_update_is_a_conflict(self) -> None:
         body = self.current()
         body["metadata"]["finalizers"] = ["x"]
-        assert self.server.answer("PUT", self.path, body)[0] == 200  # type: ignore[index]
-        assert self.server.answer("PUT", self.path, body)[0] == 409  # type: ignore[index]
-        assert self.changes[-1].finalizers == ("x",) and self.changes[-1].resource_version == "2"
+        assert self.api.answer("PUT", self.path, body).status == 200
+        stale = self.api.answer("PUT", self.path, body)
+        assert (stale.status, stale.detail()) == (
+            409,
+            'Operation cannot be fulfilled on resourceclaims.resource.k8s.io "c1": the object has been modified; '
+            "please apply your changes to the latest version and try again",
+        )
+        ((key, new),) = self.changes
+        assert key == "default/c1" and new is not None and new.finalizers == ("x",)
+        assert new.resource_version == self.current()["metadata"]["resourceVersion"]
 
     def test_status_is_written_apart_and_reservations_patched_away(self) -> None:
         body = self.current()
         body["status"] = {"reservedFor": [{"resource": "pods", "name": "p", "uid": "u1"}]}
-        assert self.server.answer("PUT", self.path + "/status", body)[0] == 200  # type: ignore[index]
-        assert [r.uid for r in self.changes[-1].reserved_for] == ["u1"]
+        assert self.api.answer("PUT", self.path + "/status", body).status == 200
+        new = self.changes[-1][1]
+        assert new is not None and [r.uid for r in new.reserved_for] == ["u1"]
         patch = {"metadata": {"uid": "uid-c1"}, "status": {"reservedFor": [{"$patch": "delete", "uid": "u1"}]}}
-        assert self.server.answer("PATCH", self.path + "/status", patch)[0] == 200  # type: ignore[index]
-        assert self.changes[-1].reserved_for == ()
+        strategic = "application/strategic-merge-patch+json"
+        assert self.api.answer("PATCH", self.path + "/status", patch, content_type=strategic).status == 200
+        new = self.changes[-1][1]
+        assert new is not None and new.reserved_for == ()
 
-    def test_other_paths_are_not_its_business(self) -> None:
-        assert self.server.answer("GET", "/api/v1/nodes", None) is None
-        missing = self.server.answer("GET", self.path.replace("c1", "nope"), None)
-        assert missing is not None and missing[0] == 404
+    def test_a_generated_claim_is_named_the_same_every_run_and_its_deletion_told(self) -> None:
+        body = claim("unused", request("gpu", "gpu"))
+        body["metadata"] = {"generateName": "p-extended-resources-", "ownerReferences": [{"uid": "pod-uid"}]}
+        created = self.api.answer("POST", self.CLAIMS, body)
+        assert created.status == 201
+        name = created.body["metadata"]["name"]
+        again = InMemoryApi(SchedulerCache()).answer("POST", self.CLAIMS, body)
+        assert name.startswith("p-extended-resources-") and again.body["metadata"]["name"] == name
+        assert [key for key, _ in self.changes] == [f"default/{name}"]
+        gone = self.api.answer("DELETE", f"{self.CLAIMS}/{name}")
+        assert gone.ok and gone.body["kind"] == "ResourceClaim" and self.changes[-1] == (f"default/{name}", None)
+
+    def test_other_kinds_and_missing_claims(self) -> None:
+        other = self.api.answer("GET", "/apis/resource.k8s.io/v1/deviceclasses")
+        assert other.status == 404
+        missing = self.api.answer("GET", self.path.replace("c1", "nope"))
+        assert (missing.status, missing.detail()) == (404, 'resourceclaims.resource.k8s.io "nope" not found')
 
 
 # --------------------------------------------------------------------------- the operator's executor

@@ -19,6 +19,8 @@ import pytest
 from builders import make_node, make_pod
 from fakeapi import FakeApiServer
 
+from kopf_scheduler.sim.kubeapi import KubeApi, ResourceType
+
 PODS = "/api/v1/namespaces/default/pods"
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
 POLICIES = "/apis/scheduling.kopf.dev/v1alpha1/schedulingpolicies"
@@ -433,6 +435,66 @@ def test_deletion_semantics() -> None:
         stream.resp.close()
 
     run(scenario)
+
+
+def test_resource_claims_as_their_registry_serves_them() -> None:
+    """``KubeApi`` alone (``answer``): a ResourceClaim's status written apart, its reservations patched away by
+    uid, its finalizer holding its deletion, DELETE answering the claim (the registry's ReturnDeletedObject),
+    and ``generateName`` cut to 58 characters before the suffix the caller's hook gives."""
+    asked: list[tuple[str, str]] = []
+
+    def suffix(rt: ResourceType, obj: dict[str, Any]) -> str:
+        asked.append((rt.plural, f"{obj['metadata']['namespace']}/{obj['metadata']['generateName']}"))
+        return "zzzzz"
+
+    api = KubeApi(name_suffix=suffix)
+    claims = "/apis/resource.k8s.io/v1/namespaces/ns/resourceclaims"
+    spec = {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}
+    created = api.answer("POST", claims, {"metadata": {"generateName": "c" * 70}, "spec": spec})
+    name = "c" * 58 + "zzzzz"
+    assert created.status == 201 and created.body["metadata"]["name"] == name
+    assert asked == [("resourceclaims", "ns/" + "c" * 70)]
+    claim = created.body
+
+    # the object's update leaves the status alone, the status update the rest; a stale one is a conflict
+    claim["metadata"]["finalizers"] = ["x/y"]
+    claim["status"] = {"reservedFor": [{"resource": "pods", "name": "p", "uid": "u1"}]}
+    updated = api.answer("PUT", f"{claims}/{name}", claim)
+    assert updated.ok and updated.body["metadata"]["finalizers"] == ["x/y"] and "status" not in updated.body
+    stale = api.answer("PUT", f"{claims}/{name}/status", claim)
+    assert (stale.status, stale.body["reason"]) == (409, "Conflict")
+    claim = {**claim, "metadata": updated.body["metadata"]}
+    reserved = api.answer("PUT", f"{claims}/{name}/status", claim)
+    assert reserved.ok and reserved.body["status"]["reservedFor"][0]["uid"] == "u1"
+    unreserve = {
+        "metadata": {"uid": claim["metadata"]["uid"]},
+        "status": {"reservedFor": [{"$patch": "delete", "uid": "u1"}]},
+    }
+    strategic = "application/strategic-merge-patch+json"
+    patched = api.answer("PATCH", f"{claims}/{name}/status", unreserve, content_type=strategic)
+    assert patched.ok and not patched.body["status"].get("reservedFor")
+
+    # the finalizer holds the deletion; removing it finishes it
+    marked = api.answer("DELETE", f"{claims}/{name}")
+    assert marked.ok and marked.body["kind"] == "ResourceClaim" and "deletionTimestamp" in marked.body["metadata"]
+    unprotect = {"metadata": {"$deleteFromPrimitiveList/finalizers": ["x/y"]}}
+    assert api.answer("PATCH", f"{claims}/{name}", unprotect, content_type=strategic).ok
+    assert api.get("resource.k8s.io", "v1", "resourceclaims", name, "ns") is None
+
+    # without finalizers DELETE answers the claim itself, not a Status
+    plain = api.answer("POST", claims, {"metadata": {"name": "plain"}, "spec": spec})
+    gone = api.answer("DELETE", f"{claims}/plain")
+    assert (
+        gone.ok
+        and gone.body["kind"] == "ResourceClaim"
+        and gone.body["metadata"]["uid"] == plain.body["metadata"]["uid"]
+    )
+    missing = api.answer("GET", f"{claims}/plain")
+    assert (missing.status, missing.body["message"]) == (404, 'resourceclaims.resource.k8s.io "plain" not found')
+
+    # the default suffix: five characters of the random generator's, after the same cut
+    default = KubeApi().answer("POST", claims, {"metadata": {"generateName": "d" * 70}, "spec": spec})
+    assert default.body["metadata"]["name"].startswith("d" * 58) and len(default.body["metadata"]["name"]) == 63
 
 
 def test_eviction_respects_the_disruption_budget() -> None:

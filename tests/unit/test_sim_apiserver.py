@@ -98,7 +98,7 @@ def test_a_pending_pod_is_bound_once(api: InMemoryApi) -> None:
             "/api/v1/services",
             None,
             404,
-            "the simulation's API server holds pods and nodes only, not /api/v1/services",
+            "the simulation's API server holds pods, nodes and resource claims only, not /api/v1/services",
             id="other kinds",
         ),
     ],

@@ -1,8 +1,9 @@
-"""The simulation's API server: the pods and nodes of the simulated cluster, answering as kube-apiserver does.
+"""The simulation's API server: the pods, nodes and ResourceClaims of the simulated cluster, answering as
+kube-apiserver does.
 
 ``simulate`` carries out the binding cycle the core planned (``core.scheduling.cycle.BindingPlan``) with the
 same plugins the operator runs; their ``ApiClient`` is ``InMemoryApi``, which holds what the
-simulation holds and writes nothing anywhere. Its pods and nodes live in ``sim/kubeapi.py``'s
+simulation holds and writes nothing anywhere. Its pods, nodes and claims live in ``sim/kubeapi.py``'s
 ``KubeApi``, the one implementation of kube-apiserver's object semantics (``tests/fakeapi.py`` serves
 the same over HTTP), so the answers are the real ones, Status bodies and messages included:
 
@@ -15,16 +16,25 @@ the same over HTTP), so the answers are the real ones, Status bodies and message
   ``GET`` of a node and lists of pods and nodes (field and label selectors). A write changes the
   bodies answered later, not the objects the simulation schedules with (nothing in a simulation
   reads those fields back);
-- ``resource.k8s.io/v1`` ResourceClaims (DynamicResources' PreBind, Unreserve and PostFilter
-  writes): ``claims``, a ``sim/dra.py`` ``ClaimServer``, answers them (they live in the DRA tracker
-  the cycle reads);
+- every request on ``resource.k8s.io/v1`` ResourceClaims and their ``status`` (DynamicResources'
+  PreBind, Unreserve and PostFilter writes: updates with resourceVersion conflicts, strategic-merge
+  patches of ``reservedFor`` and of finalizers, the creation of a pod's extended-resource claim
+  by ``generateName``, deletion held by finalizers). Each change of a claim made by a request is
+  told to ``claim_changed`` (key, the claim as stored, or None when it is gone), as the claims'
+  watch brings it to the operator (a body that cannot be read is skipped, as the operator's watch
+  skips it);
 - anything else: 404 for the kinds it does not hold, 405 for the writes the simulation would not
   see (creating or deleting pods, changing nodes).
 
-It holds the pods and nodes of the cluster it is given, then what the simulation tells it (``hold``,
-``drop``, ``node_changed``). One pod per namespace/name, as in a cluster: a pod held under the name
-of another replaces it. Times come from the simulation's clock and new uids from a counter, so runs
-repeat.
+It holds the pods, nodes and claims of the cluster it is given (the DRA tracker's claims are
+replaced by the ones stored, which carry the server's resourceVersions), then what the simulation
+tells it (``hold``, ``drop``, ``node_changed``, and ``create_claim`` for the resourceclaim
+controller's claims: these are not told back, the simulation puts them in its tracker itself,
+before their pod is queued; a cluster's scheduler also gets their ADDED event, whose only hint,
+DynamicResources', queues the pods using the claim: none yet). One pod per
+namespace/name, as in a cluster: a pod held under the name of another replaces it. Times come from
+the simulation's clock, new uids from a counter and ``generateName``'s suffixes from the object
+(``sim/dra.py``'s ``name_suffix``), so runs repeat.
 
 ``drive`` runs a plugin's coroutine to its end without an event loop (``sim/`` imports no asyncio):
 every request here answers at once, so nothing a plugin awaits should ever wait. A plugin that
@@ -40,19 +50,24 @@ import random
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, Final, TypeVar
 
+from ..core.dra.objects import ResourceClaim
+from ..core.dra.parsing import parse_resource_claim
 from ..core.framework.interface import ApiResponse
 from ..core.model import paths
 from ..core.model.objects import Node, Pod
+from ..core.model.parsing import ObjectError
 from ..core.state.cache import SchedulerCache
-from .dra import ClaimServer
-from .kubeapi import KubeApi, status_body
+from .dra import name_suffix
+from .kubeapi import Change, KubeApi, status_body
 
 __all__ = ["InMemoryApi", "SuspendedError", "drive"]
 
 T = TypeVar("T")
 
-#: the kinds the simulation holds: what it reads and writes of them is served, the rest refused
+#: the core kinds the simulation holds: what it reads and writes of them is served, the rest refused
 _HELD: Final = frozenset({"pods", "nodes"})
+#: ResourceClaims: every request on them is served
+_CLAIMS: Final = ("resource.k8s.io", "v1", "resourceclaims")
 #: how many times ``drive`` throws into a coroutine that keeps waiting before it gives up on it
 _MAX_THROWS: Final = 8
 _EPOCH: Final = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
@@ -65,26 +80,39 @@ def _refused(code: int, message: str) -> ApiResponse:
 class InMemoryApi:
     """The simulated cluster's API server for PreBind and Bind plugins (see the module docstring).
 
-    `clock` is the simulation's (seconds since its start), for the times the server stamps."""
+    `clock` is the simulation's (seconds since its start), for the times the server stamps; `claim_changed`
+    is told of each change a request makes to a claim (None: nobody is)."""
 
-    def __init__(self, cache: SchedulerCache, clock: Callable[[], float] = lambda: 0.0) -> None:
+    def __init__(
+        self,
+        cache: SchedulerCache,
+        clock: Callable[[], float] = lambda: 0.0,
+        claim_changed: Callable[[str, ResourceClaim | None], None] | None = None,
+    ) -> None:
         uids = itertools.count(1)
         self.kube = KubeApi(
             history_limit=1_000,
+            changed=self._changed,
             clock=lambda: _EPOCH + _dt.timedelta(seconds=clock()),
             new_uid=lambda: f"simulated-{next(uids)}",
             rng=random.Random(0),
+            name_suffix=name_suffix,
         )
         #: every request of the plugins, in order: (method, path, body)
         self.requests: list[tuple[str, str, Any]] = []
-        #: the claims' server (``sim/dra.py``); None: claims are not found
-        self.claims: ClaimServer | None = None
+        self.claim_changed = claim_changed
+        #: writes of the simulation's own (loads, the controller's claims): not told to `claim_changed`
+        self._quiet = False
         for name in cache.node_names():
             info = cache.get_node_info(name)
             if info is not None and info.node is not None:
                 self.node_changed(info.node)
         for pod in cache.pods():
             self.hold(pod)
+        tracker = cache.objects.dra
+        for claim in list(tracker.claims.values()):
+            if claim.source is not None:  # a claim read without its body cannot be served
+                tracker.set_claim(self._load_claim(claim.source))
 
     # ------------------------------------------------------------------ the simulator's side
 
@@ -111,6 +139,47 @@ class InMemoryApi:
             node.source if node.source is not None else {"metadata": {"name": node.name, "labels": dict(node.labels)}}
         )
         self.kube.load("", "v1", "nodes", dict(found))
+
+    def _load_claim(self, body: Mapping[str, Any]) -> ResourceClaim:
+        """A claim of the cluster, stored as read; the claim as stored (at the server's resourceVersion)."""
+        self._quiet = True
+        try:
+            self.kube.load(*_CLAIMS, body)
+        finally:
+            self._quiet = False
+        meta = body.get("metadata") or {}
+        stored = self.kube.peek(*_CLAIMS, str(meta.get("name") or ""), meta.get("namespace") or "default")
+        assert stored is not None
+        return parse_resource_claim(stored)
+
+    def create_claim(self, body: Mapping[str, Any]) -> ResourceClaim | str:
+        """The resourceclaim controller's POST of a claim (``generateName`` names it): the claim as created,
+        or the API server's refusal. The simulation keeps the claim itself: `claim_changed` is not told."""
+        meta = body.get("metadata") or {}
+        self._quiet = True
+        try:
+            path = paths.collection("/".join(_CLAIMS[:2]), _CLAIMS[2], namespace=meta.get("namespace") or "default")
+            answer = self.kube.answer("POST", path, body)
+        finally:
+            self._quiet = False
+        if not answer.ok:
+            return answer.detail()
+        return parse_resource_claim(answer.body)
+
+    def _changed(self, change: Change) -> None:
+        """A change stored by a request: a claim's is told to `claim_changed`, as its watch would bring it."""
+        if self._quiet or self.claim_changed is None or change.resource.key != _CLAIMS:
+            return
+        meta = change.obj["metadata"]
+        key = f"{meta.get('namespace')}/{meta['name']}"
+        if change.type == "DELETED":
+            self.claim_changed(key, None)
+            return
+        try:
+            claim = parse_resource_claim(change.obj)
+        except ObjectError:
+            return  # the operator's watch skips a claim it cannot read
+        self.claim_changed(key, claim)
 
     def bind(self, pod: Pod, node: str, *, annotations: Mapping[str, str] | None = None) -> ApiResponse:
         """Bind `pod` to `node` through pods/binding (a binder extender's bind lands here too)."""
@@ -141,14 +210,15 @@ class InMemoryApi:
         self, method: str, path: str, body: Any = None, *, content_type: str = "application/json"
     ) -> ApiResponse:
         """The answer to one request (``request`` without the coroutine)."""
-        if self.claims is not None and (claimed := self.claims.answer(method, path, body)) is not None:
-            code, payload = claimed
-            return ApiResponse(code, payload) if code < 300 else _refused(code, str(payload))
         parts = path.partition("?")[0].strip("/").split("/")
+        if parts[:3] == ["apis", *_CLAIMS[:2]]:
+            named = parts[3:4] == ["namespaces"]
+            if ((parts[5:6] if named else parts[3:4]) or [""])[0] == _CLAIMS[2]:
+                return self.kube.answer(method, path, body, content_type=content_type)
         named = parts[2:3] == ["namespaces"]
         kind = (parts[4:5] if named else parts[2:3]) or [""]
         if parts[:2] != ["api", "v1"] or kind[0] not in _HELD:
-            return _refused(404, f"the simulation's API server holds pods and nodes only, not {path}")
+            return _refused(404, f"the simulation's API server holds pods, nodes and resource claims only, not {path}")
         if method != "GET":
             if kind[0] == "nodes":
                 return _refused(405, f"the simulation does not change nodes: {method} {path}")

@@ -1,24 +1,21 @@
 """``simulate``'s side of DynamicResources: the ``resource.k8s.io/v1`` objects of the cluster file, the
-claims' API server, and the resourceclaim controller's part.
+names its API server gives claims, and the resourceclaim controller's part.
 
 - ``load_dra_object``: a DeviceClass, ResourceSlice, ResourceClaim or ResourceClaimTemplate document
   into ``ClusterObjects.dra`` (the tracker the cycle reads). A claim written without ``uid`` or
   ``resourceVersion`` gets them, as the API server would give them. ``admit_claims`` refuses a claim
   the API server would refuse (admin access outside a namespace labelled for it).
-- ``ClaimServer``: ``GET``, ``PUT`` (the object, or its ``status``) and strategic-merge ``PATCH`` of
-  ``status`` for the claims PreBind, Unreserve and PostFilter write, with resourceVersion conflicts
-  (409) as kube-apiserver answers them; ``POST`` of a claim with ``generateName`` (the claim PreBind
-  creates for a pod's extended resources: the name's five-character suffix derived from the pod's
-  uid, so runs repeat), the strategic-merge ``PATCH`` that removes its finalizer, and ``DELETE``
-  (a claim with finalizers is only marked deleted). Each write reaches the tracker as its watch
-  would (``on_change``: the simulator routes it, so the queue's hints see it).
 - ``load_dra_object`` also takes DeviceTaintRules (``DraTracker.patched_slices`` applies them).
+- The claims themselves are served by the simulation's API server (``sim/apiserver.py``: ``KubeApi``,
+  the one model of kube-apiserver's semantics), which tells the simulator of every change a request
+  makes. ``name_suffix`` is its ``generateName`` hook: the five characters a cluster draws at random,
+  derived here from the object so runs repeat.
 - ``stamp_claims``: for a pod whose ``spec.resourceClaims`` names a template, the claim the
-  resourceclaim controller creates (``pkg/controller/resourceclaim/controller.go``: generateName
-  ``<pod>-<claim>-`` both truncated proportionally to 57 characters, five characters of suffix (here
-  derived from the pod's uid, so runs repeat), owned by the pod, annotated with the pod claim's
-  name), recorded in the pod's ``status.resourceClaimStatuses``. A template that does not exist
-  creates nothing: the pod waits (``ResourceClaim not created yet``), as in a cluster.
+  resourceclaim controller creates through the API server (``pkg/controller/resourceclaim/controller.go``:
+  generateName ``<pod>-<claim>-`` both truncated proportionally to 57 characters, owned by the pod,
+  annotated with the pod claim's name), recorded in the pod's ``status.resourceClaimStatuses``. A
+  template that does not exist creates nothing: the pod waits (``ResourceClaim not created yet``),
+  as in a cluster.
 
 Pure: no I/O.
 """
@@ -28,7 +25,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import hashlib
-import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
@@ -40,8 +36,17 @@ from ..core.framework.snapshot import ClusterObjects
 from ..core.model.objects import Pod, PodClaims
 from ..core.model.parsing import ObjectError
 from ..core.plugins.dynamic_resources import admin_access_forbidden
+from .kubeapi import ResourceType
 
-__all__ = ["ClaimServer", "admin_claims_refused", "admit_claims", "devices_of", "load_dra_object", "stamp_claims"]
+__all__ = [
+    "admin_claims_refused",
+    "admit_claims",
+    "claim_name_prefix",
+    "devices_of",
+    "load_dra_object",
+    "name_suffix",
+    "stamp_claims",
+]
 
 _PARSERS: Final[Mapping[str, Callable[[Mapping[str, Any]], Any]]] = {
     "DeviceClass": dra_parsing.parse_device_class,
@@ -50,11 +55,6 @@ _PARSERS: Final[Mapping[str, Callable[[Mapping[str, Any]], Any]]] = {
     "ResourceClaimTemplate": dra_parsing.parse_resource_claim_template,
     "DeviceTaintRule": dra_parsing.parse_device_taint_rule,
 }
-_CLAIM: Final = re.compile(
-    r"^/apis/resource\.k8s\.io/v1/namespaces/(?P<ns>[^/]+)/resourceclaims(?:/(?P<name>[^/?]+)(?:/(?P<sub>status))?)?$"
-)
-#: the API server's longest ``generateName`` prefix (63 less the 5 random characters)
-_MAX_GENERATE_NAME: Final = 58
 #: the API server's random-name alphabet (k8s.io/apimachinery/pkg/util/rand)
 _ALPHABET: Final = "bcdfghjklmnpqrstvwxz2456789"
 #: the annotation the resourceclaim controller puts on a generated claim
@@ -110,170 +110,41 @@ def admit_claims(objs: ClusterObjects) -> None:
         raise ObjectError(refused[0])
 
 
-# --------------------------------------------------------------------------- the claims' API server
+# --------------------------------------------------------------------------- the API server's generateName
 
 
-def _not_found(name: str) -> tuple[int, str]:
-    return 404, f'resourceclaims.resource.k8s.io "{name}" not found'
-
-
-def _conflict(name: str) -> tuple[int, str]:
-    return 409, (
-        f'Operation cannot be fulfilled on resourceclaims.resource.k8s.io "{name}": the object has been modified; '
-        "please apply your changes to the latest version and try again"
+def name_suffix(rt: ResourceType, obj: Mapping[str, Any]) -> str:
+    """The five characters the simulation's API server (``sim/apiserver.py``, ``KubeApi``'s hook) appends to a
+    ``generateName``: random in a cluster, here derived from the object so runs repeat. A claim the
+    resourceclaim controller makes: from its owner pod's uid and the pod claim's name; any other object
+    (a pod's extended-resource claim): from its namespace, ``generateName`` and owner's uid."""
+    meta = obj.get("metadata") or {}
+    owner = next((str(o.get("uid")) for o in meta.get("ownerReferences") or () if isinstance(o, Mapping)), "")
+    pod_claim = (meta.get("annotations") or {}).get(POD_CLAIM_NAME_ANNOTATION)
+    seed = (
+        f"{owner}/{pod_claim}"
+        if pod_claim is not None
+        else f"{meta.get('namespace')}/{meta.get('generateName')}/{owner}"
     )
-
-
-class ClaimServer:
-    """The claims of the simulated cluster, as kube-apiserver serves them (see the module docstring)."""
-
-    def __init__(self, tracker: DraTracker, on_change: Callable[[str, ResourceClaim | None], None]) -> None:
-        self._tracker = tracker
-        self._on_change = on_change
-
-    def answer(self, method: str, path: str, body: Any) -> tuple[int, Any] | None:
-        """(status, body or message), or None for a path that is not a claim's."""
-        m = _CLAIM.match(path)
-        if m is None:
-            return None
-        ns, name, sub = m["ns"], m["name"], m["sub"]
-        if name is None:
-            if method != "POST" or not isinstance(body, Mapping):
-                return 405, f"the simulation answers POST of claims only: {method} {path}"
-            return self._create(ns, body)
-        current = self._tracker.claims.get(f"{ns}/{name}")
-        if current is None or current.source is None:
-            return _not_found(name)
-        found = copy.deepcopy(dict(current.source))
-        if method == "GET":
-            return 200, found
-        if method == "DELETE" and sub is None:
-            return self._delete(current, found)
-        if not isinstance(body, Mapping):
-            return 400, f"{method} {path}: expected a ResourceClaim"
-        meta = found.get("metadata") or {}
-        given = body.get("metadata") or {}
-        if given.get("uid") and given["uid"] != meta.get("uid"):
-            return (
-                409,
-                f"Precondition failed: UID in precondition: {given['uid']}, UID in object meta: {meta.get('uid')}",
-            )
-        if method == "PUT":
-            if str(given.get("resourceVersion") or "") != str(meta.get("resourceVersion") or ""):
-                return _conflict(name)
-            if sub == "status":
-                found["status"] = copy.deepcopy(dict(body.get("status") or {}))
-            else:  # an update of the object leaves its status alone
-                found = {**copy.deepcopy(dict(body)), "status": found.get("status") or {}}
-        elif method == "PATCH" and sub == "status":
-            found["status"] = _merge_status(found.get("status") or {}, body.get("status") or {})
-        elif method == "PATCH" and set(body) == {"metadata"}:
-            patched = _merge_metadata(meta, body["metadata"])
-            if patched is None:
-                return 422, f"the simulation patches a claim's finalizers only: {body}"
-            found["metadata"] = patched
-        else:
-            return 405, f"the simulation answers GET, PUT and PATCH of claims' status: {method} {path}"
-        return self._store(current, found)
-
-    def _store(self, current: ResourceClaim | None, body: dict[str, Any], code: int = 200) -> tuple[int, Any]:
-        meta = dict(body.get("metadata") or {})
-        meta["resourceVersion"] = str(int(current.resource_version or "0") + 1) if current is not None else "1"
-        body["metadata"] = meta
-        if not body.get("status"):
-            body.pop("status", None)
-        try:
-            claim = dra_parsing.parse_resource_claim(body)
-        except ObjectError as exc:
-            return 422, str(exc)
-        if claim.deleting and not claim.finalizers:  # the last finalizer of a deleted claim went: it goes
-            self._on_change(claim.key, None)
-        else:
-            self._on_change(claim.key, claim)
-        return code, copy.deepcopy(body)
-
-    def _create(self, ns: str, body: Mapping[str, Any]) -> tuple[int, Any]:
-        meta = dict(body.get("metadata") or {})
-        name = str(meta.get("name") or "")
-        if not name:
-            prefix = str(meta.get("generateName") or "")
-            if not prefix:
-                return 422, "metadata.name: Required value: name or generateName is required"
-            owner = next((str(o.get("uid")) for o in meta.get("ownerReferences") or () if isinstance(o, Mapping)), "")
-            name = _generate(prefix, f"{ns}/{prefix}/{owner}")
-        if f"{ns}/{name}" in self._tracker.claims:
-            return 409, f'resourceclaims.resource.k8s.io "{name}" already exists'
-        meta.update(name=name, namespace=ns, uid=f"resourceclaim/{ns}/{name}")
-        created = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", **copy.deepcopy(dict(body))}
-        created["metadata"] = meta
-        return self._store(None, created, 201)
-
-    def _delete(self, current: ResourceClaim, found: dict[str, Any]) -> tuple[int, Any]:
-        """A claim with finalizers is marked deleted (it goes when the last one is removed); else it goes."""
-        if current.finalizers:
-            if current.deleting:
-                return 200, found
-            found["metadata"] = {**(found.get("metadata") or {}), "deletionTimestamp": "1970-01-01T00:00:00Z"}
-            return self._store(current, found)
-        self._on_change(current.key, None)
-        return 200, found
-
-
-def _merge_metadata(meta: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any] | None:
-    """A strategic-merge patch of metadata removing finalizers (``$deleteFromPrimitiveList/finalizers``),
-    or None for any other patch (the simulation's writers send no other)."""
-    if not isinstance(patch, Mapping) or set(patch) != {"$deleteFromPrimitiveList/finalizers"}:
-        return None
-    gone = set(patch["$deleteFromPrimitiveList/finalizers"] or ())
-    out = dict(meta)
-    left = [f for f in meta.get("finalizers") or () if f not in gone]
-    if left:
-        out["finalizers"] = left
-    else:
-        out.pop("finalizers", None)
-    return out
-
-
-def _generate(prefix: str, seed: str) -> str:
-    """What ``generateName`` gives: the prefix (cut to 58 characters) and five characters derived from `seed`."""
     digest = hashlib.sha256(seed.encode()).digest()
-    return prefix[:_MAX_GENERATE_NAME] + "".join(_ALPHABET[b % len(_ALPHABET)] for b in digest[:5])
-
-
-def _merge_status(status: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
-    """A strategic-merge patch of a claim's status: ``reservedFor`` merges by ``uid`` (``$patch: delete``)."""
-    out = dict(status)
-    for key, value in patch.items():
-        if key != "reservedFor" or not isinstance(value, list):
-            out[key] = copy.deepcopy(value)
-            continue
-        entries = list(out.get("reservedFor") or [])
-        for item in value:
-            if not isinstance(item, Mapping):
-                continue
-            entries = [e for e in entries if e.get("uid") != item.get("uid")]
-            if item.get("$patch") != "delete":
-                entries.append(dict(item))
-        out["reservedFor"] = entries
-        if not entries:
-            del out["reservedFor"]
-    return out
+    return "".join(_ALPHABET[b % len(_ALPHABET)] for b in digest[:5])
 
 
 # --------------------------------------------------------------------------- the resourceclaim controller
 
 
-def generated_name(pod: str, claim: str, uid: str) -> str:
-    """The name the controller's generateName gives the claim, with a suffix derived from `uid`."""
+def claim_name_prefix(pod: str, claim: str) -> str:
+    """The controller's ``generateName`` for a pod's claim: ``<pod>-<claim>-``, both cut in proportion to 57."""
     base = f"{pod}-{claim}-"
     if len(base) > 57:
         base = f"{pod[: len(pod) * 57 // len(base)]}-{claim[: len(claim) * 57 // len(base)]}-"
-    digest = hashlib.sha256(f"{uid}/{claim}".encode()).digest()
-    return base + "".join(_ALPHABET[b % len(_ALPHABET)] for b in digest[:5])
+    return base
 
 
-def stamp_claims(pod: Pod, tracker: DraTracker) -> Pod:
-    """The pod after the controller made its template claims (see the module docstring)."""
+def stamp_claims(pod: Pod, tracker: DraTracker, create: Callable[[Mapping[str, Any]], ResourceClaim | str]) -> Pod:
+    """The pod after the controller made its template claims (see the module docstring): each created through
+    `create` (the API server's POST: the claim as created, or its refusal, which leaves the pod waiting
+    as for a missing template) and put in `tracker`."""
     refs = pod.resource_claims
     if not refs or not any(r.resource_claim_template_name for r in refs.claims):
         return pod
@@ -286,17 +157,14 @@ def stamp_claims(pod: Pod, tracker: DraTracker) -> Pod:
         )
         if template is None or ref.name in statuses:
             continue
-        name = generated_name(pod.name, ref.name, pod.uid)
         spec = (template.source or {}).get("spec") or {}
         tmeta = spec.get("metadata") or {}
         body = {
             "apiVersion": "resource.k8s.io/v1",
             "kind": "ResourceClaim",
             "metadata": {
-                "name": name,
+                "generateName": claim_name_prefix(pod.name, ref.name),
                 "namespace": pod.namespace,
-                "uid": f"resourceclaim/{pod.namespace}/{name}",
-                "resourceVersion": "1",
                 "labels": dict(tmeta.get("labels") or {}),
                 "annotations": {**(tmeta.get("annotations") or {}), POD_CLAIM_NAME_ANNOTATION: ref.name},
                 "ownerReferences": [
@@ -312,8 +180,11 @@ def stamp_claims(pod: Pod, tracker: DraTracker) -> Pod:
             },
             "spec": copy.deepcopy(spec.get("spec") or {}),
         }
-        tracker.set_claim(dra_parsing.parse_resource_claim(body))
-        statuses[ref.name] = name
+        created = create(body)
+        if isinstance(created, str):
+            continue
+        tracker.set_claim(created)
+        statuses[ref.name] = created.name
     if statuses == dict(refs.statuses):
         return pod
     source = dict(pod.source or {})

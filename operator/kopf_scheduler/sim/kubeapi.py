@@ -16,7 +16,9 @@ the behaviour is surprising, the real one won:
 - a ``metadata.uid`` in a PATCH body that differs is 422 "field is immutable"; the uid of a PUT
   body, a Binding or DeleteOptions.preconditions is the 409 Conflict precondition;
 - DELETE answers the object for the kinds whose registry says so (pods, services, namespaces,
-  PVs, PVCs, storage classes, CSINodes), otherwise a Status with ``details``.
+  PVs, PVCs, storage classes, CSINodes, ResourceClaims, DeviceClasses, ResourceSlices), otherwise a
+  Status with ``details``;
+- ``generateName`` is cut to 58 characters before the five of the suffix are appended.
 
 Two servers use it: ``tests/fakeapi.py`` puts it behind HTTP for the edge's unit tests (discovery,
 watch streams, bookmarks and injected faults live there), and ``simulate`` gives it to PreBind and
@@ -24,8 +26,8 @@ Bind plugins as their ``ApiClient`` (``sim/apiserver.py``). ``answer`` is the sy
 point: a method, a path with its query, a parsed body, an ``ApiResponse`` back; ``changed`` is
 called with every change as it is stored (what a watch would see). A list at a resourceVersion the
 store has not reached is 504 at once (the HTTP server waits for it first). The clock that stamps
-times, the uids of new objects and the suffixes of ``generateName`` are the caller's to give
-(``simulate``'s repeat from run to run).
+times, the uids of new objects and the suffixes of ``generateName`` (a random generator, or a
+function of the object) are the caller's to give (``simulate``'s repeat from run to run).
 
 Limits: no admission (a namespace need not exist), no validation or defaulting beyond uid,
 resourceVersion, creationTimestamp, generation and a Binding's target (pods created through the
@@ -107,6 +109,8 @@ _CONTINUE_EXPIRED: Final = (
 )
 _MODIFIED: Final = "the object has been modified; please apply your changes to the latest version and try again"
 _GENERATE_NAME_ALPHABET: Final = "bcdfghjklmnpqrstvwxz2456789"  # apimachinery's utilrand, 5 characters
+#: names.SimpleNameGenerator: a ``generateName`` longer than this is cut (63 less the 5 characters appended)
+_MAX_GENERATE_NAME: Final = 58
 
 
 # --------------------------------------------------------------------------------------------
@@ -210,11 +214,11 @@ BUILTIN_RESOURCES: Final[tuple[ResourceType, ...]] = (
     ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True, unconditional_update=False),
     ResourceType("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, (), ("pc",)),
     ResourceType("resource.k8s.io", "v1", "resourceclaims", "ResourceClaim", True, ("status",),
-                 generation=True, unconditional_update=False),
+                 generation=True, unconditional_update=False, returns_deleted_object=True),
     ResourceType("resource.k8s.io", "v1", "deviceclasses", "DeviceClass", False, (), generation=True,
-                 unconditional_update=False),
+                 unconditional_update=False, returns_deleted_object=True),
     ResourceType("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", False, (), generation=True,
-                 unconditional_update=False),
+                 unconditional_update=False, returns_deleted_object=True),
     ResourceType("resource.k8s.io", "v1", "devicetaintrules", "DeviceTaintRule", False, ("status",),
                  generation=True, unconditional_update=False),
     ResourceType("scheduling.kopf.dev", "v1alpha1", "schedulingpolicies", "SchedulingPolicy", False, ("status",),
@@ -807,7 +811,9 @@ class KubeApi:
     """kube-apiserver's objects and the requests on them (see the module docstring).
 
     `changed` is told of every change as it is stored; `clock` stamps creation, deletion and condition
-    times; `new_uid` names new objects; `rng` picks ``generateName`` suffixes.
+    times; `new_uid` names new objects; `rng` picks ``generateName`` suffixes, unless `name_suffix` is
+    given: then it is asked for the five characters, with the resource and the object being created
+    (its namespace set, its ``generateName`` whole).
     """
 
     def __init__(
@@ -818,6 +824,7 @@ class KubeApi:
         clock: Callable[[], _dt.datetime] = lambda: _dt.datetime.now(_dt.UTC),
         new_uid: Callable[[], str] = lambda: str(uuid.uuid4()),
         rng: random.Random | None = None,
+        name_suffix: Callable[[ResourceType, Body], str] | None = None,
     ) -> None:
         self.store = Store(history_limit, changed)
         #: the served resource types by (group, version, plural)
@@ -825,6 +832,7 @@ class KubeApi:
         self._clock = clock
         self._new_uid = new_uid
         self._rng = rng or random.Random()
+        self._name_suffix = name_suffix
         self._last_stamp = (_dt.datetime.min, "")
         #: the group-versions a path was found under (resource types are only ever added)
         self._group_versions: set[tuple[str, str]] = set()
@@ -1095,7 +1103,12 @@ class KubeApi:
         else:
             meta.pop("namespace", None)
         if not meta.get("name") and meta.get("generateName"):
-            meta["name"] = meta["generateName"] + "".join(self._rng.choices(_GENERATE_NAME_ALPHABET, k=5))
+            suffix = (
+                self._name_suffix(rt, obj)
+                if self._name_suffix is not None
+                else "".join(self._rng.choices(_GENERATE_NAME_ALPHABET, k=5))
+            )
+            meta["name"] = str(meta["generateName"])[:_MAX_GENERATE_NAME] + suffix
         if not meta.get("name"):
             raise _invalid(rt, "", "metadata.name", "Required value: name or generateName is required")
         for field_name in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds"):

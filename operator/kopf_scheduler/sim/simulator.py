@@ -103,7 +103,7 @@ from ..core.state.queueing import BACKOFF, SchedulingQueue, first_ready
 from ..core.toolkit import gangs
 from ..core.toolkit.preemption import PREEMPTED
 from .apiserver import InMemoryApi, drive
-from .dra import ClaimServer, devices_of, stamp_claims
+from .dra import devices_of, stamp_claims
 
 __all__ = ["MAX_ERROR_RETRIES", "Capacity", "Lane", "Placement", "Simulation", "SimulationResult", "UnreadablePod"]
 
@@ -250,8 +250,7 @@ class Simulation:
         self.profile, self.scheduler, self.queue = first.profile, first.scheduler, first.queue
         #: pods assumed and waiting at Permit (gangs)
         self.waiting: WaitingPods[Parked] = WaitingPods()
-        self.api = InMemoryApi(cache, lambda: self.clock)
-        self.api.claims = ClaimServer(cache.objects.dra, self._claim_changed)
+        self.api = InMemoryApi(cache, lambda: self.clock, claim_changed=self._claim_changed)
         if cache.objects.dra.clock is None:  # DynamicResources' filterTimeout runs on real time, as the operator's
             cache.objects.dra.clock = time.monotonic
         self._served: Mapping[str, routing.Queued] = self.lanes
@@ -450,7 +449,7 @@ class Simulation:
         """A pending pod is created: the API server holds it and the queue gets it (Kopf's watch)."""
         if pod.uid in self._records or self.cache.get_pod(pod.uid) is not None:
             pod = dataclasses.replace(pod, uid=f"{pod.uid}#{len(self._records)}")
-        pod = stamp_claims(pod, self.cache.objects.dra)  # the resourceclaim controller's part
+        pod = stamp_claims(pod, self.cache.objects.dra, self.api.create_claim)  # the resourceclaim controller's part
         self._records[pod.uid] = _Record(pod)
         self._arrival[pod.uid] = len(self._arrival)
         self.api.hold(pod)

@@ -425,7 +425,7 @@ class ApiClient(Protocol):
 
     The operator passes its ``Api`` (``kopf_scheduler.edge.client``: credentials, keep-alive pool,
     and the fence that keeps a replica that lost its Lease from writing); ``simulate`` an in-memory
-    API server holding the simulated pods and nodes. Never raises for HTTP errors: look at the
+    API server holding the simulated pods, nodes and ResourceClaims. Never raises for HTTP errors: look at the
     ``ApiResponse``. `decode` False leaves a successful answer's body unparsed (a write whose answer
     nobody reads).
     """
