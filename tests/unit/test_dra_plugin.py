@@ -2,13 +2,13 @@
 Reserve / Unreserve through the tracker, PostFilter's deallocation and PreBind's writes.
 
 Messages are upstream's (dynamicresources.go v1.37.2); every rejection is UnschedulableAndUnresolvable.
-The cluster's DRA store is ``ClusterObjects.dra``.
+The cluster's DRA store is ``ClusterObjects.dra``. PreBind writes to simulate's API server (``sim/apiserver.py``'s
+``InMemoryApi`` over ``KubeApi``), so conflicts, status subresources and deletions are kube-apiserver's.
 """
 
 from __future__ import annotations
 
-import asyncio
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -42,6 +42,8 @@ from kopf_scheduler.core.plugins.dynamic_resources import (
     admin_access_forbidden,
     pre_enqueue,
 )
+from kopf_scheduler.core.state.cache import SchedulerCache
+from kopf_scheduler.sim.apiserver import InMemoryApi, drive
 
 N1, N2 = make_node("node-1").obj(), make_node("node-2").obj()
 
@@ -302,68 +304,40 @@ def test_each_scored_node_notes_its_devices_for_explain() -> None:
 # --------------------------------------------------------------------------- PreBind
 
 
-@dataclass
-class Answer:
-    status: int
-    body: Any
-
-    @property
-    def ok(self) -> bool:
-        return 200 <= self.status < 300
-
-    @property
-    def gone(self) -> bool:
-        return self.status == 404
-
-    @property
-    def conflict(self) -> bool:
-        return self.status == 409
-
-    def detail(self, limit: int = 300) -> str:
-        return str(self.body)[:limit]
+CLAIMS = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims"
 
 
-@dataclass
-class FakeApi:
-    """An API server holding claims: PUT replaces (bumping resourceVersion), GET reads."""
+def api_holding(objs: Objects) -> InMemoryApi:
+    """simulate's API server (``sim/apiserver.py``, ``KubeApi``'s semantics) holding the cluster's claims: the
+    tracker's claims are replaced by the stored ones, at the server's resourceVersions, as simulate starts.
+    No watch is wired (``claim_changed``): what the tracker holds afterwards is what the plugin assumed."""
+    cache = SchedulerCache()
+    cache.objects.dra = objs.dra
+    return InMemoryApi(cache)
 
-    claims: dict[str, dict[str, Any]]
-    calls: list[tuple[str, str]] = field(default_factory=list)
 
-    async def request(self, method: str, path: str, body: Any = None, **_: Any) -> Answer:
-        self.calls.append((method, path))
-        name = path.split("/resourceclaims/")[1].split("/")[0]
-        if method == "GET":
-            return Answer(200, self.claims[name])
-        stored = self.claims[name]
-        if body["metadata"].get("resourceVersion") != stored["metadata"]["resourceVersion"]:
-            return Answer(409, "conflict")
-        new = {
-            **body,
-            "metadata": {**body["metadata"], "resourceVersion": str(int(stored["metadata"]["resourceVersion"]) + 1)},
-        }
-        if path.endswith("/status"):
-            new = {
-                **stored,
-                "status": body["status"],
-                "metadata": {**stored["metadata"], "resourceVersion": new["metadata"]["resourceVersion"]},
-            }
-        self.claims[name] = new
-        return Answer(200, new)
+def calls(api: InMemoryApi) -> list[tuple[str, str]]:
+    """The plugin's requests, (method, path below the claims)."""
+    return [(method, path.removeprefix(CLAIMS)) for method, path, _ in api.requests]
+
+
+def served(api: InMemoryApi, name: str) -> dict[str, Any]:
+    found = api.kube.get("resource.k8s.io", "v1", "resourceclaims", name, "default")
+    assert found is not None
+    return found
 
 
 def test_pre_bind_writes_finalizer_allocation_and_reservation() -> None:
-    body = claim("c", request("r", "gpu"))
-    objs = cluster(claims=(body,), slices=two_gpus_each())
+    objs = cluster(claims=(claim("c", request("r", "gpu")),), slices=two_gpus_each())
+    api = api_holding(objs)
     pod = pod_with(uses("c"))
     plugin, state, _, _ = pre_filter(pod, objs)
     assert plugin.filter(state, pod, node_info(N1)).is_success
     assert plugin.reserve(state, pod, "node-1", Handle(objs)).is_success  # type: ignore[arg-type]
     state.write(BIND_TIME, "2026-05-01T00:00:00Z")
-    api = FakeApi({"c": body})
-    assert asyncio.run(plugin.pre_bind(state, pod, "node-1", api)).is_success  # type: ignore[arg-type]
-    assert [m for m, _ in api.calls] == ["PUT", "PUT"]
-    written = api.claims["c"]
+    assert drive(plugin.pre_bind(state, pod, "node-1", api)).is_success
+    assert calls(api) == [("PUT", "/c"), ("PUT", "/c/status")]
+    written = served(api, "c")
     assert written["metadata"]["finalizers"] == [FINALIZER]
     assert written["status"]["allocation"] == {
         "devices": {"results": [{"request": "r", "driver": DRIVER_A, "pool": "node-1", "device": "gpu-0"}]},
@@ -373,40 +347,54 @@ def test_pre_bind_writes_finalizer_allocation_and_reservation() -> None:
         "allocationTimestamp": "2026-05-01T00:00:00Z",
     }
     assert written["status"]["reservedFor"] == [{"resource": "pods", "name": "p", "uid": pod.uid}]
-    # the write is assumed at once and the in-flight allocation released
+    # the write is assumed at once (no watch here tells the tracker) and the in-flight allocation released
     assumed = objs.dra.get_claim("default", "c")
     assert assumed is not None and assumed.allocation is not None and objs.dra.pending_allocation("uid-c") is None
+    assert assumed.resource_version == written["metadata"]["resourceVersion"]
 
 
 def test_pre_bind_retries_a_conflict_after_reading_the_claim() -> None:
     body = allocated(claim("c", request("r", "gpu")), ("r", DRIVER_A, "node-1", "gpu-0"), node="node-1")
     objs = cluster(claims=(body,), slices=two_gpus_each())
+    api = api_holding(objs)
     pod = pod_with(uses("c"))
     plugin, state, _, _ = pre_filter(pod, objs)
-    newer = {**body, "metadata": {**body["metadata"], "resourceVersion": "7"}}
-    api = FakeApi({"c": newer})
-    assert asyncio.run(plugin.pre_bind(state, pod, "node-1", api)).is_success  # type: ignore[arg-type]
-    assert [m for m, _ in api.calls] == ["PUT", "GET", "PUT"]
-    assert api.claims["c"]["status"]["reservedFor"] == [{"resource": "pods", "name": "p", "uid": pod.uid}]
+    # someone else writes the claim meanwhile: the server's resourceVersion moves past the tracker's
+    touched = api.answer(
+        "PATCH",
+        f"{CLAIMS}/c",
+        {"metadata": {"labels": {"touched": "yes"}}},
+        content_type="application/merge-patch+json",
+    )
+    assert touched.ok
+    assert drive(plugin.pre_bind(state, pod, "node-1", api)).is_success
+    assert calls(api) == [("PUT", "/c/status"), ("GET", "/c"), ("PUT", "/c/status")]
+    written = served(api, "c")
+    assert written["status"]["reservedFor"] == [{"resource": "pods", "name": "p", "uid": pod.uid}]
+    assert written["metadata"]["labels"] == {"touched": "yes"}  # the other write is kept
 
 
 def test_a_pre_bind_failure_leaves_unreserve_the_reservations_it_wrote() -> None:
     """Upstream updates its state per claim, so Unreserve removes the pod from the claims PreBind did write."""
     first = allocated(claim("c1", request("r", "gpu")), ("r", DRIVER_A, "node-1", "gpu-0"), node="node-1")
     second = allocated(claim("c2", request("r", "gpu")), ("r", DRIVER_A, "node-1", "gpu-1"), node="node-1")
+    second["metadata"] = {**second["metadata"], "finalizers": [FINALIZER]}  # an allocated claim carries it
     objs = cluster(claims=(first, second), slices=two_gpus_each())
+    api = api_holding(objs)
     pod = pod_with(uses("c1", "a"), uses("c2", "b"))
     plugin, state, _, _ = pre_filter(pod, objs)
-    gone = {
-        **second,
-        "metadata": {**second["metadata"], "deletionTimestamp": "2026-01-01T00:00:00Z", "resourceVersion": "9"},
-    }
-    api = FakeApi({"c1": first, "c2": gone})
-    status = asyncio.run(plugin.pre_bind(state, pod, "node-1", api))  # type: ignore[arg-type]
+    # c2 is deleted meanwhile: its finalizer holds it, marked (deletionTimestamp, a new resourceVersion)
+    deleted = api.answer("DELETE", f"{CLAIMS}/c2")
+    assert deleted.ok and "deletionTimestamp" in deleted.body["metadata"]
+    status = drive(plugin.pre_bind(state, pod, "node-1", api))
     assert status.code is Code.ERROR and "got deleted in the meantime" in status.message
+    assert calls(api) == [("PUT", "/c1/status"), ("PUT", "/c2/status"), ("GET", "/c2")]
     plugin.unreserve(state, pod, "node-1", Handle(objs))  # type: ignore[arg-type]
     (write,) = objs.dra.drain()
     assert write.path.endswith("/resourceclaims/c1/status") and write.method == "PATCH"
+    # the server takes it: the reservation PreBind wrote is gone again
+    undone = api.answer(write.method, write.path, write.body, content_type=write.content_type)
+    assert undone.ok and not undone.body["status"].get("reservedFor")
 
 
 # --------------------------------------------------------------------------- admin access
