@@ -49,7 +49,7 @@ from ..edge.credentials import load_credentials
 from ..edge.informer import Feed, Informer
 from ..edge.plugins import installed_registry
 from . import convert, events, loop
-from .app import POLICY_GROUP, POLICY_PLURAL, POLICY_VERSION, App
+from .app import POLICY_GROUP, POLICY_PLURAL, POLICY_VERSION, App, prepare_collector_for_lists
 from .leader import default_identity
 from .login import connection_info, user_agent
 
@@ -323,6 +323,7 @@ def start_informers(app: App) -> None:
     reconciliation; the App counts the kinds that are synced."""
     watched = feeds(app)
     app.sync = routing.CacheSync(f.kind for f in watched)
+    prepare_collector_for_lists()
     app.informers = [
         Informer(app.api, feed, on_sync=app.kind_synced, on_restart=app.informer_restarted) for feed in watched
     ]
