@@ -7,7 +7,7 @@ Why it exists: pods reach the scheduling queue through a Kopf ``on.event`` handl
 shape), and Kopf's per-event machinery (a worker task and queue per object, three loggers, cause
 and kwargs building, the diff-base essence) runs before any handler filter. This measures it
 alone, so that each setting in ``kube/handlers.configure`` and the gc thresholds the App sets
-once synced are kept on numbers.
+before its first lists are kept on numbers.
 
 How: a fake API server (tests/fakeapi.py, the real wire format) runs in a subprocess and makes the
 events itself: it creates N unassigned pods, then binds each, so a watch of unassigned pods
@@ -22,7 +22,7 @@ Variants:
 - ``kopf-plain``: ``@kopf.on.event`` on pods with Kopf's default settings (all pods listed);
 - ``kopf-tuned``: the settings the operator runs with (``handlers.configure``: the server-side
   selector, an empty diff-base essence for pods, the ``kopf.objects`` loggers at WARNING);
-- ``kopf-tuned-gc``: the same with the gc thresholds the App sets once its caches synced;
+- ``kopf-tuned-gc``: the same with the gc thresholds the App sets before its first lists;
 - ``informer``: our informer (``edge/informer.py``) on the same selector.
 """
 
