@@ -44,10 +44,11 @@ cycle reports as the plugin's failure.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import itertools
 import random
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Iterator, Mapping
 from typing import Any, Final, TypeVar
 
 from ..core.dra.objects import ResourceClaim
@@ -101,7 +102,7 @@ class InMemoryApi:
         #: every request of the plugins, in order: (method, path, body)
         self.requests: list[tuple[str, str, Any]] = []
         self.claim_changed = claim_changed
-        #: writes of the simulation's own (loads, the controller's claims): not told to `claim_changed`
+        #: within `_quietly` (the simulation's own loads and claims): changes not told to `claim_changed`
         self._quiet = False
         for name in cache.node_names():
             info = cache.get_node_info(name)
@@ -142,11 +143,8 @@ class InMemoryApi:
 
     def _load_claim(self, body: Mapping[str, Any]) -> ResourceClaim:
         """A claim of the cluster, stored as read; the claim as stored (at the server's resourceVersion)."""
-        self._quiet = True
-        try:
+        with self._quietly():
             self.kube.load(*_CLAIMS, body)
-        finally:
-            self._quiet = False
         meta = body.get("metadata") or {}
         stored = self.kube.peek(*_CLAIMS, str(meta.get("name") or ""), meta.get("namespace") or "default")
         assert stored is not None
@@ -156,15 +154,21 @@ class InMemoryApi:
         """The resourceclaim controller's POST of a claim (``generateName`` names it): the claim as created,
         or the API server's refusal. The simulation keeps the claim itself: `claim_changed` is not told."""
         meta = body.get("metadata") or {}
-        self._quiet = True
-        try:
-            path = paths.collection("/".join(_CLAIMS[:2]), _CLAIMS[2], namespace=meta.get("namespace") or "default")
+        path = paths.collection("/".join(_CLAIMS[:2]), _CLAIMS[2], namespace=meta.get("namespace") or "default")
+        with self._quietly():
             answer = self.kube.answer("POST", path, body)
-        finally:
-            self._quiet = False
         if not answer.ok:
             return answer.detail()
         return parse_resource_claim(answer.body)
+
+    @contextlib.contextmanager
+    def _quietly(self) -> Iterator[None]:
+        """The simulation's own writes within: their changes are not told to `claim_changed`."""
+        self._quiet = True
+        try:
+            yield
+        finally:
+            self._quiet = False
 
     def _changed(self, change: Change) -> None:
         """A change stored by a request: a claim's is told to `claim_changed`, as its watch would bring it."""
