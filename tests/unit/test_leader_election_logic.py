@@ -1,5 +1,6 @@
-"""Leader election without an API server: the pure decision and codec, then whole terms against an
-in-memory Lease store on a virtual clock (client-go's leaderelection semantics)."""
+"""Leader election without an API server: the pure decision and codec, then whole terms of the operator's
+Lease client against simulate's in-memory kube-apiserver model on a virtual clock (client-go's
+leaderelection semantics)."""
 
 from __future__ import annotations
 
@@ -8,17 +9,17 @@ import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
+from kopf_scheduler.core.framework.interface import ApiResponse
 from kopf_scheduler.core.model.timestamps import parse_time, rfc3339_micro
 from kopf_scheduler.kube.leader import (
     Action,
+    ApiLeaseClient,
     LeaderElectionConfig,
     LeaderElector,
-    LeaseAPIError,
-    LeaseConflictError,
     LeaseRecord,
     Observation,
     StoredLease,
@@ -28,6 +29,10 @@ from kopf_scheduler.kube.leader import (
     released,
     stored_lease_from_body,
 )
+from kopf_scheduler.sim.kubeapi import KubeApi
+
+if TYPE_CHECKING:
+    from kopf_scheduler.edge.client import Api
 
 ME = "me_1"
 OTHER = "other_2"
@@ -240,50 +245,67 @@ class VirtualClock:
                     self._sleepers.append((at, f))
 
 
+LEASES = ("coordination.k8s.io", "v1", "leases")
+LEASE_NAME, LEASE_NAMESPACE = "sched", "ns"
+
+
 @dataclass
 class MemoryStore:
-    """One Lease with resourceVersion checks, as the API server keeps it."""
+    """The Lease as kube-apiserver keeps it (simulate's `KubeApi`: resourceVersions, 404, 409 and their
+    bodies), and every record written to it, by whom."""
 
-    lease: StoredLease | None = None
-    version: int = 0
+    kube: KubeApi = field(default_factory=KubeApi)
     writes: list[tuple[str, LeaseRecord]] = field(default_factory=list)
 
-    def write(self, who: str, record: LeaseRecord) -> StoredLease:
-        self.version += 1
-        self.lease = StoredLease(record, str(self.version))
+    @property
+    def lease(self) -> StoredLease | None:
+        body = self.kube.peek(*LEASES, LEASE_NAME, LEASE_NAMESPACE)
+        return None if body is None else stored_lease_from_body(body)
+
+    def write(self, who: str, record: LeaseRecord) -> None:
+        """Another party writes `record`, whatever the resourceVersion (kubectl, a racing candidate)."""
+        self.kube.load(*LEASES, lease_body(record, name=LEASE_NAME, namespace=LEASE_NAMESPACE, resource_version=None))
         self.writes.append((who, record))
-        return self.lease
+
+    def delete(self) -> None:
+        self.kube.delete(*LEASES, LEASE_NAME, LEASE_NAMESPACE)
+
+    def touch(self) -> None:
+        """Someone else changes the Lease without taking it (a label, an annotation): a new resourceVersion."""
+        body = self.kube.peek(*LEASES, LEASE_NAME, LEASE_NAMESPACE)
+        assert body is not None
+        self.kube.load(*LEASES, {**body, "metadata": {**body["metadata"], "labels": {"touched": "yes"}}})
 
 
-@dataclass
-class MemoryClient:
-    store: MemoryStore
-    who: str
-    down: bool = False  # simulate a partition: every request fails
-    conflicts: int = 0  # the next N replaces fail with 409
+class Connection:
+    """What `ApiLeaseClient` asks of the operator's `Api`, answered by the store's server: a cut connection
+    when `down` (status 0, as the transport reports it), and before each of the next `conflicts` replaces
+    someone else touches the Lease, so the server answers that replace 409."""
 
-    def _check(self) -> None:
+    def __init__(self, store: MemoryStore, who: str) -> None:
+        self.store, self.who = store, who
+        self.down = False
+        self.conflicts = 0
+
+    async def request(self, method: str, path: str, body: Any = None, **_: Any) -> ApiResponse:
         if self.down:
-            raise LeaseAPIError("connection refused")
-
-    async def get(self) -> StoredLease | None:
-        self._check()
-        return self.store.lease
-
-    async def create(self, record: LeaseRecord) -> StoredLease:
-        self._check()
-        if self.store.lease is not None:
-            raise LeaseConflictError("exists")
-        return self.store.write(self.who, record)
-
-    async def replace(self, record: LeaseRecord, *, resource_version: str) -> StoredLease:
-        self._check()
-        if self.conflicts:
+            return ApiResponse(0, error="ConnectionRefusedError: connection refused")
+        if method == "PUT" and self.conflicts and self.store.lease is not None:
             self.conflicts -= 1
-            raise LeaseConflictError("injected")
-        if self.store.lease is None or self.store.lease.resource_version != resource_version:
-            raise LeaseConflictError("stale resourceVersion")
-        return self.store.write(self.who, record)
+            self.store.touch()
+        answer = self.store.kube.answer(method, path, body)
+        if answer.ok and method in ("POST", "PUT"):
+            self.store.writes.append((self.who, stored_lease_from_body(answer.body).record))
+        return answer
+
+
+class MemoryClient(ApiLeaseClient):
+    """The operator's Lease client over a `Connection` to the store's server."""
+
+    def __init__(self, store: MemoryStore, who: str) -> None:
+        self.store = store
+        self.connection = Connection(store, who)
+        super().__init__(cast("Api", self.connection), name=LEASE_NAME, namespace=LEASE_NAMESPACE)
 
 
 @dataclass
@@ -368,7 +390,7 @@ def test_partitioned_leader_steps_down_before_its_term_ends_and_standby_waits_it
         b.start()
         await clock.run_until(lambda: clock.t >= 1010)
         last_renewal = clock.t
-        a.client.down = True
+        a.client.connection.down = True
         await clock.run_until(lambda: a.events == ["started", "stopped"])
         lost_at = clock.t
         assert lost_at - last_renewal <= 2.0 + 10.0  # the next renewal plus the renew deadline
@@ -388,7 +410,7 @@ def test_renewal_survives_conflicts_within_the_deadline() -> None:
         a = candidate(store, clock, "a")
         a.start()
         await clock.run_until(lambda: a.events == ["started"])
-        a.client.conflicts = 3  # optimistic write 409s, then the re-read path's write 409s, ...
+        a.client.connection.conflicts = 3  # optimistic write 409s, then the re-read path's write 409s, ...
         start = clock.t
         await clock.run_until(lambda: clock.t >= start + 20)
         assert a.events == ["started"] and a.elector.is_leader
@@ -477,7 +499,6 @@ def test_a_read_showing_another_valid_holder_ends_the_term_at_once() -> None:
     scenario(body)
 
 
-@dataclass
 class Overtaken(MemoryClient):
     """The next create or replace loses the race: `winner` writes its record just before it."""
 
@@ -516,7 +537,7 @@ def test_a_lease_that_no_longer_names_us_ends_the_term_when_taking_it_back_fails
         await clock.run_until(lambda: clock.t >= 1003)
         assert store.lease is not None
         if how == "deleted":
-            store.lease = None
+            store.delete()
         else:
             store.write("admin", released(store.lease.record, wall_now=clock.now()))
         client.winner = LeaseRecord("b", 15, clock.now(), clock.now(), 1)  # b takes it first, without waiting
@@ -528,20 +549,20 @@ def test_a_lease_that_no_longer_names_us_ends_the_term_when_taking_it_back_fails
     scenario(body)
 
 
-@dataclass
 class SlowFirstRead(MemoryClient):
     """The first get is in flight `latency` virtual seconds and answered at its end (`answering` runs then)."""
 
-    clock: VirtualClock | None = None
-    latency: float = 0.0
-    answering: Callable[[], None] | None = None
+    def __init__(
+        self, store: MemoryStore, who: str, *, clock: VirtualClock, latency: float, answering: Callable[[], None]
+    ) -> None:
+        super().__init__(store, who)
+        self.clock, self.latency, self.answering = clock, latency, answering
 
     async def get(self) -> StoredLease | None:
-        if self.latency and self.clock is not None:
+        if self.latency:
             latency, self.latency = self.latency, 0.0
             await self.clock.sleep(latency)
-            if self.answering is not None:
-                self.answering()
+            self.answering()
         return await super().get()
 
 
@@ -557,7 +578,7 @@ def test_a_standby_counts_the_holders_term_from_when_its_read_returned() -> None
         last_renewal: list[float] = []
 
         def partition_a() -> None:  # the server answers b's read; a is cut off right after
-            a.client.down = True
+            a.client.connection.down = True
             last_renewal.append(renewed_at(store))
 
         client = SlowFirstRead(store, "b", clock=clock, latency=8.0, answering=partition_a)
