@@ -16,7 +16,7 @@ from kopf_scheduler.core.model.objects import Pod
 from kopf_scheduler.core.model.parsing import ObjectError, parse_pod
 from kopf_scheduler.core.model.resources import DEFAULT_MEMORY_REQUEST as DMEM
 from kopf_scheduler.core.model.resources import DEFAULT_MILLI_CPU_REQUEST as DCPU
-from kopf_scheduler.core.model.resources import ZERO_RESOURCES
+from kopf_scheduler.core.model.resources import ZERO_RESOURCES, QuantityError, Resources
 
 M = 1_000_000  # "1M" of memory
 
@@ -299,3 +299,18 @@ def test_a_bound_pod_with_placement_fields_the_parser_refuses_still_counts_on_it
     body["spec"].pop("nodeName")
     with pytest.raises(ObjectError, match="tolerations"):
         parse_pod(body)
+
+
+def test_a_list_read_again_is_the_same_vector_and_a_bad_one_is_refused_every_time() -> None:
+    """Resources.from_mapping keeps the vectors of quantity-string lists (nodes repeat a few shapes)."""
+    shape = {"cpu": "4", "memory": "32Gi", "pods": "110", "example.com/gpu": "2"}
+    first = Resources.from_mapping(shape)
+    again = Resources.from_mapping(dict(shape))
+    assert again == first == Resources(4000, 32 * 2**30, 0, {"example.com/gpu": 2})
+    for where in ("node a: status.capacity", "node b: status.capacity"):
+        with pytest.raises(QuantityError, match=f"^{where}.cpu: "):
+            Resources.from_mapping({"cpu": "four"}, where=where)
+    assert Resources.from_mapping({"example.com/gpu": "1"}).get("example.com/gpu") == 1
+    assert Resources.from_mapping({"example.com/gpu": 1}).get("example.com/gpu") == 1
+    with pytest.raises(QuantityError):  # True == 1 in a key: only lists of strings are looked up
+        Resources.from_mapping({"example.com/gpu": True})
