@@ -509,7 +509,6 @@ def test_a_scheduled_event_whose_answer_is_lost_is_neither_lost_nor_doubled(
 def test_a_fenced_replica_writes_nothing_and_binds_once_its_term_is_valid_again(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(loop, "HOUSEKEEPING_PERIOD", 0.02)  # the refused PodGroup status is written again by then
 
     async def scenario(op: Operator) -> None:
         op.server.register(*COSCHEDULING, "PodGroup")
@@ -545,6 +544,9 @@ def test_a_fenced_replica_writes_nothing_and_binds_once_its_term_is_valid_again(
 
         op.leading = True
         await op.wait(lambda: op.node_of("fits") == "small")
+        # the refused PodGroup status is written again by the loop's next housekeeping: its period passes
+        op.clock.advance(loop.HOUSEKEEPING_PERIOD)
+        op.app.wake()
         await op.wait(
             lambda: (
                 ("PATCH", "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups/gang/status") in op.writes()
