@@ -759,8 +759,16 @@ def test_recover_scheduled_writes_the_missing_events_of_pods_another_process_bou
         op.server.add("", "v1", "events", scheduled_event("has", has))
         late = op.server.add("", "v1", "pods", make_pod("late").scheduler(SCHEDULER).req(cpu="1").body)
 
-        # this replica leads; what follows up to `not recovering.done()` takes 0.05 s here (unloaded)
-        recovering = asyncio.create_task(events.recover_scheduled(op.app, grace=0.3))
+        grace = 30.0
+        slept: list[float] = []
+        graced = asyncio.Event()
+
+        async def sleep(seconds: float) -> None:
+            """The recovery's wait for the grace: over once the test has done what may happen within it."""
+            slept.append(seconds)
+            await graced.wait()
+
+        recovering = asyncio.create_task(events.recover_scheduled(op.app, grace=grace, sleep=sleep))  # this one leads
         assert op.app.binding_here == set()
         bound = await op.api.request("POST", "/api/v1/namespaces/default/pods/late/binding", {
             "metadata": {"name": "late", "uid": late["metadata"]["uid"]}, "target": {"name": "n1"},
@@ -770,7 +778,9 @@ def test_recover_scheduled_writes_the_missing_events_of_pods_another_process_bou
         await op.start()
         await op.pod("ours")  # this process binds it while the recovery waits: its event is the bind's
         await op.wait(lambda: ("ours", "Successfully assigned default/ours to n1") in op.events())
-        assert not recovering.done()
+        await op.wait(lambda: slept)
+        assert not recovering.done() and 0 < slept[0] < grace  # it waits what is left of the grace
+        graced.set()
         assert await asyncio.wait_for(recovering, 5) == 2
         assert op.app.binding_here is None
         assert sorted(op.events()) == [
