@@ -9,6 +9,7 @@ import base64
 import json
 import os
 import re
+import shlex
 import shutil
 import ssl
 import sys
@@ -538,40 +539,48 @@ def test_tls_server_name_and_proxy_url_are_kept(tmp_path: Path) -> None:
 
 # --------------------------------------------------------------------------- exec plugins
 
-PLUGIN = textwrap.dedent('''\
-    """An exec credential plugin: what it prints is in the JSON file argv[1]; argv[2] counts its runs."""
-    import datetime, json, pathlib, sys
-    spec = json.loads(pathlib.Path(sys.argv[1]).read_text())
-    runs = pathlib.Path(sys.argv[2])
-    n = int(runs.read_text()) + 1 if runs.exists() else 1
-    runs.write_text(str(n))
-    if spec.get("fail"):
-        print(spec["fail"], file=sys.stderr)
-        sys.exit(3)
-    status = {}
-    if spec.get("cert"):
-        status["clientCertificateData"] = pathlib.Path(spec["cert"]).read_text()
-        status["clientKeyData"] = pathlib.Path(spec["key"]).read_text()
-    else:
-        status["token"] = spec.get("token") or f"token-{n}"
-    if spec.get("ttl"):
-        expiry = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=spec["ttl"])
-        status["expirationTimestamp"] = expiry.strftime("%Y-%m-%dT%H:%M:%SZ")
-    print(json.dumps({"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential", "status": status}))
-''')
+#: an exec credential plugin, a POSIX shell script (it starts in a millisecond, as a compiled plugin does; a Python
+#: one takes 40 ms): what it prints is set by the file $1 (shell assignments, see ``Plugin.spec``); $2 counts its runs
+PLUGIN = textwrap.dedent(r"""
+    . "$1"
+    n=$(( $(cat "$2" 2>/dev/null || echo 0) + 1 ))
+    echo "$n" > "$2"
+    if [ -n "$FAIL" ]; then
+        echo "$FAIL" >&2
+        exit 3
+    fi
+    if [ -n "$STATUS" ]; then
+        status=$STATUS
+    else
+        status="\"token\":\"${TOKEN:-token-$n}\""
+    fi
+    if [ -n "$TTL" ]; then
+        expiry=$(date -u -d "@$(( $(date +%s) + TTL ))" +%Y-%m-%dT%H:%M:%SZ)
+        status="$status,\"expirationTimestamp\":\"$expiry\""
+    fi
+    printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{%s}}\n' "$status"
+""")
+SHELL = "/bin/sh"
 
 
 class Plugin:
     """The plugin's files: `spec` says what its next run prints, `runs` how often it ran."""
 
     def __init__(self, tmp_path: Path) -> None:
-        self.script = tmp_path / "plugin.py"
+        self.script = tmp_path / "plugin.sh"
         self.script.write_text(PLUGIN)
-        self.spec_path = tmp_path / "spec.json"
+        self.spec_path = tmp_path / "spec.sh"
         self.runs_path = tmp_path / "runs"
 
-    def spec(self, **spec: Any) -> None:
-        self.spec_path.write_text(json.dumps(spec))
+    def spec(self, *, fail: str = "", token: str = "", ttl: int = 0, cert: str = "", key: str = "") -> None:
+        """The next runs fail with `fail` on stderr, or print `token` (else token-<run>) or the client
+        certificate and key in the files `cert` and `key`, expiring `ttl` seconds after the run (0: never)."""
+        status = ""
+        if cert:
+            status = f'"clientCertificateData":{json.dumps(Path(cert).read_text())},'
+            status += f'"clientKeyData":{json.dumps(Path(key).read_text())}'
+        assignments = {"FAIL": fail, "TOKEN": token, "TTL": str(ttl) if ttl else "", "STATUS": status}
+        self.spec_path.write_text("".join(f"{k}={shlex.quote(v)}\n" for k, v in assignments.items()))
 
     @property
     def runs(self) -> int:
@@ -580,7 +589,7 @@ class Plugin:
     def user(self, **extra: Any) -> dict[str, Any]:
         return {"exec": {
             "apiVersion": "client.authentication.k8s.io/v1", "interactiveMode": "Never",
-            "command": sys.executable, "args": [str(self.script), str(self.spec_path), str(self.runs_path)], **extra,
+            "command": SHELL, "args": [str(self.script), str(self.spec_path), str(self.runs_path)], **extra,
         }}  # fmt: skip
 
 
@@ -645,7 +654,7 @@ def test_a_failing_plugin_is_an_error_at_load_and_a_false_refresh_later(tmp_path
         load_credentials(str(path))
     assert err.value.source == f"--kubeconfig {path}"
     assert err.value.reason == (
-        f"user 'u': exec plugin {sys.executable!r} failed: exec: process returned 3. no SSO session: run aws sso login "
+        f"user 'u': exec plugin {SHELL!r} failed: exec: process returned 3. no SSO session: run aws sso login "
         "(install it with: pip install nothing)"
     )
 

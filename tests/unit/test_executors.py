@@ -6,7 +6,9 @@ The core (``core/scheduling/cycle.py``) decides every step; ``kube/loop.py`` + `
 - the operator: an ``App`` with its informers and one scheduling loop on ``tests/fakeapi.py``, its
   unassigned pods relayed as Kopf's watch would (``handlers.on_pod_event``), and a kubelet that
   finishes the deletion of evicted pods. Pods are created step by step, each step once the
-  previous one settled (nothing ready, backing off or being bound);
+  previous one settled (nothing ready, backing off, being bound or written). The App's clock
+  (``Clock``) moves on by itself only while the operator is idle, to the end of a backoff or a
+  Permit deadline, as ``simulate``'s does: no test waits for real time to pass;
 - ``simulate``: ``Simulation.run`` over the same bodies, loaded as ``kopf-scheduler simulate``
   loads its files.
 
@@ -262,6 +264,28 @@ class Flag:
         return self.set
 
 
+class Clock:
+    """The operator's clock (``App(clock=...)``): the monotonic clock plus how far the test moved it on.
+
+    The test moves it only while the operator is idle (nothing ready, being bound, written or unseen), to the
+    next moment something is due (a backoff's end, a Permit deadline): what a real run would have slept
+    through, as ``simulate``'s clock jumps from event to event."""
+
+    def __init__(self) -> None:
+        self.offset = 0.0
+
+    def __call__(self) -> float:
+        return time.monotonic() + self.offset
+
+    def advance(self, seconds: float) -> None:
+        self.offset += max(seconds, 0.0)
+
+
+#: seconds of real time the operator must stay idle before a step counts as settled, and between looks
+QUIET = 0.006
+POLL = 0.001
+
+
 class Operator:
     """One scheduler process on the fake API server, with Kopf's pod watch and a kubelet played by tasks."""
 
@@ -270,21 +294,36 @@ class Operator:
         self.api = Api(
             Credentials(server=server.url, source="fakeapi"), timeout=2.0, fence=lambda: True, user_agent="t"
         )
-        self.app = App(self.api, identity="t")
+        self.clock = Clock()
+        self.app = App(self.api, identity="t", clock=self.clock)
         meta = PolicyMeta(POLICY, 1, "2026-01-01T00:00:00Z", "uid-policy", SCHEDULER, spec)
         statuses = self.app.observe_policy(meta)
         assert statuses[POLICY]["conditions"][0]["status"] == "True", statuses
         self.stopped = Flag()
         self.tasks: list[asyncio.Task[None]] = []
         self._relayed: dict[str, tuple[str, dict[str, Any]]] = {}
+        #: the App's tasks that run for good (informers, watchdog); any other is a write or a bind in flight
+        self._resident: set[asyncio.Task[Any]] = set()
+        #: set by every change the server stores: the relay and the kubelet look again then
+        self._changes = [asyncio.Event(), asyncio.Event()]
+        stored = server.store.changed
+
+        def changed(change: Any) -> None:
+            if stored is not None:
+                stored(change)
+            for event in self._changes:
+                event.set()
+
+        server.store.changed = changed
 
     async def start(self) -> None:
         handlers.start_informers(self.app)
+        self._resident = set(self.app._tasks)
         await self.wait(self.app.current)
         self.tasks = [
             asyncio.create_task(loop.run(self.app, POLICY, self.stopped)),
-            asyncio.create_task(self._forever(self._relay)),
-            asyncio.create_task(self._forever(self._kubelet)),
+            asyncio.create_task(self._forever(self._relay, self._changes[0])),
+            asyncio.create_task(self._forever(self._kubelet, self._changes[1])),
         ]
 
     async def stop(self) -> None:
@@ -300,10 +339,12 @@ class Operator:
         await asyncio.gather(*leftovers, return_exceptions=True)
         await self.api.close()
 
-    async def _forever(self, step: Callable[[], Any]) -> None:
+    @staticmethod
+    async def _forever(step: Callable[[], Any], changes: asyncio.Event) -> None:
         while True:
+            changes.clear()
             await step()
-            await asyncio.sleep(0.01)
+            await changes.wait()
 
     async def _relay(self) -> None:
         """Kopf's watch of unassigned pods: ADDED / MODIFIED while unbound, DELETED once bound or gone."""
@@ -326,38 +367,76 @@ class Operator:
                 self.server.delete("", "v1", "pods", body["metadata"]["name"])
 
     def busy(self) -> bool:
-        """A pod is ready or backing off, in flight but not at Permit (being bound), dying, or not relayed yet."""
+        """A pod is ready, in flight but not at Permit (being bound), dying, or its last change not relayed
+        yet; a write (an event, a status patch) is in flight; or the informers have not caught up."""
         queue = self.app.states[SCHEDULER].queue
-        counts = queue.pending_counts()
         waiting = {w.pod.uid for w in self.app.waiting}
         pods = self.server.objects("", "v1", "pods")
         binding = any(
             queue.where(b["metadata"]["uid"]) == "in_flight" and b["metadata"]["uid"] not in waiting for b in pods
         )
-        relayed = {b["metadata"]["uid"] for b in pods if not b["spec"].get("nodeName")} == set(self._relayed)
+        unbound = {b["metadata"]["uid"]: b for b in pods if not b["spec"].get("nodeName")}
+        relayed = {uid: b["metadata"]["resourceVersion"] for uid, b in unbound.items()} == {
+            uid: rv for uid, (rv, _) in self._relayed.items()
+        }
         dying = any(b["metadata"].get("deletionTimestamp") for b in pods)
+        writing = any(not task.done() for task in self.app._tasks - self._resident)
         # the pods informer has caught up: the cache holds exactly the server's bound pods (a deletion or a
         # bind it has not delivered yet shows here), besides those assumed at Permit
         cached = {p.uid for p in self.app.cache.pods()} - waiting
         unseen = cached != {b["metadata"]["uid"] for b in pods if b["spec"].get("nodeName")}
-        return bool(counts["active"] or counts["backoff"]) or binding or dying or not relayed or unseen
+        return bool(queue.pending_counts()["active"]) or binding or dying or not relayed or writing or unseen
 
-    async def settle(self, *, quiet: float = 0.05, timeout: float = 6.0) -> None:
-        """Until nothing was ready, backing off, being bound, dying or unseen by the informers for `quiet`
-        seconds (the quiet covers the writes that follow a step: events, status patches)."""
+    def _due(self) -> float | None:
+        """When the next pod backing off is ready (by the operator's clock), if one is."""
+        queue = self.app.states[SCHEDULER].queue
+        return queue.next_ready_at(self.clock()) if queue.pending_counts()["backoff"] else None
+
+    async def idle(self, *, timeout: float = 6.0) -> None:
+        """Until the operator was not busy for `QUIET` seconds (that covers what follows a step on the wire:
+        a watch event on its way to an informer)."""
         deadline = time.monotonic() + timeout
-        calm_since = time.monotonic()
-        while time.monotonic() - calm_since < quiet:
+        calm_since, looks = time.monotonic(), 0
+        while looks < 3 or time.monotonic() - calm_since < QUIET:
             assert time.monotonic() < deadline, "the operator did not settle"
+            await asyncio.sleep(POLL)
             if self.busy():
-                calm_since = time.monotonic()
-            await asyncio.sleep(0.02)
+                calm_since, looks = time.monotonic(), 0
+            else:
+                looks += 1
+
+    async def settle(self, *, timeout: float = 6.0) -> None:
+        """Until nothing is ready, backing off, being bound, written, dying or unseen by the informers: each
+        time the operator is idle with a pod backing off, the clock moves on to its backoff's end."""
+        deadline = time.monotonic() + timeout
+        while await self.pass_time(timeout=deadline - time.monotonic()):
+            pass
+
+    async def pass_time(self, *, timeout: float = 6.0) -> bool:
+        """Once the operator is idle, move the clock on to the end of the next backoff; False if none."""
+        await self.idle(timeout=timeout)
+        due = self._due()
+        if due is None:
+            return False
+        self.clock.advance(due - self.clock())
+        self.app.wake()
+        return True
+
+    async def expire_waiting(self, *, timeout: float = 6.0) -> None:
+        """Until no pod waits at Permit: each time the operator is idle, the clock moves on to the next
+        waiting pod's deadline (gangs and held pods wait out their timeout)."""
+        deadline = time.monotonic() + timeout
+        while (due := self.app.waiting.next_deadline()) is not None:
+            assert time.monotonic() < deadline, "pods still wait at Permit"
+            self.clock.advance(due - self.clock())
+            self.app.wake()
+            await self.settle(timeout=deadline - time.monotonic())
 
     async def wait(self, condition: Callable[[], object], timeout: float = 6.0) -> None:
         deadline = time.monotonic() + timeout
         while not condition():
             assert time.monotonic() < deadline, "timed out"
-            await asyncio.sleep(0.01)
+            await asyncio.sleep(POLL)
 
     def observed(self, names: list[str]) -> Observed:
         seen = Observed(log=list(Recorder.log))
@@ -432,8 +511,7 @@ def operate(
                     for body in step:
                         server.add("", "v1", "pods", body)
                     await op.settle()
-                await op.wait(lambda: not any(True for _ in op.app.waiting))  # gangs: their timeout passes
-                await op.settle()
+                await op.expire_waiting()  # gangs and held pods: their timeout passes
                 if on_server is not None:
                     on_server(server)
                 return op.observed(names)
@@ -782,6 +860,8 @@ def test_the_operator_reports_a_pre_bind_failure_naming_the_plugin(monkeypatch: 
             try:
                 await op.start()
                 server.add("", "v1", "pods", broken.steps[0][0])
+                await op.wait(lambda: any(line.startswith("pre_bind") for line in Recorder.log))
+                assert await op.pass_time()  # its backoff ends: tried again
                 await op.wait(lambda: sum(1 for line in Recorder.log if line.startswith("pre_bind")) >= 2)
                 return [
                     r.body["message"]

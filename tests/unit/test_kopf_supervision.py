@@ -35,27 +35,45 @@ async def wait(condition: Callable[[], object], timeout: float = 10.0) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, "timed out"
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(0.002)
+
+
+class Clock:
+    """A clock the test moves on (``KopfSupervisor(clock=...)``)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
 
 
 class Runs:
     """Stand-in Kopf runs: each spawn starts two root tasks, the first failing after `fail_after` seconds
-    (None: running until the stop flag), plus one leftover task of Kopf's own making."""
+    (None: running until the stop flag), plus one leftover task of Kopf's own making. With a `clock`, a
+    failing run moves it on by `fail_after` and fails at once; without, it sleeps that long."""
 
-    def __init__(self, *fail_after: float | None) -> None:
+    def __init__(self, *fail_after: float | None, clock: Clock | None = None) -> None:
+        self.clock = clock
         self.plan = list(fail_after)
         self.spawned = 0
+        #: when each run was spawned (monotonic)
+        self.times: list[float] = []
         self.leftovers: list[asyncio.Task[Any]] = []
 
     async def spawn(self, stop: asyncio.Event) -> Collection[asyncio.Task[Any]]:
         fail_after = self.plan[self.spawned] if self.spawned < len(self.plan) else None
         self.spawned += 1
+        self.times.append(time.monotonic())
 
         async def root() -> None:
             if fail_after is None:
                 await stop.wait()
                 return
-            await asyncio.sleep(fail_after)
+            if self.clock is not None:
+                self.clock.now += fail_after
+            else:
+                await asyncio.sleep(fail_after)
             raise RuntimeError("a discovery answer cut short")
 
         async def forever() -> None:
@@ -73,11 +91,12 @@ _kopf_like_worker.__code__ = _kopf_like_worker.__code__.replace(co_filename="/si
 
 
 def test_a_failed_run_is_started_again_after_a_backoff_and_a_stop_ends_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(supervision, "BACKOFF_FIRST", 0.05)
-    monkeypatch.setattr(supervision, "LEFTOVER_GRACE", 0.05)
+    first = 0.01
+    monkeypatch.setattr(supervision, "BACKOFF_FIRST", first)
+    monkeypatch.setattr(supervision, "LEFTOVER_GRACE", 0.01)
 
     async def scenario() -> None:
-        runs = Runs(0.01, 0.01, None)
+        runs = Runs(0.002, 0.002, None)
         restarts: list[float] = []
         settings = kopf.OperatorSettings()
         supervisor = KopfSupervisor(runs.spawn, settings=settings, on_restart=lambda: restarts.append(time.monotonic()))
@@ -85,7 +104,8 @@ def test_a_failed_run_is_started_again_after_a_backoff_and_a_stop_ends_it(monkey
         task = asyncio.create_task(supervisor.run())
         await wait(lambda: runs.spawned == 3 and supervisor.running)
         assert supervisor.restarts == 2 and supervisor.failures == 2 and supervisor.healthy()[0]
-        assert restarts[1] - restarts[0] >= 0.1  # the second backoff doubled the first
+        assert runs.times[1] - restarts[0] >= first  # each run started a backoff after the failure
+        assert runs.times[2] - restarts[1] >= 2 * first  # the second backoff doubled the first
         assert settings.process.ultimate_exiting_timeout is None  # Kopf arms no SIGKILL when its roots are cancelled
         assert all(t.cancelled() for t in runs.leftovers[:2]) and not ours.done()
         supervisor.request_stop()
@@ -105,8 +125,10 @@ def test_failing_again_and_again_turns_unhealthy_and_a_stable_run_forgives(monke
     failures = supervision.UNHEALTHY_FAILURES
 
     async def scenario() -> None:
-        runs = Runs(*[0.001] * (failures - 1), 0.06, 0.4, None)
-        supervisor = KopfSupervisor(runs.spawn, settings=kopf.OperatorSettings())
+        # the supervisor's clock moves as long as each run lasts, and nothing else moves it
+        clock = Clock()
+        runs = Runs(*[0.001] * (failures - 1), 0.06, 0.4, None, clock=clock)
+        supervisor = KopfSupervisor(runs.spawn, settings=kopf.OperatorSettings(), clock=clock)
         task = asyncio.create_task(supervisor.run())
         await wait(lambda: supervisor.failures == failures - 1)
         assert supervisor.healthy()[0]  # many failures, but not for long yet
@@ -127,8 +149,8 @@ def test_failing_again_and_again_turns_unhealthy_and_a_stable_run_forgives(monke
 def test_kopf_whose_discovery_answer_is_cut_short_is_started_again_and_pods_are_bound(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr(supervision, "BACKOFF_FIRST", 0.1)
-    monkeypatch.setattr(supervision, "LEFTOVER_GRACE", 0.2)  # Kopf's watchers of the failed run linger: 2 s otherwise
+    monkeypatch.setattr(supervision, "BACKOFF_FIRST", 0.01)
+    monkeypatch.setattr(supervision, "LEFTOVER_GRACE", 0.02)  # Kopf's watchers of the failed run linger: 2 s otherwise
     caplog.set_level(logging.INFO, logger="kopf_scheduler")
 
     async def scenario() -> None:

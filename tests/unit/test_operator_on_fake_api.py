@@ -36,6 +36,13 @@ from kopf_scheduler.kube.app import BIND_CONCURRENCY, FREEZE_GAP, WRITE_CONCURRE
 SCHEDULER = "ours"
 POLICY = "fast"
 COSCHEDULING = ("scheduling.x-k8s.io", "v1alpha1", "podgroups")
+#: the policy's pod backoffs: a pod sent back to the queue is tried again within MAX_BACKOFF seconds
+BACKOFF = 0.005
+MAX_BACKOFF = 0.01
+#: how long a test that proves a pod is NOT tried again watches for it: well past its backoff
+RETRY_WINDOW = 5 * MAX_BACKOFF
+#: how often ``Operator.wait`` looks at its condition
+POLL = 0.002
 
 
 class Flag:
@@ -46,6 +53,19 @@ class Flag:
 
     def __bool__(self) -> bool:
         return self.set
+
+
+class Clock:
+    """The App's clock (``App(clock=...)``): the monotonic clock plus how far a test moved it on."""
+
+    def __init__(self) -> None:
+        self.offset = 0.0
+
+    def __call__(self) -> float:
+        return time.monotonic() + self.offset
+
+    def advance(self, seconds: float) -> None:
+        self.offset += seconds
 
 
 class Operator:
@@ -70,14 +90,15 @@ class Operator:
             return await send(method, path, body, **kwargs)
 
         self.api.request = request  # type: ignore[method-assign]
-        self.app = App(self.api, identity="replica-a")
+        self.clock = Clock()
+        self.app = App(self.api, identity="replica-a", clock=self.clock)
         self.stopped = Flag()
         self.loop: asyncio.Task[None] | None = None
 
     async def start(self, *, loop_running: bool = True) -> None:
         meta = PolicyMeta(
             name=POLICY, generation=1, created="2026-01-01T00:00:00Z", uid="uid-policy", scheduler_name=SCHEDULER,
-            spec={"schedulerName": SCHEDULER, "podInitialBackoffSeconds": 0.1, "podMaxBackoffSeconds": 0.2},
+            spec={"schedulerName": SCHEDULER, "podInitialBackoffSeconds": BACKOFF, "podMaxBackoffSeconds": MAX_BACKOFF},
         )  # fmt: skip
         statuses = self.app.observe_policy(meta)
         assert statuses[POLICY]["conditions"][0]["status"] == "True", statuses
@@ -179,7 +200,7 @@ class Operator:
         deadline = time.monotonic() + timeout
         while not condition():
             assert time.monotonic() < deadline, "timed out"
-            await asyncio.sleep(0.01)
+            await asyncio.sleep(POLL)
 
     async def hold(self, slots: asyncio.Semaphore, count: int) -> None:
         """Take `count` of the App's slots (all free now), so the operator has only the rest."""
@@ -209,6 +230,10 @@ def run(scenario: Callable[[Operator], Awaitable[None]], monkeypatch: pytest.Mon
 # ---- binds and their events
 
 
+#: how long each Scheduled event takes to be answered: many times what a bind and an event take on loopback
+EVENT_DELAY = 0.02
+
+
 def test_pods_are_bound_each_followed_by_its_scheduled_event_from_the_bind_task(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -220,7 +245,7 @@ def test_pods_are_bound_each_followed_by_its_scheduled_event_from_the_bind_task(
             op.app.write_slots, WRITE_CONCURRENCY
         )  # every other write waits: an event queued behind them never goes
         await op.hold(op.app.bind_slots, BIND_CONCURRENCY - 1)  # one bind at a time
-        op.server.delay("POST", r"/events$", 0.1)  # each event takes 0.1 s to be answered
+        op.server.delay("POST", r"/events$", EVENT_DELAY)  # each event takes that long to be answered
         names = [f"p{i}" for i in range(4)]
         for name in names:
             await op.pod(name)
@@ -236,7 +261,7 @@ def test_pods_are_bound_each_followed_by_its_scheduled_event_from_the_bind_task(
         order = [pod for pod, _ in sequence[::2]]
         assert sorted(order) == names and sequence == [(pod, what) for pod in order for what in ("bind", "event")]
         for event, next_bind in zip(posts[1::2], posts[2::2]):
-            assert next_bind.time - event.time >= 0.1  # the bind's slot was held until its event was answered
+            assert next_bind.time - event.time >= EVENT_DELAY  # the bind's slot was held until its event was answered
         assert all(status == 201 for *_, status in op.bindings())
         assert op.events() == [(name, f"Successfully assigned default/{name} to {op.node_of(name)}") for name in order]
         assert {op.node_of(name) for name in names} <= {"n1", "n2"} and op.bindings() == [
@@ -251,7 +276,10 @@ def test_pods_are_bound_each_followed_by_its_scheduled_event_from_the_bind_task(
 # ---- nothing is bound on a cache that is not current
 
 
+@pytest.mark.usefixtures("fast_retries")  # the failing lists of nodes are tried again at once
 def test_nothing_is_bound_while_a_kind_is_unsynced(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(informer_module, "UNSYNCED_BACKOFF_MAX", 0.02)  # the nodes are listed again soon after
+
     async def scenario(op: Operator) -> None:
         op.node("n1")
         await op.start()
@@ -261,8 +289,10 @@ def test_nothing_is_bound_while_a_kind_is_unsynced(monkeypatch: pytest.MonkeyPat
         op.server.fail("GET", r"^/api/v1/nodes$", 500, times=1000, watch=False)
         op.informer("Node").resync()  # the nodes' watch broke, and listing them fails
         assert not op.app.current()
-        await op.pod("second")
-        await asyncio.sleep(0.2)  # the loop pops a pod it may schedule at once: a bind would have been sent by now
+        await op.pod("second")  # wakes the loop
+        state = op.app.states[SCHEDULER]
+        await op.wait(lambda: not state.wakeup.is_set())  # the loop looked, and went back to sleep
+        await asyncio.sleep(RETRY_WINDOW)  # had it popped the pod, a bind would have been sent by now
         assert [pod for pod, _, _ in op.bindings()] == ["first"] and op.node_of("second") == ""
         assert op.app.attempts.get("default", "second", now=op.app.now()) is None  # not even tried
         assert op.app.pending.get(SCHEDULER, op.server.get("", "v1", "pods", "second")["metadata"]["uid"]) is not None
@@ -317,7 +347,7 @@ def test_a_node_that_vanished_while_its_watch_was_down_goes_with_the_relist(monk
 def test_a_frozen_process_is_not_current_at_once_relists_everything_and_binds_only_after(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(app_module, "TICK", 0.05)  # the watchdog's next tick sees the gap sooner
+    monkeypatch.setattr(app_module, "TICK", 0.01)  # the watchdog's next tick sees the gap sooner
 
     async def scenario(op: Operator) -> None:
         op.node("n1")
@@ -346,21 +376,24 @@ def test_a_frozen_process_is_not_current_at_once_relists_everything_and_binds_on
 def test_watches_of_every_kind_cut_again_and_again_never_pause_the_loop_nor_relist(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(informer_module, "RESUME_PAUSE", 0.005)
-    monkeypatch.setattr(informer_module, "RESUME_PAUSE_MAX", 0.02)
+    monkeypatch.setattr(informer_module, "RESUME_PAUSE", 0.002)
+    monkeypatch.setattr(informer_module, "RESUME_PAUSE_MAX", 0.008)
 
     async def scenario(op: Operator) -> None:
         op.node("n1")
         op.node("n2")
         await op.start()
         before = op.lists()
+        listed = {r.path for r in op.server.requests if r.status == 200 and r.query.get("watch") != "1"}
+        watches = sum(1 for i in op.app.informers if i.feed.path in listed)  # a kind the server serves is watched
+        await op.wait(lambda: op.server.open_watches == watches)
         current: list[bool] = []
         for i, cut in enumerate(["truncated", "reset", "closed"] * 3):
-            op.server.cut_watches(cut)  # Services, StorageClasses, nodes, pods...: every open watch
+            assert op.server.cut_watches(cut) == watches  # Services, StorageClasses, nodes, pods...: every one
             await op.pod(f"p{i}", cpu="100m")
-            for _ in range(5):
+            while op.server.open_watches < watches:  # from the cut until every watch is open again
                 current.append(op.app.current())
-                await asyncio.sleep(0.01)
+                await asyncio.sleep(POLL)
         await op.wait(lambda: len(op.events()) == 9)
         assert all(current) and op.lists() == before  # never paused, nothing listed again
         assert sorted(pod for pod, _, _ in op.bindings()) == sorted(f"p{i}" for i in range(9))
@@ -393,7 +426,7 @@ def test_a_410_for_nodes_pauses_the_loop_until_they_are_listed_and_the_pause_is_
     async def scenario(op: Operator) -> None:
         op.node("n1")
         await op.start()
-        op.server.delay("GET", r"^/api/v1/nodes$", 0.3, watch=False)  # the relist takes 0.3 s
+        op.server.delay("GET", r"^/api/v1/nodes$", 0.05, watch=False)  # the relist takes 0.05 s
         op.server.fail("GET", r"^/api/v1/nodes$", 410, watch=True)
         op.server.cut_watches("closed")
         await op.wait(lambda: not op.app.current())
@@ -402,12 +435,13 @@ def test_a_410_for_nodes_pauses_the_loop_until_they_are_listed_and_the_pause_is_
         metrics = op.app.metrics.render().decode()
         assert 'kopf_scheduler_informer_pauses_total{kind="Node"} 1.0' in metrics
         seconds = float(metrics.split('kopf_scheduler_informer_pause_seconds_total{kind="Node"} ')[1].split()[0])
-        assert 0.3 <= seconds < 2.0
+        assert 0.05 <= seconds < 2.0
         assert 'kopf_scheduler_informer_relists_total{kind="Node",reason="expired"} 1.0' in metrics
 
     run(scenario, monkeypatch)
 
 
+@pytest.mark.usefixtures("fast_retries")
 def test_a_bind_whose_answer_is_lost_is_sent_again_and_counts_as_bound(monkeypatch: pytest.MonkeyPatch) -> None:
     async def scenario(op: Operator) -> None:
         op.node("n1")
@@ -415,7 +449,7 @@ def test_a_bind_whose_answer_is_lost_is_sent_again_and_counts_as_bound(monkeypat
         op.server.lose_answers("POST", r"/binding$")  # the bind lands; its answer is reset
         await op.pod("p")
         await op.wait(lambda: len(op.events()) == 1)
-        await asyncio.sleep(0.3)  # a pod requeued by mistake would be tried again by now
+        await asyncio.sleep(RETRY_WINDOW)  # a pod requeued by mistake would be tried again by now
         assert op.bindings() == [("p", "n1", 201), ("p", "n1", 409)]  # the retry reads our first try's answer
         assert op.events() == [("p", "Successfully assigned default/p to n1")]
         assert op.events("FailedScheduling") == []
@@ -426,31 +460,33 @@ def test_a_bind_whose_answer_is_lost_is_sent_again_and_counts_as_bound(monkeypat
 def test_a_bind_the_pods_watch_never_shows_lists_pods_again(monkeypatch: pytest.MonkeyPatch) -> None:
     """A watch that stays open and says nothing (not even the bind we made) is not trusted past the
     assumption's TTL: pods are listed again, and the list confirms the pod."""
-    # the loop looks for expired assumptions every HOUSEKEEPING_PERIOD, waking at least every IDLE_WAIT (1 s each)
-    monkeypatch.setattr(loop, "HOUSEKEEPING_PERIOD", 0.1)
-    monkeypatch.setattr(loop, "IDLE_WAIT", 0.1)
 
     async def scenario(op: Operator) -> None:
         op.node("n1")
         await op.start()
-        op.app.cache.ttl = 0.2
         before = op.lists()["/api/v1/pods"]
         op.server.stall_watches()  # open, silent: neither the bind nor a bookmark arrives
         await op.pod("p")
         await op.wait(lambda: op.node_of("p") == "n1")
         uid = op.server.get("", "v1", "pods", "p")["metadata"]["uid"]
 
-        def confirmed() -> bool:
+        def in_state(state: PodState) -> bool:
             cached = op.app.cache.get_pod(uid)
-            return cached is not None and op.app.cache.state_of(cached) is PodState.ADDED
+            return cached is not None and op.app.cache.state_of(cached) is state
 
-        await op.wait(confirmed)
+        await op.wait(lambda: in_state(PodState.BOUND))  # the bind finished: its TTL runs from now
+        assert op.lists()["/api/v1/pods"] == before
+        # the TTL and the loop's housekeeping period pass (the loop wakes at least every IDLE_WAIT: now, here)
+        op.clock.advance(op.app.cache.ttl + loop.HOUSEKEEPING_PERIOD)
+        op.app.wake()
+        await op.wait(lambda: in_state(PodState.ADDED))
         assert op.lists()["/api/v1/pods"] == before + 1
         op.server.resume_watches()
 
     run(scenario, monkeypatch)
 
 
+@pytest.mark.usefixtures("fast_retries")
 @pytest.mark.parametrize("truncated", [False, True], ids=["reset", "cut short"])
 def test_a_scheduled_event_whose_answer_is_lost_is_neither_lost_nor_doubled(
     truncated: bool, monkeypatch: pytest.MonkeyPatch
@@ -473,7 +509,6 @@ def test_a_scheduled_event_whose_answer_is_lost_is_neither_lost_nor_doubled(
 def test_a_fenced_replica_writes_nothing_and_binds_once_its_term_is_valid_again(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(loop, "HOUSEKEEPING_PERIOD", 0.1)  # the refused PodGroup status is written again by then
 
     async def scenario(op: Operator) -> None:
         op.server.register(*COSCHEDULING, "PodGroup")
@@ -509,6 +544,9 @@ def test_a_fenced_replica_writes_nothing_and_binds_once_its_term_is_valid_again(
 
         op.leading = True
         await op.wait(lambda: op.node_of("fits") == "small")
+        # the refused PodGroup status is written again by the loop's next housekeeping: its period passes
+        op.clock.advance(loop.HOUSEKEEPING_PERIOD)
+        op.app.wake()
         await op.wait(
             lambda: (
                 ("PATCH", "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups/gang/status") in op.writes()
@@ -535,7 +573,7 @@ def test_a_bind_answered_404_drops_the_pending_pod(monkeypatch: pytest.MonkeyPat
         op.server.delete("", "v1", "pods", "p")  # deleted; Kopf's relist after a 410 would not say so
         op.give_back(op.app.bind_slots, BIND_CONCURRENCY)
         await op.wait(lambda: op.bindings())
-        await asyncio.sleep(0.3)  # backoffs of 0.1 s: a requeued pod would have been tried again by now
+        await asyncio.sleep(RETRY_WINDOW)  # a requeued pod would have been tried again by now
         assert op.bindings() == [("p", "n1", 404)]
         uid = body["metadata"]["uid"]
         state = op.app.states[SCHEDULER]
@@ -684,7 +722,7 @@ def test_reconcile_pending_drops_the_pending_pods_the_api_server_no_longer_has(m
         op.server.delete("", "v1", "pods", "other")
         assert len(op.app.pending) == 3
 
-        task = op.app.spawn(handlers.reconcile_pending(op.app, period=0.05))
+        task = op.app.spawn(handlers.reconcile_pending(op.app, period=0.01))
         await op.wait(lambda: len(op.app.pending) == 1)
         task.cancel()
         assert [p.name for p in op.app.pending] == ["kept"]
@@ -721,7 +759,16 @@ def test_recover_scheduled_writes_the_missing_events_of_pods_another_process_bou
         op.server.add("", "v1", "events", scheduled_event("has", has))
         late = op.server.add("", "v1", "pods", make_pod("late").scheduler(SCHEDULER).req(cpu="1").body)
 
-        recovering = asyncio.create_task(events.recover_scheduled(op.app, grace=0.5))  # this replica leads
+        grace = 30.0
+        slept: list[float] = []
+        graced = asyncio.Event()
+
+        async def sleep(seconds: float) -> None:
+            """The recovery's wait for the grace: over once the test has done what may happen within it."""
+            slept.append(seconds)
+            await graced.wait()
+
+        recovering = asyncio.create_task(events.recover_scheduled(op.app, grace=grace, sleep=sleep))  # this one leads
         assert op.app.binding_here == set()
         bound = await op.api.request("POST", "/api/v1/namespaces/default/pods/late/binding", {
             "metadata": {"name": "late", "uid": late["metadata"]["uid"]}, "target": {"name": "n1"},
@@ -731,7 +778,9 @@ def test_recover_scheduled_writes_the_missing_events_of_pods_another_process_bou
         await op.start()
         await op.pod("ours")  # this process binds it while the recovery waits: its event is the bind's
         await op.wait(lambda: ("ours", "Successfully assigned default/ours to n1") in op.events())
-        assert not recovering.done()
+        await op.wait(lambda: slept)
+        assert not recovering.done() and 0 < slept[0] < grace  # it waits what is left of the grace
+        graced.set()
         assert await asyncio.wait_for(recovering, 5) == 2
         assert op.app.binding_here is None
         assert sorted(op.events()) == [

@@ -107,9 +107,20 @@ class App:
     """Shared state of one process; see the module docstring."""
 
     def __init__(
-        self, api: Api, *, identity: str, metrics: SchedulerMetrics | None = None, leader_election: bool = False
+        self,
+        api: Api,
+        *,
+        identity: str,
+        metrics: SchedulerMetrics | None = None,
+        leader_election: bool = False,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """`clock` is what ``now`` reads: the time every scheduling decision is made at (backoffs, Permit
+        deadlines, assumptions' TTL, the repeat limiter). Only tests replace it, with a clock they can move
+        forward (``tests/unit/test_executors.py``: time passes while the operator is idle, as ``simulate``'s
+        does); the watchdog's freeze detection and the informers keep the real monotonic clock."""
         self.api = api
+        self._clock = clock
         self.identity = identity
         self.metrics = metrics or SchedulerMetrics()
         api.observe = functools.partial(self.metrics.observe_request, api.metrics_host)  # rest_client_* families
@@ -169,9 +180,8 @@ class App:
         self.usage = UsagePollers(api=api, cache=self.cache)
         self.on_shutdown.append(self._stop_usage)
 
-    @staticmethod
-    def now() -> float:
-        return time.monotonic()
+    def now(self) -> float:
+        return self._clock()
 
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         """Fire and forget, keeping a reference so the task is not garbage-collected mid-flight."""

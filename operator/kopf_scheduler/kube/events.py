@@ -37,7 +37,7 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from datetime import UTC, datetime
 from typing import Any, Final
 from urllib.parse import quote
@@ -130,26 +130,33 @@ async def scheduled(app: App, *, namespace: str, name: str, uid: str, node: str,
 
 
 def recover_scheduled(
-    app: App, *, window: float = RECOVERY_WINDOW, grace: float = IN_FLIGHT_GRACE
+    app: App,
+    *,
+    window: float = RECOVERY_WINDOW,
+    grace: float = IN_FLIGHT_GRACE,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
 ) -> Coroutine[Any, Any, int]:
     """Called as this process starts leading (its binds are named in ``app.binding_here`` from this
     call on, before any of them can start); the coroutine, once the cache is current, writes the
     missing Scheduled events of pods another process bound to a served scheduler name in the last
-    `window` seconds (see the module docstring). It returns how many."""
+    `window` seconds (see the module docstring). It returns how many. `sleep` waits out what is left
+    of the `grace` (tests give one that ends when they say)."""
     if app.binding_here is None:
         app.binding_here = set()
     app.recoveries += 1
-    return _recover_scheduled(app, leading_since=time.time(), window=window, grace=grace)
+    return _recover_scheduled(app, leading_since=time.time(), window=window, grace=grace, sleep=sleep)
 
 
-async def _recover_scheduled(app: App, *, leading_since: float, window: float, grace: float) -> int:
+async def _recover_scheduled(
+    app: App, *, leading_since: float, window: float, grace: float, sleep: Callable[[float], Awaitable[None]]
+) -> int:
     try:
         await app.synced.wait()
         for _ in range(60):  # Kopf hands the policies over soon after start
             if app.states:
                 break
             await asyncio.sleep(0.5)
-        await asyncio.sleep(max(0.0, leading_since + grace - time.time()))
+        await sleep(max(0.0, leading_since + grace - time.time()))
         ours = app.binding_here or set()
         cutoff = leading_since - window
         candidates = [

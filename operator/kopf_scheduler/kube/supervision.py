@@ -67,6 +67,8 @@ class KopfSupervisor:
 
     `spawn` starts one Kopf run: ``kopf.spawn_tasks`` with the operator's registry, settings and memo,
     and the supervisor's ``stop`` as its stop flag. `on_restart` is told of each failure (a metric).
+    `clock` times the runs and the failing streak (``STABLE``, ``UNHEALTHY_AFTER``); tests give one they
+    move on themselves. The backoffs are slept on the event loop.
     """
 
     def __init__(
@@ -75,8 +77,10 @@ class KopfSupervisor:
         *,
         settings: kopf.OperatorSettings,
         on_restart: Callable[[], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._spawn = spawn
+        self._clock = clock
         self._on_restart = on_restart
         #: set by SIGINT/SIGTERM (or ``request_stop``): Kopf stops, and is not started again
         self.stop = asyncio.Event()
@@ -90,7 +94,7 @@ class KopfSupervisor:
         self._kill: asyncio.TimerHandle | None = None
 
     def healthy(self) -> tuple[bool, str]:
-        failing = 0.0 if self.failing_since is None else time.monotonic() - self.failing_since
+        failing = 0.0 if self.failing_since is None else self._clock() - self.failing_since
         if self.failures >= UNHEALTHY_FAILURES and failing >= UNHEALTHY_AFTER:
             return False, f"Kopf's orchestration failed {self.failures} times in a row over {failing:.0f}s"
         return True, "ok"
@@ -103,11 +107,11 @@ class KopfSupervisor:
         self._take_signals()
         backoff = BACKOFF_FIRST
         while not self.stop.is_set():
-            started = time.monotonic()
+            started = self._clock()
             error = await self._run_once()
             if self.stop.is_set():
                 return
-            lasted = time.monotonic() - started
+            lasted = self._clock() - started
             if lasted >= STABLE:
                 self.failures, self.failing_since, backoff = 0, None, BACKOFF_FIRST
             if self.failing_since is None:
