@@ -102,7 +102,7 @@ class Recorder:
         deadline = time.monotonic() + timeout
         while not condition():
             assert time.monotonic() < deadline, f"timed out; log: {self.log}"
-            await asyncio.sleep(0.002)
+            await asyncio.sleep(0.001)
 
 
 Scenario = Callable[[FakeApiServer, Api, Recorder], Awaitable[None]]
@@ -359,7 +359,7 @@ def test_watches_that_keep_failing_to_start_back_off_then_list_again(
 def test_a_kind_that_pauses_is_not_left_blind_for_long_it_is_unsynced_and_listed_again(
     pauses: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(informer_module, "BLIND_LIMIT", 0.02)
+    monkeypatch.setattr(informer_module, "BLIND_LIMIT", 0.01)
     monkeypatch.setattr(informer_module, "RELIST_AFTER", 1000)  # only blindness may relist here
 
     async def scenario(server: FakeApiServer, api: Api, rec: Recorder) -> None:
