@@ -749,10 +749,11 @@ def test_stalled_connections_hang_every_request_until_resumed() -> None:
         stream = await watch(session, PODS, resourceVersion=server.resource_version)
         server.stall_connections()
         with pytest.raises(TimeoutError):
-            await call(session, "GET", PODS, timeout=aiohttp.ClientTimeout(total=0.05))
+            # a server that answered would within milliseconds: 30 ms is ten times that
+            await call(session, "GET", PODS, timeout=aiohttp.ClientTimeout(total=0.03))
         assert server.requests[-1].path == PODS and server.requests[-1].status is None  # received, never answered
         server.add("", "v1", "pods", pod("a"))
-        await stream.silent(0.05)
+        await stream.silent(0.03)
 
         server.resume_connections()
         assert summary(await stream.next())[:2] == ("ADDED", "a")
