@@ -28,6 +28,7 @@ Faults to inject: ``stall_watches`` / ``stall_connections`` (silence, not closur
 (what a watch's deadline does, now), ``drop_watches``,
 ``cut_watches`` (a chunk cut short, a reset, an idle close by a middlebox), ``lose_answers`` (the
 request is carried out, then its answer is reset or cut short), ``compact``, ``fail``, ``delay``,
+``hold`` (a delay until ``release``),
 ``require_token``; ``requests`` records what clients sent, ``open_watches`` counts the streams open.
 ``second`` is how long one of the server's seconds lasts for watch deadlines (``timeoutSeconds``, the
 default timeout, the bookmark before the deadline): 1.0 real second unless a test shortens it.
@@ -156,6 +157,8 @@ class _Rule:
     times: int = 0
     body: Body | None = None
     seconds: float = 0.0
+    #: ``hold``: matching requests wait until it is set (``release``)
+    gate: asyncio.Event | None = None
     #: ``lose_answers``: "reset" (no answer), "truncated" (half of it, then the connection closes)
     lost: str = ""
 
@@ -410,8 +413,22 @@ class FakeApiServer(KubeApi):
         """Requests whose path matches wait `seconds` before being served (until ``clear_faults``)."""
         self._delays.append(_Rule(method.upper(), re.compile(path_regex), watch, seconds=seconds))
 
+    def hold(self, method: str, path_regex: str, *, watch: bool | None = None) -> None:
+        """Requests whose path matches wait, after they are recorded in ``requests``, until ``release``
+        (or ``clear_faults``): a delay that ends when the test says so, not after some time."""
+        self._delays.append(_Rule(method.upper(), re.compile(path_regex), watch, gate=asyncio.Event()))
+
+    def release(self) -> None:
+        """Let the requests ``hold`` keeps go on, and hold no later ones."""
+        for rule in list(self._delays):
+            if rule.gate is not None:
+                rule.gate.set()
+                self._delays.remove(rule)
+
     def clear_faults(self) -> None:
-        """Forget injected failures and delays; resume stalled watches and connections."""
+        """Forget injected failures, delays and holds (held requests go on); resume stalled watches and
+        connections."""
+        self.release()
         self._failures.clear()
         self._delays.clear()
         self.resume_watches()
@@ -465,9 +482,12 @@ class FakeApiServer(KubeApi):
         if self._token is not None and request.headers.get("Authorization") != f"Bearer {self._token}":
             return _json_response(status_body(401, "Unauthorized"), 401)
         watch = is_watch(request.query)
-        for rule in self._delays:
+        for rule in list(self._delays):  # a copy: release() removes holds while requests wait
             if rule.matches(request.method, request.path, watch):
-                await asyncio.sleep(rule.seconds)
+                if rule.gate is not None:
+                    await rule.gate.wait()
+                else:
+                    await asyncio.sleep(rule.seconds)
         for rule in self._failures:
             if rule.matches(request.method, request.path, watch):
                 rule.times -= 1

@@ -6,6 +6,10 @@ refused connection reads, and ``LoopBridge`` for blocking callers.
 
 Connections are counted server-side: the ``Api`` talks to the fake through ``CountingProxy``, a TCP relay
 that counts the connections it accepts. Sync tests around ``asyncio.run``: this project has no pytest-asyncio.
+
+Time: waits are on what the test expects (a request the server recorded, a connection count); the idle age of
+pooled connections runs on a ``FakeClock``; deadlines a test proves are a few tens of milliseconds, held
+against bookmarks a few times more frequent.
 """
 
 from __future__ import annotations
@@ -22,7 +26,6 @@ from builders import make_node
 from fakeapi import FakeApiServer
 
 from kopf_scheduler.core.framework.interface import ApiResponse
-from kopf_scheduler.edge import client as client_module
 from kopf_scheduler.edge.client import Api
 from kopf_scheduler.edge.credentials import Credentials
 from kopf_scheduler.edge.transport import LoopBridge, LostConnection, Pool
@@ -98,6 +101,24 @@ class FakeToken:
     @property
     def expiration(self) -> datetime | None:
         return None
+
+
+class FakeClock:
+    """A monotonic clock that moves only when told (``Api``'s `clock`)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def until(condition: Callable[[], bool], timeout: float = 5.0) -> None:
+    """Wait until `condition` holds (polled every millisecond), or fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.001)
 
 
 Scenario = Callable[[FakeApiServer, CountingProxy], Awaitable[None]]
@@ -246,11 +267,7 @@ def test_a_fenced_write_sends_nothing_while_reads_go() -> None:
 
 
 @pytest.mark.parametrize("truncated", [False, True], ids=["reset", "cut short"])
-def test_an_idempotent_write_whose_answer_is_lost_is_sent_again(
-    truncated: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(client_module, "RETRY_PAUSES", (0.01, 0.01, 0.01))
-
+def test_an_idempotent_write_whose_answer_is_lost_is_sent_again(truncated: bool, fast_retries: None) -> None:
     async def scenario(server: FakeApiServer, proxy: CountingProxy) -> None:
         api = make_api(server.url)
         try:
@@ -267,10 +284,8 @@ def test_an_idempotent_write_whose_answer_is_lost_is_sent_again(
 
 
 def test_a_post_is_sent_again_only_when_its_caller_says_so_and_a_409_then_says_it_landed(
-    monkeypatch: pytest.MonkeyPatch,
+    fast_retries: None,
 ) -> None:
-    monkeypatch.setattr(client_module, "RETRY_PAUSES", (0.01, 0.01, 0.01))
-
     async def scenario(server: FakeApiServer, proxy: CountingProxy) -> None:
         api = make_api(server.url)
         try:
@@ -286,9 +301,7 @@ def test_a_post_is_sent_again_only_when_its_caller_says_so_and_a_409_then_says_i
     run(scenario)
 
 
-def test_an_overloaded_server_is_asked_again_and_other_errors_are_not(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(client_module, "RETRY_PAUSES", (0.01, 0.01, 0.01))
-
+def test_an_overloaded_server_is_asked_again_and_other_errors_are_not(fast_retries: None) -> None:
     async def scenario(server: FakeApiServer, proxy: CountingProxy) -> None:
         api = make_api(server.url)
         try:
@@ -308,19 +321,20 @@ def test_an_overloaded_server_is_asked_again_and_other_errors_are_not(monkeypatc
     run(scenario)
 
 
-def test_the_fence_is_asked_again_before_each_try() -> None:
+def test_the_fence_is_asked_again_before_each_try(fast_retries: None) -> None:
     async def scenario(server: FakeApiServer, proxy: CountingProxy) -> None:
         allowed = [True]
         api = make_api(server.url, fence=lambda: allowed[-1])
         try:
             server.add("", "v1", "nodes", make_node("n1").body)
             server.lose_answers("PATCH", f"^{NODES}/n1$")
-            server.delay("PATCH", f"^{NODES}/n1$", 0.05)
+            server.hold("PATCH", f"^{NODES}/n1$")
             request = asyncio.create_task(
                 api.request("PATCH", f"{NODES}/n1", {"metadata": {"labels": {"a": "b"}}}, content_type=MERGE_PATCH)
             )
-            await asyncio.sleep(0.02)
+            await until(lambda: len(writes(server)) == 1)  # the first try is at the server, held
             allowed.append(False)  # the term ends while the first try is on the wire
+            server.release()
             response = await request
             assert response.fenced and response.retried and len(writes(server)) == 1
         finally:
@@ -348,16 +362,17 @@ def test_keep_alive_reuses_one_connection() -> None:
 
 def test_a_pooled_connection_older_than_the_maximum_idle_age_is_not_reused() -> None:
     async def scenario(server: FakeApiServer, proxy: CountingProxy) -> None:
-        api = make_api(proxy.url, max_idle_age=0.15)
+        clock = FakeClock()
+        api = make_api(proxy.url, max_idle_age=90, clock=clock)
         try:
             assert (await api.request("GET", NODES)).ok
+            clock.now += 89
             assert (await api.request("GET", NODES)).ok  # young enough: reused
             assert proxy.accepted == 1
-            await asyncio.sleep(0.25)
+            clock.now += 91
             assert (await api.request("GET", NODES)).ok
             assert proxy.accepted == 2
-            await asyncio.sleep(0.05)
-            assert proxy.open == 1  # the old one was closed, not merely left aside
+            await until(lambda: proxy.open == 1)  # the old one was closed, not merely left aside
         finally:
             await api.close()
 
@@ -366,12 +381,14 @@ def test_a_pooled_connection_older_than_the_maximum_idle_age_is_not_reused() -> 
 
 def test_a_timeout_drops_the_idle_connections() -> None:
     async def scenario(server: FakeApiServer, proxy: CountingProxy) -> None:
-        api = make_api(proxy.url, timeout=0.3)
+        api = make_api(proxy.url, timeout=0.1)
         try:
-            server.delay("GET", f"^{NODES}$", 0.1)
-            results = await asyncio.gather(api.request("GET", NODES), api.request("GET", NODES))
+            server.hold("GET", f"^{NODES}$")
+            both = asyncio.gather(api.request("GET", NODES), api.request("GET", NODES))
+            await until(lambda: len(server.requests) == 2)  # both at the server at once: two connections
+            server.release()
+            results = await both
             assert all(r.ok for r in results) and proxy.accepted == 2  # two connections, both idle now
-            server.clear_faults()
 
             server.stall_connections()
             t0 = time.monotonic()
@@ -478,7 +495,7 @@ def test_a_watch_answered_401_is_opened_once_more_with_the_refreshed_token() -> 
 
 def test_a_watch_streams_events_and_bookmarks_keep_it_alive() -> None:
     async def scenario(server: FakeApiServer, proxy: CountingProxy) -> None:
-        api = make_api(server.url, watch_idle_timeout=0.2)
+        api = make_api(server.url, watch_idle_timeout=0.1)
         try:
             server.add("", "v1", "nodes", make_node("n1").body)
             seen: list[tuple[str, str]] = []
@@ -490,7 +507,7 @@ def test_a_watch_streams_events_and_bookmarks_keep_it_alive() -> None:
                     seen.append((event["type"], event["object"]["metadata"].get("name", "")))
                     if len(seen) == 3:
                         server.add("", "v1", "nodes", make_node("n2").body)
-                    if time.monotonic() - t0 > 0.5:  # over two idle deadlines: bookmarks every 0.05 s kept it alive
+                    if time.monotonic() - t0 > 0.2:  # two idle deadlines: bookmarks every 0.01 s kept it alive
                         break
             assert seen[0] == ("ADDED", "n1") and ("ADDED", "n2") in seen
             assert {t for t, _ in seen} == {"ADDED", "BOOKMARK"}  # no ERROR
@@ -498,7 +515,7 @@ def test_a_watch_streams_events_and_bookmarks_keep_it_alive() -> None:
         finally:
             await api.close()
 
-    run(scenario, bookmark_interval=0.05)
+    run(scenario, bookmark_interval=0.01)
 
 
 def test_the_server_ending_a_watch_ends_the_stream_without_an_error() -> None:
@@ -515,7 +532,7 @@ def test_the_server_ending_a_watch_ends_the_stream_without_an_error() -> None:
             deadline = time.monotonic() + 5
             while server.open_watches == 0:
                 assert time.monotonic() < deadline, "the watch never opened"
-                await asyncio.sleep(0.01)
+                await asyncio.sleep(0.001)
             assert server.end_watches() == 1  # what the watch's timeoutSeconds does, now
             await asyncio.wait_for(reader, 10)
             assert events == []
@@ -527,18 +544,18 @@ def test_the_server_ending_a_watch_ends_the_stream_without_an_error() -> None:
 
 def test_a_stalled_watch_is_given_up_after_the_idle_deadline() -> None:
     async def scenario(server: FakeApiServer, proxy: CountingProxy) -> None:
-        api = make_api(server.url, watch_idle_timeout=0.2)
+        api = make_api(server.url, watch_idle_timeout=0.05)
         try:
             server.stall_watches()
             t0 = time.monotonic()
             events = [e async for e in api.watch(NODES, {"allowWatchBookmarks": "true"}, timeout=60)]
             assert len(events) == 1 and events[0]["type"] == "ERROR" and events[0]["object"]["code"] == 0
-            assert events[0]["object"]["message"] == "nothing received for 0.2s"
-            assert 0.15 <= time.monotonic() - t0 < 2.0
+            assert events[0]["object"]["message"] == "nothing received for 0.05s"
+            assert 0.05 <= time.monotonic() - t0 < 2.0
         finally:
             await api.close()
 
-    run(scenario, bookmark_interval=0.05)
+    run(scenario, bookmark_interval=0.01)
 
 
 def test_a_watch_answered_with_an_error_status_is_one_error_event_with_its_code() -> None:
@@ -653,7 +670,7 @@ def test_a_loop_bridge_gives_up_after_its_timeout_and_cancels_the_call() -> None
         bridge = LoopBridge(asyncio.get_running_loop())
         t0 = time.monotonic()
         with pytest.raises(TimeoutError):
-            await asyncio.to_thread(bridge.run, hang(), timeout=0.2)
+            await asyncio.to_thread(bridge.run, hang(), timeout=0.02)
         assert time.monotonic() - t0 < 2
         await asyncio.wait_for(cancelled.wait(), 2)
 

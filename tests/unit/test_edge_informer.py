@@ -7,11 +7,18 @@ synced; a 410 (or a resync, or watches that keep failing to start) lists again, 
 
 Every test records what the informer hands its ``Feed`` and ``on_sync`` in one ordered log. Sync tests around
 ``asyncio.run``: this project has no pytest-asyncio.
+
+Time: the informer's pauses (``RESUME_PAUSE``, ``BACKOFF_FIRST``) and the client's retry pauses are cut to
+milliseconds for every test (``quick_pauses``), and the informers take ``NoJitter`` (each pause is its
+nominal length, the shortest the jitter allows); a test about a pause sets its own. Waits are on what the
+test expects to see (the log, the requests the server recorded), never a fixed sleep, except where a test
+proves that something does NOT happen for a while: that while is a few times the interval it is held against.
 """
 
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -20,6 +27,7 @@ import pytest
 from builders import make_node
 from fakeapi import FakeApiServer
 
+from kopf_scheduler.edge import client as client_module
 from kopf_scheduler.edge import informer as informer_module
 from kopf_scheduler.edge.client import Api
 from kopf_scheduler.edge.credentials import Credentials
@@ -29,16 +37,36 @@ NODES = "/api/v1/nodes"
 PODGROUPS = "/apis/scheduling.x-k8s.io/v1alpha1/podgroups"
 
 
+class NoJitter(random.Random):
+    """An rng whose draws are all 0.0: every jittered pause ([x, 2x)) lasts x."""
+
+    def random(self) -> float:
+        return 0.0
+
+
+@pytest.fixture(autouse=True)
+def quick_pauses(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Milliseconds for the pauses no test here is about (see the module docstring)."""
+    monkeypatch.setattr(informer_module, "RESUME_PAUSE", 0.002)
+    monkeypatch.setattr(informer_module, "RESUME_PAUSE_MAX", 0.004)
+    monkeypatch.setattr(informer_module, "BACKOFF_FIRST", 0.005)
+    monkeypatch.setattr(client_module, "RETRY_PAUSES", (0.002,) * len(client_module.RETRY_PAUSES))
+
+
 class Recorder:
     """What the informer did, in order: ("ADDED", name), ("relisted", names), ("synced", bool)."""
 
     def __init__(self) -> None:
         self.log: list[tuple[str, Any]] = []
-        #: (action, reason) of every restart the informer reported
+        #: (action, reason) of every restart the informer reported, and when (time.monotonic())
         self.restarts: list[tuple[str, str]] = []
+        self.restarted_at: list[float] = []
+        #: when each (type, name) was last applied (time.monotonic())
+        self.applied_at: dict[tuple[str, str], float] = {}
 
     def apply(self, kind: str, body: Mapping[str, Any]) -> None:
         self.log.append((kind, body["metadata"]["name"]))
+        self.applied_at[kind, body["metadata"]["name"]] = time.monotonic()
 
     def relisted(self, keys: set[str]) -> None:
         self.log.append(("relisted", frozenset(keys)))
@@ -48,6 +76,7 @@ class Recorder:
 
     def on_restart(self, kind: str, action: str, reason: str) -> None:
         self.restarts.append((action, reason))
+        self.restarted_at.append(time.monotonic())
 
     def feed(self, path: str = NODES, *, optional: bool = False, pauses: bool = False) -> Feed:
         return Feed(
@@ -61,7 +90,7 @@ class Recorder:
         )
 
     def informer(self, api: Api, **feed_args: Any) -> Informer:
-        return Informer(api, self.feed(**feed_args), on_sync=self.on_sync, on_restart=self.on_restart)
+        return Informer(api, self.feed(**feed_args), on_sync=self.on_sync, on_restart=self.on_restart, rng=NoJitter())
 
     def syncs(self) -> list[bool]:
         return [value for what, value in self.log if what == "synced"]
@@ -73,7 +102,7 @@ class Recorder:
         deadline = time.monotonic() + timeout
         while not condition():
             assert time.monotonic() < deadline, f"timed out; log: {self.log}"
-            await asyncio.sleep(0.01)
+            await asyncio.sleep(0.001)
 
 
 Scenario = Callable[[FakeApiServer, Api, Recorder], Awaitable[None]]
@@ -118,7 +147,7 @@ def add_nodes(server: FakeApiServer, *names: str) -> None:
 def test_lists_in_pages_applies_every_item_then_hands_over_the_keys_then_is_synced() -> None:
     async def scenario(server: FakeApiServer, api: Api, rec: Recorder) -> None:
         add_nodes(server, "a", "b", "c", "d", "e")
-        informer = Informer(api, rec.feed(), on_sync=rec.on_sync, page=2)
+        informer = Informer(api, rec.feed(), on_sync=rec.on_sync, page=2, rng=NoJitter())
         task = await running(informer)
         try:
             await rec.wait(lambda: rec.syncs() == [True])
@@ -144,7 +173,7 @@ def test_lists_in_pages_applies_every_item_then_hands_over_the_keys_then_is_sync
 def test_watch_events_are_applied_in_order() -> None:
     async def scenario(server: FakeApiServer, api: Api, rec: Recorder) -> None:
         add_nodes(server, "a", "b")
-        task = await running(Informer(api, rec.feed(), on_sync=rec.on_sync))
+        task = await running(Informer(api, rec.feed(), on_sync=rec.on_sync, rng=NoJitter()))
         try:
             await rec.wait(lambda: rec.syncs() == [True] and len(watches(server)) == 1)
             mark = len(rec.log)
@@ -165,7 +194,7 @@ def test_watch_events_are_applied_in_order() -> None:
 def test_the_server_ending_a_watch_is_watched_again_from_the_last_resource_version() -> None:
     async def scenario(server: FakeApiServer, api: Api, rec: Recorder) -> None:
         add_nodes(server, "a")
-        task = await running(Informer(api, rec.feed(), on_sync=rec.on_sync))
+        task = await running(Informer(api, rec.feed(), on_sync=rec.on_sync, rng=NoJitter()))
         try:
             await rec.wait(lambda: server.open_watches == 1)
             add_nodes(server, "b")
@@ -197,7 +226,7 @@ def test_a_410_relists_and_what_vanished_goes_only_a_kind_that_pauses_is_unsynce
 ) -> None:
     async def scenario(server: FakeApiServer, api: Api, rec: Recorder) -> None:
         add_nodes(server, "a", "b")
-        server.delay("GET", f"^{NODES}$", 0.1, watch=True)  # the watch after the list arrives late
+        server.hold("GET", f"^{NODES}$", watch=True)  # the watch after the list arrives late
         task = await running(rec.informer(api, pauses=pauses))
         try:
             await rec.wait(lambda: rec.syncs() == [True] and len(watches(server)) == 1)
@@ -206,6 +235,7 @@ def test_a_410_relists_and_what_vanished_goes_only_a_kind_that_pauses_is_unsynce
                 server.compact()  # the watch's resourceVersion is now too old: a 410 inside the stream
             else:
                 server.fail("GET", f"^{NODES}$", 410, watch=True)  # the watch is answered 410
+            server.release()
             await rec.wait(lambda: ("relisted", frozenset("a")) in rec.log)
             server.clear_faults()
             relist = [("ADDED", "a"), ("relisted", frozenset("a"))]
@@ -229,10 +259,12 @@ def test_a_watch_cut_by_the_network_resumes_from_its_resource_version_with_no_li
             add_nodes(server, "c")
             await rec.wait(lambda: ("ADDED", "c") in rec.log)
             seen_at = server.resource_version
-            server.delay("GET", f"^{NODES}$", 0.1, watch=True)  # the resumed watch comes back after these writes
+            server.hold("GET", f"^{NODES}$", watch=True)  # the resumed watch comes back after these writes
             assert server.cut_watches(cut) == 1
             server.delete("", "v1", "nodes", "b")
             add_nodes(server, "d")
+            await rec.wait(lambda: len(watches(server)) == 2)
+            server.release()
             await rec.wait(lambda: ("ADDED", "d") in rec.log)
             assert watches(server)[1]["resourceVersion"] == seen_at  # from the last event it delivered
             assert rec.log[-2:] == [("DELETED", "b"), ("ADDED", "d")]  # replayed by the server, in order
@@ -244,10 +276,7 @@ def test_a_watch_cut_by_the_network_resumes_from_its_resource_version_with_no_li
     run(scenario)
 
 
-def test_a_burst_of_breaks_never_unsyncs_and_never_lists(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(informer_module, "RESUME_PAUSE", 0.005)
-    monkeypatch.setattr(informer_module, "RESUME_PAUSE_MAX", 0.02)
-
+def test_a_burst_of_breaks_never_unsyncs_and_never_lists() -> None:
     async def scenario(server: FakeApiServer, api: Api, rec: Recorder) -> None:
         add_nodes(server, "a")
         task = await running(rec.informer(api, pauses=True))
@@ -264,24 +293,26 @@ def test_a_burst_of_breaks_never_unsyncs_and_never_lists(monkeypatch: pytest.Mon
     run(scenario)
 
 
-def test_a_watch_silent_past_the_idle_deadline_is_resumed_and_what_it_missed_is_replayed(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(informer_module, "BACKOFF_FIRST", 0.1)
+IDLE_DEADLINE = 0.1  # the client's watch_idle_timeout; bookmarks every 0.01 s leave 90 ms of slack
+BOOKMARKS = 0.01
 
+
+def test_a_watch_silent_past_the_idle_deadline_is_resumed_and_what_it_missed_is_replayed() -> None:
     async def scenario(server: FakeApiServer, api: Api, rec: Recorder) -> None:
         add_nodes(server, "a", "b")
         task = await running(rec.informer(api, pauses=True))
         try:
             await rec.wait(lambda: rec.syncs() == [True] and len(watches(server)) == 1)
-            await asyncio.sleep(0.25)  # bookmarks keep a healthy watch alive past the deadline
-            assert len(watches(server)) == 1
+            await asyncio.sleep(1.7 * IDLE_DEADLINE)  # bookmarks keep a healthy watch alive past the deadline
+            assert len(watches(server)) == 1 and rec.restarts == []
+            add_nodes(server, "c")
+            await rec.wait(lambda: ("ADDED", "c") in rec.log)
             server.stall_watches()
-            stalled_at = time.monotonic()
             server.delete("", "v1", "nodes", "b")  # withheld by the stalled stream
             await rec.wait(lambda: len(watches(server)) == 2)
-            assert time.monotonic() - stalled_at >= 0.15 - 0.05  # the deadline, from the last bookmark before the stall
             assert rec.restarts[0] == ("resume", "idle")
+            # the deadline, counted from the last thing received: "c" or a later bookmark (5 ms for timer slop)
+            assert rec.restarted_at[0] - rec.applied_at["ADDED", "c"] >= IDLE_DEADLINE - 0.005
             server.drop_watches()  # the stalled streams never deliver what they held
             server.resume_watches()
             await rec.wait(lambda: ("DELETED", "b") in rec.log)  # a later watch replays it from the resourceVersion
@@ -289,16 +320,16 @@ def test_a_watch_silent_past_the_idle_deadline_is_resumed_and_what_it_missed_is_
         finally:
             await stop(task)
 
-    run(scenario, watch_idle_timeout=0.15, bookmark_interval=0.05)
+    run(scenario, watch_idle_timeout=IDLE_DEADLINE, bookmark_interval=BOOKMARKS)
 
 
 @pytest.mark.parametrize("pauses", [True, False], ids=["a kind that pauses", "any other kind"])
 def test_watches_that_keep_failing_to_start_back_off_then_list_again(
     pauses: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(informer_module, "BACKOFF_FIRST", 0.01)
+    monkeypatch.setattr(informer_module, "BACKOFF_FIRST", 0.005)
     monkeypatch.setattr(informer_module, "BLIND_LIMIT", 60.0)  # only the failures in a row count here
-    monkeypatch.setattr(informer_module, "RELIST_AFTER", 3)  # 5 doubling backoffs took 0.3 to 0.6 s; 3 show it
+    monkeypatch.setattr(informer_module, "RELIST_AFTER", 3)  # 3 doubling backoffs show it
 
     async def scenario(server: FakeApiServer, api: Api, rec: Recorder) -> None:
         add_nodes(server, "a")
@@ -315,7 +346,7 @@ def test_watches_that_keep_failing_to_start_back_off_then_list_again(
             ]
             answered = [r for r in server.requests if r.path == NODES and r.query.get("watch") == "1"][1:]
             gaps = [later.time - earlier.time for earlier, later in zip(answered, answered[1:])]
-            # backing off: 0.01 s doubling (a jittered pause is never shorter, and a busy machine only adds)
+            # backing off: 5 ms doubling (NoJitter: each pause is its nominal length; a busy machine only adds)
             assert all(gap >= informer_module.BACKOFF_FIRST * 2**i for i, gap in enumerate(gaps[:3])), gaps
             assert rec.syncs() == ([True, False, True] if pauses else [True])  # a kind that pauses was blind
         finally:
@@ -328,8 +359,8 @@ def test_watches_that_keep_failing_to_start_back_off_then_list_again(
 def test_a_kind_that_pauses_is_not_left_blind_for_long_it_is_unsynced_and_listed_again(
     pauses: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(informer_module, "BLIND_LIMIT", 0.1)
-    monkeypatch.setattr(informer_module, "BACKOFF_FIRST", 0.02)
+    monkeypatch.setattr(informer_module, "BLIND_LIMIT", 0.01)
+    monkeypatch.setattr(informer_module, "RELIST_AFTER", 1000)  # only blindness may relist here
 
     async def scenario(server: FakeApiServer, api: Api, rec: Recorder) -> None:
         add_nodes(server, "a", "b")
@@ -338,14 +369,18 @@ def test_a_kind_that_pauses_is_not_left_blind_for_long_it_is_unsynced_and_listed
             await rec.wait(lambda: rec.syncs() == [True] and len(watches(server)) == 1)
             server.fail("GET", f"^{NODES}$", 503, times=1000, watch=True)  # no watch can start: the kind is blind
             server.delete("", "v1", "nodes", "b")
+            cut_at = time.monotonic()
             server.cut_watches("reset")
             if pauses:
                 await rec.wait(lambda: ("relisted", frozenset("a")) in rec.log)
                 relists = [reason for action, reason in rec.restarts if action == "relist"]
-                assert rec.syncs() == [True, False, True] and relists[0] == "blind"
+                assert rec.syncs() == [True, False, True] and relists == ["blind"]
             else:
-                await asyncio.sleep(0.35)  # over 3 blind limits; RELIST_AFTER failed watches take 0.62 s at least
+                # a watch asked for after 3 blind limits: the blindness was weighed before it (and ignored)
+                later = cut_at + 3 * informer_module.BLIND_LIMIT
+                await rec.wait(lambda: any(r.time > later for r in server.requests if r.query.get("watch") == "1"))
                 assert rec.syncs() == [True] and len(lists(server)) == 1  # it keeps trying to watch
+                assert {reason for _, reason in rec.restarts} == {"broken", "error"}
             server.clear_faults()
         finally:
             await stop(task)
@@ -355,10 +390,8 @@ def test_a_kind_that_pauses_is_not_left_blind_for_long_it_is_unsynced_and_listed
 
 @pytest.mark.parametrize("pauses", [True, False], ids=["a kind that pauses", "any other kind"])
 def test_a_server_that_cannot_be_reached_unsyncs_a_kind_that_pauses_at_once_until_it_is_listed_again(
-    pauses: bool, monkeypatch: pytest.MonkeyPatch
+    pauses: bool,
 ) -> None:
-    monkeypatch.setattr(informer_module, "BACKOFF_FIRST", 0.05)
-
     async def scenario(server: FakeApiServer, api: Api, rec: Recorder) -> None:
         add_nodes(server, "a", "b")
         informer = rec.informer(api, pauses=pauses)
@@ -386,7 +419,7 @@ def test_a_list_cut_short_mid_page_asks_for_that_page_again() -> None:
     async def scenario(server: FakeApiServer, api: Api, rec: Recorder) -> None:
         add_nodes(server, "a", "b", "c", "d", "e")
         server.lose_answers("GET", f"^{NODES}$", truncated=True)  # the first page's answer is cut short
-        informer = Informer(api, rec.feed(), on_sync=rec.on_sync, page=2)
+        informer = Informer(api, rec.feed(), on_sync=rec.on_sync, page=2, rng=NoJitter())
         informer._backoff = 0.01
         task = await running(informer)
         try:
@@ -413,7 +446,8 @@ def test_resync_lists_again_and_unsyncs_only_a_kind_that_pauses(pauses: bool) ->
             await rec.wait(lambda: rec.syncs() == [True] and len(watches(server)) == 1)
             informer.resync()
             assert informer.synced is not pauses and rec.syncs() == ([True, False] if pauses else [True])
-            await rec.wait(lambda: len(lists(server)) == 2 and informer.synced)
+            # the relist applied (the second list's request alone may not be answered yet)
+            await rec.wait(lambda: rec.log.count(("relisted", frozenset("a"))) == 2 and informer.synced)
             assert rec.log[-3 if pauses else -2 :] == [("ADDED", "a"), ("relisted", frozenset("a"))] + (
                 [("synced", True)] if pauses else []
             )
@@ -424,11 +458,9 @@ def test_resync_lists_again_and_unsyncs_only_a_kind_that_pauses(pauses: bool) ->
     run(scenario)
 
 
-def test_an_optional_kind_that_is_not_served_counts_as_synced_and_empty(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(informer_module, "BACKOFF_FIRST", 0.1)
-
+def test_an_optional_kind_that_is_not_served_counts_as_synced_and_empty() -> None:
     async def scenario(server: FakeApiServer, api: Api, rec: Recorder) -> None:
-        informer = Informer(api, rec.feed(PODGROUPS, optional=True), on_sync=rec.on_sync)
+        informer = Informer(api, rec.feed(PODGROUPS, optional=True), on_sync=rec.on_sync, rng=NoJitter())
         task = await running(informer)
         try:
             await rec.wait(lambda: rec.syncs() == [True])
@@ -447,11 +479,9 @@ def test_an_optional_kind_that_is_not_served_counts_as_synced_and_empty(monkeypa
     run(scenario)
 
 
-def test_a_kind_that_must_exist_and_is_not_served_never_counts_as_synced(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(informer_module, "BACKOFF_FIRST", 0.02)
-
+def test_a_kind_that_must_exist_and_is_not_served_never_counts_as_synced() -> None:
     async def scenario(server: FakeApiServer, api: Api, rec: Recorder) -> None:
-        task = await running(Informer(api, rec.feed(PODGROUPS), on_sync=rec.on_sync))
+        task = await running(Informer(api, rec.feed(PODGROUPS), on_sync=rec.on_sync, rng=NoJitter()))
         try:
             await rec.wait(lambda: len(lists(server, PODGROUPS)) >= 3)
             assert rec.log == []
@@ -461,9 +491,7 @@ def test_a_kind_that_must_exist_and_is_not_served_never_counts_as_synced(monkeyp
     run(scenario)
 
 
-def test_a_failing_list_backs_off_and_stays_unsynced(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(informer_module, "BACKOFF_FIRST", 0.02)
-
+def test_a_failing_list_backs_off_and_stays_unsynced() -> None:
     async def scenario(server: FakeApiServer, api: Api, rec: Recorder) -> None:
         add_nodes(server, "a")
         server.fail("GET", f"^{NODES}$", 500, times=3, watch=False)
@@ -474,7 +502,8 @@ def test_a_failing_list_backs_off_and_stays_unsynced(monkeypatch: pytest.MonkeyP
             answered = [(r.time, r.status) for r in server.requests if r.path == NODES and r.query.get("watch") != "1"]
             assert [status for _, status in answered] == [500, 500, 500, 200]
             gaps = [later - earlier for (earlier, _), (later, _) in zip(answered, answered[1:])]
-            assert gaps[0] >= 0.02 and gaps[1] >= 0.04 and gaps[2] >= 0.08  # 0.02 s, doubling (and jittered up)
+            first = informer_module.BACKOFF_FIRST  # 5 ms (quick_pauses), doubling
+            assert gaps[0] >= first and gaps[1] >= 2 * first and gaps[2] >= 4 * first, gaps
             assert rec.log == [("ADDED", "a"), ("relisted", frozenset("a")), ("synced", True)]  # nothing before
 
             # a kind that pauses, relisting after lost history: a failing list keeps it unsynced
@@ -496,7 +525,6 @@ def test_an_unexpected_error_never_ends_the_informer_it_lists_again(
     """An informer that died would leave its kind counted synced while nothing of it arrives: an error
     nobody expected (here the client's watch raising what it never should) is logged, the kind
     (unsynced meanwhile when it pauses) listed again, and its events flow as before."""
-    monkeypatch.setattr(informer_module, "BACKOFF_FIRST", 0.02)
 
     async def scenario(server: FakeApiServer, api: Api, rec: Recorder) -> None:
         add_nodes(server, "a")

@@ -14,6 +14,7 @@ import datetime as _dt
 import json
 import os
 import ssl
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -242,14 +243,17 @@ def test_an_answer_that_is_not_json_is_an_error() -> None:
 
 
 def test_a_hanging_extender_times_out() -> None:
+    answer = threading.Event()
+
     def hang(args: Any) -> tuple[int, Any]:
-        time.sleep(2)
+        answer.wait(5)  # until the call is over
         return 200, {}
 
     with ExtenderServer({"filter": hang}) as srv:
         t0 = time.monotonic()
-        result = extender(srv.url, filter_verb="filter", http_timeout_seconds=0.2).filter(make_pod().obj(), NODES)
+        result = extender(srv.url, filter_verb="filter", http_timeout_seconds=0.02).filter(make_pod().obj(), NODES)
         elapsed = time.monotonic() - t0
+        answer.set()
     assert result.error == f'Post "{srv.url}/filter": {TIMEOUT_REASON}'
     assert elapsed < 1.5, "httpTimeout bounds the call"
 
@@ -316,19 +320,22 @@ def test_calls_from_worker_threads_run_on_the_operators_loop(monkeypatch: pytest
 
 
 def test_httptimeout_bounds_a_call_on_the_operators_loop() -> None:
+    answer = threading.Event()
+
     def hang(args: Any) -> tuple[int, Any]:
-        time.sleep(2)
+        answer.wait(5)  # until the call is over
         return 200, {}
 
     async def main(url: str) -> tuple[str, float]:
         loop = asyncio.get_running_loop()
-        ext = HTTPExtender(ExtenderConfig(url_prefix=url, filter_verb="filter", http_timeout_seconds=0.2), loop=loop)
+        ext = HTTPExtender(ExtenderConfig(url_prefix=url, filter_verb="filter", http_timeout_seconds=0.02), loop=loop)
         t0 = time.monotonic()
         result = await asyncio.to_thread(ext.filter, make_pod().obj(), NODES)
         return result.error, time.monotonic() - t0
 
     with ExtenderServer({"filter": hang}) as srv:
         error, elapsed = asyncio.run(main(srv.url))
+        answer.set()
     assert error == f'Post "{srv.url}/filter": {TIMEOUT_REASON}' and elapsed < 1.5
 
 

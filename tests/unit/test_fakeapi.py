@@ -3,6 +3,10 @@
 Each test drives it with a plain aiohttp client, as the operator's edge would, and checks the
 status codes, Status bodies and watch streams the real server sends (messages verbatim where
 clients match on them). Sync tests around ``asyncio.run``: this project has no pytest-asyncio.
+
+Time: that an event stays out of a stream is shown by a later event that must come through (a stream
+keeps order, so what should not be there would come first), not by waiting; what only time shows (the
+bookmark interval, a stall, the server's seconds) runs on intervals of tens of milliseconds.
 """
 
 from __future__ import annotations
@@ -572,12 +576,17 @@ def test_watch_replays_after_a_resource_version_then_streams_live() -> None:
         # other kinds and other namespaces stay out
         server.add("", "v1", "nodes", make_node("n1").body)
         server.add("", "v1", "pods", make_pod("elsewhere", "kube-system").body)
-        await stream.silent(0.2)
+        server.add("", "v1", "pods", pod("c"))  # in order: what should stay out would come before it
+        assert summary(await stream.next())[:2] == ("ADDED", "c")
         stream.resp.close()
 
         # no resourceVersion (or "0"): the current state as ADDED events first
         fresh = await watch(session, "/api/v1/pods")
-        assert {summary(await fresh.next())[:2] for _ in range(2)} == {("ADDED", "b"), ("ADDED", "elsewhere")}
+        assert {summary(await fresh.next())[:2] for _ in range(3)} == {
+            ("ADDED", "b"),
+            ("ADDED", "c"),
+            ("ADDED", "elsewhere"),
+        }
         fresh.resp.close()
 
     run(scenario)
@@ -605,7 +614,8 @@ def test_watch_with_a_field_selector_sees_transitions() -> None:
 
         await call(session, "PATCH", f"{PODS}/p/status", {"status": {"phase": "Running"}}, headers=MERGE)
         assert (await assigned.next())["type"] == "MODIFIED"
-        await unassigned.silent(0.2)
+        await call(session, "POST", PODS, pod("q"))  # unassigned: comes after whatever else it was sent
+        assert summary(await unassigned.next())[:2] == ("ADDED", "q")
         unassigned.resp.close()
         assigned.resp.close()
 
@@ -614,8 +624,8 @@ def test_watch_with_a_field_selector_sees_transitions() -> None:
 
 def test_bookmarks_come_at_the_configured_interval() -> None:
     async def scenario(server: FakeApiServer, session: aiohttp.ClientSession) -> None:
+        t0 = time.monotonic()  # before the server's stream starts: its intervals are lower bounds from here
         stream = await watch(session, PODS, resourceVersion=server.resource_version, allowWatchBookmarks="true")
-        t0 = time.monotonic()
         first = await stream.next()
         assert first == {
             "type": "BOOKMARK",
@@ -626,15 +636,15 @@ def test_bookmarks_come_at_the_configured_interval() -> None:
         assert (
             second["type"] == "BOOKMARK" and second["object"]["metadata"]["resourceVersion"] == server.resource_version
         )
-        assert 0.15 <= time.monotonic() - t0 < 1.0
+        assert 2 * server.bookmark_interval <= time.monotonic() - t0 < 1.0
         stream.resp.close()
 
         # no allowWatchBookmarks: no bookmarks
         quiet = await watch(session, PODS, resourceVersion=server.resource_version)
-        await quiet.silent(0.25)  # two and a half bookmark intervals
+        await quiet.silent(2.5 * server.bookmark_interval)
         quiet.resp.close()
 
-    run(scenario, bookmark_interval=0.1)
+    run(scenario, bookmark_interval=0.03)
 
 
 def test_timeout_seconds_ends_the_stream_cleanly() -> None:
@@ -642,10 +652,10 @@ def test_timeout_seconds_ends_the_stream_cleanly() -> None:
         t0 = time.monotonic()
         stream = await watch(session, PODS, resourceVersion=server.resource_version, timeoutSeconds="2")
         assert await stream.ended()
-        assert 0.2 <= time.monotonic() - t0 < 1.2  # two of this server's seconds, 0.1 s each
+        assert 0.04 <= time.monotonic() - t0 < 1.0  # two of this server's seconds, 0.02 s each
         stream.resp.close()
 
-    run(scenario, second=0.1)
+    run(scenario, second=0.02)
 
 
 def test_end_watches_sends_the_events_due_then_ends_the_streams_cleanly() -> None:
@@ -719,7 +729,7 @@ def test_stalled_watches_send_nothing_then_deliver_in_order() -> None:
         await call(session, "POST", PODS, pod("b"))
         late = await watch(session, PODS, resourceVersion=server.resource_version)  # new watches stall too
         await call(session, "DELETE", f"{PODS}/a")
-        await stream.silent(0.15)  # no events, no bookmarks
+        await stream.silent(1.5 * server.bookmark_interval)  # no events, no bookmarks
         await late.silent(0.01)
         status, _ = await call(session, "GET", PODS)  # other requests work
         assert status == 200
@@ -731,7 +741,7 @@ def test_stalled_watches_send_nothing_then_deliver_in_order() -> None:
         stream.resp.close()
         late.resp.close()
 
-    run(scenario, bookmark_interval=0.1)  # shorter than the silence asserted, longer than a read takes
+    run(scenario, bookmark_interval=0.04)  # shorter than the silence asserted, longer than a read takes
 
 
 def test_stalled_connections_hang_every_request_until_resumed() -> None:
@@ -739,10 +749,11 @@ def test_stalled_connections_hang_every_request_until_resumed() -> None:
         stream = await watch(session, PODS, resourceVersion=server.resource_version)
         server.stall_connections()
         with pytest.raises(TimeoutError):
-            await call(session, "GET", PODS, timeout=aiohttp.ClientTimeout(total=0.1))
+            # a server that answered would within milliseconds: 30 ms is ten times that
+            await call(session, "GET", PODS, timeout=aiohttp.ClientTimeout(total=0.03))
         assert server.requests[-1].path == PODS and server.requests[-1].status is None  # received, never answered
         server.add("", "v1", "pods", pod("a"))
-        await stream.silent(0.1)
+        await stream.silent(0.03)
 
         server.resume_connections()
         assert summary(await stream.next())[:2] == ("ADDED", "a")
@@ -793,10 +804,10 @@ def test_injected_failures_delays_and_request_records() -> None:
         assert (status, body["reason"]) == (410, "Expired")
         stream.resp.close()
 
-        server.delay("GET", r"^/api/v1/nodes$", 0.1)
+        server.delay("GET", r"^/api/v1/nodes$", 0.02)
         t0 = time.monotonic()
         status, _ = await call(session, "GET", "/api/v1/nodes", headers={"User-Agent": "edge-test/1"})
-        assert status == 200 and time.monotonic() - t0 >= 0.1
+        assert status == 200 and time.monotonic() - t0 >= 0.02
         server.clear_faults()
 
         record = server.requests[-1]
@@ -810,6 +821,17 @@ def test_injected_failures_delays_and_request_records() -> None:
         assert binding.body == {"metadata": {"name": "p"}, "target": {"name": "n"}} and binding.status == 500
         watch_record = next(r for r in server.requests if r.query.get("watch") == "1")
         assert watch_record.status == 200 and "resourceVersion" in watch_record.query
+
+        server.hold("GET", r"^/api/v1/nodes$")  # recorded, then kept until released
+        count = len(server.requests)
+        held = asyncio.create_task(call(session, "GET", "/api/v1/nodes"))
+        while len(server.requests) == count:
+            await asyncio.sleep(0.001)
+        await asyncio.sleep(0)
+        assert not held.done() and server.requests[-1].status is None
+        server.release()
+        assert (await held)[0] == 200 and server.requests[-1].status == 200
+        assert (await call(session, "GET", "/api/v1/nodes"))[0] == 200  # released: later ones are not held
 
     run(scenario)
 

@@ -20,8 +20,10 @@ from types import ModuleType
 import pytest
 
 FAULTS = Path(__file__).resolve().parents[1] / "cluster" / "faults"
-#: how long a stalled connection is watched for a byte that must not come
-SILENCE = 0.3  # a byte the stall did not hold arrives within milliseconds on loopback
+#: how long a stalled connection is watched for a byte that must not come: every byte the test sent is
+#: at the proxy by then (its ``held`` says so), and one the stall did not hold arrives within
+#: milliseconds on loopback
+SILENCE = 0.05
 
 
 def _load_netfaults() -> ModuleType:
@@ -42,7 +44,8 @@ StallProxy = netfaults.StallProxy
 
 
 class LineServer(socketserver.ThreadingTCPServer):
-    """Echoes each line back; a line starting with ``slow`` 0.3 s later (an answer in flight at a stall)."""
+    """Echoes each line back; a line starting with ``slow`` once ``slow_answer`` is set (an answer in flight
+    at a stall: ``slow_received`` says the line arrived)."""
 
     daemon_threads = True
     allow_reuse_address = True
@@ -50,6 +53,8 @@ class LineServer(socketserver.ThreadingTCPServer):
     def __init__(self) -> None:
         super().__init__(("127.0.0.1", 0), Handler)
         self.resets = 0
+        self.slow_received = threading.Event()
+        self.slow_answer = threading.Event()
 
 
 class Handler(socketserver.StreamRequestHandler):
@@ -59,7 +64,8 @@ class Handler(socketserver.StreamRequestHandler):
         try:
             for line in self.rfile:
                 if line.startswith(b"slow"):
-                    time.sleep(0.3)
+                    self.server.slow_received.set()
+                    self.server.slow_answer.wait(5)
                 self.wfile.write(line)
         except ConnectionResetError:
             self.server.resets += 1
@@ -113,7 +119,7 @@ def until(predicate: Callable[[], bool], timeout: float = 2.0) -> bool:
     while time.monotonic() < deadline:
         if predicate():
             return True
-        time.sleep(0.01)
+        time.sleep(0.002)
     return False
 
 
@@ -124,17 +130,21 @@ def test_bytes_flow_both_ways(proxy: StallProxy) -> None:
         assert proxy.connections == 1 and proxy.accepted == 1
 
 
-def test_a_stall_silences_open_connections_while_new_ones_work_and_resume_delivers_in_order(proxy: StallProxy) -> None:
+def test_a_stall_silences_open_connections_while_new_ones_work_and_resume_delivers_in_order(
+    proxy: StallProxy, server: LineServer
+) -> None:
     with connect(proxy) as old:
         old.sendall(b"before\n")
         assert read(old, 7) == b"before\n"
         old.sendall(b"slow answer\n")  # reaches the server; its answer comes back during the stall
-        time.sleep(0.05)
+        assert server.slow_received.wait(2)
         assert proxy.stall() == 1
+        server.slow_answer.set()
         old.sendall(b"held\n")  # client -> server, held
         big = b"x" * (1 << 20) + b"\n"
         old.settimeout(2)
         old.sendall(big)  # the proxy keeps reading: a megabyte fits, nothing blocks, the window stays open
+        assert until(lambda: proxy.held >= len(b"slow answer\n") + len(b"held\n") + len(big))  # all at the proxy
         assert silent(old)  # neither the slow answer (server -> client) nor an echo
         with connect(proxy) as new:  # a reconnecting client recovers
             new.sendall(b"fresh\n")

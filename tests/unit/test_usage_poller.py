@@ -4,6 +4,7 @@ local HTTP server, failures kept beside the previous samples, and the pollers fo
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -44,6 +45,14 @@ def cluster() -> SchedulerCache:
 
 def run(body: Callable[[], Awaitable[None]]) -> None:
     asyncio.run(asyncio.wait_for(body(), 20))
+
+
+async def until(condition: Callable[[], bool], timeout: float = 5.0) -> None:
+    """Wait until `condition` holds (polled every millisecond), or fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.001)
 
 
 def test_metrics_api_through_the_api_server() -> None:
@@ -185,16 +194,18 @@ def test_pollers_follow_the_sources() -> None:
             cache = cluster()
             pollers = UsagePollers(api=api, cache=cache, clock=lambda: NOW)
             try:
-                pollers.sync([MetricsSource(interval=0.05), MetricsSource(interval=0.05)])
+                interval = 0.01
+                pollers.sync([MetricsSource(interval=interval), MetricsSource(interval=interval)])
                 assert list(pollers.running) == [METRICS_API]
-                for _ in range(100):
-                    if METRICS_API in cache.objects.node_usage:
-                        break
-                    await asyncio.sleep(0.02)
+                await until(lambda: METRICS_API in cache.objects.node_usage)
                 assert cache.objects.node_usage[METRICS_API].nodes["hot"].cpu == 75.0
-                await asyncio.sleep(0.2)
-                polls = sum(1 for r in server.requests if r.path == NODE_METRICS_PATH)
-                assert polls >= 2  # every interval
+
+                def polls() -> list[float]:
+                    return [r.time for r in server.requests if r.path == NODE_METRICS_PATH]
+
+                await until(lambda: len(polls()) >= 3)  # every interval, not once
+                times = polls()
+                assert all(later - earlier >= interval for earlier, later in zip(times, times[1:])), times
                 pollers.stop()
                 assert pollers.running == {} and METRICS_API not in cache.objects.node_usage
             finally:
@@ -225,10 +236,7 @@ def test_the_app_polls_the_sources_its_policies_name() -> None:
             try:
                 app.observe_policy(PolicyMeta("aware", 1, "2026-01-01T00:00:00Z", "uid-aware", "aware", spec))
                 assert list(app.usage.running) == [METRICS_API]  # two plugins, one source, one poller
-                for _ in range(100):
-                    if METRICS_API in app.cache.objects.node_usage:
-                        break
-                    await asyncio.sleep(0.02)
+                await until(lambda: METRICS_API in app.cache.objects.node_usage)
                 assert app.cache.objects.node_usage[METRICS_API].nodes["hot"].cpu == 75.0
                 app.observe_policy(PolicyMeta("plain", 1, "2026-01-01T00:00:01Z", "uid-plain", "plain", {}))
                 assert list(app.usage.running) == [METRICS_API]

@@ -118,7 +118,8 @@ class Api:
     """A minimal async Kubernetes API client; see the module docstring.
 
     `fence` is asked before every write (None: writes are always allowed); `user_agent` goes on
-    every request this process makes itself (audit logs tell replicas apart by it).
+    every request this process makes itself (audit logs tell replicas apart by it); `clock` ages the
+    pool's idle connections (``Pool``'s: ``time.monotonic`` unless a test moves its own).
     """
 
     def __init__(
@@ -131,6 +132,7 @@ class Api:
         fence: Callable[[], bool] | None = None,
         max_idle_age: float = MAX_IDLE_AGE,
         watch_idle_timeout: float = WATCH_IDLE_TIMEOUT,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.credentials = credentials
         self.host = credentials.server
@@ -156,6 +158,7 @@ class Api:
             connections=connections,
             max_idle_age=max_idle_age,
             proxy=credentials.proxy_url,
+            clock=clock,
         )
         self._session: aiohttp.ClientSession | None = None
         self._refreshing: asyncio.Lock | None = None

@@ -243,7 +243,8 @@ class Pool:
     """Keep-alive HTTP/1.1 connections to one origin (see the module docstring); used on one event loop.
 
     `tls` None speaks plain HTTP; `server_hostname` is the name the certificate is checked against
-    (and sent as SNI) when it is not the host's.
+    (and sent as SNI) when it is not the host's. `clock` is the monotonic clock idle connections are
+    aged by (``time.monotonic``; a test passes one it moves itself instead of waiting out the age).
     """
 
     def __init__(
@@ -257,8 +258,10 @@ class Pool:
         connections: int = CONNECTION_LIMIT,
         max_idle_age: float = MAX_IDLE_AGE,
         proxy: str | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.timeout = timeout
+        self._clock = clock
         self._proxy = _proxy_address(proxy) if proxy else None
         self._address = (host, port)
         self._tls = tls
@@ -300,7 +303,7 @@ class Pool:
         if conn is None:
             conn = await self._connect()
         if guard is not None and not guard():  # asked again right before the bytes go: waits above may be long
-            self._idle.append((conn, time.monotonic()))
+            self._idle.append((conn, self._clock()))
             raise Fenced
         try:
             status, raw, keep_alive = await conn.send(request)
@@ -313,14 +316,14 @@ class Pool:
                 raise LostConnection(str(exc)) from exc
             raise
         if keep_alive and not conn.closed and not self._closed:
-            self._idle.append((conn, time.monotonic()))
+            self._idle.append((conn, self._clock()))
         else:
             conn.close()
         return status, raw
 
     def _reuse(self) -> _Connection | None:
         """The most recently used idle connection that is open and young enough; older ones are closed."""
-        oldest = time.monotonic() - self._max_idle_age
+        oldest = self._clock() - self._max_idle_age
         while self._idle:
             conn, since = self._idle.pop()
             if since < oldest:
