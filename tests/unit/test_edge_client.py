@@ -8,8 +8,8 @@ Connections are counted server-side: the ``Api`` talks to the fake through ``Cou
 that counts the connections it accepts. Sync tests around ``asyncio.run``: this project has no pytest-asyncio.
 
 Time: waits are on what the test expects (a request the server recorded, a connection count); the idle age of
-pooled connections runs on a ``FakeClock``; deadlines a test proves are a few tens of milliseconds, held
-against bookmarks a few times more frequent.
+pooled connections runs on a frozen ``MovingClock`` (tests/clocks.py); deadlines a test proves are a few tens
+of milliseconds, held against bookmarks a few times more frequent.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 from builders import make_node
+from clocks import MovingClock
 from fakeapi import FakeApiServer
 
 from kopf_scheduler.core.framework.interface import ApiResponse
@@ -101,16 +102,6 @@ class FakeToken:
     @property
     def expiration(self) -> datetime | None:
         return None
-
-
-class FakeClock:
-    """A monotonic clock that moves only when told (``Api``'s `clock`)."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 async def until(condition: Callable[[], bool], timeout: float = 5.0) -> None:
@@ -362,14 +353,14 @@ def test_keep_alive_reuses_one_connection() -> None:
 
 def test_a_pooled_connection_older_than_the_maximum_idle_age_is_not_reused() -> None:
     async def scenario(server: FakeApiServer, proxy: CountingProxy) -> None:
-        clock = FakeClock()
+        clock = MovingClock(frozen=True, start=1000.0)
         api = make_api(proxy.url, max_idle_age=90, clock=clock)
         try:
             assert (await api.request("GET", NODES)).ok
-            clock.now += 89
+            clock.advance(89)
             assert (await api.request("GET", NODES)).ok  # young enough: reused
             assert proxy.accepted == 1
-            clock.now += 91
+            clock.advance(91)
             assert (await api.request("GET", NODES)).ok
             assert proxy.accepted == 2
             await until(lambda: proxy.open == 1)  # the old one was closed, not merely left aside

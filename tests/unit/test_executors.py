@@ -7,7 +7,7 @@ The core (``core/scheduling/cycle.py``) decides every step; ``kube/loop.py`` + `
   unassigned pods relayed as Kopf's watch would (``handlers.on_pod_event``), and a kubelet that
   finishes the deletion of evicted pods. Pods are created step by step, each step once the
   previous one settled (nothing ready, backing off, being bound or written). The App's clock
-  (``Clock``) moves on by itself only while the operator is idle, to the end of a backoff or a
+  (``tests/clocks.py``) moves on by itself only while the operator is idle, to the end of a backoff or a
   Permit deadline, as ``simulate``'s does: no test waits for real time to pass;
 - ``simulate``: ``Simulation.run`` over the same bodies, loaded as ``kopf-scheduler simulate``
   loads its files.
@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 
 import pytest
 from builders import make_node, make_pod
+from clocks import MovingClock
 from fakeapi import FakeApiServer
 
 from kopf_scheduler.core.config.ownership import PolicyMeta
@@ -264,23 +265,6 @@ class Flag:
         return self.set
 
 
-class Clock:
-    """The operator's clock (``App(clock=...)``): the monotonic clock plus how far the test moved it on.
-
-    The test moves it only while the operator is idle (nothing ready, being bound, written or unseen), to the
-    next moment something is due (a backoff's end, a Permit deadline): what a real run would have slept
-    through, as ``simulate``'s clock jumps from event to event."""
-
-    def __init__(self) -> None:
-        self.offset = 0.0
-
-    def __call__(self) -> float:
-        return time.monotonic() + self.offset
-
-    def advance(self, seconds: float) -> None:
-        self.offset += max(seconds, 0.0)
-
-
 #: seconds of real time the operator must stay idle before a step counts as settled, and between looks
 QUIET = 0.006
 POLL = 0.001
@@ -294,7 +278,9 @@ class Operator:
         self.api = Api(
             Credentials(server=server.url, source="fakeapi"), timeout=2.0, fence=lambda: True, user_agent="t"
         )
-        self.clock = Clock()
+        #: moved on only while the operator is idle, to the next moment something is due (a backoff's end, a
+        #: Permit deadline), as ``simulate``'s clock jumps from event to event
+        self.clock = MovingClock()
         self.app = App(self.api, identity="t", clock=self.clock)
         meta = PolicyMeta(POLICY, 1, "2026-01-01T00:00:00Z", "uid-policy", SCHEDULER, spec)
         statuses = self.app.observe_policy(meta)

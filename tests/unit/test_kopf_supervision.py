@@ -18,6 +18,7 @@ from typing import Any
 import kopf
 import pytest
 from builders import make_node, make_pod
+from clocks import MovingClock
 from fakeapi import FakeApiServer
 
 from kopf_scheduler.edge.client import Api
@@ -38,22 +39,12 @@ async def wait(condition: Callable[[], object], timeout: float = 10.0) -> None:
         await asyncio.sleep(0.002)
 
 
-class Clock:
-    """A clock the test moves on (``KopfSupervisor(clock=...)``)."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 class Runs:
     """Stand-in Kopf runs: each spawn starts two root tasks, the first failing after `fail_after` seconds
     (None: running until the stop flag), plus one leftover task of Kopf's own making. With a `clock`, a
     failing run moves it on by `fail_after` and fails at once; without, it sleeps that long."""
 
-    def __init__(self, *fail_after: float | None, clock: Clock | None = None) -> None:
+    def __init__(self, *fail_after: float | None, clock: MovingClock | None = None) -> None:
         self.clock = clock
         self.plan = list(fail_after)
         self.spawned = 0
@@ -71,7 +62,7 @@ class Runs:
                 await stop.wait()
                 return
             if self.clock is not None:
-                self.clock.now += fail_after
+                self.clock.advance(fail_after)
             else:
                 await asyncio.sleep(fail_after)
             raise RuntimeError("a discovery answer cut short")
@@ -126,7 +117,7 @@ def test_failing_again_and_again_turns_unhealthy_and_a_stable_run_forgives(monke
 
     async def scenario() -> None:
         # the supervisor's clock moves as long as each run lasts, and nothing else moves it
-        clock = Clock()
+        clock = MovingClock(frozen=True)
         runs = Runs(*[0.001] * (failures - 1), 0.06, 0.4, None, clock=clock)
         supervisor = KopfSupervisor(runs.spawn, settings=kopf.OperatorSettings(), clock=clock)
         task = asyncio.create_task(supervisor.run())

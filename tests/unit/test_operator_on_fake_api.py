@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 from builders import make_node, make_pod
+from clocks import MovingClock
 from fakeapi import FakeApiServer
 
 from kopf_scheduler.core.config.ownership import PolicyMeta
@@ -55,19 +56,6 @@ class Flag:
         return self.set
 
 
-class Clock:
-    """The App's clock (``App(clock=...)``): the monotonic clock plus how far a test moved it on."""
-
-    def __init__(self) -> None:
-        self.offset = 0.0
-
-    def __call__(self) -> float:
-        return time.monotonic() + self.offset
-
-    def advance(self, seconds: float) -> None:
-        self.offset += seconds
-
-
 class Operator:
     """One scheduler process on the fake: the App, its informers, one policy's loop, and a record of the
     writes the operator asked its Api for (sent or fenced)."""
@@ -90,7 +78,7 @@ class Operator:
             return await send(method, path, body, **kwargs)
 
         self.api.request = request  # type: ignore[method-assign]
-        self.clock = Clock()
+        self.clock = MovingClock()
         self.app = App(self.api, identity="replica-a", clock=self.clock)
         self.stopped = Flag()
         self.loop: asyncio.Task[None] | None = None
