@@ -75,7 +75,7 @@ SCHEDULER_NAME = "kopf-scheduler"
 CRD_NAME = "schedulingpolicies.scheduling.kopf.dev"
 ENV_OPERATOR = "KOPF_SCHEDULER_DEMO_OPERATOR"
 _SETTLE_SECONDS = 10.0  # all pods decided but some schedulable one not bound: wait this long for progress
-_RUNNING_GRACE = 10.0  # every pod decided, some bound one not Running yet: wait this long for KWOK
+_RUNNING_GRACE = 10.0  # all decided, a bound pod not Running (or a Job's not done) yet: wait this long for KWOK
 
 
 def add_parser(subparsers: Any, name: str, help: str) -> None:
@@ -280,6 +280,16 @@ class Observation:
     def pending_undecided(self) -> list[str]:
         return [n for n in self.pods if not self.node_of(n) and n not in self.failed]
 
+    def completing(self) -> list[str]:
+        """A Job's pods that run but have not completed yet: KWOK completes them a moment after they start, and
+        the summary counts them done."""
+        return [
+            n
+            for n, pod in self.pods.items()
+            if (pod.get("status") or {}).get("phase") == "Running"
+            and any(ref.get("kind") == "Job" for ref in pod["metadata"].get("ownerReferences") or ())
+        ]
+
 
 def _list_json(method: Any, *args: Any, **kwargs: Any) -> Any:
     """Call a kubernetes-client list method and decode the raw JSON (much faster than its models)."""
@@ -347,7 +357,8 @@ def _wait_for_scheduling(
             wrongly_failed = [n for n in obs.failed if _kind(obs.pods[n]) not in UNSCHEDULABLE_KINDS]
             if not wrongly_failed or now - last_progress > _SETTLE_SECONDS:
                 decided_at = decided_at or now
-                if len(obs.running_at) >= bound or now - decided_at > _RUNNING_GRACE:
+                settled = len(obs.running_at) >= bound and not obs.completing()
+                if settled or now - decided_at > _RUNNING_GRACE:
                     return obs
         if now > deadline:
             _say(f"  timed out after {timeout:.0f}s")
