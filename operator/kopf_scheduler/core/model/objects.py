@@ -35,6 +35,10 @@ LABEL_ZONE_BETA: Final = "failure-domain.beta.kubernetes.io/zone"
 LABEL_REGION_BETA: Final = "failure-domain.beta.kubernetes.io/region"
 
 ANNOTATION_PREFER_AVOID_PODS: Final = "scheduler.alpha.kubernetes.io/preferAvoidPods"
+#: on a claim of a WaitForFirstConsumer class: the node its volume is to be provisioned for (VolumeBinding's PreBind)
+ANNOTATION_SELECTED_NODE: Final = "volume.kubernetes.io/selected-node"
+#: on a PV: the binding to its claim was made by a controller (or the scheduler), not by the PV's author
+ANNOTATION_BOUND_BY_CONTROLLER: Final = "pv.kubernetes.io/bound-by-controller"
 
 # Pod preemption (spec.preemptionPolicy values; the DisruptionTarget condition preemption sets on victims).
 PREEMPT_LOWER_PRIORITY: Final = "PreemptLowerPriority"
@@ -517,6 +521,11 @@ class PersistentVolume:
     #: Azure Disk only: ``diskURI`` and ``kind`` (API default ``Shared``), what CSI migration translates
     disk_uri: str = ""
     disk_kind: str = ""
+    #: the uid in ``claimRef`` ("" when pre-bound by name only); what VolumeBinding's PreBind writes against
+    claim_uid: str = ""
+    resource_version: str = ""
+    #: the API body (what simulate's API server serves PreBind's writes from)
+    source: Mapping[str, Any] | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -529,6 +538,13 @@ class PersistentVolumeClaim:
     request: int = 0
     phase: str = "Pending"
     selector: LabelSelector | None = None
+    #: what VolumeBinding's PreBind writes against: the claim's uid, its resourceVersion, and the node its
+    #: ``volume.kubernetes.io/selected-node`` annotation names ("" when it has none)
+    uid: str = ""
+    resource_version: str = ""
+    selected_node: str = ""
+    #: the API body (what simulate's API server serves PreBind's writes from)
+    source: Mapping[str, Any] | None = field(default=None, repr=False)
 
     @property
     def key(self) -> str:

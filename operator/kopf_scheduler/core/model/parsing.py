@@ -30,6 +30,7 @@ from typing import Any, Final
 from .fields import ObjectError as ObjectError  # re-exported: where callers have always found it
 from .fields import integer, list_at, object_at, without_managed_fields
 from .objects import (
+    ANNOTATION_SELECTED_NODE,
     CONDITION_DISRUPTION_TARGET,
     CONDITION_POD_GROUP_INITIALLY_SCHEDULED,
     CONDITION_POD_SCHEDULED,
@@ -826,6 +827,9 @@ def parse_persistent_volume(body: Mapping[str, Any]) -> PersistentVolume:
         phase=str(object_at(body, "status", "pv").get("phase") or "Available"),
         disk_uri=disk_uri,
         disk_kind=disk_kind,
+        claim_uid=str(claim.get("uid") or "") if claim.get("name") else "",
+        resource_version=str(meta.get("resourceVersion") or ""),
+        source=without_managed_fields(body, meta),
     )
 
 
@@ -849,6 +853,10 @@ def parse_persistent_volume_claim(body: Mapping[str, Any]) -> PersistentVolumeCl
         request=request,
         phase=str(object_at(body, "status", "pvc").get("phase") or "Pending"),
         selector=parse_label_selector(spec.get("selector"), f"{where}.selector"),
+        uid=str(meta.get("uid") or ""),
+        resource_version=str(meta.get("resourceVersion") or ""),
+        selected_node=str(_str_map(meta, "annotations", "metadata").get(ANNOTATION_SELECTED_NODE) or ""),
+        source=without_managed_fields(body, meta),
     )
 
 
