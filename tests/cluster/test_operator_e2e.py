@@ -284,6 +284,87 @@ def test_same_scheduler_name_older_policy_wins_and_delete_stops_scheduling(
     assert not events_of(core, namespace, "FailedScheduling", "orphan")
 
 
+def test_wait_for_first_consumer_claims_are_provisioned_and_bound_where_the_pod_goes(
+    operator: Operator, api: client.ApiClient, namespace: str, group: Group
+) -> None:
+    """VolumeBinding's PreBind, with the real PV controller (kube-controller-manager): a claim of a
+    WaitForFirstConsumer class is told the pod's node (the in-tree hostPath provisioner then provisions and
+    binds it), and a local PV the pod's claim matches on one node is bound to that claim. The operator writes
+    with the deploy/ ServiceAccount's token, so the RBAC rules are tested too."""
+    core, storage = client.CoreV1Api(api), client.StorageV1Api(api)
+    _, pinned = group.nodes(2)
+    provisioned, local = f"{namespace}-hostpath", f"{namespace}-local"
+    for name, provisioner in ((provisioned, "kubernetes.io/host-path"), (local, "kubernetes.io/no-provisioner")):
+        storage.create_storage_class(
+            {
+                "metadata": {"name": name},
+                "provisioner": provisioner,
+                "volumeBindingMode": "WaitForFirstConsumer",
+                "reclaimPolicy": "Delete",
+            }
+        )
+    pv = f"{namespace}-local-pv"
+    core.create_persistent_volume(
+        {
+            "metadata": {"name": pv},
+            "spec": {
+                "storageClassName": local,
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteOnce"],
+                "local": {"path": "/mnt/disk"},
+                "nodeAffinity": {
+                    "required": {
+                        "nodeSelectorTerms": [
+                            {
+                                "matchExpressions": [
+                                    {"key": "kubernetes.io/hostname", "operator": "In", "values": [pinned]}
+                                ]
+                            }
+                        ]
+                    }
+                },
+            },
+        }
+    )
+    try:
+        for claim, sc in (("made", provisioned), ("found", local)):
+            core.create_namespaced_persistent_volume_claim(
+                namespace,
+                {
+                    "metadata": {"name": claim},
+                    "spec": {
+                        "storageClassName": sc,
+                        "accessModes": ["ReadWriteOnce"],
+                        "resources": {"requests": {"storage": "1Gi"}},
+                    },
+                },
+            )
+            body = group.pod(f"uses-{claim}")
+            body["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]
+            core.create_namespaced_pod(namespace, body)
+
+        def bound(claim: str) -> Any:
+            found = core.read_namespaced_persistent_volume_claim(claim, namespace)
+            return found if found.status.phase == "Bound" else None
+
+        made = wait(operator, lambda: bound("made"), timeout=30, message="the provisioned claim Bound")
+        node = node_of(core, namespace, "uses-made")
+        assert node and made.metadata.annotations["volume.kubernetes.io/selected-node"] == node
+        assert core.read_persistent_volume(made.spec.volume_name).spec.host_path is not None  # the provisioner's
+        found = wait(operator, lambda: bound("found"), timeout=30, message="the local PV's claim Bound")
+        assert found.spec.volume_name == pv and node_of(core, namespace, "uses-found") == pinned
+        ref = core.read_persistent_volume(pv).spec.claim_ref
+        assert (ref.namespace, ref.name, ref.uid) == (namespace, "found", found.metadata.uid)
+    finally:
+        for name in ("uses-made", "uses-found"):
+            core.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
+        for claim in ("made", "found"):
+            core.delete_namespaced_persistent_volume_claim(claim, namespace)
+        core.delete_persistent_volume(pv)
+        for name in (provisioned, local):
+            storage.delete_storage_class(name)
+
+
 def test_pod_deleted_while_queued_is_not_bound(
     operator: Operator, api: client.ApiClient, namespace: str, group: Group
 ) -> None:

@@ -16,6 +16,7 @@ from kopf_scheduler.core.framework.basics import SKIP, SUCCESS, Code, CycleState
 from kopf_scheduler.core.framework.interface import ApiClient, BindPlugin, PreBindPlugin
 from kopf_scheduler.core.plugins.default_binder import DefaultBinder
 from kopf_scheduler.core.plugins.dynamic_resources import DynamicResources
+from kopf_scheduler.core.plugins.volume_binding import VolumeBinding
 from kopf_scheduler.core.scheduling.algorithm import GenericScheduler
 from kopf_scheduler.core.scheduling.cycle import (
     BindingPlan,
@@ -143,9 +144,10 @@ def test_pre_flights(
 
 
 def test_the_default_profile_binds_with_default_binder_alone() -> None:
-    """DynamicResources is the default profile's one PreBind plugin (it skips pods without claims)."""
+    """VolumeBinding and DynamicResources are the default profile's PreBind plugins, in upstream's order (each
+    skips a pod without volumes to bind or claims)."""
     p = binding_plan(GenericScheduler(default_profile("s")), POD)
-    assert [type(b) for b in p.pre_binders] == [DynamicResources]
+    assert [type(b) for b in p.pre_binders] == [VolumeBinding, DynamicResources]
     assert p.extenders == () and [type(b) for b in p.binders] == [DefaultBinder]
 
 

@@ -124,8 +124,10 @@ def test_a_pre_bind_with_work_nominates_the_pod_before_binding(labels: dict[str,
     cycle = Cycle(make_pod("web").req(cpu="1").labels(labels).obj(), "n1")
     outcome = cycle.run(volumes_scheduler())
     assert isinstance(outcome, Bind) and outcome.nominated_node == nominated
-    # DynamicResources (the default profile's PreBind) has nothing to do for a pod without claims
-    assert outcome.state.skip_pre_bind == ({"DynamicResources"} if nominated else {"DynamicResources", "Volumes"})
+    # VolumeBinding and DynamicResources (the default profile's PreBinds) have nothing to do for a pod without
+    # volumes or claims
+    defaults = {"VolumeBinding", "DynamicResources"}
+    assert outcome.state.skip_pre_bind == (defaults if nominated else {*defaults, "Volumes"})
 
 
 def test_a_pre_flight_error_undoes_the_attempt_and_backs_off() -> None:

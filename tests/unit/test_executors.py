@@ -881,7 +881,7 @@ def test_a_bind_plugin_binds_or_passes_to_default_binder(executor: str, monkeypa
 def test_the_plugins_run_in_the_policy_order_with_default_binder_last() -> None:
     profile = validate_policy(PLUGINS_SPEC, registry=REGISTRY)
     assert isinstance(profile, Profile)
-    assert [p.name for p in profile.pre_binders] == ["DynamicResources", "Recorder"]
+    assert [p.name for p in profile.pre_binders] == ["VolumeBinding", "DynamicResources", "Recorder"]
     assert [p.name for p in profile.binders] == ["LabelBinder", "DefaultBinder"]
 
 

@@ -244,11 +244,11 @@ EXPECTED_CLUSTER_RULES = {
             "nodes",
             "services",
             "replicationcontrollers",
-            "persistentvolumes",
-            "persistentvolumeclaims",
             "namespaces",
         )
     },
+    # VolumeBinding's PreBind patches both
+    **{("", r): {"list", "watch", "patch"} for r in ("persistentvolumes", "persistentvolumeclaims")},
     ("apps", "replicasets"): {"list", "watch"},
     ("apps", "statefulsets"): {"list", "watch"},
     ("storage.k8s.io", "storageclasses"): {"list", "watch"},

@@ -1138,7 +1138,7 @@ def test_pods_without_do_not_schedule_constraints_skip_the_implied_filter() -> N
             S(plugins=[{"name": "Zzzzzzzzzz"}]),
             "spec.plugins[0].name",
             "unknown plugin 'Zzzzzzzzzz': no plugin of that name is installed (plugins with a Reserve, Permit, "
-            "PreBind or Bind point: DynamicResources)",
+            "PreBind or Bind point: DynamicResources, VolumeBinding)",
             id="unknown plugin",
         ),
         pytest.param(S(gangScheduling=1), "spec.gangScheduling", "must be an object", id="gang not an object"),

@@ -78,7 +78,7 @@ def test_a_pending_pod_is_bound_once(api: InMemoryApi) -> None:
             f"{PODS}/web",
             None,
             405,
-            "the simulation writes pods through pods/binding, PATCH and PUT only: DELETE",
+            "the simulation writes pods through pods/binding, and objects by PATCH and PUT only: DELETE",
             id="DELETE pod",
         ),
         pytest.param(

@@ -1,5 +1,5 @@
-"""The simulation's API server: the pods, nodes and ResourceClaims of the simulated cluster, answering as
-kube-apiserver does.
+"""The simulation's API server: the pods, nodes, PersistentVolumes, PersistentVolumeClaims and ResourceClaims
+of the simulated cluster, answering as kube-apiserver does.
 
 ``simulate`` carries out the binding cycle the core planned (``core.scheduling.cycle.BindingPlan``) with the
 same plugins the operator runs; their ``ApiClient`` is ``InMemoryApi``, which holds what the
@@ -16,6 +16,10 @@ the same over HTTP), so the answers are the real ones, Status bodies and message
   ``GET`` of a node and lists of pods and nodes (field and label selectors). A write changes the
   bodies answered later, not the objects the simulation schedules with (nothing in a simulation
   reads those fields back);
+- ``GET``, ``PATCH`` and ``PUT`` of PersistentVolumes and PersistentVolumeClaims (VolumeBinding's PreBind:
+  a PV's ``claimRef``, a claim's selected node, preconditioned on resourceVersions); each change is told to
+  ``volume_changed`` (kind, key, the object as stored), as their watches bring them to the operator, so the
+  next pod sees a PV taken;
 - every request on ``resource.k8s.io/v1`` ResourceClaims and their ``status`` (DynamicResources'
   PreBind, Unreserve and PostFilter writes: updates with resourceVersion conflicts, strategic-merge
   patches of ``reservedFor`` and of finalizers, the creation of a pod's extended-resource claim
@@ -24,10 +28,10 @@ the same over HTTP), so the answers are the real ones, Status bodies and message
   watch brings it to the operator (a body that cannot be read is skipped, as the operator's watch
   skips it);
 - anything else: 404 for the kinds it does not hold, 405 for the writes the simulation would not
-  see (creating or deleting pods, changing nodes).
+  see (creating or deleting pods or volumes, changing nodes).
 
-It holds the pods, nodes and claims of the cluster it is given (the DRA tracker's claims are
-replaced by the ones stored, which carry the server's resourceVersions), then what the simulation
+It holds the pods, nodes, volumes and claims of the cluster it is given (the cache's PVs and PVCs and the DRA
+tracker's claims are replaced by the ones stored, which carry the server's resourceVersions), then what the simulation
 tells it (``hold``, ``drop``, ``node_changed``, and ``create_claim`` for the resourceclaim
 controller's claims: these are not told back, the simulation puts them in its tracker itself,
 before their pod is queued; a cluster's scheduler also gets their ADDED event, whose only hint,
@@ -55,8 +59,8 @@ from ..core.dra.objects import ResourceClaim
 from ..core.dra.parsing import parse_resource_claim
 from ..core.framework.interface import ApiResponse
 from ..core.model import paths
-from ..core.model.objects import Node, Pod
-from ..core.model.parsing import ObjectError
+from ..core.model.objects import Node, PersistentVolume, PersistentVolumeClaim, Pod
+from ..core.model.parsing import ObjectError, parse_persistent_volume, parse_persistent_volume_claim
 from ..core.state.cache import SchedulerCache
 from .dra import name_suffix
 from .kubeapi import Change, KubeApi, status_body
@@ -66,7 +70,9 @@ __all__ = ["InMemoryApi", "SuspendedError", "drive"]
 T = TypeVar("T")
 
 #: the core kinds the simulation holds: what it reads and writes of them is served, the rest refused
-_HELD: Final = frozenset({"pods", "nodes"})
+_HELD: Final = frozenset({"pods", "nodes", "persistentvolumes", "persistentvolumeclaims"})
+#: the volumes and claims (VolumeBinding's PreBind writes them): plural -> the kind its changes are routed as
+_VOLUMES: Final = {"persistentvolumes": "PersistentVolume", "persistentvolumeclaims": "PersistentVolumeClaim"}
 #: ResourceClaims: every request on them is served
 _CLAIMS: Final = ("resource.k8s.io", "v1", "resourceclaims")
 #: how many times ``drive`` throws into a coroutine that keeps waiting before it gives up on it
@@ -82,13 +88,15 @@ class InMemoryApi:
     """The simulated cluster's API server for PreBind and Bind plugins (see the module docstring).
 
     `clock` is the simulation's (seconds since its start), for the times the server stamps; `claim_changed`
-    is told of each change a request makes to a claim (None: nobody is)."""
+    is told of each change a request makes to a claim, `volume_changed` of each to a PV or PVC (None: nobody
+    is)."""
 
     def __init__(
         self,
         cache: SchedulerCache,
         clock: Callable[[], float] = lambda: 0.0,
         claim_changed: Callable[[str, ResourceClaim | None], None] | None = None,
+        volume_changed: Callable[[str, str, PersistentVolume | PersistentVolumeClaim], None] | None = None,
     ) -> None:
         uids = itertools.count(1)
         self.kube = KubeApi(
@@ -102,6 +110,7 @@ class InMemoryApi:
         #: every request of the plugins, in order: (method, path, body)
         self.requests: list[tuple[str, str, Any]] = []
         self.claim_changed = claim_changed
+        self.volume_changed = volume_changed
         #: within `_quietly` (the simulation's own loads and claims): changes not told to `claim_changed`
         self._quiet = False
         for name in cache.node_names():
@@ -114,6 +123,14 @@ class InMemoryApi:
         for claim in list(tracker.claims.values()):
             if claim.source is not None:  # a claim read without its body cannot be served
                 tracker.set_claim(self._load_claim(claim.source))
+        # as stored: PreBind's writes are preconditioned on the server's resourceVersions
+        volumes, claims = cache.objects.persistent_volumes, cache.objects.persistent_volume_claims
+        for name, pv in list(volumes.items()):
+            if pv.source is not None:
+                volumes[name] = parse_persistent_volume(self._load_volume("persistentvolumes", pv.source))
+        for key, pvc in list(claims.items()):
+            if pvc.source is not None:
+                claims[key] = parse_persistent_volume_claim(self._load_volume("persistentvolumeclaims", pvc.source))
 
     # ------------------------------------------------------------------ the simulator's side
 
@@ -150,6 +167,16 @@ class InMemoryApi:
         assert stored is not None
         return parse_resource_claim(stored)
 
+    def _load_volume(self, plural: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
+        """A PV or claim of the cluster, stored as read; its body as stored."""
+        with self._quietly():
+            self.kube.load("", "v1", plural, body)
+        meta = body.get("metadata") or {}
+        namespace = (meta.get("namespace") or "default") if plural == "persistentvolumeclaims" else None
+        stored = self.kube.peek("", "v1", plural, str(meta.get("name") or ""), namespace)
+        assert stored is not None
+        return stored
+
     def create_claim(self, body: Mapping[str, Any]) -> ResourceClaim | str:
         """The resourceclaim controller's POST of a claim (``generateName`` names it): the claim as created,
         or the API server's refusal. The simulation keeps the claim itself: `claim_changed` is not told."""
@@ -171,8 +198,20 @@ class InMemoryApi:
             self._quiet = False
 
     def _changed(self, change: Change) -> None:
-        """A change stored by a request: a claim's is told to `claim_changed`, as its watch would bring it."""
-        if self._quiet or self.claim_changed is None or change.resource.key != _CLAIMS:
+        """A change stored by a request: a claim's is told to `claim_changed`, a PV's or PVC's to `volume_changed`,
+        as their watches would bring them."""
+        if self._quiet:
+            return
+        plural = change.resource.key[2]
+        if plural in _VOLUMES and change.resource.key[0] == "" and self.volume_changed is not None:
+            if change.type != "DELETED":  # the simulation deletes neither
+                try:
+                    volume = _parse_volume(plural, change.obj)
+                except ObjectError:
+                    return  # the operator's watch skips an object it cannot read
+                self.volume_changed(_VOLUMES[plural], _volume_key(volume), volume)
+            return
+        if self.claim_changed is None or change.resource.key != _CLAIMS:
             return
         meta = change.obj["metadata"]
         key = f"{meta.get('namespace')}/{meta['name']}"
@@ -227,9 +266,23 @@ class InMemoryApi:
             if kind[0] == "nodes":
                 return _refused(405, f"the simulation does not change nodes: {method} {path}")
             binding = method == "POST" and parts[-1] == "binding"
-            if not binding and (method not in ("PATCH", "PUT") or len(parts) < 6):
-                return _refused(405, f"the simulation writes pods through pods/binding, PATCH and PUT only: {method}")
+            one = len(parts) >= (6 if named else 4)  # a named object, not a collection
+            if not binding and (method not in ("PATCH", "PUT") or not one):
+                return _refused(
+                    405, f"the simulation writes pods through pods/binding, and objects by PATCH and PUT only: {method}"
+                )
         return self.kube.answer(method, path, body, content_type=content_type)
+
+
+def _parse_volume(plural: str, body: Mapping[str, Any]) -> PersistentVolume | PersistentVolumeClaim:
+    if plural == "persistentvolumes":
+        return parse_persistent_volume(body)
+    return parse_persistent_volume_claim(body)
+
+
+def _volume_key(volume: PersistentVolume | PersistentVolumeClaim) -> str:
+    """The key the cluster objects keep it under: a PV's name, a claim's namespace/name."""
+    return volume.key if isinstance(volume, PersistentVolumeClaim) else volume.name
 
 
 def _minimal(pod: Pod) -> dict[str, Any]:

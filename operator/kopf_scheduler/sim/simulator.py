@@ -250,7 +250,9 @@ class Simulation:
         self.profile, self.scheduler, self.queue = first.profile, first.scheduler, first.queue
         #: pods assumed and waiting at Permit (gangs)
         self.waiting: WaitingPods[Parked] = WaitingPods()
-        self.api = InMemoryApi(cache, lambda: self.clock, claim_changed=self._claim_changed)
+        self.api = InMemoryApi(
+            cache, lambda: self.clock, claim_changed=self._claim_changed, volume_changed=self._volume_changed
+        )
         if cache.objects.dra.clock is None:  # DynamicResources' filterTimeout runs on real time, as the operator's
             cache.objects.dra.clock = time.monotonic
         self._served: Mapping[str, routing.Queued] = self.lanes
@@ -568,6 +570,11 @@ class Simulation:
         """A claim written (None: deleted) through the in-memory API server: its watch event, as the operator
         gets it."""
         route_dra_object("ResourceClaim", key, new, cache=self.cache, served=self._served, now=self.clock)
+
+    def _volume_changed(self, kind: str, key: str, new: object) -> None:
+        """A PV or claim VolumeBinding's PreBind wrote through the in-memory API server: its watch event, as the
+        operator gets it."""
+        routing.route_object(kind, key, new, cache=self.cache, served=self._served, now=self.clock)
 
     def _send_dra_writes(self) -> None:
         """DynamicResources' Unreserve and PostFilter writes (the tracker's outbox), as the operator sends them:

@@ -45,19 +45,30 @@ provisions that found a CSIStorageCapacity: per claim class, the requests summed
 (100 when over capacity or the capacity is 0); the classes are averaged (rounded half up). PreScore SKIPs
 a pod without delayed claims (upstream scores such a pod 0 on every node).
 
-Static checks only: nothing is assumed or bound (no Reserve/PreBind; another pod of the same cycle may be
-offered the same PV); ``filter_nodes`` loops over the nodes.
+``filter_nodes`` loops over the nodes; what Filter and Score find on each node is kept for the cycle
+(``PodVolumeClaims.by_node``, upstream ``podVolumesByNode``).
+
+Reserve and PreBind (upstream ``AssumePodVolumes`` and ``BindPodVolumes``' ``bindAPIUpdate``): for the chosen
+node, each delayed claim matched to a PV gets it (the PV's ``claimRef`` set to the claim, with its uid and
+resourceVersion, and ``pv.kubernetes.io/bound-by-controller: "yes"`` when the PV was not bound to it before),
+and each claim to provision is told the node (``volume.kubernetes.io/selected-node``); the PersistentVolume
+controller and the provisioners do the rest. Each write is a merge patch preconditioned on the resourceVersion
+the cycle read, so a PV another pod's PreBind took meanwhile answers 409 and this pod tries again (upstream
+settles that race in its assume cache; nothing is assumed here, and a write that would change nothing is not
+sent). ``PreBindPreFlight`` says there is work when there are writes, so the pod is nominated to its node before
+PreBind, as upstream nominates it. Upstream's PreBind then polls until every claim is bound and fails the pod when
+a provisioner gave the node back; this one returns once its writes are accepted (the kubelet waits for the
+claim), so a provisioning that fails for that node leaves the pod there.
 
 Arguments (upstream ``VolumeBindingArgs``): ``bindTimeoutSeconds`` (default 600, not negative) is
-accepted so upstream configurations carry over; nothing here waits for a binding, so it bounds
+accepted so upstream configurations carry over; PreBind does not wait for the bindings, so it bounds
 nothing. ``shape``: the capacity score's broken-linear function, points (utilization 0..100 increasing,
 score 0..10); absent or empty it is upstream's default with the gate on, ``[{0, 10}, {100, 0}]`` (prefer
 PVs the claims fill least).
 
 Limits of the objects: "bound" means ``volumeName`` set and phase Bound (upstream: the
-``pv.kubernetes.io/bind-completed`` annotation); the selected-node annotation, claim deletion,
-claim/PV UIDs in ``claimRef``, volume modes, volume attributes classes and the beta storage-class
-annotation are not kept, so those checks are not made.
+``pv.kubernetes.io/bind-completed`` annotation); claim deletion, volume modes, volume attributes classes and the
+beta storage-class annotation are not kept, so those checks are not made.
 
 Requeueing (upstream ``EventsToRegister``): a StorageClass, PV or CSINode added or changed, a claim of
 the pod added or changed, a node added or relabelled, a CSIStorageCapacity added or raised, a CSIDriver of
@@ -67,7 +78,7 @@ one of the pod's inline ``csi`` volumes that stops tracking capacity; deletions 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
 import numpy as np
@@ -77,21 +88,28 @@ from ..framework import basics
 from ..framework.arguments import PluginArgsError
 from ..framework.basics import MAX_NODE_SCORE, CycleState, StateKey, Status
 from ..framework.interface import (
+    ApiClient,
     ClusterEvent,
     ClusterEventWithHint,
     EnqueueExtensions,
     EnqueueHandle,
+    PermitHandle,
+    PreBindPlugin,
     PreFilterPlugin,
     PreScorePlugin,
     QueueingHint,
+    ReservePlugin,
     ScorePlugin,
     SignFragment,
     SignPlugin,
     VectorFilter,
 )
 from ..framework.nodeinfo import NodeInfo
+from ..model import paths
 from ..model.csi_translation import IN_TREE_PLUGINS, Untranslatable, translated_node_affinity
 from ..model.objects import (
+    ANNOTATION_BOUND_BY_CONTROLLER,
+    ANNOTATION_SELECTED_NODE,
     CSIDriver,
     CSIStorageCapacity,
     Node,
@@ -176,7 +194,8 @@ def is_delay_binding(pvc: PersistentVolumeClaim, objects: ClusterObjects) -> boo
 
 
 def bound_to_claim(pv: PersistentVolume, pvc: PersistentVolumeClaim) -> bool:
-    return pv.claim_ref == pvc.key
+    """Upstream ``IsVolumeBoundToClaim``: the PV's ``claimRef`` names the claim (and its uid, when it has one)."""
+    return pv.claim_ref == pvc.key and (not pv.claim_uid or pv.claim_uid == pvc.uid)
 
 
 def access_modes_satisfied(pvc: PersistentVolumeClaim, pv: PersistentVolume) -> bool:
@@ -228,6 +247,9 @@ class PodVolumeClaims:
     objects: ClusterObjects
     #: the CSIStorageCapacity objects by namespace/name, for the delayed claims to provision
     capacities: tuple[CSIStorageCapacity, ...] = ()
+    #: node name -> ``node_volumes`` for it, filled as the cycle filters and scores (upstream
+    #: ``podVolumesByNode``): Reserve takes the chosen node's static bindings and provisions from here
+    by_node: dict[str, NodeVolumes] = field(default_factory=dict)
 
 
 def pod_volume_claims(pod: Pod, objects: ClusterObjects) -> PodVolumeClaims | Status:
@@ -415,8 +437,78 @@ def node_volumes(claims: PodVolumeClaims, node: Node) -> NodeVolumes:
 
 
 def find_pod_volumes(claims: PodVolumeClaims, node: Node) -> Status:
-    """VolumeBinding's Filter verdict for ``node``."""
-    return node_volumes(claims, node).status
+    """VolumeBinding's Filter verdict for ``node`` (kept in ``claims.by_node`` with what it found there)."""
+    return volumes_on(claims, node).status
+
+
+def volumes_on(claims: PodVolumeClaims, node: Node) -> NodeVolumes:
+    """``node_volumes`` for ``node``, computed once a cycle: what it finds depends on the node's labels and the
+    storage objects, never on the pods there (a preemption's dry run finds the same)."""
+    found = claims.by_node.get(node.name)
+    if found is None:
+        found = claims.by_node[node.name] = node_volumes(claims, node)
+    return found
+
+
+# --------------------------------------------------------------------------- Reserve and PreBind
+
+
+@dataclass(frozen=True, slots=True)
+class VolumeWrite:
+    """One write of PreBind (upstream ``bindAPIUpdate``): a merge patch of a PV or a claim, preconditioned on
+    the resourceVersion the cycle read (a PV another pod's PreBind took meanwhile answers 409)."""
+
+    path: str
+    body: Mapping[str, object]
+    #: what it does, for the error's text
+    purpose: str
+
+
+def bind_volume_write(pv: PersistentVolume, pvc: PersistentVolumeClaim) -> VolumeWrite | None:
+    """Upstream ``GetBindVolumeToClaim``: the PV's ``claimRef`` set to the claim, and the bound-by-controller
+    annotation when the PV was not bound to it already; None when the PV says so already (upstream writes
+    the unchanged PV anyway)."""
+    bound = bound_to_claim(pv, pvc)
+    if bound and pv.claim_uid == pvc.uid:
+        return None
+    meta: dict[str, object] = {}
+    if pv.resource_version:
+        meta["resourceVersion"] = pv.resource_version
+    if not bound:
+        meta["annotations"] = {ANNOTATION_BOUND_BY_CONTROLLER: "yes"}
+    ref = {"kind": "PersistentVolumeClaim", "apiVersion": "v1", "namespace": pvc.namespace, "name": pvc.name}
+    if pvc.uid:
+        ref["uid"] = pvc.uid
+    if pvc.resource_version:
+        ref["resourceVersion"] = pvc.resource_version
+    return VolumeWrite(
+        paths.item("v1", "persistentvolumes", pv.name),
+        {"metadata": meta, "spec": {"claimRef": ref}},
+        f'bind persistentvolume "{pv.name}" to claim {pvc.key}',
+    )
+
+
+def select_node_write(pvc: PersistentVolumeClaim, node_name: str) -> VolumeWrite | None:
+    """Upstream ``AssumePodVolumes`` for a claim to provision: its selected-node annotation names the node (the
+    PV controller or the CSI provisioner provisions for that node); None when it does already."""
+    if pvc.selected_node == node_name:
+        return None
+    meta: dict[str, object] = {"annotations": {ANNOTATION_SELECTED_NODE: node_name}}
+    if pvc.resource_version:
+        meta["resourceVersion"] = pvc.resource_version
+    return VolumeWrite(
+        paths.item("v1", "persistentvolumeclaims", pvc.name, namespace=pvc.namespace),
+        {"metadata": meta},
+        f"select node {node_name} for persistentvolumeclaim {pvc.key}",
+    )
+
+
+def volume_writes(found: NodeVolumes, node_name: str) -> tuple[VolumeWrite, ...]:
+    """The writes PreBind makes for the node Reserve took: the static bindings first, then the provisions,
+    as upstream's ``bindAPIUpdate`` orders them."""
+    writes = [bind_volume_write(pv, pvc) for pvc, pv in found.static]
+    writes += [select_node_write(pvc, node_name) for pvc, _ in found.provisions]
+    return tuple(w for w in writes if w is not None)
 
 
 # --------------------------------------------------------------------------- capacity score
@@ -508,7 +600,16 @@ class VolumeBindingArgs:
         return tuple((p.utilization, p.score * factor) for p in self.shape or DEFAULT_SHAPE)
 
 
-class VolumeBinding(PreFilterPlugin, VectorFilter, PreScorePlugin, ScorePlugin, EnqueueExtensions, SignPlugin):
+class VolumeBinding(
+    PreFilterPlugin,
+    VectorFilter,
+    PreScorePlugin,
+    ScorePlugin,
+    ReservePlugin,
+    PreBindPlugin,
+    EnqueueExtensions,
+    SignPlugin,
+):
     NAME = "VolumeBinding"
     Args = VolumeBindingArgs
 
@@ -520,6 +621,7 @@ class VolumeBinding(PreFilterPlugin, VectorFilter, PreScorePlugin, ScorePlugin, 
         super().__init__(args, name=name)
         self.args: VolumeBindingArgs
         self._key = StateKey[PodVolumeClaims](f"PreFilter{self.name}")
+        self._writes = StateKey[tuple[VolumeWrite, ...]](f"Reserve{self.name}")
         self._shape = self.args.scaled_shape
 
     def events_to_register(self, handle: EnqueueHandle) -> Sequence[ClusterEventWithHint]:
@@ -577,10 +679,47 @@ class VolumeBinding(PreFilterPlugin, VectorFilter, PreScorePlugin, ScorePlugin, 
         claims = state.read(self._key)
         if claims is None or not claims.delayed or node.node is None:
             return 0
-        found = node_volumes(claims, node.node)
+        found = volumes_on(claims, node.node)
         if found.static:
             return capacity_score(self._shape, found.static)
         return provision_score(self._shape, found.provisions)
+
+    def reserve(self, state: CycleState, pod: Pod, node_name: str, handle: PermitHandle) -> Status:
+        """Upstream ``Reserve`` (``AssumePodVolumes``): the writes PreBind is to make for the chosen node's delayed
+        claims. Nothing for a pod whose claims are all bound, or a node the cycle did not filter (upstream:
+        ``allBound``)."""
+        claims = state.read(self._key)
+        found = claims.by_node.get(node_name) if claims is not None and claims.delayed else None
+        writes = volume_writes(found, node_name) if found is not None else ()
+        if writes:
+            state.write(self._writes, writes)
+        return basics.SUCCESS
+
+    def unreserve(self, state: CycleState, pod: Pod, node_name: str, handle: PermitHandle) -> None:
+        """Upstream ``Unreserve`` forgets its assumed PVs and claims; nothing is assumed here (a PV two pods
+        both chose is settled by the resourceVersion of PreBind's write), and writes already made stay, as
+        upstream's do."""
+
+    def pre_bind_pre_flight(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        """Upstream ``PreBindPreFlight``: work when Reserve left writes."""
+        return basics.SUCCESS if state.read(self._writes) else basics.SKIP
+
+    async def pre_bind(self, state: CycleState, pod: Pod, node_name: str, client: ApiClient) -> Status:
+        """Upstream ``PreBind`` (``BindPodVolumes``' ``bindAPIUpdate``): each PV bound to its claim, each claim
+        to provision told its node; the first refused write fails the binding cycle (the pod backs off and
+        is scheduled again from the claims as they are then).
+
+        Upstream then polls, each second up to ``bindTimeoutSeconds``, until the PV controller has bound
+        every claim, and fails the pod when a provisioner gave its node back (the annotation removed); this
+        PreBind returns once the writes are accepted: the pod is bound while its volume is provisioned, and
+        a provisioning that fails for that node leaves the pod there (the kubelet waits for the claim)."""
+        for write in state.read(self._writes) or ():
+            answer = await client.request(
+                "PATCH", write.path, write.body, content_type="application/merge-patch+json", decode=False
+            )
+            if not answer.ok:
+                return basics.error(f"binding volumes: {write.purpose}: {answer.detail()}")
+        return basics.SUCCESS
 
 
 def _node_verdict(claims: PodVolumeClaims, node_info: NodeInfo) -> bool:
