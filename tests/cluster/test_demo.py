@@ -66,7 +66,12 @@ def test_demo_places_every_schedulable_pod(tmp_path: Path) -> None:
     for workload in ("StatefulSet/db", "Deployment/inference", "Deployment/cache", "Deployment/gpu"):
         wanted, pods, placed_, running, _ = rows[workload]
         assert wanted == pods == placed_ == running != "0", (workload, out)
-    assert re.search(r"^volumes: (\d+) of the \1 claims of StatefulSet/db Bound, \1 of them to volumes the", out, re.M)
+    assert re.search(
+        r"^volumes: (\d+) of the \1 claims of StatefulSet/db Bound, \1 of them to volumes the .*, \1 for the node "
+        r"kopf-scheduler selected$",
+        out,
+        re.M,
+    ), out
     assert re.search(r"^DRA: (\d+) ResourceClaims the resourceclaim controller made .*, \1 allocated", out, re.M)
     assert str(workdir / "operator.log") in out
     assert "OK: every schedulable pod was placed" in out

@@ -75,7 +75,11 @@ SCHEDULER_NAME = "kopf-scheduler"
 CRD_NAME = "schedulingpolicies.scheduling.kopf.dev"
 ENV_OPERATOR = "KOPF_SCHEDULER_DEMO_OPERATOR"
 _SETTLE_SECONDS = 10.0  # all pods decided but some schedulable one not bound: wait this long for progress
-_RUNNING_GRACE = 10.0  # all decided, a bound pod not Running (or a Job's not done) yet: wait this long for KWOK
+#: all decided, but a bound pod not Running, a Job's not done or a claim not Bound yet: wait this long for KWOK and
+#: the PersistentVolume controller
+_RUNNING_GRACE = 10.0
+#: the annotation VolumeBinding's PreBind writes on a WaitForFirstConsumer claim: the node to provision for
+SELECTED_NODE = "volume.kubernetes.io/selected-node"
 
 
 def add_parser(subparsers: Any, name: str, help: str) -> None:
@@ -273,6 +277,7 @@ class Observation:
     bound_at: dict[str, float] = field(default_factory=dict)  # name -> monotonic time first seen bound
     running_at: dict[str, float] = field(default_factory=dict)  # name -> monotonic time first seen Running
     failed: dict[str, str] = field(default_factory=dict)  # name -> latest FailedScheduling message
+    unbound_claims: int = 0  # PersistentVolumeClaims not Bound yet (provisioned once their pod's node is chosen)
 
     def node_of(self, name: str) -> str | None:
         return (self.pods.get(name, {}).get("spec") or {}).get("nodeName")
@@ -313,6 +318,8 @@ def _observe(api: Any, namespace: str, obs: Observation) -> None:
             obs.bound_at[name] = now
         if (pod.get("status") or {}).get("phase") in ("Running", "Succeeded") and name not in obs.running_at:
             obs.running_at[name] = now
+    claims = _list_json(core.list_namespaced_persistent_volume_claim, namespace).get("items", [])
+    obs.unbound_claims = sum(1 for c in claims if (c.get("status") or {}).get("phase") != "Bound")
     events = _list_json(core.list_namespaced_event, namespace, field_selector="reason=FailedScheduling")
     latest: dict[str, tuple[str, str]] = {}
     for ev in events.get("items", []):
@@ -357,7 +364,7 @@ def _wait_for_scheduling(
             wrongly_failed = [n for n in obs.failed if _kind(obs.pods[n]) not in UNSCHEDULABLE_KINDS]
             if not wrongly_failed or now - last_progress > _SETTLE_SECONDS:
                 decided_at = decided_at or now
-                settled = len(obs.running_at) >= bound and not obs.completing()
+                settled = len(obs.running_at) >= bound and not obs.completing() and not obs.unbound_claims
                 if settled or now - decided_at > _RUNNING_GRACE:
                     return obs
         if now > deadline:
@@ -403,6 +410,7 @@ def _read_owners(api: Any, namespace: str, obs: Observation, workloads: list[Wor
     core: Any = client.CoreV1Api(api)
     claims = _list_json(core.list_namespaced_persistent_volume_claim, namespace).get("items", [])
     bound = sum(1 for c in claims if (c.get("status") or {}).get("phase") == "Bound")
+    selected = sum(1 for c in claims if (c["metadata"].get("annotations") or {}).get(SELECTED_NODE))
     volumes = _list_json(core.list_persistent_volume).get("items", [])
     provisioned = sum(
         1
@@ -414,7 +422,8 @@ def _read_owners(api: Any, namespace: str, obs: Observation, workloads: list[Wor
         if w.kind == "StatefulSet" and claims:
             owners.notes.append(
                 f"volumes: {bound} of the {len(claims)} claims of StatefulSet/{w.name} Bound, {provisioned} of them to "
-                f"volumes the PersistentVolume controller provisioned (StorageClass demo-hostpath)"
+                "volumes the PersistentVolume controller provisioned (StorageClass demo-hostpath, "
+                f"WaitForFirstConsumer), {selected} for the node kopf-scheduler selected"
             )
     resource: Any = client.CustomObjectsApi(api)
     made = [

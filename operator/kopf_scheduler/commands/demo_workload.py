@@ -20,9 +20,9 @@ Every pod template names ``schedulerName``; each carries the label ``demo.kopf.d
 exercises, and the kinds in :data:`UNSCHEDULABLE_KINDS` are unschedulable on purpose, every other pod
 must be placed.
 
-The StorageClass binds at once (``volumeBindingMode: Immediate``): its claims are provisioned and
-bound when the StatefulSet creates them, before their pods are scheduled. kopf-scheduler does not yet
-write the selected-node annotation a ``WaitForFirstConsumer`` class waits for (VolumeBinding's PreBind).
+The StorageClass waits for the first consumer (``volumeBindingMode: WaitForFirstConsumer``, what most
+clouds' default classes say): a claim is provisioned once kopf-scheduler's VolumeBinding PreBind has told it
+the node its pod goes to (the ``volume.kubernetes.io/selected-node`` annotation), then bound.
 """
 
 from __future__ import annotations
@@ -153,7 +153,7 @@ def demo_cluster_objects(nodes: list[DemoNode], namespace: str) -> list[dict[str
             "metadata": {"name": STORAGE_CLASS},
             "provisioner": "kubernetes.io/host-path",
             "reclaimPolicy": "Delete",
-            "volumeBindingMode": "Immediate",
+            "volumeBindingMode": "WaitForFirstConsumer",
         },
         {
             "apiVersion": "resource.k8s.io/v1",
