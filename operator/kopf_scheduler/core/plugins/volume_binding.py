@@ -460,8 +460,6 @@ class VolumeWrite:
 
     path: str
     body: Mapping[str, object]
-    #: what it does, for the error's text
-    purpose: str
 
 
 def bind_volume_write(pv: PersistentVolume, pvc: PersistentVolumeClaim) -> VolumeWrite | None:
@@ -484,7 +482,6 @@ def bind_volume_write(pv: PersistentVolume, pvc: PersistentVolumeClaim) -> Volum
     return VolumeWrite(
         paths.item("v1", "persistentvolumes", pv.name),
         {"metadata": meta, "spec": {"claimRef": ref}},
-        f'bind persistentvolume "{pv.name}" to claim {pvc.key}',
     )
 
 
@@ -499,7 +496,6 @@ def select_node_write(pvc: PersistentVolumeClaim, node_name: str) -> VolumeWrite
     return VolumeWrite(
         paths.item("v1", "persistentvolumeclaims", pvc.name, namespace=pvc.namespace),
         {"metadata": meta},
-        f"select node {node_name} for persistentvolumeclaim {pvc.key}",
     )
 
 
@@ -717,8 +713,8 @@ class VolumeBinding(
             answer = await client.request(
                 "PATCH", write.path, write.body, content_type="application/merge-patch+json", decode=False
             )
-            if not answer.ok:
-                return basics.error(f"binding volumes: {write.purpose}: {answer.detail()}")
+            if not answer.ok:  # upstream returns the client's error as it is: the Status message
+                return basics.error(answer.detail(limit=1000))
         return basics.SUCCESS
 
 
