@@ -143,8 +143,8 @@ PLUGINS = (CostAware, HourlyCostAnnotation, PricedBinder)
 def test_a_policy_enables_them_in_its_plugins_list() -> None:
     spec = {"schedulerName": "s", "plugins": [{"name": "HourlyCostAnnotation"}, {"name": "PricedBinder"}]}
     profile = policy(spec, plugins=PLUGINS)
-    # The default profile's own PreBind plugin (DynamicResources) runs first; ours follows it.
-    assert [p.name for p in profile.pre_binders] == ["DynamicResources", "HourlyCostAnnotation"]
+    # The default profile's own PreBind plugins (VolumeBinding, DynamicResources) run first; ours follows them.
+    assert [p.name for p in profile.pre_binders] == ["VolumeBinding", "DynamicResources", "HourlyCostAnnotation"]
     assert [p.name for p in profile.binders] == ["PricedBinder", "DefaultBinder"]  # DefaultBinder is always last
     with pytest.raises(PolicyError) as wrong:
         policy({**spec, "plugins": [{"name": "CostAware"}]}, plugins=PLUGINS)
